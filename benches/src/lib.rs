@@ -1,0 +1,1 @@
+//! Shared helpers of the Spindle benchmarks (the workloads live in `benches/`).

@@ -1,0 +1,88 @@
+//! Clocks: where exec-single reads the time, and (without `std`) how it
+//! waits while idle.
+
+use core::time::Duration;
+
+/// A monotonic clock for [`SingleThreaded`](crate::SingleThreaded).
+///
+/// With `std`, [`StdClock`] is the default. Without `std` the user supplies
+/// one, typically from a hardware timer:
+///
+/// ```
+/// use core::sync::atomic::{AtomicU64, Ordering};
+/// use core::time::Duration;
+/// use exec_single::Clock;
+///
+/// /// Counts SysTick interrupts of 1 ms each.
+/// struct SysTickClock { ticks: &'static AtomicU64 }
+///
+/// impl Clock for SysTickClock {
+///     fn now(&self) -> Duration {
+///         Duration::from_millis(self.ticks.load(Ordering::Relaxed))
+///     }
+///     // A real firmware would `wfi` in `wait` and leave `notify` empty
+///     // (an interrupt ends `wfi` by itself).
+/// }
+/// ```
+pub trait Clock: Send + Sync + 'static {
+    /// Time since a fixed origin; must never go backwards.
+    fn now(&self) -> Duration;
+
+    /// Time since the Unix epoch, where the platform knows it. The default
+    /// returns [`now`](Clock::now): bare-metal targets rarely have a wall clock.
+    fn real_time(&self) -> Duration {
+        self.now()
+    }
+
+    /// Without `std`: called when no fiber is runnable, to wait until
+    /// `deadline` (the next timer, if any) or until [`notify`](Clock::notify)
+    /// is called. It may return early; the loop checks again. The default
+    /// spins once. With `std` the loop parks its thread instead and this is
+    /// not called.
+    fn wait(&self, deadline: Option<Duration>) {
+        let _ = deadline;
+        core::hint::spin_loop();
+    }
+
+    /// Without `std`: called after a fiber was woken from outside the loop
+    /// (an interrupt handler or another core), to end a [`wait`](Clock::wait)
+    /// early (for instance with `sev`). The default does nothing.
+    fn notify(&self) {}
+}
+
+/// The system's monotonic clock (`std::time::Instant`) and wall clock.
+#[cfg(feature = "std")]
+#[derive(Debug, Clone, Copy)]
+pub struct StdClock {
+    origin: std::time::Instant,
+}
+
+#[cfg(feature = "std")]
+impl StdClock {
+    /// A clock whose origin is now.
+    pub fn new() -> Self {
+        StdClock {
+            origin: std::time::Instant::now(),
+        }
+    }
+}
+
+#[cfg(feature = "std")]
+impl Default for StdClock {
+    fn default() -> Self {
+        StdClock::new()
+    }
+}
+
+#[cfg(feature = "std")]
+impl Clock for StdClock {
+    fn now(&self) -> Duration {
+        self.origin.elapsed()
+    }
+
+    fn real_time(&self) -> Duration {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or(Duration::ZERO)
+    }
+}

@@ -1,0 +1,425 @@
+//! # exec-single: a single-threaded executor for Spindle fibers
+//!
+//! One thread (the one that calls [`SingleThreaded::block_on`]) runs every
+//! fiber. It is the executor for tests, for embedded targets (`#![no_std]`
+//! with `alloc`; build with `default-features = false`) and for programs that
+//! want one deterministic thread.
+//!
+//! ```
+//! use exec_single::SingleThreaded;
+//! use io_core::{IO, Outcome};
+//! use std::time::Duration;
+//!
+//! let mut rt = SingleThreaded::new();
+//! let program: IO<&str, ()> = IO::sleep(Duration::from_millis(1)).as_("done");
+//! assert_eq!(rt.block_on(program), Outcome::Succeeded("done"));
+//! ```
+//!
+//! # The loop
+//!
+//! Each turn of [`SingleThreaded::block_on`]:
+//!
+//! 1. moves fibers woken from elsewhere (other threads, interrupt handlers)
+//!    from the *remote* queue to the end of the run queue;
+//! 2. fires the timers whose deadline has passed, in deadline order (ties in
+//!    the order they were set), which queues their fibers;
+//! 3. runs the fibers that were queued at the start of this step, in FIFO
+//!    order (a fiber that yields goes behind them);
+//! 4. if nothing is runnable, waits: with `std` it parks the thread until
+//!    the next deadline or a remote wake-up; without `std` it calls
+//!    [`Clock::wait`].
+//!
+//! Same program, same order of events, every run: nothing depends on thread
+//! timing except when a wake-up from another thread or an interrupt arrives.
+//!
+//! # Wake-ups from other contexts
+//!
+//! [`Executor::schedule_fiber`] may be called from any thread and (without
+//! `std`) from interrupt handlers: callbacks resume fibers that way. On the
+//! loop's own thread it pushes to the run queue without a lock; from
+//! anywhere else it pushes to the remote queue, behind a `std` mutex or a
+//! `critical-section` (never picked by this library: the final binary
+//! provides the implementation, for instance cortex-m's single-core one).
+
+#![no_std]
+#![deny(missing_docs)]
+
+extern crate alloc;
+#[cfg(feature = "std")]
+extern crate std;
+
+mod clock;
+mod platform;
+
+use alloc::collections::{BTreeMap, VecDeque};
+use core::cell::UnsafeCell;
+use core::fmt;
+use core::time::Duration;
+
+use io_core::{Executor, Fiber, FiberConfig, IO, Outcome, TimerCallback};
+use portable_atomic_util::Arc;
+
+pub use clock::Clock;
+#[cfg(feature = "std")]
+pub use clock::StdClock;
+
+/// The executor handle fibers hold: cheap to clone, `Send + Sync`.
+///
+/// Get one with [`SingleThreaded::handle`]; it implements [`Executor`].
+pub struct Handle<C: Clock> {
+    shared: Arc<Shared<C>>,
+}
+
+impl<C: Clock> Clone for Handle<C> {
+    fn clone(&self) -> Self {
+        Handle {
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+impl<C: Clock> fmt::Debug for Handle<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("exec_single::Handle").finish_non_exhaustive()
+    }
+}
+
+/// Key of a timer: its deadline and a sequence number (ties fire in order).
+type TimerKey = (Duration, u64);
+
+/// State touched only by the thread running the loop.
+struct Local<C: Clock> {
+    run_queue: VecDeque<Fiber<Handle<C>>>,
+    timers: BTreeMap<TimerKey, TimerCallback>,
+    next_timer_seq: u64,
+}
+
+struct Shared<C: Clock> {
+    clock: C,
+    config: FiberConfig,
+    local: UnsafeCell<Local<C>>,
+    remote: platform::Remote<Fiber<Handle<C>>>,
+}
+
+// SAFETY: `local` is only accessed by the thread that runs the loop, which
+// `platform::on_loop_thread` identifies (with `std`: a thread-local marker
+// set for the duration of `block_on`; without `std` there is one context
+// that runs the loop, and everything from interrupt handlers goes through
+// `remote`). `remote` is a lock. The clock is `Send + Sync`.
+unsafe impl<C: Clock> Sync for Shared<C> {}
+// SAFETY: as above; fibers and timer callbacks are `Send`.
+unsafe impl<C: Clock> Send for Shared<C> {}
+
+impl<C: Clock> Shared<C> {
+    /// Exclusive access to the loop-thread state.
+    ///
+    /// # Safety
+    /// * The caller runs on the loop thread, and does not hold another
+    ///   reference from `local()` (no re-entrancy while it is used).
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn local(&self) -> &mut Local<C> {
+        // SAFETY: forwarded precondition.
+        unsafe { &mut *self.local.get() }
+    }
+}
+
+impl<C: Clock> Executor for Handle<C> {
+    type TimerKey = TimerKey;
+
+    fn schedule_fiber(&self, fiber: Fiber<Self>) {
+        if platform::on_loop_thread(self.shared_id()) {
+            // SAFETY: on the loop thread; the borrow ends within the call.
+            unsafe { self.shared.local() }.run_queue.push_back(fiber);
+        } else {
+            self.shared.remote.push(fiber, &self.shared.clock);
+        }
+    }
+
+    fn reschedule_fiber(&self, fiber: Fiber<Self>) {
+        // Called by the loop thread right after running the fiber.
+        self.schedule_fiber(fiber)
+    }
+
+    fn monotonic(&self) -> Duration {
+        self.shared.clock.now()
+    }
+
+    fn real_time(&self) -> Duration {
+        self.shared.clock.real_time()
+    }
+
+    fn set_timer(&self, deadline: Duration, callback: TimerCallback) -> TimerKey {
+        // SAFETY: fibers run on the loop thread, and set_timer is called by
+        // a running fiber (Executor contract).
+        let local = unsafe { self.shared.local() };
+        let key = (deadline, local.next_timer_seq);
+        local.next_timer_seq += 1;
+        local.timers.insert(key, callback);
+        key
+    }
+
+    fn cancel_timer(&self, key: TimerKey) {
+        // SAFETY: as in `set_timer`.
+        let local = unsafe { self.shared.local() };
+        local.timers.remove(&key);
+    }
+
+    fn config(&self) -> &FiberConfig {
+        &self.shared.config
+    }
+}
+
+impl<C: Clock> Handle<C> {
+    fn shared_id(&self) -> usize {
+        Arc::as_ptr(&self.shared) as *const () as usize
+    }
+}
+
+/// The main fiber could never finish: it was dropped while suspended, with
+/// nothing left that could resume it (for instance `IO::never()`, or an
+/// async callback dropped without being called), and no other work remains.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Deadlock;
+
+impl fmt::Display for Deadlock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(
+            "deadlock: the main fiber is suspended and nothing can resume it \
+             (no runnable fiber, no timer, and every callback that could wake it was dropped)",
+        )
+    }
+}
+
+impl core::error::Error for Deadlock {}
+
+/// A single-threaded executor. See the [crate documentation](crate).
+pub struct SingleThreaded<C: Clock> {
+    handle: Handle<C>,
+}
+
+#[cfg(feature = "std")]
+impl SingleThreaded<StdClock> {
+    /// An executor on the system's monotonic clock with the default
+    /// [`FiberConfig`].
+    pub fn new() -> Self {
+        SingleThreaded::with_clock(StdClock::new())
+    }
+
+    /// An executor on the system clock with the given fiber configuration.
+    pub fn with_config(config: FiberConfig) -> Self {
+        SingleThreaded::with_clock_and_config(StdClock::new(), config)
+    }
+}
+
+#[cfg(feature = "std")]
+impl Default for SingleThreaded<StdClock> {
+    fn default() -> Self {
+        SingleThreaded::new()
+    }
+}
+
+impl<C: Clock> fmt::Debug for SingleThreaded<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SingleThreaded").finish_non_exhaustive()
+    }
+}
+
+impl<C: Clock> SingleThreaded<C> {
+    /// An executor on a clock of the user's (a SysTick counter on a
+    /// microcontroller, say), with the default fiber configuration.
+    pub fn with_clock(clock: C) -> Self {
+        SingleThreaded::with_clock_and_config(clock, FiberConfig::default())
+    }
+
+    /// An executor on the given clock and fiber configuration.
+    pub fn with_clock_and_config(clock: C, config: FiberConfig) -> Self {
+        SingleThreaded {
+            handle: Handle {
+                shared: Arc::new(Shared {
+                    clock,
+                    config,
+                    local: UnsafeCell::new(Local {
+                        run_queue: VecDeque::new(),
+                        timers: BTreeMap::new(),
+                        next_timer_seq: 0,
+                    }),
+                    remote: platform::Remote::new(),
+                }),
+            },
+        }
+    }
+
+    /// The executor handle that fibers on this executor use.
+    pub fn handle(&self) -> Handle<C> {
+        self.handle.clone()
+    }
+
+    /// Runs `io` as the main fiber, with every fiber it wakes, until the
+    /// main fiber ends; returns its outcome.
+    ///
+    /// If the main fiber can never finish (see [`Deadlock`]), this waits
+    /// forever, as Cats Effect's `unsafeRunSync` does on `IO.never`; use
+    /// [`try_block_on`](SingleThreaded::try_block_on) to get an error instead.
+    pub fn block_on<A, E>(&mut self, io: IO<A, E>) -> Outcome<A, E>
+    where
+        A: Send + 'static,
+        E: Send + 'static,
+    {
+        match self.run(io, false) {
+            Ok(outcome) => outcome,
+            Err(Deadlock) => unreachable!("exec-single: run(.., false) waits instead of failing"),
+        }
+    }
+
+    /// Like [`block_on`](SingleThreaded::block_on), but returns
+    /// `Err(Deadlock)` when the main fiber can provably never finish.
+    pub fn try_block_on<A, E>(&mut self, io: IO<A, E>) -> Result<Outcome<A, E>, Deadlock>
+    where
+        A: Send + 'static,
+        E: Send + 'static,
+    {
+        self.run(io, true)
+    }
+
+    fn run<A, E>(&mut self, io: IO<A, E>, fail_on_deadlock: bool) -> Result<Outcome<A, E>, Deadlock>
+    where
+        A: Send + 'static,
+        E: Send + 'static,
+    {
+        let slot = Arc::new(RootSlot::<A, E>::new());
+        let guard = CompletionGuard(slot.clone());
+        let main = Fiber::new(io, self.handle.clone(), move |outcome| guard.complete(outcome));
+        let shared = &*self.handle.shared;
+        let _on_loop = platform::enter_loop(self.handle.shared_id(), &shared.remote);
+        // SAFETY: this thread now runs the loop (marker set just above), and
+        // `block_on` takes `&mut self`, so no other loop runs on `shared`.
+        unsafe { shared.local() }.run_queue.push_back(main);
+        loop {
+            if let Some(outcome) = slot.take() {
+                return Ok(outcome);
+            }
+            shared.remote.drain_into(
+                // SAFETY: loop thread; the borrow ends with the call.
+                &mut unsafe { shared.local() }.run_queue,
+            );
+            let now = shared.clock.now();
+            self.fire_due_timers(now);
+            // Run what is queued now; fibers queued meanwhile wait a turn, so
+            // that timers and remote wake-ups are checked between batches.
+            // SAFETY: loop thread.
+            let batch = unsafe { shared.local() }.run_queue.len();
+            for _ in 0..batch {
+                // SAFETY: loop thread; the borrow ends before `run`, which
+                // may re-enter `local()` through schedule_fiber/set_timer.
+                let next = unsafe { shared.local() }.run_queue.pop_front();
+                match next {
+                    Some(fiber) => fiber.run(),
+                    None => break,
+                }
+            }
+            if slot.is_set() {
+                continue;
+            }
+            // SAFETY: loop thread.
+            let local = unsafe { shared.local() };
+            if local.run_queue.is_empty() {
+                let next_deadline = local.timers.keys().next().map(|(deadline, _)| *deadline);
+                if next_deadline.is_none() && slot.is_abandoned() && shared.remote.is_empty() {
+                    if fail_on_deadlock {
+                        return Err(Deadlock);
+                    }
+                }
+                platform::idle(&shared.remote, &shared.clock, next_deadline);
+            }
+        }
+    }
+
+    fn fire_due_timers(&self, now: Duration) {
+        loop {
+            // SAFETY: loop thread; the borrow ends before `fire`.
+            let local = unsafe { self.handle.shared.local() };
+            match local.timers.first_key_value() {
+                Some((&(deadline, _), _)) if deadline <= now => {
+                    let (_, callback) = local.timers.pop_first().expect("first entry exists");
+                    callback.fire();
+                }
+                _ => return,
+            }
+        }
+    }
+}
+
+impl<C: Clock> Drop for SingleThreaded<C> {
+    fn drop(&mut self) {
+        // Queued fibers and timer callbacks hold handles to `shared`: drop
+        // them now, or the reference cycle would keep everything alive.
+        let _on_loop = platform::enter_loop(self.handle.shared_id(), &self.handle.shared.remote);
+        // SAFETY: `&mut self` and the marker make this thread the loop thread.
+        let local = unsafe { self.handle.shared.local() };
+        let queue = core::mem::take(&mut local.run_queue);
+        let timers = core::mem::take(&mut local.timers);
+        drop(queue);
+        drop(timers);
+        let mut remote = VecDeque::new();
+        self.handle.shared.remote.drain_into(&mut remote);
+        drop(remote);
+    }
+}
+
+/// Where the main fiber leaves its outcome.
+struct RootSlot<A, E> {
+    state: spin::Mutex<RootState<A, E>>,
+}
+
+enum RootState<A, E> {
+    Running,
+    Done(Outcome<A, E>),
+    Taken,
+    /// The completion callback was dropped without being called.
+    Abandoned,
+}
+
+impl<A, E> RootSlot<A, E> {
+    fn new() -> Self {
+        RootSlot {
+            state: spin::Mutex::new(RootState::Running),
+        }
+    }
+
+    fn take(&self) -> Option<Outcome<A, E>> {
+        let mut state = self.state.lock();
+        match core::mem::replace(&mut *state, RootState::Taken) {
+            RootState::Done(outcome) => Some(outcome),
+            other => {
+                *state = other;
+                None
+            }
+        }
+    }
+
+    fn is_set(&self) -> bool {
+        matches!(*self.state.lock(), RootState::Done(_))
+    }
+
+    fn is_abandoned(&self) -> bool {
+        matches!(*self.state.lock(), RootState::Abandoned)
+    }
+}
+
+/// Completes the root slot, or marks it abandoned when dropped uncalled.
+struct CompletionGuard<A, E>(Arc<RootSlot<A, E>>);
+
+impl<A, E> CompletionGuard<A, E> {
+    fn complete(self, outcome: Outcome<A, E>) {
+        *self.0.state.lock() = RootState::Done(outcome);
+    }
+}
+
+impl<A, E> Drop for CompletionGuard<A, E> {
+    fn drop(&mut self) {
+        let mut state = self.0.state.lock();
+        if let RootState::Running = *state {
+            *state = RootState::Abandoned;
+        }
+    }
+}

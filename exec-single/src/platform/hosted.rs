@@ -1,0 +1,105 @@
+//! With `std`: a thread-local marks the loop thread; the remote queue is a
+//! mutex; idle waiting parks the thread until the next deadline or a remote
+//! wake-up (never a busy spin).
+
+use alloc::collections::VecDeque;
+use core::cell::Cell;
+use core::time::Duration;
+use std::sync::Mutex;
+use std::thread::{self, Thread};
+
+use crate::clock::Clock;
+
+std::thread_local! {
+    /// The executor whose loop this thread is running (its shared address).
+    static LOOP: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Whether the calling thread runs the loop of the executor `id`.
+#[inline]
+pub(crate) fn on_loop_thread(id: usize) -> bool {
+    LOOP.try_with(|l| l.get() == id).unwrap_or(false)
+}
+
+/// Marks this thread as the loop thread of `id` until the guard drops.
+pub(crate) fn enter_loop<T>(id: usize, remote: &Remote<T>) -> LoopGuard {
+    let previous = LOOP.with(|l| l.replace(id));
+    remote.state.lock().unwrap_or_else(|e| e.into_inner()).waiter = Some(thread::current());
+    LoopGuard { previous }
+}
+
+/// Restores the previous loop marker (nested executors on one thread).
+pub(crate) struct LoopGuard {
+    previous: usize,
+}
+
+impl Drop for LoopGuard {
+    fn drop(&mut self) {
+        let _ = LOOP.try_with(|l| l.set(self.previous));
+    }
+}
+
+struct RemoteState<T> {
+    queue: VecDeque<T>,
+    waiter: Option<Thread>,
+}
+
+/// Fibers woken from other threads.
+pub(crate) struct Remote<T> {
+    state: Mutex<RemoteState<T>>,
+}
+
+impl<T> Remote<T> {
+    pub(crate) fn new() -> Self {
+        Remote {
+            state: Mutex::new(RemoteState {
+                queue: VecDeque::new(),
+                waiter: None,
+            }),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, RemoteState<T>> {
+        // A panic while holding this lock cannot leave the queue half-updated
+        // (push/pop are atomic with respect to panics), so poisoning is moot.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn push<C: Clock>(&self, item: T, _clock: &C) {
+        let waiter = {
+            let mut state = self.lock();
+            state.queue.push_back(item);
+            state.waiter.clone()
+        };
+        if let Some(waiter) = waiter {
+            waiter.unpark();
+        }
+    }
+
+    pub(crate) fn drain_into(&self, out: &mut VecDeque<T>) {
+        let mut state = self.lock();
+        out.extend(state.queue.drain(..));
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.lock().queue.is_empty()
+    }
+}
+
+/// Parks until `deadline` (by `clock`) or an unpark from a remote push.
+pub(crate) fn idle<T, C: Clock>(remote: &Remote<T>, clock: &C, deadline: Option<Duration>) {
+    if !remote.is_empty() {
+        return;
+    }
+    // A push between the check and the park unparks us first, and
+    // `park` then returns at once: no wake-up is lost.
+    match deadline {
+        None => thread::park(),
+        Some(deadline) => {
+            let now = clock.now();
+            if deadline > now {
+                thread::park_timeout(deadline - now);
+            }
+        }
+    }
+}

@@ -1,0 +1,88 @@
+//! The contract between fibers and the executors that run them.
+//!
+//! A *fiber* interprets one `IO` program. It is generic over its executor
+//! `X: Executor`, so every call below is statically dispatched: no `dyn`, no
+//! type test, no branch on which executor is running the fiber.
+//!
+//! # Who calls what
+//!
+//! | call | made by | from which thread |
+//! |---|---|---|
+//! | [`Executor::schedule_fiber`] | a new fiber's spawner; the completer of an async callback or a timer that resumes a suspended fiber | **any** thread, and (on exec-single without std) interrupt handlers |
+//! | [`Executor::reschedule_fiber`] | the fiber itself, on `IO::cede` and on auto-yield | the thread that was running the fiber, right after it stopped running it |
+//! | [`Fiber::run`] | the executor | one of the executor's threads |
+//! | [`Executor::set_timer`] / [`Executor::cancel_timer`] | the fiber, inside `run` | the thread running the fiber |
+//! | [`Executor::monotonic`] / [`Executor::real_time`] | the fiber, inside `run` | the thread running the fiber |
+//! | [`TimerCallback::fire`] | the executor, once the deadline has passed | any thread |
+//!
+//! # Guarantees to executors
+//!
+//! * A [`Fiber`] handle is unique: the same fiber is never scheduled twice
+//!   at once and never scheduled while it runs. An executor may therefore
+//!   keep handles in plain queues and run each exactly once.
+//! * [`Fiber::run`] returns when the fiber completes, suspends (it is then
+//!   held by whoever will resume it), or yields (it has then already handed
+//!   itself to `reschedule_fiber`). It never blocks the thread, unless user
+//!   code in a `delay` does.
+//! * Everything a fiber did before it was handed to `schedule_fiber` or
+//!   `reschedule_fiber` *happens before* the next `run` of that fiber
+//!   (`Release`/`Acquire` through the fiber's state or the executor's queue).
+//!
+//! # Promises executors make
+//!
+//! * `schedule_fiber` and `reschedule_fiber` never run the fiber inline
+//!   (that would recurse); they queue it. A fiber is eventually run after
+//!   either call, unless the executor is shut down (it then drops the handle,
+//!   which frees the fiber and its pending continuations).
+//! * `reschedule_fiber` puts the fiber *behind* work that is already waiting,
+//!   so that a cede or an auto-yield really lets others run. A batching
+//!   executor may run `schedule_fiber` with microtask semantics (before the
+//!   next turn) and `reschedule_fiber` through its macrotask queue.
+//! * `monotonic` never goes backwards. `set_timer` fires the callback once,
+//!   on or after the deadline, unless `cancel_timer` removed it first;
+//!   cancelling a timer that already fired does nothing.
+
+use core::time::Duration;
+
+use crate::config::FiberConfig;
+pub use crate::fiber::{Fiber, TimerCallback};
+
+/// An executor of fibers: a run queue, timers and a clock.
+///
+/// See the [module documentation](self) for the contract: who may call
+/// what, from which thread, and what ordering is promised.
+pub trait Executor: Clone + Send + Sync + Sized + 'static {
+    /// Identifies a timer set with [`set_timer`](Executor::set_timer), to
+    /// cancel it.
+    type TimerKey: Send + 'static;
+
+    /// Queues a fiber that is ready to run: a new fiber, or one resumed by an
+    /// async callback or a timer. May be called from any thread.
+    fn schedule_fiber(&self, fiber: Fiber<Self>);
+
+    /// Queues a fiber that gave up its thread on purpose (`IO::cede`,
+    /// auto-yield), behind the work already waiting. Called by the thread
+    /// that was running the fiber.
+    fn reschedule_fiber(&self, fiber: Fiber<Self>);
+
+    /// The monotonic clock: time since an arbitrary, fixed origin.
+    fn monotonic(&self) -> Duration;
+
+    /// The wall clock: time since the Unix epoch. Executors without a wall
+    /// clock (bare-metal targets) may return their monotonic time; they say
+    /// so in their documentation.
+    fn real_time(&self) -> Duration {
+        self.monotonic()
+    }
+
+    /// Arranges for `callback` to be fired once the monotonic clock reaches
+    /// `deadline`.
+    fn set_timer(&self, deadline: Duration, callback: TimerCallback) -> Self::TimerKey;
+
+    /// Removes a timer that has not fired yet (its callback is dropped
+    /// without firing); does nothing for a timer that has already fired.
+    fn cancel_timer(&self, key: Self::TimerKey);
+
+    /// The run-loop configuration of fibers on this executor.
+    fn config(&self) -> &FiberConfig;
+}

@@ -1,0 +1,463 @@
+//! Fibers: the run-loop's state, the suspension protocol and the handles
+//! executors and callbacks hold.
+//!
+//! # Layout
+//!
+//! A fiber is one allocation, `FiberInner<X>`, shared through an `Arc`:
+//!
+//! * `header` (first field, `repr(C)`): the suspension state word and the
+//!   slot where a callback leaves its result. It is the only part touched by
+//!   other threads, and it does not depend on the executor type, so a
+//!   [`Callback`] can reach it through a type-erased pointer.
+//! * `core`: the run-loop state (the node to evaluate next, the explicit
+//!   continuation stack, the completion callback). Only the thread that runs
+//!   the fiber touches it.
+//! * `executor`: the fiber's executor `X`, for scheduling and timers.
+//!
+//! # Who owns the fiber
+//!
+//! Exactly one of the following holds a fiber that is not finished: an
+//! executor queue (as a [`Fiber`] handle), the thread running it, or, while
+//! it is suspended, the callbacks that can resume it (each [`Callback`] holds
+//! a strong reference). A suspended fiber whose callbacks have all been
+//! dropped can never resume; it is freed like any other garbage.
+//!
+//! # The suspension protocol
+//!
+//! The state word is `generation << 3 | DONE | CLAIMED | SUSPENDED`. Each
+//! suspension (async, sleep, never) starts a new *generation*; callbacks
+//! carry the generation they were made for, so a callback of an earlier
+//! suspension, or a second call of the same callback, finds either another
+//! generation or `CLAIMED` and is ignored.
+//!
+//! 1. The fiber starts generation `g`: `state = g << 3` (no flag), then runs
+//!    the registration, which receives callbacks for `g`.
+//! 2. A completer claims: CAS `g<<3 | f` to `g<<3 | f | CLAIMED`, only if the
+//!    generation is `g` and `CLAIMED` is not set. The winner alone writes the
+//!    result into the slot, then sets `DONE` (`AcqRel`).
+//! 3. The fiber, once registration has returned and its state is saved in
+//!    `core`, sets `SUSPENDED` (`AcqRel`). If `DONE` was already set, the
+//!    result is there: it continues at once, on the same thread (the
+//!    callback ran during registration or raced it). Otherwise it returns
+//!    from `run` and no longer touches `core`.
+//! 4. A completer whose `fetch_or(DONE)` sees `SUSPENDED` is the one that
+//!    resumes the fiber: it hands it to [`Executor::schedule_fiber`].
+//!
+//! Exactly one side sees the other's flag, so the fiber is resumed exactly
+//! once and never runs on two threads. The `Release` of `SUSPENDED` after the
+//! writes to `core`, and the completer's `Acquire` of it, order the fiber's
+//! saved state before the next `run`.
+//!
+//! On 32-bit targets the generation has 29 bits: a callback kept for 2^29
+//! suspensions and then called at exactly the wrong moment could be mistaken
+//! for a current one. On 64-bit targets that takes 2^61 suspensions.
+
+mod run_loop;
+
+use core::marker::PhantomData;
+use core::ptr::NonNull;
+
+use alloc::vec::Vec;
+
+use crate::erased::{Adapter, ErasedFn, Value};
+use crate::executor::Executor;
+use crate::io::IO;
+use crate::node::{Frame, Node, Res};
+use crate::outcome::Outcome;
+use crate::sync::{Arc, AtomicUsize, Ordering, UnsafeCell};
+
+const SUSPENDED: usize = 0b001;
+const CLAIMED: usize = 0b010;
+const DONE: usize = 0b100;
+const FLAG_BITS: u32 = 3;
+const GEN_MASK: usize = usize::MAX >> FLAG_BITS;
+
+/// The part of a fiber shared with callbacks on other threads.
+pub(crate) struct Header {
+    state: AtomicUsize,
+    /// Written by the completer that won the claim, read by the fiber after
+    /// it saw `DONE`.
+    slot: UnsafeCell<Option<Res>>,
+}
+
+// SAFETY: `slot` is written only by the single completer that won the CAS to
+// `CLAIMED` and read only by the fiber after observing `DONE` with `Acquire`
+// (which the completer set with `Release` after writing); see the module doc.
+unsafe impl Sync for Header {}
+// SAFETY: everything in the slot is `Send` (erased values are made only from
+// `Send` types).
+unsafe impl Send for Header {}
+
+impl Header {
+    fn new() -> Self {
+        Header {
+            state: AtomicUsize::new(0),
+            slot: UnsafeCell::new(None),
+        }
+    }
+
+    /// Starts a new suspension; returns its generation.
+    fn begin_suspension(&self) -> usize {
+        let previous = self.state.load(Ordering::Relaxed) >> FLAG_BITS;
+        let generation = previous.wrapping_add(1) & GEN_MASK;
+        // Stale callbacks compare against the whole word, so they fail from
+        // here on; no completer of this generation exists yet.
+        self.state
+            .store(generation << FLAG_BITS, Ordering::Release);
+        generation
+    }
+
+    /// Takes the result if a completer has already delivered it.
+    fn take_if_done(&self) -> Option<Res> {
+        if self.state.load(Ordering::Acquire) & DONE != 0 {
+            Some(self.take_result())
+        } else {
+            None
+        }
+    }
+
+    /// Marks the fiber suspended; true if the result is already there (the
+    /// fiber must then continue itself).
+    fn suspend(&self) -> bool {
+        self.state.fetch_or(SUSPENDED, Ordering::AcqRel) & DONE != 0
+    }
+
+    /// Takes the delivered result. Only after `DONE` was observed.
+    fn take_result(&self) -> Res {
+        // SAFETY: the caller observed `DONE` with `Acquire`, so the completer's
+        // write happened before, and no completer writes again this generation.
+        let res = self.slot.with_mut(|slot| unsafe { (*slot).take() });
+        // The fiber is the only reader; a missing result is a protocol bug.
+        res.unwrap_or_else(|| unreachable!("io-core: resumed fiber found no result"))
+    }
+
+    /// The claim of step 2 of the protocol: true if this caller won.
+    fn claim(&self, generation: usize) -> bool {
+        let mut state = self.state.load(Ordering::Acquire);
+        loop {
+            if state >> FLAG_BITS != generation || state & CLAIMED != 0 {
+                return false;
+            }
+            match self.state.compare_exchange_weak(
+                state,
+                state | CLAIMED,
+                Ordering::Acquire,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return true,
+                Err(actual) => state = actual,
+            }
+        }
+    }
+
+    /// Delivers the result after a won claim; true if the fiber was already
+    /// suspended and the caller must schedule it.
+    fn deliver(&self, res: Res) -> bool {
+        // SAFETY: the caller won the claim for the current generation, so it
+        // is the only writer, and the fiber reads only after `DONE`.
+        self.slot.with_mut(|slot| unsafe { *slot = Some(res) });
+        self.state.fetch_or(DONE, Ordering::AcqRel) & SUSPENDED != 0
+    }
+}
+
+/// Type-erased operations on an `Arc<FiberInner<X>>`.
+struct RawFiberVTable {
+    /// Adds a strong reference.
+    clone: unsafe fn(*const ()),
+    /// Drops a strong reference.
+    drop: unsafe fn(*const ()),
+    /// Schedules the fiber (taking a new strong reference for the handle).
+    schedule: unsafe fn(*const ()),
+}
+
+/// The erased completion handle behind [`Callback`] and [`TimerCallback`]:
+/// a strong reference to the fiber and the generation it may complete.
+pub(crate) struct RawCallback {
+    fiber: NonNull<()>,
+    vtable: &'static RawFiberVTable,
+    generation: usize,
+}
+
+// SAFETY: the fiber is `Send + Sync` (its executor is; its header is shared by
+// protocol; its core is touched only by the thread that runs it), and the
+// callback only touches the header and the reference count.
+unsafe impl Send for RawCallback {}
+// SAFETY: as above; every method takes `&self` and is atomic.
+unsafe impl Sync for RawCallback {}
+
+impl RawCallback {
+    fn header(&self) -> &Header {
+        // SAFETY: `fiber` points at a live `FiberInner<X>` (we hold a strong
+        // reference) whose first field is the header (`repr(C)`).
+        unsafe { &*self.fiber.as_ptr().cast::<Header>() }
+    }
+
+    /// Delivers `res` if this is the first completion of the current
+    /// suspension; returns whether it was accepted.
+    pub(crate) fn complete(&self, res: Res) -> bool {
+        let header = self.header();
+        if !header.claim(self.generation) {
+            return false;
+        }
+        if header.deliver(res) {
+            // SAFETY: the fiber is alive (we hold a reference) and suspended,
+            // and we won the claim: we alone resume it.
+            unsafe { (self.vtable.schedule)(self.fiber.as_ptr()) }
+        }
+        true
+    }
+}
+
+impl Clone for RawCallback {
+    fn clone(&self) -> Self {
+        // SAFETY: we hold a strong reference, so the count is at least one.
+        unsafe { (self.vtable.clone)(self.fiber.as_ptr()) };
+        RawCallback {
+            fiber: self.fiber,
+            vtable: self.vtable,
+            generation: self.generation,
+        }
+    }
+}
+
+impl Drop for RawCallback {
+    fn drop(&mut self) {
+        // SAFETY: releases the strong reference this callback owns.
+        unsafe { (self.vtable.drop)(self.fiber.as_ptr()) }
+    }
+}
+
+/// Resumes a fiber suspended in [`IO::async_`] with a result.
+///
+/// `Send + Sync`, callable from any thread, also before the registration
+/// function returns. Only the first call (of this callback and all its
+/// clones) is delivered; later calls return `false` and change nothing.
+/// Holding a callback keeps its fiber alive; dropping every callback of a
+/// suspended fiber without calling one means the fiber can never resume.
+pub struct Callback<A, E> {
+    raw: RawCallback,
+    _marker: PhantomData<fn(Result<A, E>)>,
+}
+
+impl<A: Send + 'static, E: Send + 'static> Callback<A, E> {
+    pub(crate) fn from_raw(raw: RawCallback) -> Self {
+        Callback {
+            raw,
+            _marker: PhantomData,
+        }
+    }
+
+    /// Resumes the fiber with `result`; `false` if it was already resumed.
+    pub fn complete(&self, result: Result<A, E>) -> bool {
+        self.raw.complete(match result {
+            Ok(a) => Ok(Value::new(a)),
+            Err(e) => Err(Value::new(e)),
+        })
+    }
+
+    /// Resumes the fiber with a value; `false` if it was already resumed.
+    pub fn succeed(&self, value: A) -> bool {
+        self.raw.complete(Ok(Value::new(value)))
+    }
+
+    /// Resumes the fiber with an error; `false` if it was already resumed.
+    pub fn fail(&self, error: E) -> bool {
+        self.raw.complete(Err(Value::new(error)))
+    }
+}
+
+impl<A, E> Clone for Callback<A, E> {
+    fn clone(&self) -> Self {
+        Callback {
+            raw: self.raw.clone(),
+            _marker: PhantomData,
+        }
+    }
+}
+
+impl<A, E> core::fmt::Debug for Callback<A, E> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Callback")
+            .field("generation", &self.raw.generation)
+            .finish()
+    }
+}
+
+/// Resumes a fiber sleeping in `IO::sleep` once its deadline has passed.
+///
+/// Executors receive one with [`Executor::set_timer`] and call
+/// [`fire`](TimerCallback::fire) on or after the deadline, from any thread.
+/// Dropping it without firing (a cancelled timer) resumes nothing.
+pub struct TimerCallback {
+    raw: RawCallback,
+}
+
+impl TimerCallback {
+    /// Resumes the sleeping fiber; does nothing if it was already resumed or
+    /// canceled.
+    pub fn fire(self) {
+        self.raw.complete(Ok(Value::unit()));
+    }
+}
+
+impl core::fmt::Debug for TimerCallback {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("TimerCallback")
+            .field("generation", &self.raw.generation)
+            .finish()
+    }
+}
+
+/// The run-loop state of a fiber, touched only by the thread running it.
+pub(crate) struct Core {
+    /// The node to evaluate next; `None` while suspended (the next run takes
+    /// the result from the header's slot).
+    current: Option<Node>,
+    /// The explicit continuation stack.
+    stack: Vec<Frame>,
+    /// The finalizer the current async registration returned (for
+    /// cancellation while suspended).
+    suspended_finalizer: Option<Node>,
+    /// The key of the timer the fiber sleeps on (erased `X::TimerKey`).
+    timer_key: Option<Value>,
+    /// Receives the outcome; taken when the fiber completes.
+    on_complete: Option<ErasedFn<Outcome<Value, Value>, ()>>,
+}
+
+/// One fiber, shared by its handle, the thread running it and its callbacks.
+#[repr(C)]
+pub(crate) struct FiberInner<X: Executor> {
+    /// Must stay the first field: callbacks reach it through an erased pointer.
+    header: Header,
+    core: UnsafeCell<Core>,
+    executor: X,
+}
+
+// SAFETY: `core` is accessed only by the thread that holds the unique
+// `Fiber` handle (see the module doc: the protocol hands the fiber from
+// thread to thread with Release/Acquire); `header` is Sync by its protocol;
+// the executor is `Send + Sync`; everything inside `core` is `Send`.
+unsafe impl<X: Executor> Sync for FiberInner<X> {}
+// SAFETY: as above.
+unsafe impl<X: Executor> Send for FiberInner<X> {}
+
+impl<X: Executor> FiberInner<X> {
+    const VTABLE: &'static RawFiberVTable = &RawFiberVTable {
+        clone: Self::raw_clone,
+        drop: Self::raw_drop,
+        schedule: Self::raw_schedule,
+    };
+
+    /// # Safety
+    /// * `ptr` comes from `Arc::into_raw` of a live `Arc<FiberInner<X>>`.
+    unsafe fn raw_clone(ptr: *const ()) {
+        // SAFETY: forwarded precondition.
+        unsafe { Arc::increment_strong_count(ptr.cast::<FiberInner<X>>()) }
+    }
+
+    /// # Safety
+    /// * `ptr` comes from `Arc::into_raw`, and the caller gives up its reference.
+    unsafe fn raw_drop(ptr: *const ()) {
+        // SAFETY: forwarded precondition.
+        drop(unsafe { Arc::from_raw(ptr.cast::<FiberInner<X>>()) })
+    }
+
+    /// # Safety
+    /// * `ptr` comes from `Arc::into_raw` of a live fiber, and the caller has
+    ///   the right to resume it (it won the claim of a suspended fiber).
+    unsafe fn raw_schedule(ptr: *const ()) {
+        // SAFETY: the caller's reference keeps the fiber alive; we take a new
+        // one for the handle.
+        let inner = unsafe {
+            Arc::increment_strong_count(ptr.cast::<FiberInner<X>>());
+            Arc::from_raw(ptr.cast::<FiberInner<X>>())
+        };
+        // The caller's own reference keeps `inner.executor` alive during the
+        // call, even if the fiber runs and finishes on another thread.
+        let executor: *const X = &inner.executor;
+        // SAFETY: see the line above.
+        unsafe { (*executor).schedule_fiber(Fiber { inner }) }
+    }
+
+    /// A callback handle for the given suspension generation.
+    fn callback(this: &Arc<Self>, generation: usize) -> RawCallback {
+        let ptr = Arc::into_raw(this.clone()) as *mut ();
+        RawCallback {
+            // SAFETY: `Arc::into_raw` never returns null.
+            fiber: unsafe { NonNull::new_unchecked(ptr) },
+            vtable: Self::VTABLE,
+            generation,
+        }
+    }
+}
+
+/// A fiber ready to run: the handle executors queue and run.
+///
+/// A `Fiber` is unique (not `Clone`): whoever holds it is the only one that
+/// may run the fiber, by calling [`run`](Fiber::run) once. Dropping it
+/// without running drops the fiber's program and pending continuations
+/// (an executor that shuts down does that).
+pub struct Fiber<X: Executor> {
+    inner: Arc<FiberInner<X>>,
+}
+
+impl<X: Executor> Fiber<X> {
+    /// Makes a fiber that will run `io` on `executor` and hand its outcome to
+    /// `on_complete`. The fiber does not run until it is scheduled and run;
+    /// usually the caller passes it to [`Executor::schedule_fiber`].
+    pub fn new<A, E, F>(io: IO<A, E>, executor: X, on_complete: F) -> Fiber<X>
+    where
+        A: Send + 'static,
+        E: Send + 'static,
+        F: FnOnce(Outcome<A, E>) + Send + 'static,
+    {
+        let core = Core {
+            current: Some(io.into_node()),
+            stack: Vec::new(),
+            suspended_finalizer: None,
+            timer_key: None,
+            on_complete: Some(ErasedFn::new::<CompleteK<A, E>, F>(on_complete)),
+        };
+        Fiber {
+            inner: Arc::new(FiberInner {
+                header: Header::new(),
+                core: UnsafeCell::new(core),
+                executor,
+            }),
+        }
+    }
+
+    /// The executor this fiber runs on.
+    pub fn executor(&self) -> &X {
+        &self.inner.executor
+    }
+
+    /// An identifier of this fiber, stable while it lives (its address).
+    pub fn id(&self) -> usize {
+        Arc::as_ptr(&self.inner) as *const () as usize
+    }
+}
+
+impl<X: Executor> core::fmt::Debug for Fiber<X> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Fiber").field("id", &self.id()).finish()
+    }
+}
+
+/// Adapter of the completion callback: erased outcome to typed outcome.
+struct CompleteK<A, E>(PhantomData<fn(A, E)>);
+
+impl<A: 'static, E: 'static, F: FnOnce(Outcome<A, E>)> Adapter<Outcome<Value, Value>, (), F>
+    for CompleteK<A, E>
+{
+    unsafe fn call(f: F, outcome: Outcome<Value, Value>) {
+        // SAFETY: the fiber's program is an `IO<A, E>`, so its final value is
+        // an `A` and its final error an `E` (the typed API guarantees it).
+        f(match outcome {
+            Outcome::Succeeded(v) => Outcome::Succeeded(unsafe { v.take::<A>() }),
+            Outcome::Errored(e) => Outcome::Errored(unsafe { e.take::<E>() }),
+            Outcome::Canceled => Outcome::Canceled,
+            Outcome::Panicked(p) => Outcome::Panicked(p),
+        })
+    }
+}

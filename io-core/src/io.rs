@@ -1,0 +1,619 @@
+//! The `IO` data type: a description of a computation with typed errors.
+
+use core::convert::Infallible;
+use core::marker::PhantomData;
+use core::ops::ControlFlow;
+use core::time::Duration;
+
+use alloc::vec::Vec;
+
+use crate::erased::{Adapter, ErasedFn, Value};
+use crate::fiber::{Callback, RawCallback};
+use crate::node::{Bind, Node, Res};
+
+/// A description of a computation that produces an `A` or fails with an `E`.
+///
+/// Building an `IO` runs nothing: a fiber runs it when an executor is given
+/// it (for instance `exec_single::SingleThreaded::block_on`). Like a Rust
+/// `Future`, an `IO` value is used once: running it consumes it. Where Cats
+/// Effect re-evaluates a by-name program (`replicateA`, `foreverM`,
+/// `iterateWhile`), Spindle takes a function that builds the program
+/// ([`IO::replicate`], [`IO::forever`], [`IO::iterate_while`]).
+///
+/// Values, errors and closures must be `Send + 'static`, so that one program
+/// type runs on every executor, the multi-threaded ones included. Small
+/// values and closures (up to three machine words) are stored without a
+/// heap allocation.
+///
+/// ```
+/// use io_core::IO;
+/// use exec_single::SingleThreaded;
+///
+/// let program: IO<i32, String> = IO::pure(20)
+///     .flat_map(|x| IO::delay(move || x + 1))
+///     .map(|x| x * 2);
+/// let outcome = SingleThreaded::new().block_on(program);
+/// assert_eq!(outcome.succeeded(), Some(42));
+/// ```
+#[must_use = "an IO describes a computation and does nothing until it is run"]
+pub struct IO<A, E> {
+    node: Node,
+    _marker: PhantomData<fn() -> (A, E)>,
+}
+
+impl<A, E> core::fmt::Debug for IO<A, E> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("IO<")?;
+        f.write_str(core::any::type_name::<A>())?;
+        f.write_str(", ")?;
+        f.write_str(core::any::type_name::<E>())?;
+        f.write_str(">")
+    }
+}
+
+/// Adapters between the typed closures of the API and the erased frames.
+mod k {
+    use super::*;
+
+    pub(super) struct Delay<A>(PhantomData<fn() -> A>);
+    impl<A: Send + 'static, F: FnOnce() -> A> Adapter<(), Value, F> for Delay<A> {
+        #[inline(always)]
+        unsafe fn call(f: F, _: ()) -> Value {
+            Value::new(f())
+        }
+    }
+
+    pub(super) struct Defer<A, E>(PhantomData<fn() -> (A, E)>);
+    impl<A, E, F: FnOnce() -> IO<A, E>> Adapter<(), Node, F> for Defer<A, E> {
+        #[inline(always)]
+        unsafe fn call(f: F, _: ()) -> Node {
+            f().node
+        }
+    }
+
+    pub(super) struct Map<A, B>(PhantomData<fn(A) -> B>);
+    impl<A: 'static, B: Send + 'static, F: FnOnce(A) -> B> Adapter<Value, Value, F> for Map<A, B> {
+        #[inline(always)]
+        unsafe fn call(f: F, v: Value) -> Value {
+            // SAFETY: the source of this frame produces `A`.
+            Value::new(f(unsafe { v.take::<A>() }))
+        }
+    }
+
+    pub(super) struct FlatMap<A, B, E>(PhantomData<fn(A) -> (B, E)>);
+    impl<A: 'static, B, E, F: FnOnce(A) -> IO<B, E>> Adapter<Value, Node, F> for FlatMap<A, B, E> {
+        #[inline(always)]
+        unsafe fn call(f: F, v: Value) -> Node {
+            // SAFETY: the source of this frame produces `A`.
+            f(unsafe { v.take::<A>() }).node
+        }
+    }
+
+    pub(super) struct MapError<E, E2>(PhantomData<fn(E) -> E2>);
+    impl<E: 'static, E2: Send + 'static, F: FnOnce(E) -> E2> Adapter<Value, Value, F>
+        for MapError<E, E2>
+    {
+        #[inline(always)]
+        unsafe fn call(f: F, e: Value) -> Value {
+            // SAFETY: the source of this frame fails with `E`.
+            Value::new(f(unsafe { e.take::<E>() }))
+        }
+    }
+
+    pub(super) struct Fold<A, E, B, E2>(PhantomData<fn(A, E) -> (B, E2)>);
+    impl<A, E, B, E2, F> Adapter<Res, Res, F> for Fold<A, E, B, E2>
+    where
+        A: 'static,
+        E: 'static,
+        B: Send + 'static,
+        E2: Send + 'static,
+        F: FnOnce(Result<A, E>) -> Result<B, E2>,
+    {
+        #[inline(always)]
+        unsafe fn call(f: F, r: Res) -> Res {
+            // SAFETY: the source of this frame produces `A` or fails with `E`.
+            let typed = match r {
+                Ok(v) => Ok(unsafe { v.take::<A>() }),
+                Err(e) => Err(unsafe { e.take::<E>() }),
+            };
+            match f(typed) {
+                Ok(b) => Ok(Value::new(b)),
+                Err(e) => Err(Value::new(e)),
+            }
+        }
+    }
+
+    pub(super) struct FoldWith<A, E, B, E2>(PhantomData<fn(A, E) -> (B, E2)>);
+    impl<A, E, B, E2, F> Adapter<Res, Node, F> for FoldWith<A, E, B, E2>
+    where
+        A: 'static,
+        E: 'static,
+        F: FnOnce(Result<A, E>) -> IO<B, E2>,
+    {
+        #[inline(always)]
+        unsafe fn call(f: F, r: Res) -> Node {
+            // SAFETY: the source of this frame produces `A` or fails with `E`.
+            let typed = match r {
+                Ok(v) => Ok(unsafe { v.take::<A>() }),
+                Err(e) => Err(unsafe { e.take::<E>() }),
+            };
+            f(typed).node
+        }
+    }
+
+    pub(super) struct Async<A, E>(PhantomData<fn() -> (A, E)>);
+    impl<A, E, F> Adapter<RawCallback, Option<Node>, F> for Async<A, E>
+    where
+        A: Send + 'static,
+        E: Send + 'static,
+        F: FnOnce(Callback<A, E>) -> Option<IO<(), E>>,
+    {
+        #[inline(always)]
+        unsafe fn call(f: F, raw: RawCallback) -> Option<Node> {
+            f(Callback::from_raw(raw)).map(|io| io.node)
+        }
+    }
+}
+
+impl<A, E> IO<A, E> {
+    #[inline(always)]
+    fn from_node(node: Node) -> Self {
+        IO {
+            node,
+            _marker: PhantomData,
+        }
+    }
+
+    /// The untyped node (for the fiber).
+    #[inline(always)]
+    pub(crate) fn into_node(self) -> Node {
+        self.node
+    }
+}
+
+impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
+    // ----- constructors --------------------------------------------------
+
+    /// A program that produces `value`.
+    #[inline]
+    pub fn pure(value: A) -> Self {
+        IO::from_node(Node::Pure(Value::new(value)))
+    }
+
+    /// A program that fails with `error`.
+    #[inline]
+    pub fn raise_error(error: E) -> Self {
+        IO::from_node(Node::Error(Value::new(error)))
+    }
+
+    /// A program that produces `Ok`'s value or fails with `Err`'s error.
+    #[inline]
+    pub fn from_result(result: Result<A, E>) -> Self {
+        match result {
+            Ok(a) => IO::pure(a),
+            Err(e) => IO::raise_error(e),
+        }
+    }
+
+    /// A program that runs `thunk` when it runs (a suspended side effect).
+    ///
+    /// ```
+    /// use io_core::IO;
+    /// use exec_single::SingleThreaded;
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// use std::sync::Arc;
+    ///
+    /// let calls = Arc::new(AtomicUsize::new(0));
+    /// let c = calls.clone();
+    /// let io: IO<usize, ()> = IO::delay(move || c.fetch_add(1, Ordering::SeqCst) + 1);
+    /// assert_eq!(calls.load(Ordering::SeqCst), 0, "building runs nothing");
+    /// assert_eq!(SingleThreaded::new().block_on(io).succeeded(), Some(1));
+    /// ```
+    #[inline]
+    pub fn delay<F>(thunk: F) -> Self
+    where
+        F: FnOnce() -> A + Send + 'static,
+    {
+        IO::from_node(Node::Delay(ErasedFn::new::<k::Delay<A>, F>(thunk)))
+    }
+
+    /// A program that runs `thunk` and then the program it returns.
+    #[inline]
+    pub fn defer<F>(thunk: F) -> Self
+    where
+        F: FnOnce() -> IO<A, E> + Send + 'static,
+    {
+        IO::from_node(Node::Defer(ErasedFn::new::<k::Defer<A, E>, F>(thunk)))
+    }
+
+    /// A program that suspends its fiber until the callback given to
+    /// `register` is called.
+    ///
+    /// `register` runs when the program runs. The [`Callback`] is `Send`, may
+    /// be called from any thread, also before `register` returns; only its
+    /// first call counts. `register` may return a finalizer, to be run if the
+    /// fiber is canceled while it waits.
+    ///
+    /// ```
+    /// use io_core::IO;
+    /// use exec_single::SingleThreaded;
+    ///
+    /// let io: IO<u32, String> = IO::async_(|cb| {
+    ///     std::thread::spawn(move || cb.succeed(7));
+    ///     None
+    /// });
+    /// assert_eq!(SingleThreaded::new().block_on(io).succeeded(), Some(7));
+    /// ```
+    #[inline]
+    pub fn async_<F>(register: F) -> Self
+    where
+        F: FnOnce(Callback<A, E>) -> Option<IO<(), E>> + Send + 'static,
+    {
+        IO::from_node(Node::Async(ErasedFn::new::<k::Async<A, E>, F>(register)))
+    }
+
+    /// A program that never completes (its fiber waits until canceled).
+    #[inline]
+    pub fn never() -> Self {
+        IO::from_node(Node::Never)
+    }
+
+    // ----- sequencing ----------------------------------------------------
+
+    /// Runs `self`, then the program `f` builds from its value.
+    #[inline]
+    pub fn flat_map<B, F>(self, f: F) -> IO<B, E>
+    where
+        B: Send + 'static,
+        F: FnOnce(A) -> IO<B, E> + Send + 'static,
+    {
+        IO::from_node(Node::FlatMap(Bind::boxed(
+            self.node,
+            ErasedFn::new::<k::FlatMap<A, B, E>, F>(f),
+        )))
+    }
+
+    /// Transforms the value.
+    #[inline]
+    pub fn map<B, F>(self, f: F) -> IO<B, E>
+    where
+        B: Send + 'static,
+        F: FnOnce(A) -> B + Send + 'static,
+    {
+        IO::from_node(Node::Map(Bind::boxed(
+            self.node,
+            ErasedFn::new::<k::Map<A, B>, F>(f),
+        )))
+    }
+
+    /// Runs `self`, then `next`, keeping `next`'s value (Cats Effect's `*>`).
+    #[doc(alias = "*>")]
+    #[inline]
+    pub fn product_r<B: Send + 'static>(self, next: IO<B, E>) -> IO<B, E> {
+        self.flat_map(move |_| next)
+    }
+
+    /// Runs `self`, then `next`, keeping `self`'s value (Cats Effect's `<*`).
+    #[doc(alias = "<*")]
+    #[inline]
+    pub fn product_l<B: Send + 'static>(self, next: IO<B, E>) -> IO<A, E> {
+        self.flat_map(move |a| next.map(move |_| a))
+    }
+
+    /// Runs `self`, then the program `f` builds from a reference to its value,
+    /// keeping `self`'s value.
+    #[inline]
+    pub fn flat_tap<B, F>(self, f: F) -> IO<A, E>
+    where
+        B: Send + 'static,
+        F: FnOnce(&A) -> IO<B, E> + Send + 'static,
+    {
+        self.flat_map(move |a| f(&a).map(move |_| a))
+    }
+
+    /// Replaces the value with `value`.
+    #[inline]
+    pub fn as_<B: Send + 'static>(self, value: B) -> IO<B, E> {
+        self.map(move |_| value)
+    }
+
+    /// Discards the value.
+    #[inline]
+    pub fn void(self) -> IO<(), E> {
+        self.map(|_| ())
+    }
+
+    // ----- errors --------------------------------------------------------
+
+    /// Exposes the error as a value: the result never fails.
+    ///
+    /// ```
+    /// use io_core::IO;
+    /// use exec_single::SingleThreaded;
+    ///
+    /// let io: IO<i32, String> = IO::raise_error("boom".to_string());
+    /// let outcome = SingleThreaded::new().block_on(io.attempt());
+    /// assert_eq!(outcome.succeeded(), Some(Err("boom".to_string())));
+    /// ```
+    #[inline]
+    pub fn attempt(self) -> IO<Result<A, E>, E> {
+        IO::from_node(Node::Fold(Bind::boxed(
+            self.node,
+            ErasedFn::new::<k::Fold<A, E, Result<A, E>, E>, _>(Ok::<Result<A, E>, E>),
+        )))
+    }
+
+    /// Recovers from an error with a value.
+    #[inline]
+    pub fn handle_error<F>(self, f: F) -> IO<A, E>
+    where
+        F: FnOnce(E) -> A + Send + 'static,
+    {
+        self.handle_error_with(move |e| IO::pure(f(e)))
+    }
+
+    /// Recovers from an error with a program. On success the handler costs
+    /// nothing: its frame is popped without a call.
+    #[inline]
+    pub fn handle_error_with<F>(self, f: F) -> IO<A, E>
+    where
+        F: FnOnce(E) -> IO<A, E> + Send + 'static,
+    {
+        IO::from_node(Node::HandleErrorWith(Bind::boxed(
+            self.node,
+            ErasedFn::new::<k::FlatMap<E, A, E>, F>(f),
+        )))
+    }
+
+    /// Folds success and error into a value.
+    #[inline]
+    pub fn redeem<B, R, S>(self, recover: R, map: S) -> IO<B, E>
+    where
+        B: Send + 'static,
+        R: FnOnce(E) -> B + Send + 'static,
+        S: FnOnce(A) -> B + Send + 'static,
+    {
+        let f = move |r: Result<A, E>| -> Result<B, E> {
+            Ok(match r {
+                Ok(a) => map(a),
+                Err(e) => recover(e),
+            })
+        };
+        IO::from_node(Node::Fold(Bind::boxed(
+            self.node,
+            ErasedFn::new::<k::Fold<A, E, B, E>, _>(f),
+        )))
+    }
+
+    /// Folds success and error into a program.
+    #[inline]
+    pub fn redeem_with<B, R, S>(self, recover: R, bind: S) -> IO<B, E>
+    where
+        B: Send + 'static,
+        R: FnOnce(E) -> IO<B, E> + Send + 'static,
+        S: FnOnce(A) -> IO<B, E> + Send + 'static,
+    {
+        let f = move |r: Result<A, E>| -> IO<B, E> {
+            match r {
+                Ok(a) => bind(a),
+                Err(e) => recover(e),
+            }
+        };
+        IO::from_node(Node::FoldWith(Bind::boxed(
+            self.node,
+            ErasedFn::new::<k::FoldWith<A, E, B, E>, _>(f),
+        )))
+    }
+
+    /// Runs `f` on an error, then fails with the same error.
+    ///
+    /// As in Cats Effect, the original error is kept: an error of the
+    /// program `f` returns is discarded.
+    #[inline]
+    pub fn on_error<F>(self, f: F) -> IO<A, E>
+    where
+        F: FnOnce(&E) -> IO<(), E> + Send + 'static,
+    {
+        self.handle_error_with(move |e| f(&e).attempt().flat_map(move |_| IO::raise_error(e)))
+    }
+
+    /// Transforms the error (and its type).
+    #[inline]
+    pub fn map_error<E2, F>(self, f: F) -> IO<A, E2>
+    where
+        E2: Send + 'static,
+        F: FnOnce(E) -> E2 + Send + 'static,
+    {
+        IO::from_node(Node::MapError(Bind::boxed(
+            self.node,
+            ErasedFn::new::<k::MapError<E, E2>, F>(f),
+        )))
+    }
+
+    /// Transforms the error (Cats Effect's name for [`map_error`](IO::map_error)).
+    #[inline]
+    pub fn adapt_error<E2, F>(self, f: F) -> IO<A, E2>
+    where
+        E2: Send + 'static,
+        F: FnOnce(E) -> E2 + Send + 'static,
+    {
+        self.map_error(f)
+    }
+
+    // ----- repetition and collections ------------------------------------
+
+    /// A loop: runs `step` on the state until it returns
+    /// `ControlFlow::Break` (Cats Effect's `tailRecM`). Stack-safe and
+    /// allocation-free per iteration beyond what `step` builds.
+    ///
+    /// ```
+    /// use core::ops::ControlFlow;
+    /// use io_core::IO;
+    /// use exec_single::SingleThreaded;
+    ///
+    /// let sum: IO<u64, ()> = IO::tail_rec((0u64, 1u64), |(acc, i)| {
+    ///     IO::pure(if i > 100 { ControlFlow::Break(acc) } else { ControlFlow::Continue((acc + i, i + 1)) })
+    /// });
+    /// assert_eq!(SingleThreaded::new().block_on(sum).succeeded(), Some(5050));
+    /// ```
+    pub fn tail_rec<S, F>(initial: S, step: F) -> IO<A, E>
+    where
+        S: Send + 'static,
+        F: FnMut(S) -> IO<ControlFlow<A, S>, E> + Send + 'static,
+    {
+        fn go<A, E, S, F>(state: S, mut step: F) -> IO<A, E>
+        where
+            A: Send + 'static,
+            E: Send + 'static,
+            S: Send + 'static,
+            F: FnMut(S) -> IO<ControlFlow<A, S>, E> + Send + 'static,
+        {
+            step(state).flat_map(move |flow| match flow {
+                ControlFlow::Continue(next) => go(next, step),
+                ControlFlow::Break(a) => IO::pure(a),
+            })
+        }
+        IO::defer(move || go(initial, step))
+    }
+
+    /// Runs the program `make` builds, again and again, while `p` holds for
+    /// its value; produces the first value for which `p` fails.
+    pub fn iterate_while<M, P>(mut make: M, p: P) -> IO<A, E>
+    where
+        M: FnMut() -> IO<A, E> + Send + 'static,
+        P: FnMut(&A) -> bool + Send + 'static,
+    {
+        // The predicate travels through the loop state, so that the
+        // continuation owning it is `'static` and built once per iteration.
+        IO::tail_rec(p, move |mut p: P| {
+            make().map(move |a| {
+                if p(&a) {
+                    ControlFlow::Continue(p)
+                } else {
+                    ControlFlow::Break(a)
+                }
+            })
+        })
+    }
+
+    /// Runs the program `make` builds, again and again, until `p` holds for
+    /// its value; produces that value.
+    pub fn iterate_until<M, P>(make: M, mut p: P) -> IO<A, E>
+    where
+        M: FnMut() -> IO<A, E> + Send + 'static,
+        P: FnMut(&A) -> bool + Send + 'static,
+    {
+        IO::iterate_while(make, move |a| !p(a))
+    }
+
+    /// Runs the program `make` builds `n` times, collecting the values.
+    pub fn replicate<M>(n: usize, mut make: M) -> IO<Vec<A>, E>
+    where
+        M: FnMut() -> IO<A, E> + Send + 'static,
+    {
+        IO::<Vec<A>, E>::tail_rec(Vec::with_capacity(n), move |mut acc: Vec<A>| {
+            if acc.len() >= n {
+                IO::pure(ControlFlow::Break(acc))
+            } else {
+                make().map(move |a| {
+                    acc.push(a);
+                    ControlFlow::Continue(acc)
+                })
+            }
+        })
+    }
+
+    /// Runs the program `make` builds forever (until it fails or the fiber
+    /// is canceled).
+    pub fn forever<M>(mut make: M) -> IO<Infallible, E>
+    where
+        M: FnMut() -> IO<A, E> + Send + 'static,
+    {
+        IO::<Infallible, E>::tail_rec((), move |()| make().map(|_| ControlFlow::Continue(())))
+    }
+
+    /// Runs `f` on each item in order, collecting the values; stops at the
+    /// first error.
+    pub fn traverse<T, F>(items: Vec<T>, mut f: F) -> IO<Vec<A>, E>
+    where
+        T: Send + 'static,
+        F: FnMut(T) -> IO<A, E> + Send + 'static,
+    {
+        let n = items.len();
+        IO::<Vec<A>, E>::tail_rec(
+            (items.into_iter(), Vec::with_capacity(n)),
+            move |(mut rest, mut acc)| match rest.next() {
+                None => IO::pure(ControlFlow::Break(acc)),
+                Some(item) => f(item).map(move |a| {
+                    acc.push(a);
+                    ControlFlow::Continue((rest, acc))
+                }),
+            },
+        )
+    }
+
+    /// Runs the programs in order, collecting the values; stops at the first
+    /// error.
+    pub fn sequence(ios: Vec<IO<A, E>>) -> IO<Vec<A>, E> {
+        IO::traverse(ios, |io| io)
+    }
+
+    // ----- time and scheduling -------------------------------------------
+
+    /// Runs `self` after `duration`.
+    pub fn delay_by(self, duration: Duration) -> IO<A, E> {
+        IO::<(), E>::sleep(duration).product_r(self)
+    }
+}
+
+impl<E: Send + 'static> IO<(), E> {
+    /// The program that produces `()`.
+    #[inline]
+    pub fn unit() -> Self {
+        IO::pure(())
+    }
+
+    /// Gives the executor the chance to run other fibers (and, on an event
+    /// loop, timers and I/O) before this fiber goes on.
+    #[inline]
+    pub fn cede() -> Self {
+        IO::from_node(Node::Cede)
+    }
+
+    /// Suspends the fiber for `duration`, through its executor's timers.
+    #[inline]
+    pub fn sleep(duration: Duration) -> Self {
+        IO::from_node(Node::Sleep(duration))
+    }
+}
+
+impl<E: Send + 'static> IO<Duration, E> {
+    /// Reads the executor's monotonic clock (time since a fixed origin).
+    #[inline]
+    pub fn monotonic() -> Self {
+        IO::from_node(Node::Monotonic)
+    }
+
+    /// Reads the executor's wall clock (time since the Unix epoch).
+    #[inline]
+    pub fn real_time() -> Self {
+        IO::from_node(Node::RealTime)
+    }
+}
+
+impl<A: Send + 'static, E: Send + 'static> IO<IO<A, E>, E> {
+    /// Runs the program this program produces.
+    #[inline]
+    pub fn flatten(self) -> IO<A, E> {
+        self.flat_map(|io| io)
+    }
+}
+
+impl<A: Send + 'static, E: Send + 'static> IO<Result<A, E>, E> {
+    /// Turns an `Err` value into a failure (the inverse of
+    /// [`attempt`](IO::attempt)).
+    #[inline]
+    pub fn rethrow(self) -> IO<A, E> {
+        self.flat_map(IO::from_result)
+    }
+}

@@ -1,0 +1,54 @@
+//! # io-core: Spindle's effect type and fiber run-loop
+//!
+//! Spindle brings Cats Effect's model to Rust: an [`IO`] value describes a
+//! computation with typed errors; lightweight fibers run it on an executor
+//! of the user's choice, statically dispatched through the [`Executor`]
+//! trait. This crate is `#![no_std]` with `alloc`; the `std` feature (on by
+//! default) contains panics in user code to their own fiber.
+//!
+//! ```
+//! use io_core::{IO, Outcome};
+//! use exec_single::SingleThreaded;
+//!
+//! let program: IO<u64, String> = IO::delay(|| 6)
+//!     .flat_map(|x| if x > 5 { IO::pure(x * 7) } else { IO::raise_error("small".into()) })
+//!     .handle_error(|_| 0);
+//! assert_eq!(SingleThreaded::new().block_on(program), Outcome::Succeeded(42));
+//! ```
+//!
+//! ## Map of the crate
+//!
+//! * [`IO`]: constructors and combinators (`io.rs`).
+//! * The run-loop and the suspension protocol (`fiber/`): a fiber interprets
+//!   one untyped node enum with an explicit continuation stack, so binds and
+//!   error handlers of any depth run in constant native stack.
+//! * [`executor`]: the [`Executor`] trait and its contract, and the [`Fiber`]
+//!   handles executors run.
+//! * [`Outcome`], [`FiberConfig`] (auto-yield), [`Callback`].
+//!
+//! Design credits: the run-loop follows the shape of Cats Effect's `IOFiber`
+//! (continuation stack, error frames skipped on success, auto-yield); the
+//! executor split between `schedule_fiber` and `reschedule_fiber` follows
+//! Cats Effect's batching executor discussion. No code is copied.
+
+#![no_std]
+#![deny(missing_docs)]
+
+extern crate alloc;
+#[cfg(feature = "std")]
+extern crate std;
+
+mod config;
+mod erased;
+pub mod executor;
+mod fiber;
+mod io;
+mod node;
+mod outcome;
+mod sync;
+
+pub use config::{ConfigError, DEFAULT_AUTO_YIELD_AFTER, FiberConfig, FiberConfigBuilder};
+pub use executor::{Executor, Fiber, TimerCallback};
+pub use fiber::Callback;
+pub use io::IO;
+pub use outcome::{Outcome, PanicMessage};
