@@ -71,7 +71,9 @@ pub(crate) enum Node {
     Monotonic,
     /// Read the executor's wall clock.
     RealTime,
-    /// A closure panicked: unwind the fiber's stack and end it (internal).
+    /// A closure panicked: unwind the fiber's stack and end it (internal;
+    /// only made with `std`, where panics are caught).
+    #[cfg_attr(not(feature = "std"), allow(dead_code))]
     Panicked(crate::outcome::PanicMessage),
 }
 
