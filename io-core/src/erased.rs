@@ -298,7 +298,10 @@ mod tests {
         // SAFETY: each value is read back as the type it was made from.
         unsafe {
             assert_eq!(Value::new(7u8).take::<u8>(), 7);
-            assert_eq!(Value::new(String::from("spindle")).take::<String>(), "spindle");
+            assert_eq!(
+                Value::new(String::from("spindle")).take::<String>(),
+                "spindle"
+            );
             assert_eq!(Value::new([1u64, 2, 3, 4]).take::<[u64; 4]>(), [1, 2, 3, 4]);
             assert_eq!(Value::new(vec![1u32; 100]).take::<Vec<u32>>().len(), 100);
             Value::unit().take::<()>();
@@ -309,7 +312,12 @@ mod tests {
     fn dropping_an_unread_value_drops_its_contents_exactly_once() {
         let counter = Arc::new(());
         drop(Value::new(counter.clone()));
-        drop(Value::new([counter.clone(), counter.clone(), counter.clone(), counter.clone()]));
+        drop(Value::new([
+            counter.clone(),
+            counter.clone(),
+            counter.clone(),
+            counter.clone(),
+        ]));
         assert_eq!(Arc::strong_count(&counter), 1);
     }
 
@@ -325,7 +333,12 @@ mod tests {
         assert_eq!(unsafe { small.call(41) }, 42);
         assert_eq!(Arc::strong_count(&counter), 1);
 
-        let big = [counter.clone(), counter.clone(), counter.clone(), counter.clone()];
+        let big = [
+            counter.clone(),
+            counter.clone(),
+            counter.clone(),
+            counter.clone(),
+        ];
         let f = ErasedFn::<u64, u64>::new::<Plain, _>(move |x| x + big.len() as u64);
         assert_eq!(Arc::strong_count(&counter), 5);
         drop(f);

@@ -2,6 +2,7 @@
 
 use core::convert::Infallible;
 use core::marker::PhantomData;
+use core::mem::ManuallyDrop;
 use core::ops::ControlFlow;
 use core::time::Duration;
 
@@ -37,8 +38,19 @@ use crate::node::{Bind, Node, Res};
 /// ```
 #[must_use = "an IO describes a computation and does nothing until it is run"]
 pub struct IO<A, E> {
-    node: Node,
+    node: ManuallyDrop<Node>,
     _marker: PhantomData<fn() -> (A, E)>,
+}
+
+impl<A, E> Drop for IO<A, E> {
+    fn drop(&mut self) {
+        // SAFETY: the node is taken exactly once, here; `into_node` forgets
+        // `self` instead of dropping it.
+        let node = unsafe { ManuallyDrop::take(&mut self.node) };
+        // Through the trampoline: a program nested in a closure nested in a
+        // program... drops in constant native stack.
+        crate::node::drop_node(node);
+    }
 }
 
 impl<A, E> core::fmt::Debug for IO<A, E> {
@@ -67,7 +79,7 @@ mod k {
     impl<A, E, F: FnOnce() -> IO<A, E>> Adapter<(), Node, F> for Defer<A, E> {
         #[inline(always)]
         unsafe fn call(f: F, _: ()) -> Node {
-            f().node
+            f().into_node()
         }
     }
 
@@ -85,7 +97,7 @@ mod k {
         #[inline(always)]
         unsafe fn call(f: F, v: Value) -> Node {
             // SAFETY: the source of this frame produces `A`.
-            f(unsafe { v.take::<A>() }).node
+            f(unsafe { v.take::<A>() }).into_node()
         }
     }
 
@@ -137,7 +149,7 @@ mod k {
                 Ok(v) => Ok(unsafe { v.take::<A>() }),
                 Err(e) => Err(unsafe { e.take::<E>() }),
             };
-            f(typed).node
+            f(typed).into_node()
         }
     }
 
@@ -150,7 +162,7 @@ mod k {
     {
         #[inline(always)]
         unsafe fn call(f: F, raw: RawCallback) -> Option<Node> {
-            f(Callback::from_raw(raw)).map(|io| io.node)
+            f(Callback::from_raw(raw)).map(IO::into_node)
         }
     }
 }
@@ -159,7 +171,7 @@ impl<A, E> IO<A, E> {
     #[inline(always)]
     fn from_node(node: Node) -> Self {
         IO {
-            node,
+            node: ManuallyDrop::new(node),
             _marker: PhantomData,
         }
     }
@@ -167,7 +179,9 @@ impl<A, E> IO<A, E> {
     /// The untyped node (for the fiber).
     #[inline(always)]
     pub(crate) fn into_node(self) -> Node {
-        self.node
+        let mut this = ManuallyDrop::new(self);
+        // SAFETY: `this` is never dropped, so the node moves out exactly once.
+        unsafe { ManuallyDrop::take(&mut this.node) }
     }
 }
 
@@ -268,7 +282,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
         F: FnOnce(A) -> IO<B, E> + Send + 'static,
     {
         IO::from_node(Node::FlatMap(Bind::boxed(
-            self.node,
+            self.into_node(),
             ErasedFn::new::<k::FlatMap<A, B, E>, F>(f),
         )))
     }
@@ -281,7 +295,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
         F: FnOnce(A) -> B + Send + 'static,
     {
         IO::from_node(Node::Map(Bind::boxed(
-            self.node,
+            self.into_node(),
             ErasedFn::new::<k::Map<A, B>, F>(f),
         )))
     }
@@ -338,7 +352,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     #[inline]
     pub fn attempt(self) -> IO<Result<A, E>, E> {
         IO::from_node(Node::Fold(Bind::boxed(
-            self.node,
+            self.into_node(),
             ErasedFn::new::<k::Fold<A, E, Result<A, E>, E>, _>(Ok::<Result<A, E>, E>),
         )))
     }
@@ -360,7 +374,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
         F: FnOnce(E) -> IO<A, E> + Send + 'static,
     {
         IO::from_node(Node::HandleErrorWith(Bind::boxed(
-            self.node,
+            self.into_node(),
             ErasedFn::new::<k::FlatMap<E, A, E>, F>(f),
         )))
     }
@@ -380,7 +394,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
             })
         };
         IO::from_node(Node::Fold(Bind::boxed(
-            self.node,
+            self.into_node(),
             ErasedFn::new::<k::Fold<A, E, B, E>, _>(f),
         )))
     }
@@ -400,7 +414,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
             }
         };
         IO::from_node(Node::FoldWith(Bind::boxed(
-            self.node,
+            self.into_node(),
             ErasedFn::new::<k::FoldWith<A, E, B, E>, _>(f),
         )))
     }
@@ -425,7 +439,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
         F: FnOnce(E) -> E2 + Send + 'static,
     {
         IO::from_node(Node::MapError(Bind::boxed(
-            self.node,
+            self.into_node(),
             ErasedFn::new::<k::MapError<E, E2>, F>(f),
         )))
     }

@@ -53,6 +53,8 @@
 //! for a current one. On 64-bit targets that takes 2^61 suspensions.
 
 mod run_loop;
+#[cfg(test)]
+mod tests;
 
 use core::marker::PhantomData;
 use core::ptr::NonNull;
@@ -102,8 +104,7 @@ impl Header {
         let generation = previous.wrapping_add(1) & GEN_MASK;
         // Stale callbacks compare against the whole word, so they fail from
         // here on; no completer of this generation exists yet.
-        self.state
-            .store(generation << FLAG_BITS, Ordering::Release);
+        self.state.store(generation << FLAG_BITS, Ordering::Release);
         generation
     }
 

@@ -1,0 +1,311 @@
+use alloc::collections::VecDeque;
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::time::Duration;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use crate::{Executor, Fiber, FiberConfig, IO, Outcome, TimerCallback};
+
+const DEPTH: u64 = if cfg!(miri) { 300 } else { 100_000 };
+
+/// A minimal executor: one queue, a manual clock, timers fired by `run`.
+#[derive(Clone)]
+struct TestExecutor(Arc<State>);
+
+struct State {
+    queue: Mutex<VecDeque<Fiber<TestExecutor>>>,
+    timers: Mutex<Vec<(Duration, u64, TimerCallback)>>,
+    next_timer: AtomicUsize,
+    now: Mutex<Duration>,
+    reschedules: AtomicUsize,
+    config: FiberConfig,
+}
+
+impl Executor for TestExecutor {
+    type TimerKey = u64;
+
+    fn schedule_fiber(&self, fiber: Fiber<Self>) {
+        self.0.queue.lock().unwrap().push_back(fiber);
+    }
+
+    fn reschedule_fiber(&self, fiber: Fiber<Self>) {
+        self.0.reschedules.fetch_add(1, Ordering::SeqCst);
+        self.0.queue.lock().unwrap().push_back(fiber);
+    }
+
+    fn monotonic(&self) -> Duration {
+        *self.0.now.lock().unwrap()
+    }
+
+    fn set_timer(&self, deadline: Duration, callback: TimerCallback) -> u64 {
+        let key = self.0.next_timer.fetch_add(1, Ordering::SeqCst) as u64;
+        self.0
+            .timers
+            .lock()
+            .unwrap()
+            .push((deadline, key, callback));
+        key
+    }
+
+    fn cancel_timer(&self, key: u64) {
+        self.0.timers.lock().unwrap().retain(|(_, k, _)| *k != key);
+    }
+
+    fn config(&self) -> &FiberConfig {
+        &self.0.config
+    }
+}
+
+impl TestExecutor {
+    fn new(config: FiberConfig) -> Self {
+        TestExecutor(Arc::new(State {
+            queue: Mutex::new(VecDeque::new()),
+            timers: Mutex::new(Vec::new()),
+            next_timer: AtomicUsize::new(0),
+            now: Mutex::new(Duration::ZERO),
+            reschedules: AtomicUsize::new(0),
+            config,
+        }))
+    }
+
+    /// Runs `io` to its outcome: runs the queue; when it is empty, jumps the
+    /// clock to the earliest timer; waits (spins) for other threads'
+    /// callbacks while `pending` says some are outstanding.
+    fn run<A: Send + 'static, E: Send + 'static>(&self, io: IO<A, E>) -> Option<Outcome<A, E>> {
+        let slot = Arc::new(Mutex::new(None));
+        let s = slot.clone();
+        self.schedule_fiber(Fiber::new(io, self.clone(), move |o| {
+            *s.lock().unwrap() = Some(o)
+        }));
+        let mut idle_rounds = 0;
+        loop {
+            let next = self.0.queue.lock().unwrap().pop_front();
+            match next {
+                Some(fiber) => {
+                    idle_rounds = 0;
+                    fiber.run();
+                }
+                None => {
+                    if let Some(o) = slot.lock().unwrap().take() {
+                        return Some(o);
+                    }
+                    let mut timers = self.0.timers.lock().unwrap();
+                    if !timers.is_empty() {
+                        timers.sort_by_key(|(d, k, _)| (*d, *k));
+                        let (deadline, _, callback) = timers.remove(0);
+                        drop(timers);
+                        *self.0.now.lock().unwrap() = deadline;
+                        callback.fire();
+                        continue;
+                    }
+                    drop(timers);
+                    idle_rounds += 1;
+                    if idle_rounds > 10_000 {
+                        return None;
+                    }
+                    std::thread::yield_now();
+                }
+            }
+        }
+    }
+}
+
+fn rt() -> TestExecutor {
+    TestExecutor::new(FiberConfig::default())
+}
+
+#[test]
+fn binds_maps_and_handlers_compute_the_reference_result() {
+    let io: IO<u64, String> = IO::pure(1)
+        .flat_map(|x| IO::delay(move || x + 1))
+        .map(|x| x * 10)
+        .handle_error_with(|_| IO::pure(0))
+        .flat_map(|x| IO::defer(move || IO::pure(x + 2)));
+    assert_eq!(rt().run(io), Some(Outcome::Succeeded(22)));
+}
+
+#[test]
+fn an_error_skips_binds_and_reaches_the_nearest_handler() {
+    let skipped = Arc::new(AtomicUsize::new(0));
+    let (s1, s2) = (skipped.clone(), skipped.clone());
+    let io: IO<u64, String> = IO::raise_error(String::from("boom"))
+        .map(move |x: u64| {
+            s1.fetch_add(1, Ordering::SeqCst);
+            x
+        })
+        .flat_map(move |x| {
+            s2.fetch_add(1, Ordering::SeqCst);
+            IO::pure(x)
+        })
+        .map_error(|e| e + "!")
+        .handle_error_with(|e| IO::pure(e.len() as u64));
+    assert_eq!(rt().run(io), Some(Outcome::Succeeded(5)));
+    assert_eq!(skipped.load(Ordering::SeqCst), 0);
+}
+
+#[test]
+fn attempt_and_redeem_fold_both_outcomes() {
+    let ok: IO<u64, String> = IO::pure(3);
+    let err: IO<u64, String> = IO::raise_error(String::from("e"));
+    assert_eq!(rt().run(ok.attempt()), Some(Outcome::Succeeded(Ok(3))));
+    assert_eq!(
+        rt().run(err.attempt()),
+        Some(Outcome::Succeeded(Err(String::from("e"))))
+    );
+    let r: IO<u64, String> = IO::<u64, String>::raise_error(String::from("ee"))
+        .redeem_with(|e| IO::pure(e.len() as u64), IO::pure);
+    assert_eq!(rt().run(r), Some(Outcome::Succeeded(2)));
+}
+
+#[test]
+fn large_values_and_closures_survive_the_erased_storage() {
+    let big = [7u64; 16];
+    let io: IO<[u64; 16], ()> = IO::pure(big).map(move |a| {
+        let mut b = a;
+        b[0] = big[1] + 1;
+        b
+    });
+    let out = rt().run(io).and_then(Outcome::succeeded).unwrap();
+    assert_eq!(out[0], 8);
+    assert_eq!(out[15], 7);
+}
+
+#[test]
+fn deep_left_and_right_nested_binds_complete() {
+    let mut left: IO<u64, ()> = IO::pure(0);
+    for _ in 0..DEPTH {
+        left = left.flat_map(|x| IO::pure(x + 1));
+    }
+    assert_eq!(rt().run(left), Some(Outcome::Succeeded(DEPTH)));
+
+    fn right(i: u64) -> IO<u64, ()> {
+        if i < DEPTH {
+            IO::pure(i + 1).flat_map(right)
+        } else {
+            IO::pure(i)
+        }
+    }
+    assert_eq!(
+        rt().run(IO::pure(0).flat_map(right)),
+        Some(Outcome::Succeeded(DEPTH))
+    );
+}
+
+#[test]
+fn dropping_deep_unevaluated_programs_frees_every_capture_once() {
+    let witness = Arc::new(());
+    let mut left: IO<u64, ()> = IO::pure(0);
+    for _ in 0..DEPTH {
+        let w = witness.clone();
+        left = left.map(move |x| x + Arc::strong_count(&w) as u64);
+    }
+    let mut right: IO<u64, ()> = IO::pure(0);
+    for _ in 0..DEPTH {
+        let w = witness.clone();
+        right = IO::pure(0).flat_map(move |_| {
+            let _ = &w;
+            right
+        });
+    }
+    assert_eq!(Arc::strong_count(&witness), 1 + 2 * DEPTH as usize);
+    drop(left);
+    drop(right);
+    assert_eq!(Arc::strong_count(&witness), 1);
+}
+
+#[test]
+fn a_callback_called_during_registration_continues_synchronously() {
+    let io: IO<u64, ()> = IO::async_(|cb| {
+        assert!(cb.succeed(5));
+        assert!(!cb.succeed(6), "a second call is ignored");
+        None
+    });
+    assert_eq!(rt().run(io.map(|x| x + 1)), Some(Outcome::Succeeded(6)));
+}
+
+#[test]
+fn a_callback_from_another_thread_resumes_the_fiber_exactly_once() {
+    let rounds = if cfg!(miri) { 3 } else { 200 };
+    for i in 0..rounds {
+        let io: IO<u64, String> = IO::async_(move |cb| {
+            let other = cb.clone();
+            std::thread::spawn(move || cb.succeed(i));
+            std::thread::spawn(move || other.fail(String::from("late")));
+            None
+        });
+        let outcome = rt().run(io).expect("resumed");
+        // Either callback may win the race; only one result is delivered.
+        assert!(
+            outcome == Outcome::Succeeded(i) || outcome == Outcome::Errored(String::from("late")),
+            "{outcome:?}"
+        );
+    }
+}
+
+#[test]
+fn a_dropped_callback_frees_the_suspended_fiber() {
+    let witness = Arc::new(());
+    let w = witness.clone();
+    let io: IO<u64, ()> = IO::pure(1).flat_map(move |x| {
+        IO::async_(move |cb: crate::Callback<u64, ()>| {
+            drop(cb);
+            None
+        })
+        .map(move |y| x + y + Arc::strong_count(&w) as u64)
+    });
+    assert_eq!(rt().run(io), None, "nothing can resume the fiber");
+    assert_eq!(
+        Arc::strong_count(&witness),
+        1,
+        "the fiber and its frames were freed"
+    );
+}
+
+#[test]
+fn a_panicking_closure_ends_only_its_fiber_and_drops_its_frames() {
+    let witness = Arc::new(());
+    let w = witness.clone();
+    let io: IO<u64, ()> =
+        IO::delay(|| -> u64 { panic!("kaboom") }).map(move |x| x + Arc::strong_count(&w) as u64);
+    match rt().run(io) {
+        Some(Outcome::Panicked(p)) => assert_eq!(p.message(), "kaboom"),
+        other => panic!("expected a panic outcome, got {other:?}"),
+    }
+    assert_eq!(Arc::strong_count(&witness), 1);
+    assert_eq!(rt().run(IO::<u8, ()>::pure(1)), Some(Outcome::Succeeded(1)));
+}
+
+#[test]
+fn sleep_uses_the_executors_timers_and_clock() {
+    let io: IO<Duration, ()> = IO::sleep(Duration::from_secs(5)).product_r(IO::monotonic());
+    assert_eq!(
+        rt().run(io),
+        Some(Outcome::Succeeded(Duration::from_secs(5)))
+    );
+}
+
+#[test]
+fn cede_and_auto_yield_reschedule_through_the_executor() {
+    let config = FiberConfig::builder().auto_yield_after(10).build().unwrap();
+    let ex = TestExecutor::new(config);
+    let io: IO<u64, ()> = IO::tail_rec(0u64, |i| {
+        IO::pure(if i == 100 {
+            core::ops::ControlFlow::Break(i)
+        } else {
+            core::ops::ControlFlow::Continue(i + 1)
+        })
+    });
+    assert_eq!(ex.run(io), Some(Outcome::Succeeded(100)));
+    let yields = ex.0.reschedules.load(Ordering::SeqCst);
+    assert!(
+        (9..=11).contains(&yields),
+        "one step per iteration, a yield every 10 steps: {yields}"
+    );
+
+    let ex = rt();
+    let io: IO<(), ()> = IO::cede().product_r(IO::cede());
+    assert_eq!(ex.run(io), Some(Outcome::Succeeded(())));
+    assert_eq!(ex.0.reschedules.load(Ordering::SeqCst), 2);
+}
