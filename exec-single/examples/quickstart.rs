@@ -32,9 +32,7 @@ fn main() {
             IO::delay(move || println!("  ({e}; counting {item} as free)")).as_(0)
         })
     })
-    .flat_map(|prices| {
-        IO::sleep(Duration::from_millis(10)).as_(prices.iter().sum::<u64>())
-    })
+    .flat_map(|prices| IO::sleep(Duration::from_millis(10)).as_(prices.iter().sum::<u64>()))
     .map(|total| format!("total: {total}"));
 
     let started = std::time::Instant::now();

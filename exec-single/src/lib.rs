@@ -80,7 +80,8 @@ impl<C: Clock> Clone for Handle<C> {
 
 impl<C: Clock> fmt::Debug for Handle<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("exec_single::Handle").finish_non_exhaustive()
+        f.debug_struct("exec_single::Handle")
+            .finish_non_exhaustive()
     }
 }
 
@@ -288,7 +289,9 @@ impl<C: Clock> SingleThreaded<C> {
     {
         let slot = Arc::new(RootSlot::<A, E>::new());
         let guard = CompletionGuard(slot.clone());
-        let main = Fiber::new(io, self.handle.clone(), move |outcome| guard.complete(outcome));
+        let main = Fiber::new(io, self.handle.clone(), move |outcome| {
+            guard.complete(outcome)
+        });
         let shared = &*self.handle.shared;
         let _on_loop = platform::enter_loop(self.handle.shared_id(), &shared.remote);
         // SAFETY: this thread now runs the loop (marker set just above), and

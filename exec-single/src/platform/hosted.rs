@@ -24,7 +24,11 @@ pub(crate) fn on_loop_thread(id: usize) -> bool {
 /// Marks this thread as the loop thread of `id` until the guard drops.
 pub(crate) fn enter_loop<T>(id: usize, remote: &Remote<T>) -> LoopGuard {
     let previous = LOOP.with(|l| l.replace(id));
-    remote.state.lock().unwrap_or_else(|e| e.into_inner()).waiter = Some(thread::current());
+    remote
+        .state
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .waiter = Some(thread::current());
     LoopGuard { previous }
 }
 
