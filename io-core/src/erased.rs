@@ -27,7 +27,7 @@ use core::ptr;
 use alloc::boxed::Box;
 
 /// How many machine words are stored without a heap allocation.
-pub(crate) const INLINE_WORDS: usize = 3;
+pub(crate) const INLINE_WORDS: usize = 1;
 
 /// Inline storage: word-aligned, `INLINE_WORDS` words.
 #[repr(C)]

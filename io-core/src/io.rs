@@ -10,7 +10,7 @@ use alloc::vec::Vec;
 
 use crate::erased::{Adapter, ErasedFn, Value};
 use crate::fiber::{Callback, RawCallback};
-use crate::node::{Bind, Node, Res};
+use crate::node::{BindBox, Node, Res};
 
 /// A description of a computation that produces an `A` or fails with an `E`.
 ///
@@ -281,7 +281,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
         B: Send + 'static,
         F: FnOnce(A) -> IO<B, E> + Send + 'static,
     {
-        IO::from_node(Node::FlatMap(Bind::boxed(
+        IO::from_node(Node::FlatMap(BindBox::new(
             self.into_node(),
             ErasedFn::new::<k::FlatMap<A, B, E>, F>(f),
         )))
@@ -294,7 +294,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
         B: Send + 'static,
         F: FnOnce(A) -> B + Send + 'static,
     {
-        IO::from_node(Node::Map(Bind::boxed(
+        IO::from_node(Node::Map(BindBox::new(
             self.into_node(),
             ErasedFn::new::<k::Map<A, B>, F>(f),
         )))
@@ -351,7 +351,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// ```
     #[inline]
     pub fn attempt(self) -> IO<Result<A, E>, E> {
-        IO::from_node(Node::Fold(Bind::boxed(
+        IO::from_node(Node::Fold(BindBox::new(
             self.into_node(),
             ErasedFn::new::<k::Fold<A, E, Result<A, E>, E>, _>(Ok::<Result<A, E>, E>),
         )))
@@ -373,7 +373,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     where
         F: FnOnce(E) -> IO<A, E> + Send + 'static,
     {
-        IO::from_node(Node::HandleErrorWith(Bind::boxed(
+        IO::from_node(Node::HandleErrorWith(BindBox::new(
             self.into_node(),
             ErasedFn::new::<k::FlatMap<E, A, E>, F>(f),
         )))
@@ -393,7 +393,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
                 Err(e) => recover(e),
             })
         };
-        IO::from_node(Node::Fold(Bind::boxed(
+        IO::from_node(Node::Fold(BindBox::new(
             self.into_node(),
             ErasedFn::new::<k::Fold<A, E, B, E>, _>(f),
         )))
@@ -413,7 +413,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
                 Err(e) => recover(e),
             }
         };
-        IO::from_node(Node::FoldWith(Bind::boxed(
+        IO::from_node(Node::FoldWith(BindBox::new(
             self.into_node(),
             ErasedFn::new::<k::FoldWith<A, E, B, E>, _>(f),
         )))
@@ -438,7 +438,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
         E2: Send + 'static,
         F: FnOnce(E) -> E2 + Send + 'static,
     {
-        IO::from_node(Node::MapError(Bind::boxed(
+        IO::from_node(Node::MapError(BindBox::new(
             self.into_node(),
             ErasedFn::new::<k::MapError<E, E2>, F>(f),
         )))

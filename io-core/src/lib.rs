@@ -49,6 +49,7 @@ mod fiber;
 mod io;
 mod node;
 mod outcome;
+mod pool;
 mod sync;
 
 pub use config::{ConfigError, DEFAULT_AUTO_YIELD_AFTER, FiberConfig, FiberConfigBuilder};

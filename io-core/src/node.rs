@@ -47,17 +47,17 @@ pub(crate) enum Node {
     /// A suspended thunk producing a program.
     Defer(ErasedFn<(), Node>),
     /// `source.flat_map(k)`.
-    FlatMap(alloc::boxed::Box<Bind<ErasedFn<Value, Node>>>),
+    FlatMap(BindBox<ErasedFn<Value, Node>>),
     /// `source.map(k)`.
-    Map(alloc::boxed::Box<Bind<ErasedFn<Value, Value>>>),
+    Map(BindBox<ErasedFn<Value, Value>>),
     /// `source.handle_error_with(k)`.
-    HandleErrorWith(alloc::boxed::Box<Bind<ErasedFn<Value, Node>>>),
+    HandleErrorWith(BindBox<ErasedFn<Value, Node>>),
     /// `source.map_error(k)`.
-    MapError(alloc::boxed::Box<Bind<ErasedFn<Value, Value>>>),
+    MapError(BindBox<ErasedFn<Value, Value>>),
     /// `source` then `k` on its result, success or error (attempt, redeem).
-    Fold(alloc::boxed::Box<Bind<ErasedFn<Res, Res>>>),
+    Fold(BindBox<ErasedFn<Res, Res>>),
     /// `source` then the program `k` returns for its result (redeem_with).
-    FoldWith(alloc::boxed::Box<Bind<ErasedFn<Res, Node>>>),
+    FoldWith(BindBox<ErasedFn<Res, Node>>),
     /// Suspend until the callback given to the registration is called; the
     /// registration may return a finalizer for cancellation.
     Async(ErasedFn<RawCallback, Option<Node>>),
@@ -77,31 +77,84 @@ pub(crate) enum Node {
     Panicked(crate::outcome::PanicMessage),
 }
 
-/// A source program and the continuation to run on its result, boxed together.
+/// A source program and the continuation to run on its result, stored
+/// together in one pooled block (see `pool.rs`).
 pub(crate) struct Bind<K> {
     source: Node,
     k: K,
 }
 
-impl<K> Bind<K> {
+/// The continuation type used to compute the common block layout; every
+/// `ErasedFn<I, O>` has the same size and alignment (checked below).
+pub(crate) type AnyK = ErasedFn<Value, Node>;
+
+const _: () = {
+    use core::mem::{align_of, size_of};
+    macro_rules! same_layout {
+        ($($k:ty),*) => {$(
+            assert!(size_of::<Bind<$k>>() == size_of::<Bind<AnyK>>());
+            assert!(align_of::<Bind<$k>>() == align_of::<Bind<AnyK>>());
+        )*};
+    }
+    same_layout!(ErasedFn<Value, Value>, ErasedFn<Res, Res>, ErasedFn<Res, Node>);
+};
+
+/// An owning pointer to a `Bind<K>` in a pooled block.
+pub(crate) struct BindBox<K> {
+    ptr: core::ptr::NonNull<Bind<K>>,
+}
+
+// SAFETY: a `BindBox` owns its `Bind` like a `Box` does; the node and the
+// erased closures inside are `Send`.
+unsafe impl<K: Send> Send for BindBox<K> {}
+
+impl<K> BindBox<K> {
+    /// Stores `source` and `k` in a block.
     #[inline(always)]
-    pub(crate) fn boxed(source: Node, k: K) -> alloc::boxed::Box<Self> {
-        alloc::boxed::Box::new(Bind { source, k })
+    pub(crate) fn new(source: Node, k: K) -> Self {
+        debug_assert!(core::alloc::Layout::new::<Bind<K>>() == crate::pool::BLOCK);
+        let ptr = crate::pool::allocate().cast::<Bind<K>>();
+        // SAFETY: the block is fresh, and has the layout of `Bind<K>`
+        // (every `Bind<K>` has the layout of `pool::BLOCK`: checked above).
+        unsafe { ptr.as_ptr().write(Bind { source, k }) };
+        BindBox { ptr }
     }
 
-    /// Moves the parts out without running `Bind`'s `Drop`.
+    /// Moves the parts out and releases the block, without running `Bind`'s
+    /// `Drop`.
     #[inline(always)]
-    pub(crate) fn into_parts(self: alloc::boxed::Box<Self>) -> (Node, K) {
-        let this = core::mem::ManuallyDrop::new(*self);
-        // SAFETY: `this` is never dropped, so each field is read exactly once
-        // and ownership moves to the caller.
-        unsafe { (core::ptr::read(&this.source), core::ptr::read(&this.k)) }
+    pub(crate) fn into_parts(self) -> (Node, K) {
+        let this = core::mem::ManuallyDrop::new(self);
+        // SAFETY: the block holds an initialised `Bind<K>` that we own; each
+        // field is read exactly once, then the block is released and never
+        // used again (`this` is not dropped).
+        unsafe {
+            let bind = this.ptr.as_ptr();
+            let parts = (
+                core::ptr::read(&raw const (*bind).source),
+                core::ptr::read(&raw const (*bind).k),
+            );
+            crate::pool::release(this.ptr.cast());
+            parts
+        }
     }
 
     /// Whether the source is a plain value (the run-loop's fast path).
     #[inline(always)]
     pub(crate) fn source_is_pure(&self) -> bool {
-        matches!(self.source, Node::Pure(_))
+        // SAFETY: the block holds an initialised `Bind<K>` that we own.
+        matches!(unsafe { &(*self.ptr.as_ptr()).source }, Node::Pure(_))
+    }
+}
+
+impl<K> Drop for BindBox<K> {
+    fn drop(&mut self) {
+        // SAFETY: we own the initialised `Bind<K>`; it is dropped in place
+        // once, then its block is released and never used again.
+        unsafe {
+            core::ptr::drop_in_place(self.ptr.as_ptr());
+            crate::pool::release(self.ptr.cast());
+        }
     }
 }
 

@@ -1,0 +1,128 @@
+//! A per-thread free list of the fixed-size blocks that hold `Bind` nodes.
+//!
+//! Every combinator with a source (`flat_map`, `map`, handlers) boxes its
+//! source and continuation in one block, and the run-loop frees that block a
+//! moment later. The system allocator's per-thread cache holds only a few
+//! blocks per size class, so a chain of 120 maps, built and then run, falls
+//! through to its slow paths (the profile of the MapCalls workload showed
+//! more than half of the time in `malloc`/`free`/`malloc_consolidate`).
+//! Every `Bind<K>` has the same layout (a node and one erased closure), so
+//! one free list per thread serves all of them: allocation and release are a
+//! thread-local pointer swap.
+//!
+//! * A block freed on another thread than the one that allocated it simply
+//!   joins that thread's list: all blocks come from the global allocator
+//!   with the same layout.
+//! * At most [`MAX_CACHED`] blocks are kept per thread; beyond, blocks go
+//!   back to the global allocator. The list is freed when the thread ends.
+//! * Without `std` (no thread-locals) blocks come straight from the global
+//!   allocator.
+
+use alloc::alloc::{Layout, alloc, dealloc, handle_alloc_error};
+use core::ptr::NonNull;
+
+/// The layout of every block: that of a `Bind` node.
+pub(crate) const BLOCK: Layout = Layout::new::<crate::node::Bind<crate::node::AnyK>>();
+
+/// The most blocks one thread keeps for reuse.
+#[cfg(feature = "std")]
+const MAX_CACHED: usize = 1024;
+
+/// A block of [`BLOCK`]'s layout, uninitialised.
+#[inline]
+pub(crate) fn allocate() -> NonNull<u8> {
+    #[cfg(feature = "std")]
+    if let Some(block) = cache::pop() {
+        return block;
+    }
+    // SAFETY: `BLOCK` has a non-zero size.
+    let ptr = unsafe { alloc(BLOCK) };
+    match NonNull::new(ptr) {
+        Some(p) => p,
+        None => handle_alloc_error(BLOCK),
+    }
+}
+
+/// Returns a block.
+///
+/// # Safety
+/// * `block` came from [`allocate`], its contents were moved out or dropped,
+///   and it is not used again.
+#[inline]
+pub(crate) unsafe fn release(block: NonNull<u8>) {
+    #[cfg(feature = "std")]
+    // SAFETY: forwarded precondition.
+    let block = match unsafe { cache::push(block) } {
+        None => return,
+        Some(rejected) => rejected,
+    };
+    // SAFETY: forwarded precondition; the block has `BLOCK`'s layout.
+    unsafe { dealloc(block.as_ptr(), BLOCK) }
+}
+
+#[cfg(feature = "std")]
+mod cache {
+    use super::*;
+    use core::cell::Cell;
+    use core::ptr;
+
+    /// An intrusive singly-linked list: a free block's first word points to
+    /// the next free block.
+    struct FreeList {
+        head: Cell<*mut u8>,
+        len: Cell<usize>,
+    }
+
+    impl Drop for FreeList {
+        fn drop(&mut self) {
+            let mut next = self.head.get();
+            while !next.is_null() {
+                // SAFETY: every block in the list is a live allocation of
+                // `BLOCK`'s layout whose first word holds the next pointer.
+                unsafe {
+                    let block = next;
+                    next = ptr::read(block.cast::<*mut u8>());
+                    dealloc(block, BLOCK);
+                }
+            }
+        }
+    }
+
+    std::thread_local! {
+        static FREE: FreeList = const { FreeList { head: Cell::new(ptr::null_mut()), len: Cell::new(0) } };
+    }
+
+    #[inline]
+    pub(super) fn pop() -> Option<NonNull<u8>> {
+        FREE.try_with(|list| {
+            let head = NonNull::new(list.head.get())?;
+            // SAFETY: a listed block's first word holds the next pointer.
+            let next = unsafe { ptr::read(head.as_ptr().cast::<*mut u8>()) };
+            list.head.set(next);
+            list.len.set(list.len.get() - 1);
+            Some(head)
+        })
+        .ok()
+        .flatten()
+    }
+
+    /// Keeps `block`; gives it back if the list is full or gone.
+    ///
+    /// # Safety
+    /// * As for [`release`](super::release).
+    #[inline]
+    pub(super) unsafe fn push(block: NonNull<u8>) -> Option<NonNull<u8>> {
+        FREE.try_with(|list| {
+            if list.len.get() >= MAX_CACHED {
+                return Some(block);
+            }
+            // SAFETY: the block is ours, unused, word-aligned and at least a
+            // word long (`BLOCK`), so its first word can hold the link.
+            unsafe { ptr::write(block.as_ptr().cast::<*mut u8>(), list.head.get()) };
+            list.head.set(block.as_ptr());
+            list.len.set(list.len.get() + 1);
+            None
+        })
+        .unwrap_or(Some(block))
+    }
+}
