@@ -327,10 +327,12 @@ impl<C: Clock> SingleThreaded<C> {
             let local = unsafe { shared.local() };
             if local.run_queue.is_empty() {
                 let next_deadline = local.timers.keys().next().map(|(deadline, _)| *deadline);
-                if next_deadline.is_none() && slot.is_abandoned() && shared.remote.is_empty() {
-                    if fail_on_deadlock {
-                        return Err(Deadlock);
-                    }
+                if fail_on_deadlock
+                    && next_deadline.is_none()
+                    && slot.is_abandoned()
+                    && shared.remote.is_empty()
+                {
+                    return Err(Deadlock);
                 }
                 platform::idle(&shared.remote, &shared.clock, next_deadline);
             }

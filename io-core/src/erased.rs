@@ -1,13 +1,23 @@
-//! Type-erased values and closures that keep small things out of the heap.
+//! Type-erased values and closures in two machine words.
 //!
-//! The run-loop interprets one untyped node enum, so every value that flows
-//! between steps and every continuation closure is stored with its type erased.
-//! A `Box<dyn Any>` per value and per closure would cost a heap allocation per
-//! step; the seed discussion "Optimize IO's encoding" shows that this is where
-//! an effect runtime's speed is won or lost. So both [`Value`] and
-//! [`ErasedFn`] keep anything of at most [`INLINE_WORDS`] machine words (and
-//! at most word alignment) *inline*, next to a pointer to a static vtable that
-//! is generated per type. Only larger things are boxed.
+//! The run-loop interprets one untyped node type, so every value that flows
+//! between steps and every continuation closure is stored with its type
+//! erased. A `Box<dyn Any>` per value and per closure would cost a heap
+//! allocation per step; the seed discussion "Optimize IO's encoding" shows
+//! that this is where an effect runtime's speed is won or lost.
+//!
+//! So [`Value`] and [`ErasedFn`] are two words: a payload word and a pointer
+//! to a static vtable generated per type. A payload of at most one word (and
+//! at most word alignment) lives *in* the payload word: integers, pointers,
+//! `Box`, `Arc`, closures capturing one such thing, and every zero-sized
+//! type (functions, non-capturing closures). A payload of up to four words
+//! (`String`, `Vec`, `Result<u64, E>`, closures capturing a few things) goes
+//! to a block of the per-thread pool of `pool.rs`; only larger ones are
+//! boxed. Two words travel in two registers: a value
+//! returned by a continuation never goes through memory.
+//!
+//! Vtables are aligned to 32 bytes, so that `node.rs` can keep a node's kind
+//! in the five low bits of the vtable pointer (a node is then two words too).
 //!
 //! # Invariants
 //!
@@ -19,86 +29,90 @@
 //! * Everything stored is `Send + 'static`, which is why the containers are
 //!   `Send` (they are not `Sync`: nothing shares them).
 
-use core::any::TypeId;
 use core::marker::PhantomData;
 use core::mem::{self, ManuallyDrop, MaybeUninit};
 use core::ptr;
 
 use alloc::boxed::Box;
 
-/// How many machine words are stored without a heap allocation.
-pub(crate) const INLINE_WORDS: usize = 1;
+/// One payload word. `MaybeUninit` keeps padding and unused bytes legal, and
+/// being `repr(transparent)` over a pointer it is passed in a register (with
+/// its provenance, so that boxed payloads stay valid under strict provenance).
+pub(crate) type Word = MaybeUninit<*mut ()>;
 
-/// Inline storage: word-aligned, `INLINE_WORDS` words.
-#[repr(C)]
-pub(crate) struct Storage([MaybeUninit<usize>; INLINE_WORDS]);
+/// An uninitialised word, for nodes without payload.
+pub(crate) const EMPTY_WORD: Word = MaybeUninit::uninit();
 
-impl Storage {
-    #[inline(always)]
-    const fn uninit() -> Self {
-        Storage([MaybeUninit::uninit(); INLINE_WORDS])
-    }
-
-    #[inline(always)]
-    fn as_mut_ptr(&mut self) -> *mut u8 {
-        self.0.as_mut_ptr().cast()
-    }
+/// Whether `T` is stored in the word itself (decided at compile time).
+#[inline(always)]
+pub(crate) const fn fits_inline<T>() -> bool {
+    mem::size_of::<T>() <= mem::size_of::<Word>() && mem::align_of::<T>() <= mem::align_of::<Word>()
 }
 
-/// Whether `T` is stored inline (decided at compile time for each `T`).
+/// Whether a `T` too large for the word fits in a pooled block (`pool.rs`):
+/// then it takes a block from the per-thread free list instead of a `Box`.
 #[inline(always)]
-const fn fits_inline<T>() -> bool {
-    mem::size_of::<T>() <= mem::size_of::<Storage>()
-        && mem::align_of::<T>() <= mem::align_of::<Storage>()
+const fn fits_block<T>() -> bool {
+    mem::size_of::<T>() <= crate::pool::BLOCK.size()
+        && mem::align_of::<T>() <= crate::pool::BLOCK.align()
 }
 
-/// Writes `t` into `storage`, inline or boxed.
+/// Stores `t` in a word: inline, in a pooled block, or boxed.
 #[inline(always)]
-fn store<T>(t: T) -> Storage {
-    let mut storage = Storage::uninit();
+pub(crate) fn store<T>(t: T) -> Word {
+    let mut word = EMPTY_WORD;
     if fits_inline::<T>() {
-        // SAFETY: `T` fits in the storage in size and alignment (checked just
-        // above), and the storage is uninitialised, so nothing is overwritten.
-        unsafe { ptr::write(storage.as_mut_ptr().cast::<T>(), t) };
+        // SAFETY: `T` fits in the word in size and alignment (checked just
+        // above), and the word is uninitialised, so nothing is overwritten.
+        unsafe { ptr::write(word.as_mut_ptr().cast::<T>(), t) };
+    } else if fits_block::<T>() {
+        let block = crate::pool::allocate().cast::<T>();
+        // SAFETY: a fresh block, large and aligned enough for `T` (checked).
+        unsafe { block.as_ptr().write(t) };
+        word = MaybeUninit::new(block.as_ptr().cast::<()>());
     } else {
-        let boxed: *mut T = Box::into_raw(Box::new(t));
-        // SAFETY: a thin pointer fits in one word of the word-aligned storage.
-        unsafe { ptr::write(storage.as_mut_ptr().cast::<*mut T>(), boxed) };
+        word = MaybeUninit::new(Box::into_raw(Box::new(t)).cast::<()>());
     }
-    storage
+    word
 }
 
-/// Moves the `T` out of `storage`.
+/// Moves the `T` out of a word.
 ///
 /// # Safety
-/// * `storage` was filled by `store::<T>` and not read since.
+/// * `word` was filled by `store::<T>` and is read once.
 #[inline(always)]
-unsafe fn load<T>(storage: &mut Storage) -> T {
+pub(crate) unsafe fn load<T>(word: Word) -> T {
     if fits_inline::<T>() {
-        // SAFETY: by the precondition the storage holds an inline `T`.
-        unsafe { ptr::read(storage.as_mut_ptr().cast::<T>()) }
-    } else {
-        // SAFETY: by the precondition the storage holds a `Box<T>` pointer
-        // made by `Box::into_raw`, read here exactly once.
+        // SAFETY: by the precondition the word holds an inline `T`.
+        unsafe { ptr::read(word.as_ptr().cast::<T>()) }
+    } else if fits_block::<T>() {
+        // SAFETY: by the precondition the word holds a pooled block with a
+        // `T` in it, read once; the block is then released, never reused here.
         unsafe {
-            let boxed = ptr::read(storage.as_mut_ptr().cast::<*mut T>());
-            *Box::from_raw(boxed)
+            let block = word.assume_init().cast::<T>();
+            let t = ptr::read(block);
+            crate::pool::release(core::ptr::NonNull::new_unchecked(block.cast()));
+            t
         }
+    } else {
+        // SAFETY: by the precondition the word holds a pointer made by
+        // `Box::into_raw(Box<T>)`, read here exactly once.
+        unsafe { *Box::from_raw(word.assume_init().cast::<T>()) }
     }
 }
 
-/// Drops the `T` in `storage` in place.
+/// Drops the `T` in a word.
 ///
 /// # Safety
-/// * `storage` was filled by `store::<T>` and not read since.
-unsafe fn drop_stored<T>(storage: *mut Storage) {
-    // SAFETY: forwarded precondition; `storage` is valid for writes.
-    drop(unsafe { load::<T>(&mut *storage) });
+/// * `word` was filled by `store::<T>` and is not read again.
+unsafe fn drop_stored<T>(word: Word) {
+    // SAFETY: forwarded precondition.
+    drop(unsafe { load::<T>(word) });
 }
 
 /// The drop entry of a vtable: `None` when dropping a `T` does nothing and
 /// the storage is inline, so that dropping such an erased value is free.
-const fn drop_fn<T>() -> Option<unsafe fn(*mut Storage)> {
+const fn drop_fn<T>() -> Option<unsafe fn(Word)> {
     if fits_inline::<T>() && !mem::needs_drop::<T>() {
         None
     } else {
@@ -110,9 +124,12 @@ const fn drop_fn<T>() -> Option<unsafe fn(*mut Storage)> {
 // Values
 // ---------------------------------------------------------------------------
 
-struct ValueVTable {
-    drop: Option<unsafe fn(*mut Storage)>,
-    type_id: fn() -> TypeId,
+/// Vtable of an erased value: how to drop it (and, in debug builds, its type).
+#[repr(C, align(32))]
+pub(crate) struct ValueVTable {
+    pub(crate) drop: Option<unsafe fn(Word)>,
+    #[cfg(debug_assertions)]
+    type_id: fn() -> core::any::TypeId,
 }
 
 trait HasValueVTable {
@@ -122,13 +139,17 @@ trait HasValueVTable {
 impl<T: 'static> HasValueVTable for T {
     const VTABLE: &'static ValueVTable = &ValueVTable {
         drop: drop_fn::<T>(),
-        type_id: TypeId::of::<T>,
+        #[cfg(debug_assertions)]
+        type_id: core::any::TypeId::of::<T>,
     };
 }
 
+/// The vtable of `()`, also used by nodes without payload.
+pub(crate) const UNIT_VTABLE: &ValueVTable = <() as HasValueVTable>::VTABLE;
+
 /// A value of some `Send + 'static` type, with the type erased.
 pub(crate) struct Value {
-    storage: Storage,
+    word: Word,
     vtable: &'static ValueVTable,
 }
 
@@ -137,11 +158,11 @@ pub(crate) struct Value {
 unsafe impl Send for Value {}
 
 impl Value {
-    /// Erases `t`. No allocation when `T` fits in [`INLINE_WORDS`] words.
+    /// Erases `t`. No allocation when `T` fits in one word.
     #[inline(always)]
     pub(crate) fn new<T: Send + 'static>(t: T) -> Value {
         Value {
-            storage: store(t),
+            word: store(t),
             vtable: <T as HasValueVTable>::VTABLE,
         }
     }
@@ -149,7 +170,10 @@ impl Value {
     /// The unit value, the result of effects that produce nothing.
     #[inline(always)]
     pub(crate) fn unit() -> Value {
-        Value::new(())
+        Value {
+            word: EMPTY_WORD,
+            vtable: UNIT_VTABLE,
+        }
     }
 
     /// Takes the value back as the type it was made from.
@@ -158,15 +182,32 @@ impl Value {
     /// * The value was made by `Value::new::<T>` (debug builds check this).
     #[inline(always)]
     pub(crate) unsafe fn take<T: 'static>(self) -> T {
-        debug_assert!(
-            (self.vtable.type_id)() == TypeId::of::<T>(),
+        #[cfg(debug_assertions)]
+        assert!(
+            (self.vtable.type_id)() == core::any::TypeId::of::<T>(),
             "io-core: a value was read back as `{}`, which is not its type",
             core::any::type_name::<T>()
         );
-        let mut this = ManuallyDrop::new(self);
-        // SAFETY: the storage holds a `T` (precondition) that has not been
-        // read, and `ManuallyDrop` keeps `Drop` from touching it again.
-        unsafe { load::<T>(&mut this.storage) }
+        let this = ManuallyDrop::new(self);
+        // SAFETY: the word holds an unread `T` (precondition), and
+        // `ManuallyDrop` keeps `Drop` from touching it again.
+        unsafe { load::<T>(this.word) }
+    }
+
+    /// Splits into the raw parts (for nodes); the caller owns the payload.
+    #[inline(always)]
+    pub(crate) fn into_raw(self) -> (Word, &'static ValueVTable) {
+        let this = ManuallyDrop::new(self);
+        (this.word, this.vtable)
+    }
+
+    /// Rebuilds a value from [`into_raw`](Value::into_raw)'s parts.
+    ///
+    /// # Safety
+    /// * The parts come from `into_raw` and are used once.
+    #[inline(always)]
+    pub(crate) unsafe fn from_raw(word: Word, vtable: &'static ValueVTable) -> Value {
+        Value { word, vtable }
     }
 }
 
@@ -174,9 +215,9 @@ impl Drop for Value {
     #[inline(always)]
     fn drop(&mut self) {
         if let Some(drop) = self.vtable.drop {
-            // SAFETY: the storage holds the value the vtable was made for and
-            // it has not been taken (`take` forgets `self`).
-            unsafe { drop(&mut self.storage) }
+            // SAFETY: the word holds the value the vtable was made for and it
+            // has not been taken (`take`/`into_raw` forget `self`).
+            unsafe { drop(self.word) }
         }
     }
 }
@@ -186,16 +227,16 @@ impl Drop for Value {
 // ---------------------------------------------------------------------------
 
 /// Vtable of an erased `FnOnce(I) -> O`.
+#[repr(C, align(32))]
 pub(crate) struct FnVTable<I, O> {
-    call: unsafe fn(*mut Storage, I) -> O,
-    drop: Option<unsafe fn(*mut Storage)>,
+    pub(crate) drop: Option<unsafe fn(Word)>,
+    call: unsafe fn(Word, I) -> O,
 }
 
-/// An erased `FnOnce(I) -> O + Send + 'static`, inline when small.
+/// An erased `FnOnce(I) -> O + Send + 'static`, inline when one word or less.
 pub(crate) struct ErasedFn<I: 'static, O: 'static> {
-    storage: Storage,
+    word: Word,
     vtable: &'static FnVTable<I, O>,
-    _marker: PhantomData<fn(I) -> O>,
 }
 
 // SAFETY: `ErasedFn` is only made from `Send` closures and never shared.
@@ -222,18 +263,16 @@ where
     F: Send + 'static,
 {
     const VTABLE: &'static FnVTable<I, O> = &FnVTable {
-        call: Self::call,
         drop: drop_fn::<F>(),
+        call: Self::call,
     };
 
     /// # Safety
-    /// * `storage` holds an unread `F`; the input satisfies `A::call`.
-    unsafe fn call(storage: *mut Storage, input: I) -> O {
+    /// * `word` holds an unread `F`; the input satisfies `A::call`.
+    #[inline(always)]
+    unsafe fn call(word: Word, input: I) -> O {
         // SAFETY: forwarded preconditions; the closure is read exactly once.
-        unsafe {
-            let f = load::<F>(&mut *storage);
-            A::call(f, input)
-        }
+        unsafe { A::call(load::<F>(word), input) }
     }
 }
 
@@ -246,9 +285,8 @@ impl<I: 'static, O: 'static> ErasedFn<I, O> {
         F: Send + 'static,
     {
         ErasedFn {
-            storage: store(f),
+            word: store(f),
             vtable: VTableFor::<A, F, I, O>::VTABLE,
-            _marker: PhantomData,
         }
     }
 
@@ -258,10 +296,26 @@ impl<I: 'static, O: 'static> ErasedFn<I, O> {
     /// * `input` has the type the adapter of this closure expects.
     #[inline(always)]
     pub(crate) unsafe fn call(self, input: I) -> O {
-        let mut this = ManuallyDrop::new(self);
-        // SAFETY: the storage holds the closure the vtable was made for, not
-        // yet read; `ManuallyDrop` keeps `Drop` from touching it again.
-        unsafe { (this.vtable.call)(&mut this.storage, input) }
+        let this = ManuallyDrop::new(self);
+        // SAFETY: the word holds the closure the vtable was made for, not yet
+        // read; `ManuallyDrop` keeps `Drop` from touching it again.
+        unsafe { (this.vtable.call)(this.word, input) }
+    }
+
+    /// Splits into the raw parts (for nodes and frames).
+    #[inline(always)]
+    pub(crate) fn into_raw(self) -> (Word, &'static FnVTable<I, O>) {
+        let this = ManuallyDrop::new(self);
+        (this.word, this.vtable)
+    }
+
+    /// Rebuilds a closure from [`into_raw`](ErasedFn::into_raw)'s parts.
+    ///
+    /// # Safety
+    /// * The parts come from `into_raw` of an `ErasedFn<I, O>` and are used once.
+    #[inline(always)]
+    pub(crate) unsafe fn from_raw(word: Word, vtable: &'static FnVTable<I, O>) -> Self {
+        ErasedFn { word, vtable }
     }
 }
 
@@ -270,7 +324,7 @@ impl<I: 'static, O: 'static> Drop for ErasedFn<I, O> {
     fn drop(&mut self) {
         if let Some(drop) = self.vtable.drop {
             // SAFETY: the closure has not been called (`call` forgets `self`).
-            unsafe { drop(&mut self.storage) }
+            unsafe { drop(self.word) }
         }
     }
 }
@@ -291,13 +345,19 @@ mod tests {
     }
 
     #[test]
-    fn small_values_round_trip_inline_and_large_values_round_trip_boxed() {
+    fn word_sized_values_round_trip_inline_and_larger_values_round_trip_boxed() {
         assert!(fits_inline::<u64>());
-        assert!(fits_inline::<String>());
-        assert!(!fits_inline::<[u64; 4]>());
+        assert!(fits_inline::<Box<[u64; 100]>>());
+        assert!(!fits_inline::<String>());
+        assert_eq!(mem::size_of::<Value>(), 2 * mem::size_of::<usize>());
+        assert_eq!(
+            mem::size_of::<ErasedFn<Value, Value>>(),
+            2 * mem::size_of::<usize>()
+        );
         // SAFETY: each value is read back as the type it was made from.
         unsafe {
             assert_eq!(Value::new(7u8).take::<u8>(), 7);
+            assert_eq!(Value::new((1u8, 2u16)).take::<(u8, u16)>(), (1, 2));
             assert_eq!(
                 Value::new(String::from("spindle")).take::<String>(),
                 "spindle"

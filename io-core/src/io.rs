@@ -10,7 +10,7 @@ use alloc::vec::Vec;
 
 use crate::erased::{Adapter, ErasedFn, Value};
 use crate::fiber::{Callback, RawCallback};
-use crate::node::{BindBox, Node, Res};
+use crate::node::{Node, Res};
 
 /// A description of a computation that produces an `A` or fails with an `E`.
 ///
@@ -112,7 +112,7 @@ mod k {
         }
     }
 
-    pub(super) struct Fold<A, E, B, E2>(PhantomData<fn(A, E) -> (B, E2)>);
+    pub(super) struct Fold<A, E, B, E2>(PhantomData<fn(A, E, B, E2)>);
     impl<A, E, B, E2, F> Adapter<Res, Res, F> for Fold<A, E, B, E2>
     where
         A: 'static,
@@ -135,7 +135,7 @@ mod k {
         }
     }
 
-    pub(super) struct FoldWith<A, E, B, E2>(PhantomData<fn(A, E) -> (B, E2)>);
+    pub(super) struct FoldWith<A, E, B, E2>(PhantomData<fn(A, E, B, E2)>);
     impl<A, E, B, E2, F> Adapter<Res, Node, F> for FoldWith<A, E, B, E2>
     where
         A: 'static,
@@ -191,13 +191,13 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// A program that produces `value`.
     #[inline]
     pub fn pure(value: A) -> Self {
-        IO::from_node(Node::Pure(Value::new(value)))
+        IO::from_node(Node::pure(Value::new(value)))
     }
 
     /// A program that fails with `error`.
     #[inline]
     pub fn raise_error(error: E) -> Self {
-        IO::from_node(Node::Error(Value::new(error)))
+        IO::from_node(Node::error(Value::new(error)))
     }
 
     /// A program that produces `Ok`'s value or fails with `Err`'s error.
@@ -228,7 +228,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     where
         F: FnOnce() -> A + Send + 'static,
     {
-        IO::from_node(Node::Delay(ErasedFn::new::<k::Delay<A>, F>(thunk)))
+        IO::from_node(Node::delay(ErasedFn::new::<k::Delay<A>, F>(thunk)))
     }
 
     /// A program that runs `thunk` and then the program it returns.
@@ -237,7 +237,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     where
         F: FnOnce() -> IO<A, E> + Send + 'static,
     {
-        IO::from_node(Node::Defer(ErasedFn::new::<k::Defer<A, E>, F>(thunk)))
+        IO::from_node(Node::defer(ErasedFn::new::<k::Defer<A, E>, F>(thunk)))
     }
 
     /// A program that suspends its fiber until the callback given to
@@ -263,13 +263,13 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     where
         F: FnOnce(Callback<A, E>) -> Option<IO<(), E>> + Send + 'static,
     {
-        IO::from_node(Node::Async(ErasedFn::new::<k::Async<A, E>, F>(register)))
+        IO::from_node(Node::async_(ErasedFn::new::<k::Async<A, E>, F>(register)))
     }
 
     /// A program that never completes (its fiber waits until canceled).
     #[inline]
     pub fn never() -> Self {
-        IO::from_node(Node::Never)
+        IO::from_node(Node::never())
     }
 
     // ----- sequencing ----------------------------------------------------
@@ -281,10 +281,10 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
         B: Send + 'static,
         F: FnOnce(A) -> IO<B, E> + Send + 'static,
     {
-        IO::from_node(Node::FlatMap(BindBox::new(
+        IO::from_node(Node::flat_map(
             self.into_node(),
             ErasedFn::new::<k::FlatMap<A, B, E>, F>(f),
-        )))
+        ))
     }
 
     /// Transforms the value.
@@ -294,10 +294,10 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
         B: Send + 'static,
         F: FnOnce(A) -> B + Send + 'static,
     {
-        IO::from_node(Node::Map(BindBox::new(
+        IO::from_node(Node::map(
             self.into_node(),
             ErasedFn::new::<k::Map<A, B>, F>(f),
-        )))
+        ))
     }
 
     /// Runs `self`, then `next`, keeping `next`'s value (Cats Effect's `*>`).
@@ -351,10 +351,10 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// ```
     #[inline]
     pub fn attempt(self) -> IO<Result<A, E>, E> {
-        IO::from_node(Node::Fold(BindBox::new(
+        IO::from_node(Node::fold(
             self.into_node(),
             ErasedFn::new::<k::Fold<A, E, Result<A, E>, E>, _>(Ok::<Result<A, E>, E>),
-        )))
+        ))
     }
 
     /// Recovers from an error with a value.
@@ -373,10 +373,10 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     where
         F: FnOnce(E) -> IO<A, E> + Send + 'static,
     {
-        IO::from_node(Node::HandleErrorWith(BindBox::new(
+        IO::from_node(Node::handle_error_with(
             self.into_node(),
             ErasedFn::new::<k::FlatMap<E, A, E>, F>(f),
-        )))
+        ))
     }
 
     /// Folds success and error into a value.
@@ -393,10 +393,10 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
                 Err(e) => recover(e),
             })
         };
-        IO::from_node(Node::Fold(BindBox::new(
+        IO::from_node(Node::fold(
             self.into_node(),
             ErasedFn::new::<k::Fold<A, E, B, E>, _>(f),
-        )))
+        ))
     }
 
     /// Folds success and error into a program.
@@ -413,10 +413,10 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
                 Err(e) => recover(e),
             }
         };
-        IO::from_node(Node::FoldWith(BindBox::new(
+        IO::from_node(Node::fold_with(
             self.into_node(),
             ErasedFn::new::<k::FoldWith<A, E, B, E>, _>(f),
-        )))
+        ))
     }
 
     /// Runs `f` on an error, then fails with the same error.
@@ -438,10 +438,10 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
         E2: Send + 'static,
         F: FnOnce(E) -> E2 + Send + 'static,
     {
-        IO::from_node(Node::MapError(BindBox::new(
+        IO::from_node(Node::map_error(
             self.into_node(),
             ErasedFn::new::<k::MapError<E, E2>, F>(f),
-        )))
+        ))
     }
 
     /// Transforms the error (Cats Effect's name for [`map_error`](IO::map_error)).
@@ -591,13 +591,13 @@ impl<E: Send + 'static> IO<(), E> {
     /// loop, timers and I/O) before this fiber goes on.
     #[inline]
     pub fn cede() -> Self {
-        IO::from_node(Node::Cede)
+        IO::from_node(Node::cede())
     }
 
     /// Suspends the fiber for `duration`, through its executor's timers.
     #[inline]
     pub fn sleep(duration: Duration) -> Self {
-        IO::from_node(Node::Sleep(duration))
+        IO::from_node(Node::sleep(duration))
     }
 }
 
@@ -605,13 +605,13 @@ impl<E: Send + 'static> IO<Duration, E> {
     /// Reads the executor's monotonic clock (time since a fixed origin).
     #[inline]
     pub fn monotonic() -> Self {
-        IO::from_node(Node::Monotonic)
+        IO::from_node(Node::monotonic())
     }
 
     /// Reads the executor's wall clock (time since the Unix epoch).
     #[inline]
     pub fn real_time() -> Self {
-        IO::from_node(Node::RealTime)
+        IO::from_node(Node::real_time())
     }
 }
 

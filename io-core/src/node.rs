@@ -4,40 +4,100 @@
 //!
 //! # Encoding
 //!
-//! `IO<A, E>` (in `io.rs`) is a typed handle over one [`Node`]. Leaves carry
-//! their payload inline ([`Value`], [`ErasedFn`]: no allocation for small
-//! payloads). A node that has a *source* program (`flat_map`, `map`,
-//! `handle_error_with`, ...) boxes the source together with its continuation
-//! in one [`Bind`]: one allocation per combinator, never one per value or
-//! closure.
+//! `IO<A, E>` (in `io.rs`) is a typed handle over one [`Node`]. A node is two
+//! words: a payload word and a vtable pointer whose five low bits hold the
+//! node's [`Tag`] (vtables are 32-byte aligned; see `erased.rs`). Two words
+//! travel in registers, so a continuation returns the next node without a
+//! round trip through memory. [`Node::into_kind`] decodes a node into the
+//! [`Kind`] enum the run-loop matches on; after inlining, that is a switch on
+//! the tag.
+//!
+//! Leaves carry their payload in the word ([`Value`], [`ErasedFn`]: no
+//! allocation for word-sized payloads). A node that has a *source* program
+//! (`flat_map`, `map`, `handle_error_with`, ...) stores the source together
+//! with its continuation in one pooled block, a [`Bind`] (`pool.rs`): one
+//! block per combinator, never one per value or closure.
 //!
 //! When the run-loop meets a `Bind`, it pushes the continuation as a
-//! [`Frame`] and evaluates the source; a result then pops frames. Success pops
-//! error-handler frames without calling anything; an error drops `map` and
-//! `flat_map` frames until the nearest handler.
+//! [`Frame`] (two words, tagged the same way) and evaluates the source; a
+//! result then pops frames. Success pops error-handler frames without
+//! calling anything; an error drops `map` and `flat_map` frames until the
+//! nearest handler.
 //!
 //! # Dropping deep programs
 //!
 //! A left-nested chain (`io.flat_map(f).flat_map(g)...`) is a linked list of
-//! `Bind` boxes, and a right-nested chain built ahead of time is a list of
+//! `Bind` blocks, and a right-nested chain built ahead of time is a list of
 //! closures that capture programs. Dropping either with the compiler's drop
-//! glue would recurse once per level. [`Bind`]'s `Drop` instead hands its
-//! source to [`drop_node`], a trampoline: the outermost drop on a thread runs
-//! a loop over a work list, and every nested drop that happens meanwhile
-//! (also through closures' captures) only pushes onto that list.
+//! glue would recurse once per level. [`Bind`]'s `Drop` and `IO`'s `Drop`
+//! instead hand nodes to [`drop_node`], a trampoline: the outermost drop on a
+//! thread runs a loop over a work list, and every nested drop that happens
+//! meanwhile (also through closures' captures) only pushes onto that list.
 
+use core::mem::ManuallyDrop;
+use core::ptr::{self, NonNull};
 use core::time::Duration;
 
 use alloc::vec::Vec;
 
-use crate::erased::{ErasedFn, Value};
+use crate::erased::{EMPTY_WORD, ErasedFn, FnVTable, Value, ValueVTable, Word};
 use crate::fiber::RawCallback;
+use crate::outcome::PanicMessage;
 
 /// The result of a step: a value or an error, both erased.
 pub(crate) type Res = Result<Value, Value>;
 
-/// One node of a program.
-pub(crate) enum Node {
+/// The kind of a node or frame, kept in the low bits of its vtable pointer.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[repr(usize)]
+pub(crate) enum Tag {
+    Pure = 0,
+    Error,
+    Delay,
+    Defer,
+    FlatMap,
+    Map,
+    HandleErrorWith,
+    MapError,
+    Fold,
+    FoldWith,
+    Async,
+    Cede,
+    Never,
+    Sleep,
+    Monotonic,
+    RealTime,
+    Panicked,
+}
+
+const TAG_BITS: usize = 0b1_1111;
+const _: () = assert!(Tag::Panicked as usize <= TAG_BITS);
+const _: () = assert!(core::mem::align_of::<ValueVTable>() > TAG_BITS);
+const _: () = assert!(core::mem::align_of::<FnVTable<Value, Value>>() > TAG_BITS);
+
+impl Tag {
+    /// # Safety
+    /// * `bits` is the discriminant of a `Tag`.
+    #[inline(always)]
+    unsafe fn from_bits(bits: usize) -> Tag {
+        debug_assert!(bits <= Tag::Panicked as usize);
+        // SAFETY: forwarded precondition; `Tag` is `repr(usize)`.
+        unsafe { core::mem::transmute::<usize, Tag>(bits) }
+    }
+}
+
+/// One node of a program: a payload word and a tagged vtable pointer.
+pub(crate) struct Node {
+    word: Word,
+    vtable: *const (),
+}
+
+// SAFETY: every payload a node holds is `Send` (values and closures are made
+// only from `Send` types; blocks hold nodes and closures).
+unsafe impl Send for Node {}
+
+/// A node decoded for matching.
+pub(crate) enum Kind {
     /// A value.
     Pure(Value),
     /// A typed error.
@@ -74,7 +134,194 @@ pub(crate) enum Node {
     /// A closure panicked: unwind the fiber's stack and end it (internal;
     /// only made with `std`, where panics are caught).
     #[cfg_attr(not(feature = "std"), allow(dead_code))]
-    Panicked(crate::outcome::PanicMessage),
+    Panicked(PanicMessage),
+}
+
+#[inline(always)]
+fn tagged<T>(vtable: *const T, tag: Tag) -> *const () {
+    vtable.cast::<()>().map_addr(|a| a | tag as usize)
+}
+
+#[inline(always)]
+fn bare(tag: Tag) -> *const () {
+    ptr::without_provenance(tag as usize)
+}
+
+impl Node {
+    #[inline(always)]
+    fn raw(word: Word, vtable: *const ()) -> Node {
+        Node { word, vtable }
+    }
+
+    #[inline(always)]
+    fn from_value(value: Value, tag: Tag) -> Node {
+        let (word, vtable) = value.into_raw();
+        Node::raw(word, tagged(vtable, tag))
+    }
+
+    #[inline(always)]
+    fn from_fn<I, O>(f: ErasedFn<I, O>, tag: Tag) -> Node {
+        let (word, vtable) = f.into_raw();
+        Node::raw(word, tagged(vtable, tag))
+    }
+
+    #[inline(always)]
+    fn from_bind<K>(bind: BindBox<K>, tag: Tag) -> Node {
+        let block = ManuallyDrop::new(bind).ptr;
+        Node::raw(
+            core::mem::MaybeUninit::new(block.as_ptr().cast()),
+            bare(tag),
+        )
+    }
+
+    /// The node's kind.
+    #[inline(always)]
+    pub(crate) fn tag(&self) -> Tag {
+        // SAFETY: every constructor below stores a valid tag.
+        unsafe { Tag::from_bits(self.vtable.addr() & TAG_BITS) }
+    }
+
+    /// Decodes the node, giving up ownership of its payload to the result.
+    #[inline(always)]
+    pub(crate) fn into_kind(self) -> Kind {
+        let this = ManuallyDrop::new(self);
+        // SAFETY: the payload is moved out exactly once (`this` is not dropped).
+        unsafe { decode(this.word, this.vtable) }
+    }
+
+    #[inline(always)]
+    pub(crate) fn is_pure(&self) -> bool {
+        self.tag() == Tag::Pure
+    }
+
+    #[inline(always)]
+    pub(crate) fn pure(value: Value) -> Node {
+        Node::from_value(value, Tag::Pure)
+    }
+    #[inline(always)]
+    pub(crate) fn error(error: Value) -> Node {
+        Node::from_value(error, Tag::Error)
+    }
+    #[inline(always)]
+    pub(crate) fn from_res(res: Res) -> Node {
+        match res {
+            Ok(v) => Node::pure(v),
+            Err(e) => Node::error(e),
+        }
+    }
+    #[inline(always)]
+    pub(crate) fn delay(f: ErasedFn<(), Value>) -> Node {
+        Node::from_fn(f, Tag::Delay)
+    }
+    #[inline(always)]
+    pub(crate) fn defer(f: ErasedFn<(), Node>) -> Node {
+        Node::from_fn(f, Tag::Defer)
+    }
+    #[inline(always)]
+    pub(crate) fn flat_map(source: Node, k: ErasedFn<Value, Node>) -> Node {
+        Node::from_bind(BindBox::new(source, k), Tag::FlatMap)
+    }
+    #[inline(always)]
+    pub(crate) fn map(source: Node, k: ErasedFn<Value, Value>) -> Node {
+        Node::from_bind(BindBox::new(source, k), Tag::Map)
+    }
+    #[inline(always)]
+    pub(crate) fn handle_error_with(source: Node, k: ErasedFn<Value, Node>) -> Node {
+        Node::from_bind(BindBox::new(source, k), Tag::HandleErrorWith)
+    }
+    #[inline(always)]
+    pub(crate) fn map_error(source: Node, k: ErasedFn<Value, Value>) -> Node {
+        Node::from_bind(BindBox::new(source, k), Tag::MapError)
+    }
+    #[inline(always)]
+    pub(crate) fn fold(source: Node, k: ErasedFn<Res, Res>) -> Node {
+        Node::from_bind(BindBox::new(source, k), Tag::Fold)
+    }
+    #[inline(always)]
+    pub(crate) fn fold_with(source: Node, k: ErasedFn<Res, Node>) -> Node {
+        Node::from_bind(BindBox::new(source, k), Tag::FoldWith)
+    }
+    #[inline(always)]
+    pub(crate) fn async_(register: ErasedFn<RawCallback, Option<Node>>) -> Node {
+        Node::from_fn(register, Tag::Async)
+    }
+    #[inline(always)]
+    pub(crate) fn cede() -> Node {
+        Node::raw(EMPTY_WORD, bare(Tag::Cede))
+    }
+    #[inline(always)]
+    pub(crate) fn never() -> Node {
+        Node::raw(EMPTY_WORD, bare(Tag::Never))
+    }
+    #[inline(always)]
+    pub(crate) fn sleep(duration: Duration) -> Node {
+        Node::from_value(Value::new(duration), Tag::Sleep)
+    }
+    #[inline(always)]
+    pub(crate) fn monotonic() -> Node {
+        Node::raw(EMPTY_WORD, bare(Tag::Monotonic))
+    }
+    #[inline(always)]
+    pub(crate) fn real_time() -> Node {
+        Node::raw(EMPTY_WORD, bare(Tag::RealTime))
+    }
+    #[cfg_attr(not(feature = "std"), allow(dead_code))]
+    pub(crate) fn panicked(message: PanicMessage) -> Node {
+        Node::from_value(Value::new(message), Tag::Panicked)
+    }
+    /// A placeholder without payload (what a node is replaced with while its
+    /// contents are moved elsewhere).
+    #[inline(always)]
+    fn placeholder() -> Node {
+        Node::cede()
+    }
+}
+
+/// Rebuilds the typed payload of a node or frame from its raw parts.
+///
+/// # Safety
+/// * `word` and `vtable` come from one of `Node`'s or `Frame`'s constructors
+///   and are decoded once.
+#[inline(always)]
+unsafe fn decode(word: Word, vtable: *const ()) -> Kind {
+    let tag = vtable.addr() & TAG_BITS;
+    let vt = vtable.map_addr(|a| a & !TAG_BITS);
+    // SAFETY (every arm): the tag says which constructor stored the parts,
+    // so the vtable has the type named here and the word holds its payload.
+    unsafe {
+        let value = || Value::from_raw(word, &*vt.cast::<ValueVTable>());
+        match Tag::from_bits(tag) {
+            Tag::Pure => Kind::Pure(value()),
+            Tag::Error => Kind::Error(value()),
+            Tag::Delay => Kind::Delay(ErasedFn::from_raw(word, &*vt.cast())),
+            Tag::Defer => Kind::Defer(ErasedFn::from_raw(word, &*vt.cast())),
+            Tag::FlatMap => Kind::FlatMap(BindBox::from_word(word)),
+            Tag::Map => Kind::Map(BindBox::from_word(word)),
+            Tag::HandleErrorWith => Kind::HandleErrorWith(BindBox::from_word(word)),
+            Tag::MapError => Kind::MapError(BindBox::from_word(word)),
+            Tag::Fold => Kind::Fold(BindBox::from_word(word)),
+            Tag::FoldWith => Kind::FoldWith(BindBox::from_word(word)),
+            Tag::Async => Kind::Async(ErasedFn::from_raw(word, &*vt.cast())),
+            Tag::Cede => Kind::Cede,
+            Tag::Never => Kind::Never,
+            Tag::Sleep => Kind::Sleep(value().take::<Duration>()),
+            Tag::Monotonic => Kind::Monotonic,
+            Tag::RealTime => Kind::RealTime,
+            Tag::Panicked => Kind::Panicked(value().take::<PanicMessage>()),
+        }
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        match self.tag() {
+            // Nothing to free.
+            Tag::Cede | Tag::Never | Tag::Monotonic | Tag::RealTime => {}
+            // SAFETY: `self` is not used after this; the payload is decoded
+            // once and dropped with its own type's glue.
+            _ => drop(unsafe { decode(self.word, self.vtable) }),
+        }
+    }
 }
 
 /// A source program and the continuation to run on its result, stored
@@ -101,7 +348,7 @@ const _: () = {
 
 /// An owning pointer to a `Bind<K>` in a pooled block.
 pub(crate) struct BindBox<K> {
-    ptr: core::ptr::NonNull<Bind<K>>,
+    ptr: NonNull<Bind<K>>,
 }
 
 // SAFETY: a `BindBox` owns its `Bind` like a `Box` does; the node and the
@@ -109,6 +356,19 @@ pub(crate) struct BindBox<K> {
 unsafe impl<K: Send> Send for BindBox<K> {}
 
 impl<K> BindBox<K> {
+    /// Rebuilds the box from a node's payload word.
+    ///
+    /// # Safety
+    /// * The word holds a block pointer stored by `Node::from_bind` for a
+    ///   `BindBox<K>` of this very `K`, and is decoded once.
+    #[inline(always)]
+    unsafe fn from_word(word: Word) -> Self {
+        // SAFETY: forwarded precondition: a non-null block pointer.
+        BindBox {
+            ptr: unsafe { NonNull::new_unchecked(word.assume_init().cast()) },
+        }
+    }
+
     /// Stores `source` and `k` in a block.
     #[inline(always)]
     pub(crate) fn new(source: Node, k: K) -> Self {
@@ -124,26 +384,19 @@ impl<K> BindBox<K> {
     /// `Drop`.
     #[inline(always)]
     pub(crate) fn into_parts(self) -> (Node, K) {
-        let this = core::mem::ManuallyDrop::new(self);
+        let this = ManuallyDrop::new(self);
         // SAFETY: the block holds an initialised `Bind<K>` that we own; each
         // field is read exactly once, then the block is released and never
         // used again (`this` is not dropped).
         unsafe {
             let bind = this.ptr.as_ptr();
             let parts = (
-                core::ptr::read(&raw const (*bind).source),
-                core::ptr::read(&raw const (*bind).k),
+                ptr::read(&raw const (*bind).source),
+                ptr::read(&raw const (*bind).k),
             );
             crate::pool::release(this.ptr.cast());
             parts
         }
-    }
-
-    /// Whether the source is a plain value (the run-loop's fast path).
-    #[inline(always)]
-    pub(crate) fn source_is_pure(&self) -> bool {
-        // SAFETY: the block holds an initialised `Bind<K>` that we own.
-        matches!(unsafe { &(*self.ptr.as_ptr()).source }, Node::Pure(_))
     }
 }
 
@@ -152,7 +405,7 @@ impl<K> Drop for BindBox<K> {
         // SAFETY: we own the initialised `Bind<K>`; it is dropped in place
         // once, then its block is released and never used again.
         unsafe {
-            core::ptr::drop_in_place(self.ptr.as_ptr());
+            ptr::drop_in_place(self.ptr.as_ptr());
             crate::pool::release(self.ptr.cast());
         }
     }
@@ -162,7 +415,7 @@ impl<K> Drop for Bind<K> {
     fn drop(&mut self) {
         // `k` is dropped by the drop glue after this; the source goes through
         // the trampoline so that chains of any length drop in constant stack.
-        let source = core::mem::replace(&mut self.source, Node::Cede);
+        let source = core::mem::replace(&mut self.source, Node::placeholder());
         if source.has_source() {
             drop_node(source);
         }
@@ -170,27 +423,28 @@ impl<K> Drop for Bind<K> {
 }
 
 impl Node {
-    /// Whether this node owns a boxed source (and so may start a long chain).
+    /// Whether this node owns a block with a source (and so may start a
+    /// long chain).
     #[inline(always)]
     fn has_source(&self) -> bool {
         matches!(
-            self,
-            Node::FlatMap(_)
-                | Node::Map(_)
-                | Node::HandleErrorWith(_)
-                | Node::MapError(_)
-                | Node::Fold(_)
-                | Node::FoldWith(_)
+            self.tag(),
+            Tag::FlatMap
+                | Tag::Map
+                | Tag::HandleErrorWith
+                | Tag::MapError
+                | Tag::Fold
+                | Tag::FoldWith
         )
     }
 
     /// Drops one level: returns the source (if any) still to be dropped.
     fn dismantle(self) -> Option<Node> {
-        match self {
-            Node::FlatMap(b) | Node::HandleErrorWith(b) => Some(b.into_parts().0),
-            Node::Map(b) | Node::MapError(b) => Some(b.into_parts().0),
-            Node::Fold(b) => Some(b.into_parts().0),
-            Node::FoldWith(b) => Some(b.into_parts().0),
+        match self.into_kind() {
+            Kind::FlatMap(b) | Kind::HandleErrorWith(b) => Some(b.into_parts().0),
+            Kind::Map(b) | Kind::MapError(b) => Some(b.into_parts().0),
+            Kind::Fold(b) => Some(b.into_parts().0),
+            Kind::FoldWith(b) => Some(b.into_parts().0),
             leaf => {
                 drop(leaf);
                 None
@@ -199,8 +453,18 @@ impl Node {
     }
 }
 
-/// A continuation waiting on the explicit stack of a fiber.
-pub(crate) enum Frame {
+/// A continuation waiting on the explicit stack of a fiber: two words, the
+/// closure and its tagged vtable.
+pub(crate) struct Frame {
+    word: Word,
+    vtable: *const (),
+}
+
+// SAFETY: frames hold `Send` closures.
+unsafe impl Send for Frame {}
+
+/// A frame decoded for matching.
+pub(crate) enum FrameKind {
     /// Apply to a success.
     Map(ErasedFn<Value, Value>),
     /// Continue with a program on success.
@@ -213,6 +477,100 @@ pub(crate) enum Frame {
     Fold(ErasedFn<Res, Res>),
     /// Fold either outcome into a program.
     FoldWith(ErasedFn<Res, Node>),
+}
+
+impl Frame {
+    #[inline(always)]
+    fn from_fn<I, O>(f: ErasedFn<I, O>, tag: Tag) -> Frame {
+        let (word, vtable) = f.into_raw();
+        Frame {
+            word,
+            vtable: tagged(vtable, tag),
+        }
+    }
+    #[inline(always)]
+    pub(crate) fn map(k: ErasedFn<Value, Value>) -> Frame {
+        Frame::from_fn(k, Tag::Map)
+    }
+    #[inline(always)]
+    pub(crate) fn flat_map(k: ErasedFn<Value, Node>) -> Frame {
+        Frame::from_fn(k, Tag::FlatMap)
+    }
+    #[inline(always)]
+    pub(crate) fn handle_error_with(k: ErasedFn<Value, Node>) -> Frame {
+        Frame::from_fn(k, Tag::HandleErrorWith)
+    }
+    #[inline(always)]
+    pub(crate) fn map_error(k: ErasedFn<Value, Value>) -> Frame {
+        Frame::from_fn(k, Tag::MapError)
+    }
+    #[inline(always)]
+    pub(crate) fn fold(k: ErasedFn<Res, Res>) -> Frame {
+        Frame::from_fn(k, Tag::Fold)
+    }
+    #[inline(always)]
+    pub(crate) fn fold_with(k: ErasedFn<Res, Node>) -> Frame {
+        Frame::from_fn(k, Tag::FoldWith)
+    }
+
+    /// The frame's kind.
+    #[inline(always)]
+    pub(crate) fn tag(&self) -> Tag {
+        // SAFETY: every constructor stores a valid tag.
+        unsafe { Tag::from_bits(self.vtable.addr() & TAG_BITS) }
+    }
+
+    /// Whether popping this frame on success does nothing but drop it.
+    #[inline(always)]
+    pub(crate) fn is_error_handler_only(&self) -> bool {
+        matches!(self.tag(), Tag::HandleErrorWith | Tag::MapError)
+    }
+
+    /// Decodes the frame, giving up ownership of its closure.
+    #[inline(always)]
+    pub(crate) fn into_kind(self) -> FrameKind {
+        let this = ManuallyDrop::new(self);
+        let vt = this.vtable.map_addr(|a| a & !TAG_BITS);
+        // SAFETY: the tag says which constructor stored the closure, so the
+        // vtable has the type named in each arm; the closure is moved once.
+        unsafe {
+            match Tag::from_bits(this.vtable.addr() & TAG_BITS) {
+                Tag::Map => FrameKind::Map(ErasedFn::from_raw(this.word, &*vt.cast())),
+                Tag::FlatMap => FrameKind::FlatMap(ErasedFn::from_raw(this.word, &*vt.cast())),
+                Tag::HandleErrorWith => {
+                    FrameKind::HandleErrorWith(ErasedFn::from_raw(this.word, &*vt.cast()))
+                }
+                Tag::MapError => FrameKind::MapError(ErasedFn::from_raw(this.word, &*vt.cast())),
+                Tag::Fold => FrameKind::Fold(ErasedFn::from_raw(this.word, &*vt.cast())),
+                _ => FrameKind::FoldWith(ErasedFn::from_raw(this.word, &*vt.cast())),
+            }
+        }
+    }
+
+    /// Drops the closure without decoding the frame's full kind: every
+    /// frame's vtable starts with the drop entry (`FnVTable` is `repr(C)`).
+    #[inline(always)]
+    fn drop_closure(&mut self) {
+        let vt = self
+            .vtable
+            .map_addr(|a| a & !TAG_BITS)
+            .cast::<FnVTable<Value, Value>>();
+        // SAFETY: every frame vtable is an `FnVTable<I, O>`, `repr(C)` with
+        // `drop` first and the same layout for all `I, O`; the closure has
+        // not been moved out (`into_kind` forgets the frame).
+        unsafe {
+            if let Some(drop) = (*vt).drop {
+                drop(self.word)
+            }
+        }
+    }
+}
+
+impl Drop for Frame {
+    #[inline(always)]
+    fn drop(&mut self) {
+        self.drop_closure();
+    }
 }
 
 /// Drops `node` without recursing once per level of nesting.

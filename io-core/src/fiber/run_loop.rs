@@ -18,7 +18,7 @@
 use super::{Core, Fiber, FiberInner};
 use crate::erased::Value;
 use crate::executor::{Executor, TimerCallback};
-use crate::node::{Frame, Node, Res};
+use crate::node::{Frame, FrameKind, Kind, Node, Tag};
 use crate::outcome::Outcome;
 use crate::sync::Arc;
 
@@ -78,7 +78,7 @@ fn run_guarded<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit
             Err(payload) => {
                 let message = crate::outcome::PanicMessage::from_payload(&*payload);
                 drop(payload);
-                core.current = Some(Node::Panicked(message));
+                core.current = Some(Node::panicked(message));
             }
         }
     }
@@ -87,14 +87,6 @@ fn run_guarded<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit
 #[cfg(not(feature = "std"))]
 fn run_guarded<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
     run_loop(inner, core)
-}
-
-#[inline(always)]
-fn from_res(res: Res) -> Node {
-    match res {
-        Ok(v) => Node::Pure(v),
-        Err(e) => Node::Error(e),
-    }
 }
 
 fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
@@ -106,7 +98,7 @@ fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
             // Resumed after a suspension: the result is in the slot.
             core.suspended_finalizer = None;
             core.timer_key = None;
-            from_res(inner.header.take_result())
+            Node::from_res(inner.header.take_result())
         }
     };
     // SAFETY (for every `call` below): each frame and node was built by the
@@ -118,88 +110,93 @@ fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
             return Exit::Yield;
         }
         budget -= 1;
-        node = match node {
-            Node::Pure(value) => match core.stack.pop() {
-                None => {
-                    complete(core, Outcome::Succeeded(value));
-                    return Exit::Completed;
+        node = match node.into_kind() {
+            Kind::Pure(value) => {
+                // Error handlers are popped without a call on success.
+                let frame = loop {
+                    match core.stack.pop() {
+                        Some(frame) if frame.is_error_handler_only() => continue,
+                        other => break other,
+                    }
+                };
+                match frame.map(Frame::into_kind) {
+                    None => {
+                        complete(core, Outcome::Succeeded(value));
+                        return Exit::Completed;
+                    }
+                    Some(FrameKind::FlatMap(f)) => unsafe { f.call(value) },
+                    Some(FrameKind::Map(f)) => Node::pure(unsafe { f.call(value) }),
+                    Some(FrameKind::Fold(f)) => Node::from_res(unsafe { f.call(Ok(value)) }),
+                    Some(FrameKind::FoldWith(f)) => unsafe { f.call(Ok(value)) },
+                    Some(FrameKind::HandleErrorWith(_)) | Some(FrameKind::MapError(_)) => {
+                        unreachable!("io-core: error handlers are skipped on success")
+                    }
                 }
-                Some(Frame::Map(f)) => Node::Pure(unsafe { f.call(value) }),
-                Some(Frame::FlatMap(f)) => unsafe { f.call(value) },
-                Some(Frame::HandleErrorWith(_)) | Some(Frame::MapError(_)) => Node::Pure(value),
-                Some(Frame::Fold(f)) => from_res(unsafe { f.call(Ok(value)) }),
-                Some(Frame::FoldWith(f)) => unsafe { f.call(Ok(value)) },
-            },
-            Node::Error(error) => match unwind_error(core) {
+            }
+            Kind::Error(error) => match unwind_error(core) {
                 None => {
                     complete(core, Outcome::Errored(error));
                     return Exit::Completed;
                 }
-                Some(Frame::HandleErrorWith(f)) => unsafe { f.call(error) },
-                Some(Frame::MapError(f)) => Node::Error(unsafe { f.call(error) }),
-                Some(Frame::Fold(f)) => from_res(unsafe { f.call(Err(error)) }),
-                Some(Frame::FoldWith(f)) => unsafe { f.call(Err(error)) },
-                Some(Frame::Map(_)) | Some(Frame::FlatMap(_)) => {
+                Some(FrameKind::HandleErrorWith(f)) => unsafe { f.call(error) },
+                Some(FrameKind::MapError(f)) => Node::error(unsafe { f.call(error) }),
+                Some(FrameKind::Fold(f)) => Node::from_res(unsafe { f.call(Err(error)) }),
+                Some(FrameKind::FoldWith(f)) => unsafe { f.call(Err(error)) },
+                Some(FrameKind::Map(_)) | Some(FrameKind::FlatMap(_)) => {
                     unreachable!("io-core: unwind_error returns only handler frames")
                 }
             },
-            Node::Delay(thunk) => Node::Pure(unsafe { thunk.call(()) }),
-            Node::Defer(thunk) => unsafe { thunk.call(()) },
-            Node::FlatMap(bind) => {
-                if bind.source_is_pure() {
-                    let (source, k) = bind.into_parts();
-                    let Node::Pure(value) = source else {
+            Kind::Delay(thunk) => Node::pure(unsafe { thunk.call(()) }),
+            Kind::Defer(thunk) => unsafe { thunk.call(()) },
+            Kind::FlatMap(bind) => {
+                let (source, k) = bind.into_parts();
+                if source.is_pure() {
+                    let Kind::Pure(value) = source.into_kind() else {
                         unreachable!()
                     };
                     unsafe { k.call(value) }
                 } else {
-                    let (source, k) = bind.into_parts();
-                    core.stack.push(Frame::FlatMap(k));
+                    core.stack.push(Frame::flat_map(k));
                     source
                 }
             }
-            Node::Map(bind) => {
-                if bind.source_is_pure() {
-                    let (source, k) = bind.into_parts();
-                    let Node::Pure(value) = source else {
+            Kind::Map(bind) => {
+                let (source, k) = bind.into_parts();
+                if source.is_pure() {
+                    let Kind::Pure(value) = source.into_kind() else {
                         unreachable!()
                     };
-                    Node::Pure(unsafe { k.call(value) })
+                    Node::pure(unsafe { k.call(value) })
                 } else {
-                    let (source, k) = bind.into_parts();
-                    core.stack.push(Frame::Map(k));
+                    core.stack.push(Frame::map(k));
                     source
                 }
             }
-            Node::HandleErrorWith(bind) => {
+            Kind::HandleErrorWith(bind) => {
                 let (source, k) = bind.into_parts();
-                if let Node::Pure(_) = source {
-                    source
-                } else {
-                    core.stack.push(Frame::HandleErrorWith(k));
-                    source
+                if !source.is_pure() {
+                    core.stack.push(Frame::handle_error_with(k));
                 }
-            }
-            Node::MapError(bind) => {
-                let (source, k) = bind.into_parts();
-                if let Node::Pure(_) = source {
-                    source
-                } else {
-                    core.stack.push(Frame::MapError(k));
-                    source
-                }
-            }
-            Node::Fold(bind) => {
-                let (source, k) = bind.into_parts();
-                core.stack.push(Frame::Fold(k));
                 source
             }
-            Node::FoldWith(bind) => {
+            Kind::MapError(bind) => {
                 let (source, k) = bind.into_parts();
-                core.stack.push(Frame::FoldWith(k));
+                if !source.is_pure() {
+                    core.stack.push(Frame::map_error(k));
+                }
                 source
             }
-            Node::Async(register) => {
+            Kind::Fold(bind) => {
+                let (source, k) = bind.into_parts();
+                core.stack.push(Frame::fold(k));
+                source
+            }
+            Kind::FoldWith(bind) => {
+                let (source, k) = bind.into_parts();
+                core.stack.push(Frame::fold_with(k));
+                source
+            }
+            Kind::Async(register) => {
                 let generation = inner.header.begin_suspension();
                 let callback = FiberInner::callback(inner, generation);
                 let finalizer = unsafe { register.call(callback) };
@@ -207,7 +204,7 @@ fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
                     // Completed during registration: go on synchronously.
                     Some(res) => {
                         drop(finalizer);
-                        from_res(res)
+                        Node::from_res(res)
                     }
                     None => {
                         core.suspended_finalizer = finalizer;
@@ -216,7 +213,7 @@ fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
                     }
                 }
             }
-            Node::Sleep(duration) => {
+            Kind::Sleep(duration) => {
                 let generation = inner.header.begin_suspension();
                 let callback = TimerCallback {
                     raw: FiberInner::callback(inner, generation),
@@ -224,7 +221,7 @@ fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
                 let deadline = executor.monotonic().saturating_add(duration);
                 let key = executor.set_timer(deadline, callback);
                 match inner.header.take_if_done() {
-                    Some(res) => from_res(res),
+                    Some(res) => Node::from_res(res),
                     None => {
                         core.timer_key = Some(Value::new(key));
                         core.current = None;
@@ -232,18 +229,18 @@ fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
                     }
                 }
             }
-            Node::Cede => {
-                core.current = Some(Node::Pure(Value::unit()));
+            Kind::Cede => {
+                core.current = Some(Node::pure(Value::unit()));
                 return Exit::Yield;
             }
-            Node::Never => {
+            Kind::Never => {
                 inner.header.begin_suspension();
                 core.current = None;
                 return Exit::Suspend;
             }
-            Node::Monotonic => Node::Pure(Value::new(executor.monotonic())),
-            Node::RealTime => Node::Pure(Value::new(executor.real_time())),
-            Node::Panicked(message) => {
+            Kind::Monotonic => Node::pure(Value::new(executor.monotonic())),
+            Kind::RealTime => Node::pure(Value::new(executor.real_time())),
+            Kind::Panicked(message) => {
                 // Drop the frames one by one (a drop may panic in turn; the
                 // guard then comes back here with the rest of the stack).
                 while let Some(frame) = core.stack.pop() {
@@ -258,11 +255,11 @@ fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
 
 /// Pops frames until an error handler; `None` if the stack ran out.
 #[inline]
-fn unwind_error(core: &mut Core) -> Option<Frame> {
+fn unwind_error(core: &mut Core) -> Option<FrameKind> {
     while let Some(frame) = core.stack.pop() {
-        match frame {
-            Frame::Map(_) | Frame::FlatMap(_) => continue,
-            handler => return Some(handler),
+        match frame.tag() {
+            Tag::Map | Tag::FlatMap => continue,
+            _ => return Some(frame.into_kind()),
         }
     }
     None
