@@ -169,7 +169,7 @@ mod k {
 
 impl<A, E> IO<A, E> {
     #[inline(always)]
-    fn from_node(node: Node) -> Self {
+    pub(crate) fn from_node(node: Node) -> Self {
         IO {
             node: ManuallyDrop::new(node),
             _marker: PhantomData,

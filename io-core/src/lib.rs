@@ -42,6 +42,7 @@ extern crate std;
 #[doc = include_str!("../../README.md")]
 struct ReadmeDoctests;
 
+mod cancel;
 mod config;
 mod erased;
 pub mod executor;
@@ -52,8 +53,10 @@ mod outcome;
 mod pool;
 mod sync;
 
+pub use cancel::Poll;
 pub use config::{ConfigError, DEFAULT_AUTO_YIELD_AFTER, FiberConfig, FiberConfigBuilder};
 pub use executor::{Executor, Fiber, TimerCallback};
 pub use fiber::Callback;
+pub use fiber::handle::FiberHandle;
 pub use io::IO;
 pub use outcome::{Outcome, PanicMessage};

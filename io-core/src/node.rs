@@ -42,7 +42,7 @@ use alloc::vec::Vec;
 
 use crate::erased::{EMPTY_WORD, ErasedFn, FnVTable, Value, ValueVTable, Word};
 use crate::fiber::RawCallback;
-use crate::outcome::PanicMessage;
+use crate::outcome::{Outcome, PanicMessage};
 
 /// The result of a step: a value or an error, both erased.
 pub(crate) type Res = Result<Value, Value>;
@@ -68,10 +68,24 @@ pub(crate) enum Tag {
     Monotonic,
     RealTime,
     Panicked,
+    Uncancelable,
+    Poll,
+    Canceled,
+    OnCancel,
+    GuaranteeCase,
+    Start,
+    Unwind,
+    // Frame-only tags.
+    Unmask,
+    Remask,
+    RestoreOk,
+    RestoreErr,
+    ResumeUnwind,
 }
 
 const TAG_BITS: usize = 0b1_1111;
-const _: () = assert!(Tag::Panicked as usize <= TAG_BITS);
+const LAST_TAG: Tag = Tag::ResumeUnwind;
+const _: () = assert!(LAST_TAG as usize <= TAG_BITS);
 const _: () = assert!(core::mem::align_of::<ValueVTable>() > TAG_BITS);
 const _: () = assert!(core::mem::align_of::<FnVTable<Value, Value>>() > TAG_BITS);
 
@@ -80,7 +94,7 @@ impl Tag {
     /// * `bits` is the discriminant of a `Tag`.
     #[inline(always)]
     unsafe fn from_bits(bits: usize) -> Tag {
-        debug_assert!(bits <= Tag::Panicked as usize);
+        debug_assert!(bits <= LAST_TAG as usize);
         // SAFETY: forwarded precondition; `Tag` is `repr(usize)`.
         unsafe { core::mem::transmute::<usize, Tag>(bits) }
     }
@@ -135,6 +149,50 @@ pub(crate) enum Kind {
     /// only made with `std`, where panics are caught).
     #[cfg_attr(not(feature = "std"), allow(dead_code))]
     Panicked(PanicMessage),
+    /// `uncancelable(body)`: mask cancellation, run what `body` builds from
+    /// the mask depth (its `Poll`).
+    Uncancelable(ErasedFn<u32, Node>),
+    /// `poll(source)`: unmask `source` if the poll belongs to the innermost
+    /// uncancelable region (its depth is the current one).
+    Poll(BindBox<PollK>),
+    /// Request the fiber's own cancellation.
+    Canceled,
+    /// `source.on_cancel(finalizer)`.
+    OnCancel(BindBox<ErasedFn<(), Node>>),
+    /// `source.guarantee_case(finalizer)`.
+    GuaranteeCase(BindBox<GuaranteeK>),
+    /// Start a child fiber.
+    Start(ErasedFn<(), StartParts>),
+    /// Internal: finalize the fiber (cancellation or panic), popping frames
+    /// and running finalizers.
+    Unwind,
+}
+
+/// The continuation of a `Poll` node: the mask depth of the region it
+/// belongs to (padded to the common block layout).
+pub(crate) struct PollK {
+    pub(crate) depth: u32,
+    _pad: [usize; 1],
+}
+
+impl PollK {
+    pub(crate) fn new(depth: u32) -> Self {
+        PollK { depth, _pad: [0] }
+    }
+}
+
+/// A guarantee finalizer: given the outcome of its source, builds the
+/// finalizer program and hands the outcome back (so that it can be restored
+/// once the finalizer has run).
+pub(crate) type GuaranteeK = ErasedFn<Outcome<Value, Value>, (Node, Outcome<Value, Value>)>;
+
+/// What a `Start` node's closure prepares: the child's program, its
+/// completion callback, and how to build the handle value once the child
+/// fiber exists.
+pub(crate) struct StartParts {
+    pub(crate) child: Node,
+    pub(crate) on_complete: crate::fiber::Completion,
+    pub(crate) handle: ErasedFn<crate::fiber::RawFiberRef, Value>,
 }
 
 #[inline(always)]
@@ -269,6 +327,34 @@ impl Node {
     pub(crate) fn panicked(message: PanicMessage) -> Node {
         Node::from_value(Value::new(message), Tag::Panicked)
     }
+    #[inline(always)]
+    pub(crate) fn uncancelable(body: ErasedFn<u32, Node>) -> Node {
+        Node::from_fn(body, Tag::Uncancelable)
+    }
+    #[inline(always)]
+    pub(crate) fn poll(source: Node, depth: u32) -> Node {
+        Node::from_bind(BindBox::new(source, PollK::new(depth)), Tag::Poll)
+    }
+    #[inline(always)]
+    pub(crate) fn canceled() -> Node {
+        Node::raw(EMPTY_WORD, bare(Tag::Canceled))
+    }
+    #[inline(always)]
+    pub(crate) fn on_cancel(source: Node, finalizer: ErasedFn<(), Node>) -> Node {
+        Node::from_bind(BindBox::new(source, finalizer), Tag::OnCancel)
+    }
+    #[inline(always)]
+    pub(crate) fn guarantee_case(source: Node, finalizer: GuaranteeK) -> Node {
+        Node::from_bind(BindBox::new(source, finalizer), Tag::GuaranteeCase)
+    }
+    #[inline(always)]
+    pub(crate) fn start(prepare: ErasedFn<(), StartParts>) -> Node {
+        Node::from_fn(prepare, Tag::Start)
+    }
+    #[inline(always)]
+    pub(crate) fn unwind() -> Node {
+        Node::raw(EMPTY_WORD, bare(Tag::Unwind))
+    }
     /// A placeholder without payload (what a node is replaced with while its
     /// contents are moved elsewhere).
     #[inline(always)]
@@ -308,6 +394,16 @@ unsafe fn decode(word: Word, vtable: *const ()) -> Kind {
             Tag::Monotonic => Kind::Monotonic,
             Tag::RealTime => Kind::RealTime,
             Tag::Panicked => Kind::Panicked(value().take::<PanicMessage>()),
+            Tag::Uncancelable => Kind::Uncancelable(ErasedFn::from_raw(word, &*vt.cast())),
+            Tag::Poll => Kind::Poll(BindBox::from_word(word)),
+            Tag::Canceled => Kind::Canceled,
+            Tag::OnCancel => Kind::OnCancel(BindBox::from_word(word)),
+            Tag::GuaranteeCase => Kind::GuaranteeCase(BindBox::from_word(word)),
+            Tag::Start => Kind::Start(ErasedFn::from_raw(word, &*vt.cast())),
+            Tag::Unwind => Kind::Unwind,
+            Tag::Unmask | Tag::Remask | Tag::RestoreOk | Tag::RestoreErr | Tag::ResumeUnwind => {
+                unreachable!("io-core: a frame tag on a node")
+            }
         }
     }
 }
@@ -316,7 +412,12 @@ impl Drop for Node {
     fn drop(&mut self) {
         match self.tag() {
             // Nothing to free.
-            Tag::Cede | Tag::Never | Tag::Monotonic | Tag::RealTime => {}
+            Tag::Cede
+            | Tag::Never
+            | Tag::Monotonic
+            | Tag::RealTime
+            | Tag::Canceled
+            | Tag::Unwind => {}
             // SAFETY: `self` is not used after this; the payload is decoded
             // once and dropped with its own type's glue.
             _ => drop(unsafe { decode(self.word, self.vtable) }),
@@ -343,7 +444,14 @@ const _: () = {
             assert!(align_of::<Bind<$k>>() == align_of::<Bind<AnyK>>());
         )*};
     }
-    same_layout!(ErasedFn<Value, Value>, ErasedFn<Res, Res>, ErasedFn<Res, Node>);
+    same_layout!(
+        ErasedFn<Value, Value>,
+        ErasedFn<Res, Res>,
+        ErasedFn<Res, Node>,
+        ErasedFn<(), Node>,
+        GuaranteeK,
+        PollK
+    );
 };
 
 /// An owning pointer to a `Bind<K>` in a pooled block.
@@ -445,6 +553,9 @@ impl Node {
             Kind::Map(b) | Kind::MapError(b) => Some(b.into_parts().0),
             Kind::Fold(b) => Some(b.into_parts().0),
             Kind::FoldWith(b) => Some(b.into_parts().0),
+            Kind::Poll(b) => Some(b.into_parts().0),
+            Kind::OnCancel(b) => Some(b.into_parts().0),
+            Kind::GuaranteeCase(b) => Some(b.into_parts().0),
             leaf => {
                 drop(leaf);
                 None
@@ -477,9 +588,68 @@ pub(crate) enum FrameKind {
     Fold(ErasedFn<Res, Res>),
     /// Fold either outcome into a program.
     FoldWith(ErasedFn<Res, Node>),
+    /// End of an uncancelable region: unmask one level.
+    Unmask,
+    /// End of a `poll`: mask again.
+    Remask,
+    /// Run on cancellation only; popped for free otherwise.
+    OnCancel(ErasedFn<(), Node>),
+    /// Run a finalizer with the outcome, whatever it is.
+    GuaranteeCase(GuaranteeK),
+    /// After a finalizer that ran on success: produce this value again (or
+    /// the finalizer's error, if it failed).
+    RestoreOk(Value),
+    /// After a finalizer that ran on an error: fail with this error again
+    /// (a finalizer error is then suppressed, not lost).
+    RestoreErr(Value),
+    /// After a finalizer that ran while the fiber finalizes: go on finalizing.
+    ResumeUnwind,
 }
 
 impl Frame {
+    #[inline(always)]
+    fn from_value(value: Value, tag: Tag) -> Frame {
+        let (word, vtable) = value.into_raw();
+        Frame {
+            word,
+            vtable: tagged(vtable, tag),
+        }
+    }
+    #[inline(always)]
+    fn bare(tag: Tag) -> Frame {
+        Frame {
+            word: EMPTY_WORD,
+            vtable: bare(tag),
+        }
+    }
+    #[inline(always)]
+    pub(crate) fn unmask() -> Frame {
+        Frame::bare(Tag::Unmask)
+    }
+    #[inline(always)]
+    pub(crate) fn remask() -> Frame {
+        Frame::bare(Tag::Remask)
+    }
+    #[inline(always)]
+    pub(crate) fn resume_unwind() -> Frame {
+        Frame::bare(Tag::ResumeUnwind)
+    }
+    #[inline(always)]
+    pub(crate) fn on_cancel(finalizer: ErasedFn<(), Node>) -> Frame {
+        Frame::from_fn(finalizer, Tag::OnCancel)
+    }
+    #[inline(always)]
+    pub(crate) fn guarantee_case(finalizer: GuaranteeK) -> Frame {
+        Frame::from_fn(finalizer, Tag::GuaranteeCase)
+    }
+    #[inline(always)]
+    pub(crate) fn restore_ok(value: Value) -> Frame {
+        Frame::from_value(value, Tag::RestoreOk)
+    }
+    #[inline(always)]
+    pub(crate) fn restore_err(error: Value) -> Frame {
+        Frame::from_value(error, Tag::RestoreErr)
+    }
     #[inline(always)]
     fn from_fn<I, O>(f: ErasedFn<I, O>, tag: Tag) -> Frame {
         let (word, vtable) = f.into_raw();
@@ -523,7 +693,16 @@ impl Frame {
     /// Whether popping this frame on success does nothing but drop it.
     #[inline(always)]
     pub(crate) fn is_error_handler_only(&self) -> bool {
-        matches!(self.tag(), Tag::HandleErrorWith | Tag::MapError)
+        matches!(
+            self.tag(),
+            Tag::HandleErrorWith | Tag::MapError | Tag::OnCancel
+        )
+    }
+
+    /// Whether the frame has no payload (its vtable pointer is a bare tag).
+    #[inline(always)]
+    fn is_bare(&self) -> bool {
+        matches!(self.tag(), Tag::Unmask | Tag::Remask | Tag::ResumeUnwind)
     }
 
     /// Decodes the frame, giving up ownership of its closure.
@@ -542,22 +721,37 @@ impl Frame {
                 }
                 Tag::MapError => FrameKind::MapError(ErasedFn::from_raw(this.word, &*vt.cast())),
                 Tag::Fold => FrameKind::Fold(ErasedFn::from_raw(this.word, &*vt.cast())),
-                _ => FrameKind::FoldWith(ErasedFn::from_raw(this.word, &*vt.cast())),
+                Tag::FoldWith => FrameKind::FoldWith(ErasedFn::from_raw(this.word, &*vt.cast())),
+                Tag::Unmask => FrameKind::Unmask,
+                Tag::Remask => FrameKind::Remask,
+                Tag::ResumeUnwind => FrameKind::ResumeUnwind,
+                Tag::OnCancel => FrameKind::OnCancel(ErasedFn::from_raw(this.word, &*vt.cast())),
+                Tag::GuaranteeCase => {
+                    FrameKind::GuaranteeCase(ErasedFn::from_raw(this.word, &*vt.cast()))
+                }
+                Tag::RestoreOk => FrameKind::RestoreOk(Value::from_raw(this.word, &*vt.cast())),
+                Tag::RestoreErr => FrameKind::RestoreErr(Value::from_raw(this.word, &*vt.cast())),
+                _ => unreachable!("io-core: a node tag on a frame"),
             }
         }
     }
 
-    /// Drops the closure without decoding the frame's full kind: every
-    /// frame's vtable starts with the drop entry (`FnVTable` is `repr(C)`).
+    /// Drops the payload without decoding the frame's full kind: every
+    /// frame vtable (`FnVTable`, `ValueVTable`, both `repr(C)`) starts with
+    /// the drop entry.
     #[inline(always)]
     fn drop_closure(&mut self) {
+        if self.is_bare() {
+            return;
+        }
         let vt = self
             .vtable
             .map_addr(|a| a & !TAG_BITS)
             .cast::<FnVTable<Value, Value>>();
-        // SAFETY: every frame vtable is an `FnVTable<I, O>`, `repr(C)` with
-        // `drop` first and the same layout for all `I, O`; the closure has
-        // not been moved out (`into_kind` forgets the frame).
+        // SAFETY: a frame with a payload has an `FnVTable<I, O>` or a
+        // `ValueVTable`, both `repr(C)` with `drop: Option<unsafe fn(Word)>`
+        // first; the payload has not been moved out (`into_kind` forgets
+        // the frame).
         unsafe {
             if let Some(drop) = (*vt).drop {
                 drop(self.word)

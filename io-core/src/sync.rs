@@ -15,17 +15,54 @@
 //! [loom]: https://docs.rs/loom
 
 #[cfg(not(loom))]
-pub(crate) use portable_atomic::{AtomicUsize, Ordering};
+pub(crate) use portable_atomic::{AtomicBool, AtomicUsize, Ordering};
 #[cfg(not(loom))]
 pub(crate) use portable_atomic_util::Arc;
 
 #[cfg(loom)]
 pub(crate) use loom::sync::Arc;
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicUsize, Ordering};
+pub(crate) use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 #[cfg(loom)]
 pub(crate) use loom::cell::UnsafeCell;
+
+/// A short-critical-section lock for the data types (`Deferred`, join
+/// state, ...): `spin` without loom (no_std, no allocation, held only for a
+/// few instructions, never across a suspension), loom's mutex under loom.
+#[cfg(not(loom))]
+pub(crate) struct Mutex<T>(spin::Mutex<T>);
+
+#[cfg(not(loom))]
+impl<T> Mutex<T> {
+    /// Wraps `value`.
+    pub(crate) const fn new(value: T) -> Self {
+        Mutex(spin::Mutex::new(value))
+    }
+
+    /// Locks, spinning while another thread holds the lock.
+    #[inline]
+    pub(crate) fn lock(&self) -> spin::MutexGuard<'_, T> {
+        self.0.lock()
+    }
+}
+
+/// Loom's mutex, with the same `lock` signature as the spin one.
+#[cfg(loom)]
+pub(crate) struct Mutex<T>(loom::sync::Mutex<T>);
+
+#[cfg(loom)]
+impl<T> Mutex<T> {
+    /// Wraps `value`.
+    pub(crate) fn new(value: T) -> Self {
+        Mutex(loom::sync::Mutex::new(value))
+    }
+
+    /// Locks.
+    pub(crate) fn lock(&self) -> loom::sync::MutexGuard<'_, T> {
+        self.0.lock().unwrap()
+    }
+}
 
 /// `core::cell::UnsafeCell` with loom's access API.
 #[cfg(not(loom))]

@@ -52,6 +52,7 @@
 //! suspensions and then called at exactly the wrong moment could be mistaken
 //! for a current one. On 64-bit targets that takes 2^61 suspensions.
 
+pub(crate) mod handle;
 mod run_loop;
 #[cfg(test)]
 mod tests;
@@ -66,20 +67,25 @@ use crate::executor::Executor;
 use crate::io::IO;
 use crate::node::{Frame, Node, Res};
 use crate::outcome::Outcome;
-use crate::sync::{Arc, AtomicUsize, Ordering, UnsafeCell};
+use crate::sync::{Arc, AtomicBool, AtomicUsize, Ordering, UnsafeCell};
 
 /// Frames a new fiber's stack holds before it first grows (640 bytes).
 const INITIAL_STACK: usize = 16;
 
-const SUSPENDED: usize = 0b001;
-const CLAIMED: usize = 0b010;
-const DONE: usize = 0b100;
-const FLAG_BITS: u32 = 3;
+const SUSPENDED: usize = 0b0001;
+const CLAIMED: usize = 0b0010;
+const DONE: usize = 0b0100;
+/// The suspension may be ended by cancellation (the fiber was not masked).
+const INTERRUPTIBLE: usize = 0b1000;
+const FLAG_BITS: u32 = 4;
 const GEN_MASK: usize = usize::MAX >> FLAG_BITS;
 
 /// The part of a fiber shared with callbacks on other threads.
 pub(crate) struct Header {
     state: AtomicUsize,
+    /// Set once by the first `cancel` of this fiber; read by the fiber at its
+    /// cancellation checks.
+    cancel_requested: AtomicBool,
     /// Written by the completer that won the claim, read by the fiber after
     /// it saw `DONE`.
     slot: UnsafeCell<Option<Res>>,
@@ -97,6 +103,7 @@ impl Header {
     fn new() -> Self {
         Header {
             state: AtomicUsize::new(0),
+            cancel_requested: AtomicBool::new(false),
             slot: UnsafeCell::new(None),
         }
     }
@@ -111,8 +118,9 @@ impl Header {
         generation
     }
 
-    /// Takes the result if a completer has already delivered it.
-    fn take_if_done(&self) -> Option<Res> {
+    /// Takes the result if a completer has already delivered it
+    /// (`Some(None)`: the suspension was ended by cancellation).
+    fn take_if_done(&self) -> Option<Option<Res>> {
         if self.state.load(Ordering::Acquire) & DONE != 0 {
             Some(self.take_result())
         } else {
@@ -120,19 +128,70 @@ impl Header {
         }
     }
 
-    /// Marks the fiber suspended; true if the result is already there (the
-    /// fiber must then continue itself).
-    fn suspend(&self) -> bool {
-        self.state.fetch_or(SUSPENDED, Ordering::AcqRel) & DONE != 0
+    /// Marks the fiber suspended (step 3 of the protocol); true if the fiber
+    /// must continue itself: the result is already there, or (for an
+    /// interruptible suspension) cancellation was requested and the fiber
+    /// claimed its own suspension.
+    fn suspend(&self, interruptible: bool) -> bool {
+        let flags = if interruptible {
+            SUSPENDED | INTERRUPTIBLE
+        } else {
+            SUSPENDED
+        };
+        let previous = self.state.fetch_or(flags, Ordering::SeqCst);
+        if previous & DONE != 0 {
+            return true;
+        }
+        // A canceler that set the flag before our `fetch_or` may have read the
+        // state before it and seen nothing to claim: look at the flag again
+        // (both sides use SeqCst, so at least one sees the other).
+        interruptible
+            && self.cancel_requested.load(Ordering::SeqCst)
+            && self.claim_for_cancel(previous >> FLAG_BITS)
     }
 
-    /// Takes the delivered result. Only after `DONE` was observed.
-    fn take_result(&self) -> Res {
+    /// Takes the delivered result (`None`: resumed by cancellation). Only
+    /// after `DONE` was observed.
+    fn take_result(&self) -> Option<Res> {
         // SAFETY: the caller observed `DONE` with `Acquire`, so the completer's
         // write happened before, and no completer writes again this generation.
-        let res = self.slot.with_mut(|slot| unsafe { (*slot).take() });
-        // The fiber is the only reader; a missing result is a protocol bug.
-        res.unwrap_or_else(|| unreachable!("io-core: resumed fiber found no result"))
+        self.slot.with_mut(|slot| unsafe { (*slot).take() })
+    }
+
+    /// Whether cancellation was requested.
+    #[inline(always)]
+    fn is_cancel_requested(&self) -> bool {
+        self.cancel_requested.load(Ordering::Relaxed)
+    }
+
+    /// Requests cancellation (idempotent). Returns true if the caller ended
+    /// an interruptible suspension and must schedule the fiber, which then
+    /// finds no result and finalizes.
+    fn request_cancel(&self) -> bool {
+        self.cancel_requested.store(true, Ordering::SeqCst);
+        let state = self.state.load(Ordering::SeqCst);
+        state & (SUSPENDED | INTERRUPTIBLE) == SUSPENDED | INTERRUPTIBLE
+            && self.claim_for_cancel(state >> FLAG_BITS)
+    }
+
+    /// Claims the suspension `generation` without a result (for
+    /// cancellation): `CLAIMED | DONE` in one step, the slot left empty.
+    fn claim_for_cancel(&self, generation: usize) -> bool {
+        let mut state = self.state.load(Ordering::Acquire);
+        loop {
+            if state >> FLAG_BITS != generation || state & CLAIMED != 0 {
+                return false;
+            }
+            match self.state.compare_exchange_weak(
+                state,
+                state | CLAIMED | DONE,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return true,
+                Err(actual) => state = actual,
+            }
+        }
     }
 
     /// The claim of step 2 of the protocol: true if this caller won.
@@ -325,8 +384,36 @@ pub(crate) struct Core {
     /// The key of the timer the fiber sleeps on (erased `X::TimerKey`).
     timer_key: Option<Value>,
     /// Receives the outcome; taken when the fiber completes.
-    on_complete: Option<ErasedFn<Outcome<Value, Value>, ()>>,
+    on_complete: Option<Completion>,
+    /// Depth of nested uncancelable regions around the current node
+    /// (cancellation is observed only at depth 0).
+    masks: u32,
+    /// Set once the fiber finalizes (canceled or panicked): the remaining
+    /// frames are popped, running only finalizers.
+    ending: Option<Ending>,
+    /// Errors of finalizers that could not be propagated (the fiber was
+    /// already failing, canceled or panicking): handed over with the outcome.
+    suppressed: Vec<Value>,
 }
+
+/// Why a fiber finalizes instead of completing normally.
+pub(crate) enum Ending {
+    Canceled,
+    Panicked(crate::outcome::PanicMessage),
+}
+
+impl Ending {
+    fn outcome(&self) -> Outcome<Value, Value> {
+        match self {
+            Ending::Canceled => Outcome::Canceled,
+            Ending::Panicked(message) => Outcome::Panicked(message.clone()),
+        }
+    }
+}
+
+/// The erased completion callback of a fiber: its outcome and the errors of
+/// finalizers that were suppressed on the way.
+pub(crate) type Completion = ErasedFn<(Outcome<Value, Value>, Vec<Value>), ()>;
 
 /// One fiber, shared by its handle, the thread running it and its callbacks.
 #[repr(C)]
@@ -415,12 +502,40 @@ impl<X: Executor> Fiber<X> {
         E: Send + 'static,
         F: FnOnce(Outcome<A, E>) + Send + 'static,
     {
+        let on_complete = move |outcome: Outcome<A, E>, _suppressed: Vec<E>| on_complete(outcome);
+        Fiber::from_parts(
+            io.into_node(),
+            ErasedFn::new::<CompleteK<A, E>, _>(on_complete),
+            executor,
+        )
+    }
+
+    /// Like [`Fiber::new`], and `on_complete` also receives the errors of
+    /// finalizers that could not be propagated (they ran while the program
+    /// was already failing, canceled or panicking), so that none is lost.
+    pub fn with_suppressed<A, E, F>(io: IO<A, E>, executor: X, on_complete: F) -> Fiber<X>
+    where
+        A: Send + 'static,
+        E: Send + 'static,
+        F: FnOnce(Outcome<A, E>, Vec<E>) + Send + 'static,
+    {
+        Fiber::from_parts(
+            io.into_node(),
+            ErasedFn::new::<CompleteK<A, E>, F>(on_complete),
+            executor,
+        )
+    }
+
+    pub(crate) fn from_parts(node: Node, on_complete: Completion, executor: X) -> Fiber<X> {
         let core = Core {
-            current: Some(io.into_node()),
+            current: Some(node),
             stack: Vec::with_capacity(INITIAL_STACK),
             suspended_finalizer: None,
             timer_key: None,
-            on_complete: Some(ErasedFn::new::<CompleteK<A, E>, F>(on_complete)),
+            on_complete: Some(on_complete),
+            masks: 0,
+            ending: None,
+            suppressed: Vec::new(),
         };
         Fiber {
             inner: Arc::new(FiberInner {
@@ -428,6 +543,16 @@ impl<X: Executor> Fiber<X> {
                 core: UnsafeCell::new(core),
                 executor,
             }),
+        }
+    }
+
+    /// A reference to this fiber that can request its cancellation.
+    pub(crate) fn raw_ref(&self) -> RawFiberRef {
+        let ptr = Arc::into_raw(self.inner.clone()) as *mut ();
+        RawFiberRef {
+            // SAFETY: `Arc::into_raw` never returns null.
+            fiber: unsafe { NonNull::new_unchecked(ptr) },
+            vtable: FiberInner::<X>::VTABLE,
         }
     }
 
@@ -449,19 +574,88 @@ impl<X: Executor> core::fmt::Debug for Fiber<X> {
 }
 
 /// Adapter of the completion callback: erased outcome to typed outcome.
-struct CompleteK<A, E>(PhantomData<fn(A, E)>);
+pub(crate) struct CompleteK<A, E>(PhantomData<fn(A, E)>);
 
-impl<A: 'static, E: 'static, F: FnOnce(Outcome<A, E>)> Adapter<Outcome<Value, Value>, (), F>
-    for CompleteK<A, E>
+impl<A: 'static, E: 'static, F: FnOnce(Outcome<A, E>, Vec<E>)>
+    Adapter<(Outcome<Value, Value>, Vec<Value>), (), F> for CompleteK<A, E>
 {
-    unsafe fn call(f: F, outcome: Outcome<Value, Value>) {
+    unsafe fn call(f: F, (outcome, suppressed): (Outcome<Value, Value>, Vec<Value>)) {
         // SAFETY: the fiber's program is an `IO<A, E>`, so its final value is
-        // an `A` and its final error an `E` (the typed API guarantees it).
-        f(match outcome {
-            Outcome::Succeeded(v) => Outcome::Succeeded(unsafe { v.take::<A>() }),
-            Outcome::Errored(e) => Outcome::Errored(unsafe { e.take::<E>() }),
-            Outcome::Canceled => Outcome::Canceled,
-            Outcome::Panicked(p) => Outcome::Panicked(p),
-        })
+        // an `A`, and its final error and every suppressed finalizer error an
+        // `E` (the typed API guarantees it).
+        let outcome = unsafe { typed_outcome::<A, E>(outcome) };
+        let suppressed = suppressed
+            .into_iter()
+            .map(|e| unsafe { e.take::<E>() })
+            .collect();
+        f(outcome, suppressed)
+    }
+}
+
+/// Takes the values of an erased outcome back as their types.
+///
+/// # Safety
+/// * The outcome is that of an `IO<A, E>`.
+pub(crate) unsafe fn typed_outcome<A: 'static, E: 'static>(
+    outcome: Outcome<Value, Value>,
+) -> Outcome<A, E> {
+    // SAFETY: forwarded precondition.
+    match outcome {
+        Outcome::Succeeded(v) => Outcome::Succeeded(unsafe { v.take::<A>() }),
+        Outcome::Errored(e) => Outcome::Errored(unsafe { e.take::<E>() }),
+        Outcome::Canceled => Outcome::Canceled,
+        Outcome::Panicked(p) => Outcome::Panicked(p),
+    }
+}
+
+/// A strong reference to a fiber, erased of its executor type, that can
+/// request the fiber's cancellation (held by fiber handles).
+pub(crate) struct RawFiberRef {
+    fiber: NonNull<()>,
+    vtable: &'static RawFiberVTable,
+}
+
+// SAFETY: as for `RawCallback`: only the header and the count are touched.
+unsafe impl Send for RawFiberRef {}
+// SAFETY: as above.
+unsafe impl Sync for RawFiberRef {}
+
+impl RawFiberRef {
+    fn header(&self) -> &Header {
+        // SAFETY: we hold a strong reference; the header is the first field.
+        unsafe { &*self.fiber.as_ptr().cast::<Header>() }
+    }
+
+    /// Requests cancellation; if the fiber was suspended interruptibly, ends
+    /// the suspension and schedules the fiber so that it finalizes.
+    pub(crate) fn request_cancel(&self) {
+        if self.header().request_cancel() {
+            // SAFETY: the fiber is alive (we hold a reference), suspended, and
+            // we won the claim of its suspension: we alone resume it.
+            unsafe { (self.vtable.schedule)(self.fiber.as_ptr()) }
+        }
+    }
+
+    /// An identifier of the fiber (its address).
+    pub(crate) fn id(&self) -> usize {
+        self.fiber.as_ptr() as usize
+    }
+}
+
+impl Clone for RawFiberRef {
+    fn clone(&self) -> Self {
+        // SAFETY: we hold a strong reference, so the count is at least one.
+        unsafe { (self.vtable.clone)(self.fiber.as_ptr()) };
+        RawFiberRef {
+            fiber: self.fiber,
+            vtable: self.vtable,
+        }
+    }
+}
+
+impl Drop for RawFiberRef {
+    fn drop(&mut self) {
+        // SAFETY: releases the strong reference this handle owns.
+        unsafe { (self.vtable.drop)(self.fiber.as_ptr()) }
     }
 }

@@ -10,12 +10,39 @@
 //! After `auto_yield_after` steps the fiber saves the node it was about to
 //! evaluate and hands itself to [`Executor::reschedule_fiber`].
 //!
+//! # Cancellation and finalization
+//!
+//! `core.masks` counts the uncancelable regions around the current node.
+//! Cancellation (requested by another fiber through the header, or by the
+//! fiber itself with `IO::canceled`) is *observed* only at depth 0, at these
+//! points: when the run-loop starts or resumes, before a suspension, at
+//! auto-yield and cede, when a region ends or a `poll` unmasks. Observing it
+//! sets `core.ending` and evaluates the internal `Unwind` node: frames are
+//! popped without running continuations, and each finalizer frame
+//! (`on_cancel`, `guarantee_case`) runs its finalizer masked, after which a
+//! `ResumeUnwind` frame goes on unwinding. An empty stack completes the
+//! fiber with `Canceled`.
+//!
+//! A suspended fiber that is unmasked suspends *interruptibly*: a canceler
+//! may claim the suspension (protocol in the `fiber` module doc); the fiber
+//! then resumes without a result, runs the async registration's finalizer
+//! (or cancels its timer) and unwinds.
+//!
+//! Finalizers that run on success or error (`guarantee_case`) run masked; a
+//! `RestoreOk`/`RestoreErr` frame then restores the original result. A
+//! finalizer's own error replaces a success, and is *suppressed* (kept in
+//! `core.suppressed` and handed to the completion callback, never lost) when
+//! the fiber was already failing, canceled or panicking.
+//!
+//! # Panics
+//!
 //! With `std`, the loop runs under `catch_unwind`. A panic in user code
 //! loses only the closure that panicked: the stack is intact in `core`, so
-//! the loop goes on with a `Panicked` node, which drops the remaining frames
-//! and ends the fiber with [`Outcome::Panicked`].
+//! the loop goes on finalizing like a cancellation, running `guarantee_case`
+//! finalizers (not `on_cancel` ones) with `Outcome::Panicked`, and ends the
+//! fiber with [`Outcome::Panicked`].
 
-use super::{Core, Fiber, FiberInner};
+use super::{Core, Ending, Fiber, FiberInner};
 use crate::erased::Value;
 use crate::executor::{Executor, TimerCallback};
 use crate::node::{Frame, FrameKind, Kind, Node, Tag};
@@ -30,7 +57,8 @@ enum Exit {
     /// where to go on.
     Yield,
     /// The fiber waits for a callback; `core.current` is `None`.
-    Suspend,
+    /// `interruptible`: cancellation may end the wait (the fiber is unmasked).
+    Suspend { interruptible: bool },
 }
 
 impl<X: Executor> Fiber<X> {
@@ -54,8 +82,8 @@ impl<X: Executor> Fiber<X> {
                     executor.reschedule_fiber(self);
                     return;
                 }
-                Exit::Suspend => {
-                    if self.inner.header.suspend() {
+                Exit::Suspend { interruptible } => {
+                    if self.inner.header.suspend(interruptible) {
                         // The result arrived while we were saving our state:
                         // continue here rather than through the queue.
                         continue;
@@ -91,21 +119,46 @@ fn run_guarded<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit
 
 fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
     let executor = &inner.executor;
+    let header = &inner.header;
     let mut budget = executor.config().auto_yield_after();
     let mut node = match core.current.take() {
         Some(node) => node,
         None => {
-            // Resumed after a suspension: the result is in the slot.
-            core.suspended_finalizer = None;
-            core.timer_key = None;
-            Node::from_res(inner.header.take_result())
+            // Resumed after a suspension: the result is in the slot, or there
+            // is none because cancellation ended the suspension.
+            let finalizer = core.suspended_finalizer.take();
+            let timer = core.timer_key.take();
+            match header.take_result() {
+                Some(res) => {
+                    drop(finalizer);
+                    Node::from_res(res)
+                }
+                None => {
+                    if let Some(key) = timer {
+                        // SAFETY: the key was stored by the `Sleep` arm as an
+                        // `X::TimerKey` of this very executor type.
+                        executor.cancel_timer(unsafe { key.take::<X::TimerKey>() });
+                    }
+                    core.ending = Some(Ending::Canceled);
+                    match finalizer {
+                        Some(finalizer) => run_finalizer(core, finalizer),
+                        None => Node::unwind(),
+                    }
+                }
+            }
         }
     };
+    if should_cancel(core, header) {
+        node = begin_cancel(core, node);
+    }
     // SAFETY (for every `call` below): each frame and node was built by the
     // typed API, whose adapters expect exactly the erased input they get:
     // the value or error of the source program they were attached to.
     loop {
         if budget == 0 {
+            if should_cancel(core, header) {
+                node = begin_cancel(core, node);
+            }
             core.current = Some(node);
             return Exit::Yield;
         }
@@ -128,7 +181,49 @@ fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
                     Some(FrameKind::Map(f)) => Node::pure(unsafe { f.call(value) }),
                     Some(FrameKind::Fold(f)) => Node::from_res(unsafe { f.call(Ok(value)) }),
                     Some(FrameKind::FoldWith(f)) => unsafe { f.call(Ok(value)) },
-                    Some(FrameKind::HandleErrorWith(_)) | Some(FrameKind::MapError(_)) => {
+                    Some(FrameKind::Unmask) => {
+                        core.masks -= 1;
+                        let next = Node::pure(value);
+                        if should_cancel(core, header) {
+                            begin_cancel(core, next)
+                        } else {
+                            next
+                        }
+                    }
+                    Some(FrameKind::Remask) => {
+                        core.masks += 1;
+                        Node::pure(value)
+                    }
+                    Some(FrameKind::GuaranteeCase(f)) => {
+                        let (finalizer, outcome) = unsafe { f.call(Outcome::Succeeded(value)) };
+                        let Outcome::Succeeded(value) = outcome else {
+                            unreachable!("io-core: a guarantee gives its outcome back")
+                        };
+                        core.stack.push(Frame::restore_ok(value));
+                        core.masks += 1;
+                        finalizer
+                    }
+                    Some(FrameKind::RestoreOk(original)) => {
+                        // The finalizer succeeded: the original value again.
+                        drop(value);
+                        core.masks -= 1;
+                        Node::pure(original)
+                    }
+                    Some(FrameKind::RestoreErr(original)) => {
+                        drop(value);
+                        core.masks -= 1;
+                        Node::error(original)
+                    }
+                    Some(FrameKind::ResumeUnwind) => {
+                        drop(value);
+                        core.masks -= 1;
+                        Node::unwind()
+                    }
+                    Some(
+                        FrameKind::HandleErrorWith(_)
+                        | FrameKind::MapError(_)
+                        | FrameKind::OnCancel(_),
+                    ) => {
                         unreachable!("io-core: error handlers are skipped on success")
                     }
                 }
@@ -142,7 +237,47 @@ fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
                 Some(FrameKind::MapError(f)) => Node::error(unsafe { f.call(error) }),
                 Some(FrameKind::Fold(f)) => Node::from_res(unsafe { f.call(Err(error)) }),
                 Some(FrameKind::FoldWith(f)) => unsafe { f.call(Err(error)) },
-                Some(FrameKind::Map(_)) | Some(FrameKind::FlatMap(_)) => {
+                Some(FrameKind::Unmask) => {
+                    core.masks -= 1;
+                    let next = Node::error(error);
+                    if should_cancel(core, header) {
+                        begin_cancel(core, next)
+                    } else {
+                        next
+                    }
+                }
+                Some(FrameKind::Remask) => {
+                    core.masks += 1;
+                    Node::error(error)
+                }
+                Some(FrameKind::GuaranteeCase(f)) => {
+                    let (finalizer, outcome) = unsafe { f.call(Outcome::Errored(error)) };
+                    let Outcome::Errored(error) = outcome else {
+                        unreachable!("io-core: a guarantee gives its outcome back")
+                    };
+                    core.stack.push(Frame::restore_err(error));
+                    core.masks += 1;
+                    finalizer
+                }
+                Some(FrameKind::RestoreOk(original)) => {
+                    // The finalizer failed after a success: its error wins.
+                    drop(original);
+                    core.masks -= 1;
+                    Node::error(error)
+                }
+                Some(FrameKind::RestoreErr(original)) => {
+                    // The finalizer failed after an error: keep the first,
+                    // suppress the finalizer's.
+                    core.suppressed.push(error);
+                    core.masks -= 1;
+                    Node::error(original)
+                }
+                Some(FrameKind::ResumeUnwind) => {
+                    core.suppressed.push(error);
+                    core.masks -= 1;
+                    Node::unwind()
+                }
+                Some(FrameKind::Map(_) | FrameKind::FlatMap(_) | FrameKind::OnCancel(_)) => {
                     unreachable!("io-core: unwind_error returns only handler frames")
                 }
             },
@@ -197,68 +332,197 @@ fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
                 source
             }
             Kind::Async(register) => {
-                let generation = inner.header.begin_suspension();
-                let callback = FiberInner::callback(inner, generation);
-                let finalizer = unsafe { register.call(callback) };
-                match inner.header.take_if_done() {
-                    // Completed during registration: go on synchronously.
-                    Some(res) => {
-                        drop(finalizer);
-                        Node::from_res(res)
-                    }
-                    None => {
-                        core.suspended_finalizer = finalizer;
-                        core.current = None;
-                        return Exit::Suspend;
+                if should_cancel(core, header) {
+                    begin_cancel(core, Node::unwind())
+                } else {
+                    let generation = header.begin_suspension();
+                    let callback = FiberInner::callback(inner, generation);
+                    let finalizer = unsafe { register.call(callback) };
+                    match header.take_if_done() {
+                        // Completed during registration: go on synchronously.
+                        Some(Some(res)) => {
+                            drop(finalizer);
+                            Node::from_res(res)
+                        }
+                        _ => {
+                            core.suspended_finalizer = finalizer;
+                            core.current = None;
+                            return Exit::Suspend {
+                                interruptible: core.masks == 0,
+                            };
+                        }
                     }
                 }
             }
             Kind::Sleep(duration) => {
-                let generation = inner.header.begin_suspension();
-                let callback = TimerCallback {
-                    raw: FiberInner::callback(inner, generation),
-                };
-                let deadline = executor.monotonic().saturating_add(duration);
-                let key = executor.set_timer(deadline, callback);
-                match inner.header.take_if_done() {
-                    Some(res) => Node::from_res(res),
-                    None => {
-                        core.timer_key = Some(Value::new(key));
-                        core.current = None;
-                        return Exit::Suspend;
+                if should_cancel(core, header) {
+                    begin_cancel(core, Node::unwind())
+                } else {
+                    let generation = header.begin_suspension();
+                    let callback = TimerCallback {
+                        raw: FiberInner::callback(inner, generation),
+                    };
+                    let deadline = executor.monotonic().saturating_add(duration);
+                    let key = executor.set_timer(deadline, callback);
+                    match header.take_if_done() {
+                        Some(Some(res)) => Node::from_res(res),
+                        _ => {
+                            core.timer_key = Some(Value::new(key));
+                            core.current = None;
+                            return Exit::Suspend {
+                                interruptible: core.masks == 0,
+                            };
+                        }
                     }
                 }
             }
             Kind::Cede => {
-                core.current = Some(Node::pure(Value::unit()));
+                let next = Node::pure(Value::unit());
+                core.current = Some(if should_cancel(core, header) {
+                    begin_cancel(core, next)
+                } else {
+                    next
+                });
                 return Exit::Yield;
             }
             Kind::Never => {
-                inner.header.begin_suspension();
-                core.current = None;
-                return Exit::Suspend;
+                if should_cancel(core, header) {
+                    begin_cancel(core, Node::unwind())
+                } else {
+                    header.begin_suspension();
+                    core.current = None;
+                    return Exit::Suspend {
+                        interruptible: core.masks == 0,
+                    };
+                }
             }
             Kind::Monotonic => Node::pure(Value::new(executor.monotonic())),
             Kind::RealTime => Node::pure(Value::new(executor.real_time())),
-            Kind::Panicked(message) => {
-                // Drop the frames one by one (a drop may panic in turn; the
-                // guard then comes back here with the rest of the stack).
-                while let Some(frame) = core.stack.pop() {
-                    drop(frame);
-                }
-                complete(core, Outcome::Panicked(message));
-                return Exit::Completed;
+            Kind::Uncancelable(body) => {
+                core.masks += 1;
+                core.stack.push(Frame::unmask());
+                unsafe { body.call(core.masks) }
             }
+            Kind::Poll(bind) => {
+                let (source, k) = bind.into_parts();
+                if k.depth == core.masks && core.ending.is_none() {
+                    // The poll of the innermost region: unmask its source.
+                    core.masks -= 1;
+                    core.stack.push(Frame::remask());
+                    if should_cancel(core, header) {
+                        begin_cancel(core, source)
+                    } else {
+                        source
+                    }
+                } else {
+                    source
+                }
+            }
+            Kind::Canceled => {
+                header
+                    .cancel_requested
+                    .store(true, crate::sync::Ordering::Release);
+                if should_cancel(core, header) {
+                    begin_cancel(core, Node::unwind())
+                } else {
+                    Node::pure(Value::unit())
+                }
+            }
+            Kind::OnCancel(bind) => {
+                let (source, finalizer) = bind.into_parts();
+                core.stack.push(Frame::on_cancel(finalizer));
+                source
+            }
+            Kind::GuaranteeCase(bind) => {
+                let (source, finalizer) = bind.into_parts();
+                core.stack.push(Frame::guarantee_case(finalizer));
+                source
+            }
+            Kind::Start(prepare) => {
+                let parts = unsafe { prepare.call(()) };
+                let child = Fiber::from_parts(parts.child, parts.on_complete, executor.clone());
+                let handle = unsafe { parts.handle.call(child.raw_ref()) };
+                executor.schedule_fiber(child);
+                Node::pure(handle)
+            }
+            Kind::Panicked(message) => {
+                if core.ending.is_none() {
+                    core.ending = Some(Ending::Panicked(message));
+                }
+                Node::unwind()
+            }
+            Kind::Unwind => match unwind_step(core) {
+                Some(next) => next,
+                None => {
+                    let outcome = match core.ending.take() {
+                        Some(ending) => ending.outcome(),
+                        None => unreachable!("io-core: unwinding without an ending"),
+                    };
+                    complete(core, outcome);
+                    return Exit::Completed;
+                }
+            },
         };
     }
 }
 
-/// Pops frames until an error handler; `None` if the stack ran out.
+/// Whether the fiber must start finalizing because it was canceled.
+#[inline(always)]
+fn should_cancel(core: &Core, header: &super::Header) -> bool {
+    core.masks == 0 && core.ending.is_none() && header.is_cancel_requested()
+}
+
+/// Starts finalizing a canceled fiber; `node` (what it was about to
+/// evaluate) is dropped.
+#[cold]
+fn begin_cancel(core: &mut Core, node: Node) -> Node {
+    drop(node);
+    core.ending = Some(Ending::Canceled);
+    Node::unwind()
+}
+
+/// Runs `finalizer` masked, then goes on unwinding.
+fn run_finalizer(core: &mut Core, finalizer: Node) -> Node {
+    core.masks += 1;
+    core.stack.push(Frame::resume_unwind());
+    finalizer
+}
+
+/// Pops frames while finalizing, until a finalizer to run (returned as the
+/// next node) or the bottom of the stack (`None`).
+fn unwind_step(core: &mut Core) -> Option<Node> {
+    while let Some(frame) = core.stack.pop() {
+        match frame.into_kind() {
+            FrameKind::OnCancel(finalizer) => {
+                if matches!(core.ending, Some(Ending::Canceled)) {
+                    // SAFETY: an `on_cancel` finalizer is a `() -> IO` thunk.
+                    let node = unsafe { finalizer.call(()) };
+                    return Some(run_finalizer(core, node));
+                }
+            }
+            FrameKind::GuaranteeCase(f) => {
+                let outcome = match &core.ending {
+                    Some(ending) => ending.outcome(),
+                    None => unreachable!("io-core: unwinding without an ending"),
+                };
+                // SAFETY: the finalizer takes the erased outcome of its source.
+                let (node, outcome) = unsafe { f.call(outcome) };
+                drop(outcome);
+                return Some(run_finalizer(core, node));
+            }
+            // Everything else is dropped: continuations do not run.
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Pops frames until one that acts on an error; `None` if the stack ran out.
 #[inline]
 fn unwind_error(core: &mut Core) -> Option<FrameKind> {
     while let Some(frame) = core.stack.pop() {
         match frame.tag() {
-            Tag::Map | Tag::FlatMap => continue,
+            Tag::Map | Tag::FlatMap | Tag::OnCancel => continue,
             _ => return Some(frame.into_kind()),
         }
     }
@@ -267,7 +531,9 @@ fn unwind_error(core: &mut Core) -> Option<FrameKind> {
 
 fn complete(core: &mut Core, outcome: Outcome<Value, Value>) {
     if let Some(on_complete) = core.on_complete.take() {
-        // SAFETY: the adapter expects the erased outcome of this fiber's program.
-        unsafe { on_complete.call(outcome) }
+        let suppressed = core::mem::take(&mut core.suppressed);
+        // SAFETY: the adapter expects the erased outcome of this fiber's
+        // program and its suppressed errors (values of its error type).
+        unsafe { on_complete.call((outcome, suppressed)) }
     }
 }
