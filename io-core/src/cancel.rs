@@ -97,7 +97,8 @@ mod k {
             let state = Arc::new(JoinState::<A, E>::new());
             let completed = state.clone();
             let on_complete = move |outcome: Outcome<A, E>, suppressed: alloc::vec::Vec<E>| {
-                completed.complete(outcome, suppressed)
+                // A fiber completes once, so the cell is empty here.
+                let _ = completed.complete((outcome, suppressed));
             };
             let make_handle = move |fiber: RawFiberRef| FiberHandle::new(state, fiber);
             StartParts {

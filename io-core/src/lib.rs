@@ -43,7 +43,9 @@ extern crate std;
 struct ReadmeDoctests;
 
 mod cancel;
+mod concurrent;
 mod config;
+pub mod data;
 mod erased;
 pub mod executor;
 mod fiber;
@@ -54,7 +56,9 @@ mod pool;
 mod sync;
 
 pub use cancel::Poll;
+pub use concurrent::{Either, InvalidParallelism, RacePair, TimeoutError};
 pub use config::{ConfigError, DEFAULT_AUTO_YIELD_AFTER, FiberConfig, FiberConfigBuilder};
+pub use data::deferred::{AlreadyCompleted, Deferred};
 pub use executor::{Executor, Fiber, TimerCallback};
 pub use fiber::Callback;
 pub use fiber::handle::FiberHandle;

@@ -22,84 +22,22 @@
 //! finalizers have run when `cancel` returns. Canceling twice, or canceling
 //! a fiber that has completed, only waits for (or finds) the completion.
 
-use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::fmt;
 
 use super::RawFiberRef;
+use crate::data::deferred::{Cell, wait_for};
 use crate::io::IO;
 use crate::outcome::Outcome;
-use crate::sync::{Arc, Mutex};
+use crate::sync::Arc;
 
-type Waiter<A, E> = Box<dyn FnOnce(&Outcome<A, E>) + Send>;
+/// What a completed fiber leaves: its outcome and the errors its finalizers
+/// suppressed.
+pub(crate) type Completed<A, E> = (Outcome<A, E>, Vec<E>);
 
-struct JoinInner<A, E> {
-    outcome: Option<Outcome<A, E>>,
-    suppressed: Vec<E>,
-    waiters: Vec<(u64, Waiter<A, E>)>,
-    next_waiter: u64,
-}
-
-/// The state a fiber's completion shares with its handles.
-pub(crate) struct JoinState<A, E> {
-    inner: Mutex<JoinInner<A, E>>,
-}
-
-impl<A, E> JoinState<A, E> {
-    pub(crate) fn new() -> Self {
-        JoinState {
-            inner: Mutex::new(JoinInner {
-                outcome: None,
-                suppressed: Vec::new(),
-                waiters: Vec::new(),
-                next_waiter: 0,
-            }),
-        }
-    }
-
-    /// Stores the outcome and wakes every joiner (the fiber's completion).
-    pub(crate) fn complete(&self, outcome: Outcome<A, E>, suppressed: Vec<E>) {
-        let waiters = {
-            let mut inner = self.inner.lock();
-            inner.suppressed = suppressed;
-            inner.outcome = Some(outcome);
-            core::mem::take(&mut inner.waiters)
-        };
-        // Wake outside the lock: a waiter schedules its fiber.
-        let inner = self.inner.lock();
-        let outcome = inner.outcome.as_ref().expect("stored just above");
-        for (_, waiter) in waiters {
-            waiter(outcome);
-        }
-    }
-
-    /// Calls `f` with the outcome now if there is one, or registers it;
-    /// returns the waiter's id if it was registered.
-    fn on_outcome(&self, f: Waiter<A, E>) -> Option<u64> {
-        let mut inner = self.inner.lock();
-        match &inner.outcome {
-            Some(outcome) => {
-                f(outcome);
-                None
-            }
-            None => {
-                let id = inner.next_waiter;
-                inner.next_waiter += 1;
-                inner.waiters.push((id, f));
-                Some(id)
-            }
-        }
-    }
-
-    fn remove_waiter(&self, id: u64) {
-        let removed = {
-            let mut inner = self.inner.lock();
-            let position = inner.waiters.iter().position(|(w, _)| *w == id);
-            position.map(|p| inner.waiters.swap_remove(p))
-        };
-        drop(removed);
-    }
-}
+/// The state a fiber's completion shares with its handles: a deferred
+/// completed once, by the fiber's completion callback.
+pub(crate) type JoinState<A, E> = Cell<Completed<A, E>>;
 
 /// A started fiber: join it, cancel it.
 ///
@@ -135,13 +73,7 @@ impl<A: Send + 'static, E: Send + 'static> FiberHandle<A, E> {
 
     /// Waits for the fiber to complete, without reading its outcome.
     pub fn join_void<E2: Send + 'static>(&self) -> IO<(), E2> {
-        let state = self.state.clone();
-        IO::async_(move |cb| {
-            let id = state.on_outcome(Box::new(move |_| {
-                cb.succeed(());
-            }));
-            id.map(|id| IO::delay(move || state.remove_waiter(id)))
-        })
+        wait_for(self.state.clone(), |_| ())
     }
 
     /// Requests the fiber's cancellation and waits until it has completed
@@ -153,13 +85,30 @@ impl<A: Send + 'static, E: Send + 'static> FiberHandle<A, E> {
         IO::uncancelable(move |_| IO::delay(move || fiber.request_cancel()).product_r(wait))
     }
 
+    /// Waits for the fiber to complete and moves its outcome out (for the
+    /// combinators of this crate, which own the only handle that reads it:
+    /// no `Clone` needed). A second take finds `Canceled`.
+    pub(crate) fn take_outcome<E2: Send + 'static>(&self) -> IO<Outcome<A, E>, E2> {
+        let state = self.state.clone();
+        self.join_void().flat_map(move |()| {
+            IO::delay(move || {
+                state.with_value_mut(|completed| match completed {
+                    Some((outcome, _)) => core::mem::replace(outcome, Outcome::Canceled),
+                    None => unreachable!("io-core: joined fiber without an outcome"),
+                })
+            })
+        })
+    }
+
     /// The errors the fiber's finalizers suppressed (ran while the fiber was
     /// already failing, canceled or panicking), once it has completed.
     pub fn suppressed_errors(&self) -> Vec<E>
     where
         E: Clone,
     {
-        self.state.inner.lock().suppressed.clone()
+        self.state
+            .with_value(|completed| completed.map(|(_, suppressed)| suppressed.clone()))
+            .unwrap_or_default()
     }
 }
 
@@ -171,13 +120,7 @@ where
     /// Waits for the fiber to complete and returns its outcome. Any number
     /// of fibers may join, any number of times: each gets the outcome.
     pub fn join<E2: Send + 'static>(&self) -> IO<Outcome<A, E>, E2> {
-        let state = self.state.clone();
-        IO::async_(move |cb| {
-            let id = state.on_outcome(Box::new(move |outcome| {
-                cb.succeed(outcome.clone());
-            }));
-            id.map(|id| IO::delay(move || state.remove_waiter(id)))
-        })
+        wait_for(self.state.clone(), |(outcome, _)| outcome.clone())
     }
 
     /// Like [`join`](FiberHandle::join), but a canceled fiber makes the

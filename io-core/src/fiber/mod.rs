@@ -310,6 +310,12 @@ impl<A: Send + 'static, E: Send + 'static> Callback<A, E> {
         }
     }
 
+    /// The untyped callback (for data types that queue waiters of several
+    /// error types together).
+    pub(crate) fn into_raw(self) -> RawCallback {
+        self.raw
+    }
+
     /// Resumes the fiber with `result`; `false` if it was already resumed.
     pub fn complete(&self, result: Result<A, E>) -> bool {
         self.raw.complete(match result {

@@ -1,0 +1,297 @@
+//! Concurrency combinators built on `start`, `join`, `cancel` and masking:
+//! `race_pair`, `race_outcome`, `race`, `both_outcome`, `both`, `par_map2`,
+//! `par_traverse`, `par_traverse_n`, `par_sequence`; and time: `timeout`,
+//! `timeout_to`, `timed`.
+//!
+//! The shapes are Cats Effect 3's `GenSpawn`/`GenConcurrent`/`GenTemporal`
+//! derivations: both sides run on fibers of their own; the parent waits
+//! masked, except for the wait itself (`poll`), and cancels both children if
+//! it is canceled while waiting. A loser is canceled, and its finalizers
+//! have run, before the combinator returns.
+
+use alloc::vec::Vec;
+use core::fmt;
+use core::time::Duration;
+
+use crate::data::deferred::Deferred;
+use crate::fiber::handle::FiberHandle;
+use crate::io::IO;
+use crate::outcome::Outcome;
+
+/// One of two things: the result of a race.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Either<L, R> {
+    /// The left side.
+    Left(L),
+    /// The right side.
+    Right(R),
+}
+
+/// What `race_pair` gives: the winner's outcome and the loser's handle
+/// (still running).
+pub type RacePair<A, B, E> =
+    Either<(Outcome<A, E>, FiberHandle<B, E>), (FiberHandle<A, E>, Outcome<B, E>)>;
+
+/// `par_traverse_n` was asked for a parallelism of 0, which could never
+/// make progress.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InvalidParallelism;
+
+impl fmt::Display for InvalidParallelism {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(
+            "par_traverse_n: the parallelism must be at least 1 (0 would never run anything)",
+        )
+    }
+}
+
+impl core::error::Error for InvalidParallelism {}
+
+/// A program timed out (`IO::timeout`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimeoutError {
+    /// The time limit that passed.
+    pub after: Duration,
+}
+
+impl fmt::Display for TimeoutError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "timed out after {:?}", self.after)
+    }
+}
+
+impl core::error::Error for TimeoutError {}
+
+/// Turns an outcome back into a program with the same result.
+fn embed<A: Send + 'static, E: Send + 'static>(outcome: Outcome<A, E>) -> IO<A, E> {
+    match outcome {
+        Outcome::Succeeded(a) => IO::pure(a),
+        Outcome::Errored(e) => IO::raise_error(e),
+        // The parent observes a canceled child as its own cancellation
+        // (Cats Effect's `poll(canceled) *> never`).
+        Outcome::Canceled => IO::canceled().product_r(IO::never()),
+        Outcome::Panicked(p) => IO::delay(move || -> A { panic!("{}", p.message()) }),
+    }
+}
+
+impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
+    /// Runs `self` and `other` concurrently; returns the outcome of the first
+    /// to complete and the handle of the other, which keeps running. If the
+    /// caller is canceled while waiting, both are canceled.
+    pub fn race_pair<B: Send + 'static>(self, other: IO<B, E>) -> IO<RacePair<A, B, E>, E> {
+        IO::uncancelable(move |poll| {
+            let first: Deferred<bool> = Deferred::new();
+            let (left_done, right_done) = (first.clone(), first.clone());
+            let left = self.guarantee_case(move |_| left_done.complete(true).void());
+            let right = other.guarantee_case(move |_| right_done.complete(false).void());
+            left.start().flat_map(move |fa: FiberHandle<A, E>| {
+                right.start().flat_map(move |fb: FiberHandle<B, E>| {
+                    let (ca, cb) = (fa.clone(), fb.clone());
+                    let on_cancel = ca.cancel().product_r(cb.cancel());
+                    poll.apply(first.get())
+                        .on_cancel(on_cancel)
+                        .flat_map(move |left_won| {
+                            if left_won {
+                                outcome_of(&fa).map(move |oc| Either::Left((oc, fb)))
+                            } else {
+                                outcome_of(&fb).map(move |oc| Either::Right((fa, oc)))
+                            }
+                        })
+                })
+            })
+        })
+    }
+
+    /// Runs both concurrently; the first to complete wins, the other is
+    /// canceled (its finalizers have run when this returns).
+    pub fn race_outcome<B: Send + 'static>(
+        self,
+        other: IO<B, E>,
+    ) -> IO<Either<Outcome<A, E>, Outcome<B, E>>, E> {
+        IO::uncancelable(move |poll| {
+            poll.apply(self.race_pair(other))
+                .flat_map(|pair| match pair {
+                    Either::Left((oc, loser)) => loser.cancel().as_(Either::Left(oc)),
+                    Either::Right((loser, oc)) => loser.cancel().as_(Either::Right(oc)),
+                })
+        })
+    }
+
+    /// Runs both concurrently; the first to succeed or fail wins and the
+    /// other is canceled. If the first to complete was canceled, the result
+    /// is the other's.
+    pub fn race<B: Send + 'static>(self, other: IO<B, E>) -> IO<Either<A, B>, E> {
+        IO::uncancelable(move |poll| {
+            poll.apply(self.race_pair(other))
+                .flat_map(move |pair| match pair {
+                    Either::Left((Outcome::Canceled, fb)) => poll
+                        .apply(outcome_of(&fb))
+                        .on_cancel(fb.cancel())
+                        .flat_map(|oc| embed(oc).map(Either::Right)),
+                    Either::Left((oc, fb)) => fb.cancel().product_r(embed(oc).map(Either::Left)),
+                    Either::Right((fa, Outcome::Canceled)) => poll
+                        .apply(outcome_of(&fa))
+                        .on_cancel(fa.cancel())
+                        .flat_map(|oc| embed(oc).map(Either::Left)),
+                    Either::Right((fa, oc)) => fa.cancel().product_r(embed(oc).map(Either::Right)),
+                })
+        })
+    }
+
+    /// Runs both concurrently and waits for both outcomes. If the caller is
+    /// canceled, both are canceled.
+    pub fn both_outcome<B: Send + 'static>(
+        self,
+        other: IO<B, E>,
+    ) -> IO<(Outcome<A, E>, Outcome<B, E>), E> {
+        IO::uncancelable(move |poll| {
+            self.start().flat_map(move |fa: FiberHandle<A, E>| {
+                other.start().flat_map(move |fb: FiberHandle<B, E>| {
+                    let (ca, cb) = (fa.clone(), fb.clone());
+                    let wait =
+                        outcome_of(&fa).flat_map(move |oa| outcome_of(&fb).map(move |ob| (oa, ob)));
+                    poll.apply(wait)
+                        .on_cancel(ca.cancel().product_r(cb.cancel()))
+                })
+            })
+        })
+    }
+
+    /// Runs both concurrently and produces both values. If one fails (or is
+    /// canceled, or panics), the other is canceled and the failure is the
+    /// result.
+    pub fn both<B: Send + 'static>(self, other: IO<B, E>) -> IO<(A, B), E> {
+        IO::uncancelable(move |poll| {
+            poll.apply(self.race_pair(other))
+                .flat_map(move |pair| match pair {
+                    Either::Left((Outcome::Succeeded(a), fb)) => poll
+                        .apply(outcome_of(&fb))
+                        .on_cancel(fb.cancel())
+                        .flat_map(move |ob| embed(ob).map(move |b| (a, b))),
+                    Either::Left((oa, fb)) => {
+                        fb.cancel().product_r(embed(oa).map(|_| unreachable_pair()))
+                    }
+                    Either::Right((fa, Outcome::Succeeded(b))) => poll
+                        .apply(outcome_of(&fa))
+                        .on_cancel(fa.cancel())
+                        .flat_map(move |oa| embed(oa).map(move |a| (a, b))),
+                    Either::Right((fa, ob)) => {
+                        fa.cancel().product_r(embed(ob).map(|_| unreachable_pair()))
+                    }
+                })
+        })
+    }
+
+    /// Runs both concurrently and combines their values with `f`.
+    pub fn par_map2<B, C, F>(self, other: IO<B, E>, f: F) -> IO<C, E>
+    where
+        B: Send + 'static,
+        C: Send + 'static,
+        F: FnOnce(A, B) -> C + Send + 'static,
+    {
+        self.both(other).map(move |(a, b)| f(a, b))
+    }
+
+    /// Runs `f` on every item concurrently, collecting the values in order.
+    /// The first failure cancels the others and is the result.
+    pub fn par_traverse<T, F>(items: Vec<T>, f: F) -> IO<Vec<A>, E>
+    where
+        T: Send + 'static,
+        F: FnMut(T) -> IO<A, E> + Send + 'static,
+    {
+        let mut f = f;
+        let programs: Vec<IO<A, E>> = items.into_iter().map(&mut f).collect();
+        IO::par_sequence(programs)
+    }
+
+    /// Runs the programs concurrently, collecting the values in order. The
+    /// first failure cancels the others and is the result.
+    pub fn par_sequence(programs: Vec<IO<A, E>>) -> IO<Vec<A>, E> {
+        // A balanced tree of `both`: a failure anywhere cancels its sibling
+        // subtree at once, and propagates up, canceling the rest.
+        fn tree<A: Send + 'static, E: Send + 'static>(
+            mut programs: Vec<IO<A, E>>,
+        ) -> IO<Vec<A>, E> {
+            match programs.len() {
+                0 => IO::pure(Vec::new()),
+                1 => programs.pop().expect("one program").map(|a| alloc::vec![a]),
+                n => {
+                    let right = programs.split_off(n / 2);
+                    tree(programs).both(tree(right)).map(|(mut left, right)| {
+                        left.extend(right);
+                        left
+                    })
+                }
+            }
+        }
+        IO::defer(move || tree(programs))
+    }
+
+    /// Like [`par_traverse`](IO::par_traverse), with at most `parallelism`
+    /// programs running at once. A parallelism of 0 is an error here, at
+    /// construction, instead of a program that never progresses.
+    pub fn par_traverse_n<T, F>(
+        parallelism: usize,
+        items: Vec<T>,
+        f: F,
+    ) -> Result<IO<Vec<A>, E>, InvalidParallelism>
+    where
+        T: Send + 'static,
+        F: FnMut(T) -> IO<A, E> + Send + 'static,
+    {
+        let semaphore = crate::data::semaphore::Semaphore::new(parallelism as u64)
+            .map_err(|_| InvalidParallelism)?;
+        let mut f = f;
+        let programs = items
+            .into_iter()
+            .map(|item| semaphore.with_permit(f(item)))
+            .collect();
+        Ok(IO::par_sequence(programs))
+    }
+
+    /// Fails with [`TimeoutError`] if `self` has not completed after
+    /// `duration`; `self` is then canceled (and finalized).
+    pub fn timeout(self, duration: Duration) -> IO<A, E>
+    where
+        E: From<TimeoutError>,
+    {
+        self.timeout_to(
+            duration,
+            IO::raise_error(E::from(TimeoutError { after: duration })),
+        )
+    }
+
+    /// Runs `fallback` if `self` has not completed after `duration`; `self`
+    /// is then canceled (and finalized).
+    pub fn timeout_to(self, duration: Duration, fallback: IO<A, E>) -> IO<A, E> {
+        self.race(IO::<(), E>::sleep(duration))
+            .flat_map(move |winner| match winner {
+                Either::Left(a) => IO::pure(a),
+                Either::Right(()) => fallback,
+            })
+    }
+
+    /// Measures how long `self` takes on the executor's monotonic clock.
+    pub fn timed(self) -> IO<(Duration, A), E> {
+        IO::<Duration, E>::monotonic().flat_map(move |start| {
+            self.flat_map(move |a| {
+                IO::<Duration, E>::monotonic().map(move |end| (end.saturating_sub(start), a))
+            })
+        })
+    }
+}
+
+/// The joined outcome of a fiber, without `Clone` bounds: the handle's
+/// outcome is moved out by its single reader here (the combinators own the
+/// only handle that reads it).
+fn outcome_of<A: Send + 'static, E: Send + 'static, E2: Send + 'static>(
+    fiber: &FiberHandle<A, E>,
+) -> IO<Outcome<A, E>, E2> {
+    fiber.take_outcome()
+}
+
+/// `both` after a failed side: the failure is raised before a pair is ever
+/// needed.
+fn unreachable_pair<A, B>() -> (A, B) {
+    unreachable!("io-core: a failed side is raised before the pair is built")
+}

@@ -1,0 +1,216 @@
+//! `Deferred`: a value that is set once and awaited by any number of fibers.
+//!
+//! # Protocol
+//!
+//! The state (behind a short lock of the sync shim, never held across a
+//! suspension) is either *empty* with a list of waiters, or *complete* with
+//! the value. `complete` moves it from empty to complete and takes the
+//! waiter list under the lock, then wakes the waiters outside it. `get`
+//! either reads the value under the lock or registers a waiter; a `get`
+//! canceled while waiting removes its own waiter (the async finalizer), so
+//! nothing is left behind. A second `complete` finds the state complete and
+//! gives its value back as an error; the first value stays.
+
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+use core::fmt;
+
+use crate::io::IO;
+use crate::sync::{Arc, Mutex};
+
+pub(crate) type Waiter<A> = Box<dyn FnOnce(&A) + Send>;
+
+struct State<A> {
+    value: Option<A>,
+    waiters: Vec<(u64, Waiter<A>)>,
+    next_waiter: u64,
+}
+
+/// The shared cell behind a [`Deferred`] (also used by fiber handles).
+pub(crate) struct Cell<A> {
+    state: Mutex<State<A>>,
+}
+
+impl<A> Cell<A> {
+    pub(crate) fn new() -> Self {
+        Cell {
+            state: Mutex::new(State {
+                value: None,
+                waiters: Vec::new(),
+                next_waiter: 0,
+            }),
+        }
+    }
+
+    /// Sets the value and wakes the waiters; gives the value back if the
+    /// cell was already complete.
+    pub(crate) fn complete(&self, value: A) -> Result<(), A> {
+        let waiters = {
+            let mut state = self.state.lock();
+            if state.value.is_some() {
+                return Err(value);
+            }
+            state.value = Some(value);
+            core::mem::take(&mut state.waiters)
+        };
+        if !waiters.is_empty() {
+            // The value never changes once set: read it under the lock, but
+            // wake outside any other lock (waking schedules fibers).
+            let state = self.state.lock();
+            let value = state.value.as_ref().expect("set just above");
+            for (_, waiter) in waiters {
+                waiter(value);
+            }
+        }
+        Ok(())
+    }
+
+    /// Calls `f` with the value now if there is one (returns `None`), or
+    /// registers it as a waiter (returns its id).
+    pub(crate) fn on_value(&self, f: Waiter<A>) -> Option<u64> {
+        let mut state = self.state.lock();
+        match &state.value {
+            Some(value) => {
+                f(value);
+                None
+            }
+            None => {
+                let id = state.next_waiter;
+                state.next_waiter += 1;
+                state.waiters.push((id, f));
+                Some(id)
+            }
+        }
+    }
+
+    /// Removes a waiter that has not been woken (its `get` was canceled).
+    pub(crate) fn remove_waiter(&self, id: u64) {
+        let removed = {
+            let mut state = self.state.lock();
+            let position = state.waiters.iter().position(|(w, _)| *w == id);
+            position.map(|p| state.waiters.swap_remove(p))
+        };
+        drop(removed);
+    }
+
+    /// Reads the value, if set.
+    pub(crate) fn with_value<R>(&self, f: impl FnOnce(Option<&A>) -> R) -> R {
+        f(self.state.lock().value.as_ref())
+    }
+
+    /// Changes the value in place, if set (for fiber handles' owners).
+    pub(crate) fn with_value_mut<R>(&self, f: impl FnOnce(Option<&mut A>) -> R) -> R {
+        f(self.state.lock().value.as_mut())
+    }
+
+    /// How many waiters are registered (for tests of cancellation).
+    pub(crate) fn waiter_count(&self) -> usize {
+        self.state.lock().waiters.len()
+    }
+}
+
+/// An IO that waits for the cell's value and produces what `read` makes of it.
+pub(crate) fn wait_for<A, B, E, F>(cell: Arc<Cell<A>>, read: F) -> IO<B, E>
+where
+    A: Send + 'static,
+    B: Send + 'static,
+    E: Send + 'static,
+    F: FnOnce(&A) -> B + Send + 'static,
+{
+    IO::async_(move |cb| {
+        let id = cell.on_value(Box::new(move |value| {
+            cb.succeed(read(value));
+        }));
+        id.map(|id| IO::delay(move || cell.remove_waiter(id)))
+    })
+}
+
+/// A value set once, awaited by any number of fibers (Cats Effect's
+/// `Deferred`).
+///
+/// ```
+/// use io_core::{Deferred, IO};
+/// use exec_single::SingleThreaded;
+///
+/// let d = Deferred::<u32>::new();
+/// let waiter = d.get::<()>();
+/// let io = waiter.start().flat_map(move |fiber| {
+///     d.complete(7).product_r(fiber.join_with_never())
+/// });
+/// assert_eq!(SingleThreaded::new().block_on(io).succeeded(), Some(7));
+/// ```
+pub struct Deferred<A> {
+    cell: Arc<Cell<A>>,
+}
+
+impl<A> Clone for Deferred<A> {
+    fn clone(&self) -> Self {
+        Deferred {
+            cell: self.cell.clone(),
+        }
+    }
+}
+
+impl<A> fmt::Debug for Deferred<A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Deferred")
+            .field("complete", &self.cell.with_value(|v| v.is_some()))
+            .finish()
+    }
+}
+
+impl<A> Default for Deferred<A> {
+    fn default() -> Self {
+        Deferred::new()
+    }
+}
+
+/// `Deferred::complete` on a deferred that already had a value: the value
+/// given is handed back, the first value stays.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AlreadyCompleted<A>(pub A);
+
+impl<A> fmt::Display for AlreadyCompleted<A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("the deferred was already completed; its first value stays")
+    }
+}
+
+impl<A: fmt::Debug> core::error::Error for AlreadyCompleted<A> {}
+
+impl<A> Deferred<A> {
+    /// An empty deferred.
+    pub fn new() -> Self {
+        Deferred {
+            cell: Arc::new(Cell::new()),
+        }
+    }
+
+    /// How many fibers are waiting in `get` (for diagnostics and tests).
+    pub fn waiters(&self) -> usize {
+        self.cell.waiter_count()
+    }
+}
+
+impl<A: Send + 'static> Deferred<A> {
+    /// Sets the value and wakes every waiting `get`; if the deferred was
+    /// already complete, the value comes back in `Err(AlreadyCompleted)`.
+    pub fn complete<E: Send + 'static>(&self, value: A) -> IO<Result<(), AlreadyCompleted<A>>, E> {
+        let cell = self.cell.clone();
+        IO::delay(move || cell.complete(value).map_err(AlreadyCompleted))
+    }
+}
+
+impl<A: Clone + Send + 'static> Deferred<A> {
+    /// Waits for the value (a clone of it). Canceling the wait leaves no
+    /// waiter behind.
+    pub fn get<E: Send + 'static>(&self) -> IO<A, E> {
+        wait_for(self.cell.clone(), A::clone)
+    }
+
+    /// The value if it is set, without waiting.
+    pub fn try_get<E: Send + 'static>(&self) -> IO<Option<A>, E> {
+        let cell = self.cell.clone();
+        IO::delay(move || cell.with_value(|v| v.cloned()))
+    }
+}

@@ -1,0 +1,210 @@
+//! `Semaphore`: permits handed out in FIFO order.
+//!
+//! # Protocol
+//!
+//! The state (behind a short lock) is the number of available permits and a
+//! FIFO queue of waiters. `acquire` takes a permit at once if one is
+//! available and nobody waits; otherwise it queues a waiter and suspends.
+//! `release` hands its permit to the first waiter whose callback accepts it
+//! (a waiter whose fiber was canceled refuses, and the permit goes on to the
+//! next) or, with no taker, makes it available.
+//!
+//! Cancellation gives no permit away: the wait runs under `poll` inside an
+//! uncancelable region with an `on_cancel` cleanup. The cleanup finds the
+//! waiter still queued (it removes it) or finds that the permit was already
+//! handed over (the fiber was resumed, and canceled right after): it then
+//! releases that permit again.
+
+use alloc::collections::VecDeque;
+use core::fmt;
+
+use crate::erased::Value;
+use crate::fiber::{Callback, RawCallback};
+use crate::io::IO;
+use crate::sync::{Arc, Mutex};
+
+struct Waiter {
+    id: u64,
+    /// Resumes the waiting fiber (with `()`).
+    callback: RawCallback,
+    /// Set to `Granted` under the state lock when a release hands this
+    /// waiter its permit.
+    ticket: Arc<Mutex<Ticket>>,
+}
+
+struct State {
+    available: u64,
+    waiters: VecDeque<Waiter>,
+    next_id: u64,
+}
+
+struct Shared {
+    state: Mutex<State>,
+}
+
+impl Shared {
+    /// Gives one permit to the first waiter that takes it, or makes it
+    /// available.
+    fn release_one(&self) {
+        let waiter = {
+            let mut state = self.state.lock();
+            match state.waiters.pop_front() {
+                Some(waiter) => {
+                    // From here on the permit is the waiter's: if its fiber
+                    // was canceled meanwhile, its cleanup gives it back.
+                    *waiter.ticket.lock() = Ticket::Granted;
+                    waiter
+                }
+                None => {
+                    state.available += 1;
+                    return;
+                }
+            }
+        };
+        // Outside the lock: completing schedules the fiber.
+        waiter.callback.complete(Ok(Value::unit()));
+    }
+}
+
+/// How an `acquire` ended, for its cancellation cleanup.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Ticket {
+    /// Queued with this id.
+    Waiting(u64),
+    /// Took a permit.
+    Granted,
+}
+
+/// A counting semaphore for fibers (Cats Effect's `Semaphore`).
+///
+/// ```
+/// use io_core::{IO, data::semaphore::Semaphore};
+/// use exec_single::SingleThreaded;
+///
+/// let sem = Semaphore::new(1)?;
+/// let guarded: IO<u32, ()> = sem.with_permit(IO::pure(5));
+/// assert_eq!(SingleThreaded::new().block_on(guarded).succeeded(), Some(5));
+/// assert!(Semaphore::new(0).is_err());
+/// # Ok::<(), io_core::data::semaphore::InvalidPermits>(())
+/// ```
+#[derive(Clone)]
+pub struct Semaphore {
+    shared: Arc<Shared>,
+}
+
+impl fmt::Debug for Semaphore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = self.shared.state.lock();
+        f.debug_struct("Semaphore")
+            .field("available", &state.available)
+            .field("waiting", &state.waiters.len())
+            .finish()
+    }
+}
+
+/// A semaphore was asked for 0 permits: nobody could ever acquire one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InvalidPermits;
+
+impl fmt::Display for InvalidPermits {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a semaphore needs at least 1 permit (0 would block every acquire forever)")
+    }
+}
+
+impl core::error::Error for InvalidPermits {}
+
+impl Semaphore {
+    /// A semaphore with `permits` permits (at least 1).
+    pub fn new(permits: u64) -> Result<Semaphore, InvalidPermits> {
+        if permits == 0 {
+            return Err(InvalidPermits);
+        }
+        Ok(Semaphore {
+            shared: Arc::new(Shared {
+                state: Mutex::new(State {
+                    available: permits,
+                    waiters: VecDeque::new(),
+                    next_id: 0,
+                }),
+            }),
+        })
+    }
+
+    /// Permits available now.
+    pub fn available(&self) -> u64 {
+        self.shared.state.lock().available
+    }
+
+    /// Fibers waiting for a permit now.
+    pub fn waiting(&self) -> usize {
+        self.shared.state.lock().waiters.len()
+    }
+
+    /// Waits for a permit and takes it. Canceling the wait gives no permit
+    /// away (see the module doc).
+    pub fn acquire<E: Send + 'static>(&self) -> IO<(), E> {
+        let shared = self.shared.clone();
+        IO::uncancelable(move |poll| {
+            let ticket = Arc::new(Mutex::new(Ticket::Granted));
+            let (t1, t2) = (ticket.clone(), ticket);
+            let (s1, s2) = (shared.clone(), shared);
+            let wait: IO<(), E> = IO::async_(move |cb: Callback<(), E>| {
+                let mut state = s1.state.lock();
+                if state.available > 0 && state.waiters.is_empty() {
+                    state.available -= 1;
+                    drop(state);
+                    cb.succeed(());
+                } else {
+                    let id = state.next_id;
+                    state.next_id += 1;
+                    *t1.lock() = Ticket::Waiting(id);
+                    state.waiters.push_back(Waiter {
+                        id,
+                        callback: cb.into_raw(),
+                        ticket: t1,
+                    });
+                }
+                None
+            });
+            let cleanup = IO::delay(move || {
+                let granted = {
+                    // Under the state lock, so that no release pops this
+                    // waiter between the two reads.
+                    let mut state = s2.state.lock();
+                    match *t2.lock() {
+                        Ticket::Waiting(id) => {
+                            let position = state.waiters.iter().position(|w| w.id == id);
+                            if let Some(p) = position {
+                                state.waiters.remove(p);
+                            }
+                            false
+                        }
+                        Ticket::Granted => true,
+                    }
+                };
+                if granted {
+                    // The permit was ours already: give it back.
+                    s2.release_one();
+                }
+            });
+            poll.apply(wait).on_cancel(cleanup)
+        })
+    }
+
+    /// Returns a permit (to the first waiter, or to the pool).
+    pub fn release<E: Send + 'static>(&self) -> IO<(), E> {
+        let shared = self.shared.clone();
+        IO::delay(move || shared.release_one())
+    }
+
+    /// Runs `io` holding a permit, released whatever the outcome.
+    pub fn with_permit<A: Send + 'static, E: Send + 'static>(&self, io: IO<A, E>) -> IO<A, E> {
+        let (acquire, release) = (self.clone(), self.clone());
+        IO::bracket_full(
+            move |poll| poll.apply(acquire.acquire()),
+            move |_: &()| io,
+            move |_, _| release.release(),
+        )
+    }
+}
