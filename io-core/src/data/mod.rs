@@ -7,4 +7,6 @@
 //! Effect's `std` and `kernel` data types; no code is copied.
 
 pub mod deferred;
+pub mod queue;
+pub mod ref_;
 pub mod semaphore;
