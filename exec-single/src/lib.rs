@@ -288,7 +288,10 @@ impl<C: Clock> SingleThreaded<C> {
         E: Send + 'static,
     {
         let slot = Arc::new(RootSlot::<A, E>::new());
-        let guard = CompletionGuard(slot.clone());
+        let guard = CompletionGuard {
+            slot: slot.clone(),
+            loop_handle: self.handle.clone(),
+        };
         let main = Fiber::new(io, self.handle.clone(), move |outcome| {
             guard.complete(outcome)
         });
@@ -412,19 +415,35 @@ impl<A, E> RootSlot<A, E> {
 }
 
 /// Completes the root slot, or marks it abandoned when dropped uncalled.
-struct CompletionGuard<A, E>(Arc<RootSlot<A, E>>);
+///
+/// Abandonment may happen on any thread (the last callback that could
+/// resume the main fiber is dropped there), so it wakes the loop, which may
+/// be parked waiting for exactly that fiber.
+struct CompletionGuard<A, E, C: Clock> {
+    slot: Arc<RootSlot<A, E>>,
+    loop_handle: Handle<C>,
+}
 
-impl<A, E> CompletionGuard<A, E> {
+impl<A, E, C: Clock> CompletionGuard<A, E, C> {
     fn complete(self, outcome: Outcome<A, E>) {
-        *self.0.state.lock() = RootState::Done(outcome);
+        *self.slot.state.lock() = RootState::Done(outcome);
     }
 }
 
-impl<A, E> Drop for CompletionGuard<A, E> {
+impl<A, E, C: Clock> Drop for CompletionGuard<A, E, C> {
     fn drop(&mut self) {
-        let mut state = self.0.state.lock();
-        if let RootState::Running = *state {
-            *state = RootState::Abandoned;
+        let abandoned = {
+            let mut state = self.slot.state.lock();
+            if let RootState::Running = *state {
+                *state = RootState::Abandoned;
+                true
+            } else {
+                false
+            }
+        };
+        if abandoned {
+            let shared = &self.loop_handle.shared;
+            shared.remote.notify(&shared.clock);
         }
     }
 }

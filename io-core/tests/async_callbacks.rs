@@ -248,7 +248,6 @@ rt_test! {
         assert_eq!(within(HANG_LIMIT, move || try_run(io)), Some(Err(NeverFinishes)));
     }
 
-    #[ignore = "bug: exec-single's try_block_on parks forever when the last callback is dropped on another thread while the loop is parked (CompletionGuard::drop marks the root Abandoned but does not unpark the loop thread)"]
     fn a_callback_dropped_later_on_another_thread_means_the_program_never_finishes() {
         let io: IO<u8, ()> = IO::async_(|cb| {
             thread::spawn(move || {

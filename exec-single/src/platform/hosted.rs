@@ -80,6 +80,14 @@ impl<T> Remote<T> {
         }
     }
 
+    /// Wakes the loop thread if it is parked (something it waits for changed).
+    pub(crate) fn notify<C: Clock>(&self, _clock: &C) {
+        let waiter = self.lock().waiter.clone();
+        if let Some(waiter) = waiter {
+            waiter.unpark();
+        }
+    }
+
     pub(crate) fn drain_into(&self, out: &mut VecDeque<T>) {
         let mut state = self.lock();
         out.extend(state.queue.drain(..));
