@@ -308,8 +308,7 @@ impl<C: Clock> SingleThreaded<C> {
                 // SAFETY: loop thread; the borrow ends with the call.
                 &mut unsafe { shared.local() }.run_queue,
             );
-            let now = shared.clock.now();
-            self.fire_due_timers(now);
+            self.fire_due_timers();
             // Run what is queued now; fibers queued meanwhile wait a turn, so
             // that timers and remote wake-ups are checked between batches.
             // SAFETY: loop thread.
@@ -342,7 +341,12 @@ impl<C: Clock> SingleThreaded<C> {
         }
     }
 
-    fn fire_due_timers(&self, now: Duration) {
+    fn fire_due_timers(&self) {
+        // SAFETY: loop thread; the borrow ends with the check.
+        if unsafe { self.handle.shared.local() }.timers.is_empty() {
+            return;
+        }
+        let now = self.handle.shared.clock.now();
         loop {
             // SAFETY: loop thread; the borrow ends before `fire`.
             let local = unsafe { self.handle.shared.local() };

@@ -68,9 +68,6 @@ use crate::node::{Frame, Node, Res};
 use crate::outcome::Outcome;
 use crate::sync::{Arc, AtomicUsize, Ordering, UnsafeCell};
 
-/// Frames a new fiber's stack holds before it first grows (640 bytes).
-const INITIAL_STACK: usize = 16;
-
 const SUSPENDED: usize = 0b001;
 const CLAIMED: usize = 0b010;
 const DONE: usize = 0b100;
@@ -417,7 +414,7 @@ impl<X: Executor> Fiber<X> {
     {
         let core = Core {
             current: Some(io.into_node()),
-            stack: Vec::with_capacity(INITIAL_STACK),
+            stack: Vec::new(),
             suspended_finalizer: None,
             timer_key: None,
             on_complete: Some(ErasedFn::new::<CompleteK<A, E>, F>(on_complete)),

@@ -148,53 +148,71 @@ fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
             },
             Kind::Delay(thunk) => Node::pure(unsafe { thunk.call(()) }),
             Kind::Defer(thunk) => unsafe { thunk.call(()) },
+            // Fast paths: a source that is already a value or an error is
+            // applied (or skipped) at once, without a frame.
             Kind::FlatMap(bind) => {
                 let (source, k) = bind.into_parts();
-                if source.is_pure() {
-                    let Kind::Pure(value) = source.into_kind() else {
-                        unreachable!()
-                    };
-                    unsafe { k.call(value) }
-                } else {
-                    core.stack.push(Frame::flat_map(k));
-                    source
+                match source.into_settled() {
+                    Ok(Ok(value)) => unsafe { k.call(value) },
+                    Ok(Err(error)) => Node::error(error),
+                    Err(source) => {
+                        core.stack.push(Frame::flat_map(k));
+                        source
+                    }
                 }
             }
             Kind::Map(bind) => {
                 let (source, k) = bind.into_parts();
-                if source.is_pure() {
-                    let Kind::Pure(value) = source.into_kind() else {
-                        unreachable!()
-                    };
-                    Node::pure(unsafe { k.call(value) })
-                } else {
-                    core.stack.push(Frame::map(k));
-                    source
+                match source.into_settled() {
+                    Ok(Ok(value)) => Node::pure(unsafe { k.call(value) }),
+                    Ok(Err(error)) => Node::error(error),
+                    Err(source) => {
+                        core.stack.push(Frame::map(k));
+                        source
+                    }
                 }
             }
             Kind::HandleErrorWith(bind) => {
                 let (source, k) = bind.into_parts();
-                if !source.is_pure() {
-                    core.stack.push(Frame::handle_error_with(k));
+                match source.into_settled() {
+                    Ok(Ok(value)) => Node::pure(value),
+                    Ok(Err(error)) => unsafe { k.call(error) },
+                    Err(source) => {
+                        core.stack.push(Frame::handle_error_with(k));
+                        source
+                    }
                 }
-                source
             }
             Kind::MapError(bind) => {
                 let (source, k) = bind.into_parts();
-                if !source.is_pure() {
-                    core.stack.push(Frame::map_error(k));
+                match source.into_settled() {
+                    Ok(Ok(value)) => Node::pure(value),
+                    Ok(Err(error)) => Node::error(unsafe { k.call(error) }),
+                    Err(source) => {
+                        core.stack.push(Frame::map_error(k));
+                        source
+                    }
                 }
-                source
             }
             Kind::Fold(bind) => {
                 let (source, k) = bind.into_parts();
-                core.stack.push(Frame::fold(k));
-                source
+                match source.into_settled() {
+                    Ok(res) => Node::from_res(unsafe { k.call(res) }),
+                    Err(source) => {
+                        core.stack.push(Frame::fold(k));
+                        source
+                    }
+                }
             }
             Kind::FoldWith(bind) => {
                 let (source, k) = bind.into_parts();
-                core.stack.push(Frame::fold_with(k));
-                source
+                match source.into_settled() {
+                    Ok(res) => unsafe { k.call(res) },
+                    Err(source) => {
+                        core.stack.push(Frame::fold_with(k));
+                        source
+                    }
+                }
             }
             Kind::Async(register) => {
                 let generation = inner.header.begin_suspension();
