@@ -163,3 +163,51 @@ mod cache {
         registered
     }
 }
+
+/// Reuse of fiber stacks: a completed fiber leaves its (empty) continuation
+/// stack for the next fiber started on the same thread, so that programs of
+/// many short runs (`block_on` in a loop, fibers started by the thousand) do
+/// not grow a new stack each time.
+pub(crate) mod stacks {
+    use alloc::vec::Vec;
+
+    use crate::node::Frame;
+
+    /// Stacks larger than this (in frames) are freed, not kept.
+    #[cfg(feature = "std")]
+    const MAX_KEPT: usize = 4096;
+
+    #[cfg(feature = "std")]
+    std::thread_local! {
+        static SPARE: core::cell::Cell<Vec<Frame>> = const { core::cell::Cell::new(Vec::new()) };
+    }
+
+    /// A stack for a new fiber (empty; maybe with capacity).
+    #[inline]
+    pub(crate) fn take() -> Vec<Frame> {
+        #[cfg(feature = "std")]
+        if let Ok(stack) = SPARE.try_with(|spare| spare.take()) {
+            return stack;
+        }
+        Vec::new()
+    }
+
+    /// Leaves an empty stack for the next fiber on this thread.
+    #[inline]
+    pub(crate) fn give(stack: Vec<Frame>) {
+        debug_assert!(stack.is_empty());
+        #[cfg(feature = "std")]
+        if stack.capacity() <= MAX_KEPT {
+            let _ = SPARE.try_with(|spare| {
+                let previous = spare.replace(stack);
+                // Keep the larger of the two.
+                if previous.capacity() > 0 {
+                    let current = spare.take();
+                    spare.set(if current.capacity() >= previous.capacity() { current } else { previous });
+                }
+            });
+            return;
+        }
+        drop(stack);
+    }
+}

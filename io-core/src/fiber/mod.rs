@@ -414,7 +414,7 @@ impl<X: Executor> Fiber<X> {
     {
         let core = Core {
             current: Some(io.into_node()),
-            stack: Vec::new(),
+            stack: crate::pool::stacks::take(),
             suspended_finalizer: None,
             timer_key: None,
             on_complete: Some(ErasedFn::new::<CompleteK<A, E>, F>(on_complete)),

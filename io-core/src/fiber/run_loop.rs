@@ -284,6 +284,7 @@ fn unwind_error(core: &mut Core) -> Option<FrameKind> {
 }
 
 fn complete(core: &mut Core, outcome: Outcome<Value, Value>) {
+    crate::pool::stacks::give(core::mem::take(&mut core.stack));
     if let Some(on_complete) = core.on_complete.take() {
         // SAFETY: the adapter expects the erased outcome of this fiber's program.
         unsafe { on_complete.call(outcome) }
