@@ -50,6 +50,7 @@ extern crate std;
 
 mod clock;
 mod platform;
+pub mod testkit;
 
 use alloc::collections::{BTreeMap, VecDeque};
 use core::cell::UnsafeCell;
@@ -287,46 +288,19 @@ impl<C: Clock> SingleThreaded<C> {
         A: Send + 'static,
         E: Send + 'static,
     {
-        let slot = Arc::new(RootSlot::<A, E>::new());
-        let guard = CompletionGuard(slot.clone());
-        let main = Fiber::new(io, self.handle.clone(), move |outcome| {
-            guard.complete(outcome)
-        });
         let shared = &*self.handle.shared;
         let _on_loop = platform::enter_loop(self.handle.shared_id(), &shared.remote);
-        // SAFETY: this thread now runs the loop (marker set just above), and
-        // `block_on` takes `&mut self`, so no other loop runs on `shared`.
-        unsafe { shared.local() }.run_queue.push_back(main);
+        let slot = self.spawn_main(io);
         loop {
             if let Some(outcome) = slot.take() {
                 return Ok(outcome);
             }
-            shared.remote.drain_into(
-                // SAFETY: loop thread; the borrow ends with the call.
-                &mut unsafe { shared.local() }.run_queue,
-            );
-            let now = shared.clock.now();
-            self.fire_due_timers(now);
-            // Run what is queued now; fibers queued meanwhile wait a turn, so
-            // that timers and remote wake-ups are checked between batches.
-            // SAFETY: loop thread.
-            let batch = unsafe { shared.local() }.run_queue.len();
-            for _ in 0..batch {
-                // SAFETY: loop thread; the borrow ends before `run`, which
-                // may re-enter `local()` through schedule_fiber/set_timer.
-                let next = unsafe { shared.local() }.run_queue.pop_front();
-                match next {
-                    Some(fiber) => fiber.run(),
-                    None => break,
-                }
-            }
+            self.turn();
             if slot.is_set() {
                 continue;
             }
-            // SAFETY: loop thread.
-            let local = unsafe { shared.local() };
-            if local.run_queue.is_empty() {
-                let next_deadline = local.timers.keys().next().map(|(deadline, _)| *deadline);
+            if !self.has_runnable() {
+                let next_deadline = self.next_deadline();
                 if fail_on_deadlock
                     && next_deadline.is_none()
                     && slot.is_abandoned()
@@ -339,7 +313,73 @@ impl<C: Clock> SingleThreaded<C> {
         }
     }
 
-    fn fire_due_timers(&self, now: Duration) {
+    /// Queues `io` as a main fiber whose outcome lands in the returned slot.
+    /// The caller runs the loop (it holds the loop marker).
+    fn spawn_main<A, E>(&self, io: IO<A, E>) -> Arc<RootSlot<A, E>>
+    where
+        A: Send + 'static,
+        E: Send + 'static,
+    {
+        let slot = Arc::new(RootSlot::<A, E>::new());
+        let guard = CompletionGuard {
+            slot: slot.clone(),
+            loop_handle: self.handle.clone(),
+        };
+        let main = Fiber::new(io, self.handle.clone(), move |outcome| {
+            guard.complete(outcome)
+        });
+        // SAFETY: the caller runs the loop on this thread (module doc), and
+        // the borrow ends with the push.
+        unsafe { self.handle.shared.local() }.run_queue.push_back(main);
+        slot
+    }
+
+    /// One turn of the loop: take in remote wake-ups, fire due timers, run
+    /// the fibers queued now (fibers queued meanwhile wait for the next
+    /// turn, so that timers and remote wake-ups are checked between
+    /// batches). The caller holds the loop marker.
+    fn turn(&self) {
+        let shared = &*self.handle.shared;
+        shared.remote.drain_into(
+            // SAFETY: loop thread; the borrow ends with the call.
+            &mut unsafe { shared.local() }.run_queue,
+        );
+        self.fire_due_timers();
+        // SAFETY: loop thread.
+        let batch = unsafe { shared.local() }.run_queue.len();
+        for _ in 0..batch {
+            // SAFETY: loop thread; the borrow ends before `run`, which
+            // may re-enter `local()` through schedule_fiber/set_timer.
+            let next = unsafe { shared.local() }.run_queue.pop_front();
+            match next {
+                Some(fiber) => fiber.run(),
+                None => break,
+            }
+        }
+    }
+
+    /// Whether a fiber is queued (on the loop thread).
+    fn has_runnable(&self) -> bool {
+        // SAFETY: loop thread; the borrow ends with the check.
+        !unsafe { self.handle.shared.local() }.run_queue.is_empty()
+    }
+
+    /// The earliest timer deadline (on the loop thread).
+    fn next_deadline(&self) -> Option<Duration> {
+        // SAFETY: loop thread; the borrow ends with the read.
+        unsafe { self.handle.shared.local() }
+            .timers
+            .keys()
+            .next()
+            .map(|(deadline, _)| *deadline)
+    }
+
+    fn fire_due_timers(&self) {
+        // SAFETY: loop thread; the borrow ends with the check.
+        if unsafe { self.handle.shared.local() }.timers.is_empty() {
+            return;
+        }
+        let now = self.handle.shared.clock.now();
         loop {
             // SAFETY: loop thread; the borrow ends before `fire`.
             let local = unsafe { self.handle.shared.local() };
@@ -412,19 +452,35 @@ impl<A, E> RootSlot<A, E> {
 }
 
 /// Completes the root slot, or marks it abandoned when dropped uncalled.
-struct CompletionGuard<A, E>(Arc<RootSlot<A, E>>);
+///
+/// Abandonment may happen on any thread (the last callback that could
+/// resume the main fiber is dropped there), so it wakes the loop, which may
+/// be parked waiting for exactly that fiber.
+struct CompletionGuard<A, E, C: Clock> {
+    slot: Arc<RootSlot<A, E>>,
+    loop_handle: Handle<C>,
+}
 
-impl<A, E> CompletionGuard<A, E> {
+impl<A, E, C: Clock> CompletionGuard<A, E, C> {
     fn complete(self, outcome: Outcome<A, E>) {
-        *self.0.state.lock() = RootState::Done(outcome);
+        *self.slot.state.lock() = RootState::Done(outcome);
     }
 }
 
-impl<A, E> Drop for CompletionGuard<A, E> {
+impl<A, E, C: Clock> Drop for CompletionGuard<A, E, C> {
     fn drop(&mut self) {
-        let mut state = self.0.state.lock();
-        if let RootState::Running = *state {
-            *state = RootState::Abandoned;
+        let abandoned = {
+            let mut state = self.slot.state.lock();
+            if let RootState::Running = *state {
+                *state = RootState::Abandoned;
+                true
+            } else {
+                false
+            }
+        };
+        if abandoned {
+            let shared = &self.loop_handle.shared;
+            shared.remote.notify(&shared.clock);
         }
     }
 }

@@ -247,9 +247,18 @@ impl Node {
         unsafe { decode(this.word, this.vtable) }
     }
 
+    /// The result, if the node is a plain value or error; the node itself
+    /// otherwise.
     #[inline(always)]
-    pub(crate) fn is_pure(&self) -> bool {
-        self.tag() == Tag::Pure
+    pub(crate) fn into_settled(self) -> Result<Res, Node> {
+        match self.tag() {
+            Tag::Pure | Tag::Error => match self.into_kind() {
+                Kind::Pure(value) => Ok(Ok(value)),
+                Kind::Error(error) => Ok(Err(error)),
+                _ => unreachable!(),
+            },
+            _ => Err(self),
+        }
     }
 
     #[inline(always)]

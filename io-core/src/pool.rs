@@ -62,6 +62,12 @@ pub(crate) unsafe fn release(block: NonNull<u8>) {
 
 #[cfg(feature = "std")]
 mod cache {
+    //! The free list lives in a `const`-initialised thread-local without
+    //! `Drop`, which the compiler reads as a plain thread-relative access
+    //! (no lazy-initialisation check on the hot path). Freeing the list when
+    //! the thread ends is the job of a second thread-local, the reaper,
+    //! which has a destructor and is touched only once per thread, when the
+    //! list first keeps a block.
     use super::*;
     use core::cell::Cell;
     use core::ptr;
@@ -71,30 +77,48 @@ mod cache {
     struct FreeList {
         head: Cell<*mut u8>,
         len: Cell<usize>,
+        /// The reaper is registered (its destructor will free the list).
+        armed: Cell<bool>,
+        /// The reaper has run: keep nothing more.
+        reaped: Cell<bool>,
     }
 
-    impl Drop for FreeList {
+    struct Reaper;
+
+    impl Drop for Reaper {
         fn drop(&mut self) {
-            let mut next = self.head.get();
-            while !next.is_null() {
-                // SAFETY: every block in the list is a live allocation of
-                // `BLOCK`'s layout whose first word holds the next pointer.
-                unsafe {
-                    let block = next;
-                    next = ptr::read(block.cast::<*mut u8>());
-                    dealloc(block, BLOCK);
+            let _ = FREE.try_with(|list| {
+                list.reaped.set(true);
+                let mut next = list.head.replace(ptr::null_mut());
+                list.len.set(0);
+                while !next.is_null() {
+                    // SAFETY: every block in the list is a live allocation of
+                    // `BLOCK`'s layout whose first word holds the next pointer.
+                    unsafe {
+                        let block = next;
+                        next = ptr::read(block.cast::<*mut u8>());
+                        dealloc(block, BLOCK);
+                    }
                 }
-            }
+            });
         }
     }
 
     std::thread_local! {
-        static FREE: FreeList = const { FreeList { head: Cell::new(ptr::null_mut()), len: Cell::new(0) } };
+        static FREE: FreeList = const {
+            FreeList {
+                head: Cell::new(ptr::null_mut()),
+                len: Cell::new(0),
+                armed: Cell::new(false),
+                reaped: Cell::new(false),
+            }
+        };
+        static REAPER: Reaper = const { Reaper };
     }
 
     #[inline]
     pub(super) fn pop() -> Option<NonNull<u8>> {
-        FREE.try_with(|list| {
+        FREE.with(|list| {
             let head = NonNull::new(list.head.get())?;
             // SAFETY: a listed block's first word holds the next pointer.
             let next = unsafe { ptr::read(head.as_ptr().cast::<*mut u8>()) };
@@ -102,18 +126,16 @@ mod cache {
             list.len.set(list.len.get() - 1);
             Some(head)
         })
-        .ok()
-        .flatten()
     }
 
-    /// Keeps `block`; gives it back if the list is full or gone.
+    /// Keeps `block`; gives it back if the list is full or reaped.
     ///
     /// # Safety
     /// * As for [`release`](super::release).
     #[inline]
     pub(super) unsafe fn push(block: NonNull<u8>) -> Option<NonNull<u8>> {
-        FREE.try_with(|list| {
-            if list.len.get() >= MAX_CACHED {
+        FREE.with(|list| {
+            if list.len.get() >= MAX_CACHED || !arm(list) {
                 return Some(block);
             }
             // SAFETY: the block is ours, unused, word-aligned and at least a
@@ -123,6 +145,69 @@ mod cache {
             list.len.set(list.len.get() + 1);
             None
         })
-        .unwrap_or(Some(block))
+    }
+
+    /// Registers the reaper once; false once it has run.
+    #[inline]
+    fn arm(list: &FreeList) -> bool {
+        if list.armed.get() {
+            return !list.reaped.get();
+        }
+        list.armed.set(true);
+        // Touching the reaper registers its destructor; during thread
+        // teardown that is refused, and the list then keeps nothing.
+        let registered = REAPER.try_with(|_| ()).is_ok();
+        if !registered {
+            list.reaped.set(true);
+        }
+        registered
+    }
+}
+
+/// Reuse of fiber stacks: a completed fiber leaves its (empty) continuation
+/// stack for the next fiber started on the same thread, so that programs of
+/// many short runs (`block_on` in a loop, fibers started by the thousand) do
+/// not grow a new stack each time.
+pub(crate) mod stacks {
+    use alloc::vec::Vec;
+
+    use crate::node::Frame;
+
+    /// Stacks larger than this (in frames) are freed, not kept.
+    #[cfg(feature = "std")]
+    const MAX_KEPT: usize = 4096;
+
+    #[cfg(feature = "std")]
+    std::thread_local! {
+        static SPARE: core::cell::Cell<Vec<Frame>> = const { core::cell::Cell::new(Vec::new()) };
+    }
+
+    /// A stack for a new fiber (empty; maybe with capacity).
+    #[inline]
+    pub(crate) fn take() -> Vec<Frame> {
+        #[cfg(feature = "std")]
+        if let Ok(stack) = SPARE.try_with(|spare| spare.take()) {
+            return stack;
+        }
+        Vec::new()
+    }
+
+    /// Leaves an empty stack for the next fiber on this thread.
+    #[inline]
+    pub(crate) fn give(stack: Vec<Frame>) {
+        debug_assert!(stack.is_empty());
+        #[cfg(feature = "std")]
+        if stack.capacity() <= MAX_KEPT {
+            let _ = SPARE.try_with(|spare| {
+                let previous = spare.replace(stack);
+                // Keep the larger of the two.
+                if previous.capacity() > 0 {
+                    let current = spare.take();
+                    spare.set(if current.capacity() >= previous.capacity() { current } else { previous });
+                }
+            });
+            return;
+        }
+        drop(stack);
     }
 }

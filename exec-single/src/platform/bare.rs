@@ -60,6 +60,11 @@ impl<T> Remote<T> {
         clock.notify();
     }
 
+    /// Ends the loop's idle wait (something it waits for changed).
+    pub(crate) fn notify<C: Clock>(&self, clock: &C) {
+        clock.notify();
+    }
+
     pub(crate) fn drain_into(&self, out: &mut VecDeque<T>) {
         critical_section::with(|cs| out.extend(self.queue.borrow_ref_mut(cs).drain(..)));
     }

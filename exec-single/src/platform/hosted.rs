@@ -6,6 +6,7 @@ use alloc::collections::VecDeque;
 use core::cell::Cell;
 use core::time::Duration;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::{self, Thread};
 
 use crate::clock::Clock;
@@ -49,8 +50,15 @@ struct RemoteState<T> {
 }
 
 /// Fibers woken from other threads.
+///
+/// `pending` is set (SeqCst) by every push and notification *before* the
+/// waiter is read; the loop registers itself as the waiter *before* it
+/// reads `pending` to decide whether to park. So either the loop sees the
+/// flag, or the waker sees the loop registered and unparks it: no wake-up
+/// is lost, and the loop registers only when it is about to park.
 pub(crate) struct Remote<T> {
     state: Mutex<RemoteState<T>>,
+    pending: AtomicBool,
 }
 
 impl<T> Remote<T> {
@@ -60,6 +68,7 @@ impl<T> Remote<T> {
                 queue: VecDeque::new(),
                 waiter: None,
             }),
+            pending: AtomicBool::new(false),
         }
     }
 
@@ -73,6 +82,7 @@ impl<T> Remote<T> {
         let waiter = {
             let mut state = self.lock();
             state.queue.push_back(item);
+            self.pending.store(true, Ordering::SeqCst);
             state.waiter.clone()
         };
         if let Some(waiter) = waiter {
@@ -80,7 +90,21 @@ impl<T> Remote<T> {
         }
     }
 
+    /// Wakes the loop thread if it is parked (something it waits for changed).
+    pub(crate) fn notify<C: Clock>(&self, _clock: &C) {
+        self.pending.store(true, Ordering::SeqCst);
+        let waiter = self.lock().waiter.clone();
+        if let Some(waiter) = waiter {
+            waiter.unpark();
+        }
+    }
+
     pub(crate) fn drain_into(&self, out: &mut VecDeque<T>) {
+        // The common case on the loop thread: nothing came from elsewhere,
+        // and no lock is taken.
+        if !self.pending.swap(false, Ordering::SeqCst) {
+            return;
+        }
         let mut state = self.lock();
         out.extend(state.queue.drain(..));
     }
@@ -90,9 +114,11 @@ impl<T> Remote<T> {
     }
 }
 
-/// Parks until `deadline` (by `clock`) or an unpark from a remote push.
+/// Parks until `deadline` (by `clock`) or an unpark from a remote push or
+/// notification.
 pub(crate) fn idle<T, C: Clock>(remote: &Remote<T>, clock: &C, deadline: Option<Duration>) {
-    if !remote.is_empty() {
+    remote.lock().waiter = Some(thread::current());
+    if remote.pending.load(Ordering::SeqCst) {
         return;
     }
     // A push between the check and the park unparks us first, and

@@ -69,9 +69,6 @@ use crate::node::{Frame, Node, Res};
 use crate::outcome::Outcome;
 use crate::sync::{Arc, AtomicBool, AtomicUsize, Ordering, UnsafeCell};
 
-/// Frames a new fiber's stack holds before it first grows (640 bytes).
-const INITIAL_STACK: usize = 16;
-
 const SUSPENDED: usize = 0b0001;
 const CLAIMED: usize = 0b0010;
 const DONE: usize = 0b0100;
@@ -535,7 +532,7 @@ impl<X: Executor> Fiber<X> {
     pub(crate) fn from_parts(node: Node, on_complete: Completion, executor: X) -> Fiber<X> {
         let core = Core {
             current: Some(node),
-            stack: Vec::with_capacity(INITIAL_STACK),
+            stack: crate::pool::stacks::take(),
             suspended_finalizer: None,
             timer_key: None,
             on_complete: Some(on_complete),

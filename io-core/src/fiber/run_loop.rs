@@ -283,53 +283,71 @@ fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
             },
             Kind::Delay(thunk) => Node::pure(unsafe { thunk.call(()) }),
             Kind::Defer(thunk) => unsafe { thunk.call(()) },
+            // Fast paths: a source that is already a value or an error is
+            // applied (or skipped) at once, without a frame.
             Kind::FlatMap(bind) => {
                 let (source, k) = bind.into_parts();
-                if source.is_pure() {
-                    let Kind::Pure(value) = source.into_kind() else {
-                        unreachable!()
-                    };
-                    unsafe { k.call(value) }
-                } else {
-                    core.stack.push(Frame::flat_map(k));
-                    source
+                match source.into_settled() {
+                    Ok(Ok(value)) => unsafe { k.call(value) },
+                    Ok(Err(error)) => Node::error(error),
+                    Err(source) => {
+                        core.stack.push(Frame::flat_map(k));
+                        source
+                    }
                 }
             }
             Kind::Map(bind) => {
                 let (source, k) = bind.into_parts();
-                if source.is_pure() {
-                    let Kind::Pure(value) = source.into_kind() else {
-                        unreachable!()
-                    };
-                    Node::pure(unsafe { k.call(value) })
-                } else {
-                    core.stack.push(Frame::map(k));
-                    source
+                match source.into_settled() {
+                    Ok(Ok(value)) => Node::pure(unsafe { k.call(value) }),
+                    Ok(Err(error)) => Node::error(error),
+                    Err(source) => {
+                        core.stack.push(Frame::map(k));
+                        source
+                    }
                 }
             }
             Kind::HandleErrorWith(bind) => {
                 let (source, k) = bind.into_parts();
-                if !source.is_pure() {
-                    core.stack.push(Frame::handle_error_with(k));
+                match source.into_settled() {
+                    Ok(Ok(value)) => Node::pure(value),
+                    Ok(Err(error)) => unsafe { k.call(error) },
+                    Err(source) => {
+                        core.stack.push(Frame::handle_error_with(k));
+                        source
+                    }
                 }
-                source
             }
             Kind::MapError(bind) => {
                 let (source, k) = bind.into_parts();
-                if !source.is_pure() {
-                    core.stack.push(Frame::map_error(k));
+                match source.into_settled() {
+                    Ok(Ok(value)) => Node::pure(value),
+                    Ok(Err(error)) => Node::error(unsafe { k.call(error) }),
+                    Err(source) => {
+                        core.stack.push(Frame::map_error(k));
+                        source
+                    }
                 }
-                source
             }
             Kind::Fold(bind) => {
                 let (source, k) = bind.into_parts();
-                core.stack.push(Frame::fold(k));
-                source
+                match source.into_settled() {
+                    Ok(res) => Node::from_res(unsafe { k.call(res) }),
+                    Err(source) => {
+                        core.stack.push(Frame::fold(k));
+                        source
+                    }
+                }
             }
             Kind::FoldWith(bind) => {
                 let (source, k) = bind.into_parts();
-                core.stack.push(Frame::fold_with(k));
-                source
+                match source.into_settled() {
+                    Ok(res) => unsafe { k.call(res) },
+                    Err(source) => {
+                        core.stack.push(Frame::fold_with(k));
+                        source
+                    }
+                }
             }
             Kind::Async(register) => {
                 if should_cancel(core, header) {
@@ -530,6 +548,7 @@ fn unwind_error(core: &mut Core) -> Option<FrameKind> {
 }
 
 fn complete(core: &mut Core, outcome: Outcome<Value, Value>) {
+    crate::pool::stacks::give(core::mem::take(&mut core.stack));
     if let Some(on_complete) = core.on_complete.take() {
         let suppressed = core::mem::take(&mut core.suppressed);
         // SAFETY: the adapter expects the erased outcome of this fiber's

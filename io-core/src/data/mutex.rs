@@ -1,0 +1,65 @@
+//! `Mutex`: mutual exclusion for fibers (Cats Effect's `Mutex`).
+//!
+//! A binary [`Semaphore`]: `lock` is a [`Resource`] that holds the single
+//! permit for its scope; waiting for it is cancelable and gives nothing
+//! away when canceled; the permit is released exactly once, whatever the
+//! outcome of the scope (error, cancellation, panic).
+
+use core::fmt;
+
+use crate::data::resource::Resource;
+use crate::data::semaphore::Semaphore;
+use crate::io::IO;
+
+/// Mutual exclusion between fibers.
+///
+/// ```
+/// use io_core::{IO, data::mutex::Mutex};
+/// use exec_single::SingleThreaded;
+///
+/// let mutex = Mutex::new();
+/// let io: IO<u32, ()> = mutex.lock().use_(|_| IO::pure(1));
+/// assert_eq!(SingleThreaded::new().block_on(io).succeeded(), Some(1));
+/// ```
+#[derive(Clone)]
+pub struct Mutex {
+    permit: Semaphore,
+}
+
+impl fmt::Debug for Mutex {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Mutex")
+            .field("locked", &(self.permit.available() == 0))
+            .field("waiting", &self.permit.waiting())
+            .finish()
+    }
+}
+
+impl Default for Mutex {
+    fn default() -> Self {
+        Mutex::new()
+    }
+}
+
+impl Mutex {
+    /// An unlocked mutex.
+    pub fn new() -> Self {
+        Mutex {
+            permit: Semaphore::new(1).expect("1 permit is valid"),
+        }
+    }
+
+    /// The lock as a resource: held for the scope of `use_`.
+    pub fn lock<E: Send + 'static>(&self) -> Resource<(), E> {
+        let (acquire, release) = (self.permit.clone(), self.permit.clone());
+        Resource::make_full(
+            move |poll| poll.apply(acquire.acquire()),
+            move |(), _| release.release(),
+        )
+    }
+
+    /// Runs `io` holding the lock.
+    pub fn with_lock<A: Send + 'static, E: Send + 'static>(&self, io: IO<A, E>) -> IO<A, E> {
+        self.permit.with_permit(io)
+    }
+}

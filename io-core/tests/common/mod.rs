@@ -1,0 +1,249 @@
+//! Shared test harness: one test body, every executor.
+//!
+//! Following tokio's `rt_test!` habit, a test written once inside
+//! [`rt_test!`] is stamped into one module per executor (`single::...`
+//! today), so that every executor is held to the same behaviour. Each
+//! stamped module provides, for the body to use:
+//!
+//! * `Rt`: the executor's [`TestRuntime`] type;
+//! * `run(io)`: runs `io` on a fresh executor and returns its [`Outcome`];
+//! * `try_run(io)`: the same, but `Err(NeverFinishes)` when the executor
+//!   proves the program can never finish (a dropped callback, `IO::never`);
+//! * `rt()` / `rt_with_config(config)`: an executor instance, to run several
+//!   programs on the same one (`rt.run(io)`).
+//!
+//! # Adding an executor
+//!
+//! Implement [`TestRuntime`] for it below and add one line to the list in
+//! [`rt_test!`] (see the commented line for exec-wstp).
+//!
+//! Only one `rt_test!` invocation per test file: each one declares the
+//! modules `single` (and later `wstp`, `batching`).
+
+#![allow(dead_code, unused_macros, unused_imports)]
+
+use io_core::{FiberConfig, IO, Outcome};
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// The executor proved that the main fiber can never finish.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NeverFinishes;
+
+/// What a test needs from an executor.
+pub trait TestRuntime: Sized {
+    /// An executor with the default fiber configuration.
+    fn new() -> Self;
+
+    /// An executor with the given fiber configuration.
+    fn with_config(config: FiberConfig) -> Self;
+
+    /// Runs `io` as the main fiber until it ends.
+    fn run<A: Send + 'static, E: Send + 'static>(&mut self, io: IO<A, E>) -> Outcome<A, E>;
+
+    /// Runs `io`; `Err(NeverFinishes)` when the executor can prove that the
+    /// main fiber will never finish.
+    fn try_run<A: Send + 'static, E: Send + 'static>(
+        &mut self,
+        io: IO<A, E>,
+    ) -> Result<Outcome<A, E>, NeverFinishes>;
+}
+
+/// exec-single: the single-threaded executor on the system clock.
+pub struct Single(exec_single::SingleThreaded<exec_single::StdClock>);
+
+impl TestRuntime for Single {
+    fn new() -> Self {
+        Single(exec_single::SingleThreaded::new())
+    }
+
+    fn with_config(config: FiberConfig) -> Self {
+        Single(exec_single::SingleThreaded::with_config(config))
+    }
+
+    fn run<A: Send + 'static, E: Send + 'static>(&mut self, io: IO<A, E>) -> Outcome<A, E> {
+        self.0.block_on(io)
+    }
+
+    fn try_run<A: Send + 'static, E: Send + 'static>(
+        &mut self,
+        io: IO<A, E>,
+    ) -> Result<Outcome<A, E>, NeverFinishes> {
+        self.0
+            .try_block_on(io)
+            .map_err(|exec_single::Deadlock| NeverFinishes)
+    }
+}
+
+/// Stamps each test of the block into one module per executor.
+///
+/// ```ignore
+/// rt_test! {
+///     fn pure_produces_its_value() {
+///         assert_eq!(run(IO::<i32, ()>::pure(1)), Outcome::Succeeded(1));
+///     }
+/// }
+/// ```
+macro_rules! rt_test {
+    ($($tests:tt)*) => {
+        $crate::common::stamp_rt_tests! { single, $crate::common::Single, $($tests)* }
+        // When exec-wstp lands (and likewise exec-batching):
+        // $crate::common::stamp_rt_tests! { wstp, $crate::common::Wstp, $($tests)* }
+    };
+}
+pub(crate) use rt_test;
+
+/// Stamps the tests into `mod $module` for the runtime `$rt`.
+macro_rules! stamp_rt_tests {
+    ($module:ident, $rt:ty, $( $(#[$meta:meta])* fn $name:ident() $body:block )*) => {
+        mod $module {
+            #[allow(unused_imports)]
+            use super::*;
+            #[allow(unused_imports)]
+            use $crate::common::TestRuntime as _;
+
+            /// This module's executor.
+            #[allow(dead_code)]
+            type Rt = $rt;
+
+            /// Runs `io` on a fresh executor.
+            #[allow(dead_code)]
+            fn run<A: Send + 'static, E: Send + 'static>(
+                io: io_core::IO<A, E>,
+            ) -> io_core::Outcome<A, E> {
+                <Rt as $crate::common::TestRuntime>::new().run(io)
+            }
+
+            /// Runs `io` on a fresh executor; `Err` if it can never finish.
+            #[allow(dead_code)]
+            fn try_run<A: Send + 'static, E: Send + 'static>(
+                io: io_core::IO<A, E>,
+            ) -> Result<io_core::Outcome<A, E>, $crate::common::NeverFinishes> {
+                <Rt as $crate::common::TestRuntime>::new().try_run(io)
+            }
+
+            /// A fresh executor, to run several programs on.
+            #[allow(dead_code)]
+            fn rt() -> Rt {
+                <Rt as $crate::common::TestRuntime>::new()
+            }
+
+            /// A fresh executor with the given fiber configuration.
+            #[allow(dead_code)]
+            fn rt_with_config(config: io_core::FiberConfig) -> Rt {
+                <Rt as $crate::common::TestRuntime>::with_config(config)
+            }
+
+            $(
+                #[test]
+                $(#[$meta])*
+                fn $name() $body
+            )*
+        }
+    };
+}
+pub(crate) use stamp_rt_tests;
+
+/// The stack size of the threads that stack-safety tests run on: small
+/// enough that recursion per level of a million-deep program overflows.
+pub const SMALL_STACK: usize = 256 * 1024;
+
+/// Runs `f` on a new thread with a [`SMALL_STACK`]; re-raises its panic.
+pub fn on_small_stack<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> R {
+    let handle = std::thread::Builder::new()
+        .name("small-stack".into())
+        .stack_size(SMALL_STACK)
+        .spawn(f)
+        .expect("spawn a small-stack thread");
+    match handle.join() {
+        Ok(r) => r,
+        Err(payload) => std::panic::resume_unwind(payload),
+    }
+}
+
+/// A shared counter, for "ran exactly n times" assertions.
+#[derive(Clone, Default)]
+pub struct Counter(Arc<AtomicUsize>);
+
+impl Counter {
+    /// A counter at zero.
+    pub fn new() -> Self {
+        Counter::default()
+    }
+
+    /// Adds one; returns the count before.
+    pub fn incr(&self) -> usize {
+        self.0.fetch_add(1, Ordering::SeqCst)
+    }
+
+    /// The current count.
+    pub fn get(&self) -> usize {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+impl fmt::Debug for Counter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Counter({})", self.get())
+    }
+}
+
+/// Counts its own drops in a [`Counter`]: put one in a closure's captures to
+/// see when the closure (or the program holding it) is freed.
+#[derive(Debug)]
+pub struct DropCounter(pub Counter);
+
+impl Drop for DropCounter {
+    fn drop(&mut self) {
+        self.0.incr();
+    }
+}
+
+/// A shared, ordered event log.
+#[derive(Clone)]
+pub struct Log<T>(Arc<std::sync::Mutex<Vec<T>>>);
+
+impl<T: Clone> Default for Log<T> {
+    fn default() -> Self {
+        Log::new()
+    }
+}
+
+impl<T: Clone> Log<T> {
+    /// An empty log.
+    pub fn new() -> Self {
+        Log(Arc::new(std::sync::Mutex::new(Vec::new())))
+    }
+
+    /// Appends an event.
+    pub fn push(&self, event: T) {
+        self.0.lock().unwrap().push(event);
+    }
+
+    /// The events so far, in order.
+    pub fn events(&self) -> Vec<T> {
+        self.0.lock().unwrap().clone()
+    }
+}
+
+/// Runs `f` on a new thread and waits at most `limit` for its result:
+/// `None` if it did not finish in time (the thread is then left behind).
+/// For tests whose failure mode is a hang; the limit is generous.
+pub fn within<R: Send + 'static>(
+    limit: std::time::Duration,
+    f: impl FnOnce() -> R + Send + 'static,
+) -> Option<R> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)));
+    });
+    match rx.recv_timeout(limit) {
+        Ok(Ok(r)) => Some(r),
+        Ok(Err(payload)) => std::panic::resume_unwind(payload),
+        Err(_) => None,
+    }
+}
+
+/// The generous limit for [`within`].
+pub const HANG_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
