@@ -484,3 +484,46 @@ impl<A, E, C: Clock> Drop for CompletionGuard<A, E, C> {
         }
     }
 }
+
+/// Unit tests of the loop's `unsafe` paths (thread-confined state, the
+/// remote queue, timers); they also run under Miri in CI.
+#[cfg(all(test, feature = "std"))]
+mod tests {
+    use super::*;
+    use core::time::Duration;
+
+    #[test]
+    fn a_program_with_binds_timers_and_a_remote_wake_up_runs_to_its_value() {
+        let mut rt = SingleThreaded::new();
+        let io: IO<u32, ()> = IO::sleep(Duration::from_millis(1))
+            .product_r(IO::async_(|cb| {
+                std::thread::spawn(move || cb.succeed(20));
+                None
+            }))
+            .flat_map(|x: u32| IO::delay(move || x + 1))
+            .map(|x| x * 2);
+        assert_eq!(rt.block_on(io), Outcome::Succeeded(42));
+        assert_eq!(rt.block_on(IO::<u8, ()>::pure(7)), Outcome::Succeeded(7));
+    }
+
+    #[test]
+    fn a_main_fiber_nothing_can_resume_is_reported_as_a_deadlock() {
+        let mut rt = SingleThreaded::new();
+        assert_eq!(rt.try_block_on(IO::<u8, ()>::never()), Err(Deadlock));
+    }
+
+    #[test]
+    fn fibers_left_queued_are_freed_when_the_executor_is_dropped() {
+        let rt = SingleThreaded::new();
+        let witness = alloc::sync::Arc::new(());
+        let w = witness.clone();
+        let fiber = Fiber::new(
+            IO::<(), ()>::sleep(Duration::from_secs(3600)).map(move |_| drop(w)),
+            rt.handle(),
+            |_| {},
+        );
+        rt.handle().schedule_fiber(fiber);
+        drop(rt);
+        assert_eq!(alloc::sync::Arc::strong_count(&witness), 1);
+    }
+}

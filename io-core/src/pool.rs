@@ -203,7 +203,11 @@ pub(crate) mod stacks {
                 // Keep the larger of the two.
                 if previous.capacity() > 0 {
                     let current = spare.take();
-                    spare.set(if current.capacity() >= previous.capacity() { current } else { previous });
+                    spare.set(if current.capacity() >= previous.capacity() {
+                        current
+                    } else {
+                        previous
+                    });
                 }
             });
             return;
