@@ -330,7 +330,9 @@ impl<C: Clock> SingleThreaded<C> {
         });
         // SAFETY: the caller runs the loop on this thread (module doc), and
         // the borrow ends with the push.
-        unsafe { self.handle.shared.local() }.run_queue.push_back(main);
+        unsafe { self.handle.shared.local() }
+            .run_queue
+            .push_back(main);
         slot
     }
 

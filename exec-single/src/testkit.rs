@@ -63,7 +63,9 @@ impl VirtualClock {
         let by = u64::try_from(by.as_nanos()).unwrap_or(u64::MAX);
         let _ = self
             .nanos
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| Some(n.saturating_add(by)));
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                Some(n.saturating_add(by))
+            });
     }
 }
 
@@ -107,7 +109,8 @@ impl<A: Send + 'static, E: Send + 'static> TestControl<A, E> {
         let clock = VirtualClock::new();
         let executor = SingleThreaded::with_clock_and_config(clock.clone(), config);
         let slot = {
-            let _on_loop = platform::enter_loop(executor.handle.shared_id(), &executor.handle.shared.remote);
+            let _on_loop =
+                platform::enter_loop(executor.handle.shared_id(), &executor.handle.shared.remote);
             executor.spawn_main(program)
         };
         TestControl {
@@ -135,7 +138,8 @@ impl<A: Send + 'static, E: Send + 'static> TestControl<A, E> {
         let _on_loop = platform::enter_loop(handle.shared_id(), &handle.shared.remote);
         loop {
             self.executor.turn();
-            if !self.executor.has_runnable() && !self.due_timer() && handle.shared.remote.is_empty() {
+            if !self.executor.has_runnable() && !self.due_timer() && handle.shared.remote.is_empty()
+            {
                 break;
             }
         }

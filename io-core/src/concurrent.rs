@@ -32,6 +32,12 @@ pub enum Either<L, R> {
 pub type RacePair<A, B, E> =
     Either<(Outcome<A, E>, FiberHandle<B, E>), (FiberHandle<A, E>, Outcome<B, E>)>;
 
+/// What `race_outcome` gives: the outcome of the side that completed first.
+pub type RaceOutcome<A, B, E> = Either<Outcome<A, E>, Outcome<B, E>>;
+
+/// What `both_outcome` gives: the outcomes of both sides.
+pub type BothOutcome<A, B, E> = (Outcome<A, E>, Outcome<B, E>);
+
 /// `par_traverse_n` was asked for a parallelism of 0, which could never
 /// make progress.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -104,10 +110,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
 
     /// Runs both concurrently; the first to complete wins, the other is
     /// canceled (its finalizers have run when this returns).
-    pub fn race_outcome<B: Send + 'static>(
-        self,
-        other: IO<B, E>,
-    ) -> IO<Either<Outcome<A, E>, Outcome<B, E>>, E> {
+    pub fn race_outcome<B: Send + 'static>(self, other: IO<B, E>) -> IO<RaceOutcome<A, B, E>, E> {
         IO::uncancelable(move |poll| {
             poll.apply(self.race_pair(other))
                 .flat_map(|pair| match pair {
@@ -140,10 +143,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
 
     /// Runs both concurrently and waits for both outcomes. If the caller is
     /// canceled, both are canceled.
-    pub fn both_outcome<B: Send + 'static>(
-        self,
-        other: IO<B, E>,
-    ) -> IO<(Outcome<A, E>, Outcome<B, E>), E> {
+    pub fn both_outcome<B: Send + 'static>(self, other: IO<B, E>) -> IO<BothOutcome<A, B, E>, E> {
         IO::uncancelable(move |poll| {
             self.start().flat_map(move |fa: FiberHandle<A, E>| {
                 other.start().flat_map(move |fb: FiberHandle<B, E>| {

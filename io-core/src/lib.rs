@@ -25,6 +25,13 @@
 //! * [`executor`]: the [`Executor`] trait and its contract, and the [`Fiber`]
 //!   handles executors run.
 //! * [`Outcome`], [`FiberConfig`] (auto-yield), [`Callback`].
+//! * Fibers and cancellation (`cancel.rs`): [`IO::start`] and
+//!   [`FiberHandle`], [`IO::uncancelable`] and [`Poll`], [`IO::on_cancel`],
+//!   [`IO::guarantee_case`], the bracket family.
+//! * Concurrency and time (`concurrent.rs`): races, `both`, parallel
+//!   traversals, timeouts.
+//! * [`data`]: [`Ref`], [`Deferred`], [`Semaphore`], [`Queue`], [`Mutex`],
+//!   [`CountDownLatch`], [`Resource`].
 //!
 //! Design credits: the run-loop follows the shape of Cats Effect's `IOFiber`
 //! (continuation stack, error frames skipped on success, auto-yield); the
@@ -56,9 +63,17 @@ mod pool;
 mod sync;
 
 pub use cancel::Poll;
-pub use concurrent::{Either, InvalidParallelism, RacePair, TimeoutError};
+pub use concurrent::{
+    BothOutcome, Either, InvalidParallelism, RaceOutcome, RacePair, TimeoutError,
+};
 pub use config::{ConfigError, DEFAULT_AUTO_YIELD_AFTER, FiberConfig, FiberConfigBuilder};
 pub use data::deferred::{AlreadyCompleted, Deferred};
+pub use data::latch::{CountDownLatch, InvalidCount};
+pub use data::mutex::Mutex;
+pub use data::queue::{InvalidCapacity, Queue};
+pub use data::ref_::Ref;
+pub use data::resource::{Allocated, ExitCase, Resource};
+pub use data::semaphore::{InvalidPermits, Semaphore};
 pub use executor::{Executor, Fiber, TimerCallback};
 pub use fiber::Callback;
 pub use fiber::handle::FiberHandle;

@@ -196,20 +196,23 @@ impl<A: Send + 'static, E: Send + 'static> Resource<A, E> {
         Resource {
             allocate: self.allocate.flat_map(move |outer| {
                 let inner = f(&outer.value);
-                inner.allocate.attempt().flat_map(move |result| match result {
-                    Ok(inner) => {
-                        let Allocated { value, release } = inner;
-                        IO::pure(Allocated {
-                            value,
-                            release: Box::new(move |b, exit| {
-                                release(b, exit).guarantee(outer.release_case(exit))
-                            }),
-                        })
-                    }
-                    Err(e) => outer
-                        .release_case(ExitCase::Errored)
-                        .product_r(IO::raise_error(e)),
-                })
+                inner
+                    .allocate
+                    .attempt()
+                    .flat_map(move |result| match result {
+                        Ok(inner) => {
+                            let Allocated { value, release } = inner;
+                            IO::pure(Allocated {
+                                value,
+                                release: Box::new(move |b, exit| {
+                                    release(b, exit).guarantee(outer.release_case(exit))
+                                }),
+                            })
+                        }
+                        Err(e) => outer
+                            .release_case(ExitCase::Errored)
+                            .product_r(IO::raise_error(e)),
+                    })
             }),
         }
     }
@@ -218,17 +221,20 @@ impl<A: Send + 'static, E: Send + 'static> Resource<A, E> {
     pub fn both<B: Send + 'static>(self, other: Resource<B, E>) -> Resource<(A, B), E> {
         Resource {
             allocate: self.allocate.flat_map(move |outer| {
-                other.allocate.attempt().flat_map(move |result| match result {
-                    Ok(inner) => IO::pure(Allocated {
-                        value: (outer.value, inner.value),
-                        release: Box::new(move |(a, b), exit| {
-                            (inner.release)(b, exit).guarantee((outer.release)(a, exit))
+                other
+                    .allocate
+                    .attempt()
+                    .flat_map(move |result| match result {
+                        Ok(inner) => IO::pure(Allocated {
+                            value: (outer.value, inner.value),
+                            release: Box::new(move |(a, b), exit| {
+                                (inner.release)(b, exit).guarantee((outer.release)(a, exit))
+                            }),
                         }),
-                    }),
-                    Err(e) => outer
-                        .release_case(ExitCase::Errored)
-                        .product_r(IO::raise_error(e)),
-                })
+                        Err(e) => outer
+                            .release_case(ExitCase::Errored)
+                            .product_r(IO::raise_error(e)),
+                    })
             }),
         }
     }
