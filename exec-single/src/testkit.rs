@@ -35,7 +35,6 @@ use core::fmt;
 use core::time::Duration;
 
 use io_core::{FiberConfig, IO, Outcome};
-use portable_atomic::{AtomicU64, Ordering};
 use portable_atomic_util::Arc;
 
 use crate::{Clock, Deadlock, RootSlot, SingleThreaded, platform};
@@ -43,7 +42,7 @@ use crate::{Clock, Deadlock, RootSlot, SingleThreaded, platform};
 /// A clock that moves only when told to (shared by its clones).
 #[derive(Clone, Default)]
 pub struct VirtualClock {
-    nanos: Arc<AtomicU64>,
+    now: Arc<spin::Mutex<Duration>>,
 }
 
 impl fmt::Debug for VirtualClock {
@@ -58,20 +57,16 @@ impl VirtualClock {
         VirtualClock::default()
     }
 
-    /// Moves the clock forward by `by` (saturating at about 584 years).
+    /// Moves the clock forward by `by` (saturating at `Duration::MAX`).
     pub fn advance(&self, by: Duration) {
-        let by = u64::try_from(by.as_nanos()).unwrap_or(u64::MAX);
-        let _ = self
-            .nanos
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-                Some(n.saturating_add(by))
-            });
+        let mut now = self.now.lock();
+        *now = now.saturating_add(by);
     }
 }
 
 impl Clock for VirtualClock {
     fn now(&self) -> Duration {
-        Duration::from_nanos(self.nanos.load(Ordering::Acquire))
+        *self.now.lock()
     }
 
     fn wait(&self, _deadline: Option<Duration>) {
