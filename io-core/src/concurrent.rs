@@ -13,6 +13,7 @@ use alloc::vec::Vec;
 use core::fmt;
 use core::time::Duration;
 
+use crate::cancel::Poll;
 use crate::data::deferred::Deferred;
 use crate::fiber::handle::FiberHandle;
 use crate::io::IO;
@@ -68,14 +69,16 @@ impl fmt::Display for TimeoutError {
 
 impl core::error::Error for TimeoutError {}
 
-/// Turns an outcome back into a program with the same result.
-fn embed<A: Send + 'static, E: Send + 'static>(outcome: Outcome<A, E>) -> IO<A, E> {
+/// Turns an outcome back into a program with the same result, inside the
+/// uncancelable region that `poll` belongs to.
+fn embed<A: Send + 'static, E: Send + 'static>(poll: Poll, outcome: Outcome<A, E>) -> IO<A, E> {
     match outcome {
         Outcome::Succeeded(a) => IO::pure(a),
         Outcome::Errored(e) => IO::raise_error(e),
         // The parent observes a canceled child as its own cancellation
-        // (Cats Effect's `poll(canceled) *> never`).
-        Outcome::Canceled => IO::canceled().product_r(IO::never()),
+        // (Cats Effect's `poll(canceled) *> never`): unmasked, so that it is
+        // observed at once, not at the end of the region.
+        Outcome::Canceled => poll.apply(IO::canceled()).product_r(IO::never()),
         Outcome::Panicked(p) => IO::delay(move || -> A { panic!("{}", p.message()) }),
     }
 }
@@ -130,13 +133,17 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
                     Either::Left((Outcome::Canceled, fb)) => poll
                         .apply(outcome_of(&fb))
                         .on_cancel(fb.cancel())
-                        .flat_map(|oc| embed(oc).map(Either::Right)),
-                    Either::Left((oc, fb)) => fb.cancel().product_r(embed(oc).map(Either::Left)),
+                        .flat_map(move |oc| embed(poll, oc).map(Either::Right)),
+                    Either::Left((oc, fb)) => {
+                        fb.cancel().product_r(embed(poll, oc).map(Either::Left))
+                    }
                     Either::Right((fa, Outcome::Canceled)) => poll
                         .apply(outcome_of(&fa))
                         .on_cancel(fa.cancel())
-                        .flat_map(|oc| embed(oc).map(Either::Left)),
-                    Either::Right((fa, oc)) => fa.cancel().product_r(embed(oc).map(Either::Right)),
+                        .flat_map(move |oc| embed(poll, oc).map(Either::Left)),
+                    Either::Right((fa, oc)) => {
+                        fa.cancel().product_r(embed(poll, oc).map(Either::Right))
+                    }
                 })
         })
     }
@@ -167,17 +174,17 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
                     Either::Left((Outcome::Succeeded(a), fb)) => poll
                         .apply(outcome_of(&fb))
                         .on_cancel(fb.cancel())
-                        .flat_map(move |ob| embed(ob).map(move |b| (a, b))),
-                    Either::Left((oa, fb)) => {
-                        fb.cancel().product_r(embed(oa).map(|_| unreachable_pair()))
-                    }
+                        .flat_map(move |ob| embed(poll, ob).map(move |b| (a, b))),
+                    Either::Left((oa, fb)) => fb
+                        .cancel()
+                        .product_r(embed(poll, oa).map(|_| unreachable_pair())),
                     Either::Right((fa, Outcome::Succeeded(b))) => poll
                         .apply(outcome_of(&fa))
                         .on_cancel(fa.cancel())
-                        .flat_map(move |oa| embed(oa).map(move |a| (a, b))),
-                    Either::Right((fa, ob)) => {
-                        fa.cancel().product_r(embed(ob).map(|_| unreachable_pair()))
-                    }
+                        .flat_map(move |oa| embed(poll, oa).map(move |a| (a, b))),
+                    Either::Right((fa, ob)) => fa
+                        .cancel()
+                        .product_r(embed(poll, ob).map(|_| unreachable_pair())),
                 })
         })
     }
