@@ -1,6 +1,7 @@
 use alloc::collections::VecDeque;
 use alloc::string::String;
 use alloc::sync::Arc;
+use alloc::vec;
 use alloc::vec::Vec;
 use core::time::Duration;
 use std::sync::Mutex;
@@ -308,4 +309,107 @@ fn cede_and_auto_yield_reschedule_through_the_executor() {
     let io: IO<(), ()> = IO::cede().product_r(IO::cede());
     assert_eq!(ex.run(io), Some(Outcome::Succeeded(())));
     assert_eq!(ex.0.reschedules.load(Ordering::SeqCst), 2);
+}
+
+#[test]
+fn a_started_fiber_is_joined_and_a_sleeping_one_is_canceled_with_its_finalizers() {
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let (l1, l2) = (log.clone(), log.clone());
+    let child: IO<u64, ()> = IO::<(), ()>::sleep(Duration::from_secs(60))
+        .as_(1)
+        .on_cancel(IO::delay(move || l1.lock().unwrap().push("on_cancel")))
+        .guarantee_case(move |o| {
+            let canceled = o.is_canceled();
+            IO::delay(move || {
+                l2.lock().unwrap().push(if canceled {
+                    "guarantee canceled"
+                } else {
+                    "guarantee other"
+                })
+            })
+        });
+    // The cede lets the child run up to its sleep (a fiber canceled before
+    // it first runs installs no finalizer at all).
+    let io: IO<Outcome<u64, ()>, ()> = child.start().flat_map(|fiber| {
+        let joiner = fiber.clone();
+        IO::<(), ()>::cede()
+            .product_r(fiber.cancel())
+            .product_r(joiner.join())
+    });
+    assert_eq!(rt().run(io), Some(Outcome::Succeeded(Outcome::Canceled)));
+    assert_eq!(*log.lock().unwrap(), ["on_cancel", "guarantee canceled"]);
+
+    let io: IO<Outcome<u64, ()>, ()> = IO::<u64, ()>::pure(3).start().flat_map(|f| f.join());
+    assert_eq!(
+        rt().run(io),
+        Some(Outcome::Succeeded(Outcome::Succeeded(3)))
+    );
+}
+
+#[test]
+fn cancellation_waits_for_the_end_of_an_uncancelable_region() {
+    let ran = Arc::new(AtomicUsize::new(0));
+    let (r1, r2) = (ran.clone(), ran.clone());
+    let io: IO<(), ()> = IO::uncancelable(move |_| {
+        IO::canceled().product_r(IO::delay(move || {
+            r1.fetch_add(1, Ordering::SeqCst);
+        }))
+    })
+    .product_r(IO::delay(move || {
+        r2.fetch_add(10, Ordering::SeqCst);
+    }));
+    assert_eq!(rt().run(io), Some(Outcome::Canceled));
+    assert_eq!(
+        ran.load(Ordering::SeqCst),
+        1,
+        "the region finishes, what follows does not run"
+    );
+}
+
+#[test]
+fn an_async_wait_canceled_runs_its_finalizer_and_ignores_a_late_callback() {
+    let slot: Arc<Mutex<Option<crate::Callback<u64, ()>>>> = Arc::new(Mutex::new(None));
+    let finalized = Arc::new(AtomicUsize::new(0));
+    let (s1, f1) = (slot.clone(), finalized.clone());
+    let waiting: IO<u64, ()> = IO::async_(move |cb| {
+        *s1.lock().unwrap() = Some(cb);
+        Some(IO::delay(move || {
+            f1.fetch_add(1, Ordering::SeqCst);
+        }))
+    });
+    let io: IO<Outcome<u64, ()>, ()> = waiting.start().flat_map(|fiber| {
+        let joiner = fiber.clone();
+        IO::<(), ()>::cede()
+            .product_r(fiber.cancel())
+            .product_r(joiner.join())
+    });
+    assert_eq!(rt().run(io), Some(Outcome::Succeeded(Outcome::Canceled)));
+    assert_eq!(finalized.load(Ordering::SeqCst), 1);
+    let late = slot.lock().unwrap().take().expect("registered");
+    assert!(!late.succeed(5), "a callback after cancellation is ignored");
+}
+
+#[test]
+fn races_and_data_types_work_on_a_plain_executor() {
+    let d = crate::Deferred::<u64>::new();
+    let d2 = d.clone();
+    let io: IO<u64, ()> = d
+        .get()
+        .start()
+        .flat_map(move |fiber| d2.complete(9).product_r(fiber.join_with_never()));
+    assert_eq!(rt().run(io), Some(Outcome::Succeeded(9)));
+
+    let q = crate::Queue::<u64>::bounded(1).unwrap();
+    let (p, c) = (q.clone(), q);
+    let io: IO<Vec<u64>, ()> = IO::traverse(vec![1, 2, 3], move |i| p.offer::<()>(i))
+        .start()
+        .product_r(IO::replicate(3, move || c.take()));
+    assert_eq!(rt().run(io), Some(Outcome::Succeeded(vec![1, 2, 3])));
+
+    let slow: IO<u64, ()> = IO::<(), ()>::sleep(Duration::from_secs(10)).as_(1);
+    let fast: IO<u64, ()> = IO::<(), ()>::sleep(Duration::from_secs(1)).as_(2);
+    assert_eq!(
+        rt().run(slow.race(fast)),
+        Some(Outcome::Succeeded(crate::Either::Right(2)))
+    );
 }
