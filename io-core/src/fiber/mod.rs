@@ -587,10 +587,14 @@ impl<A: 'static, E: 'static, F: FnOnce(Outcome<A, E>, Vec<E>)>
         // an `A`, and its final error and every suppressed finalizer error an
         // `E` (the typed API guarantees it).
         let outcome = unsafe { typed_outcome::<A, E>(outcome) };
-        let suppressed = suppressed
-            .into_iter()
-            .map(|e| unsafe { e.take::<E>() })
-            .collect();
+        let suppressed = if suppressed.is_empty() {
+            Vec::new()
+        } else {
+            suppressed
+                .into_iter()
+                .map(|e| unsafe { e.take::<E>() })
+                .collect()
+        };
         f(outcome, suppressed)
     }
 }
