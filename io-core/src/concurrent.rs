@@ -206,9 +206,11 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
         T: Send + 'static,
         F: FnMut(T) -> IO<A, E> + Send + 'static,
     {
-        let mut f = f;
-        let programs: Vec<IO<A, E>> = items.into_iter().map(&mut f).collect();
-        IO::par_sequence(programs)
+        // `f` runs when the program runs, not when it is built.
+        IO::defer(move || {
+            let programs: Vec<IO<A, E>> = items.into_iter().map(f).collect();
+            IO::par_sequence(programs)
+        })
     }
 
     /// Runs the programs concurrently, collecting the values in order. The
@@ -249,11 +251,13 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
         let semaphore = crate::data::semaphore::Semaphore::new(parallelism as u64)
             .map_err(|_| InvalidParallelism)?;
         let mut f = f;
-        let programs = items
-            .into_iter()
-            .map(|item| semaphore.with_permit(f(item)))
-            .collect();
-        Ok(IO::par_sequence(programs))
+        Ok(IO::defer(move || {
+            let programs = items
+                .into_iter()
+                .map(|item| semaphore.with_permit(f(item)))
+                .collect();
+            IO::par_sequence(programs)
+        }))
     }
 
     /// Fails with [`TimeoutError`] if `self` has not completed after
