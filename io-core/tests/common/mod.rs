@@ -181,6 +181,14 @@ impl Counter {
     pub fn get(&self) -> usize {
         self.0.load(Ordering::SeqCst)
     }
+
+    /// A program that adds one when it runs.
+    pub fn incr_io<E: Send + 'static>(&self) -> IO<(), E> {
+        let counter = self.clone();
+        IO::delay(move || {
+            counter.incr();
+        })
+    }
 }
 
 impl fmt::Debug for Counter {
@@ -225,6 +233,40 @@ impl<T: Clone> Log<T> {
     pub fn events(&self) -> Vec<T> {
         self.0.lock().unwrap().clone()
     }
+}
+
+impl<T: Clone + Send + 'static> Log<T> {
+    /// A program that appends `event` when it runs.
+    pub fn record<E: Send + 'static>(&self, event: T) -> IO<(), E> {
+        let log = self.clone();
+        IO::delay(move || log.push(event))
+    }
+}
+
+/// A program that cedes until `condition` holds (for a test to wait until
+/// another fiber has reached a point it cannot signal with a `Deferred`, such
+/// as a suspension inside `IO::async_`). Panics after a great many cedes, so
+/// that a condition that never holds fails the test instead of hanging it.
+///
+/// Not for `TestControl`: a fiber that keeps ceding is always runnable, so
+/// virtual time would never advance.
+pub fn eventually<E: Send + 'static>(
+    condition: impl Fn() -> bool + Send + Sync + 'static,
+) -> IO<(), E> {
+    const MAX_CEDES: usize = 1_000_000;
+    let condition = Arc::new(condition);
+    IO::tail_rec(0usize, move |cedes| {
+        let condition = condition.clone();
+        IO::cede().map(move |()| {
+            if condition() {
+                std::ops::ControlFlow::Break(())
+            } else if cedes >= MAX_CEDES {
+                panic!("eventually: the condition did not hold after {MAX_CEDES} cedes")
+            } else {
+                std::ops::ControlFlow::Continue(cedes + 1)
+            }
+        })
+    })
 }
 
 /// Runs `f` on a new thread and waits at most `limit` for its result:

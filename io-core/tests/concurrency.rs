@@ -1,0 +1,509 @@
+//! Concurrency combinators: `race_pair`, `race_outcome`, `race`,
+//! `both_outcome`, `both`, `par_map2`, `par_traverse`, `par_sequence`,
+//! `par_traverse_n` and `background` (Cats Effect 3's `GenSpawn` and
+//! `GenConcurrent` derivations). A loser is canceled, and its finalizers
+//! have run, before the combinator returns.
+
+// Tests spell out the nested outcome types they expect.
+#![allow(clippy::type_complexity)]
+
+mod common;
+
+use common::{Counter, Log, rt_test};
+use io_core::{CountDownLatch, Deferred, Either, FiberHandle, IO, InvalidParallelism, Outcome};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+type E = String;
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+/// A side that never finishes on its own; its cancellation logs `name`.
+fn hanging(name: &'static str, log: &Log<String>) -> IO<u32, E> {
+    IO::<u32, E>::never().on_cancel(log.record(format!("{name} canceled")))
+}
+
+/// A side that produces `value` after `after`.
+fn after(after: Duration, value: u32) -> IO<u32, E> {
+    IO::<(), E>::sleep(after).as_(value)
+}
+
+/// A side that fails with `error` after `after`.
+fn failing_after(after: Duration, error: &str) -> IO<u32, E> {
+    IO::<(), E>::sleep(after).product_r(IO::raise_error(error.to_string()))
+}
+
+/// Records, around `io`, how many programs are running at once.
+#[derive(Clone, Default)]
+struct Concurrency {
+    running: Arc<AtomicUsize>,
+    peak: Arc<AtomicUsize>,
+}
+
+impl Concurrency {
+    fn around<A: Send + 'static>(&self, io: IO<A, E>) -> IO<A, E> {
+        let (enter, leave) = (self.clone(), self.clone());
+        IO::delay(move || {
+            let now = enter.running.fetch_add(1, Ordering::SeqCst) + 1;
+            enter.peak.fetch_max(now, Ordering::SeqCst);
+        })
+        .product_r(io)
+        .guarantee(IO::delay(move || {
+            leave.running.fetch_sub(1, Ordering::SeqCst);
+        }))
+    }
+
+    fn peak(&self) -> usize {
+        self.peak.load(Ordering::SeqCst)
+    }
+}
+
+rt_test! {
+    // ----- race ------------------------------------------------------------------
+
+    fn race_returns_the_first_to_succeed_and_cancels_the_loser_before_it_returns() {
+        let log = Log::new();
+        let l = log.clone();
+        let left_wins = after(ms(1), 1)
+            .race(hanging("right", &log))
+            .flat_map(move |w| l.record("race returned".to_string()).as_(w));
+        assert_eq!(run(left_wins), Outcome::Succeeded(Either::Left(1)));
+        assert_eq!(log.events(), ["right canceled", "race returned"]);
+
+        let log = Log::new();
+        let l = log.clone();
+        let right_wins = hanging("left", &log)
+            .race(after(ms(1), 2))
+            .flat_map(move |w| l.record("race returned".to_string()).as_(w));
+        assert_eq!(run(right_wins), Outcome::Succeeded(Either::Right(2)));
+        assert_eq!(log.events(), ["left canceled", "race returned"]);
+    }
+
+    fn race_fails_when_the_first_to_finish_fails_and_cancels_the_loser() {
+        let log = Log::new();
+        let io = failing_after(ms(1), "boom").race(hanging("right", &log));
+        assert_eq!(run(io), Outcome::Errored("boom".to_string()));
+        assert_eq!(log.events(), ["right canceled"]);
+    }
+
+    fn race_runs_its_sides_concurrently() {
+        // The left side can only finish once the right one has started.
+        let gate = Deferred::<()>::new();
+        let left = gate.get::<E>().as_(1u32);
+        let right = gate.complete::<E>(()).product_r(IO::<(), E>::never()).as_(2u32);
+        assert_eq!(run(left.race(right)), Outcome::Succeeded(Either::Left(1)));
+    }
+
+    fn race_waits_for_the_other_side_when_the_first_to_finish_canceled_itself() {
+        let io = IO::<(), E>::canceled().as_(1u32).race(after(ms(5), 2));
+        assert_eq!(run(io), Outcome::Succeeded(Either::Right(2)));
+        let io = after(ms(5), 1).race(IO::<(), E>::canceled().as_(2u32));
+        assert_eq!(run(io), Outcome::Succeeded(Either::Left(1)));
+    }
+
+    fn race_is_canceled_when_both_sides_canceled_themselves() {
+        let io = IO::<(), E>::canceled()
+            .as_(1u32)
+            .race(IO::<(), E>::sleep(ms(1)).product_r(IO::canceled()).as_(2u32));
+        assert_eq!(try_run(io), Ok(Outcome::Canceled));
+    }
+
+    fn race_cancels_both_sides_when_the_caller_is_canceled() {
+        let log = Log::new();
+        let started = Deferred::<()>::new();
+        let s = started.clone();
+        let caller = s
+            .complete::<E>(())
+            .product_r(hanging("left", &log).race(hanging("right", &log)));
+        let l = log.clone();
+        let io: IO<Outcome<Either<u32, u32>, E>, E> = caller.start().flat_map(move |h| {
+            started
+                .get()
+                .product_r(IO::sleep(ms(5)))
+                .product_r(h.cancel())
+                .product_r(l.record("cancel returned".to_string()))
+                .product_r(h.join())
+        });
+        assert_eq!(run(io), Outcome::Succeeded(Outcome::Canceled));
+        let events = log.events();
+        assert_eq!(events.len(), 3, "{events:?}");
+        assert!(events.contains(&"left canceled".to_string()));
+        assert!(events.contains(&"right canceled".to_string()));
+        assert_eq!(events[2], "cancel returned");
+    }
+
+    // ----- race_outcome ------------------------------------------------------------
+
+    fn race_outcome_gives_the_winners_outcome_and_cancels_the_loser() {
+        let log = Log::new();
+        let io = failing_after(ms(1), "boom").race_outcome(hanging("right", &log));
+        assert_eq!(
+            run(io),
+            Outcome::Succeeded(Either::Left(Outcome::Errored("boom".to_string())))
+        );
+        assert_eq!(log.events(), ["right canceled"]);
+
+        let log = Log::new();
+        let io = hanging("left", &log).race_outcome(after(ms(1), 2));
+        assert_eq!(run(io), Outcome::Succeeded(Either::Right(Outcome::Succeeded(2))));
+        assert_eq!(log.events(), ["left canceled"]);
+    }
+
+    fn race_outcome_gives_a_canceled_winner_as_canceled() {
+        let log = Log::new();
+        let io = IO::<(), E>::canceled().as_(1u32).race_outcome(hanging("right", &log));
+        assert_eq!(run(io), Outcome::Succeeded(Either::Left(Outcome::Canceled)));
+        assert_eq!(log.events(), ["right canceled"]);
+    }
+
+    // ----- race_pair -----------------------------------------------------------------
+
+    fn race_pair_gives_the_winners_outcome_and_the_losers_handle_still_running() {
+        let gate = Deferred::<()>::new();
+        let finalized = Counter::new();
+        let loser = gate.get::<E>().as_(2u32).on_cancel(finalized.incr_io());
+        let io: IO<(Outcome<u32, E>, Outcome<u32, E>), E> =
+            after(ms(1), 1).race_pair(loser).flat_map(move |pair| match pair {
+                Either::Left((winner, loser)) => gate
+                    .complete::<E>(())
+                    .product_r(loser.join())
+                    .map(move |o| (winner, o)),
+                Either::Right(_) => panic!("the right side cannot win"),
+            });
+        assert_eq!(
+            run(io),
+            Outcome::Succeeded((Outcome::Succeeded(1), Outcome::Succeeded(2)))
+        );
+        assert_eq!(finalized.get(), 0, "race_pair does not cancel the loser");
+    }
+
+    fn race_pair_gives_the_right_winner_and_the_left_losers_handle() {
+        let log = Log::new();
+        let io: IO<Outcome<u32, E>, E> =
+            hanging("left", &log).race_pair(after(ms(1), 2)).flat_map(|pair| match pair {
+                Either::Right((loser, winner)) => loser.cancel::<E>().as_(winner),
+                Either::Left(_) => panic!("the left side cannot win"),
+            });
+        assert_eq!(run(io), Outcome::Succeeded(Outcome::Succeeded(2)));
+        assert_eq!(log.events(), ["left canceled"]);
+    }
+
+    fn race_pair_cancels_both_sides_when_the_caller_is_canceled() {
+        let log = Log::new();
+        let started = Deferred::<()>::new();
+        let caller = started
+            .complete::<E>(())
+            .product_r(hanging("left", &log).race_pair(hanging("right", &log)))
+            .void();
+        let io: IO<Outcome<(), E>, E> = caller.start().flat_map(move |h| {
+            started
+                .get()
+                .product_r(IO::sleep(ms(5)))
+                .product_r(h.cancel())
+                .product_r(h.join())
+        });
+        assert_eq!(run(io), Outcome::Succeeded(Outcome::Canceled));
+        let mut events = log.events();
+        events.sort();
+        assert_eq!(events, ["left canceled", "right canceled"]);
+    }
+
+    // ----- both, both_outcome, par_map2 ---------------------------------------------------
+
+    fn both_produces_both_values_and_waits_for_the_slower_side() {
+        assert_eq!(run(after(ms(5), 1).both(IO::pure(2))), Outcome::Succeeded((1, 2)));
+        assert_eq!(run(IO::<u32, E>::pure(1).both(after(ms(5), 2))), Outcome::Succeeded((1, 2)));
+    }
+
+    fn both_runs_its_sides_concurrently() {
+        let (to_left, to_right) = (Deferred::<u32>::new(), Deferred::<u32>::new());
+        let left = to_right.complete::<E>(10).product_r(to_left.get());
+        let right = to_left.complete::<E>(20).product_r(to_right.get());
+        assert_eq!(run(left.both(right)), Outcome::Succeeded((20, 10)));
+    }
+
+    fn both_fails_with_the_first_failure_and_cancels_the_other_side() {
+        let log = Log::new();
+        let io = hanging("left", &log).both(failing_after(ms(1), "right failed"));
+        assert_eq!(run(io), Outcome::Errored("right failed".to_string()));
+        assert_eq!(log.events(), ["left canceled"]);
+
+        let log = Log::new();
+        let io = failing_after(ms(1), "left failed").both(hanging("right", &log));
+        assert_eq!(run(io), Outcome::Errored("left failed".to_string()));
+        assert_eq!(log.events(), ["right canceled"]);
+    }
+
+    fn both_fails_when_the_slower_side_fails_after_the_other_succeeded() {
+        let io = IO::<u32, E>::pure(1).both(failing_after(ms(5), "late"));
+        assert_eq!(run(io), Outcome::Errored("late".to_string()));
+    }
+
+    fn both_is_canceled_and_cancels_the_other_side_when_one_side_canceled_itself() {
+        let log = Log::new();
+        let io = IO::<(), E>::canceled().as_(1u32).both(hanging("right", &log));
+        assert_eq!(try_run(io), Ok(Outcome::Canceled));
+        assert_eq!(log.events(), ["right canceled"]);
+    }
+
+    fn both_is_canceled_when_the_slower_side_cancels_itself_after_the_other_succeeded() {
+        let io = IO::<u32, E>::pure(1)
+            .both(IO::<(), E>::sleep(ms(1)).product_r(IO::canceled()).as_(2u32));
+        assert_eq!(try_run(io), Ok(Outcome::Canceled));
+    }
+
+    fn both_cancels_both_sides_when_the_caller_is_canceled() {
+        let log = Log::new();
+        let started = Deferred::<()>::new();
+        let caller = started
+            .complete::<E>(())
+            .product_r(hanging("left", &log).both(hanging("right", &log)));
+        let io: IO<Outcome<(u32, u32), E>, E> = caller.start().flat_map(move |h| {
+            started
+                .get()
+                .product_r(IO::sleep(ms(5)))
+                .product_r(h.cancel())
+                .product_r(h.join())
+        });
+        assert_eq!(run(io), Outcome::Succeeded(Outcome::Canceled));
+        let mut events = log.events();
+        events.sort();
+        assert_eq!(events, ["left canceled", "right canceled"]);
+    }
+
+    fn both_outcome_gives_both_outcomes_and_cancels_neither_side() {
+        let finalized = Counter::new();
+        let io = failing_after(ms(1), "left failed")
+            .both_outcome(after(ms(10), 2).on_cancel(finalized.incr_io()));
+        assert_eq!(
+            run(io),
+            Outcome::Succeeded((Outcome::Errored("left failed".to_string()), Outcome::Succeeded(2)))
+        );
+        assert_eq!(finalized.get(), 0);
+
+        let io = IO::<(), E>::canceled().as_(1u32).both_outcome(after(ms(1), 2));
+        assert_eq!(
+            run(io),
+            Outcome::Succeeded((Outcome::Canceled, Outcome::Succeeded(2)))
+        );
+    }
+
+    fn both_outcome_cancels_both_sides_when_the_caller_is_canceled() {
+        let log = Log::new();
+        let started = Deferred::<()>::new();
+        let caller = started
+            .complete::<E>(())
+            .product_r(hanging("left", &log).both_outcome(hanging("right", &log)))
+            .void();
+        let io: IO<Outcome<(), E>, E> = caller.start().flat_map(move |h| {
+            started
+                .get()
+                .product_r(IO::sleep(ms(5)))
+                .product_r(h.cancel())
+                .product_r(h.join())
+        });
+        assert_eq!(run(io), Outcome::Succeeded(Outcome::Canceled));
+        let mut events = log.events();
+        events.sort();
+        assert_eq!(events, ["left canceled", "right canceled"]);
+    }
+
+    fn par_map2_combines_the_values_of_sides_run_concurrently() {
+        let (to_left, to_right) = (Deferred::<u32>::new(), Deferred::<u32>::new());
+        let left = to_right.complete::<E>(3).product_r(to_left.get());
+        let right = to_left.complete::<E>(4).product_r(to_right.get());
+        assert_eq!(run(left.par_map2(right, |a, b| a * 10 + b)), Outcome::Succeeded(43));
+    }
+
+    fn par_map2_fails_with_the_first_failure_and_cancels_the_other_side() {
+        let log = Log::new();
+        let io = hanging("left", &log).par_map2(failing_after(ms(1), "boom"), |a, b| a + b);
+        assert_eq!(run(io), Outcome::Errored("boom".to_string()));
+        assert_eq!(log.events(), ["left canceled"]);
+    }
+
+    // ----- par_traverse, par_sequence ---------------------------------------------------
+
+    fn par_traverse_keeps_the_order_of_the_items_whatever_order_they_finish_in() {
+        let io = IO::<u64, E>::par_traverse((0..20u64).collect(), |i| {
+            IO::<(), E>::sleep(Duration::from_micros(100 * (20 - i))).as_(i * 2)
+        });
+        assert_eq!(run(io), Outcome::Succeeded((0..20u64).map(|i| i * 2).collect()));
+    }
+
+    fn par_traverse_runs_every_item_concurrently() {
+        // Every item waits for all the others to have started.
+        let latch = CountDownLatch::new(10).expect("valid count");
+        let io = IO::<usize, E>::par_traverse((0..10usize).collect(), move |i| {
+            latch.release::<E>().product_r(latch.await_()).as_(i)
+        });
+        assert_eq!(run(io), Outcome::Succeeded((0..10usize).collect()));
+    }
+
+    fn par_traverse_calls_its_function_only_when_the_program_runs() {
+        let calls = Counter::new();
+        let c = calls.clone();
+        let io = IO::<u32, E>::par_traverse(vec![1u32, 2, 3], move |i| {
+            c.incr();
+            IO::pure(i)
+        });
+        assert_eq!(calls.get(), 0, "building runs nothing");
+        assert_eq!(run(io), Outcome::Succeeded(vec![1, 2, 3]));
+        assert_eq!(calls.get(), 3);
+    }
+
+    fn par_traverse_of_no_items_produces_an_empty_vec() {
+        let io = IO::<u32, E>::par_traverse(Vec::<u32>::new(), IO::pure);
+        assert_eq!(run(io), Outcome::Succeeded(vec![]));
+    }
+
+    fn par_traverse_fails_with_the_first_failure_and_cancels_the_rest() {
+        let canceled = Counter::new();
+        let c = canceled.clone();
+        let io = IO::<u32, E>::par_traverse((0..8u32).collect(), move |i| {
+            if i == 5 {
+                failing_after(ms(2), "item 5 failed")
+            } else {
+                IO::<u32, E>::never().on_cancel(c.incr_io())
+            }
+        });
+        assert_eq!(run(io), Outcome::Errored("item 5 failed".to_string()));
+        assert_eq!(canceled.get(), 7, "every other item was canceled before the result");
+    }
+
+    fn par_sequence_keeps_the_order_and_fails_with_the_first_failure() {
+        let programs = vec![after(ms(3), 1), after(ms(1), 2), IO::pure(3)];
+        assert_eq!(run(IO::par_sequence(programs)), Outcome::Succeeded(vec![1, 2, 3]));
+        let log = Log::new();
+        let programs = vec![
+            hanging("first", &log),
+            failing_after(ms(1), "second failed"),
+            hanging("third", &log),
+        ];
+        assert_eq!(run(IO::par_sequence(programs)), Outcome::Errored("second failed".to_string()));
+        let mut events = log.events();
+        events.sort();
+        assert_eq!(events, ["first canceled", "third canceled"]);
+    }
+
+    fn par_sequence_of_a_single_program_gives_its_value() {
+        assert_eq!(run(IO::par_sequence(vec![after(ms(1), 7)])), Outcome::Succeeded(vec![7]));
+    }
+
+    // ----- par_traverse_n --------------------------------------------------------------
+
+    fn par_traverse_n_with_a_parallelism_of_zero_is_invalid_parallelism() {
+        let result = IO::<u32, E>::par_traverse_n(0, vec![1u32, 2], IO::pure);
+        assert_eq!(result.err(), Some(InvalidParallelism));
+        let empty = IO::<u32, E>::par_traverse_n(0, Vec::<u32>::new(), IO::pure);
+        assert_eq!(empty.err(), Some(InvalidParallelism));
+    }
+
+    fn par_traverse_n_runs_at_most_n_programs_at_once_and_keeps_the_order() {
+        for n in [1usize, 3, 8] {
+            let concurrency = Concurrency::default();
+            let c = concurrency.clone();
+            let io = IO::<u64, E>::par_traverse_n(n, (0..20u64).collect(), move |i| {
+                c.around(IO::<(), E>::sleep(ms(2)).as_(i))
+            })
+            .expect("a valid parallelism");
+            assert_eq!(run(io), Outcome::Succeeded((0..20u64).collect()), "n = {n}");
+            assert_eq!(concurrency.peak(), n, "n = {n}");
+        }
+    }
+
+    fn par_traverse_n_with_more_parallelism_than_items_runs_them_all_at_once() {
+        let concurrency = Concurrency::default();
+        let c = concurrency.clone();
+        let io = IO::<u32, E>::par_traverse_n(100, (0..5u32).collect(), move |i| {
+            c.around(after(ms(2), i))
+        })
+        .expect("a valid parallelism");
+        assert_eq!(run(io), Outcome::Succeeded((0..5u32).collect()));
+        assert_eq!(concurrency.peak(), 5);
+    }
+
+    fn par_traverse_n_fails_with_the_first_failure_and_leaves_nothing_running() {
+        let concurrency = Concurrency::default();
+        let (started, finished, canceled) = (Counter::new(), Counter::new(), Counter::new());
+        let (c, s, f, x) = (concurrency.clone(), started.clone(), finished.clone(), canceled.clone());
+        let io = IO::<u32, E>::par_traverse_n(2, (0..10u32).collect(), move |i| {
+            let body = if i == 5 {
+                failing_after(ms(1), "item 5 failed")
+            } else {
+                after(ms(3), i).product_l(f.incr_io()).on_cancel(x.incr_io())
+            };
+            c.around(s.incr_io().product_r(body))
+        })
+        .expect("a valid parallelism");
+        assert_eq!(run(io), Outcome::Errored("item 5 failed".to_string()));
+        assert!(concurrency.peak() <= 2);
+        assert_eq!(concurrency.running.load(Ordering::SeqCst), 0, "nothing is left running");
+        assert_eq!(
+            started.get(),
+            finished.get() + canceled.get() + 1,
+            "every item that started finished, failed or was canceled"
+        );
+    }
+
+    fn par_traverse_n_calls_its_function_only_when_the_program_runs() {
+        let calls = Counter::new();
+        let c = calls.clone();
+        let io = IO::<u32, E>::par_traverse_n(2, vec![1u32, 2, 3], move |i| {
+            c.incr();
+            IO::pure(i)
+        })
+        .expect("a valid parallelism");
+        assert_eq!(calls.get(), 0, "building runs nothing");
+        assert_eq!(run(io), Outcome::Succeeded(vec![1, 2, 3]));
+        assert_eq!(calls.get(), 3);
+    }
+
+    // ----- background ----------------------------------------------------------------------
+
+    fn background_runs_the_fiber_while_the_resource_is_in_use() {
+        let gate = Deferred::<u32>::new();
+        let g = gate.clone();
+        let io: IO<u32, E> = g
+            .complete::<E>(11)
+            .void()
+            .background()
+            .use_(move |_| gate.get());
+        assert_eq!(run(io), Outcome::Succeeded(11));
+    }
+
+    fn background_cancels_the_fiber_and_waits_for_its_finalizers_when_released() {
+        let log = Log::new();
+        let (l1, l2) = (log.clone(), log.clone());
+        let io: IO<(), E> = IO::<(), E>::never()
+            .on_cancel(IO::sleep(ms(5)).product_r(log.record("background finalized".to_string())))
+            .background()
+            .use_(move |_| IO::sleep(ms(2)).product_r(l1.record("use done".to_string())))
+            .product_r(l2.record("after use".to_string()));
+        assert_eq!(run(io), Outcome::Succeeded(()));
+        assert_eq!(log.events(), ["use done", "background finalized", "after use"]);
+    }
+
+    fn background_cancels_the_fiber_when_the_use_fails() {
+        let finalized = Counter::new();
+        let started = Deferred::<()>::new();
+        let s = started.clone();
+        let io: IO<(), E> = s
+            .complete::<E>(())
+            .product_r(IO::<(), E>::never())
+            .on_cancel(finalized.incr_io())
+            .background()
+            .use_(move |_| started.get().product_r(IO::raise_error("use failed".to_string())));
+        assert_eq!(run(io), Outcome::Errored("use failed".to_string()));
+        assert_eq!(finalized.get(), 1);
+    }
+
+    fn background_handle_joins_the_fiber_inside_the_scope() {
+        let io: IO<Outcome<u32, E>, E> =
+            after(ms(1), 5).background().use_(|h: &FiberHandle<u32, E>| h.join());
+        assert_eq!(run(io), Outcome::Succeeded(Outcome::Succeeded(5)));
+    }
+}

@@ -1,0 +1,166 @@
+//! `Deferred`: set once, awaited by any number of fibers; a canceled `get`
+//! leaves no waiter behind.
+
+// Tests spell out the nested outcome types they expect.
+#![allow(clippy::type_complexity)]
+
+mod common;
+
+use common::{Counter, eventually, rt_test};
+use io_core::{AlreadyCompleted, Deferred, FiberHandle, IO, Outcome};
+use std::time::Duration;
+
+type E = String;
+
+rt_test! {
+    fn get_waits_until_complete_and_produces_the_value() {
+        let d = Deferred::<u32>::new();
+        let got = Counter::new();
+        let g = got.clone();
+        let waiter = d.get::<E>().flat_map(move |v| g.incr_io().as_(v));
+        let io: IO<(usize, Outcome<u32, E>), E> = waiter.start().flat_map(move |h| {
+            let gate = d.clone();
+            eventually(move || gate.waiters() == 1)
+                .map(move |()| got.get())
+                .flat_map(move |before| {
+                    d.complete::<E>(5)
+                        .product_r(h.join())
+                        .map(move |o| (before, o))
+                })
+        });
+        assert_eq!(run(io), Outcome::Succeeded((0, Outcome::Succeeded(5))));
+    }
+
+    fn complete_wakes_every_waiting_get() {
+        let d = Deferred::<u32>::new();
+        let waiters: Vec<IO<FiberHandle<u32, E>, E>> = (0..8).map(|_| d.get::<E>().start()).collect();
+        let counted = d.clone();
+        let io: IO<Vec<Outcome<u32, E>>, E> = IO::sequence(waiters).flat_map(move |handles| {
+            eventually(move || counted.waiters() == 8)
+                .product_r(d.complete::<E>(3))
+                .product_r(IO::traverse(handles, |h| h.join()))
+        });
+        assert_eq!(run(io), Outcome::Succeeded(vec![Outcome::Succeeded(3); 8]));
+    }
+
+    fn get_after_complete_produces_the_value_at_once_every_time() {
+        let d = Deferred::<String>::new();
+        let (d1, d2) = (d.clone(), d.clone());
+        let io: IO<(String, String), E> = d
+            .complete::<E>("v".to_string())
+            .product_r(d1.get())
+            .flat_map(move |a| d2.get().map(move |b| (a, b)));
+        assert_eq!(run(io), Outcome::Succeeded(("v".to_string(), "v".to_string())));
+        assert_eq!(d.waiters(), 0);
+    }
+
+    fn try_get_is_none_before_complete_and_the_value_after() {
+        let d = Deferred::<u32>::new();
+        let (d1, d2) = (d.clone(), d.clone());
+        let io: IO<(Option<u32>, Option<u32>), E> = d
+            .try_get()
+            .flat_map(move |before| {
+                d1.complete::<E>(9)
+                    .product_r(d2.try_get())
+                    .map(move |after| (before, after))
+            });
+        assert_eq!(run(io), Outcome::Succeeded((None, Some(9))));
+    }
+
+    fn completing_twice_gives_already_completed_with_the_second_value_and_the_first_stays() {
+        let d = Deferred::<u32>::new();
+        let (d1, d2) = (d.clone(), d.clone());
+        let io: IO<(Result<(), AlreadyCompleted<u32>>, Result<(), AlreadyCompleted<u32>>, u32), E> =
+            d.complete(1).flat_map(move |first| {
+                d1.complete(2).flat_map(move |second| d2.get().map(move |v| (first, second, v)))
+            });
+        assert_eq!(
+            run(io),
+            Outcome::Succeeded((Ok(()), Err(AlreadyCompleted(2)), 1))
+        );
+    }
+
+    fn of_many_fibers_completing_at_once_exactly_one_succeeds_and_its_value_stays() {
+        let d = Deferred::<u32>::new();
+        let completers: Vec<IO<Result<(), AlreadyCompleted<u32>>, E>> =
+            (0..16u32).map(|i| IO::cede().product_r(d.complete::<E>(i))).collect();
+        let io: IO<(Vec<Result<(), AlreadyCompleted<u32>>>, u32), E> =
+            IO::par_sequence(completers).flat_map(move |results| d.get().map(move |v| (results, v)));
+        let (results, value) = run(io).succeeded().expect("succeeds");
+        let winners: Vec<u32> = (0..16u32).filter(|i| results[*i as usize].is_ok()).collect();
+        assert_eq!(winners, [value], "exactly one completion wins: {results:?}");
+        for (i, r) in results.iter().enumerate() {
+            if i as u32 != value {
+                assert_eq!(r, &Err(AlreadyCompleted(i as u32)));
+            }
+        }
+    }
+
+    fn a_canceled_get_leaves_no_waiter_behind_and_the_deferred_still_works() {
+        let d = Deferred::<u32>::new();
+        let (counted, after) = (d.clone(), d.clone());
+        let io: IO<(Outcome<u32, E>, usize, u32), E> = d.get::<E>().start().flat_map(move |h| {
+            eventually(move || counted.waiters() == 1)
+                .product_r(h.cancel())
+                .product_r(h.join())
+                .flat_map(move |o| {
+                    let left = after.waiters();
+                    after
+                        .complete::<E>(4)
+                        .product_r(after.get())
+                        .map(move |v| (o, left, v))
+                })
+        });
+        assert_eq!(run(io), Outcome::Succeeded((Outcome::Canceled, 0, 4)));
+    }
+
+    fn canceling_one_waiter_leaves_the_others_waiting_and_they_get_the_value() {
+        let d = Deferred::<u32>::new();
+        let (d1, d2, d3) = (d.clone(), d.clone(), d.clone());
+        let io: IO<(Outcome<u32, E>, usize, Outcome<u32, E>, Outcome<u32, E>), E> =
+            IO::sequence(vec![d.get::<E>().start(), d.get::<E>().start(), d.get::<E>().start()])
+                .flat_map(move |handles| {
+                    let (a, b, c) = (handles[0].clone(), handles[1].clone(), handles[2].clone());
+                    eventually(move || d1.waiters() == 3)
+                        .product_r(b.cancel())
+                        .flat_map(move |()| {
+                            let left = d2.waiters();
+                            d3.complete::<E>(8).product_r(a.join()).flat_map(move |oa| {
+                                b.join().flat_map(move |ob| {
+                                    c.join().map(move |oc| (oa, left, ob, oc))
+                                })
+                            })
+                        })
+                });
+        assert_eq!(
+            run(io),
+            Outcome::Succeeded((
+                Outcome::Succeeded(8),
+                2,
+                Outcome::Canceled,
+                Outcome::Succeeded(8)
+            ))
+        );
+    }
+
+    fn a_get_that_loses_a_race_leaves_no_waiter_behind() {
+        let d = Deferred::<u32>::new();
+        let counted = d.clone();
+        let io: IO<io_core::Either<u32, ()>, E> =
+            d.get::<E>().race(IO::sleep(Duration::from_millis(2)));
+        assert_eq!(run(io), Outcome::Succeeded(io_core::Either::Right(())));
+        assert_eq!(counted.waiters(), 0);
+    }
+
+    fn many_canceled_gets_leave_no_waiter_behind() {
+        let d = Deferred::<u32>::new();
+        let (counted, after) = (d.clone(), d.clone());
+        let getters: Vec<IO<FiberHandle<u32, E>, E>> = (0..50).map(|_| d.get::<E>().start()).collect();
+        let io: IO<usize, E> = IO::sequence(getters).flat_map(move |handles| {
+            eventually(move || counted.waiters() == 50)
+                .product_r(IO::traverse(handles, |h| h.cancel::<E>()))
+                .map(move |_| after.waiters())
+        });
+        assert_eq!(run(io), Outcome::Succeeded(0));
+    }
+}

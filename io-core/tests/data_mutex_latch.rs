@@ -1,0 +1,304 @@
+//! `Mutex` (mutual exclusion, the lock as a `Resource`) and
+//! `CountDownLatch` (opens after n releases).
+
+mod common;
+
+use common::{Counter, Log, rt_test};
+use exec_single::testkit::TestControl;
+use io_core::{CountDownLatch, Deferred, IO, InvalidCount, Mutex, Outcome, TimeoutError};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Error {
+    TimedOut,
+    Failed(&'static str),
+}
+
+impl From<TimeoutError> for Error {
+    fn from(_: TimeoutError) -> Self {
+        Error::TimedOut
+    }
+}
+
+type E = Error;
+
+/// Whether the lock can be taken now: succeeds at once on a free lock,
+/// times out (generously) on a held one. (Through `with_lock`: a wait in
+/// `lock()` cannot be canceled by the timeout, see the ignored test below.)
+fn lock_is_free(mutex: &Mutex) -> IO<bool, E> {
+    mutex
+        .with_lock(IO::pure(true))
+        .timeout(Duration::from_secs(2))
+        .handle_error(|_| false)
+}
+
+/// Whether the lock is held by someone else: waiting for it a short while
+/// times out.
+fn lock_is_held(mutex: &Mutex) -> IO<bool, E> {
+    mutex
+        .with_lock(IO::pure(false))
+        .timeout(Duration::from_millis(50))
+        .handle_error(|e| e == Error::TimedOut)
+}
+
+/// Counts how many programs are inside the lock at once.
+#[derive(Clone, Default)]
+struct Inside {
+    now: Arc<AtomicUsize>,
+    peak: Arc<AtomicUsize>,
+}
+
+impl Inside {
+    fn critical_section(&self) -> IO<(), E> {
+        let (enter, leave) = (self.clone(), self.clone());
+        IO::delay(move || {
+            let n = enter.now.fetch_add(1, Ordering::SeqCst) + 1;
+            enter.peak.fetch_max(n, Ordering::SeqCst);
+        })
+        .product_r(IO::cede())
+        .product_r(IO::sleep(Duration::from_micros(100)))
+        .product_r(IO::delay(move || {
+            leave.now.fetch_sub(1, Ordering::SeqCst);
+        }))
+    }
+}
+
+rt_test! {
+    // ----- Mutex --------------------------------------------------------------------
+
+    fn lock_gives_mutual_exclusion_between_many_fibers() {
+        let mutex = Mutex::new();
+        let inside = Inside::default();
+        let (m, i) = (mutex.clone(), inside.clone());
+        let io = IO::<(), E>::par_traverse((0..20u32).collect(), move |_| {
+            let i = i.clone();
+            m.lock().use_(move |_| i.critical_section())
+        });
+        assert!(run(io).is_succeeded());
+        assert_eq!(inside.peak.load(Ordering::SeqCst), 1);
+        assert_eq!(run(lock_is_free(&mutex)), Outcome::Succeeded(true));
+    }
+
+    fn with_lock_gives_mutual_exclusion_between_many_fibers() {
+        let mutex = Mutex::new();
+        let inside = Inside::default();
+        let (m, i) = (mutex.clone(), inside.clone());
+        let io = IO::<(), E>::par_traverse((0..20u32).collect(), move |_| {
+            m.with_lock(i.critical_section())
+        });
+        assert!(run(io).is_succeeded());
+        assert_eq!(inside.peak.load(Ordering::SeqCst), 1);
+    }
+
+    fn the_lock_is_held_while_in_use_and_free_after() {
+        let mutex = Mutex::new();
+        let inner = mutex.clone();
+        let io: IO<bool, E> = mutex.lock().use_(move |_| lock_is_held(&inner));
+        assert_eq!(run(io), Outcome::Succeeded(true));
+        assert_eq!(run(lock_is_free(&mutex)), Outcome::Succeeded(true));
+    }
+
+    fn the_lock_is_released_on_error_self_cancel_and_panic() {
+        let mutex = Mutex::new();
+        let failing = mutex.lock::<E>().use_(|_| IO::<u32, E>::raise_error(Error::Failed("boom")));
+        assert_eq!(run(failing), Outcome::Errored(Error::Failed("boom")));
+        assert_eq!(run(lock_is_free(&mutex)), Outcome::Succeeded(true), "error");
+        let canceled = mutex.lock::<E>().use_(|_| IO::<(), E>::canceled());
+        assert_eq!(run(canceled), Outcome::Canceled);
+        assert_eq!(run(lock_is_free(&mutex)), Outcome::Succeeded(true), "self-cancel");
+        let panicking = mutex.lock::<E>().use_(|_| IO::<u32, E>::delay(|| panic!("bad")));
+        assert!(run(panicking).is_panicked());
+        assert_eq!(run(lock_is_free(&mutex)), Outcome::Succeeded(true), "panic");
+    }
+
+    fn the_lock_is_released_when_its_holder_is_canceled() {
+        let mutex = Mutex::new();
+        let started = Deferred::<()>::new();
+        let s = started.clone();
+        let holder = mutex
+            .lock::<E>()
+            .use_(move |_| s.complete::<E>(()).product_r(IO::<(), E>::never()));
+        let io: IO<Outcome<(), E>, E> = holder.start().flat_map(move |h| {
+            started.get().product_r(h.cancel()).product_r(h.join())
+        });
+        assert_eq!(run(io), Outcome::Succeeded(Outcome::Canceled));
+        assert_eq!(run(lock_is_free(&mutex)), Outcome::Succeeded(true));
+    }
+
+    fn a_fiber_canceled_while_waiting_in_with_lock_never_takes_the_lock() {
+        let mutex = Mutex::new();
+        let (gate, started) = (Deferred::<()>::new(), Deferred::<()>::new());
+        let ran = Counter::new();
+        let (g, s) = (gate.clone(), started.clone());
+        let holder = mutex.with_lock(s.complete::<E>(()).product_r(g.get::<E>()));
+        let waiter = mutex.with_lock(ran.incr_io::<E>());
+        let m = mutex.clone();
+        let io: IO<(Outcome<(), E>, bool), E> = holder.start().flat_map(move |h| {
+            started.get().product_r(waiter.start()).flat_map(move |w| {
+                IO::cede()
+                    .product_r(w.cancel())
+                    .product_r(w.join())
+                    .flat_map(move |ow| {
+                        gate.complete::<E>(())
+                            .product_r(h.join_void())
+                            .product_r(lock_is_free(&m))
+                            .map(move |free| (ow, free))
+                    })
+            })
+        });
+        assert_eq!(run(io), Outcome::Succeeded((Outcome::Canceled, true)));
+        assert_eq!(ran.get(), 0);
+    }
+
+    fn lock_is_granted_to_waiters_in_fifo_order() {
+        let mutex = Mutex::new();
+        let log = Log::new();
+        let gate = Deferred::<()>::new();
+        let (m, g, l) = (mutex.clone(), gate.clone(), log.clone());
+        let holder = mutex.lock::<E>().use_(move |_| g.get());
+        let io: IO<(), E> = holder.start().flat_map(move |h| {
+            IO::cede()
+                .product_r(IO::traverse(vec![1u32, 2, 3], move |i| {
+                    let l = l.clone();
+                    m.lock::<E>()
+                        .use_(move |_| l.record(i))
+                        .start()
+                        .flat_map(|w| IO::cede().product_r(IO::cede()).as_(w))
+                }))
+                .flat_map(move |waiters| {
+                    gate.complete::<E>(())
+                        .product_r(h.join_void())
+                        .product_r(IO::traverse(waiters, |w| w.join_void::<E>()))
+                        .void()
+                })
+        });
+        assert_eq!(run(io), Outcome::Succeeded(()));
+        assert_eq!(log.events(), [1, 2, 3]);
+    }
+
+    // ----- CountDownLatch -------------------------------------------------------------
+
+    fn a_latch_of_zero_is_invalid_count() {
+        assert_eq!(CountDownLatch::new(0).err(), Some(InvalidCount));
+        assert_eq!(CountDownLatch::new(3).expect("valid").remaining(), 3);
+    }
+
+    fn await_waits_until_the_last_of_n_releases() {
+        let latch = CountDownLatch::new(3).expect("valid");
+        let opened = Counter::new();
+        let o = opened.clone();
+        let waiter = latch.await_::<E>().product_r(o.incr_io());
+        let (l1, l2, l3) = (latch.clone(), latch.clone(), latch.clone());
+        let io: IO<(usize, usize), E> = waiter.start().flat_map(move |h| {
+            let before = opened.clone();
+            l1.release()
+                .product_r(l2.release())
+                .product_r(IO::cede())
+                .product_r(IO::cede())
+                .map(move |()| before.get())
+                .flat_map(move |after_two| {
+                    l3.release()
+                        .product_r(h.join_void())
+                        .map(move |()| (after_two, opened.get()))
+                })
+        });
+        assert_eq!(run(io), Outcome::Succeeded((0, 1)));
+        assert_eq!(latch.remaining(), 0);
+    }
+
+    fn await_on_an_open_latch_returns_at_once() {
+        let latch = CountDownLatch::new(1).expect("valid");
+        let l = latch.clone();
+        let io: IO<&str, E> = latch.release().product_r(l.await_()).product_r(l.await_()).as_("open");
+        assert_eq!(run(io), Outcome::Succeeded("open"));
+    }
+
+    fn releases_past_zero_do_nothing() {
+        let latch = CountDownLatch::new(2).expect("valid");
+        let l = latch.clone();
+        let io: IO<(), E> = IO::replicate(5, move || l.release()).void();
+        assert_eq!(run(io), Outcome::Succeeded(()));
+        assert_eq!(latch.remaining(), 0);
+        assert_eq!(run(latch.await_::<E>()), Outcome::Succeeded(()));
+    }
+
+    fn every_waiter_is_woken_when_the_latch_opens() {
+        let latch = CountDownLatch::new(2).expect("valid");
+        let (w, r) = (latch.clone(), latch.clone());
+        let io: IO<usize, E> = IO::sequence((0..10).map(|_| w.await_::<E>().start()).collect())
+            .flat_map(move |hs| {
+                IO::cede()
+                    .product_r(r.release())
+                    .product_r(r.release())
+                    .product_r(IO::traverse(hs, |h| h.join::<E>()))
+                    .map(|outcomes| outcomes.iter().filter(|o| o.is_succeeded()).count())
+            });
+        assert_eq!(run(io), Outcome::Succeeded(10));
+    }
+
+    fn releases_from_many_fibers_open_the_latch_exactly_when_all_are_done() {
+        let latch = CountDownLatch::new(50).expect("valid");
+        let (r, w) = (latch.clone(), latch.clone());
+        let io: IO<u64, E> = IO::<(), E>::par_traverse((0..50u32).collect(), move |_| {
+            IO::cede().product_r(r.release())
+        })
+        .product_r(w.await_())
+        .map(move |()| w.remaining());
+        assert_eq!(run(io), Outcome::Succeeded(0));
+    }
+
+    fn a_canceled_await_does_not_affect_the_latch_or_other_waiters() {
+        let latch = CountDownLatch::new(1).expect("valid");
+        let (w1, w2, r) = (latch.clone(), latch.clone(), latch.clone());
+        type TwoWaiters = (Outcome<(), E>, Outcome<(), E>);
+        let io: IO<TwoWaiters, E> = w1.await_::<E>().start().flat_map(move |canceled| {
+            w2.await_::<E>().start().flat_map(move |kept| {
+                let c = canceled.clone();
+                IO::cede()
+                    .product_r(c.cancel())
+                    .product_r(r.release())
+                    .product_r(canceled.join())
+                    .flat_map(move |oc| kept.join().map(move |ok| (oc, ok)))
+            })
+        });
+        assert_eq!(
+            run(io),
+            Outcome::Succeeded((Outcome::Canceled, Outcome::Succeeded(())))
+        );
+    }
+}
+
+// ----- waiting for the lock as a Resource is cancelable ------------------------------
+
+/// A holder takes the lock and keeps it forever; a waiter waits for it
+/// through `lock()` (the Resource); the waiter is canceled after a second of
+/// virtual time. Produces the waiter's outcome.
+fn cancel_a_waiter_of_a_held_lock() -> IO<Outcome<(), E>, E> {
+    let mutex = Mutex::new();
+    let started = Deferred::<()>::new();
+    let (m, s) = (mutex.clone(), started.clone());
+    let holder = mutex
+        .lock::<E>()
+        .use_(move |_| s.complete::<E>(()).product_r(IO::<(), E>::never()));
+    holder.start().flat_map(move |_holder| {
+        started
+            .get()
+            .product_r(m.lock::<E>().use_(|_| IO::unit()).start())
+            .flat_map(|waiter| {
+                IO::sleep(Duration::from_secs(1))
+                    .product_r(waiter.cancel())
+                    .product_r(waiter.join())
+            })
+    })
+}
+
+#[test]
+#[ignore = "bug: Resource::make_full's acquisition is masked by use_'s own region (resource.rs:134 and 155), so waiting in Mutex::lock cannot be canceled"]
+fn a_fiber_canceled_while_waiting_for_the_lock_resource_is_canceled_at_once() {
+    assert_eq!(
+        TestControl::run(cancel_a_waiter_of_a_held_lock()),
+        Ok(Outcome::Succeeded(Outcome::Canceled))
+    );
+}

@@ -1,0 +1,405 @@
+//! `Queue` in its five kinds: bounded, unbounded, dropping, circular buffer
+//! and synchronous. FIFO order; a full bounded queue makes offers wait; a
+//! canceled `offer` or `take` loses no element and duplicates none.
+
+mod common;
+
+use common::{Counter, rt_test};
+use io_core::{IO, InvalidCapacity, Outcome, Queue};
+
+type E = String;
+
+/// Takes everything buffered now, in order.
+fn drain(q: &Queue<u32>) -> IO<Vec<u32>, E> {
+    let q = q.clone();
+    IO::tail_rec(Vec::new(), move |mut acc: Vec<u32>| {
+        q.try_take().map(move |next| match next {
+            Some(x) => {
+                acc.push(x);
+                std::ops::ControlFlow::Continue(acc)
+            }
+            None => std::ops::ControlFlow::Break(acc),
+        })
+    })
+}
+
+/// Offers each element in order.
+fn offer_all(q: &Queue<u32>, elements: Vec<u32>) -> IO<Vec<()>, E> {
+    let q = q.clone();
+    IO::traverse(elements, move |x| q.offer(x))
+}
+
+rt_test! {
+    fn a_bounded_dropping_or_circular_queue_of_capacity_zero_is_invalid_capacity() {
+        assert_eq!(Queue::<u32>::bounded(0).err(), Some(InvalidCapacity));
+        assert_eq!(Queue::<u32>::dropping(0).err(), Some(InvalidCapacity));
+        assert_eq!(Queue::<u32>::circular_buffer(0).err(), Some(InvalidCapacity));
+        assert!(Queue::<u32>::bounded(1).is_ok());
+    }
+
+    fn every_kind_of_queue_hands_out_elements_in_fifo_order() {
+        let queues = [
+            Queue::<u32>::unbounded(),
+            Queue::bounded(10).expect("valid"),
+            Queue::dropping(10).expect("valid"),
+            Queue::circular_buffer(10).expect("valid"),
+        ];
+        for q in queues {
+            let io = offer_all(&q, vec![3, 1, 4, 1, 5]).product_r(drain(&q));
+            assert_eq!(run(io), Outcome::Succeeded(vec![3, 1, 4, 1, 5]), "{q:?}");
+            assert!(q.is_empty());
+        }
+    }
+
+    fn len_counts_the_buffered_elements() {
+        let q = Queue::<u32>::unbounded();
+        assert!(run(offer_all(&q, vec![1, 2, 3])).is_succeeded());
+        assert_eq!(q.len(), 3);
+        assert_eq!(run(q.take::<E>()), Outcome::Succeeded(1));
+        assert_eq!(q.len(), 2);
+    }
+
+    fn take_waits_while_the_queue_is_empty_and_gets_the_next_offer() {
+        let q = Queue::<u32>::unbounded();
+        let (taker, offerer) = (q.clone(), q.clone());
+        let taken = Counter::new();
+        let t = taken.clone();
+        let io: IO<(usize, Outcome<u32, E>), E> = taker
+            .take::<E>()
+            .flat_map(move |x| t.incr_io().as_(x))
+            .start()
+            .flat_map(move |h| {
+                IO::cede()
+                    .product_r(IO::cede())
+                    .map(move |()| taken.get())
+                    .flat_map(move |before| {
+                        offerer.offer(6).product_r(h.join()).map(move |o| (before, o))
+                    })
+            });
+        assert_eq!(run(io), Outcome::Succeeded((0, Outcome::Succeeded(6))));
+    }
+
+    fn try_take_of_an_empty_queue_is_none() {
+        let q = Queue::<u32>::unbounded();
+        assert_eq!(run(q.try_take::<E>()), Outcome::Succeeded(None));
+    }
+
+    fn waiting_takers_are_served_in_fifo_order() {
+        let q = Queue::<u32>::unbounded();
+        let (offerer, tq) = (q.clone(), q.clone());
+        let io: IO<Vec<Outcome<u32, E>>, E> = IO::traverse(vec![0, 1, 2], move |_| {
+            tq.take::<E>().start().flat_map(|h| IO::cede().product_r(IO::cede()).as_(h))
+        })
+        .flat_map(move |handles| {
+            offer_all(&offerer, vec![10, 20, 30]).product_r(IO::traverse(handles, |h| h.join()))
+        });
+        assert_eq!(
+            run(io),
+            Outcome::Succeeded(vec![
+                Outcome::Succeeded(10),
+                Outcome::Succeeded(20),
+                Outcome::Succeeded(30)
+            ])
+        );
+    }
+
+    fn a_bounded_offer_waits_while_the_queue_is_full_and_goes_on_after_a_take() {
+        let q = Queue::<u32>::bounded(2).expect("valid");
+        let (third, taker, rest) = (q.clone(), q.clone(), q.clone());
+        let offered = Counter::new();
+        let (o, before_take, after_take) = (offered.clone(), offered.clone(), offered.clone());
+        let io: IO<(usize, u32, usize, Vec<u32>), E> = offer_all(&q, vec![1, 2]).flat_map(move |_| {
+            third.offer::<E>(3).product_r(o.incr_io()).start().flat_map(move |h| {
+                IO::cede().product_r(IO::cede()).map(move |()| before_take.get()).flat_map(move |before| {
+                    taker.take().flat_map(move |first| {
+                        h.join_void().map(move |()| (before, first, after_take.get()))
+                    })
+                })
+            })
+        })
+        .flat_map(move |(before, first, after)| {
+            drain(&rest).map(move |left| (before, first, after, left))
+        });
+        assert_eq!(run(io), Outcome::Succeeded((0, 1, 1, vec![2, 3])));
+    }
+
+    fn try_offer_to_a_full_bounded_queue_is_false_and_changes_nothing() {
+        let q = Queue::<u32>::bounded(1).expect("valid");
+        let q1 = q.clone();
+        let io: IO<(bool, bool), E> = q
+            .try_offer(1)
+            .flat_map(move |a| q1.try_offer(2).map(move |b| (a, b)));
+        assert_eq!(run(io), Outcome::Succeeded((true, false)));
+        assert_eq!(run(drain(&q)), Outcome::Succeeded(vec![1]));
+    }
+
+    fn a_dropping_queue_drops_new_elements_while_full() {
+        let q = Queue::<u32>::dropping(2).expect("valid");
+        let q1 = q.clone();
+        let io = offer_all(&q, vec![1, 2, 3]).product_r(q1.try_offer(4)).flat_map({
+            let q = q.clone();
+            move |accepted| drain(&q).map(move |left| (accepted, left))
+        });
+        assert_eq!(run(io), Outcome::Succeeded((false, vec![1, 2])));
+    }
+
+    fn a_circular_buffer_drops_the_oldest_element_while_full() {
+        let q = Queue::<u32>::circular_buffer(3).expect("valid");
+        let io = offer_all(&q, vec![1, 2, 3, 4, 5]).product_r(drain(&q));
+        assert_eq!(run(io), Outcome::Succeeded(vec![3, 4, 5]));
+    }
+
+    fn an_unbounded_queue_never_makes_an_offer_wait() {
+        let q = Queue::<u32>::unbounded();
+        let io = offer_all(&q, (0..10_000).collect()).product_r(drain(&q));
+        assert_eq!(run(io), Outcome::Succeeded((0..10_000).collect()));
+    }
+
+    fn a_synchronous_offer_waits_for_a_taker_and_buffers_nothing() {
+        let q = Queue::<u32>::synchronous();
+        let (offerer, taker) = (q.clone(), q.clone());
+        let offered = Counter::new();
+        let o = offered.clone();
+        let io: IO<(usize, usize, u32, usize), E> = offerer
+            .offer::<E>(5)
+            .product_r(o.incr_io())
+            .start()
+            .flat_map(move |h| {
+                IO::cede().product_r(IO::cede()).flat_map(move |()| {
+                    let (before, buffered) = (offered.get(), taker.len());
+                    taker.take().flat_map(move |x| {
+                        h.join_void().map(move |()| (before, buffered, x, offered.get()))
+                    })
+                })
+            });
+        assert_eq!(run(io), Outcome::Succeeded((0, 0, 5, 1)));
+    }
+
+    fn a_synchronous_take_waits_for_an_offerer() {
+        let q = Queue::<u32>::synchronous();
+        let (taker, offerer) = (q.clone(), q.clone());
+        let io: IO<Outcome<u32, E>, E> = taker.take::<E>().start().flat_map(move |h| {
+            IO::cede().product_r(offerer.offer(8)).product_r(h.join())
+        });
+        assert_eq!(run(io), Outcome::Succeeded(Outcome::Succeeded(8)));
+    }
+
+    fn try_offer_to_a_synchronous_queue_without_a_taker_is_false() {
+        let q = Queue::<u32>::synchronous();
+        assert_eq!(run(q.try_offer::<E>(1)), Outcome::Succeeded(false));
+        assert_eq!(run(q.try_take::<E>()), Outcome::Succeeded(None));
+    }
+
+    fn try_take_of_a_synchronous_queue_takes_from_a_waiting_offerer() {
+        let q = Queue::<u32>::synchronous();
+        let (offerer, taker) = (q.clone(), q.clone());
+        let io: IO<(Option<u32>, Outcome<(), E>), E> = offerer.offer::<E>(4).start().flat_map(move |h| {
+            IO::cede()
+                .product_r(taker.try_take())
+                .flat_map(move |x| h.join().map(move |o| (x, o)))
+        });
+        assert_eq!(run(io), Outcome::Succeeded((Some(4), Outcome::Succeeded(()))));
+    }
+
+    fn many_producers_and_consumers_exchange_every_element_exactly_once() {
+        const PER_FIBER: u32 = if cfg!(miri) { 10 } else { 250 };
+        for q in [
+            Queue::<u32>::bounded(4).expect("valid"),
+            Queue::<u32>::unbounded(),
+            Queue::<u32>::synchronous(),
+        ] {
+            let producers = q.clone();
+            let consumers = q.clone();
+            let produce = IO::<(), E>::par_traverse((0..4u32).collect(), move |p| {
+                let q = producers.clone();
+                IO::traverse((0..PER_FIBER).collect(), move |i| {
+                    q.offer::<E>(p * PER_FIBER + i).product_r(IO::cede())
+                })
+                .void()
+            });
+            let consume = IO::<Vec<u32>, E>::par_traverse((0..4u32).collect(), move |_| {
+                let q = consumers.clone();
+                IO::replicate(PER_FIBER as usize, move || q.take())
+            });
+            let io = produce.both(consume).map(|(_, taken)| taken);
+            let mut taken: Vec<u32> = run(io).succeeded().expect("succeeds").into_iter().flatten().collect();
+            taken.sort_unstable();
+            assert_eq!(taken, (0..4 * PER_FIBER).collect::<Vec<_>>(), "{q:?}");
+            assert!(q.is_empty());
+        }
+    }
+
+    fn a_take_canceled_while_waiting_takes_nothing() {
+        let q = Queue::<u32>::unbounded();
+        let (taker, later) = (q.clone(), q.clone());
+        let io: IO<(Outcome<u32, E>, Vec<u32>), E> = taker.take::<E>().start().flat_map(move |h| {
+            IO::cede()
+                .product_r(h.cancel())
+                .product_r(h.join())
+                .flat_map(move |o| {
+                    offer_all(&later, vec![1, 2]).product_r(drain(&later)).map(move |left| (o, left))
+                })
+        });
+        assert_eq!(run(io), Outcome::Succeeded((Outcome::Canceled, vec![1, 2])));
+    }
+
+    fn an_element_handed_to_a_taker_that_is_then_canceled_is_not_lost() {
+        // The offer fills the waiting taker's slot; the cancel arrives
+        // before the taker runs again. The element ends up either taken by
+        // that taker or back at the front of the queue, exactly once.
+        let q = Queue::<u32>::unbounded();
+        let (taker, offerer, rest) = (q.clone(), q.clone(), q.clone());
+        let io: IO<(Outcome<u32, E>, Vec<u32>), E> = taker.take::<E>().start().flat_map(move |h| {
+            IO::cede()
+                .product_r(IO::cede())
+                .product_r(offerer.offer(7))
+                .product_r(h.cancel())
+                .product_r(offerer.offer(8))
+                .product_r(h.join())
+                .flat_map(move |o| drain(&rest).map(move |left| (o, left)))
+        });
+        let (outcome, left) = run(io).succeeded().expect("succeeds");
+        match outcome {
+            Outcome::Succeeded(7) => assert_eq!(left, [8]),
+            Outcome::Canceled => assert_eq!(left, [7, 8], "given back to the front"),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    fn an_element_handed_to_a_canceled_taker_goes_to_the_next_waiting_taker() {
+        let (first, second, left) = run(handed_to_a_canceled_taker()).succeeded().expect("succeeds");
+        match first {
+            Outcome::Succeeded(7) => {
+                assert_eq!(second, Outcome::Succeeded(0));
+                assert_eq!(left, Vec::<u32>::new());
+            }
+            Outcome::Canceled => {
+                assert_eq!(second, Outcome::Succeeded(7), "passed on to the next taker");
+                assert_eq!(left, [0]);
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    fn an_offer_canceled_while_waiting_offers_nothing() {
+        let q = Queue::<u32>::bounded(1).expect("valid");
+        let (offerer, rest) = (q.clone(), q.clone());
+        let io: IO<(Outcome<(), E>, Vec<u32>), E> = q.offer(1).product_r(offerer.offer::<E>(2).start()).flat_map(move |h| {
+            IO::cede()
+                .product_r(h.cancel())
+                .product_r(h.join())
+                .flat_map(move |o| drain(&rest).map(move |left| (o, left)))
+        });
+        assert_eq!(run(io), Outcome::Succeeded((Outcome::Canceled, vec![1])));
+    }
+
+    fn a_synchronous_offer_canceled_while_waiting_offers_nothing() {
+        let q = Queue::<u32>::synchronous();
+        let (offerer, taker) = (q.clone(), q.clone());
+        let io: IO<(Outcome<(), E>, Option<u32>), E> = offerer.offer::<E>(2).start().flat_map(move |h| {
+            IO::cede()
+                .product_r(h.cancel())
+                .product_r(h.join())
+                .flat_map(move |o| taker.try_take().map(move |x| (o, x)))
+        });
+        assert_eq!(run(io), Outcome::Succeeded((Outcome::Canceled, None)));
+    }
+
+    fn an_offer_whose_element_was_taken_before_its_cancel_has_offered_it_once() {
+        // A full bounded queue [1], an offer of 2 waiting; a take makes room
+        // and moves 2 in; then the offer is canceled. 2 is in the queue
+        // exactly once, whatever the offerer's outcome.
+        let q = Queue::<u32>::bounded(1).expect("valid");
+        let (offerer, taker, rest) = (q.clone(), q.clone(), q.clone());
+        let io: IO<(u32, Vec<u32>), E> = q.offer(1).product_r(offerer.offer::<E>(2).start()).flat_map(move |h| {
+            IO::cede()
+                .product_r(taker.take())
+                .flat_map(move |first| {
+                    h.cancel()
+                        .product_r(drain(&rest))
+                        .map(move |left| (first, left))
+                })
+        });
+        assert_eq!(run(io), Outcome::Succeeded((1, vec![2])));
+    }
+
+    fn canceled_waiting_offers_offer_nothing_and_the_others_arrive_once_in_order() {
+        let q = Queue::<u32>::bounded(2).expect("valid");
+        let (oq, tq, rest) = (q.clone(), q.clone(), q.clone());
+        let io: IO<(Vec<u32>, Option<u32>), E> = offer_all(&q, vec![100, 101])
+            .product_r(IO::traverse((0..10u32).collect(), move |i| {
+                // Each offer is waiting before the next one starts.
+                oq.offer::<E>(i).start().flat_map(|h| IO::cede().product_r(IO::cede()).as_(h))
+            }))
+            .flat_map(move |offerers| {
+                let (keep, cancel): (Vec<_>, Vec<_>) =
+                    offerers.into_iter().enumerate().partition(|(i, _)| i % 2 == 0);
+                IO::traverse(cancel, |(_, h)| h.cancel::<E>())
+                    .product_r(IO::replicate(7, move || tq.take()))
+                    .flat_map(move |taken| {
+                        IO::traverse(keep, |(_, h)| h.join_void::<E>())
+                            .product_r(rest.try_take())
+                            .map(move |extra| (taken, extra))
+                    })
+            });
+        assert_eq!(
+            run(io),
+            Outcome::Succeeded((vec![100, 101, 0, 2, 4, 6, 8], None))
+        );
+    }
+}
+
+/// The first taker's outcome, the second taker's, and what is left queued.
+type TwoTakers = (Outcome<u32, E>, Outcome<u32, E>, Vec<u32>);
+
+/// Two takers wait; 7 is offered (into the first taker's slot) and the
+/// first taker is canceled; then 0 is offered.
+fn handed_to_a_canceled_taker() -> IO<TwoTakers, E> {
+    let q = Queue::<u32>::unbounded();
+    let (t1, t2, offerer, rest) = (q.clone(), q.clone(), q.clone(), q);
+    t1.take::<E>().start().flat_map(move |first| {
+        IO::cede()
+            .product_r(t2.take::<E>().start())
+            .flat_map(move |second| {
+                IO::cede()
+                    .product_r(IO::cede())
+                    .product_r(offerer.offer(7))
+                    .product_r(first.cancel())
+                    .product_r(first.join())
+                    .flat_map(move |o1| {
+                        offerer
+                            .offer(0)
+                            .product_r(second.join())
+                            .flat_map(move |o2| drain(&rest).map(move |left| (o1, o2, left)))
+                    })
+            })
+    })
+}
+
+#[test]
+fn on_the_single_threaded_executor_a_canceled_takers_element_goes_to_the_next_taker() {
+    // Deterministic order: the offer fills the first taker's slot and the
+    // cancel is requested before that taker runs again.
+    assert_eq!(
+        exec_single::SingleThreaded::new().block_on(handed_to_a_canceled_taker()),
+        Outcome::Succeeded((Outcome::Canceled, Outcome::Succeeded(7), vec![0]))
+    );
+}
+
+#[test]
+fn on_the_single_threaded_executor_a_canceled_takers_element_goes_back_to_the_front() {
+    let q = Queue::<u32>::unbounded();
+    let (taker, offerer, rest) = (q.clone(), q.clone(), q);
+    let io: IO<(Outcome<u32, E>, Vec<u32>), E> = taker.take::<E>().start().flat_map(move |h| {
+        IO::cede()
+            .product_r(offerer.offer(7))
+            .product_r(h.cancel())
+            .product_r(offerer.offer(8))
+            .product_r(h.join())
+            .flat_map(move |o| drain(&rest).map(move |left| (o, left)))
+    });
+    assert_eq!(
+        exec_single::SingleThreaded::new().block_on(io),
+        Outcome::Succeeded((Outcome::Canceled, vec![7, 8]))
+    );
+}

@@ -1,0 +1,234 @@
+//! `Semaphore`: permits in FIFO order; `with_permit` releases whatever the
+//! outcome; cancellation while waiting gives no permit away.
+
+mod common;
+
+use common::{Counter, Log, eventually, rt_test};
+use io_core::{Deferred, IO, InvalidPermits, Outcome, Semaphore};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+type E = String;
+
+fn semaphore(permits: u64) -> Semaphore {
+    Semaphore::new(permits).expect("a valid permit count")
+}
+
+rt_test! {
+    fn a_semaphore_of_zero_permits_is_invalid_permits() {
+        assert_eq!(Semaphore::new(0).err(), Some(InvalidPermits));
+        assert_eq!(semaphore(3).available(), 3);
+    }
+
+    fn acquire_takes_a_permit_and_release_returns_it() {
+        let sem = semaphore(2);
+        let (s1, s2, s3) = (sem.clone(), sem.clone(), sem.clone());
+        let io: IO<(u64, u64), E> = sem.acquire().product_r(s1.acquire()).flat_map(move |()| {
+            let held = s2.available();
+            s3.release().map(move |()| (held, s3.available()))
+        });
+        assert_eq!(run(io), Outcome::Succeeded((0, 1)));
+        assert_eq!(sem.available(), 1);
+    }
+
+    fn release_without_a_waiter_adds_a_permit() {
+        let sem = semaphore(1);
+        assert_eq!(run(sem.release::<E>()), Outcome::Succeeded(()));
+        assert_eq!(sem.available(), 2);
+    }
+
+    fn acquire_waits_while_no_permit_is_available_and_resumes_on_release() {
+        let sem = semaphore(1);
+        let acquired = Counter::new();
+        let (waiter_sem, counted, releaser) = (sem.clone(), sem.clone(), sem.clone());
+        let a = acquired.clone();
+        let waiter = waiter_sem.acquire::<E>().product_r(a.incr_io());
+        let io: IO<(usize, Outcome<(), E>), E> = sem.acquire().product_r(waiter.start()).flat_map(move |h| {
+            eventually(move || counted.waiting() == 1)
+                .map(move |()| acquired.get())
+                .flat_map(move |before| releaser.release().product_r(h.join()).map(move |o| (before, o)))
+        });
+        assert_eq!(run(io), Outcome::Succeeded((0, Outcome::Succeeded(()))));
+        assert_eq!(sem.available(), 0, "the waiter holds the released permit");
+        assert_eq!(sem.waiting(), 0);
+    }
+
+    fn waiters_are_served_in_fifo_order() {
+        let sem = semaphore(1);
+        let log = Log::new();
+        let waiter = |i: u32| sem.acquire::<E>().product_r(log.record(i)).product_r(sem.release());
+        let (counted, releaser) = (sem.clone(), sem.clone());
+        let starts = vec![waiter(1).start(), waiter(2).start(), waiter(3).start()];
+        let io: IO<(), E> = sem.acquire().product_r(IO::cede()).flat_map(move |()| {
+            // Start the waiters one after the other, each queued before the next.
+            IO::traverse(starts, move |start| {
+                let counted = counted.clone();
+                start.flat_map(move |h| {
+                    let n = counted.waiting() + 1;
+                    let c = counted.clone();
+                    eventually(move || c.waiting() >= n).as_(h)
+                })
+            })
+            .flat_map(move |handles| {
+                releaser
+                    .release()
+                    .product_r(IO::traverse(handles, |h| h.join_void()))
+                    .void()
+            })
+        });
+        assert_eq!(run(io), Outcome::Succeeded(()));
+        assert_eq!(log.events(), [1, 2, 3]);
+        assert_eq!(sem.available(), 1);
+    }
+
+    fn with_permit_holds_a_permit_while_its_program_runs() {
+        let sem = semaphore(2);
+        let inside = sem.clone();
+        let io: IO<u64, E> = sem.with_permit(IO::delay(move || inside.available()));
+        assert_eq!(run(io), Outcome::Succeeded(1));
+        assert_eq!(sem.available(), 2);
+    }
+
+    fn with_permit_releases_on_success_error_cancellation_and_panic() {
+        let sem = semaphore(1);
+        assert_eq!(run(sem.with_permit(IO::<u32, E>::pure(1))), Outcome::Succeeded(1));
+        assert_eq!(sem.available(), 1, "success");
+        assert_eq!(
+            run(sem.with_permit(IO::<u32, E>::raise_error("boom".to_string()))),
+            Outcome::Errored("boom".to_string())
+        );
+        assert_eq!(sem.available(), 1, "error");
+        assert_eq!(run(sem.with_permit(IO::<(), E>::canceled())), Outcome::Canceled);
+        assert_eq!(sem.available(), 1, "self-cancel");
+        assert!(run(sem.with_permit(IO::<u32, E>::delay(|| panic!("bad")))).is_panicked());
+        assert_eq!(sem.available(), 1, "panic");
+
+        let started = Deferred::<()>::new();
+        let s = started.clone();
+        let holder = sem.with_permit(s.complete::<E>(()).product_r(IO::<(), E>::never()));
+        let io: IO<Outcome<(), E>, E> = holder.start().flat_map(move |h| {
+            started.get().product_r(h.cancel()).product_r(h.join())
+        });
+        assert_eq!(run(io), Outcome::Succeeded(Outcome::Canceled));
+        assert_eq!(sem.available(), 1, "canceled by another fiber");
+    }
+
+    fn with_permit_bounds_how_many_programs_run_at_once() {
+        let sem = semaphore(3);
+        let (running, peak) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let (r, p) = (running.clone(), peak.clone());
+        let io = IO::<(), E>::par_traverse((0..12).collect(), move |_: u32| {
+            let (r1, r2, p) = (r.clone(), r.clone(), p.clone());
+            sem.with_permit(
+                IO::delay(move || {
+                    let now = r1.fetch_add(1, Ordering::SeqCst) + 1;
+                    p.fetch_max(now, Ordering::SeqCst);
+                })
+                .product_r(IO::sleep(Duration::from_millis(2)))
+                .product_r(IO::delay(move || {
+                    r2.fetch_sub(1, Ordering::SeqCst);
+                })),
+            )
+        });
+        assert!(run(io).is_succeeded());
+        assert_eq!(peak.load(Ordering::SeqCst), 3);
+        assert_eq!(running.load(Ordering::SeqCst), 0);
+    }
+
+    fn a_waiter_canceled_while_queued_leaves_the_queue_and_takes_no_permit() {
+        let sem = semaphore(1);
+        let (w, counted, after) = (sem.clone(), sem.clone(), sem.clone());
+        let io: IO<(Outcome<(), E>, usize), E> = sem.acquire().product_r(w.acquire::<E>().start()).flat_map(move |h| {
+            eventually(move || counted.waiting() == 1)
+                .product_r(h.cancel())
+                .product_r(h.join())
+                .map(move |o| (o, after.waiting()))
+        });
+        assert_eq!(run(io), Outcome::Succeeded((Outcome::Canceled, 0)));
+        assert_eq!(sem.available(), 0, "the first acquire still holds the only permit");
+        assert_eq!(run(sem.release::<E>()), Outcome::Succeeded(()));
+        assert_eq!(sem.available(), 1, "the released permit was not given to the canceled waiter");
+    }
+
+    fn a_cancellation_racing_a_release_gives_no_permit_away() {
+        // The canceler is started first and the release happens while the
+        // cancellation is under way: whichever wins, the permit ends up
+        // either with a waiter that completed its acquire, or back in the
+        // semaphore, never lost.
+        let sem = semaphore(1);
+        let (w, counted, releaser) = (sem.clone(), sem.clone(), sem.clone());
+        let io: IO<Outcome<(), E>, E> = sem.acquire().product_r(w.acquire::<E>().start()).flat_map(move |h| {
+            let canceler = h.clone();
+            eventually(move || counted.waiting() == 1)
+                .product_r(canceler.cancel::<E>().start())
+                .flat_map(move |c| {
+                    IO::cede()
+                        .product_r(releaser.release())
+                        .product_r(c.join_void())
+                        .product_r(h.join())
+                })
+        });
+        let outcome = run(io).succeeded().expect("succeeds");
+        let held_by_waiter = u64::from(outcome.is_succeeded());
+        assert_eq!(sem.available() + held_by_waiter, 1, "{outcome:?}");
+        assert_eq!(sem.waiting(), 0);
+    }
+
+    fn a_waiter_woken_and_canceled_before_it_ran_gives_its_permit_back() {
+        // The release hands the permit to the waiter and queues it; the
+        // cancel arrives before the waiter runs again. Whichever way the
+        // executor orders them, the permit is not lost.
+        let sem = semaphore(1);
+        let (w, counted, releaser) = (sem.clone(), sem.clone(), sem.clone());
+        let io: IO<Outcome<(), E>, E> = sem.acquire().product_r(w.acquire::<E>().start()).flat_map(move |h| {
+            eventually(move || counted.waiting() == 1)
+                .product_r(releaser.release())
+                .product_r(h.cancel())
+                .product_r(h.join())
+        });
+        let outcome = run(io).succeeded().expect("succeeds");
+        let held_by_waiter = u64::from(outcome.is_succeeded());
+        assert_eq!(sem.available() + held_by_waiter, 1, "{outcome:?}");
+        assert_eq!(sem.waiting(), 0);
+    }
+
+    fn many_canceled_waiters_leave_every_permit_in_place() {
+        let sem = semaphore(2);
+        let (w, counted, after) = (sem.clone(), sem.clone(), sem.clone());
+        let io: IO<(), E> = sem.acquire().product_r(sem.acquire()).flat_map(move |()| {
+            IO::sequence((0..20).map(|_| w.acquire::<E>().start()).collect()).flat_map(move |hs| {
+                eventually(move || counted.waiting() == 20)
+                    .product_r(IO::traverse(hs, |h| h.cancel::<E>()))
+                    .product_r(after.release())
+                    .product_r(after.release())
+            })
+        });
+        assert_eq!(run(io), Outcome::Succeeded(()));
+        assert_eq!((sem.available(), sem.waiting()), (2, 0));
+    }
+}
+
+#[test]
+fn on_the_single_threaded_executor_a_woken_then_canceled_waiter_is_canceled_and_its_permit_returns()
+{
+    // Deterministic ordering: the release queues the waiter, the cancel is
+    // requested before it runs, so it resumes into cancellation and its
+    // cleanup hands the permit back.
+    let sem = semaphore(1);
+    let (w, releaser) = (sem.clone(), sem.clone());
+    let io: IO<Outcome<(), E>, E> =
+        sem.acquire()
+            .product_r(w.acquire::<E>().start())
+            .flat_map(move |h| {
+                IO::cede()
+                    .product_r(releaser.release())
+                    .product_r(h.cancel())
+                    .product_r(h.join())
+            });
+    assert_eq!(
+        exec_single::SingleThreaded::new().block_on(io),
+        Outcome::Succeeded(Outcome::Canceled)
+    );
+    assert_eq!((sem.available(), sem.waiting()), (1, 0));
+}

@@ -1,0 +1,292 @@
+//! Time: `sleep`, `timeout`, `timeout_to`, `delay_by`, `timed`,
+//! `monotonic` and `real_time`.
+//!
+//! Exact times come from `TestControl` (virtual time: a program that sleeps
+//! for a day finishes at once, at exactly one day); the `rt_test!` block
+//! runs the same operations on each real executor, with generous bounds.
+
+mod common;
+
+use common::{Counter, Log, rt_test};
+use exec_single::testkit::TestControl;
+use io_core::{IO, Outcome, TimeoutError};
+use std::time::{Duration, Instant};
+
+/// An error type that a timeout can produce (through `From`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Error {
+    TimedOut(Duration),
+    Failed(&'static str),
+}
+
+impl From<TimeoutError> for Error {
+    fn from(e: TimeoutError) -> Self {
+        Error::TimedOut(e.after)
+    }
+}
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+fn secs(n: u64) -> Duration {
+    Duration::from_secs(n)
+}
+
+const DAY: Duration = Duration::from_secs(86_400);
+
+/// Runs `io` on virtual time to its outcome; panics on a deadlock.
+fn virtual_run<A: Send + 'static>(io: IO<A, Error>) -> Outcome<A, Error> {
+    TestControl::run(io).expect("the program completes")
+}
+
+/// The virtual time at which `io` ends, with its outcome.
+fn ends_at<A: Send + 'static>(io: IO<A, Error>) -> Outcome<(A, Duration), Error> {
+    virtual_run(io.flat_map(|a| IO::monotonic().map(move |t| (a, t))))
+}
+
+rt_test! {
+    fn sleep_suspends_for_at_least_its_duration() {
+        let started = Instant::now();
+        assert_eq!(run(IO::<(), Error>::sleep(ms(20))), Outcome::Succeeded(()));
+        let took = started.elapsed();
+        assert!(took >= ms(20), "{took:?}");
+        assert!(took < secs(5), "{took:?}");
+    }
+
+    fn timeout_fails_with_the_timeout_error_when_the_program_is_too_slow() {
+        let io = IO::<(), Error>::sleep(secs(3600)).as_(1u32).timeout(ms(10));
+        assert_eq!(run(io), Outcome::Errored(Error::TimedOut(ms(10))));
+    }
+
+    fn timeout_gives_the_value_of_a_program_that_finishes_in_time() {
+        let io = IO::<(), Error>::sleep(ms(1)).as_(7u32).timeout(secs(10));
+        assert_eq!(run(io), Outcome::Succeeded(7));
+    }
+
+    fn timeout_gives_the_error_of_a_program_that_fails_in_time() {
+        let io = IO::<u32, Error>::raise_error(Error::Failed("boom")).timeout(secs(10));
+        assert_eq!(run(io), Outcome::Errored(Error::Failed("boom")));
+    }
+
+    fn timeout_cancels_and_finalizes_the_timed_out_program_before_it_fails() {
+        let log = Log::new();
+        let l = log.clone();
+        let io = IO::<u32, Error>::never()
+            .on_cancel(IO::sleep(ms(5)).product_r(log.record("finalized")))
+            .timeout(ms(10))
+            .attempt()
+            .flat_map(move |r| l.record("timeout returned").as_(r));
+        assert_eq!(run(io), Outcome::Succeeded(Err(Error::TimedOut(ms(10)))));
+        assert_eq!(log.events(), ["finalized", "timeout returned"]);
+    }
+
+    fn timeout_to_runs_the_fallback_after_canceling_the_program() {
+        let log = Log::new();
+        let io = IO::<u32, Error>::never()
+            .on_cancel(log.record("canceled"))
+            .timeout_to(ms(10), log.record("fallback").as_(2));
+        assert_eq!(run(io), Outcome::Succeeded(2));
+        assert_eq!(log.events(), ["canceled", "fallback"]);
+    }
+
+    fn timeout_to_does_not_run_the_fallback_when_the_program_finishes_in_time() {
+        let fallback = Counter::new();
+        let io = IO::<(), Error>::sleep(ms(1))
+            .as_(1u32)
+            .timeout_to(secs(10), fallback.incr_io().as_(2));
+        assert_eq!(run(io), Outcome::Succeeded(1));
+        assert_eq!(fallback.get(), 0);
+    }
+
+    fn delay_by_runs_the_program_after_at_least_the_delay() {
+        let io: IO<(Duration, Duration), Error> = IO::monotonic().flat_map(|start| {
+            IO::monotonic().delay_by(ms(20)).map(move |end| (start, end))
+        });
+        let (start, end) = run(io).succeeded().expect("succeeds");
+        assert!(end - start >= ms(20), "{:?}", end - start);
+        assert!(end - start < secs(5), "{:?}", end - start);
+    }
+
+    fn timed_measures_at_least_the_time_the_program_took() {
+        let io = IO::<(), Error>::sleep(ms(20)).as_('x').timed();
+        let (took, value) = run(io).succeeded().expect("succeeds");
+        assert_eq!(value, 'x');
+        assert!(took >= ms(20), "{took:?}");
+        assert!(took < secs(5), "{took:?}");
+    }
+
+    fn monotonic_never_goes_backwards_across_sleeps_and_fibers() {
+        let io: IO<Vec<Duration>, Error> = IO::replicate(20, || {
+            IO::<(), Error>::sleep(Duration::from_micros(50)).product_r(IO::monotonic())
+        });
+        let times = run(io).succeeded().expect("succeeds");
+        assert!(times.windows(2).all(|w| w[0] <= w[1]), "{times:?}");
+    }
+
+    fn real_time_is_the_time_since_the_unix_epoch() {
+        let io = IO::<Duration, Error>::real_time();
+        let before = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("after the epoch");
+        let t = run(io).succeeded().expect("succeeds");
+        let after = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("after the epoch");
+        assert!(before <= t && t <= after, "{before:?} <= {t:?} <= {after:?}");
+    }
+}
+
+// ----- virtual time (TestControl) -----------------------------------------------
+
+#[test]
+fn a_program_that_sleeps_for_a_day_ends_at_exactly_one_day_in_virtual_time_at_once() {
+    let wall = Instant::now();
+    assert_eq!(
+        ends_at(IO::<(), Error>::sleep(DAY)),
+        Outcome::Succeeded(((), DAY))
+    );
+    assert!(wall.elapsed() < secs(5), "{:?}", wall.elapsed());
+}
+
+#[test]
+fn consecutive_sleeps_add_up_and_concurrent_sleeps_overlap() {
+    let sequential = IO::<(), Error>::sleep(secs(3)).product_r(IO::sleep(secs(4)));
+    assert_eq!(ends_at(sequential), Outcome::Succeeded(((), secs(7))));
+    let concurrent = IO::<(), Error>::sleep(secs(3)).both(IO::sleep(secs(4)));
+    assert_eq!(ends_at(concurrent), Outcome::Succeeded((((), ()), secs(4))));
+}
+
+#[test]
+fn timeout_fires_at_exactly_the_limit() {
+    let io = IO::<u32, Error>::never().timeout(secs(5)).attempt();
+    assert_eq!(
+        ends_at(io),
+        Outcome::Succeeded((Err(Error::TimedOut(secs(5))), secs(5)))
+    );
+}
+
+#[test]
+fn timeout_returns_when_the_program_finishes_and_leaves_no_timer_behind() {
+    let io = IO::<(), Error>::sleep(secs(4)).as_(1u32).timeout(secs(5));
+    let mut control = TestControl::execute(io.flat_map(|v| IO::monotonic().map(move |t| (v, t))));
+    control.tick_all();
+    assert_eq!(control.results(), Some(&Outcome::Succeeded((1, secs(4)))));
+    assert_eq!(
+        control.next_interval(),
+        None,
+        "the timeout's timer was canceled with its fiber"
+    );
+}
+
+#[test]
+fn timeout_of_a_program_that_finishes_exactly_at_the_limit_is_one_or_the_other() {
+    // Either side may win a tie; the result must be one of the two, never
+    // both or neither.
+    let io = IO::<(), Error>::sleep(secs(5)).as_(1u32).timeout(secs(5));
+    match virtual_run(io) {
+        Outcome::Succeeded(1) | Outcome::Errored(Error::TimedOut(_)) => {}
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+#[test]
+fn timeout_waits_for_the_finalizers_of_the_timed_out_program_in_virtual_time() {
+    let io = IO::<u32, Error>::never()
+        .on_cancel(IO::sleep(secs(2)))
+        .timeout(secs(5))
+        .attempt();
+    assert_eq!(
+        ends_at(io),
+        Outcome::Succeeded((Err(Error::TimedOut(secs(5))), secs(7)))
+    );
+}
+
+#[test]
+fn timeout_to_switches_to_the_fallback_at_exactly_the_limit() {
+    let io = IO::<Duration, Error>::never().timeout_to(secs(3), IO::monotonic());
+    assert_eq!(virtual_run(io), Outcome::Succeeded(secs(3)));
+}
+
+#[test]
+fn delay_by_runs_the_program_at_exactly_the_delay() {
+    let io = IO::<Duration, Error>::monotonic().delay_by(secs(7));
+    assert_eq!(virtual_run(io), Outcome::Succeeded(secs(7)));
+}
+
+#[test]
+fn timed_measures_the_virtual_duration_exactly() {
+    let io = IO::<(), Error>::sleep(Duration::from_secs(90 * 60))
+        .product_r(IO::sleep(ms(250)))
+        .as_("done")
+        .timed();
+    assert_eq!(
+        virtual_run(io),
+        Outcome::Succeeded((Duration::from_secs(90 * 60) + ms(250), "done"))
+    );
+}
+
+#[test]
+fn timed_of_a_program_that_does_not_sleep_is_zero() {
+    assert_eq!(
+        virtual_run(IO::<u32, Error>::pure(1).timed()),
+        Outcome::Succeeded((Duration::ZERO, 1))
+    );
+}
+
+#[test]
+fn monotonic_reads_the_virtual_clock() {
+    let io = IO::<Duration, Error>::monotonic()
+        .flat_map(|a| IO::sleep(secs(10)).product_r(IO::monotonic().map(move |b| (a, b))));
+    assert_eq!(
+        virtual_run(io),
+        Outcome::Succeeded((Duration::ZERO, secs(10)))
+    );
+}
+
+#[test]
+fn real_time_moves_with_virtual_time() {
+    let io = IO::<Duration, Error>::real_time()
+        .flat_map(|a| IO::sleep(DAY).product_r(IO::real_time().map(move |b| b.saturating_sub(a))));
+    assert_eq!(virtual_run(io), Outcome::Succeeded(DAY));
+}
+
+#[test]
+fn a_race_of_two_sleeps_ends_at_the_shorter_one() {
+    let io = IO::<(), Error>::sleep(secs(3))
+        .as_(3u32)
+        .race(IO::<(), Error>::sleep(secs(1)).as_(1u32));
+    assert_eq!(
+        ends_at(io),
+        Outcome::Succeeded((io_core::Either::Right(1), secs(1)))
+    );
+}
+
+#[test]
+fn par_traverse_n_takes_one_round_of_sleep_per_batch_of_n_items() {
+    // 10 items of one second each, at most 3 at once: 4 rounds.
+    let io = IO::<u32, Error>::par_traverse_n(3, (0..10u32).collect(), |i| {
+        IO::<(), Error>::sleep(secs(1)).as_(i)
+    })
+    .expect("a valid parallelism");
+    assert_eq!(
+        ends_at(io),
+        Outcome::Succeeded(((0..10u32).collect(), secs(4)))
+    );
+}
+
+#[test]
+fn a_sleep_canceled_by_its_fiber_never_fires_and_leaves_no_timer() {
+    let fired = Counter::new();
+    let f = fired.clone();
+    let io = IO::<(), Error>::sleep(DAY)
+        .product_r(f.incr_io())
+        .start::<Error>()
+        .flat_map(|h| IO::sleep(secs(1)).product_r(h.cancel()));
+    let mut control = TestControl::execute(io);
+    control.tick_all();
+    assert_eq!(control.results(), Some(&Outcome::Succeeded(())));
+    assert_eq!(control.now(), secs(1));
+    assert_eq!(control.next_interval(), None);
+    assert_eq!(fired.get(), 0);
+}
