@@ -295,7 +295,6 @@ fn cancel_a_waiter_of_a_held_lock() -> IO<Outcome<(), E>, E> {
 }
 
 #[test]
-#[ignore = "bug: Resource::make_full's acquisition is masked by use_'s own region (resource.rs:134 and 155), so waiting in Mutex::lock cannot be canceled"]
 fn a_fiber_canceled_while_waiting_for_the_lock_resource_is_canceled_at_once() {
     assert_eq!(
         TestControl::run(cancel_a_waiter_of_a_held_lock()),

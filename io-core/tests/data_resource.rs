@@ -409,7 +409,6 @@ fn cancel_a_waiting_make_full_acquisition() -> (
 }
 
 #[test]
-#[ignore = "bug: Resource::make_full's acquisition is masked by use_'s own region (resource.rs:134 and 155): its poll unmasks only the inner region, so the wait cannot be canceled"]
 fn make_full_acquisition_can_be_canceled_through_its_poll_and_nothing_is_released() {
     let (outcome, log) = cancel_a_waiting_make_full_acquisition();
     assert_eq!(outcome, Ok(Outcome::Succeeded(Outcome::Canceled)));

@@ -23,6 +23,7 @@ use crate::cancel::Poll;
 use crate::fiber::handle::FiberHandle;
 use crate::io::IO;
 use crate::outcome::Outcome;
+use crate::sync::{Arc, Mutex};
 
 /// How the use of a resource ended, as its release sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,10 +98,22 @@ impl<A: Send + 'static, E: Send + 'static> Allocated<A, E> {
 /// assert_eq!(*log.lock().unwrap(), ["open a", "open b", "close b", "close a"]);
 /// ```
 pub struct Resource<A, E> {
-    allocate: IO<Allocated<A, E>, E>,
+    /// Allocates, inside the masked region of `use_` (or `allocated`), given
+    /// that region's poll: a cancelable acquisition (`make_full`) polls with
+    /// it, so that canceling the user of the resource ends the wait.
+    allocate: Box<dyn FnOnce(Poll) -> IO<Allocated<A, E>, E> + Send>,
 }
 
 impl<A: Send + 'static, E: Send + 'static> Resource<A, E> {
+    fn from_fn<F>(allocate: F) -> Self
+    where
+        F: FnOnce(Poll) -> IO<Allocated<A, E>, E> + Send + 'static,
+    {
+        Resource {
+            allocate: Box::new(allocate),
+        }
+    }
+
     /// A resource acquired by `acquire` and released by `release`.
     pub fn make<R>(acquire: IO<A, E>, release: R) -> Self
     where
@@ -114,24 +127,23 @@ impl<A: Send + 'static, E: Send + 'static> Resource<A, E> {
     where
         R: FnOnce(A, ExitCase) -> IO<(), E> + Send + 'static,
     {
-        Resource {
-            allocate: acquire.map(move |value| Allocated {
-                value,
-                release: Box::new(release),
-            }),
-        }
+        Resource::make_full(move |_| acquire, release)
     }
 
     /// A resource whose acquisition may be canceled where it polls (for
-    /// instance while it waits for a permit).
+    /// instance while it waits for a permit): the poll is that of the
+    /// masked region `use_` runs the acquisition in.
     pub fn make_full<Acq, R>(acquire: Acq, release: R) -> Self
     where
         Acq: FnOnce(Poll) -> IO<A, E> + Send + 'static,
         R: FnOnce(A, ExitCase) -> IO<(), E> + Send + 'static,
     {
-        // `use_` runs the allocation masked; this inner region gives the
-        // acquisition a poll of its own.
-        Resource::make_case(IO::uncancelable(acquire), release)
+        Resource::from_fn(move |poll| {
+            acquire(poll).map(move |value| Allocated {
+                value,
+                release: Box::new(release),
+            })
+        })
     }
 
     /// A value without release.
@@ -145,15 +157,15 @@ impl<A: Send + 'static, E: Send + 'static> Resource<A, E> {
     }
 
     /// Allocates, runs the program `f` builds from the value, and releases
-    /// whatever the outcome. Allocation and release are masked; the program
-    /// is cancelable.
+    /// whatever the outcome. Allocation and release are masked (except where
+    /// a `make_full` acquisition polls); the program is cancelable.
     pub fn use_<B, F>(self, f: F) -> IO<B, E>
     where
         B: Send + 'static,
         F: FnOnce(&A) -> IO<B, E> + Send + 'static,
     {
         IO::uncancelable(move |poll| {
-            self.allocate.flat_map(move |allocated| {
+            (self.allocate)(poll).flat_map(move |allocated| {
                 let used = f(&allocated.value);
                 poll.apply(used)
                     .guarantee_case(move |outcome| allocated.release_case(ExitCase::of(outcome)))
@@ -162,9 +174,10 @@ impl<A: Send + 'static, E: Send + 'static> Resource<A, E> {
     }
 
     /// Allocates without a scope: the caller releases (Cats Effect's
-    /// `allocated`). Runs masked.
+    /// `allocated`). Runs masked, except where a `make_full` acquisition
+    /// polls.
     pub fn allocated(self) -> IO<Allocated<A, E>, E> {
-        IO::uncancelable(move |_| self.allocate)
+        IO::uncancelable(move |poll| (self.allocate)(poll))
     }
 
     /// Transforms the value; the release still gets the original.
@@ -173,71 +186,91 @@ impl<A: Send + 'static, E: Send + 'static> Resource<A, E> {
         B: Send + 'static,
         F: FnOnce(&A) -> B + Send + 'static,
     {
-        Resource {
-            allocate: self.allocate.map(move |allocated| {
+        Resource::from_fn(move |poll| {
+            (self.allocate)(poll).map(move |allocated| {
                 let mapped = f(&allocated.value);
                 let Allocated { value, release } = allocated;
                 Allocated {
                     value: mapped,
                     release: Box::new(move |_, exit| release(value, exit)),
                 }
-            }),
-        }
+            })
+        })
     }
 
     /// Acquires the resource `f` builds from the value after this one;
-    /// releases it before this one. If its acquisition fails, this one is
-    /// released.
+    /// releases it before this one. If its acquisition fails, is canceled or
+    /// panics, this one is released.
     pub fn flat_map<B, F>(self, f: F) -> Resource<B, E>
     where
         B: Send + 'static,
         F: FnOnce(&A) -> Resource<B, E> + Send + 'static,
     {
-        Resource {
-            allocate: self.allocate.flat_map(move |outer| {
+        Resource::from_fn(move |poll| {
+            (self.allocate)(poll).flat_map(move |outer| {
                 let inner = f(&outer.value);
-                inner
-                    .allocate
-                    .attempt()
-                    .flat_map(move |result| match result {
-                        Ok(inner) => {
-                            let Allocated { value, release } = inner;
-                            IO::pure(Allocated {
-                                value,
-                                release: Box::new(move |b, exit| {
-                                    release(b, exit).guarantee(outer.release_case(exit))
-                                }),
-                            })
-                        }
-                        Err(e) => outer
-                            .release_case(ExitCase::Errored)
-                            .product_r(IO::raise_error(e)),
-                    })
-            }),
-        }
+                nest(poll, outer, inner, |outer, inner| Allocated {
+                    value: inner.value,
+                    release: Box::new(move |b, exit| {
+                        (inner.release)(b, exit).guarantee(outer.release_case(exit))
+                    }),
+                })
+            })
+        })
     }
 
     /// Both resources: `self` acquired first, released last.
     pub fn both<B: Send + 'static>(self, other: Resource<B, E>) -> Resource<(A, B), E> {
-        Resource {
-            allocate: self.allocate.flat_map(move |outer| {
-                other
-                    .allocate
-                    .attempt()
-                    .flat_map(move |result| match result {
-                        Ok(inner) => IO::pure(Allocated {
-                            value: (outer.value, inner.value),
-                            release: Box::new(move |(a, b), exit| {
-                                (inner.release)(b, exit).guarantee((outer.release)(a, exit))
-                            }),
-                        }),
-                        Err(e) => outer
-                            .release_case(ExitCase::Errored)
-                            .product_r(IO::raise_error(e)),
-                    })
-            }),
-        }
+        Resource::from_fn(move |poll| {
+            (self.allocate)(poll).flat_map(move |outer| {
+                nest(poll, outer, other, |outer, inner| Allocated {
+                    value: (outer.value, inner.value),
+                    release: Box::new(move |(a, b), exit| {
+                        (inner.release)(b, exit).guarantee((outer.release)(a, exit))
+                    }),
+                })
+            })
+        })
     }
+}
+
+/// Allocates `inner` after `outer`, combining the two on success; if the
+/// inner allocation fails, is canceled or panics, releases `outer` (with the
+/// matching exit case) and ends the same way.
+fn nest<A, B, C, E, F>(
+    poll: Poll,
+    outer: Allocated<A, E>,
+    inner: Resource<B, E>,
+    combine: F,
+) -> IO<Allocated<C, E>, E>
+where
+    A: Send + 'static,
+    B: Send + 'static,
+    C: Send + 'static,
+    E: Send + 'static,
+    F: FnOnce(Allocated<A, E>, Allocated<B, E>) -> Allocated<C, E> + Send + 'static,
+{
+    // The outer allocation is needed by whichever of the two paths runs:
+    // a slot hands it to the first (and only) taker.
+    let slot = Arc::new(Mutex::new(Some(outer)));
+    let on_failure = slot.clone();
+    (inner.allocate)(poll)
+        .guarantee_case(move |outcome| {
+            if outcome.is_succeeded() {
+                return IO::unit();
+            }
+            match on_failure.lock().take() {
+                Some(outer) => outer.release_case(ExitCase::of(outcome)),
+                None => IO::unit(),
+            }
+        })
+        .map(move |inner| {
+            let outer = slot
+                .lock()
+                .take()
+                .unwrap_or_else(|| unreachable!("io-core: the outer allocation is taken once"));
+            combine(outer, inner)
+        })
 }
 
 impl<A: Send + 'static, E: Send + 'static> IO<A, E> {

@@ -183,12 +183,7 @@ fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
                     Some(FrameKind::FoldWith(f)) => unsafe { f.call(Ok(value)) },
                     Some(FrameKind::Unmask) => {
                         core.masks -= 1;
-                        let next = Node::pure(value);
-                        if should_cancel(core, header) {
-                            begin_cancel(core, next)
-                        } else {
-                            next
-                        }
+                        unmasked(core, header, Node::pure(value))
                     }
                     Some(FrameKind::Remask) => {
                         core.masks += 1;
@@ -204,15 +199,17 @@ fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
                         finalizer
                     }
                     Some(FrameKind::RestoreOk(original)) => {
-                        // The finalizer succeeded: the original value again.
+                        // The finalizer succeeded: the original value again
+                        // (and the end of its masked region, where a
+                        // cancellation requested meanwhile is observed).
                         drop(value);
                         core.masks -= 1;
-                        Node::pure(original)
+                        unmasked(core, header, Node::pure(original))
                     }
                     Some(FrameKind::RestoreErr(original)) => {
                         drop(value);
                         core.masks -= 1;
-                        Node::error(original)
+                        unmasked(core, header, Node::error(original))
                     }
                     Some(FrameKind::ResumeUnwind) => {
                         drop(value);
@@ -239,12 +236,7 @@ fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
                 Some(FrameKind::FoldWith(f)) => unsafe { f.call(Err(error)) },
                 Some(FrameKind::Unmask) => {
                     core.masks -= 1;
-                    let next = Node::error(error);
-                    if should_cancel(core, header) {
-                        begin_cancel(core, next)
-                    } else {
-                        next
-                    }
+                    unmasked(core, header, Node::error(error))
                 }
                 Some(FrameKind::Remask) => {
                     core.masks += 1;
@@ -263,14 +255,14 @@ fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
                     // The finalizer failed after a success: its error wins.
                     drop(original);
                     core.masks -= 1;
-                    Node::error(error)
+                    unmasked(core, header, Node::error(error))
                 }
                 Some(FrameKind::RestoreErr(original)) => {
                     // The finalizer failed after an error: keep the first,
                     // suppress the finalizer's.
                     core.suppressed.push(error);
                     core.masks -= 1;
-                    Node::error(original)
+                    unmasked(core, header, Node::error(original))
                 }
                 Some(FrameKind::ResumeUnwind) => {
                     core.suppressed.push(error);
@@ -490,6 +482,17 @@ fn should_cancel(core: &Core, header: &super::Header) -> bool {
     core.masks == 0 && core.ending.is_none() && header.is_cancel_requested()
 }
 
+/// After a mask level ends: goes on with `next`, or starts finalizing if a
+/// cancellation requested meanwhile is now observable.
+#[inline(always)]
+fn unmasked(core: &mut Core, header: &super::Header, next: Node) -> Node {
+    if should_cancel(core, header) {
+        begin_cancel(core, next)
+    } else {
+        next
+    }
+}
+
 /// Starts finalizing a canceled fiber; `node` (what it was about to
 /// evaluate) is dropped.
 #[cold]
@@ -528,6 +531,9 @@ fn unwind_step(core: &mut Core) -> Option<Node> {
                 drop(outcome);
                 return Some(run_finalizer(core, node));
             }
+            // An error a finalizer was about to restore when the fiber began
+            // to finalize (a panic in that finalizer): kept, never lost.
+            FrameKind::RestoreErr(original) => core.suppressed.push(original),
             // Everything else is dropped: continuations do not run.
             _ => {}
         }
