@@ -16,3 +16,6 @@ pub mod queue;
 pub mod ref_;
 pub mod resource;
 pub mod semaphore;
+
+#[cfg(all(test, loom))]
+mod tests_loom;

@@ -1,0 +1,1067 @@
+//! MonadCancel, spawn and race laws on random programs, run on virtual time
+//! (`exec_single::testkit::TestControl`), as Cats Effect checks them.
+//!
+//! Programs come from a small AST ([`Prog`]) with sleeps, cedes, async
+//! completions (during registration, or later by a sibling fiber),
+//! errors, self-cancellation, `on_cancel`, `guarantee`, `guarantee_case`,
+//! `bracket`, nested `uncancelable` regions and polls of any enclosing
+//! region. Every finalizer writes to a log, so a run is compared on three
+//! things: the outcome (or a deadlock), the ordered log of effects, and the
+//! virtual time at which the main fiber ended.
+//!
+//! Besides the laws (both sides of each law give the same run), a reference
+//! model ([`Model`]) gives the run that Cats Effect's semantics prescribe:
+//! masks counted per region, a cancellation request observed at depth 0
+//! when a region ends, a poll unmasking only its own region, finalizers run
+//! masked, a finalizer's error replacing a success and suppressed otherwise.
+//!
+//! Each property runs [`CASES`] generated cases; nothing is written to disk.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use exec_single::testkit::TestControl;
+use io_core::{Callback, Either, IO, Outcome, Poll};
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestCaseError, TestRunner};
+
+const CASES: u32 = 192;
+
+// ---------------------------------------------------------------------------
+// Programs
+// ---------------------------------------------------------------------------
+
+/// A random program of type `IO<i64, u8>`.
+#[derive(Clone, Debug)]
+enum Prog {
+    Pure(i64),
+    Raise(u8),
+    /// Logs `log{n}` and produces `n`.
+    Log(u8),
+    /// `IO::async_` completed during its registration.
+    AsyncNow(Result<i64, u8>),
+    /// `IO::async_` completed after `ms` virtual milliseconds by a sibling
+    /// fiber started just before; its cancel finalizer logs `async-fin`.
+    AsyncLater(u8, Result<i64, u8>),
+    /// `IO::canceled()`, producing 0 where it is masked.
+    Canceled,
+    /// `IO::sleep(ms)` then the program.
+    Sleep(u8, Box<Prog>),
+    /// `IO::cede()` then the program.
+    Cede(Box<Prog>),
+    /// `map(|x| x + k)`.
+    Map(Box<Prog>, i64),
+    /// `flat_map(|x| q.map(|y| x + y))`.
+    FlatMap(Box<Prog>, Box<Prog>),
+    /// `handle_error_with(|e| q.map(|y| y + e))`.
+    HandleErrorWith(Box<Prog>, Box<Prog>),
+    /// `attempt()`, encoded back into an `i64`.
+    Attempt(Box<Prog>),
+    /// `on_cancel(log "on_cancel" *> fin)`.
+    OnCancel(Box<Prog>, Box<Prog>),
+    /// `guarantee(log "guarantee" *> fin)`.
+    Guarantee(Box<Prog>, Box<Prog>),
+    /// `guarantee_case(|oc| log "case:{oc}" *> fin)`.
+    GuaranteeCase(Box<Prog>, Box<Prog>),
+    /// `uncancelable(|poll| body)`: the body may use `poll` (and those of
+    /// enclosing regions) through [`Prog::Poll`].
+    Uncancelable(Box<Prog>),
+    /// The poll of the `n`-th enclosing region (0: the innermost) applied
+    /// to the program; the program alone where there is no such region.
+    Poll(u8, Box<Prog>),
+    /// `bracket_case(acquire, |r| use.map(|y| r + y), |r, oc| log
+    /// "release{r}:{oc}" *> release)`.
+    Bracket(Box<Prog>, Box<Prog>, Box<Prog>),
+}
+
+fn encode(r: Result<i64, u8>) -> i64 {
+    match r {
+        Ok(a) => a,
+        Err(e) => -1000 - i64::from(e),
+    }
+}
+
+fn show<A: std::fmt::Display>(outcome: &Outcome<A, u8>) -> String {
+    match outcome {
+        Outcome::Succeeded(a) => format!("S({a})"),
+        Outcome::Errored(e) => format!("E({e})"),
+        Outcome::Canceled => "C".to_string(),
+        Outcome::Panicked(p) => format!("P({})", p.message()),
+    }
+}
+
+/// Replaces every self-cancel by `Pure(0)`.
+fn without_cancel(p: Prog) -> Prog {
+    let b = |p: Box<Prog>| Box::new(without_cancel(*p));
+    match p {
+        Prog::Canceled => Prog::Pure(0),
+        leaf @ (Prog::Pure(_)
+        | Prog::Raise(_)
+        | Prog::Log(_)
+        | Prog::AsyncNow(_)
+        | Prog::AsyncLater(..)) => leaf,
+        Prog::Sleep(ms, p) => Prog::Sleep(ms, b(p)),
+        Prog::Cede(p) => Prog::Cede(b(p)),
+        Prog::Map(p, k) => Prog::Map(b(p), k),
+        Prog::FlatMap(p, q) => Prog::FlatMap(b(p), b(q)),
+        Prog::HandleErrorWith(p, q) => Prog::HandleErrorWith(b(p), b(q)),
+        Prog::Attempt(p) => Prog::Attempt(b(p)),
+        Prog::OnCancel(p, q) => Prog::OnCancel(b(p), b(q)),
+        Prog::Guarantee(p, q) => Prog::Guarantee(b(p), b(q)),
+        Prog::GuaranteeCase(p, q) => Prog::GuaranteeCase(b(p), b(q)),
+        Prog::Uncancelable(p) => Prog::Uncancelable(b(p)),
+        Prog::Poll(n, p) => Prog::Poll(n, b(p)),
+        Prog::Bracket(a, u, r) => Prog::Bracket(b(a), b(u), b(r)),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The interpretation into IO
+// ---------------------------------------------------------------------------
+
+/// The effects of one run, in order.
+type Log = Arc<Mutex<Vec<String>>>;
+
+fn log_io(log: &Log, entry: String) -> IO<(), u8> {
+    let log = log.clone();
+    IO::delay(move || log.lock().unwrap().push(entry))
+}
+
+fn ms(n: u8) -> Duration {
+    Duration::from_millis(u64::from(n))
+}
+
+/// Builds `p`; `polls` are the polls of the enclosing regions, innermost
+/// last.
+fn build(p: Prog, log: &Log, polls: &[Poll]) -> IO<i64, u8> {
+    match p {
+        Prog::Pure(a) => IO::pure(a),
+        Prog::Raise(e) => IO::raise_error(e),
+        Prog::Log(n) => log_io(log, format!("log{n}")).as_(i64::from(n)),
+        Prog::AsyncNow(r) => IO::async_(move |cb| {
+            cb.complete(r);
+            None
+        }),
+        Prog::AsyncLater(n, r) => {
+            let slot: Arc<Mutex<Option<Callback<i64, u8>>>> = Arc::default();
+            let taken = slot.clone();
+            let completer = IO::<(), u8>::sleep(ms(n)).product_r(IO::delay(move || {
+                if let Some(cb) = taken.lock().unwrap().take() {
+                    cb.complete(r);
+                }
+            }));
+            let fin = log_io(log, "async-fin".to_string());
+            completer.start::<u8>().flat_map(move |_sibling| {
+                IO::async_(move |cb| {
+                    *slot.lock().unwrap() = Some(cb);
+                    Some(fin)
+                })
+            })
+        }
+        Prog::Canceled => IO::canceled().as_(0),
+        Prog::Sleep(n, p) => IO::sleep(ms(n)).product_r(build(*p, log, polls)),
+        Prog::Cede(p) => IO::cede().product_r(build(*p, log, polls)),
+        Prog::Map(p, k) => build(*p, log, polls).map(move |x| x.wrapping_add(k)),
+        Prog::FlatMap(p, q) => {
+            let (log2, polls2) = (log.clone(), polls.to_vec());
+            build(*p, log, polls)
+                .flat_map(move |x| build(*q, &log2, &polls2).map(move |y| x.wrapping_add(y)))
+        }
+        Prog::HandleErrorWith(p, q) => {
+            let (log2, polls2) = (log.clone(), polls.to_vec());
+            build(*p, log, polls).handle_error_with(move |e| {
+                build(*q, &log2, &polls2).map(move |y| y.wrapping_add(i64::from(e)))
+            })
+        }
+        Prog::Attempt(p) => build(*p, log, polls).attempt().map(encode),
+        Prog::OnCancel(p, f) => {
+            let fin = log_io(log, "on_cancel".to_string()).product_r(build(*f, log, polls).void());
+            build(*p, log, polls).on_cancel(fin)
+        }
+        Prog::Guarantee(p, f) => {
+            let fin = log_io(log, "guarantee".to_string()).product_r(build(*f, log, polls).void());
+            build(*p, log, polls).guarantee(fin)
+        }
+        Prog::GuaranteeCase(p, f) => {
+            let (log2, polls2) = (log.clone(), polls.to_vec());
+            build(*p, log, polls).guarantee_case(move |oc| {
+                log_io(&log2, format!("case:{}", show(oc)))
+                    .product_r(build(*f, &log2, &polls2).void())
+            })
+        }
+        Prog::Uncancelable(body) => {
+            let (log, polls) = (log.clone(), polls.to_vec());
+            IO::uncancelable(move |poll| {
+                let mut polls = polls;
+                polls.push(poll);
+                build(*body, &log, &polls)
+            })
+        }
+        Prog::Poll(n, p) => match polls.len().checked_sub(1 + usize::from(n)) {
+            Some(i) => polls[i].apply(build(*p, log, polls)),
+            None => build(*p, log, polls),
+        },
+        Prog::Bracket(a, u, r) => {
+            let (log_u, polls_u) = (log.clone(), polls.to_vec());
+            let (log_r, polls_r) = (log.clone(), polls.to_vec());
+            IO::bracket_case(
+                build(*a, log, polls),
+                move |x: &i64| {
+                    let x = *x;
+                    build(*u, &log_u, &polls_u).map(move |y| x.wrapping_add(y))
+                },
+                move |x, oc| {
+                    log_io(&log_r, format!("release{x}:{}", show(oc)))
+                        .product_r(build(*r, &log_r, &polls_r).void())
+                },
+            )
+        }
+    }
+}
+
+/// What one run shows: the outcome (`None`: it can never complete), the
+/// log, and the virtual time when the main fiber ended.
+#[derive(Debug, PartialEq)]
+struct Run<A> {
+    outcome: Option<Outcome<A, u8>>,
+    log: Vec<String>,
+    millis: u128,
+}
+
+/// Runs the program `make` builds (with a fresh log) on virtual time.
+fn run<A: Send + 'static>(make: impl FnOnce(&Log) -> IO<A, u8>) -> Run<A> {
+    let log = Log::default();
+    let mut control = TestControl::execute(make(&log));
+    control.tick_all();
+    let outcome = control.take_results();
+    if outcome.is_none() {
+        assert!(
+            control.is_deadlocked(),
+            "tick_all returned without an outcome, yet the program can go on"
+        );
+    }
+    let millis = control.now().as_millis();
+    drop(control);
+    let log = std::mem::take(&mut *log.lock().unwrap());
+    Run {
+        outcome,
+        log,
+        millis,
+    }
+}
+
+/// Runs a program of the AST.
+fn run_prog(p: Prog) -> Run<i64> {
+    run(|log| build(p, log, &[]))
+}
+
+// ---------------------------------------------------------------------------
+// The reference model (Cats Effect's semantics)
+// ---------------------------------------------------------------------------
+
+/// What a program ends with in the model.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum R {
+    Ok(i64),
+    Err(u8),
+    Canceled,
+}
+
+impl R {
+    fn from_result(r: Result<i64, u8>) -> R {
+        match r {
+            Ok(a) => R::Ok(a),
+            Err(e) => R::Err(e),
+        }
+    }
+
+    fn show(self) -> String {
+        match self {
+            R::Ok(a) => format!("S({a})"),
+            R::Err(e) => format!("E({e})"),
+            R::Canceled => "C".to_string(),
+        }
+    }
+
+    fn outcome(self) -> Outcome<i64, u8> {
+        match self {
+            R::Ok(a) => Outcome::Succeeded(a),
+            R::Err(e) => Outcome::Errored(e),
+            R::Canceled => Outcome::Canceled,
+        }
+    }
+}
+
+/// A fiber of the model: no external canceler, so cancellation comes only
+/// from `Canceled`.
+#[derive(Default)]
+struct Model {
+    log: Vec<String>,
+    millis: u128,
+    /// Cancellation was requested.
+    requested: bool,
+    /// Depth of the uncancelable regions (finalizers included) around the
+    /// current node.
+    masks: u32,
+    /// The fiber observed the request and is finalizing: polls no longer
+    /// unmask, and nothing but finalizers runs.
+    ending: bool,
+}
+
+impl Model {
+    fn run(p: &Prog) -> Run<i64> {
+        let mut model = Model::default();
+        let r = model.eval(p, &mut Vec::new());
+        Run {
+            outcome: Some(r.outcome()),
+            log: model.log,
+            millis: model.millis,
+        }
+    }
+
+    /// A cancellation point: true if the fiber starts finalizing here.
+    fn observe(&mut self) -> bool {
+        if self.masks == 0 && self.requested && !self.ending {
+            self.ending = true;
+        }
+        self.masks == 0 && self.ending
+    }
+
+    /// The end of an uncancelable region (finalizers included): a request
+    /// made inside is observed here if the fiber is now unmasked.
+    fn end_region(&mut self, r: R) -> R {
+        self.masks -= 1;
+        if r != R::Canceled && self.observe() {
+            R::Canceled
+        } else {
+            r
+        }
+    }
+
+    /// Runs a finalizer program masked; `r` is the outcome it finalizes.
+    fn finalize(&mut self, r: R, entry: String, fin: &Prog, polls: &mut Vec<u32>) -> R {
+        self.masks += 1;
+        self.log.push(entry);
+        let fr = self.eval(fin, polls);
+        match (r, fr) {
+            // Finalizing a cancellation: the finalizer's result is dropped.
+            (R::Canceled, _) => {
+                self.masks -= 1;
+                R::Canceled
+            }
+            // A poll let the finalizer itself be canceled.
+            (_, R::Canceled) => {
+                self.masks -= 1;
+                R::Canceled
+            }
+            (R::Ok(_), R::Err(e)) => self.end_region(R::Err(e)),
+            (r, _) => self.end_region(r),
+        }
+    }
+
+    fn eval(&mut self, p: &Prog, polls: &mut Vec<u32>) -> R {
+        match p {
+            Prog::Pure(a) => R::Ok(*a),
+            Prog::Raise(e) => R::Err(*e),
+            Prog::Log(n) => {
+                self.log.push(format!("log{n}"));
+                R::Ok(i64::from(*n))
+            }
+            Prog::AsyncNow(r) => {
+                if self.observe() {
+                    return R::Canceled;
+                }
+                R::from_result(*r)
+            }
+            Prog::AsyncLater(n, r) => {
+                if self.observe() {
+                    return R::Canceled;
+                }
+                self.millis += u128::from(*n);
+                R::from_result(*r)
+            }
+            Prog::Canceled => {
+                self.requested = true;
+                if self.observe() {
+                    R::Canceled
+                } else {
+                    R::Ok(0)
+                }
+            }
+            Prog::Sleep(n, p) => {
+                if self.observe() {
+                    return R::Canceled;
+                }
+                self.millis += u128::from(*n);
+                self.eval(p, polls)
+            }
+            Prog::Cede(p) => {
+                if self.observe() {
+                    return R::Canceled;
+                }
+                self.eval(p, polls)
+            }
+            Prog::Map(p, k) => match self.eval(p, polls) {
+                R::Ok(x) => R::Ok(x.wrapping_add(*k)),
+                r => r,
+            },
+            Prog::FlatMap(p, q) => match self.eval(p, polls) {
+                R::Ok(x) => match self.eval(q, polls) {
+                    R::Ok(y) => R::Ok(x.wrapping_add(y)),
+                    r => r,
+                },
+                r => r,
+            },
+            Prog::HandleErrorWith(p, q) => match self.eval(p, polls) {
+                R::Err(e) => match self.eval(q, polls) {
+                    R::Ok(y) => R::Ok(y.wrapping_add(i64::from(e))),
+                    r => r,
+                },
+                r => r,
+            },
+            Prog::Attempt(p) => match self.eval(p, polls) {
+                R::Ok(a) => R::Ok(encode(Ok(a))),
+                R::Err(e) => R::Ok(encode(Err(e))),
+                R::Canceled => R::Canceled,
+            },
+            Prog::OnCancel(p, f) => match self.eval(p, polls) {
+                R::Canceled => self.finalize(R::Canceled, "on_cancel".to_string(), f, polls),
+                r => r,
+            },
+            Prog::Guarantee(p, f) => {
+                let r = self.eval(p, polls);
+                self.finalize(r, "guarantee".to_string(), f, polls)
+            }
+            Prog::GuaranteeCase(p, f) => {
+                let r = self.eval(p, polls);
+                self.finalize(r, format!("case:{}", r.show()), f, polls)
+            }
+            Prog::Uncancelable(body) => {
+                self.masks += 1;
+                polls.push(self.masks);
+                let r = self.eval(body, polls);
+                polls.pop();
+                self.end_region(r)
+            }
+            Prog::Poll(n, p) => {
+                let region = polls
+                    .len()
+                    .checked_sub(1 + usize::from(*n))
+                    .map(|i| polls[i]);
+                if region == Some(self.masks) && !self.ending {
+                    self.masks -= 1;
+                    let r = if self.observe() {
+                        R::Canceled
+                    } else {
+                        self.eval(p, polls)
+                    };
+                    self.masks += 1;
+                    r
+                } else {
+                    self.eval(p, polls)
+                }
+            }
+            Prog::Bracket(a, u, rel) => {
+                // uncancelable(|poll| acquire.flat_map(|x| poll(use(x)).guarantee_case(release)))
+                self.masks += 1;
+                let r = match self.eval(a, polls) {
+                    R::Ok(x) => {
+                        self.masks -= 1;
+                        let used = if self.observe() {
+                            R::Canceled
+                        } else {
+                            match self.eval(u, polls) {
+                                R::Ok(y) => R::Ok(x.wrapping_add(y)),
+                                r => r,
+                            }
+                        };
+                        self.masks += 1;
+                        self.finalize(used, format!("release{x}:{}", used.show()), rel, polls)
+                    }
+                    r => r,
+                };
+                self.end_region(r)
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Strategies
+// ---------------------------------------------------------------------------
+
+fn small() -> impl Strategy<Value = i64> {
+    -50i64..50
+}
+
+fn error() -> impl Strategy<Value = u8> {
+    0u8..20
+}
+
+fn result() -> impl Strategy<Value = Result<i64, u8>> {
+    prop_oneof![small().prop_map(Ok), error().prop_map(Err)]
+}
+
+/// Any program of the AST.
+fn prog() -> impl Strategy<Value = Prog> {
+    let leaf = prop_oneof![
+        3 => small().prop_map(Prog::Pure),
+        2 => error().prop_map(Prog::Raise),
+        3 => (0u8..20).prop_map(Prog::Log),
+        1 => result().prop_map(Prog::AsyncNow),
+        2 => (0u8..5, result()).prop_map(|(n, r)| Prog::AsyncLater(n, r)),
+        1 => Just(Prog::Canceled),
+    ];
+    leaf.prop_recursive(5, 40, 3, |inner| {
+        let b = |p: Prog| Box::new(p);
+        prop_oneof![
+            1 => (0u8..5, inner.clone()).prop_map(move |(n, p)| Prog::Sleep(n, b(p))),
+            1 => inner.clone().prop_map(move |p| Prog::Cede(b(p))),
+            1 => (inner.clone(), small()).prop_map(move |(p, k)| Prog::Map(b(p), k)),
+            1 => (inner.clone(), inner.clone()).prop_map(move |(p, q)| Prog::FlatMap(b(p), b(q))),
+            1 => (inner.clone(), inner.clone())
+                .prop_map(move |(p, q)| Prog::HandleErrorWith(b(p), b(q))),
+            1 => inner.clone().prop_map(move |p| Prog::Attempt(b(p))),
+            1 => (inner.clone(), inner.clone()).prop_map(move |(p, f)| Prog::OnCancel(b(p), b(f))),
+            1 => (inner.clone(), inner.clone()).prop_map(move |(p, f)| Prog::Guarantee(b(p), b(f))),
+            1 => (inner.clone(), inner.clone())
+                .prop_map(move |(p, f)| Prog::GuaranteeCase(b(p), b(f))),
+            2 => inner.clone().prop_map(move |p| Prog::Uncancelable(b(p))),
+            2 => (0u8..3, inner.clone()).prop_map(move |(n, p)| Prog::Poll(n, b(p))),
+            1 => (inner.clone(), inner.clone(), inner)
+                .prop_map(move |(a, u, r)| Prog::Bracket(b(a), b(u), b(r))),
+        ]
+    })
+}
+
+/// Programs that never cancel themselves.
+fn prog_without_cancel() -> impl Strategy<Value = Prog> {
+    prog().prop_map(without_cancel)
+}
+
+/// Checks `test` on [`CASES`] generated cases; panics with the shrunk
+/// counterexample on failure. Nothing is written to disk.
+fn check<S: Strategy>(strategy: S, test: impl Fn(S::Value) -> Result<(), TestCaseError>)
+where
+    S::Value: std::fmt::Debug,
+{
+    let config = Config {
+        cases: CASES,
+        failure_persistence: None,
+        ..Config::default()
+    };
+    let mut runner = TestRunner::new(config);
+    if let Err(e) = runner.run(&strategy, test) {
+        panic!("{e}");
+    }
+}
+
+/// `fa <* fb` that ignores `fa`'s error: Cats Effect's `forceR`
+/// (`fa.attempt *> fb`).
+fn force_r<A: Send + 'static, B: Send + 'static>(fa: IO<A, u8>, fb: IO<B, u8>) -> IO<B, u8> {
+    fa.attempt().product_r(fb)
+}
+
+// ---------------------------------------------------------------------------
+// The reference model
+// ---------------------------------------------------------------------------
+
+#[test]
+fn programs_agree_with_the_reference_model() {
+    check(prog(), |p| {
+        prop_assert_eq!(run_prog(p.clone()), Model::run(&p));
+        Ok(())
+    });
+}
+
+#[test]
+fn a_self_cancel_inside_a_guarantee_finalizer_is_observed_when_the_finalizer_ends() {
+    // Cats Effect: `IO.pure(1).guarantee(IO.canceled)` is canceled, because
+    // the finalizer runs in an uncancelable region whose end observes the
+    // request, as `uncancelable(_ => canceled)` does.
+    let after_success = run(|log| {
+        let after = log_io(log, "after".to_string());
+        IO::pure(1i64).guarantee(IO::canceled()).product_l(after)
+    });
+    assert_eq!(after_success.outcome, Some(Outcome::Canceled));
+    assert!(after_success.log.is_empty(), "{:?}", after_success.log);
+
+    let after_error = run(|_| IO::<i64, u8>::raise_error(3).guarantee(IO::canceled()));
+    assert_eq!(after_error.outcome, Some(Outcome::Canceled));
+}
+
+#[test]
+fn a_cancel_requested_while_a_guarantee_finalizer_runs_is_observed_when_it_ends() {
+    // The canceler asks at 5 ms, while the finalizer sleeps (masked) from 0
+    // to 10 ms; nothing after the guarantee may run.
+    let ran = run(|log| {
+        let after = log_io(log, "after".to_string());
+        let target = IO::<(), u8>::unit()
+            .guarantee(IO::sleep(ms(10)))
+            .product_r(after);
+        target.start::<u8>().flat_map(|fiber| {
+            IO::sleep(ms(5))
+                .product_r(fiber.cancel())
+                .product_r(fiber.join())
+        })
+    });
+    assert_eq!(ran.outcome, Some(Outcome::Succeeded(Outcome::Canceled)));
+    assert!(ran.log.is_empty(), "{:?}", ran.log);
+}
+
+#[test]
+fn a_self_cancel_inside_an_uncancelable_region_is_observed_when_the_region_ends() {
+    let ran = run(|log| {
+        let inside = log_io(log, "inside".to_string());
+        let after = log_io(log, "after".to_string());
+        IO::uncancelable(move |_| IO::canceled().product_r(inside))
+            .product_r(after)
+            .as_(1i64)
+    });
+    assert_eq!(ran.outcome, Some(Outcome::Canceled));
+    assert_eq!(ran.log, ["inside"]);
+}
+
+// ---------------------------------------------------------------------------
+// MonadCancel laws
+// ---------------------------------------------------------------------------
+
+#[test]
+fn guarantee_is_guarantee_case_ignoring_the_outcome() {
+    check((prog(), prog()), |(fa, fin)| {
+        let (fa2, fin2) = (fa.clone(), fin.clone());
+        let lhs = run(|log| build(fa, log, &[]).guarantee(build(fin, log, &[]).void()));
+        let rhs = run(|log| {
+            let log2 = log.clone();
+            build(fa2, log, &[]).guarantee_case(move |_| build(fin2, &log2, &[]).void())
+        });
+        prop_assert_eq!(lhs, rhs);
+        Ok(())
+    });
+}
+
+/// Cats Effect's derivation of `guaranteeCase` from the primitives:
+/// `uncancelable(poll => poll(fa).onCancel(fin(Canceled))
+/// .onError(e => fin(Errored(e)).attempt.void).flatTap(a => fin(Succeeded(a))))`.
+fn derived_guarantee_case(fa: Prog, fin: Prog, log: &Log) -> IO<i64, u8> {
+    let fin_io = {
+        let log = log.clone();
+        move |oc: Outcome<i64, u8>| {
+            log_io(&log, format!("case:{}", show(&oc)))
+                .product_r(build(fin.clone(), &log, &[]).void())
+        }
+    };
+    let fa = build(fa, log, &[]);
+    IO::uncancelable(move |poll| {
+        let (on_cancel, on_error, on_success) = (fin_io.clone(), fin_io.clone(), fin_io);
+        poll.apply(fa)
+            .on_cancel(on_cancel(Outcome::Canceled))
+            .handle_error_with(move |e| {
+                on_error(Outcome::Errored(e))
+                    .attempt()
+                    .product_r(IO::raise_error(e))
+            })
+            .flat_tap(move |a| on_success(Outcome::Succeeded(*a)))
+    })
+}
+
+#[test]
+fn guarantee_case_agrees_with_its_derivation_from_uncancelable_and_on_cancel() {
+    check((prog(), prog()), |(fa, fin)| {
+        let (fa2, fin2) = (fa.clone(), fin.clone());
+        let lhs = run(|log| {
+            let log2 = log.clone();
+            build(fa, log, &[]).guarantee_case(move |oc| {
+                log_io(&log2, format!("case:{}", show(oc))).product_r(build(fin, &log2, &[]).void())
+            })
+        });
+        let rhs = run(|log| derived_guarantee_case(fa2, fin2, log));
+        prop_assert_eq!(lhs, rhs);
+        Ok(())
+    });
+}
+
+#[test]
+fn uncancelable_with_its_poll_applied_is_identity() {
+    check(prog(), |fa| {
+        let lhs = run(|log| {
+            let (log, fa) = (log.clone(), fa.clone());
+            IO::uncancelable(move |poll| poll.apply(build(fa, &log, &[])))
+        });
+        prop_assert_eq!(lhs, run_prog(fa));
+        Ok(())
+    });
+}
+
+#[test]
+fn uncancelable_is_identity_for_programs_that_do_not_cancel() {
+    check(prog_without_cancel(), |fa| {
+        let lhs = run(|log| {
+            let log = log.clone();
+            let fa = fa.clone();
+            IO::uncancelable(move |_| build(fa, &log, &[]))
+        });
+        prop_assert_eq!(lhs, run_prog(fa));
+        Ok(())
+    });
+}
+
+#[test]
+fn uncancelable_eliminates_on_cancel() {
+    check((prog(), prog()), |(fa, fin)| {
+        let fa2 = fa.clone();
+        let lhs = run(|log| {
+            let log = log.clone();
+            IO::uncancelable(move |_| {
+                build(fa, &log, &[]).on_cancel(
+                    log_io(&log, "fin".to_string()).product_r(build(fin, &log, &[]).void()),
+                )
+            })
+        });
+        let rhs = run(|log| {
+            let log = log.clone();
+            IO::uncancelable(move |_| build(fa2, &log, &[]))
+        });
+        prop_assert_eq!(lhs, rhs);
+        Ok(())
+    });
+}
+
+#[test]
+fn an_ignored_outer_poll_eliminates_nested_uncancelable() {
+    check(prog(), |fa| {
+        let fa2 = fa.clone();
+        let lhs = run(|log| {
+            let log = log.clone();
+            IO::uncancelable(move |_| {
+                IO::uncancelable(move |inner| inner.apply(build(fa, &log, &[])))
+            })
+        });
+        let rhs = run(|log| {
+            let log = log.clone();
+            IO::uncancelable(move |_| build(fa2, &log, &[]))
+        });
+        prop_assert_eq!(lhs, rhs);
+        Ok(())
+    });
+}
+
+#[test]
+fn an_outer_poll_around_an_inner_poll_stays_uncancelable() {
+    check(prog(), |fa| {
+        let fa2 = fa.clone();
+        let lhs = run(|log| {
+            let log = log.clone();
+            IO::uncancelable(move |outer| {
+                IO::uncancelable(move |inner| outer.apply(inner.apply(build(fa, &log, &[]))))
+            })
+        });
+        let rhs = run(|log| {
+            let log = log.clone();
+            IO::uncancelable(move |_| build(fa2, &log, &[]))
+        });
+        prop_assert_eq!(lhs, rhs);
+        Ok(())
+    });
+}
+
+#[test]
+fn on_cancel_associates_over_the_uncancelable_boundary() {
+    // Outcomes only: on the right, the finalizer runs when the region's
+    // end observes a self-cancel of `fa`; on the left it never runs.
+    check((prog(), prog()), |(fa, fin)| {
+        let (fa2, fin2) = (fa.clone(), fin.clone());
+        let lhs = run(|log| {
+            let log = log.clone();
+            IO::uncancelable(move |_| build(fa, &log, &[]).on_cancel(build(fin, &log, &[]).void()))
+        });
+        let rhs = run(|log| {
+            let log2 = log.clone();
+            IO::uncancelable(move |_| build(fa2, &log2, &[]))
+                .on_cancel(build(fin2, log, &[]).void())
+        });
+        prop_assert_eq!(lhs.outcome, rhs.outcome);
+        Ok(())
+    });
+}
+
+#[test]
+fn canceled_runs_on_cancel_finalizers_innermost_first() {
+    let ran = run(|log| {
+        IO::<(), u8>::canceled()
+            .as_(0i64)
+            .on_cancel(log_io(log, "f1".to_string()))
+            .on_cancel(log_io(log, "f2".to_string()))
+    });
+    assert_eq!(ran.outcome, Some(Outcome::Canceled));
+    assert_eq!(ran.log, ["f1", "f2"]);
+}
+
+#[test]
+fn canceled_sequences_on_cancel_finalizers_in_order() {
+    // canceled.onCancel(fin1).onCancel(fin2)
+    //   <-> uncancelable(_ => fin1 forceR fin2) forceR canceled
+    check((prog(), prog()), |(f1, f2)| {
+        let (g1, g2) = (f1.clone(), f2.clone());
+        let lhs = run(|log| {
+            IO::<(), u8>::canceled()
+                .on_cancel(log_io(log, "f1".to_string()).product_r(build(f1, log, &[]).void()))
+                .on_cancel(log_io(log, "f2".to_string()).product_r(build(f2, log, &[]).void()))
+        });
+        let rhs = run(|log| {
+            let log2 = log.clone();
+            force_r(
+                IO::uncancelable(move |_| {
+                    force_r(
+                        log_io(&log2, "f1".to_string()).product_r(build(g1, &log2, &[])),
+                        log_io(&log2, "f2".to_string()).product_r(build(g2, &log2, &[])),
+                    )
+                }),
+                IO::canceled(),
+            )
+        });
+        prop_assert_eq!(lhs, rhs);
+        Ok(())
+    });
+}
+
+// ----- forceR ---------------------------------------------------------------
+
+#[test]
+fn pure_force_r_is_the_second_program() {
+    check((small(), prog()), |(a, fb)| {
+        let lhs = run(|log| force_r(IO::pure(a), build(fb.clone(), log, &[])));
+        prop_assert_eq!(lhs, run_prog(fb));
+        Ok(())
+    });
+}
+
+#[test]
+fn raise_error_force_r_is_the_second_program() {
+    check((error(), prog()), |(e, fb)| {
+        let lhs = run(|log| force_r(IO::<i64, u8>::raise_error(e), build(fb.clone(), log, &[])));
+        prop_assert_eq!(lhs, run_prog(fb));
+        Ok(())
+    });
+}
+
+#[test]
+fn canceled_force_r_short_circuits_like_canceled_product_r() {
+    check(prog(), |fb| {
+        let fb2 = fb.clone();
+        let lhs = run(|log| force_r(IO::canceled(), build(fb, log, &[])));
+        let rhs = run(|log| IO::canceled().product_r(build(fb2, log, &[])));
+        prop_assert_eq!(&lhs, &rhs);
+        prop_assert_eq!(lhs.outcome, Some(Outcome::Canceled));
+        Ok(())
+    });
+}
+
+#[test]
+fn force_r_is_associative() {
+    check((prog(), prog(), prog()), |(fa, fb, fc)| {
+        let (fa2, fb2, fc2) = (fa.clone(), fb.clone(), fc.clone());
+        let lhs = run(|log| {
+            force_r(
+                force_r(build(fa, log, &[]), build(fb, log, &[])),
+                build(fc, log, &[]),
+            )
+        });
+        let rhs = run(|log| {
+            force_r(
+                build(fa2, log, &[]),
+                force_r(build(fb2, log, &[]), build(fc2, log, &[])),
+            )
+        });
+        prop_assert_eq!(lhs, rhs);
+        Ok(())
+    });
+}
+
+#[test]
+fn never_force_r_never_completes() {
+    check(prog(), |fa| {
+        let ran = run(|log| force_r(IO::<i64, u8>::never(), build(fa, log, &[])));
+        prop_assert_eq!(ran.outcome, None);
+        prop_assert!(ran.log.is_empty());
+        Ok(())
+    });
+}
+
+// ---------------------------------------------------------------------------
+// Spawn and race laws
+// ---------------------------------------------------------------------------
+
+#[test]
+fn joining_a_started_pure_program_gives_its_value() {
+    check(small(), |a| {
+        let ran = run(|_| IO::<i64, u8>::pure(a).start::<u8>().flat_map(|f| f.join()));
+        prop_assert_eq!(ran.outcome, Some(Outcome::Succeeded(Outcome::Succeeded(a))));
+        Ok(())
+    });
+}
+
+#[test]
+fn joining_a_started_failing_program_gives_its_error() {
+    check(error(), |e| {
+        let ran = run(|_| {
+            IO::<i64, u8>::raise_error(e)
+                .start::<u8>()
+                .flat_map(|f| f.join())
+        });
+        prop_assert_eq!(ran.outcome, Some(Outcome::Succeeded(Outcome::Errored(e))));
+        Ok(())
+    });
+}
+
+#[test]
+fn joining_a_started_program_gives_the_outcome_of_running_it_alone() {
+    check(prog(), |fa| {
+        let alone = run_prog(fa.clone());
+        let joined = run(|log| build(fa, log, &[]).start::<u8>().flat_map(|f| f.join()));
+        prop_assert_eq!(joined.outcome, alone.outcome.map(Outcome::Succeeded));
+        prop_assert_eq!(joined.log, alone.log);
+        prop_assert_eq!(joined.millis, alone.millis);
+        Ok(())
+    });
+}
+
+#[test]
+fn canceling_a_never_ending_fiber_terminates_after_its_finalizers() {
+    let ran = run(|log| {
+        let after = log_io(log, "cancel returned".to_string());
+        IO::<(), u8>::never()
+            .on_cancel(log_io(log, "fin".to_string()))
+            .start::<u8>()
+            .flat_map(move |f| {
+                // Let the fiber start and suspend first.
+                IO::sleep(ms(1))
+                    .product_r(f.cancel())
+                    .product_r(after)
+                    .product_r(f.join())
+            })
+    });
+    assert_eq!(ran.outcome, Some(Outcome::Succeeded(Outcome::Canceled)));
+    assert_eq!(ran.log, ["fin", "cancel returned"]);
+}
+
+#[test]
+fn a_fiber_canceled_before_it_starts_runs_nothing() {
+    // As in Cats Effect: the request is seen before the first step.
+    let ran = run(|log| {
+        log_io(log, "started".to_string())
+            .product_r(IO::<(), u8>::never())
+            .on_cancel(log_io(log, "fin".to_string()))
+            .start::<u8>()
+            .flat_map(|f| f.cancel().product_r(f.join()))
+    });
+    assert_eq!(ran.outcome, Some(Outcome::Succeeded(Outcome::Canceled)));
+    assert!(ran.log.is_empty(), "{:?}", ran.log);
+}
+
+#[test]
+fn canceling_a_started_program_ends_it_canceled_or_as_it_would_alone() {
+    // Canceled after a random virtual delay: the target either completed
+    // before (its own outcome, its whole log) or was canceled.
+    check((prog(), 0u8..12), |(fa, delay)| {
+        let alone = run_prog(fa.clone());
+        let ran = run(|log| {
+            build(fa, log, &[]).start::<u8>().flat_map(move |f| {
+                IO::sleep(ms(delay))
+                    .product_r(f.cancel())
+                    .product_r(f.join())
+            })
+        });
+        let joined = ran.outcome.expect("cancel and join always complete");
+        match joined {
+            Outcome::Succeeded(Outcome::Canceled) => {}
+            other => {
+                prop_assert_eq!(Some(other), alone.outcome.map(Outcome::Succeeded));
+                prop_assert_eq!(ran.log, alone.log);
+            }
+        }
+        Ok(())
+    });
+}
+
+#[test]
+fn race_with_never_on_the_right_is_the_left_program() {
+    check(prog_without_cancel(), |fa| {
+        let fa2 = fa.clone();
+        let lhs = run(|log| build(fa, log, &[]).race(IO::<(), u8>::never()));
+        let rhs = run(|log| build(fa2, log, &[]).map(Either::<i64, ()>::Left));
+        prop_assert_eq!(lhs, rhs);
+        Ok(())
+    });
+}
+
+#[test]
+fn race_with_never_on_the_left_is_the_right_program() {
+    check(prog_without_cancel(), |fb| {
+        let fb2 = fb.clone();
+        let lhs = run(|log| IO::<(), u8>::never().race(build(fb, log, &[])));
+        let rhs = run(|log| build(fb2, log, &[]).map(Either::<(), i64>::Right));
+        prop_assert_eq!(lhs, rhs);
+        Ok(())
+    });
+}
+
+#[test]
+fn the_loser_of_a_race_is_finalized_before_the_race_returns() {
+    check(prog_without_cancel(), |fa| {
+        let alone = run_prog(fa.clone());
+        let ran = run(|log| {
+            let loser = IO::<(), u8>::never().on_cancel(log_io(log, "loser".to_string()));
+            let after = log_io(log, "returned".to_string());
+            build(fa, log, &[]).race(loser).guarantee(after)
+        });
+        let mut expected = alone.log;
+        expected.extend(["loser".to_string(), "returned".to_string()]);
+        prop_assert_eq!(ran.outcome, alone.outcome.map(|oc| oc.map(Either::Left)));
+        prop_assert_eq!(ran.log, expected);
+        Ok(())
+    });
+}
+
+#[test]
+fn both_of_pure_values_is_the_pure_pair() {
+    check((small(), small()), |(a, b)| {
+        let ran = run(|_| IO::<i64, u8>::pure(a).both(IO::pure(b)));
+        prop_assert_eq!(ran.outcome, Some(Outcome::Succeeded((a, b))));
+        Ok(())
+    });
+}
+
+#[test]
+fn both_of_programs_pairs_their_values_or_fails_with_one_of_their_errors() {
+    check(
+        (prog_without_cancel(), prog_without_cancel()),
+        |(fa, fb)| {
+            let (alone_a, alone_b) = (run_prog(fa.clone()), run_prog(fb.clone()));
+            let ran = run(|log| build(fa, log, &[]).both(build(fb, log, &[])));
+            match (alone_a.outcome.unwrap(), alone_b.outcome.unwrap()) {
+                (Outcome::Succeeded(a), Outcome::Succeeded(b)) => {
+                    prop_assert_eq!(ran.outcome, Some(Outcome::Succeeded((a, b))));
+                    // Interleaved, but every effect of each side, once.
+                    let mut expected = [alone_a.log, alone_b.log].concat();
+                    let mut log = ran.log;
+                    expected.sort();
+                    log.sort();
+                    prop_assert_eq!(log, expected);
+                    prop_assert_eq!(ran.millis, alone_a.millis.max(alone_b.millis));
+                }
+                (oa, ob) => {
+                    let errors: Vec<u8> =
+                        [oa, ob].into_iter().filter_map(Outcome::errored).collect();
+                    match ran.outcome {
+                        Some(Outcome::Errored(e)) => prop_assert!(errors.contains(&e)),
+                        other => {
+                            prop_assert!(false, "expected one of {:?}, got {:?}", errors, other)
+                        }
+                    }
+                }
+            }
+            Ok(())
+        },
+    );
+}
