@@ -54,8 +54,11 @@ impl<A> Cell<A> {
             core::mem::take(&mut state.waiters)
         };
         if !waiters.is_empty() {
-            // The value never changes once set: read it under the lock, but
-            // wake outside any other lock (waking schedules fibers).
+            // The value never changes once set. The waiters are called with
+            // it under the lock again: that is sound because every waiter
+            // comes from `wait_for` in this crate, which only clones or reads
+            // the value and completes a callback (scheduling a fiber), and
+            // never touches this cell.
             let state = self.state.lock();
             let value = state.value.as_ref().expect("set just above");
             for (_, waiter) in waiters {

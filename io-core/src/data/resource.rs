@@ -101,8 +101,11 @@ pub struct Resource<A, E> {
     /// Allocates, inside the masked region of `use_` (or `allocated`), given
     /// that region's poll: a cancelable acquisition (`make_full`) polls with
     /// it, so that canceling the user of the resource ends the wait.
-    allocate: Box<dyn FnOnce(Poll) -> IO<Allocated<A, E>, E> + Send>,
+    allocate: Allocate<A, E>,
 }
+
+/// How a resource allocates, given the poll of the region it runs in.
+type Allocate<A, E> = Box<dyn FnOnce(Poll) -> IO<Allocated<A, E>, E> + Send>;
 
 impl<A: Send + 'static, E: Send + 'static> Resource<A, E> {
     fn from_fn<F>(allocate: F) -> Self

@@ -24,33 +24,45 @@
 //!
 //! # The suspension protocol
 //!
-//! The state word is `generation << 3 | DONE | CLAIMED | SUSPENDED`. Each
-//! suspension (async, sleep, never) starts a new *generation*; callbacks
-//! carry the generation they were made for, so a callback of an earlier
-//! suspension, or a second call of the same callback, finds either another
-//! generation or `CLAIMED` and is ignored.
+//! The state word is `generation << 5 | CANCEL | INTERRUPTIBLE | DONE |
+//! CLAIMED | SUSPENDED`. Each suspension (async, sleep, never) starts a new
+//! *generation*; callbacks carry the generation they were made for, so a
+//! callback of an earlier suspension, or a second call of the same callback,
+//! finds either another generation or `CLAIMED` and is ignored.
 //!
-//! 1. The fiber starts generation `g`: `state = g << 3` (no flag), then runs
-//!    the registration, which receives callbacks for `g`.
-//! 2. A completer claims: CAS `g<<3 | f` to `g<<3 | f | CLAIMED`, only if the
+//! 1. The fiber starts generation `g`: the word becomes `g << 5`, keeping only
+//!    `CANCEL` (a CAS, since a canceler may set that bit at any time), then
+//!    runs the registration, which receives callbacks for `g`.
+//! 2. A completer claims: CAS `g<<5 | f` to `g<<5 | f | CLAIMED`, only if the
 //!    generation is `g` and `CLAIMED` is not set. The winner alone writes the
 //!    result into the slot, then sets `DONE` (`AcqRel`).
 //! 3. The fiber, once registration has returned and its state is saved in
-//!    `core`, sets `SUSPENDED` (`AcqRel`). If `DONE` was already set, the
-//!    result is there: it continues at once, on the same thread (the
-//!    callback ran during registration or raced it). Otherwise it returns
-//!    from `run` and no longer touches `core`.
+//!    `core`, sets `SUSPENDED` (and `INTERRUPTIBLE` if it is not masked)
+//!    with one `fetch_or` (`AcqRel`). If `DONE` was already set, the result
+//!    is there: it continues at once, on the same thread (the callback ran
+//!    during registration or raced it). If `CANCEL` was already set and the
+//!    suspension is interruptible, the fiber claims its own suspension and
+//!    continues, to finalize. Otherwise it returns from `run` and no longer
+//!    touches `core`.
 //! 4. A completer whose `fetch_or(DONE)` sees `SUSPENDED` is the one that
 //!    resumes the fiber: it hands it to [`Executor::schedule_fiber`].
+//!
+//! Cancellation (`FiberHandle::cancel`) sets `CANCEL` with a `fetch_or`; if
+//! the previous word shows an interruptible suspension, the canceler claims it
+//! (`CLAIMED | DONE` without a result) and schedules the fiber, which finds
+//! the slot empty and finalizes. The fiber's `fetch_or` of step 3 and the
+//! canceler's are read-modify-writes of the same word, so one of the two
+//! sees the other: no cancellation is lost. The fiber also reads `CANCEL` at
+//! its cancellation checks (a relaxed load).
 //!
 //! Exactly one side sees the other's flag, so the fiber is resumed exactly
 //! once and never runs on two threads. The `Release` of `SUSPENDED` after the
 //! writes to `core`, and the completer's `Acquire` of it, order the fiber's
 //! saved state before the next `run`.
 //!
-//! On 32-bit targets the generation has 29 bits: a callback kept for 2^29
+//! On 32-bit targets the generation has 27 bits: a callback kept for 2^27
 //! suspensions and then called at exactly the wrong moment could be mistaken
-//! for a current one. On 64-bit targets that takes 2^61 suspensions.
+//! for a current one. On 64-bit targets that takes 2^59 suspensions.
 
 pub(crate) mod handle;
 mod run_loop;
@@ -67,22 +79,21 @@ use crate::executor::Executor;
 use crate::io::IO;
 use crate::node::{Frame, Node, Res};
 use crate::outcome::Outcome;
-use crate::sync::{Arc, AtomicBool, AtomicUsize, Ordering, UnsafeCell};
+use crate::sync::{Arc, AtomicUsize, Ordering, UnsafeCell};
 
 const SUSPENDED: usize = 0b0001;
 const CLAIMED: usize = 0b0010;
 const DONE: usize = 0b0100;
 /// The suspension may be ended by cancellation (the fiber was not masked).
 const INTERRUPTIBLE: usize = 0b1000;
-const FLAG_BITS: u32 = 4;
+/// Cancellation was requested (set once, kept across suspensions).
+const CANCEL: usize = 0b1_0000;
+const FLAG_BITS: u32 = 5;
 const GEN_MASK: usize = usize::MAX >> FLAG_BITS;
 
 /// The part of a fiber shared with callbacks on other threads.
 pub(crate) struct Header {
     state: AtomicUsize,
-    /// Set once by the first `cancel` of this fiber; read by the fiber at its
-    /// cancellation checks.
-    cancel_requested: AtomicBool,
     /// Written by the completer that won the claim, read by the fiber after
     /// it saw `DONE`.
     slot: UnsafeCell<Option<Res>>,
@@ -100,19 +111,29 @@ impl Header {
     fn new() -> Self {
         Header {
             state: AtomicUsize::new(0),
-            cancel_requested: AtomicBool::new(false),
             slot: UnsafeCell::new(None),
         }
     }
 
     /// Starts a new suspension; returns its generation.
     fn begin_suspension(&self) -> usize {
-        let previous = self.state.load(Ordering::Relaxed) >> FLAG_BITS;
-        let generation = previous.wrapping_add(1) & GEN_MASK;
         // Stale callbacks compare against the whole word, so they fail from
-        // here on; no completer of this generation exists yet.
-        self.state.store(generation << FLAG_BITS, Ordering::Release);
-        generation
+        // here on; no completer of this generation exists yet. A CAS, not a
+        // store: a canceler may set `CANCEL` at any moment, and it must stay.
+        let mut state = self.state.load(Ordering::Relaxed);
+        loop {
+            let generation = (state >> FLAG_BITS).wrapping_add(1) & GEN_MASK;
+            let next = (generation << FLAG_BITS) | (state & CANCEL);
+            match self.state.compare_exchange_weak(
+                state,
+                next,
+                Ordering::Release,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return generation,
+                Err(actual) => state = actual,
+            }
+        }
     }
 
     /// Takes the result if a completer has already delivered it
@@ -135,16 +156,15 @@ impl Header {
         } else {
             SUSPENDED
         };
-        let previous = self.state.fetch_or(flags, Ordering::SeqCst);
+        let previous = self.state.fetch_or(flags, Ordering::AcqRel);
         if previous & DONE != 0 {
             return true;
         }
-        // A canceler that set the flag before our `fetch_or` may have read the
-        // state before it and seen nothing to claim: look at the flag again
-        // (both sides use SeqCst, so at least one sees the other).
-        interruptible
-            && self.cancel_requested.load(Ordering::SeqCst)
-            && self.claim_for_cancel(previous >> FLAG_BITS)
+        // A canceler whose `fetch_or(CANCEL)` came before ours saw no
+        // suspension to claim: we see its bit, and claim it ourselves. One
+        // that comes after sees `SUSPENDED | INTERRUPTIBLE` and claims. Both
+        // are read-modify-writes of the same word, so exactly one case holds.
+        interruptible && previous & CANCEL != 0 && self.claim_for_cancel(previous >> FLAG_BITS)
     }
 
     /// Takes the delivered result (`None`: resumed by cancellation). Only
@@ -158,17 +178,21 @@ impl Header {
     /// Whether cancellation was requested.
     #[inline(always)]
     fn is_cancel_requested(&self) -> bool {
-        self.cancel_requested.load(Ordering::Relaxed)
+        self.state.load(Ordering::Relaxed) & CANCEL != 0
     }
 
     /// Requests cancellation (idempotent). Returns true if the caller ended
     /// an interruptible suspension and must schedule the fiber, which then
     /// finds no result and finalizes.
     fn request_cancel(&self) -> bool {
-        self.cancel_requested.store(true, Ordering::SeqCst);
-        let state = self.state.load(Ordering::SeqCst);
+        let state = self.state.fetch_or(CANCEL, Ordering::AcqRel);
         state & (SUSPENDED | INTERRUPTIBLE) == SUSPENDED | INTERRUPTIBLE
             && self.claim_for_cancel(state >> FLAG_BITS)
+    }
+
+    /// Records the fiber's own cancellation request (`IO::canceled`).
+    fn request_self_cancel(&self) {
+        self.state.fetch_or(CANCEL, Ordering::AcqRel);
     }
 
     /// Claims the suspension `generation` without a result (for

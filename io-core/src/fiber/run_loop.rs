@@ -429,9 +429,7 @@ fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
                 }
             }
             Kind::Canceled => {
-                header
-                    .cancel_requested
-                    .store(true, crate::sync::Ordering::Release);
+                header.request_self_cancel();
                 if should_cancel(core, header) {
                     begin_cancel(core, Node::unwind())
                 } else {

@@ -16,14 +16,12 @@
 //! loom `UnsafeCell` written before `suspend` and read by whoever resumes:
 //! loom fails the model if that read is not ordered after the write.
 //!
-//! Loom treats `SeqCst` loads and stores as `AcqRel` (its README,
-//! "Unsupported features"; only `fence(SeqCst)` is modelled). The handshake
-//! between `Header::request_cancel` (store the flag, load the state) and
-//! `Header::suspend` (`fetch_or` the state, load the flag) is correct under
-//! C11 `SeqCst`, but loom reports a lost wake-up for it where no completer
-//! hides it; those two models are ignored with that reason. They pass with
-//! a `fence(SeqCst)` after the store and after the `fetch_or`, or with the
-//! request kept in the state word itself.
+//! The cancel request is a bit of the state word, set with `fetch_or`, so
+//! the handshake between `Header::request_cancel` and `Header::suspend` is
+//! two read-modify-writes of one word, which loom models exactly. (An
+//! earlier version kept the request in a separate flag with a `SeqCst`
+//! store/load handshake, which loom cannot check: it treats `SeqCst` loads
+//! and stores as `AcqRel`. These models found that.)
 
 use alloc::vec::Vec;
 use core::time::Duration;
@@ -249,7 +247,6 @@ fn loom_cancel_racing_a_completer_resumes_an_interruptible_suspension_exactly_on
 /// claimed, or the fiber saw the request after suspending and claimed
 /// itself. Neither misses the other.
 #[test]
-#[ignore = "loom limitation, not a bug: loom models SeqCst loads and stores as AcqRel (loom README, Unsupported features), so it cannot see the SeqCst handshake of Header::request_cancel and Header::suspend; passes with fence(SeqCst) after the store and after the fetch_or"]
 fn loom_cancel_always_ends_an_interruptible_suspension_without_a_completer() {
     model(|| {
         let (fiber, _generation) = Suspended::new();
@@ -291,7 +288,6 @@ fn loom_cancel_never_claims_a_masked_suspension() {
 /// Two cancels and a completer: at most one cancel claims, and the fiber
 /// is still resumed exactly once.
 #[test]
-#[ignore = "loom limitation, not a bug: loom models SeqCst loads and stores as AcqRel (loom README, Unsupported features), so it cannot see the SeqCst handshake of Header::request_cancel and Header::suspend; passes with fence(SeqCst) after the store and after the fetch_or"]
 fn loom_two_cancels_claim_an_interruptible_suspension_at_most_once() {
     model(|| {
         let (fiber, _generation) = Suspended::new();
