@@ -16,7 +16,10 @@ prints one markdown table per workload:
     ratio      = Spindle ops/s / tokio ops/s (above 1: Spindle is faster)
 
 Groups that also have a `tokio_unconstrained` function (the same tokio
-program without tokio's cooperative budget) get a second, smaller table.
+program without tokio's cooperative budget) or a `tokio_spawn` function (the
+tokio program with each side of a `both`/`race` on a task of its own) get a
+second, smaller table. A workload with several sizes (Deferred, Mutex) gets
+one row per size; a group that runs on Spindle only shows n/a for tokio.
 
 Standard library only, so it runs wherever the benchmarks do.
 """
@@ -26,7 +29,21 @@ import os
 import sys
 
 # Tables in this order; variants in the order the bench files declare them.
-WORKLOADS = ["ShallowBind", "DeepBind", "Attempt", "HandleError", "MapCalls"]
+WORKLOADS = [
+    "ShallowBind",
+    "DeepBind",
+    "Attempt",
+    "HandleError",
+    "MapCalls",
+    "Async",
+    "Both",
+    "Race",
+    "Deferred",
+    "Ref",
+    "Queue",
+    "Mutex",
+    "Sleep",
+]
 VARIANTS = [
     "pure",
     "delay",
@@ -37,12 +54,46 @@ VARIANTS = [
     "one",
     "batch30",
     "batch120",
+    # Async (Cats Effect's AsyncBenchmark), alphabetical as there; "async"
+    # is above.
+    "bracket",
+    "cancelBoundary",
+    "cancelable",
+    "parMap2",
+    "race",
+    "racePair",
+    "start",
+    "uncancelable",
+    # Deferred, Ref, Queue, Mutex, Sleep ("happyPath" is above).
+    "get",
+    "complete",
+    "cancel",
+    "modify",
+    "getAndUpdate",
+    "boundedOne",
+    "boundedMany",
+    "boundedContended",
+    "boundedContendedSingleConsumer",
+    "unboundedOne",
+    "unboundedMany",
+    "unboundedContended",
+    "highContention",
+    "cancellation",
+    "sleep",
 ]
-SIDES = ("spindle", "tokio", "tokio_unconstrained")
+SIDES = ("spindle", "tokio", "tokio_unconstrained", "tokio_spawn")
+
+# The extra tokio functions, each with the caption of its table.
+EXTRAS = [
+    ("tokio_unconstrained", "tokio without its cooperative budget "
+     "(`tokio::task::unconstrained`)", "unconstrained"),
+    ("tokio_spawn", "tokio with each side on a task of its own "
+     "(`tokio::spawn`)", "spawn"),
+]
 
 
 def load(criterion_dir):
-    """{(group, side): (size, steps, median_ns)} for every saved benchmark."""
+    """{(group, side, size): (size, steps, median_ns)} for every saved benchmark."""
     found = {}
     for root, _dirs, files in os.walk(criterion_dir):
         if os.path.basename(root) != "new" or "benchmark.json" not in files:
@@ -59,7 +110,8 @@ def load(criterion_dir):
         if steps is None:
             sys.exit(f"{root}: no Elements throughput declared")
         median_ns = estimates["median"]["point_estimate"]
-        found[(bench["group_id"], side)] = (bench.get("value_str"), steps, median_ns)
+        size = bench.get("value_str")
+        found[(bench["group_id"], side, size)] = (size, steps, median_ns)
     return found
 
 
@@ -71,9 +123,17 @@ def fmt_ns(ns):
     return f"{ns:,.1f}" if ns < 1000 else f"{ns:,.0f}"
 
 
-def variant_key(group):
+def fmt_ratio(ratio):
+    # Two decimals, as before; two significant digits below 0.1 (0.0021x),
+    # so that a ratio far below 1 does not print as 0.00x.
+    return f"{ratio:.2f}x" if ratio >= 0.1 else f"{ratio:.2g}x"
+
+
+def variant_key(row):
+    group, size = row
     variant = group.split(".", 1)[1]
-    return (VARIANTS.index(variant) if variant in VARIANTS else len(VARIANTS), variant)
+    rank = VARIANTS.index(variant) if variant in VARIANTS else len(VARIANTS)
+    return (rank, variant, int(size) if (size or "").isdigit() else 0, size or "")
 
 
 def main():
@@ -83,9 +143,9 @@ def main():
     if not os.path.isdir(criterion_dir):
         sys.exit(f"{criterion_dir}: not found (run `cargo bench -p benches` first)")
     found = load(criterion_dir)
-    groups = sorted({group for group, _ in found})
+    rows = sorted({(group, size) for group, _side, size in found})
     for workload in WORKLOADS:
-        mine = sorted((g for g in groups if g.split(".", 1)[0] == workload), key=variant_key)
+        mine = sorted((r for r in rows if r[0].split(".", 1)[0] == workload), key=variant_key)
         if not mine:
             continue
         print(f"### {workload}\n")
@@ -94,11 +154,11 @@ def main():
             "| tokio ops/s | tokio ns/step | ratio (Spindle/tokio) |"
         )
         print("|---|---:|---:|---:|---:|---:|---:|")
-        for group in mine:
+        for group, size in mine:
             row = [group]
-            spindle = found.get((group, "spindle"))
-            tokio = found.get((group, "tokio"))
-            row.append((spindle or tokio)[0] or "")
+            spindle = found.get((group, "spindle", size))
+            tokio = found.get((group, "tokio", size))
+            row.append(size or "")
             for side in (spindle, tokio):
                 if side is None:
                     row += ["n/a", "n/a"]
@@ -106,30 +166,31 @@ def main():
                     _size, steps, median_ns = side
                     row += [fmt_ops(1e9 / median_ns), fmt_ns(median_ns / steps)]
             if spindle and tokio:
-                row.append(f"{tokio[2] / spindle[2]:.2f}x")
+                row.append(fmt_ratio(tokio[2] / spindle[2]))
             else:
                 row.append("n/a")
             print("| " + " | ".join(row) + " |")
         print()
-        extra = [g for g in mine if (g, "tokio_unconstrained") in found]
-        if extra:
-            print(f"{workload}, tokio without its cooperative budget "
-                  "(`tokio::task::unconstrained`):\n")
+        for side, caption, short in EXTRAS:
+            extra = [(g, size) for g, size in mine if (g, side, size) in found]
+            if not extra:
+                continue
+            print(f"{workload}, {caption}:\n")
             print(
                 "| Benchmark | size | Spindle ns/step | tokio ns/step "
-                "| unconstrained tokio ops/s | unconstrained tokio ns/step "
-                "| ratio (Spindle/unconstrained) |"
+                f"| {short} tokio ops/s | {short} tokio ns/step "
+                f"| ratio (Spindle/{short}) |"
             )
             print("|---|---:|---:|---:|---:|---:|---:|")
-            for group in extra:
-                spindle = found.get((group, "spindle"))
-                tokio = found.get((group, "tokio"))
-                free = found[(group, "tokio_unconstrained")]
-                row = [group, free[0] or ""]
+            for group, size in extra:
+                spindle = found.get((group, "spindle", size))
+                tokio = found.get((group, "tokio", size))
+                other = found[(group, side, size)]
+                row = [group, size or ""]
                 row.append(fmt_ns(spindle[2] / spindle[1]) if spindle else "n/a")
                 row.append(fmt_ns(tokio[2] / tokio[1]) if tokio else "n/a")
-                row += [fmt_ops(1e9 / free[2]), fmt_ns(free[2] / free[1])]
-                row.append(f"{free[2] / spindle[2]:.2f}x" if spindle else "n/a")
+                row += [fmt_ops(1e9 / other[2]), fmt_ns(other[2] / other[1])]
+                row.append(fmt_ratio(other[2] / spindle[2]) if spindle else "n/a")
                 print("| " + " | ".join(row) + " |")
             print()
 

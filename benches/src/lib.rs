@@ -1,10 +1,12 @@
 //! Shared pieces of the Spindle benchmarks; the workloads live in `benches/`.
 //!
 //! The suites port Cats Effect's JMH microbenchmarks (ShallowBind, DeepBind,
-//! Attempt, HandleError, MapCalls) with the same shapes and sizes, and run
-//! each one twice side by side: on Spindle's single-threaded executor and,
-//! as the same-run reference, written as boxed `async` recursion on tokio's
-//! current-thread runtime. `BENCHMARKS.md` at the repository root holds the
+//! Attempt, HandleError, MapCalls; Async, Both, Race, Deferred, Ref, Queue,
+//! Mutex, Sleep) with the same shapes and sizes, and run each one side by
+//! side: on Spindle's single-threaded executor and, as the same-run
+//! reference, written as `async` Rust on tokio's current-thread runtime
+//! (where tokio has no counterpart, Spindle runs alone and the bench file's
+//! header says why). `BENCHMARKS.md` at the repository root holds the
 //! latest numbers and says how to reproduce them; `benches/report.py` turns
 //! criterion's estimates into its tables.
 //!
@@ -26,6 +28,60 @@ pub const SIZE: i32 = 10_000;
 /// `12000`): `MAP_CALLS_TOTAL / batch` runs of a chain of `batch` maps.
 pub const MAP_CALLS_TOTAL: usize = 12_000;
 
+/// The loop size of every AsyncBenchmark workload (`@Param(Array("100"))`).
+pub const ASYNC_SIZE: i32 = 100;
+
+/// The loop size of BothBenchmark and RaceBenchmark (`@Param(Array("10000"))`).
+pub const PAR_SIZE: i32 = 10_000;
+
+/// DeferredBenchmark's `count` parameter: the gets (or waiting fibers) per
+/// deferred (`@Param(Array("10", "100", "1000"))`).
+pub const DEFERRED_COUNTS: [usize; 3] = [10, 100, 1000];
+
+/// How many deferreds one DeferredBenchmark operation goes through (its
+/// `replicateA_(1000)`).
+pub const DEFERRED_ROUNDS: usize = 1000;
+
+/// The updates of one RefBenchmark operation (`RefBenchmark.modify(10000)`).
+pub const REF_ITERATIONS: i64 = 10_000;
+
+/// QueueBenchmark's `size` (`@Param(Array("32768"))`, a power of 2): the
+/// capacity of the bounded queues and the elements of `One` and `Many`.
+pub const QUEUE_SIZE: usize = 32_768;
+
+/// MutexBenchmark's `fibers` parameter (`@Param(Array("10", "50", "100"))`).
+pub const MUTEX_FIBERS: [usize; 3] = [10, 50, 100];
+
+/// MutexBenchmark's `iterations` (`@Param(Array("1000"))`).
+pub const MUTEX_ITERATIONS: usize = 1000;
+
+/// SleepBenchmark's `size` (`@Param(Array("10000"))`): the fibers started.
+pub const SLEEP_FIBERS: i32 = 10_000;
+
+/// In SleepBenchmark, a fiber started with `i` loops until its counter
+/// passes this value (Cats Effect's `j > 1000`).
+pub const SLEEP_LOOP_UNTIL: i32 = 1000;
+
+/// SleepBenchmark's totals for `fibers` fibers: (sleeps, sum of results).
+///
+/// Each call of the fiber's body sleeps three times; a fiber started with
+/// `i <= SLEEP_LOOP_UNTIL` calls it `SLEEP_LOOP_UNTIL + 2 - i` times and
+/// returns `SLEEP_LOOP_UNTIL + 1`, one started above calls it once and
+/// returns `i`.
+pub fn sleep_totals(fibers: i32) -> (u64, i64) {
+    let (mut sleeps, mut sum) = (0u64, 0i64);
+    for i in 0..fibers {
+        if i <= SLEEP_LOOP_UNTIL {
+            sleeps += 3 * (SLEEP_LOOP_UNTIL + 2 - i) as u64;
+            sum += i64::from(SLEEP_LOOP_UNTIL + 1);
+        } else {
+            sleeps += 3;
+            sum += i64::from(i);
+        }
+    }
+    (sleeps, sum)
+}
+
 /// The error the error benchmarks raise: the counterpart of the single
 /// `RuntimeException("dummy")` that Cats Effect allocates once per run and
 /// raises at every step. It is a reference to static data, so raising it
@@ -46,5 +102,18 @@ pub fn succeeded<A, E: Debug>(outcome: Outcome<A, E>) -> A {
         Outcome::Errored(e) => panic!("benchmark program failed with {e:?}"),
         Outcome::Canceled => panic!("benchmark program was canceled"),
         Outcome::Panicked(p) => panic!("benchmark program panicked: {p}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sleep_totals_count_three_sleeps_per_call_of_the_fiber_body() {
+        // One fiber started at 0 runs its body 1002 times (0..=1001).
+        assert_eq!(sleep_totals(1), (3 * 1002, 1001));
+        // Cats Effect's size: 511,501 calls of the body.
+        assert_eq!(sleep_totals(SLEEP_FIBERS), (1_534_503, 50_496_501));
     }
 }
