@@ -208,7 +208,12 @@ impl<A: Clone + Send + 'static> Deferred<A> {
     /// Waits for the value (a clone of it). Canceling the wait leaves no
     /// waiter behind.
     pub fn get<E: Send + 'static>(&self) -> IO<A, E> {
-        wait_for(self.cell.clone(), A::clone)
+        let cell = self.cell.clone();
+        IO::defer(move || match cell.with_value(|v| v.cloned()) {
+            // Already complete: one step, no waiter, no suspension.
+            Some(value) => IO::pure(value),
+            None => wait_for(cell, A::clone),
+        })
     }
 
     /// The value if it is set, without waiting.

@@ -43,6 +43,17 @@ struct Shared {
 }
 
 impl Shared {
+    /// Takes a permit if one is free and nobody waits for one.
+    fn try_take(&self) -> bool {
+        let mut state = self.state.lock();
+        if state.available > 0 && state.waiters.is_empty() {
+            state.available -= 1;
+            true
+        } else {
+            false
+        }
+    }
+
     /// Gives one permit to the first waiter that takes it, or makes it
     /// available.
     fn release_one(&self) {
@@ -145,6 +156,18 @@ impl Semaphore {
     /// away (see the module doc).
     pub fn acquire<E: Send + 'static>(&self) -> IO<(), E> {
         let shared = self.shared.clone();
+        IO::defer(move || {
+            // A free permit and nobody waiting: take it in one step, without
+            // a waiter or a masked region.
+            if shared.try_take() {
+                return IO::unit();
+            }
+            Semaphore::acquire_slow(shared)
+        })
+    }
+
+    /// `acquire` when it may have to wait.
+    fn acquire_slow<E: Send + 'static>(shared: Arc<Shared>) -> IO<(), E> {
         IO::uncancelable(move |poll| {
             let ticket = Arc::new(Mutex::new(Ticket::Granted));
             let (t1, t2) = (ticket.clone(), ticket);
