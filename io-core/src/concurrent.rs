@@ -3,6 +3,33 @@
 //! `par_traverse`, `par_traverse_n`, `par_sequence`; and time: `timeout`,
 //! `timeout_to`, `timed`.
 //!
+//! ```
+//! use io_core::{Either, IO, TimeoutError};
+//! use exec_single::SingleThreaded;
+//! use std::time::Duration;
+//!
+//! #[derive(Debug, PartialEq)]
+//! enum AppError { Timeout }
+//! impl From<TimeoutError> for AppError {
+//!     fn from(_: TimeoutError) -> Self { AppError::Timeout }
+//! }
+//!
+//! let fast: IO<u32, AppError> = IO::<(), AppError>::sleep(Duration::from_millis(1)).as_(1);
+//! let slow: IO<u32, AppError> = IO::<(), AppError>::sleep(Duration::from_secs(60)).as_(2);
+//! let mut rt = SingleThreaded::new();
+//! // The loser is canceled (and finalized) before `race` returns.
+//! assert_eq!(rt.block_on(fast.race(slow)).succeeded(), Some(Either::Left(1)));
+//!
+//! let pair: IO<(u32, &str), AppError> = IO::pure(1).both(IO::delay(|| "two"));
+//! assert_eq!(rt.block_on(pair).succeeded(), Some((1, "two")));
+//!
+//! let late: IO<u32, AppError> = IO::never();
+//! assert_eq!(rt.block_on(late.timeout(Duration::from_millis(1))).errored(), Some(AppError::Timeout));
+//!
+//! let doubled = IO::<u32, AppError>::par_traverse(vec![1, 2, 3], |x| IO::pure(x * 2));
+//! assert_eq!(rt.block_on(doubled).succeeded(), Some(vec![2, 4, 6]));
+//! ```
+//!
 //! The shapes are Cats Effect 3's `GenSpawn`/`GenConcurrent`/`GenTemporal`
 //! derivations: both sides run on fibers of their own; the parent waits
 //! masked, except for the wait itself (`poll`), and cancels both children if

@@ -41,6 +41,23 @@ pub(crate) type JoinState<A, E> = Cell<Completed<A, E>>;
 
 /// A started fiber: join it, cancel it.
 ///
+/// ```
+/// use io_core::{IO, Outcome};
+/// use exec_single::SingleThreaded;
+/// use std::time::Duration;
+///
+/// let mut rt = SingleThreaded::new();
+/// let joined: IO<Outcome<u32, ()>, ()> = IO::<u32, ()>::pure(7).start().flat_map(|f| f.join());
+/// assert_eq!(rt.block_on(joined).succeeded(), Some(Outcome::Succeeded(7)));
+///
+/// let sleeper: IO<u32, ()> = IO::<(), ()>::sleep(Duration::from_secs(3600)).as_(1);
+/// let canceled = sleeper.start().flat_map(|f| {
+///     let joiner = f.clone();
+///     IO::<(), ()>::cede().product_r(f.cancel()).product_r(joiner.join())
+/// });
+/// assert_eq!(rt.block_on(canceled).succeeded(), Some(Outcome::Canceled));
+/// ```
+///
 /// Cloning a handle gives another handle to the same fiber. Dropping every
 /// handle does not cancel the fiber (as in Cats Effect: a started fiber runs
 /// on its own; use `background` to tie its life to a scope).
