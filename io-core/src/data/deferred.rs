@@ -12,7 +12,7 @@
 //! gives its value back as an error; the first value stays.
 
 use alloc::boxed::Box;
-use alloc::vec::Vec;
+use alloc::collections::BTreeMap;
 use core::fmt;
 
 use crate::io::IO;
@@ -22,7 +22,9 @@ pub(crate) type Waiter<A> = Box<dyn FnOnce(&A) + Send>;
 
 struct State<A> {
     value: Option<A>,
-    waiters: Vec<(u64, Waiter<A>)>,
+    /// Keyed by registration order: woken in that order, removed in
+    /// O(log n) when a `get` is canceled.
+    waiters: BTreeMap<u64, Waiter<A>>,
     next_waiter: u64,
 }
 
@@ -36,7 +38,7 @@ impl<A> Cell<A> {
         Cell {
             state: Mutex::new(State {
                 value: None,
-                waiters: Vec::new(),
+                waiters: BTreeMap::new(),
                 next_waiter: 0,
             }),
         }
@@ -61,7 +63,7 @@ impl<A> Cell<A> {
             // never touches this cell.
             let state = self.state.lock();
             let value = state.value.as_ref().expect("set just above");
-            for (_, waiter) in waiters {
+            for waiter in waiters.into_values() {
                 waiter(value);
             }
         }
@@ -80,7 +82,7 @@ impl<A> Cell<A> {
             None => {
                 let id = state.next_waiter;
                 state.next_waiter += 1;
-                state.waiters.push((id, f));
+                state.waiters.insert(id, f);
                 Some(id)
             }
         }
@@ -90,8 +92,7 @@ impl<A> Cell<A> {
     pub(crate) fn remove_waiter(&self, id: u64) {
         let removed = {
             let mut state = self.state.lock();
-            let position = state.waiters.iter().position(|(w, _)| *w == id);
-            position.map(|p| state.waiters.swap_remove(p))
+            state.waiters.remove(&id)
         };
         drop(removed);
     }
