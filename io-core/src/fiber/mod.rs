@@ -198,36 +198,26 @@ impl Header {
     /// Claims the suspension `generation` without a result (for
     /// cancellation): `CLAIMED | DONE` in one step, the slot left empty.
     fn claim_for_cancel(&self, generation: usize) -> bool {
-        let mut state = self.state.load(Ordering::Acquire);
-        loop {
-            if state >> FLAG_BITS != generation || state & CLAIMED != 0 {
-                return false;
-            }
-            match self.state.compare_exchange_weak(
-                state,
-                state | CLAIMED | DONE,
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            ) {
-                Ok(_) => return true,
-                Err(actual) => state = actual,
-            }
-        }
+        self.claim_setting(generation, CLAIMED | DONE, Ordering::AcqRel)
     }
 
     /// The claim of step 2 of the protocol: true if this caller won.
     fn claim(&self, generation: usize) -> bool {
+        self.claim_setting(generation, CLAIMED, Ordering::Acquire)
+    }
+
+    /// Sets `bits` (which include `CLAIMED`) if the word still belongs to
+    /// `generation` and nobody has claimed it; true if this caller did.
+    fn claim_setting(&self, generation: usize, bits: usize, success: Ordering) -> bool {
         let mut state = self.state.load(Ordering::Acquire);
         loop {
             if state >> FLAG_BITS != generation || state & CLAIMED != 0 {
                 return false;
             }
-            match self.state.compare_exchange_weak(
-                state,
-                state | CLAIMED,
-                Ordering::Acquire,
-                Ordering::Acquire,
-            ) {
+            match self
+                .state
+                .compare_exchange_weak(state, state | bits, success, Ordering::Acquire)
+            {
                 Ok(_) => return true,
                 Err(actual) => state = actual,
             }
