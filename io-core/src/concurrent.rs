@@ -96,17 +96,46 @@ impl fmt::Display for TimeoutError {
 
 impl core::error::Error for TimeoutError {}
 
+impl<A: Send + 'static, E: Send + 'static> Outcome<A, E> {
+    /// The program with this outcome's result (Cats Effect's `embed`): a
+    /// value, an error, `on_cancel` for a canceled outcome, or the panic
+    /// raised again (as a panic of the fiber that runs it).
+    ///
+    /// ```
+    /// use io_core::{IO, Outcome};
+    /// use exec_single::SingleThreaded;
+    ///
+    /// let mut rt = SingleThreaded::new();
+    /// let ok: Outcome<u8, ()> = Outcome::Succeeded(1);
+    /// assert_eq!(rt.block_on(ok.embed(IO::pure(0))).succeeded(), Some(1));
+    /// let canceled: Outcome<u8, ()> = Outcome::Canceled;
+    /// assert_eq!(rt.block_on(canceled.embed(IO::pure(0))).succeeded(), Some(0));
+    /// ```
+    pub fn embed(self, on_cancel: IO<A, E>) -> IO<A, E> {
+        match self {
+            Outcome::Succeeded(a) => IO::pure(a),
+            Outcome::Errored(e) => IO::raise_error(e),
+            Outcome::Canceled => on_cancel,
+            Outcome::Panicked(p) => IO::delay(move || -> A { panic!("{}", p.message()) }),
+        }
+    }
+
+    /// Like [`embed`](Outcome::embed); a canceled outcome never completes
+    /// (Cats Effect's `embedNever`).
+    pub fn embed_never(self) -> IO<A, E> {
+        self.embed(IO::never())
+    }
+}
+
 /// Turns an outcome back into a program with the same result, inside the
 /// uncancelable region that `poll` belongs to.
 fn embed<A: Send + 'static, E: Send + 'static>(poll: Poll, outcome: Outcome<A, E>) -> IO<A, E> {
     match outcome {
-        Outcome::Succeeded(a) => IO::pure(a),
-        Outcome::Errored(e) => IO::raise_error(e),
-        // The parent observes a canceled child as its own cancellation
-        // (Cats Effect's `poll(canceled) *> never`): unmasked, so that it is
+        // The parent observes a canceled child as its own cancellation (Cats
+        // Effect's `poll(canceled) *> never`): unmasked, so that it is
         // observed at once, not at the end of the region.
         Outcome::Canceled => poll.apply(IO::canceled()).product_r(IO::never()),
-        Outcome::Panicked(p) => IO::delay(move || -> A { panic!("{}", p.message()) }),
+        other => other.embed_never(),
     }
 }
 
