@@ -292,12 +292,9 @@ impl<C: Clock> SingleThreaded<C> {
         let _on_loop = platform::enter_loop(self.handle.shared_id(), &shared.remote);
         let slot = self.spawn_main(io);
         loop {
+            self.turn();
             if let Some(outcome) = slot.take() {
                 return Ok(outcome);
-            }
-            self.turn();
-            if slot.is_set() {
-                continue;
             }
             if !self.has_runnable() {
                 let next_deadline = self.next_deadline();

@@ -157,11 +157,12 @@ impl<A: Send + 'static> Shared<A> {
         }
     }
 
-    /// A canceled taker's cleanup: leave the queue, or give back an element
-    /// already handed over.
-    fn cancel_taker(&self, id: u64, slot: &Mutex<TakerSlot<A>>) -> Wake {
+    /// A canceled taker's cleanup: leave the queue if still queued (`id` is
+    /// `None` if it never queued), or give back an element already handed
+    /// over: to the next waiting taker, or to the front of the buffer.
+    fn cancel_taker(&self, id: Option<u64>, slot: &Mutex<TakerSlot<A>>) -> Wake {
         let mut state = self.state.lock();
-        if let Some(position) = state.takers.iter().position(|t| t.id == id) {
+        if let Some(position) = id.and_then(|id| state.takers.iter().position(|t| t.id == id)) {
             state.takers.remove(position);
             return None;
         }
@@ -433,21 +434,8 @@ impl<A: Send + 'static> Queue<A> {
                 None
             });
             let cleanup = IO::delay(move || {
-                if let Some(id) = *id2.lock() {
-                    wake(s2.cancel_taker(id, &slot2));
-                } else if let TakerSlot::Filled(element) =
-                    core::mem::replace(&mut *slot2.lock(), TakerSlot::Waiting)
-                {
-                    // Filled before waiting, then canceled: give it back.
-                    let mut state = s2.state.lock();
-                    match Shared::hand_to_taker(&mut state, element) {
-                        Ok(taker) => {
-                            drop(state);
-                            wake(Some(taker));
-                        }
-                        Err(element) => state.buffer.push_front(element),
-                    }
-                }
+                let id = *id2.lock();
+                wake(s2.cancel_taker(id, &slot2));
             });
             poll.apply(wait).on_cancel(cleanup).flat_map(move |()| {
                 IO::delay(move || {

@@ -38,6 +38,18 @@ struct State {
     next_id: u64,
 }
 
+impl State {
+    /// Takes a permit if one is free and nobody waits for one.
+    fn take_free(&mut self) -> bool {
+        if self.available > 0 && self.waiters.is_empty() {
+            self.available -= 1;
+            true
+        } else {
+            false
+        }
+    }
+}
+
 struct Shared {
     state: Mutex<State>,
 }
@@ -45,13 +57,7 @@ struct Shared {
 impl Shared {
     /// Takes a permit if one is free and nobody waits for one.
     fn try_take(&self) -> bool {
-        let mut state = self.state.lock();
-        if state.available > 0 && state.waiters.is_empty() {
-            state.available -= 1;
-            true
-        } else {
-            false
-        }
+        self.state.lock().take_free()
     }
 
     /// Gives one permit to the first waiter that takes it, or makes it
@@ -174,8 +180,7 @@ impl Semaphore {
             let (s1, s2) = (shared.clone(), shared);
             let wait: IO<(), E> = IO::async_(move |cb: Callback<(), E>| {
                 let mut state = s1.state.lock();
-                if state.available > 0 && state.waiters.is_empty() {
-                    state.available -= 1;
+                if state.take_free() {
                     drop(state);
                     cb.succeed(());
                 } else {
