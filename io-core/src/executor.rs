@@ -14,6 +14,9 @@
 //! | [`Executor::set_timer`] / [`Executor::cancel_timer`] | the fiber, inside `run` | the thread running the fiber |
 //! | [`Executor::monotonic`] / [`Executor::real_time`] | the fiber, inside `run` | the thread running the fiber |
 //! | [`TimerCallback::fire`] | the executor, once the deadline has passed | any thread |
+//! | [`Executor::spawn_blocking`] | the fiber, on `IO::blocking` | the thread running the fiber |
+//! | [`BlockingTask::run`] | the executor (once) | any thread that may block |
+//! | [`Executor::fiber_created`] / [`Executor::fiber_ended`] | io-core, once per fiber each | the thread making the fiber / the thread completing or freeing it |
 //!
 //! # Guarantees to executors
 //!
@@ -45,7 +48,7 @@
 use core::time::Duration;
 
 use crate::config::FiberConfig;
-pub use crate::fiber::{Fiber, TimerCallback};
+pub use crate::fiber::{BlockingTask, Fiber, TimerCallback};
 
 /// An executor of fibers: a run queue, timers and a clock.
 ///
@@ -85,4 +88,33 @@ pub trait Executor: Clone + Send + Sync + Sized + 'static {
 
     /// The run-loop configuration of fibers on this executor.
     fn config(&self) -> &FiberConfig;
+
+    /// Runs `task` (the work of `IO::blocking`) where blocking a thread does
+    /// not stall other fibers, for instance on a pool of blocking threads;
+    /// the task resumes its fiber when it is done.
+    ///
+    /// Called by the fiber, on the thread running it. The default runs the
+    /// task at once, on the calling thread: right for a single-threaded
+    /// executor, where there is no other thread to hand the work to.
+    #[inline]
+    fn spawn_blocking(&self, task: BlockingTask) {
+        task.run()
+    }
+
+    /// Called once for every fiber made on this executor, before it is
+    /// first scheduled, on the thread that makes it. An executor that lists
+    /// its live fibers keeps a [`WeakFiber`](crate::WeakFiber) of it here
+    /// (`fiber.downgrade()`). The default does nothing, at no cost.
+    #[inline(always)]
+    fn fiber_created(&self, fiber: &Fiber<Self>) {
+        let _ = fiber;
+    }
+
+    /// Called once for every fiber made on this executor when it ends: on
+    /// the thread that ran it to completion, or wherever it is freed if it
+    /// never completes (dropped by a shut-down executor, or suspended with
+    /// nothing left that could resume it). With [`fiber_created`](Executor::fiber_created)
+    /// it counts live fibers. The default does nothing, at no cost.
+    #[inline(always)]
+    fn fiber_ended(&self) {}
 }

@@ -67,6 +67,25 @@ impl<A, E> core::fmt::Debug for IO<A, E> {
 mod k {
     use super::*;
 
+    /// What blocking work hands back: its result, or the message of its
+    /// panic.
+    pub(super) type BlockingResult<A, E> = Result<Result<A, E>, crate::outcome::PanicMessage>;
+
+    pub(super) struct Blocking<A, E>(PhantomData<fn() -> (A, E)>);
+    impl<A: Send + 'static, E: Send + 'static, F: FnOnce() -> Result<A, E>> Adapter<(), Value, F>
+        for Blocking<A, E>
+    {
+        unsafe fn call(f: F, _: ()) -> Value {
+            #[cfg(feature = "std")]
+            let result: BlockingResult<A, E> =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
+                    .map_err(|payload| crate::outcome::PanicMessage::from_payload(&*payload));
+            #[cfg(not(feature = "std"))]
+            let result: BlockingResult<A, E> = Ok(f());
+            Value::new(result)
+        }
+    }
+
     pub(super) struct Delay<A>(PhantomData<fn() -> A>);
     impl<A: Send + 'static, F: FnOnce() -> A> Adapter<(), Value, F> for Delay<A> {
         #[inline(always)]
@@ -264,6 +283,47 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
         F: FnOnce(Callback<A, E>) -> Option<IO<(), E>> + Send + 'static,
     {
         IO::from_node(Node::async_(ErasedFn::new::<k::Async<A, E>, F>(register)))
+    }
+
+    /// A program that runs `thunk`, which may block its thread (file I/O, a
+    /// blocking client, a lock held by foreign code), without stalling the
+    /// fibers of its executor: the executor runs it where blocking is
+    /// acceptable ([`Executor::spawn_blocking`](crate::Executor::spawn_blocking):
+    /// exec-wstp's pool of blocking threads; on a single-threaded executor,
+    /// inline), and the fiber resumes with its value.
+    ///
+    /// Like Cats Effect's `IO.blocking`, the work is not interruptible: a
+    /// fiber canceled meanwhile waits for the thunk to return, then
+    /// finalizes. A panic in the thunk (with `std`) ends the fiber with
+    /// `Outcome::Panicked`, as a panic in `delay` does.
+    ///
+    /// ```
+    /// use io_core::IO;
+    /// use exec_single::SingleThreaded;
+    ///
+    /// let io: IO<u64, ()> = IO::blocking(|| std::fs::metadata(".").is_ok() as u64);
+    /// assert_eq!(SingleThreaded::new().block_on(io).succeeded(), Some(1));
+    /// ```
+    #[inline]
+    pub fn blocking<F>(thunk: F) -> Self
+    where
+        F: FnOnce() -> A + Send + 'static,
+    {
+        IO::try_blocking(move || Ok(thunk()))
+    }
+
+    /// Like [`blocking`](IO::blocking), for a thunk that may fail: an `Err`
+    /// is raised as this program's error.
+    pub fn try_blocking<F>(thunk: F) -> Self
+    where
+        F: FnOnce() -> Result<A, E> + Send + 'static,
+    {
+        let node = Node::blocking(ErasedFn::new::<k::Blocking<A, E>, F>(thunk));
+        IO::<k::BlockingResult<A, E>, E>::from_node(node).flat_map(|result| match result {
+            Ok(Ok(a)) => IO::pure(a),
+            Ok(Err(e)) => IO::raise_error(e),
+            Err(message) => IO::from_node(Node::panicked(message)),
+        })
     }
 
     /// A program that never completes (its fiber waits until canceled).

@@ -74,7 +74,9 @@ pub use data::queue::{InvalidCapacity, Queue};
 pub use data::ref_::Ref;
 pub use data::resource::{Allocated, ExitCase, Resource};
 pub use data::semaphore::{InvalidPermits, Semaphore};
-pub use executor::{Executor, Fiber, TimerCallback};
+pub use executor::{BlockingTask, Executor, Fiber, TimerCallback};
+#[cfg(not(loom))]
+pub use fiber::{FiberStatus, WeakFiber};
 pub use fiber::Callback;
 pub use fiber::handle::FiberHandle;
 pub use io::IO;

@@ -75,6 +75,7 @@ pub(crate) enum Tag {
     GuaranteeCase,
     Start,
     Unwind,
+    Blocking,
     // Frame-only tags.
     Unmask,
     Remask,
@@ -135,6 +136,9 @@ pub(crate) enum Kind {
     /// Suspend until the callback given to the registration is called; the
     /// registration may return a finalizer for cancellation.
     Async(ErasedFn<RawCallback, Option<Node>>),
+    /// Run a thunk where it may block (`Executor::spawn_blocking`), then
+    /// resume with its value; never interrupted by cancellation.
+    Blocking(ErasedFn<(), Value>),
     /// Give the executor the chance to run something else.
     Cede,
     /// Suspend forever.
@@ -361,6 +365,10 @@ impl Node {
         Node::from_fn(prepare, Tag::Start)
     }
     #[inline(always)]
+    pub(crate) fn blocking(thunk: ErasedFn<(), Value>) -> Node {
+        Node::from_fn(thunk, Tag::Blocking)
+    }
+    #[inline(always)]
     pub(crate) fn unwind() -> Node {
         Node::raw(EMPTY_WORD, bare(Tag::Unwind))
     }
@@ -410,6 +418,7 @@ unsafe fn decode(word: Word, vtable: *const ()) -> Kind {
             Tag::GuaranteeCase => Kind::GuaranteeCase(BindBox::from_word(word)),
             Tag::Start => Kind::Start(ErasedFn::from_raw(word, &*vt.cast())),
             Tag::Unwind => Kind::Unwind,
+            Tag::Blocking => Kind::Blocking(ErasedFn::from_raw(word, &*vt.cast())),
             Tag::Unmask | Tag::Remask | Tag::RestoreOk | Tag::RestoreErr | Tag::ResumeUnwind => {
                 unreachable!("io-core: a frame tag on a node")
             }

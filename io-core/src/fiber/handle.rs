@@ -25,7 +25,8 @@
 use alloc::vec::Vec;
 use core::fmt;
 
-use super::RawFiberRef;
+use super::{Fiber, RawFiberRef};
+use crate::executor::Executor;
 use crate::data::deferred::{Cell, wait_for};
 use crate::io::IO;
 use crate::outcome::Outcome;
@@ -86,6 +87,21 @@ impl<A, E> fmt::Debug for FiberHandle<A, E> {
 impl<A: Send + 'static, E: Send + 'static> FiberHandle<A, E> {
     pub(crate) fn new(state: Arc<JoinState<A, E>>, fiber: RawFiberRef) -> Self {
         FiberHandle { state, fiber }
+    }
+
+    /// Starts `io` as a new fiber on `executor` from outside any fiber (a
+    /// runtime's `spawn`, a test): the fiber is scheduled at once, and the
+    /// handle joins or cancels it like one from [`IO::start`].
+    pub fn spawn<X: Executor>(io: IO<A, E>, executor: &X) -> Self {
+        let state = Arc::new(JoinState::<A, E>::new());
+        let completed = state.clone();
+        let fiber = Fiber::with_suppressed(io, executor.clone(), move |outcome, suppressed| {
+            // A fiber completes once, so the cell is empty here.
+            let _ = completed.complete((outcome, suppressed));
+        });
+        let handle = FiberHandle::new(state, fiber.raw_ref());
+        executor.schedule_fiber(fiber);
+        handle
     }
 
     /// Waits for the fiber to complete, without reading its outcome.

@@ -89,6 +89,9 @@ const INTERRUPTIBLE: usize = 0b1000;
 /// Cancellation was requested (set once, kept across suspensions).
 const CANCEL: usize = 0b1_0000;
 const FLAG_BITS: u32 = 5;
+/// The word of a completed fiber: generation 0 (never the generation of a
+/// suspension: those start at 1), claimed and done, not suspended.
+const COMPLETED: usize = CLAIMED | DONE;
 const GEN_MASK: usize = usize::MAX >> FLAG_BITS;
 
 /// The part of a fiber shared with callbacks on other threads.
@@ -122,7 +125,9 @@ impl Header {
         // store: a canceler may set `CANCEL` at any moment, and it must stay.
         let mut state = self.state.load(Ordering::Relaxed);
         loop {
-            let generation = (state >> FLAG_BITS).wrapping_add(1) & GEN_MASK;
+            // 1..=GEN_MASK: generation 0 is never used, so `COMPLETED` is
+            // never the word of a suspension.
+            let generation = (state >> FLAG_BITS) % GEN_MASK + 1;
             let next = (generation << FLAG_BITS) | (state & CANCEL);
             match self.state.compare_exchange_weak(
                 state,
@@ -221,6 +226,30 @@ impl Header {
                 Ok(_) => return true,
                 Err(actual) => state = actual,
             }
+        }
+    }
+
+    /// Records that the fiber has completed (for fiber listings): the word
+    /// becomes `COMPLETED`, which no callback or canceler can claim (it has
+    /// `CLAIMED` set, and a completed fiber is never suspended again).
+    fn mark_completed(&self) {
+        self.state.store(COMPLETED, Ordering::Release);
+    }
+
+    /// What a fiber listing shows of this fiber.
+    #[cfg(not(loom))]
+    fn status(&self) -> Option<FiberStatus> {
+        let state = self.state.load(Ordering::Acquire) & !CANCEL;
+        if state == COMPLETED {
+            None
+        } else if state & (SUSPENDED | DONE) == SUSPENDED {
+            Some(if state & INTERRUPTIBLE != 0 {
+                FiberStatus::Suspended
+            } else {
+                FiberStatus::SuspendedMasked
+            })
+        } else {
+            Some(FiberStatus::Active)
         }
     }
 
@@ -388,6 +417,139 @@ impl core::fmt::Debug for TimerCallback {
     }
 }
 
+/// Work handed to [`Executor::spawn_blocking`] by `IO::blocking`: a thunk
+/// that may block its thread, and the fiber to resume with its result.
+///
+/// Call [`run`](BlockingTask::run) exactly once, on a thread where blocking
+/// is acceptable; it runs the thunk (panics are caught there, with `std`, and
+/// end the fiber with `Outcome::Panicked`) and resumes the fiber. Dropping a
+/// task without running it (an executor shutting down) means its fiber can
+/// never resume; the fiber is then freed like any other garbage.
+pub struct BlockingTask {
+    pub(crate) thunk: ErasedFn<(), Value>,
+    pub(crate) callback: RawCallback,
+}
+
+impl BlockingTask {
+    /// Runs the blocking work and resumes the fiber that waits for it.
+    pub fn run(self) {
+        // SAFETY: the thunk was made by `IO::blocking` for this fiber's
+        // suspension; its adapter produces the value the fiber expects.
+        let value = unsafe { self.thunk.call(()) };
+        self.callback.complete(Ok(value));
+    }
+}
+
+impl core::fmt::Debug for BlockingTask {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("BlockingTask")
+            .field("generation", &self.callback.generation)
+            .finish()
+    }
+}
+
+/// What a fiber listing shows of a live fiber's state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg(not(loom))]
+pub enum FiberStatus {
+    /// Running on a thread, or queued to run.
+    Active,
+    /// Waiting for a callback, a timer or a data type, and cancelable while
+    /// it waits.
+    Suspended,
+    /// Waiting in an uncancelable region, or for blocking work.
+    SuspendedMasked,
+}
+
+/// A weak reference to a fiber, for fiber listings: it never keeps the
+/// fiber's program alive, and sees nothing once the fiber has completed or
+/// been freed.
+#[cfg(not(loom))]
+pub struct WeakFiber {
+    /// From `Weak::into_raw` of a `Weak<FiberInner<X>>`.
+    fiber: NonNull<()>,
+    vtable: &'static WeakVTable,
+}
+
+/// Type-erased operations on a `Weak<FiberInner<X>>`.
+#[cfg(not(loom))]
+struct WeakVTable {
+    status: unsafe fn(*const ()) -> Option<FiberStatus>,
+    drop: unsafe fn(*const ()),
+}
+
+// SAFETY: a weak reference only touches the reference counts (atomic) and,
+// after a successful upgrade, the header (shared by protocol).
+#[cfg(not(loom))]
+unsafe impl Send for WeakFiber {}
+// SAFETY: as above; every method takes `&self`.
+#[cfg(not(loom))]
+unsafe impl Sync for WeakFiber {}
+
+#[cfg(not(loom))]
+impl<X: Executor> FiberInner<X> {
+    const WEAK_VTABLE: &'static WeakVTable = &WeakVTable {
+        status: Self::weak_status,
+        drop: Self::weak_drop,
+    };
+
+    /// # Safety
+    /// * `ptr` comes from `Weak::into_raw` of a `Weak<FiberInner<X>>` that
+    ///   the caller still owns.
+    unsafe fn weak_status(ptr: *const ()) -> Option<FiberStatus> {
+        // SAFETY: forwarded precondition; `ManuallyDrop` leaves the caller's
+        // weak reference as it was.
+        let weak = core::mem::ManuallyDrop::new(unsafe {
+            portable_atomic_util::Weak::from_raw(ptr.cast::<FiberInner<X>>())
+        });
+        weak.upgrade()?.header.status()
+    }
+
+    /// # Safety
+    /// * As for `weak_status`; the caller gives up its weak reference.
+    unsafe fn weak_drop(ptr: *const ()) {
+        // SAFETY: forwarded precondition.
+        drop(unsafe { portable_atomic_util::Weak::from_raw(ptr.cast::<FiberInner<X>>()) })
+    }
+}
+
+#[cfg(not(loom))]
+impl WeakFiber {
+    /// The fiber's identifier (the same as [`Fiber::id`]) and status, or
+    /// `None` once it has completed or been freed.
+    pub fn snapshot(&self) -> Option<(usize, FiberStatus)> {
+        // SAFETY: we own the weak reference behind `fiber`.
+        let status = unsafe { (self.vtable.status)(self.fiber.as_ptr()) }?;
+        Some((self.id(), status))
+    }
+
+    /// Whether the fiber is gone (completed or freed): a listing may drop
+    /// this reference.
+    pub fn is_gone(&self) -> bool {
+        self.snapshot().is_none()
+    }
+
+    /// The fiber's identifier, also after it is gone.
+    pub fn id(&self) -> usize {
+        self.fiber.as_ptr() as usize
+    }
+}
+
+#[cfg(not(loom))]
+impl Drop for WeakFiber {
+    fn drop(&mut self) {
+        // SAFETY: releases the weak reference this handle owns.
+        unsafe { (self.vtable.drop)(self.fiber.as_ptr()) }
+    }
+}
+
+#[cfg(not(loom))]
+impl core::fmt::Debug for WeakFiber {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("WeakFiber").field("id", &self.id()).finish()
+    }
+}
+
 /// The run-loop state of a fiber, touched only by the thread running it.
 pub(crate) struct Core {
     /// The node to evaluate next; `None` while suspended (the next run takes
@@ -448,6 +610,17 @@ pub(crate) struct FiberInner<X: Executor> {
 unsafe impl<X: Executor> Sync for FiberInner<X> {}
 // SAFETY: as above.
 unsafe impl<X: Executor> Send for FiberInner<X> {}
+
+impl<X: Executor> Drop for FiberInner<X> {
+    fn drop(&mut self) {
+        // A fiber freed before it completed (dropped by a shut-down executor,
+        // or suspended with every callback gone) ends here.
+        // SAFETY: `&mut self`: no other reference to the core exists.
+        if self.core.with_mut(|core| unsafe { (*core).on_complete.is_some() }) {
+            self.executor.fiber_ended();
+        }
+    }
+}
 
 impl<X: Executor> FiberInner<X> {
     const VTABLE: &'static RawFiberVTable = &RawFiberVTable {
@@ -554,12 +727,26 @@ impl<X: Executor> Fiber<X> {
             ending: None,
             suppressed: Vec::new(),
         };
-        Fiber {
+        let fiber = Fiber {
             inner: Arc::new(FiberInner {
                 header: Header::new(),
                 core: UnsafeCell::new(core),
                 executor,
             }),
+        };
+        fiber.inner.executor.fiber_created(&fiber);
+        fiber
+    }
+
+    /// A weak reference for fiber listings (see [`WeakFiber`]).
+    #[cfg(not(loom))]
+    pub fn downgrade(&self) -> WeakFiber {
+        let weak = Arc::downgrade(&self.inner);
+        let ptr = portable_atomic_util::Weak::into_raw(weak) as *mut ();
+        WeakFiber {
+            // SAFETY: the weak reference points at a live allocation.
+            fiber: unsafe { NonNull::new_unchecked(ptr) },
+            vtable: FiberInner::<X>::WEAK_VTABLE,
         }
     }
 

@@ -174,7 +174,7 @@ fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
                 };
                 match frame.map(Frame::into_kind) {
                     None => {
-                        complete(core, Outcome::Succeeded(value));
+                        complete(inner, core, Outcome::Succeeded(value));
                         return Exit::Completed;
                     }
                     Some(FrameKind::FlatMap(f)) => unsafe { f.call(value) },
@@ -227,7 +227,7 @@ fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
             }
             Kind::Error(error) => match unwind_error(core) {
                 None => {
-                    complete(core, Outcome::Errored(error));
+                    complete(inner, core, Outcome::Errored(error));
                     return Exit::Completed;
                 }
                 Some(FrameKind::HandleErrorWith(f)) => unsafe { f.call(error) },
@@ -386,6 +386,28 @@ fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
                     }
                 }
             }
+            Kind::Blocking(thunk) => {
+                if should_cancel(core, header) {
+                    begin_cancel(core, Node::unwind())
+                } else {
+                    let generation = header.begin_suspension();
+                    let callback = FiberInner::callback(inner, generation);
+                    executor.spawn_blocking(super::BlockingTask { thunk, callback });
+                    match header.take_if_done() {
+                        // Run inline (the default `spawn_blocking`), or done
+                        // already on another thread.
+                        Some(Some(res)) => Node::from_res(res),
+                        _ => {
+                            core.current = None;
+                            // Blocking work cannot be interrupted: the fiber
+                            // waits for it even when canceled (then finalizes).
+                            return Exit::Suspend {
+                                interruptible: false,
+                            };
+                        }
+                    }
+                }
+            }
             Kind::Cede => {
                 let next = Node::pure(Value::unit());
                 core.current = Some(if should_cancel(core, header) {
@@ -466,7 +488,7 @@ fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
                         Some(ending) => ending.outcome(),
                         None => unreachable!("io-core: unwinding without an ending"),
                     };
-                    complete(core, outcome);
+                    complete(inner, core, outcome);
                     return Exit::Completed;
                 }
             },
@@ -551,8 +573,10 @@ fn unwind_error(core: &mut Core) -> Option<FrameKind> {
     None
 }
 
-fn complete(core: &mut Core, outcome: Outcome<Value, Value>) {
+fn complete<X: Executor>(inner: &FiberInner<X>, core: &mut Core, outcome: Outcome<Value, Value>) {
     crate::pool::stacks::give(core::mem::take(&mut core.stack));
+    inner.header.mark_completed();
+    inner.executor.fiber_ended();
     if let Some(on_complete) = core.on_complete.take() {
         let suppressed = core::mem::take(&mut core.suppressed);
         // SAFETY: the adapter expects the erased outcome of this fiber's
