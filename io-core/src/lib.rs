@@ -75,9 +75,9 @@ pub use data::ref_::Ref;
 pub use data::resource::{Allocated, ExitCase, Resource};
 pub use data::semaphore::{InvalidPermits, Semaphore};
 pub use executor::{BlockingTask, Executor, Fiber, TimerCallback};
-#[cfg(not(loom))]
-pub use fiber::{FiberStatus, WeakFiber};
 pub use fiber::Callback;
 pub use fiber::handle::FiberHandle;
+#[cfg(not(loom))]
+pub use fiber::{FiberStatus, WeakFiber};
 pub use io::IO;
 pub use outcome::{Outcome, PanicMessage};

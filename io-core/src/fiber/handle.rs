@@ -26,8 +26,8 @@ use alloc::vec::Vec;
 use core::fmt;
 
 use super::{Fiber, RawFiberRef};
-use crate::executor::Executor;
 use crate::data::deferred::{Cell, wait_for};
+use crate::executor::Executor;
 use crate::io::IO;
 use crate::outcome::Outcome;
 use crate::sync::Arc;

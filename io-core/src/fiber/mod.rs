@@ -616,7 +616,10 @@ impl<X: Executor> Drop for FiberInner<X> {
         // A fiber freed before it completed (dropped by a shut-down executor,
         // or suspended with every callback gone) ends here.
         // SAFETY: `&mut self`: no other reference to the core exists.
-        if self.core.with_mut(|core| unsafe { (*core).on_complete.is_some() }) {
+        if self
+            .core
+            .with_mut(|core| unsafe { (*core).on_complete.is_some() })
+        {
             self.executor.fiber_ended();
         }
     }

@@ -1,0 +1,362 @@
+//! Parking and waking workers: who searches for work, who sleeps, and who
+//! wakes whom.
+//!
+//! The protocol follows the design of tokio's multi-thread scheduler (its
+//! `idle.rs`), which Cats Effect's `WorkStealingThreadPool` also adopted;
+//! this is our own implementation of it.
+//!
+//! # State
+//!
+//! One atomic word packs two counters: `searching` (workers looking for work
+//! to steal) in the high half and `unparked` (workers not asleep) in the low
+//! half. The list of sleeping workers is behind a mutex that only idle
+//! paths take.
+//!
+//! # Rules
+//!
+//! 1. **Searching is capped.** A worker out of local work may become a
+//!    searcher only while `2 * searching < workers`: at most about half the
+//!    pool steals at once, so idle workers do not stampede a busy one.
+//! 2. **Wake only if nobody searches.** Whoever makes work visible to other
+//!    workers (a push to the global queue, or to a local queue others may
+//!    steal from) wakes a sleeper only when `searching == 0` and some worker
+//!    sleeps; the woken worker starts as a searcher (both counters go up
+//!    together, under the sleepers lock).
+//! 3. **The last searcher passes the baton.** A searcher that finds work
+//!    stops searching before it runs it; if it was the last searcher, it
+//!    wakes another worker, which searches for the rest of the work.
+//! 4. **The last searcher looks again before sleeping.** A worker parks by
+//!    removing itself from `unparked` (and `searching`) and adding itself to
+//!    the sleepers, in one step under the lock. If it was the last searcher,
+//!    it checks every queue once more after that step, and wakes a worker if
+//!    it sees work.
+//!
+//! # Why no wake-up is lost
+//!
+//! A producer pushes, then (after a `SeqCst` fence) reads the counters; a
+//! parking searcher updates the counters (`SeqCst`), then (after a fence)
+//! reads the queues. Of two such Dekker-style sequences at least one sees
+//! the other: either the producer sees `searching == 0` after the last
+//! searcher left and wakes a sleeper, or the last searcher sees the pushed
+//! work and wakes one. A worker that parks without being a searcher did not
+//! get to search because others were searching (rule 1); the last of those
+//! re-checks (rule 4). The model tests below (loom) check that every pushed
+//! item is taken and that no interleaving leaves all workers asleep with
+//! work queued.
+//!
+//! # Parker
+//!
+//! Each worker sleeps on its own [`Parker`] (a flag, a mutex and a condition
+//! variable): a wake-up that comes before the worker sleeps is kept in the
+//! flag, so it is never lost either.
+
+use std::time::Duration;
+
+use crate::sync::{self, AtomicUsize, Condvar, Mutex, Ordering};
+
+const UNPARKED_MASK: usize = (1 << 16) - 1;
+const SEARCHING_ONE: usize = 1 << 16;
+
+/// The searching/unparked counters and the list of sleeping workers.
+#[derive(Debug)]
+pub(crate) struct Idle {
+    state: AtomicUsize,
+    sleepers: Mutex<Vec<usize>>,
+    workers: usize,
+}
+
+fn searching(state: usize) -> usize {
+    state >> 16
+}
+
+fn unparked(state: usize) -> usize {
+    state & UNPARKED_MASK
+}
+
+impl Idle {
+    /// All `workers` start unparked and not searching.
+    pub(crate) fn new(workers: usize) -> Idle {
+        assert!(
+            workers <= UNPARKED_MASK,
+            "exec-wstp: worker count checked by the builder"
+        );
+        Idle {
+            state: AtomicUsize::new(workers),
+            sleepers: Mutex::new(Vec::with_capacity(workers)),
+            workers,
+        }
+    }
+
+    /// Rule 2: which sleeping worker to wake after new work became visible,
+    /// if any. The worker returned is already counted as unparked and
+    /// searching; the caller unparks its [`Parker`].
+    pub(crate) fn worker_to_notify(&self) -> Option<usize> {
+        if !self.should_notify() {
+            return None;
+        }
+        let mut sleepers = self.sleepers.lock();
+        if !self.should_notify() {
+            return None;
+        }
+        let worker = sleepers.pop()?;
+        self.state.fetch_add(SEARCHING_ONE | 1, Ordering::SeqCst);
+        Some(worker)
+    }
+
+    /// No searcher, and at least one worker sleeps. Callers that just made
+    /// work visible issue a `SeqCst` fence first (see the module doc).
+    fn should_notify(&self) -> bool {
+        let state = self.state.load(Ordering::SeqCst);
+        searching(state) == 0 && unparked(state) < self.workers
+    }
+
+    /// Rule 1: becomes a searcher if fewer than half the workers search.
+    pub(crate) fn try_start_searching(&self) -> bool {
+        let state = self.state.load(Ordering::SeqCst);
+        if 2 * searching(state) >= self.workers {
+            return false;
+        }
+        self.state.fetch_add(SEARCHING_ONE, Ordering::SeqCst);
+        true
+    }
+
+    /// Rule 3: stops searching; true if this was the last searcher (the
+    /// caller then wakes another worker).
+    pub(crate) fn stop_searching(&self) -> bool {
+        let previous = self.state.fetch_sub(SEARCHING_ONE, Ordering::SeqCst);
+        searching(previous) == 1
+    }
+
+    /// Rule 4: records `worker` as asleep (and no longer searching, if it
+    /// was); true if it was the last searcher, which must then check the
+    /// queues once more.
+    pub(crate) fn park(&self, worker: usize, was_searching: bool) -> bool {
+        let mut sleepers = self.sleepers.lock();
+        let delta = if was_searching { SEARCHING_ONE | 1 } else { 1 };
+        let previous = self.state.fetch_sub(delta, Ordering::SeqCst);
+        sleepers.push(worker);
+        was_searching && searching(previous) == 1
+    }
+
+    /// A worker that woke up by itself (a timer, shutdown, a spurious
+    /// wake-up) takes itself off the sleepers list. False if a notifier had
+    /// already done so (the worker then counts as a searcher, rule 2).
+    pub(crate) fn unpark_self(&self, worker: usize) -> bool {
+        let mut sleepers = self.sleepers.lock();
+        match sleepers.iter().position(|&w| w == worker) {
+            Some(index) => {
+                sleepers.swap_remove(index);
+                self.state.fetch_add(1, Ordering::SeqCst);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Whether `worker` is on the sleepers list.
+    pub(crate) fn is_asleep(&self, worker: usize) -> bool {
+        self.sleepers.lock().contains(&worker)
+    }
+
+    /// Sleeping and searching workers, for metrics.
+    pub(crate) fn counts(&self) -> (usize, usize) {
+        let state = self.state.load(Ordering::SeqCst);
+        (self.workers - unparked(state), searching(state))
+    }
+}
+
+/// One worker's sleeping place. See the module doc.
+#[derive(Debug, Default)]
+pub(crate) struct Parker {
+    notified: Mutex<bool>,
+    condvar: Condvar,
+}
+
+impl Parker {
+    /// A parker without a pending wake-up.
+    pub(crate) fn new() -> Parker {
+        Parker {
+            notified: Mutex::new(false),
+            condvar: Condvar::new(),
+        }
+    }
+
+    /// Sleeps until [`unpark`](Parker::unpark) (at once if it was called
+    /// since the last `park`), or until `timeout` has passed, or spuriously.
+    pub(crate) fn park(&self, timeout: Option<Duration>) {
+        let mut notified = self.notified.lock();
+        if !*notified {
+            notified = match timeout {
+                Some(timeout) => sync::wait_timeout(&self.condvar, notified, timeout),
+                None => sync::wait(&self.condvar, notified),
+            };
+        }
+        *notified = false;
+    }
+
+    /// Wakes the worker, or makes its next `park` return at once.
+    pub(crate) fn unpark(&self) {
+        *self.notified.lock() = true;
+        self.condvar.notify_one();
+    }
+}
+
+#[cfg(all(test, loom))]
+mod tests_loom {
+    //! Model tests of the protocol: workers that take items from a shared
+    //! queue and park with exactly the steps the real worker loop takes
+    //! (`worker.rs`), and producers that push and notify like
+    //! `schedule_fiber`. Loom reports a deadlock if every thread ends up
+    //! blocked, which is what a lost wake-up looks like.
+
+    use super::*;
+    use crate::sync::{Arc, AtomicBool, fence};
+    use loom::thread;
+    use std::collections::VecDeque;
+
+    struct Pool {
+        idle: Idle,
+        parkers: Vec<Parker>,
+        queue: Mutex<VecDeque<u32>>,
+        taken: AtomicUsize,
+        done: AtomicBool,
+    }
+
+    impl Pool {
+        fn new(workers: usize) -> Arc<Pool> {
+            Arc::new(Pool {
+                idle: Idle::new(workers),
+                parkers: (0..workers).map(|_| Parker::new()).collect(),
+                queue: Mutex::new(VecDeque::new()),
+                taken: AtomicUsize::new(0),
+                done: AtomicBool::new(false),
+            })
+        }
+
+        fn push(&self, item: u32) {
+            self.queue.lock().push_back(item);
+            fence(Ordering::SeqCst);
+            self.notify_one();
+        }
+
+        fn notify_one(&self) {
+            if let Some(worker) = self.idle.worker_to_notify() {
+                self.parkers[worker].unpark();
+            }
+        }
+
+        fn has_work(&self) -> bool {
+            !self.queue.lock().is_empty()
+        }
+
+        /// The worker loop of `worker.rs`, reduced to one queue.
+        fn work(&self, index: usize, expected: usize) {
+            let mut searching = false;
+            loop {
+                if self.taken.load(Ordering::SeqCst) == expected {
+                    break;
+                }
+                // Own queue and global queue: every worker looks there.
+                let mut item = self.queue.lock().pop_front();
+                if item.is_none() {
+                    // Stealing needs the searcher role (rule 1).
+                    if !searching {
+                        searching = self.idle.try_start_searching();
+                    }
+                    if searching {
+                        item = self.queue.lock().pop_front();
+                    }
+                }
+                if item.is_some() {
+                    if searching {
+                        searching = false;
+                        if self.idle.stop_searching() {
+                            self.notify_one();
+                        }
+                    }
+                    if self.taken.fetch_add(1, Ordering::SeqCst) + 1 == expected {
+                        self.done.store(true, Ordering::SeqCst);
+                        for parker in &self.parkers {
+                            parker.unpark();
+                        }
+                    }
+                    continue;
+                }
+                // Park (rule 4).
+                if self.idle.park(index, searching) {
+                    fence(Ordering::SeqCst);
+                    if self.has_work() {
+                        self.notify_one();
+                    }
+                }
+                searching = false;
+                loop {
+                    if self.done.load(Ordering::SeqCst) {
+                        self.idle.unpark_self(index);
+                        return;
+                    }
+                    if !self.idle.is_asleep(index) {
+                        // Woken by a notifier: counted as a searcher.
+                        searching = true;
+                        break;
+                    }
+                    self.parkers[index].park(None);
+                }
+            }
+        }
+    }
+
+    fn run_model(workers: usize, producers: usize, items_per_producer: u32) {
+        loom::model(move || {
+            let expected = producers * items_per_producer as usize;
+            let pool = Pool::new(workers);
+            let mut threads = Vec::new();
+            for index in 0..workers {
+                let pool = pool.clone();
+                threads.push(thread::spawn(move || pool.work(index, expected)));
+            }
+            let mut producer_threads = Vec::new();
+            for p in 0..producers {
+                let pool = pool.clone();
+                producer_threads.push(thread::spawn(move || {
+                    for i in 0..items_per_producer {
+                        pool.push(p as u32 * 100 + i);
+                    }
+                }));
+            }
+            for t in producer_threads {
+                t.join().unwrap();
+            }
+            for t in threads {
+                t.join().unwrap();
+            }
+            assert_eq!(pool.taken.load(Ordering::SeqCst), expected);
+        });
+    }
+
+    #[test]
+    fn loom_one_worker_takes_every_item_pushed_from_outside() {
+        run_model(1, 1, 2);
+    }
+
+    #[test]
+    fn loom_two_workers_never_both_sleep_while_an_item_waits() {
+        run_model(2, 1, 1);
+    }
+
+    #[test]
+    fn loom_two_producers_and_two_workers_lose_no_wake_up() {
+        run_model(2, 2, 1);
+    }
+
+    #[test]
+    fn loom_a_wake_up_before_park_is_kept() {
+        loom::model(|| {
+            let parker = Arc::new(Parker::new());
+            let waker = parker.clone();
+            let t = thread::spawn(move || waker.unpark());
+            parker.park(None);
+            t.join().unwrap();
+        });
+    }
+}

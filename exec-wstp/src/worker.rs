@@ -1,0 +1,249 @@
+//! The worker loop.
+//!
+//! Each worker owns a FIFO deque (crossbeam-deque's `Worker`); the others
+//! hold its `Stealer`. One turn of the loop takes the next fiber:
+//!
+//! 1. every `global_queue_interval` ticks: due timers first, then the
+//!    global queue before the local one, so that fibers scheduled from
+//!    outside the pool are never starved by a worker busy with local work;
+//! 2. otherwise the local queue, then a batch from the global queue;
+//! 3. out of work: due timers, then (as a searcher, see `idle.rs`) half of
+//!    another worker's queue, starting at a random victim, then the global
+//!    queue again;
+//! 4. still nothing: park until woken, or until the earliest timer of this
+//!    worker's shard is due.
+//!
+//! A fiber scheduled on a worker (a spawn, a resumed fiber) goes to that
+//! worker's local queue, and wakes a sleeping worker only if nobody is
+//! searching (`idle.rs`, rule 2). A fiber that cedes or auto-yields goes to
+//! the back of its worker's queue without waking anyone: if the queue was
+//! empty, the same worker runs it again at once (Cats Effect's cede
+//! bypass), and if not, it runs after the fibers that were waiting, which
+//! is the point of a cede. The local queue is FIFO for that reason; tokio's
+//! LIFO slot (run the fiber just woken next, for message-passing locality)
+//! is left out on purpose: it starves the queue unless capped, and the FIFO
+//! already gives ping-pong pairs on one worker their locality.
+
+use std::cell::Cell;
+use std::time::Duration;
+
+use crossbeam_deque::{Steal, Worker};
+use io_core::Fiber;
+
+use crate::sync::{Ordering, fence};
+use crate::{Handle, Shared};
+
+/// The thread-local state of a worker, reachable from `schedule_fiber`
+/// through [`CURRENT`].
+pub(crate) struct WorkerContext {
+    pub(crate) index: usize,
+    pub(crate) shared: std::sync::Arc<Shared>,
+    pub(crate) local: Worker<Fiber<Handle>>,
+    tick: Cell<u32>,
+    searching: Cell<bool>,
+    /// xorshift state for choosing steal victims.
+    rng: Cell<u32>,
+}
+
+thread_local! {
+    /// The worker this thread is, if it is one.
+    pub(crate) static CURRENT: Cell<*const WorkerContext> = const { Cell::new(std::ptr::null()) };
+}
+
+/// Runs `f` with the worker context of this thread, if it is a worker of
+/// the runtime `shared`.
+#[inline]
+pub(crate) fn with_current<R>(shared: &Shared, f: impl FnOnce(Option<&WorkerContext>) -> R) -> R {
+    let ptr = CURRENT.with(|current| current.get());
+    // SAFETY: `CURRENT` is set by `run_worker` to a context that lives on
+    // that thread's stack for the whole time the pointer is set, and is
+    // cleared before the context is dropped; only shared references to the
+    // context are ever made (its mutable parts are `Cell`s).
+    let ctx = unsafe { ptr.as_ref() };
+    f(ctx.filter(|ctx| std::ptr::eq(&*ctx.shared, shared)))
+}
+
+/// The thread body of worker `index`.
+pub(crate) fn run_worker(
+    shared: std::sync::Arc<Shared>,
+    index: usize,
+    local: Worker<Fiber<Handle>>,
+) {
+    let ctx = WorkerContext {
+        index,
+        shared,
+        local,
+        tick: Cell::new(0),
+        searching: Cell::new(false),
+        rng: Cell::new(0x9E37_79B9 ^ (index as u32).wrapping_mul(0x85EB_CA6B) | 1),
+    };
+    CURRENT.with(|current| current.set(&ctx));
+    ctx.run();
+    CURRENT.with(|current| current.set(std::ptr::null()));
+    // Fibers still queued here are dropped with `ctx` (shutdown).
+    while let Some(fiber) = ctx.local.pop() {
+        drop(fiber);
+    }
+    ctx.shared.worker_exited();
+}
+
+impl WorkerContext {
+    fn run(&self) {
+        let shared = &*self.shared;
+        let interval = shared.global_queue_interval;
+        loop {
+            if shared.is_shutdown() {
+                return;
+            }
+            let tick = self.tick.get().wrapping_add(1);
+            self.tick.set(tick);
+            let next = if tick % interval == 0 {
+                self.fire_timers();
+                self.pop_global().or_else(|| self.local.pop())
+            } else {
+                self.local.pop().or_else(|| self.pop_global())
+            };
+            if let Some(fiber) = next {
+                self.run_fiber(fiber);
+                continue;
+            }
+            if self.fire_timers() {
+                continue;
+            }
+            if let Some(fiber) = self.steal() {
+                self.run_fiber(fiber);
+                continue;
+            }
+            self.park();
+        }
+    }
+
+    #[inline]
+    fn run_fiber(&self, fiber: Fiber<Handle>) {
+        if self.searching.get() {
+            self.searching.set(false);
+            if self.shared.idle.stop_searching() {
+                // The last searcher found work: another worker searches for
+                // the rest (idle.rs, rule 3).
+                self.shared.notify_one();
+            }
+        }
+        fiber.run();
+    }
+
+    /// A batch from the global queue into the local one, and its first fiber.
+    fn pop_global(&self) -> Option<Fiber<Handle>> {
+        loop {
+            match self.shared.injector.steal_batch_and_pop(&self.local) {
+                Steal::Success(fiber) => return Some(fiber),
+                Steal::Empty => return None,
+                Steal::Retry => continue,
+            }
+        }
+    }
+
+    /// As a searcher: half of another worker's queue, or the global queue.
+    fn steal(&self) -> Option<Fiber<Handle>> {
+        let shared = &*self.shared;
+        if !self.searching.get() {
+            if !shared.idle.try_start_searching() {
+                return None;
+            }
+            self.searching.set(true);
+        }
+        let workers = shared.remotes.len();
+        let start = self.next_random() as usize % workers;
+        for attempt in 0..2 {
+            let mut retry = false;
+            for offset in 0..workers {
+                let victim = (start + offset) % workers;
+                if victim == self.index {
+                    continue;
+                }
+                match shared.remotes[victim]
+                    .stealer
+                    .steal_batch_and_pop(&self.local)
+                {
+                    Steal::Success(fiber) => return Some(fiber),
+                    Steal::Empty => {}
+                    Steal::Retry => retry = true,
+                }
+            }
+            if let Some(fiber) = self.pop_global() {
+                return Some(fiber);
+            }
+            if !retry || attempt == 1 {
+                break;
+            }
+        }
+        None
+    }
+
+    fn next_random(&self) -> u32 {
+        let mut x = self.rng.get();
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        self.rng.set(x);
+        x
+    }
+
+    /// Fires this worker's due timers; true if any fired.
+    fn fire_timers(&self) -> bool {
+        let remote = &self.shared.remotes[self.index];
+        if !remote.has_timers.load(Ordering::Relaxed) {
+            return false;
+        }
+        let now = self.shared.now_ns();
+        let mut due = Vec::new();
+        {
+            let mut timers = remote.timers.lock();
+            timers.take_due(now, &mut due);
+            remote.has_timers.store(timers.len() > 0, Ordering::Relaxed);
+        }
+        let fired = !due.is_empty();
+        for callback in due {
+            callback.fire();
+        }
+        fired
+    }
+
+    /// Rule 4 of `idle.rs`, then sleep until woken or the next deadline.
+    fn park(&self) {
+        let shared = &*self.shared;
+        let was_searching = self.searching.replace(false);
+        if shared.idle.park(self.index, was_searching) {
+            fence(Ordering::SeqCst);
+            if shared.has_visible_work() {
+                shared.notify_one();
+            }
+        }
+        let remote = &shared.remotes[self.index];
+        loop {
+            if shared.is_shutdown() {
+                shared.idle.unpark_self(self.index);
+                return;
+            }
+            if !shared.idle.is_asleep(self.index) {
+                // Woken by a notifier, which counted us as a searcher.
+                self.searching.set(true);
+                return;
+            }
+            let timeout = {
+                let mut timers = remote.timers.lock();
+                timers
+                    .next_deadline()
+                    .map(|deadline| Duration::from_nanos(deadline.saturating_sub(shared.now_ns())))
+            };
+            if timeout == Some(Duration::ZERO) {
+                // A timer is due: back to work. If a notifier took us off
+                // the list meanwhile, we count as a searcher.
+                if !shared.idle.unpark_self(self.index) {
+                    self.searching.set(true);
+                }
+                return;
+            }
+            remote.parker.park(timeout);
+        }
+    }
+}
