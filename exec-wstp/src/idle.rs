@@ -159,6 +159,7 @@ impl Idle {
     }
 
     /// Sleeping and searching workers, for metrics.
+    #[cfg_attr(loom, allow(dead_code))]
     pub(crate) fn counts(&self) -> (usize, usize) {
         let state = self.state.load(Ordering::SeqCst);
         (self.workers - unparked(state), searching(state))
@@ -289,7 +290,6 @@ mod tests_loom {
                         self.notify_one();
                     }
                 }
-                searching = false;
                 loop {
                     if self.done.load(Ordering::SeqCst) {
                         self.idle.unpark_self(index);
@@ -306,8 +306,18 @@ mod tests_loom {
         }
     }
 
+    /// Explores interleavings with at most 3 preemptions each (loom's
+    /// recommended bound: bugs need few preemptions to show, and the full
+    /// space of three-thread models with condition variables is too large
+    /// for CI).
+    fn model(f: impl Fn() + Sync + Send + 'static) {
+        let mut builder = loom::model::Builder::new();
+        builder.preemption_bound = Some(3);
+        builder.check(f);
+    }
+
     fn run_model(workers: usize, producers: usize, items_per_producer: u32) {
-        loom::model(move || {
+        model(move || {
             let expected = producers * items_per_producer as usize;
             let pool = Pool::new(workers);
             let mut threads = Vec::new();
@@ -315,14 +325,19 @@ mod tests_loom {
                 let pool = pool.clone();
                 threads.push(thread::spawn(move || pool.work(index, expected)));
             }
+            // The first producer is the model's main thread (one thread
+            // fewer to interleave).
             let mut producer_threads = Vec::new();
-            for p in 0..producers {
+            for p in 1..producers {
                 let pool = pool.clone();
                 producer_threads.push(thread::spawn(move || {
                     for i in 0..items_per_producer {
                         pool.push(p as u32 * 100 + i);
                     }
                 }));
+            }
+            for i in 0..items_per_producer {
+                pool.push(i);
             }
             for t in producer_threads {
                 t.join().unwrap();
@@ -350,8 +365,13 @@ mod tests_loom {
     }
 
     #[test]
+    fn loom_two_items_from_one_producer_both_reach_two_workers() {
+        run_model(2, 1, 2);
+    }
+
+    #[test]
     fn loom_a_wake_up_before_park_is_kept() {
-        loom::model(|| {
+        model(|| {
             let parker = Arc::new(Parker::new());
             let waker = parker.clone();
             let t = thread::spawn(move || waker.unpark());

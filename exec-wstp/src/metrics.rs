@@ -21,7 +21,7 @@ use std::fmt;
 
 use io_core::{FiberStatus, WeakFiber};
 
-use crate::Shared;
+use crate::runtime::Shared;
 use crate::sync::Ordering;
 
 /// Weak references to the fibers started on one worker.
@@ -158,4 +158,29 @@ pub(crate) fn live_fibers(shared: &Shared) -> Vec<FiberInfo> {
     }
     collect(&shared.external_fibers.lock(), None);
     list
+}
+
+/// The text printed on SIGUSR1 by the app entry point: metrics, then the
+/// live fibers (when the runtime tracks them).
+pub(crate) fn dump(handle: &crate::Handle) -> String {
+    use fmt::Write as _;
+    let mut out = format!("spindle runtime dump\n{}\n", handle.metrics());
+    if handle.shared.track_fibers {
+        let fibers = handle.live_fibers();
+        let _ = writeln!(out, "live fibers: {}", fibers.len());
+        for fiber in fibers {
+            let _ = writeln!(
+                out,
+                "  fiber {:#x}: {:?}{}",
+                fiber.id,
+                fiber.status,
+                fiber
+                    .started_on
+                    .map_or(String::new(), |w| format!(" (started on worker {w})"))
+            );
+        }
+    } else {
+        out.push_str("live fibers: not tracked (Builder::track_fibers)\n");
+    }
+    out
 }

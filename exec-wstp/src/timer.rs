@@ -147,11 +147,9 @@ impl TimerShard {
         self.heap.clear();
         self.stale = 0;
         self.free.clear();
-        let callbacks = self
-            .slots
+        self.slots
             .drain(..)
             .filter_map(|slot| slot.callback)
-            .collect();
-        callbacks
+            .collect()
     }
 }

@@ -30,8 +30,8 @@ use std::time::Duration;
 use crossbeam_deque::{Steal, Worker};
 use io_core::Fiber;
 
+use crate::runtime::{Handle, Shared};
 use crate::sync::{Ordering, fence};
-use crate::{Handle, Shared};
 
 /// The thread-local state of a worker, reachable from `schedule_fiber`
 /// through [`CURRENT`].

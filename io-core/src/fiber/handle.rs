@@ -133,6 +133,17 @@ impl<A: Send + 'static, E: Send + 'static> FiberHandle<A, E> {
         })
     }
 
+    /// Moves the outcome out of a completed fiber without cloning it, for
+    /// the one reader that owns it (a runtime's entry point that joined
+    /// with [`join_void`](FiberHandle::join_void)). `None` if the fiber has
+    /// not completed, or its outcome was taken already; joiners that come
+    /// after a take see `Outcome::Canceled`.
+    pub fn try_take_outcome(&self) -> Option<Outcome<A, E>> {
+        self.state.with_value_mut(|completed| {
+            completed.map(|(outcome, _)| core::mem::replace(outcome, Outcome::Canceled))
+        })
+    }
+
     /// The errors the fiber's finalizers suppressed (ran while the fiber was
     /// already failing, canceled or panicking), once it has completed.
     pub fn suppressed_errors(&self) -> Vec<E>

@@ -1,13 +1,15 @@
-//! The README's first command: a small Spindle program on the default
-//! executor, printing its outcome.
+//! The README's first command: a small Spindle program run as an
+//! application on the default executor (the work-stealing pool), printing
+//! its result.
 //!
 //! ```text
 //! cargo run --release --example quickstart
 //! ```
 
-use std::time::Duration;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
 
-use exec_single::SingleThreaded;
+use exec_wstp::app;
 use io_core::IO;
 
 /// Fetches a "price" on another thread and resumes the fiber with it.
@@ -25,17 +27,19 @@ fn fetch_price(item: &'static str) -> IO<u64, String> {
     })
 }
 
-fn main() {
+fn main() -> ExitCode {
+    let started = Instant::now();
     let order = vec!["tea", "cake", "scone"];
-    let program: IO<String, String> = IO::traverse(order, |item| {
+    // The prices are fetched in parallel, one fiber each; a missing price
+    // is handled as an error value and counted as free.
+    let program: IO<(), String> = IO::par_traverse(order, |item| {
         fetch_price(item).handle_error_with(move |e| {
             IO::delay(move || println!("  ({e}; counting {item} as free)")).as_(0)
         })
     })
     .flat_map(|prices| IO::sleep(Duration::from_millis(10)).as_(prices.iter().sum::<u64>()))
-    .map(|total| format!("total: {total}"));
-
-    let started = std::time::Instant::now();
-    let outcome = SingleThreaded::new().block_on(program);
-    println!("{outcome} in {:?}", started.elapsed());
+    .flat_map(move |total| {
+        IO::delay(move || println!("total: {total} in {:?}", started.elapsed()))
+    });
+    app::run(program)
 }
