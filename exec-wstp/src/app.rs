@@ -1,7 +1,7 @@
 //! The application entry point, in the spirit of Cats Effect's `IOApp`.
 //!
 //! [`run`] builds a [`Runtime`](crate::Runtime) (the default one, or one
-//! from a [`Builder`](crate::Builder) with [`run_with`]), runs the main `IO`
+//! from a [`Builder`] with [`run_with`]), runs the main `IO`
 //! as a fiber, and turns its outcome into the process exit code:
 //!
 //! | outcome | exit code | printed to stderr |

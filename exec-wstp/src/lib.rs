@@ -19,16 +19,46 @@
 //!
 //! The anchors are tokio's multi-thread scheduler and Cats Effect's
 //! `WorkStealingThreadPool` (itself modelled on tokio's); this crate is our
-//! own implementation of their shared design:
+//! own implementation of their shared design. The source modules document
+//! each part in full: `worker` (the loop), `idle` (parking, with the
+//! argument why no wake-up is lost), `timer`, `blocking`, `metrics`.
 //!
-//! * [`worker`](crate::worker) (private): the worker loop, with its
-//!   fairness rules (global queue every `global_queue_interval` ticks, cede
-//!   to the back of the local queue) and stealing;
-//! * `idle`: who searches, who sleeps, who wakes whom, with the argument
-//!   why no wake-up is lost (model-checked with loom);
-//! * `timer`: per-worker timer heaps, O(1) cancellation;
-//! * `blocking`: the pool of threads behind `IO::blocking`, and why it is
-//!   a separate pool.
+//! ## The worker loop
+//!
+//! Each turn a worker takes its next fiber: every `global_queue_interval`
+//! ticks (default 61) it fires due timers and looks at the global queue
+//! first, so fibers scheduled from outside are never starved by local work;
+//! otherwise its local queue first, then a batch from the global queue. Out
+//! of work, it fires due timers, then, as a *searcher*, steals half of
+//! another worker's queue (random victim) or takes from the global queue;
+//! still nothing, it parks until woken or until its earliest timer.
+//!
+//! `schedule_fiber` on a worker pushes to that worker's local queue (and
+//! wakes a sleeping worker if nobody searches); from any other thread it
+//! pushes to the global queue and wakes a worker. `reschedule_fiber` (cede,
+//! auto-yield) pushes to the back of the local queue and wakes nobody: with
+//! an empty queue the same worker runs the fiber again at once (Cats
+//! Effect's cede bypass), otherwise it runs after the fibers that waited.
+//!
+//! ## Parking
+//!
+//! One atomic word counts searching and awake workers. At most half the
+//! workers search at once; whoever makes work visible wakes a sleeper only
+//! if nobody searches; the last searcher to find work wakes another; the
+//! last searcher to give up checks every queue again after registering as
+//! asleep. Producers fence (`SeqCst`) between their push and their read of
+//! the counters, parkers between their update of the counters and their
+//! last look at the queues, so one of the two always sees the other (loom
+//! models of this protocol run in CI).
+//!
+//! ## Timers and blocking work
+//!
+//! Timers live in per-worker heaps: set by the fiber on the worker that runs
+//! it, fired by that worker, cancelled in O(1) from any worker (stale heap
+//! entries are cleaned in amortized O(1)). `IO::blocking` runs on a separate
+//! pool of blocking threads (tokio's `spawn_blocking` design rather than
+//! Cats Effect's worker hand-off: a worker's queue, timers and parking slot
+//! are tied to its thread), so compute workers never stall.
 //!
 //! # Invariants
 //!
