@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{Counter, Log, rt_test};
+use common::{Counter, Log, eventually, rt_test};
 use exec_single::testkit::TestControl;
 use io_core::{CountDownLatch, Deferred, IO, InvalidCount, Mutex, Outcome, TimeoutError};
 use std::sync::Arc;
@@ -41,6 +41,17 @@ fn lock_is_held(mutex: &Mutex) -> IO<bool, E> {
         .with_lock(IO::pure(false))
         .timeout(Duration::from_millis(50))
         .handle_error(|e| e == Error::TimedOut)
+}
+
+/// Waits until `n` fibers wait for `mutex`.
+///
+/// io-core shows the count only in `Mutex`'s `Debug` output (`waiting: n`);
+/// tests read it there to know that a started fiber really waits, which a
+/// `cede` does not ensure on a multi-threaded executor.
+fn waiting_for(mutex: &Mutex, n: usize) -> IO<(), E> {
+    let mutex = mutex.clone();
+    let expected = format!("waiting: {n} ");
+    eventually(move || format!("{mutex:?}").contains(&expected))
 }
 
 /// Counts how many programs are inside the lock at once.
@@ -135,9 +146,10 @@ rt_test! {
         let holder = mutex.with_lock(s.complete::<E>(()).product_r(g.get::<E>()));
         let waiter = mutex.with_lock(ran.incr_io::<E>());
         let m = mutex.clone();
+        let counted = mutex.clone();
         let io: IO<(Outcome<(), E>, bool), E> = holder.start().flat_map(move |h| {
             started.get().product_r(waiter.start()).flat_map(move |w| {
-                IO::cede()
+                waiting_for(&counted, 1)
                     .product_r(w.cancel())
                     .product_r(w.join())
                     .flat_map(move |ow| {
@@ -157,15 +169,18 @@ rt_test! {
         let log = Log::new();
         let gate = Deferred::<()>::new();
         let (m, g, l) = (mutex.clone(), gate.clone(), log.clone());
-        let holder = mutex.lock::<E>().use_(move |_| g.get());
+        let held = Deferred::<()>::new();
+        let h2 = held.clone();
+        let holder = mutex.lock::<E>().use_(move |_| h2.complete::<E>(()).product_r(g.get()));
         let io: IO<(), E> = holder.start().flat_map(move |h| {
-            IO::cede()
+            held.get()
                 .product_r(IO::traverse(vec![1u32, 2, 3], move |i| {
-                    let l = l.clone();
+                    // Each waiter waits before the next one starts.
+                    let (l, counted) = (l.clone(), m.clone());
                     m.lock::<E>()
                         .use_(move |_| l.record(i))
                         .start()
-                        .flat_map(|w| IO::cede().product_r(IO::cede()).as_(w))
+                        .flat_map(move |w| waiting_for(&counted, i as usize).as_(w))
                 }))
                 .flat_map(move |waiters| {
                     gate.complete::<E>(())

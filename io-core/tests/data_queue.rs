@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{Counter, rt_test};
+use common::{Counter, eventually, rt_test};
 use io_core::{IO, InvalidCapacity, Outcome, Queue};
 
 type E = String;
@@ -21,6 +21,43 @@ fn drain(q: &Queue<u32>) -> IO<Vec<u32>, E> {
             None => std::ops::ControlFlow::Break(acc),
         })
     })
+}
+
+/// How many fibers wait to take from `q`, and how many wait to offer to it.
+///
+/// io-core shows these counts only in `Queue`'s `Debug` output; the tests
+/// read them there to wait until a started fiber really waits, which a
+/// `cede` does not ensure on a multi-threaded executor (the fiber may run on
+/// another worker, later).
+fn waiting(q: &Queue<u32>) -> (usize, usize) {
+    let text = format!("{q:?}");
+    let field = |name: &str| -> usize {
+        let key = format!("{name}: ");
+        let start = text
+            .find(&key)
+            .unwrap_or_else(|| panic!("no `{name}` in `{text}`"))
+            + key.len();
+        let digits: String = text[start..]
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        digits
+            .parse()
+            .unwrap_or_else(|_| panic!("no count for `{name}` in `{text}`"))
+    };
+    (field("takers"), field("offerers"))
+}
+
+/// Waits until `n` fibers wait in `take`.
+fn takers_waiting(q: &Queue<u32>, n: usize) -> IO<(), E> {
+    let q = q.clone();
+    eventually(move || waiting(&q).0 == n)
+}
+
+/// Waits until `n` fibers wait in `offer`.
+fn offerers_waiting(q: &Queue<u32>, n: usize) -> IO<(), E> {
+    let q = q.clone();
+    eventually(move || waiting(&q).1 == n)
 }
 
 /// Offers each element in order.
@@ -69,8 +106,7 @@ rt_test! {
             .flat_map(move |x| t.incr_io().as_(x))
             .start()
             .flat_map(move |h| {
-                IO::cede()
-                    .product_r(IO::cede())
+                takers_waiting(&offerer, 1)
                     .map(move |()| taken.get())
                     .flat_map(move |before| {
                         offerer.offer(6).product_r(h.join()).map(move |o| (before, o))
@@ -87,8 +123,10 @@ rt_test! {
     fn waiting_takers_are_served_in_fifo_order() {
         let q = Queue::<u32>::unbounded();
         let (offerer, tq) = (q.clone(), q.clone());
-        let io: IO<Vec<Outcome<u32, E>>, E> = IO::traverse(vec![0, 1, 2], move |_| {
-            tq.take::<E>().start().flat_map(|h| IO::cede().product_r(IO::cede()).as_(h))
+        let io: IO<Vec<Outcome<u32, E>>, E> = IO::traverse(vec![1, 2, 3], move |n| {
+            // Each taker waits before the next one starts.
+            let counted = tq.clone();
+            tq.take::<E>().start().flat_map(move |h| takers_waiting(&counted, n).as_(h))
         })
         .flat_map(move |handles| {
             offer_all(&offerer, vec![10, 20, 30]).product_r(IO::traverse(handles, |h| h.join()))
@@ -110,7 +148,7 @@ rt_test! {
         let (o, before_take, after_take) = (offered.clone(), offered.clone(), offered.clone());
         let io: IO<(usize, u32, usize, Vec<u32>), E> = offer_all(&q, vec![1, 2]).flat_map(move |_| {
             third.offer::<E>(3).product_r(o.incr_io()).start().flat_map(move |h| {
-                IO::cede().product_r(IO::cede()).map(move |()| before_take.get()).flat_map(move |before| {
+                offerers_waiting(&taker, 1).map(move |()| before_take.get()).flat_map(move |before| {
                     taker.take().flat_map(move |first| {
                         h.join_void().map(move |()| (before, first, after_take.get()))
                     })
@@ -165,7 +203,7 @@ rt_test! {
             .product_r(o.incr_io())
             .start()
             .flat_map(move |h| {
-                IO::cede().product_r(IO::cede()).flat_map(move |()| {
+                offerers_waiting(&taker, 1).flat_map(move |()| {
                     let (before, buffered) = (offered.get(), taker.len());
                     taker.take().flat_map(move |x| {
                         h.join_void().map(move |()| (before, buffered, x, offered.get()))
@@ -179,7 +217,7 @@ rt_test! {
         let q = Queue::<u32>::synchronous();
         let (taker, offerer) = (q.clone(), q.clone());
         let io: IO<Outcome<u32, E>, E> = taker.take::<E>().start().flat_map(move |h| {
-            IO::cede().product_r(offerer.offer(8)).product_r(h.join())
+            takers_waiting(&offerer, 1).product_r(offerer.offer(8)).product_r(h.join())
         });
         assert_eq!(run(io), Outcome::Succeeded(Outcome::Succeeded(8)));
     }
@@ -194,7 +232,7 @@ rt_test! {
         let q = Queue::<u32>::synchronous();
         let (offerer, taker) = (q.clone(), q.clone());
         let io: IO<(Option<u32>, Outcome<(), E>), E> = offerer.offer::<E>(4).start().flat_map(move |h| {
-            IO::cede()
+            offerers_waiting(&taker, 1)
                 .product_r(taker.try_take())
                 .flat_map(move |x| h.join().map(move |o| (x, o)))
         });
@@ -233,7 +271,7 @@ rt_test! {
         let q = Queue::<u32>::unbounded();
         let (taker, later) = (q.clone(), q.clone());
         let io: IO<(Outcome<u32, E>, Vec<u32>), E> = taker.take::<E>().start().flat_map(move |h| {
-            IO::cede()
+            takers_waiting(&later, 1)
                 .product_r(h.cancel())
                 .product_r(h.join())
                 .flat_map(move |o| {
@@ -250,8 +288,7 @@ rt_test! {
         let q = Queue::<u32>::unbounded();
         let (taker, offerer, rest) = (q.clone(), q.clone(), q.clone());
         let io: IO<(Outcome<u32, E>, Vec<u32>), E> = taker.take::<E>().start().flat_map(move |h| {
-            IO::cede()
-                .product_r(IO::cede())
+            takers_waiting(&offerer, 1)
                 .product_r(offerer.offer(7))
                 .product_r(h.cancel())
                 .product_r(offerer.offer(8))
@@ -285,7 +322,7 @@ rt_test! {
         let q = Queue::<u32>::bounded(1).expect("valid");
         let (offerer, rest) = (q.clone(), q.clone());
         let io: IO<(Outcome<(), E>, Vec<u32>), E> = q.offer(1).product_r(offerer.offer::<E>(2).start()).flat_map(move |h| {
-            IO::cede()
+            offerers_waiting(&rest, 1)
                 .product_r(h.cancel())
                 .product_r(h.join())
                 .flat_map(move |o| drain(&rest).map(move |left| (o, left)))
@@ -297,7 +334,7 @@ rt_test! {
         let q = Queue::<u32>::synchronous();
         let (offerer, taker) = (q.clone(), q.clone());
         let io: IO<(Outcome<(), E>, Option<u32>), E> = offerer.offer::<E>(2).start().flat_map(move |h| {
-            IO::cede()
+            offerers_waiting(&taker, 1)
                 .product_r(h.cancel())
                 .product_r(h.join())
                 .flat_map(move |o| taker.try_take().map(move |x| (o, x)))
@@ -312,7 +349,7 @@ rt_test! {
         let q = Queue::<u32>::bounded(1).expect("valid");
         let (offerer, taker, rest) = (q.clone(), q.clone(), q.clone());
         let io: IO<(u32, Vec<u32>), E> = q.offer(1).product_r(offerer.offer::<E>(2).start()).flat_map(move |h| {
-            IO::cede()
+            offerers_waiting(&taker, 1)
                 .product_r(taker.take())
                 .flat_map(move |first| {
                     h.cancel()
@@ -329,7 +366,10 @@ rt_test! {
         let io: IO<(Vec<u32>, Option<u32>), E> = offer_all(&q, vec![100, 101])
             .product_r(IO::traverse((0..10u32).collect(), move |i| {
                 // Each offer is waiting before the next one starts.
-                oq.offer::<E>(i).start().flat_map(|h| IO::cede().product_r(IO::cede()).as_(h))
+                let counted = oq.clone();
+                oq.offer::<E>(i)
+                    .start()
+                    .flat_map(move |h| offerers_waiting(&counted, i as usize + 1).as_(h))
             }))
             .flat_map(move |offerers| {
                 let (keep, cancel): (Vec<_>, Vec<_>) =
@@ -358,11 +398,10 @@ fn handed_to_a_canceled_taker() -> IO<TwoTakers, E> {
     let q = Queue::<u32>::unbounded();
     let (t1, t2, offerer, rest) = (q.clone(), q.clone(), q.clone(), q);
     t1.take::<E>().start().flat_map(move |first| {
-        IO::cede()
+        takers_waiting(&offerer, 1)
             .product_r(t2.take::<E>().start())
             .flat_map(move |second| {
-                IO::cede()
-                    .product_r(IO::cede())
+                takers_waiting(&offerer, 2)
                     .product_r(offerer.offer(7))
                     .product_r(first.cancel())
                     .product_r(first.join())

@@ -2,7 +2,7 @@
 //!
 //! Following tokio's `rt_test!` habit, a test written once inside
 //! [`rt_test!`] is stamped into one module per executor (`single::...`
-//! today), so that every executor is held to the same behaviour. Each
+//! and `wstp::...`), so that every executor is held to the same behaviour. Each
 //! stamped module provides, for the body to use:
 //!
 //! * `Rt`: the executor's [`TestRuntime`] type;
@@ -15,10 +15,10 @@
 //! # Adding an executor
 //!
 //! Implement [`TestRuntime`] for it below and add one line to the list in
-//! [`rt_test!`] (see the commented line for exec-wstp).
+//! [`rt_test!`] (see the commented line for exec-batching).
 //!
 //! Only one `rt_test!` invocation per test file: each one declares the
-//! modules `single` (and later `wstp`, `batching`).
+//! modules `single` and `wstp` (and later `batching`).
 
 #![allow(dead_code, unused_macros, unused_imports)]
 
@@ -76,6 +76,47 @@ impl TestRuntime for Single {
     }
 }
 
+/// exec-wstp: the work-stealing pool, with two worker threads (so that
+/// every shared test body also runs with real parallelism and stealing).
+pub struct Wstp(exec_wstp::Runtime);
+
+/// The worker threads of the [`Wstp`] test runtime.
+pub const WSTP_WORKERS: usize = 2;
+
+impl TestRuntime for Wstp {
+    fn new() -> Self {
+        Wstp::with_config(FiberConfig::default())
+    }
+
+    fn with_config(config: FiberConfig) -> Self {
+        Wstp(
+            exec_wstp::Runtime::builder()
+                .worker_threads(WSTP_WORKERS)
+                .fiber_config(config)
+                .build()
+                .expect("build an exec-wstp runtime"),
+        )
+    }
+
+    fn run<A: Send + 'static, E: Send + 'static>(&mut self, io: IO<A, E>) -> Outcome<A, E> {
+        match self.0.block_on(io) {
+            Ok(outcome) => outcome,
+            Err(e) => panic!("exec-wstp: block_on failed: {e}"),
+        }
+    }
+
+    fn try_run<A: Send + 'static, E: Send + 'static>(
+        &mut self,
+        io: IO<A, E>,
+    ) -> Result<Outcome<A, E>, NeverFinishes> {
+        match self.0.block_on(io) {
+            Ok(outcome) => Ok(outcome),
+            Err(exec_wstp::RuntimeError::Deadlock) => Err(NeverFinishes),
+            Err(e) => panic!("exec-wstp: block_on failed: {e}"),
+        }
+    }
+}
+
 /// Stamps each test of the block into one module per executor.
 ///
 /// ```ignore
@@ -88,8 +129,9 @@ impl TestRuntime for Single {
 macro_rules! rt_test {
     ($($tests:tt)*) => {
         $crate::common::stamp_rt_tests! { single, $crate::common::Single, $($tests)* }
-        // When exec-wstp lands (and likewise exec-batching):
-        // $crate::common::stamp_rt_tests! { wstp, $crate::common::Wstp, $($tests)* }
+        $crate::common::stamp_rt_tests! { wstp, $crate::common::Wstp, $($tests)* }
+        // When exec-batching lands:
+        // $crate::common::stamp_rt_tests! { batching, $crate::common::Batching, $($tests)* }
     };
 }
 pub(crate) use rt_test;
