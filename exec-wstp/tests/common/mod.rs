@@ -1,0 +1,53 @@
+//! Helpers shared by exec-wstp's integration tests.
+
+#![allow(dead_code)]
+
+use std::time::{Duration, Instant};
+
+use exec_wstp::Runtime;
+
+/// The generous limit for tests whose failure mode is a hang (a lost
+/// wake-up, a starved fiber): far above what the work needs on a loaded
+/// two-core machine in a debug build.
+pub const HANG_LIMIT: Duration = Duration::from_secs(60);
+
+/// A runtime with `workers` worker threads and the other defaults.
+pub fn runtime(workers: usize) -> Runtime {
+    Runtime::builder()
+        .worker_threads(workers)
+        .build()
+        .expect("build a runtime")
+}
+
+/// Runs `f` on a new thread and waits at most `limit` for its result; panics
+/// (naming `what`) if it did not finish in time, so that a hang fails the
+/// test instead of hanging the test run. The thread is then left behind.
+pub fn within<R: Send + 'static>(
+    what: &str,
+    limit: Duration,
+    f: impl FnOnce() -> R + Send + 'static,
+) -> R {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)));
+    });
+    match rx.recv_timeout(limit) {
+        Ok(Ok(r)) => r,
+        Ok(Err(payload)) => std::panic::resume_unwind(payload),
+        Err(_) => panic!("{what}: did not finish within {limit:?}"),
+    }
+}
+
+/// Polls `condition` until it holds; panics (naming `what`) after `limit`.
+/// For states the runtime reaches on its own shortly after an event (a
+/// worker going to sleep once it is out of work).
+pub fn wait_until(what: &str, limit: Duration, mut condition: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !condition() {
+        assert!(
+            Instant::now() < deadline,
+            "{what}: still not the case after {limit:?}"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}

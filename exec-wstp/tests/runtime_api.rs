@@ -1,0 +1,381 @@
+//! The runtime's API: the builder's checks, `block_on`'s errors, shutdown,
+//! metrics, the live-fiber listing, parking when idle, and fairness to
+//! fibers scheduled from outside the pool.
+
+mod common;
+
+use std::ops::ControlFlow;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use common::{HANG_LIMIT, runtime, wait_until, within};
+use exec_wstp::{BuildError, FiberStatus, Runtime, RuntimeError};
+use io_core::{Deferred, FiberHandle, IO, Outcome};
+
+type E = ();
+
+const SETTLE: Duration = Duration::from_secs(10);
+
+// ----- builder ----------------------------------------------------------------------
+
+#[test]
+fn worker_threads_zero_is_refused_with_an_error_naming_the_field() {
+    let error = Runtime::builder()
+        .worker_threads(0)
+        .build()
+        .expect_err("refused");
+    assert!(matches!(error, BuildError::ZeroWorkerThreads), "{error:?}");
+    assert!(error.to_string().contains("worker_threads"), "{error}");
+}
+
+#[test]
+fn global_queue_interval_zero_is_refused_with_an_error_naming_the_field() {
+    let error = Runtime::builder()
+        .worker_threads(1)
+        .global_queue_interval(0)
+        .build()
+        .expect_err("refused");
+    assert!(
+        matches!(error, BuildError::ZeroGlobalQueueInterval),
+        "{error:?}"
+    );
+    assert!(
+        error.to_string().contains("global_queue_interval"),
+        "{error}"
+    );
+}
+
+#[test]
+fn max_blocking_threads_zero_is_refused_with_an_error_naming_the_field() {
+    let error = Runtime::builder()
+        .worker_threads(1)
+        .max_blocking_threads(0)
+        .build()
+        .expect_err("refused");
+    assert!(
+        matches!(error, BuildError::ZeroBlockingThreads),
+        "{error:?}"
+    );
+    assert!(
+        error.to_string().contains("max_blocking_threads"),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_runtime_of_one_worker_and_a_global_queue_checked_every_tick_runs_programs() {
+    let rt = Runtime::builder()
+        .worker_threads(1)
+        .global_queue_interval(1)
+        .max_blocking_threads(1)
+        .build()
+        .expect("valid");
+    let io = IO::<u64, E>::par_traverse((0..100u64).collect(), |i| IO::delay(move || i))
+        .map(|v| v.into_iter().sum::<u64>())
+        .both(IO::blocking(|| 1u64));
+    assert_eq!(rt.block_on(io), Ok(Outcome::Succeeded((4950, 1))));
+    assert_eq!(rt.handle().worker_threads(), 1);
+}
+
+// ----- block_on, spawn and shutdown --------------------------------------------------
+
+#[test]
+fn block_on_and_spawn_after_shutdown_are_err_shut_down() {
+    let rt = runtime(2);
+    let handle = rt.handle().clone();
+    assert_eq!(rt.shutdown(Duration::from_secs(10)), Ok(()));
+    assert_eq!(
+        handle.block_on(IO::<u32, E>::pure(1)),
+        Err(RuntimeError::ShutDown)
+    );
+    assert_eq!(
+        handle.spawn(IO::<u32, E>::pure(1)).err(),
+        Some(RuntimeError::ShutDown)
+    );
+}
+
+#[test]
+fn block_on_inside_a_fibers_delay_is_err_block_on_inside_worker() {
+    let rt = runtime(2);
+    let handle = rt.handle().clone();
+    let io =
+        IO::<Result<Outcome<u32, E>, RuntimeError>, E>::delay(move || handle.block_on(IO::pure(1)));
+    assert_eq!(
+        rt.block_on(io),
+        Ok(Outcome::Succeeded(Err(RuntimeError::BlockOnInsideWorker)))
+    );
+    // The worker that refused goes on running programs.
+    assert_eq!(
+        rt.block_on(IO::<u32, E>::pure(2)),
+        Ok(Outcome::Succeeded(2))
+    );
+}
+
+#[test]
+fn block_on_of_a_program_that_can_never_finish_is_err_deadlock() {
+    let rt = runtime(2);
+    let result = within("block_on(never)", HANG_LIMIT, move || {
+        rt.block_on(IO::<u32, E>::never())
+    });
+    assert_eq!(result, Err(RuntimeError::Deadlock));
+}
+
+#[test]
+fn block_on_from_many_threads_at_once_gives_each_its_own_result() {
+    let rt = runtime(2);
+    let handle = rt.handle().clone();
+    within("block_on from many threads", HANG_LIMIT, move || {
+        std::thread::scope(|scope| {
+            for t in 0..8u64 {
+                let handle = handle.clone();
+                scope.spawn(move || {
+                    for i in 0..200u64 {
+                        let io = IO::<(), E>::cede().product_r(IO::delay(move || t * 1000 + i));
+                        assert_eq!(handle.block_on(io), Ok(Outcome::Succeeded(t * 1000 + i)));
+                    }
+                });
+            }
+        });
+    });
+}
+
+#[test]
+fn shutdown_of_an_idle_runtime_returns_ok() {
+    let rt = runtime(2);
+    assert_eq!(
+        rt.block_on(IO::<u32, E>::pure(1)),
+        Ok(Outcome::Succeeded(1))
+    );
+    let result = within("shutdown", HANG_LIMIT, move || {
+        rt.shutdown(Duration::from_secs(10))
+    });
+    assert_eq!(result, Ok(()));
+}
+
+#[test]
+fn shutdown_drops_sleeping_and_waiting_fibers_and_returns_ok() {
+    let rt = runtime(2);
+    let gate = Deferred::<()>::new();
+    for i in 0..100u64 {
+        let io = if i % 2 == 0 {
+            IO::<(), E>::sleep(Duration::from_secs(3600))
+        } else {
+            gate.get()
+        };
+        rt.spawn(io).expect("runs");
+    }
+    let result = within("shutdown", HANG_LIMIT, move || {
+        rt.shutdown(Duration::from_secs(10))
+    });
+    assert_eq!(result, Ok(()));
+}
+
+#[test]
+fn shutdown_returns_at_its_timeout_when_a_blocking_call_outlives_it() {
+    let rt = runtime(2);
+    let entered = Arc::new(AtomicBool::new(false));
+    let e = entered.clone();
+    rt.spawn(IO::<(), E>::blocking(move || {
+        e.store(true, Ordering::SeqCst);
+        std::thread::sleep(Duration::from_secs(5));
+    }))
+    .expect("runs");
+    wait_until("the blocking call runs", SETTLE, || {
+        entered.load(Ordering::SeqCst)
+    });
+    let started = Instant::now();
+    let result = within("shutdown with a timeout", HANG_LIMIT, move || {
+        rt.shutdown(Duration::from_millis(100))
+    });
+    let took = started.elapsed();
+    let timed_out = result.expect_err("the blocking thread is still in its call");
+    assert!(timed_out.threads_still_running >= 1, "{timed_out}");
+    // It returned at its timeout, not when the 5 s call ended.
+    assert!(took < Duration::from_secs(4), "shutdown took {took:?}");
+}
+
+// ----- metrics and the fiber listing --------------------------------------------------
+
+#[test]
+fn metrics_count_suspended_fibers_as_live_and_none_once_they_complete() {
+    let rt = runtime(2);
+    assert_eq!(rt.metrics().live_fibers, 0);
+    let gate = Deferred::<()>::new();
+    let waiters: Vec<FiberHandle<(), E>> = (0..10)
+        .map(|_| rt.spawn(gate.get()).expect("runs"))
+        .collect();
+    let counted = gate.clone();
+    wait_until("the ten fibers wait", SETTLE, || counted.waiters() == 10);
+    let metrics = rt.metrics();
+    assert_eq!(metrics.live_fibers, 10, "{metrics}");
+    let io = gate
+        .complete::<E>(())
+        .product_r(IO::traverse(waiters, |h| h.join_void::<E>()));
+    assert!(rt.block_on(io).expect("runs").is_succeeded());
+    let metrics = rt.metrics();
+    assert_eq!(metrics.live_fibers, 0, "{metrics}");
+}
+
+#[test]
+fn live_fibers_lists_suspended_fibers_and_forgets_them_once_complete() {
+    let rt = Runtime::builder()
+        .worker_threads(2)
+        .track_fibers(true)
+        .build()
+        .expect("valid");
+    let gate = Deferred::<()>::new();
+    // Three fibers spawned from outside the pool, and two started by a fiber
+    // on a worker.
+    let outside: Vec<FiberHandle<(), E>> = (0..3)
+        .map(|_| rt.spawn(gate.get()).expect("runs"))
+        .collect();
+    let (g1, g2) = (gate.clone(), gate.clone());
+    let inside: Vec<FiberHandle<(), E>> = rt
+        .block_on(g1.get::<E>().start::<E>().both(g2.get::<E>().start::<E>()))
+        .expect("runs")
+        .succeeded()
+        .map(|(a, b)| vec![a, b])
+        .expect("succeeds");
+    let counted = gate.clone();
+    wait_until("the five fibers wait", SETTLE, || counted.waiters() == 5);
+    let listed = rt.live_fibers();
+    assert_eq!(listed.len(), 5, "{listed:?}");
+    assert!(
+        listed.iter().all(|f| f.status == FiberStatus::Suspended),
+        "{listed:?}"
+    );
+    let from_outside = listed.iter().filter(|f| f.started_on.is_none()).count();
+    assert_eq!(from_outside, 3, "{listed:?}");
+    assert!(
+        listed.iter().filter_map(|f| f.started_on).all(|w| w < 2),
+        "started on a worker of the pool: {listed:?}"
+    );
+    let mut ids: Vec<usize> = listed.iter().map(|f| f.id).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), 5, "distinct ids: {listed:?}");
+
+    let io = gate.complete::<E>(()).product_r(IO::traverse(
+        outside.into_iter().chain(inside).collect(),
+        |h| h.join_void::<E>(),
+    ));
+    assert!(rt.block_on(io).expect("runs").is_succeeded());
+    assert_eq!(rt.live_fibers(), Vec::new());
+}
+
+#[test]
+fn live_fibers_is_empty_without_fiber_tracking() {
+    let rt = runtime(2);
+    let gate = Deferred::<()>::new();
+    let waiter = rt.spawn(gate.get::<E>()).expect("runs");
+    let counted = gate.clone();
+    wait_until("the fiber waits", SETTLE, || counted.waiters() == 1);
+    assert_eq!(rt.metrics().live_fibers, 1);
+    assert_eq!(rt.live_fibers(), Vec::new());
+    let io = gate.complete::<E>(()).product_r(waiter.join_void());
+    assert!(rt.block_on(io).expect("runs").is_succeeded());
+}
+
+#[test]
+fn an_idle_pool_with_only_sleepers_has_every_worker_parked() {
+    const SLEEPERS: usize = 1_000;
+    let rt = runtime(2);
+    let io = IO::<FiberHandle<(), E>, E>::traverse((0..SLEEPERS).collect(), |_| {
+        IO::<(), E>::sleep(Duration::from_secs(3600)).start()
+    });
+    let _sleepers = rt
+        .block_on(io)
+        .expect("runs")
+        .succeeded()
+        .expect("succeeds");
+    wait_until("every worker parks", SETTLE, || {
+        rt.metrics().parked_workers == 2
+    });
+    let metrics = rt.metrics();
+    assert_eq!(metrics.parked_workers, 2, "{metrics}");
+    assert!(metrics.workers.iter().all(|w| w.parked), "{metrics}");
+    assert_eq!(metrics.searching_workers, 0, "{metrics}");
+    assert_eq!(
+        metrics.workers.iter().map(|w| w.timers).sum::<usize>(),
+        SLEEPERS,
+        "{metrics}"
+    );
+    assert_eq!(metrics.live_fibers, SLEEPERS as u64, "{metrics}");
+    assert_eq!(metrics.global_queue_len, 0, "{metrics}");
+    assert!(
+        metrics.workers.iter().all(|w| w.local_queue_len == 0),
+        "{metrics}"
+    );
+}
+
+#[test]
+fn a_parked_pool_wakes_for_a_timer_and_for_work_from_outside() {
+    let rt = runtime(2);
+    wait_until("every worker parks", SETTLE, || {
+        rt.metrics().parked_workers == 2
+    });
+    // A timer set from outside the pool.
+    let slept = rt.block_on(IO::<(), E>::sleep(Duration::from_millis(20)).timed());
+    let (took, ()) = slept.expect("runs").succeeded().expect("succeeds");
+    assert!(took >= Duration::from_millis(20), "slept {took:?}");
+    wait_until("every worker parks again", SETTLE, || {
+        rt.metrics().parked_workers == 2
+    });
+    // Work from outside.
+    assert_eq!(
+        rt.block_on(IO::<u32, E>::delay(|| 5)),
+        Ok(Outcome::Succeeded(5))
+    );
+}
+
+// ----- fairness ------------------------------------------------------------------------
+
+#[test]
+fn fibers_scheduled_from_outside_are_not_starved_by_workers_busy_with_local_loops() {
+    // Eight fibers that never stop on their own keep both workers busy with
+    // local work: half cede in a loop (back of the local queue), half
+    // compute in a loop (auto-yield). Programs sent from outside go to the
+    // global queue and must still run.
+    let rt = runtime(2);
+    let stop = Arc::new(AtomicBool::new(false));
+    let spins = Arc::new(AtomicUsize::new(0));
+    let (s, n) = (stop.clone(), spins.clone());
+    let start_loopers = IO::<FiberHandle<(), E>, E>::traverse((0..8).collect(), move |i| {
+        let (s, n) = (s.clone(), n.clone());
+        IO::<(), E>::tail_rec((), move |()| {
+            n.fetch_add(1, Ordering::Relaxed);
+            let step = if s.load(Ordering::Relaxed) {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            };
+            if i % 2 == 0 {
+                IO::cede().as_(step)
+            } else {
+                IO::pure(step)
+            }
+        })
+        .start()
+    });
+    let loopers = rt
+        .block_on(start_loopers)
+        .expect("runs")
+        .succeeded()
+        .expect("succeeds");
+    let counted = spins.clone();
+    wait_until("the loops run", SETTLE, || {
+        counted.load(Ordering::Relaxed) > 10_000
+    });
+    let handle = rt.handle().clone();
+    let served = within("programs from outside", HANG_LIMIT, move || {
+        (0..100u32)
+            .map(|i| handle.block_on(IO::<u32, E>::delay(move || i)))
+            .filter(|r| matches!(r, Ok(Outcome::Succeeded(_))))
+            .count()
+    });
+    assert_eq!(served, 100);
+    stop.store(true, Ordering::Relaxed);
+    let joined = rt.block_on(IO::<(), E>::traverse(loopers, |h| h.join_void()));
+    assert!(joined.expect("runs").is_succeeded());
+}
