@@ -236,11 +236,6 @@ fn fibers_canceled_inside_uncancelable_regions_finish_the_region_then_finalize_o
 }
 
 #[test]
-#[ignore = "io-core bug: `both` (and `race`, `race_outcome`) run `race_pair` inside \
-            `poll`; a cancel that lands after the first side completed and before \
-            `race_pair`'s uncancelable region ends is observed at that region's end, \
-            and the pair, with the other side still running, is dropped: that side \
-            is never canceled. Only a multi-threaded pool can interleave there."]
 fn a_both_canceled_as_its_first_side_completes_leaves_no_side_running() {
     const ROUNDS: usize = 20_000;
     let rt = runtime(2);
@@ -287,11 +282,6 @@ fn a_both_canceled_as_its_first_side_completes_leaves_no_side_running() {
 }
 
 #[test]
-#[ignore = "io-core bug: a fiber woken by a `Semaphore` release may run at once on \
-            another worker; a cancel that lands after its wait returned and before \
-            `acquire`'s uncancelable region ends is observed at that region's end, so \
-            the fiber ends Canceled while it holds the permit (the cleanup that gives \
-            a granted permit back is no longer on its stack)"]
 fn a_waiter_canceled_as_its_permit_arrives_ends_canceled_only_without_the_permit() {
     const ROUNDS: usize = 20_000;
     let rt = runtime(2);

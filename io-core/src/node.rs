@@ -251,6 +251,13 @@ impl Node {
         unsafe { decode(this.word, this.vtable) }
     }
 
+    /// Whether the node is a plain value or error (a result on its way
+    /// through continuations).
+    #[inline(always)]
+    pub(crate) fn is_settled(&self) -> bool {
+        matches!(self.tag(), Tag::Pure | Tag::Error)
+    }
+
     /// The result, if the node is a plain value or error; the node itself
     /// otherwise.
     #[inline(always)]
@@ -715,6 +722,30 @@ impl Frame {
             self.tag(),
             Tag::HandleErrorWith | Tag::MapError | Tag::OnCancel
         )
+    }
+
+    /// Whether a result passes this frame without a new program being
+    /// evaluated: a value passes error handlers, `map` and `fold`
+    /// (`attempt`, `redeem`); an error passes `map`, `flat_map` (skipped),
+    /// `map_error`, `fold` and `on_cancel`. (Used to place the cancellation
+    /// check at the end of an uncancelable region; see `run_loop.rs`.)
+    #[inline]
+    pub(crate) fn is_passed_through(&self, ok: bool) -> bool {
+        match self.tag() {
+            Tag::Map | Tag::Fold => true,
+            Tag::HandleErrorWith | Tag::MapError | Tag::OnCancel => {
+                ok || self.tag() != Tag::HandleErrorWith
+            }
+            Tag::FlatMap => !ok,
+            _ => false,
+        }
+    }
+
+    /// Whether this frame masks again what reaches it: the end of a `poll`,
+    /// or a `guarantee_case` finalizer (which runs masked).
+    #[inline]
+    pub(crate) fn masks_again(&self) -> bool {
+        matches!(self.tag(), Tag::Remask | Tag::GuaranteeCase)
     }
 
     /// Whether the frame has no payload (its vtable pointer is a bare tag).

@@ -552,10 +552,6 @@ fn par_traverse_n_fails_with_the_first_failure_and_leaves_nothing_running_on_sin
 }
 
 #[test]
-#[ignore = "io-core bug, seen on exec-wstp only: `both` runs `race_pair` inside `poll`; \
-            a cancel that lands after one side completed and before `race_pair`'s \
-            uncancelable region ends is observed at that region's end, and the other \
-            side is left running (exec-wstp/tests/cancel_storms.rs has a reproducer)"]
 fn par_traverse_n_fails_with_the_first_failure_and_leaves_nothing_running_on_wstp() {
     par_traverse_n_fails_with_the_first_failure_and_leaves_nothing_running_on::<common::Wstp>();
 }

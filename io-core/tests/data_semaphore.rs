@@ -264,11 +264,6 @@ fn a_waiter_woken_and_canceled_before_it_ran_gives_its_permit_back_on_single() {
 }
 
 #[test]
-#[ignore = "io-core bug, seen on exec-wstp only: the woken waiter may run at once on \
-            another worker; a cancel that lands after its wait returned and before \
-            `acquire`'s uncancelable region ends is observed at that region's end, so \
-            the fiber ends Canceled while holding the permit (the cleanup frame is \
-            already gone; exec-wstp/tests/cancel_storms.rs has a reproducer)"]
 fn a_waiter_woken_and_canceled_before_it_ran_gives_its_permit_back_on_wstp() {
     a_waiter_woken_and_canceled_before_it_ran_gives_its_permit_back_on::<common::Wstp>();
 }

@@ -11,8 +11,11 @@
 //!
 //! Besides the laws (both sides of each law give the same run), a reference
 //! model ([`Model`]) gives the run that Cats Effect's semantics prescribe:
-//! masks counted per region, a cancellation request observed at depth 0
-//! when a region ends, a poll unmasking only its own region, finalizers run
+//! masks counted per region, a cancellation request made in a region
+//! observed at depth 0 where the next program starts (not while a result
+//! travels through `map`, `attempt` and skipped handlers to an enclosing
+//! mask or to the end of the fiber, as in Cats Effect 3.5+), a poll
+//! unmasking only its own region, finalizers run
 //! masked, a finalizer's error replacing a success and suppressed otherwise.
 //!
 //! Each property runs [`CASES`] generated cases; nothing is written to disk.
@@ -327,15 +330,18 @@ impl Model {
         self.masks == 0 && self.ending
     }
 
-    /// The end of an uncancelable region (finalizers included): a request
-    /// made inside is observed here if the fiber is now unmasked.
+    /// The end of an uncancelable region (finalizers included). A request
+    /// made inside is not observed here: the result goes on, and the next
+    /// program that starts unmasked observes it ([`Model::next_program`]).
     fn end_region(&mut self, r: R) -> R {
         self.masks -= 1;
-        if r != R::Canceled && self.observe() {
-            R::Canceled
-        } else {
-            r
-        }
+        r
+    }
+
+    /// A continuation is about to start a new program (`flat_map`,
+    /// `handle_error_with`): a cancellation point.
+    fn next_program(&mut self) -> bool {
+        self.observe()
     }
 
     /// Runs a finalizer program masked; `r` is the outcome it finalizes.
@@ -406,6 +412,7 @@ impl Model {
                 r => r,
             },
             Prog::FlatMap(p, q) => match self.eval(p, polls) {
+                R::Ok(_) if self.next_program() => R::Canceled,
                 R::Ok(x) => match self.eval(q, polls) {
                     R::Ok(y) => R::Ok(x.wrapping_add(y)),
                     r => r,
@@ -413,6 +420,7 @@ impl Model {
                 r => r,
             },
             Prog::HandleErrorWith(p, q) => match self.eval(p, polls) {
+                R::Err(_) if self.next_program() => R::Canceled,
                 R::Err(e) => match self.eval(q, polls) {
                     R::Ok(y) => R::Ok(y.wrapping_add(i64::from(e))),
                     r => r,
@@ -575,10 +583,10 @@ fn programs_agree_with_the_reference_model() {
 }
 
 #[test]
-fn a_self_cancel_inside_a_guarantee_finalizer_is_observed_when_the_finalizer_ends() {
-    // Cats Effect: `IO.pure(1).guarantee(IO.canceled)` is canceled, because
-    // the finalizer runs in an uncancelable region whose end observes the
-    // request, as `uncancelable(_ => canceled)` does.
+fn a_self_cancel_inside_a_guarantee_finalizer_is_observed_where_the_next_program_starts() {
+    // Cats Effect 3.5+: `IO.pure(1).guarantee(IO.canceled) <* after` is
+    // canceled before `after` starts: the finalizer runs masked, and the
+    // request is observed where the next program starts.
     let after_success = run(|log| {
         let after = log_io(log, "after".to_string());
         IO::pure(1i64).guarantee(IO::canceled()).product_l(after)
@@ -586,8 +594,19 @@ fn a_self_cancel_inside_a_guarantee_finalizer_is_observed_when_the_finalizer_end
     assert_eq!(after_success.outcome, Some(Outcome::Canceled));
     assert!(after_success.log.is_empty(), "{:?}", after_success.log);
 
-    let after_error = run(|_| IO::<i64, u8>::raise_error(3).guarantee(IO::canceled()));
+    let after_error = run(|log| {
+        let handler = log_io(log, "handler".to_string());
+        IO::<i64, u8>::raise_error(3)
+            .guarantee(IO::canceled())
+            .handle_error_with(move |_| handler.as_(0))
+    });
     assert_eq!(after_error.outcome, Some(Outcome::Canceled));
+    assert!(after_error.log.is_empty(), "{:?}", after_error.log);
+
+    // With nothing left to start, the fiber ends with its result (the
+    // guarantee's program is complete; no effect was skipped).
+    let at_the_end = run(|_| IO::<i64, u8>::raise_error(3).guarantee(IO::canceled()));
+    assert_eq!(at_the_end.outcome, Some(Outcome::Errored(3)));
 }
 
 #[test]
@@ -610,7 +629,7 @@ fn a_cancel_requested_while_a_guarantee_finalizer_runs_is_observed_when_it_ends(
 }
 
 #[test]
-fn a_self_cancel_inside_an_uncancelable_region_is_observed_when_the_region_ends() {
+fn a_self_cancel_inside_an_uncancelable_region_is_observed_before_the_next_program() {
     let ran = run(|log| {
         let inside = log_io(log, "inside".to_string());
         let after = log_io(log, "after".to_string());

@@ -236,7 +236,8 @@ rt_test! {
     }
 
     fn on_cancel_inside_a_region_whose_cancellation_is_observed_later_does_not_run() {
-        // Cats Effect's law: uncancelable eliminates on_cancel.
+        // Cats Effect's law: uncancelable eliminates on_cancel. The request
+        // is observed where the next program starts, after the region.
         let log = Log::new();
         let started = Deferred::new();
         let (s, l) = (started.clone(), log.clone());
@@ -245,17 +246,35 @@ rt_test! {
                 .product_r(pause())
                 .on_cancel(l.record("inner on_cancel"))
         })
+        .product_r(log.record("after the region"))
         .on_cancel(log.record("outer on_cancel"));
         assert_eq!(run(cancel_when_started(child, started)), Outcome::Succeeded(Outcome::Canceled));
         assert_eq!(log.events(), ["outer on_cancel"]);
     }
 
+    fn a_fiber_canceled_in_its_last_region_completes_with_the_regions_result() {
+        // Cats Effect 3.5+: nothing is left to start after the region, so
+        // the request is never observed and what the region produced (an
+        // acquired permit, a dequeued element) is not lost.
+        let log = Log::new();
+        let started = Deferred::new();
+        let (s, l) = (started.clone(), log.clone());
+        let child = IO::uncancelable(move |_| s.complete::<E>(()).product_r(pause()))
+            .on_cancel(l.record("outer on_cancel"));
+        assert_eq!(run(cancel_when_started(child, started)), Outcome::Succeeded(Outcome::Succeeded(())));
+        assert!(log.events().is_empty(), "{:?}", log.events());
+    }
+
     fn a_self_cancel_inside_a_child_region_does_not_cancel_the_parent() {
+        let log = Log::new();
+        let l = log.clone();
         let io: IO<(Outcome<(), E>, u32), E> = IO::uncancelable(|_| IO::<(), E>::canceled())
+            .product_r(l.record("after the region"))
             .start()
             .flat_map(|h| h.join())
             .map(|o| (o, 5));
         assert_eq!(run(io), Outcome::Succeeded((Outcome::Canceled, 5)));
+        assert!(log.events().is_empty(), "{:?}", log.events());
     }
 
     fn finalizers_run_masked_so_a_pending_cancellation_does_not_interrupt_them() {

@@ -156,13 +156,19 @@ fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
     // the value or error of the source program they were attached to.
     loop {
         if budget == 0 {
-            if should_cancel(core, header) {
-                node = begin_cancel(core, node);
+            // Yield (and observe cancellation) where a new program starts,
+            // as Cats Effect does: a result on its way through continuations
+            // first reaches the next program (or the end of the fiber).
+            if !node.is_settled() {
+                if should_cancel(core, header) {
+                    node = begin_cancel(core, node);
+                }
+                core.current = Some(node);
+                return Exit::Yield;
             }
-            core.current = Some(node);
-            return Exit::Yield;
+        } else {
+            budget -= 1;
         }
-        budget -= 1;
         node = match node.into_kind() {
             Kind::Pure(value) => {
                 // Error handlers are popped without a call on success.
@@ -183,7 +189,7 @@ fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
                     Some(FrameKind::FoldWith(f)) => unsafe { f.call(Ok(value)) },
                     Some(FrameKind::Unmask) => {
                         core.masks -= 1;
-                        unmasked(core, header, Node::pure(value))
+                        unmasked(core, header, Node::pure(value), true)
                     }
                     Some(FrameKind::Remask) => {
                         core.masks += 1;
@@ -204,12 +210,12 @@ fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
                         // cancellation requested meanwhile is observed).
                         drop(value);
                         core.masks -= 1;
-                        unmasked(core, header, Node::pure(original))
+                        unmasked(core, header, Node::pure(original), true)
                     }
                     Some(FrameKind::RestoreErr(original)) => {
                         drop(value);
                         core.masks -= 1;
-                        unmasked(core, header, Node::error(original))
+                        unmasked(core, header, Node::error(original), false)
                     }
                     Some(FrameKind::ResumeUnwind) => {
                         drop(value);
@@ -236,7 +242,7 @@ fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
                 Some(FrameKind::FoldWith(f)) => unsafe { f.call(Err(error)) },
                 Some(FrameKind::Unmask) => {
                     core.masks -= 1;
-                    unmasked(core, header, Node::error(error))
+                    unmasked(core, header, Node::error(error), false)
                 }
                 Some(FrameKind::Remask) => {
                     core.masks += 1;
@@ -255,14 +261,14 @@ fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
                     // The finalizer failed after a success: its error wins.
                     drop(original);
                     core.masks -= 1;
-                    unmasked(core, header, Node::error(error))
+                    unmasked(core, header, Node::error(error), false)
                 }
                 Some(FrameKind::RestoreErr(original)) => {
                     // The finalizer failed after an error: keep the first,
                     // suppress the finalizer's.
                     core.suppressed.push(error);
                     core.masks -= 1;
-                    unmasked(core, header, Node::error(original))
+                    unmasked(core, header, Node::error(original), false)
                 }
                 Some(FrameKind::ResumeUnwind) => {
                     core.suppressed.push(error);
@@ -502,15 +508,38 @@ fn should_cancel(core: &Core, header: &super::Header) -> bool {
     core.masks == 0 && core.ending.is_none() && header.is_cancel_requested()
 }
 
-/// After a mask level ends: goes on with `next`, or starts finalizing if a
-/// cancellation requested meanwhile is now observable.
+/// After a mask level ends with a result (`ok`: a value), goes on with
+/// `next`, or starts finalizing if a cancellation requested meanwhile is now
+/// observable.
+///
+/// As in Cats Effect, cancellation is observed where a new program is about
+/// to run, not while a result travels through pure continuations: if the
+/// result reaches, through frames it passes without evaluating anything
+/// (`map`, `attempt`, skipped handlers), a frame that masks again (the end
+/// of an enclosing `poll`, a `guarantee_case` finalizer) or the end of the
+/// fiber, it gets there. So `poll(race_pair(..))` hands its pair (with the
+/// loser's handle) to the masked code that cancels the loser, and a fiber
+/// whose last step was an uncancelable acquisition completes with what it
+/// acquired instead of dropping it.
 #[inline(always)]
-fn unmasked(core: &mut Core, header: &super::Header, next: Node) -> Node {
-    if should_cancel(core, header) {
+fn unmasked(core: &mut Core, header: &super::Header, next: Node, ok: bool) -> Node {
+    if should_cancel(core, header) && !reaches_mask_or_end(&core.stack, ok) {
         begin_cancel(core, next)
     } else {
         next
     }
+}
+
+/// See [`unmasked`].
+#[cold]
+fn reaches_mask_or_end(stack: &[Frame], ok: bool) -> bool {
+    for frame in stack.iter().rev() {
+        if frame.is_passed_through(ok) {
+            continue;
+        }
+        return frame.masks_again();
+    }
+    true
 }
 
 /// Starts finalizing a canceled fiber; `node` (what it was about to
