@@ -5,6 +5,7 @@ Usage (after `cargo bench -p benches`), from the repository root:
 
     python3 benches/report.py                      # reads target/criterion
     python3 benches/report.py path/to/criterion    # another target dir
+    python3 benches/report.py target/criterion RtMulti WorkStealing  # only these
 
 For every criterion group `<Workload>.<variant>` with a `spindle/<size>` and
 a `tokio/<size>` function, it reads `new/benchmark.json` (ids, declared
@@ -43,6 +44,12 @@ WORKLOADS = [
     "Queue",
     "Mutex",
     "Sleep",
+    # exec-wstp against tokio's multi-thread runtime (benches/wstp.rs).
+    "RtMulti",
+    "WorkStealing",
+    "Parallel",
+    "WstpShallowBind",
+    "WstpDeepBind",
 ]
 VARIANTS = [
     "pure",
@@ -80,6 +87,16 @@ VARIANTS = [
     "highContention",
     "cancellation",
     "sleep",
+    # exec-wstp (RtMulti, WorkStealing, Parallel; "pure" is above).
+    "spawn_many_local",
+    "spawn_many_remote_idle",
+    "yield_many",
+    "ping_pong",
+    "chained_spawn",
+    "scheduling",
+    "alloc",
+    "parTraverse",
+    "parTraverse_cpu100",
 ]
 SIDES = ("spindle", "tokio", "tokio_unconstrained", "tokio_spawn")
 
@@ -142,9 +159,12 @@ def main():
     )
     if not os.path.isdir(criterion_dir):
         sys.exit(f"{criterion_dir}: not found (run `cargo bench -p benches` first)")
+    only = set(sys.argv[2:])
     found = load(criterion_dir)
     rows = sorted({(group, size) for group, _side, size in found})
     for workload in WORKLOADS:
+        if only and workload not in only:
+            continue
         mine = sorted((r for r in rows if r[0].split(".", 1)[0] == workload), key=variant_key)
         if not mine:
             continue
