@@ -28,14 +28,18 @@
 //! Each turn a worker takes its next fiber: every `global_queue_interval`
 //! ticks (default 61) it fires due timers and looks at the global queue
 //! first, so fibers scheduled from outside are never starved by local work;
-//! otherwise its local queue first, then a batch from the global queue. Out
+//! otherwise its *next* slot, then its local queue, then a batch from the
+//! global queue. Out
 //! of work, it fires due timers, then, as a *searcher*, steals half of
 //! another worker's queue (random victim) or takes from the global queue;
 //! still nothing, it parks until woken or until its earliest timer.
 //!
-//! `schedule_fiber` on a worker pushes to that worker's local queue (and
-//! wakes a sleeping worker if nobody searches); from any other thread it
-//! pushes to the global queue and wakes a worker. `reschedule_fiber` (cede,
+//! `schedule_fiber` on a worker puts the fiber in that worker's next slot
+//! (tokio's LIFO slot: a woken or new fiber runs next, while its data is in
+//! cache; at most 3 in a row, then the queue runs); the fiber the slot held
+//! goes to the back of the local queue, and a sleeping worker is woken if
+//! nobody searches. From any other thread it pushes to the global queue and
+//! wakes a worker. `reschedule_fiber` (cede,
 //! auto-yield) pushes to the back of the local queue and wakes nobody: with
 //! an empty queue the same worker runs the fiber again at once (Cats
 //! Effect's cede bypass), otherwise it runs after the fibers that waited.

@@ -435,10 +435,7 @@ impl Executor for Handle {
             return;
         }
         worker::with_current(shared, |ctx| match ctx {
-            Some(ctx) => {
-                ctx.local.push(fiber);
-                shared.notify_after_push();
-            }
+            Some(ctx) => ctx.schedule_next(fiber),
             None => shared.inject(fiber),
         })
     }

@@ -14,15 +14,19 @@
 //!    worker's shard is due.
 //!
 //! A fiber scheduled on a worker (a spawn, a resumed fiber) goes to that
-//! worker's local queue, and wakes a sleeping worker only if nobody is
-//! searching (`idle.rs`, rule 2). A fiber that cedes or auto-yields goes to
-//! the back of its worker's queue without waking anyone: if the queue was
-//! empty, the same worker runs it again at once (Cats Effect's cede
-//! bypass), and if not, it runs after the fibers that were waiting, which
-//! is the point of a cede. The local queue is FIFO for that reason; tokio's
-//! LIFO slot (run the fiber just woken next, for message-passing locality)
-//! is left out on purpose: it starves the queue unless capped, and the FIFO
-//! already gives ping-pong pairs on one worker their locality.
+//! worker's *next* slot (tokio's LIFO slot): it runs as soon as the
+//! current fiber stops, while what it needs is still in cache (a message
+//! and its reply, a parent and the child it just started). The fiber the
+//! slot held moves to the back of the local queue, where others may steal
+//! it, and then a sleeping worker is woken if nobody is searching (`idle.rs`,
+//! rule 2); filling an empty slot wakes nobody, since this worker runs it
+//! next. The slot cannot be stolen, so it is capped: after
+//! [`MAX_NEXT_STREAK`] fibers in a row from the slot, the slot's fiber goes
+//! to the back of the queue and the queue runs. A fiber that cedes or
+//! auto-yields goes to the back of the queue without waking anyone (never
+//! to the slot): if the queue was empty, the same worker runs it again at
+//! once (Cats Effect's cede bypass), and if not, it runs after the fibers
+//! that were waiting, which is the point of a cede.
 
 use std::cell::Cell;
 use std::time::Duration;
@@ -33,12 +37,20 @@ use io_core::Fiber;
 use crate::runtime::{Handle, Shared};
 use crate::sync::{Ordering, fence};
 
+/// How many fibers in a row a worker takes from its next slot before it
+/// goes back to its queue (tokio's cap on its LIFO slot).
+pub(crate) const MAX_NEXT_STREAK: u8 = 3;
+
 /// The thread-local state of a worker, reachable from `schedule_fiber`
 /// through [`CURRENT`].
 pub(crate) struct WorkerContext {
     pub(crate) index: usize,
     pub(crate) shared: std::sync::Arc<Shared>,
     pub(crate) local: Worker<Fiber<Handle>>,
+    /// The fiber to run next (not stealable).
+    next: Cell<Option<Fiber<Handle>>>,
+    /// Fibers taken from `next` in a row.
+    next_streak: Cell<u8>,
     tick: Cell<u32>,
     searching: Cell<bool>,
     /// xorshift state for choosing steal victims.
@@ -73,6 +85,8 @@ pub(crate) fn run_worker(
         index,
         shared,
         local,
+        next: Cell::new(None),
+        next_streak: Cell::new(0),
         tick: Cell::new(0),
         searching: Cell::new(false),
         rng: Cell::new(0x9E37_79B9 ^ (index as u32).wrapping_mul(0x85EB_CA6B) | 1),
@@ -80,7 +94,8 @@ pub(crate) fn run_worker(
     CURRENT.with(|current| current.set(&ctx));
     ctx.run();
     CURRENT.with(|current| current.set(std::ptr::null()));
-    // Fibers still queued here are dropped with `ctx` (shutdown).
+    // Fibers still queued here are dropped (shutdown).
+    drop(ctx.next.take());
     while let Some(fiber) = ctx.local.pop() {
         drop(fiber);
     }
@@ -99,9 +114,13 @@ impl WorkerContext {
             self.tick.set(tick);
             let next = if tick % interval == 0 {
                 self.fire_timers();
-                self.pop_global().or_else(|| self.local.pop())
+                self.pop_global()
+                    .or_else(|| self.pop_next())
+                    .or_else(|| self.pop_local())
             } else {
-                self.local.pop().or_else(|| self.pop_global())
+                self.pop_next()
+                    .or_else(|| self.pop_local())
+                    .or_else(|| self.pop_global())
             };
             if let Some(fiber) = next {
                 self.run_fiber(fiber);
@@ -129,6 +148,41 @@ impl WorkerContext {
             }
         }
         fiber.run();
+    }
+
+    /// Puts a fiber scheduled on this worker in its next slot (see the
+    /// module doc).
+    #[inline]
+    pub(crate) fn schedule_next(&self, fiber: Fiber<Handle>) {
+        if let Some(previous) = self.next.replace(Some(fiber)) {
+            self.local.push(previous);
+            self.shared.notify_after_push();
+        }
+    }
+
+    /// The fiber in the next slot, unless the streak cap is reached (the
+    /// slot's fiber then goes to the back of the queue).
+    #[inline]
+    fn pop_next(&self) -> Option<Fiber<Handle>> {
+        let fiber = self.next.take()?;
+        let streak = self.next_streak.get();
+        if streak < MAX_NEXT_STREAK {
+            self.next_streak.set(streak + 1);
+            Some(fiber)
+        } else {
+            self.next_streak.set(0);
+            self.local.push(fiber);
+            None
+        }
+    }
+
+    /// The oldest fiber of the local queue (which ends a streak of the next
+    /// slot).
+    #[inline]
+    fn pop_local(&self) -> Option<Fiber<Handle>> {
+        let fiber = self.local.pop()?;
+        self.next_streak.set(0);
+        Some(fiber)
     }
 
     /// A batch from the global queue into the local one, and its first fiber.

@@ -5,7 +5,11 @@
 //! The state (behind a short lock of the sync shim, never held across a
 //! suspension) is either *empty* with a list of waiters, or *complete* with
 //! the value. `complete` moves it from empty to complete and takes the
-//! waiter list under the lock, then wakes the waiters outside it. `get`
+//! waiter list under the lock; each waiter reads the value under the lock
+//! and hands back the fiber to resume with what it read, and the fibers are
+//! resumed after the lock is released (a resumed fiber may run at once on
+//! another thread and read this cell: it must not find the lock held while
+//! its waker schedules it). `get`
 //! either reads the value under the lock or registers a waiter; a `get`
 //! canceled while waiting removes its own waiter (the async finalizer), so
 //! nothing is left behind. A second `complete` finds the state complete and
@@ -15,10 +19,27 @@ use alloc::boxed::Box;
 use alloc::collections::BTreeMap;
 use core::fmt;
 
+use crate::erased::Value;
+use crate::fiber::RawCallback;
 use crate::io::IO;
 use crate::sync::{Arc, Mutex};
 
-pub(crate) type Waiter<A> = Box<dyn FnOnce(&A) + Send>;
+/// Reads the value for one waiting `get`, and returns the fiber to resume
+/// (once the cell's lock is released) with what it read.
+pub(crate) type Waiter<A> = Box<dyn FnOnce(&A) -> Option<Wake> + Send>;
+
+/// A fiber to resume with a value, once no lock is held.
+pub(crate) struct Wake {
+    callback: RawCallback,
+    value: Value,
+}
+
+impl Wake {
+    /// Resumes the fiber (if it was not resumed already, by cancellation).
+    pub(crate) fn run(self) {
+        self.callback.complete(Ok(self.value));
+    }
+}
 
 struct State<A> {
     value: Option<A>,
@@ -56,16 +77,25 @@ impl<A> Cell<A> {
             core::mem::take(&mut state.waiters)
         };
         if !waiters.is_empty() {
-            // The value never changes once set. The waiters are called with
-            // it under the lock again: that is sound because every waiter
-            // comes from `wait_for` in this crate, which only clones or reads
-            // the value and completes a callback (scheduling a fiber), and
-            // never touches this cell.
-            let state = self.state.lock();
-            let value = state.value.as_ref().expect("set just above");
-            for waiter in waiters.into_values() {
-                waiter(value);
+            // The waiters read the value under the lock (it may be moved out
+            // by a handle's owner later, so it is not read without it); the
+            // fibers are resumed once the lock is released.
+            let mut first = None;
+            let mut rest = alloc::vec::Vec::new();
+            {
+                let state = self.state.lock();
+                let value = state.value.as_ref().expect("set just above");
+                for waiter in waiters.into_values() {
+                    if let Some(wake) = waiter(value) {
+                        if first.is_none() {
+                            first = Some(wake);
+                        } else {
+                            rest.push(wake);
+                        }
+                    }
+                }
             }
+            first.into_iter().chain(rest).for_each(Wake::run);
         }
         Ok(())
     }
@@ -76,7 +106,11 @@ impl<A> Cell<A> {
         let mut state = self.state.lock();
         match &state.value {
             Some(value) => {
-                f(value);
+                let wake = f(value);
+                drop(state);
+                if let Some(wake) = wake {
+                    wake.run();
+                }
                 None
             }
             None => {
@@ -123,7 +157,10 @@ where
 {
     IO::async_(move |cb| {
         let id = cell.on_value(Box::new(move |value| {
-            cb.succeed(read(value));
+            Some(Wake {
+                callback: cb.into_raw(),
+                value: Value::new(read(value)),
+            })
         }));
         id.map(|id| IO::delay(move || cell.remove_waiter(id)))
     })

@@ -39,6 +39,7 @@ impl Probe {
         Box::new(move |value: &usize| {
             token.0.calls.fetch_add(1, Ordering::SeqCst);
             token.0.seen.fetch_add(*value, Ordering::SeqCst);
+            None
         })
     }
 
