@@ -272,24 +272,55 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// Runs the programs concurrently, collecting the values in order. The
     /// first failure cancels the others and is the result.
     pub fn par_sequence(programs: Vec<IO<A, E>>) -> IO<Vec<A>, E> {
-        // A balanced tree of `both`: a failure anywhere cancels its sibling
-        // subtree at once, and propagates up, canceling the rest.
-        fn tree<A: Send + 'static, E: Send + 'static>(
-            mut programs: Vec<IO<A, E>>,
-        ) -> IO<Vec<A>, E> {
-            match programs.len() {
-                0 => IO::pure(Vec::new()),
-                1 => programs.pop().expect("one program").map(|a| alloc::vec![a]),
-                n => {
-                    let right = programs.split_off(n / 2);
-                    tree(programs).both(tree(right)).map(|(mut left, right)| {
-                        left.extend(right);
-                        left
-                    })
+        // One child fiber per program, all started in the parent's masked
+        // region; each child records its value (or the first failure) in a
+        // shared table and the last one, or the first to fail, completes
+        // `done`. The parent waits for `done` unmasked (canceling the parent
+        // cancels every child), then on a failure cancels the children still
+        // running and waits for their finalizers. Same semantics as a tree
+        // of `both` (the first failure wins at once; a canceled child
+        // cancels the parent), for one fiber per program instead of a tree.
+        IO::defer(move || {
+            let n = programs.len();
+            match n {
+                0 => return IO::pure(Vec::new()),
+                1 => {
+                    let mut programs = programs;
+                    let only = programs.pop().expect("one program");
+                    return only.map(|a| alloc::vec![a]);
                 }
+                _ => {}
             }
-        }
-        IO::defer(move || tree(programs))
+            let table = crate::sync::Arc::new(par::Table::<A, E>::new(n));
+            IO::uncancelable(move |poll| {
+                let children: Vec<IO<FiberHandle<(), E>, E>> = programs
+                    .into_iter()
+                    .enumerate()
+                    .map(|(index, program)| {
+                        let (on_value, on_end) = (table.clone(), table.clone());
+                        program
+                            .attempt()
+                            .map(move |result| on_value.record(index, result))
+                            .guarantee_case(move |outcome| {
+                                on_end.record_abnormal(outcome);
+                                IO::unit()
+                            })
+                            .start()
+                    })
+                    .collect();
+                let done = table.done.clone();
+                IO::sequence(children).flat_map(move |handles| {
+                    let canceler = handles.clone();
+                    poll.apply(done.get())
+                        .on_cancel(par::cancel_all(canceler))
+                        .flat_map(move |()| match table.take() {
+                            Ok(values) => IO::pure(values),
+                            Err(failure) => par::cancel_all(handles)
+                                .product_r(embed(poll, failure).map(|()| Vec::new())),
+                        })
+                })
+            })
+        })
     }
 
     /// Like [`par_traverse`](IO::par_traverse), with at most `parallelism`
@@ -361,4 +392,116 @@ fn outcome_of<A: Send + 'static, E: Send + 'static, E2: Send + 'static>(
 /// needed.
 fn unreachable_pair<A, B>() -> (A, B) {
     unreachable!("io-core: a failed side is raised before the pair is built")
+}
+
+/// The shared table of [`IO::par_sequence`].
+mod par {
+    use alloc::vec::Vec;
+
+    use crate::data::deferred::Deferred;
+    use crate::fiber::handle::FiberHandle;
+    use crate::io::IO;
+    use crate::outcome::Outcome;
+    use crate::sync::Mutex;
+
+    struct State<A, E> {
+        values: Vec<Option<A>>,
+        remaining: usize,
+        /// The first failure (an error, a cancellation or a panic).
+        failure: Option<Outcome<(), E>>,
+    }
+
+    pub(super) struct Table<A, E> {
+        state: Mutex<State<A, E>>,
+        /// Completed by the last child to succeed, or the first to fail.
+        pub(super) done: Deferred<()>,
+    }
+
+    impl<A: Send + 'static, E: Send + 'static> Table<A, E> {
+        pub(super) fn new(n: usize) -> Self {
+            let mut values = Vec::with_capacity(n);
+            values.resize_with(n, || None);
+            Table {
+                state: Mutex::new(State {
+                    values,
+                    remaining: n,
+                    failure: None,
+                }),
+                done: Deferred::new(),
+            }
+        }
+
+        /// A child's value or error.
+        pub(super) fn record(&self, index: usize, result: Result<A, E>) {
+            let finished = {
+                let mut state = self.state.lock();
+                match result {
+                    Ok(a) => {
+                        state.values[index] = Some(a);
+                        state.remaining -= 1;
+                        state.remaining == 0 && state.failure.is_none()
+                    }
+                    Err(e) => self::first_failure(&mut state, Outcome::Errored(e)),
+                }
+            };
+            if finished {
+                self.finish();
+            }
+        }
+
+        /// A child that was canceled or panicked (its `record` never ran).
+        pub(super) fn record_abnormal<B>(&self, outcome: &Outcome<B, E>) {
+            let failure = match outcome {
+                Outcome::Canceled => Outcome::Canceled,
+                Outcome::Panicked(message) => Outcome::Panicked(message.clone()),
+                Outcome::Succeeded(_) | Outcome::Errored(_) => return,
+            };
+            let first = first_failure(&mut self.state.lock(), failure);
+            if first {
+                self.finish();
+            }
+        }
+
+        fn finish(&self) {
+            // The only completion: `remaining` reaches 0 once, and only the
+            // first failure finishes, and not both (a failure leaves
+            // `remaining` above 0).
+            let _ = self.done.complete_now(());
+        }
+
+        /// The values in order, or the first failure.
+        pub(super) fn take(&self) -> Result<Vec<A>, Outcome<(), E>> {
+            let mut state = self.state.lock();
+            match state.failure.take() {
+                Some(failure) => Err(failure),
+                None => Ok(core::mem::take(&mut state.values)
+                    .into_iter()
+                    .map(|value| value.expect("every child recorded its value"))
+                    .collect()),
+            }
+        }
+    }
+
+    /// Records `failure` if it is the first; true if it is.
+    fn first_failure<A, E>(state: &mut State<A, E>, failure: Outcome<(), E>) -> bool {
+        if state.failure.is_some() || state.remaining == 0 {
+            return false;
+        }
+        state.failure = Some(failure);
+        true
+    }
+
+    /// Requests the cancellation of every child at once, then waits for
+    /// each to finish (its finalizers have run).
+    pub(super) fn cancel_all<E: Send + 'static>(handles: Vec<FiberHandle<(), E>>) -> IO<(), E> {
+        IO::uncancelable(move |_| {
+            IO::delay(move || {
+                for handle in &handles {
+                    handle.request_cancel();
+                }
+                handles
+            })
+            .flat_map(|handles| IO::traverse(handles, |h| h.join_void()).void())
+        })
+    }
 }

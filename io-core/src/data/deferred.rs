@@ -227,6 +227,12 @@ impl<A> Deferred<A> {
         }
     }
 
+    /// Sets the value now, from inside the crate's own combinators (not as a
+    /// program); gives the value back if it was already set.
+    pub(crate) fn complete_now(&self, value: A) -> Result<(), A> {
+        self.cell.complete(value)
+    }
+
     /// How many fibers are waiting in `get` (for diagnostics and tests).
     pub fn waiters(&self) -> usize {
         self.cell.waiter_count()

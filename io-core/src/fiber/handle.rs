@@ -104,6 +104,12 @@ impl<A: Send + 'static, E: Send + 'static> FiberHandle<A, E> {
         handle
     }
 
+    /// Requests the fiber's cancellation without waiting (for combinators
+    /// that cancel many fibers, then wait for all of them).
+    pub(crate) fn request_cancel(&self) {
+        self.fiber.request_cancel();
+    }
+
     /// Waits for the fiber to complete, without reading its outcome.
     pub fn join_void<E2: Send + 'static>(&self) -> IO<(), E2> {
         wait_for(self.state.clone(), |_| ())
