@@ -121,11 +121,12 @@ fn a_main_that_cancels_itself_exits_with_code_130() {
     assert_eq!(output.status.code(), Some(130));
 }
 
-#[test]
-fn sigint_cancels_the_main_fiber_runs_its_finalizers_and_exits_with_130() {
+/// Starts the `wait` mode, sends `signal` once it is ready, and checks that
+/// the finalizer ran and the exit code is 130.
+fn a_signal_cancels_the_main_fiber_and_runs_its_finalizer(signal_name: &str) {
     let mut child = spawn("wait");
     let mut stdout = wait_for_line(&mut child, "ready");
-    signal(&child, "INT");
+    signal(&child, signal_name);
     let status = wait_with_limit(&mut child, Duration::from_secs(30));
     let mut rest = String::new();
     std::io::Read::read_to_string(&mut stdout, &mut rest).expect("read stdout");
@@ -134,15 +135,13 @@ fn sigint_cancels_the_main_fiber_runs_its_finalizers_and_exits_with_130() {
 }
 
 #[test]
+fn sigint_cancels_the_main_fiber_runs_its_finalizers_and_exits_with_130() {
+    a_signal_cancels_the_main_fiber_and_runs_its_finalizer("INT");
+}
+
+#[test]
 fn sigterm_also_runs_the_finalizers() {
-    let mut child = spawn("wait");
-    let mut stdout = wait_for_line(&mut child, "ready");
-    signal(&child, "TERM");
-    let status = wait_with_limit(&mut child, Duration::from_secs(30));
-    let mut rest = String::new();
-    std::io::Read::read_to_string(&mut stdout, &mut rest).expect("read stdout");
-    assert_eq!(rest, "finalizer ran\n");
-    assert_eq!(status.code(), Some(130));
+    a_signal_cancels_the_main_fiber_and_runs_its_finalizer("TERM");
 }
 
 #[test]
