@@ -22,7 +22,6 @@ use std::fmt;
 use io_core::{FiberStatus, WeakFiber};
 
 use crate::runtime::Shared;
-use crate::sync::Ordering;
 
 /// Weak references to the fibers started on one worker.
 #[derive(Debug, Default)]
@@ -127,7 +126,6 @@ pub(crate) fn snapshot(shared: &Shared) -> Metrics {
         .collect();
     let (parked_workers, searching_workers) = shared.idle.counts();
     let blocking = shared.blocking.counts();
-    let _ = Ordering::Relaxed;
     Metrics {
         workers,
         global_queue_len: shared.injector.len(),

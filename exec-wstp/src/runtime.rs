@@ -669,9 +669,9 @@ impl Runtime {
         shared.begin_shutdown();
         let blocking_threads = shared.blocking.shutdown();
         let on_own_worker = worker::with_current(shared, |ctx| ctx.is_some());
+        // Workers still in their loop when the deadline passed (then also
+        // blocking threads that did not stop in time).
         let mut still_running = 0;
-        // Workers still in their loop when the deadline passed.
-        let mut workers_left = 0;
         {
             let mut running = shared.running_workers.lock();
             while *running > usize::from(on_own_worker) {
@@ -680,8 +680,7 @@ impl Runtime {
                     Some(deadline) => {
                         let now = Instant::now();
                         if now >= deadline {
-                            workers_left = *running - usize::from(on_own_worker);
-                            still_running += *running;
+                            still_running += *running - usize::from(on_own_worker);
                             break;
                         }
                         running =
@@ -705,7 +704,7 @@ impl Runtime {
             // its exit running after `drop` returned). Only when some
             // workers are still in their loop at the deadline (blocked in
             // user code) are the unfinished ones detached.
-            if workers_left == 0 || thread.is_finished() {
+            if still_running == 0 || thread.is_finished() {
                 let _ = thread.join();
             }
         }

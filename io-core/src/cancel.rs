@@ -26,7 +26,7 @@
 use core::marker::PhantomData;
 
 use crate::erased::{Adapter, ErasedFn, Value};
-use crate::fiber::handle::{FiberHandle, JoinState};
+use crate::fiber::handle::{FiberHandle, JoinState, complete_into};
 use crate::fiber::{CompleteK, RawFiberRef, typed_outcome};
 use crate::io::IO;
 use crate::node::{GuaranteeK, Node, StartParts};
@@ -95,11 +95,7 @@ mod k {
     {
         unsafe fn call(io: IO<A, E>, _: ()) -> StartParts {
             let state = Arc::new(JoinState::<A, E>::new());
-            let completed = state.clone();
-            let on_complete = move |outcome: Outcome<A, E>, suppressed: alloc::vec::Vec<E>| {
-                // A fiber completes once, so the cell is empty here.
-                let _ = completed.complete((outcome, suppressed));
-            };
+            let on_complete = complete_into(state.clone());
             let make_handle = move |fiber: RawFiberRef| FiberHandle::new(state, fiber);
             StartParts {
                 child: io.into_node(),

@@ -732,10 +732,8 @@ impl Frame {
     #[inline]
     pub(crate) fn is_passed_through(&self, ok: bool) -> bool {
         match self.tag() {
-            Tag::Map | Tag::Fold => true,
-            Tag::HandleErrorWith | Tag::MapError | Tag::OnCancel => {
-                ok || self.tag() != Tag::HandleErrorWith
-            }
+            Tag::Map | Tag::Fold | Tag::MapError | Tag::OnCancel => true,
+            Tag::HandleErrorWith => ok,
             Tag::FlatMap => !ok,
             _ => false,
         }

@@ -43,15 +43,11 @@ fn lock_is_held(mutex: &Mutex) -> IO<bool, E> {
         .handle_error(|e| e == Error::TimedOut)
 }
 
-/// Waits until `n` fibers wait for `mutex`.
-///
-/// io-core shows the count only in `Mutex`'s `Debug` output (`waiting: n`);
-/// tests read it there to know that a started fiber really waits, which a
-/// `cede` does not ensure on a multi-threaded executor.
+/// Waits until `n` fibers wait for `mutex` (a `cede` does not ensure that a
+/// started fiber waits already on a multi-threaded executor).
 fn waiting_for(mutex: &Mutex, n: usize) -> IO<(), E> {
     let mutex = mutex.clone();
-    let expected = format!("waiting: {n} ");
-    eventually(move || format!("{mutex:?}").contains(&expected))
+    eventually(move || mutex.waiting() == n)
 }
 
 /// Counts how many programs are inside the lock at once.

@@ -23,41 +23,16 @@ fn drain(q: &Queue<u32>) -> IO<Vec<u32>, E> {
     })
 }
 
-/// How many fibers wait to take from `q`, and how many wait to offer to it.
-///
-/// io-core shows these counts only in `Queue`'s `Debug` output; the tests
-/// read them there to wait until a started fiber really waits, which a
-/// `cede` does not ensure on a multi-threaded executor (the fiber may run on
-/// another worker, later).
-fn waiting(q: &Queue<u32>) -> (usize, usize) {
-    let text = format!("{q:?}");
-    let field = |name: &str| -> usize {
-        let key = format!("{name}: ");
-        let start = text
-            .find(&key)
-            .unwrap_or_else(|| panic!("no `{name}` in `{text}`"))
-            + key.len();
-        let digits: String = text[start..]
-            .chars()
-            .take_while(char::is_ascii_digit)
-            .collect();
-        digits
-            .parse()
-            .unwrap_or_else(|_| panic!("no count for `{name}` in `{text}`"))
-    };
-    (field("takers"), field("offerers"))
-}
-
 /// Waits until `n` fibers wait in `take`.
 fn takers_waiting(q: &Queue<u32>, n: usize) -> IO<(), E> {
     let q = q.clone();
-    eventually(move || waiting(&q).0 == n)
+    eventually(move || q.waiting_takers() == n)
 }
 
 /// Waits until `n` fibers wait in `offer`.
 fn offerers_waiting(q: &Queue<u32>, n: usize) -> IO<(), E> {
     let q = q.clone();
-    eventually(move || waiting(&q).1 == n)
+    eventually(move || q.waiting_offerers() == n)
 }
 
 /// Offers each element in order.

@@ -58,6 +58,11 @@ impl Mutex {
         )
     }
 
+    /// How many fibers wait for the lock (for diagnostics and tests).
+    pub fn waiting(&self) -> usize {
+        self.permit.waiting()
+    }
+
     /// Runs `io` holding the lock.
     pub fn with_lock<A: Send + 'static, E: Send + 'static>(&self, io: IO<A, E>) -> IO<A, E> {
         self.permit.with_permit(io)

@@ -302,6 +302,16 @@ impl<A: Send + 'static> Queue<A> {
         self.shared.state.lock().buffer.len()
     }
 
+    /// How many fibers wait in `take` (for diagnostics and tests).
+    pub fn waiting_takers(&self) -> usize {
+        self.shared.state.lock().takers.len()
+    }
+
+    /// How many fibers wait in `offer` (for diagnostics and tests).
+    pub fn waiting_offerers(&self) -> usize {
+        self.shared.state.lock().offerers.len()
+    }
+
     /// Whether no element is buffered now.
     pub fn is_empty(&self) -> bool {
         self.len() == 0

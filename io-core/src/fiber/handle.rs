@@ -40,6 +40,16 @@ pub(crate) type Completed<A, E> = (Outcome<A, E>, Vec<E>);
 /// completed once, by the fiber's completion callback.
 pub(crate) type JoinState<A, E> = Cell<Completed<A, E>>;
 
+/// The completion callback of a fiber that fills the join state `state`.
+pub(crate) fn complete_into<A: Send + 'static, E: Send + 'static>(
+    state: Arc<JoinState<A, E>>,
+) -> impl FnOnce(Outcome<A, E>, Vec<E>) + Send + 'static {
+    move |outcome, suppressed| {
+        // A fiber completes once, so the cell is empty here.
+        let _ = state.complete((outcome, suppressed));
+    }
+}
+
 /// A started fiber: join it, cancel it.
 ///
 /// ```
@@ -93,12 +103,8 @@ impl<A: Send + 'static, E: Send + 'static> FiberHandle<A, E> {
     /// runtime's `spawn`, a test): the fiber is scheduled at once, and the
     /// handle joins or cancels it like one from [`IO::start`].
     pub fn spawn<X: Executor>(io: IO<A, E>, executor: &X) -> Self {
-        let state = Arc::new(JoinState::<A, E>::new());
-        let completed = state.clone();
-        let fiber = Fiber::with_suppressed(io, executor.clone(), move |outcome, suppressed| {
-            // A fiber completes once, so the cell is empty here.
-            let _ = completed.complete((outcome, suppressed));
-        });
+        let state = Arc::new(JoinState::new());
+        let fiber = Fiber::with_suppressed(io, executor.clone(), complete_into(state.clone()));
         let handle = FiberHandle::new(state, fiber.raw_ref());
         executor.schedule_fiber(fiber);
         handle
