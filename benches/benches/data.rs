@@ -364,19 +364,10 @@ mod tokio_ref {
         acc
     }
 
+    /// tokio has no `Ref`: `getAndUpdate` and `modify` are the same
+    /// locked increment here.
     pub async fn ref_get_and_update() -> i64 {
-        let cell = std::sync::Mutex::new(0i64);
-        let mut acc = 0;
-        for _ in 0..REF_ITERATIONS {
-            let before = {
-                let mut n = cell.lock().expect("not poisoned");
-                let before = *n;
-                *n += 1;
-                before
-            };
-            acc += before;
-        }
-        acc
+        ref_modify().await
     }
 
     // ----- Queue ---------------------------------------------------------
