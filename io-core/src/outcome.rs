@@ -93,14 +93,16 @@ impl<A: fmt::Debug, E: fmt::Debug> fmt::Display for Outcome<A, E> {
 /// The message of a panic that ended a fiber.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PanicMessage {
-    message: String,
+    /// A boxed `str`, not a `String`: two words, so that every outcome (and
+    /// every join state holding one) stays small.
+    message: alloc::boxed::Box<str>,
 }
 
 impl PanicMessage {
     /// Wraps a message.
     pub fn new(message: impl Into<String>) -> Self {
         PanicMessage {
-            message: message.into(),
+            message: message.into().into_boxed_str(),
         }
     }
 
@@ -114,7 +116,7 @@ impl PanicMessage {
         } else {
             String::from("Box<dyn Any> (a panic payload that is not a string)")
         };
-        PanicMessage { message }
+        PanicMessage::new(message)
     }
 
     /// The panic message.

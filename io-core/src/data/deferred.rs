@@ -16,9 +16,9 @@
 //! gives its value back as an error; the first value stays.
 
 use alloc::boxed::Box;
-use alloc::collections::BTreeMap;
 use core::fmt;
 
+use super::waiters::WaiterList;
 use crate::erased::Value;
 use crate::fiber::RawCallback;
 use crate::io::IO;
@@ -43,10 +43,9 @@ impl Wake {
 
 struct State<A> {
     value: Option<A>,
-    /// Keyed by registration order: woken in that order, removed in
-    /// O(log n) when a `get` is canceled.
-    waiters: BTreeMap<u64, Waiter<A>>,
-    next_waiter: u64,
+    /// In registration order: woken in that order, removed in O(log n)
+    /// when a `get` is canceled (see `waiters`).
+    waiters: WaiterList<Waiter<A>>,
 }
 
 /// The shared cell behind a [`Deferred`] (also used by fiber handles).
@@ -59,8 +58,7 @@ impl<A> Cell<A> {
         Cell {
             state: Mutex::new(State {
                 value: None,
-                waiters: BTreeMap::new(),
-                next_waiter: 0,
+                waiters: WaiterList::new(),
             }),
         }
     }
@@ -74,9 +72,10 @@ impl<A> Cell<A> {
                 return Err(value);
             }
             state.value = Some(value);
-            core::mem::take(&mut state.waiters)
+            state.waiters.take_all()
         };
-        if !waiters.is_empty() {
+        let mut waiters = waiters.peekable();
+        if waiters.peek().is_some() {
             // The waiters read the value under the lock (it may be moved out
             // by a handle's owner later, so it is not read without it); the
             // fibers are resumed once the lock is released.
@@ -85,7 +84,7 @@ impl<A> Cell<A> {
             {
                 let state = self.state.lock();
                 let value = state.value.as_ref().expect("set just above");
-                for waiter in waiters.into_values() {
+                for waiter in waiters {
                     if let Some(wake) = waiter(value) {
                         if first.is_none() {
                             first = Some(wake);
@@ -113,12 +112,7 @@ impl<A> Cell<A> {
                 }
                 None
             }
-            None => {
-                let id = state.next_waiter;
-                state.next_waiter += 1;
-                state.waiters.insert(id, f);
-                Some(id)
-            }
+            None => Some(state.waiters.push(f)),
         }
     }
 
@@ -126,7 +120,7 @@ impl<A> Cell<A> {
     pub(crate) fn remove_waiter(&self, id: u64) {
         let removed = {
             let mut state = self.state.lock();
-            state.waiters.remove(&id)
+            state.waiters.remove(id)
         };
         drop(removed);
     }

@@ -16,6 +16,7 @@ pub mod queue;
 pub mod ref_;
 pub mod resource;
 pub mod semaphore;
+pub(crate) mod waiters;
 
 #[cfg(all(test, loom))]
 mod tests_loom;

@@ -26,6 +26,7 @@
 use alloc::collections::VecDeque;
 use core::fmt;
 
+use super::waiters::WaiterList;
 use crate::erased::Value;
 use crate::fiber::{Callback, RawCallback};
 use crate::io::IO;
@@ -51,13 +52,11 @@ enum TakerSlot<A> {
 }
 
 struct Taker<A> {
-    id: u64,
     slot: Arc<Mutex<TakerSlot<A>>>,
     callback: RawCallback,
 }
 
 struct Offerer<A> {
-    id: u64,
     /// The element; `None` once a taker moved it out.
     slot: Arc<Mutex<Option<A>>>,
     callback: RawCallback,
@@ -65,9 +64,10 @@ struct Offerer<A> {
 
 struct State<A> {
     buffer: VecDeque<A>,
-    takers: VecDeque<Taker<A>>,
-    offerers: VecDeque<Offerer<A>>,
-    next_id: u64,
+    /// Waiting takers and offerers in arrival order; a canceled one is
+    /// removed in O(log n).
+    takers: WaiterList<Taker<A>>,
+    offerers: WaiterList<Offerer<A>>,
 }
 
 struct Shared<A> {
@@ -88,7 +88,7 @@ fn wake(callback: Wake) {
 impl<A: Send + 'static> Shared<A> {
     /// Gives `element` to the first waiting taker, or returns it.
     fn hand_to_taker(state: &mut State<A>, element: A) -> Result<RawCallback, A> {
-        match state.takers.pop_front() {
+        match state.takers.pop() {
             Some(taker) => {
                 *taker.slot.lock() = TakerSlot::Filled(element);
                 Ok(taker.callback)
@@ -99,7 +99,7 @@ impl<A: Send + 'static> Shared<A> {
 
     /// Moves the first waiting offerer's element out (waking it), if any.
     fn take_from_offerer(state: &mut State<A>) -> Option<(A, RawCallback)> {
-        let offerer = state.offerers.pop_front()?;
+        let offerer = state.offerers.pop()?;
         let element = offerer.slot.lock().take()?;
         Some((element, offerer.callback))
     }
@@ -162,8 +162,9 @@ impl<A: Send + 'static> Shared<A> {
     /// over: to the next waiting taker, or to the front of the buffer.
     fn cancel_taker(&self, id: Option<u64>, slot: &Mutex<TakerSlot<A>>) -> Wake {
         let mut state = self.state.lock();
-        if let Some(position) = id.and_then(|id| state.takers.iter().position(|t| t.id == id)) {
-            state.takers.remove(position);
+        if let Some(removed) = id.and_then(|id| state.takers.remove(id)) {
+            drop(state);
+            drop(removed);
             return None;
         }
         let handed = core::mem::replace(&mut *slot.lock(), TakerSlot::Waiting);
@@ -184,8 +185,7 @@ impl<A: Send + 'static> Shared<A> {
     fn cancel_offerer(&self, id: u64) {
         let removed = {
             let mut state = self.state.lock();
-            let position = state.offerers.iter().position(|o| o.id == id);
-            position.and_then(|p| state.offerers.remove(p))
+            state.offerers.remove(id)
         };
         drop(removed);
     }
@@ -254,9 +254,8 @@ impl<A: Send + 'static> Queue<A> {
                 capacity,
                 state: Mutex::new(State {
                     buffer: VecDeque::new(),
-                    takers: VecDeque::new(),
-                    offerers: VecDeque::new(),
-                    next_id: 0,
+                    takers: WaiterList::new(),
+                    offerers: WaiterList::new(),
                 }),
             }),
         }
@@ -367,14 +366,11 @@ impl<A: Send + 'static> Queue<A> {
                         }
                     }
                 }
-                let id = state.next_id;
-                state.next_id += 1;
-                *id1.lock() = Some(id);
-                state.offerers.push_back(Offerer {
-                    id,
+                let id = state.offerers.push(Offerer {
                     slot: slot1,
                     callback: cb.into_raw(),
                 });
+                *id1.lock() = Some(id);
                 None
             });
             let cleanup = IO::delay(move || {
@@ -433,14 +429,11 @@ impl<A: Send + 'static> Queue<A> {
                     cb.succeed(());
                     return None;
                 }
-                let id = state.next_id;
-                state.next_id += 1;
-                *id1.lock() = Some(id);
-                state.takers.push_back(Taker {
-                    id,
+                let id = state.takers.push(Taker {
                     slot: slot1,
                     callback: cb.into_raw(),
                 });
+                *id1.lock() = Some(id);
                 None
             });
             let cleanup = IO::delay(move || {

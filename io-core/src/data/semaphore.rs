@@ -15,16 +15,15 @@
 //! handed over (the fiber was resumed, and canceled right after): it then
 //! releases that permit again.
 
-use alloc::collections::VecDeque;
 use core::fmt;
 
+use super::waiters::WaiterList;
 use crate::erased::Value;
 use crate::fiber::{Callback, RawCallback};
 use crate::io::IO;
 use crate::sync::{Arc, Mutex};
 
 struct Waiter {
-    id: u64,
     /// Resumes the waiting fiber (with `()`).
     callback: RawCallback,
     /// Set to `Granted` under the state lock when a release hands this
@@ -34,8 +33,8 @@ struct Waiter {
 
 struct State {
     available: u64,
-    waiters: VecDeque<Waiter>,
-    next_id: u64,
+    /// In arrival order; a canceled waiter is removed in O(log n).
+    waiters: WaiterList<Waiter>,
 }
 
 impl State {
@@ -65,7 +64,7 @@ impl Shared {
     fn release_one(&self) {
         let waiter = {
             let mut state = self.state.lock();
-            match state.waiters.pop_front() {
+            match state.waiters.pop() {
                 Some(waiter) => {
                     // From here on the permit is the waiter's: if its fiber
                     // was canceled meanwhile, its cleanup gives it back.
@@ -141,8 +140,7 @@ impl Semaphore {
             shared: Arc::new(Shared {
                 state: Mutex::new(State {
                     available: permits,
-                    waiters: VecDeque::new(),
-                    next_id: 0,
+                    waiters: WaiterList::new(),
                 }),
             }),
         })
@@ -184,14 +182,12 @@ impl Semaphore {
                     drop(state);
                     cb.succeed(());
                 } else {
-                    let id = state.next_id;
-                    state.next_id += 1;
-                    *t1.lock() = Ticket::Waiting(id);
-                    state.waiters.push_back(Waiter {
-                        id,
+                    let ticket = t1.clone();
+                    let id = state.waiters.push(Waiter {
                         callback: cb.into_raw(),
                         ticket: t1,
                     });
+                    *ticket.lock() = Ticket::Waiting(id);
                 }
                 None
             });
@@ -202,10 +198,7 @@ impl Semaphore {
                     let mut state = s2.state.lock();
                     match *t2.lock() {
                         Ticket::Waiting(id) => {
-                            let position = state.waiters.iter().position(|w| w.id == id);
-                            if let Some(p) = position {
-                                state.waiters.remove(p);
-                            }
+                            drop(state.waiters.remove(id));
                             false
                         }
                         Ticket::Granted => true,

@@ -551,41 +551,102 @@ impl core::fmt::Debug for WeakFiber {
 }
 
 /// The run-loop state of a fiber, touched only by the thread running it.
+///
+/// Kept small, since every suspended fiber holds one: what is needed only
+/// while a fiber finalizes after a panic, or when a finalizer's error is
+/// suppressed, lives in a separate allocation made then ([`Cold`]).
 pub(crate) struct Core {
-    /// The node to evaluate next; `None` while suspended (the next run takes
-    /// the result from the header's slot).
-    current: Option<Node>,
-    /// The explicit continuation stack.
-    stack: Vec<Frame>,
-    /// The finalizer the current async registration returned (for
-    /// cancellation while suspended).
-    suspended_finalizer: Option<Node>,
-    /// The key of the timer the fiber sleeps on (erased `X::TimerKey`).
-    timer_key: Option<Value>,
+    /// Where the next run starts.
+    pub(super) next: Next,
+    /// The explicit continuation stack. A fiber that is not running and
+    /// whose stack is empty holds no buffer: it takes its thread's spare
+    /// one when it runs, and leaves it when it suspends or completes with
+    /// an empty stack (`pool::stacks`), so that a million fibers suspended
+    /// between two programs hold no stacks.
+    pub(super) stack: Vec<Frame>,
     /// Receives the outcome; taken when the fiber completes.
-    on_complete: Option<Completion>,
+    pub(super) on_complete: Option<Completion>,
     /// Depth of nested uncancelable regions around the current node
     /// (cancellation is observed only at depth 0).
-    masks: u32,
+    pub(super) masks: u32,
     /// Set once the fiber finalizes (canceled or panicked): the remaining
     /// frames are popped, running only finalizers.
-    ending: Option<Ending>,
+    pub(super) ending: Option<Ending>,
+    /// The panic message and suppressed errors, once there are any.
+    pub(super) cold: Option<alloc::boxed::Box<Cold>>,
+}
+
+/// Where a fiber's next run starts.
+pub(crate) enum Next {
+    /// Evaluate this node (a new fiber, or one that yielded).
+    Node(Node),
+    /// Suspended (async without finalizer, never, blocking work): the
+    /// result is in the header's slot, or there is none because
+    /// cancellation ended the suspension.
+    Resume,
+    /// Suspended in an async registration that returned this finalizer (run
+    /// if cancellation ends the suspension).
+    ResumeWithFinalizer(Node),
+    /// Sleeping: the key of the timer (an erased `X::TimerKey`), canceled if
+    /// cancellation ends the sleep.
+    Wake(Value),
+}
+
+/// Why a fiber finalizes instead of completing normally (the panic message
+/// itself is in [`Cold`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ending {
+    Canceled,
+    Panicked,
+}
+
+/// The rarely used part of a fiber's state.
+#[derive(Default)]
+pub(crate) struct Cold {
+    /// The message of the panic the fiber finalizes after.
+    panic: Option<crate::outcome::PanicMessage>,
     /// Errors of finalizers that could not be propagated (the fiber was
     /// already failing, canceled or panicking): handed over with the outcome.
     suppressed: Vec<Value>,
 }
 
-/// Why a fiber finalizes instead of completing normally.
-pub(crate) enum Ending {
-    Canceled,
-    Panicked(crate::outcome::PanicMessage),
-}
+impl Core {
+    fn cold(&mut self) -> &mut Cold {
+        self.cold.get_or_insert_with(Default::default)
+    }
 
-impl Ending {
-    fn outcome(&self) -> Outcome<Value, Value> {
-        match self {
-            Ending::Canceled => Outcome::Canceled,
-            Ending::Panicked(message) => Outcome::Panicked(message.clone()),
+    /// Starts finalizing after a panic (unless already finalizing).
+    pub(super) fn set_panicked(&mut self, message: crate::outcome::PanicMessage) {
+        if self.ending.is_none() {
+            self.ending = Some(Ending::Panicked);
+            self.cold().panic = Some(message);
+        }
+    }
+
+    /// Keeps a finalizer error that could not be propagated.
+    pub(super) fn suppress(&mut self, error: Value) {
+        self.cold().suppressed.push(error);
+    }
+
+    /// Takes the suppressed errors (when the fiber completes).
+    pub(super) fn take_suppressed(&mut self) -> Vec<Value> {
+        self.cold
+            .as_mut()
+            .map(|cold| core::mem::take(&mut cold.suppressed))
+            .unwrap_or_default()
+    }
+
+    /// The outcome a finalizing fiber ends with.
+    pub(super) fn ending_outcome(&self) -> Outcome<Value, Value> {
+        match self.ending {
+            Some(Ending::Canceled) => Outcome::Canceled,
+            Some(Ending::Panicked) => Outcome::Panicked(
+                self.cold
+                    .as_ref()
+                    .and_then(|cold| cold.panic.clone())
+                    .unwrap_or_else(|| crate::outcome::PanicMessage::new("")),
+            ),
+            None => unreachable!("io-core: unwinding without an ending"),
         }
     }
 }
@@ -721,14 +782,12 @@ impl<X: Executor> Fiber<X> {
 
     pub(crate) fn from_parts(node: Node, on_complete: Completion, executor: X) -> Fiber<X> {
         let core = Core {
-            current: Some(node),
-            stack: crate::pool::stacks::take(),
-            suspended_finalizer: None,
-            timer_key: None,
+            next: Next::Node(node),
+            stack: Vec::new(),
             on_complete: Some(on_complete),
             masks: 0,
             ending: None,
-            suppressed: Vec::new(),
+            cold: None,
         };
         let fiber = Fiber {
             inner: Arc::new(FiberInner {

@@ -42,7 +42,7 @@
 //! finalizers (not `on_cancel` ones) with `Outcome::Panicked`, and ends the
 //! fiber with [`Outcome::Panicked`].
 
-use super::{Core, Ending, Fiber, FiberInner};
+use super::{Core, Ending, Fiber, FiberInner, Next};
 use crate::erased::Value;
 use crate::executor::{Executor, TimerCallback};
 use crate::node::{Frame, FrameKind, Kind, Node, Tag};
@@ -53,10 +53,11 @@ use crate::sync::Arc;
 enum Exit {
     /// The fiber finished; its outcome was delivered.
     Completed,
-    /// The fiber gave up its thread (cede or auto-yield); `core.current` holds
+    /// The fiber gave up its thread (cede or auto-yield); `core.next` holds
     /// where to go on.
     Yield,
-    /// The fiber waits for a callback; `core.current` is `None`.
+    /// The fiber waits for a callback; `core.next` says what to do when it
+    /// resumes.
     /// `interruptible`: cancellation may end the wait (the fiber is unmasked).
     Suspend { interruptible: bool },
 }
@@ -106,7 +107,7 @@ fn run_guarded<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit
             Err(payload) => {
                 let message = crate::outcome::PanicMessage::from_payload(&*payload);
                 drop(payload);
-                core.current = Some(Node::panicked(message));
+                core.next = Next::Node(Node::panicked(message));
             }
         }
     }
@@ -121,13 +122,19 @@ fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
     let executor = &inner.executor;
     let header = &inner.header;
     let mut budget = executor.config().auto_yield_after();
-    let mut node = match core.current.take() {
-        Some(node) => node,
-        None => {
+    if core.stack.capacity() == 0 {
+        core.stack = crate::pool::stacks::take();
+    }
+    let mut node = match core::mem::replace(&mut core.next, Next::Resume) {
+        Next::Node(node) => node,
+        next => {
             // Resumed after a suspension: the result is in the slot, or there
             // is none because cancellation ended the suspension.
-            let finalizer = core.suspended_finalizer.take();
-            let timer = core.timer_key.take();
+            let (finalizer, timer) = match next {
+                Next::ResumeWithFinalizer(finalizer) => (Some(finalizer), None),
+                Next::Wake(key) => (None, Some(key)),
+                _ => (None, None),
+            };
             match header.take_result() {
                 Some(res) => {
                     drop(finalizer);
@@ -163,7 +170,7 @@ fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
                 if should_cancel(core, header) {
                     node = begin_cancel(core, node);
                 }
-                core.current = Some(node);
+                core.next = Next::Node(node);
                 return Exit::Yield;
             }
         } else {
@@ -266,12 +273,12 @@ fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
                 Some(FrameKind::RestoreErr(original)) => {
                     // The finalizer failed after an error: keep the first,
                     // suppress the finalizer's.
-                    core.suppressed.push(error);
+                    core.suppress(error);
                     core.masks -= 1;
                     unmasked(core, header, Node::error(original), false)
                 }
                 Some(FrameKind::ResumeUnwind) => {
-                    core.suppressed.push(error);
+                    core.suppress(error);
                     core.masks -= 1;
                     Node::unwind()
                 }
@@ -361,11 +368,11 @@ fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
                             Node::from_res(res)
                         }
                         _ => {
-                            core.suspended_finalizer = finalizer;
-                            core.current = None;
-                            return Exit::Suspend {
-                                interruptible: core.masks == 0,
+                            core.next = match finalizer {
+                                Some(finalizer) => Next::ResumeWithFinalizer(finalizer),
+                                None => Next::Resume,
                             };
+                            return suspend(core, core.masks == 0);
                         }
                     }
                 }
@@ -383,11 +390,8 @@ fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
                     match header.take_if_done() {
                         Some(Some(res)) => Node::from_res(res),
                         _ => {
-                            core.timer_key = Some(Value::new(key));
-                            core.current = None;
-                            return Exit::Suspend {
-                                interruptible: core.masks == 0,
-                            };
+                            core.next = Next::Wake(Value::new(key));
+                            return suspend(core, core.masks == 0);
                         }
                     }
                 }
@@ -404,19 +408,17 @@ fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
                         // already on another thread.
                         Some(Some(res)) => Node::from_res(res),
                         _ => {
-                            core.current = None;
+                            core.next = Next::Resume;
                             // Blocking work cannot be interrupted: the fiber
                             // waits for it even when canceled (then finalizes).
-                            return Exit::Suspend {
-                                interruptible: false,
-                            };
+                            return suspend(core, false);
                         }
                     }
                 }
             }
             Kind::Cede => {
                 let next = Node::pure(Value::unit());
-                core.current = Some(if should_cancel(core, header) {
+                core.next = Next::Node(if should_cancel(core, header) {
                     begin_cancel(core, next)
                 } else {
                     next
@@ -428,10 +430,8 @@ fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
                     begin_cancel(core, Node::unwind())
                 } else {
                     header.begin_suspension();
-                    core.current = None;
-                    return Exit::Suspend {
-                        interruptible: core.masks == 0,
-                    };
+                    core.next = Next::Resume;
+                    return suspend(core, core.masks == 0);
                 }
             }
             Kind::Monotonic => Node::pure(Value::new(executor.monotonic())),
@@ -482,24 +482,30 @@ fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
                 Node::pure(handle)
             }
             Kind::Panicked(message) => {
-                if core.ending.is_none() {
-                    core.ending = Some(Ending::Panicked(message));
-                }
+                core.set_panicked(message);
                 Node::unwind()
             }
             Kind::Unwind => match unwind_step(core) {
                 Some(next) => next,
                 None => {
-                    let outcome = match core.ending.take() {
-                        Some(ending) => ending.outcome(),
-                        None => unreachable!("io-core: unwinding without an ending"),
-                    };
+                    let outcome = core.ending_outcome();
+                    core.ending = None;
                     complete(inner, core, outcome);
                     return Exit::Completed;
                 }
             },
         };
     }
+}
+
+/// Leaves the run-loop to suspend. A fiber waiting with an empty stack
+/// gives its buffer back to the thread (see `Core::stack`).
+#[inline(always)]
+fn suspend(core: &mut Core, interruptible: bool) -> Exit {
+    if core.stack.is_empty() && core.stack.capacity() != 0 {
+        crate::pool::stacks::give(core::mem::take(&mut core.stack));
+    }
+    Exit::Suspend { interruptible }
 }
 
 /// Whether the fiber must start finalizing because it was canceled.
@@ -571,10 +577,7 @@ fn unwind_step(core: &mut Core) -> Option<Node> {
                 }
             }
             FrameKind::GuaranteeCase(f) => {
-                let outcome = match &core.ending {
-                    Some(ending) => ending.outcome(),
-                    None => unreachable!("io-core: unwinding without an ending"),
-                };
+                let outcome = core.ending_outcome();
                 // SAFETY: the finalizer takes the erased outcome of its source.
                 let (node, outcome) = unsafe { f.call(outcome) };
                 drop(outcome);
@@ -582,7 +585,7 @@ fn unwind_step(core: &mut Core) -> Option<Node> {
             }
             // An error a finalizer was about to restore when the fiber began
             // to finalize (a panic in that finalizer): kept, never lost.
-            FrameKind::RestoreErr(original) => core.suppressed.push(original),
+            FrameKind::RestoreErr(original) => core.suppress(original),
             // Everything else is dropped: continuations do not run.
             _ => {}
         }
@@ -607,7 +610,7 @@ fn complete<X: Executor>(inner: &FiberInner<X>, core: &mut Core, outcome: Outcom
     inner.header.mark_completed();
     inner.executor.fiber_ended();
     if let Some(on_complete) = core.on_complete.take() {
-        let suppressed = core::mem::take(&mut core.suppressed);
+        let suppressed = core.take_suppressed();
         // SAFETY: the adapter expects the erased outcome of this fiber's
         // program and its suppressed errors (values of its error type).
         unsafe { on_complete.call((outcome, suppressed)) }

@@ -413,3 +413,59 @@ fn races_and_data_types_work_on_a_plain_executor() {
         Some(Outcome::Succeeded(crate::Either::Right(2)))
     );
 }
+
+#[test]
+#[cfg(target_pointer_width = "64")]
+fn a_fiber_with_a_one_word_executor_is_one_allocation_of_at_most_136_bytes() {
+    // The per-fiber cost of a million suspended fibers: reference counts,
+    // header, run-loop state and executor handle.
+    let size = core::mem::size_of::<crate::sync::Arc<crate::fiber::FiberInner<TestExecutor>>>();
+    assert_eq!(size, 8, "a fiber handle is one pointer");
+    assert!(
+        core::mem::size_of::<crate::fiber::FiberInner<TestExecutor>>() + 16 <= 136,
+        "FiberInner is {} bytes",
+        core::mem::size_of::<crate::fiber::FiberInner<TestExecutor>>()
+    );
+}
+
+#[test]
+fn a_fiber_suspended_with_an_empty_stack_holds_no_stack_buffer() {
+    let ex = rt();
+    let (tx, rx) = std::sync::mpsc::channel();
+    // Frames are pushed and popped before the suspension (the stack had a
+    // buffer), and none is pending while the fiber waits.
+    let io: IO<u64, ()> = IO::pure(1)
+        .map(|x| x + 1)
+        .flat_map(|x| IO::delay(move || x * 2))
+        .flat_map(move |_| {
+            IO::async_(move |cb: crate::Callback<u64, ()>| {
+                tx.send(cb).unwrap();
+                None
+            })
+        });
+    let fiber = Fiber::new(io, ex.clone(), |_| {});
+    let inner = fiber.inner.clone();
+    fiber.run();
+    let cb = rx.recv().expect("the fiber suspended");
+    // SAFETY: the fiber is suspended and nothing resumes it while we look
+    // (its only callback is here, not called).
+    let (capacity, resumable) = inner.core.with_mut(|core| unsafe {
+        (
+            (*core).stack.capacity(),
+            matches!((*core).next, crate::fiber::Next::Resume),
+        )
+    });
+    assert_eq!(
+        capacity, 0,
+        "the empty stack's buffer went back to the thread"
+    );
+    assert!(resumable);
+    assert!(cb.succeed(7));
+    let fiber = ex.0.queue.lock().unwrap().pop_front().expect("resumed");
+    fiber.run();
+    // SAFETY: the fiber completed; nothing else touches its core.
+    let completed = inner
+        .core
+        .with_mut(|core| unsafe { (*core).on_complete.is_none() });
+    assert!(completed, "the resumed fiber ran to its end");
+}

@@ -1,0 +1,170 @@
+//! A FIFO list of waiters, each with an id for removal when its wait is
+//! canceled.
+//!
+//! Ids are handed out in increasing order, so the list (a `VecDeque` of
+//! `(id, Option<waiter>)`) is always sorted by id: removal finds its entry by
+//! binary search and leaves a tombstone (`None`), without moving the other
+//! entries, so a cancel storm of `n` waiters costs `O(n log n)`, not the
+//! `O(n²)` of removing from the middle. Tombstones at the front are popped
+//! as the list is consumed; the others are swept out when the buffer is full
+//! and would grow (each sweep is paid for by the removals that made the
+//! tombstones, or by the growth it replaces).
+//!
+//! The first waiter of an empty list gets a buffer of exactly one entry: a
+//! deferred or fiber handle awaited by one fiber (the common case) costs one
+//! small allocation, not a node of a tree or a four-entry buffer.
+
+use alloc::collections::VecDeque;
+
+/// Waiters in arrival order, removable by id.
+pub(crate) struct WaiterList<T> {
+    entries: VecDeque<(u64, Option<T>)>,
+    next_id: u64,
+}
+
+impl<T> WaiterList<T> {
+    /// An empty list (no allocation).
+    pub(crate) const fn new() -> Self {
+        WaiterList {
+            entries: VecDeque::new(),
+            next_id: 0,
+        }
+    }
+
+    /// Adds a waiter at the back; returns its id.
+    pub(crate) fn push(&mut self, waiter: T) -> u64 {
+        if self.entries.len() == self.entries.capacity() {
+            if self.entries.capacity() == 0 {
+                self.entries.reserve_exact(1);
+            } else {
+                self.entries.retain(|(_, waiter)| waiter.is_some());
+            }
+        }
+        let id = self.next_id;
+        self.next_id += 1;
+        self.entries.push_back((id, Some(waiter)));
+        id
+    }
+
+    /// Takes the oldest waiter.
+    pub(crate) fn pop(&mut self) -> Option<T> {
+        while let Some((_, waiter)) = self.entries.pop_front() {
+            if waiter.is_some() {
+                return waiter;
+            }
+        }
+        None
+    }
+
+    /// Removes the waiter `id` if it is still listed, and returns it (for the
+    /// caller to drop once its lock is released).
+    pub(crate) fn remove(&mut self, id: u64) -> Option<T> {
+        let index = self.entries.binary_search_by_key(&id, |(id, _)| *id).ok()?;
+        let waiter = self.entries[index].1.take();
+        // Keep the ends free of tombstones, so that `is_empty` and `pop` stay
+        // cheap for the usual one-waiter list.
+        while matches!(self.entries.back(), Some((_, None))) {
+            self.entries.pop_back();
+        }
+        while matches!(self.entries.front(), Some((_, None))) {
+            self.entries.pop_front();
+        }
+        waiter
+    }
+
+    /// Takes every waiter, oldest first, leaving the list empty.
+    pub(crate) fn take_all(&mut self) -> impl Iterator<Item = T> + use<T> {
+        core::mem::take(&mut self.entries)
+            .into_iter()
+            .filter_map(|(_, waiter)| waiter)
+    }
+
+    /// How many waiters are listed.
+    pub(crate) fn len(&self) -> usize {
+        self.entries
+            .iter()
+            .filter(|(_, waiter)| waiter.is_some())
+            .count()
+    }
+
+    /// Whether no waiter is listed.
+    pub(crate) fn is_empty(&self) -> bool {
+        // The ends are never tombstones, so a non-empty deque has a waiter.
+        self.entries.is_empty()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::WaiterList;
+    use alloc::vec::Vec;
+
+    #[test]
+    fn waiters_come_out_in_arrival_order_without_the_removed_ones() {
+        let mut list = WaiterList::new();
+        let ids: Vec<u64> = (0..10).map(|i| list.push(i)).collect();
+        assert_eq!(list.remove(ids[3]), Some(3));
+        assert_eq!(list.remove(ids[0]), Some(0));
+        assert_eq!(list.remove(ids[9]), Some(9));
+        assert_eq!(list.remove(ids[3]), None, "a second removal finds nothing");
+        assert_eq!(list.len(), 7);
+        assert_eq!(list.pop(), Some(1));
+        let rest: Vec<i32> = list.take_all().collect();
+        assert_eq!(rest, [2, 4, 5, 6, 7, 8]);
+        assert!(list.is_empty());
+        assert_eq!(list.pop(), None);
+    }
+
+    #[test]
+    fn the_first_waiter_gets_a_buffer_of_one_entry() {
+        let mut list = WaiterList::new();
+        let id = list.push(1u8);
+        assert_eq!(list.entries.capacity(), 1);
+        assert_eq!(list.remove(id), Some(1));
+        assert!(list.is_empty());
+    }
+
+    #[test]
+    fn a_removed_waiter_of_an_already_taken_list_is_not_found() {
+        let mut list = WaiterList::new();
+        let id = list.push(1u8);
+        assert_eq!(list.take_all().count(), 1);
+        assert_eq!(list.remove(id), None);
+        let later = list.push(2);
+        assert!(later > id, "ids keep increasing after the list was emptied");
+        assert_eq!(list.pop(), Some(2));
+    }
+
+    #[test]
+    fn tombstones_are_swept_instead_of_growing_the_buffer_forever() {
+        let mut list = WaiterList::new();
+        let n = if cfg!(miri) { 200 } else { 100_000 };
+        // One long-lived waiter at the front, and a stream of waiters that
+        // are removed again: the buffer stays small.
+        list.push(usize::MAX);
+        for i in 0..n {
+            let keep = list.push(i);
+            let id = list.push(i);
+            assert_eq!(list.remove(id), Some(i));
+            assert_eq!(list.remove(keep), Some(i));
+        }
+        assert!(list.entries.capacity() <= 4, "{}", list.entries.capacity());
+        // Removals in the middle leave tombstones; pushing sweeps them.
+        let ids: Vec<u64> = (0..64).map(|i| list.push(i)).collect();
+        for id in &ids[..63] {
+            assert!(list.remove(*id).is_some());
+        }
+        for i in 0..64 {
+            list.push(1000 + i);
+        }
+        assert!(
+            list.entries.capacity() <= 128,
+            "{}",
+            list.entries.capacity()
+        );
+        assert_eq!(list.len(), 66);
+        assert_eq!(list.pop(), Some(usize::MAX));
+        assert_eq!(list.pop(), Some(63));
+        assert_eq!(list.pop(), Some(1000));
+    }
+}
