@@ -26,12 +26,11 @@
 use core::marker::PhantomData;
 
 use crate::erased::{Adapter, ErasedFn, Value};
-use crate::fiber::handle::{FiberHandle, JoinState, complete_into};
-use crate::fiber::{CompleteK, RawFiberRef, typed_outcome};
+use crate::fiber::handle::FiberHandle;
+use crate::fiber::{RawFiberRef, typed_outcome};
 use crate::io::IO;
 use crate::node::{GuaranteeK, Node, StartParts};
 use crate::outcome::Outcome;
-use crate::sync::Arc;
 
 /// Unmasks a program inside the `uncancelable` region that made it.
 ///
@@ -94,12 +93,10 @@ mod k {
         E: Send + 'static,
     {
         unsafe fn call(io: IO<A, E>, _: ()) -> StartParts {
-            let state = Arc::new(JoinState::<A, E>::new());
-            let on_complete = complete_into(state.clone());
-            let make_handle = move |fiber: RawFiberRef| FiberHandle::new(state, fiber);
+            // SAFETY (of `from_fiber`): the child runs `io`, an `IO<A, E>`.
+            let make_handle = |fiber: RawFiberRef| unsafe { FiberHandle::from_fiber(fiber) };
             StartParts {
                 child: io.into_node(),
-                on_complete: ErasedFn::new::<CompleteK<A, E>, _>(on_complete),
                 handle: ErasedFn::new::<MakeHandle<A, E>, _>(make_handle),
             }
         }

@@ -194,6 +194,30 @@ impl Value {
         unsafe { load::<T>(this.word) }
     }
 
+    /// Borrows the value as the type it was made from (for readers that
+    /// clone it, such as the joiners of a fiber).
+    ///
+    /// # Safety
+    /// * The value was made by `Value::new::<T>` (debug builds check this).
+    #[inline]
+    pub(crate) unsafe fn peek<T: 'static>(&self) -> &T {
+        #[cfg(debug_assertions)]
+        assert!(
+            (self.vtable.type_id)() == core::any::TypeId::of::<T>(),
+            "io-core: a value was read back as `{}`, which is not its type",
+            core::any::type_name::<T>()
+        );
+        if fits_inline::<T>() {
+            // SAFETY: by the precondition the word holds an inline `T`, alive
+            // as long as `self`.
+            unsafe { &*self.word.as_ptr().cast::<T>() }
+        } else {
+            // SAFETY: by the precondition the word points at a live `T` (in a
+            // pooled block or a box) owned by `self`.
+            unsafe { &*self.word.assume_init().cast::<T>().cast_const() }
+        }
+    }
+
     /// Splits into the raw parts (for nodes); the caller owns the payload.
     #[inline(always)]
     pub(crate) fn into_raw(self) -> (Word, &'static ValueVTable) {

@@ -190,12 +190,11 @@ impl PollK {
 /// once the finalizer has run).
 pub(crate) type GuaranteeK = ErasedFn<Outcome<Value, Value>, (Node, Outcome<Value, Value>)>;
 
-/// What a `Start` node's closure prepares: the child's program, its
-/// completion callback, and how to build the handle value once the child
-/// fiber exists.
+/// What a `Start` node's closure prepares: the child's program, and how to
+/// build the handle value once the child fiber exists (its outcome goes to
+/// the join state inside the fiber).
 pub(crate) struct StartParts {
     pub(crate) child: Node,
-    pub(crate) on_complete: crate::fiber::Completion,
     pub(crate) handle: ErasedFn<crate::fiber::RawFiberRef, Value>,
 }
 

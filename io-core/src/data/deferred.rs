@@ -15,6 +15,7 @@
 //! nothing is left behind. A second `complete` finds the state complete and
 //! gives its value back as an error; the first value stays.
 
+#[cfg(all(loom, test))]
 use alloc::boxed::Box;
 use core::fmt;
 
@@ -24,9 +25,67 @@ use crate::fiber::RawCallback;
 use crate::io::IO;
 use crate::sync::{Arc, Mutex};
 
-/// Reads the value for one waiting `get`, and returns the fiber to resume
-/// (once the cell's lock is released) with what it read.
-pub(crate) type Waiter<A> = Box<dyn FnOnce(&A) -> Option<Wake> + Send>;
+/// One waiting reader of a cell.
+pub(crate) enum Waiter<A> {
+    /// A fiber (a `get`, a join) to resume with what `read` makes of the
+    /// value. Stored inline in the waiter list: waiting is no allocation
+    /// beyond the list's entry.
+    Resume {
+        callback: RawCallback,
+        read: fn(&A) -> Value,
+    },
+    /// Any reader (the loom models' probes): reads the value, and returns
+    /// the fiber to resume, if any.
+    #[cfg(all(loom, test))]
+    Call(Box<dyn FnOnce(&A) -> Option<Wake> + Send>),
+}
+
+impl<A> Waiter<A> {
+    /// Reads the value; returns the fiber to resume (once the cell's lock is
+    /// released) with what it read.
+    fn read(self, value: &A) -> Option<Wake> {
+        match self {
+            Waiter::Resume { callback, read } => Some(Wake {
+                callback,
+                value: read(value),
+            }),
+            #[cfg(all(loom, test))]
+            Waiter::Call(f) => f(value),
+        }
+    }
+}
+
+/// How a waiter reads a cell's value: a type, so that the reading function
+/// is a plain `fn` pointer (no closure to box per waiter).
+pub(crate) trait Read<A>: 'static {
+    /// What the waiting fiber receives.
+    type Out: Send + 'static;
+    /// Reads the value.
+    fn read(value: &A) -> Self::Out;
+}
+
+/// Reads a clone of the value (`Deferred::get`).
+pub(crate) struct CloneValue;
+
+impl<A: Clone + Send + 'static> Read<A> for CloneValue {
+    type Out = A;
+    fn read(value: &A) -> A {
+        value.clone()
+    }
+}
+
+/// Reads nothing: the waiter only waits for the value to be there.
+pub(crate) struct Presence;
+
+impl<A> Read<A> for Presence {
+    type Out = ();
+    fn read(_: &A) {}
+}
+
+/// The erased reading function of a `Waiter::Resume` for `R`.
+fn read_erased<A, R: Read<A>>(value: &A) -> Value {
+    Value::new(R::read(value))
+}
 
 /// A fiber to resume with a value, once no lock is held.
 pub(crate) struct Wake {
@@ -85,7 +144,7 @@ impl<A> Cell<A> {
                 let state = self.state.lock();
                 let value = state.value.as_ref().expect("set just above");
                 for waiter in waiters {
-                    if let Some(wake) = waiter(value) {
+                    if let Some(wake) = waiter.read(value) {
                         if first.is_none() {
                             first = Some(wake);
                         } else {
@@ -105,7 +164,7 @@ impl<A> Cell<A> {
         let mut state = self.state.lock();
         match &state.value {
             Some(value) => {
-                let wake = f(value);
+                let wake = f.read(value);
                 drop(state);
                 if let Some(wake) = wake {
                     wake.run();
@@ -141,22 +200,33 @@ impl<A> Cell<A> {
     }
 }
 
-/// An IO that waits for the cell's value and produces what `read` makes of it.
-pub(crate) fn wait_for<A, B, E, F>(cell: Arc<Cell<A>>, read: F) -> IO<B, E>
+/// Something that owns a cell (a deferred's `Arc`, or a reference to a
+/// fiber, whose join state is a cell inside the fiber).
+pub(crate) trait CellOwner<A>: Send + 'static {
+    /// The cell.
+    fn cell(&self) -> &Cell<A>;
+}
+
+impl<A: Send + 'static> CellOwner<A> for Arc<Cell<A>> {
+    fn cell(&self) -> &Cell<A> {
+        self
+    }
+}
+
+/// An IO that waits for the cell's value and produces what `R` reads of it.
+pub(crate) fn wait_for<A, R, E, C>(owner: C) -> IO<R::Out, E>
 where
-    A: Send + 'static,
-    B: Send + 'static,
+    A: 'static,
+    R: Read<A>,
     E: Send + 'static,
-    F: FnOnce(&A) -> B + Send + 'static,
+    C: CellOwner<A>,
 {
     IO::async_(move |cb| {
-        let id = cell.on_value(Box::new(move |value| {
-            Some(Wake {
-                callback: cb.into_raw(),
-                value: Value::new(read(value)),
-            })
-        }));
-        id.map(|id| IO::delay(move || cell.remove_waiter(id)))
+        let id = owner.cell().on_value(Waiter::Resume {
+            callback: cb.into_raw(),
+            read: read_erased::<A, R>,
+        });
+        id.map(|id| IO::delay(move || owner.cell().remove_waiter(id)))
     })
 }
 
@@ -250,7 +320,7 @@ impl<A: Clone + Send + 'static> Deferred<A> {
         IO::defer(move || match cell.with_value(|v| v.cloned()) {
             // Already complete: one step, no waiter, no suspension.
             Some(value) => IO::pure(value),
-            None => wait_for(cell, A::clone),
+            None => wait_for::<A, CloneValue, E, _>(cell),
         })
     }
 

@@ -1,18 +1,28 @@
 //! Fiber handles: what `IO::start` returns.
 //!
-//! A [`FiberHandle`] shares a join state with its fiber's completion
-//! callback, and holds a reference to the fiber itself to request its
-//! cancellation.
+//! A [`FiberHandle`] is a strong reference to its fiber: it reaches the
+//! fiber's header, where the join state lives, and requests cancellation
+//! there.
 //!
 //! # Join protocol
 //!
-//! The join state holds the outcome once the fiber has completed, the
+//! The join state (a [`Cell`], the cell behind `Deferred`, inside the
+//! fiber's header) holds the outcome once the fiber has completed, the
 //! errors its finalizers suppressed, and the joiners waiting until then.
-//! Completion stores the outcome and wakes every waiter, under the lock,
-//! exactly once. A joiner that is canceled while waiting removes its waiter
-//! (the async finalizer of `join`), so nothing is left behind. Every joiner
-//! gets its own clone of the outcome, which is why `join` asks for `A: Clone`
-//! and `E: Clone`; [`FiberHandle::join_void`] waits without reading it.
+//! Completion stores the outcome and wakes every waiter exactly once. A
+//! joiner that is canceled while waiting removes its waiter (the async
+//! finalizer of `join`), so nothing is left behind. Every joiner gets its
+//! own clone of the outcome, which is why `join` asks for `A: Clone` and
+//! `E: Clone`; [`FiberHandle::join_void`] waits without reading it.
+//!
+//! The outcome is stored erased (`Outcome<Value, Value>`): the header does
+//! not know the fiber's types. The handle does (it is made only for a fiber
+//! of an `IO<A, E>`), and reads the values back as `A` and `E`. Keeping the
+//! join state in the fiber makes starting a fiber one allocation, and a
+//! handle one pointer and a vtable; the cost is that a handle kept after
+//! the fiber completed keeps the fiber's allocation (whose program and
+//! stack are gone by then) rather than a smaller separate one, as tokio's
+//! `JoinHandle` keeps its task.
 //!
 //! # Cancel
 //!
@@ -22,31 +32,69 @@
 //! finalizers have run when `cancel` returns. Canceling twice, or canceling
 //! a fiber that has completed, only waits for (or finds) the completion.
 
+use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::fmt;
+use core::marker::PhantomData;
 
-use super::{Fiber, RawFiberRef};
-use crate::data::deferred::{Cell, wait_for};
+use super::{Fiber, RawFiberRef, typed_outcome};
+use crate::data::deferred::{Cell, CellOwner, Presence, Read, wait_for};
+use crate::erased::Value;
 use crate::executor::Executor;
 use crate::io::IO;
 use crate::outcome::Outcome;
-use crate::sync::Arc;
 
-/// What a completed fiber leaves: its outcome and the errors its finalizers
-/// suppressed.
-pub(crate) type Completed<A, E> = (Outcome<A, E>, Vec<E>);
+/// What a completed fiber leaves: its erased outcome and the errors its
+/// finalizers suppressed (boxed, and only if there are any: the join state
+/// is part of every fiber).
+pub(crate) type Completed = (Outcome<Value, Value>, Option<Box<Vec<Value>>>);
 
-/// The state a fiber's completion shares with its handles: a deferred
-/// completed once, by the fiber's completion callback.
-pub(crate) type JoinState<A, E> = Cell<Completed<A, E>>;
+/// The join state in a fiber's header.
+pub(crate) type JoinCell = Cell<Completed>;
 
-/// The completion callback of a fiber that fills the join state `state`.
-pub(crate) fn complete_into<A: Send + 'static, E: Send + 'static>(
-    state: Arc<JoinState<A, E>>,
-) -> impl FnOnce(Outcome<A, E>, Vec<E>) + Send + 'static {
-    move |outcome, suppressed| {
-        // A fiber completes once, so the cell is empty here.
-        let _ = state.complete((outcome, suppressed));
+/// Completes a fiber's join state (from the run-loop, once).
+pub(crate) fn complete_join(
+    join: &JoinCell,
+    outcome: Outcome<Value, Value>,
+    suppressed: Vec<Value>,
+) {
+    let suppressed = if suppressed.is_empty() {
+        None
+    } else {
+        Some(Box::new(suppressed))
+    };
+    // A fiber completes once, so the cell is empty here.
+    let _ = join.complete((outcome, suppressed));
+}
+
+impl CellOwner<Completed> for RawFiberRef {
+    fn cell(&self) -> &Cell<Completed> {
+        &self.header().join
+    }
+}
+
+/// Reads a joined fiber's outcome as an `Outcome<A, E>` (a clone). Used
+/// only by `FiberHandle<A, E>::join`, whose fiber's program is an
+/// `IO<A, E>`: that is what makes the typed reads below sound.
+struct CloneOutcome<A, E>(PhantomData<fn() -> (A, E)>);
+
+impl<A, E> Read<Completed> for CloneOutcome<A, E>
+where
+    A: Clone + Send + 'static,
+    E: Clone + Send + 'static,
+{
+    type Out = Outcome<A, E>;
+
+    fn read((outcome, _): &Completed) -> Outcome<A, E> {
+        // SAFETY: this reader waits only on the join state of a fiber whose
+        // program is an `IO<A, E>` (see the type's doc): its value is an `A`,
+        // its error an `E`.
+        match outcome {
+            Outcome::Succeeded(a) => Outcome::Succeeded(unsafe { a.peek::<A>() }.clone()),
+            Outcome::Errored(e) => Outcome::Errored(unsafe { e.peek::<E>() }.clone()),
+            Outcome::Canceled => Outcome::Canceled,
+            Outcome::Panicked(p) => Outcome::Panicked(p.clone()),
+        }
     }
 }
 
@@ -73,15 +121,16 @@ pub(crate) fn complete_into<A: Send + 'static, E: Send + 'static>(
 /// handle does not cancel the fiber (as in Cats Effect: a started fiber runs
 /// on its own; use `background` to tie its life to a scope).
 pub struct FiberHandle<A, E> {
-    state: Arc<JoinState<A, E>>,
+    /// A fiber whose program is an `IO<A, E>`.
     fiber: RawFiberRef,
+    _types: PhantomData<fn() -> (A, E)>,
 }
 
 impl<A, E> Clone for FiberHandle<A, E> {
     fn clone(&self) -> Self {
         FiberHandle {
-            state: self.state.clone(),
             fiber: self.fiber.clone(),
+            _types: PhantomData,
         }
     }
 }
@@ -95,17 +144,25 @@ impl<A, E> fmt::Debug for FiberHandle<A, E> {
 }
 
 impl<A: Send + 'static, E: Send + 'static> FiberHandle<A, E> {
-    pub(crate) fn new(state: Arc<JoinState<A, E>>, fiber: RawFiberRef) -> Self {
-        FiberHandle { state, fiber }
+    /// The handle of `fiber`.
+    ///
+    /// # Safety
+    /// * `fiber`'s program is an `IO<A, E>`, and its outcome goes to its
+    ///   join state (it was made without a completion callback).
+    pub(crate) unsafe fn from_fiber(fiber: RawFiberRef) -> Self {
+        FiberHandle {
+            fiber,
+            _types: PhantomData,
+        }
     }
 
     /// Starts `io` as a new fiber on `executor` from outside any fiber (a
     /// runtime's `spawn`, a test): the fiber is scheduled at once, and the
     /// handle joins or cancels it like one from [`IO::start`].
     pub fn spawn<X: Executor>(io: IO<A, E>, executor: &X) -> Self {
-        let state = Arc::new(JoinState::new());
-        let fiber = Fiber::with_suppressed(io, executor.clone(), complete_into(state.clone()));
-        let handle = FiberHandle::new(state, fiber.raw_ref());
+        let fiber = Fiber::from_parts(io.into_node(), None, executor.clone());
+        // SAFETY: the fiber runs `io` and has no completion callback.
+        let handle = unsafe { FiberHandle::from_fiber(fiber.raw_ref()) };
         executor.schedule_fiber(fiber);
         handle
     }
@@ -118,7 +175,7 @@ impl<A: Send + 'static, E: Send + 'static> FiberHandle<A, E> {
 
     /// Waits for the fiber to complete, without reading its outcome.
     pub fn join_void<E2: Send + 'static>(&self) -> IO<(), E2> {
-        wait_for(self.state.clone(), |_| ())
+        wait_for::<Completed, Presence, E2, _>(self.fiber.clone())
     }
 
     /// Requests the fiber's cancellation and waits until it has completed
@@ -134,13 +191,11 @@ impl<A: Send + 'static, E: Send + 'static> FiberHandle<A, E> {
     /// combinators of this crate, which own the only handle that reads it:
     /// no `Clone` needed). A second take finds `Canceled`.
     pub(crate) fn take_outcome<E2: Send + 'static>(&self) -> IO<Outcome<A, E>, E2> {
-        let state = self.state.clone();
+        let handle = self.clone();
         self.join_void().flat_map(move |()| {
-            IO::delay(move || {
-                state.with_value_mut(|completed| match completed {
-                    Some((outcome, _)) => core::mem::replace(outcome, Outcome::Canceled),
-                    None => unreachable!("io-core: joined fiber without an outcome"),
-                })
+            IO::delay(move || match handle.try_take_outcome() {
+                Some(outcome) => outcome,
+                None => unreachable!("io-core: joined fiber without an outcome"),
             })
         })
     }
@@ -151,9 +206,11 @@ impl<A: Send + 'static, E: Send + 'static> FiberHandle<A, E> {
     /// not completed, or its outcome was taken already; joiners that come
     /// after a take see `Outcome::Canceled`.
     pub fn try_take_outcome(&self) -> Option<Outcome<A, E>> {
-        self.state.with_value_mut(|completed| {
+        let taken = self.fiber.cell().with_value_mut(|completed| {
             completed.map(|(outcome, _)| core::mem::replace(outcome, Outcome::Canceled))
-        })
+        })?;
+        // SAFETY: the fiber's program is an `IO<A, E>` (`from_fiber`).
+        Some(unsafe { typed_outcome::<A, E>(taken) })
     }
 
     /// The errors the fiber's finalizers suppressed (ran while the fiber was
@@ -162,9 +219,15 @@ impl<A: Send + 'static, E: Send + 'static> FiberHandle<A, E> {
     where
         E: Clone,
     {
-        self.state
-            .with_value(|completed| completed.map(|(_, suppressed)| suppressed.clone()))
-            .unwrap_or_default()
+        self.fiber.cell().with_value(|completed| match completed {
+            Some((_, Some(suppressed))) => suppressed
+                .iter()
+                // SAFETY: suppressed errors are values of the fiber's error
+                // type `E` (`from_fiber`).
+                .map(|e| unsafe { e.peek::<E>() }.clone())
+                .collect(),
+            _ => Vec::new(),
+        })
     }
 }
 
@@ -176,7 +239,7 @@ where
     /// Waits for the fiber to complete and returns its outcome. Any number
     /// of fibers may join, any number of times: each gets the outcome.
     pub fn join<E2: Send + 'static>(&self) -> IO<Outcome<A, E>, E2> {
-        wait_for(self.state.clone(), |(outcome, _)| outcome.clone())
+        wait_for::<Completed, CloneOutcome<A, E>, E2, _>(self.fiber.clone())
     }
 
     /// Like [`join`](FiberHandle::join), but a canceled fiber makes the

@@ -94,12 +94,19 @@ const FLAG_BITS: u32 = 5;
 const COMPLETED: usize = CLAIMED | DONE;
 const GEN_MASK: usize = usize::MAX >> FLAG_BITS;
 
-/// The part of a fiber shared with callbacks on other threads.
+/// The part of a fiber shared with callbacks and handles on other threads.
 pub(crate) struct Header {
     state: AtomicUsize,
     /// Written by the completer that won the claim, read by the fiber after
     /// it saw `DONE`.
     slot: UnsafeCell<Option<Res>>,
+    /// The join state: the outcome once the fiber has completed (for a
+    /// fiber started with `IO::start` or [`FiberHandle::spawn`]), and the
+    /// joiners waiting for it. Inside the fiber, so that starting a fiber is
+    /// one allocation (see `handle`).
+    ///
+    /// [`FiberHandle::spawn`]: handle::FiberHandle::spawn
+    pub(crate) join: handle::JoinCell,
 }
 
 // SAFETY: `slot` is written only by the single completer that won the CAS to
@@ -115,6 +122,7 @@ impl Header {
         Header {
             state: AtomicUsize::new(0),
             slot: UnsafeCell::new(None),
+            join: handle::JoinCell::new(),
         }
     }
 
@@ -227,6 +235,11 @@ impl Header {
                 Err(actual) => state = actual,
             }
         }
+    }
+
+    /// Whether the fiber has completed (`mark_completed`).
+    fn is_completed(&self) -> bool {
+        self.state.load(Ordering::Acquire) & !CANCEL == COMPLETED
     }
 
     /// Records that the fiber has completed (for fiber listings): the word
@@ -564,7 +577,8 @@ pub(crate) struct Core {
     /// an empty stack (`pool::stacks`), so that a million fibers suspended
     /// between two programs hold no stacks.
     pub(super) stack: Vec<Frame>,
-    /// Receives the outcome; taken when the fiber completes.
+    /// Receives the outcome; taken when the fiber completes. `None` for a
+    /// fiber whose outcome goes to its join state (`Header::join`).
     pub(super) on_complete: Option<Completion>,
     /// Depth of nested uncancelable regions around the current node
     /// (cancellation is observed only at depth 0).
@@ -676,11 +690,7 @@ impl<X: Executor> Drop for FiberInner<X> {
     fn drop(&mut self) {
         // A fiber freed before it completed (dropped by a shut-down executor,
         // or suspended with every callback gone) ends here.
-        // SAFETY: `&mut self`: no other reference to the core exists.
-        if self
-            .core
-            .with_mut(|core| unsafe { (*core).on_complete.is_some() })
-        {
+        if !self.header.is_completed() {
             self.executor.fiber_ended();
         }
     }
@@ -759,7 +769,7 @@ impl<X: Executor> Fiber<X> {
         let on_complete = move |outcome: Outcome<A, E>, _suppressed: Vec<E>| on_complete(outcome);
         Fiber::from_parts(
             io.into_node(),
-            ErasedFn::new::<CompleteK<A, E>, _>(on_complete),
+            Some(ErasedFn::new::<CompleteK<A, E>, _>(on_complete)),
             executor,
         )
     }
@@ -775,16 +785,18 @@ impl<X: Executor> Fiber<X> {
     {
         Fiber::from_parts(
             io.into_node(),
-            ErasedFn::new::<CompleteK<A, E>, F>(on_complete),
+            Some(ErasedFn::new::<CompleteK<A, E>, F>(on_complete)),
             executor,
         )
     }
 
-    pub(crate) fn from_parts(node: Node, on_complete: Completion, executor: X) -> Fiber<X> {
+    /// A fiber of `node`; its outcome goes to `on_complete`, or, without
+    /// one, to its join state (for fibers that `FiberHandle`s join).
+    pub(crate) fn from_parts(node: Node, on_complete: Option<Completion>, executor: X) -> Fiber<X> {
         let core = Core {
             next: Next::Node(node),
             stack: Vec::new(),
-            on_complete: Some(on_complete),
+            on_complete,
             masks: 0,
             ending: None,
             cold: None,

@@ -476,7 +476,7 @@ fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
             }
             Kind::Start(prepare) => {
                 let parts = unsafe { prepare.call(()) };
-                let child = Fiber::from_parts(parts.child, parts.on_complete, executor.clone());
+                let child = Fiber::from_parts(parts.child, None, executor.clone());
                 let handle = unsafe { parts.handle.call(child.raw_ref()) };
                 executor.schedule_fiber(child);
                 Node::pure(handle)
@@ -609,10 +609,11 @@ fn complete<X: Executor>(inner: &FiberInner<X>, core: &mut Core, outcome: Outcom
     crate::pool::stacks::give(core::mem::take(&mut core.stack));
     inner.header.mark_completed();
     inner.executor.fiber_ended();
-    if let Some(on_complete) = core.on_complete.take() {
-        let suppressed = core.take_suppressed();
+    let suppressed = core.take_suppressed();
+    match core.on_complete.take() {
         // SAFETY: the adapter expects the erased outcome of this fiber's
         // program and its suppressed errors (values of its error type).
-        unsafe { on_complete.call((outcome, suppressed)) }
+        Some(on_complete) => unsafe { on_complete.call((outcome, suppressed)) },
+        None => super::handle::complete_join(&inner.header.join, outcome, suppressed),
     }
 }

@@ -416,13 +416,18 @@ fn races_and_data_types_work_on_a_plain_executor() {
 
 #[test]
 #[cfg(target_pointer_width = "64")]
-fn a_fiber_with_a_one_word_executor_is_one_allocation_of_at_most_136_bytes() {
+fn a_fiber_with_a_one_word_executor_and_its_join_state_is_one_allocation_of_at_most_216_bytes() {
     // The per-fiber cost of a million suspended fibers: reference counts,
-    // header, run-loop state and executor handle.
+    // header (with the join state), run-loop state and executor handle.
     let size = core::mem::size_of::<crate::sync::Arc<crate::fiber::FiberInner<TestExecutor>>>();
     assert_eq!(size, 8, "a fiber handle is one pointer");
+    assert_eq!(
+        core::mem::size_of::<crate::FiberHandle<u64, ()>>(),
+        16,
+        "a fiber handle is a pointer and a vtable"
+    );
     assert!(
-        core::mem::size_of::<crate::fiber::FiberInner<TestExecutor>>() + 16 <= 136,
+        core::mem::size_of::<crate::fiber::FiberInner<TestExecutor>>() + 16 <= 216,
         "FiberInner is {} bytes",
         core::mem::size_of::<crate::fiber::FiberInner<TestExecutor>>()
     );
