@@ -27,9 +27,9 @@ use core::marker::PhantomData;
 
 use crate::erased::{Adapter, ErasedFn, Value};
 use crate::fiber::handle::FiberHandle;
-use crate::fiber::{RawFiberRef, typed_outcome};
+use crate::fiber::{Spawner, typed_outcome};
 use crate::io::IO;
-use crate::node::{GuaranteeK, Node, StartParts};
+use crate::node::{GuaranteeK, Node};
 use crate::outcome::Outcome;
 
 /// Unmasks a program inside the `uncancelable` region that made it.
@@ -87,30 +87,29 @@ mod k {
     }
 
     pub(super) struct Start<A, E>(PhantomData<fn() -> (A, E)>);
-    impl<A, E> Adapter<(), StartParts, IO<A, E>> for Start<A, E>
+    impl<A, E> Adapter<Spawner, Value, IO<A, E>> for Start<A, E>
     where
         A: Send + 'static,
         E: Send + 'static,
     {
-        unsafe fn call(io: IO<A, E>, _: ()) -> StartParts {
-            // SAFETY (of `from_fiber`): the child runs `io`, an `IO<A, E>`.
-            let make_handle = |fiber: RawFiberRef| unsafe { FiberHandle::from_fiber(fiber) };
-            StartParts {
-                child: io.into_node(),
-                handle: ErasedFn::new::<MakeHandle<A, E>, _>(make_handle),
-            }
+        unsafe fn call(io: IO<A, E>, spawner: Spawner) -> Value {
+            let child = spawner.spawn(io.into_node(), None);
+            // SAFETY: the child runs `io`, an `IO<A, E>`, without completion
+            // callback (its outcome goes to its join state).
+            Value::new(unsafe { FiberHandle::<A, E>::from_fiber(child) })
         }
     }
 
-    pub(super) struct MakeHandle<A, E>(PhantomData<fn() -> (A, E)>);
-    impl<A, E, F> Adapter<RawFiberRef, Value, F> for MakeHandle<A, E>
+    /// A `Start` node's closure that starts any number of children with the
+    /// spawner and produces a `T` (handles to them).
+    pub(crate) struct WithSpawner<T>(PhantomData<fn() -> T>);
+    impl<T, F> Adapter<Spawner, Value, F> for WithSpawner<T>
     where
-        A: Send + 'static,
-        E: Send + 'static,
-        F: FnOnce(RawFiberRef) -> FiberHandle<A, E>,
+        T: Send + 'static,
+        F: FnOnce(Spawner) -> T,
     {
-        unsafe fn call(f: F, fiber: RawFiberRef) -> Value {
-            Value::new(f(fiber))
+        unsafe fn call(f: F, spawner: Spawner) -> Value {
+            Value::new(f(spawner))
         }
     }
 }
@@ -223,6 +222,16 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// at once.
     pub fn start<E2: Send + 'static>(self) -> IO<FiberHandle<A, E>, E2> {
         IO::from_node(Node::start(ErasedFn::new::<k::Start<A, E>, _>(self)))
+    }
+
+    /// Starts children on the current fiber's executor in one step: `f`
+    /// receives the spawner and returns what the program produces (for
+    /// combinators that start many fibers, such as `par_sequence`).
+    pub(crate) fn with_spawner<F>(f: F) -> IO<A, E>
+    where
+        F: FnOnce(Spawner) -> A + Send + 'static,
+    {
+        IO::from_node(Node::start(ErasedFn::new::<k::WithSpawner<A>, _>(f)))
     }
 }
 

@@ -42,6 +42,8 @@ use core::time::Duration;
 
 use crate::cancel::Poll;
 use crate::data::deferred::Deferred;
+use crate::erased::ErasedFn;
+use crate::fiber::CompleteK;
 use crate::fiber::handle::FiberHandle;
 use crate::io::IO;
 use crate::outcome::Outcome;
@@ -272,14 +274,16 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// Runs the programs concurrently, collecting the values in order. The
     /// first failure cancels the others and is the result.
     pub fn par_sequence(programs: Vec<IO<A, E>>) -> IO<Vec<A>, E> {
-        // One child fiber per program, all started in the parent's masked
-        // region; each child records its value (or the first failure) in a
-        // shared table and the last one, or the first to fail, completes
-        // `done`. The parent waits for `done` unmasked (canceling the parent
+        // One child fiber per program, all started in one step of the
+        // parent's masked region. A child's completion callback (no join
+        // state, no extra frames around its program) records its outcome in
+        // a shared table: the last success, or the first failure, completes
+        // `done`; the last child to end, whatever its outcome, completes
+        // `ended`. The parent waits for `done` unmasked (canceling the parent
         // cancels every child), then on a failure cancels the children still
-        // running and waits for their finalizers. Same semantics as a tree
-        // of `both` (the first failure wins at once; a canceled child
-        // cancels the parent), for one fiber per program instead of a tree.
+        // running and waits for `ended`, so their finalizers have run. Same
+        // semantics as a tree of `both` (the first failure wins at once; a
+        // canceled child cancels the parent), for one fiber per program.
         IO::defer(move || {
             let n = programs.len();
             match n {
@@ -293,31 +297,31 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
             }
             let table = crate::sync::Arc::new(par::Table::<A, E>::new(n));
             IO::uncancelable(move |poll| {
-                let children: Vec<IO<FiberHandle<(), E>, E>> = programs
-                    .into_iter()
-                    .enumerate()
-                    .map(|(index, program)| {
-                        let (on_value, on_end) = (table.clone(), table.clone());
-                        program
-                            .attempt()
-                            .map(move |result| on_value.record(index, result))
-                            .guarantee_case(move |outcome| {
-                                on_end.record_abnormal(outcome);
-                                IO::unit()
-                            })
-                            .start()
-                    })
-                    .collect();
-                let done = table.done.clone();
-                IO::sequence(children).flat_map(move |handles| {
-                    let canceler = handles.clone();
-                    poll.apply(done.get())
-                        .on_cancel(par::cancel_all(canceler))
-                        .flat_map(move |()| match table.take() {
-                            Ok(values) => IO::pure(values),
-                            Err(failure) => par::cancel_all(handles)
-                                .product_r(embed(poll, failure).map(|()| Vec::new())),
+                let spawning = table.clone();
+                let start_all = IO::<par::Children, E>::with_spawner(move |spawner| {
+                    let children = programs
+                        .into_iter()
+                        .enumerate()
+                        .map(|(index, program)| {
+                            let table = spawning.clone();
+                            let on_complete = move |outcome: Outcome<A, E>, _: Vec<E>| {
+                                table.record(index, outcome)
+                            };
+                            let on_complete = ErasedFn::new::<CompleteK<A, E>, _>(on_complete);
+                            spawner.spawn(program.into_node(), Some(on_complete))
                         })
+                        .collect();
+                    par::Children(crate::sync::Arc::new(children))
+                });
+                start_all.flat_map(move |children| {
+                    let on_cancel = par::cancel_all(children.clone(), table.ended.clone());
+                    poll.apply(table.done.get()).on_cancel(on_cancel).flat_map(
+                        move |()| match table.take() {
+                            Ok(values) => IO::pure(values),
+                            Err(failure) => par::cancel_all(children, table.ended.clone())
+                                .product_r(embed(poll, failure).map(|()| Vec::new())),
+                        },
+                    )
                 })
             })
         })
@@ -399,14 +403,19 @@ mod par {
     use alloc::vec::Vec;
 
     use crate::data::deferred::Deferred;
-    use crate::fiber::handle::FiberHandle;
+    use crate::fiber::RawFiberRef;
     use crate::io::IO;
     use crate::outcome::Outcome;
-    use crate::sync::Mutex;
+    use crate::sync::{Arc, Mutex};
+
+    /// The started children (shared by the cancel paths).
+    #[derive(Clone)]
+    pub(super) struct Children(pub(super) Arc<Vec<RawFiberRef>>);
 
     struct State<A, E> {
         values: Vec<Option<A>>,
-        remaining: usize,
+        succeeded: usize,
+        ended: usize,
         /// The first failure (an error, a cancellation or a panic).
         failure: Option<Outcome<(), E>>,
     }
@@ -415,6 +424,8 @@ mod par {
         state: Mutex<State<A, E>>,
         /// Completed by the last child to succeed, or the first to fail.
         pub(super) done: Deferred<()>,
+        /// Completed by the last child to end, whatever its outcome.
+        pub(super) ended: Deferred<()>,
     }
 
     impl<A: Send + 'static, E: Send + 'static> Table<A, E> {
@@ -424,49 +435,43 @@ mod par {
             Table {
                 state: Mutex::new(State {
                     values,
-                    remaining: n,
+                    succeeded: 0,
+                    ended: 0,
                     failure: None,
                 }),
                 done: Deferred::new(),
+                ended: Deferred::new(),
             }
         }
 
-        /// A child's value or error.
-        pub(super) fn record(&self, index: usize, result: Result<A, E>) {
-            let finished = {
+        /// A child's outcome (its completion callback: exactly once per
+        /// child).
+        pub(super) fn record(&self, index: usize, outcome: Outcome<A, E>) {
+            let (finished, all_ended) = {
                 let mut state = self.state.lock();
-                match result {
-                    Ok(a) => {
+                let n = state.values.len();
+                let finished = match outcome {
+                    Outcome::Succeeded(a) => {
                         state.values[index] = Some(a);
-                        state.remaining -= 1;
-                        state.remaining == 0 && state.failure.is_none()
+                        state.succeeded += 1;
+                        state.succeeded == n
                     }
-                    Err(e) => self::first_failure(&mut state, Outcome::Errored(e)),
-                }
+                    Outcome::Errored(e) => first_failure(&mut state, Outcome::Errored(e)),
+                    Outcome::Canceled => first_failure(&mut state, Outcome::Canceled),
+                    Outcome::Panicked(p) => first_failure(&mut state, Outcome::Panicked(p)),
+                };
+                state.ended += 1;
+                (finished, state.ended == n)
             };
+            // The only completions: all successes happen once and exclude a
+            // failure, only the first failure finishes, and `ended` reaches
+            // `n` once.
             if finished {
-                self.finish();
+                let _ = self.done.complete_now(());
             }
-        }
-
-        /// A child that was canceled or panicked (its `record` never ran).
-        pub(super) fn record_abnormal<B>(&self, outcome: &Outcome<B, E>) {
-            let failure = match outcome {
-                Outcome::Canceled => Outcome::Canceled,
-                Outcome::Panicked(message) => Outcome::Panicked(message.clone()),
-                Outcome::Succeeded(_) | Outcome::Errored(_) => return,
-            };
-            let first = first_failure(&mut self.state.lock(), failure);
-            if first {
-                self.finish();
+            if all_ended {
+                let _ = self.ended.complete_now(());
             }
-        }
-
-        fn finish(&self) {
-            // The only completion: `remaining` reaches 0 once, and only the
-            // first failure finishes, and not both (a failure leaves
-            // `remaining` above 0).
-            let _ = self.done.complete_now(());
         }
 
         /// The values in order, or the first failure.
@@ -484,24 +489,26 @@ mod par {
 
     /// Records `failure` if it is the first; true if it is.
     fn first_failure<A, E>(state: &mut State<A, E>, failure: Outcome<(), E>) -> bool {
-        if state.failure.is_some() || state.remaining == 0 {
+        if state.failure.is_some() || state.succeeded == state.values.len() {
             return false;
         }
         state.failure = Some(failure);
         true
     }
 
-    /// Requests the cancellation of every child at once, then waits for
-    /// each to finish (its finalizers have run).
-    pub(super) fn cancel_all<E: Send + 'static>(handles: Vec<FiberHandle<(), E>>) -> IO<(), E> {
+    /// Requests the cancellation of every child at once, then waits until
+    /// all have ended (their finalizers have run).
+    pub(super) fn cancel_all<E: Send + 'static>(
+        children: Children,
+        ended: Deferred<()>,
+    ) -> IO<(), E> {
         IO::uncancelable(move |_| {
             IO::delay(move || {
-                for handle in &handles {
-                    handle.request_cancel();
+                for child in children.0.iter() {
+                    child.request_cancel();
                 }
-                handles
             })
-            .flat_map(|handles| IO::traverse(handles, |h| h.join_void()).void())
+            .product_r(ended.get())
         })
     }
 }

@@ -165,8 +165,9 @@ pub(crate) enum Kind {
     OnCancel(BindBox<ErasedFn<(), Node>>),
     /// `source.guarantee_case(finalizer)`.
     GuaranteeCase(BindBox<GuaranteeK>),
-    /// Start a child fiber.
-    Start(ErasedFn<(), StartParts>),
+    /// Start child fibers (any number) on the running fiber's executor;
+    /// the closure returns what the program receives (handles).
+    Start(ErasedFn<crate::fiber::Spawner, Value>),
     /// Internal: finalize the fiber (cancellation or panic), popping frames
     /// and running finalizers.
     Unwind,
@@ -189,14 +190,6 @@ impl PollK {
 /// finalizer program and hands the outcome back (so that it can be restored
 /// once the finalizer has run).
 pub(crate) type GuaranteeK = ErasedFn<Outcome<Value, Value>, (Node, Outcome<Value, Value>)>;
-
-/// What a `Start` node's closure prepares: the child's program, and how to
-/// build the handle value once the child fiber exists (its outcome goes to
-/// the join state inside the fiber).
-pub(crate) struct StartParts {
-    pub(crate) child: Node,
-    pub(crate) handle: ErasedFn<crate::fiber::RawFiberRef, Value>,
-}
 
 #[inline(always)]
 fn tagged<T>(vtable: *const T, tag: Tag) -> *const () {
@@ -367,7 +360,7 @@ impl Node {
         Node::from_bind(BindBox::new(source, finalizer), Tag::GuaranteeCase)
     }
     #[inline(always)]
-    pub(crate) fn start(prepare: ErasedFn<(), StartParts>) -> Node {
+    pub(crate) fn start(prepare: ErasedFn<crate::fiber::Spawner, Value>) -> Node {
         Node::from_fn(prepare, Tag::Start)
     }
     #[inline(always)]

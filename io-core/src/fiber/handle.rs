@@ -37,7 +37,7 @@ use alloc::vec::Vec;
 use core::fmt;
 use core::marker::PhantomData;
 
-use super::{Fiber, RawFiberRef, typed_outcome};
+use super::{RawFiberRef, Spawn, typed_outcome};
 use crate::data::deferred::{Cell, CellOwner, Presence, Read, wait_for};
 use crate::erased::Value;
 use crate::executor::Executor;
@@ -160,17 +160,9 @@ impl<A: Send + 'static, E: Send + 'static> FiberHandle<A, E> {
     /// runtime's `spawn`, a test): the fiber is scheduled at once, and the
     /// handle joins or cancels it like one from [`IO::start`].
     pub fn spawn<X: Executor>(io: IO<A, E>, executor: &X) -> Self {
-        let fiber = Fiber::from_parts(io.into_node(), None, executor.clone());
+        let fiber = Spawn::spawn_child(executor, io.into_node(), None);
         // SAFETY: the fiber runs `io` and has no completion callback.
-        let handle = unsafe { FiberHandle::from_fiber(fiber.raw_ref()) };
-        executor.schedule_fiber(fiber);
-        handle
-    }
-
-    /// Requests the fiber's cancellation without waiting (for combinators
-    /// that cancel many fibers, then wait for all of them).
-    pub(crate) fn request_cancel(&self) {
-        self.fiber.request_cancel();
+        unsafe { FiberHandle::from_fiber(fiber) }
     }
 
     /// Waits for the fiber to complete, without reading its outcome.

@@ -746,6 +746,51 @@ impl<X: Executor> FiberInner<X> {
     }
 }
 
+/// Starts child fibers on the running fiber's executor, for `Start` nodes,
+/// which do not know the executor's type.
+trait Spawn {
+    /// Makes a fiber of `node` on this executor, schedules it, and returns
+    /// a reference to it (for handles and cancellation). Its outcome goes
+    /// to `on_complete`, or without one to its join state.
+    fn spawn_child(&self, node: Node, on_complete: Option<Completion>) -> RawFiberRef;
+}
+
+impl<X: Executor> Spawn for X {
+    fn spawn_child(&self, node: Node, on_complete: Option<Completion>) -> RawFiberRef {
+        let child = Fiber::from_parts(node, on_complete, self.clone());
+        let child_ref = child.raw_ref();
+        self.schedule_fiber(child);
+        child_ref
+    }
+}
+
+/// What a `Start` node's closure receives: the executor of the fiber that
+/// evaluates the node, to start children on.
+///
+/// Made by the run-loop for the duration of one call, and never kept: the
+/// pointer is valid while the closure runs (the running fiber, which owns
+/// the executor, is alive), so [`spawn`](Spawner::spawn) is safe to call
+/// from inside the closure.
+#[derive(Clone, Copy)]
+pub(crate) struct Spawner {
+    executor: *const dyn Spawn,
+}
+
+impl Spawner {
+    fn new<X: Executor>(executor: &X) -> Self {
+        Spawner {
+            executor: executor as &dyn Spawn,
+        }
+    }
+
+    /// Starts a child fiber of `node` (see [`Spawn::spawn_child`]).
+    pub(crate) fn spawn(&self, node: Node, on_complete: Option<Completion>) -> RawFiberRef {
+        // SAFETY: the spawner lives only during the `Start` node's call, in
+        // which the running fiber keeps its executor alive (type doc).
+        unsafe { (*self.executor).spawn_child(node, on_complete) }
+    }
+}
+
 /// A fiber ready to run: the handle executors queue and run.
 ///
 /// A `Fiber` is unique (not `Clone`): whoever holds it is the only one that

@@ -474,12 +474,9 @@ fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
                 core.stack.push(Frame::guarantee_case(finalizer));
                 source
             }
-            Kind::Start(prepare) => {
-                let parts = unsafe { prepare.call(()) };
-                let child = Fiber::from_parts(parts.child, None, executor.clone());
-                let handle = unsafe { parts.handle.call(child.raw_ref()) };
-                executor.schedule_fiber(child);
-                Node::pure(handle)
+            Kind::Start(start) => {
+                let handles = unsafe { start.call(super::Spawner::new(executor)) };
+                Node::pure(handles)
             }
             Kind::Panicked(message) => {
                 core.set_panicked(message);
