@@ -5,14 +5,22 @@
 //!
 //! A fiber is one allocation, `FiberInner<X>`, shared through an `Arc`:
 //!
-//! * `header` (first field, `repr(C)`): the suspension state word and the
-//!   slot where a callback leaves its result. It is the only part touched by
-//!   other threads, and it does not depend on the executor type, so a
-//!   [`Callback`] can reach it through a type-erased pointer.
-//! * `core`: the run-loop state (the node to evaluate next, the explicit
-//!   continuation stack, the completion callback). Only the thread that runs
-//!   the fiber touches it.
+//! * `header` (first field, `repr(C)`): the suspension state word, the
+//!   slot where a callback leaves its result, and the join state (the
+//!   outcome and the joiners of a fiber started with `IO::start`; see
+//!   `handle`). It is the only part touched by other threads, and it does
+//!   not depend on the executor type, so a [`Callback`] or a fiber handle
+//!   can reach it through a type-erased pointer.
+//! * `core`: the run-loop state (where the next run starts, the explicit
+//!   continuation stack, the completion callback, the mask depth). Only the
+//!   thread that runs the fiber touches it.
 //! * `executor`: the fiber's executor `X`, for scheduling and timers.
+//!
+//! Starting a fiber is this one allocation. A suspended fiber holds it, its
+//! continuation stack's buffer only if frames are pending (an empty stack's
+//! buffer goes back to the thread when the fiber waits), and what its
+//! pending frames and its suspension (a waiter entry, a timer) hold: with a
+//! one-word executor, 216 bytes for the fiber (a unit test keeps it so).
 //!
 //! # Who owns the fiber
 //!
