@@ -41,10 +41,6 @@ use crate::sync::{Ordering, fence};
 /// goes back to its queue (tokio's cap on its LIFO slot).
 pub(crate) const MAX_NEXT_STREAK: u8 = 3;
 
-/// How long a worker that runs out of work watches for a notifier before
-/// it sleeps in the kernel (see `spin_until_woken`).
-const PARK_SPIN: std::time::Duration = std::time::Duration::from_micros(20);
-
 /// The thread-local state of a worker, reachable from `schedule_fiber`
 /// through [`CURRENT`].
 pub(crate) struct WorkerContext {
@@ -277,7 +273,6 @@ impl WorkerContext {
             }
         }
         let remote = &shared.remotes[self.index];
-        let mut spun = false;
         loop {
             if shared.is_shutdown() {
                 shared.idle.unpark_self(self.index);
@@ -302,38 +297,7 @@ impl WorkerContext {
                 }
                 return;
             }
-            if !spun {
-                spun = true;
-                if self.spin_until_woken() {
-                    continue;
-                }
-            }
             remote.parker.park(timeout);
-        }
-    }
-
-    /// Before sleeping in the kernel, watches for a notifier for a few
-    /// microseconds: a fiber scheduled just after this worker ran out of
-    /// work (the next operation of a program that waits for its results in
-    /// a loop, the second half of a fan-out) then starts without the
-    /// latency of a futex wake-up. Bounded, once per park: an idle pool
-    /// still sleeps. True if a notifier took this worker off the sleepers.
-    fn spin_until_woken(&self) -> bool {
-        if cfg!(loom) {
-            return false;
-        }
-        let shared = &*self.shared;
-        let start = std::time::Instant::now();
-        loop {
-            for _ in 0..64 {
-                if !shared.idle.is_asleep(self.index) || shared.is_shutdown() {
-                    return true;
-                }
-                std::hint::spin_loop();
-            }
-            if start.elapsed() >= PARK_SPIN {
-                return false;
-            }
         }
     }
 }
