@@ -13,10 +13,16 @@
 //! Only what both sides share lives here: the sizes, the error value of the
 //! error benchmarks, and a helper that reads a Spindle outcome. tokio and
 //! criterion stay dev-dependencies of this crate.
+//!
+//! [`http_load`] is the HTTP side: a std-only closed-loop load generator
+//! (the `loadgen` binary) and the runner that compares exec-batching's
+//! `hello_http` server in batching and macrotask mode (`http_compare`).
 
 #![deny(missing_docs)]
 
 use core::fmt::Debug;
+
+pub mod http_load;
 
 use io_core::Outcome;
 

@@ -1,0 +1,420 @@
+//! Command-line parsing for `loadgen` and `http_compare`: `--flag value`
+//! or `--flag=value`, errors as values with messages (never a panic).
+
+use core::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::{LoadConfig, MAX_CONNECTIONS, Target};
+
+/// Why the command line cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ArgError {
+    /// `--help` or `-h`: print the usage and exit successfully.
+    Help,
+    /// A flag this program does not know (or a stray positional argument).
+    Unknown(String),
+    /// A flag that needs a value came last.
+    MissingValue(&'static str),
+    /// A required flag is absent.
+    Required(&'static str),
+    /// A flag's value is unusable.
+    Invalid {
+        /// The flag.
+        flag: &'static str,
+        /// The value given.
+        value: String,
+        /// Why it is unusable.
+        reason: String,
+    },
+}
+
+impl fmt::Display for ArgError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ArgError::Help => f.write_str("help requested"),
+            ArgError::Unknown(arg) => write!(f, "unknown argument {arg:?}"),
+            ArgError::MissingValue(flag) => write!(f, "{flag} needs a value"),
+            ArgError::Required(flag) => write!(f, "{flag} is required"),
+            ArgError::Invalid {
+                flag,
+                value,
+                reason,
+            } => write!(f, "invalid {flag} {value:?}: {reason}"),
+        }
+    }
+}
+
+impl std::error::Error for ArgError {}
+
+/// Splits `--flag=value` and `--flag value` forms; `flags_with_values`
+/// names the flags that take a value. Yields `(flag, value)` pairs.
+fn pairs(
+    args: impl IntoIterator<Item = String>,
+    flags_with_values: &[&'static str],
+    switches: &[&'static str],
+) -> Result<Vec<(&'static str, Option<String>)>, ArgError> {
+    let mut out = Vec::new();
+    let mut args = args.into_iter();
+    while let Some(arg) = args.next() {
+        if arg == "--help" || arg == "-h" {
+            return Err(ArgError::Help);
+        }
+        let (name, inline) = match arg.split_once('=') {
+            Some((n, v)) if n.starts_with("--") => (n.to_owned(), Some(v.to_owned())),
+            _ => (arg.clone(), None),
+        };
+        if let Some(&flag) = flags_with_values.iter().find(|&&f| f == name) {
+            let value = match inline {
+                Some(v) => v,
+                None => args.next().ok_or(ArgError::MissingValue(flag))?,
+            };
+            out.push((flag, Some(value)));
+        } else if let Some(&flag) = switches.iter().find(|&&f| f == name) {
+            if inline.is_some() {
+                return Err(ArgError::Unknown(arg));
+            }
+            out.push((flag, None));
+        } else {
+            return Err(ArgError::Unknown(arg));
+        }
+    }
+    Ok(out)
+}
+
+fn invalid(flag: &'static str, value: &str, reason: impl Into<String>) -> ArgError {
+    ArgError::Invalid {
+        flag,
+        value: value.to_owned(),
+        reason: reason.into(),
+    }
+}
+
+/// Seconds as `10`, `2.5`, `10s` or `500ms` (at least zero, finite).
+pub fn parse_duration(flag: &'static str, value: &str) -> Result<Duration, ArgError> {
+    let (number, scale) = if let Some(ms) = value.strip_suffix("ms") {
+        (ms, 1e-3)
+    } else {
+        (value.strip_suffix('s').unwrap_or(value), 1.0)
+    };
+    let secs = number
+        .trim()
+        .parse::<f64>()
+        .ok()
+        .map(|n| n * scale)
+        .filter(|s| s.is_finite() && *s >= 0.0 && *s < 1e9)
+        .ok_or_else(|| {
+            invalid(
+                flag,
+                value,
+                "expected seconds such as 10, 2.5, 10s or 500ms",
+            )
+        })?;
+    Ok(Duration::from_secs_f64(secs))
+}
+
+fn parse_positive_duration(flag: &'static str, value: &str) -> Result<Duration, ArgError> {
+    let d = parse_duration(flag, value)?;
+    if d.is_zero() {
+        return Err(invalid(flag, value, "must be more than zero"));
+    }
+    Ok(d)
+}
+
+/// A connection count in `1..=MAX_CONNECTIONS`.
+pub fn parse_connections(flag: &'static str, value: &str) -> Result<usize, ArgError> {
+    let n = value
+        .trim()
+        .parse::<usize>()
+        .map_err(|_| invalid(flag, value, "expected a whole number"))?;
+    if n == 0 {
+        return Err(invalid(flag, value, "at least one connection is needed"));
+    }
+    if n > MAX_CONNECTIONS {
+        return Err(invalid(
+            flag,
+            value,
+            format!("at most {MAX_CONNECTIONS} connections (one thread each)"),
+        ));
+    }
+    Ok(n)
+}
+
+/// `loadgen`'s usage text.
+pub const LOADGEN_USAGE: &str = "\
+usage: loadgen --url http://HOST:PORT/PATH [--connections N] [--duration SECS]
+               [--warmup SECS] [--timeout SECS] [--json]
+
+Closed-loop HTTP/1.1 load: N keep-alive connections (one thread each), one
+request outstanding per connection. Latency runs from writing a request to
+reading the last byte of its response body.
+
+  --url URL          the target (http:// only)
+  --connections N    connections, 1..=10000 (default 1)
+  --duration SECS    the measured window (default 10; 10, 2.5, 10s, 500ms)
+  --warmup SECS      unrecorded load before the window (default 0)
+  --timeout SECS     connect/read/write timeout per operation (default 10)
+  --json             one JSON object instead of the text summary
+
+Exit status: 0 if any request succeeded, 1 if every request failed,
+2 for a bad command line.";
+
+/// `loadgen`'s parsed command line.
+#[derive(Debug, Clone)]
+pub struct LoadgenArgs {
+    /// The run to make.
+    pub config: LoadConfig,
+    /// Print JSON instead of the text summary.
+    pub json: bool,
+}
+
+/// Parses `loadgen`'s arguments (without the program name).
+pub fn parse_loadgen_args(args: impl IntoIterator<Item = String>) -> Result<LoadgenArgs, ArgError> {
+    let pairs = pairs(
+        args,
+        &[
+            "--url",
+            "--connections",
+            "--duration",
+            "--warmup",
+            "--timeout",
+        ],
+        &["--json"],
+    )?;
+    let mut url = None;
+    let (mut connections, mut duration) = (1, Duration::from_secs(10));
+    let (mut warmup, mut timeout) = (Duration::ZERO, Duration::from_secs(10));
+    let mut json = false;
+    for (flag, value) in pairs {
+        let v = value.as_deref().unwrap_or_default();
+        match flag {
+            "--url" => url = Some(Target::parse(v).map_err(|e| invalid(flag, v, e.to_string()))?),
+            "--connections" => connections = parse_connections(flag, v)?,
+            "--duration" => duration = parse_positive_duration(flag, v)?,
+            "--warmup" => warmup = parse_duration(flag, v)?,
+            "--timeout" => timeout = parse_positive_duration(flag, v)?,
+            _ => json = true,
+        }
+    }
+    let target = url.ok_or(ArgError::Required("--url"))?;
+    let mut config = LoadConfig::new(target, connections, duration);
+    config.warmup = warmup;
+    config.timeout = timeout;
+    Ok(LoadgenArgs { config, json })
+}
+
+/// `http_compare`'s usage text.
+pub const COMPARE_USAGE: &str = "\
+usage: http_compare [--server PATH] [--duration SECS] [--warmup SECS]
+                    [--connections LIST] [--addr ADDR] [--batch-size N]
+                    [--timeout SECS] [--self-test]
+
+Runs exec-batching's hello_http server once per mode (batching, then
+macrotask), loads it at each connection count and prints one markdown
+table per count plus the requests/sec ratio batching / non-batching.
+Build the server first:
+  cargo build --release -p exec-batching --example hello_http
+
+  --server PATH        the hello_http binary (default: the first that exists of
+                       target/release/examples/hello_http under the current
+                       directory, then next to this program)
+  --duration SECS      measured window per run (default 10)
+  --warmup SECS        unrecorded load before each window (default 1)
+  --connections LIST   comma-separated counts (default 1,50)
+  --addr ADDR          passed to the server as --addr (default 127.0.0.1:0)
+  --batch-size N       passed to the server as --batch-size (default: unset)
+  --timeout SECS       socket timeout of the load generator (default 10)
+  --self-test          use a std-only stand-in server (this program itself)
+                       instead of hello_http, to check the runner";
+
+/// `http_compare`'s parsed command line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompareArgs {
+    /// `--server`, if given.
+    pub server: Option<PathBuf>,
+    /// The measured window of each run.
+    pub duration: Duration,
+    /// The warm-up before each run.
+    pub warmup: Duration,
+    /// The connection counts, one table each.
+    pub connections: Vec<usize>,
+    /// The server's `--addr`.
+    pub addr: String,
+    /// The server's `--batch-size`, if given.
+    pub batch_size: Option<u32>,
+    /// The load generator's socket timeout.
+    pub timeout: Duration,
+    /// Run against the std-only stand-in instead of hello_http.
+    pub self_test: bool,
+}
+
+impl Default for CompareArgs {
+    fn default() -> Self {
+        CompareArgs {
+            server: None,
+            duration: Duration::from_secs(10),
+            warmup: Duration::from_secs(1),
+            connections: vec![1, 50],
+            addr: "127.0.0.1:0".to_owned(),
+            batch_size: None,
+            timeout: Duration::from_secs(10),
+            self_test: false,
+        }
+    }
+}
+
+/// Parses `http_compare`'s arguments (without the program name).
+pub fn parse_compare_args(args: impl IntoIterator<Item = String>) -> Result<CompareArgs, ArgError> {
+    let pairs = pairs(
+        args,
+        &[
+            "--server",
+            "--duration",
+            "--warmup",
+            "--connections",
+            "--addr",
+            "--batch-size",
+            "--timeout",
+        ],
+        &["--self-test"],
+    )?;
+    let mut out = CompareArgs::default();
+    for (flag, value) in pairs {
+        let v = value.as_deref().unwrap_or_default();
+        match flag {
+            "--server" => out.server = Some(PathBuf::from(v)),
+            "--duration" => out.duration = parse_positive_duration(flag, v)?,
+            "--warmup" => out.warmup = parse_duration(flag, v)?,
+            "--connections" => {
+                out.connections = v
+                    .split(',')
+                    .map(|n| parse_connections(flag, n))
+                    .collect::<Result<_, _>>()?;
+            }
+            "--addr" => {
+                if v.is_empty() {
+                    return Err(invalid(flag, v, "expected HOST:PORT"));
+                }
+                out.addr = v.to_owned();
+            }
+            "--batch-size" => {
+                let n = v
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|&n| n > 0)
+                    .ok_or_else(|| invalid(flag, v, "expected a whole number above zero"))?;
+                out.batch_size = Some(n);
+            }
+            "--timeout" => out.timeout = parse_positive_duration(flag, v)?,
+            _ => out.self_test = true,
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(line: &str) -> Vec<String> {
+        line.split_whitespace().map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn loadgen_takes_every_flag_in_both_spellings() {
+        let parsed = parse_loadgen_args(args(
+            "--url http://127.0.0.1:9/x --connections=50 --duration 2.5 --warmup=500ms \
+             --timeout 3s --json",
+        ))
+        .unwrap();
+        let c = &parsed.config;
+        assert_eq!(c.target.path, "/x");
+        assert_eq!(c.connections, 50);
+        assert_eq!(c.duration, Duration::from_millis(2500));
+        assert_eq!(c.warmup, Duration::from_millis(500));
+        assert_eq!(c.timeout, Duration::from_secs(3));
+        assert!(parsed.json);
+    }
+
+    #[test]
+    fn loadgen_defaults_to_one_connection_for_ten_seconds_without_warm_up() {
+        let parsed = parse_loadgen_args(args("--url http://127.0.0.1:9/")).unwrap();
+        assert_eq!(parsed.config.connections, 1);
+        assert_eq!(parsed.config.duration, Duration::from_secs(10));
+        assert_eq!(parsed.config.warmup, Duration::ZERO);
+        assert!(!parsed.json);
+    }
+
+    #[test]
+    fn bad_loadgen_command_lines_are_errors_that_name_the_problem() {
+        let err = |line: &str| parse_loadgen_args(args(line)).unwrap_err();
+        assert_eq!(
+            err("--url http://127.0.0.1:9/ --conections 5"),
+            ArgError::Unknown("--conections".into())
+        );
+        assert_eq!(err("--connections 5"), ArgError::Required("--url"));
+        assert_eq!(err("--url"), ArgError::MissingValue("--url"));
+        assert_eq!(err("--url http://127.0.0.1:9/ -h"), ArgError::Help);
+        let zero = err("--url http://127.0.0.1:9/ --connections 0").to_string();
+        assert!(zero.contains("at least one connection"), "{zero}");
+        let url = err("--url localhost:80").to_string();
+        assert!(
+            url.starts_with("invalid --url") && url.contains("http://"),
+            "{url}"
+        );
+        for line in [
+            "--url http://127.0.0.1:9/ --connections many",
+            "--url http://127.0.0.1:9/ --connections 10001",
+            "--url http://127.0.0.1:9/ --duration 0",
+            "--url http://127.0.0.1:9/ --duration -1",
+            "--url http://127.0.0.1:9/ --warmup soon",
+            "--url http://127.0.0.1:9/ --json=yes",
+            "--url http://127.0.0.1:9/ stray",
+        ] {
+            let e = err(line);
+            assert!(
+                matches!(e, ArgError::Invalid { .. } | ArgError::Unknown(_)),
+                "{line}: {e:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn durations_read_seconds_with_optional_units() {
+        let d = |v| parse_duration("--duration", v);
+        assert_eq!(d("10"), Ok(Duration::from_secs(10)));
+        assert_eq!(d("0.25s"), Ok(Duration::from_millis(250)));
+        assert_eq!(d("750ms"), Ok(Duration::from_millis(750)));
+        assert!(d("inf").is_err() && d("NaN").is_err() && d("").is_err());
+    }
+
+    #[test]
+    fn http_compare_defaults_to_ten_seconds_at_one_and_fifty_connections() {
+        let parsed = parse_compare_args(Vec::new()).unwrap();
+        assert_eq!(parsed, CompareArgs::default());
+        assert_eq!(parsed.connections, vec![1, 50]);
+        assert_eq!(parsed.duration, Duration::from_secs(10));
+    }
+
+    #[test]
+    fn http_compare_reads_its_flags_and_rejects_bad_ones() {
+        let parsed = parse_compare_args(args(
+            "--server /x/hello_http --duration 3 --warmup 0 --connections 1,8,50 \
+             --batch-size 64 --addr 127.0.0.1:0 --self-test",
+        ))
+        .unwrap();
+        assert_eq!(parsed.server, Some(PathBuf::from("/x/hello_http")));
+        assert_eq!(parsed.connections, vec![1, 8, 50]);
+        assert_eq!(parsed.batch_size, Some(64));
+        assert!(parsed.self_test);
+        for line in [
+            "--connections 1,0",
+            "--connections ,",
+            "--batch-size 0",
+            "--duration 0s",
+            "--mode batching",
+        ] {
+            assert!(parse_compare_args(args(line)).is_err(), "{line}");
+        }
+    }
+}
