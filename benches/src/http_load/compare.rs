@@ -1,6 +1,6 @@
 //! The pieces of `http_compare`: finding and running the `hello_http`
 //! server as a child process (killed on every path, by [`ServerProcess`]'s
-//! `Drop`), loading it with [`run_load`](super::run_load), and the markdown
+//! `Drop`), loading it with [`run_load`], and the markdown
 //! tables in the shape of the Cats Effect BatchingMacrotaskExecutor
 //! discussion.
 

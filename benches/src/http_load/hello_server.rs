@@ -58,7 +58,7 @@ struct Shared {
     stop: AtomicBool,
     /// Requests received (answered or not).
     received: AtomicU64,
-    /// Responses written in full.
+    /// Responses sent (counted as their write starts).
     served: AtomicU64,
 }
 
@@ -92,7 +92,8 @@ impl HelloServer {
         self.addr
     }
 
-    /// How many responses it has written in full.
+    /// How many responses it has sent (counted as each write starts, so
+    /// every response a client has read is counted).
     pub fn served(&self) -> u64 {
         self.shared.served.load(Ordering::SeqCst)
     }
@@ -141,8 +142,10 @@ fn serve_connection(mut stream: TcpStream, shared: &Shared) -> io::Result<()> {
                 shared.stop.store(true, Ordering::SeqCst);
                 return Ok(());
             }
-            write_response(&mut stream, options)?;
+            // Counted before the write, so that a client that has read
+            // the response always finds it counted.
             shared.served.fetch_add(1, Ordering::SeqCst);
+            write_response(&mut stream, options)?;
         }
         if shared.stop.load(Ordering::SeqCst) {
             return Ok(());
