@@ -1,9 +1,9 @@
 //! Shared test harness: one test body, every executor.
 //!
 //! Following tokio's `rt_test!` habit, a test written once inside
-//! [`rt_test!`] is stamped into one module per executor (`single::...`
-//! and `wstp::...`), so that every executor is held to the same behaviour. Each
-//! stamped module provides, for the body to use:
+//! [`rt_test!`] is stamped into one module per executor (`single::...`,
+//! `wstp::...` and `batching::...`), so that every executor is held to the
+//! same behaviour. Each stamped module provides, for the body to use:
 //!
 //! * `Rt`: the executor's [`TestRuntime`] type;
 //! * `run(io)`: runs `io` on a fresh executor and returns its [`Outcome`];
@@ -15,10 +15,10 @@
 //! # Adding an executor
 //!
 //! Implement [`TestRuntime`] for it below and add one line to the list in
-//! [`rt_test!`] (see the commented line for exec-batching).
+//! [`rt_test!`].
 //!
 //! Only one `rt_test!` invocation per test file: each one declares the
-//! modules `single` and `wstp` (and later `batching`).
+//! modules `single`, `wstp` and `batching`.
 
 #![allow(dead_code, unused_macros, unused_imports)]
 
@@ -117,6 +117,40 @@ impl TestRuntime for Wstp {
     }
 }
 
+/// exec-batching: the event loop, in its default batching mode (microtask
+/// batches of 64). Every shared body runs on it unchanged: the loop is
+/// single-threaded like exec-single, and wake-ups from other threads (a
+/// test thread, `IO::blocking`'s thread) go through its remote queue.
+pub struct Batching(exec_batching::EventLoop);
+
+impl TestRuntime for Batching {
+    fn new() -> Self {
+        Batching::with_config(FiberConfig::default())
+    }
+
+    fn with_config(config: FiberConfig) -> Self {
+        Batching(
+            exec_batching::EventLoop::builder()
+                .config(config)
+                .build()
+                .expect("build an exec-batching event loop"),
+        )
+    }
+
+    fn run<A: Send + 'static, E: Send + 'static>(&mut self, io: IO<A, E>) -> Outcome<A, E> {
+        self.0.block_on(io)
+    }
+
+    fn try_run<A: Send + 'static, E: Send + 'static>(
+        &mut self,
+        io: IO<A, E>,
+    ) -> Result<Outcome<A, E>, NeverFinishes> {
+        self.0
+            .try_block_on(io)
+            .map_err(|exec_batching::Deadlock| NeverFinishes)
+    }
+}
+
 /// Stamps each test of the block into one module per executor.
 ///
 /// ```ignore
@@ -130,8 +164,7 @@ macro_rules! rt_test {
     ($($tests:tt)*) => {
         $crate::common::stamp_rt_tests! { single, $crate::common::Single, $($tests)* }
         $crate::common::stamp_rt_tests! { wstp, $crate::common::Wstp, $($tests)* }
-        // When exec-batching lands:
-        // $crate::common::stamp_rt_tests! { batching, $crate::common::Batching, $($tests)* }
+        $crate::common::stamp_rt_tests! { batching, $crate::common::Batching, $($tests)* }
     };
 }
 pub(crate) use rt_test;

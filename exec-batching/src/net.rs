@@ -1,0 +1,412 @@
+//! Non-blocking TCP whose operations are `IO<_, std::io::Error>` values.
+//!
+//! # How an operation reaches the reactor
+//!
+//! A socket is made by a fiber running on an [`EventLoop`](crate::EventLoop)
+//! ([`TcpListener::bind`], [`TcpListener::accept`], [`TcpStream::connect`]).
+//! The loop that runs on the current thread is found through a thread-local
+//! set while [`EventLoop::block_on`](crate::EventLoop::block_on) runs
+//! ([`Handle::current`]): a fiber always runs on its loop's thread. The new
+//! socket is added to that loop's poller and keeps the loop's [`Handle`];
+//! every later operation uses that handle. Outside any loop, making a
+//! socket fails with an `io::Error` (kind `Other`), never a panic; so does
+//! an operation on a socket from a fiber of another loop (its readiness
+//! would be reported to a loop that may not be running).
+//!
+//! # One operation
+//!
+//! Each operation first tries the non-blocking call. On `WouldBlock` it
+//! registers the fiber as a waiter of the socket and suspends it with
+//! `IO::async_`; the loop resumes it when the poller reports the socket,
+//! and the call is tried again (`Interrupted` is retried at once). Any other
+//! error is the operation's error value. If the fiber is canceled while it
+//! waits (a `timeout`, a lost `race`), the finalizer of its `async_`
+//! removes its waiter and narrows the socket's interest: the loop is left
+//! as if the operation had never started.
+//!
+//! # Closing
+//!
+//! [`TcpListener`] and [`TcpStream`] share their socket with the `IO`
+//! values built from them (a reference count): the socket is removed from
+//! the poller and closed when the last of them is dropped, on any thread.
+//! Dropping a stream whose operations have all finished closes it at once.
+//!
+//! # End of stream and errors
+//!
+//! A read returns 0 bytes when the peer has closed its side in order (end
+//! of stream), and every later read does too. A peer that resets the
+//! connection (closing with unread data, or with `SO_LINGER` 0) makes reads
+//! and writes fail with `ConnectionReset` (or `BrokenPipe` for writes). A
+//! write of a zero-length buffer writes nothing and returns 0.
+
+use std::fmt;
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, SocketAddr};
+use std::ops::ControlFlow;
+use std::sync::Arc;
+
+use io_core::{Callback, IO};
+
+use crate::reactor::{Direction, Sys};
+use crate::runtime::Handle;
+
+/// A socket registered with a loop's poller.
+struct Source<T: Sys> {
+    io: T,
+    key: usize,
+    handle: Handle,
+}
+
+impl<T: Sys> Source<T> {
+    /// Adds `io` (already non-blocking) to the poller of the loop running
+    /// on this thread.
+    fn register(io: T) -> io::Result<Arc<Source<T>>> {
+        let handle = Handle::current().ok_or_else(outside_loop)?;
+        let key = handle.shared.reactor.register(&io)?;
+        Ok(Arc::new(Source { io, key, handle }))
+    }
+
+    /// Whether the caller runs on this socket's loop.
+    fn check_loop(&self) -> io::Result<()> {
+        if self.handle.is_current() {
+            Ok(())
+        } else {
+            Err(io::Error::other(
+                "exec-batching: this socket belongs to an event loop that is not running \
+                 on this thread (used from a fiber of another loop, or outside any)",
+            ))
+        }
+    }
+}
+
+impl<T: Sys> Drop for Source<T> {
+    fn drop(&mut self) {
+        // Deleted from the poller before `io` closes (the contract of
+        // `Poller::add`, see reactor.rs); waiters are dropped after the
+        // reactor's lock is released.
+        let waiters = self.handle.shared.reactor.deregister(self.key, &self.io);
+        drop(waiters);
+    }
+}
+
+fn outside_loop() -> io::Error {
+    io::Error::other(
+        "exec-batching: sockets are made by fibers running on an exec-batching EventLoop \
+         (this ran outside one)",
+    )
+}
+
+/// A program that waits until `source` is ready for `direction`; if the
+/// fiber is canceled meanwhile, its interest is removed.
+fn ready<T>(source: &Arc<Source<T>>, direction: Direction) -> IO<(), io::Error>
+where
+    T: Sys + Send + Sync + 'static,
+{
+    let source = source.clone();
+    IO::async_(move |wake: Callback<(), io::Error>| {
+        let reactor = &source.handle.shared.reactor;
+        match reactor.add_waiter(source.key, &source.io, direction, wake.clone()) {
+            Ok(token) => Some(IO::delay(move || {
+                let waiter = source
+                    .handle
+                    .shared
+                    .reactor
+                    .remove_waiter(source.key, &source.io, token);
+                drop(waiter);
+            })),
+            Err(e) => {
+                wake.fail(e);
+                None
+            }
+        }
+    })
+}
+
+/// Tries `attempt` until it does not return `WouldBlock`, waiting for
+/// `direction` between tries. The state travels through the tries (a
+/// buffer, an offset) and comes back with the error.
+fn retry<T, S, A, F>(
+    source: &Arc<Source<T>>,
+    direction: Direction,
+    state: S,
+    mut attempt: F,
+) -> IO<A, io::Error>
+where
+    T: Sys + Send + Sync + 'static,
+    S: Send + 'static,
+    A: Send + 'static,
+    F: FnMut(&T, S) -> Result<A, (S, io::Error)> + Send + 'static,
+{
+    let source = source.clone();
+    IO::tail_rec(state, move |state| {
+        if let Err(e) = source.check_loop() {
+            return IO::raise_error(e);
+        }
+        match attempt(&source.io, state) {
+            Ok(a) => IO::pure(ControlFlow::Break(a)),
+            Err((state, e)) => match e.kind() {
+                io::ErrorKind::WouldBlock => {
+                    ready(&source, direction).map(move |()| ControlFlow::Continue(state))
+                }
+                io::ErrorKind::Interrupted => IO::pure(ControlFlow::Continue(state)),
+                _ => IO::raise_error(e),
+            },
+        }
+    })
+}
+
+/// A program of a call that never waits.
+fn immediate<A, F>(call: F) -> IO<A, io::Error>
+where
+    A: Send + 'static,
+    F: FnOnce() -> io::Result<A> + Send + 'static,
+{
+    IO::defer(move || match call() {
+        Ok(a) => IO::pure(a),
+        Err(e) => IO::raise_error(e),
+    })
+}
+
+/// A TCP socket listening for connections, on an exec-batching loop.
+///
+/// ```
+/// use exec_batching::{EventLoop, net::{TcpListener, TcpStream}};
+/// use io_core::IO;
+///
+/// let mut rt = EventLoop::new().unwrap();
+/// let program = TcpListener::bind("127.0.0.1:0".parse().unwrap()).flat_map(|listener| {
+///     listener.local_addr().flat_map(move |addr| {
+///         let server = listener
+///             .accept()
+///             .flat_map(|(stream, _)| stream.write_all(b"hi").product_r(IO::pure(stream)));
+///         let client = TcpStream::connect(addr).flat_map(|stream| stream.read(16));
+///         server.both(client).map(|(_stream, bytes)| bytes)
+///     })
+/// });
+/// assert_eq!(rt.block_on(program).succeeded(), Some(b"hi".to_vec()));
+/// ```
+pub struct TcpListener {
+    source: Arc<Source<std::net::TcpListener>>,
+}
+
+impl fmt::Debug for TcpListener {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TcpListener")
+            .field("addr", &self.source.io.local_addr().ok())
+            .finish_non_exhaustive()
+    }
+}
+
+impl TcpListener {
+    /// Binds a listening socket to `addr` (port 0: one the system picks;
+    /// read it with [`local_addr`](TcpListener::local_addr)). An address in
+    /// use, a permission error, or running outside a loop is an error value.
+    pub fn bind(addr: SocketAddr) -> IO<TcpListener, io::Error> {
+        immediate(move || {
+            // Check first, so that no socket is bound outside a loop.
+            Handle::current().ok_or_else(outside_loop)?;
+            let listener = std::net::TcpListener::bind(addr)?;
+            listener.set_nonblocking(true)?;
+            Ok(TcpListener {
+                source: Source::register(listener)?,
+            })
+        })
+    }
+
+    /// Waits for a connection; returns its stream (registered with this
+    /// loop, non-blocking) and the peer's address.
+    pub fn accept(&self) -> IO<(TcpStream, SocketAddr), io::Error> {
+        retry(&self.source, Direction::Read, (), |listener, ()| {
+            let accepted = listener
+                .accept()
+                .and_then(|(stream, peer)| Ok((TcpStream::adopt(stream)?, peer)));
+            accepted.map_err(|e| ((), e))
+        })
+    }
+
+    /// The address the socket is bound to.
+    pub fn local_addr(&self) -> IO<SocketAddr, io::Error> {
+        let source = self.source.clone();
+        immediate(move || source.io.local_addr())
+    }
+}
+
+/// A TCP connection on an exec-batching loop.
+///
+/// Reads and writes take owned buffers (an `IO` value is `'static`):
+/// [`read`](TcpStream::read) returns a new vector,
+/// [`read_into`](TcpStream::read_into) appends to one it is given and gives
+/// it back, so a connection can reuse one buffer.
+pub struct TcpStream {
+    source: Arc<Source<std::net::TcpStream>>,
+}
+
+impl fmt::Debug for TcpStream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TcpStream")
+            .field("local", &self.source.io.local_addr().ok())
+            .field("peer", &self.source.io.peer_addr().ok())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Whether a non-blocking `connect` reported that it goes on in the
+/// background (the stable `io::ErrorKind` has no name for it yet).
+fn connect_in_progress(e: &io::Error) -> bool {
+    #[cfg(unix)]
+    if e.raw_os_error() == Some(libc::EINPROGRESS) {
+        return true;
+    }
+    e.kind() == io::ErrorKind::WouldBlock
+}
+
+/// After the socket of a background `connect` is writable: whether it
+/// connected (`WouldBlock`: not yet, a spurious wake-up).
+fn finish_connect(stream: &std::net::TcpStream) -> io::Result<()> {
+    if let Some(e) = stream.take_error()? {
+        return Err(e);
+    }
+    match stream.peer_addr() {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotConnected => {
+            Err(io::Error::from(io::ErrorKind::WouldBlock))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+impl TcpStream {
+    /// Registers an accepted or connected socket with the current loop.
+    fn adopt(stream: std::net::TcpStream) -> io::Result<TcpStream> {
+        stream.set_nonblocking(true)?;
+        Ok(TcpStream {
+            source: Source::register(stream)?,
+        })
+    }
+
+    /// Connects to `addr` without blocking the loop: the connection is
+    /// started, and the fiber waits until it is established or refused
+    /// (a refusal, an unreachable network, or running outside a loop is an
+    /// error value).
+    pub fn connect(addr: SocketAddr) -> IO<TcpStream, io::Error> {
+        use socket2::{Domain, Protocol, Socket, Type};
+        IO::defer(move || {
+            let started = (|| {
+                Handle::current().ok_or_else(outside_loop)?;
+                let socket =
+                    Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+                socket.set_nonblocking(true)?;
+                match socket.connect(&addr.into()) {
+                    Ok(()) => {}
+                    Err(e) if connect_in_progress(&e) => {}
+                    Err(e) => return Err(e),
+                }
+                TcpStream::adopt(std::net::TcpStream::from(socket))
+            })();
+            match started {
+                Ok(stream) => retry(&stream.source, Direction::Write, (), |socket, ()| {
+                    finish_connect(socket).map_err(|e| ((), e))
+                })
+                .as_(stream),
+                Err(e) => IO::raise_error(e),
+            }
+        })
+    }
+
+    /// Reads at most `max` bytes, waiting until some are available; an
+    /// empty vector means end of stream (the peer closed its side).
+    pub fn read(&self, max: usize) -> IO<Vec<u8>, io::Error> {
+        self.read_into(Vec::new(), max).map(|(buf, _)| buf)
+    }
+
+    /// Appends at most `max` bytes to `buf`, waiting until some are
+    /// available; returns the buffer and the number of bytes read (0: end
+    /// of stream, or `max` was 0).
+    pub fn read_into(&self, buf: Vec<u8>, max: usize) -> IO<(Vec<u8>, usize), io::Error> {
+        retry(
+            &self.source,
+            Direction::Read,
+            buf,
+            move |socket, mut buf| {
+                let start = buf.len();
+                buf.resize(start + max, 0);
+                match (&*socket).read(&mut buf[start..]) {
+                    Ok(n) => {
+                        buf.truncate(start + n);
+                        Ok((buf, n))
+                    }
+                    Err(e) => {
+                        buf.truncate(start);
+                        Err((buf, e))
+                    }
+                }
+            },
+        )
+    }
+
+    /// Writes some of `data`, waiting until the socket accepts any;
+    /// returns how many bytes were written.
+    pub fn write<B>(&self, data: B) -> IO<usize, io::Error>
+    where
+        B: AsRef<[u8]> + Send + 'static,
+    {
+        retry(&self.source, Direction::Write, data, |socket, data| {
+            (&*socket).write(data.as_ref()).map_err(|e| (data, e))
+        })
+    }
+
+    /// Writes all of `data`, waiting as often as the socket needs.
+    pub fn write_all<B>(&self, data: B) -> IO<(), io::Error>
+    where
+        B: AsRef<[u8]> + Send + 'static,
+    {
+        retry(
+            &self.source,
+            Direction::Write,
+            (data, 0usize),
+            |socket, (data, mut written)| loop {
+                let rest = &data.as_ref()[written..];
+                if rest.is_empty() {
+                    return Ok(());
+                }
+                match (&*socket).write(rest) {
+                    Ok(0) => {
+                        let e = io::Error::new(
+                            io::ErrorKind::WriteZero,
+                            "exec-batching: the socket accepted no more bytes",
+                        );
+                        return Err(((data, written), e));
+                    }
+                    Ok(n) => written += n,
+                    Err(e) => return Err(((data, written), e)),
+                }
+            },
+        )
+    }
+
+    /// Shuts down the read side, the write side (the peer then reads end of
+    /// stream) or both. The socket stays registered until dropped.
+    pub fn shutdown(&self, how: Shutdown) -> IO<(), io::Error> {
+        let source = self.source.clone();
+        immediate(move || source.io.shutdown(how))
+    }
+
+    /// The peer's address.
+    pub fn peer_addr(&self) -> IO<SocketAddr, io::Error> {
+        let source = self.source.clone();
+        immediate(move || source.io.peer_addr())
+    }
+
+    /// This end's address.
+    pub fn local_addr(&self) -> IO<SocketAddr, io::Error> {
+        let source = self.source.clone();
+        immediate(move || source.io.local_addr())
+    }
+
+    /// Sets `TCP_NODELAY` (off by default: small writes may then wait for
+    /// the acknowledgement of earlier ones, Nagle's algorithm).
+    pub fn set_nodelay(&self, nodelay: bool) -> IO<(), io::Error> {
+        let source = self.source.clone();
+        immediate(move || source.io.set_nodelay(nodelay))
+    }
+}

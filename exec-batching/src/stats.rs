@@ -1,0 +1,111 @@
+//! Counters of the loop and the list of live fibers.
+//!
+//! # Counters
+//!
+//! Turns, batches and fibers run are written by the loop thread alone (a
+//! relaxed load and store, no read-modify-write) and may be read from any
+//! thread; live fibers are counted with two relaxed atomic adds per fiber
+//! (made, ended) from whichever thread makes or ends it. All of this is
+//! always on.
+//!
+//! # Live fibers
+//!
+//! With [`Builder::track_fibers`](crate::Builder::track_fibers) the loop
+//! keeps a bag of weak references to every fiber made on it, from io-core's
+//! [`Executor::fiber_created`](io_core::Executor::fiber_created) hook
+//! (`Fiber::downgrade`): a [`WeakFiber`] never keeps a fiber's program
+//! alive and reports nothing once the fiber has completed, so no fiber is
+//! wrapped and nothing is added to the scheduling path. The bag drops the
+//! references of finished fibers whenever it has doubled since its last
+//! clean-up, so it holds at most about twice the live fibers. Tracking is
+//! off by default: it costs a lock, a weak reference count and a vector
+//! push per fiber started, which a loop that starts a fiber per request
+//! should not pay unless it wants fiber dumps.
+
+use std::fmt;
+
+use io_core::{FiberStatus, WeakFiber};
+
+/// Weak references to the fibers made on the loop.
+#[derive(Debug, Default)]
+pub(crate) struct FiberBag {
+    fibers: Vec<WeakFiber>,
+    clean_at: usize,
+}
+
+impl FiberBag {
+    pub(crate) fn push(&mut self, fiber: WeakFiber) {
+        if self.fibers.len() >= self.clean_at {
+            self.fibers.retain(|fiber| !fiber.is_gone());
+            self.clean_at = (self.fibers.len() * 2).max(64);
+        }
+        self.fibers.push(fiber);
+    }
+
+    pub(crate) fn live(&self) -> Vec<FiberInfo> {
+        self.fibers
+            .iter()
+            .filter_map(|fiber| fiber.snapshot())
+            .map(|(id, status)| FiberInfo { id, status })
+            .collect()
+    }
+}
+
+/// One live fiber in a listing (see [`EventLoop::live_fibers`](crate::EventLoop::live_fibers)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FiberInfo {
+    /// The fiber's identifier (io-core's `Fiber::id`).
+    pub id: usize,
+    /// What it is doing.
+    pub status: FiberStatus,
+}
+
+/// A snapshot of the loop's counters (each read at a slightly different
+/// moment when the loop is running on another thread).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Stats {
+    /// Turns the loop has started (each: timers, I/O, macrotasks, one
+    /// microtask batch).
+    pub turns: u64,
+    /// Microtask batches that ran at least one fiber.
+    pub batches: u64,
+    /// Fiber runs from the microtask batch (fibers started or resumed).
+    pub microtasks_run: u64,
+    /// Fiber runs from the macrotask queue (cedes and auto-yields; in
+    /// [`Mode::Macrotask`](crate::Mode::Macrotask) every fiber run).
+    pub macrotasks_run: u64,
+    /// Fibers made and not yet ended (completed, or freed before
+    /// completing).
+    pub live_fibers: u64,
+    /// Timers set and not yet fired or cancelled.
+    pub timers: usize,
+    /// Sockets registered with the poller.
+    pub io_sources: usize,
+    /// Fibers suspended until a socket is ready.
+    pub io_waiters: usize,
+}
+
+impl Stats {
+    /// Every fiber run, from either queue.
+    pub fn fibers_run(&self) -> u64 {
+        self.microtasks_run + self.macrotasks_run
+    }
+}
+
+impl fmt::Display for Stats {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "turns: {}; batches: {}; runs: {} microtask, {} macrotask; live fibers: {}; \
+             timers: {}; sockets: {} ({} waiters)",
+            self.turns,
+            self.batches,
+            self.microtasks_run,
+            self.macrotasks_run,
+            self.live_fibers,
+            self.timers,
+            self.io_sources,
+            self.io_waiters
+        )
+    }
+}
