@@ -165,6 +165,11 @@ impl ServerProcess {
         self.addr
     }
 
+    /// The server's process id.
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
     /// An error if the server has exited on its own.
     pub fn check_alive(&mut self) -> Result<(), String> {
         match self.child.try_wait() {
@@ -499,5 +504,24 @@ mod tests {
     fn a_first_line_that_is_not_listening_on_is_an_error() {
         let err = start_error("echo", &["hello"], Duration::from_secs(5));
         assert!(err.contains("got \"hello\""), "{err}");
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn dropping_a_started_server_kills_and_reaps_it() {
+        let command = ServerCommand {
+            program: PathBuf::from("sh"),
+            prefix_args: vec![
+                "-c".into(),
+                "echo listening on 127.0.0.1:9; exec sleep 30".into(),
+            ],
+        };
+        let server = ServerProcess::start(&command, &[], Duration::from_secs(5)).unwrap();
+        assert_eq!(server.addr(), "127.0.0.1:9".parse().unwrap());
+        let proc_dir = PathBuf::from(format!("/proc/{}", server.id()));
+        assert!(proc_dir.exists());
+        drop(server);
+        // Killed and waited for: not even a zombie is left.
+        assert!(!proc_dir.exists());
     }
 }
