@@ -167,6 +167,10 @@ where
     })
 }
 
+/// The length of a listener's queue of connections not yet accepted (the
+/// system may cap it: `net.core.somaxconn` on Linux).
+pub const LISTEN_BACKLOG: i32 = 1024;
+
 /// A TCP socket listening for connections, on an exec-batching loop.
 ///
 /// ```
@@ -201,14 +205,23 @@ impl TcpListener {
     /// Binds a listening socket to `addr` (port 0: one the system picks;
     /// read it with [`local_addr`](TcpListener::local_addr)). An address in
     /// use, a permission error, or running outside a loop is an error value.
+    ///
+    /// The socket reuses addresses in `TIME_WAIT` (as std's `bind` does on
+    /// Unix) and queues up to [`LISTEN_BACKLOG`] connections not yet
+    /// accepted.
     pub fn bind(addr: SocketAddr) -> IO<TcpListener, io::Error> {
+        use socket2::{Domain, Protocol, Socket, Type};
         immediate(move || {
             // Check first, so that no socket is bound outside a loop.
             Handle::current().ok_or_else(outside_loop)?;
-            let listener = std::net::TcpListener::bind(addr)?;
-            listener.set_nonblocking(true)?;
+            let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+            #[cfg(unix)]
+            socket.set_reuse_address(true)?;
+            socket.bind(&addr.into())?;
+            socket.listen(LISTEN_BACKLOG)?;
+            socket.set_nonblocking(true)?;
             Ok(TcpListener {
-                source: Source::register(listener)?,
+                source: Source::register(std::net::TcpListener::from(socket))?,
             })
         })
     }
