@@ -300,6 +300,50 @@ mod tests {
     }
 
     #[test]
+    fn a_keep_alive_connection_gets_an_answer_per_request_until_it_asks_to_close() {
+        use std::io::{Read, Write};
+        let (sender, receiver) = std::sync::mpsc::channel();
+        // The server runs until the test process ends.
+        std::thread::spawn(move || {
+            let mut rt = EventLoop::new().expect("build an event loop");
+            let program = TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0))).flat_map(
+                move |listener| {
+                    let announce = listener.local_addr().map(move |addr| {
+                        let _ = sender.send(addr);
+                    });
+                    announce.product_r(accept_loop(listener))
+                },
+            );
+            rt.block_on(program)
+        });
+        let addr = receiver.recv().expect("the server's address");
+        let mut client = std::net::TcpStream::connect(addr).expect("connect");
+        let mut received = Vec::new();
+        let mut buf = [0u8; 4096];
+        for _ in 0..3 {
+            client
+                .write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+                .unwrap();
+            received.clear();
+            while !received.ends_with(BODY) {
+                let n = client.read(&mut buf).unwrap();
+                assert!(n > 0, "the server closed a keep-alive connection");
+                received.extend_from_slice(&buf[..n]);
+            }
+            assert!(received.starts_with(b"HTTP/1.1 200 OK\r\n"));
+        }
+        client
+            .write_all(b"GET / HTTP/1.1\r\nConnection: close\r\n\r\n")
+            .unwrap();
+        received.clear();
+        client.read_to_end(&mut received).unwrap();
+        let text = String::from_utf8_lossy(&received);
+        assert!(text.contains("Content-Length: 13\r\n"), "{text}");
+        assert!(text.contains("Connection: close\r\n"), "{text}");
+        assert!(text.ends_with("Hello, World!"), "{text}");
+    }
+
+    #[test]
     fn the_options_follow_the_command_line_contract() {
         let args = [
             "--mode",

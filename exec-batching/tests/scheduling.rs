@@ -390,3 +390,18 @@ fn two_loops_nest_one_inside_a_fiber_of_the_other() {
     });
     assert_eq!(outer.block_on(program), Outcome::Succeeded((2, true)));
 }
+
+#[test]
+fn timers_cancelled_by_winning_timeouts_leave_none_behind() {
+    let mut rt = batching();
+    let quick = (0..500)
+        .map(|i| IO::<u32, ()>::pure(i).timeout_to(Duration::from_secs(3600), IO::pure(u32::MAX)))
+        .collect::<Vec<_>>();
+    let program =
+        IO::par_sequence(quick).map(|values| values.iter().filter(|&&v| v == u32::MAX).count());
+    assert_eq!(rt.block_on(program), Outcome::Succeeded(0));
+    assert_eq!(rt.stats().timers, 0);
+    // A later timer still fires in order after all those cancellations.
+    let late: IO<u8, ()> = IO::sleep(Duration::from_millis(1)).as_(1);
+    assert_eq!(rt.block_on(late), Outcome::Succeeded(1));
+}
