@@ -405,3 +405,22 @@ fn timers_cancelled_by_winning_timeouts_leave_none_behind() {
     let late: IO<u8, ()> = IO::sleep(Duration::from_millis(1)).as_(1);
     assert_eq!(rt.block_on(late), Outcome::Succeeded(1));
 }
+
+#[test]
+fn the_handle_and_the_sockets_may_cross_threads() {
+    fn send_sync<T: Send + Sync + Clone + 'static>() {}
+    fn send<T: Send + 'static>() {}
+    send_sync::<Handle>();
+    send::<TcpListener>();
+    send::<TcpStream>();
+    // A handle schedules from another thread: the fiber runs on the loop.
+    let mut rt = batching();
+    let handle = rt.handle();
+    let remote = std::thread::spawn(move || handle.spawn(IO::<u32, ()>::delay(|| 9)))
+        .join()
+        .unwrap();
+    assert_eq!(
+        rt.block_on(remote.join::<()>()),
+        Outcome::Succeeded(Outcome::Succeeded(9))
+    );
+}
