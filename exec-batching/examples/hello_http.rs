@@ -3,6 +3,7 @@
 //!
 //! ```text
 //! hello_http [--mode batching|macrotask] [--addr 127.0.0.1:0] [--batch-size N]
+//!            [--request-timeout-ms N]
 //! ```
 //!
 //! * `--mode`: the loop's [`Mode`] (default `batching`; `macrotask` is the
@@ -10,6 +11,15 @@
 //! * `--addr`: where to listen (default `127.0.0.1:0`: a port the system
 //!   picks).
 //! * `--batch-size`: the microtask batch bound (default 64).
+//! * `--request-timeout-ms`: the bound on handling one request (default
+//!   30000; 0: no bound). As in any production server, a request's handler
+//!   runs under a timeout; in an effect runtime that is a race between the
+//!   handler's fiber and a timer's fiber (`IO::timeout_to`), so each
+//!   request starts two fibers, resumes the connection's fiber and cancels
+//!   the timer's: the starts and resumes that microtask batching is about.
+//!   A handler that runs out of time is answered `503 Service Unavailable`.
+//!   With 0 the connection's fiber builds the response itself (one resume
+//!   per request, after the read).
 //!
 //! The first line on stdout is exactly `listening on <addr>`, with the
 //! address actually bound (flushed at once, for scripts and the load
@@ -32,8 +42,11 @@ use exec_batching::net::{TcpListener, TcpStream};
 use exec_batching::{EventLoop, Mode};
 use io_core::{IO, Outcome};
 
-const USAGE: &str =
-    "usage: hello_http [--mode batching|macrotask] [--addr 127.0.0.1:0] [--batch-size N]";
+const USAGE: &str = "usage: hello_http [--mode batching|macrotask] [--addr 127.0.0.1:0] \
+     [--batch-size N] [--request-timeout-ms N]";
+
+/// The default bound on handling one request.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 const BODY: &[u8] = b"Hello, World!";
 /// The most bytes a request head may take before the connection is closed.
@@ -44,6 +57,8 @@ struct Options {
     mode: Mode,
     addr: SocketAddr,
     batch_size: usize,
+    /// `None`: no per-request handler fiber.
+    request_timeout: Option<Duration>,
 }
 
 fn parse_options(mut args: impl Iterator<Item = String>) -> Result<Options, String> {
@@ -51,6 +66,7 @@ fn parse_options(mut args: impl Iterator<Item = String>) -> Result<Options, Stri
         mode: Mode::Batching,
         addr: SocketAddr::from(([127, 0, 0, 1], 0)),
         batch_size: exec_batching::DEFAULT_BATCH_SIZE,
+        request_timeout: Some(REQUEST_TIMEOUT),
     };
     while let Some(flag) = args.next() {
         let mut value = || args.next().ok_or_else(|| format!("{flag} needs a value"));
@@ -73,6 +89,13 @@ fn parse_options(mut args: impl Iterator<Item = String>) -> Result<Options, Stri
                 options.batch_size = text
                     .parse()
                     .map_err(|e| format!("bad batch size {text:?}: {e}"))?;
+            }
+            "--request-timeout-ms" => {
+                let text = value()?;
+                let ms: u64 = text
+                    .parse()
+                    .map_err(|e| format!("bad request timeout {text:?}: {e}"))?;
+                options.request_timeout = (ms > 0).then(|| Duration::from_millis(ms));
             }
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other:?}")),
@@ -163,22 +186,48 @@ fn responses(requests: &Requests) -> Vec<u8> {
     out
 }
 
+/// The answer to a request whose handler ran out of time.
+fn unavailable(close: bool) -> Vec<u8> {
+    let mut out = b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n".to_vec();
+    if close {
+        out.extend_from_slice(b"Connection: close\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
+    out
+}
+
+/// The responses to `requests`: built by the connection's fiber, or (with
+/// a request timeout) by a handler fiber raced against a timer.
+fn handle(requests: Requests, timeout: Option<Duration>) -> IO<Vec<u8>, io::Error> {
+    match timeout {
+        None => IO::pure(responses(&requests)),
+        Some(timeout) => {
+            let close = requests.close;
+            IO::delay(move || responses(&requests))
+                .timeout_to(timeout, IO::delay(move || unavailable(close)))
+        }
+    }
+}
+
 /// Serves one connection until the peer closes it or asks to.
-fn connection(stream: TcpStream) -> IO<(), io::Error> {
+fn connection(stream: TcpStream, timeout: Option<Duration>) -> IO<(), io::Error> {
     let nodelay = stream.set_nodelay(true);
     let serve = IO::tail_rec(
         (stream, Vec::with_capacity(READ_CHUNK)),
-        |(stream, mut buf)| {
+        move |(stream, mut buf)| {
             let requests = parse_requests(&buf);
             if requests.complete > 0 {
                 buf.drain(..requests.consumed);
-                let written = stream.write_all(responses(&requests));
-                if requests.close {
-                    let shutdown = stream.shutdown(Shutdown::Write);
-                    written.product_r(shutdown).as_(ControlFlow::Break(()))
-                } else {
-                    written.map(move |()| ControlFlow::Continue((stream, buf)))
-                }
+                let close = requests.close;
+                handle(requests, timeout).flat_map(move |bytes| {
+                    let written = stream.write_all(bytes);
+                    if close {
+                        let shutdown = stream.shutdown(Shutdown::Write);
+                        written.product_r(shutdown).as_(ControlFlow::Break(()))
+                    } else {
+                        written.map(move |()| ControlFlow::Continue((stream, buf)))
+                    }
+                })
             } else if buf.len() > MAX_HEAD {
                 IO::pure(ControlFlow::Break(()))
             } else {
@@ -196,14 +245,14 @@ fn connection(stream: TcpStream) -> IO<(), io::Error> {
 }
 
 /// Accepts forever, starting a fiber per connection.
-fn accept_loop(listener: TcpListener) -> IO<(), io::Error> {
+fn accept_loop(listener: TcpListener, timeout: Option<Duration>) -> IO<(), io::Error> {
     IO::forever(move || {
         listener
             .accept()
             .attempt()
-            .flat_map(|accepted| match accepted {
+            .flat_map(move |accepted| match accepted {
                 // A connection's error (a reset peer) ends only its fiber.
-                Ok((stream, _)) => connection(stream)
+                Ok((stream, _)) => connection(stream, timeout)
                     .attempt()
                     .void()
                     .start::<io::Error>()
@@ -218,8 +267,8 @@ fn accept_loop(listener: TcpListener) -> IO<(), io::Error> {
     .void()
 }
 
-fn server(addr: SocketAddr) -> IO<(), io::Error> {
-    TcpListener::bind(addr).flat_map(|listener| {
+fn server(addr: SocketAddr, timeout: Option<Duration>) -> IO<(), io::Error> {
+    TcpListener::bind(addr).flat_map(move |listener| {
         listener.local_addr().flat_map(move |bound| {
             let announce = IO::defer(move || {
                 let mut out = io::stdout().lock();
@@ -228,7 +277,7 @@ fn server(addr: SocketAddr) -> IO<(), io::Error> {
                     Err(e) => IO::raise_error(e),
                 }
             });
-            announce.product_r(accept_loop(listener))
+            announce.product_r(accept_loop(listener, timeout))
         })
     })
 }
@@ -255,7 +304,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match rt.block_on(server(options.addr)) {
+    match rt.block_on(server(options.addr, options.request_timeout)) {
         Outcome::Succeeded(()) => ExitCode::SUCCESS,
         Outcome::Errored(e) => {
             eprintln!("hello_http: {e}");
@@ -311,7 +360,7 @@ mod tests {
                     let announce = listener.local_addr().map(move |addr| {
                         let _ = sender.send(addr);
                     });
-                    announce.product_r(accept_loop(listener))
+                    announce.product_r(accept_loop(listener, Some(REQUEST_TIMEOUT)))
                 },
             );
             rt.block_on(program)
@@ -357,6 +406,9 @@ mod tests {
         assert_eq!(options.mode, Mode::Macrotask);
         assert_eq!(options.addr.port(), 0);
         assert_eq!(options.batch_size, 8);
+        assert_eq!(options.request_timeout, Some(REQUEST_TIMEOUT));
+        let off = ["--request-timeout-ms", "0"].iter().map(|s| s.to_string());
+        assert_eq!(parse_options(off).unwrap().request_timeout, None);
         assert!(parse_options(["--mode".to_string()].into_iter()).is_err());
         assert!(parse_options(["--speed".to_string()].into_iter()).is_err());
     }
