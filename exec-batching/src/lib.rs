@@ -109,23 +109,42 @@
 //! been freed without finishing and no fiber, timer, I/O interest or
 //! wake-up from another thread remains, as exec-single does.
 
+//!
+//! # Loom builds
+//!
+//! This crate has no loom models of its own (its one thread owns every
+//! queue; the cross-thread parts are a mutex and the poller's notify).
+//! Under `--cfg loom` (io-core's model checks build their dev-dependencies
+//! with it, and io-core's fiber listing is not part of loom builds) the
+//! crate compiles to nothing.
+
 #![deny(missing_docs)]
 
+#[cfg(not(loom))]
 pub mod net;
+#[cfg(not(loom))]
 mod reactor;
+#[cfg(not(loom))]
 mod runtime;
+#[cfg(not(loom))]
 mod stats;
+#[cfg(not(loom))]
 mod timer;
 
+#[cfg(not(loom))]
 pub use crate::runtime::{
     BuildError, Builder, DEFAULT_BATCH_SIZE, Deadlock, EventLoop, Handle, Mode,
 };
+#[cfg(not(loom))]
 pub use crate::stats::{FiberInfo, Stats};
+#[cfg(not(loom))]
 pub use crate::timer::TimerKey;
+#[cfg(not(loom))]
 pub use io_core::FiberStatus;
 
 /// Locks a mutex of the loop, also after a panic elsewhere poisoned it
 /// (the data it guards stays consistent: no user code runs under it).
+#[cfg(not(loom))]
 pub(crate) fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex
         .lock()
