@@ -26,7 +26,9 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 
 use benches::http_load::cli::{ArgError, COMPARE_USAGE, parse_compare_args};
-use benches::http_load::compare::{ServerCommand, find_server, run_comparison, server_candidates};
+use benches::http_load::compare::{
+    ServerCommand, find_server, pinned, run_comparison, server_candidates,
+};
 use benches::http_load::hello_server::serve_until_killed;
 
 /// The hidden first argument that makes this program the stand-in server.
@@ -72,7 +74,12 @@ fn main() -> ExitCode {
             }
         }
     };
-    eprintln!("http_compare: server {}", command.program.display());
+    let command = pinned(command, args.server_cpu);
+    eprintln!(
+        "http_compare: server {} {}",
+        command.program.display(),
+        command.prefix_args.join(" ")
+    );
     match run_comparison(&command, &args, &mut |line| {
         eprintln!("http_compare: {line}")
     }) {

@@ -207,6 +207,7 @@ pub fn parse_loadgen_args(args: impl IntoIterator<Item = String>) -> Result<Load
 pub const COMPARE_USAGE: &str = "\
 usage: http_compare [--server PATH] [--duration SECS] [--warmup SECS]
                     [--connections LIST] [--addr ADDR] [--batch-size N]
+                    [--request-timeout-ms N] [--server-cpu CPU]
                     [--timeout SECS] [--self-test]
 
 Runs exec-batching's hello_http server once per mode (batching, then
@@ -223,6 +224,12 @@ Build the server first:
   --connections LIST   comma-separated counts (default 1,50)
   --addr ADDR          passed to the server as --addr (default 127.0.0.1:0)
   --batch-size N       passed to the server as --batch-size (default: unset)
+  --request-timeout-ms N
+                       passed to the server as --request-timeout-ms (default:
+                       unset; 0 handles requests on the connection's fiber)
+  --server-cpu CPU     runs the server under `taskset -c CPU` (run this
+                       program itself on another CPU, e.g. `taskset -c 1`,
+                       so that the load does not compete with the server)
   --timeout SECS       socket timeout of the load generator (default 10)
   --self-test          use a std-only stand-in server (this program itself)
                        instead of hello_http, to check the runner";
@@ -242,6 +249,10 @@ pub struct CompareArgs {
     pub addr: String,
     /// The server's `--batch-size`, if given.
     pub batch_size: Option<u32>,
+    /// The server's `--request-timeout-ms`, if given.
+    pub request_timeout_ms: Option<u64>,
+    /// The CPU to pin the server to (`taskset -c`), if given.
+    pub server_cpu: Option<u32>,
     /// The load generator's socket timeout.
     pub timeout: Duration,
     /// Run against the std-only stand-in instead of hello_http.
@@ -257,6 +268,8 @@ impl Default for CompareArgs {
             connections: vec![1, 50],
             addr: "127.0.0.1:0".to_owned(),
             batch_size: None,
+            request_timeout_ms: None,
+            server_cpu: None,
             timeout: Duration::from_secs(10),
             self_test: false,
         }
@@ -274,6 +287,8 @@ pub fn parse_compare_args(args: impl IntoIterator<Item = String>) -> Result<Comp
             "--connections",
             "--addr",
             "--batch-size",
+            "--request-timeout-ms",
+            "--server-cpu",
             "--timeout",
         ],
         &["--self-test"],
@@ -305,6 +320,18 @@ pub fn parse_compare_args(args: impl IntoIterator<Item = String>) -> Result<Comp
                     .ok_or_else(|| invalid(flag, v, "expected a whole number above zero"))?;
                 out.batch_size = Some(n);
             }
+            "--request-timeout-ms" => {
+                let n = v
+                    .parse::<u64>()
+                    .map_err(|_| invalid(flag, v, "expected a whole number of milliseconds"))?;
+                out.request_timeout_ms = Some(n);
+            }
+            "--server-cpu" => {
+                let n = v
+                    .parse::<u32>()
+                    .map_err(|_| invalid(flag, v, "expected a CPU number"))?;
+                out.server_cpu = Some(n);
+            }
             "--timeout" => out.timeout = parse_positive_duration(flag, v)?,
             _ => out.self_test = true,
         }
@@ -318,6 +345,20 @@ mod tests {
 
     fn args(line: &str) -> Vec<String> {
         line.split_whitespace().map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn compare_passes_the_request_timeout_and_pins_the_server_only_when_asked() {
+        let parsed = parse_compare_args(args("--request-timeout-ms 0 --server-cpu 1")).unwrap();
+        assert_eq!(parsed.request_timeout_ms, Some(0));
+        assert_eq!(parsed.server_cpu, Some(1));
+        let default = parse_compare_args(Vec::new()).unwrap();
+        assert_eq!(
+            (default.request_timeout_ms, default.server_cpu),
+            (None, None)
+        );
+        assert!(parse_compare_args(args("--server-cpu x")).is_err());
+        assert!(parse_compare_args(args("--request-timeout-ms -1")).is_err());
     }
 
     #[test]

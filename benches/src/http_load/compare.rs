@@ -230,7 +230,29 @@ pub fn server_args(mode: &str, args: &CompareArgs) -> Vec<String> {
     if let Some(n) = args.batch_size {
         out.extend(["--batch-size".to_owned(), n.to_string()]);
     }
+    if let Some(ms) = args.request_timeout_ms {
+        out.extend(["--request-timeout-ms".to_owned(), ms.to_string()]);
+    }
     out
+}
+
+/// `command` run under `taskset -c cpu` (pinned to one CPU), or as it is.
+pub fn pinned(command: ServerCommand, cpu: Option<u32>) -> ServerCommand {
+    match cpu {
+        None => command,
+        Some(cpu) => {
+            let mut prefix_args = vec![
+                "-c".to_owned(),
+                cpu.to_string(),
+                command.program.display().to_string(),
+            ];
+            prefix_args.extend(command.prefix_args);
+            ServerCommand {
+                program: PathBuf::from("taskset"),
+                prefix_args,
+            }
+        }
+    }
 }
 
 /// For each mode: starts the server, loads it at every connection count,
@@ -362,6 +384,19 @@ impl Comparison {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_pinned_server_runs_under_taskset_with_its_own_arguments_after_the_program() {
+        let command = ServerCommand {
+            program: PathBuf::from("/bin/hello_http"),
+            prefix_args: vec!["--x".to_owned()],
+        };
+        assert_eq!(pinned(command.clone(), None), command);
+        let pinned = pinned(command, Some(0));
+        assert_eq!(pinned.program, PathBuf::from("taskset"));
+        assert_eq!(pinned.prefix_args, ["-c", "0", "/bin/hello_http", "--x"]);
+    }
+
     use super::super::{ErrorCounts, ErrorKind, LatencyStats};
     use super::*;
 
@@ -433,6 +468,11 @@ mod tests {
         );
         args.batch_size = Some(32);
         assert_eq!(server_args("batching", &args)[4..], ["--batch-size", "32"]);
+        args.request_timeout_ms = Some(0);
+        assert_eq!(
+            server_args("batching", &args)[6..],
+            ["--request-timeout-ms", "0"]
+        );
     }
 
     #[test]
