@@ -86,20 +86,6 @@ mod k {
         }
     }
 
-    pub(super) struct Start<A, E>(PhantomData<fn() -> (A, E)>);
-    impl<A, E> Adapter<Spawner, Value, IO<A, E>> for Start<A, E>
-    where
-        A: Send + 'static,
-        E: Send + 'static,
-    {
-        unsafe fn call(io: IO<A, E>, spawner: Spawner) -> Value {
-            let child = spawner.spawn(io.into_node(), None);
-            // SAFETY: the child runs `io`, an `IO<A, E>`, without completion
-            // callback (its outcome goes to its join state).
-            Value::new(unsafe { FiberHandle::<A, E>::from_fiber(child) })
-        }
-    }
-
     /// A `Start` node's closure that starts any number of children with the
     /// spawner and produces a `T` (handles to them).
     pub(crate) struct WithSpawner<T>(PhantomData<fn() -> T>);
@@ -221,7 +207,12 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// Starts `self` on a new fiber of the same executor; returns its handle
     /// at once.
     pub fn start<E2: Send + 'static>(self) -> IO<FiberHandle<A, E>, E2> {
-        IO::from_node(Node::start(ErasedFn::new::<k::Start<A, E>, _>(self)))
+        IO::with_spawner(move |spawner| {
+            let child = spawner.spawn(self.into_node(), None);
+            // SAFETY: the child runs `self`, an `IO<A, E>`, without a
+            // completion callback (its outcome goes to its join state).
+            unsafe { FiberHandle::from_fiber(child) }
+        })
     }
 
     /// Starts children on the current fiber's executor in one step: `f`

@@ -207,6 +207,9 @@ pub(crate) mod stacks {
     #[inline]
     pub(crate) fn give(stack: Vec<Frame>) {
         debug_assert!(stack.is_empty());
+        if stack.capacity() == 0 {
+            return;
+        }
         #[cfg(feature = "std")]
         if stack.capacity() <= MAX_KEPT {
             let _ = SPARE.try_with(|spare| {

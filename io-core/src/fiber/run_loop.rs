@@ -499,7 +499,7 @@ fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
 /// gives its buffer back to the thread (see `Core::stack`).
 #[inline(always)]
 fn suspend(core: &mut Core, interruptible: bool) -> Exit {
-    if core.stack.is_empty() && core.stack.capacity() != 0 {
+    if core.stack.is_empty() {
         crate::pool::stacks::give(core::mem::take(&mut core.stack));
     }
     Exit::Suspend { interruptible }
