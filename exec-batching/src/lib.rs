@@ -128,8 +128,6 @@ mod reactor;
 mod runtime;
 #[cfg(not(loom))]
 mod stats;
-#[cfg(not(loom))]
-mod timer;
 
 #[cfg(not(loom))]
 pub use crate::runtime::{
@@ -137,8 +135,10 @@ pub use crate::runtime::{
 };
 #[cfg(not(loom))]
 pub use crate::stats::{FiberInfo, Stats};
+/// Identifies a timer set on an [`EventLoop`], to cancel it (io-core's
+/// timer heap: O(1) cancellation, ties fire in the order they were set).
 #[cfg(not(loom))]
-pub use crate::timer::TimerKey;
+pub type TimerKey = io_core::timers::TimerId;
 #[cfg(not(loom))]
 pub use io_core::FiberStatus;
 

@@ -32,10 +32,12 @@ use io_core::{
 };
 use polling::Events;
 
+use crate::TimerKey;
 use crate::lock;
 use crate::reactor::{Reactor, Wake};
-use crate::stats::{FiberBag, FiberInfo, Stats};
-use crate::timer::{TimerKey, Timers};
+use crate::stats::{FiberInfo, Stats};
+use io_core::WeakFibers;
+use io_core::timers::TimerHeap;
 
 /// The default bound of a microtask batch: 64 fibers (Cats Effect's
 /// `BatchingMacrotaskExecutor` default).
@@ -179,11 +181,11 @@ impl Builder {
             track_fibers: self.track_fibers,
             origin: Instant::now(),
             reactor,
-            timers: Mutex::new(Timers::default()),
+            timers: Mutex::new(TimerHeap::new()),
             remote: Mutex::new(VecDeque::new()),
             remote_pending: AtomicBool::new(false),
             closed: AtomicBool::new(false),
-            fibers: Mutex::new(FiberBag::default()),
+            fibers: Mutex::new(WeakFibers::new()),
             created: AtomicU64::new(0),
             ended: AtomicU64::new(0),
             turns: AtomicU64::new(0),
@@ -279,14 +281,14 @@ pub(crate) struct Shared {
     track_fibers: bool,
     origin: Instant,
     pub(crate) reactor: Reactor,
-    timers: Mutex<Timers>,
+    timers: Mutex<TimerHeap>,
     /// Fibers scheduled from other threads.
     remote: Mutex<VecDeque<Fiber<Handle>>>,
     /// A hint that `remote` is not empty (the loop skips the lock otherwise).
     remote_pending: AtomicBool,
     /// The [`EventLoop`] was dropped: fibers scheduled now are dropped.
     closed: AtomicBool,
-    fibers: Mutex<FiberBag>,
+    fibers: Mutex<WeakFibers>,
     created: AtomicU64,
     ended: AtomicU64,
     turns: AtomicU64,
@@ -354,7 +356,7 @@ impl Shared {
     fn fire_due_timers(&self, due: &mut Vec<TimerCallback>) {
         {
             let mut timers = lock(&self.timers);
-            if timers.len() == 0 {
+            if timers.is_empty() {
                 return;
             }
             timers.take_due(self.now_ns(), due);
@@ -652,7 +654,10 @@ impl Handle {
     /// The live fibers (requires [`Builder::track_fibers`]; empty
     /// otherwise): id and status of every fiber made and not finished.
     pub fn live_fibers(&self) -> Vec<FiberInfo> {
-        lock(&self.shared.fibers).live()
+        lock(&self.shared.fibers)
+            .live()
+            .map(|(id, status)| FiberInfo { id, status })
+            .collect()
     }
 
     /// The loop's mode.

@@ -11,11 +11,11 @@
 //! # Live fibers
 //!
 //! With [`Builder::track_fibers`](crate::Builder::track_fibers) the loop
-//! keeps a bag of weak references to every fiber made on it, from io-core's
+//! keeps io-core's [`WeakFibers`](io_core::WeakFibers) list of every fiber made on it, from its
 //! [`Executor::fiber_created`](io_core::Executor::fiber_created) hook
-//! (`Fiber::downgrade`): a [`WeakFiber`] never keeps a fiber's program
+//! (`Fiber::downgrade`): a `WeakFiber` never keeps a fiber's program
 //! alive and reports nothing once the fiber has completed, so no fiber is
-//! wrapped and nothing is added to the scheduling path. The bag drops the
+//! wrapped and nothing is added to the scheduling path. The list drops the
 //! references of finished fibers whenever it has doubled since its last
 //! clean-up, so it holds at most about twice the live fibers. Tracking is
 //! off by default: it costs a lock, a weak reference count and a vector
@@ -24,32 +24,7 @@
 
 use std::fmt;
 
-use io_core::{FiberStatus, WeakFiber};
-
-/// Weak references to the fibers made on the loop.
-#[derive(Debug, Default)]
-pub(crate) struct FiberBag {
-    fibers: Vec<WeakFiber>,
-    clean_at: usize,
-}
-
-impl FiberBag {
-    pub(crate) fn push(&mut self, fiber: WeakFiber) {
-        if self.fibers.len() >= self.clean_at {
-            self.fibers.retain(|fiber| !fiber.is_gone());
-            self.clean_at = (self.fibers.len() * 2).max(64);
-        }
-        self.fibers.push(fiber);
-    }
-
-    pub(crate) fn live(&self) -> Vec<FiberInfo> {
-        self.fibers
-            .iter()
-            .filter_map(|fiber| fiber.snapshot())
-            .map(|(id, status)| FiberInfo { id, status })
-            .collect()
-    }
-}
+use io_core::FiberStatus;
 
 /// One live fiber in a listing (see [`EventLoop::live_fibers`](crate::EventLoop::live_fibers)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

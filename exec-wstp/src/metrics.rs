@@ -8,7 +8,7 @@
 //! # Live fibers
 //!
 //! With [`Builder::track_fibers`](crate::Builder::track_fibers), each
-//! worker keeps a bag of weak references to the fibers started on it
+//! worker keeps io-core's `WeakFibers`, weak references to the fibers started on it
 //! (io-core's `WeakFiber`: it never keeps a fiber's program alive, and
 //! reports nothing once the fiber has completed). The bag's lock is taken
 //! only by its own worker when a fiber starts and by a listing, never on
@@ -19,26 +19,9 @@
 
 use std::fmt;
 
-use io_core::{FiberStatus, WeakFiber};
+use io_core::{FiberStatus, WeakFibers};
 
 use crate::runtime::Shared;
-
-/// Weak references to the fibers started on one worker.
-#[derive(Debug, Default)]
-pub(crate) struct FiberBag {
-    fibers: Vec<WeakFiber>,
-    clean_at: usize,
-}
-
-impl FiberBag {
-    pub(crate) fn push(&mut self, fiber: WeakFiber) {
-        if self.fibers.len() >= self.clean_at {
-            self.fibers.retain(|fiber| !fiber.is_gone());
-            self.clean_at = (self.fibers.len() * 2).max(64);
-        }
-        self.fibers.push(fiber);
-    }
-}
 
 /// One live fiber in a listing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -140,16 +123,12 @@ pub(crate) fn snapshot(shared: &Shared) -> Metrics {
 
 pub(crate) fn live_fibers(shared: &Shared) -> Vec<FiberInfo> {
     let mut list = Vec::new();
-    let mut collect = |bag: &FiberBag, started_on: Option<usize>| {
-        for fiber in &bag.fibers {
-            if let Some((id, status)) = fiber.snapshot() {
-                list.push(FiberInfo {
-                    id,
-                    status,
-                    started_on,
-                });
-            }
-        }
+    let mut collect = |fibers: &WeakFibers, started_on: Option<usize>| {
+        list.extend(fibers.live().map(|(id, status)| FiberInfo {
+            id,
+            status,
+            started_on,
+        }));
     };
     for (index, remote) in shared.remotes.iter().enumerate() {
         collect(&remote.fibers.lock(), Some(index));

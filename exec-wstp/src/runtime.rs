@@ -15,8 +15,8 @@ use io_core::{
 use crate::blocking::BlockingPool;
 use crate::idle::{Idle, Parker};
 use crate::sync::{AtomicBool, Condvar, Mutex, Ordering, fence};
-use crate::timer::TimerShard;
 use crate::{metrics, sync, worker};
+use io_core::timers::TimerHeap;
 
 pub use crate::metrics::{FiberInfo, Metrics};
 pub use crate::timer::TimerKey;
@@ -232,10 +232,10 @@ impl Builder {
             .map(|local| Remote {
                 stealer: local.stealer(),
                 parker: Parker::new(),
-                timers: Mutex::new(TimerShard::default()),
+                timers: Mutex::new(TimerHeap::new()),
                 has_timers: AtomicBool::new(false),
                 counters: CachePadded::new(Counters::default()),
-                fibers: Mutex::new(metrics::FiberBag::default()),
+                fibers: Mutex::new(io_core::WeakFibers::new()),
             })
             .collect();
         let shared = std::sync::Arc::new(Shared {
@@ -253,7 +253,7 @@ impl Builder {
             origin: Instant::now(),
             track_fibers: self.track_fibers,
             external: CachePadded::new(Counters::default()),
-            external_fibers: Mutex::new(metrics::FiberBag::default()),
+            external_fibers: Mutex::new(io_core::WeakFibers::new()),
             running_workers: Mutex::new(workers),
             workers_exited: Condvar::new(),
         });
@@ -296,12 +296,12 @@ pub(crate) struct Counters {
 pub(crate) struct Remote {
     pub(crate) stealer: Stealer<Fiber<Handle>>,
     pub(crate) parker: Parker,
-    pub(crate) timers: Mutex<TimerShard>,
+    pub(crate) timers: Mutex<TimerHeap>,
     /// A hint that the shard may hold timers (skips the lock when idle).
     pub(crate) has_timers: AtomicBool,
     pub(crate) counters: CachePadded<Counters>,
     /// Weak references to the fibers started here (with `track_fibers`).
-    pub(crate) fibers: Mutex<metrics::FiberBag>,
+    pub(crate) fibers: Mutex<io_core::WeakFibers>,
 }
 
 /// The state shared by the workers and every [`Handle`].
@@ -316,7 +316,7 @@ pub(crate) struct Shared {
     pub(crate) origin: Instant,
     pub(crate) track_fibers: bool,
     pub(crate) external: CachePadded<Counters>,
-    pub(crate) external_fibers: Mutex<metrics::FiberBag>,
+    pub(crate) external_fibers: Mutex<io_core::WeakFibers>,
     pub(crate) running_workers: Mutex<usize>,
     pub(crate) workers_exited: Condvar,
 }
@@ -473,10 +473,10 @@ impl Executor for Handle {
             None => (0, false),
         });
         let remote = &shared.remotes[shard];
-        let key = remote
-            .timers
-            .lock()
-            .insert(shard as u32, deadline_ns, callback);
+        let key = TimerKey {
+            shard: shard as u32,
+            id: remote.timers.lock().insert(deadline_ns, callback),
+        };
         remote.has_timers.store(true, Ordering::Relaxed);
         if !on_owner {
             // Set from outside the pool: the owner may sleep past this
@@ -491,7 +491,7 @@ impl Executor for Handle {
 
     fn cancel_timer(&self, key: TimerKey) {
         if let Some(remote) = self.shared.remotes.get(key.shard as usize) {
-            let callback = remote.timers.lock().cancel(key);
+            let callback = remote.timers.lock().cancel(key.id);
             drop(callback);
         }
     }

@@ -253,7 +253,7 @@ impl WorkerContext {
         {
             let mut timers = remote.timers.lock();
             timers.take_due(now, &mut due);
-            remote.has_timers.store(timers.len() > 0, Ordering::Relaxed);
+            remote.has_timers.store(!timers.is_empty(), Ordering::Relaxed);
         }
         let fired = !due.is_empty();
         for callback in due {

@@ -61,6 +61,7 @@ mod node;
 mod outcome;
 mod pool;
 mod sync;
+pub mod timers;
 
 pub use cancel::Poll;
 pub use concurrent::{
@@ -78,6 +79,6 @@ pub use executor::{BlockingTask, Executor, Fiber, TimerCallback};
 pub use fiber::Callback;
 pub use fiber::handle::FiberHandle;
 #[cfg(not(loom))]
-pub use fiber::{FiberStatus, WeakFiber};
+pub use fiber::{FiberStatus, WeakFiber, WeakFibers};
 pub use io::IO;
 pub use outcome::{Outcome, PanicMessage};

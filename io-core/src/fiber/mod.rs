@@ -556,6 +556,44 @@ impl WeakFiber {
     }
 }
 
+/// Weak references to many fibers, for an executor's fiber listing
+/// (executors push one from [`Executor::fiber_created`]).
+///
+/// Pushing sweeps out the references of fibers that are gone whenever the
+/// list has doubled since the last sweep (amortized O(1) per push), so it
+/// holds at most about twice the live fibers. It never keeps a fiber alive.
+#[cfg(not(loom))]
+#[derive(Debug, Default)]
+pub struct WeakFibers {
+    fibers: Vec<WeakFiber>,
+    sweep_at: usize,
+}
+
+#[cfg(not(loom))]
+impl WeakFibers {
+    /// An empty list (no allocation).
+    pub const fn new() -> Self {
+        WeakFibers {
+            fibers: Vec::new(),
+            sweep_at: 0,
+        }
+    }
+
+    /// Adds a fiber.
+    pub fn push(&mut self, fiber: WeakFiber) {
+        if self.fibers.len() >= self.sweep_at {
+            self.fibers.retain(|fiber| !fiber.is_gone());
+            self.sweep_at = (self.fibers.len() * 2).max(64);
+        }
+        self.fibers.push(fiber);
+    }
+
+    /// Identifier and status of every fiber of the list still alive.
+    pub fn live(&self) -> impl Iterator<Item = (usize, FiberStatus)> + '_ {
+        self.fibers.iter().filter_map(WeakFiber::snapshot)
+    }
+}
+
 #[cfg(not(loom))]
 impl Drop for WeakFiber {
     fn drop(&mut self) {

@@ -17,15 +17,15 @@ struct TestExecutor(Arc<State>);
 
 struct State {
     queue: Mutex<VecDeque<Fiber<TestExecutor>>>,
-    timers: Mutex<Vec<(Duration, u64, TimerCallback)>>,
-    next_timer: AtomicUsize,
+    /// io-core's own timer heap, so that these tests (and Miri) cover it.
+    timers: Mutex<crate::timers::TimerHeap>,
     now: Mutex<Duration>,
     reschedules: AtomicUsize,
     config: FiberConfig,
 }
 
 impl Executor for TestExecutor {
-    type TimerKey = u64;
+    type TimerKey = crate::timers::TimerId;
 
     fn schedule_fiber(&self, fiber: Fiber<Self>) {
         self.0.queue.lock().unwrap().push_back(fiber);
@@ -40,18 +40,14 @@ impl Executor for TestExecutor {
         *self.0.now.lock().unwrap()
     }
 
-    fn set_timer(&self, deadline: Duration, callback: TimerCallback) -> u64 {
-        let key = self.0.next_timer.fetch_add(1, Ordering::SeqCst) as u64;
-        self.0
-            .timers
-            .lock()
-            .unwrap()
-            .push((deadline, key, callback));
-        key
+    fn set_timer(&self, deadline: Duration, callback: TimerCallback) -> crate::timers::TimerId {
+        let deadline_ns = u64::try_from(deadline.as_nanos()).unwrap_or(u64::MAX);
+        self.0.timers.lock().unwrap().insert(deadline_ns, callback)
     }
 
-    fn cancel_timer(&self, key: u64) {
-        self.0.timers.lock().unwrap().retain(|(_, k, _)| *k != key);
+    fn cancel_timer(&self, key: crate::timers::TimerId) {
+        let callback = self.0.timers.lock().unwrap().cancel(key);
+        drop(callback);
     }
 
     fn config(&self) -> &FiberConfig {
@@ -63,8 +59,7 @@ impl TestExecutor {
     fn new(config: FiberConfig) -> Self {
         TestExecutor(Arc::new(State {
             queue: Mutex::new(VecDeque::new()),
-            timers: Mutex::new(Vec::new()),
-            next_timer: AtomicUsize::new(0),
+            timers: Mutex::new(crate::timers::TimerHeap::new()),
             now: Mutex::new(Duration::ZERO),
             reschedules: AtomicUsize::new(0),
             config,
@@ -93,12 +88,13 @@ impl TestExecutor {
                         return Some(o);
                     }
                     let mut timers = self.0.timers.lock().unwrap();
-                    if !timers.is_empty() {
-                        timers.sort_by_key(|(d, k, _)| (*d, *k));
-                        let (deadline, _, callback) = timers.remove(0);
+                    if let Some(deadline_ns) = timers.next_deadline() {
+                        let mut due = Vec::new();
+                        timers.take_due(deadline_ns, &mut due);
                         drop(timers);
+                        let deadline = Duration::from_nanos(deadline_ns);
                         *self.0.now.lock().unwrap() = deadline;
-                        callback.fire();
+                        due.into_iter().for_each(TimerCallback::fire);
                         continue;
                     }
                     drop(timers);
