@@ -45,16 +45,23 @@ fn cancel_all_from_many_fibers<A: Clone + Send + 'static>(
     )
 }
 
-#[test]
-fn every_fiber_canceled_while_sleeping_runs_its_finalizers_exactly_once() {
-    const FIBERS: usize = 20_000;
+/// A storm: starts `n` fibers on a fresh 2-worker pool, each running
+/// `body(i)` under an `on_cancel` and a `guarantee` counter of its own;
+/// once every one has begun, cancels them all from many fibers at once.
+/// Checks that each ends canceled and that each finalizer ran exactly
+/// once, and returns the pool for further checks.
+fn cancel_storm<A, F>(what: &'static str, n: usize, body: F) -> exec_wstp::Runtime
+where
+    A: Clone + Send + 'static,
+    F: Fn(usize) -> IO<A, E> + Send + 'static,
+{
     let rt = runtime(2);
-    let (on_cancel, guarantee) = (counters(FIBERS), counters(FIBERS));
-    let ready = CountDownLatch::new(FIBERS as u64).expect("valid");
+    let (on_cancel, guarantee) = (counters(n), counters(n));
+    let ready = CountDownLatch::new(n as u64).expect("valid");
     let (oc, g, r) = (on_cancel.clone(), guarantee.clone(), ready.clone());
-    let io = IO::<FiberHandle<(), E>, E>::traverse((0..FIBERS).collect(), move |i| {
+    let io = IO::<FiberHandle<A, E>, E>::traverse((0..n).collect(), move |i| {
         r.release::<E>()
-            .product_r(IO::sleep(Duration::from_secs(3600)))
+            .product_r(body(i))
             .on_cancel(bump(&oc, i))
             .guarantee(bump(&g, i))
             .start()
@@ -64,7 +71,7 @@ fn every_fiber_canceled_while_sleeping_runs_its_finalizers_exactly_once() {
             .await_()
             .product_r(cancel_all_from_many_fibers(handles))
     });
-    let (outcomes, rt) = within("cancel sleeping fibers", HANG_LIMIT, move || {
+    let (outcomes, rt) = within(what, HANG_LIMIT, move || {
         (
             rt.block_on(io)
                 .expect("runs")
@@ -73,9 +80,17 @@ fn every_fiber_canceled_while_sleeping_runs_its_finalizers_exactly_once() {
             rt,
         )
     });
-    assert!(outcomes.iter().all(Outcome::is_canceled));
+    assert!(outcomes.iter().all(Outcome::is_canceled), "{what}");
     assert_each_once("on_cancel", &on_cancel);
     assert_each_once("guarantee", &guarantee);
+    rt
+}
+
+#[test]
+fn every_fiber_canceled_while_sleeping_runs_its_finalizers_exactly_once() {
+    let rt = cancel_storm("cancel sleeping fibers", 20_000, |_| {
+        IO::<(), E>::sleep(Duration::from_secs(3600))
+    });
     let metrics = rt.metrics();
     assert_eq!(
         metrics.workers.iter().map(|w| w.timers).sum::<usize>(),
@@ -91,44 +106,17 @@ fn every_fiber_canceled_while_looping_runs_its_finalizers_exactly_once() {
     // both are always runnable, so the cancel is observed at a yield. (Each
     // round over the local queues runs every loop for a full time slice;
     // 500 loops keep a round short in debug builds.)
-    const FIBERS: usize = 500;
-    let rt = runtime(2);
-    let (on_cancel, guarantee) = (counters(FIBERS), counters(FIBERS));
-    let ready = CountDownLatch::new(FIBERS as u64).expect("valid");
-    let (oc, g, r) = (on_cancel.clone(), guarantee.clone(), ready.clone());
-    let io = IO::<FiberHandle<u64, E>, E>::traverse((0..FIBERS).collect(), move |i| {
+    let rt = cancel_storm("cancel looping fibers", 500, |i| {
         let cede = i % 2 == 0;
-        let spin: IO<u64, E> = IO::tail_rec(0u64, move |n| {
+        IO::tail_rec(0u64, move |n| {
             let next = IO::pure(ControlFlow::<u64, u64>::Continue(n.wrapping_add(1)));
             if cede {
                 IO::cede().product_r(next)
             } else {
                 next
             }
-        });
-        r.release::<E>()
-            .product_r(spin)
-            .on_cancel(bump(&oc, i))
-            .guarantee(bump(&g, i))
-            .start()
-    })
-    .flat_map(move |handles| {
-        ready
-            .await_()
-            .product_r(cancel_all_from_many_fibers(handles))
+        })
     });
-    let (outcomes, rt) = within("cancel looping fibers", HANG_LIMIT, move || {
-        (
-            rt.block_on(io)
-                .expect("runs")
-                .succeeded()
-                .expect("succeeds"),
-            rt,
-        )
-    });
-    assert!(outcomes.iter().all(Outcome::is_canceled));
-    assert_each_once("on_cancel", &on_cancel);
-    assert_each_once("guarantee", &guarantee);
     assert_eq!(rt.metrics().live_fibers, 0);
 }
 
