@@ -64,16 +64,7 @@ mod spindle {
 
     type Io<A> = IO<A, Infallible>;
 
-    pub fn shallow_pure() -> Io<i32> {
-        fn go(i: i32) -> Io<i32> {
-            if i < SIZE {
-                IO::pure(i + 1).flat_map(go)
-            } else {
-                IO::pure(i)
-            }
-        }
-        IO::pure(0).flat_map(go)
-    }
+    pub use benches::bind_loops::{deep_pure, shallow_pure};
 
     pub fn shallow_delay() -> Io<i32> {
         fn go(i: i32) -> Io<i32> {
@@ -115,13 +106,6 @@ mod spindle {
             }
         }
         IO::delay(|| 0).flat_map(go)
-    }
-
-    pub fn deep_pure() -> Io<i32> {
-        fn go(i: i32) -> Io<i32> {
-            IO::pure(i).flat_map(|j| if j > SIZE { IO::pure(j) } else { go(j + 1) })
-        }
-        go(0)
     }
 
     pub fn deep_delay() -> Io<i32> {

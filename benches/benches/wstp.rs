@@ -629,22 +629,7 @@ fn parallel(c: &mut Criterion) {
 /// one fiber on a worker (`rt.block_on`); tokio: the same boxed `async`
 /// recursion (with `Send`), as one task on a worker. Element: one step.
 fn bind(c: &mut Criterion) {
-    fn shallow_pure() -> Io<i32> {
-        fn go(i: i32) -> Io<i32> {
-            if i < SIZE {
-                IO::pure(i + 1).flat_map(go)
-            } else {
-                IO::pure(i)
-            }
-        }
-        IO::pure(0).flat_map(go)
-    }
-    fn deep_pure() -> Io<i32> {
-        fn go(i: i32) -> Io<i32> {
-            IO::pure(i).flat_map(|j| if j > SIZE { IO::pure(j) } else { go(j + 1) })
-        }
-        go(0)
-    }
+    use benches::bind_loops::{deep_pure, shallow_pure};
     fn tokio_shallow_pure() -> BoxedSend<i32> {
         fn go(i: i32) -> BoxedSend<i32> {
             Box::pin(async move { if i < SIZE { go(i + 1).await } else { i } })

@@ -24,6 +24,39 @@ use core::fmt::Debug;
 
 pub mod http_load;
 
+/// The `pure` bind loops of Cats Effect's `ShallowBindBenchmark` and
+/// `DeepBindBenchmark` ([`SIZE`] steps), shared by `bind.rs` (exec-single)
+/// and `wstp.rs` (exec-wstp).
+pub mod bind_loops {
+    use core::convert::Infallible;
+
+    use io_core::IO;
+
+    use crate::SIZE;
+
+    /// `pure(i + 1).flatMap(loop)` until `SIZE`: each step's continuation
+    /// is applied to an already-computed value.
+    pub fn shallow_pure() -> IO<i32, Infallible> {
+        fn go(i: i32) -> IO<i32, Infallible> {
+            if i < SIZE {
+                IO::pure(i + 1).flat_map(go)
+            } else {
+                IO::pure(i)
+            }
+        }
+        IO::pure(0).flat_map(go)
+    }
+
+    /// `pure(i).flatMap(j => loop(j + 1))` until past `SIZE`: each step
+    /// nests one more bind.
+    pub fn deep_pure() -> IO<i32, Infallible> {
+        fn go(i: i32) -> IO<i32, Infallible> {
+            IO::pure(i).flat_map(|j| if j > SIZE { IO::pure(j) } else { go(j + 1) })
+        }
+        go(0)
+    }
+}
+
 use io_core::Outcome;
 
 /// The loop size of ShallowBind, DeepBind, Attempt and HandleError (Cats
