@@ -253,7 +253,9 @@ impl WorkerContext {
         {
             let mut timers = remote.timers.lock();
             timers.take_due(now, &mut due);
-            remote.has_timers.store(!timers.is_empty(), Ordering::Relaxed);
+            remote
+                .has_timers
+                .store(!timers.is_empty(), Ordering::Relaxed);
         }
         let fired = !due.is_empty();
         for callback in due {
