@@ -1,0 +1,662 @@
+//! # trace: the data of Spindle's fiber tracing
+//!
+//! Spindle records, per fiber, the last N operations it ran ("fiber
+//! tracing", as in Cats Effect): the operation's name (`flat_map`, `delay`,
+//! `Deferred::get`, ...), the place in the user's code that built it, and the
+//! user's closure type where there is one. This crate holds that data and
+//! nothing else: it never names io-core, which records events while fibers
+//! run (see `DESIGN.md`).
+//!
+//! * [`Op`]: what an operation is, known at compile time (a `static` per
+//!   operation and closure type).
+//! * [`Site`]: where it was built: a `&'static Location` from
+//!   `#[track_caller]` (one word, no allocation), or in full mode
+//!   ([`TracingMode::Full`], `std` feature) that location together with a
+//!   backtrace captured when the program was built.
+//! * [`Event`]: an operation at a site (two words).
+//! * [`Ring`]: a fiber's last N events, a fixed-capacity ring buffer whose
+//!   capacity is chosen at run time (a power of two, indexed with a mask);
+//!   recording an event stores two words and never allocates.
+//! * [`Trace`]: a snapshot of a ring, oldest event first, rendered one line
+//!   per event like Cats Effect's `Trace.pretty`, or on one line
+//!   ([`Trace::compact`]).
+//! * [`TracingMode`]: `none`, `cached`, `full`, parsed from configuration or
+//!   from the `SPINDLE_TRACING` environment variable ([`ENV_VAR`]).
+//!
+//! ## Why no cache
+//!
+//! Cats Effect's cached mode captures a stack trace once per lambda class
+//! and caches the result. In Rust the call site is known at compile time:
+//! a `#[track_caller]` function receives `Location::caller()` as a hidden
+//! argument, and the operation's name and closure type come from a
+//! `static`. A trace event is therefore two pointers to static data: no
+//! stack walk, no cache, no lock. Design credit: Cats Effect's
+//! `IOFiber`/`RingBuffer`/`Tracing` (read for ideas; nothing copied).
+//!
+//! ## Full mode
+//!
+//! With the `std` feature, [`set_full_capture`] makes [`Site::caller`]
+//! capture a `std::backtrace::Backtrace` (one allocation and a stack walk
+//! per site: the price of the mode, as in Cats Effect). When rendered,
+//! frames of Spindle's crates and of `std`, `core` and `alloc` are filtered
+//! out and the first user frame is shown with the operation.
+
+#![no_std]
+#![deny(missing_docs)]
+
+extern crate alloc;
+#[cfg(feature = "std")]
+extern crate std;
+
+use alloc::boxed::Box;
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::fmt;
+use core::panic::Location;
+use core::ptr::NonNull;
+
+#[cfg(feature = "std")]
+mod full;
+#[cfg(feature = "std")]
+pub use full::{Frame, set_full_capture, user_frames};
+
+// ---------------------------------------------------------------------------
+// Operations
+// ---------------------------------------------------------------------------
+
+/// What an operation is: its name and, where the user passed one, the type
+/// name of the user's closure. Made as a `static` (one per operation and
+/// closure type), so an [`Event`] only points at it.
+#[derive(Clone, Copy)]
+pub struct Op {
+    name: &'static str,
+    closure: Option<fn() -> &'static str>,
+}
+
+impl Op {
+    /// An operation without a user closure (`cede`, `sleep`, `start`, ...).
+    pub const fn new(name: &'static str) -> Op {
+        Op {
+            name,
+            closure: None,
+        }
+    }
+
+    /// An operation that runs a user closure; `closure` returns its type
+    /// name (pass `core::any::type_name::<F>`).
+    pub const fn with_closure(name: &'static str, closure: fn() -> &'static str) -> Op {
+        Op {
+            name,
+            closure: Some(closure),
+        }
+    }
+
+    /// The operation's name, as the user calls it (`flat_map`,
+    /// `Deferred::get`).
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The type name of the user's closure, if the operation has one.
+    pub fn closure(&self) -> Option<&'static str> {
+        self.closure.map(|f| f())
+    }
+}
+
+impl fmt::Debug for Op {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Op")
+            .field("name", &self.name)
+            .field("closure", &self.closure())
+            .finish()
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Sites
+// ---------------------------------------------------------------------------
+
+/// Where an operation was built: one word.
+///
+/// The word is a `&'static Location` (low bit clear), or, in full mode, an
+/// `Arc` of the location and a backtrace (low bit set; `Location` and the
+/// `Arc`'s contents are at least 2-aligned, so the bit is free).
+pub struct Site {
+    ptr: NonNull<()>,
+}
+
+// SAFETY: a site points at static data or at an `Arc` of `Send + Sync` data
+// (a location and a `Backtrace`), never mutated after it is made.
+unsafe impl Send for Site {}
+// SAFETY: as above.
+unsafe impl Sync for Site {}
+
+const CAPTURED: usize = 1;
+const _: () = assert!(core::mem::align_of::<Location<'static>>() > CAPTURED);
+
+impl Site {
+    /// The site of the caller of the `#[track_caller]` function that calls
+    /// this (through any number of `#[track_caller]` functions). In full
+    /// mode ([`set_full_capture`]) it also captures a backtrace.
+    #[track_caller]
+    #[inline(always)]
+    pub fn caller() -> Site {
+        let location = Location::caller();
+        #[cfg(feature = "std")]
+        if full::capture_enabled() {
+            return full::capture(location);
+        }
+        Site::from_location(location)
+    }
+
+    /// The site of a given location (no backtrace).
+    #[inline(always)]
+    pub fn from_location(location: &'static Location<'static>) -> Site {
+        Site {
+            ptr: NonNull::from(location).cast(),
+        }
+    }
+
+    /// The source location.
+    pub fn location(&self) -> &'static Location<'static> {
+        #[cfg(feature = "std")]
+        if let Some(captured) = self.captured() {
+            return captured.location;
+        }
+        // SAFETY: without the `CAPTURED` bit the word is a
+        // `&'static Location` (see `from_location`).
+        unsafe { self.ptr.cast::<Location<'static>>().as_ref() }
+    }
+
+    /// Splits the site into its word (for containers that store it next to
+    /// other data); [`Site::from_raw`] takes it back.
+    #[inline(always)]
+    pub fn into_raw(self) -> NonNull<()> {
+        let this = core::mem::ManuallyDrop::new(self);
+        this.ptr
+    }
+
+    /// Rebuilds a site from [`Site::into_raw`]'s word.
+    ///
+    /// # Safety
+    /// * `ptr` comes from `into_raw` and is used once.
+    #[inline(always)]
+    pub unsafe fn from_raw(ptr: NonNull<()>) -> Site {
+        Site { ptr }
+    }
+
+    /// Borrows the site behind a raw word without taking it.
+    ///
+    /// # Safety
+    /// * `ptr` comes from `into_raw` and its site is alive as long as `'a`.
+    #[inline(always)]
+    pub unsafe fn borrow_raw<'a>(ptr: &'a NonNull<()>) -> &'a Site {
+        // SAFETY: `Site` is `repr(Rust)` over one `NonNull<()>` field: it has
+        // the layout of that field.
+        unsafe { &*(ptr as *const NonNull<()>).cast::<Site>() }
+    }
+
+    #[cfg(feature = "std")]
+    fn captured(&self) -> Option<&full::Captured> {
+        if self.ptr.as_ptr().addr() & CAPTURED != 0 {
+            // SAFETY: with the bit set, the word is an `Arc<Captured>` pointer
+            // (tagged); the `Arc` lives as long as `self`.
+            Some(unsafe { &*full::untag(self.ptr) })
+        } else {
+            None
+        }
+    }
+
+    /// Whether a backtrace was captured with this site (full mode).
+    pub fn has_backtrace(&self) -> bool {
+        self.ptr.as_ptr().addr() & CAPTURED != 0
+    }
+
+    /// The backtrace captured with this site (full mode), if any.
+    #[cfg(feature = "std")]
+    pub fn backtrace(&self) -> Option<&std::backtrace::Backtrace> {
+        self.captured().map(|c| &c.backtrace)
+    }
+}
+
+impl Clone for Site {
+    #[inline]
+    fn clone(&self) -> Site {
+        #[cfg(feature = "std")]
+        if self.has_backtrace() {
+            return full::clone(self.ptr);
+        }
+        Site { ptr: self.ptr }
+    }
+}
+
+impl Drop for Site {
+    #[inline(always)]
+    fn drop(&mut self) {
+        #[cfg(feature = "std")]
+        if self.has_backtrace() {
+            // SAFETY: a tagged word is an `Arc<Captured>` this site owns.
+            unsafe { full::release(self.ptr) }
+        }
+    }
+}
+
+impl fmt::Debug for Site {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Site({})", self.location())
+    }
+}
+
+impl PartialEq for Site {
+    fn eq(&self, other: &Site) -> bool {
+        let (a, b) = (self.location(), other.location());
+        a.file() == b.file() && a.line() == b.line() && a.column() == b.column()
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Events and the ring buffer
+// ---------------------------------------------------------------------------
+
+/// One traced operation: what ran and where the user built it.
+#[derive(Clone, Debug)]
+pub struct Event {
+    op: &'static Op,
+    site: Site,
+}
+
+impl Event {
+    /// An event.
+    #[inline(always)]
+    pub fn new(op: &'static Op, site: Site) -> Event {
+        Event { op, site }
+    }
+
+    /// The operation.
+    pub fn op(&self) -> &'static Op {
+        self.op
+    }
+
+    /// Where the user built it.
+    pub fn site(&self) -> &Site {
+        &self.site
+    }
+
+    /// The source location (shorthand for `site().location()`).
+    pub fn location(&self) -> &'static Location<'static> {
+        self.site.location()
+    }
+
+    /// The first frame of user code of the site's backtrace (full mode).
+    #[cfg(feature = "std")]
+    pub fn user_frame(&self) -> Option<Frame> {
+        self.site
+            .backtrace()
+            .and_then(|bt| user_frames(bt).into_iter().next())
+    }
+}
+
+/// The default number of events a fiber keeps (as Cats Effect's default
+/// trace buffer).
+pub const DEFAULT_CAPACITY: usize = 16;
+
+/// The largest ring a fiber may keep (a larger request is a
+/// [`CapacityError::TooLarge`]).
+pub const MAX_CAPACITY: usize = 1 << 16;
+
+/// A ring-buffer capacity that cannot be used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CapacityError {
+    /// 0 events: a traced fiber could keep nothing. Use tracing mode `none`
+    /// to record nothing.
+    Zero,
+    /// More than [`MAX_CAPACITY`] events.
+    TooLarge(usize),
+}
+
+impl fmt::Display for CapacityError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CapacityError::Zero => f.write_str(
+                "invalid trace buffer capacity 0: a traced fiber must keep at least 1 event \
+                 (use tracing mode `none` to record nothing)",
+            ),
+            CapacityError::TooLarge(n) => write!(
+                f,
+                "invalid trace buffer capacity {n}: at most {MAX_CAPACITY} events per fiber"
+            ),
+        }
+    }
+}
+
+impl core::error::Error for CapacityError {}
+
+/// Validates a requested capacity: 0 and more than [`MAX_CAPACITY`] are
+/// errors; anything else is rounded up to the next power of two (so that a
+/// slot is found with a mask), e.g. 10 becomes 16.
+pub const fn ring_capacity(requested: usize) -> Result<usize, CapacityError> {
+    if requested == 0 {
+        Err(CapacityError::Zero)
+    } else if requested > MAX_CAPACITY {
+        Err(CapacityError::TooLarge(requested))
+    } else {
+        Ok(requested.next_power_of_two())
+    }
+}
+
+/// A fiber's last events: a fixed-capacity ring buffer.
+///
+/// Made once, with all its slots, when the fiber records its first event;
+/// [`push`](Ring::push) then overwrites the oldest slot and never allocates.
+pub struct Ring {
+    slots: Box<[Option<Event>]>,
+    /// Total events pushed; the next slot is `written & mask`.
+    written: usize,
+}
+
+impl Ring {
+    /// A ring of `capacity` slots.
+    ///
+    /// `capacity` should come from [`ring_capacity`] (a power of two); any
+    /// other value is rounded up to one, and 0 becomes 1.
+    pub fn new(capacity: usize) -> Ring {
+        let capacity = capacity.max(1).next_power_of_two();
+        let mut slots = Vec::with_capacity(capacity);
+        slots.resize_with(capacity, || None);
+        Ring {
+            slots: slots.into_boxed_slice(),
+            written: 0,
+        }
+    }
+
+    /// Records an event, replacing the oldest once the ring is full.
+    #[inline]
+    pub fn push(&mut self, event: Event) {
+        let mask = self.slots.len() - 1;
+        self.slots[self.written & mask] = Some(event);
+        self.written = self.written.wrapping_add(1);
+    }
+
+    /// How many events the ring keeps at most.
+    pub fn capacity(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// How many events it holds now.
+    pub fn len(&self) -> usize {
+        self.written.min(self.slots.len())
+    }
+
+    /// Whether nothing was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.written == 0
+    }
+
+    /// How many events were recorded in all (including overwritten ones).
+    pub fn recorded(&self) -> usize {
+        self.written
+    }
+
+    /// The events, oldest first.
+    pub fn snapshot(&self) -> Trace {
+        let cap = self.slots.len();
+        let len = self.len();
+        let start = self.written.wrapping_sub(len);
+        let events = (0..len)
+            .filter_map(|i| self.slots[start.wrapping_add(i) & (cap - 1)].clone())
+            .collect();
+        Trace {
+            events,
+            omitted: self.written - len,
+        }
+    }
+}
+
+impl fmt::Debug for Ring {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Ring")
+            .field("capacity", &self.capacity())
+            .field("len", &self.len())
+            .finish()
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Traces
+// ---------------------------------------------------------------------------
+
+/// A snapshot of a fiber's last events, oldest first.
+///
+/// `Display` renders one line per event, like Cats Effect's `Trace.pretty`:
+///
+/// ```text
+/// trace (3 events, oldest first):
+///   delay @ examples/trace_demo.rs:20:9 (trace_demo::inner::{{closure}})
+///   flat_map @ examples/trace_demo.rs:21:10 (trace_demo::inner::{{closure}})
+///   cede @ examples/trace_demo.rs:22:13
+/// ```
+///
+/// In full mode each line names the first user function of the backtrace
+/// captured when the operation was built.
+#[derive(Clone, Debug, Default)]
+pub struct Trace {
+    events: Vec<Event>,
+    omitted: usize,
+}
+
+impl Trace {
+    /// An empty trace (a fiber that recorded nothing).
+    pub const fn empty() -> Trace {
+        Trace {
+            events: Vec::new(),
+            omitted: 0,
+        }
+    }
+
+    /// The events, oldest first.
+    pub fn events(&self) -> &[Event] {
+        &self.events
+    }
+
+    /// Whether there is no event.
+    pub fn is_empty(&self) -> bool {
+        self.events.is_empty()
+    }
+
+    /// How many older events the ring had already overwritten.
+    pub fn omitted(&self) -> usize {
+        self.omitted
+    }
+
+    /// The operation names, oldest first (handy in tests).
+    pub fn op_names(&self) -> Vec<&'static str> {
+        self.events.iter().map(|e| e.op().name()).collect()
+    }
+
+    /// One-line rendering: `op@file:line` per event, oldest first,
+    /// separated by `, ` (file names without their directories).
+    pub fn compact(&self) -> Compact<'_> {
+        Compact(self)
+    }
+}
+
+/// The one-line rendering of a [`Trace`] (see [`Trace::compact`]).
+pub struct Compact<'a>(&'a Trace);
+
+impl fmt::Display for Compact<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, event) in self.0.events.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            let location = event.location();
+            let file = location.file();
+            let base = file.rsplit(['/', '\\']).next().unwrap_or(file);
+            write!(f, "{}@{}:{}", event.op().name(), base, location.line())?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for Trace {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = self.events.len();
+        write!(
+            f,
+            "trace ({n} event{}, oldest first",
+            if n == 1 { "" } else { "s" }
+        )?;
+        if self.omitted > 0 {
+            write!(f, "; {} older omitted", self.omitted)?;
+        }
+        f.write_str("):")?;
+        for event in &self.events {
+            f.write_str("\n  ")?;
+            write_event(f, event)?;
+        }
+        Ok(())
+    }
+}
+
+fn write_event(f: &mut fmt::Formatter<'_>, event: &Event) -> fmt::Result {
+    let location = event.location();
+    #[cfg(feature = "std")]
+    if let Some(frame) = event.user_frame() {
+        return write!(
+            f,
+            "{} @ {} ({}:{}:{})",
+            event.op().name(),
+            frame.function,
+            location.file(),
+            location.line(),
+            location.column()
+        );
+    }
+    write!(
+        f,
+        "{} @ {}:{}:{}",
+        event.op().name(),
+        location.file(),
+        location.line(),
+        location.column()
+    )?;
+    if let Some(closure) = event.op().closure() {
+        write!(f, " ({closure})")?;
+    }
+    Ok(())
+}
+
+impl fmt::Display for Event {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write_event(f, self)
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Modes
+// ---------------------------------------------------------------------------
+
+/// The name of the environment variable that selects the tracing mode in
+/// std builds: `none`, `cached` or `full`.
+pub const ENV_VAR: &str = "SPINDLE_TRACING";
+
+/// How much a fiber traces (chosen when an executor is built).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TracingMode {
+    /// Record nothing (scoped tracing, `io.traced()`, still records inside
+    /// its scope).
+    None,
+    /// Record each operation's name, call site and closure type (the
+    /// default, as in Cats Effect).
+    #[default]
+    Cached,
+    /// As `cached`, and capture a backtrace where each operation is built
+    /// (needs `std`; expensive, for debugging).
+    Full,
+}
+
+impl TracingMode {
+    /// The valid names, as [`ENV_VAR`] and configuration accept them.
+    pub const NAMES: [&'static str; 3] = ["none", "cached", "full"];
+
+    /// The mode's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            TracingMode::None => "none",
+            TracingMode::Cached => "cached",
+            TracingMode::Full => "full",
+        }
+    }
+
+    /// Whether fibers record events in this mode.
+    pub fn records(self) -> bool {
+        self != TracingMode::None
+    }
+
+    /// The mode named by [`ENV_VAR`], if the variable is set; an unknown
+    /// value is an error naming the valid ones.
+    #[cfg(feature = "std")]
+    pub fn from_env() -> Result<Option<TracingMode>, ParseModeError> {
+        match std::env::var(ENV_VAR) {
+            Ok(value) => value.parse().map(Some),
+            Err(std::env::VarError::NotPresent) => Ok(None),
+            Err(std::env::VarError::NotUnicode(value)) => Err(ParseModeError {
+                value: value.to_string_lossy().into_owned(),
+            }),
+        }
+    }
+}
+
+impl fmt::Display for TracingMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A tracing mode name that is not `none`, `cached` or `full`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseModeError {
+    value: String,
+}
+
+impl ParseModeError {
+    /// The rejected value.
+    pub fn value(&self) -> &str {
+        &self.value
+    }
+}
+
+impl fmt::Display for ParseModeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "unknown tracing mode `{}` (from {ENV_VAR} or configuration): expected one of none, cached, full",
+            self.value
+        )
+    }
+}
+
+impl core::error::Error for ParseModeError {}
+
+impl core::str::FromStr for TracingMode {
+    type Err = ParseModeError;
+
+    fn from_str(s: &str) -> Result<TracingMode, ParseModeError> {
+        let t = s.trim();
+        if t.eq_ignore_ascii_case("none") {
+            Ok(TracingMode::None)
+        } else if t.eq_ignore_ascii_case("cached") {
+            Ok(TracingMode::Cached)
+        } else if t.eq_ignore_ascii_case("full") {
+            Ok(TracingMode::Full)
+        } else {
+            Err(ParseModeError {
+                value: String::from(s),
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
