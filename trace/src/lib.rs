@@ -16,7 +16,9 @@
 //! * [`Event`]: an operation at a site (two words).
 //! * [`Ring`]: a fiber's last N events, a fixed-capacity ring buffer whose
 //!   capacity is chosen at run time (a power of two, indexed with a mask);
-//!   recording an event stores two words and never allocates.
+//!   recording an event stores two words and never allocates. Its one
+//!   writer is the fiber; a fiber dump on another thread reads it through a
+//!   sequence lock (see `ring.rs`), so a dump never stops a fiber.
 //! * [`Trace`]: a snapshot of a ring, oldest event first, rendered one line
 //!   per event like Cats Effect's `Trace.pretty`, or on one line
 //!   ([`Trace::compact`]).
@@ -48,7 +50,6 @@ extern crate alloc;
 #[cfg(feature = "std")]
 extern crate std;
 
-use alloc::boxed::Box;
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt;
@@ -57,6 +58,8 @@ use core::ptr::NonNull;
 
 #[cfg(feature = "std")]
 mod full;
+mod ring;
+mod sync;
 #[cfg(feature = "std")]
 pub use full::{Frame, set_full_capture, user_frames};
 
@@ -345,82 +348,7 @@ pub const fn ring_capacity(requested: usize) -> Result<usize, CapacityError> {
     }
 }
 
-/// A fiber's last events: a fixed-capacity ring buffer.
-///
-/// Made once, with all its slots, when the fiber records its first event;
-/// [`push`](Ring::push) then overwrites the oldest slot and never allocates.
-pub struct Ring {
-    slots: Box<[Option<Event>]>,
-    /// Total events pushed; the next slot is `written & mask`.
-    written: usize,
-}
-
-impl Ring {
-    /// A ring of `capacity` slots.
-    ///
-    /// `capacity` should come from [`ring_capacity`] (a power of two); any
-    /// other value is rounded up to one, and 0 becomes 1.
-    pub fn new(capacity: usize) -> Ring {
-        let capacity = capacity.max(1).next_power_of_two();
-        let mut slots = Vec::with_capacity(capacity);
-        slots.resize_with(capacity, || None);
-        Ring {
-            slots: slots.into_boxed_slice(),
-            written: 0,
-        }
-    }
-
-    /// Records an event, replacing the oldest once the ring is full.
-    #[inline]
-    pub fn push(&mut self, event: Event) {
-        let mask = self.slots.len() - 1;
-        self.slots[self.written & mask] = Some(event);
-        self.written = self.written.wrapping_add(1);
-    }
-
-    /// How many events the ring keeps at most.
-    pub fn capacity(&self) -> usize {
-        self.slots.len()
-    }
-
-    /// How many events it holds now.
-    pub fn len(&self) -> usize {
-        self.written.min(self.slots.len())
-    }
-
-    /// Whether nothing was recorded.
-    pub fn is_empty(&self) -> bool {
-        self.written == 0
-    }
-
-    /// How many events were recorded in all (including overwritten ones).
-    pub fn recorded(&self) -> usize {
-        self.written
-    }
-
-    /// The events, oldest first.
-    pub fn snapshot(&self) -> Trace {
-        let cap = self.slots.len();
-        let len = self.len();
-        let start = self.written.wrapping_sub(len);
-        let events = (0..len)
-            .filter_map(|i| self.slots[start.wrapping_add(i) & (cap - 1)].clone())
-            .collect();
-        Trace {
-            events,
-            omitted: self.written - len,
-        }
-    }
-}
-
-impl fmt::Debug for Ring {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Ring")
-            .field("capacity", &self.capacity())
-            .field("len", &self.len())
-            .finish()
-    }
-}
+pub use ring::Ring;
 
 // ---------------------------------------------------------------------------
 // Traces

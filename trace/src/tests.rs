@@ -26,18 +26,18 @@ fn a_site_is_the_location_of_the_track_caller_call() {
 
 #[test]
 fn the_ring_keeps_only_the_last_n_events_oldest_first() {
-    let mut ring = Ring::new(4);
+    let ring = Ring::new(4);
     assert!(ring.is_empty());
-    assert!(ring.snapshot().is_empty());
+    assert!(ring.snapshot().unwrap().is_empty());
     let mut lines = Vec::new();
     for _ in 0..6 {
         let site = here();
         lines.push(site.location().line());
-        ring.push(Event::new(&MAP, site));
+        ring.push(&MAP, site.location());
     }
     assert_eq!(ring.len(), 4);
     assert_eq!(ring.recorded(), 6);
-    let trace = ring.snapshot();
+    let trace = ring.snapshot().unwrap();
     assert_eq!(trace.omitted(), 2);
     let got: Vec<u32> = trace.events().iter().map(|e| e.location().line()).collect();
     assert_eq!(got, lines[2..]);
@@ -45,10 +45,10 @@ fn the_ring_keeps_only_the_last_n_events_oldest_first() {
 
 #[test]
 fn a_partly_filled_ring_snapshots_in_order() {
-    let mut ring = Ring::new(16);
-    ring.push(Event::new(&MAP, here()));
-    ring.push(Event::new(&FLAT_MAP, here()));
-    let trace = ring.snapshot();
+    let ring = Ring::new(16);
+    ring.push(&MAP, here().location());
+    ring.push(&FLAT_MAP, here().location());
+    let trace = ring.snapshot().unwrap();
     assert_eq!(trace.op_names(), ["map", "flat_map"]);
     assert_eq!(trace.omitted(), 0);
 }
@@ -71,21 +71,21 @@ fn capacity_zero_is_an_error_and_other_sizes_round_up_to_a_power_of_two() {
 
 #[test]
 fn a_ring_of_one_keeps_the_last_event() {
-    let mut ring = Ring::new(1);
-    ring.push(Event::new(&MAP, here()));
-    ring.push(Event::new(&FLAT_MAP, here()));
-    assert_eq!(ring.snapshot().op_names(), ["flat_map"]);
+    let ring = Ring::new(1);
+    ring.push(&MAP, here().location());
+    ring.push(&FLAT_MAP, here().location());
+    assert_eq!(ring.snapshot().unwrap().op_names(), ["flat_map"]);
 }
 
 #[test]
 fn pretty_rendering_has_one_line_per_event_with_site_and_closure() {
-    let mut ring = Ring::new(16);
+    let ring = Ring::new(16);
     let a = here();
     let b = here();
     let (la, lb) = (a.location().line(), b.location().line());
-    ring.push(Event::new(&MAP, a));
-    ring.push(Event::new(&FLAT_MAP, b));
-    let text = ring.snapshot().to_string();
+    ring.push(&MAP, a.location());
+    ring.push(&FLAT_MAP, b.location());
+    let text = ring.snapshot().unwrap().to_string();
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines[0], "trace (2 events, oldest first):");
     assert!(
@@ -97,7 +97,7 @@ fn pretty_rendering_has_one_line_per_event_with_site_and_closure() {
         "{text}"
     );
     assert!(lines[2].ends_with("(demo::step)"), "{text}");
-    let compact = ring.snapshot().compact().to_string();
+    let compact = ring.snapshot().unwrap().compact().to_string();
     assert_eq!(
         compact,
         format!("map@tests.rs:{la}, flat_map@tests.rs:{lb}")
@@ -137,4 +137,20 @@ fn full_capture_attaches_a_backtrace_whose_first_user_frame_is_the_caller() {
     // or this test, never `trace::`/`std::`.
     assert!(!frame.function.starts_with("trace::"), "{frame:?}");
     assert!(!frame.function.starts_with("std::"), "{frame:?}");
+}
+
+#[cfg(feature = "std")]
+#[test]
+fn the_owner_snapshot_joins_the_sites_kept_for_full_mode() {
+    set_full_capture(true);
+    let site = here();
+    set_full_capture(false);
+    let ring = Ring::new(2);
+    let index = ring.push(&MAP, site.location());
+    let mut sites = alloc::vec![None, None];
+    sites[index] = Some(site);
+    let trace = ring.snapshot_with_sites(&sites);
+    assert!(trace.events()[0].site().has_backtrace());
+    // A reader on another thread gets the same event without it.
+    assert!(!ring.snapshot().unwrap().events()[0].site().has_backtrace());
 }
