@@ -31,6 +31,7 @@ use crate::fiber::{Spawner, typed_outcome};
 use crate::io::IO;
 use crate::node::{GuaranteeK, Node};
 use crate::outcome::Outcome;
+use crate::tracing::{Internal, NO_SITE, Named, Op, OpMeta, Site, WithClosure, here, names};
 
 /// Unmasks a program inside the `uncancelable` region that made it.
 ///
@@ -114,7 +115,28 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     ///     .flat_map(|x| IO::pure(x + 1));
     /// assert!(SingleThreaded::new().block_on(io).is_canceled());
     /// ```
+    #[track_caller]
     pub fn uncancelable<F>(body: F) -> IO<A, E>
+    where
+        F: FnOnce(Poll) -> IO<A, E> + Send + 'static,
+    {
+        IO::uncancelable_at::<WithClosure<names::Uncancelable, F>, F>(here(), body)
+    }
+
+    /// [`IO::uncancelable`] recorded as the operation `M` at `site`.
+    pub(crate) fn uncancelable_at<M: OpMeta, F>(site: Option<Site>, body: F) -> IO<A, E>
+    where
+        F: FnOnce(Poll) -> IO<A, E> + Send + 'static,
+    {
+        IO::from_node(Node::uncancelable(ErasedFn::new_sited::<
+            k::Uncancelable<A, E>,
+            F,
+            M,
+        >(body, site)))
+    }
+
+    /// [`IO::uncancelable`] for io-core's own nodes (no trace event).
+    pub(crate) fn uncancelable_untraced<F>(body: F) -> IO<A, E>
     where
         F: FnOnce(Poll) -> IO<A, E> + Send + 'static,
     {
@@ -124,28 +146,71 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     }
 
     /// Runs `finalizer` (masked) if the fiber is canceled while `self` runs.
+    #[track_caller]
     pub fn on_cancel(self, finalizer: IO<(), E>) -> IO<A, E> {
+        self.on_cancel_at::<Named<names::OnCancel>>(here(), finalizer)
+    }
+
+    /// [`IO::on_cancel`] recorded as the operation `M` at `site`.
+    pub(crate) fn on_cancel_at<M: OpMeta>(
+        self,
+        site: Option<Site>,
+        finalizer: IO<(), E>,
+    ) -> IO<A, E> {
         IO::from_node(Node::on_cancel(
             self.into_node(),
-            ErasedFn::new::<k::Thunk<(), E>, _>(move || finalizer),
+            ErasedFn::new_op::<k::Thunk<(), E>, _, M>(move || finalizer),
+            site,
         ))
+    }
+
+    /// [`IO::on_cancel`] for io-core's own nodes (no trace event).
+    pub(crate) fn on_cancel_untraced(self, finalizer: IO<(), E>) -> IO<A, E> {
+        self.on_cancel_at::<Internal>(NO_SITE, finalizer)
     }
 
     /// Runs the program `finalizer` builds from the outcome of `self`
     /// (masked, exactly once), whatever the outcome: success, error,
     /// cancellation or panic.
+    #[track_caller]
     pub fn guarantee_case<F>(self, finalizer: F) -> IO<A, E>
     where
         F: FnOnce(&Outcome<A, E>) -> IO<(), E> + Send + 'static,
     {
-        let finalizer: GuaranteeK = ErasedFn::new::<k::Guarantee<A, E>, F>(finalizer);
-        IO::from_node(Node::guarantee_case(self.into_node(), finalizer))
+        self.guarantee_case_at::<WithClosure<names::GuaranteeCase, F>, F>(here(), finalizer)
+    }
+
+    /// [`IO::guarantee_case`] recorded as the operation `M` at `site`.
+    pub(crate) fn guarantee_case_at<M: OpMeta, F>(
+        self,
+        site: Option<Site>,
+        finalizer: F,
+    ) -> IO<A, E>
+    where
+        F: FnOnce(&Outcome<A, E>) -> IO<(), E> + Send + 'static,
+    {
+        let finalizer: GuaranteeK = ErasedFn::new_op::<k::Guarantee<A, E>, F, M>(finalizer);
+        IO::from_node(Node::guarantee_case(self.into_node(), finalizer, site))
+    }
+
+    /// [`IO::guarantee_case`] for io-core's own nodes (no trace event).
+    pub(crate) fn guarantee_case_untraced<F>(self, finalizer: F) -> IO<A, E>
+    where
+        F: FnOnce(&Outcome<A, E>) -> IO<(), E> + Send + 'static,
+    {
+        self.guarantee_case_at::<Internal, F>(NO_SITE, finalizer)
     }
 
     /// Runs `finalizer` (masked, exactly once) after `self`, whatever its
     /// outcome.
+    #[track_caller]
     pub fn guarantee(self, finalizer: IO<(), E>) -> IO<A, E> {
-        self.guarantee_case(move |_| finalizer)
+        self.guarantee_case_at::<Named<names::Guarantee>, _>(here(), move |_| finalizer)
+    }
+
+    /// [`IO::guarantee`] for io-core's own nodes (no trace event).
+    pub(crate) fn guarantee_untraced(self, finalizer: IO<(), E>) -> IO<A, E> {
+        self.guarantee_case_untraced(move |_| finalizer)
     }
 
     /// Acquires a resource, uses it, and releases it whatever the outcome of
@@ -167,27 +232,30 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// assert!(SingleThreaded::new().block_on(io).is_errored());
     /// assert_eq!(*log.lock().unwrap(), ["open", "close"]);
     /// ```
+    #[track_caller]
     pub fn bracket<R, U, Rel>(acquire: IO<R, E>, use_: U, release: Rel) -> IO<A, E>
     where
         R: Send + 'static,
         U: FnOnce(&R) -> IO<A, E> + Send + 'static,
         Rel: FnOnce(R) -> IO<(), E> + Send + 'static,
     {
-        IO::bracket_case(acquire, use_, move |r, _| release(r))
+        IO::bracket_untraced(move |_| acquire, use_, move |r, _| release(r)).traced_as(&BRACKET)
     }
 
     /// [`bracket`](IO::bracket) whose release also sees the use's outcome.
+    #[track_caller]
     pub fn bracket_case<R, U, Rel>(acquire: IO<R, E>, use_: U, release: Rel) -> IO<A, E>
     where
         R: Send + 'static,
         U: FnOnce(&R) -> IO<A, E> + Send + 'static,
         Rel: FnOnce(R, &Outcome<A, E>) -> IO<(), E> + Send + 'static,
     {
-        IO::bracket_full(move |_| acquire, use_, release)
+        IO::bracket_untraced(move |_| acquire, use_, release).traced_as(&BRACKET_CASE)
     }
 
     /// The general bracket: `acquire` gets a [`Poll`], so that a blocking
     /// acquisition (waiting for a lock, say) can be canceled.
+    #[track_caller]
     pub fn bracket_full<R, Acq, U, Rel>(acquire: Acq, use_: U, release: Rel) -> IO<A, E>
     where
         R: Send + 'static,
@@ -195,19 +263,43 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
         U: FnOnce(&R) -> IO<A, E> + Send + 'static,
         Rel: FnOnce(R, &Outcome<A, E>) -> IO<(), E> + Send + 'static,
     {
-        IO::uncancelable(move |poll| {
-            acquire(poll).flat_map(move |resource| {
+        IO::bracket_untraced(acquire, use_, release).traced_as(&BRACKET_FULL)
+    }
+
+    /// [`IO::bracket_full`] for io-core's own nodes (no trace event).
+    pub(crate) fn bracket_untraced<R, Acq, U, Rel>(acquire: Acq, use_: U, release: Rel) -> IO<A, E>
+    where
+        R: Send + 'static,
+        Acq: FnOnce(Poll) -> IO<R, E> + Send + 'static,
+        U: FnOnce(&R) -> IO<A, E> + Send + 'static,
+        Rel: FnOnce(R, &Outcome<A, E>) -> IO<(), E> + Send + 'static,
+    {
+        IO::uncancelable_untraced(move |poll| {
+            acquire(poll).flat_map_untraced(move |resource| {
                 let used = use_(&resource);
                 poll.apply(used)
-                    .guarantee_case(move |outcome| release(resource, outcome))
+                    .guarantee_case_untraced(move |outcome| release(resource, outcome))
             })
         })
     }
 
     /// Starts `self` on a new fiber of the same executor; returns its handle
     /// at once.
+    #[track_caller]
     pub fn start<E2: Send + 'static>(self) -> IO<FiberHandle<A, E>, E2> {
-        IO::with_spawner(move |spawner| {
+        self.start_at::<Named<names::Start>, E2>(here())
+    }
+
+    /// [`IO::start`] for io-core's own fibers (no trace event).
+    pub(crate) fn start_untraced<E2: Send + 'static>(self) -> IO<FiberHandle<A, E>, E2> {
+        self.start_at::<Internal, E2>(NO_SITE)
+    }
+
+    fn start_at<M: OpMeta, E2: Send + 'static>(
+        self,
+        site: Option<Site>,
+    ) -> IO<FiberHandle<A, E>, E2> {
+        IO::with_spawner_at::<M, _>(site, move |spawner| {
             let child = spawner.spawn(self.into_node(), None);
             // SAFETY: the child runs `self`, an `IO<A, E>`, without a
             // completion callback (its outcome goes to its join state).
@@ -222,14 +314,34 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     where
         F: FnOnce(Spawner) -> A + Send + 'static,
     {
-        IO::from_node(Node::start(ErasedFn::new::<k::WithSpawner<A>, _>(f)))
+        IO::with_spawner_at::<Internal, F>(NO_SITE, f)
+    }
+
+    /// [`IO::with_spawner`] recorded as the operation `M` at `site`.
+    pub(crate) fn with_spawner_at<M: OpMeta, F>(site: Option<Site>, f: F) -> IO<A, E>
+    where
+        F: FnOnce(Spawner) -> A + Send + 'static,
+    {
+        IO::from_node(Node::start(ErasedFn::new_sited::<k::WithSpawner<A>, _, M>(
+            f, site,
+        )))
     }
 }
 
 impl<E: Send + 'static> IO<(), E> {
     /// Requests the cancellation of the current fiber. Observed at once
     /// outside uncancelable regions, at the end of the region inside one.
+    #[track_caller]
     pub fn canceled() -> IO<(), E> {
-        IO::from_node(Node::canceled())
+        IO::from_node(Node::canceled(here()))
+    }
+
+    /// [`IO::canceled`] for io-core's own nodes (no trace event).
+    pub(crate) fn canceled_untraced() -> IO<(), E> {
+        IO::from_node(Node::canceled(NO_SITE))
     }
 }
+
+static BRACKET: Op = Op::new("bracket");
+static BRACKET_CASE: Op = Op::new("bracket_case");
+static BRACKET_FULL: Op = Op::new("bracket_full");

@@ -304,9 +304,12 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
                         .enumerate()
                         .map(|(index, program)| {
                             let table = spawning.clone();
-                            let on_complete = move |outcome: Outcome<A, E>, _: Vec<E>| {
-                                table.record(index, outcome)
-                            };
+                            let on_complete =
+                                move |outcome: Outcome<A, E>,
+                                      _: Vec<E>,
+                                      _: crate::tracing::Trace| {
+                                    table.record(index, outcome)
+                                };
                             let on_complete = ErasedFn::new::<CompleteK<A, E>, _>(on_complete);
                             spawner.spawn(program.into_node(), Some(on_complete))
                         })

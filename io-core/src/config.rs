@@ -3,6 +3,8 @@
 use core::fmt;
 use core::num::NonZeroU32;
 
+use crate::tracing::TracingMode;
+
 /// How fibers run: set once per executor, read by each fiber when it runs.
 ///
 /// Build one with [`FiberConfig::builder`]; a value that cannot work is a
@@ -22,6 +24,9 @@ use core::num::NonZeroU32;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FiberConfig {
     auto_yield_after: NonZeroU32,
+    tracing: TracingMode,
+    /// A power of two (validated by `trace::ring_capacity`).
+    trace_capacity: usize,
 }
 
 /// The default number of run-loop steps before a fiber yields (as Cats
@@ -30,18 +35,44 @@ pub const DEFAULT_AUTO_YIELD_AFTER: u32 = 1024;
 
 impl FiberConfig {
     /// The default configuration: yield after 1024 steps.
+    /// Tracing is `cached` with 16 events per fiber (Cats Effect's
+    /// defaults); this constant does not read `SPINDLE_TRACING` (the
+    /// builder does).
     pub const DEFAULT: FiberConfig = FiberConfig {
         auto_yield_after: match NonZeroU32::new(DEFAULT_AUTO_YIELD_AFTER) {
             Some(n) => n,
             None => unreachable!(),
         },
+        tracing: TracingMode::Cached,
+        trace_capacity: trace::DEFAULT_CAPACITY,
     };
 
     /// A builder starting from the defaults.
     pub fn builder() -> FiberConfigBuilder {
         FiberConfigBuilder {
             auto_yield_after: DEFAULT_AUTO_YIELD_AFTER,
+            tracing: None,
+            trace_capacity: trace::DEFAULT_CAPACITY,
         }
+    }
+
+    /// The defaults, with the tracing mode read from the `SPINDLE_TRACING`
+    /// environment variable when it is set (std builds); an unknown value
+    /// is a [`ConfigError::Tracing`] naming the valid ones.
+    pub fn from_env() -> Result<FiberConfig, ConfigError> {
+        FiberConfig::builder().build()
+    }
+
+    /// The tracing mode fibers start in (`io.traced()` switches tracing on
+    /// inside its scope whatever the mode). Without io-core's `tracing`
+    /// feature nothing is recorded whatever the mode.
+    pub fn tracing(&self) -> TracingMode {
+        self.tracing
+    }
+
+    /// How many trace events each fiber keeps (a power of two).
+    pub fn trace_capacity(&self) -> usize {
+        self.trace_capacity
     }
 
     /// How many run-loop steps a fiber takes before it asks its executor to
@@ -61,6 +92,9 @@ impl Default for FiberConfig {
 #[derive(Debug, Clone)]
 pub struct FiberConfigBuilder {
     auto_yield_after: u32,
+    /// `None`: from the environment (std), else `cached`.
+    tracing: Option<TracingMode>,
+    trace_capacity: usize,
 }
 
 impl FiberConfigBuilder {
@@ -70,21 +104,71 @@ impl FiberConfigBuilder {
         self
     }
 
-    /// Checks the settings and builds the configuration.
+    /// Sets the tracing mode (`none`, `cached`, `full`). Without this
+    /// call, std builds take it from the `SPINDLE_TRACING` environment
+    /// variable when set, and use `cached` otherwise.
+    pub fn tracing(mut self, mode: TracingMode) -> Self {
+        self.tracing = Some(mode);
+        self
+    }
+
+    /// Sets how many trace events each fiber keeps (default 16). 0 is a
+    /// [`ConfigError::TraceCapacity`] (use mode `none` to record nothing);
+    /// a value that is not a power of two is rounded up to one (10 keeps
+    /// 16 events), since a slot is found with a mask.
+    pub fn trace_capacity(mut self, events: usize) -> Self {
+        self.trace_capacity = events;
+        self
+    }
+
+    /// Checks the settings and builds the configuration. A `full` mode
+    /// switches on backtrace capture for programs built from then on
+    /// (`trace::set_full_capture`), in std builds; without std, `full` is a
+    /// [`ConfigError::FullTracingNeedsStd`].
     pub fn build(self) -> Result<FiberConfig, ConfigError> {
         let auto_yield_after =
             NonZeroU32::new(self.auto_yield_after).ok_or(ConfigError::AutoYieldAfterZero)?;
-        Ok(FiberConfig { auto_yield_after })
+        let trace_capacity =
+            trace::ring_capacity(self.trace_capacity).map_err(ConfigError::TraceCapacity)?;
+        let tracing = match self.tracing {
+            Some(mode) => mode,
+            #[cfg(feature = "std")]
+            None => TracingMode::from_env()
+                .map_err(ConfigError::Tracing)?
+                .unwrap_or_default(),
+            #[cfg(not(feature = "std"))]
+            None => TracingMode::default(),
+        };
+        match tracing {
+            #[cfg(feature = "std")]
+            TracingMode::Full => trace::set_full_capture(true),
+            #[cfg(not(feature = "std"))]
+            TracingMode::Full => return Err(ConfigError::FullTracingNeedsStd),
+            _ => {}
+        }
+        Ok(FiberConfig {
+            auto_yield_after,
+            tracing,
+            trace_capacity,
+        })
     }
 }
 
 /// A configuration value that cannot work, named with the setting it concerns.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ConfigError {
     /// `auto_yield_after` was 0: a fiber would have to yield before its first
     /// step and could never make progress.
     AutoYieldAfterZero,
+    /// The trace buffer capacity was 0 or too large.
+    TraceCapacity(trace::CapacityError),
+    /// The tracing mode named by `SPINDLE_TRACING` is not one of `none`,
+    /// `cached`, `full`.
+    Tracing(trace::ParseModeError),
+    /// `full` tracing captures `std::backtrace` backtraces: it needs
+    /// io-core's `std` feature.
+    FullTracingNeedsStd,
 }
 
 impl fmt::Display for ConfigError {
@@ -93,6 +177,12 @@ impl fmt::Display for ConfigError {
             ConfigError::AutoYieldAfterZero => f.write_str(
                 "invalid fiber configuration: auto_yield_after must be at least 1 step \
                  (0 would yield before any progress)",
+            ),
+            ConfigError::TraceCapacity(e) => write!(f, "invalid fiber configuration: {e}"),
+            ConfigError::Tracing(e) => write!(f, "invalid fiber configuration: {e}"),
+            ConfigError::FullTracingNeedsStd => f.write_str(
+                "invalid fiber configuration: tracing mode `full` needs the `std` feature \
+                 (backtraces); use `cached`",
             ),
         }
     }

@@ -255,6 +255,12 @@ impl Drop for Value {
 pub(crate) struct FnVTable<I, O> {
     pub(crate) drop: Option<unsafe fn(Word)>,
     call: unsafe fn(Word, I) -> O,
+    /// The traced operation this closure belongs to (`tracing.rs`).
+    #[cfg(feature = "tracing")]
+    op: &'static crate::tracing::Op,
+    /// Reads the site stored next to the closure (`Sited`), if it has one.
+    #[cfg(feature = "tracing")]
+    site: Option<unsafe fn(&Word) -> Option<&crate::tracing::Site>>,
 }
 
 /// An erased `FnOnce(I) -> O + Send + 'static`, inline when one word or less.
@@ -279,16 +285,21 @@ pub(crate) trait Adapter<I, O, F> {
     unsafe fn call(f: F, input: I) -> O;
 }
 
-struct VTableFor<A, F, I, O>(PhantomData<(A, F, I, O)>);
+struct VTableFor<A, F, I, O, M>(PhantomData<(A, F, I, O, M)>);
 
-impl<A, F, I: 'static, O: 'static> VTableFor<A, F, I, O>
+impl<A, F, I: 'static, O: 'static, M> VTableFor<A, F, I, O, M>
 where
     A: Adapter<I, O, F>,
     F: Send + 'static,
+    M: crate::tracing::OpMeta,
 {
     const VTABLE: &'static FnVTable<I, O> = &FnVTable {
         drop: drop_fn::<F>(),
         call: Self::call,
+        #[cfg(feature = "tracing")]
+        op: M::OP,
+        #[cfg(feature = "tracing")]
+        site: None,
     };
 
     /// # Safety
@@ -300,6 +311,56 @@ where
     }
 }
 
+/// A closure stored with the call site of the operation that made it (the
+/// leaves of `tracing.rs`).
+#[cfg(feature = "tracing")]
+struct Sited<F> {
+    f: F,
+    site: Option<crate::tracing::Site>,
+}
+
+#[cfg(feature = "tracing")]
+struct SitedVTableFor<A, F, I, O, M>(PhantomData<(A, F, I, O, M)>);
+
+#[cfg(feature = "tracing")]
+impl<A, F, I: 'static, O: 'static, M> SitedVTableFor<A, F, I, O, M>
+where
+    A: Adapter<I, O, F>,
+    F: Send + 'static,
+    M: crate::tracing::OpMeta,
+{
+    const VTABLE: &'static FnVTable<I, O> = &FnVTable {
+        drop: drop_fn::<Sited<F>>(),
+        call: Self::call,
+        op: M::OP,
+        site: Some(Self::site),
+    };
+
+    /// # Safety
+    /// * `word` holds an unread `Sited<F>`; the input satisfies `A::call`.
+    #[inline(always)]
+    unsafe fn call(word: Word, input: I) -> O {
+        // SAFETY: forwarded preconditions; read exactly once.
+        let sited = unsafe { load::<Sited<F>>(word) };
+        drop(sited.site);
+        // SAFETY: forwarded precondition.
+        unsafe { A::call(sited.f, input) }
+    }
+
+    /// # Safety
+    /// * `word` holds an unread `Sited<F>`.
+    unsafe fn site(word: &Word) -> Option<&crate::tracing::Site> {
+        let sited: &Sited<F> = if fits_inline::<Sited<F>>() {
+            // SAFETY: an inline `Sited<F>`, alive as long as the word.
+            unsafe { &*word.as_ptr().cast::<Sited<F>>() }
+        } else {
+            // SAFETY: the word points at a live `Sited<F>` it owns.
+            unsafe { &*word.assume_init().cast::<Sited<F>>().cast_const() }
+        };
+        sited.site.as_ref()
+    }
+}
+
 impl<I: 'static, O: 'static> ErasedFn<I, O> {
     /// Erases `f`, to be called through the adapter `A`.
     #[inline(always)]
@@ -308,10 +369,63 @@ impl<I: 'static, O: 'static> ErasedFn<I, O> {
         A: Adapter<I, O, F>,
         F: Send + 'static,
     {
+        ErasedFn::new_op::<A, F, crate::tracing::Internal>(f)
+    }
+
+    /// Erases `f`, to be called through `A`, as part of the traced
+    /// operation `M` (its site is stored elsewhere: in the node's block).
+    #[inline(always)]
+    pub(crate) fn new_op<A, F, M>(f: F) -> Self
+    where
+        A: Adapter<I, O, F>,
+        F: Send + 'static,
+        M: crate::tracing::OpMeta,
+    {
         ErasedFn {
             word: store(f),
-            vtable: VTableFor::<A, F, I, O>::VTABLE,
+            vtable: VTableFor::<A, F, I, O, M>::VTABLE,
         }
+    }
+
+    /// Erases `f` together with the call site of the traced operation `M`
+    /// that made it (for leaves, whose node has no block).
+    #[inline(always)]
+    pub(crate) fn new_sited<A, F, M>(f: F, site: Option<crate::tracing::Site>) -> Self
+    where
+        A: Adapter<I, O, F>,
+        F: Send + 'static,
+        M: crate::tracing::OpMeta,
+    {
+        #[cfg(feature = "tracing")]
+        {
+            ErasedFn {
+                word: store(Sited { f, site }),
+                vtable: SitedVTableFor::<A, F, I, O, M>::VTABLE,
+            }
+        }
+        #[cfg(not(feature = "tracing"))]
+        {
+            let _ = site;
+            ErasedFn::new_op::<A, F, M>(f)
+        }
+    }
+
+    /// The traced operation this closure belongs to.
+    #[cfg(feature = "tracing")]
+    #[inline(always)]
+    pub(crate) fn op(&self) -> &'static crate::tracing::Op {
+        self.vtable.op
+    }
+
+    /// The call site stored with the closure, if any.
+    #[cfg(feature = "tracing")]
+    #[inline(always)]
+    pub(crate) fn site(&self) -> Option<&crate::tracing::Site> {
+        // SAFETY: the site reader belongs to this vtable, so the word holds
+        // the `Sited<F>` it reads; it is not moved out (`&self`).
+        self.vtable
+            .site
+            .and_then(|read| unsafe { read(&self.word) })
     }
 
     /// Calls the closure, consuming it.

@@ -11,6 +11,7 @@ use alloc::vec::Vec;
 use crate::erased::{Adapter, ErasedFn, Value};
 use crate::fiber::{Callback, RawCallback};
 use crate::node::{Node, Res};
+use crate::tracing::{Internal, NO_SITE, Named, Op, OpMeta, Site, WithClosure, here, names};
 
 /// A description of a computation that produces an `A` or fails with an `E`.
 ///
@@ -243,7 +244,21 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// assert_eq!(SingleThreaded::new().block_on(io).succeeded(), Some(1));
     /// ```
     #[inline]
+    #[track_caller]
     pub fn delay<F>(thunk: F) -> Self
+    where
+        F: FnOnce() -> A + Send + 'static,
+    {
+        IO::from_node(Node::delay(ErasedFn::new_sited::<
+            k::Delay<A>,
+            F,
+            WithClosure<names::Delay, F>,
+        >(thunk, here())))
+    }
+
+    /// [`IO::delay`] for io-core's own nodes (no trace event).
+    #[inline]
+    pub(crate) fn delay_untraced<F>(thunk: F) -> Self
     where
         F: FnOnce() -> A + Send + 'static,
     {
@@ -252,7 +267,28 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
 
     /// A program that runs `thunk` and then the program it returns.
     #[inline]
+    #[track_caller]
     pub fn defer<F>(thunk: F) -> Self
+    where
+        F: FnOnce() -> IO<A, E> + Send + 'static,
+    {
+        IO::defer_at::<WithClosure<names::Defer, F>, F>(here(), thunk)
+    }
+
+    /// [`IO::defer`] recorded as the operation `M` at `site`.
+    #[inline]
+    pub(crate) fn defer_at<M: OpMeta, F>(site: Option<Site>, thunk: F) -> Self
+    where
+        F: FnOnce() -> IO<A, E> + Send + 'static,
+    {
+        IO::from_node(Node::defer(ErasedFn::new_sited::<k::Defer<A, E>, F, M>(
+            thunk, site,
+        )))
+    }
+
+    /// [`IO::defer`] for io-core's own nodes (no trace event).
+    #[inline]
+    pub(crate) fn defer_untraced<F>(thunk: F) -> Self
     where
         F: FnOnce() -> IO<A, E> + Send + 'static,
     {
@@ -278,7 +314,29 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// assert_eq!(SingleThreaded::new().block_on(io).succeeded(), Some(7));
     /// ```
     #[inline]
+    #[track_caller]
     pub fn async_<F>(register: F) -> Self
+    where
+        F: FnOnce(Callback<A, E>) -> Option<IO<(), E>> + Send + 'static,
+    {
+        IO::async_at::<WithClosure<names::Async, F>, F>(here(), register)
+    }
+
+    /// [`IO::async_`] recorded as the operation `M` at `site` (data types
+    /// record their waits under their own names).
+    #[inline]
+    pub(crate) fn async_at<M: OpMeta, F>(site: Option<Site>, register: F) -> Self
+    where
+        F: FnOnce(Callback<A, E>) -> Option<IO<(), E>> + Send + 'static,
+    {
+        IO::from_node(Node::async_(ErasedFn::new_sited::<k::Async<A, E>, F, M>(
+            register, site,
+        )))
+    }
+
+    /// [`IO::async_`] for io-core's own nodes (no trace event).
+    #[inline]
+    pub(crate) fn async_untraced<F>(register: F) -> Self
     where
         F: FnOnce(Callback<A, E>) -> Option<IO<(), E>> + Send + 'static,
     {
@@ -305,21 +363,30 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// assert_eq!(SingleThreaded::new().block_on(io).succeeded(), Some(1));
     /// ```
     #[inline]
+    #[track_caller]
     pub fn blocking<F>(thunk: F) -> Self
     where
         F: FnOnce() -> A + Send + 'static,
     {
-        IO::try_blocking(move || Ok(thunk()))
+        IO::try_blocking_at::<WithClosure<names::Blocking, F>, _>(here(), move || Ok(thunk()))
     }
 
     /// Like [`blocking`](IO::blocking), for a thunk that may fail: an `Err`
     /// is raised as this program's error.
+    #[track_caller]
     pub fn try_blocking<F>(thunk: F) -> Self
     where
         F: FnOnce() -> Result<A, E> + Send + 'static,
     {
-        let node = Node::blocking(ErasedFn::new::<k::Blocking<A, E>, F>(thunk));
-        IO::<k::BlockingResult<A, E>, E>::from_node(node).flat_map(|result| match result {
+        IO::try_blocking_at::<WithClosure<names::Blocking, F>, F>(here(), thunk)
+    }
+
+    fn try_blocking_at<M: OpMeta, F>(site: Option<Site>, thunk: F) -> Self
+    where
+        F: FnOnce() -> Result<A, E> + Send + 'static,
+    {
+        let node = Node::blocking(ErasedFn::new_sited::<k::Blocking<A, E>, F, M>(thunk, site));
+        IO::<k::BlockingResult<A, E>, E>::from_node(node).flat_map_untraced(|result| match result {
             Ok(Ok(a)) => IO::pure(a),
             Ok(Err(e)) => IO::raise_error(e),
             Err(message) => IO::from_node(Node::panicked(message)),
@@ -328,73 +395,198 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
 
     /// A program that never completes (its fiber waits until canceled).
     #[inline]
+    #[track_caller]
     pub fn never() -> Self {
-        IO::from_node(Node::never())
+        IO::from_node(Node::never(here()))
+    }
+
+    /// [`IO::never`] for io-core's own nodes (no trace event).
+    #[inline]
+    pub(crate) fn never_untraced() -> Self {
+        IO::from_node(Node::never(NO_SITE))
     }
 
     // ----- sequencing ----------------------------------------------------
 
     /// Runs `self`, then the program `f` builds from its value.
     #[inline]
+    #[track_caller]
     pub fn flat_map<B, F>(self, f: F) -> IO<B, E>
+    where
+        B: Send + 'static,
+        F: FnOnce(A) -> IO<B, E> + Send + 'static,
+    {
+        self.flat_map_at::<WithClosure<names::FlatMap, F>, B, F>(here(), f)
+    }
+
+    /// [`IO::flat_map`] recorded as the operation `M` at `site`.
+    #[inline(always)]
+    pub(crate) fn flat_map_at<M: OpMeta, B, F>(self, site: Option<Site>, f: F) -> IO<B, E>
     where
         B: Send + 'static,
         F: FnOnce(A) -> IO<B, E> + Send + 'static,
     {
         IO::from_node(Node::flat_map(
             self.into_node(),
-            ErasedFn::new::<k::FlatMap<A, B, E>, F>(f),
+            ErasedFn::new_op::<k::FlatMap<A, B, E>, F, M>(f),
+            site,
         ))
+    }
+
+    /// [`IO::flat_map`] for io-core's own nodes (no trace event).
+    #[inline(always)]
+    pub(crate) fn flat_map_untraced<B, F>(self, f: F) -> IO<B, E>
+    where
+        B: Send + 'static,
+        F: FnOnce(A) -> IO<B, E> + Send + 'static,
+    {
+        self.flat_map_at::<Internal, B, F>(NO_SITE, f)
     }
 
     /// Transforms the value.
     #[inline]
+    #[track_caller]
     pub fn map<B, F>(self, f: F) -> IO<B, E>
+    where
+        B: Send + 'static,
+        F: FnOnce(A) -> B + Send + 'static,
+    {
+        self.map_at::<WithClosure<names::Map, F>, B, F>(here(), f)
+    }
+
+    /// [`IO::map`] recorded as the operation `M` at `site`.
+    #[inline(always)]
+    pub(crate) fn map_at<M: OpMeta, B, F>(self, site: Option<Site>, f: F) -> IO<B, E>
     where
         B: Send + 'static,
         F: FnOnce(A) -> B + Send + 'static,
     {
         IO::from_node(Node::map(
             self.into_node(),
-            ErasedFn::new::<k::Map<A, B>, F>(f),
+            ErasedFn::new_op::<k::Map<A, B>, F, M>(f),
+            site,
+        ))
+    }
+
+    /// [`IO::map`] for io-core's own nodes (no trace event).
+    #[inline(always)]
+    pub(crate) fn map_untraced<B, F>(self, f: F) -> IO<B, E>
+    where
+        B: Send + 'static,
+        F: FnOnce(A) -> B + Send + 'static,
+    {
+        self.map_at::<Internal, B, F>(NO_SITE, f)
+    }
+
+    /// Records this program in traces as the operation `op`, at the call
+    /// site of the `#[track_caller]` public function that calls this (for
+    /// operations made of several nodes, which build them untraced).
+    #[inline]
+    #[track_caller]
+    #[cfg_attr(not(feature = "tracing"), allow(unused_variables))]
+    pub(crate) fn traced_as(self, op: &'static Op) -> IO<A, E> {
+        IO::from_node(Node::mark(
+            self.into_node(),
+            #[cfg(feature = "tracing")]
+            crate::tracing::MarkK::record(op),
+            here(),
+        ))
+    }
+
+    /// Runs `self` with tracing switched on for its fiber, also when the
+    /// executor's mode is `none` (scoped tracing): operations evaluated
+    /// inside record trace events, including after async boundaries and
+    /// cedes, and fibers started inside trace too. When `self` ends (value,
+    /// error), tracing goes back to what it was.
+    ///
+    /// ```
+    /// use io_core::{FiberConfig, IO, TracingMode};
+    /// use exec_single::SingleThreaded;
+    ///
+    /// let config = FiberConfig::builder().tracing(TracingMode::None).build()?;
+    /// let program: IO<Vec<&'static str>, ()> = IO::unit()
+    ///     .map(|_| 1)                                   // not traced
+    ///     .flat_map(|_| IO::delay(|| 2).map(|x| x + 1).traced())
+    ///     .flat_map(|_| IO::trace())
+    ///     .map(|trace| trace.op_names());
+    /// let names = SingleThreaded::with_config(config).block_on(program).succeeded().unwrap();
+    /// if cfg!(feature = "tracing") {
+    ///     assert_eq!(names, ["delay", "map"]);
+    /// }
+    /// # Ok::<(), io_core::ConfigError>(())
+    /// ```
+    #[inline]
+    pub fn traced(self) -> IO<A, E> {
+        IO::from_node(Node::mark(
+            self.into_node(),
+            #[cfg(feature = "tracing")]
+            crate::tracing::MarkK::scope(),
+            NO_SITE,
         ))
     }
 
     /// Runs `self`, then `next`, keeping `next`'s value (Cats Effect's `*>`).
     #[doc(alias = "*>")]
     #[inline]
+    #[track_caller]
     pub fn product_r<B: Send + 'static>(self, next: IO<B, E>) -> IO<B, E> {
-        self.flat_map(move |_| next)
+        self.flat_map_at::<Named<names::ProductR>, _, _>(here(), move |_| next)
+    }
+
+    /// [`IO::product_r`] for io-core's own nodes (no trace event).
+    #[inline]
+    pub(crate) fn product_r_untraced<B: Send + 'static>(self, next: IO<B, E>) -> IO<B, E> {
+        self.flat_map_untraced(move |_| next)
     }
 
     /// Runs `self`, then `next`, keeping `self`'s value (Cats Effect's `<*`).
     #[doc(alias = "<*")]
     #[inline]
+    #[track_caller]
     pub fn product_l<B: Send + 'static>(self, next: IO<B, E>) -> IO<A, E> {
-        self.flat_map(move |a| next.map(move |_| a))
+        self.flat_map_at::<Named<names::ProductL>, _, _>(here(), move |a| {
+            next.map_untraced(move |_| a)
+        })
     }
 
     /// Runs `self`, then the program `f` builds from a reference to its value,
     /// keeping `self`'s value.
     #[inline]
+    #[track_caller]
     pub fn flat_tap<B, F>(self, f: F) -> IO<A, E>
     where
         B: Send + 'static,
         F: FnOnce(&A) -> IO<B, E> + Send + 'static,
     {
-        self.flat_map(move |a| f(&a).map(move |_| a))
+        self.flat_map_at::<WithClosure<names::FlatTap, F>, _, _>(here(), move |a| {
+            f(&a).map_untraced(move |_| a)
+        })
     }
 
     /// Replaces the value with `value`.
     #[inline]
+    #[track_caller]
     pub fn as_<B: Send + 'static>(self, value: B) -> IO<B, E> {
-        self.map(move |_| value)
+        self.map_at::<Named<names::As>, _, _>(here(), move |_| value)
+    }
+
+    /// [`IO::as_`] for io-core's own nodes (no trace event).
+    #[inline]
+    pub(crate) fn as_untraced<B: Send + 'static>(self, value: B) -> IO<B, E> {
+        self.map_untraced(move |_| value)
     }
 
     /// Discards the value.
     #[inline]
+    #[track_caller]
     pub fn void(self) -> IO<(), E> {
-        self.map(|_| ())
+        self.map_at::<Named<names::Void>, _, _>(here(), |_| ())
+    }
+
+    /// [`IO::void`] for io-core's own nodes (no trace event).
+    #[inline]
+    pub(crate) fn void_untraced(self) -> IO<(), E> {
+        self.map_untraced(|_| ())
     }
 
     // ----- errors --------------------------------------------------------
@@ -410,37 +602,75 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// assert_eq!(outcome.succeeded(), Some(Err("boom".to_string())));
     /// ```
     #[inline]
+    #[track_caller]
     pub fn attempt(self) -> IO<Result<A, E>, E> {
+        self.attempt_at::<Named<names::Attempt>>(here())
+    }
+
+    /// [`IO::attempt`] recorded as the operation `M` at `site`.
+    #[inline]
+    pub(crate) fn attempt_at<M: OpMeta>(self, site: Option<Site>) -> IO<Result<A, E>, E> {
         IO::from_node(Node::fold(
             self.into_node(),
-            ErasedFn::new::<k::Fold<A, E, Result<A, E>, E>, _>(Ok::<Result<A, E>, E>),
+            ErasedFn::new_op::<k::Fold<A, E, Result<A, E>, E>, _, M>(Ok::<Result<A, E>, E>),
+            site,
         ))
+    }
+
+    /// [`IO::attempt`] for io-core's own nodes (no trace event).
+    #[inline]
+    pub(crate) fn attempt_untraced(self) -> IO<Result<A, E>, E> {
+        self.attempt_at::<Internal>(NO_SITE)
     }
 
     /// Recovers from an error with a value.
     #[inline]
+    #[track_caller]
     pub fn handle_error<F>(self, f: F) -> IO<A, E>
     where
         F: FnOnce(E) -> A + Send + 'static,
     {
-        self.handle_error_with(move |e| IO::pure(f(e)))
+        self.handle_error_with_at::<WithClosure<names::HandleError, F>, _>(here(), move |e| {
+            IO::pure(f(e))
+        })
     }
 
     /// Recovers from an error with a program. On success the handler costs
     /// nothing: its frame is popped without a call.
     #[inline]
+    #[track_caller]
     pub fn handle_error_with<F>(self, f: F) -> IO<A, E>
+    where
+        F: FnOnce(E) -> IO<A, E> + Send + 'static,
+    {
+        self.handle_error_with_at::<WithClosure<names::HandleErrorWith, F>, F>(here(), f)
+    }
+
+    /// [`IO::handle_error_with`] recorded as the operation `M` at `site`.
+    #[inline]
+    pub(crate) fn handle_error_with_at<M: OpMeta, F>(self, site: Option<Site>, f: F) -> IO<A, E>
     where
         F: FnOnce(E) -> IO<A, E> + Send + 'static,
     {
         IO::from_node(Node::handle_error_with(
             self.into_node(),
-            ErasedFn::new::<k::FlatMap<E, A, E>, F>(f),
+            ErasedFn::new_op::<k::FlatMap<E, A, E>, F, M>(f),
+            site,
         ))
+    }
+
+    /// [`IO::handle_error_with`] for io-core's own nodes (no trace event).
+    #[inline]
+    pub(crate) fn handle_error_with_untraced<F>(self, f: F) -> IO<A, E>
+    where
+        F: FnOnce(E) -> IO<A, E> + Send + 'static,
+    {
+        self.handle_error_with_at::<Internal, F>(NO_SITE, f)
     }
 
     /// Folds success and error into a value.
     #[inline]
+    #[track_caller]
     pub fn redeem<B, R, S>(self, recover: R, map: S) -> IO<B, E>
     where
         B: Send + 'static,
@@ -455,12 +685,14 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
         };
         IO::from_node(Node::fold(
             self.into_node(),
-            ErasedFn::new::<k::Fold<A, E, B, E>, _>(f),
+            ErasedFn::new_op::<k::Fold<A, E, B, E>, _, WithClosure<names::Redeem, S>>(f),
+            here(),
         ))
     }
 
     /// Folds success and error into a program.
     #[inline]
+    #[track_caller]
     pub fn redeem_with<B, R, S>(self, recover: R, bind: S) -> IO<B, E>
     where
         B: Send + 'static,
@@ -475,7 +707,8 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
         };
         IO::from_node(Node::fold_with(
             self.into_node(),
-            ErasedFn::new::<k::FoldWith<A, E, B, E>, _>(f),
+            ErasedFn::new_op::<k::FoldWith<A, E, B, E>, _, WithClosure<names::RedeemWith, S>>(f),
+            here(),
         ))
     }
 
@@ -484,28 +717,46 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// As in Cats Effect, the original error is kept: an error of the
     /// program `f` returns is discarded.
     #[inline]
+    #[track_caller]
     pub fn on_error<F>(self, f: F) -> IO<A, E>
     where
         F: FnOnce(&E) -> IO<(), E> + Send + 'static,
     {
-        self.handle_error_with(move |e| f(&e).attempt().flat_map(move |_| IO::raise_error(e)))
+        self.handle_error_with_at::<WithClosure<names::OnError, F>, _>(here(), move |e| {
+            f(&e)
+                .attempt_untraced()
+                .flat_map_untraced(move |_| IO::raise_error(e))
+        })
     }
 
     /// Transforms the error (and its type).
     #[inline]
+    #[track_caller]
     pub fn map_error<E2, F>(self, f: F) -> IO<A, E2>
+    where
+        E2: Send + 'static,
+        F: FnOnce(E) -> E2 + Send + 'static,
+    {
+        self.map_error_at::<WithClosure<names::MapError, F>, E2, F>(here(), f)
+    }
+
+    /// [`IO::map_error`] recorded as the operation `M` at `site`.
+    #[inline]
+    pub(crate) fn map_error_at<M: OpMeta, E2, F>(self, site: Option<Site>, f: F) -> IO<A, E2>
     where
         E2: Send + 'static,
         F: FnOnce(E) -> E2 + Send + 'static,
     {
         IO::from_node(Node::map_error(
             self.into_node(),
-            ErasedFn::new::<k::MapError<E, E2>, F>(f),
+            ErasedFn::new_op::<k::MapError<E, E2>, F, M>(f),
+            site,
         ))
     }
 
     /// Transforms the error (Cats Effect's name for [`map_error`](IO::map_error)).
     #[inline]
+    #[track_caller]
     pub fn adapt_error<E2, F>(self, f: F) -> IO<A, E2>
     where
         E2: Send + 'static,
@@ -530,6 +781,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// });
     /// assert_eq!(SingleThreaded::new().block_on(sum).succeeded(), Some(5050));
     /// ```
+    #[track_caller]
     pub fn tail_rec<S, F>(initial: S, step: F) -> IO<A, E>
     where
         S: Send + 'static,
@@ -542,16 +794,17 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
             S: Send + 'static,
             F: FnMut(S) -> IO<ControlFlow<A, S>, E> + Send + 'static,
         {
-            step(state).flat_map(move |flow| match flow {
+            step(state).flat_map_untraced(move |flow| match flow {
                 ControlFlow::Continue(next) => go(next, step),
                 ControlFlow::Break(a) => IO::pure(a),
             })
         }
-        IO::defer(move || go(initial, step))
+        IO::defer_at::<WithClosure<names::TailRec, F>, _>(here(), move || go(initial, step))
     }
 
     /// Runs the program `make` builds, again and again, while `p` holds for
     /// its value; produces the first value for which `p` fails.
+    #[track_caller]
     pub fn iterate_while<M, P>(mut make: M, p: P) -> IO<A, E>
     where
         M: FnMut() -> IO<A, E> + Send + 'static,
@@ -560,7 +813,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
         // The predicate travels through the loop state, so that the
         // continuation owning it is `'static` and built once per iteration.
         IO::tail_rec(p, move |mut p: P| {
-            make().map(move |a| {
+            make().map_untraced(move |a| {
                 if p(&a) {
                     ControlFlow::Continue(p)
                 } else {
@@ -572,6 +825,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
 
     /// Runs the program `make` builds, again and again, until `p` holds for
     /// its value; produces that value.
+    #[track_caller]
     pub fn iterate_until<M, P>(make: M, mut p: P) -> IO<A, E>
     where
         M: FnMut() -> IO<A, E> + Send + 'static,
@@ -581,6 +835,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     }
 
     /// Runs the program `make` builds `n` times, collecting the values.
+    #[track_caller]
     pub fn replicate<M>(n: usize, mut make: M) -> IO<Vec<A>, E>
     where
         M: FnMut() -> IO<A, E> + Send + 'static,
@@ -589,7 +844,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
             if acc.len() >= n {
                 IO::pure(ControlFlow::Break(acc))
             } else {
-                make().map(move |a| {
+                make().map_untraced(move |a| {
                     acc.push(a);
                     ControlFlow::Continue(acc)
                 })
@@ -599,15 +854,19 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
 
     /// Runs the program `make` builds forever (until it fails or the fiber
     /// is canceled).
+    #[track_caller]
     pub fn forever<M>(mut make: M) -> IO<Infallible, E>
     where
         M: FnMut() -> IO<A, E> + Send + 'static,
     {
-        IO::<Infallible, E>::tail_rec((), move |()| make().map(|_| ControlFlow::Continue(())))
+        IO::<Infallible, E>::tail_rec((), move |()| {
+            make().map_untraced(|_| ControlFlow::Continue(()))
+        })
     }
 
     /// Runs `f` on each item in order, collecting the values; stops at the
     /// first error.
+    #[track_caller]
     pub fn traverse<T, F>(items: Vec<T>, mut f: F) -> IO<Vec<A>, E>
     where
         T: Send + 'static,
@@ -618,7 +877,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
             (items.into_iter(), Vec::with_capacity(n)),
             move |(mut rest, mut acc)| match rest.next() {
                 None => IO::pure(ControlFlow::Break(acc)),
-                Some(item) => f(item).map(move |a| {
+                Some(item) => f(item).map_untraced(move |a| {
                     acc.push(a);
                     ControlFlow::Continue((rest, acc))
                 }),
@@ -628,6 +887,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
 
     /// Runs the programs in order, collecting the values; stops at the first
     /// error.
+    #[track_caller]
     pub fn sequence(ios: Vec<IO<A, E>>) -> IO<Vec<A>, E> {
         IO::traverse(ios, |io| io)
     }
@@ -635,8 +895,9 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     // ----- time and scheduling -------------------------------------------
 
     /// Runs `self` after `duration`.
+    #[track_caller]
     pub fn delay_by(self, duration: Duration) -> IO<A, E> {
-        IO::<(), E>::sleep(duration).product_r(self)
+        IO::<(), E>::from_node(Node::sleep(duration, here())).product_r_untraced(self)
     }
 }
 
@@ -650,14 +911,28 @@ impl<E: Send + 'static> IO<(), E> {
     /// Gives the executor the chance to run other fibers (and, on an event
     /// loop, timers and I/O) before this fiber goes on.
     #[inline]
+    #[track_caller]
     pub fn cede() -> Self {
-        IO::from_node(Node::cede())
+        IO::from_node(Node::cede(here()))
     }
 
     /// Suspends the fiber for `duration`, through its executor's timers.
     #[inline]
+    #[track_caller]
     pub fn sleep(duration: Duration) -> Self {
-        IO::from_node(Node::sleep(duration))
+        IO::from_node(Node::sleep(duration, here()))
+    }
+
+    /// [`IO::sleep`] for io-core's own nodes (no trace event).
+    #[inline]
+    pub(crate) fn sleep_untraced(duration: Duration) -> Self {
+        IO::from_node(Node::sleep(duration, NO_SITE))
+    }
+
+    /// [`IO::cede`] for io-core's own nodes (no trace event).
+    #[inline]
+    pub(crate) fn cede_untraced() -> Self {
+        IO::from_node(Node::cede(NO_SITE))
     }
 }
 
@@ -678,8 +953,9 @@ impl<E: Send + 'static> IO<Duration, E> {
 impl<A: Send + 'static, E: Send + 'static> IO<IO<A, E>, E> {
     /// Runs the program this program produces.
     #[inline]
+    #[track_caller]
     pub fn flatten(self) -> IO<A, E> {
-        self.flat_map(|io| io)
+        self.flat_map_at::<Named<names::Flatten>, _, _>(here(), |io| io)
     }
 }
 
@@ -687,7 +963,44 @@ impl<A: Send + 'static, E: Send + 'static> IO<Result<A, E>, E> {
     /// Turns an `Err` value into a failure (the inverse of
     /// [`attempt`](IO::attempt)).
     #[inline]
+    #[track_caller]
     pub fn rethrow(self) -> IO<A, E> {
-        self.flat_map(IO::from_result)
+        self.flat_map_at::<Named<names::Rethrow>, _, _>(here(), IO::from_result)
+    }
+}
+
+impl<E: Send + 'static> IO<crate::tracing::Trace, E> {
+    /// Reads the running fiber's trace: its last events (up to the
+    /// configured capacity), oldest first. Empty when the fiber has not
+    /// traced (mode `none` outside `traced()`, or io-core's `tracing`
+    /// feature off). Reading the trace is not itself an event.
+    ///
+    /// ```
+    /// use io_core::IO;
+    /// use exec_single::SingleThreaded;
+    ///
+    /// let program: IO<String, ()> = IO::delay(|| 1)
+    ///     .flat_map(|_| IO::trace())
+    ///     .map(|trace| trace.compact().to_string());
+    /// let line = SingleThreaded::new().block_on(program).succeeded().unwrap();
+    /// if cfg!(feature = "tracing") {
+    ///     assert!(line.starts_with("delay@"), "{line}");
+    ///     assert!(line.contains(", flat_map@"), "{line}");
+    /// }
+    /// ```
+    #[inline]
+    pub fn trace() -> Self {
+        #[cfg(feature = "tracing")]
+        {
+            IO::from_node(Node::mark(
+                Node::pure(crate::erased::Value::unit()),
+                crate::tracing::MarkK::snapshot(),
+                NO_SITE,
+            ))
+        }
+        #[cfg(not(feature = "tracing"))]
+        {
+            IO::pure(crate::tracing::Trace::empty())
+        }
     }
 }

@@ -62,6 +62,7 @@ mod outcome;
 mod pool;
 mod sync;
 pub mod timers;
+mod tracing;
 
 pub use cancel::Poll;
 pub use concurrent::{
@@ -82,3 +83,6 @@ pub use fiber::handle::FiberHandle;
 pub use fiber::{FiberStatus, WeakFiber, WeakFibers};
 pub use io::IO;
 pub use outcome::{Outcome, PanicMessage};
+/// The data of fiber tracing (events, rings, rendering), re-exported.
+pub use trace;
+pub use tracing::{Trace, TracingMode};

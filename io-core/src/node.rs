@@ -43,6 +43,7 @@ use alloc::vec::Vec;
 use crate::erased::{EMPTY_WORD, ErasedFn, FnVTable, Value, ValueVTable, Word};
 use crate::fiber::RawCallback;
 use crate::outcome::{Outcome, PanicMessage};
+use crate::tracing::Site;
 
 /// The result of a step: a value or an error, both erased.
 pub(crate) type Res = Result<Value, Value>;
@@ -82,10 +83,14 @@ pub(crate) enum Tag {
     RestoreOk,
     RestoreErr,
     ResumeUnwind,
+    // Tracing: a node that records an operation (or opens a traced scope,
+    // or reads the trace), and the frame that closes a traced scope.
+    Mark,
+    TraceScope,
 }
 
 const TAG_BITS: usize = 0b1_1111;
-const LAST_TAG: Tag = Tag::ResumeUnwind;
+const LAST_TAG: Tag = Tag::TraceScope;
 const _: () = assert!(LAST_TAG as usize <= TAG_BITS);
 const _: () = assert!(core::mem::align_of::<ValueVTable>() > TAG_BITS);
 const _: () = assert!(core::mem::align_of::<FnVTable<Value, Value>>() > TAG_BITS);
@@ -140,11 +145,11 @@ pub(crate) enum Kind {
     /// resume with its value; never interrupted by cancellation.
     Blocking(ErasedFn<(), Value>),
     /// Give the executor the chance to run something else.
-    Cede,
+    Cede(Option<Site>),
     /// Suspend forever.
-    Never,
+    Never(Option<Site>),
     /// Suspend for a duration, through the executor's timers.
-    Sleep(Duration),
+    Sleep(Duration, Option<Site>),
     /// Read the executor's monotonic clock.
     Monotonic,
     /// Read the executor's wall clock.
@@ -160,7 +165,7 @@ pub(crate) enum Kind {
     /// uncancelable region (its depth is the current one).
     Poll(BindBox<PollK>),
     /// Request the fiber's own cancellation.
-    Canceled,
+    Canceled(Option<Site>),
     /// `source.on_cancel(finalizer)`.
     OnCancel(BindBox<ErasedFn<(), Node>>),
     /// `source.guarantee_case(finalizer)`.
@@ -171,6 +176,10 @@ pub(crate) enum Kind {
     /// Internal: finalize the fiber (cancellation or panic), popping frames
     /// and running finalizers.
     Unwind,
+    /// Record an operation made of several nodes, open a traced scope, or
+    /// read the trace (`tracing.rs`).
+    #[cfg(feature = "tracing")]
+    Mark(BindBox<crate::tracing::MarkK>),
 }
 
 /// The continuation of a `Poll` node: the mask depth of the region it
@@ -199,6 +208,38 @@ fn tagged<T>(vtable: *const T, tag: Tag) -> *const () {
 #[inline(always)]
 fn bare(tag: Tag) -> *const () {
     ptr::without_provenance(tag as usize)
+}
+
+/// The payload word of a leaf that keeps only a call site: the site's word,
+/// or null (no site, or tracing compiled out).
+#[inline(always)]
+#[cfg_attr(not(feature = "tracing"), allow(unused_variables))]
+fn site_word(site: Option<Site>) -> Word {
+    #[cfg(feature = "tracing")]
+    if let Some(site) = site {
+        return core::mem::MaybeUninit::new(site.into_raw().as_ptr());
+    }
+    core::mem::MaybeUninit::new(ptr::null_mut())
+}
+
+/// Takes the site back out of [`site_word`]'s word.
+///
+/// # Safety
+/// * `word` was made by `site_word` and is read once.
+#[inline(always)]
+unsafe fn word_site(word: Word) -> Option<Site> {
+    #[cfg(feature = "tracing")]
+    {
+        // SAFETY: `site_word` always initialises the word.
+        let ptr = unsafe { word.assume_init() };
+        // SAFETY: a non-null word is a site's `into_raw`, read once.
+        NonNull::new(ptr).map(|p| unsafe { Site::from_raw(p) })
+    }
+    #[cfg(not(feature = "tracing"))]
+    {
+        let _ = word;
+        None
+    }
 }
 
 impl Node {
@@ -288,44 +329,56 @@ impl Node {
         Node::from_fn(f, Tag::Defer)
     }
     #[inline(always)]
-    pub(crate) fn flat_map(source: Node, k: ErasedFn<Value, Node>) -> Node {
-        Node::from_bind(BindBox::new(source, k), Tag::FlatMap)
+    pub(crate) fn flat_map(source: Node, k: ErasedFn<Value, Node>, site: Option<Site>) -> Node {
+        Node::from_bind(BindBox::new(source, k, site), Tag::FlatMap)
     }
     #[inline(always)]
-    pub(crate) fn map(source: Node, k: ErasedFn<Value, Value>) -> Node {
-        Node::from_bind(BindBox::new(source, k), Tag::Map)
+    pub(crate) fn map(source: Node, k: ErasedFn<Value, Value>, site: Option<Site>) -> Node {
+        Node::from_bind(BindBox::new(source, k, site), Tag::Map)
     }
     #[inline(always)]
-    pub(crate) fn handle_error_with(source: Node, k: ErasedFn<Value, Node>) -> Node {
-        Node::from_bind(BindBox::new(source, k), Tag::HandleErrorWith)
+    pub(crate) fn handle_error_with(
+        source: Node,
+        k: ErasedFn<Value, Node>,
+        site: Option<Site>,
+    ) -> Node {
+        Node::from_bind(BindBox::new(source, k, site), Tag::HandleErrorWith)
     }
     #[inline(always)]
-    pub(crate) fn map_error(source: Node, k: ErasedFn<Value, Value>) -> Node {
-        Node::from_bind(BindBox::new(source, k), Tag::MapError)
+    pub(crate) fn map_error(source: Node, k: ErasedFn<Value, Value>, site: Option<Site>) -> Node {
+        Node::from_bind(BindBox::new(source, k, site), Tag::MapError)
     }
     #[inline(always)]
-    pub(crate) fn fold(source: Node, k: ErasedFn<Res, Res>) -> Node {
-        Node::from_bind(BindBox::new(source, k), Tag::Fold)
+    pub(crate) fn fold(source: Node, k: ErasedFn<Res, Res>, site: Option<Site>) -> Node {
+        Node::from_bind(BindBox::new(source, k, site), Tag::Fold)
     }
     #[inline(always)]
-    pub(crate) fn fold_with(source: Node, k: ErasedFn<Res, Node>) -> Node {
-        Node::from_bind(BindBox::new(source, k), Tag::FoldWith)
+    pub(crate) fn fold_with(source: Node, k: ErasedFn<Res, Node>, site: Option<Site>) -> Node {
+        Node::from_bind(BindBox::new(source, k, site), Tag::FoldWith)
     }
     #[inline(always)]
     pub(crate) fn async_(register: ErasedFn<RawCallback, Option<Node>>) -> Node {
         Node::from_fn(register, Tag::Async)
     }
     #[inline(always)]
-    pub(crate) fn cede() -> Node {
-        Node::raw(EMPTY_WORD, bare(Tag::Cede))
+    pub(crate) fn cede(site: Option<Site>) -> Node {
+        Node::raw(site_word(site), bare(Tag::Cede))
     }
     #[inline(always)]
-    pub(crate) fn never() -> Node {
-        Node::raw(EMPTY_WORD, bare(Tag::Never))
+    pub(crate) fn never(site: Option<Site>) -> Node {
+        Node::raw(site_word(site), bare(Tag::Never))
     }
     #[inline(always)]
-    pub(crate) fn sleep(duration: Duration) -> Node {
-        Node::from_value(Value::new(duration), Tag::Sleep)
+    pub(crate) fn sleep(duration: Duration, site: Option<Site>) -> Node {
+        #[cfg(feature = "tracing")]
+        {
+            Node::from_value(Value::new((duration, site)), Tag::Sleep)
+        }
+        #[cfg(not(feature = "tracing"))]
+        {
+            let _ = site;
+            Node::from_value(Value::new(duration), Tag::Sleep)
+        }
     }
     #[inline(always)]
     pub(crate) fn monotonic() -> Node {
@@ -345,19 +398,42 @@ impl Node {
     }
     #[inline(always)]
     pub(crate) fn poll(source: Node, depth: u32) -> Node {
-        Node::from_bind(BindBox::new(source, PollK::new(depth)), Tag::Poll)
+        Node::from_bind(BindBox::new(source, PollK::new(depth), None), Tag::Poll)
     }
     #[inline(always)]
-    pub(crate) fn canceled() -> Node {
-        Node::raw(EMPTY_WORD, bare(Tag::Canceled))
+    pub(crate) fn canceled(site: Option<Site>) -> Node {
+        Node::raw(site_word(site), bare(Tag::Canceled))
     }
     #[inline(always)]
-    pub(crate) fn on_cancel(source: Node, finalizer: ErasedFn<(), Node>) -> Node {
-        Node::from_bind(BindBox::new(source, finalizer), Tag::OnCancel)
+    pub(crate) fn on_cancel(
+        source: Node,
+        finalizer: ErasedFn<(), Node>,
+        site: Option<Site>,
+    ) -> Node {
+        Node::from_bind(BindBox::new(source, finalizer, site), Tag::OnCancel)
     }
     #[inline(always)]
-    pub(crate) fn guarantee_case(source: Node, finalizer: GuaranteeK) -> Node {
-        Node::from_bind(BindBox::new(source, finalizer), Tag::GuaranteeCase)
+    pub(crate) fn guarantee_case(source: Node, finalizer: GuaranteeK, site: Option<Site>) -> Node {
+        Node::from_bind(BindBox::new(source, finalizer, site), Tag::GuaranteeCase)
+    }
+    /// `source`, recorded as the operation `k.op` at `site` (or a traced
+    /// scope, or a trace read: `k.kind`). Without the `tracing` feature,
+    /// `source` itself.
+    #[inline(always)]
+    #[cfg_attr(not(feature = "tracing"), allow(unused_variables))]
+    pub(crate) fn mark(
+        source: Node,
+        #[cfg(feature = "tracing")] k: crate::tracing::MarkK,
+        site: Option<Site>,
+    ) -> Node {
+        #[cfg(feature = "tracing")]
+        {
+            Node::from_bind(BindBox::new(source, k, site), Tag::Mark)
+        }
+        #[cfg(not(feature = "tracing"))]
+        {
+            source
+        }
     }
     #[inline(always)]
     pub(crate) fn start(prepare: ErasedFn<crate::fiber::Spawner, Value>) -> Node {
@@ -375,7 +451,7 @@ impl Node {
     /// contents are moved elsewhere).
     #[inline(always)]
     fn placeholder() -> Node {
-        Node::cede()
+        Node::unwind()
     }
 }
 
@@ -404,21 +480,36 @@ unsafe fn decode(word: Word, vtable: *const ()) -> Kind {
             Tag::Fold => Kind::Fold(BindBox::from_word(word)),
             Tag::FoldWith => Kind::FoldWith(BindBox::from_word(word)),
             Tag::Async => Kind::Async(ErasedFn::from_raw(word, &*vt.cast())),
-            Tag::Cede => Kind::Cede,
-            Tag::Never => Kind::Never,
-            Tag::Sleep => Kind::Sleep(value().take::<Duration>()),
+            Tag::Cede => Kind::Cede(word_site(word)),
+            Tag::Never => Kind::Never(word_site(word)),
+            #[cfg(feature = "tracing")]
+            Tag::Sleep => {
+                let (duration, site) = value().take::<(Duration, Option<Site>)>();
+                Kind::Sleep(duration, site)
+            }
+            #[cfg(not(feature = "tracing"))]
+            Tag::Sleep => Kind::Sleep(value().take::<Duration>(), None),
             Tag::Monotonic => Kind::Monotonic,
             Tag::RealTime => Kind::RealTime,
             Tag::Panicked => Kind::Panicked(value().take::<PanicMessage>()),
             Tag::Uncancelable => Kind::Uncancelable(ErasedFn::from_raw(word, &*vt.cast())),
             Tag::Poll => Kind::Poll(BindBox::from_word(word)),
-            Tag::Canceled => Kind::Canceled,
+            Tag::Canceled => Kind::Canceled(word_site(word)),
             Tag::OnCancel => Kind::OnCancel(BindBox::from_word(word)),
             Tag::GuaranteeCase => Kind::GuaranteeCase(BindBox::from_word(word)),
             Tag::Start => Kind::Start(ErasedFn::from_raw(word, &*vt.cast())),
             Tag::Unwind => Kind::Unwind,
             Tag::Blocking => Kind::Blocking(ErasedFn::from_raw(word, &*vt.cast())),
-            Tag::Unmask | Tag::Remask | Tag::RestoreOk | Tag::RestoreErr | Tag::ResumeUnwind => {
+            #[cfg(feature = "tracing")]
+            Tag::Mark => Kind::Mark(BindBox::from_word(word)),
+            #[cfg(not(feature = "tracing"))]
+            Tag::Mark => unreachable!("io-core: a mark without tracing"),
+            Tag::Unmask
+            | Tag::Remask
+            | Tag::RestoreOk
+            | Tag::RestoreErr
+            | Tag::ResumeUnwind
+            | Tag::TraceScope => {
                 unreachable!("io-core: a frame tag on a node")
             }
         }
@@ -429,12 +520,13 @@ impl Drop for Node {
     fn drop(&mut self) {
         match self.tag() {
             // Nothing to free.
-            Tag::Cede
-            | Tag::Never
-            | Tag::Monotonic
-            | Tag::RealTime
-            | Tag::Canceled
-            | Tag::Unwind => {}
+            Tag::Monotonic | Tag::RealTime | Tag::Unwind => {}
+            // At most a call site.
+            #[cfg(not(feature = "tracing"))]
+            Tag::Cede | Tag::Never | Tag::Canceled => {}
+            // SAFETY: `self` is not used after this; the word is read once.
+            #[cfg(feature = "tracing")]
+            Tag::Cede | Tag::Never | Tag::Canceled => drop(unsafe { word_site(self.word) }),
             // SAFETY: `self` is not used after this; the payload is decoded
             // once and dropped with its own type's glue.
             _ => drop(unsafe { decode(self.word, self.vtable) }),
@@ -447,6 +539,9 @@ impl Drop for Node {
 pub(crate) struct Bind<K> {
     source: Node,
     k: K,
+    /// The call site of the operation that made this node (`tracing.rs`).
+    #[cfg(feature = "tracing")]
+    site: Option<Site>,
 }
 
 /// The continuation type used to compute the common block layout; every
@@ -469,6 +564,8 @@ const _: () = {
         GuaranteeK,
         PollK
     );
+    #[cfg(feature = "tracing")]
+    same_layout!(crate::tracing::MarkK);
 };
 
 /// An owning pointer to a `Bind<K>` in a pooled block.
@@ -496,13 +593,37 @@ impl<K> BindBox<K> {
 
     /// Stores `source` and `k` in a block.
     #[inline(always)]
-    pub(crate) fn new(source: Node, k: K) -> Self {
+    #[cfg_attr(not(feature = "tracing"), allow(unused_variables))]
+    pub(crate) fn new(source: Node, k: K, site: Option<Site>) -> Self {
         debug_assert!(core::alloc::Layout::new::<Bind<K>>() == crate::pool::BLOCK);
         let ptr = crate::pool::allocate().cast::<Bind<K>>();
         // SAFETY: the block is fresh, and has the layout of `Bind<K>`
         // (every `Bind<K>` has the layout of `pool::BLOCK`: checked above).
-        unsafe { ptr.as_ptr().write(Bind { source, k }) };
+        unsafe {
+            ptr.as_ptr().write(Bind {
+                source,
+                k,
+                #[cfg(feature = "tracing")]
+                site,
+            })
+        };
         BindBox { ptr }
+    }
+
+    /// The call site stored with the node.
+    #[cfg(feature = "tracing")]
+    #[inline(always)]
+    pub(crate) fn site(&self) -> Option<&Site> {
+        // SAFETY: we own the initialised `Bind<K>`.
+        unsafe { (*self.ptr.as_ptr()).site.as_ref() }
+    }
+
+    /// The continuation, borrowed (for its traced operation).
+    #[cfg(feature = "tracing")]
+    #[inline(always)]
+    pub(crate) fn k(&self) -> &K {
+        // SAFETY: we own the initialised `Bind<K>`.
+        unsafe { &(*self.ptr.as_ptr()).k }
     }
 
     /// Moves the parts out and releases the block, without running `Bind`'s
@@ -519,6 +640,8 @@ impl<K> BindBox<K> {
                 ptr::read(&raw const (*bind).source),
                 ptr::read(&raw const (*bind).k),
             );
+            #[cfg(feature = "tracing")]
+            ptr::drop_in_place(&raw mut (*bind).site);
             crate::pool::release(this.ptr.cast());
             parts
         }
@@ -560,6 +683,10 @@ impl Node {
                 | Tag::MapError
                 | Tag::Fold
                 | Tag::FoldWith
+                | Tag::Poll
+                | Tag::OnCancel
+                | Tag::GuaranteeCase
+                | Tag::Mark
         )
     }
 
@@ -573,6 +700,8 @@ impl Node {
             Kind::Poll(b) => Some(b.into_parts().0),
             Kind::OnCancel(b) => Some(b.into_parts().0),
             Kind::GuaranteeCase(b) => Some(b.into_parts().0),
+            #[cfg(feature = "tracing")]
+            Kind::Mark(b) => Some(b.into_parts().0),
             leaf => {
                 drop(leaf);
                 None
@@ -621,6 +750,8 @@ pub(crate) enum FrameKind {
     RestoreErr(Value),
     /// After a finalizer that ran while the fiber finalizes: go on finalizing.
     ResumeUnwind,
+    /// The end of a traced scope: tracing goes back to this state.
+    TraceScope(bool),
 }
 
 impl Frame {
@@ -650,6 +781,14 @@ impl Frame {
     #[inline(always)]
     pub(crate) fn resume_unwind() -> Frame {
         Frame::bare(Tag::ResumeUnwind)
+    }
+    /// The end of a traced scope; `was_on`: tracing before the scope.
+    #[inline(always)]
+    pub(crate) fn trace_scope(was_on: bool) -> Frame {
+        Frame {
+            word: core::mem::MaybeUninit::new(ptr::without_provenance_mut(was_on as usize)),
+            vtable: bare(Tag::TraceScope),
+        }
     }
     #[inline(always)]
     pub(crate) fn on_cancel(finalizer: ErasedFn<(), Node>) -> Frame {
@@ -724,7 +863,7 @@ impl Frame {
     #[inline]
     pub(crate) fn is_passed_through(&self, ok: bool) -> bool {
         match self.tag() {
-            Tag::Map | Tag::Fold | Tag::MapError | Tag::OnCancel => true,
+            Tag::Map | Tag::Fold | Tag::MapError | Tag::OnCancel | Tag::TraceScope => true,
             Tag::HandleErrorWith => ok,
             Tag::FlatMap => !ok,
             _ => false,
@@ -741,7 +880,10 @@ impl Frame {
     /// Whether the frame has no payload (its vtable pointer is a bare tag).
     #[inline(always)]
     fn is_bare(&self) -> bool {
-        matches!(self.tag(), Tag::Unmask | Tag::Remask | Tag::ResumeUnwind)
+        matches!(
+            self.tag(),
+            Tag::Unmask | Tag::Remask | Tag::ResumeUnwind | Tag::TraceScope
+        )
     }
 
     /// Decodes the frame, giving up ownership of its closure.
@@ -764,6 +906,7 @@ impl Frame {
                 Tag::Unmask => FrameKind::Unmask,
                 Tag::Remask => FrameKind::Remask,
                 Tag::ResumeUnwind => FrameKind::ResumeUnwind,
+                Tag::TraceScope => FrameKind::TraceScope(this.word.assume_init().addr() != 0),
                 Tag::OnCancel => FrameKind::OnCancel(ErasedFn::from_raw(this.word, &*vt.cast())),
                 Tag::GuaranteeCase => {
                     FrameKind::GuaranteeCase(ErasedFn::from_raw(this.word, &*vt.cast()))

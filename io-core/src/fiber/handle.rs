@@ -160,7 +160,7 @@ impl<A: Send + 'static, E: Send + 'static> FiberHandle<A, E> {
     /// runtime's `spawn`, a test): the fiber is scheduled at once, and the
     /// handle joins or cancels it like one from [`IO::start`].
     pub fn spawn<X: Executor>(io: IO<A, E>, executor: &X) -> Self {
-        let fiber = Spawn::spawn_child(executor, io.into_node(), None);
+        let fiber = Spawn::spawn_child(executor, io.into_node(), None, false);
         // SAFETY: the fiber runs `io` and has no completion callback.
         unsafe { FiberHandle::from_fiber(fiber) }
     }

@@ -88,6 +88,7 @@ use crate::io::IO;
 use crate::node::{Frame, Node, Res};
 use crate::outcome::Outcome;
 use crate::sync::{Arc, AtomicUsize, Ordering, UnsafeCell};
+use crate::tracing::Trace;
 
 const SUSPENDED: usize = 0b0001;
 const CLAIMED: usize = 0b0010;
@@ -115,6 +116,10 @@ pub(crate) struct Header {
     ///
     /// [`FiberHandle::spawn`]: handle::FiberHandle::spawn
     pub(crate) join: handle::JoinCell,
+    /// The fiber's trace ring, once it records (`tracing.rs`): here, in
+    /// the part other threads may read, for fiber dumps.
+    #[cfg(feature = "tracing")]
+    pub(crate) ring: crate::tracing::RingSlot,
 }
 
 // SAFETY: `slot` is written only by the single completer that won the CAS to
@@ -131,6 +136,8 @@ impl Header {
             state: AtomicUsize::new(0),
             slot: UnsafeCell::new(None),
             join: handle::JoinCell::new(),
+            #[cfg(feature = "tracing")]
+            ring: crate::tracing::RingSlot::new(),
         }
     }
 
@@ -634,6 +641,9 @@ pub(crate) struct Core {
     pub(super) ending: Option<Ending>,
     /// The panic message and suppressed errors, once there are any.
     pub(super) cold: Option<alloc::boxed::Box<Cold>>,
+    /// Whether the fiber traces now, and its trace (`tracing.rs`).
+    #[cfg(feature = "tracing")]
+    pub(super) tracing: crate::tracing::FiberTracing,
 }
 
 /// Where a fiber's next run starts.
@@ -711,9 +721,10 @@ impl Core {
     }
 }
 
-/// The erased completion callback of a fiber: its outcome and the errors of
-/// finalizers that were suppressed on the way.
-pub(crate) type Completion = ErasedFn<(Outcome<Value, Value>, Vec<Value>), ()>;
+/// The erased completion callback of a fiber: its outcome, the errors of
+/// finalizers that were suppressed on the way, and its trace at the point
+/// of failure (empty on success, cancellation, or without tracing).
+pub(crate) type Completion = ErasedFn<(Outcome<Value, Value>, Vec<Value>, Trace), ()>;
 
 /// One fiber, shared by its handle, the thread running it and its callbacks.
 #[repr(C)]
@@ -797,13 +808,20 @@ impl<X: Executor> FiberInner<X> {
 trait Spawn {
     /// Makes a fiber of `node` on this executor, schedules it, and returns
     /// a reference to it (for handles and cancellation). Its outcome goes
-    /// to `on_complete`, or without one to its join state.
-    fn spawn_child(&self, node: Node, on_complete: Option<Completion>) -> RawFiberRef;
+    /// to `on_complete`, or without one to its join state. `traced`: the
+    /// parent traces now (a child started in `traced()` traces too).
+    fn spawn_child(&self, node: Node, on_complete: Option<Completion>, traced: bool)
+    -> RawFiberRef;
 }
 
 impl<X: Executor> Spawn for X {
-    fn spawn_child(&self, node: Node, on_complete: Option<Completion>) -> RawFiberRef {
-        let child = Fiber::from_parts(node, on_complete, self.clone());
+    fn spawn_child(
+        &self,
+        node: Node,
+        on_complete: Option<Completion>,
+        traced: bool,
+    ) -> RawFiberRef {
+        let child = Fiber::from_parts_traced(node, on_complete, self.clone(), traced);
         let child_ref = child.raw_ref();
         self.schedule_fiber(child);
         child_ref
@@ -820,12 +838,19 @@ impl<X: Executor> Spawn for X {
 #[derive(Clone, Copy)]
 pub(crate) struct Spawner {
     executor: *const dyn Spawn,
+    /// The parent traces now.
+    traced: bool,
 }
 
 impl Spawner {
-    fn new<X: Executor>(executor: &X) -> Self {
+    #[cfg_attr(not(feature = "tracing"), allow(unused_variables))]
+    fn new<X: Executor>(executor: &X, core: &Core) -> Self {
         Spawner {
             executor: executor as &dyn Spawn,
+            #[cfg(feature = "tracing")]
+            traced: core.tracing.on,
+            #[cfg(not(feature = "tracing"))]
+            traced: false,
         }
     }
 
@@ -833,7 +858,7 @@ impl Spawner {
     pub(crate) fn spawn(&self, node: Node, on_complete: Option<Completion>) -> RawFiberRef {
         // SAFETY: the spawner lives only during the `Start` node's call, in
         // which the running fiber keeps its executor alive (type doc).
-        unsafe { (*self.executor).spawn_child(node, on_complete) }
+        unsafe { (*self.executor).spawn_child(node, on_complete, self.traced) }
     }
 }
 
@@ -857,7 +882,8 @@ impl<X: Executor> Fiber<X> {
         E: Send + 'static,
         F: FnOnce(Outcome<A, E>) + Send + 'static,
     {
-        let on_complete = move |outcome: Outcome<A, E>, _suppressed: Vec<E>| on_complete(outcome);
+        let on_complete =
+            move |outcome: Outcome<A, E>, _suppressed: Vec<E>, _trace: Trace| on_complete(outcome);
         Fiber::from_parts(
             io.into_node(),
             Some(ErasedFn::new::<CompleteK<A, E>, _>(on_complete)),
@@ -874,6 +900,23 @@ impl<X: Executor> Fiber<X> {
         E: Send + 'static,
         F: FnOnce(Outcome<A, E>, Vec<E>) + Send + 'static,
     {
+        let on_complete = move |outcome: Outcome<A, E>, suppressed: Vec<E>, _trace: Trace| {
+            on_complete(outcome, suppressed)
+        };
+        Fiber::with_report(io, executor, on_complete)
+    }
+
+    /// Like [`Fiber::with_suppressed`], and `on_complete` also receives the
+    /// fiber's trace at the point of failure, when it ended with an error
+    /// or a panic and recorded events (tracing on); an empty trace
+    /// otherwise. Entry points print it under the error, like Cats Effect's
+    /// enhanced exceptions.
+    pub fn with_report<A, E, F>(io: IO<A, E>, executor: X, on_complete: F) -> Fiber<X>
+    where
+        A: Send + 'static,
+        E: Send + 'static,
+        F: FnOnce(Outcome<A, E>, Vec<E>, Trace) + Send + 'static,
+    {
         Fiber::from_parts(
             io.into_node(),
             Some(ErasedFn::new::<CompleteK<A, E>, F>(on_complete)),
@@ -884,6 +927,18 @@ impl<X: Executor> Fiber<X> {
     /// A fiber of `node`; its outcome goes to `on_complete`, or, without
     /// one, to its join state (for fibers that `FiberHandle`s join).
     pub(crate) fn from_parts(node: Node, on_complete: Option<Completion>, executor: X) -> Fiber<X> {
+        Fiber::from_parts_traced(node, on_complete, executor, false)
+    }
+
+    /// [`Fiber::from_parts`], tracing from the start if `traced` (a child
+    /// of a traced scope) or if the executor's mode records.
+    #[cfg_attr(not(feature = "tracing"), allow(unused_variables))]
+    pub(crate) fn from_parts_traced(
+        node: Node,
+        on_complete: Option<Completion>,
+        executor: X,
+        traced: bool,
+    ) -> Fiber<X> {
         let core = Core {
             next: Next::Node(node),
             stack: Vec::new(),
@@ -891,6 +946,10 @@ impl<X: Executor> Fiber<X> {
             masks: 0,
             ending: None,
             cold: None,
+            #[cfg(feature = "tracing")]
+            tracing: crate::tracing::FiberTracing::new(
+                traced || executor.config().tracing().records(),
+            ),
         };
         let fiber = Fiber {
             inner: Arc::new(FiberInner {
@@ -945,10 +1004,10 @@ impl<X: Executor> core::fmt::Debug for Fiber<X> {
 /// Adapter of the completion callback: erased outcome to typed outcome.
 pub(crate) struct CompleteK<A, E>(PhantomData<fn(A, E)>);
 
-impl<A: 'static, E: 'static, F: FnOnce(Outcome<A, E>, Vec<E>)>
-    Adapter<(Outcome<Value, Value>, Vec<Value>), (), F> for CompleteK<A, E>
+impl<A: 'static, E: 'static, F: FnOnce(Outcome<A, E>, Vec<E>, Trace)>
+    Adapter<(Outcome<Value, Value>, Vec<Value>, Trace), (), F> for CompleteK<A, E>
 {
-    unsafe fn call(f: F, (outcome, suppressed): (Outcome<Value, Value>, Vec<Value>)) {
+    unsafe fn call(f: F, (outcome, suppressed, trace): (Outcome<Value, Value>, Vec<Value>, Trace)) {
         // SAFETY: the fiber's program is an `IO<A, E>`, so its final value is
         // an `A`, and its final error and every suppressed finalizer error an
         // `E` (the typed API guarantees it).
@@ -961,7 +1020,7 @@ impl<A: 'static, E: 'static, F: FnOnce(Outcome<A, E>, Vec<E>)>
                 .map(|e| unsafe { e.take::<E>() })
                 .collect()
         };
-        f(outcome, suppressed)
+        f(outcome, suppressed, trace)
     }
 }
 

@@ -118,6 +118,24 @@ fn run_guarded<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit
     run_loop(inner, core)
 }
 
+/// Records a traced operation if the fiber traces now (`tracing.rs`);
+/// nothing at all without the `tracing` feature.
+macro_rules! record {
+    ($core:expr, $header:expr, $executor:expr, $op:expr, $site:expr) => {
+        #[cfg(feature = "tracing")]
+        if $core.tracing.on {
+            if let Some(site) = $site {
+                $core.tracing.record(
+                    $op,
+                    site,
+                    $executor.config().trace_capacity(),
+                    &$header.ring,
+                );
+            }
+        }
+    };
+}
+
 fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
     let executor = &inner.executor;
     let header = &inner.header;
@@ -229,6 +247,13 @@ fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
                         core.masks -= 1;
                         Node::unwind()
                     }
+                    Some(FrameKind::TraceScope(_was_on)) => {
+                        #[cfg(feature = "tracing")]
+                        {
+                            core.tracing.on = _was_on;
+                        }
+                        Node::pure(value)
+                    }
                     Some(
                         FrameKind::HandleErrorWith(_)
                         | FrameKind::MapError(_)
@@ -282,15 +307,29 @@ fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
                     core.masks -= 1;
                     Node::unwind()
                 }
+                Some(FrameKind::TraceScope(_was_on)) => {
+                    #[cfg(feature = "tracing")]
+                    {
+                        core.tracing.on = _was_on;
+                    }
+                    Node::error(error)
+                }
                 Some(FrameKind::Map(_) | FrameKind::FlatMap(_) | FrameKind::OnCancel(_)) => {
                     unreachable!("io-core: unwind_error returns only handler frames")
                 }
             },
-            Kind::Delay(thunk) => Node::pure(unsafe { thunk.call(()) }),
-            Kind::Defer(thunk) => unsafe { thunk.call(()) },
+            Kind::Delay(thunk) => {
+                record!(core, header, executor, thunk.op(), thunk.site());
+                Node::pure(unsafe { thunk.call(()) })
+            }
+            Kind::Defer(thunk) => {
+                record!(core, header, executor, thunk.op(), thunk.site());
+                unsafe { thunk.call(()) }
+            }
             // Fast paths: a source that is already a value or an error is
             // applied (or skipped) at once, without a frame.
             Kind::FlatMap(bind) => {
+                record!(core, header, executor, bind.k().op(), bind.site());
                 let (source, k) = bind.into_parts();
                 match source.into_settled() {
                     Ok(Ok(value)) => unsafe { k.call(value) },
@@ -302,6 +341,7 @@ fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
                 }
             }
             Kind::Map(bind) => {
+                record!(core, header, executor, bind.k().op(), bind.site());
                 let (source, k) = bind.into_parts();
                 match source.into_settled() {
                     Ok(Ok(value)) => Node::pure(unsafe { k.call(value) }),
@@ -313,6 +353,7 @@ fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
                 }
             }
             Kind::HandleErrorWith(bind) => {
+                record!(core, header, executor, bind.k().op(), bind.site());
                 let (source, k) = bind.into_parts();
                 match source.into_settled() {
                     Ok(Ok(value)) => Node::pure(value),
@@ -324,6 +365,7 @@ fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
                 }
             }
             Kind::MapError(bind) => {
+                record!(core, header, executor, bind.k().op(), bind.site());
                 let (source, k) = bind.into_parts();
                 match source.into_settled() {
                     Ok(Ok(value)) => Node::pure(value),
@@ -335,6 +377,7 @@ fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
                 }
             }
             Kind::Fold(bind) => {
+                record!(core, header, executor, bind.k().op(), bind.site());
                 let (source, k) = bind.into_parts();
                 match source.into_settled() {
                     Ok(res) => Node::from_res(unsafe { k.call(res) }),
@@ -345,6 +388,7 @@ fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
                 }
             }
             Kind::FoldWith(bind) => {
+                record!(core, header, executor, bind.k().op(), bind.site());
                 let (source, k) = bind.into_parts();
                 match source.into_settled() {
                     Ok(res) => unsafe { k.call(res) },
@@ -355,6 +399,7 @@ fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
                 }
             }
             Kind::Async(register) => {
+                record!(core, header, executor, register.op(), register.site());
                 if should_cancel(core, header) {
                     begin_cancel(core, Node::unwind())
                 } else {
@@ -377,7 +422,14 @@ fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
                     }
                 }
             }
-            Kind::Sleep(duration) => {
+            Kind::Sleep(duration, _site) => {
+                record!(
+                    core,
+                    header,
+                    executor,
+                    &crate::tracing::SLEEP,
+                    _site.as_ref()
+                );
                 if should_cancel(core, header) {
                     begin_cancel(core, Node::unwind())
                 } else {
@@ -397,6 +449,7 @@ fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
                 }
             }
             Kind::Blocking(thunk) => {
+                record!(core, header, executor, thunk.op(), thunk.site());
                 if should_cancel(core, header) {
                     begin_cancel(core, Node::unwind())
                 } else {
@@ -416,7 +469,14 @@ fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
                     }
                 }
             }
-            Kind::Cede => {
+            Kind::Cede(_site) => {
+                record!(
+                    core,
+                    header,
+                    executor,
+                    &crate::tracing::CEDE,
+                    _site.as_ref()
+                );
                 let next = Node::pure(Value::unit());
                 core.next = Next::Node(if should_cancel(core, header) {
                     begin_cancel(core, next)
@@ -425,7 +485,14 @@ fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
                 });
                 return Exit::Yield;
             }
-            Kind::Never => {
+            Kind::Never(_site) => {
+                record!(
+                    core,
+                    header,
+                    executor,
+                    &crate::tracing::NEVER,
+                    _site.as_ref()
+                );
                 if should_cancel(core, header) {
                     begin_cancel(core, Node::unwind())
                 } else {
@@ -437,6 +504,7 @@ fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
             Kind::Monotonic => Node::pure(Value::new(executor.monotonic())),
             Kind::RealTime => Node::pure(Value::new(executor.real_time())),
             Kind::Uncancelable(body) => {
+                record!(core, header, executor, body.op(), body.site());
                 core.masks += 1;
                 core.stack.push(Frame::unmask());
                 unsafe { body.call(core.masks) }
@@ -456,7 +524,14 @@ fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
                     source
                 }
             }
-            Kind::Canceled => {
+            Kind::Canceled(_site) => {
+                record!(
+                    core,
+                    header,
+                    executor,
+                    &crate::tracing::CANCELED,
+                    _site.as_ref()
+                );
                 header.request_self_cancel();
                 if should_cancel(core, header) {
                     begin_cancel(core, Node::unwind())
@@ -465,18 +540,38 @@ fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
                 }
             }
             Kind::OnCancel(bind) => {
+                record!(core, header, executor, bind.k().op(), bind.site());
                 let (source, finalizer) = bind.into_parts();
                 core.stack.push(Frame::on_cancel(finalizer));
                 source
             }
             Kind::GuaranteeCase(bind) => {
+                record!(core, header, executor, bind.k().op(), bind.site());
                 let (source, finalizer) = bind.into_parts();
                 core.stack.push(Frame::guarantee_case(finalizer));
                 source
             }
             Kind::Start(start) => {
-                let handles = unsafe { start.call(super::Spawner::new(executor)) };
+                record!(core, header, executor, start.op(), start.site());
+                let handles = unsafe { start.call(super::Spawner::new(executor, core)) };
                 Node::pure(handles)
+            }
+            #[cfg(feature = "tracing")]
+            Kind::Mark(bind) => {
+                use crate::tracing::MarkKind;
+                let kind = bind.k().kind;
+                if kind == MarkKind::Scope {
+                    core.stack.push(Frame::trace_scope(core.tracing.on));
+                    core.tracing.on = true;
+                }
+                record!(core, header, executor, bind.k().op, bind.site());
+                let (source, _) = bind.into_parts();
+                if kind == MarkKind::Snapshot {
+                    drop(source);
+                    Node::pure(Value::new(core.tracing.snapshot(&header.ring)))
+                } else {
+                    source
+                }
             }
             Kind::Panicked(message) => {
                 core.set_panicked(message);
@@ -607,10 +702,22 @@ fn complete<X: Executor>(inner: &FiberInner<X>, core: &mut Core, outcome: Outcom
     inner.header.mark_completed();
     inner.executor.fiber_ended();
     let suppressed = core.take_suppressed();
+    #[cfg(feature = "tracing")]
+    let trace = if matches!(outcome, Outcome::Errored(_) | Outcome::Panicked(_)) {
+        core.tracing.snapshot(&inner.header.ring)
+    } else {
+        crate::tracing::Trace::empty()
+    };
+    #[cfg(not(feature = "tracing"))]
+    let trace = crate::tracing::Trace::empty();
     match core.on_complete.take() {
         // SAFETY: the adapter expects the erased outcome of this fiber's
-        // program and its suppressed errors (values of its error type).
-        Some(on_complete) => unsafe { on_complete.call((outcome, suppressed)) },
-        None => super::handle::complete_join(&inner.header.join, outcome, suppressed),
+        // program, its suppressed errors (values of its error type) and
+        // its trace.
+        Some(on_complete) => unsafe { on_complete.call((outcome, suppressed, trace)) },
+        None => {
+            drop(trace);
+            super::handle::complete_join(&inner.header.join, outcome, suppressed)
+        }
     }
 }

@@ -1,0 +1,312 @@
+//! Fiber tracing in the run-loop: where call sites are kept in programs,
+//! and how a fiber records them.
+//!
+//! # Data path
+//!
+//! Every public constructor and combinator is `#[track_caller]`, so it
+//! knows the user's call site ([`Site::caller`]) without walking the stack.
+//! The site is stored in the node the call builds, where there is room:
+//!
+//! * in the pooled block of a node with a source (`flat_map`, `map`,
+//!   `handle_error_with`, `attempt`, `guarantee_case`, ...): one more word;
+//! * next to the closure of a leaf (`delay`, `defer`, `async_`,
+//!   `uncancelable`, `start`, `blocking`): the closure is stored as
+//!   `Sited<F>`;
+//! * in the payload word of a leaf that has none (`cede`, `never`,
+//!   `canceled`), and next to the duration of `sleep`.
+//!
+//! The operation's name and the closure's type name are not stored at all:
+//! they are a `static` [`Op`] reached from the closure's vtable (made per
+//! operation and closure type, see [`OpMeta`]) or from the node's kind.
+//! Operations made of several nodes (`bracket`, `race`, `Deferred::get`,
+//! ...) build their nodes untraced (site `None`) and put one `Mark` node in
+//! front, which records the operation by its public name.
+//!
+//! A running fiber records an event when it evaluates a node that has a
+//! site, if its tracing flag is on: the executor's mode is `cached` or
+//! `full`, or the fiber is inside `io.traced()`. The event goes into the
+//! fiber's [`trace::Ring`], made on the first event. With the `tracing`
+//! feature off none of this exists: nodes and fibers have no site or ring
+//! field, and the run-loop no branch.
+//!
+//! # Invariants
+//!
+//! * Nodes built by io-core for its own plumbing carry no site, so a trace
+//!   shows only the user's call sites, never io-core's files.
+//! * The ring has one writer, the thread running the fiber (`Core`); fiber
+//!   dumps read it through its sequence lock from any thread.
+
+pub use trace::{Op, Site, Trace, TracingMode};
+
+/// The operation a closure's vtable names (see the module doc).
+pub(crate) trait OpMeta {
+    /// The operation, a `static`.
+    const OP: &'static Op;
+}
+
+/// The operation of io-core's own closures: never recorded (their nodes
+/// have no site).
+pub(crate) struct Internal;
+impl OpMeta for Internal {
+    const OP: &'static Op = &Op::new("<internal>");
+}
+
+/// An operation with a fixed name.
+pub(crate) trait OpName {
+    const NAME: &'static str;
+}
+
+/// An operation named `M::NAME` that runs the user's closure `F`: the trace
+/// shows `F`'s type name.
+pub(crate) struct WithClosure<M, F>(core::marker::PhantomData<(M, F)>);
+impl<M: OpName, F> OpMeta for WithClosure<M, F> {
+    const OP: &'static Op = &Op::with_closure(M::NAME, core::any::type_name::<F>);
+}
+
+/// An operation named `M::NAME` without a user closure to show.
+pub(crate) struct Named<M>(core::marker::PhantomData<M>);
+impl<M: OpName> OpMeta for Named<M> {
+    const OP: &'static Op = &Op::new(M::NAME);
+}
+
+macro_rules! op_names {
+    ($($ty:ident = $name:literal),* $(,)?) => {
+        /// Operation names (marker types for [`OpMeta`]).
+        #[allow(missing_docs, dead_code)]
+        pub(crate) mod names {
+            $(
+                pub(crate) struct $ty;
+                impl super::OpName for $ty {
+                    const NAME: &'static str = $name;
+                }
+            )*
+        }
+    };
+}
+
+op_names! {
+    Delay = "delay",
+    Defer = "defer",
+    Async = "async",
+    Blocking = "blocking",
+    FlatMap = "flat_map",
+    Map = "map",
+    ProductR = "product_r",
+    ProductL = "product_l",
+    FlatTap = "flat_tap",
+    As = "as_",
+    Void = "void",
+    Attempt = "attempt",
+    HandleError = "handle_error",
+    HandleErrorWith = "handle_error_with",
+    Redeem = "redeem",
+    RedeemWith = "redeem_with",
+    OnError = "on_error",
+    MapError = "map_error",
+    Rethrow = "rethrow",
+    Flatten = "flatten",
+    TailRec = "tail_rec",
+    Uncancelable = "uncancelable",
+    OnCancel = "on_cancel",
+    GuaranteeCase = "guarantee_case",
+    Guarantee = "guarantee",
+    Start = "start",
+    Sleep = "sleep",
+    Cede = "cede",
+    Never = "never",
+    Canceled = "canceled",
+}
+
+/// `cede`, `never`, `canceled` and `sleep` have no closure: their
+/// operations are these statics.
+pub(crate) static CEDE: Op = Op::new("cede");
+pub(crate) static NEVER: Op = Op::new("never");
+pub(crate) static CANCELED: Op = Op::new("canceled");
+pub(crate) static SLEEP: Op = Op::new("sleep");
+
+/// The site of a traced call: `Some` with the caller's site when tracing is
+/// compiled in.
+#[cfg(feature = "tracing")]
+#[track_caller]
+#[inline(always)]
+pub(crate) fn here() -> Option<Site> {
+    Some(Site::caller())
+}
+
+/// Without the `tracing` feature there are no sites.
+#[cfg(not(feature = "tracing"))]
+#[track_caller]
+#[inline(always)]
+pub(crate) fn here() -> Option<Site> {
+    None
+}
+
+/// The site of io-core's own nodes: none.
+pub(crate) const NO_SITE: Option<Site> = None;
+
+/// What a `Mark` node records (see the module doc), in the block of its
+/// source; padded to the common block layout.
+#[cfg(feature = "tracing")]
+pub(crate) struct MarkK {
+    pub(crate) op: &'static Op,
+    pub(crate) kind: MarkKind,
+}
+
+/// What a `Mark` node does besides recording its operation.
+#[cfg(feature = "tracing")]
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum MarkKind {
+    /// Only record.
+    Record,
+    /// `io.traced()`: switch tracing on for the source.
+    Scope,
+    /// `IO::trace()`: produce the fiber's trace (the source is `unit`).
+    Snapshot,
+}
+
+#[cfg(feature = "tracing")]
+static TRACED: Op = Op::new("traced");
+#[cfg(feature = "tracing")]
+static TRACE: Op = Op::new("trace");
+
+#[cfg(feature = "tracing")]
+impl MarkK {
+    pub(crate) fn record(op: &'static Op) -> Self {
+        MarkK {
+            op,
+            kind: MarkKind::Record,
+        }
+    }
+    pub(crate) fn scope() -> Self {
+        MarkK {
+            op: &TRACED,
+            kind: MarkKind::Scope,
+        }
+    }
+    pub(crate) fn snapshot() -> Self {
+        MarkK {
+            op: &TRACE,
+            kind: MarkKind::Snapshot,
+        }
+    }
+}
+
+/// A fiber's tracing state (in `Core`): whether it records, its ring
+/// (made on the first event, owned by the fiber's header so that fiber
+/// dumps can read it) and, in full mode, the backtraces of the events in
+/// the ring.
+#[cfg(feature = "tracing")]
+pub(crate) struct FiberTracing {
+    /// Records events now (mode, or inside `traced()`).
+    pub(crate) on: bool,
+    /// Sites with backtraces, one per ring slot (full mode only).
+    #[cfg(feature = "std")]
+    sites: Option<alloc::boxed::Box<[Option<Site>]>>,
+}
+
+#[cfg(feature = "tracing")]
+impl FiberTracing {
+    pub(crate) fn new(on: bool) -> Self {
+        FiberTracing {
+            on,
+            #[cfg(feature = "std")]
+            sites: None,
+        }
+    }
+
+    /// Records `op` at `site` (the caller checked `on`); the first event
+    /// makes the ring and publishes it in `slot` (the fiber's header).
+    #[inline]
+    pub(crate) fn record(
+        &mut self,
+        op: &'static Op,
+        site: &Site,
+        capacity: usize,
+        slot: &RingSlot,
+    ) {
+        let ring = slot.own(capacity);
+        let _index = ring.push(op, site.location());
+        #[cfg(feature = "std")]
+        if site.has_backtrace() {
+            let sites = self
+                .sites
+                .get_or_insert_with(|| (0..ring.capacity()).map(|_| None).collect());
+            sites[_index] = Some(site.clone());
+        }
+    }
+
+    /// The fiber's trace now, as the fiber itself sees it.
+    pub(crate) fn snapshot(&self, slot: &RingSlot) -> Trace {
+        match slot.get() {
+            None => Trace::empty(),
+            Some(ring) => {
+                #[cfg(feature = "std")]
+                let sites: &[Option<Site>] = self.sites.as_deref().unwrap_or(&[]);
+                #[cfg(not(feature = "std"))]
+                let sites: &[Option<Site>] = &[];
+                ring.snapshot_with_sites(sites)
+            }
+        }
+    }
+}
+
+/// The fiber header's pointer to its ring: null until the fiber records
+/// its first event; read by fiber dumps on any thread.
+#[cfg(feature = "tracing")]
+pub(crate) struct RingSlot {
+    ring: crate::sync::AtomicPtr<trace::Ring>,
+}
+
+#[cfg(feature = "tracing")]
+impl RingSlot {
+    pub(crate) fn new() -> Self {
+        RingSlot {
+            ring: crate::sync::AtomicPtr::new(core::ptr::null_mut()),
+        }
+    }
+
+    /// Makes the ring and publishes it (Release: a dump that sees the
+    /// pointer sees an initialised ring).
+    #[cold]
+    fn install(&self, capacity: usize) -> core::ptr::NonNull<trace::Ring> {
+        let ring = alloc::boxed::Box::into_raw(alloc::boxed::Box::new(trace::Ring::new(capacity)));
+        self.ring.store(ring, crate::sync::Ordering::Release);
+        // SAFETY: `Box::into_raw` never returns null.
+        unsafe { core::ptr::NonNull::new_unchecked(ring) }
+    }
+
+    /// The ring, made on first use: for the fiber itself (the only
+    /// writer).
+    #[inline(always)]
+    fn own(&self, capacity: usize) -> &trace::Ring {
+        let ring = self.ring.load(crate::sync::Ordering::Relaxed);
+        if ring.is_null() {
+            // SAFETY: `install` returns a live ring owned by `self`.
+            unsafe { self.install(capacity).as_ref() }
+        } else {
+            // SAFETY: only the fiber installs the ring (this thread); it
+            // lives until `self` is dropped.
+            unsafe { &*ring }
+        }
+    }
+
+    /// The ring, if made (the caller keeps the fiber alive; a dump on
+    /// another thread reads it through its sequence lock).
+    pub(crate) fn get(&self) -> Option<&trace::Ring> {
+        let ring = self.ring.load(crate::sync::Ordering::Acquire);
+        // SAFETY: a non-null pointer is a published, live ring, freed only
+        // when the header is dropped (not while `&self` lives).
+        unsafe { ring.as_ref() }
+    }
+}
+
+#[cfg(feature = "tracing")]
+impl Drop for RingSlot {
+    fn drop(&mut self) {
+        let ring = self.ring.load(crate::sync::Ordering::Acquire);
+        if !ring.is_null() {
+            // SAFETY: made by `Box::into_raw` in `install`, freed once here.
+            drop(unsafe { alloc::boxed::Box::from_raw(ring) });
+        }
+    }
+}
