@@ -78,9 +78,10 @@ pub use data::resource::{Allocated, ExitCase, Resource};
 pub use data::semaphore::{InvalidPermits, Semaphore};
 pub use executor::{BlockingTask, Executor, Fiber, TimerCallback};
 pub use fiber::Callback;
+pub use fiber::FiberState;
 pub use fiber::handle::FiberHandle;
 #[cfg(not(loom))]
-pub use fiber::{FiberStatus, WeakFiber, WeakFibers};
+pub use fiber::{FiberDump, FiberInfo, FiberStatus, WeakFiber, WeakFibers};
 pub use io::IO;
 pub use outcome::{Outcome, PanicMessage};
 /// The data of fiber tracing (events, rings, rendering), re-exported.

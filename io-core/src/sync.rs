@@ -15,14 +15,14 @@
 //! [loom]: https://docs.rs/loom
 
 #[cfg(not(loom))]
-pub(crate) use portable_atomic::{AtomicPtr, AtomicUsize, Ordering};
+pub(crate) use portable_atomic::{AtomicPtr, AtomicU8, AtomicUsize, Ordering};
 #[cfg(not(loom))]
 pub(crate) use portable_atomic_util::Arc;
 
 #[cfg(loom)]
 pub(crate) use loom::sync::Arc;
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+pub(crate) use loom::sync::atomic::{AtomicPtr, AtomicU8, AtomicUsize, Ordering};
 
 #[cfg(loom)]
 pub(crate) use loom::cell::UnsafeCell;

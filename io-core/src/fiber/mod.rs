@@ -120,6 +120,10 @@ pub(crate) struct Header {
     /// the part other threads may read, for fiber dumps.
     #[cfg(feature = "tracing")]
     pub(crate) ring: crate::tracing::RingSlot,
+    /// What the fiber does now, for fiber dumps ([`FiberState`] as a
+    /// byte); kept only while the fiber traces.
+    #[cfg(feature = "tracing")]
+    pub(crate) activity: crate::sync::AtomicU8,
 }
 
 // SAFETY: `slot` is written only by the single completer that won the CAS to
@@ -138,6 +142,8 @@ impl Header {
             join: handle::JoinCell::new(),
             #[cfg(feature = "tracing")]
             ring: crate::tracing::RingSlot::new(),
+            #[cfg(feature = "tracing")]
+            activity: crate::sync::AtomicU8::new(FiberState::Queued as u8),
         }
     }
 
@@ -278,6 +284,55 @@ impl Header {
             })
         } else {
             Some(FiberStatus::Active)
+        }
+    }
+
+    /// Records what the fiber does now (for dumps).
+    #[cfg(feature = "tracing")]
+    #[inline(always)]
+    pub(crate) fn set_activity(&self, state: FiberState) {
+        self.activity.store(state as u8, Ordering::Relaxed);
+    }
+
+    /// What a fiber dump shows of this fiber: its state (`None` once it has
+    /// completed), whether a wait is cancelable, and its trace.
+    #[cfg(not(loom))]
+    fn info(&self, id: usize) -> Option<FiberInfo> {
+        let status = self.status()?;
+        let state = match status {
+            FiberStatus::Active => {
+                if self.state.load(Ordering::Acquire) & (SUSPENDED | DONE) == SUSPENDED | DONE {
+                    FiberState::Queued
+                } else {
+                    self.recorded_state().unwrap_or(FiberState::Running)
+                }
+            }
+            FiberStatus::Suspended | FiberStatus::SuspendedMasked => match self.recorded_state() {
+                Some(s @ (FiberState::Sleeping | FiberState::Blocked | FiberState::Waiting)) => s,
+                _ => FiberState::Waiting,
+            },
+        };
+        #[cfg(feature = "tracing")]
+        let trace = self.ring.get().and_then(trace::Ring::snapshot);
+        #[cfg(not(feature = "tracing"))]
+        let trace = None;
+        Some(FiberInfo {
+            id,
+            status,
+            state,
+            trace,
+        })
+    }
+
+    #[cfg(not(loom))]
+    fn recorded_state(&self) -> Option<FiberState> {
+        #[cfg(feature = "tracing")]
+        {
+            FiberState::from_byte(self.activity.load(Ordering::Relaxed))
+        }
+        #[cfg(not(feature = "tracing"))]
+        {
+            None
         }
     }
 
@@ -489,6 +544,121 @@ pub enum FiberStatus {
     SuspendedMasked,
 }
 
+/// What a fiber is doing, as a fiber dump shows it (Cats Effect's fiber
+/// dump states, with the kind of wait spelled out).
+///
+/// Running, queued, sleeping and blocked are told apart only while the
+/// fiber traces (io-core's `tracing` feature on and the mode `cached` or
+/// `full`, or inside `traced()`); otherwise a dump shows `Running` for
+/// an active fiber and `Waiting` for a suspended one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum FiberState {
+    /// Running on a thread now.
+    Running = 0,
+    /// Ready to run: started, resumed or yielding (`cede`, auto-yield), in
+    /// its executor's queue.
+    Queued = 1,
+    /// Suspended in an async operation: a callback, a data type
+    /// (`Deferred`, `Semaphore`, `Queue`, ...), a join, I/O, or `never`.
+    Waiting = 2,
+    /// Suspended in `sleep` until its timer fires.
+    Sleeping = 3,
+    /// Waiting for blocking work (`IO::blocking`) to return.
+    Blocked = 4,
+}
+
+impl FiberState {
+    #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
+    fn from_byte(b: u8) -> Option<FiberState> {
+        Some(match b {
+            0 => FiberState::Running,
+            1 => FiberState::Queued,
+            2 => FiberState::Waiting,
+            3 => FiberState::Sleeping,
+            4 => FiberState::Blocked,
+            _ => return None,
+        })
+    }
+
+    /// The state's name in a dump (`RUNNING`, `QUEUED`, `WAITING`,
+    /// `SLEEPING`, `BLOCKED`).
+    pub fn name(self) -> &'static str {
+        match self {
+            FiberState::Running => "RUNNING",
+            FiberState::Queued => "QUEUED",
+            FiberState::Waiting => "WAITING",
+            FiberState::Sleeping => "SLEEPING",
+            FiberState::Blocked => "BLOCKED",
+        }
+    }
+}
+
+/// One live fiber in a fiber dump.
+#[derive(Debug, Clone)]
+#[cfg(not(loom))]
+pub struct FiberInfo {
+    /// The fiber's identifier ([`Fiber::id`]).
+    pub id: usize,
+    /// Whether it is active or waiting, and whether a wait is cancelable.
+    pub status: FiberStatus,
+    /// What it is doing.
+    pub state: FiberState,
+    /// Its last trace events, oldest first: `None` if it never traced (mode
+    /// `none`, or tracing compiled out), or if it was recording so busily
+    /// that no consistent copy could be read.
+    pub trace: Option<Trace>,
+}
+
+/// A snapshot of an executor's live fibers and its state, printed like Cats
+/// Effect's fiber dump (one block per fiber: identifier, state, trace; then
+/// the executor's counters).
+#[derive(Debug, Clone, Default)]
+#[cfg(not(loom))]
+pub struct FiberDump {
+    /// The live fibers.
+    pub fibers: Vec<FiberInfo>,
+    /// Executor state as name and value (queue lengths, workers, ...).
+    pub executor: Vec<(&'static str, u64)>,
+}
+
+#[cfg(not(loom))]
+impl FiberDump {
+    /// The fibers in a given state.
+    pub fn in_state(&self, state: FiberState) -> impl Iterator<Item = &FiberInfo> {
+        self.fibers.iter().filter(move |f| f.state == state)
+    }
+}
+
+#[cfg(not(loom))]
+impl core::fmt::Display for FiberDump {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        for fiber in &self.fibers {
+            write!(f, "fiber #{:x} {}", fiber.id, fiber.state.name())?;
+            if fiber.status == FiberStatus::SuspendedMasked {
+                f.write_str(" (uncancelable)")?;
+            }
+            match &fiber.trace {
+                Some(trace) if !trace.is_empty() => {
+                    let n = trace.events().len();
+                    for (i, event) in trace.events().iter().enumerate() {
+                        let branch = if i + 1 == n { '╰' } else { '├' };
+                        write!(f, "\n {branch} {event}")?;
+                    }
+                }
+                Some(_) => f.write_str("\n ╰ (no trace events yet)")?,
+                None => f.write_str("\n ╰ (not traced)")?,
+            }
+            f.write_str("\n\n")?;
+        }
+        write!(f, "live fibers: {}", self.fibers.len())?;
+        for (name, value) in &self.executor {
+            write!(f, ", {name}: {value}")?;
+        }
+        Ok(())
+    }
+}
+
 /// A weak reference to a fiber, for fiber listings: it never keeps the
 /// fiber's program alive, and sees nothing once the fiber has completed or
 /// been freed.
@@ -503,6 +673,7 @@ pub struct WeakFiber {
 #[cfg(not(loom))]
 struct WeakVTable {
     status: unsafe fn(*const ()) -> Option<FiberStatus>,
+    info: unsafe fn(*const ()) -> Option<FiberInfo>,
     drop: unsafe fn(*const ()),
 }
 
@@ -518,8 +689,22 @@ unsafe impl Sync for WeakFiber {}
 impl<X: Executor> FiberInner<X> {
     const WEAK_VTABLE: &'static WeakVTable = &WeakVTable {
         status: Self::weak_status,
+        info: Self::weak_info,
         drop: Self::weak_drop,
     };
+
+    /// # Safety
+    /// * As for `weak_status`.
+    unsafe fn weak_info(ptr: *const ()) -> Option<FiberInfo> {
+        // SAFETY: forwarded precondition; `ManuallyDrop` leaves the caller's
+        // weak reference as it was.
+        let weak = core::mem::ManuallyDrop::new(unsafe {
+            portable_atomic_util::Weak::from_raw(ptr.cast::<FiberInner<X>>())
+        });
+        let fiber = weak.upgrade()?;
+        let id = portable_atomic_util::Arc::as_ptr(&fiber) as *const () as usize;
+        fiber.header.info(id)
+    }
 
     /// # Safety
     /// * `ptr` comes from `Weak::into_raw` of a `Weak<FiberInner<X>>` that
@@ -549,6 +734,13 @@ impl WeakFiber {
         // SAFETY: we own the weak reference behind `fiber`.
         let status = unsafe { (self.vtable.status)(self.fiber.as_ptr()) }?;
         Some((self.id(), status))
+    }
+
+    /// What a fiber dump shows of the fiber (state and trace), or `None`
+    /// once it has completed or been freed.
+    pub fn info(&self) -> Option<FiberInfo> {
+        // SAFETY: we own the weak reference behind `fiber`.
+        unsafe { (self.vtable.info)(self.fiber.as_ptr()) }
     }
 
     /// Whether the fiber is gone (completed or freed): a listing may drop
@@ -598,6 +790,12 @@ impl WeakFibers {
     /// Identifier and status of every fiber of the list still alive.
     pub fn live(&self) -> impl Iterator<Item = (usize, FiberStatus)> + '_ {
         self.fibers.iter().filter_map(WeakFiber::snapshot)
+    }
+
+    /// State and trace of every fiber of the list still alive (for fiber
+    /// dumps).
+    pub fn infos(&self) -> impl Iterator<Item = FiberInfo> + '_ {
+        self.fibers.iter().filter_map(WeakFiber::info)
     }
 }
 

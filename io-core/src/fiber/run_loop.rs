@@ -120,6 +120,16 @@ fn run_guarded<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit
 
 /// Records a traced operation if the fiber traces now (`tracing.rs`);
 /// nothing at all without the `tracing` feature.
+/// Records what the fiber does now, for fiber dumps, while it traces.
+macro_rules! activity {
+    ($core:expr, $header:expr, $state:ident) => {
+        #[cfg(feature = "tracing")]
+        if $core.tracing.on {
+            $header.set_activity(super::FiberState::$state);
+        }
+    };
+}
+
 macro_rules! record {
     ($core:expr, $header:expr, $executor:expr, $op:expr, $site:expr) => {
         #[cfg(feature = "tracing")]
@@ -173,6 +183,7 @@ fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
             }
         }
     };
+    activity!(core, header, Running);
     if should_cancel(core, header) {
         node = begin_cancel(core, node);
     }
@@ -189,6 +200,7 @@ fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
                     node = begin_cancel(core, node);
                 }
                 core.next = Next::Node(node);
+                activity!(core, header, Queued);
                 return Exit::Yield;
             }
         } else {
@@ -417,6 +429,7 @@ fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
                                 Some(finalizer) => Next::ResumeWithFinalizer(finalizer),
                                 None => Next::Resume,
                             };
+                            activity!(core, header, Waiting);
                             return suspend(core, core.masks == 0);
                         }
                     }
@@ -443,6 +456,7 @@ fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
                         Some(Some(res)) => Node::from_res(res),
                         _ => {
                             core.next = Next::Wake(Value::new(key));
+                            activity!(core, header, Sleeping);
                             return suspend(core, core.masks == 0);
                         }
                     }
@@ -462,6 +476,7 @@ fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
                         Some(Some(res)) => Node::from_res(res),
                         _ => {
                             core.next = Next::Resume;
+                            activity!(core, header, Blocked);
                             // Blocking work cannot be interrupted: the fiber
                             // waits for it even when canceled (then finalizes).
                             return suspend(core, false);
@@ -483,6 +498,7 @@ fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
                 } else {
                     next
                 });
+                activity!(core, header, Queued);
                 return Exit::Yield;
             }
             Kind::Never(_site) => {
@@ -498,6 +514,7 @@ fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
                 } else {
                     header.begin_suspension();
                     core.next = Next::Resume;
+                    activity!(core, header, Waiting);
                     return suspend(core, core.masks == 0);
                 }
             }
