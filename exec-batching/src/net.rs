@@ -42,7 +42,6 @@
 use std::fmt;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr};
-use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use io_core::{Callback, IO};
@@ -103,10 +102,10 @@ where
     T: Sys + Send + Sync + 'static,
 {
     let source = source.clone();
-    IO::async_(move |wake: Callback<(), io::Error>| {
+    IO::async_untraced(move |wake: Callback<(), io::Error>| {
         let reactor = &source.handle.shared.reactor;
         match reactor.add_waiter(source.key, &source.io, direction, wake.clone()) {
-            Ok(token) => Some(IO::delay(move || {
+            Ok(token) => Some(IO::delay_untraced(move || {
                 let waiter = source
                     .handle
                     .shared
@@ -129,7 +128,7 @@ fn retry<T, S, A, F>(
     source: &Arc<Source<T>>,
     direction: Direction,
     state: S,
-    mut attempt: F,
+    attempt: F,
 ) -> IO<A, io::Error>
 where
     T: Sys + Send + Sync + 'static,
@@ -137,22 +136,37 @@ where
     A: Send + 'static,
     F: FnMut(&T, S) -> Result<A, (S, io::Error)> + Send + 'static,
 {
-    let source = source.clone();
-    IO::tail_rec(state, move |state| {
-        if let Err(e) = source.check_loop() {
-            return IO::raise_error(e);
-        }
-        match attempt(&source.io, state) {
-            Ok(a) => IO::pure(ControlFlow::Break(a)),
-            Err((state, e)) => match e.kind() {
-                io::ErrorKind::WouldBlock => {
-                    ready(&source, direction).map(move |()| ControlFlow::Continue(state))
-                }
-                io::ErrorKind::Interrupted => IO::pure(ControlFlow::Continue(state)),
-                _ => IO::raise_error(e),
-            },
-        }
-    })
+    /// One try, then the next after the socket is ready (a loop of binds,
+    /// which the run-loop runs in constant stack). Built with io-core's
+    /// untraced nodes: a trace shows the operation, never this loop.
+    fn go<T, S, A, F>(
+        source: Arc<Source<T>>,
+        direction: Direction,
+        state: S,
+        mut attempt: F,
+    ) -> IO<A, io::Error>
+    where
+        T: Sys + Send + Sync + 'static,
+        S: Send + 'static,
+        A: Send + 'static,
+        F: FnMut(&T, S) -> Result<A, (S, io::Error)> + Send + 'static,
+    {
+        IO::defer_untraced(move || {
+            if let Err(e) = source.check_loop() {
+                return IO::raise_error(e);
+            }
+            match attempt(&source.io, state) {
+                Ok(a) => IO::pure(a),
+                Err((state, e)) => match e.kind() {
+                    io::ErrorKind::WouldBlock => ready(&source, direction)
+                        .flat_map_untraced(move |()| go(source, direction, state, attempt)),
+                    io::ErrorKind::Interrupted => go(source, direction, state, attempt),
+                    _ => IO::raise_error(e),
+                },
+            }
+        })
+    }
+    go(source.clone(), direction, state, attempt)
 }
 
 /// A program of a call that never waits.
@@ -161,10 +175,29 @@ where
     A: Send + 'static,
     F: FnOnce() -> io::Result<A> + Send + 'static,
 {
-    IO::defer(move || match call() {
+    IO::defer_untraced(move || match call() {
         Ok(a) => IO::pure(a),
         Err(e) => IO::raise_error(e),
     })
+}
+
+/// The operations as traces name them: each public operation records one
+/// event, at its caller's site.
+mod ops {
+    use io_core::trace::Op;
+
+    pub(super) static BIND: Op = Op::new("TcpListener::bind");
+    pub(super) static ACCEPT: Op = Op::new("TcpListener::accept");
+    pub(super) static LISTENER_LOCAL_ADDR: Op = Op::new("TcpListener::local_addr");
+    pub(super) static CONNECT: Op = Op::new("TcpStream::connect");
+    pub(super) static READ: Op = Op::new("TcpStream::read");
+    pub(super) static READ_INTO: Op = Op::new("TcpStream::read_into");
+    pub(super) static WRITE: Op = Op::new("TcpStream::write");
+    pub(super) static WRITE_ALL: Op = Op::new("TcpStream::write_all");
+    pub(super) static SHUTDOWN: Op = Op::new("TcpStream::shutdown");
+    pub(super) static PEER_ADDR: Op = Op::new("TcpStream::peer_addr");
+    pub(super) static LOCAL_ADDR: Op = Op::new("TcpStream::local_addr");
+    pub(super) static SET_NODELAY: Op = Op::new("TcpStream::set_nodelay");
 }
 
 /// The length of a listener's queue of connections not yet accepted (the
@@ -209,6 +242,7 @@ impl TcpListener {
     /// The socket reuses addresses in `TIME_WAIT` (as std's `bind` does on
     /// Unix) and queues up to [`LISTEN_BACKLOG`] connections not yet
     /// accepted.
+    #[track_caller]
     pub fn bind(addr: SocketAddr) -> IO<TcpListener, io::Error> {
         use socket2::{Domain, Protocol, Socket, Type};
         immediate(move || {
@@ -224,10 +258,12 @@ impl TcpListener {
                 source: Source::register(std::net::TcpListener::from(socket))?,
             })
         })
+        .traced_as(&ops::BIND)
     }
 
     /// Waits for a connection; returns its stream (registered with this
     /// loop, non-blocking) and the peer's address.
+    #[track_caller]
     pub fn accept(&self) -> IO<(TcpStream, SocketAddr), io::Error> {
         retry(&self.source, Direction::Read, (), |listener, ()| {
             let accepted = listener
@@ -235,12 +271,14 @@ impl TcpListener {
                 .and_then(|(stream, peer)| Ok((TcpStream::adopt(stream)?, peer)));
             accepted.map_err(|e| ((), e))
         })
+        .traced_as(&ops::ACCEPT)
     }
 
     /// The address the socket is bound to.
+    #[track_caller]
     pub fn local_addr(&self) -> IO<SocketAddr, io::Error> {
         let source = self.source.clone();
-        immediate(move || source.io.local_addr())
+        immediate(move || source.io.local_addr()).traced_as(&ops::LISTENER_LOCAL_ADDR)
     }
 }
 
@@ -301,9 +339,10 @@ impl TcpStream {
     /// started, and the fiber waits until it is established or refused
     /// (a refusal, an unreachable network, or running outside a loop is an
     /// error value).
+    #[track_caller]
     pub fn connect(addr: SocketAddr) -> IO<TcpStream, io::Error> {
         use socket2::{Domain, Protocol, Socket, Type};
-        IO::defer(move || {
+        IO::defer_untraced(move || {
             let started = (|| {
                 Handle::current().ok_or_else(outside_loop)?;
                 let socket =
@@ -320,22 +359,32 @@ impl TcpStream {
                 Ok(stream) => retry(&stream.source, Direction::Write, (), |socket, ()| {
                     finish_connect(socket).map_err(|e| ((), e))
                 })
-                .as_(stream),
+                .map_untraced(move |()| stream),
                 Err(e) => IO::raise_error(e),
             }
         })
+        .traced_as(&ops::CONNECT)
     }
 
     /// Reads at most `max` bytes, waiting until some are available; an
     /// empty vector means end of stream (the peer closed its side).
+    #[track_caller]
     pub fn read(&self, max: usize) -> IO<Vec<u8>, io::Error> {
-        self.read_into(Vec::new(), max).map(|(buf, _)| buf)
+        self.read_into_untraced(Vec::new(), max)
+            .map_untraced(|(buf, _)| buf)
+            .traced_as(&ops::READ)
     }
 
     /// Appends at most `max` bytes to `buf`, waiting until some are
     /// available; returns the buffer and the number of bytes read (0: end
     /// of stream, or `max` was 0).
+    #[track_caller]
     pub fn read_into(&self, buf: Vec<u8>, max: usize) -> IO<(Vec<u8>, usize), io::Error> {
+        self.read_into_untraced(buf, max).traced_as(&ops::READ_INTO)
+    }
+
+    /// [`TcpStream::read_into`] without its trace event (for `read`).
+    fn read_into_untraced(&self, buf: Vec<u8>, max: usize) -> IO<(Vec<u8>, usize), io::Error> {
         retry(
             &self.source,
             Direction::Read,
@@ -359,6 +408,7 @@ impl TcpStream {
 
     /// Writes some of `data`, waiting until the socket accepts any;
     /// returns how many bytes were written.
+    #[track_caller]
     pub fn write<B>(&self, data: B) -> IO<usize, io::Error>
     where
         B: AsRef<[u8]> + Send + 'static,
@@ -366,9 +416,11 @@ impl TcpStream {
         retry(&self.source, Direction::Write, data, |socket, data| {
             (&*socket).write(data.as_ref()).map_err(|e| (data, e))
         })
+        .traced_as(&ops::WRITE)
     }
 
     /// Writes all of `data`, waiting as often as the socket needs.
+    #[track_caller]
     pub fn write_all<B>(&self, data: B) -> IO<(), io::Error>
     where
         B: AsRef<[u8]> + Send + 'static,
@@ -395,31 +447,36 @@ impl TcpStream {
                 }
             },
         )
+        .traced_as(&ops::WRITE_ALL)
     }
 
     /// Shuts down the read side, the write side (the peer then reads end of
     /// stream) or both. The socket stays registered until dropped.
+    #[track_caller]
     pub fn shutdown(&self, how: Shutdown) -> IO<(), io::Error> {
         let source = self.source.clone();
-        immediate(move || source.io.shutdown(how))
+        immediate(move || source.io.shutdown(how)).traced_as(&ops::SHUTDOWN)
     }
 
     /// The peer's address.
+    #[track_caller]
     pub fn peer_addr(&self) -> IO<SocketAddr, io::Error> {
         let source = self.source.clone();
-        immediate(move || source.io.peer_addr())
+        immediate(move || source.io.peer_addr()).traced_as(&ops::PEER_ADDR)
     }
 
     /// This end's address.
+    #[track_caller]
     pub fn local_addr(&self) -> IO<SocketAddr, io::Error> {
         let source = self.source.clone();
-        immediate(move || source.io.local_addr())
+        immediate(move || source.io.local_addr()).traced_as(&ops::LOCAL_ADDR)
     }
 
     /// Sets `TCP_NODELAY` (off by default: small writes may then wait for
     /// the acknowledgement of earlier ones, Nagle's algorithm).
+    #[track_caller]
     pub fn set_nodelay(&self, nodelay: bool) -> IO<(), io::Error> {
         let source = self.source.clone();
-        immediate(move || source.io.set_nodelay(nodelay))
+        immediate(move || source.io.set_nodelay(nodelay)).traced_as(&ops::SET_NODELAY)
     }
 }

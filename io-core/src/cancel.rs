@@ -44,7 +44,16 @@ pub struct Poll {
 impl Poll {
     /// Makes `io` cancelable again, if this poll belongs to the innermost
     /// uncancelable region around it; otherwise runs `io` as it is.
+    #[track_caller]
     pub fn apply<A: Send + 'static, E: Send + 'static>(&self, io: IO<A, E>) -> IO<A, E> {
+        self.apply_untraced(io).traced_as(&POLL_APPLY)
+    }
+
+    /// [`Poll::apply`] for io-core's own nodes (no trace event).
+    pub(crate) fn apply_untraced<A: Send + 'static, E: Send + 'static>(
+        &self,
+        io: IO<A, E>,
+    ) -> IO<A, E> {
         IO::from_node(Node::poll(io.into_node(), self.depth))
     }
 }
@@ -277,7 +286,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
         IO::uncancelable_untraced(move |poll| {
             acquire(poll).flat_map_untraced(move |resource| {
                 let used = use_(&resource);
-                poll.apply(used)
+                poll.apply_untraced(used)
                     .guarantee_case_untraced(move |outcome| release(resource, outcome))
             })
         })
@@ -342,6 +351,7 @@ impl<E: Send + 'static> IO<(), E> {
     }
 }
 
+static POLL_APPLY: Op = Op::new("Poll::apply");
 static BRACKET: Op = Op::new("bracket");
 static BRACKET_CASE: Op = Op::new("bracket_case");
 static BRACKET_FULL: Op = Op::new("bracket_full");

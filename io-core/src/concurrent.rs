@@ -47,6 +47,7 @@ use crate::fiber::CompleteK;
 use crate::fiber::handle::FiberHandle;
 use crate::io::IO;
 use crate::outcome::Outcome;
+use crate::tracing::Op;
 
 /// One of two things: the result of a race.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -113,19 +114,31 @@ impl<A: Send + 'static, E: Send + 'static> Outcome<A, E> {
     /// let canceled: Outcome<u8, ()> = Outcome::Canceled;
     /// assert_eq!(rt.block_on(canceled.embed(IO::pure(0))).succeeded(), Some(0));
     /// ```
+    #[track_caller]
     pub fn embed(self, on_cancel: IO<A, E>) -> IO<A, E> {
+        self.embed_untraced(on_cancel).traced_as(&EMBED)
+    }
+
+    /// [`Outcome::embed`] for io-core's own nodes (no trace event).
+    pub(crate) fn embed_untraced(self, on_cancel: IO<A, E>) -> IO<A, E> {
         match self {
             Outcome::Succeeded(a) => IO::pure(a),
             Outcome::Errored(e) => IO::raise_error(e),
             Outcome::Canceled => on_cancel,
-            Outcome::Panicked(p) => IO::delay(move || -> A { panic!("{}", p.message()) }),
+            Outcome::Panicked(p) => IO::delay_untraced(move || -> A { panic!("{}", p.message()) }),
         }
     }
 
     /// Like [`embed`](Outcome::embed); a canceled outcome never completes
     /// (Cats Effect's `embedNever`).
+    #[track_caller]
     pub fn embed_never(self) -> IO<A, E> {
-        self.embed(IO::never())
+        self.embed_never_untraced().traced_as(&EMBED_NEVER)
+    }
+
+    /// [`Outcome::embed_never`] for io-core's own nodes (no trace event).
+    pub(crate) fn embed_never_untraced(self) -> IO<A, E> {
+        self.embed_untraced(IO::never_untraced())
     }
 }
 
@@ -136,144 +149,220 @@ fn embed<A: Send + 'static, E: Send + 'static>(poll: Poll, outcome: Outcome<A, E
         // The parent observes a canceled child as its own cancellation (Cats
         // Effect's `poll(canceled) *> never`): unmasked, so that it is
         // observed at once, not at the end of the region.
-        Outcome::Canceled => poll.apply(IO::canceled()).product_r(IO::never()),
-        other => other.embed_never(),
+        Outcome::Canceled => poll
+            .apply_untraced(IO::canceled_untraced())
+            .product_r_untraced(IO::never_untraced()),
+        other => other.embed_never_untraced(),
     }
 }
+
+// The operations as traces name them (each records one event, at the
+// user's call site; the nodes they are made of are untraced).
+static EMBED: Op = Op::new("embed");
+static EMBED_NEVER: Op = Op::new("embed_never");
+static RACE_PAIR: Op = Op::new("race_pair");
+static RACE_OUTCOME: Op = Op::new("race_outcome");
+static RACE: Op = Op::new("race");
+static BOTH_OUTCOME: Op = Op::new("both_outcome");
+static BOTH: Op = Op::new("both");
+static PAR_MAP2: Op = Op::new("par_map2");
+static PAR_TRAVERSE: Op = Op::new("par_traverse");
+static PAR_SEQUENCE: Op = Op::new("par_sequence");
+static PAR_TRAVERSE_N: Op = Op::new("par_traverse_n");
+static TIMEOUT: Op = Op::new("timeout");
+static TIMEOUT_TO: Op = Op::new("timeout_to");
+static TIMED: Op = Op::new("timed");
 
 impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// Runs `self` and `other` concurrently; returns the outcome of the first
     /// to complete and the handle of the other, which keeps running. If the
     /// caller is canceled while waiting, both are canceled.
+    #[track_caller]
     pub fn race_pair<B: Send + 'static>(self, other: IO<B, E>) -> IO<RacePair<A, B, E>, E> {
-        IO::uncancelable(move |poll| {
+        self.race_pair_untraced(other).traced_as(&RACE_PAIR)
+    }
+
+    /// [`IO::race_pair`] for io-core's own nodes (no trace event).
+    pub(crate) fn race_pair_untraced<B: Send + 'static>(
+        self,
+        other: IO<B, E>,
+    ) -> IO<RacePair<A, B, E>, E> {
+        IO::uncancelable_untraced(move |poll| {
             let first: Deferred<bool> = Deferred::new();
             let (left_done, right_done) = (first.clone(), first.clone());
-            let left = self.guarantee_case(move |_| left_done.complete(true).void());
-            let right = other.guarantee_case(move |_| right_done.complete(false).void());
-            left.start().flat_map(move |fa: FiberHandle<A, E>| {
-                right.start().flat_map(move |fb: FiberHandle<B, E>| {
-                    let (ca, cb) = (fa.clone(), fb.clone());
-                    let on_cancel = ca.cancel().product_r(cb.cancel());
-                    poll.apply(first.get())
-                        .on_cancel(on_cancel)
-                        .flat_map(move |left_won| {
-                            if left_won {
-                                outcome_of(&fa).map(move |oc| Either::Left((oc, fb)))
-                            } else {
-                                outcome_of(&fb).map(move |oc| Either::Right((fa, oc)))
-                            }
+            let left = self.guarantee_case_untraced(move |_| {
+                left_done.complete_untraced(true).void_untraced()
+            });
+            let right = other.guarantee_case_untraced(move |_| {
+                right_done.complete_untraced(false).void_untraced()
+            });
+            left.start_untraced()
+                .flat_map_untraced(move |fa: FiberHandle<A, E>| {
+                    right
+                        .start_untraced()
+                        .flat_map_untraced(move |fb: FiberHandle<B, E>| {
+                            let (ca, cb) = (fa.clone(), fb.clone());
+                            let on_cancel = ca
+                                .cancel_untraced()
+                                .product_r_untraced(cb.cancel_untraced());
+                            poll.apply_untraced(first.get_untraced())
+                                .on_cancel_untraced(on_cancel)
+                                .flat_map_untraced(move |left_won| {
+                                    if left_won {
+                                        outcome_of(&fa)
+                                            .map_untraced(move |oc| Either::Left((oc, fb)))
+                                    } else {
+                                        outcome_of(&fb)
+                                            .map_untraced(move |oc| Either::Right((fa, oc)))
+                                    }
+                                })
                         })
                 })
-            })
         })
     }
 
     /// Runs both concurrently; the first to complete wins, the other is
     /// canceled (its finalizers have run when this returns).
+    #[track_caller]
     pub fn race_outcome<B: Send + 'static>(self, other: IO<B, E>) -> IO<RaceOutcome<A, B, E>, E> {
-        IO::uncancelable(move |poll| {
-            poll.apply(self.race_pair(other))
-                .flat_map(|pair| match pair {
-                    Either::Left((oc, loser)) => loser.cancel().as_(Either::Left(oc)),
-                    Either::Right((loser, oc)) => loser.cancel().as_(Either::Right(oc)),
+        IO::uncancelable_untraced(move |poll| {
+            poll.apply_untraced(self.race_pair_untraced(other))
+                .flat_map_untraced(|pair| match pair {
+                    Either::Left((oc, loser)) => {
+                        loser.cancel_untraced().as_untraced(Either::Left(oc))
+                    }
+                    Either::Right((loser, oc)) => {
+                        loser.cancel_untraced().as_untraced(Either::Right(oc))
+                    }
                 })
         })
+        .traced_as(&RACE_OUTCOME)
     }
 
     /// Runs both concurrently; the first to succeed or fail wins and the
     /// other is canceled. If the first to complete was canceled, the result
     /// is the other's.
+    #[track_caller]
     pub fn race<B: Send + 'static>(self, other: IO<B, E>) -> IO<Either<A, B>, E> {
-        IO::uncancelable(move |poll| {
-            poll.apply(self.race_pair(other))
-                .flat_map(move |pair| match pair {
+        self.race_untraced(other).traced_as(&RACE)
+    }
+
+    /// [`IO::race`] for io-core's own nodes (no trace event).
+    pub(crate) fn race_untraced<B: Send + 'static>(self, other: IO<B, E>) -> IO<Either<A, B>, E> {
+        IO::uncancelable_untraced(move |poll| {
+            poll.apply_untraced(self.race_pair_untraced(other))
+                .flat_map_untraced(move |pair| match pair {
                     Either::Left((Outcome::Canceled, fb)) => poll
-                        .apply(outcome_of(&fb))
-                        .on_cancel(fb.cancel())
-                        .flat_map(move |oc| embed(poll, oc).map(Either::Right)),
-                    Either::Left((oc, fb)) => {
-                        fb.cancel().product_r(embed(poll, oc).map(Either::Left))
-                    }
+                        .apply_untraced(outcome_of(&fb))
+                        .on_cancel_untraced(fb.cancel_untraced())
+                        .flat_map_untraced(move |oc| embed(poll, oc).map_untraced(Either::Right)),
+                    Either::Left((oc, fb)) => fb
+                        .cancel_untraced()
+                        .product_r_untraced(embed(poll, oc).map_untraced(Either::Left)),
                     Either::Right((fa, Outcome::Canceled)) => poll
-                        .apply(outcome_of(&fa))
-                        .on_cancel(fa.cancel())
-                        .flat_map(move |oc| embed(poll, oc).map(Either::Left)),
-                    Either::Right((fa, oc)) => {
-                        fa.cancel().product_r(embed(poll, oc).map(Either::Right))
-                    }
+                        .apply_untraced(outcome_of(&fa))
+                        .on_cancel_untraced(fa.cancel_untraced())
+                        .flat_map_untraced(move |oc| embed(poll, oc).map_untraced(Either::Left)),
+                    Either::Right((fa, oc)) => fa
+                        .cancel_untraced()
+                        .product_r_untraced(embed(poll, oc).map_untraced(Either::Right)),
                 })
         })
     }
 
     /// Runs both concurrently and waits for both outcomes. If the caller is
     /// canceled, both are canceled.
+    #[track_caller]
     pub fn both_outcome<B: Send + 'static>(self, other: IO<B, E>) -> IO<BothOutcome<A, B, E>, E> {
-        IO::uncancelable(move |poll| {
-            self.start().flat_map(move |fa: FiberHandle<A, E>| {
-                other.start().flat_map(move |fb: FiberHandle<B, E>| {
-                    let (ca, cb) = (fa.clone(), fb.clone());
-                    let wait =
-                        outcome_of(&fa).flat_map(move |oa| outcome_of(&fb).map(move |ob| (oa, ob)));
-                    poll.apply(wait)
-                        .on_cancel(ca.cancel().product_r(cb.cancel()))
+        IO::uncancelable_untraced(move |poll| {
+            self.start_untraced()
+                .flat_map_untraced(move |fa: FiberHandle<A, E>| {
+                    other
+                        .start_untraced()
+                        .flat_map_untraced(move |fb: FiberHandle<B, E>| {
+                            let (ca, cb) = (fa.clone(), fb.clone());
+                            let wait = outcome_of(&fa).flat_map_untraced(move |oa| {
+                                outcome_of(&fb).map_untraced(move |ob| (oa, ob))
+                            });
+                            poll.apply_untraced(wait).on_cancel_untraced(
+                                ca.cancel_untraced()
+                                    .product_r_untraced(cb.cancel_untraced()),
+                            )
+                        })
                 })
-            })
         })
+        .traced_as(&BOTH_OUTCOME)
     }
 
     /// Runs both concurrently and produces both values. If one fails (or is
     /// canceled, or panics), the other is canceled and the failure is the
     /// result.
+    #[track_caller]
     pub fn both<B: Send + 'static>(self, other: IO<B, E>) -> IO<(A, B), E> {
-        IO::uncancelable(move |poll| {
-            poll.apply(self.race_pair(other))
-                .flat_map(move |pair| match pair {
+        self.both_untraced(other).traced_as(&BOTH)
+    }
+
+    /// [`IO::both`] for io-core's own nodes (no trace event).
+    pub(crate) fn both_untraced<B: Send + 'static>(self, other: IO<B, E>) -> IO<(A, B), E> {
+        IO::uncancelable_untraced(move |poll| {
+            poll.apply_untraced(self.race_pair_untraced(other))
+                .flat_map_untraced(move |pair| match pair {
                     Either::Left((Outcome::Succeeded(a), fb)) => poll
-                        .apply(outcome_of(&fb))
-                        .on_cancel(fb.cancel())
-                        .flat_map(move |ob| embed(poll, ob).map(move |b| (a, b))),
+                        .apply_untraced(outcome_of(&fb))
+                        .on_cancel_untraced(fb.cancel_untraced())
+                        .flat_map_untraced(move |ob| embed(poll, ob).map_untraced(move |b| (a, b))),
                     Either::Left((oa, fb)) => fb
-                        .cancel()
-                        .product_r(embed(poll, oa).map(|_| unreachable_pair())),
+                        .cancel_untraced()
+                        .product_r_untraced(embed(poll, oa).map_untraced(|_| unreachable_pair())),
                     Either::Right((fa, Outcome::Succeeded(b))) => poll
-                        .apply(outcome_of(&fa))
-                        .on_cancel(fa.cancel())
-                        .flat_map(move |oa| embed(poll, oa).map(move |a| (a, b))),
+                        .apply_untraced(outcome_of(&fa))
+                        .on_cancel_untraced(fa.cancel_untraced())
+                        .flat_map_untraced(move |oa| embed(poll, oa).map_untraced(move |a| (a, b))),
                     Either::Right((fa, ob)) => fa
-                        .cancel()
-                        .product_r(embed(poll, ob).map(|_| unreachable_pair())),
+                        .cancel_untraced()
+                        .product_r_untraced(embed(poll, ob).map_untraced(|_| unreachable_pair())),
                 })
         })
     }
 
     /// Runs both concurrently and combines their values with `f`.
+    #[track_caller]
     pub fn par_map2<B, C, F>(self, other: IO<B, E>, f: F) -> IO<C, E>
     where
         B: Send + 'static,
         C: Send + 'static,
         F: FnOnce(A, B) -> C + Send + 'static,
     {
-        self.both(other).map(move |(a, b)| f(a, b))
+        self.both_untraced(other)
+            .map_untraced(move |(a, b)| f(a, b))
+            .traced_as(&PAR_MAP2)
     }
 
     /// Runs `f` on every item concurrently, collecting the values in order.
     /// The first failure cancels the others and is the result.
+    #[track_caller]
     pub fn par_traverse<T, F>(items: Vec<T>, f: F) -> IO<Vec<A>, E>
     where
         T: Send + 'static,
         F: FnMut(T) -> IO<A, E> + Send + 'static,
     {
         // `f` runs when the program runs, not when it is built.
-        IO::defer(move || {
+        IO::defer_untraced(move || {
             let programs: Vec<IO<A, E>> = items.into_iter().map(f).collect();
-            IO::par_sequence(programs)
+            IO::par_sequence_untraced(programs)
         })
+        .traced_as(&PAR_TRAVERSE)
     }
 
     /// Runs the programs concurrently, collecting the values in order. The
     /// first failure cancels the others and is the result.
+    #[track_caller]
     pub fn par_sequence(programs: Vec<IO<A, E>>) -> IO<Vec<A>, E> {
+        IO::par_sequence_untraced(programs).traced_as(&PAR_SEQUENCE)
+    }
+
+    /// [`IO::par_sequence`] for io-core's own nodes (no trace event).
+    pub(crate) fn par_sequence_untraced(programs: Vec<IO<A, E>>) -> IO<Vec<A>, E> {
         // One child fiber per program, all started in one step of the
         // parent's masked region. A child's completion callback (no join
         // state, no extra frames around its program) records its outcome in
@@ -284,19 +373,19 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
         // running and waits for `ended`, so their finalizers have run. Same
         // semantics as a tree of `both` (the first failure wins at once; a
         // canceled child cancels the parent), for one fiber per program.
-        IO::defer(move || {
+        IO::defer_untraced(move || {
             let n = programs.len();
             match n {
                 0 => return IO::pure(Vec::new()),
                 1 => {
                     let mut programs = programs;
                     let only = programs.pop().expect("one program");
-                    return only.map(|a| alloc::vec![a]);
+                    return only.map_untraced(|a| alloc::vec![a]);
                 }
                 _ => {}
             }
             let table = crate::sync::Arc::new(par::Table::<A, E>::new(n));
-            IO::uncancelable(move |poll| {
+            IO::uncancelable_untraced(move |poll| {
                 let spawning = table.clone();
                 let start_all = IO::<par::Children, E>::with_spawner(move |spawner| {
                     let children = programs
@@ -316,15 +405,17 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
                         .collect();
                     par::Children(crate::sync::Arc::new(children))
                 });
-                start_all.flat_map(move |children| {
+                start_all.flat_map_untraced(move |children| {
                     let on_cancel = par::cancel_all(children.clone(), table.ended.clone());
-                    poll.apply(table.done.get()).on_cancel(on_cancel).flat_map(
-                        move |()| match table.take() {
+                    poll.apply_untraced(table.done.get_untraced())
+                        .on_cancel_untraced(on_cancel)
+                        .flat_map_untraced(move |()| match table.take() {
                             Ok(values) => IO::pure(values),
                             Err(failure) => par::cancel_all(children, table.ended.clone())
-                                .product_r(embed(poll, failure).map(|()| Vec::new())),
-                        },
-                    )
+                                .product_r_untraced(
+                                    embed(poll, failure).map_untraced(|()| Vec::new()),
+                                ),
+                        })
                 })
             })
         })
@@ -333,6 +424,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// Like [`par_traverse`](IO::par_traverse), with at most `parallelism`
     /// programs running at once. A parallelism of 0 is an error here, at
     /// construction, instead of a program that never progresses.
+    #[track_caller]
     pub fn par_traverse_n<T, F>(
         parallelism: usize,
         items: Vec<T>,
@@ -345,44 +437,58 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
         let semaphore = crate::data::semaphore::Semaphore::new(parallelism as u64)
             .map_err(|_| InvalidParallelism)?;
         let mut f = f;
-        Ok(IO::defer(move || {
+        let program = IO::defer_untraced(move || {
             let programs = items
                 .into_iter()
-                .map(|item| semaphore.with_permit(f(item)))
+                .map(|item| semaphore.with_permit_untraced(f(item)))
                 .collect();
-            IO::par_sequence(programs)
-        }))
+            IO::par_sequence_untraced(programs)
+        });
+        Ok(program.traced_as(&PAR_TRAVERSE_N))
     }
 
     /// Fails with [`TimeoutError`] if `self` has not completed after
     /// `duration`; `self` is then canceled (and finalized).
+    #[track_caller]
     pub fn timeout(self, duration: Duration) -> IO<A, E>
     where
         E: From<TimeoutError>,
     {
-        self.timeout_to(
+        self.timeout_to_untraced(
             duration,
             IO::raise_error(E::from(TimeoutError { after: duration })),
         )
+        .traced_as(&TIMEOUT)
     }
 
     /// Runs `fallback` if `self` has not completed after `duration`; `self`
     /// is then canceled (and finalized).
+    #[track_caller]
     pub fn timeout_to(self, duration: Duration, fallback: IO<A, E>) -> IO<A, E> {
-        self.race(IO::<(), E>::sleep(duration))
-            .flat_map(move |winner| match winner {
+        self.timeout_to_untraced(duration, fallback)
+            .traced_as(&TIMEOUT_TO)
+    }
+
+    /// [`IO::timeout_to`] for io-core's own nodes (no trace event).
+    fn timeout_to_untraced(self, duration: Duration, fallback: IO<A, E>) -> IO<A, E> {
+        self.race_untraced(IO::<(), E>::sleep_untraced(duration))
+            .flat_map_untraced(move |winner| match winner {
                 Either::Left(a) => IO::pure(a),
                 Either::Right(()) => fallback,
             })
     }
 
     /// Measures how long `self` takes on the executor's monotonic clock.
+    #[track_caller]
     pub fn timed(self) -> IO<(Duration, A), E> {
-        IO::<Duration, E>::monotonic().flat_map(move |start| {
-            self.flat_map(move |a| {
-                IO::<Duration, E>::monotonic().map(move |end| (end.saturating_sub(start), a))
+        IO::<Duration, E>::monotonic()
+            .flat_map_untraced(move |start| {
+                self.flat_map_untraced(move |a| {
+                    IO::<Duration, E>::monotonic()
+                        .map_untraced(move |end| (end.saturating_sub(start), a))
+                })
             })
-        })
+            .traced_as(&TIMED)
     }
 }
 
@@ -505,13 +611,13 @@ mod par {
         children: Children,
         ended: Deferred<()>,
     ) -> IO<(), E> {
-        IO::uncancelable(move |_| {
-            IO::delay(move || {
+        IO::uncancelable_untraced(move |_| {
+            IO::delay_untraced(move || {
                 for child in children.0.iter() {
                     child.request_cancel();
                 }
             })
-            .product_r(ended.get())
+            .product_r_untraced(ended.get_untraced())
         })
     }
 }

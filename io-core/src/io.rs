@@ -257,8 +257,12 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     }
 
     /// [`IO::delay`] for io-core's own nodes (no trace event).
+    ///
+    /// Public (hidden) for Spindle's other crates, whose plumbing must not
+    /// show in their users' traces either; not a stable API.
     #[inline]
-    pub(crate) fn delay_untraced<F>(thunk: F) -> Self
+    #[doc(hidden)]
+    pub fn delay_untraced<F>(thunk: F) -> Self
     where
         F: FnOnce() -> A + Send + 'static,
     {
@@ -287,8 +291,12 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     }
 
     /// [`IO::defer`] for io-core's own nodes (no trace event).
+    ///
+    /// Public (hidden) for Spindle's other crates, whose plumbing must not
+    /// show in their users' traces either; not a stable API.
     #[inline]
-    pub(crate) fn defer_untraced<F>(thunk: F) -> Self
+    #[doc(hidden)]
+    pub fn defer_untraced<F>(thunk: F) -> Self
     where
         F: FnOnce() -> IO<A, E> + Send + 'static,
     {
@@ -335,8 +343,12 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     }
 
     /// [`IO::async_`] for io-core's own nodes (no trace event).
+    ///
+    /// Public (hidden) for Spindle's other crates, whose plumbing must not
+    /// show in their users' traces either; not a stable API.
     #[inline]
-    pub(crate) fn async_untraced<F>(register: F) -> Self
+    #[doc(hidden)]
+    pub fn async_untraced<F>(register: F) -> Self
     where
         F: FnOnce(Callback<A, E>) -> Option<IO<(), E>> + Send + 'static,
     {
@@ -434,8 +446,12 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     }
 
     /// [`IO::flat_map`] for io-core's own nodes (no trace event).
+    ///
+    /// Public (hidden) for Spindle's other crates, whose plumbing must not
+    /// show in their users' traces either; not a stable API.
     #[inline(always)]
-    pub(crate) fn flat_map_untraced<B, F>(self, f: F) -> IO<B, E>
+    #[doc(hidden)]
+    pub fn flat_map_untraced<B, F>(self, f: F) -> IO<B, E>
     where
         B: Send + 'static,
         F: FnOnce(A) -> IO<B, E> + Send + 'static,
@@ -469,8 +485,12 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     }
 
     /// [`IO::map`] for io-core's own nodes (no trace event).
+    ///
+    /// Public (hidden) for Spindle's other crates, whose plumbing must not
+    /// show in their users' traces either; not a stable API.
     #[inline(always)]
-    pub(crate) fn map_untraced<B, F>(self, f: F) -> IO<B, E>
+    #[doc(hidden)]
+    pub fn map_untraced<B, F>(self, f: F) -> IO<B, E>
     where
         B: Send + 'static,
         F: FnOnce(A) -> B + Send + 'static,
@@ -481,10 +501,14 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// Records this program in traces as the operation `op`, at the call
     /// site of the `#[track_caller]` public function that calls this (for
     /// operations made of several nodes, which build them untraced).
+    ///
+    /// Public (hidden) for Spindle's other crates (exec-batching's sockets);
+    /// not a stable API.
     #[inline]
     #[track_caller]
     #[cfg_attr(not(feature = "tracing"), allow(unused_variables))]
-    pub(crate) fn traced_as(self, op: &'static Op) -> IO<A, E> {
+    #[doc(hidden)]
+    pub fn traced_as(self, op: &'static Op) -> IO<A, E> {
         IO::from_node(Node::mark(
             self.into_node(),
             #[cfg(feature = "tracing")]
@@ -660,8 +684,12 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     }
 
     /// [`IO::handle_error_with`] for io-core's own nodes (no trace event).
+    ///
+    /// Public (hidden) for Spindle's other crates, whose plumbing must not
+    /// show in their users' traces either; not a stable API.
     #[inline]
-    pub(crate) fn handle_error_with_untraced<F>(self, f: F) -> IO<A, E>
+    #[doc(hidden)]
+    pub fn handle_error_with_untraced<F>(self, f: F) -> IO<A, E>
     where
         F: FnOnce(E) -> IO<A, E> + Send + 'static,
     {
@@ -930,8 +958,12 @@ impl<E: Send + 'static> IO<(), E> {
     }
 
     /// [`IO::cede`] for io-core's own nodes (no trace event).
+    ///
+    /// Public (hidden) for Spindle's other crates, whose plumbing must not
+    /// show in their users' traces either; not a stable API.
     #[inline]
-    pub(crate) fn cede_untraced() -> Self {
+    #[doc(hidden)]
+    pub fn cede_untraced() -> Self {
         IO::from_node(Node::cede(NO_SITE))
     }
 }

@@ -24,6 +24,14 @@ use crate::erased::Value;
 use crate::fiber::RawCallback;
 use crate::io::IO;
 use crate::sync::{Arc, Mutex};
+use crate::tracing::{Internal, NO_SITE, Named, OpMeta, Site, here};
+
+// The operations as traces name them.
+super::trace_ops! {
+    Get = "Deferred::get",
+    TryGet = "Deferred::try_get",
+    Complete = "Deferred::complete",
+}
 
 /// One waiting reader of a cell.
 pub(crate) enum Waiter<A> {
@@ -213,20 +221,22 @@ impl<A: Send + 'static> CellOwner<A> for Arc<Cell<A>> {
     }
 }
 
-/// An IO that waits for the cell's value and produces what `R` reads of it.
-pub(crate) fn wait_for<A, R, E, C>(owner: C) -> IO<R::Out, E>
+/// An IO that waits for the cell's value and produces what `R` reads of it,
+/// recorded as the operation `M` at `site` (a join, a `Deferred::get`).
+pub(crate) fn wait_for<A, R, E, C, M>(site: Option<Site>, owner: C) -> IO<R::Out, E>
 where
     A: 'static,
     R: Read<A>,
     E: Send + 'static,
     C: CellOwner<A>,
+    M: OpMeta,
 {
-    IO::async_(move |cb| {
+    IO::async_at::<M, _>(site, move |cb| {
         let id = owner.cell().on_value(Waiter::Resume {
             callback: cb.into_raw(),
             read: read_erased::<A, R>,
         });
-        id.map(|id| IO::delay(move || owner.cell().remove_waiter(id)))
+        id.map(|id| IO::delay_untraced(move || owner.cell().remove_waiter(id)))
     })
 }
 
@@ -306,27 +316,58 @@ impl<A> Deferred<A> {
 impl<A: Send + 'static> Deferred<A> {
     /// Sets the value and wakes every waiting `get`; if the deferred was
     /// already complete, the value comes back in `Err(AlreadyCompleted)`.
+    #[track_caller]
     pub fn complete<E: Send + 'static>(&self, value: A) -> IO<Result<(), AlreadyCompleted<A>>, E> {
+        self.complete_at::<Named<Complete>, E>(here(), value)
+    }
+
+    /// [`Deferred::complete`] for io-core's own nodes (no trace event).
+    pub(crate) fn complete_untraced<E: Send + 'static>(
+        &self,
+        value: A,
+    ) -> IO<Result<(), AlreadyCompleted<A>>, E> {
+        self.complete_at::<Internal, E>(NO_SITE, value)
+    }
+
+    fn complete_at<M: OpMeta, E: Send + 'static>(
+        &self,
+        site: Option<Site>,
+        value: A,
+    ) -> IO<Result<(), AlreadyCompleted<A>>, E> {
         let cell = self.cell.clone();
-        IO::delay(move || cell.complete(value).map_err(AlreadyCompleted))
+        IO::defer_at::<M, _>(site, move || {
+            IO::pure(cell.complete(value).map_err(AlreadyCompleted))
+        })
     }
 }
 
 impl<A: Clone + Send + 'static> Deferred<A> {
     /// Waits for the value (a clone of it). Canceling the wait leaves no
     /// waiter behind.
+    #[track_caller]
     pub fn get<E: Send + 'static>(&self) -> IO<A, E> {
+        self.get_at::<Named<Get>, E>(here())
+    }
+
+    /// [`Deferred::get`] for io-core's own nodes (no trace event).
+    pub(crate) fn get_untraced<E: Send + 'static>(&self) -> IO<A, E> {
+        self.get_at::<Internal, E>(NO_SITE)
+    }
+
+    /// [`Deferred::get`] recorded as the operation `M` at `site`.
+    pub(crate) fn get_at<M: OpMeta, E: Send + 'static>(&self, site: Option<Site>) -> IO<A, E> {
         let cell = self.cell.clone();
-        IO::defer(move || match cell.with_value(|v| v.cloned()) {
+        IO::defer_at::<M, _>(site, move || match cell.with_value(|v| v.cloned()) {
             // Already complete: one step, no waiter, no suspension.
             Some(value) => IO::pure(value),
-            None => wait_for::<A, CloneValue, E, _>(cell),
+            None => wait_for::<A, CloneValue, E, _, Internal>(NO_SITE, cell),
         })
     }
 
     /// The value if it is set, without waiting.
+    #[track_caller]
     pub fn try_get<E: Send + 'static>(&self) -> IO<Option<A>, E> {
         let cell = self.cell.clone();
-        IO::delay(move || cell.with_value(|v| v.cloned()))
+        IO::defer_at::<Named<TryGet>, _>(here(), move || IO::pure(cell.with_value(|v| v.cloned())))
     }
 }

@@ -10,6 +10,13 @@ use core::fmt;
 use crate::data::deferred::Deferred;
 use crate::io::IO;
 use crate::sync::{Arc, Mutex};
+use crate::tracing::{Named, here};
+
+// The operations as traces name them.
+super::trace_ops! {
+    Release = "CountDownLatch::release",
+    Await = "CountDownLatch::await_",
+}
 
 struct Shared {
     remaining: Mutex<u64>,
@@ -69,9 +76,10 @@ impl CountDownLatch {
     }
 
     /// Releases the latch once; the release that reaches zero opens it.
+    #[track_caller]
     pub fn release<E: Send + 'static>(&self) -> IO<(), E> {
         let shared = self.shared.clone();
-        IO::defer(move || {
+        IO::defer_at::<Named<Release>, _>(here(), move || {
             let opened = {
                 let mut remaining = shared.remaining.lock();
                 match *remaining {
@@ -87,7 +95,7 @@ impl CountDownLatch {
                 }
             };
             if opened {
-                shared.done.complete::<E>(()).void()
+                shared.done.complete_untraced::<E>(()).void_untraced()
             } else {
                 IO::unit()
             }
@@ -95,8 +103,9 @@ impl CountDownLatch {
     }
 
     /// Waits until the latch is open.
+    #[track_caller]
     pub fn await_<E: Send + 'static>(&self) -> IO<(), E> {
-        self.shared.done.get()
+        self.shared.done.get_at::<Named<Await>, E>(here())
     }
 
     /// Releases still needed.

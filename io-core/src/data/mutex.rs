@@ -10,6 +10,13 @@ use core::fmt;
 use crate::data::resource::Resource;
 use crate::data::semaphore::Semaphore;
 use crate::io::IO;
+use crate::tracing::{Named, Op, here};
+
+// The operations as traces name them.
+super::trace_ops! {
+    Lock = "Mutex::lock",
+}
+static WITH_LOCK: Op = Op::new("Mutex::with_lock");
 
 /// Mutual exclusion between fibers.
 ///
@@ -50,11 +57,13 @@ impl Mutex {
     }
 
     /// The lock as a resource: held for the scope of `use_`.
+    #[track_caller]
     pub fn lock<E: Send + 'static>(&self) -> Resource<(), E> {
         let (acquire, release) = (self.permit.clone(), self.permit.clone());
-        Resource::make_full(
-            move |poll| poll.apply(acquire.acquire()),
-            move |(), _| release.release(),
+        Resource::make_full_at::<Named<Lock>, _, _>(
+            here(),
+            move |poll| poll.apply_untraced(acquire.acquire_untraced()),
+            move |(), _| release.release_untraced(),
         )
     }
 
@@ -64,7 +73,8 @@ impl Mutex {
     }
 
     /// Runs `io` holding the lock.
+    #[track_caller]
     pub fn with_lock<A: Send + 'static, E: Send + 'static>(&self, io: IO<A, E>) -> IO<A, E> {
-        self.permit.with_permit(io)
+        self.permit.with_permit_untraced(io).traced_as(&WITH_LOCK)
     }
 }

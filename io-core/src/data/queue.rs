@@ -31,6 +31,15 @@ use crate::erased::Value;
 use crate::fiber::{Callback, RawCallback};
 use crate::io::IO;
 use crate::sync::{Arc, Mutex};
+use crate::tracing::{Named, here};
+
+// The operations as traces name them.
+super::trace_ops! {
+    Offer = "Queue::offer",
+    TryOffer = "Queue::try_offer",
+    Take = "Queue::take",
+    TryTake = "Queue::try_take",
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -318,20 +327,22 @@ impl<A: Send + 'static> Queue<A> {
 
     /// Offers without waiting: `false` if the element was not taken in (a
     /// full bounded or dropping queue, a synchronous queue without taker).
+    #[track_caller]
     pub fn try_offer<E: Send + 'static>(&self, element: A) -> IO<bool, E> {
         let shared = self.shared.clone();
-        IO::delay(move || {
+        IO::defer_at::<Named<TryOffer>, _>(here(), move || {
             let (result, woken) = shared.offer_now(element);
             wake(woken);
-            result.unwrap_or(false)
+            IO::pure(result.unwrap_or(false))
         })
     }
 
     /// Offers, waiting while a bounded queue is full (or, for a synchronous
     /// queue, until a taker takes the element).
+    #[track_caller]
     pub fn offer<E: Send + 'static>(&self, element: A) -> IO<(), E> {
         let shared = self.shared.clone();
-        IO::uncancelable(move |poll| {
+        IO::uncancelable_at::<Named<Offer>, _>(here(), move |poll| {
             let (result, woken) = shared.offer_now(element);
             wake(woken);
             let element = match result {
@@ -342,7 +353,7 @@ impl<A: Send + 'static> Queue<A> {
             let id_cell = Arc::new(Mutex::new(None::<u64>));
             let (s1, s2) = (shared.clone(), shared);
             let (slot1, id1, id2) = (slot, id_cell.clone(), id_cell);
-            let wait = IO::async_(move |cb: Callback<(), E>| {
+            let wait = IO::async_untraced(move |cb: Callback<(), E>| {
                 let mut state = s1.state.lock();
                 // The queue may have changed since `offer_now`: try again
                 // under this lock before waiting.
@@ -373,30 +384,32 @@ impl<A: Send + 'static> Queue<A> {
                 *id1.lock() = Some(id);
                 None
             });
-            let cleanup = IO::delay(move || {
+            let cleanup = IO::delay_untraced(move || {
                 if let Some(id) = *id2.lock() {
                     s2.cancel_offerer(id);
                 }
             });
-            poll.apply(wait).on_cancel(cleanup)
+            poll.apply_untraced(wait).on_cancel_untraced(cleanup)
         })
     }
 
     /// Takes without waiting: `None` if the queue is empty.
+    #[track_caller]
     pub fn try_take<E: Send + 'static>(&self) -> IO<Option<A>, E> {
         let shared = self.shared.clone();
-        IO::delay(move || {
+        IO::defer_at::<Named<TryTake>, _>(here(), move || {
             let (element, woken) = shared.take_now();
             wake(woken);
-            element
+            IO::pure(element)
         })
     }
 
     /// Takes the first element, waiting while the queue is empty. A take
     /// canceled while waiting takes nothing.
+    #[track_caller]
     pub fn take<E: Send + 'static>(&self) -> IO<A, E> {
         let shared = self.shared.clone();
-        IO::uncancelable(move |poll| {
+        IO::uncancelable_at::<Named<Take>, _>(here(), move |poll| {
             let (element, woken) = shared.take_now();
             wake(woken);
             if let Some(element) = element {
@@ -407,7 +420,7 @@ impl<A: Send + 'static> Queue<A> {
             let (s1, s2) = (shared.clone(), shared);
             let (slot1, slot2, slot3) = (slot.clone(), slot.clone(), slot);
             let (id1, id2) = (id_cell.clone(), id_cell);
-            let wait = IO::async_(move |cb: Callback<(), E>| {
+            let wait = IO::async_untraced(move |cb: Callback<(), E>| {
                 // Check again under the lock before waiting.
                 let mut state = s1.state.lock();
                 let ready =
@@ -436,20 +449,22 @@ impl<A: Send + 'static> Queue<A> {
                 *id1.lock() = Some(id);
                 None
             });
-            let cleanup = IO::delay(move || {
+            let cleanup = IO::delay_untraced(move || {
                 let id = *id2.lock();
                 wake(s2.cancel_taker(id, &slot2));
             });
-            poll.apply(wait).on_cancel(cleanup).flat_map(move |()| {
-                IO::delay(move || {
-                    match core::mem::replace(&mut *slot3.lock(), TakerSlot::Waiting) {
-                        TakerSlot::Filled(element) => element,
-                        TakerSlot::Waiting => {
-                            unreachable!("io-core: a woken taker finds its element")
+            poll.apply_untraced(wait)
+                .on_cancel_untraced(cleanup)
+                .flat_map_untraced(move |()| {
+                    IO::delay_untraced(move || {
+                        match core::mem::replace(&mut *slot3.lock(), TakerSlot::Waiting) {
+                            TakerSlot::Filled(element) => element,
+                            TakerSlot::Waiting => {
+                                unreachable!("io-core: a woken taker finds its element")
+                            }
                         }
-                    }
+                    })
                 })
-            })
         })
     }
 }

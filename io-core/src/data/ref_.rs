@@ -11,6 +11,7 @@ use core::fmt;
 
 use crate::io::IO;
 use crate::sync::{Arc, Mutex};
+use crate::tracing::{Named, OpMeta, Site, WithClosure, here};
 
 /// A shared cell for fibers, updated atomically.
 ///
@@ -42,6 +43,17 @@ impl<A: fmt::Debug> fmt::Debug for Ref<A> {
     }
 }
 
+// The operations as traces name them.
+super::trace_ops! {
+    Set = "Ref::set",
+    Update = "Ref::update",
+    Modify = "Ref::modify",
+    Get = "Ref::get",
+    GetAndUpdate = "Ref::get_and_update",
+    UpdateAndGet = "Ref::update_and_get",
+    GetAndSet = "Ref::get_and_set",
+}
+
 impl<A: Send + 'static> Ref<A> {
     /// A cell holding `initial`.
     pub fn new(initial: A) -> Self {
@@ -50,50 +62,71 @@ impl<A: Send + 'static> Ref<A> {
         }
     }
 
-    /// Replaces the value.
-    pub fn set<E: Send + 'static>(&self, value: A) -> IO<(), E> {
+    /// Runs `f` on the value under the lock, as one step recorded as the
+    /// operation `M` at `site`.
+    fn modify_at<M, B, E, F>(&self, site: Option<Site>, f: F) -> IO<B, E>
+    where
+        M: OpMeta,
+        B: Send + 'static,
+        E: Send + 'static,
+        F: FnOnce(&mut A) -> B + Send + 'static,
+    {
         let cell = self.cell.clone();
-        IO::delay(move || *cell.lock() = value)
+        IO::defer_at::<M, _>(site, move || IO::pure(f(&mut *cell.lock())))
+    }
+
+    /// Replaces the value.
+    #[track_caller]
+    pub fn set<E: Send + 'static>(&self, value: A) -> IO<(), E> {
+        self.modify_at::<Named<Set>, _, _, _>(here(), move |a| *a = value)
     }
 
     /// Changes the value in place with `f`, atomically.
+    #[track_caller]
     pub fn update<E, F>(&self, f: F) -> IO<(), E>
     where
         E: Send + 'static,
         F: FnOnce(&mut A) + Send + 'static,
     {
-        self.modify(f)
+        self.modify_at::<WithClosure<Update, F>, _, _, _>(here(), f)
     }
 
     /// Changes the value in place with `f` and produces what `f` returns,
     /// atomically (Cats Effect's `modify`, with `&mut A` in place of
     /// `A => (A, B)`: no move out and back, and a panic in `f` leaves a valid
     /// value behind).
+    #[track_caller]
     pub fn modify<B, E, F>(&self, f: F) -> IO<B, E>
     where
         B: Send + 'static,
         E: Send + 'static,
         F: FnOnce(&mut A) -> B + Send + 'static,
     {
-        let cell = self.cell.clone();
-        IO::delay(move || f(&mut *cell.lock()))
+        self.modify_at::<WithClosure<Modify, F>, _, _, _>(here(), f)
+    }
+
+    /// Replaces the value and produces the old one.
+    #[track_caller]
+    pub fn get_and_set<E: Send + 'static>(&self, value: A) -> IO<A, E> {
+        self.modify_at::<Named<GetAndSet>, _, _, _>(here(), move |a| core::mem::replace(a, value))
     }
 }
 
 impl<A: Clone + Send + 'static> Ref<A> {
     /// The current value (a clone).
+    #[track_caller]
     pub fn get<E: Send + 'static>(&self) -> IO<A, E> {
-        let cell = self.cell.clone();
-        IO::delay(move || cell.lock().clone())
+        self.modify_at::<Named<Get>, _, _, _>(here(), |a| a.clone())
     }
 
     /// Applies `f` and produces the value from before, atomically.
+    #[track_caller]
     pub fn get_and_update<E, F>(&self, f: F) -> IO<A, E>
     where
         E: Send + 'static,
         F: FnOnce(&mut A) + Send + 'static,
     {
-        self.modify(move |a| {
+        self.modify_at::<WithClosure<GetAndUpdate, F>, _, _, _>(here(), move |a| {
             let before = a.clone();
             f(a);
             before
@@ -101,21 +134,15 @@ impl<A: Clone + Send + 'static> Ref<A> {
     }
 
     /// Applies `f` and produces the value from after, atomically.
+    #[track_caller]
     pub fn update_and_get<E, F>(&self, f: F) -> IO<A, E>
     where
         E: Send + 'static,
         F: FnOnce(&mut A) + Send + 'static,
     {
-        self.modify(move |a| {
+        self.modify_at::<WithClosure<UpdateAndGet, F>, _, _, _>(here(), move |a| {
             f(a);
             a.clone()
         })
-    }
-}
-
-impl<A: Send + 'static> Ref<A> {
-    /// Replaces the value and produces the old one.
-    pub fn get_and_set<E: Send + 'static>(&self, value: A) -> IO<A, E> {
-        self.modify(move |a| core::mem::replace(a, value))
     }
 }

@@ -24,6 +24,26 @@ use crate::fiber::handle::FiberHandle;
 use crate::io::IO;
 use crate::outcome::Outcome;
 use crate::sync::{Arc, Mutex};
+use crate::tracing::{Named, Op, OpMeta, Site, WithClosure, here};
+
+// The operations as traces name them. A resource's own operations
+// (`Resource::make`, `Resource::map`, `Mutex::lock`, ...) are recorded when
+// it allocates, at the call that made it.
+super::trace_ops! {
+    Make = "Resource::make",
+    MakeCase = "Resource::make_case",
+    MakeFull = "Resource::make_full",
+    Pure = "Resource::pure",
+    Eval = "Resource::eval",
+    Use = "Resource::use_",
+    AllocatedOp = "Resource::allocated",
+    Map = "Resource::map",
+    FlatMap = "Resource::flat_map",
+    Both = "Resource::both",
+    Background = "background",
+}
+static RELEASE: Op = Op::new("Allocated::release");
+static RELEASE_CASE: Op = Op::new("Allocated::release_case");
 
 /// How the use of a resource ended, as its release sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,12 +85,21 @@ impl<A: Send + 'static, E: Send + 'static> Allocated<A, E> {
     }
 
     /// The program that releases the value (as after a successful use).
+    #[track_caller]
     pub fn release(self) -> IO<(), E> {
-        (self.release)(self.value, ExitCase::Succeeded)
+        self.release_case_untraced(ExitCase::Succeeded)
+            .traced_as(&RELEASE)
     }
 
     /// The program that releases the value, telling it how the use ended.
+    #[track_caller]
     pub fn release_case(self, exit: ExitCase) -> IO<(), E> {
+        self.release_case_untraced(exit).traced_as(&RELEASE_CASE)
+    }
+
+    /// [`Allocated::release_case`] for io-core's own nodes (no trace event
+    /// of its own).
+    fn release_case_untraced(self, exit: ExitCase) -> IO<(), E> {
         (self.release)(self.value, exit)
     }
 }
@@ -108,41 +137,64 @@ pub struct Resource<A, E> {
 type Allocate<A, E> = Box<dyn FnOnce(Poll) -> IO<Allocated<A, E>, E> + Send>;
 
 impl<A: Send + 'static, E: Send + 'static> Resource<A, E> {
-    fn from_fn<F>(allocate: F) -> Self
+    /// A resource that allocates with `allocate`; its allocation is
+    /// recorded as the operation `M` at `site` (the call that made the
+    /// resource: resources are values, built before they allocate).
+    fn from_fn_at<M: OpMeta, F>(site: Option<Site>, allocate: F) -> Self
     where
         F: FnOnce(Poll) -> IO<Allocated<A, E>, E> + Send + 'static,
     {
         Resource {
-            allocate: Box::new(allocate),
+            allocate: Box::new(move |poll| IO::defer_at::<M, _>(site, move || allocate(poll))),
         }
     }
 
     /// A resource acquired by `acquire` and released by `release`.
+    #[track_caller]
     pub fn make<R>(acquire: IO<A, E>, release: R) -> Self
     where
         R: FnOnce(A) -> IO<(), E> + Send + 'static,
     {
-        Resource::make_case(acquire, move |a, _| release(a))
+        Resource::make_full_at::<Named<Make>, _, _>(
+            here(),
+            move |_| acquire,
+            move |a, _| release(a),
+        )
     }
 
     /// A resource whose release also sees how the use ended.
+    #[track_caller]
     pub fn make_case<R>(acquire: IO<A, E>, release: R) -> Self
     where
         R: FnOnce(A, ExitCase) -> IO<(), E> + Send + 'static,
     {
-        Resource::make_full(move |_| acquire, release)
+        Resource::make_full_at::<Named<MakeCase>, _, _>(here(), move |_| acquire, release)
     }
 
     /// A resource whose acquisition may be canceled where it polls (for
     /// instance while it waits for a permit): the poll is that of the
     /// masked region `use_` runs the acquisition in.
+    #[track_caller]
     pub fn make_full<Acq, R>(acquire: Acq, release: R) -> Self
     where
         Acq: FnOnce(Poll) -> IO<A, E> + Send + 'static,
         R: FnOnce(A, ExitCase) -> IO<(), E> + Send + 'static,
     {
-        Resource::from_fn(move |poll| {
-            acquire(poll).map(move |value| Allocated {
+        Resource::make_full_at::<Named<MakeFull>, _, _>(here(), acquire, release)
+    }
+
+    /// [`Resource::make_full`] recorded as the operation `M` at `site`.
+    pub(crate) fn make_full_at<M: OpMeta, Acq, R>(
+        site: Option<Site>,
+        acquire: Acq,
+        release: R,
+    ) -> Self
+    where
+        Acq: FnOnce(Poll) -> IO<A, E> + Send + 'static,
+        R: FnOnce(A, ExitCase) -> IO<(), E> + Send + 'static,
+    {
+        Resource::from_fn_at::<M, _>(site, move |poll| {
+            acquire(poll).map_untraced(move |value| Allocated {
                 value,
                 release: Box::new(release),
             })
@@ -150,28 +202,37 @@ impl<A: Send + 'static, E: Send + 'static> Resource<A, E> {
     }
 
     /// A value without release.
+    #[track_caller]
     pub fn pure(value: A) -> Self {
-        Resource::eval(IO::pure(value))
+        Resource::make_full_at::<Named<Pure>, _, _>(
+            here(),
+            move |_| IO::pure(value),
+            |_, _| IO::unit(),
+        )
     }
 
     /// The value of a program, without release.
+    #[track_caller]
     pub fn eval(io: IO<A, E>) -> Self {
-        Resource::make_case(io, |_, _| IO::unit())
+        Resource::make_full_at::<Named<Eval>, _, _>(here(), move |_| io, |_, _| IO::unit())
     }
 
     /// Allocates, runs the program `f` builds from the value, and releases
     /// whatever the outcome. Allocation and release are masked (except where
     /// a `make_full` acquisition polls); the program is cancelable.
+    #[track_caller]
     pub fn use_<B, F>(self, f: F) -> IO<B, E>
     where
         B: Send + 'static,
         F: FnOnce(&A) -> IO<B, E> + Send + 'static,
     {
-        IO::uncancelable(move |poll| {
-            (self.allocate)(poll).flat_map(move |allocated| {
+        IO::uncancelable_at::<WithClosure<Use, F>, _>(here(), move |poll| {
+            (self.allocate)(poll).flat_map_untraced(move |allocated| {
                 let used = f(&allocated.value);
-                poll.apply(used)
-                    .guarantee_case(move |outcome| allocated.release_case(ExitCase::of(outcome)))
+                poll.apply_untraced(used)
+                    .guarantee_case_untraced(move |outcome| {
+                        allocated.release_case_untraced(ExitCase::of(outcome))
+                    })
             })
         })
     }
@@ -179,18 +240,20 @@ impl<A: Send + 'static, E: Send + 'static> Resource<A, E> {
     /// Allocates without a scope: the caller releases (Cats Effect's
     /// `allocated`). Runs masked, except where a `make_full` acquisition
     /// polls.
+    #[track_caller]
     pub fn allocated(self) -> IO<Allocated<A, E>, E> {
-        IO::uncancelable(move |poll| (self.allocate)(poll))
+        IO::uncancelable_at::<Named<AllocatedOp>, _>(here(), move |poll| (self.allocate)(poll))
     }
 
     /// Transforms the value; the release still gets the original.
+    #[track_caller]
     pub fn map<B, F>(self, f: F) -> Resource<B, E>
     where
         B: Send + 'static,
         F: FnOnce(&A) -> B + Send + 'static,
     {
-        Resource::from_fn(move |poll| {
-            (self.allocate)(poll).map(move |allocated| {
+        Resource::from_fn_at::<WithClosure<Map, F>, _>(here(), move |poll| {
+            (self.allocate)(poll).map_untraced(move |allocated| {
                 let mapped = f(&allocated.value);
                 let Allocated { value, release } = allocated;
                 Allocated {
@@ -204,18 +267,20 @@ impl<A: Send + 'static, E: Send + 'static> Resource<A, E> {
     /// Acquires the resource `f` builds from the value after this one;
     /// releases it before this one. If its acquisition fails, is canceled or
     /// panics, this one is released.
+    #[track_caller]
     pub fn flat_map<B, F>(self, f: F) -> Resource<B, E>
     where
         B: Send + 'static,
         F: FnOnce(&A) -> Resource<B, E> + Send + 'static,
     {
-        Resource::from_fn(move |poll| {
-            (self.allocate)(poll).flat_map(move |outer| {
+        Resource::from_fn_at::<WithClosure<FlatMap, F>, _>(here(), move |poll| {
+            (self.allocate)(poll).flat_map_untraced(move |outer| {
                 let inner = f(&outer.value);
                 nest(poll, outer, inner, |outer, inner| Allocated {
                     value: inner.value,
                     release: Box::new(move |b, exit| {
-                        (inner.release)(b, exit).guarantee(outer.release_case(exit))
+                        (inner.release)(b, exit)
+                            .guarantee_untraced(outer.release_case_untraced(exit))
                     }),
                 })
             })
@@ -223,13 +288,14 @@ impl<A: Send + 'static, E: Send + 'static> Resource<A, E> {
     }
 
     /// Both resources: `self` acquired first, released last.
+    #[track_caller]
     pub fn both<B: Send + 'static>(self, other: Resource<B, E>) -> Resource<(A, B), E> {
-        Resource::from_fn(move |poll| {
-            (self.allocate)(poll).flat_map(move |outer| {
+        Resource::from_fn_at::<Named<Both>, _>(here(), move |poll| {
+            (self.allocate)(poll).flat_map_untraced(move |outer| {
                 nest(poll, outer, other, |outer, inner| Allocated {
                     value: (outer.value, inner.value),
                     release: Box::new(move |(a, b), exit| {
-                        (inner.release)(b, exit).guarantee((outer.release)(a, exit))
+                        (inner.release)(b, exit).guarantee_untraced((outer.release)(a, exit))
                     }),
                 })
             })
@@ -258,16 +324,16 @@ where
     let slot = Arc::new(Mutex::new(Some(outer)));
     let on_failure = slot.clone();
     (inner.allocate)(poll)
-        .guarantee_case(move |outcome| {
+        .guarantee_case_untraced(move |outcome| {
             if outcome.is_succeeded() {
                 return IO::unit();
             }
             match on_failure.lock().take() {
-                Some(outer) => outer.release_case(ExitCase::of(outcome)),
+                Some(outer) => outer.release_case_untraced(ExitCase::of(outcome)),
                 None => IO::unit(),
             }
         })
-        .map(move |inner| {
+        .map_untraced(move |inner| {
             let outer = slot
                 .lock()
                 .take()
@@ -279,7 +345,12 @@ where
 impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// Starts `self` on a fiber for the scope of a resource: the fiber is
     /// canceled (and finalized) when the resource is released.
+    #[track_caller]
     pub fn background(self) -> Resource<FiberHandle<A, E>, E> {
-        Resource::make(self.start(), |fiber| fiber.cancel())
+        Resource::make_full_at::<Named<Background>, _, _>(
+            here(),
+            move |_| self.start_untraced(),
+            |fiber, _| fiber.cancel_untraced(),
+        )
     }
 }

@@ -22,6 +22,14 @@ use crate::erased::Value;
 use crate::fiber::{Callback, RawCallback};
 use crate::io::IO;
 use crate::sync::{Arc, Mutex};
+use crate::tracing::{Internal, NO_SITE, Named, Op, OpMeta, Site, here};
+
+// The operations as traces name them.
+super::trace_ops! {
+    Acquire = "Semaphore::acquire",
+    Release = "Semaphore::release",
+}
+static WITH_PERMIT: Op = Op::new("Semaphore::with_permit");
 
 struct Waiter {
     /// Resumes the waiting fiber (with `()`).
@@ -158,9 +166,19 @@ impl Semaphore {
 
     /// Waits for a permit and takes it. Canceling the wait gives no permit
     /// away (see the module doc).
+    #[track_caller]
     pub fn acquire<E: Send + 'static>(&self) -> IO<(), E> {
+        self.acquire_at::<Named<Acquire>, E>(here())
+    }
+
+    /// [`Semaphore::acquire`] for io-core's own nodes (no trace event).
+    pub(crate) fn acquire_untraced<E: Send + 'static>(&self) -> IO<(), E> {
+        self.acquire_at::<Internal, E>(NO_SITE)
+    }
+
+    fn acquire_at<M: OpMeta, E: Send + 'static>(&self, site: Option<Site>) -> IO<(), E> {
         let shared = self.shared.clone();
-        IO::defer(move || {
+        IO::defer_at::<M, _>(site, move || {
             // A free permit and nobody waiting: take it in one step, without
             // a waiter or a masked region.
             if shared.try_take() {
@@ -172,11 +190,11 @@ impl Semaphore {
 
     /// `acquire` when it may have to wait.
     fn acquire_slow<E: Send + 'static>(shared: Arc<Shared>) -> IO<(), E> {
-        IO::uncancelable(move |poll| {
+        IO::uncancelable_untraced(move |poll| {
             let ticket = Arc::new(Mutex::new(Ticket::Granted));
             let (t1, t2) = (ticket.clone(), ticket);
             let (s1, s2) = (shared.clone(), shared);
-            let wait: IO<(), E> = IO::async_(move |cb: Callback<(), E>| {
+            let wait: IO<(), E> = IO::async_untraced(move |cb: Callback<(), E>| {
                 let mut state = s1.state.lock();
                 if state.take_free() {
                     drop(state);
@@ -191,7 +209,7 @@ impl Semaphore {
                 }
                 None
             });
-            let cleanup = IO::delay(move || {
+            let cleanup = IO::delay_untraced(move || {
                 let granted = {
                     // Under the state lock, so that no release pops this
                     // waiter between the two reads.
@@ -209,23 +227,45 @@ impl Semaphore {
                     s2.release_one();
                 }
             });
-            poll.apply(wait).on_cancel(cleanup)
+            poll.apply_untraced(wait).on_cancel_untraced(cleanup)
         })
     }
 
     /// Returns a permit (to the first waiter, or to the pool).
+    #[track_caller]
     pub fn release<E: Send + 'static>(&self) -> IO<(), E> {
+        self.release_at::<Named<Release>, E>(here())
+    }
+
+    /// [`Semaphore::release`] for io-core's own nodes (no trace event).
+    pub(crate) fn release_untraced<E: Send + 'static>(&self) -> IO<(), E> {
+        self.release_at::<Internal, E>(NO_SITE)
+    }
+
+    fn release_at<M: OpMeta, E: Send + 'static>(&self, site: Option<Site>) -> IO<(), E> {
         let shared = self.shared.clone();
-        IO::delay(move || shared.release_one())
+        IO::defer_at::<M, _>(site, move || {
+            shared.release_one();
+            IO::unit()
+        })
     }
 
     /// Runs `io` holding a permit, released whatever the outcome.
+    #[track_caller]
     pub fn with_permit<A: Send + 'static, E: Send + 'static>(&self, io: IO<A, E>) -> IO<A, E> {
+        self.with_permit_untraced(io).traced_as(&WITH_PERMIT)
+    }
+
+    /// [`Semaphore::with_permit`] for io-core's own nodes (no trace event).
+    pub(crate) fn with_permit_untraced<A: Send + 'static, E: Send + 'static>(
+        &self,
+        io: IO<A, E>,
+    ) -> IO<A, E> {
         let (acquire, release) = (self.clone(), self.clone());
-        IO::bracket_full(
-            move |poll| poll.apply(acquire.acquire()),
+        IO::bracket_untraced(
+            move |poll| poll.apply_untraced(acquire.acquire_untraced()),
             move |_: &()| io,
-            move |_, _| release.release(),
+            move |_, _| release.release_untraced(),
         )
     }
 }

@@ -43,6 +43,15 @@ use crate::erased::Value;
 use crate::executor::Executor;
 use crate::io::IO;
 use crate::outcome::Outcome;
+use crate::tracing::{Internal, NO_SITE, Named, OpMeta, Site, here};
+
+// The handle's operations as traces name them.
+crate::data::trace_ops! {
+    Join = "join",
+    JoinVoid = "join_void",
+    JoinWithNever = "join_with_never",
+    Cancel = "cancel",
+}
 
 /// What a completed fiber leaves: its erased outcome and the errors its
 /// finalizers suppressed (boxed, and only if there are any: the join state
@@ -166,17 +175,35 @@ impl<A: Send + 'static, E: Send + 'static> FiberHandle<A, E> {
     }
 
     /// Waits for the fiber to complete, without reading its outcome.
+    #[track_caller]
     pub fn join_void<E2: Send + 'static>(&self) -> IO<(), E2> {
-        wait_for::<Completed, Presence, E2, _>(self.fiber.clone())
+        wait_for::<Completed, Presence, E2, _, Named<JoinVoid>>(here(), self.fiber.clone())
+    }
+
+    /// [`FiberHandle::join_void`] for io-core's own nodes (no trace event).
+    pub(crate) fn join_void_untraced<E2: Send + 'static>(&self) -> IO<(), E2> {
+        wait_for::<Completed, Presence, E2, _, Internal>(NO_SITE, self.fiber.clone())
     }
 
     /// Requests the fiber's cancellation and waits until it has completed
     /// (its finalizers have run). Uncancelable, idempotent; does nothing
     /// more than wait on a fiber that has already completed.
+    #[track_caller]
     pub fn cancel<E2: Send + 'static>(&self) -> IO<(), E2> {
+        self.cancel_at::<Named<Cancel>, E2>(here())
+    }
+
+    /// [`FiberHandle::cancel`] for io-core's own nodes (no trace event).
+    pub(crate) fn cancel_untraced<E2: Send + 'static>(&self) -> IO<(), E2> {
+        self.cancel_at::<Internal, E2>(NO_SITE)
+    }
+
+    fn cancel_at<M: OpMeta, E2: Send + 'static>(&self, site: Option<Site>) -> IO<(), E2> {
         let fiber = self.fiber.clone();
-        let wait = self.join_void();
-        IO::uncancelable(move |_| IO::delay(move || fiber.request_cancel()).product_r(wait))
+        let wait = self.join_void_untraced();
+        IO::uncancelable_at::<M, _>(site, move |_| {
+            IO::delay_untraced(move || fiber.request_cancel()).product_r_untraced(wait)
+        })
     }
 
     /// Waits for the fiber to complete and moves its outcome out (for the
@@ -184,8 +211,8 @@ impl<A: Send + 'static, E: Send + 'static> FiberHandle<A, E> {
     /// no `Clone` needed). A second take finds `Canceled`.
     pub(crate) fn take_outcome<E2: Send + 'static>(&self) -> IO<Outcome<A, E>, E2> {
         let handle = self.clone();
-        self.join_void().flat_map(move |()| {
-            IO::delay(move || match handle.try_take_outcome() {
+        self.join_void_untraced().flat_map_untraced(move |()| {
+            IO::delay_untraced(move || match handle.try_take_outcome() {
                 Some(outcome) => outcome,
                 None => unreachable!("io-core: joined fiber without an outcome"),
             })
@@ -230,19 +257,20 @@ where
 {
     /// Waits for the fiber to complete and returns its outcome. Any number
     /// of fibers may join, any number of times: each gets the outcome.
+    #[track_caller]
     pub fn join<E2: Send + 'static>(&self) -> IO<Outcome<A, E>, E2> {
-        wait_for::<Completed, CloneOutcome<A, E>, E2, _>(self.fiber.clone())
+        wait_for::<Completed, CloneOutcome<A, E>, E2, _, Named<Join>>(here(), self.fiber.clone())
     }
 
     /// Like [`join`](FiberHandle::join), but a canceled fiber makes the
     /// joiner wait forever (Cats Effect's `joinWithNever`), and an error is
     /// raised in the joiner; a panic is raised as well (as a panic).
+    #[track_caller]
     pub fn join_with_never(&self) -> IO<A, E> {
-        self.join::<E>().flat_map(|outcome| match outcome {
-            Outcome::Succeeded(a) => IO::pure(a),
-            Outcome::Errored(e) => IO::raise_error(e),
-            Outcome::Canceled => IO::never(),
-            Outcome::Panicked(p) => IO::delay(move || -> A { panic!("{}", p.message()) }),
-        })
+        wait_for::<Completed, CloneOutcome<A, E>, E, _, Named<JoinWithNever>>(
+            here(),
+            self.fiber.clone(),
+        )
+        .flat_map_untraced(Outcome::embed_never_untraced)
     }
 }
