@@ -17,6 +17,7 @@
 //! | [`Executor::spawn_blocking`] | the fiber, on `IO::blocking` | the thread running the fiber |
 //! | [`BlockingTask::run`] | the executor (once) | any thread that may block |
 //! | [`Executor::fiber_created`] / [`Executor::fiber_ended`] | io-core, once per fiber each | the thread making the fiber / the thread completing or freeing it |
+//! | [`Executor::fiber_dump`] | whoever wants a fiber dump: an entry point on a signal, a test, a fiber | any thread |
 //!
 //! # Guarantees to executors
 //!
@@ -117,4 +118,36 @@ pub trait Executor: Clone + Send + Sync + Sized + 'static {
     /// it counts live fibers. The default does nothing, at no cost.
     #[inline(always)]
     fn fiber_ended(&self) {}
+
+    /// A snapshot of this executor's live fibers (state and trace of each)
+    /// and of its own state (queue lengths, threads, timers), for a fiber
+    /// dump: what Cats Effect prints on `SIGUSR1`. Its
+    /// [`Display`](core::fmt::Display) prints one block per fiber.
+    ///
+    /// May be called from any thread, also from inside a fiber of this
+    /// executor. Each number is read at a slightly different moment: a
+    /// picture of a moving system, not a transaction.
+    ///
+    /// Executors list their fibers from [`fiber_created`](Executor::fiber_created)
+    /// (a [`WeakFibers`](crate::WeakFibers) list) only when
+    /// [`lists_fibers`] holds for their configuration, or when asked to
+    /// explicitly, so that dumps cost nothing when tracing is off: the
+    /// dump then lists no fiber. The default is an empty dump.
+    #[cfg(not(loom))]
+    fn fiber_dump(&self) -> crate::FiberDump {
+        crate::FiberDump::default()
+    }
+}
+
+/// Whether fibers on an executor built with `config` record traces: io-core
+/// is built with its `tracing` feature and the configuration's
+/// [`tracing`](FiberConfig::tracing) mode records (`cached` or `full`).
+///
+/// Executors ask this once, when they are built, to decide whether they
+/// keep a list of their live fibers for [`Executor::fiber_dump`]: with
+/// tracing off (mode `none`, or the feature compiled out) they keep
+/// nothing per fiber, and fiber dumps cost nothing.
+#[inline]
+pub fn lists_fibers(config: &FiberConfig) -> bool {
+    cfg!(feature = "tracing") && config.tracing().records()
 }
