@@ -40,6 +40,22 @@
 //! anywhere else it pushes to the remote queue, behind a `std` mutex or a
 //! `critical-section` (never picked by this library: the final binary
 //! provides the implementation, for instance cortex-m's single-core one).
+//!
+//! # Fiber dumps
+//!
+//! [`Executor::fiber_dump`] (also [`SingleThreaded::fiber_dump`]) lists
+//! every live fiber with its state and trace, and the loop's state: the
+//! ready queue, the remote queue and the timers. The loop keeps io-core's
+//! [`WeakFibers`] list of its fibers, filled from
+//! [`Executor::fiber_created`], only when its fibers trace
+//! ([`io_core::executor::lists_fibers`]: io-core's `tracing` feature on and
+//! a mode other than `none`); otherwise it keeps nothing per fiber and a
+//! dump lists no fiber. The list is behind a short lock (a `std` mutex, or
+//! a critical section without `std`), since fibers may be made on any
+//! thread. On the loop thread a dump reads the ready queue and the timers
+//! exactly; elsewhere (another thread, an interrupt handler, any caller
+//! without `std`) it reads their lengths as of the end of the last turn,
+//! which the loop publishes with two relaxed stores per turn.
 
 #![no_std]
 #![deny(missing_docs)]
@@ -57,7 +73,10 @@ use core::cell::UnsafeCell;
 use core::fmt;
 use core::time::Duration;
 
-use io_core::{Executor, Fiber, FiberConfig, IO, Outcome, TimerCallback};
+#[cfg(feature = "std")]
+use io_core::ConfigError;
+use io_core::{Executor, Fiber, FiberConfig, FiberDump, IO, Outcome, TimerCallback, WeakFibers};
+use portable_atomic::{AtomicUsize, Ordering};
 use portable_atomic_util::Arc;
 
 pub use clock::Clock;
@@ -101,6 +120,14 @@ struct Shared<C: Clock> {
     config: FiberConfig,
     local: UnsafeCell<Local<C>>,
     remote: platform::Remote<Fiber<Handle<C>>>,
+    /// Weak references to the live fibers, for dumps: only while fibers
+    /// trace (see the crate documentation).
+    fibers: Option<platform::Lock<WeakFibers>>,
+    /// The ready queue's length at the end of the last turn (for dumps
+    /// taken off the loop thread).
+    published_ready: AtomicUsize,
+    /// The number of timers at the end of the last turn.
+    published_timers: AtomicUsize,
 }
 
 // SAFETY: `local` is only accessed by the thread that runs the loop, which
@@ -169,6 +196,43 @@ impl<C: Clock> Executor for Handle<C> {
     fn config(&self) -> &FiberConfig {
         &self.shared.config
     }
+
+    #[inline]
+    fn fiber_created(&self, fiber: &Fiber<Self>) {
+        if let Some(fibers) = &self.shared.fibers {
+            fibers.with(|fibers| fibers.push(fiber.downgrade()));
+        }
+    }
+
+    /// The live fibers (while they trace; see the crate documentation) and
+    /// the loop's `ready queue`, `remote queue` and `timers`.
+    fn fiber_dump(&self) -> FiberDump {
+        let shared = &*self.shared;
+        let fibers = match &shared.fibers {
+            Some(list) => list.with(|list| list.infos().collect()),
+            None => alloc::vec::Vec::new(),
+        };
+        let (ready, timers) = if platform::on_loop_thread(self.shared_id()) {
+            // SAFETY: on the loop thread; the borrow ends with the read
+            // (a dump is taken by a running fiber or between fibers, never
+            // while another borrow of `local` is live).
+            let local = unsafe { shared.local() };
+            (local.run_queue.len(), local.timers.len())
+        } else {
+            (
+                shared.published_ready.load(Ordering::Relaxed),
+                shared.published_timers.load(Ordering::Relaxed),
+            )
+        };
+        FiberDump {
+            fibers,
+            executor: alloc::vec![
+                ("ready queue", ready as u64),
+                ("remote queue", shared.remote.len() as u64),
+                ("timers", timers as u64),
+            ],
+        }
+    }
 }
 
 impl<C: Clock> Handle<C> {
@@ -211,6 +275,23 @@ impl SingleThreaded<StdClock> {
     pub fn with_config(config: FiberConfig) -> Self {
         SingleThreaded::with_clock_and_config(StdClock::new(), config)
     }
+
+    /// An executor on the system clock with the default configuration and
+    /// the tracing mode named by the `SPINDLE_TRACING` environment variable
+    /// ([`FiberConfig::from_env`]); an unknown mode is a
+    /// [`ConfigError::Tracing`] naming the valid ones. ([`new`](SingleThreaded::new)
+    /// does not read the environment.)
+    ///
+    /// ```
+    /// use exec_single::SingleThreaded;
+    ///
+    /// let mut rt = SingleThreaded::from_env()?;
+    /// # let _ = &mut rt;
+    /// # Ok::<(), io_core::ConfigError>(())
+    /// ```
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Ok(SingleThreaded::with_config(FiberConfig::from_env()?))
+    }
 }
 
 #[cfg(feature = "std")]
@@ -235,6 +316,8 @@ impl<C: Clock> SingleThreaded<C> {
 
     /// An executor on the given clock and fiber configuration.
     pub fn with_clock_and_config(clock: C, config: FiberConfig) -> Self {
+        let fibers = io_core::executor::lists_fibers(&config)
+            .then(|| platform::Lock::new(WeakFibers::new()));
         SingleThreaded {
             handle: Handle {
                 shared: Arc::new(Shared {
@@ -246,9 +329,18 @@ impl<C: Clock> SingleThreaded<C> {
                         next_timer_seq: 0,
                     }),
                     remote: platform::Remote::new(),
+                    fibers,
+                    published_ready: AtomicUsize::new(0),
+                    published_timers: AtomicUsize::new(0),
                 }),
             },
         }
+    }
+
+    /// A fiber dump of this executor: see [`Executor::fiber_dump`] and
+    /// the [crate documentation](crate#fiber-dumps).
+    pub fn fiber_dump(&self) -> FiberDump {
+        self.handle.fiber_dump()
     }
 
     /// The executor handle that fibers on this executor use.
@@ -355,6 +447,14 @@ impl<C: Clock> SingleThreaded<C> {
                 None => break,
             }
         }
+        // SAFETY: loop thread; the borrow ends with the reads.
+        let local = unsafe { shared.local() };
+        shared
+            .published_ready
+            .store(local.run_queue.len(), Ordering::Relaxed);
+        shared
+            .published_timers
+            .store(local.timers.len(), Ordering::Relaxed);
     }
 
     /// Whether a fiber is queued (on the loop thread).

@@ -1,6 +1,8 @@
 //! Without `std`: one context runs the loop, interrupt handlers (or other
 //! cores) wake fibers through a queue behind a `critical-section`, and idle
-//! waiting is the clock's `wait` hook (for instance `wfi`).
+//! waiting is the clock's `wait` hook (for instance `wfi`). The fiber list
+//! is behind a `critical-section` too: a spin lock held by the loop would
+//! deadlock an interrupt handler that starts a fiber.
 
 use alloc::collections::VecDeque;
 use core::cell::RefCell;
@@ -69,6 +71,11 @@ impl<T> Remote<T> {
         critical_section::with(|cs| out.extend(self.queue.borrow_ref_mut(cs).drain(..)));
     }
 
+    /// How many fibers wait in the queue (for fiber dumps).
+    pub(crate) fn len(&self) -> usize {
+        critical_section::with(|cs| self.queue.borrow_ref(cs).len())
+    }
+
     pub(crate) fn is_empty(&self) -> bool {
         critical_section::with(|cs| self.queue.borrow_ref(cs).is_empty())
     }
@@ -78,5 +85,25 @@ impl<T> Remote<T> {
 pub(crate) fn idle<T, C: Clock>(remote: &Remote<T>, clock: &C, deadline: Option<Duration>) {
     if remote.is_empty() {
         clock.wait(deadline);
+    }
+}
+
+/// A short lock for state any context may touch (the list of live
+/// fibers): a critical section.
+pub(crate) struct Lock<T> {
+    inner: Mutex<RefCell<T>>,
+}
+
+impl<T> Lock<T> {
+    pub(crate) const fn new(value: T) -> Self {
+        Lock {
+            inner: Mutex::new(RefCell::new(value)),
+        }
+    }
+
+    /// Runs `f` with the value borrowed inside a critical section. `f`
+    /// must not take this lock again (the `RefCell` would panic).
+    pub(crate) fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
+        critical_section::with(|cs| f(&mut self.inner.borrow_ref_mut(cs)))
     }
 }

@@ -1,6 +1,6 @@
-//! With `std`: a thread-local marks the loop thread; the remote queue is a
-//! mutex; idle waiting parks the thread until the next deadline or a remote
-//! wake-up (never a busy spin).
+//! With `std`: a thread-local marks the loop thread; the remote queue and
+//! the fiber list are mutexes; idle waiting parks the thread until the next
+//! deadline or a remote wake-up (never a busy spin).
 
 use alloc::collections::VecDeque;
 use core::cell::Cell;
@@ -109,6 +109,11 @@ impl<T> Remote<T> {
         out.extend(state.queue.drain(..));
     }
 
+    /// How many fibers wait in the queue (for fiber dumps).
+    pub(crate) fn len(&self) -> usize {
+        self.lock().queue.len()
+    }
+
     pub(crate) fn is_empty(&self) -> bool {
         self.lock().queue.is_empty()
     }
@@ -131,5 +136,25 @@ pub(crate) fn idle<T, C: Clock>(remote: &Remote<T>, clock: &C, deadline: Option<
                 thread::park_timeout(deadline - now);
             }
         }
+    }
+}
+
+/// A short lock for state any thread may touch (the list of live fibers).
+pub(crate) struct Lock<T> {
+    inner: Mutex<T>,
+}
+
+impl<T> Lock<T> {
+    pub(crate) const fn new(value: T) -> Self {
+        Lock {
+            inner: Mutex::new(value),
+        }
+    }
+
+    /// Runs `f` with the value locked. A panic in `f` cannot leave the
+    /// value half-updated for our uses (a push, a read), so poisoning is
+    /// ignored.
+    pub(crate) fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
+        f(&mut self.inner.lock().unwrap_or_else(|e| e.into_inner()))
     }
 }

@@ -10,4 +10,4 @@ mod imp;
 #[path = "bare.rs"]
 mod imp;
 
-pub(crate) use imp::{Remote, enter_loop, idle, on_loop_thread};
+pub(crate) use imp::{Lock, Remote, enter_loop, idle, on_loop_thread};
