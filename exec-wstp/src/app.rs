@@ -8,9 +8,37 @@
 //! |---|---|---|
 //! | succeeded with `()` | 0 | nothing |
 //! | succeeded with an [`ExitCode`] | that code | nothing |
-//! | errored with `e` | 1 | `error: {e:?}` (as Rust's `main` returning `Err` does) |
+//! | errored with `e` | 1 | `error: {e:?}` (as Rust's `main` returning `Err` does), then the trace |
 //! | canceled | 130 | `canceled` |
-//! | panicked | 101 (Rust's panic exit code) | `panicked: {message}` |
+//! | panicked | 101 (Rust's panic exit code) | `panicked: {message}`, then the trace |
+//!
+//! The runtime's fiber configuration comes from the [`Builder`] (by default
+//! [`FiberConfig::from_env`](io_core::FiberConfig::from_env): the tracing
+//! mode is read from `SPINDLE_TRACING`); a configuration error (an unknown
+//! tracing mode, say) is printed as `error: ...` and gives exit code 1.
+//!
+//! # Traces of failures
+//!
+//! When the main fiber ends with an error or a panic, the line of the
+//! error is followed by the main fiber's trace at that point (while it
+//! traces: tracing mode `cached` or `full`), most recent operation first,
+//! one `at` line per event, like Cats Effect's enhanced exceptions:
+//!
+//! ```text
+//! error: "the order was refused"
+//!     at raise_error @ src/main.rs:14:9
+//!     at flat_map @ src/main.rs:13:10 (main::place_order::{{closure}})
+//!     at delay @ src/main.rs:12:5 (main::place_order::{{closure}})
+//! ```
+//!
+//! The main fiber is started with a handle (so that signals can cancel
+//! it), and its outcome is read from there; its trace is read by an
+//! outermost `guarantee_case` finalizer with `IO::trace()` when the
+//! outcome is an error or a panic (the same trace as
+//! [`Fiber::with_report`](io_core::Fiber::with_report) gives, which the
+//! handle does not offer). The events of that plumbing (built in this
+//! file: the `guarantee_case`, recorded when the program starts) are left
+//! out of the printed trace; a fiber dump shows them.
 //!
 //! # Signals (Unix)
 //!
@@ -18,8 +46,19 @@
 //! releases, `guarantee`s, `Resource` finalizers) run before the process
 //! exits with 130 (as Cats Effect's `IOApp` does). A second SIGINT or
 //! SIGTERM while those finalizers run forces the exit at once (130).
-//! SIGUSR1 prints the runtime's metrics and its live fibers (when the
-//! runtime tracks them) to stderr, without stopping the program.
+//! SIGUSR1 prints a dump to stderr without stopping the program: a line
+//! `spindle runtime dump`, the runtime's [`Metrics`](crate::Metrics), then
+//! its [`FiberDump`](io_core::FiberDump) (every live fiber with its state
+//! and trace, while fibers trace or
+//! [`Builder::track_fibers`] is on; see [`Runtime::fiber_dump`](crate::Runtime::fiber_dump)):
+//!
+//! ```text
+//! fiber #7f3a2c001e40 WAITING
+//!  ├ bracket @ src/main.rs:20:5
+//!  ╰ never @ src/main.rs:22:19
+//!
+//! live fibers: 1, workers: 8, parked workers: 8, local queues: 0, ...
+//! ```
 //!
 //! ```no_run
 //! use exec_wstp::app;
@@ -37,10 +76,10 @@
 
 use std::fmt;
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
-use io_core::{IO, Outcome};
+use io_core::{IO, Outcome, Trace};
 
 use crate::runtime::{Builder, Handle};
 
@@ -100,7 +139,8 @@ pub fn run_with<A: MainValue, E: fmt::Debug + Send + 'static>(
     // fiber starts is not lost (it cancels the fiber as soon as it exists).
     let cancel = Arc::new(MainCancel::default());
     let signals = SignalWatch::start(handle.clone(), cancel.clone());
-    let fiber = match handle.spawn(main) {
+    let failure_trace = Arc::new(Mutex::new(None));
+    let fiber = match handle.spawn(with_failure_trace(main, failure_trace.clone())) {
         Ok(fiber) => fiber,
         Err(e) => {
             eprintln!("error: {e}");
@@ -118,11 +158,15 @@ pub fn run_with<A: MainValue, E: fmt::Debug + Send + 'static>(
     if let Some(signals) = signals {
         signals.stop();
     }
+    let trace = failure_trace
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .take();
     let code = match joined {
         Ok(_) => match fiber.try_take_outcome() {
-            Some(outcome) => exit_code_of(outcome),
+            Some(outcome) => exit_code_of(outcome, trace.as_ref()),
             // Joined, so completed: the outcome is there.
-            None => exit_code_of(Outcome::<A, E>::Canceled),
+            None => exit_code_of(Outcome::<A, E>::Canceled, None),
         },
         Err(e) => {
             eprintln!("error: {e}");
@@ -133,12 +177,57 @@ pub fn run_with<A: MainValue, E: fmt::Debug + Send + 'static>(
     code
 }
 
-/// The exit code of the main fiber's outcome (see the module table).
-fn exit_code_of<A: MainValue, E: fmt::Debug>(outcome: Outcome<A, E>) -> ExitCode {
+/// `main`, with an outermost finalizer that keeps the fiber's trace in
+/// `slot` when it ends with an error or a panic (see the module doc).
+fn with_failure_trace<A, E>(main: IO<A, E>, slot: Arc<Mutex<Option<Trace>>>) -> IO<A, E>
+where
+    A: Send + 'static,
+    E: Send + 'static,
+{
+    main.guarantee_case(move |outcome| match outcome {
+        // Reading the trace records nothing, and `map_untraced` neither:
+        // the trace ends with the program's own last events.
+        Outcome::Errored(_) | Outcome::Panicked(_) => {
+            IO::<Trace, E>::trace().map_untraced(move |trace| {
+                *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(trace);
+            })
+        }
+        Outcome::Succeeded(_) | Outcome::Canceled => IO::unit(),
+    })
+}
+
+/// The lines printed under a failure: the trace's events, most recent
+/// first, without those of this file's plumbing; empty if there are none.
+fn trace_lines(trace: &Trace) -> String {
+    use fmt::Write as _;
+    let mut out = String::new();
+    let ours = file!();
+    for event in trace
+        .events()
+        .iter()
+        .rev()
+        .filter(|event| event.location().file() != ours)
+    {
+        let _ = writeln!(out, "    at {event}");
+    }
+    if !out.is_empty() && trace.omitted() > 0 {
+        let _ = writeln!(out, "    ... {} older events omitted", trace.omitted());
+    }
+    out
+}
+
+/// The exit code of the main fiber's outcome (see the module table); an
+/// error or a panic is printed with `trace` under it.
+fn exit_code_of<A: MainValue, E: fmt::Debug>(
+    outcome: Outcome<A, E>,
+    trace: Option<&Trace>,
+) -> ExitCode {
+    let trace = trace.map(trace_lines).unwrap_or_default();
     match outcome {
         Outcome::Succeeded(a) => a.exit_code(),
         Outcome::Errored(e) => {
-            eprintln!("error: {e:?}");
+            // One write, so that the error and its trace stay together.
+            eprint!("error: {e:?}\n{trace}");
             ExitCode::from(ERROR_EXIT_CODE)
         }
         Outcome::Canceled => {
@@ -146,7 +235,7 @@ fn exit_code_of<A: MainValue, E: fmt::Debug>(outcome: Outcome<A, E>) -> ExitCode
             ExitCode::from(CANCELED_EXIT_CODE)
         }
         Outcome::Panicked(message) => {
-            eprintln!("panicked: {}", message.message());
+            eprint!("panicked: {}\n{trace}", message.message());
             ExitCode::from(PANIC_EXIT_CODE)
         }
     }
@@ -183,7 +272,7 @@ impl MainCancel {
 }
 
 /// The signal thread: SIGINT/SIGTERM cancel the main fiber (a second one
-/// exits at once); SIGUSR1 prints metrics and live fibers.
+/// exits at once); SIGUSR1 prints metrics and the fiber dump.
 struct SignalWatch {
     #[cfg(unix)]
     handle: signal_hook::iterator::Handle,
@@ -212,7 +301,9 @@ impl SignalWatch {
                 for signal in signals.forever() {
                     match signal {
                         SIGUSR1 => {
-                            eprintln!("{}", crate::metrics::dump(&runtime));
+                            // One write: the dump is not interleaved with
+                            // the program's own output line by line.
+                            eprint!("{}", crate::metrics::dump(&runtime));
                         }
                         _ if canceling.swap(true, Ordering::SeqCst) => {
                             eprintln!("second signal: exiting without waiting for finalizers");

@@ -7,7 +7,9 @@
 //!
 //! # Live fibers
 //!
-//! With [`Builder::track_fibers`](crate::Builder::track_fibers), each
+//! While fibers trace (io-core's `tracing` feature and a tracing mode other
+//! than `none`: `io_core::executor::lists_fibers`), or with
+//! [`Builder::track_fibers`](crate::Builder::track_fibers), each
 //! worker keeps io-core's `WeakFibers`, weak references to the fibers started on it
 //! (io-core's `WeakFiber`: it never keeps a fiber's program alive, and
 //! reports nothing once the fiber has completed). The bag's lock is taken
@@ -16,10 +18,17 @@
 //! it has doubled since its last cleanup, so its size stays within twice
 //! the live fibers. Without tracking nothing is recorded, at the cost of
 //! one predictable branch per fiber started.
+//!
+//! # Fiber dumps
+//!
+//! [`fiber_dump`] turns the bags into io-core's `FiberDump` (each fiber's
+//! state and trace, read through its trace ring's sequence lock, so a dump
+//! never stops a worker) and adds the pool's state; [`dump`] is what the
+//! app entry point prints on SIGUSR1.
 
 use std::fmt;
 
-use io_core::{FiberStatus, WeakFibers};
+use io_core::{FiberDump, FiberStatus, WeakFibers};
 
 use crate::runtime::Shared;
 
@@ -137,27 +146,46 @@ pub(crate) fn live_fibers(shared: &Shared) -> Vec<FiberInfo> {
     list
 }
 
-/// The text printed on SIGUSR1 by the app entry point: metrics, then the
-/// live fibers (when the runtime tracks them).
+/// Every listed live fiber's state and trace, and the pool's state.
+pub(crate) fn fiber_dump(shared: &Shared) -> FiberDump {
+    let mut fibers = Vec::new();
+    if shared.track_fibers {
+        for remote in shared.remotes.iter() {
+            fibers.extend(remote.fibers.lock().infos());
+        }
+        fibers.extend(shared.external_fibers.lock().infos());
+    }
+    let local_queues: usize = shared.remotes.iter().map(|r| r.stealer.len()).sum();
+    let timers: usize = shared.remotes.iter().map(|r| r.timers.lock().len()).sum();
+    let (parked, _) = shared.idle.counts();
+    let blocking = shared.blocking.counts();
+    FiberDump {
+        fibers,
+        executor: vec![
+            ("workers", shared.remotes.len() as u64),
+            ("parked workers", parked as u64),
+            ("local queues", local_queues as u64),
+            ("global queue", shared.injector.len() as u64),
+            ("timers", timers as u64),
+            ("blocking threads", blocking.threads as u64),
+            ("queued blocking calls", blocking.queued as u64),
+        ],
+    }
+}
+
+/// The text printed on SIGUSR1 by the app entry point: a title line,
+/// the metrics, then the fiber dump (every live fiber with its state and
+/// trace, while fibers are listed).
 pub(crate) fn dump(handle: &crate::Handle) -> String {
     use fmt::Write as _;
-    let mut out = format!("spindle runtime dump\n{}\n", handle.metrics());
-    if handle.shared.track_fibers {
-        let fibers = handle.live_fibers();
-        let _ = writeln!(out, "live fibers: {}", fibers.len());
-        for fiber in fibers {
-            let _ = writeln!(
-                out,
-                "  fiber {:#x}: {:?}{}",
-                fiber.id,
-                fiber.status,
-                fiber
-                    .started_on
-                    .map_or(String::new(), |w| format!(" (started on worker {w})"))
-            );
-        }
-    } else {
-        out.push_str("live fibers: not tracked (Builder::track_fibers)\n");
+    let mut out = format!("spindle runtime dump\n{}\n\n", handle.metrics());
+    let _ = write!(out, "{}", fiber_dump(&handle.shared));
+    if !handle.shared.track_fibers {
+        out.push_str(
+            "\n(fibers not listed: tracing mode `none` or compiled out, and \
+             Builder::track_fibers off)",
+        );
     }
+    out.push('\n');
     out
 }

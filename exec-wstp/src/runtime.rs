@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 use crossbeam_deque::{Injector, Stealer, Worker};
 use crossbeam_utils::CachePadded;
 use io_core::{
-    BlockingTask, Executor, Fiber, FiberConfig, FiberHandle, IO, Outcome, TimerCallback,
+    BlockingTask, ConfigError, Executor, Fiber, FiberConfig, FiberDump, FiberHandle, IO, Outcome,
+    TimerCallback,
 };
 
 use crate::blocking::BlockingPool;
@@ -42,6 +43,11 @@ pub enum BuildError {
     ZeroGlobalQueueInterval,
     /// `max_blocking_threads(0)`: `IO::blocking` needs at least one thread.
     ZeroBlockingThreads,
+    /// The fiber configuration read from the environment
+    /// ([`FiberConfig::from_env`], when [`Builder::fiber_config`] was not
+    /// called) is invalid: for instance `SPINDLE_TRACING` names an unknown
+    /// tracing mode (the message names the valid ones).
+    Config(ConfigError),
     /// The operating system refused to start a worker thread.
     Spawn(std::io::Error),
 }
@@ -64,6 +70,7 @@ impl fmt::Display for BuildError {
             BuildError::ZeroBlockingThreads => {
                 f.write_str("exec-wstp: max_blocking_threads must be at least 1 (got 0)")
             }
+            BuildError::Config(e) => write!(f, "exec-wstp: {e}"),
             BuildError::Spawn(e) => write!(f, "exec-wstp: could not start a worker thread: {e}"),
         }
     }
@@ -73,6 +80,7 @@ impl std::error::Error for BuildError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             BuildError::Spawn(e) => Some(e),
+            BuildError::Config(e) => Some(e),
             _ => None,
         }
     }
@@ -135,7 +143,8 @@ impl std::error::Error for ShutdownTimedOut {}
 #[derive(Debug, Clone)]
 pub struct Builder {
     worker_threads: Option<usize>,
-    fiber_config: FiberConfig,
+    /// `None`: [`FiberConfig::from_env`] at build time.
+    fiber_config: Option<FiberConfig>,
     global_queue_interval: u32,
     max_blocking_threads: usize,
     blocking_keep_alive: Duration,
@@ -151,12 +160,14 @@ impl Default for Builder {
 
 impl Builder {
     /// The defaults: one worker per available CPU, io-core's default fiber
-    /// configuration, the global queue every 61 ticks, up to 512 blocking
-    /// threads kept 10 s when idle, fiber tracking off.
+    /// configuration with the tracing mode of `SPINDLE_TRACING` when it is
+    /// set ([`FiberConfig::from_env`], read by [`build`](Builder::build)),
+    /// the global queue every 61 ticks, up to 512 blocking threads kept
+    /// 10 s when idle, fibers listed for dumps while they trace.
     pub fn new() -> Builder {
         Builder {
             worker_threads: None,
-            fiber_config: FiberConfig::default(),
+            fiber_config: None,
             global_queue_interval: DEFAULT_GLOBAL_QUEUE_INTERVAL,
             max_blocking_threads: DEFAULT_MAX_BLOCKING_THREADS,
             blocking_keep_alive: DEFAULT_BLOCKING_KEEP_ALIVE,
@@ -171,9 +182,11 @@ impl Builder {
         self
     }
 
-    /// The run-loop configuration of every fiber (auto-yield budget).
+    /// The run-loop configuration of every fiber (auto-yield budget,
+    /// tracing). Without this call, [`build`](Builder::build) uses
+    /// [`FiberConfig::from_env`] (the defaults, with `SPINDLE_TRACING`).
     pub fn fiber_config(mut self, config: FiberConfig) -> Builder {
-        self.fiber_config = config;
+        self.fiber_config = Some(config);
         self
     }
 
@@ -203,8 +216,12 @@ impl Builder {
     }
 
     /// Keeps a weak reference to every fiber so that
-    /// [`Runtime::live_fibers`] can list them (fiber dumps). Off by default:
-    /// it costs one uncontended per-worker lock per fiber started.
+    /// [`Runtime::live_fibers`] and [`Runtime::fiber_dump`] can list them,
+    /// also when fibers do not trace. Fibers are listed anyway while they
+    /// trace ([`io_core::executor::lists_fibers`]: io-core's `tracing`
+    /// feature and a tracing mode other than `none`); with tracing off and
+    /// this option off (the default) nothing is kept per fiber. Listing
+    /// costs one uncontended per-worker lock per fiber started.
     pub fn track_fibers(mut self, on: bool) -> Builder {
         self.track_fibers = on;
         self
@@ -226,6 +243,11 @@ impl Builder {
         if self.max_blocking_threads == 0 {
             return Err(BuildError::ZeroBlockingThreads);
         }
+        let fiber_config = match self.fiber_config {
+            Some(config) => config,
+            None => FiberConfig::from_env().map_err(BuildError::Config)?,
+        };
+        let track_fibers = self.track_fibers || io_core::executor::lists_fibers(&fiber_config);
         let locals: Vec<Worker<Fiber<Handle>>> = (0..workers).map(|_| Worker::new_fifo()).collect();
         let remotes = locals
             .iter()
@@ -242,7 +264,7 @@ impl Builder {
             injector: Injector::new(),
             remotes,
             idle: Idle::new(workers),
-            config: self.fiber_config,
+            config: fiber_config,
             global_queue_interval: self.global_queue_interval,
             shutdown: AtomicBool::new(false),
             blocking: std::sync::Arc::new(BlockingPool::new(
@@ -251,7 +273,7 @@ impl Builder {
                 format!("{}-blocking", self.thread_name),
             )),
             origin: Instant::now(),
-            track_fibers: self.track_fibers,
+            track_fibers,
             external: CachePadded::new(Counters::default()),
             external_fibers: Mutex::new(io_core::WeakFibers::new()),
             running_workers: Mutex::new(workers),
@@ -314,6 +336,7 @@ pub(crate) struct Shared {
     pub(crate) shutdown: AtomicBool,
     pub(crate) blocking: std::sync::Arc<BlockingPool>,
     pub(crate) origin: Instant,
+    /// Whether fibers are listed (`Builder::track_fibers`, or they trace).
     pub(crate) track_fibers: bool,
     pub(crate) external: CachePadded<Counters>,
     pub(crate) external_fibers: Mutex<io_core::WeakFibers>,
@@ -524,6 +547,14 @@ impl Executor for Handle {
         })
     }
 
+    /// Every live fiber (while fibers are listed: see
+    /// [`Builder::track_fibers`]) and the pool's `workers`, `local queues`
+    /// (summed over the workers), `global queue`, `timers`,
+    /// `blocking threads` and `parked workers`.
+    fn fiber_dump(&self) -> FiberDump {
+        metrics::fiber_dump(&self.shared)
+    }
+
     #[inline]
     fn fiber_ended(&self) {
         let shared = &*self.shared;
@@ -584,10 +615,18 @@ impl Handle {
         metrics::snapshot(&self.shared)
     }
 
-    /// The live fibers (requires [`Builder::track_fibers`]; empty
-    /// otherwise): id and status of every fiber started and not finished.
+    /// The live fibers (while fibers are listed: they trace, or
+    /// [`Builder::track_fibers`]; empty otherwise): id and status of every
+    /// fiber started and not finished.
     pub fn live_fibers(&self) -> Vec<FiberInfo> {
         metrics::live_fibers(&self.shared)
+    }
+
+    /// A fiber dump: every live fiber with its state and trace, and the
+    /// pool's state. See [`Executor::fiber_dump`]; the app entry point
+    /// prints it on SIGUSR1.
+    pub fn fiber_dump(&self) -> FiberDump {
+        Executor::fiber_dump(self)
     }
 
     /// The number of worker threads.
@@ -652,6 +691,11 @@ impl Runtime {
     /// The live fibers. See [`Handle::live_fibers`].
     pub fn live_fibers(&self) -> Vec<FiberInfo> {
         self.handle.live_fibers()
+    }
+
+    /// A fiber dump. See [`Handle::fiber_dump`].
+    pub fn fiber_dump(&self) -> FiberDump {
+        self.handle.fiber_dump()
     }
 
     /// Stops the runtime: workers finish the fiber they are running and

@@ -160,7 +160,7 @@ fn a_second_signal_forces_the_exit_while_finalizers_still_run() {
 }
 
 #[test]
-fn sigusr1_prints_a_runtime_dump_and_the_program_goes_on() {
+fn sigusr1_prints_a_fiber_dump_and_the_program_goes_on() {
     let mut child = spawn("wait");
     let mut stdout = wait_for_line(&mut child, "ready");
     signal(&child, "USR1");
@@ -168,6 +168,29 @@ fn sigusr1_prints_a_runtime_dump_and_the_program_goes_on() {
     let mut line = String::new();
     stderr.read_line(&mut line).expect("read stderr");
     assert_eq!(line, "spindle runtime dump\n");
+    // The metrics, then the fiber dump, which ends with its summary line.
+    let mut dump = String::new();
+    loop {
+        line.clear();
+        let n = stderr.read_line(&mut line).expect("read stderr");
+        assert!(n > 0, "the dump ended early:\n{dump}");
+        dump.push_str(&line);
+        if line.starts_with("live fibers: ") && line.contains("workers: ") {
+            break;
+        }
+    }
+    assert!(dump.contains("global queue: "), "{dump}");
+    if io_core::executor::lists_fibers(&io_core::FiberConfig::default()) {
+        // The main fiber waits in the `never` of its bracket, and its
+        // trace shows where the example built it.
+        let main = dump
+            .split("\n\n")
+            .find(|block| block.contains("examples/app_lifecycle.rs"))
+            .unwrap_or_else(|| panic!("no fiber traced in the example:\n{dump}"));
+        assert!(main.starts_with("fiber #"), "{main}");
+        assert!(main.lines().next().unwrap().ends_with("WAITING"), "{main}");
+        assert!(main.contains("never @ "), "{main}");
+    }
     // Still running: SIGINT then ends it normally, with its finalizer.
     assert!(child.try_wait().expect("try_wait").is_none());
     signal(&child, "INT");

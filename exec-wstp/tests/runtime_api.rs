@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use common::{HANG_LIMIT, runtime, wait_until, within};
 use exec_wstp::{BuildError, FiberStatus, Runtime, RuntimeError};
-use io_core::{Deferred, FiberHandle, IO, Outcome};
+use io_core::{Deferred, FiberConfig, FiberHandle, IO, Outcome, TracingMode};
 
 type E = ();
 
@@ -265,8 +265,66 @@ fn live_fibers_lists_suspended_fibers_and_forgets_them_once_complete() {
 }
 
 #[test]
-fn live_fibers_is_empty_without_fiber_tracking() {
-    let rt = runtime(2);
+fn fiber_dump_lists_waiting_fibers_with_their_traces_and_the_pools_state() {
+    if !io_core::executor::lists_fibers(&FiberConfig::default()) {
+        return;
+    }
+    let rt = Runtime::builder()
+        .worker_threads(2)
+        .fiber_config(FiberConfig::default())
+        .build()
+        .expect("valid");
+    let gate = Deferred::<()>::new();
+    let get_line = line!() + 2;
+    let waiters: Vec<FiberHandle<(), E>> = (0..3)
+        .map(|_| rt.spawn(gate.get()).expect("runs"))
+        .collect();
+    let counted = gate.clone();
+    wait_until("the three fibers wait", SETTLE, || {
+        counted.waiters() == 3
+            && rt
+                .fiber_dump()
+                .in_state(io_core::FiberState::Waiting)
+                .count()
+                == 3
+    });
+    let dump = rt.fiber_dump();
+    assert_eq!(dump.fibers.len(), 3, "{dump}");
+    for fiber in &dump.fibers {
+        let trace = fiber.trace.as_ref().expect("traced");
+        let last = trace.events().last().expect("an event");
+        assert_eq!(last.location().file(), file!(), "{dump}");
+        assert_eq!(last.location().line(), get_line, "{dump}");
+    }
+    let value = |name: &str| {
+        dump.executor
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| *v)
+            .unwrap_or_else(|| panic!("no {name:?}: {dump:?}"))
+    };
+    assert_eq!(value("workers"), 2);
+    assert_eq!(value("global queue"), 0);
+    assert_eq!(value("local queues"), 0);
+    assert_eq!(value("blocking threads"), 0);
+    let io = gate
+        .complete::<E>(())
+        .product_r(IO::traverse(waiters, |h| h.join_void::<E>()));
+    assert!(rt.block_on(io).expect("runs").is_succeeded());
+    assert!(rt.fiber_dump().fibers.is_empty());
+}
+
+#[test]
+fn live_fibers_is_empty_when_fibers_do_not_trace_and_tracking_is_off() {
+    let untraced = FiberConfig::builder()
+        .tracing(TracingMode::None)
+        .build()
+        .expect("valid");
+    let rt = Runtime::builder()
+        .worker_threads(2)
+        .fiber_config(untraced)
+        .build()
+        .expect("valid");
     let gate = Deferred::<()>::new();
     let waiter = rt.spawn(gate.get::<E>()).expect("runs");
     let counted = gate.clone();
