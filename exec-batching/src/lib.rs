@@ -99,9 +99,20 @@
 //!
 //! [`EventLoop::stats`] counts turns, batches, fibers run from each queue,
 //! live fibers, timers and sockets (always on, a few relaxed atomics).
-//! With [`Builder::track_fibers`] (off by default) [`EventLoop::live_fibers`]
-//! lists every live fiber for a fiber dump, through io-core's
-//! `fiber_created` hook and weak fiber references, without wrapping fibers.
+//! While fibers trace (io-core's `tracing` feature and a tracing mode other
+//! than `none`), or with [`Builder::track_fibers`], the loop lists every
+//! live fiber through io-core's `fiber_created` hook and weak fiber
+//! references, without wrapping fibers: [`EventLoop::fiber_dump`] (or
+//! [`Executor::fiber_dump`](io_core::Executor::fiber_dump) on a [`Handle`],
+//! from any thread) gives each fiber's state and trace with the loop's
+//! queue lengths, timers and I/O waiters, and [`EventLoop::live_fibers`]
+//! their ids and statuses. With tracing off and no tracking, nothing is
+//! kept per fiber.
+//!
+//! The fiber configuration comes from [`Builder::config`], or else from
+//! [`FiberConfig::from_env`](io_core::FiberConfig::from_env) (the tracing
+//! mode named by `SPINDLE_TRACING`); an invalid one is
+//! [`BuildError::Config`].
 //!
 //! # Deadlocks
 //!

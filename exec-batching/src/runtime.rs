@@ -23,12 +23,13 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::io;
 use std::num::NonZeroUsize;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use io_core::{
-    BlockingTask, Executor, Fiber, FiberConfig, FiberHandle, IO, Outcome, TimerCallback,
+    BlockingTask, ConfigError, Executor, Fiber, FiberConfig, FiberDump, FiberHandle, IO, Outcome,
+    TimerCallback,
 };
 use polling::Events;
 
@@ -70,6 +71,11 @@ pub enum BuildError {
     /// The operating system refused to make the I/O poller (for instance:
     /// too many open files).
     Poller(io::Error),
+    /// The fiber configuration read from the environment
+    /// ([`FiberConfig::from_env`], when [`Builder::config`] was not called)
+    /// is invalid: for instance `SPINDLE_TRACING` names an unknown tracing
+    /// mode (the message names the valid ones).
+    Config(ConfigError),
 }
 
 impl fmt::Display for BuildError {
@@ -80,6 +86,7 @@ impl fmt::Display for BuildError {
                  a microtask batch of 0 fibers would never run a started or resumed fiber",
             ),
             BuildError::Poller(e) => write!(f, "exec-batching: could not make the I/O poller: {e}"),
+            BuildError::Config(e) => write!(f, "exec-batching: {e}"),
         }
     }
 }
@@ -88,6 +95,7 @@ impl std::error::Error for BuildError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             BuildError::Poller(e) => Some(e),
+            BuildError::Config(e) => Some(e),
             BuildError::ZeroBatchSize => None,
         }
     }
@@ -117,7 +125,8 @@ impl std::error::Error for Deadlock {}
 pub struct Builder {
     batch_size: usize,
     mode: Mode,
-    config: FiberConfig,
+    /// `None`: [`FiberConfig::from_env`] at build time.
+    config: Option<FiberConfig>,
     track_fibers: bool,
 }
 
@@ -129,13 +138,15 @@ impl Default for Builder {
 
 impl Builder {
     /// The defaults: batches of [`DEFAULT_BATCH_SIZE`] fibers,
-    /// [`Mode::Batching`], io-core's default fiber configuration, fiber
-    /// tracking off.
+    /// [`Mode::Batching`], io-core's default fiber configuration with the
+    /// tracing mode of `SPINDLE_TRACING` when it is set
+    /// ([`FiberConfig::from_env`], read by [`build`](Builder::build)),
+    /// fibers listed for dumps while they trace.
     pub fn new() -> Builder {
         Builder {
             batch_size: DEFAULT_BATCH_SIZE,
             mode: Mode::Batching,
-            config: FiberConfig::default(),
+            config: None,
             track_fibers: false,
         }
     }
@@ -153,16 +164,22 @@ impl Builder {
         self
     }
 
-    /// The run-loop configuration of every fiber (auto-yield budget).
+    /// The run-loop configuration of every fiber (auto-yield budget,
+    /// tracing). Without this call, [`build`](Builder::build) uses
+    /// [`FiberConfig::from_env`] (the defaults, with `SPINDLE_TRACING`).
     pub fn config(mut self, config: FiberConfig) -> Builder {
-        self.config = config;
+        self.config = Some(config);
         self
     }
 
     /// Keeps a weak reference to every fiber so that
-    /// [`EventLoop::live_fibers`] can list them (fiber dumps). Off by
-    /// default: it costs a lock and a push per fiber started (the counts in
-    /// [`Stats`] are always kept).
+    /// [`EventLoop::live_fibers`] and [`EventLoop::fiber_dump`] can list
+    /// them, also when fibers do not trace. Fibers are listed anyway while
+    /// they trace ([`io_core::executor::lists_fibers`]: io-core's `tracing`
+    /// feature and a tracing mode other than `none`); with tracing off and
+    /// this option off (the default) nothing is kept per fiber. Listing
+    /// costs a lock and a push per fiber started (the counts in [`Stats`]
+    /// are always kept).
     pub fn track_fibers(mut self, on: bool) -> Builder {
         self.track_fibers = on;
         self
@@ -173,12 +190,17 @@ impl Builder {
         if self.batch_size == 0 {
             return Err(BuildError::ZeroBatchSize);
         }
+        let config = match self.config {
+            Some(config) => config,
+            None => FiberConfig::from_env().map_err(BuildError::Config)?,
+        };
+        let track_fibers = self.track_fibers || io_core::executor::lists_fibers(&config);
         let reactor = Reactor::new().map_err(BuildError::Poller)?;
         let shared = Arc::new(Shared {
-            config: self.config,
+            config,
             batch_size: self.batch_size,
             mode: self.mode,
-            track_fibers: self.track_fibers,
+            track_fibers,
             origin: Instant::now(),
             reactor,
             timers: Mutex::new(TimerHeap::new()),
@@ -192,6 +214,8 @@ impl Builder {
             batches: AtomicU64::new(0),
             microtasks_run: AtomicU64::new(0),
             macrotasks_run: AtomicU64::new(0),
+            published_microtasks: AtomicUsize::new(0),
+            published_macrotasks: AtomicUsize::new(0),
         });
         let capacity = NonZeroUsize::new(EVENTS_CAPACITY).unwrap_or(NonZeroUsize::MIN);
         Ok(EventLoop {
@@ -213,6 +237,13 @@ struct Local {
     microtasks: VecDeque<Fiber<Handle>>,
     /// Fibers that ceded or yielded (all fibers in [`Mode::Macrotask`]).
     macrotasks: VecDeque<Fiber<Handle>>,
+}
+
+impl Local {
+    /// The lengths of the microtask and macrotask queues.
+    fn lengths(&mut self) -> (usize, usize) {
+        (self.microtasks.len(), self.macrotasks.len())
+    }
 }
 
 /// The loop running on this thread (at most one at a time; a loop run from
@@ -278,6 +309,7 @@ pub(crate) struct Shared {
     config: FiberConfig,
     batch_size: usize,
     mode: Mode,
+    /// Whether fibers are listed (`Builder::track_fibers`, or they trace).
     track_fibers: bool,
     origin: Instant,
     pub(crate) reactor: Reactor,
@@ -295,6 +327,10 @@ pub(crate) struct Shared {
     batches: AtomicU64,
     microtasks_run: AtomicU64,
     macrotasks_run: AtomicU64,
+    /// The queue lengths at the end of the last turn, for dumps taken off
+    /// the loop thread (written by the loop thread alone).
+    published_microtasks: AtomicUsize,
+    published_macrotasks: AtomicUsize,
 }
 
 /// Adds `n` to a counter that only the loop thread writes.
@@ -460,7 +496,38 @@ impl Shared {
             add(&self.batches, 1);
             add(&self.microtasks_run, ran as u64);
         }
+        if let Some((micro, macro_)) = with_local(self, Local::lengths) {
+            self.published_microtasks.store(micro, Ordering::Relaxed);
+            self.published_macrotasks.store(macro_, Ordering::Relaxed);
+        }
         Ok(())
+    }
+
+    /// Every listed live fiber and the loop's state; `local`: the queues
+    /// if the caller can read them (on the loop thread, or between runs).
+    fn fiber_dump(&self, local: Option<(usize, usize)>) -> FiberDump {
+        let fibers = if self.track_fibers {
+            lock(&self.fibers).infos().collect()
+        } else {
+            Vec::new()
+        };
+        let (microtasks, macrotasks) = local.unwrap_or_else(|| {
+            (
+                self.published_microtasks.load(Ordering::Relaxed),
+                self.published_macrotasks.load(Ordering::Relaxed),
+            )
+        });
+        let remote = lock(&self.remote).len();
+        FiberDump {
+            fibers,
+            executor: vec![
+                ("microtask queue", microtasks as u64),
+                ("macrotask queue", macrotasks as u64),
+                ("remote queue", remote as u64),
+                ("timers", lock(&self.timers).len() as u64),
+                ("io waiters", self.reactor.waiters() as u64),
+            ],
+        }
     }
 
     fn stats(&self) -> Stats {
@@ -618,6 +685,16 @@ impl Executor for Handle {
     fn fiber_ended(&self) {
         self.shared.ended.fetch_add(1, Ordering::Relaxed);
     }
+
+    /// Every live fiber (while fibers are listed: see
+    /// [`Builder::track_fibers`]) and the loop's `microtask queue`,
+    /// `macrotask queue`, `remote queue`, `timers` and `io waiters`. On
+    /// the loop thread the queue lengths are exact; elsewhere they are
+    /// those at the end of the last turn.
+    fn fiber_dump(&self) -> FiberDump {
+        let shared = &*self.shared;
+        shared.fiber_dump(with_local(shared, Local::lengths))
+    }
 }
 
 impl Handle {
@@ -651,8 +728,15 @@ impl Handle {
         self.shared.stats()
     }
 
-    /// The live fibers (requires [`Builder::track_fibers`]; empty
-    /// otherwise): id and status of every fiber made and not finished.
+    /// A fiber dump: every live fiber with its state and trace, and the
+    /// loop's state. See [`Executor::fiber_dump`].
+    pub fn fiber_dump(&self) -> FiberDump {
+        Executor::fiber_dump(self)
+    }
+
+    /// The live fibers (while fibers are listed: they trace, or
+    /// [`Builder::track_fibers`]; empty otherwise): id and status of every
+    /// fiber made and not finished.
     pub fn live_fibers(&self) -> Vec<FiberInfo> {
         lock(&self.shared.fibers)
             .live()
@@ -810,6 +894,14 @@ impl EventLoop {
     /// The live fibers, for a fiber dump. See [`Handle::live_fibers`].
     pub fn live_fibers(&self) -> Vec<FiberInfo> {
         self.handle.live_fibers()
+    }
+
+    /// A fiber dump: every live fiber with its state and trace, and the
+    /// loop's state (its queues exactly, since they are not running). See
+    /// [`Executor::fiber_dump`].
+    pub fn fiber_dump(&self) -> FiberDump {
+        let local = (self.local.microtasks.len(), self.local.macrotasks.len());
+        self.handle.shared.fiber_dump(Some(local))
     }
 
     fn run<A, E>(&mut self, io: IO<A, E>, fail_on_deadlock: bool) -> Result<Outcome<A, E>, Deadlock>

@@ -10,17 +10,26 @@
 //!
 //! # Live fibers
 //!
-//! With [`Builder::track_fibers`](crate::Builder::track_fibers) the loop
+//! While fibers trace (`io_core::executor::lists_fibers`), or with
+//! [`Builder::track_fibers`](crate::Builder::track_fibers), the loop
 //! keeps io-core's [`WeakFibers`](io_core::WeakFibers) list of every fiber made on it, from its
 //! [`Executor::fiber_created`](io_core::Executor::fiber_created) hook
 //! (`Fiber::downgrade`): a `WeakFiber` never keeps a fiber's program
 //! alive and reports nothing once the fiber has completed, so no fiber is
 //! wrapped and nothing is added to the scheduling path. The list drops the
 //! references of finished fibers whenever it has doubled since its last
-//! clean-up, so it holds at most about twice the live fibers. Tracking is
-//! off by default: it costs a lock, a weak reference count and a vector
-//! push per fiber started, which a loop that starts a fiber per request
-//! should not pay unless it wants fiber dumps.
+//! clean-up, so it holds at most about twice the live fibers. Tracking
+//! costs a lock, a weak reference count and a vector push per fiber
+//! started, which a loop that starts a fiber per request pays only while
+//! it traces (then a fiber dump shows every fiber's trace) or when it asks
+//! for it; with tracing mode `none` (or tracing compiled out) and no
+//! [`Builder::track_fibers`](crate::Builder::track_fibers) nothing is kept.
+//!
+//! A fiber dump ([`EventLoop::fiber_dump`](crate::EventLoop::fiber_dump))
+//! reads the same list, each fiber's state and trace, and the queue
+//! lengths: exactly on the loop thread (or between runs), and otherwise as
+//! the loop published them at the end of its last turn (two relaxed
+//! stores per turn).
 
 use std::fmt;
 

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use exec_batching::net::{TcpListener, TcpStream};
 use exec_batching::{BuildError, Deadlock, EventLoop, FiberStatus, Handle, Mode};
-use io_core::{FiberConfig, IO, Outcome};
+use io_core::{FiberConfig, IO, Outcome, TracingMode};
 
 /// The loop's turn counter, read by a running fiber.
 fn turn<E: Send + 'static>() -> IO<u64, E> {
@@ -322,8 +322,12 @@ fn live_fibers_lists_the_suspended_fibers_when_tracking_is_on() {
 }
 
 #[test]
-fn live_fibers_is_empty_when_tracking_is_off_but_the_count_is_kept() {
-    let mut rt = batching();
+fn live_fibers_is_empty_when_fibers_do_not_trace_and_tracking_is_off_but_the_count_is_kept() {
+    let untraced = FiberConfig::builder()
+        .tracing(TracingMode::None)
+        .build()
+        .unwrap();
+    let mut rt = EventLoop::builder().config(untraced).build().unwrap();
     let sleeper = IO::<(), ()>::sleep(Duration::from_secs(3600)).start();
     let program = sleeper.flat_map(|_| IO::<(), ()>::cede());
     assert_eq!(rt.block_on(program), Outcome::Succeeded(()));
