@@ -10,7 +10,8 @@
 //! * `try_run(io)`: the same, but `Err(NeverFinishes)` when the executor
 //!   proves the program can never finish (a dropped callback, `IO::never`);
 //! * `rt()` / `rt_with_config(config)`: an executor instance, to run several
-//!   programs on the same one (`rt.run(io)`).
+//!   programs on the same one (`rt.run(io)`), and to take fiber dumps of it
+//!   (`rt.dumper()`, a function any thread or fiber may call).
 //!
 //! # Adding an executor
 //!
@@ -22,10 +23,14 @@
 
 #![allow(dead_code, unused_macros, unused_imports)]
 
-use io_core::{FiberConfig, IO, Outcome};
+use io_core::{Executor, FiberConfig, FiberDump, IO, Outcome};
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Takes a fiber dump of one executor ([`Executor::fiber_dump`]), from any
+/// thread or from inside one of its fibers.
+pub type Dumper = Arc<dyn Fn() -> FiberDump + Send + Sync>;
 
 /// The executor proved that the main fiber can never finish.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,6 +53,9 @@ pub trait TestRuntime: Sized {
         &mut self,
         io: IO<A, E>,
     ) -> Result<Outcome<A, E>, NeverFinishes>;
+
+    /// A function that takes a fiber dump of this executor.
+    fn dumper(&self) -> Dumper;
 }
 
 /// exec-single: the single-threaded executor on the system clock.
@@ -73,6 +81,11 @@ impl TestRuntime for Single {
         self.0
             .try_block_on(io)
             .map_err(|exec_single::Deadlock| NeverFinishes)
+    }
+
+    fn dumper(&self) -> Dumper {
+        let handle = self.0.handle();
+        Arc::new(move || handle.fiber_dump())
     }
 }
 
@@ -115,6 +128,11 @@ impl TestRuntime for Wstp {
             Err(e) => panic!("exec-wstp: block_on failed: {e}"),
         }
     }
+
+    fn dumper(&self) -> Dumper {
+        let handle = self.0.handle().clone();
+        Arc::new(move || Executor::fiber_dump(&handle))
+    }
 }
 
 /// exec-batching: the event loop, in its default batching mode (microtask
@@ -148,6 +166,11 @@ impl TestRuntime for Batching {
         self.0
             .try_block_on(io)
             .map_err(|exec_batching::Deadlock| NeverFinishes)
+    }
+
+    fn dumper(&self) -> Dumper {
+        let handle = self.0.handle();
+        Arc::new(move || Executor::fiber_dump(&handle))
     }
 }
 
