@@ -40,8 +40,7 @@ fn a_dump_inside_a_fiber_shows_queued_and_sleeping_fibers_the_ready_queue_and_th
             IO::<(), E>::cede()
                 .product_r(IO::<(), E>::unit().start::<E>())
                 .flat_map(move |queued| {
-                    IO::delay(first)
-                        .flat_map(move |d| sleeper.cancel::<E>().as_((d, queued)))
+                    IO::delay(first).flat_map(move |d| sleeper.cancel::<E>().as_((d, queued)))
                 })
         })
         .map(move |(d, _queued)| (d, second()));

@@ -36,9 +36,8 @@
 //! outermost `guarantee_case` finalizer with `IO::trace()` when the
 //! outcome is an error or a panic (the same trace as
 //! [`Fiber::with_report`](io_core::Fiber::with_report) gives, which the
-//! handle does not offer). The events of that plumbing (built in this
-//! file: the `guarantee_case`, recorded when the program starts) are left
-//! out of the printed trace; a fiber dump shows them.
+//! handle does not offer). That plumbing is built untraced, so neither the
+//! printed trace nor a fiber dump shows this file.
 //!
 //! # Signals (Unix)
 //!
@@ -154,7 +153,7 @@ pub fn run_with<A: MainValue, E: fmt::Debug + Send + 'static>(
             let _ = handle.spawn(fiber.cancel::<()>());
         })
     });
-    let joined = handle.block_on(fiber.join_void::<()>());
+    let joined = handle.block_on(fiber.join_void_untraced::<()>());
     if let Some(signals) = signals {
         signals.stop();
     }
@@ -184,7 +183,7 @@ where
     A: Send + 'static,
     E: Send + 'static,
 {
-    main.guarantee_case(move |outcome| match outcome {
+    main.guarantee_case_untraced(move |outcome| match outcome {
         // Reading the trace records nothing, and `map_untraced` neither:
         // the trace ends with the program's own last events.
         Outcome::Errored(_) | Outcome::Panicked(_) => {
@@ -197,17 +196,11 @@ where
 }
 
 /// The lines printed under a failure: the trace's events, most recent
-/// first, without those of this file's plumbing; empty if there are none.
+/// first; empty if there are none.
 fn trace_lines(trace: &Trace) -> String {
     use fmt::Write as _;
     let mut out = String::new();
-    let ours = file!();
-    for event in trace
-        .events()
-        .iter()
-        .rev()
-        .filter(|event| event.location().file() != ours)
-    {
+    for event in trace.events().iter().rev() {
         let _ = writeln!(out, "    at {event}");
     }
     if !out.is_empty() && trace.omitted() > 0 {

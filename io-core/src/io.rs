@@ -249,11 +249,19 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     where
         F: FnOnce() -> A + Send + 'static,
     {
-        IO::from_node(Node::delay(ErasedFn::new_sited::<
-            k::Delay<A>,
-            F,
-            WithClosure<names::Delay, F>,
-        >(thunk, here())))
+        IO::delay_at::<WithClosure<names::Delay, F>, F>(here(), thunk)
+    }
+
+    /// [`IO::delay`] recorded as the operation `M` at `site` (single-step
+    /// operations of the data types: `Ref::update`, `Queue::try_take`, ...).
+    #[inline]
+    pub(crate) fn delay_at<M: OpMeta, F>(site: Option<Site>, thunk: F) -> Self
+    where
+        F: FnOnce() -> A + Send + 'static,
+    {
+        IO::from_node(Node::delay(ErasedFn::new_sited::<k::Delay<A>, F, M>(
+            thunk, site,
+        )))
     }
 
     /// [`IO::delay`] for io-core's own nodes (no trace event).
@@ -534,8 +542,9 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     ///     .flat_map(|_| IO::trace())
     ///     .map(|trace| trace.op_names());
     /// let names = SingleThreaded::with_config(config).block_on(program).succeeded().unwrap();
+    /// // Inside the scope only; a bind is recorded before its source.
     /// if cfg!(feature = "tracing") {
-    ///     assert_eq!(names, ["delay", "map"]);
+    ///     assert_eq!(names, ["map", "delay"]);
     /// }
     /// # Ok::<(), io_core::ConfigError>(())
     /// ```
@@ -596,6 +605,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
 
     /// [`IO::as_`] for io-core's own nodes (no trace event).
     #[inline]
+    #[allow(clippy::wrong_self_convention)]
     pub(crate) fn as_untraced<B: Send + 'static>(self, value: B) -> IO<B, E> {
         self.map_untraced(move |_| value)
     }
@@ -1011,13 +1021,13 @@ impl<E: Send + 'static> IO<crate::tracing::Trace, E> {
     /// use io_core::IO;
     /// use exec_single::SingleThreaded;
     ///
-    /// let program: IO<String, ()> = IO::delay(|| 1)
-    ///     .flat_map(|_| IO::trace())
-    ///     .map(|trace| trace.compact().to_string());
-    /// let line = SingleThreaded::new().block_on(program).succeeded().unwrap();
+    /// let program: IO<io_core::Trace, ()> = IO::delay(|| 1).flat_map(|_| IO::trace());
+    /// let trace = SingleThreaded::new().block_on(program).succeeded().unwrap();
+    /// // A bind is recorded when it is evaluated, before its source.
     /// if cfg!(feature = "tracing") {
-    ///     assert!(line.starts_with("delay@"), "{line}");
-    ///     assert!(line.contains(", flat_map@"), "{line}");
+    ///     assert_eq!(trace.op_names(), ["flat_map", "delay"]);
+    ///     let line = trace.compact().to_string();
+    ///     assert!(line.starts_with("flat_map@"), "{line}");
     /// }
     /// ```
     #[inline]

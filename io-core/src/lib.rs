@@ -86,4 +86,4 @@ pub use io::IO;
 pub use outcome::{Outcome, PanicMessage};
 /// The data of fiber tracing (events, rings, rendering), re-exported.
 pub use trace;
-pub use tracing::{Trace, TracingMode};
+pub use tracing::{Trace, Traced, TracingMode};

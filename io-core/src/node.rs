@@ -85,6 +85,7 @@ pub(crate) enum Tag {
     ResumeUnwind,
     // Tracing: a node that records an operation (or opens a traced scope,
     // or reads the trace), and the frame that closes a traced scope.
+    #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
     Mark,
     TraceScope,
 }
@@ -784,6 +785,7 @@ impl Frame {
     }
     /// The end of a traced scope; `was_on`: tracing before the scope.
     #[inline(always)]
+    #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
     pub(crate) fn trace_scope(was_on: bool) -> Frame {
         Frame {
             word: core::mem::MaybeUninit::new(ptr::without_provenance_mut(was_on as usize)),

@@ -90,19 +90,40 @@ impl<A: fmt::Debug, E: fmt::Debug> fmt::Display for Outcome<A, E> {
     }
 }
 
-/// The message of a panic that ended a fiber.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The message of a panic that ended a fiber, and the fiber's trace at the
+/// point of the panic (when it traced).
+///
+/// Equality compares messages only.
+#[derive(Debug, Clone)]
 pub struct PanicMessage {
-    /// A boxed `str`, not a `String`: two words, so that every outcome (and
-    /// every join state holding one) stays small.
-    message: alloc::boxed::Box<str>,
+    /// One word, so that every outcome (and every join state holding one)
+    /// stays small; panics are rare, the extra indirection is not.
+    inner: alloc::boxed::Box<PanicInner>,
 }
+
+#[derive(Debug, Clone)]
+struct PanicInner {
+    message: alloc::boxed::Box<str>,
+    /// `None` when the fiber did not trace.
+    trace: Option<crate::tracing::Trace>,
+}
+
+impl PartialEq for PanicMessage {
+    fn eq(&self, other: &PanicMessage) -> bool {
+        self.inner.message == other.inner.message
+    }
+}
+
+impl Eq for PanicMessage {}
 
 impl PanicMessage {
     /// Wraps a message.
     pub fn new(message: impl Into<String>) -> Self {
         PanicMessage {
-            message: message.into().into_boxed_str(),
+            inner: alloc::boxed::Box::new(PanicInner {
+                message: message.into().into_boxed_str(),
+                trace: None,
+            }),
         }
     }
 
@@ -121,12 +142,28 @@ impl PanicMessage {
 
     /// The panic message.
     pub fn message(&self) -> &str {
-        &self.message
+        &self.inner.message
+    }
+
+    /// The trace of the fiber at the point of the panic: its last events,
+    /// oldest first (`None` if the fiber did not trace: mode `none`, or
+    /// tracing compiled out).
+    pub fn trace(&self) -> Option<&crate::tracing::Trace> {
+        self.inner.trace.as_ref()
+    }
+
+    /// Attaches the fiber's trace (when the fiber ends with this panic).
+    #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
+    pub(crate) fn with_trace(mut self, trace: crate::tracing::Trace) -> Self {
+        if !trace.is_empty() {
+            self.inner.trace = Some(trace);
+        }
+        self
     }
 }
 
 impl fmt::Display for PanicMessage {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
+        f.write_str(&self.inner.message)
     }
 }

@@ -39,6 +39,7 @@
 pub use trace::{Op, Site, Trace, TracingMode};
 
 /// The operation a closure's vtable names (see the module doc).
+#[cfg_attr(not(feature = "tracing"), allow(dead_code))]
 pub(crate) trait OpMeta {
     /// The operation, a `static`.
     const OP: &'static Op;
@@ -52,6 +53,7 @@ impl OpMeta for Internal {
 }
 
 /// An operation with a fixed name.
+#[cfg_attr(not(feature = "tracing"), allow(dead_code))]
 pub(crate) trait OpName {
     const NAME: &'static str;
 }
@@ -119,9 +121,13 @@ op_names! {
 
 /// `cede`, `never`, `canceled` and `sleep` have no closure: their
 /// operations are these statics.
+#[cfg_attr(not(feature = "tracing"), allow(dead_code))]
 pub(crate) static CEDE: Op = Op::new("cede");
+#[cfg_attr(not(feature = "tracing"), allow(dead_code))]
 pub(crate) static NEVER: Op = Op::new("never");
+#[cfg_attr(not(feature = "tracing"), allow(dead_code))]
 pub(crate) static CANCELED: Op = Op::new("canceled");
+#[cfg_attr(not(feature = "tracing"), allow(dead_code))]
 pub(crate) static SLEEP: Op = Op::new("sleep");
 
 /// The site of a traced call: `Some` with the caller's site when tracing is
@@ -191,27 +197,19 @@ impl MarkK {
     }
 }
 
-/// A fiber's tracing state (in `Core`): whether it records, its ring
-/// (made on the first event, owned by the fiber's header so that fiber
-/// dumps can read it) and, in full mode, the backtraces of the events in
-/// the ring.
+/// A fiber's tracing state (in `Core`): whether it records now. The ring
+/// itself is in the fiber's header ([`RingSlot`]), so that fiber dumps can
+/// read it.
 #[cfg(feature = "tracing")]
 pub(crate) struct FiberTracing {
     /// Records events now (mode, or inside `traced()`).
     pub(crate) on: bool,
-    /// Sites with backtraces, one per ring slot (full mode only).
-    #[cfg(feature = "std")]
-    sites: Option<alloc::boxed::Box<[Option<Site>]>>,
 }
 
 #[cfg(feature = "tracing")]
 impl FiberTracing {
     pub(crate) fn new(on: bool) -> Self {
-        FiberTracing {
-            on,
-            #[cfg(feature = "std")]
-            sites: None,
-        }
+        FiberTracing { on }
     }
 
     /// Records `op` at `site` (the caller checked `on`); the first event
@@ -224,29 +222,56 @@ impl FiberTracing {
         capacity: usize,
         slot: &RingSlot,
     ) {
-        let ring = slot.own(capacity);
-        let _index = ring.push(op, site.location());
+        let owned = slot.own(capacity);
+        let _index = owned.ring.push(op, site.location());
         #[cfg(feature = "std")]
         if site.has_backtrace() {
-            let sites = self
-                .sites
-                .get_or_insert_with(|| (0..ring.capacity()).map(|_| None).collect());
-            sites[_index] = Some(site.clone());
+            owned.keep_site(_index, site);
         }
     }
 
-    /// The fiber's trace now, as the fiber itself sees it.
+    /// The fiber's trace now, as the fiber itself sees it (with full mode's
+    /// backtraces).
     pub(crate) fn snapshot(&self, slot: &RingSlot) -> Trace {
-        match slot.get() {
-            None => Trace::empty(),
-            Some(ring) => {
-                #[cfg(feature = "std")]
-                let sites: &[Option<Site>] = self.sites.as_deref().unwrap_or(&[]);
-                #[cfg(not(feature = "std"))]
-                let sites: &[Option<Site>] = &[];
-                ring.snapshot_with_sites(sites)
-            }
+        // SAFETY: called by the fiber (on the thread running it), the only
+        // one that touches the sites.
+        slot.get_owned()
+            .map_or_else(Trace::empty, |owned| unsafe { owned.snapshot() })
+    }
+}
+
+/// A fiber's ring and, in full mode, the sites (with backtraces) of the
+/// events in it, which only the fiber touches: a dump on another thread
+/// reads only the ring.
+#[cfg(feature = "tracing")]
+pub(crate) struct OwnedRing {
+    pub(crate) ring: trace::Ring,
+    #[cfg(feature = "std")]
+    sites: core::cell::UnsafeCell<alloc::vec::Vec<Option<Site>>>,
+}
+
+#[cfg(feature = "tracing")]
+impl OwnedRing {
+    #[cfg(feature = "std")]
+    #[cold]
+    fn keep_site(&self, index: usize, site: &Site) {
+        // SAFETY: only the fiber records (the thread running it).
+        let sites = unsafe { &mut *self.sites.get() };
+        if sites.is_empty() {
+            sites.resize_with(self.ring.capacity(), || None);
         }
+        sites[index] = Some(site.clone());
+    }
+
+    /// # Safety
+    /// * Called by the fiber itself (the thread running it).
+    unsafe fn snapshot(&self) -> Trace {
+        #[cfg(feature = "std")]
+        // SAFETY: forwarded precondition.
+        let sites: &[Option<Site>] = unsafe { &*self.sites.get() };
+        #[cfg(not(feature = "std"))]
+        let sites: &[Option<Site>] = &[];
+        self.ring.snapshot_with_sites(sites)
     }
 }
 
@@ -254,8 +279,14 @@ impl FiberTracing {
 /// its first event; read by fiber dumps on any thread.
 #[cfg(feature = "tracing")]
 pub(crate) struct RingSlot {
-    ring: crate::sync::AtomicPtr<trace::Ring>,
+    ring: crate::sync::AtomicPtr<OwnedRing>,
 }
+
+// SAFETY: the ring is atomics only; the sites (`UnsafeCell`) are touched
+// only by the thread running the fiber (see `OwnedRing`), and `Site`s are
+// `Send + Sync`.
+#[cfg(feature = "tracing")]
+unsafe impl Sync for OwnedRing {}
 
 #[cfg(feature = "tracing")]
 impl RingSlot {
@@ -268,17 +299,22 @@ impl RingSlot {
     /// Makes the ring and publishes it (Release: a dump that sees the
     /// pointer sees an initialised ring).
     #[cold]
-    fn install(&self, capacity: usize) -> core::ptr::NonNull<trace::Ring> {
-        let ring = alloc::boxed::Box::into_raw(alloc::boxed::Box::new(trace::Ring::new(capacity)));
-        self.ring.store(ring, crate::sync::Ordering::Release);
+    fn install(&self, capacity: usize) -> core::ptr::NonNull<OwnedRing> {
+        let owned = OwnedRing {
+            ring: trace::Ring::new(capacity),
+            #[cfg(feature = "std")]
+            sites: core::cell::UnsafeCell::new(alloc::vec::Vec::new()),
+        };
+        let ptr = alloc::boxed::Box::into_raw(alloc::boxed::Box::new(owned));
+        self.ring.store(ptr, crate::sync::Ordering::Release);
         // SAFETY: `Box::into_raw` never returns null.
-        unsafe { core::ptr::NonNull::new_unchecked(ring) }
+        unsafe { core::ptr::NonNull::new_unchecked(ptr) }
     }
 
     /// The ring, made on first use: for the fiber itself (the only
     /// writer).
     #[inline(always)]
-    fn own(&self, capacity: usize) -> &trace::Ring {
+    fn own(&self, capacity: usize) -> &OwnedRing {
         let ring = self.ring.load(crate::sync::Ordering::Relaxed);
         if ring.is_null() {
             // SAFETY: `install` returns a live ring owned by `self`.
@@ -290,13 +326,17 @@ impl RingSlot {
         }
     }
 
-    /// The ring, if made (the caller keeps the fiber alive; a dump on
-    /// another thread reads it through its sequence lock).
-    pub(crate) fn get(&self) -> Option<&trace::Ring> {
+    fn get_owned(&self) -> Option<&OwnedRing> {
         let ring = self.ring.load(crate::sync::Ordering::Acquire);
         // SAFETY: a non-null pointer is a published, live ring, freed only
         // when the header is dropped (not while `&self` lives).
         unsafe { ring.as_ref() }
+    }
+
+    /// The ring, if made (the caller keeps the fiber alive; a dump on
+    /// another thread reads it through its sequence lock).
+    pub(crate) fn get(&self) -> Option<&trace::Ring> {
+        self.get_owned().map(|owned| &owned.ring)
     }
 }
 
@@ -308,5 +348,97 @@ impl Drop for RingSlot {
             // SAFETY: made by `Box::into_raw` in `install`, freed once here.
             drop(unsafe { alloc::boxed::Box::from_raw(ring) });
         }
+    }
+}
+
+/// An error together with the trace of its fiber at the point where the
+/// error was raised: Spindle's version of Cats Effect's enhanced exceptions
+/// (an `E` cannot carry the trace itself, so it travels next to it). Made
+/// by [`IO::trace_errors`](crate::IO::trace_errors).
+///
+/// `Display` prints the error, then the trace under it.
+#[derive(Debug, Clone)]
+pub struct Traced<E> {
+    /// The error.
+    pub error: E,
+    /// The fiber's last events when the error was raised, oldest first
+    /// (empty when the fiber did not trace).
+    pub trace: Trace,
+}
+
+impl<E> Traced<E> {
+    /// The error, without its trace.
+    pub fn into_error(self) -> E {
+        self.error
+    }
+}
+
+impl<E: core::fmt::Display> core::fmt::Display for Traced<E> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "{}", self.error)?;
+        if !self.trace.is_empty() {
+            write!(f, "\n{}", self.trace)?;
+        }
+        Ok(())
+    }
+}
+
+impl<E: core::error::Error + 'static> core::error::Error for Traced<E> {
+    fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
+        Some(&self.error)
+    }
+}
+
+impl<A: Send + 'static, E: Send + 'static> crate::IO<A, E> {
+    /// Attaches the fiber's trace to an error of `self`: the result fails
+    /// with [`Traced`], whose trace is the fiber's last events at the point
+    /// where the error was raised (an error travelling to its handler
+    /// records nothing on the way, so the trace ends where it was raised).
+    /// Success is unchanged. Not itself a trace event.
+    ///
+    /// ```
+    /// use io_core::{IO, Outcome};
+    /// use exec_single::SingleThreaded;
+    ///
+    /// let program: IO<u32, String> = IO::delay(|| 1)
+    ///     .flat_map(|_| IO::raise_error("no such user".to_string()));
+    /// let Outcome::Errored(failure) = SingleThreaded::new().block_on(program.trace_errors()) else {
+    ///     panic!("the program fails")
+    /// };
+    /// assert_eq!(failure.error, "no such user");
+    /// if cfg!(feature = "tracing") {
+    ///     assert_eq!(failure.trace.op_names(), ["flat_map", "delay"]);
+    /// }
+    /// ```
+    pub fn trace_errors(self) -> crate::IO<A, Traced<E>> {
+        let k = |result: crate::node::Res| -> crate::node::Node {
+            match result {
+                Ok(value) => crate::node::Node::pure(value),
+                Err(error) => crate::IO::<Trace, Traced<E>>::trace()
+                    .flat_map_untraced(move |trace| {
+                        // SAFETY: the error of `self`, an `IO<A, E>`, is an `E`.
+                        let error = unsafe { error.take::<E>() };
+                        crate::IO::<A, Traced<E>>::raise_error(Traced { error, trace })
+                    })
+                    .into_node(),
+            }
+        };
+        crate::IO::from_node(crate::node::Node::fold_with(
+            self.into_node(),
+            crate::erased::ErasedFn::new::<RawFoldWith, _>(k),
+            NO_SITE,
+        ))
+    }
+}
+
+/// Calls a closure on an erased result (for [`IO::trace_errors`]).
+///
+/// [`IO::trace_errors`]: crate::IO::trace_errors
+struct RawFoldWith;
+impl<F: FnOnce(crate::node::Res) -> crate::node::Node>
+    crate::erased::Adapter<crate::node::Res, crate::node::Node, F> for RawFoldWith
+{
+    unsafe fn call(f: F, input: crate::node::Res) -> crate::node::Node {
+        f(input)
     }
 }

@@ -188,17 +188,6 @@ impl Site {
         Site { ptr }
     }
 
-    /// Borrows the site behind a raw word without taking it.
-    ///
-    /// # Safety
-    /// * `ptr` comes from `into_raw` and its site is alive as long as `'a`.
-    #[inline(always)]
-    pub unsafe fn borrow_raw<'a>(ptr: &'a NonNull<()>) -> &'a Site {
-        // SAFETY: `Site` is `repr(Rust)` over one `NonNull<()>` field: it has
-        // the layout of that field.
-        unsafe { &*(ptr as *const NonNull<()>).cast::<Site>() }
-    }
-
     #[cfg(feature = "std")]
     fn captured(&self) -> Option<&full::Captured> {
         if self.ptr.as_ptr().addr() & CAPTURED != 0 {

@@ -122,6 +122,7 @@ fn modes_parse_from_their_names_and_reject_others_naming_the_valid_ones() {
 
 #[cfg(feature = "std")]
 #[test]
+#[cfg_attr(miri, ignore = "backtrace capture: not under Miri")]
 fn full_capture_attaches_a_backtrace_whose_first_user_frame_is_the_caller() {
     // Capture is process-wide: switch it on only around this one site.
     set_full_capture(true);
@@ -141,6 +142,7 @@ fn full_capture_attaches_a_backtrace_whose_first_user_frame_is_the_caller() {
 
 #[cfg(feature = "std")]
 #[test]
+#[cfg_attr(miri, ignore = "backtrace capture: not under Miri")]
 fn the_owner_snapshot_joins_the_sites_kept_for_full_mode() {
     set_full_capture(true);
     let site = here();

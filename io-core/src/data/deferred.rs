@@ -335,9 +335,7 @@ impl<A: Send + 'static> Deferred<A> {
         value: A,
     ) -> IO<Result<(), AlreadyCompleted<A>>, E> {
         let cell = self.cell.clone();
-        IO::defer_at::<M, _>(site, move || {
-            IO::pure(cell.complete(value).map_err(AlreadyCompleted))
-        })
+        IO::delay_at::<M, _>(site, move || cell.complete(value).map_err(AlreadyCompleted))
     }
 }
 
@@ -368,6 +366,6 @@ impl<A: Clone + Send + 'static> Deferred<A> {
     #[track_caller]
     pub fn try_get<E: Send + 'static>(&self) -> IO<Option<A>, E> {
         let cell = self.cell.clone();
-        IO::defer_at::<Named<TryGet>, _>(here(), move || IO::pure(cell.with_value(|v| v.cloned())))
+        IO::delay_at::<Named<TryGet>, _>(here(), move || cell.with_value(|v| v.cloned()))
     }
 }

@@ -330,10 +330,10 @@ impl<A: Send + 'static> Queue<A> {
     #[track_caller]
     pub fn try_offer<E: Send + 'static>(&self, element: A) -> IO<bool, E> {
         let shared = self.shared.clone();
-        IO::defer_at::<Named<TryOffer>, _>(here(), move || {
+        IO::delay_at::<Named<TryOffer>, _>(here(), move || {
             let (result, woken) = shared.offer_now(element);
             wake(woken);
-            IO::pure(result.unwrap_or(false))
+            result.unwrap_or(false)
         })
     }
 
@@ -397,10 +397,10 @@ impl<A: Send + 'static> Queue<A> {
     #[track_caller]
     pub fn try_take<E: Send + 'static>(&self) -> IO<Option<A>, E> {
         let shared = self.shared.clone();
-        IO::defer_at::<Named<TryTake>, _>(here(), move || {
+        IO::delay_at::<Named<TryTake>, _>(here(), move || {
             let (element, woken) = shared.take_now();
             wake(woken);
-            IO::pure(element)
+            element
         })
     }
 

@@ -72,7 +72,7 @@ impl<A: Send + 'static> Ref<A> {
         F: FnOnce(&mut A) -> B + Send + 'static,
     {
         let cell = self.cell.clone();
-        IO::defer_at::<M, _>(site, move || IO::pure(f(&mut *cell.lock())))
+        IO::delay_at::<M, _>(site, move || f(&mut *cell.lock()))
     }
 
     /// Replaces the value.

@@ -244,10 +244,7 @@ impl Semaphore {
 
     fn release_at<M: OpMeta, E: Send + 'static>(&self, site: Option<Site>) -> IO<(), E> {
         let shared = self.shared.clone();
-        IO::defer_at::<M, _>(site, move || {
-            shared.release_one();
-            IO::unit()
-        })
+        IO::delay_at::<M, _>(site, move || shared.release_one())
     }
 
     /// Runs `io` holding a permit, released whatever the outcome.

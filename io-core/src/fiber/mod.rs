@@ -300,13 +300,20 @@ impl Header {
     fn info(&self, id: usize) -> Option<FiberInfo> {
         let status = self.status()?;
         let state = match status {
-            FiberStatus::Active => {
-                if self.state.load(Ordering::Acquire) & (SUSPENDED | DONE) == SUSPENDED | DONE {
+            FiberStatus::Active => match self.recorded_state() {
+                // Set when it runs, and when it yields.
+                Some(state @ (FiberState::Running | FiberState::Queued)) => state,
+                // Still marked as waiting, but its wait has ended: resumed,
+                // not run yet. (The state word keeps `SUSPENDED | DONE`
+                // until the next suspension, so only the recorded state
+                // tells a running fiber from a queued one.)
+                _ if self.state.load(Ordering::Acquire) & (SUSPENDED | DONE)
+                    == SUSPENDED | DONE =>
+                {
                     FiberState::Queued
-                } else {
-                    self.recorded_state().unwrap_or(FiberState::Running)
                 }
-            }
+                _ => FiberState::Running,
+            },
             FiberStatus::Suspended | FiberStatus::SuspendedMasked => match self.recorded_state() {
                 Some(s @ (FiberState::Sleeping | FiberState::Blocked | FiberState::Waiting)) => s,
                 _ => FiberState::Waiting,

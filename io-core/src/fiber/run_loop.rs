@@ -720,10 +720,13 @@ fn complete<X: Executor>(inner: &FiberInner<X>, core: &mut Core, outcome: Outcom
     inner.executor.fiber_ended();
     let suppressed = core.take_suppressed();
     #[cfg(feature = "tracing")]
-    let trace = if matches!(outcome, Outcome::Errored(_) | Outcome::Panicked(_)) {
-        core.tracing.snapshot(&inner.header.ring)
-    } else {
-        crate::tracing::Trace::empty()
+    let (outcome, trace) = match outcome {
+        Outcome::Errored(_) => (outcome, core.tracing.snapshot(&inner.header.ring)),
+        Outcome::Panicked(message) => {
+            let trace = core.tracing.snapshot(&inner.header.ring);
+            (Outcome::Panicked(message.with_trace(trace.clone())), trace)
+        }
+        other => (other, crate::tracing::Trace::empty()),
     };
     #[cfg(not(feature = "tracing"))]
     let trace = crate::tracing::Trace::empty();

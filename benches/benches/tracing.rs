@@ -1,0 +1,113 @@
+//! Tracing overhead: the bind and async workloads of the suite under each
+//! tracing mode, on exec-single (one thread, so the numbers are the
+//! run-loop's own).
+//!
+//! One binary measures the modes chosen at run time (`none`, `cached`,
+//! `full`); the same binary built without the `tracing` feature measures
+//! tracing compiled out. `benches/tracing_overhead.sh` builds and runs both,
+//! alternately, and prints the matrix with the ratios to compiled out.
+//!
+//! Workloads (one operation = one program of [`SIZE`] or [`ASYNC_SIZE`]
+//! steps, built inside the timed closure):
+//!
+//! * `shallow_bind`, `deep_bind`: Cats Effect's ShallowBind/DeepBind with
+//!   `pure` (`benches::bind_loops`): one `flat_map` event per step.
+//! * `delay_bind`: ShallowBind with `delay`: two events per step (`delay`,
+//!   `flat_map`).
+//! * `async`: AsyncBenchmark's `async` (a callback completed during
+//!   registration): `async` and `flat_map` events per step.
+//!
+//! Full mode also captures a backtrace where each traced node is built: it
+//! is reported, not held to a budget (it is a debugging mode, as in Cats
+//! Effect).
+
+use core::convert::Infallible;
+
+use benches::{ASYNC_SIZE, SIZE, bind_loops, succeeded};
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use exec_single::SingleThreaded;
+use io_core::{FiberConfig, IO, TracingMode};
+
+type Io<A> = IO<A, Infallible>;
+
+/// A workload: its name, how to build one operation's program, its steps.
+type Workload = (&'static str, fn() -> Io<i32>, i32);
+
+fn delay_bind() -> Io<i32> {
+    fn go(i: i32) -> Io<i32> {
+        if i < SIZE {
+            IO::delay(move || i + 1).flat_map(go)
+        } else {
+            IO::pure(i)
+        }
+    }
+    IO::pure(0).flat_map(go)
+}
+
+fn async_chain() -> Io<i32> {
+    fn eval_async(n: i32) -> Io<i32> {
+        IO::async_(move |cb| {
+            cb.succeed(n);
+            None
+        })
+    }
+    fn go(i: i32) -> Io<i32> {
+        if i < ASYNC_SIZE {
+            eval_async(i + 1).flat_map(go)
+        } else {
+            eval_async(i)
+        }
+    }
+    IO::delay(|| 0).flat_map(go)
+}
+
+/// The variants this build measures: the run-time modes with tracing
+/// compiled in, or only `compiled_out`.
+fn variants() -> Vec<(&'static str, TracingMode)> {
+    if cfg!(feature = "tracing") {
+        vec![
+            ("none", TracingMode::None),
+            ("cached", TracingMode::Cached),
+            ("full", TracingMode::Full),
+        ]
+    } else {
+        vec![("compiled_out", TracingMode::None)]
+    }
+}
+
+fn tracing(c: &mut Criterion) {
+    let workloads: [Workload; 4] = [
+        ("shallow_bind", bind_loops::shallow_pure, SIZE),
+        ("deep_bind", bind_loops::deep_pure, SIZE),
+        ("delay_bind", delay_bind, SIZE),
+        ("async", async_chain, ASYNC_SIZE),
+    ];
+    for (name, build, steps) in workloads {
+        let mut group = c.benchmark_group(format!("Tracing/{name}"));
+        group.throughput(Throughput::Elements(steps as u64));
+        for (variant, mode) in variants() {
+            let config = FiberConfig::builder()
+                .tracing(mode)
+                .build()
+                .expect("a valid configuration");
+            // Full mode captures backtraces while programs are built, in
+            // the timed closure, as a user's program would.
+            io_core::trace::set_full_capture(mode == TracingMode::Full);
+            let mut rt = SingleThreaded::with_config(config);
+            assert!(succeeded(rt.block_on(build())) >= steps);
+            group.bench_function(variant, |b| b.iter(|| succeeded(rt.block_on(build()))));
+            io_core::trace::set_full_capture(false);
+        }
+        group.finish();
+    }
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default()
+        .sample_size(30)
+        .warm_up_time(std::time::Duration::from_millis(500))
+        .measurement_time(std::time::Duration::from_secs(2));
+    targets = tracing
+}
+criterion_main!(benches);

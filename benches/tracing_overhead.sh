@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Tracing overhead matrix: runs benches/benches/tracing.rs with tracing
+# compiled out (`--no-default-features`) and compiled in (modes none,
+# cached, full), alternately, ROUNDS times (default 3), and prints the
+# median time per step of each workload and mode, and the ratio to
+# compiled out (1.00 = no overhead).
+#
+#   bash benches/tracing_overhead.sh [ROUNDS]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rounds="${1:-3}"
+out="$(mktemp -d)"
+trap 'rm -rf "$out"' EXIT
+
+# Build both first, so that the alternating runs measure only running.
+cargo bench -p benches --bench tracing --no-default-features --no-run -q
+cargo bench -p benches --bench tracing --no-run -q
+
+collect() { # $1: label of the run
+  python3 - "$1" "$out" <<'PY'
+import json, os, sys
+label, out = sys.argv[1], sys.argv[2]
+root = os.path.join("target", "criterion")
+rows = []
+for group in sorted(os.listdir(root)):
+    if not group.startswith("Tracing_"):
+        continue
+    for variant in sorted(os.listdir(os.path.join(root, group))):
+        est = os.path.join(root, group, variant, "new", "estimates.json")
+        if os.path.exists(est):
+            median = json.load(open(est))["median"]["point_estimate"]
+            rows.append((group[len("Tracing_"):], variant, median))
+with open(os.path.join(out, "results.jsonl"), "a") as f:
+    for r in rows:
+        f.write(json.dumps({"run": label, "workload": r[0], "variant": r[1], "ns": r[2]}) + "\n")
+PY
+}
+
+for i in $(seq 1 "$rounds"); do
+  echo "round $i/$rounds: compiled out" >&2
+  rm -rf target/criterion/Tracing_*
+  cargo bench -p benches --bench tracing --no-default-features -q -- --noplot >/dev/null
+  collect "out$i"
+  echo "round $i/$rounds: compiled in (none, cached, full)" >&2
+  rm -rf target/criterion/Tracing_*
+  cargo bench -p benches --bench tracing -q -- --noplot >/dev/null
+  collect "in$i"
+done
+
+python3 - "$out" <<'PY'
+import json, os, statistics, sys
+rows = [json.loads(l) for l in open(os.path.join(sys.argv[1], "results.jsonl"))]
+steps = {"shallow_bind": 10000, "deep_bind": 10000, "delay_bind": 10000, "async": 100}
+variants = ["compiled_out", "none", "cached", "full"]
+med = {}
+for w in steps:
+    for v in variants:
+        xs = [r["ns"] for r in rows if r["workload"] == w and r["variant"] == v]
+        if xs:
+            med[(w, v)] = statistics.median(xs)
+print("Tracing overhead: median time per step (ns) over %d rounds; ratio = mode / compiled out" % (
+    len({r["run"] for r in rows}) // 2))
+print()
+print("| workload | compiled out | none | cached | full | none/out | cached/out | full/out |")
+print("|---|---|---|---|---|---|---|---|")
+for w, n in steps.items():
+    base = med.get((w, "compiled_out"))
+    cells = ["%.2f" % (med[(w, v)] / n) if (w, v) in med else "-" for v in variants]
+    ratios = ["%.3f" % (med[(w, v)] / base) if base and (w, v) in med else "-" for v in variants[1:]]
+    print("| %s | %s | %s |" % (w, " | ".join(cells), " | ".join(ratios)))
+PY
