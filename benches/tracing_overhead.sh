@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Tracing overhead matrix: runs benches/benches/tracing.rs with tracing
-# compiled out (`--no-default-features`) and compiled in (modes none,
-# cached, full), alternately, ROUNDS times (default 3), and prints the
-# median time per step of each workload and mode, and the ratio to
-# compiled out (1.00 = no overhead).
+# compiled out (`--no-default-features`), compiled in (modes none and
+# cached) and with `tracing-full` (mode full), alternately, ROUNDS times
+# (default 3), and prints the median time per step of each workload and
+# mode, and the ratio to compiled out (1.00 = no overhead).
 #
 #   bash benches/tracing_overhead.sh [ROUNDS]
 set -euo pipefail
@@ -15,6 +15,7 @@ trap 'rm -rf "$out"' EXIT
 # Build both first, so that the alternating runs measure only running.
 cargo bench -p benches --bench tracing --no-default-features --no-run -q
 cargo bench -p benches --bench tracing --no-run -q
+cargo bench -p benches --bench tracing --features tracing-full --no-run -q
 
 collect() { # $1: label of the run
   python3 - "$1" "$out" <<'PY'
@@ -41,10 +42,14 @@ for i in $(seq 1 "$rounds"); do
   rm -rf target/criterion/Tracing_*
   cargo bench -p benches --bench tracing --no-default-features -q -- --noplot >/dev/null
   collect "out$i"
-  echo "round $i/$rounds: compiled in (none, cached, full)" >&2
+  echo "round $i/$rounds: compiled in (none, cached)" >&2
   rm -rf target/criterion/Tracing_*
   cargo bench -p benches --bench tracing -q -- --noplot >/dev/null
   collect "in$i"
+  echo "round $i/$rounds: tracing-full (full)" >&2
+  rm -rf target/criterion/Tracing_*
+  cargo bench -p benches --bench tracing --features tracing-full -q -- --noplot >/dev/null
+  collect "full$i"
 done
 
 python3 - "$out" <<'PY'
@@ -59,7 +64,7 @@ for w in steps:
         if xs:
             med[(w, v)] = statistics.median(xs)
 print("Tracing overhead: median time per step (ns) over %d rounds; ratio = mode / compiled out" % (
-    len({r["run"] for r in rows}) // 2))
+    len({r["run"] for r in rows}) // 3))
 print()
 print("| workload | compiled out | none | cached | full | none/out | cached/out | full/out |")
 print("|---|---|---|---|---|---|---|---|")

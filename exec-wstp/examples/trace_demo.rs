@@ -4,7 +4,7 @@
 //!
 //! ```sh
 //! cargo run --release -p exec-wstp --example trace_demo
-//! SPINDLE_TRACING=full cargo run --release -p exec-wstp --example trace_demo
+//! SPINDLE_TRACING=full cargo run --release -p exec-wstp --features tracing-full --example trace_demo
 //! ```
 //!
 //! Tracing mode `cached` (the default) records each operation's name, the
@@ -96,7 +96,17 @@ fn deadlock() -> Io<Vec<FiberHandle<(), String>>> {
     })
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() -> std::process::ExitCode {
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("trace_demo: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<(), Box<dyn std::error::Error>> {
     // 32 events per fiber, so that the whole first program fits (the
     // default is 16); the mode comes from SPINDLE_TRACING (default cached).
     let config = FiberConfig::builder().trace_capacity(32).build()?;

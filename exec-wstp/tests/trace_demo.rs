@@ -15,27 +15,47 @@ fn example() -> PathBuf {
         .and_then(|deps| deps.parent())
         .expect("target dir");
     let path = dir.join("examples").join("trace_demo");
-    if !path.exists() {
+    // Built with this test's features (cargo has usually built it with the
+    // tests already; then this only checks it is up to date), so that an
+    // example left from a build with other features is not run.
+    static BUILD: std::sync::Once = std::sync::Once::new();
+    BUILD.call_once(|| {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| String::from("cargo"));
         let mut build = Command::new(cargo);
-        build.args(["build", "-p", "exec-wstp", "--example", "trace_demo"]);
+        build.args(["build", "-q", "-p", "exec-wstp", "--example", "trace_demo"]);
+        if cfg!(feature = "tracing-full") {
+            build.args(["--features", "tracing-full"]);
+        }
         if !cfg!(debug_assertions) {
             build.arg("--release");
         }
         let status = build.status().expect("cargo build of the example");
         assert!(status.success(), "building examples/trace_demo failed");
-    }
+    });
     path
 }
 
 /// The example's stdout with the given tracing mode.
 fn run(mode: &str) -> String {
-    let output = Command::new(example())
-        .env("SPINDLE_TRACING", mode)
-        .output()
-        .expect("run the example");
+    let output = run_output(mode);
     assert!(output.status.success(), "{output:?}");
     String::from_utf8(output.stdout).expect("utf-8 output")
+}
+
+fn run_output(mode: &str) -> std::process::Output {
+    Command::new(example())
+        .env("SPINDLE_TRACING", mode)
+        .output()
+        .expect("run the example")
+}
+
+#[cfg(not(feature = "tracing-full"))]
+#[test]
+fn full_mode_without_its_feature_stops_the_example_with_an_error_naming_the_feature() {
+    let output = run_output("full");
+    assert!(!output.status.success(), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("tracing-full"), "{stderr}");
 }
 
 /// The lines of the section that starts with `== {title}`.
@@ -163,6 +183,7 @@ fn the_fiber_dump_shows_three_fibers_waiting_in_deferred_get() {
     );
 }
 
+#[cfg(feature = "tracing-full")]
 #[test]
 fn full_mode_names_the_function_that_built_each_operation() {
     let out = run("full");

@@ -138,7 +138,14 @@ impl<A: Send + 'static, E: Send + 'static> Outcome<A, E> {
 
     /// [`Outcome::embed_never`] for io-core's own nodes (no trace event).
     pub(crate) fn embed_never_untraced(self) -> IO<A, E> {
-        self.embed_untraced(IO::never_untraced())
+        // The `never` is built only when needed: one made and dropped on
+        // every join would cost a trip through the drop trampoline.
+        match self {
+            Outcome::Succeeded(a) => IO::pure(a),
+            Outcome::Errored(e) => IO::raise_error(e),
+            Outcome::Canceled => IO::never_untraced(),
+            Outcome::Panicked(p) => IO::delay_untraced(move || -> A { panic!("{}", p.message()) }),
+        }
     }
 }
 

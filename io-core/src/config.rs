@@ -121,10 +121,13 @@ impl FiberConfigBuilder {
         self
     }
 
-    /// Checks the settings and builds the configuration. A `full` mode
-    /// switches on backtrace capture for programs built from then on
-    /// (`trace::set_full_capture`), in std builds; without std, `full` is a
-    /// [`ConfigError::FullTracingNeedsStd`].
+    /// Checks the settings and builds the configuration. Mode `none`, in a
+    /// process where nothing traced yet, makes programs built from then on
+    /// leave out the site of a leaf whose closure is one word (it would
+    /// cost an allocation; see `trace::call_sites_for`); `cached` or `full`
+    /// keeps every site for good; `full` also switches on backtrace capture
+    /// (`trace::set_full_capture`). `full` needs io-core's `tracing-full`
+    /// feature: without it, it is a [`ConfigError::FullTracingNotCompiled`].
     pub fn build(self) -> Result<FiberConfig, ConfigError> {
         let auto_yield_after =
             NonZeroU32::new(self.auto_yield_after).ok_or(ConfigError::AutoYieldAfterZero)?;
@@ -140,11 +143,15 @@ impl FiberConfigBuilder {
             None => TracingMode::default(),
         };
         match tracing {
-            #[cfg(feature = "std")]
-            TracingMode::Full => trace::set_full_capture(true),
-            #[cfg(not(feature = "std"))]
-            TracingMode::Full => return Err(ConfigError::FullTracingNeedsStd),
-            _ => {}
+            #[cfg(feature = "tracing-full")]
+            TracingMode::Full => {
+                trace::call_sites_for(true);
+                trace::set_full_capture(true);
+            }
+            #[cfg(not(feature = "tracing-full"))]
+            TracingMode::Full => return Err(ConfigError::FullTracingNotCompiled),
+            TracingMode::Cached => trace::call_sites_for(true),
+            TracingMode::None => trace::call_sites_for(false),
         }
         Ok(FiberConfig {
             auto_yield_after,
@@ -166,9 +173,11 @@ pub enum ConfigError {
     /// The tracing mode named by `SPINDLE_TRACING` is not one of `none`,
     /// `cached`, `full`.
     Tracing(trace::ParseModeError),
-    /// `full` tracing captures `std::backtrace` backtraces: it needs
-    /// io-core's `std` feature.
-    FullTracingNeedsStd,
+    /// `full` tracing captures a `std::backtrace` backtrace where each
+    /// operation is built: it needs io-core's `tracing-full` feature (with
+    /// std), which also costs a check wherever a program is built, so it is
+    /// off by default.
+    FullTracingNotCompiled,
 }
 
 impl fmt::Display for ConfigError {
@@ -180,9 +189,10 @@ impl fmt::Display for ConfigError {
             ),
             ConfigError::TraceCapacity(e) => write!(f, "invalid fiber configuration: {e}"),
             ConfigError::Tracing(e) => write!(f, "invalid fiber configuration: {e}"),
-            ConfigError::FullTracingNeedsStd => f.write_str(
-                "invalid fiber configuration: tracing mode `full` needs the `std` feature \
-                 (backtraces); use `cached`",
+            ConfigError::FullTracingNotCompiled => f.write_str(
+                "invalid fiber configuration: tracing mode `full` needs io-core's \
+                 `tracing-full` cargo feature (backtraces, std); use `cached`, or build with \
+                 that feature (for instance `--features exec-wstp/tracing-full`)",
             ),
         }
     }

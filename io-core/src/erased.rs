@@ -342,6 +342,7 @@ where
     unsafe fn call(word: Word, input: I) -> O {
         // SAFETY: forwarded preconditions; read exactly once.
         let sited = unsafe { load::<Sited<F>>(word) };
+        #[cfg(feature = "tracing-full")]
         drop(sited.site);
         // SAFETY: forwarded precondition.
         unsafe { A::call(sited.f, input) }
@@ -398,9 +399,26 @@ impl<I: 'static, O: 'static> ErasedFn<I, O> {
     {
         #[cfg(feature = "tracing")]
         {
-            ErasedFn {
-                word: store(Sited { f, site }),
-                vtable: SitedVTableFor::<A, F, I, O, M>::VTABLE,
+            match site {
+                // A one-word closure stored with its site no longer fits
+                // the node's word: keep the site only where sites are kept
+                // (`trace::call_sites_for`).
+                Some(_)
+                    if fits_inline::<F>()
+                        && !fits_inline::<Sited<F>>()
+                        && !crate::tracing::Site::call_sites_kept() =>
+                {
+                    ErasedFn::new_op::<A, F, M>(f)
+                }
+                Some(site) => ErasedFn {
+                    word: store(Sited {
+                        f,
+                        site: Some(site),
+                    }),
+                    vtable: SitedVTableFor::<A, F, I, O, M>::VTABLE,
+                },
+                // No site: the closure alone, as without tracing.
+                None => ErasedFn::new_op::<A, F, M>(f),
             }
         }
         #[cfg(not(feature = "tracing"))]

@@ -550,6 +550,10 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// ```
     #[inline]
     pub fn traced(self) -> IO<A, E> {
+        // Programs built from now on keep every call site (see
+        // `trace::call_sites_for`).
+        #[cfg(feature = "tracing")]
+        trace::keep_call_sites();
         IO::from_node(Node::mark(
             self.into_node(),
             #[cfg(feature = "tracing")]

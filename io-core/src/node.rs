@@ -684,9 +684,6 @@ impl Node {
                 | Tag::MapError
                 | Tag::Fold
                 | Tag::FoldWith
-                | Tag::Poll
-                | Tag::OnCancel
-                | Tag::GuaranteeCase
                 | Tag::Mark
         )
     }

@@ -219,12 +219,12 @@ impl FiberTracing {
         &mut self,
         op: &'static Op,
         site: &Site,
-        capacity: usize,
+        capacity: impl FnOnce() -> usize,
         slot: &RingSlot,
     ) {
         let owned = slot.own(capacity);
         let _index = owned.ring.push(op, site.location());
-        #[cfg(feature = "std")]
+        #[cfg(feature = "tracing-full")]
         if site.has_backtrace() {
             owned.keep_site(_index, site);
         }
@@ -246,13 +246,13 @@ impl FiberTracing {
 #[cfg(feature = "tracing")]
 pub(crate) struct OwnedRing {
     pub(crate) ring: trace::Ring,
-    #[cfg(feature = "std")]
+    #[cfg(feature = "tracing-full")]
     sites: core::cell::UnsafeCell<alloc::vec::Vec<Option<Site>>>,
 }
 
 #[cfg(feature = "tracing")]
 impl OwnedRing {
-    #[cfg(feature = "std")]
+    #[cfg(feature = "tracing-full")]
     #[cold]
     fn keep_site(&self, index: usize, site: &Site) {
         // SAFETY: only the fiber records (the thread running it).
@@ -266,10 +266,10 @@ impl OwnedRing {
     /// # Safety
     /// * Called by the fiber itself (the thread running it).
     unsafe fn snapshot(&self) -> Trace {
-        #[cfg(feature = "std")]
+        #[cfg(feature = "tracing-full")]
         // SAFETY: forwarded precondition.
         let sites: &[Option<Site>] = unsafe { &*self.sites.get() };
-        #[cfg(not(feature = "std"))]
+        #[cfg(not(feature = "tracing-full"))]
         let sites: &[Option<Site>] = &[];
         self.ring.snapshot_with_sites(sites)
     }
@@ -296,16 +296,18 @@ impl RingSlot {
         }
     }
 
-    /// Makes the ring and publishes it (Release: a dump that sees the
-    /// pointer sees an initialised ring).
+    /// Makes the ring (or takes a spare one of this thread) and publishes
+    /// it (Release: a dump that sees the pointer sees an initialised ring).
     #[cold]
     fn install(&self, capacity: usize) -> core::ptr::NonNull<OwnedRing> {
-        let owned = OwnedRing {
-            ring: trace::Ring::new(capacity),
-            #[cfg(feature = "std")]
-            sites: core::cell::UnsafeCell::new(alloc::vec::Vec::new()),
-        };
-        let ptr = alloc::boxed::Box::into_raw(alloc::boxed::Box::new(owned));
+        let owned = spare_rings::take(capacity).unwrap_or_else(|| {
+            alloc::boxed::Box::new(OwnedRing {
+                ring: trace::Ring::new(capacity),
+                #[cfg(feature = "tracing-full")]
+                sites: core::cell::UnsafeCell::new(alloc::vec::Vec::new()),
+            })
+        });
+        let ptr = alloc::boxed::Box::into_raw(owned);
         self.ring.store(ptr, crate::sync::Ordering::Release);
         // SAFETY: `Box::into_raw` never returns null.
         unsafe { core::ptr::NonNull::new_unchecked(ptr) }
@@ -314,11 +316,11 @@ impl RingSlot {
     /// The ring, made on first use: for the fiber itself (the only
     /// writer).
     #[inline(always)]
-    fn own(&self, capacity: usize) -> &OwnedRing {
+    fn own(&self, capacity: impl FnOnce() -> usize) -> &OwnedRing {
         let ring = self.ring.load(crate::sync::Ordering::Relaxed);
         if ring.is_null() {
             // SAFETY: `install` returns a live ring owned by `self`.
-            unsafe { self.install(capacity).as_ref() }
+            unsafe { self.install(capacity()).as_ref() }
         } else {
             // SAFETY: only the fiber installs the ring (this thread); it
             // lives until `self` is dropped.
@@ -345,8 +347,9 @@ impl Drop for RingSlot {
     fn drop(&mut self) {
         let ring = self.ring.load(crate::sync::Ordering::Acquire);
         if !ring.is_null() {
-            // SAFETY: made by `Box::into_raw` in `install`, freed once here.
-            drop(unsafe { alloc::boxed::Box::from_raw(ring) });
+            // SAFETY: made by `Box::into_raw` in `install`, taken once here;
+            // the fiber is being freed, so no dump can read it any more.
+            spare_rings::give(unsafe { alloc::boxed::Box::from_raw(ring) });
         }
     }
 }
@@ -440,5 +443,66 @@ impl<F: FnOnce(crate::node::Res) -> crate::node::Node>
 {
     unsafe fn call(f: F, input: crate::node::Res) -> crate::node::Node {
         f(input)
+    }
+}
+
+/// Rings of freed fibers, kept per thread for the next fibers (a program
+/// that starts fibers by the thousand reuses a few rings instead of
+/// allocating one per fiber), as `pool::stacks` keeps stack buffers.
+#[cfg(feature = "tracing")]
+mod spare_rings {
+    use super::OwnedRing;
+    use alloc::boxed::Box;
+
+    #[cfg(all(feature = "std", not(loom)))]
+    const MAX_KEPT: usize = 64;
+
+    // Boxes, not values: a ring is handed out as a fiber's published ring
+    // pointer, so it keeps its allocation from fiber to fiber.
+    #[cfg(all(feature = "std", not(loom)))]
+    std::thread_local! {
+        #[allow(clippy::vec_box)]
+        static SPARE: core::cell::RefCell<alloc::vec::Vec<Box<OwnedRing>>> =
+            const { core::cell::RefCell::new(alloc::vec::Vec::new()) };
+    }
+
+    /// A spare ring of `capacity` events, emptied.
+    #[cfg_attr(not(all(feature = "std", not(loom))), allow(unused_variables))]
+    pub(super) fn take(capacity: usize) -> Option<Box<OwnedRing>> {
+        #[cfg(all(feature = "std", not(loom)))]
+        {
+            let mut owned = SPARE
+                .try_with(|spare| spare.try_borrow_mut().ok()?.pop())
+                .ok()
+                .flatten()?;
+            if owned.ring.capacity() != capacity {
+                return None;
+            }
+            owned.ring.reset();
+            #[cfg(feature = "tracing-full")]
+            owned.sites.get_mut().clear();
+            Some(owned)
+        }
+        #[cfg(not(all(feature = "std", not(loom))))]
+        None
+    }
+
+    /// Keeps a freed fiber's ring for the next fiber of this thread (or
+    /// frees it).
+    pub(super) fn give(owned: Box<OwnedRing>) {
+        #[cfg(all(feature = "std", not(loom)))]
+        {
+            let mut slot = Some(owned);
+            let _ = SPARE.try_with(|spare| {
+                if let Ok(mut spare) = spare.try_borrow_mut()
+                    && spare.len() < MAX_KEPT
+                {
+                    spare.extend(slot.take());
+                }
+            });
+            drop(slot);
+        }
+        #[cfg(not(all(feature = "std", not(loom))))]
+        drop(owned);
     }
 }

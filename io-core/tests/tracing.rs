@@ -211,6 +211,7 @@ rt_test! {
     }
 }
 
+#[cfg(feature = "tracing-full")]
 #[test]
 fn full_mode_shows_the_first_user_frame_of_each_event() {
     fn build_in_a_named_function() -> IO<Trace, ()> {
@@ -233,6 +234,17 @@ fn full_mode_shows_the_first_user_frame_of_each_event() {
         trace.to_string().contains("build_in_a_named_function"),
         "{trace}"
     );
+}
+
+#[cfg(not(feature = "tracing-full"))]
+#[test]
+fn full_mode_without_its_feature_is_a_configuration_error_naming_the_feature() {
+    let err = FiberConfig::builder()
+        .tracing(TracingMode::Full)
+        .build()
+        .unwrap_err();
+    assert_eq!(err, io_core::ConfigError::FullTracingNotCompiled);
+    assert!(err.to_string().contains("tracing-full"), "{err}");
 }
 
 #[test]

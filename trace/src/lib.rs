@@ -37,7 +37,7 @@
 //!
 //! ## Full mode
 //!
-//! With the `std` feature, [`set_full_capture`] makes [`Site::caller`]
+//! With the `full` feature (std), [`set_full_capture`] makes [`Site::caller`]
 //! capture a `std::backtrace::Backtrace` (one allocation and a stack walk
 //! per site: the price of the mode, as in Cats Effect). When rendered,
 //! frames of Spindle's crates and of `std`, `core` and `alloc` are filtered
@@ -56,11 +56,11 @@ use core::fmt;
 use core::panic::Location;
 use core::ptr::NonNull;
 
-#[cfg(feature = "std")]
+#[cfg(feature = "full")]
 mod full;
 mod ring;
 mod sync;
-#[cfg(feature = "std")]
+#[cfg(feature = "full")]
 pub use full::{Frame, set_full_capture, user_frames};
 
 // ---------------------------------------------------------------------------
@@ -121,9 +121,12 @@ impl fmt::Debug for Op {
 
 /// Where an operation was built: one word.
 ///
-/// The word is a `&'static Location` (low bit clear), or, in full mode, an
-/// `Arc` of the location and a backtrace (low bit set; `Location` and the
-/// `Arc`'s contents are at least 2-aligned, so the bit is free).
+/// The word is a `&'static Location` (low bit clear), or, with the `full`
+/// feature in full mode, an `Arc` of the location and a backtrace (low bit
+/// set; `Location` and the `Arc`'s contents are at least 2-aligned, so the
+/// bit is free). Without the `full` feature a site is `Copy`: keeping,
+/// copying and dropping one costs nothing beyond the word.
+#[cfg_attr(not(feature = "full"), derive(Clone, Copy))]
 pub struct Site {
     ptr: NonNull<()>,
 }
@@ -135,9 +138,56 @@ unsafe impl Send for Site {}
 unsafe impl Sync for Site {}
 
 const CAPTURED: usize = 1;
+
+/// Whether sites are kept where keeping them costs (see
+/// [`call_sites_for`]); on until a process says it traces nothing.
+static CALL_SITES: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(true);
+
+/// Whether something in the process traces (a tracing configuration, a
+/// traced scope, a fiber that traces): then sites stay kept.
+static TRACES: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+
+/// Tells whether a configuration just built records traces, to decide
+/// where sites are kept.
+///
+/// A leaf operation whose closure is exactly one word
+/// (`delay(move || x + 1)`) fits its program node without a site, but not
+/// with one: the container that stores it asks [`Site::call_sites_kept`]
+/// and leaves the site out when sites are not kept. They are kept by
+/// default, and as soon as anything traces ([`keep_call_sites`], or this
+/// with `records`); a configuration that records nothing (mode `none`),
+/// built before anything traced, stops keeping them, so that tracing
+/// compiled in costs no allocation in a process that traces nothing.
+/// (Leaves built after that and run inside a later traced scope have no
+/// site: their events are missing from its trace.)
+pub fn call_sites_for(records: bool) {
+    use core::sync::atomic::Ordering::Relaxed;
+    if records {
+        TRACES.store(true, Relaxed);
+        CALL_SITES.store(true, Relaxed);
+    } else if !TRACES.load(Relaxed) {
+        CALL_SITES.store(false, Relaxed);
+    }
+}
+
+/// Keeps sites from now on, for good: something traces (a traced scope, a
+/// fiber that traces). See [`call_sites_for`].
+pub fn keep_call_sites() {
+    use core::sync::atomic::Ordering::Relaxed;
+    TRACES.store(true, Relaxed);
+    CALL_SITES.store(true, Relaxed);
+}
+
 const _: () = assert!(core::mem::align_of::<Location<'static>>() > CAPTURED);
 
 impl Site {
+    /// Whether sites are kept where keeping one costs an allocation
+    /// ([`call_sites_for`]).
+    #[inline(always)]
+    pub fn call_sites_kept() -> bool {
+        CALL_SITES.load(core::sync::atomic::Ordering::Relaxed)
+    }
+
     /// The site of the caller of the `#[track_caller]` function that calls
     /// this (through any number of `#[track_caller]` functions). In full
     /// mode ([`set_full_capture`]) it also captures a backtrace.
@@ -145,7 +195,7 @@ impl Site {
     #[inline(always)]
     pub fn caller() -> Site {
         let location = Location::caller();
-        #[cfg(feature = "std")]
+        #[cfg(feature = "full")]
         if full::capture_enabled() {
             return full::capture(location);
         }
@@ -162,7 +212,7 @@ impl Site {
 
     /// The source location.
     pub fn location(&self) -> &'static Location<'static> {
-        #[cfg(feature = "std")]
+        #[cfg(feature = "full")]
         if let Some(captured) = self.captured() {
             return captured.location;
         }
@@ -188,7 +238,7 @@ impl Site {
         Site { ptr }
     }
 
-    #[cfg(feature = "std")]
+    #[cfg(feature = "full")]
     fn captured(&self) -> Option<&full::Captured> {
         if self.ptr.as_ptr().addr() & CAPTURED != 0 {
             // SAFETY: with the bit set, the word is an `Arc<Captured>` pointer
@@ -205,16 +255,16 @@ impl Site {
     }
 
     /// The backtrace captured with this site (full mode), if any.
-    #[cfg(feature = "std")]
+    #[cfg(feature = "full")]
     pub fn backtrace(&self) -> Option<&std::backtrace::Backtrace> {
         self.captured().map(|c| &c.backtrace)
     }
 }
 
+#[cfg(feature = "full")]
 impl Clone for Site {
     #[inline]
     fn clone(&self) -> Site {
-        #[cfg(feature = "std")]
         if self.has_backtrace() {
             return full::clone(self.ptr);
         }
@@ -222,10 +272,10 @@ impl Clone for Site {
     }
 }
 
+#[cfg(feature = "full")]
 impl Drop for Site {
     #[inline(always)]
     fn drop(&mut self) {
-        #[cfg(feature = "std")]
         if self.has_backtrace() {
             // SAFETY: a tagged word is an `Arc<Captured>` this site owns.
             unsafe { full::release(self.ptr) }
@@ -280,7 +330,7 @@ impl Event {
     }
 
     /// The first frame of user code of the site's backtrace (full mode).
-    #[cfg(feature = "std")]
+    #[cfg(feature = "full")]
     pub fn user_frame(&self) -> Option<Frame> {
         self.site
             .backtrace()
@@ -438,7 +488,7 @@ impl fmt::Display for Trace {
 
 fn write_event(f: &mut fmt::Formatter<'_>, event: &Event) -> fmt::Result {
     let location = event.location();
-    #[cfg(feature = "std")]
+    #[cfg(feature = "full")]
     if let Some(frame) = event.user_frame() {
         return write!(
             f,

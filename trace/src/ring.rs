@@ -49,6 +49,8 @@ struct Slot {
 /// allocates.
 pub struct Ring {
     seq: AtomicUsize,
+    /// `slots.len() - 1` (the length is a power of two).
+    mask: usize,
     slots: Box<[Slot]>,
 }
 
@@ -68,6 +70,7 @@ impl Ring {
             .collect();
         Ring {
             seq: AtomicUsize::new(0),
+            mask: capacity - 1,
             slots: slots.into_boxed_slice(),
         }
     }
@@ -82,8 +85,10 @@ impl Ring {
         let s = self.seq.load(Ordering::Relaxed);
         self.seq.store(s.wrapping_add(1), Ordering::Relaxed);
         fence(Ordering::Release);
-        let index = (s / 2) & (self.slots.len() - 1);
-        let slot = &self.slots[index];
+        let index = (s >> 1) & self.mask;
+        debug_assert!(index < self.slots.len());
+        // SAFETY: `mask` is `slots.len() - 1`, so `index` is in bounds.
+        let slot = unsafe { self.slots.get_unchecked(index) };
         slot.op
             .store((op as *const Op).cast_mut(), Ordering::Relaxed);
         slot.location.store(
@@ -92,6 +97,12 @@ impl Ring {
         );
         self.seq.store(s.wrapping_add(2), Ordering::Release);
         index
+    }
+
+    /// Forgets every event, for reuse by another fiber (the caller owns
+    /// the ring: nobody else reads it).
+    pub fn reset(&mut self) {
+        self.seq.store(0, Ordering::Relaxed);
     }
 
     /// How many events the ring keeps at most.
@@ -161,6 +172,7 @@ impl Ring {
             let location = self.slots[i].location.load(Ordering::Relaxed);
             // SAFETY: as in `snapshot`; the owner is the only writer.
             let (op, location) = unsafe { (op.as_ref()?, location.as_ref()?) };
+            #[allow(clippy::clone_on_copy)] // `Site` is `Copy` only without `full`.
             let site = match sites.get(i) {
                 Some(Some(site)) if core::ptr::eq(site.location(), location) => site.clone(),
                 _ => Site::from_location(location),

@@ -120,7 +120,7 @@ fn modes_parse_from_their_names_and_reject_others_naming_the_valid_ones() {
     assert!(!TracingMode::None.records());
 }
 
-#[cfg(feature = "std")]
+#[cfg(feature = "full")]
 #[test]
 #[cfg_attr(miri, ignore = "backtrace capture: not under Miri")]
 fn full_capture_attaches_a_backtrace_whose_first_user_frame_is_the_caller() {
@@ -140,7 +140,7 @@ fn full_capture_attaches_a_backtrace_whose_first_user_frame_is_the_caller() {
     assert!(!frame.function.starts_with("std::"), "{frame:?}");
 }
 
-#[cfg(feature = "std")]
+#[cfg(feature = "full")]
 #[test]
 #[cfg_attr(miri, ignore = "backtrace capture: not under Miri")]
 fn the_owner_snapshot_joins_the_sites_kept_for_full_mode() {

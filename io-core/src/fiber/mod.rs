@@ -1144,6 +1144,14 @@ impl<X: Executor> Fiber<X> {
         executor: X,
         traced: bool,
     ) -> Fiber<X> {
+        #[cfg(feature = "tracing")]
+        let traces = traced || executor.config().tracing().records();
+        #[cfg(feature = "tracing")]
+        if traces && !trace::Site::call_sites_kept() {
+            // Programs built from now on keep every site (see
+            // `trace::call_sites_for`).
+            trace::keep_call_sites();
+        }
         let core = Core {
             next: Next::Node(node),
             stack: Vec::new(),
@@ -1152,9 +1160,7 @@ impl<X: Executor> Fiber<X> {
             ending: None,
             cold: None,
             #[cfg(feature = "tracing")]
-            tracing: crate::tracing::FiberTracing::new(
-                traced || executor.config().tracing().records(),
-            ),
+            tracing: crate::tracing::FiberTracing::new(traces),
         };
         let fiber = Fiber {
             inner: Arc::new(FiberInner {

@@ -60,6 +60,11 @@ enum Exit {
     /// resumes.
     /// `interruptible`: cancellation may end the wait (the fiber is unmasked).
     Suspend { interruptible: bool },
+    /// The fiber started or stopped tracing (a traced scope began or
+    /// ended): go on in the other instantiation of the loop; `core.next`
+    /// holds where.
+    #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
+    Switch,
 }
 
 impl<X: Executor> Fiber<X> {
@@ -91,6 +96,8 @@ impl<X: Executor> Fiber<X> {
                     }
                     return;
                 }
+                // `run_either` switches loops itself.
+                Exit::Switch => unreachable!("io-core: a loop switch left run_either"),
             }
         }
     }
@@ -102,7 +109,7 @@ fn run_guarded<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit
     loop {
         // The closure only borrows `core`, which stays consistent across a
         // panic: frames are popped before they are called.
-        match catch_unwind(AssertUnwindSafe(|| run_loop(inner, core))) {
+        match catch_unwind(AssertUnwindSafe(|| run_either(inner, core))) {
             Ok(exit) => return exit,
             Err(payload) => {
                 let message = crate::outcome::PanicMessage::from_payload(&*payload);
@@ -115,30 +122,52 @@ fn run_guarded<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit
 
 #[cfg(not(feature = "std"))]
 fn run_guarded<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
-    run_loop(inner, core)
+    run_either(inner, core)
 }
 
-/// Records a traced operation if the fiber traces now (`tracing.rs`);
-/// nothing at all without the `tracing` feature.
-/// Records what the fiber does now, for fiber dumps, while it traces.
-macro_rules! activity {
-    ($core:expr, $header:expr, $state:ident) => {
+/// Runs the loop's tracing instantiation while the fiber traces, the plain
+/// one otherwise, switching when a traced scope begins or ends: the plain
+/// loop, which runs fibers that do not trace (mode `none`), has no tracing
+/// code at all on its path.
+#[inline(always)]
+fn run_either<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
+    loop {
         #[cfg(feature = "tracing")]
-        if $core.tracing.on {
+        let exit = if core.tracing.on {
+            run_loop::<X, true>(inner, core)
+        } else {
+            run_loop::<X, false>(inner, core)
+        };
+        #[cfg(not(feature = "tracing"))]
+        let exit = run_loop::<X, false>(inner, core);
+        match exit {
+            Exit::Switch => continue,
+            exit => return exit,
+        }
+    }
+}
+
+/// Records what the fiber does now, for fiber dumps, in the tracing loop.
+macro_rules! activity {
+    ($header:expr, $state:ident) => {
+        #[cfg(feature = "tracing")]
+        if TRACING {
             $header.set_activity(super::FiberState::$state);
         }
     };
 }
 
+/// Records a traced operation in the tracing loop (`tracing.rs`); nothing
+/// in the plain loop, nothing at all without the `tracing` feature.
 macro_rules! record {
     ($core:expr, $header:expr, $executor:expr, $op:expr, $site:expr) => {
         #[cfg(feature = "tracing")]
-        if $core.tracing.on {
+        if TRACING {
             if let Some(site) = $site {
                 $core.tracing.record(
                     $op,
                     site,
-                    $executor.config().trace_capacity(),
+                    || $executor.config().trace_capacity(),
                     &$header.ring,
                 );
             }
@@ -146,7 +175,9 @@ macro_rules! record {
     };
 }
 
-fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
+/// The run-loop; `TRACING`: the fiber traces (`core.tracing.on`), for as
+/// long as this call runs (it returns [`Exit::Switch`] when that changes).
+fn run_loop<X: Executor, const TRACING: bool>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
     let executor = &inner.executor;
     let header = &inner.header;
     let mut budget = executor.config().auto_yield_after();
@@ -183,7 +214,7 @@ fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
             }
         }
     };
-    activity!(core, header, Running);
+    activity!(header, Running);
     if should_cancel(core, header) {
         node = begin_cancel(core, node);
     }
@@ -200,7 +231,7 @@ fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
                     node = begin_cancel(core, node);
                 }
                 core.next = Next::Node(node);
-                activity!(core, header, Queued);
+                activity!(header, Queued);
                 return Exit::Yield;
             }
         } else {
@@ -259,10 +290,14 @@ fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
                         core.masks -= 1;
                         Node::unwind()
                     }
-                    Some(FrameKind::TraceScope(_was_on)) => {
+                    Some(FrameKind::TraceScope(was_on)) => {
                         #[cfg(feature = "tracing")]
                         {
-                            core.tracing.on = _was_on;
+                            core.tracing.on = was_on;
+                        }
+                        if was_on != TRACING {
+                            core.next = Next::Node(Node::pure(value));
+                            return Exit::Switch;
                         }
                         Node::pure(value)
                     }
@@ -319,10 +354,14 @@ fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
                     core.masks -= 1;
                     Node::unwind()
                 }
-                Some(FrameKind::TraceScope(_was_on)) => {
+                Some(FrameKind::TraceScope(was_on)) => {
                     #[cfg(feature = "tracing")]
                     {
-                        core.tracing.on = _was_on;
+                        core.tracing.on = was_on;
+                    }
+                    if was_on != TRACING {
+                        core.next = Next::Node(Node::error(error));
+                        return Exit::Switch;
                     }
                     Node::error(error)
                 }
@@ -429,7 +468,7 @@ fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
                                 Some(finalizer) => Next::ResumeWithFinalizer(finalizer),
                                 None => Next::Resume,
                             };
-                            activity!(core, header, Waiting);
+                            activity!(header, Waiting);
                             return suspend(core, core.masks == 0);
                         }
                     }
@@ -456,7 +495,7 @@ fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
                         Some(Some(res)) => Node::from_res(res),
                         _ => {
                             core.next = Next::Wake(Value::new(key));
-                            activity!(core, header, Sleeping);
+                            activity!(header, Sleeping);
                             return suspend(core, core.masks == 0);
                         }
                     }
@@ -476,7 +515,7 @@ fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
                         Some(Some(res)) => Node::from_res(res),
                         _ => {
                             core.next = Next::Resume;
-                            activity!(core, header, Blocked);
+                            activity!(header, Blocked);
                             // Blocking work cannot be interrupted: the fiber
                             // waits for it even when canceled (then finalizes).
                             return suspend(core, false);
@@ -498,7 +537,7 @@ fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
                 } else {
                     next
                 });
-                activity!(core, header, Queued);
+                activity!(header, Queued);
                 return Exit::Yield;
             }
             Kind::Never(_site) => {
@@ -514,7 +553,7 @@ fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
                 } else {
                     header.begin_suspension();
                     core.next = Next::Resume;
-                    activity!(core, header, Waiting);
+                    activity!(header, Waiting);
                     return suspend(core, core.masks == 0);
                 }
             }
@@ -577,17 +616,24 @@ fn run_loop<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
             Kind::Mark(bind) => {
                 use crate::tracing::MarkKind;
                 let kind = bind.k().kind;
-                if kind == MarkKind::Scope {
-                    core.stack.push(Frame::trace_scope(core.tracing.on));
-                    core.tracing.on = true;
-                }
                 record!(core, header, executor, bind.k().op, bind.site());
                 let (source, _) = bind.into_parts();
-                if kind == MarkKind::Snapshot {
-                    drop(source);
-                    Node::pure(Value::new(core.tracing.snapshot(&header.ring)))
-                } else {
-                    source
+                match kind {
+                    MarkKind::Record => source,
+                    MarkKind::Snapshot => {
+                        drop(source);
+                        Node::pure(Value::new(core.tracing.snapshot(&header.ring)))
+                    }
+                    MarkKind::Scope => {
+                        core.stack.push(Frame::trace_scope(core.tracing.on));
+                        core.tracing.on = true;
+                        if TRACING {
+                            source
+                        } else {
+                            core.next = Next::Node(source);
+                            return Exit::Switch;
+                        }
+                    }
                 }
             }
             Kind::Panicked(message) => {
