@@ -42,10 +42,13 @@ for i in $(seq 1 "$rounds"); do
   rm -rf target/criterion/Tracing_*
   cargo bench -p benches --bench tracing --no-default-features -q -- --noplot >/dev/null
   collect "out$i"
-  echo "round $i/$rounds: compiled in (none, cached)" >&2
-  rm -rf target/criterion/Tracing_*
-  cargo bench -p benches --bench tracing -q -- --noplot >/dev/null
-  collect "in$i"
+  # Each mode in a process of its own (see the bench's comment).
+  for mode in none cached; do
+    echo "round $i/$rounds: compiled in, mode $mode" >&2
+    rm -rf target/criterion/Tracing_*
+    cargo bench -p benches --bench tracing -q -- --noplot "/$mode" >/dev/null
+    collect "$mode$i"
+  done
   echo "round $i/$rounds: tracing-full (full)" >&2
   rm -rf target/criterion/Tracing_*
   cargo bench -p benches --bench tracing --features tracing-full -q -- --noplot >/dev/null
@@ -58,13 +61,23 @@ rows = [json.loads(l) for l in open(os.path.join(sys.argv[1], "results.jsonl"))]
 steps = {"shallow_bind": 10000, "deep_bind": 10000, "delay_bind": 10000, "async": 100}
 variants = ["compiled_out", "none", "cached", "full"]
 med = {}
+rounds = sorted({r["run"][-1] for r in rows})
 for w in steps:
     for v in variants:
         xs = [r["ns"] for r in rows if r["workload"] == w and r["variant"] == v]
         if xs:
             med[(w, v)] = statistics.median(xs)
+
+def per_round_ratios(w, v):
+    out = []
+    for k in rounds:
+        base = [r["ns"] for r in rows if r["workload"] == w and r["variant"] == "compiled_out" and r["run"].endswith(k)]
+        xs = [r["ns"] for r in rows if r["workload"] == w and r["variant"] == v and r["run"].endswith(k)]
+        if base and xs:
+            out.append(xs[0] / base[0])
+    return out
 print("Tracing overhead: median time per step (ns) over %d rounds; ratio = mode / compiled out" % (
-    len({r["run"] for r in rows}) // 3))
+    len({r["run"] for r in rows}) // 4))
 print()
 print("| workload | compiled out | none | cached | full | none/out | cached/out | full/out |")
 print("|---|---|---|---|---|---|---|---|")
@@ -73,4 +86,15 @@ for w, n in steps.items():
     cells = ["%.2f" % (med[(w, v)] / n) if (w, v) in med else "-" for v in variants]
     ratios = ["%.3f" % (med[(w, v)] / base) if base and (w, v) in med else "-" for v in variants[1:]]
     print("| %s | %s | %s |" % (w, " | ".join(cells), " | ".join(ratios)))
+print()
+print("Per-round ratios to compiled out (min to max):")
+print()
+print("| workload | none | cached | full |")
+print("|---|---|---|---|")
+for w in steps:
+    cells = []
+    for v in variants[1:]:
+        rs = per_round_ratios(w, v)
+        cells.append("%.3f to %.3f" % (min(rs), max(rs)) if rs else "-")
+    print("| %s | %s |" % (w, " | ".join(cells)))
 PY

@@ -17,17 +17,39 @@
 //!
 //! The operation's name and the closure's type name are not stored at all:
 //! they are a `static` [`Op`] reached from the closure's vtable (made per
-//! operation and closure type, see [`OpMeta`]) or from the node's kind.
+//! operation and closure type, see `OpMeta`) or from the node's kind.
 //! Operations made of several nodes (`bracket`, `race`, `Deferred::get`,
 //! ...) build their nodes untraced (site `None`) and put one `Mark` node in
 //! front, which records the operation by its public name.
 //!
+//! Operations made of several nodes (`bracket`, `race`, ...) that have no
+//! leaf of their own to carry the site use the `Mark` node instead; data
+//! types record on their first node (`Deferred::get` is an `async` named
+//! `Deferred::get`).
+//!
 //! A running fiber records an event when it evaluates a node that has a
 //! site, if its tracing flag is on: the executor's mode is `cached` or
 //! `full`, or the fiber is inside `io.traced()`. The event goes into the
-//! fiber's [`trace::Ring`], made on the first event. With the `tracing`
-//! feature off none of this exists: nodes and fibers have no site or ring
-//! field, and the run-loop no branch.
+//! fiber's [`trace::Ring`], made on the first event (or reused from a
+//! fiber freed on the same thread).
+//!
+//! # What it costs
+//!
+//! * **Compiled out** (no `tracing` feature): nothing exists; nodes and
+//!   fibers have no site or ring field, the run-loop no branch.
+//! * **Mode `none`**: building a node stores one more word (the site); the
+//!   run-loop is instantiated twice, and a fiber that does not trace runs
+//!   the instantiation without any tracing code (it switches loops when a
+//!   traced scope begins or ends). A leaf whose closure is exactly one word
+//!   would need an allocation to keep its site; in a process where nothing
+//!   traces (a mode-`none` configuration built first), it is built without
+//!   one (`trace::call_sites_for`).
+//! * **Mode `cached`**: per traced node, a few loads and four stores into
+//!   the ring (its sequence lock), no allocation.
+//! * **Mode `full`** (the `tracing-full` feature): a backtrace captured per
+//!   traced node where it is built; the feature also makes a site an owned
+//!   value (an `Arc` in full mode) and adds a check wherever one is built,
+//!   which is why it is separate.
 //!
 //! # Invariants
 //!

@@ -37,7 +37,7 @@
 //!
 //! ## Full mode
 //!
-//! With the `full` feature (std), [`set_full_capture`] makes [`Site::caller`]
+//! With the `full` feature (std), `set_full_capture` makes [`Site::caller`]
 //! capture a `std::backtrace::Backtrace` (one allocation and a stack walk
 //! per site: the price of the mode, as in Cats Effect). When rendered,
 //! frames of Spindle's crates and of `std`, `core` and `alloc` are filtered
@@ -190,7 +190,7 @@ impl Site {
 
     /// The site of the caller of the `#[track_caller]` function that calls
     /// this (through any number of `#[track_caller]` functions). In full
-    /// mode ([`set_full_capture`]) it also captures a backtrace.
+    /// mode (`set_full_capture`, with the `full` feature) it also captures a backtrace.
     #[track_caller]
     #[inline(always)]
     pub fn caller() -> Site {
