@@ -24,10 +24,9 @@ machines=(
 
 expect=(
   "spindle on cortex-m: start"
-  "handshake: consumer got 42"
-  "parallel: 4 fibers done, sum 10, in "
+  "handshake: consumer got 42 after "
   "recovered: 7"
-  "failure: reading 121 out of range"
+  "failure: reading out of range"
   "heap per suspended fiber: "
   "heap peak: "
   "spindle on cortex-m: ok"

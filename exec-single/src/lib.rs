@@ -68,13 +68,14 @@ mod clock;
 mod platform;
 pub mod testkit;
 
-use alloc::collections::{BTreeMap, VecDeque};
+use alloc::collections::VecDeque;
 use core::cell::UnsafeCell;
 use core::fmt;
 use core::time::Duration;
 
 #[cfg(feature = "std")]
 use io_core::ConfigError;
+use io_core::timers::{TimerHeap, TimerId};
 use io_core::{Executor, Fiber, FiberConfig, FiberDump, IO, Outcome, TimerCallback, WeakFibers};
 use portable_atomic::{AtomicUsize, Ordering};
 use portable_atomic_util::Arc;
@@ -105,14 +106,23 @@ impl<C: Clock> fmt::Debug for Handle<C> {
     }
 }
 
-/// Key of a timer: its deadline and a sequence number (ties fire in order).
-type TimerKey = (Duration, u64);
+/// Key of a timer: io-core's timer heap's identifier (ties fire in the
+/// order they were set).
+type TimerKey = TimerId;
 
 /// State touched only by the thread running the loop.
 struct Local<C: Clock> {
     run_queue: VecDeque<Fiber<Handle<C>>>,
-    timers: BTreeMap<TimerKey, TimerCallback>,
-    next_timer_seq: u64,
+    /// Deadlines in nanoseconds of the clock ([`nanos`]).
+    timers: TimerHeap,
+}
+
+/// A clock reading in nanoseconds (saturating; no 128-bit or 64-bit
+/// division, which small cores do in software).
+fn nanos(d: Duration) -> u64 {
+    d.as_secs()
+        .saturating_mul(1_000_000_000)
+        .saturating_add(u64::from(d.subsec_nanos()))
 }
 
 struct Shared<C: Clock> {
@@ -181,16 +191,13 @@ impl<C: Clock> Executor for Handle<C> {
         // SAFETY: fibers run on the loop thread, and set_timer is called by
         // a running fiber (Executor contract).
         let local = unsafe { self.shared.local() };
-        let key = (deadline, local.next_timer_seq);
-        local.next_timer_seq += 1;
-        local.timers.insert(key, callback);
-        key
+        local.timers.insert(nanos(deadline), callback)
     }
 
     fn cancel_timer(&self, key: TimerKey) {
         // SAFETY: as in `set_timer`.
         let local = unsafe { self.shared.local() };
-        local.timers.remove(&key);
+        drop(local.timers.cancel(key));
     }
 
     fn config(&self) -> &FiberConfig {
@@ -325,8 +332,7 @@ impl<C: Clock> SingleThreaded<C> {
                     config,
                     local: UnsafeCell::new(Local {
                         run_queue: VecDeque::new(),
-                        timers: BTreeMap::new(),
-                        next_timer_seq: 0,
+                        timers: TimerHeap::new(),
                     }),
                     remote: platform::Remote::new(),
                     fibers,
@@ -468,9 +474,8 @@ impl<C: Clock> SingleThreaded<C> {
         // SAFETY: loop thread; the borrow ends with the read.
         unsafe { self.handle.shared.local() }
             .timers
-            .keys()
-            .next()
-            .map(|(deadline, _)| *deadline)
+            .next_deadline()
+            .map(Duration::from_nanos)
     }
 
     fn fire_due_timers(&self) {
@@ -478,16 +483,13 @@ impl<C: Clock> SingleThreaded<C> {
         if unsafe { self.handle.shared.local() }.timers.is_empty() {
             return;
         }
-        let now = self.handle.shared.clock.now();
+        let now = nanos(self.handle.shared.clock.now());
         loop {
             // SAFETY: loop thread; the borrow ends before `fire`.
-            let local = unsafe { self.handle.shared.local() };
-            match local.timers.first_key_value() {
-                Some((&(deadline, _), _)) if deadline <= now => {
-                    let (_, callback) = local.timers.pop_first().expect("first entry exists");
-                    callback.fire();
-                }
-                _ => return,
+            let due = unsafe { self.handle.shared.local() }.timers.pop_due(now);
+            match due {
+                Some(callback) => callback.fire(),
+                None => return,
             }
         }
     }
@@ -501,7 +503,7 @@ impl<C: Clock> Drop for SingleThreaded<C> {
         // SAFETY: `&mut self` and the marker make this thread the loop thread.
         let local = unsafe { self.handle.shared.local() };
         let queue = core::mem::take(&mut local.run_queue);
-        let timers = core::mem::take(&mut local.timers);
+        let timers = local.timers.drain();
         drop(queue);
         drop(timers);
         let mut remote = VecDeque::new();

@@ -163,6 +163,20 @@ impl TimerHeap {
         }
     }
 
+    /// Takes the callback of the earliest timer if it is due at `now_ns`
+    /// (the next one in deadline order, ties in the order they were set),
+    /// without allocating: call it in a loop until `None`.
+    pub fn pop_due(&mut self, now_ns: u64) -> Option<TimerCallback> {
+        let (deadline, slot) = self.peek_live()?;
+        if deadline > now_ns {
+            return None;
+        }
+        self.heap.pop();
+        let callback = self.slots[slot as usize].callback.take();
+        self.free_slot(slot);
+        callback
+    }
+
     /// The earliest live deadline.
     pub fn next_deadline(&mut self) -> Option<u64> {
         self.peek_live().map(|(deadline, _)| deadline)

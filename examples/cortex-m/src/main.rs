@@ -2,30 +2,99 @@
 //! by a SysTick clock, output through semihosting, run under QEMU by
 //! `run.sh`.
 //!
-//! The program: two fibers hand a value over through a `Deferred` (one
-//! sleeps first), four fibers sleep in parallel, an error is recovered with
-//! `handle_error_with`, a deliberate failure is printed with its trace
-//! (cached tracing, when compiled in), and the heap cost of a suspended
-//! fiber is measured. It exits through semihosting with status 0 when every
-//! check passed, 1 otherwise.
+//! The program: two fibers hand a value over through a `Deferred` (the
+//! producer sleeps 20 ms first, on SysTick time), an error is recovered
+//! with `handle_error_with`, sixteen fibers are left waiting on a
+//! `Deferred` to measure the heap cost of a suspended fiber, and a
+//! deliberate failure three calls deep is printed with its trace (cached
+//! tracing, when compiled in). It exits through semihosting with status 0
+//! when every check passed, 1 otherwise.
+//!
+//! Output goes through a small formatter of its own (text and `u32`s)
+//! rather than `core::fmt`, and errors are static strings: on a
+//! microcontroller the formatting machinery would cost more flash than
+//! the runtime.
 
 #![no_std]
 #![no_main]
 
 extern crate alloc;
 
-use alloc::string::String;
-use alloc::vec::Vec;
 use core::mem::MaybeUninit;
 use core::sync::atomic::{AtomicU32, Ordering};
 use core::time::Duration;
 
 use cortex_m::peripheral::syst::SystClkSource;
 use cortex_m_rt::{entry, exception};
-use cortex_m_semihosting::{debug, hprintln};
+use cortex_m_semihosting::debug;
 use embedded_alloc::LlffHeap as Heap;
 use exec_single::{Clock, SingleThreaded};
-use io_core::{Deferred, FiberHandle, IO, Outcome};
+use io_core::{Deferred, FiberHandle, IO, Outcome, Traced};
+
+/// Output through semihosting without `core::fmt` (whose formatting
+/// machinery would be most of a small image): text and `u32`s only.
+mod out {
+    /// A piece of a line.
+    pub trait Piece {
+        fn put(&self, line: &mut Line);
+    }
+    impl Piece for &str {
+        fn put(&self, line: &mut Line) {
+            line.push(self.as_bytes());
+        }
+    }
+    impl Piece for u32 {
+        fn put(&self, line: &mut Line) {
+            let mut digits = [0u8; 10];
+            let mut i = digits.len();
+            let mut n = *self;
+            loop {
+                i -= 1;
+                digits[i] = b'0' + (n % 10) as u8;
+                n /= 10;
+                if n == 0 {
+                    break;
+                }
+            }
+            line.push(&digits[i..]);
+        }
+    }
+
+    /// A line being built (longer lines are cut).
+    pub struct Line {
+        buf: [u8; 160],
+        len: usize,
+    }
+
+    impl Line {
+        pub fn new() -> Self {
+            Line {
+                buf: [0; 160],
+                len: 0,
+            }
+        }
+        fn push(&mut self, bytes: &[u8]) {
+            let n = bytes.len().min(self.buf.len() - self.len);
+            self.buf[self.len..self.len + n].copy_from_slice(&bytes[..n]);
+            self.len += n;
+        }
+        pub fn print(mut self) {
+            self.push(b"\n");
+            if let Ok(mut stdout) = cortex_m_semihosting::hio::hstdout() {
+                let _ = stdout.write_all(&self.buf[..self.len]);
+            }
+        }
+    }
+}
+
+/// Prints its pieces (text and `u32`s) as one line.
+macro_rules! say {
+    ($($piece:expr),* $(,)?) => {{
+        let mut line = out::Line::new();
+        $( out::Piece::put(&$piece, &mut line); )*
+        line.print();
+    }};
+}
 
 #[global_allocator]
 static HEAP: Heap = Heap::empty();
@@ -62,7 +131,10 @@ struct SysTickClock;
 
 impl Clock for SysTickClock {
     fn now(&self) -> Duration {
-        Duration::from_millis(u64::from(TICKS.load(Ordering::Relaxed)))
+        // 32-bit arithmetic: `Duration::from_millis` divides a u64, which
+        // these cores do in software.
+        let ms = TICKS.load(Ordering::Relaxed);
+        Duration::new(u64::from(ms / 1000), (ms % 1000) * 1_000_000)
     }
 
     fn wait(&self, _deadline: Option<Duration>) {
@@ -70,7 +142,8 @@ impl Clock for SysTickClock {
     }
 }
 
-type Error = String;
+/// Errors are static messages: no formatting machinery in the image.
+type Error = &'static str;
 type Io<A> = IO<A, Error>;
 
 /// Records the heap in use (for the peak), and returns it.
@@ -82,17 +155,22 @@ fn checkpoint() -> u32 {
     used
 }
 
-/// Two fibers: the producer sleeps, then completes the `Deferred` the
-/// consumer waits on.
+/// Two fibers: the producer sleeps 20 ms (SysTick), then completes the
+/// `Deferred` the consumer waits on; the main fiber joins both.
 fn handshake() -> Io<u32> {
     let ready = Deferred::<u32>::new();
     let (tx, rx) = (ready.clone(), ready);
     let producer: Io<()> = IO::sleep(Duration::from_millis(20))
         .flat_map(move |_| tx.complete::<Error>(42))
         .void();
-    let consumer: Io<u32> = rx.get().map(|v| {
-        hprintln!("handshake: consumer got {}", v);
-        v
+    let consumer: Io<u32> = IO::monotonic().flat_map(move |start| {
+        rx.get().flat_map(move |v| {
+            IO::monotonic().map(move |end| {
+                let waited = millis(end) - millis(start);
+                say!("handshake: consumer got ", v, " after ", waited, " ms");
+                if waited >= 20 { v } else { 0 }
+            })
+        })
     });
     producer
         .start()
@@ -107,21 +185,14 @@ fn handshake() -> Io<u32> {
         })
 }
 
-/// Four fibers sleeping 10 to 40 ms in parallel: about 40 ms in all.
-fn parallel_sleeps() -> Io<(u32, u64)> {
-    IO::monotonic().flat_map(|start| {
-        IO::par_traverse((1..=4u32).collect(), |i| {
-            IO::sleep(Duration::from_millis(u64::from(i) * 10)).as_(i)
-        })
-        .flat_map(move |done| {
-            IO::monotonic().map(move |end| (done.iter().sum(), (end - start).as_millis() as u64))
-        })
-    })
+/// Milliseconds of a clock reading (no 128-bit arithmetic).
+fn millis(d: Duration) -> u32 {
+    (d.as_secs() as u32) * 1000 + d.subsec_millis()
 }
 
 /// An error recovered by `handle_error_with`.
 fn recovered() -> Io<u32> {
-    IO::<u32, Error>::raise_error(String::from("sensor timeout"))
+    IO::<u32, Error>::raise_error("sensor timeout")
         .handle_error_with(|e| IO::delay(move || if e == "sensor timeout" { 7 } else { 0 }))
 }
 
@@ -137,97 +208,98 @@ fn scale(value: u32) -> Io<u32> {
 fn check(value: u32) -> Io<u32> {
     IO::delay(move || value).flat_map(|v| {
         if v > 100 {
-            IO::raise_error(alloc::format!("reading {} out of range", v))
+            IO::raise_error("reading out of range")
         } else {
             IO::pure(v)
         }
     })
 }
 
+/// Starts `n` fibers that wait on `gate` (their handles are dropped: the
+/// fibers run on, as Cats Effect's do).
+fn start_waiters(n: u32, gate: Deferred<()>) -> Io<()> {
+    if n == 0 {
+        IO::unit()
+    } else {
+        let next = gate.clone();
+        gate.get::<Error>()
+            .start()
+            .flat_map(move |_| start_waiters(n - 1, next))
+    }
+}
+
 /// The heap cost of one suspended fiber: `n` fibers started and left
-/// waiting on one `Deferred`; heap in use after, minus before, over `n`.
+/// waiting on one `Deferred`; heap in use after (once they all wait),
+/// minus before, over `n`. Then they are released and end.
 fn heap_per_suspended_fiber(n: u32) -> Io<u32> {
     let gate = Deferred::<()>::new();
     let release = gate.clone();
     IO::delay(checkpoint).flat_map(move |before| {
-        IO::traverse((0..n).collect(), move |_| gate.get::<Error>().start())
+        start_waiters(n, gate)
             // Let them all run to their wait.
-            .flat_map(|fibers| IO::cede().as_(fibers))
-            .flat_map(move |fibers: Vec<FiberHandle<(), Error>>| {
+            .product_r(IO::cede())
+            .flat_map(move |_| {
                 let after = checkpoint();
                 release
                     .complete::<Error>(())
-                    .flat_map(move |_| IO::traverse(fibers, |f| f.join_with_never()))
-                    .map(move |_| (after - before) / n)
+                    .product_r(IO::cede())
+                    .as_((after - before) / n)
             })
     })
 }
 
-fn program() -> Io<bool> {
-    let mut ok = true;
-    handshake().flat_map(move |v| {
-        ok &= v == 42;
-        parallel_sleeps().flat_map(move |(sum, ms)| {
-            hprintln!("parallel: 4 fibers done, sum {}, in {} ms", sum, ms);
-            ok &= sum == 10 && ms < 100;
-            recovered().flat_map(move |r| {
-                hprintln!("recovered: {}", r);
-                ok &= r == 7;
-                read(60)
-                    .trace_errors()
-                    .attempt()
-                    // `attempt` never fails: back to the program's error type.
-                    .map_error(|traced| traced.error)
-                    .flat_map(move |result| {
-                        match &result {
-                            Err(failure) => {
-                                hprintln!("failure: {}", failure.error);
-                                for event in failure.trace.events() {
-                                    let l = event.location();
-                                    hprintln!(
-                                        "  at {} @ {}:{}",
-                                        event.op().name(),
-                                        l.file(),
-                                        l.line()
-                                    );
-                                }
-                                ok &= failure.error == "reading 121 out of range";
-                                // The fiber's last events (it traced the whole
-                                // program): they end with the three calls that
-                                // led to the failure, all in this file.
-                                let names = failure.trace.op_names();
-                                ok &=
-                                    cfg!(not(feature = "tracing"))
-                                        || (names.len() >= 6
-                                            && names[names.len() - 6..]
-                                                == [
-                                                    "flat_map", "delay", "flat_map", "delay",
-                                                    "flat_map", "delay",
-                                                ]
-                                            && failure.trace.events().iter().all(|e| {
-                                                e.location().file().ends_with("src/main.rs")
-                                            }));
-                            }
-                            Ok(v) => {
-                                hprintln!("unexpected success: {}", v);
-                                ok = false;
-                            }
-                        }
-                        heap_per_suspended_fiber(16).map(move |bytes| {
-                            hprintln!("heap per suspended fiber: {} bytes", bytes);
-                            // The budget holds with tracing compiled out; a
-                            // fiber that traces also has its ring of events.
-                            ok && bytes > 0 && (cfg!(feature = "tracing") || bytes < 256)
-                        })
-                    })
+/// Prints the deliberate failure and its trace; whether both are as
+/// expected.
+fn report(failure: Traced<Error>) -> bool {
+    say!("failure: ", failure.error);
+    for event in failure.trace.events() {
+        let l = event.location();
+        say!("  at ", event.op().name(), " @ ", l.file(), ":", l.line());
+    }
+    // The fiber's last events (it traced the whole program): they end with
+    // the three calls that led to the failure, all in this file.
+    let names = failure.trace.op_names();
+    failure.error == "reading out of range"
+        && (cfg!(not(feature = "tracing"))
+            || (names.len() >= 6
+                && names[names.len() - 6..]
+                    == [
+                        "flat_map", "delay", "flat_map", "delay", "flat_map", "delay",
+                    ]
+                && failure
+                    .trace
+                    .events()
+                    .iter()
+                    .all(|e| e.location().file().ends_with("src/main.rs"))))
+}
+
+/// The whole program: `Ok` when every check passed. The last step fails on
+/// purpose; its error and trace are checked, so the program's own error
+/// type is `Traced`.
+fn program() -> IO<bool, Traced<Error>> {
+    let checks: Io<bool> = handshake().flat_map(|v| {
+        recovered().flat_map(move |r| {
+            say!("recovered: ", r);
+            heap_per_suspended_fiber(16).map(move |bytes| {
+                say!("heap per suspended fiber: ", bytes, " bytes");
+                // The budget holds with tracing compiled out; a fiber that
+                // traces also has its ring of events.
+                v == 42 && r == 7 && bytes > 0 && (cfg!(feature = "tracing") || bytes < 256)
             })
         })
+    });
+    checks.trace_errors().flat_map(|ok| {
+        read(60)
+            .trace_errors()
+            .redeem(move |failure| ok && report(failure), |_| false)
     })
 }
 
 #[panic_handler]
 fn panic(info: &core::panic::PanicInfo) -> ! {
-    hprintln!("panic: {}", info);
+    if let Some(l) = info.location() {
+        say!("panic at ", l.file(), ":", l.line());
+    }
     debug::exit(debug::EXIT_FAILURE);
     loop {
         cortex_m::asm::wfi();
@@ -252,19 +324,27 @@ fn main() -> ! {
     core.SYST.enable_counter();
     core.SYST.enable_interrupt();
 
-    hprintln!("spindle on cortex-m: start");
+    say!("spindle on cortex-m: start");
     let mut rt = SingleThreaded::with_clock(SysTickClock);
     let passed = match rt.block_on(program()) {
         Outcome::Succeeded(passed) => passed,
-        other => {
-            hprintln!("program ended: {:?}", other.map(|_| ()));
+        Outcome::Errored(e) => {
+            say!("program failed: ", e.error);
+            false
+        }
+        Outcome::Canceled => {
+            say!("program canceled");
+            false
+        }
+        Outcome::Panicked(p) => {
+            say!("program panicked: ", p.message());
             false
         }
     };
     checkpoint();
-    hprintln!("heap peak: {} bytes", PEAK.load(Ordering::Relaxed));
-    hprintln!(
-        "spindle on cortex-m: {}",
+    say!("heap peak: ", PEAK.load(Ordering::Relaxed), " bytes");
+    say!(
+        "spindle on cortex-m: ",
         if passed { "ok" } else { "FAILED" }
     );
     debug::exit(if passed {
