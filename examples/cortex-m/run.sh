@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Builds the firmware for thumbv7m, thumbv7em and thumbv6m, runs each under
-# QEMU and checks its output and exit status; with `--sizes`, also prints
-# the flash and static RAM of each build, with tracing compiled out and
-# with cached tracing.
+# QEMU and checks its output and exit status, with tracing compiled out and
+# with cached tracing. Then the same for the size-optimized build of
+# thumbv7m: nightly, core and alloc rebuilt (`-Zbuild-std`) with
+# `panic = "immediate-abort"`, which drops the panic messages and the
+# formatting code behind them (the usual recipe for the smallest image).
+# With `--sizes`, also prints the flash and static RAM of every build.
 #
 #   bash examples/cortex-m/run.sh [--sizes]
 #
-# Needs qemu-system-arm (Debian: apt-get install qemu-system-arm) and the
-# three rustup targets; .ci/run installs both.
+# Needs qemu-system-arm and binutils-arm-none-eabi (Debian packages), the
+# three rustup targets and nightly's rust-src; .ci/run installs them.
 set -euo pipefail
 cd "$(dirname "$0")"
 # RUSTFLAGS from the environment would replace .cargo/config.toml's
@@ -37,14 +40,30 @@ expect_traced=(
   "  at delay @ src/main.rs:"
 )
 
-run_one() { # target machine features-args...
-  local target=$1 machine=$2; shift 2
-  cargo build -q --release --target "$target" "$@"
-  local elf="$CARGO_TARGET_DIR/$target/release/spindle-cortex-m"
+# The size-optimized build: its own target directory and flags (the config
+# file's `-Tlink.x` repeated, since these flags replace it).
+small_dir="$CARGO_TARGET_DIR-small"
+build_small() { # target features-args...
+  local target=$1; shift
+  CARGO_TARGET_DIR="$small_dir" \
+    CARGO_ENCODED_RUSTFLAGS=$'-Clink-arg=-Tlink.x\x1f-Zunstable-options\x1f-Cpanic=immediate-abort' \
+    cargo +nightly build -q --release --target "$target" -Zbuild-std=core,alloc "$@"
+}
+
+run_one() { # small|stable target machine features-args...
+  local kind=$1 target=$2 machine=$3; shift 3
+  local elf
+  if [ "$kind" = small ]; then
+    build_small "$target" "$@"
+    elf="$small_dir/$target/release/spindle-cortex-m"
+  else
+    cargo build -q --release --target "$target" "$@"
+    elf="$CARGO_TARGET_DIR/$target/release/spindle-cortex-m"
+  fi
   local out status=0
   out=$(timeout 60 qemu-system-arm -machine "$machine" -nographic \
     -semihosting-config enable=on,target=native -kernel "$elf" 2>/dev/null) || status=$?
-  echo "--- $target on $machine ($*):"
+  echo "--- $kind $target on $machine ($*):"
   echo "$out"
   if [ "$status" -ne 0 ]; then
     echo "FAILED: $target on $machine exited with status $status" >&2
@@ -66,24 +85,32 @@ run_one() { # target machine features-args...
 
 for m in "${machines[@]}"; do
   read -r target machine <<<"$m"
-  run_one "$target" "$machine"
-  run_one "$target" "$machine" --no-default-features
+  run_one stable "$target" "$machine"
+  run_one stable "$target" "$machine" --no-default-features
 done
+run_one small thumbv7m-none-eabi lm3s6965evb
+run_one small thumbv7m-none-eabi lm3s6965evb --no-default-features
+
+size_of() { # elf -> "flash static-ram"
+  arm-none-eabi-size -A "$1" | awk '
+    $1==".text"{t=$2} $1==".rodata"{r=$2} $1==".data"{d=$2} $1==".bss"{b=$2}
+    END{print t+r, d+b}'
+}
 
 if [ "${1:-}" = "--sizes" ]; then
   echo
-  echo "| target | tracing | flash (.text + .rodata) | static RAM (.data + .bss) |"
-  echo "|---|---|---|---|"
+  echo "| target | tracing | flash (.text + .rodata) | static RAM (.data + .bss) | flash, size-optimized build |"
+  echo "|---|---|---|---|---|"
   for m in "${machines[@]}"; do
     read -r target machine <<<"$m"
     for features in "--no-default-features" ""; do
       # shellcheck disable=SC2086
       cargo build -q --release --target "$target" $features
-      elf="$CARGO_TARGET_DIR/$target/release/spindle-cortex-m"
-      read -r text rodata data bss < <(arm-none-eabi-size -A "$elf" | awk '
-        $1==".text"{t=$2} $1==".rodata"{r=$2} $1==".data"{d=$2} $1==".bss"{b=$2} $1==".uninit"{u=$2}
-        END{print t+0, r+0, d+0, b+0}')
-      echo "| $target | $([ -z "$features" ] && echo cached || echo "compiled out") | $((text + rodata)) B | $((data + bss)) B |"
+      # shellcheck disable=SC2086
+      build_small "$target" $features
+      read -r flash ram < <(size_of "$CARGO_TARGET_DIR/$target/release/spindle-cortex-m")
+      read -r small_flash _ < <(size_of "$small_dir/$target/release/spindle-cortex-m")
+      echo "| $target | $([ -z "$features" ] && echo cached || echo "compiled out") | $flash B | $ram B | $small_flash B |"
     done
   done
 fi

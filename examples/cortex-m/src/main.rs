@@ -160,29 +160,31 @@ fn checkpoint() -> u32 {
 fn handshake() -> Io<u32> {
     let ready = Deferred::<u32>::new();
     let (tx, rx) = (ready.clone(), ready);
-    let producer: Io<()> = IO::sleep(Duration::from_millis(20))
-        .flat_map(move |_| tx.complete::<Error>(42))
-        .void();
-    let consumer: Io<u32> = IO::monotonic().flat_map(move |start| {
-        rx.get().flat_map(move |v| {
+    // The clock is read before the producer starts sleeping: the wait the
+    // consumer sees is then at least the 20 ms of the sleep.
+    IO::monotonic().flat_map(move |start| {
+        let producer: Io<()> = IO::sleep(Duration::from_millis(20))
+            .flat_map(move |_| tx.complete::<Error>(42))
+            .void();
+        let consumer: Io<u32> = rx.get().flat_map(move |v| {
             IO::monotonic().map(move |end| {
                 let waited = millis(end) - millis(start);
                 say!("handshake: consumer got ", v, " after ", waited, " ms");
                 if waited >= 20 { v } else { 0 }
             })
-        })
-    });
-    producer
-        .start()
-        .flat_map(|producer: FiberHandle<(), Error>| {
-            consumer
-                .start()
-                .flat_map(move |consumer: FiberHandle<u32, Error>| {
-                    producer
-                        .join_with_never()
-                        .flat_map(move |_| consumer.join_with_never())
-                })
-        })
+        });
+        producer
+            .start()
+            .flat_map(|producer: FiberHandle<(), Error>| {
+                consumer
+                    .start()
+                    .flat_map(move |consumer: FiberHandle<u32, Error>| {
+                        producer
+                            .join_with_never()
+                            .flat_map(move |_| consumer.join_with_never())
+                    })
+            })
+    })
 }
 
 /// Milliseconds of a clock reading (no 128-bit arithmetic).
