@@ -16,10 +16,7 @@ fn tracing_compiled_in() -> bool {
 
 /// The value of one of the executor's counters in `dump`.
 fn counter(dump: &FiberDump, name: &str) -> u64 {
-    dump.executor
-        .iter()
-        .find(|(n, _)| *n == name)
-        .map(|(_, v)| *v)
+    dump.counter(name)
         .unwrap_or_else(|| panic!("no {name:?} in {dump:?}"))
 }
 

@@ -5,29 +5,18 @@
 //! test binary, and built on demand if missing) and checks its exit code
 //! and output.
 
+mod common;
+
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 fn example() -> PathBuf {
-    let exe = std::env::current_exe().expect("test binary path");
-    let dir = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .expect("target dir");
-    let path = dir.join("examples").join("app_lifecycle");
-    if !path.exists() {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| String::from("cargo"));
-        let mut build = Command::new(cargo);
-        build.args(["build", "-p", "exec-wstp", "--example", "app_lifecycle"]);
-        if !cfg!(debug_assertions) {
-            build.arg("--release");
-        }
-        let status = build.status().expect("cargo build of the example");
-        assert!(status.success(), "building examples/app_lifecycle failed");
-    }
-    path
+    // Once per test binary.
+    static PATH: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    PATH.get_or_init(|| common::example("app_lifecycle"))
+        .clone()
 }
 
 fn run(mode: &str) -> Output {

@@ -5,34 +5,15 @@
 
 #![cfg(feature = "tracing")]
 
+mod common;
+
 use std::path::PathBuf;
 use std::process::Command;
 
 fn example() -> PathBuf {
-    let exe = std::env::current_exe().expect("test binary path");
-    let dir = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .expect("target dir");
-    let path = dir.join("examples").join("trace_demo");
-    // Built with this test's features (cargo has usually built it with the
-    // tests already; then this only checks it is up to date), so that an
-    // example left from a build with other features is not run.
-    static BUILD: std::sync::Once = std::sync::Once::new();
-    BUILD.call_once(|| {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| String::from("cargo"));
-        let mut build = Command::new(cargo);
-        build.args(["build", "-q", "-p", "exec-wstp", "--example", "trace_demo"]);
-        if cfg!(feature = "tracing-full") {
-            build.args(["--features", "tracing-full"]);
-        }
-        if !cfg!(debug_assertions) {
-            build.arg("--release");
-        }
-        let status = build.status().expect("cargo build of the example");
-        assert!(status.success(), "building examples/trace_demo failed");
-    });
-    path
+    // Once per test binary.
+    static PATH: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    PATH.get_or_init(|| common::example("trace_demo")).clone()
 }
 
 /// The example's stdout with the given tracing mode.

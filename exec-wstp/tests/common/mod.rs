@@ -51,3 +51,27 @@ pub fn wait_until(what: &str, limit: Duration, mut condition: impl FnMut() -> bo
         std::thread::sleep(Duration::from_millis(1));
     }
 }
+
+/// The path of an example of this crate, built with the tests' profile (and
+/// the `tracing-full` feature when the tests have it) if it is not up to
+/// date: cargo usually builds examples with the tests, but not when a
+/// single test target is asked for.
+pub fn example(name: &str) -> std::path::PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    let dir = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("target dir");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| String::from("cargo"));
+    let mut build = std::process::Command::new(cargo);
+    build.args(["build", "-q", "-p", "exec-wstp", "--example", name]);
+    if cfg!(feature = "tracing-full") {
+        build.args(["--features", "tracing-full"]);
+    }
+    if !cfg!(debug_assertions) {
+        build.arg("--release");
+    }
+    let status = build.status().expect("cargo build of the example");
+    assert!(status.success(), "building examples/{name} failed");
+    dir.join("examples").join(name)
+}

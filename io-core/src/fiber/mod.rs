@@ -635,6 +635,15 @@ impl FiberDump {
     pub fn in_state(&self, state: FiberState) -> impl Iterator<Item = &FiberInfo> {
         self.fibers.iter().filter(move |f| f.state == state)
     }
+
+    /// The value of the executor counter `name` (`"timers"`, a queue's
+    /// length, ...), if the executor reports one by that name.
+    pub fn counter(&self, name: &str) -> Option<u64> {
+        self.executor
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, value)| *value)
+    }
 }
 
 #[cfg(not(loom))]
