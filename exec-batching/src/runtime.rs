@@ -194,7 +194,8 @@ impl Builder {
             Some(config) => config,
             None => FiberConfig::from_env().map_err(BuildError::Config)?,
         };
-        let track_fibers = self.track_fibers || io_core::executor::lists_fibers(&config);
+        let traces = io_core::executor::lists_fibers(&config);
+        let track_fibers = self.track_fibers || traces;
         let reactor = Reactor::new().map_err(BuildError::Poller)?;
         let shared = Arc::new(Shared {
             config,

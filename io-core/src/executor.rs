@@ -147,7 +147,15 @@ pub trait Executor: Clone + Send + Sync + Sized + 'static {
 /// keep a list of their live fibers for [`Executor::fiber_dump`]: with
 /// tracing off (mode `none`, or the feature compiled out) they keep
 /// nothing per fiber, and fiber dumps cost nothing.
+///
+/// When it returns true it also makes programs built from then on keep
+/// every call site (`trace::keep_call_sites`): an executor that traces is
+/// being built, so the leaves of the programs it will run need their sites.
 #[inline]
 pub fn lists_fibers(config: &FiberConfig) -> bool {
-    cfg!(feature = "tracing") && config.tracing().records()
+    let records = cfg!(feature = "tracing") && config.tracing().records();
+    if records {
+        trace::keep_call_sites();
+    }
+    records
 }
