@@ -17,12 +17,17 @@
 //! [`http_load`] is the HTTP side: a std-only closed-loop load generator
 //! (the `loadgen` binary) and the runner that compares exec-batching's
 //! `hello_http` server in batching and macrotask mode (`http_compare`).
+//!
+//! [`report`] is the `bench-report` binary: it regenerates BENCHMARKS.md's
+//! suite section (between `<!-- suite:begin -->` and `<!-- suite:end -->`)
+//! and `benches/suite.svg` from criterion's results of the `suite.*` groups.
 
 #![deny(missing_docs)]
 
 use core::fmt::Debug;
 
 pub mod http_load;
+pub mod report;
 
 /// The `pure` bind loops of Cats Effect's `ShallowBindBenchmark` and
 /// `DeepBindBenchmark` ([`SIZE`] steps), shared by `bind.rs` (exec-single)
