@@ -26,6 +26,7 @@
 
 use core::fmt::Debug;
 
+pub mod compare;
 pub mod http_load;
 pub mod report;
 

@@ -1,0 +1,1812 @@
+//! `bench-compare`: the criterion benchmarks of two git revisions, built and
+//! run on this machine, printed side by side as JMH-style tables.
+//!
+//! ```text
+//! cargo run -p benches --release --bin bench-compare -- \
+//!     [--base REV] [--head REV] [--bench NAME] [--filter REGEX] [--rounds N] [--quick]
+//! ```
+//!
+//! * **Sides.** `base` defaults to `git merge-base HEAD main` (HEAD when
+//!   that fails); `head` defaults to the working tree, uncommitted changes
+//!   included. A revision is checked out with `git worktree add --detach`
+//!   at `target/bench-compare/<side>-<shortsha>` (reused when it is already
+//!   there at that commit); worktrees of earlier comparisons under
+//!   `target/bench-compare/` are removed with `git worktree remove`. The
+//!   working tree builds in place. Each side builds into its own
+//!   `CARGO_TARGET_DIR`, `target/bench-compare/target-<side>` (the working
+//!   tree: `target-work`), so neither evicts the other's build. A revision
+//!   that does not track `Cargo.lock` gets the working tree's, so both
+//!   sides build against the same dependency versions.
+//! * **Build.** `cargo bench -p benches --bench NAME --no-run
+//!   --message-format=json` names the executable. `cargo metadata` is read
+//!   first, so that a revision without the bench target is reported by
+//!   name (with the targets it has) instead of as a build failure.
+//! * **Rounds.** The two executables run alternately, `--rounds` times
+//!   (base first in even rounds, head first in odd ones, so that drift of
+//!   the machine hits both), each as `EXE --bench --noplot [REGEX]` with
+//!   `CRITERION_HOME` set to a fresh `target/bench-compare/runs/<side>-round<k>`
+//!   and `SPINDLE_BENCH_QUICK=1` exported under `--quick`.
+//! * **Table.** Every `new/estimates.json` (the median and its confidence
+//!   interval, ns per iteration) and `new/benchmark.json` (ids and the
+//!   declared `Elements` throughput) is read back; one iteration is one
+//!   operation, so a round's score is `1e9 / median_ns` ops/s. Per
+//!   workload, one table in the format of JMH's output (as in Cats
+//!   Effect's "Optimize IO's encoding" discussion): `Score` is the median
+//!   of the rounds' scores, `Error` half their spread (with one round: half
+//!   the width of criterion's confidence interval of the median),
+//!   `head/base` the ratio of the scores (above 1: head is faster) and
+//!   `Verdict` says `faster` or `slower` only where the difference is
+//!   beyond the noise (see [`verdict`]), `~` otherwise.
+//!
+//! Everything that can fail is a [`CompareError`] (or an [`ArgError`] for
+//! the command line) with a message that says what to do; nothing here
+//! panics on bad input. The tables go to stdout; progress, cargo's output
+//! and the benchmarks' own output go to stderr.
+
+use core::fmt;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::io::{self, BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+// ---------------------------------------------------------------------------
+// Command line
+// ---------------------------------------------------------------------------
+
+/// The usage text of `bench-compare --help`.
+pub const USAGE: &str = "\
+bench-compare: run the criterion benchmarks of two git revisions alternately and compare them
+
+usage: cargo run -p benches --release --bin bench-compare -- [options]
+
+options:
+  --base REV      the baseline revision (default: `git merge-base HEAD main`, or HEAD)
+  --head REV      the revision under test (default: the working tree, uncommitted changes included)
+  --bench NAME    the bench target of crate `benches` (default: suite)
+  --filter REGEX  criterion's filter: only benchmarks whose id matches
+  --rounds N      how many times each side runs, alternating (default: 3)
+  --quick         export SPINDLE_BENCH_QUICK=1 to the benchmarks
+  -h, --help      print this text
+
+Tables go to stdout; progress and the benchmarks' own output to stderr.
+Worktrees, builds and criterion's results live under target/bench-compare/.";
+
+/// The bench target compared when `--bench` is not given.
+pub const DEFAULT_BENCH: &str = "suite";
+
+/// The rounds run when `--rounds` is not given.
+pub const DEFAULT_ROUNDS: u32 = 3;
+
+/// What `bench-compare` was asked to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Args {
+    /// `--base`: `None` means `git merge-base HEAD main` (or HEAD).
+    pub base: Option<String>,
+    /// `--head`: `None` means the working tree.
+    pub head: Option<String>,
+    /// `--bench`: the bench target's name.
+    pub bench: String,
+    /// `--filter`: criterion's positional filter (a regex).
+    pub filter: Option<String>,
+    /// `--rounds`: at least one.
+    pub rounds: u32,
+    /// `--quick`: export `SPINDLE_BENCH_QUICK=1`.
+    pub quick: bool,
+}
+
+impl Default for Args {
+    fn default() -> Self {
+        Args {
+            base: None,
+            head: None,
+            bench: DEFAULT_BENCH.to_owned(),
+            filter: None,
+            rounds: DEFAULT_ROUNDS,
+            quick: false,
+        }
+    }
+}
+
+/// Why the command line cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ArgError {
+    /// `--help` or `-h`: print [`USAGE`] and exit successfully.
+    Help,
+    /// A flag this program does not know, or a stray positional argument.
+    Unknown(String),
+    /// A flag that needs a value came last.
+    MissingValue(&'static str),
+    /// A flag's value is unusable.
+    Invalid {
+        /// The flag.
+        flag: &'static str,
+        /// The value given.
+        value: String,
+        /// Why it is unusable.
+        reason: &'static str,
+    },
+}
+
+impl fmt::Display for ArgError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ArgError::Help => f.write_str("help requested"),
+            ArgError::Unknown(arg) => write!(f, "unknown argument {arg:?}"),
+            ArgError::MissingValue(flag) => write!(f, "{flag} needs a value"),
+            ArgError::Invalid {
+                flag,
+                value,
+                reason,
+            } => write!(f, "invalid {flag} {value:?}: {reason}"),
+        }
+    }
+}
+
+impl std::error::Error for ArgError {}
+
+/// Parses the arguments after the program name: `--flag value` or
+/// `--flag=value`; a repeated flag keeps its last value.
+pub fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Args, ArgError> {
+    const WITH_VALUES: [&str; 5] = ["--base", "--head", "--bench", "--filter", "--rounds"];
+    let mut out = Args::default();
+    let mut args = args.into_iter();
+    while let Some(arg) = args.next() {
+        if arg == "--help" || arg == "-h" {
+            return Err(ArgError::Help);
+        }
+        if arg == "--quick" {
+            out.quick = true;
+            continue;
+        }
+        let (name, inline) = match arg.split_once('=') {
+            Some((n, v)) if n.starts_with("--") => (n, Some(v.to_owned())),
+            _ => (arg.as_str(), None),
+        };
+        let Some(&flag) = WITH_VALUES.iter().find(|&&f| f == name) else {
+            return Err(ArgError::Unknown(arg));
+        };
+        let value = match inline {
+            Some(v) => v,
+            None => args.next().ok_or(ArgError::MissingValue(flag))?,
+        };
+        if value.is_empty() {
+            return Err(ArgError::Invalid {
+                flag,
+                value,
+                reason: "must not be empty",
+            });
+        }
+        match flag {
+            "--base" => out.base = Some(value),
+            "--head" => out.head = Some(value),
+            "--bench" => out.bench = value,
+            "--filter" => out.filter = Some(value),
+            _ => {
+                out.rounds = match value.trim().parse::<u32>() {
+                    Ok(n) if n >= 1 => n,
+                    Ok(_) => {
+                        return Err(ArgError::Invalid {
+                            flag,
+                            value,
+                            reason: "at least one round is needed",
+                        });
+                    }
+                    Err(_) => {
+                        return Err(ArgError::Invalid {
+                            flag,
+                            value,
+                            reason: "expected a whole number",
+                        });
+                    }
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+// ---------------------------------------------------------------------------
+// Errors
+// ---------------------------------------------------------------------------
+
+/// Why a comparison could not be made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CompareError {
+    /// `git` could not be started.
+    GitMissing(String),
+    /// `cargo` could not be started.
+    CargoMissing(String),
+    /// This directory is not inside a git repository.
+    NotARepository(String),
+    /// A revision git does not know.
+    UnknownRevision {
+        /// The revision as given.
+        rev: String,
+        /// git's message.
+        message: String,
+    },
+    /// A git command failed.
+    Git {
+        /// The command line.
+        command: String,
+        /// git's message.
+        message: String,
+    },
+    /// A side's revision has no bench target of that name.
+    NoBenchTarget {
+        /// `base` or `head`.
+        side: &'static str,
+        /// The side's revision, in words.
+        rev: String,
+        /// The missing target.
+        name: String,
+        /// The bench targets it does have.
+        available: Vec<String>,
+    },
+    /// `cargo bench --no-run` failed.
+    BuildFailed {
+        /// `base` or `head`.
+        side: &'static str,
+        /// The last lines of cargo's output.
+        tail: String,
+    },
+    /// The build succeeded but named no executable for the target.
+    NoExecutable {
+        /// `base` or `head`.
+        side: &'static str,
+        /// The bench target.
+        name: String,
+    },
+    /// A bench executable exited with failure.
+    RunFailed {
+        /// `base` or `head`.
+        side: &'static str,
+        /// The round (from 1).
+        round: u32,
+        /// How it ended.
+        status: String,
+    },
+    /// A side produced no `estimates.json` at all.
+    NoResults {
+        /// `base` or `head`.
+        side: &'static str,
+        /// Where criterion was told to write.
+        dir: PathBuf,
+        /// The filter, if any.
+        filter: Option<String>,
+    },
+    /// A file criterion wrote could not be read.
+    BadResult {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// A file-system operation failed.
+    Io {
+        /// What was being done.
+        context: String,
+        /// The error.
+        message: String,
+    },
+}
+
+impl fmt::Display for CompareError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CompareError::GitMissing(e) => {
+                write!(f, "cannot run git ({e}); install git and put it on PATH")
+            }
+            CompareError::CargoMissing(e) => write!(
+                f,
+                "cannot run cargo ({e}); run through `cargo run` or put cargo on PATH"
+            ),
+            CompareError::NotARepository(e) => {
+                write!(f, "not inside a git repository: {e}")
+            }
+            CompareError::UnknownRevision { rev, message } => {
+                write!(f, "unknown revision {rev:?}: {message}")
+            }
+            CompareError::Git { command, message } => write!(f, "`{command}` failed: {message}"),
+            CompareError::NoBenchTarget {
+                side,
+                rev,
+                name,
+                available,
+            } => {
+                write!(
+                    f,
+                    "the {side} side, {rev}, has no bench target `{name}` in crate `benches`"
+                )?;
+                if available.is_empty() {
+                    f.write_str(" (it has no bench targets at all)")
+                } else {
+                    write!(
+                        f,
+                        " (it has: {}); pick one of those with --bench, or another --{side} revision",
+                        available.join(", ")
+                    )
+                }
+            }
+            CompareError::BuildFailed { side, tail } => {
+                write!(
+                    f,
+                    "building the {side} side failed; cargo's last lines:\n{tail}"
+                )
+            }
+            CompareError::NoExecutable { side, name } => write!(
+                f,
+                "cargo built the {side} side but named no executable for bench target `{name}`"
+            ),
+            CompareError::RunFailed {
+                side,
+                round,
+                status,
+            } => write!(
+                f,
+                "the {side} benchmarks failed in round {round} ({status}); their output is above"
+            ),
+            CompareError::NoResults { side, dir, filter } => {
+                write!(
+                    f,
+                    "the {side} side wrote no criterion results under {}",
+                    dir.display()
+                )?;
+                match filter {
+                    Some(filter) => write!(f, " (does the filter {filter:?} match any benchmark?)"),
+                    None => Ok(()),
+                }
+            }
+            CompareError::BadResult { path, message } => {
+                write!(f, "{}: {message}", path.display())
+            }
+            CompareError::Io { context, message } => write!(f, "{context}: {message}"),
+        }
+    }
+}
+
+impl std::error::Error for CompareError {}
+
+fn io_error(context: impl Into<String>, e: &io::Error) -> CompareError {
+    CompareError::Io {
+        context: context.into(),
+        message: e.to_string(),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Criterion's results
+// ---------------------------------------------------------------------------
+
+/// One benchmark's result in one round, from criterion's `new/` files.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Measurement {
+    /// The id: group, function and parameter.
+    pub id: BenchId,
+    /// The declared `Throughput::Elements` per iteration, if any.
+    pub elements: Option<u64>,
+    /// The median time of one iteration, ns.
+    pub median_ns: f64,
+    /// The 95 % confidence interval of that median, ns.
+    pub median_ci_ns: (f64, f64),
+}
+
+/// A criterion benchmark id, `<group>/<function>/<param>`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct BenchId {
+    /// The group, e.g. `suite.ShallowBind.pure`.
+    pub group: String,
+    /// The function, e.g. `single` or `tokio`.
+    pub function: String,
+    /// The parameter, e.g. `10000`.
+    pub param: Option<String>,
+}
+
+/// The median and its confidence interval from an `estimates.json`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MedianEstimate {
+    /// The point estimate, ns per iteration.
+    pub point_ns: f64,
+    /// The confidence interval's lower bound, ns.
+    pub lower_ns: f64,
+    /// The confidence interval's upper bound, ns.
+    pub upper_ns: f64,
+}
+
+/// Reads the median of criterion's `estimates.json`.
+pub fn parse_estimates(text: &str) -> Result<MedianEstimate, String> {
+    let json: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+    let median = json
+        .get("median")
+        .ok_or("no \"median\" estimate (is this criterion's estimates.json?)")?;
+    let number = |v: Option<&Value>, what: &str| {
+        v.and_then(Value::as_f64)
+            .filter(|n| n.is_finite())
+            .ok_or_else(|| format!("median: no numeric {what}"))
+    };
+    let point_ns = number(median.get("point_estimate"), "point_estimate")?;
+    let ci = median.get("confidence_interval");
+    let lower_ns = number(ci.and_then(|c| c.get("lower_bound")), "lower_bound")?;
+    let upper_ns = number(ci.and_then(|c| c.get("upper_bound")), "upper_bound")?;
+    if point_ns <= 0.0 {
+        return Err(format!("median: point_estimate {point_ns} is not positive"));
+    }
+    Ok(MedianEstimate {
+        point_ns,
+        lower_ns,
+        upper_ns,
+    })
+}
+
+/// Reads the id and the declared `Elements` throughput of criterion's
+/// `benchmark.json`.
+pub fn parse_benchmark(text: &str) -> Result<(BenchId, Option<u64>), String> {
+    let json: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+    let group = json
+        .get("group_id")
+        .and_then(Value::as_str)
+        .ok_or("no \"group_id\" (is this criterion's benchmark.json?)")?
+        .to_owned();
+    let function = json
+        .get("function_id")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned();
+    let param = json
+        .get("value_str")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let elements = json
+        .get("throughput")
+        .and_then(|t| t.get("Elements"))
+        .and_then(Value::as_u64);
+    Ok((
+        BenchId {
+            group,
+            function,
+            param,
+        },
+        elements,
+    ))
+}
+
+/// Every benchmark criterion saved under `dir` (its `CRITERION_HOME`):
+/// each `new/` directory that holds both `benchmark.json` and
+/// `estimates.json`, sorted by id. An absent or empty directory gives none.
+pub fn read_results(dir: &Path) -> Result<Vec<Measurement>, CompareError> {
+    let mut found = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(here) = pending.pop() {
+        let entries = match std::fs::read_dir(&here) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(io_error(format!("reading {}", here.display()), &e)),
+        };
+        for entry in entries {
+            let entry = entry.map_err(|e| io_error(format!("reading {}", here.display()), &e))?;
+            let path = entry.path();
+            if !path.is_dir() {
+                continue;
+            }
+            let (bench, estimates) = (path.join("benchmark.json"), path.join("estimates.json"));
+            if entry.file_name() == "new" && bench.is_file() && estimates.is_file() {
+                let read = |p: &Path| {
+                    std::fs::read_to_string(p).map_err(|e| CompareError::BadResult {
+                        path: p.to_path_buf(),
+                        message: e.to_string(),
+                    })
+                };
+                let bad = |p: &Path, message: String| CompareError::BadResult {
+                    path: p.to_path_buf(),
+                    message,
+                };
+                let (id, elements) = parse_benchmark(&read(&bench)?).map_err(|m| bad(&bench, m))?;
+                let median = parse_estimates(&read(&estimates)?).map_err(|m| bad(&estimates, m))?;
+                found.push(Measurement {
+                    id,
+                    elements,
+                    median_ns: median.point_ns,
+                    median_ci_ns: (median.lower_ns, median.upper_ns),
+                });
+            } else {
+                pending.push(path);
+            }
+        }
+    }
+    found.sort_by(|a, b| a.id.cmp(&b.id));
+    Ok(found)
+}
+
+// ---------------------------------------------------------------------------
+// Statistics and verdicts
+// ---------------------------------------------------------------------------
+
+/// One side's score for one benchmark over the rounds, in ops/s.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Score {
+    /// In how many rounds the benchmark ran.
+    pub count: usize,
+    /// The median of the rounds' ops/s.
+    pub score: f64,
+    /// Half the spread of the rounds (one round: half the width of the
+    /// median's confidence interval).
+    pub error: f64,
+    /// The lowest ops/s of the range the error describes.
+    pub low: f64,
+    /// The highest.
+    pub high: f64,
+}
+
+/// The score of one benchmark from its measurements in each round
+/// (`None` when there are none). One iteration is one operation, so a
+/// round scores `1e9 / median_ns` ops/s.
+pub fn score(rounds: &[&Measurement]) -> Option<Score> {
+    let mut ops: Vec<f64> = rounds.iter().map(|m| 1e9 / m.median_ns).collect();
+    ops.sort_by(f64::total_cmp);
+    let (&low, &high) = (ops.first()?, ops.last()?);
+    let n = ops.len();
+    let score = if n % 2 == 1 {
+        ops[n / 2]
+    } else {
+        (ops[n / 2 - 1] + ops[n / 2]) / 2.0
+    };
+    let (low, high) = if n == 1 {
+        let (lower_ns, upper_ns) = rounds[0].median_ci_ns;
+        let low = if upper_ns > 0.0 { 1e9 / upper_ns } else { low };
+        let high = if lower_ns > 0.0 { 1e9 / lower_ns } else { high };
+        (low.min(score), high.max(score))
+    } else {
+        (low, high)
+    };
+    Some(Score {
+        count: n,
+        score,
+        error: (high - low) / 2.0,
+        low,
+        high,
+    })
+}
+
+/// Head against base.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Head's score is higher, beyond the noise.
+    Faster,
+    /// Head's score is lower, beyond the noise.
+    Slower,
+    /// The difference is within the noise.
+    Noise,
+}
+
+impl Verdict {
+    /// The table cell: `faster`, `slower` or `~`.
+    pub fn cell(self) -> &'static str {
+        match self {
+            Verdict::Faster => "faster",
+            Verdict::Slower => "slower",
+            Verdict::Noise => "~",
+        }
+    }
+}
+
+/// `head.score / base.score` (above 1: head is faster) and the verdict: a
+/// difference counts only where the two ranges (`low..=high`) do not
+/// overlap, or where `|ratio - 1|` exceeds the combined relative error
+/// `base.error / base.score + head.error / head.score`.
+pub fn verdict(base: &Score, head: &Score) -> (f64, Verdict) {
+    let ratio = head.score / base.score;
+    let overlap = base.low <= head.high && head.low <= base.high;
+    let noise = base.error / base.score + head.error / head.score;
+    let beyond = !overlap || (ratio - 1.0).abs() > noise;
+    let verdict = if !beyond || ratio == 1.0 {
+        Verdict::Noise
+    } else if ratio > 1.0 {
+        Verdict::Faster
+    } else {
+        Verdict::Slower
+    };
+    (ratio, verdict)
+}
+
+// ---------------------------------------------------------------------------
+// Tables
+// ---------------------------------------------------------------------------
+
+/// A group id's workload and the benchmark's name in the table:
+/// `suite.ShallowBind.pure` is workload `ShallowBind`, name
+/// `ShallowBind.pure`; `ShallowBind.pure` (the older bench files) the same;
+/// a group without a dot is its own workload.
+pub fn workload_of(group: &str) -> (&str, &str) {
+    let name = group.strip_prefix("suite.").unwrap_or(group);
+    let workload = name.split(['.', '/']).next().unwrap_or(name);
+    (workload, name)
+}
+
+/// Runtimes in the order of the suite's description (`spindle` first: the
+/// older bench files' name for exec-single); others after them,
+/// alphabetically.
+const RUNTIME_ORDER: [&str; 6] = ["spindle", "single", "wstp", "batching", "tokio", "tokio_mt"];
+
+fn row_key(id: &BenchId) -> (String, usize, String, u64, String) {
+    let (_, name) = workload_of(&id.group);
+    let rank = RUNTIME_ORDER
+        .iter()
+        .position(|r| *r == id.function)
+        .unwrap_or(RUNTIME_ORDER.len());
+    let param = id.param.clone().unwrap_or_default();
+    let numeric = param.parse::<u64>().unwrap_or(u64::MAX);
+    (name.to_owned(), rank, id.function.clone(), numeric, param)
+}
+
+/// Both sides' measurements, one `Vec` per round.
+#[derive(Debug, Clone, Default)]
+pub struct Rounds {
+    /// The base side.
+    pub base: Vec<Vec<Measurement>>,
+    /// The head side.
+    pub head: Vec<Vec<Measurement>>,
+}
+
+/// How many benchmarks got each verdict.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// Head faster.
+    pub faster: usize,
+    /// Head slower.
+    pub slower: usize,
+    /// Within the noise.
+    pub noise: usize,
+    /// On one side only.
+    pub one_sided: usize,
+}
+
+fn fmt_score(x: f64) -> String {
+    format!("{x:.3}")
+}
+
+fn fmt_ratio(ratio: f64) -> String {
+    if ratio >= 0.1 {
+        format!("{ratio:.2}x")
+    } else {
+        format!("{ratio:.2e}x")
+    }
+}
+
+/// Renders the tables, one per workload (sorted by name), each preceded by
+/// its name and followed by a blank line, and counts the verdicts.
+///
+/// Each benchmark has a `base` row and a `head` row; the head row (or the
+/// only row, `n/a` in the ratio, when one side lacks the benchmark) carries
+/// the ratio and the verdict.
+pub fn render_tables(rounds: &Rounds) -> (String, Tally) {
+    let (base, head) = (by_id(&rounds.base), by_id(&rounds.head));
+    let ids: BTreeSet<&BenchId> = base.keys().chain(head.keys()).collect();
+    let mut workloads: BTreeMap<&str, Vec<&BenchId>> = BTreeMap::new();
+    for id in ids {
+        workloads
+            .entry(workload_of(&id.group).0)
+            .or_default()
+            .push(id);
+    }
+    let mut out = String::new();
+    let mut tally = Tally::default();
+    for (workload, mut ids) in workloads {
+        ids.sort_by_key(|id| row_key(id));
+        let mut rows = Vec::new();
+        for id in ids {
+            let (_, name) = workload_of(&id.group);
+            let bench = if id.function.is_empty() {
+                name.to_owned()
+            } else {
+                format!("{name}/{}", id.function)
+            };
+            let size = id
+                .param
+                .clone()
+                .or_else(|| {
+                    base.get(id)
+                        .or_else(|| head.get(id))
+                        .and_then(|ms| ms.first()?.elements)
+                        .map(|e| e.to_string())
+                })
+                .unwrap_or_default();
+            let b = base.get(id).and_then(|ms| score(ms));
+            let h = head.get(id).and_then(|ms| score(ms));
+            let (ratio, verdict) = match (&b, &h) {
+                (Some(b), Some(h)) => {
+                    let (ratio, verdict) = verdict(b, h);
+                    match verdict {
+                        Verdict::Faster => tally.faster += 1,
+                        Verdict::Slower => tally.slower += 1,
+                        Verdict::Noise => tally.noise += 1,
+                    }
+                    (fmt_ratio(ratio), verdict.cell().to_owned())
+                }
+                (Some(_), None) => {
+                    tally.one_sided += 1;
+                    ("n/a".to_owned(), "base only".to_owned())
+                }
+                _ => {
+                    tally.one_sided += 1;
+                    ("n/a".to_owned(), "head only".to_owned())
+                }
+            };
+            let sides = [("base", b), ("head", h)];
+            let present: Vec<_> = sides.iter().filter(|(_, s)| s.is_some()).collect();
+            for (i, (side, s)) in present.iter().enumerate() {
+                let Some(s) = s else { continue };
+                let last = i + 1 == present.len();
+                rows.push(Row {
+                    bench: bench.clone(),
+                    size: size.clone(),
+                    side,
+                    count: s.count.to_string(),
+                    score: fmt_score(s.score),
+                    error: fmt_score(s.error),
+                    ratio: if last { ratio.clone() } else { String::new() },
+                    verdict: if last { verdict.clone() } else { String::new() },
+                });
+            }
+        }
+        out.push_str(workload);
+        out.push_str("\n\n");
+        out.push_str(&render_rows(&rows));
+        out.push('\n');
+    }
+    (out, tally)
+}
+
+/// A side's measurements grouped by benchmark, in round order.
+fn by_id(side: &[Vec<Measurement>]) -> BTreeMap<BenchId, Vec<&Measurement>> {
+    let mut by_id: BTreeMap<BenchId, Vec<&Measurement>> = BTreeMap::new();
+    for round in side {
+        for m in round {
+            by_id.entry(m.id.clone()).or_default().push(m);
+        }
+    }
+    by_id
+}
+
+/// One line of a table.
+struct Row {
+    bench: String,
+    size: String,
+    side: &'static str,
+    count: String,
+    score: String,
+    error: String,
+    ratio: String,
+    verdict: String,
+}
+
+/// JMH's layout: `Benchmark` left-aligned, the numbers right-aligned,
+/// `±` between Score and Error; then the side-by-side columns.
+fn render_rows(rows: &[Row]) -> String {
+    let width = |header: &str, cell: &dyn Fn(&Row) -> &str| {
+        rows.iter()
+            .map(|r| cell(r).chars().count())
+            .chain([header.chars().count()])
+            .max()
+            .unwrap_or(0)
+    };
+    let w_bench = width("Benchmark", &|r| &r.bench);
+    let w_size = width("(size)", &|r| &r.size);
+    let w_side = width("Side", &|r| r.side);
+    let w_cnt = width("Cnt", &|r| &r.count);
+    let w_score = width("Score", &|r| &r.score);
+    let w_error = width("Error", &|r| &r.error);
+    let w_ratio = width("head/base", &|r| &r.ratio);
+    let mut out = String::new();
+    let mut line = |bench: &str,
+                    size: &str,
+                    side: &str,
+                    mode: &str,
+                    cnt: &str,
+                    score: &str,
+                    pm: &str,
+                    error: &str,
+                    units: &str,
+                    ratio: &str,
+                    verdict: &str| {
+        let text = format!(
+            "{bench:<w_bench$}  {size:>w_size$}  {side:>w_side$}  {mode:>5}  {cnt:>w_cnt$}  \
+             {score:>w_score$} {pm} {error:>w_error$}  {units:<5}  {ratio:>w_ratio$}  {verdict}"
+        );
+        out.push_str(text.trim_end());
+        out.push('\n');
+    };
+    line(
+        "Benchmark",
+        "(size)",
+        "Side",
+        "Mode",
+        "Cnt",
+        "Score",
+        " ",
+        "Error",
+        "Units",
+        "head/base",
+        "Verdict",
+    );
+    for r in rows {
+        line(
+            &r.bench, &r.size, r.side, "thrpt", &r.count, &r.score, "±", &r.error, "ops/s",
+            &r.ratio, &r.verdict,
+        );
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------
+// Cargo's output
+// ---------------------------------------------------------------------------
+
+/// The executable of bench target `name` in the JSON lines of `cargo bench
+/// --no-run --message-format=json` (the last `compiler-artifact` of a
+/// `bench` target of that name that names one).
+pub fn bench_executable(json_lines: &str, name: &str) -> Option<PathBuf> {
+    json_lines
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|msg| msg.get("reason").and_then(Value::as_str) == Some("compiler-artifact"))
+        .filter(|msg| {
+            let target = msg.get("target");
+            target.and_then(|t| t.get("name")).and_then(Value::as_str) == Some(name)
+                && target
+                    .and_then(|t| t.get("kind"))
+                    .and_then(Value::as_array)
+                    .is_some_and(|kinds| kinds.iter().any(|k| k.as_str() == Some("bench")))
+        })
+        .filter_map(|msg| msg.get("executable")?.as_str().map(PathBuf::from))
+        .next_back()
+}
+
+/// The rendered error messages among cargo's JSON lines (what a failed
+/// build would have printed).
+pub fn compiler_errors(json_lines: &str) -> Vec<String> {
+    json_lines
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|msg| msg.get("reason").and_then(Value::as_str) == Some("compiler-message"))
+        .filter_map(|msg| {
+            let message = msg.get("message")?;
+            let level = message.get("level")?.as_str()?;
+            if !level.starts_with("error") {
+                return None;
+            }
+            Some(message.get("rendered")?.as_str()?.trim_end().to_owned())
+        })
+        .collect()
+}
+
+/// The bench targets of package `package` in `cargo metadata --no-deps
+/// --format-version 1` output, or `None` when the package is not there.
+pub fn bench_targets(metadata_json: &str, package: &str) -> Option<Vec<String>> {
+    let json: Value = serde_json::from_str(metadata_json).ok()?;
+    let pkg = json
+        .get("packages")?
+        .as_array()?
+        .iter()
+        .find(|p| p.get("name").and_then(Value::as_str) == Some(package))?;
+    let mut names: Vec<String> = pkg
+        .get("targets")?
+        .as_array()?
+        .iter()
+        .filter(|t| {
+            t.get("kind")
+                .and_then(Value::as_array)
+                .is_some_and(|kinds| kinds.iter().any(|k| k.as_str() == Some("bench")))
+        })
+        .filter_map(|t| t.get("name")?.as_str().map(str::to_owned))
+        .collect();
+    names.sort();
+    Some(names)
+}
+
+/// The last `n` lines of `text`.
+fn tail(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+// ---------------------------------------------------------------------------
+// Git and the sides
+// ---------------------------------------------------------------------------
+
+/// Runs git in `dir`; its trimmed stdout, or its stderr as the error.
+fn git(dir: &Path, args: &[&str]) -> Result<Result<String, String>, CompareError> {
+    let output = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| CompareError::GitMissing(e.to_string()))?;
+    if output.status.success() {
+        Ok(Ok(String::from_utf8_lossy(&output.stdout)
+            .trim()
+            .to_owned()))
+    } else {
+        let stderr = String::from_utf8_lossy(&output.stderr).trim().to_owned();
+        Ok(Err(if stderr.is_empty() {
+            output.status.to_string()
+        } else {
+            stderr
+        }))
+    }
+}
+
+/// Runs git in `dir` where a failure is an error.
+fn git_ok(dir: &Path, args: &[&str]) -> Result<String, CompareError> {
+    git(dir, args)?.map_err(|message| CompareError::Git {
+        command: format!("git {}", args.join(" ")),
+        message,
+    })
+}
+
+/// The full commit id of `rev`.
+fn resolve(root: &Path, rev: &str) -> Result<String, CompareError> {
+    git(
+        root,
+        &[
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            &format!("{rev}^{{commit}}"),
+        ],
+    )?
+    .map_err(|message| CompareError::UnknownRevision {
+        rev: rev.to_owned(),
+        message: if message.starts_with("exit status") {
+            "git does not know it (a branch, tag or commit of this repository?)".to_owned()
+        } else {
+            message
+        },
+    })
+}
+
+/// Where one side is built and run.
+#[derive(Debug, Clone)]
+pub struct Side {
+    /// `base` or `head`.
+    pub name: &'static str,
+    /// The revision, in words.
+    pub label: String,
+    /// The checkout: the repository itself for the working tree.
+    pub checkout: PathBuf,
+    /// Its `CARGO_TARGET_DIR`.
+    pub target_dir: PathBuf,
+    /// The commit, or `None` for the working tree.
+    pub commit: Option<String>,
+}
+
+fn short(sha: &str) -> &str {
+    &sha[..sha.len().min(10)]
+}
+
+/// The worktrees git has registered: (path, detached).
+fn worktrees(root: &Path) -> Result<Vec<(PathBuf, bool)>, CompareError> {
+    let list = git_ok(root, &["worktree", "list", "--porcelain"])?;
+    let mut out = Vec::new();
+    for block in list.split("\n\n") {
+        let mut path = None;
+        let mut detached = false;
+        for line in block.lines() {
+            if let Some(p) = line.strip_prefix("worktree ") {
+                path = Some(PathBuf::from(p));
+            } else if line == "detached" {
+                detached = true;
+            }
+        }
+        if let Some(p) = path {
+            out.push((p, detached));
+        }
+    }
+    Ok(out)
+}
+
+fn same_path(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    }
+}
+
+/// Checks `sha` out at `<dir>/<side>-<shortsha>`, reusing a clean worktree
+/// already there at that commit.
+fn materialise(
+    root: &Path,
+    dir: &Path,
+    side: &'static str,
+    sha: &str,
+) -> Result<PathBuf, CompareError> {
+    let path = dir.join(format!("{side}-{}", short(sha)));
+    let path_str = path.to_string_lossy().into_owned();
+    git_ok(root, &["worktree", "prune"])?;
+    let registered = worktrees(root)?.iter().any(|(p, _)| same_path(p, &path));
+    if registered {
+        let at = git(&path, &["rev-parse", "HEAD"])?.unwrap_or_default();
+        let dirty = git(&path, &["status", "--porcelain", "--untracked-files=no"])?
+            .map(|s| !s.is_empty())
+            .unwrap_or(true);
+        if at == sha && !dirty {
+            eprintln!("bench-compare: {side}: reusing worktree {path_str}");
+            return Ok(path);
+        }
+        eprintln!("bench-compare: {side}: worktree {path_str} is stale; replacing it");
+        git_ok(root, &["worktree", "remove", "--force", &path_str])?;
+    } else if path.exists() {
+        // A worktree whose registration git has pruned leaves a `.git` file
+        // naming its old admin directory: ours to delete. Anything else
+        // there was not made by this tool.
+        let leftover =
+            std::fs::read_to_string(path.join(".git")).is_ok_and(|s| s.starts_with("gitdir:"));
+        if !leftover {
+            return Err(CompareError::Io {
+                context: format!("preparing the {side} worktree"),
+                message: format!("{path_str} exists and is not a git worktree; remove it by hand"),
+            });
+        }
+        std::fs::remove_dir_all(&path)
+            .map_err(|e| io_error(format!("removing the stale {path_str}"), &e))?;
+    }
+    std::fs::create_dir_all(dir)
+        .map_err(|e| io_error(format!("creating {}", dir.display()), &e))?;
+    eprintln!(
+        "bench-compare: {side}: git worktree add --detach {path_str} {}",
+        short(sha)
+    );
+    git_ok(root, &["worktree", "add", "--detach", &path_str, sha])?;
+    Ok(path)
+}
+
+/// Removes the detached worktrees under `dir` named `base-*` or `head-*`
+/// that this comparison does not use. A failure is only reported.
+fn remove_stale_worktrees(root: &Path, dir: &Path, keep: &[&Path]) -> Result<(), CompareError> {
+    for (path, detached) in worktrees(root)? {
+        let ours = path.parent().is_some_and(|p| same_path(p, dir))
+            && path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("base-") || n.starts_with("head-"));
+        if !ours || !detached || keep.iter().any(|k| same_path(k, &path)) {
+            continue;
+        }
+        let path_str = path.to_string_lossy().into_owned();
+        match git(root, &["worktree", "remove", "--force", &path_str])? {
+            Ok(_) => eprintln!("bench-compare: removed the stale worktree {path_str}"),
+            Err(e) => {
+                eprintln!("bench-compare: could not remove the stale worktree {path_str}: {e}")
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The side for `rev` (`None`: the working tree).
+fn prepare_side(
+    root: &Path,
+    dir: &Path,
+    name: &'static str,
+    rev: Option<&str>,
+    default_label: Option<String>,
+) -> Result<Side, CompareError> {
+    let Some(rev) = rev else {
+        let head = git(root, &["rev-parse", "--short=10", "HEAD"])?.unwrap_or_default();
+        let dirty = !git_ok(root, &["status", "--porcelain", "--untracked-files=no"])?.is_empty();
+        let label = format!(
+            "working tree at HEAD {head}{}",
+            if dirty {
+                " with uncommitted changes"
+            } else {
+                ", clean"
+            }
+        );
+        return Ok(Side {
+            name,
+            label,
+            checkout: root.to_path_buf(),
+            target_dir: dir.join("target-work"),
+            commit: None,
+        });
+    };
+    let sha = resolve(root, rev)?;
+    let checkout = materialise(root, dir, name, &sha)?;
+    // Cargo.lock untracked at that commit: build against the working
+    // tree's, so that both sides use the same dependency versions.
+    let tracked = !git_ok(root, &["ls-tree", "--name-only", &sha, "Cargo.lock"])?.is_empty();
+    let lock = root.join("Cargo.lock");
+    if !tracked && lock.is_file() {
+        std::fs::copy(&lock, checkout.join("Cargo.lock"))
+            .map_err(|e| io_error("copying Cargo.lock into the worktree", &e))?;
+    }
+    Ok(Side {
+        name,
+        label: format!(
+            "{} at {}",
+            default_label.as_deref().unwrap_or(rev),
+            short(&sha)
+        ),
+        checkout,
+        target_dir: dir.join(format!("target-{name}")),
+        commit: Some(sha),
+    })
+}
+
+fn cargo() -> Command {
+    Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+}
+
+/// Builds `bench` on `side` and returns its executable.
+fn build_side(side: &Side, bench: &str) -> Result<PathBuf, CompareError> {
+    let metadata = cargo()
+        .args(["metadata", "--no-deps", "--format-version", "1"])
+        .current_dir(&side.checkout)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| CompareError::CargoMissing(e.to_string()))?;
+    if !metadata.status.success() {
+        return Err(CompareError::BuildFailed {
+            side: side.name,
+            tail: tail(&String::from_utf8_lossy(&metadata.stderr), 40),
+        });
+    }
+    let targets = bench_targets(&String::from_utf8_lossy(&metadata.stdout), "benches");
+    if !targets
+        .as_ref()
+        .is_some_and(|t| t.iter().any(|t| t == bench))
+    {
+        return Err(CompareError::NoBenchTarget {
+            side: side.name,
+            rev: side.label.clone(),
+            name: bench.to_owned(),
+            available: targets.unwrap_or_default(),
+        });
+    }
+    eprintln!(
+        "bench-compare: {}: cargo bench -p benches --bench {bench} --no-run (in {}, CARGO_TARGET_DIR={})",
+        side.name,
+        side.checkout.display(),
+        side.target_dir.display()
+    );
+    let mut child = cargo()
+        .args(["bench", "-p", "benches", "--bench", bench, "--no-run"])
+        .arg("--message-format=json")
+        .current_dir(&side.checkout)
+        .env("CARGO_TARGET_DIR", &side.target_dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| CompareError::CargoMissing(e.to_string()))?;
+    // cargo's progress goes on to our stderr as it comes; the last lines
+    // are kept for the error message.
+    let stderr = child.stderr.take();
+    let echo = std::thread::spawn(move || {
+        let mut last = VecDeque::new();
+        if let Some(stderr) = stderr {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                eprintln!("{line}");
+                if last.len() == 40 {
+                    last.pop_front();
+                }
+                last.push_back(line);
+            }
+        }
+        last.into_iter().collect::<Vec<_>>().join("\n")
+    });
+    let mut stdout = String::new();
+    if let Some(mut out) = child.stdout.take() {
+        out.read_to_string(&mut stdout)
+            .map_err(|e| io_error("reading cargo's output", &e))?;
+    }
+    let status = child
+        .wait()
+        .map_err(|e| io_error("waiting for cargo", &e))?;
+    let stderr_tail = echo.join().unwrap_or_default();
+    if !status.success() {
+        let mut text = compiler_errors(&stdout).join("\n");
+        if !text.is_empty() {
+            text.push('\n');
+        }
+        text.push_str(&stderr_tail);
+        return Err(CompareError::BuildFailed {
+            side: side.name,
+            tail: tail(&text, 40),
+        });
+    }
+    bench_executable(&stdout, bench).ok_or_else(|| CompareError::NoExecutable {
+        side: side.name,
+        name: bench.to_owned(),
+    })
+}
+
+/// Runs one side's executable once with criterion writing to `home`.
+fn run_once(
+    side: &Side,
+    exe: &Path,
+    home: &Path,
+    args: &Args,
+    round: u32,
+) -> Result<(), CompareError> {
+    std::fs::create_dir_all(home)
+        .map_err(|e| io_error(format!("creating {}", home.display()), &e))?;
+    let mut command = Command::new(exe);
+    command.args(["--bench", "--noplot"]);
+    if let Some(filter) = &args.filter {
+        command.arg(filter);
+    }
+    // As `cargo bench` does: the package's directory.
+    let package_dir = side.checkout.join("benches");
+    if package_dir.is_dir() {
+        command.current_dir(&package_dir);
+    }
+    command.env("CRITERION_HOME", home);
+    if args.quick {
+        command.env("SPINDLE_BENCH_QUICK", "1");
+    }
+    // The benchmarks' report goes to stderr: stdout is the tables'.
+    command
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(io::stderr()))
+        .stderr(Stdio::inherit());
+    let status = command.status().map_err(|e| {
+        io_error(
+            format!("starting the {} benchmarks {}", side.name, exe.display()),
+            &e,
+        )
+    })?;
+    if !status.success() {
+        return Err(CompareError::RunFailed {
+            side: side.name,
+            round,
+            status: status.to_string(),
+        });
+    }
+    Ok(())
+}
+
+/// The whole comparison: the tables (with a heading and a summary) as
+/// printed on stdout.
+pub fn run(args: &Args) -> Result<String, CompareError> {
+    let cwd = std::env::current_dir().map_err(|e| io_error("finding this directory", &e))?;
+    let root = git(&cwd, &["rev-parse", "--show-toplevel"])?
+        .map(PathBuf::from)
+        .map_err(CompareError::NotARepository)?;
+    let dir = root.join("target").join("bench-compare");
+
+    let (base_rev, base_label) = match &args.base {
+        Some(rev) => (rev.clone(), None),
+        None => match git(&root, &["merge-base", "HEAD", "main"])? {
+            Ok(sha) => {
+                let label = "merge-base of HEAD and main".to_owned();
+                (sha, Some(label))
+            }
+            Err(_) => (
+                "HEAD".to_owned(),
+                Some("HEAD (no merge-base with main)".to_owned()),
+            ),
+        },
+    };
+    let base = prepare_side(&root, &dir, "base", Some(&base_rev), base_label)?;
+    let head = prepare_side(&root, &dir, "head", args.head.as_deref(), None)?;
+    let keep: Vec<&Path> = [&base, &head]
+        .iter()
+        .filter(|s| s.commit.is_some())
+        .map(|s| s.checkout.as_path())
+        .collect();
+    remove_stale_worktrees(&root, &dir, &keep)?;
+
+    let base_exe = build_side(&base, &args.bench)?;
+    let head_exe = build_side(&head, &args.bench)?;
+
+    let runs = dir.join("runs");
+    match std::fs::remove_dir_all(&runs) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(io_error(format!("clearing {}", runs.display()), &e)),
+    }
+    let mut rounds = Rounds::default();
+    for round in 1..=args.rounds {
+        let order = if round % 2 == 1 {
+            [(&base, &base_exe), (&head, &head_exe)]
+        } else {
+            [(&head, &head_exe), (&base, &base_exe)]
+        };
+        for (side, exe) in order {
+            let home = runs.join(format!("{}-round{round}", side.name));
+            eprintln!(
+                "bench-compare: round {round}/{}: {} ({})",
+                args.rounds, side.name, side.label
+            );
+            run_once(side, exe, &home, args, round)?;
+            let found = read_results(&home)?;
+            if found.is_empty() {
+                return Err(CompareError::NoResults {
+                    side: side.name,
+                    dir: home,
+                    filter: args.filter.clone(),
+                });
+            }
+            if side.name == "base" {
+                rounds.base.push(found);
+            } else {
+                rounds.head.push(found);
+            }
+        }
+    }
+
+    let (tables, tally) = render_tables(&rounds);
+    let mut out = format!(
+        "bench-compare: bench `{}`, {} round{}{}{}\n  base: {}\n  head: {}\n\n",
+        args.bench,
+        args.rounds,
+        if args.rounds == 1 { "" } else { "s" },
+        args.filter
+            .as_deref()
+            .map(|f| format!(", filter {f:?}"))
+            .unwrap_or_default(),
+        if args.quick { ", quick" } else { "" },
+        base.label,
+        head.label,
+    );
+    out.push_str(&tables);
+    out.push_str(&format!(
+        "head vs base: {} faster, {} slower, {} within noise (~){}\n\
+         criterion's results: {}\n",
+        tally.faster,
+        tally.slower,
+        tally.noise,
+        if tally.one_sided > 0 {
+            format!(", {} on one side only", tally.one_sided)
+        } else {
+            String::new()
+        },
+        runs.display()
+    ));
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ESTIMATES: &str = r#"{"mean":{"confidence_interval":{"confidence_level":0.95,"lower_bound":270204.9,"upper_bound":273793.9},"point_estimate":271840.8,"standard_error":922.3},"median":{"confidence_interval":{"confidence_level":0.95,"lower_bound":250000.0,"upper_bound":400000.0},"point_estimate":320000.0,"standard_error":748.9},"median_abs_dev":{"confidence_interval":{"confidence_level":0.95,"lower_bound":1334.0,"upper_bound":3999.7},"point_estimate":2776.8,"standard_error":732.9},"slope":null,"std_dev":{"confidence_interval":{"confidence_level":0.95,"lower_bound":1835.2,"upper_bound":5801.3},"point_estimate":4240.9,"standard_error":1050.2}}"#;
+
+    const BENCHMARK: &str = r#"{"group_id":"suite.ShallowBind.pure","function_id":"single","value_str":"10000","throughput":{"Elements":10000},"full_id":"suite.ShallowBind.pure/single/10000","directory_name":"suite.ShallowBind.pure/single/10000","title":"suite.ShallowBind.pure/single/10000"}"#;
+
+    fn strings(args: &[&str]) -> Vec<String> {
+        args.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    fn measurement(group: &str, function: &str, size: &str, median_ns: f64) -> Measurement {
+        Measurement {
+            id: BenchId {
+                group: group.to_owned(),
+                function: function.to_owned(),
+                param: Some(size.to_owned()),
+            },
+            elements: Some(10_000),
+            median_ns,
+            median_ci_ns: (median_ns * 0.99, median_ns * 1.01),
+        }
+    }
+
+    /// Each round: one measurement per (group, function, median ns).
+    fn rounds(side: &[&[(&str, &str, f64)]]) -> Vec<Vec<Measurement>> {
+        side.iter()
+            .map(|round| {
+                round
+                    .iter()
+                    .map(|(g, f, ns)| measurement(g, f, "10000", *ns))
+                    .collect()
+            })
+            .collect()
+    }
+
+    fn a_fresh_dir(name: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("bench-compare-test-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        dir
+    }
+
+    #[test]
+    fn estimates_give_the_median_and_its_confidence_interval() {
+        let m = parse_estimates(ESTIMATES).expect("parses");
+        assert_eq!(m.point_ns, 320000.0);
+        assert_eq!((m.lower_ns, m.upper_ns), (250000.0, 400000.0));
+    }
+
+    #[test]
+    fn estimates_without_a_median_are_an_error_that_says_so() {
+        let e = parse_estimates(r#"{"mean":{}}"#).unwrap_err();
+        assert!(e.contains("median"), "{e}");
+        assert!(
+            parse_estimates("not json")
+                .unwrap_err()
+                .contains("not JSON")
+        );
+    }
+
+    #[test]
+    fn benchmark_json_gives_the_id_and_the_elements_per_iteration() {
+        let (id, elements) = parse_benchmark(BENCHMARK).expect("parses");
+        assert_eq!(id.group, "suite.ShallowBind.pure");
+        assert_eq!(id.function, "single");
+        assert_eq!(id.param.as_deref(), Some("10000"));
+        assert_eq!(elements, Some(10_000));
+    }
+
+    #[test]
+    fn benchmark_json_without_throughput_has_no_elements() {
+        let (id, elements) = parse_benchmark(
+            r#"{"group_id":"g","function_id":null,"value_str":null,"throughput":null}"#,
+        )
+        .expect("parses");
+        assert_eq!(id.function, "");
+        assert_eq!(id.param, None);
+        assert_eq!(elements, None);
+        assert!(parse_benchmark("{}").unwrap_err().contains("group_id"));
+    }
+
+    #[test]
+    fn results_are_read_from_every_new_directory_under_criterion_home() {
+        let home = a_fresh_dir("results");
+        for (function, median) in [("single", 320000.0), ("tokio", 640000.0)] {
+            let new = home
+                .join("suite.ShallowBind.pure")
+                .join(function)
+                .join("10000")
+                .join("new");
+            std::fs::create_dir_all(&new).expect("dirs");
+            let bench = BENCHMARK.replace("\"single\"", &format!("\"{function}\""));
+            std::fs::write(new.join("benchmark.json"), bench).expect("write");
+            let est = ESTIMATES.replace("320000.0", &format!("{median:.1}"));
+            std::fs::write(new.join("estimates.json"), est).expect("write");
+            // criterion's other directories are ignored.
+            std::fs::create_dir_all(new.parent().expect("parent").join("base")).expect("dirs");
+        }
+        std::fs::create_dir_all(home.join("report")).expect("dirs");
+        let found = read_results(&home).expect("reads");
+        let summary: Vec<_> = found
+            .iter()
+            .map(|m| (m.id.function.as_str(), m.median_ns, m.elements))
+            .collect();
+        assert_eq!(
+            summary,
+            [
+                ("single", 320000.0, Some(10_000)),
+                ("tokio", 640000.0, Some(10_000))
+            ]
+        );
+        assert_eq!(found[0].median_ci_ns, (250000.0, 400000.0));
+        let _ = std::fs::remove_dir_all(&home);
+    }
+
+    #[test]
+    fn a_missing_results_directory_holds_no_measurements() {
+        let found = read_results(Path::new("/nonexistent/bench-compare")).expect("no error");
+        assert!(found.is_empty());
+    }
+
+    #[test]
+    fn a_broken_estimates_file_is_an_error_naming_the_file() {
+        let home = a_fresh_dir("broken");
+        let new = home.join("g").join("f").join("new");
+        std::fs::create_dir_all(&new).expect("dirs");
+        std::fs::write(new.join("benchmark.json"), BENCHMARK).expect("write");
+        std::fs::write(new.join("estimates.json"), "{").expect("write");
+        let e = read_results(&home).unwrap_err().to_string();
+        assert!(e.contains("estimates.json"), "{e}");
+        let _ = std::fs::remove_dir_all(&home);
+    }
+
+    #[test]
+    fn the_score_is_the_median_of_the_rounds_and_the_error_half_their_spread() {
+        let ms = [
+            measurement("g", "f", "1", 1e6), // 1000 ops/s
+            measurement("g", "f", "1", 5e5), // 2000 ops/s
+            measurement("g", "f", "1", 8e5), // 1250 ops/s
+        ];
+        let s = score(&ms.iter().collect::<Vec<_>>()).expect("score");
+        assert_eq!(s.count, 3);
+        assert!((s.score - 1250.0).abs() < 1e-9);
+        assert!((s.error - 500.0).abs() < 1e-9);
+        assert_eq!((s.low, s.high), (1000.0, 2000.0));
+    }
+
+    #[test]
+    fn one_round_takes_its_error_from_the_confidence_interval_of_the_median() {
+        let mut m = measurement("g", "f", "1", 1e6);
+        m.median_ci_ns = (8e5, 1.25e6); // 1250 .. 800 ops/s
+        let s = score(&[&m]).expect("score");
+        assert_eq!(s.count, 1);
+        assert!((s.score - 1000.0).abs() < 1e-9);
+        assert!((s.low - 800.0).abs() < 1e-9);
+        assert!((s.high - 1250.0).abs() < 1e-9);
+        assert!((s.error - 225.0).abs() < 1e-9);
+    }
+
+    fn s(score: f64, error: f64) -> Score {
+        Score {
+            count: 3,
+            score,
+            error,
+            low: score - error,
+            high: score + error,
+        }
+    }
+
+    #[test]
+    fn a_difference_beyond_the_noise_is_faster_or_slower() {
+        assert_eq!(verdict(&s(100.0, 2.0), &s(120.0, 2.0)).1, Verdict::Faster);
+        assert_eq!(verdict(&s(120.0, 2.0), &s(100.0, 2.0)).1, Verdict::Slower);
+        let (ratio, _) = verdict(&s(100.0, 2.0), &s(120.0, 2.0));
+        assert!((ratio - 1.2).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_difference_within_the_noise_is_no_verdict() {
+        assert_eq!(verdict(&s(100.0, 10.0), &s(105.0, 10.0)).1, Verdict::Noise);
+        assert_eq!(verdict(&s(100.0, 0.0), &s(100.0, 0.0)).1, Verdict::Noise);
+    }
+
+    #[test]
+    fn ranges_that_do_not_overlap_give_a_verdict_even_with_a_large_relative_error() {
+        // Lopsided ranges: base 90..=100, head 101..=140 (score 102, error 19.5).
+        let base = Score {
+            count: 3,
+            score: 99.0,
+            error: 5.0,
+            low: 90.0,
+            high: 100.0,
+        };
+        let head = Score {
+            count: 3,
+            score: 102.0,
+            error: 19.5,
+            low: 101.0,
+            high: 140.0,
+        };
+        assert_eq!(verdict(&base, &head).1, Verdict::Faster);
+    }
+
+    #[test]
+    fn workloads_are_the_group_without_the_suite_prefix_and_the_variant() {
+        assert_eq!(
+            workload_of("suite.ShallowBind.pure"),
+            ("ShallowBind", "ShallowBind.pure")
+        );
+        assert_eq!(
+            workload_of("DeepBind.delay"),
+            ("DeepBind", "DeepBind.delay")
+        );
+        assert_eq!(workload_of("Tracing/off"), ("Tracing", "Tracing/off"));
+        assert_eq!(workload_of("plain"), ("plain", "plain"));
+    }
+
+    #[test]
+    fn the_table_is_aligned_like_jmh_and_marks_only_differences_beyond_the_noise() {
+        let data = Rounds {
+            base: rounds(&[
+                &[
+                    ("suite.ShallowBind.pure", "single", 1e5),
+                    ("suite.ShallowBind.pure", "tokio", 2e5),
+                ],
+                &[
+                    ("suite.ShallowBind.pure", "single", 1.01e5),
+                    ("suite.ShallowBind.pure", "tokio", 2.1e5),
+                ],
+            ]),
+            head: rounds(&[
+                &[
+                    ("suite.ShallowBind.pure", "single", 5e4),
+                    ("suite.ShallowBind.pure", "tokio", 2.05e5),
+                ],
+                &[
+                    ("suite.ShallowBind.pure", "single", 5.1e4),
+                    ("suite.ShallowBind.pure", "tokio", 2.02e5),
+                ],
+            ]),
+        };
+        let (text, tally) = render_tables(&data);
+        assert_eq!(
+            tally,
+            Tally {
+                faster: 1,
+                slower: 0,
+                noise: 1,
+                one_sided: 0
+            }
+        );
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "ShallowBind");
+        assert_eq!(lines[1], "");
+        let header = lines[2];
+        let rows = &lines[3..7];
+        assert!(header.starts_with("Benchmark "), "{header}");
+        // Positions in characters (the header is ASCII; rows hold a `±`).
+        let chars = |row: &str| row.chars().collect::<Vec<char>>();
+        // Right-aligned columns end where their header ends.
+        for column in ["(size)", "Side", "Cnt", "Score", "Error", "head/base"] {
+            let end = header.find(column).expect("column") + column.len();
+            for row in rows {
+                let row = chars(row);
+                if column == "head/base" && row.len() < end {
+                    continue; // base rows carry no ratio
+                }
+                assert_ne!(row[end - 1], ' ', "{column} in {row:?}\n{text}");
+                assert!(
+                    row.get(end).is_none_or(|c| *c == ' '),
+                    "{column} in {row:?}"
+                );
+            }
+        }
+        // Units is left-aligned under its header.
+        let units = header.find("Units").expect("Units");
+        for row in rows {
+            let unit: String = chars(row)[units..units + 5].iter().collect();
+            assert_eq!(unit, "ops/s", "{row}");
+        }
+        assert!(rows[0].starts_with("ShallowBind.pure/single"), "{text}");
+        assert!(rows[0].contains(" base  thrpt    2 "), "{text}");
+        assert!(rows[1].contains(" head  thrpt    2 "), "{text}");
+        // Single: head twice as fast, far beyond the noise.
+        assert!(
+            rows[0].ends_with("ops/s"),
+            "base rows carry no ratio: {text}"
+        );
+        assert!(rows[1].ends_with("1.99x  faster"), "{text}");
+        // tokio: 1 % apart with a 2.5 % spread on base: within the noise.
+        assert!(rows[3].ends_with("  ~"), "{text}");
+        assert!(rows[2].starts_with("ShallowBind.pure/tokio"), "{text}");
+        // Scores with JMH's three decimals and a ± before the error.
+        assert!(rows[0].contains("  9950.495 ±  49.505  "), "{text}");
+    }
+
+    #[test]
+    fn a_benchmark_on_one_side_only_is_shown_with_no_ratio() {
+        let data = Rounds {
+            base: rounds(&[&[("Old.one", "single", 1e5)]]),
+            head: rounds(&[&[("New.one", "single", 1e5)]]),
+        };
+        let (text, tally) = render_tables(&data);
+        assert_eq!(tally.one_sided, 2);
+        let new_at = text.find("New\n").expect("New table");
+        let old_at = text.find("Old\n").expect("Old table");
+        assert!(new_at < old_at, "workloads are sorted: {text}");
+        assert!(text.contains("n/a  head only"), "{text}");
+        assert!(text.contains("n/a  base only"), "{text}");
+    }
+
+    #[test]
+    fn without_arguments_the_defaults_apply() {
+        let args = parse_args(Vec::new()).expect("parses");
+        assert_eq!(args, Args::default());
+        assert_eq!(args.base, None);
+        assert_eq!(args.head, None);
+        assert_eq!(args.bench, "suite");
+        assert_eq!(args.rounds, 3);
+        assert!(!args.quick);
+    }
+
+    #[test]
+    fn every_flag_is_read_in_both_forms() {
+        let args = parse_args(strings(&[
+            "--base",
+            "HEAD~1",
+            "--head=feature",
+            "--bench",
+            "bind",
+            "--filter=ShallowBind\\.(pure|delay)",
+            "--rounds",
+            "5",
+            "--quick",
+        ]))
+        .expect("parses");
+        assert_eq!(
+            args,
+            Args {
+                base: Some("HEAD~1".to_owned()),
+                head: Some("feature".to_owned()),
+                bench: "bind".to_owned(),
+                filter: Some("ShallowBind\\.(pure|delay)".to_owned()),
+                rounds: 5,
+                quick: true,
+            }
+        );
+    }
+
+    #[test]
+    fn an_unknown_flag_is_an_error_naming_it() {
+        let e = parse_args(strings(&["--rounds", "2", "--fast"])).unwrap_err();
+        assert_eq!(e, ArgError::Unknown("--fast".to_owned()));
+        assert!(e.to_string().contains("--fast"));
+        let e = parse_args(strings(&["stray"])).unwrap_err();
+        assert!(e.to_string().contains("stray"));
+    }
+
+    #[test]
+    fn bad_values_are_errors_naming_the_flag() {
+        assert_eq!(
+            parse_args(strings(&["--rounds"])).unwrap_err(),
+            ArgError::MissingValue("--rounds")
+        );
+        for bad in ["0", "two", "-1"] {
+            let e = parse_args(strings(&["--rounds", bad])).unwrap_err();
+            assert!(e.to_string().contains("--rounds"), "{e}");
+        }
+        assert!(
+            parse_args(strings(&["--base="]))
+                .unwrap_err()
+                .to_string()
+                .contains("--base")
+        );
+        assert_eq!(parse_args(strings(&["-h"])).unwrap_err(), ArgError::Help);
+    }
+
+    #[test]
+    fn cargo_json_names_the_bench_executable() {
+        let lines = [
+            r#"{"reason":"compiler-artifact","target":{"name":"benches","kind":["lib"]},"executable":null}"#,
+            r#"{"reason":"compiler-artifact","target":{"name":"suite","kind":["bench"]},"executable":"/t/release/deps/suite-abc"}"#,
+            r#"{"reason":"build-finished","success":true}"#,
+        ]
+        .join("\n");
+        assert_eq!(
+            bench_executable(&lines, "suite"),
+            Some(PathBuf::from("/t/release/deps/suite-abc"))
+        );
+        assert_eq!(bench_executable(&lines, "bind"), None);
+        assert_eq!(bench_executable("garbage\n", "suite"), None);
+    }
+
+    #[test]
+    fn compiler_errors_are_taken_from_cargo_json() {
+        let lines = [
+            r#"{"reason":"compiler-message","message":{"level":"warning","rendered":"warning: unused"}}"#,
+            r#"{"reason":"compiler-message","message":{"level":"error","rendered":"error[E0425]: cannot find value `x`\n"}}"#,
+        ]
+        .join("\n");
+        assert_eq!(
+            compiler_errors(&lines),
+            ["error[E0425]: cannot find value `x`"]
+        );
+    }
+
+    #[test]
+    fn cargo_metadata_lists_the_bench_targets_of_a_package() {
+        let json = r#"{"packages":[{"name":"io-core","targets":[]},{"name":"benches","targets":[
+            {"name":"benches","kind":["lib"]},{"name":"bind","kind":["bench"]},
+            {"name":"loadgen","kind":["bin"]},{"name":"async_ops","kind":["bench"]}]}]}"#;
+        assert_eq!(
+            bench_targets(json, "benches"),
+            Some(vec!["async_ops".to_owned(), "bind".to_owned()])
+        );
+        assert_eq!(bench_targets(json, "nope"), None);
+    }
+
+    #[test]
+    fn a_missing_bench_target_is_reported_by_name_with_the_ones_there_are() {
+        let e = CompareError::NoBenchTarget {
+            side: "base",
+            rev: "HEAD~1 (253d6c7)".to_owned(),
+            name: "suite".to_owned(),
+            available: vec!["bind".to_owned(), "errors".to_owned()],
+        };
+        let text = e.to_string();
+        assert!(text.contains("no bench target `suite`"), "{text}");
+        assert!(text.contains("bind, errors"), "{text}");
+        assert!(text.contains("HEAD~1"), "{text}");
+    }
+
+    #[test]
+    fn the_tail_keeps_the_last_lines() {
+        assert_eq!(tail("a\nb\nc\nd", 2), "c\nd");
+        assert_eq!(tail("a", 5), "a");
+    }
+}
