@@ -111,12 +111,12 @@
 //! ~2 s each): about 1 more minute, so ≈ 12–13 min, inside the 25 min
 //! budget with room for a slower machine.
 //!
-//! Quick config (`SPINDLE_BENCH_QUICK=1`): 10 samples, 0.2 s warm-up,
-//! 0.5 s measurement, no plots: 276 × ~0.9 s ≈ 4 min plus the long
-//! operations. Measured: the whole quick suite ran in **346 s (5.8 min)**
-//! on the 2-core development machine while other builds shared it (load
-//! average ~4), with `SPINDLE_BENCH_QUICK=1 target/release/deps/suite-*
-//! --bench` after the build.
+//! Quick config (`SPINDLE_BENCH_QUICK=1`): 10 samples, 0.1 s warm-up,
+//! 0.35 s measurement, no plots: 276 × ~0.6 s ≈ 3 min plus the long
+//! operations (about 1.5 min). With 0.2 s and 0.5 s it ran in 346 s on the
+//! 2-core development machine while other builds shared it (load average
+//! ~4); the shorter settings bring it under 5 minutes (BENCHMARKS.md has
+//! the measured time of the run it reports).
 //!
 //! Run with:
 //!
@@ -154,8 +154,8 @@ fn config() -> Criterion {
     if quick {
         Criterion::default()
             .sample_size(10)
-            .warm_up_time(Duration::from_millis(200))
-            .measurement_time(Duration::from_millis(500))
+            .warm_up_time(Duration::from_millis(100))
+            .measurement_time(Duration::from_millis(350))
             .without_plots()
     } else {
         Criterion::default()
