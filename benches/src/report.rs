@@ -430,7 +430,7 @@ pub struct Row<'a> {
 pub struct Workload<'a> {
     /// The workload (`ShallowBind`).
     pub name: &'a str,
-    /// Its rows, in [`VARIANT_ORDER`] then size order.
+    /// Its rows, in `VARIANT_ORDER` then size order.
     pub rows: Vec<Row<'a>>,
     /// The runtimes present in any row, [`RUNTIMES`] first, then the others
     /// alphabetically.
