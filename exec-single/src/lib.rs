@@ -76,7 +76,11 @@ use core::time::Duration;
 #[cfg(feature = "std")]
 use io_core::ConfigError;
 use io_core::timers::{TimerHeap, TimerId};
-use io_core::{Executor, Fiber, FiberConfig, FiberDump, IO, Outcome, TimerCallback, WeakFibers};
+use io_core::{Executor, Fiber, FiberConfig, IO, Outcome, TimerCallback};
+// Fiber listings are not part of io-core's loom builds (which build this
+// crate as a dev-dependency): under `--cfg loom` this executor has no dump.
+#[cfg(not(loom))]
+use io_core::{FiberDump, WeakFibers};
 use portable_atomic::{AtomicUsize, Ordering};
 use portable_atomic_util::Arc;
 
@@ -132,6 +136,7 @@ struct Shared<C: Clock> {
     remote: platform::Remote<Fiber<Handle<C>>>,
     /// Weak references to the live fibers, for dumps: only while fibers
     /// trace (see the crate documentation).
+    #[cfg(not(loom))]
     fibers: Option<platform::Lock<WeakFibers>>,
     /// The ready queue's length at the end of the last turn (for dumps
     /// taken off the loop thread).
@@ -205,7 +210,9 @@ impl<C: Clock> Executor for Handle<C> {
     }
 
     #[inline]
+    #[cfg_attr(loom, allow(unused_variables))]
     fn fiber_created(&self, fiber: &Fiber<Self>) {
+        #[cfg(not(loom))]
         if let Some(fibers) = &self.shared.fibers {
             fibers.with(|fibers| fibers.push(fiber.downgrade()));
         }
@@ -213,6 +220,7 @@ impl<C: Clock> Executor for Handle<C> {
 
     /// The live fibers (while they trace; see the crate documentation) and
     /// the loop's `ready queue`, `remote queue` and `timers`.
+    #[cfg(not(loom))]
     fn fiber_dump(&self) -> FiberDump {
         let shared = &*self.shared;
         let fibers = match &shared.fibers {
@@ -323,6 +331,7 @@ impl<C: Clock> SingleThreaded<C> {
 
     /// An executor on the given clock and fiber configuration.
     pub fn with_clock_and_config(clock: C, config: FiberConfig) -> Self {
+        #[cfg(not(loom))]
         let fibers = io_core::executor::lists_fibers(&config)
             .then(|| platform::Lock::new(WeakFibers::new()));
         SingleThreaded {
@@ -335,6 +344,7 @@ impl<C: Clock> SingleThreaded<C> {
                         timers: TimerHeap::new(),
                     }),
                     remote: platform::Remote::new(),
+                    #[cfg(not(loom))]
                     fibers,
                     published_ready: AtomicUsize::new(0),
                     published_timers: AtomicUsize::new(0),
@@ -345,6 +355,7 @@ impl<C: Clock> SingleThreaded<C> {
 
     /// A fiber dump of this executor: see [`Executor::fiber_dump`] and
     /// the [crate documentation](crate#fiber-dumps).
+    #[cfg(not(loom))]
     pub fn fiber_dump(&self) -> FiberDump {
         self.handle.fiber_dump()
     }

@@ -10,4 +10,5 @@ mod imp;
 #[path = "bare.rs"]
 mod imp;
 
+#[cfg_attr(loom, allow(unused_imports))]
 pub(crate) use imp::{Lock, Remote, enter_loop, idle, on_loop_thread};
