@@ -11,12 +11,12 @@
 //! (2 workers) and `exec_batching::EventLoop`, and `Group::spindle_all`
 //! registers the same workload on the three, monomorphized for each
 //! (static dispatch; nothing in the measured loop knows which executor it
-//! is on). The tokio references are the programs of the per-family bench
-//! files (`bind.rs`, `errors.rs`, `async_ops.rs`, `concurrency.rs`,
-//! `data.rs`, `sleep.rs`, `wstp.rs`; their headers explain each port),
-//! written with `Send` futures so that one program runs on tokio's
+//! is on). The tokio references (`suite/tokio_ref.rs`) are written with
+//! `Send` futures so that one program runs on tokio's
 //! current-thread runtime (`tokio`, `rt.block_on`) and, as a task on a
 //! worker, on its multi-thread runtime with 2 workers (`tokio_mt`).
+//! `benches/PORTS.md` explains each port: what the Spindle program and its
+//! tokio reference do, and where either differs from Cats Effect's.
 //!
 //! # Naming (parsed by tools: keep it exactly)
 //!
@@ -51,13 +51,13 @@
 //! | WorkStealing `.scheduling/.alloc/.runnableScheduling` | 10,000 / 250 / 10,000 | wstp only | – | ✓ | 6 |
 //! | Rt `.spawn_many/.yield_many/.ping_pong/.chained_spawn` | 10,000 / 200 / 1,000 / 1,000 | ✓ | ✓ | ✓ | 20 |
 //!
-//! Notes on the rows that are new here (the others are as in their files):
+//! Notes on a few rows (`benches/PORTS.md` has all of them):
 //!
 //! * **Redeem / RedeemWith**: Cats Effect's `RedeemBenchmark` and
 //!   `RedeemWithBenchmark` (`happyPath`: `pure(i + 1).redeem(_ => 0, id)`,
 //!   `.redeemWith(raiseError, loop)`; `errorRaised`: raise, skip one or two
 //!   `flatMap`s, and redeem into the loop). tokio: the `match` on a
-//!   `Result` that `errors.rs` uses for Attempt and HandleError.
+//!   `Result` that Attempt and HandleError use.
 //! * **MapStream**: `MapStreamBenchmark`'s stream (a value and the `IO`
 //!   that produces the rest), `12000 / batch` elements, `batch` layers of
 //!   `map(_ + 1)`, summed by a loop through the stream's programs. The
@@ -73,7 +73,7 @@
 //!   runnables to the compute pool; Spindle's executors run fibers, so each
 //!   runnable is a fiber that starts the next (never joined), and the latch
 //!   a counter plus a `Deferred`. tokio: spawned tasks and a `Notify`.
-//!   `scheduling`, `alloc` as in `wstp.rs` (sizes scaled down the same way).
+//!   `scheduling`, `alloc`: Cats Effect's, with sizes scaled down.
 //!   These three run only where fibers run on several threads.
 //! * **Rt**: tokio's scheduler shapes, as a program of the main fiber
 //!   (spawn 10,000 empty fibers and join them; 200 fibers ceding 1,000
@@ -85,11 +85,13 @@
 //!
 //! # Left out
 //!
-//! * Cats Effect's `async_callback` variants of the bind loops are not Cats
-//!   Effect workloads (they are `bind.rs`'s own); `bind.rs`'s and
-//!   `concurrency.rs`'s extra tokio functions (`tokio_unconstrained`, the
-//!   `join!`/`select!` floor) stay in those files. Here Both and Race's
-//!   tokio row spawns a task per side, like-for-like with Spindle's fibers.
+//! * The extra rows of the per-family bench targets this suite replaced
+//!   (up to commit `b390b8a`): the bind loops' `async_callback` variant and
+//!   its `tokio_unconstrained` function, the `join!`/`select!` floor of
+//!   Both and Race (here their tokio row spawns a task per side,
+//!   like-for-like with Spindle's fibers), and exec-wstp's
+//!   `spawn_many_remote_idle` and `parTraverse_cpu100`. They were
+//!   diagnostics of earlier issues, not Cats Effect workloads.
 //! * The other `BlockingBenchmark` variants (nested blocking, blocking then
 //!   cede, ...) and the Cats Effect benchmarks of its own internals
 //!   (`Dispatcher`, `ScalQueue`, the thread-blocking variants of
@@ -100,16 +102,16 @@
 //!
 //! # Time budget
 //!
-//! Normal config: 15 samples, 0.5 s warm-up, 1.5 s measurement. A
-//! benchmark whose operation is short costs warm-up + measurement + its
-//! check run and criterion's analysis and plots, about 2.4 s: 276 × 2.4 s
-//! ≈ 11 min. The long operations add to that (criterion stretches a group
-//! to fit its samples): `Blocking.fine` on `batching` (~1.8 s per op, 10
-//! flat samples, ~22 s), the four `Sleep` rows (~0.2 s per op, 10 flat
-//! samples, ~3 s each), tokio's `ShallowBind.async` and `DeepBind.async`
-//! (~0.35 s per op, ~6 s each), the WorkStealing rows (~0.08 s per op,
-//! ~2 s each): about 1 more minute, so ≈ 12–13 min, inside the 25 min
-//! budget with room for a slower machine.
+//! Normal config: 15 samples, 0.5 s warm-up, 1.5 s measurement, with
+//! criterion's HTML plots. Measured: **1,409 s (23.5 min) for the 276
+//! benchmarks** on the 2-core development machine, otherwise idle
+//! (BENCHMARKS.md, "Suite"), inside the 30-minute budget. That is 5.1 s per
+//! benchmark on average: 2 s of warm-up and measurement, the check run,
+//! criterion's analysis and plots, and the long operations, which criterion
+//! stretches to fit their samples (`Blocking.fine` on `batching`, ~1.8 s
+//! per op; the four `Sleep` rows, ~0.2 s per op; tokio's
+//! `ShallowBind.async` and `DeepBind.async`, ~0.35 s per op; the
+//! WorkStealing rows).
 //!
 //! Quick config (`SPINDLE_BENCH_QUICK=1`): 10 samples, 0.1 s warm-up,
 //! 0.35 s measurement, no plots: 276 × ~0.6 s ≈ 3 min plus the long
@@ -121,8 +123,8 @@
 //! Run with:
 //!
 //! ```text
-//! cargo bench -p benches --bench suite                          # ~13 min
-//! SPINDLE_BENCH_QUICK=1 cargo bench -p benches --bench suite    # ~5-6 min
+//! cargo bench -p benches --bench suite                          # ~24 min
+//! SPINDLE_BENCH_QUICK=1 cargo bench -p benches --bench suite    # ~4 min
 //! SPINDLE_BENCH_QUICK=1 cargo bench -p benches --bench suite -- suite.ShallowBind
 //! cargo bench -p benches --bench suite -- '/wstp/'              # one runtime
 //! ```

@@ -1,14 +1,12 @@
 //! Shared pieces of the Spindle benchmarks; the workloads live in `benches/`.
 //!
-//! The suites port Cats Effect's JMH microbenchmarks (ShallowBind, DeepBind,
-//! Attempt, HandleError, MapCalls; Async, Both, Race, Deferred, Ref, Queue,
-//! Mutex, Sleep) with the same shapes and sizes, and run each one side by
-//! side: on Spindle's single-threaded executor and, as the same-run
-//! reference, written as `async` Rust on tokio's current-thread runtime
-//! (where tokio has no counterpart, Spindle runs alone and the bench file's
-//! header says why). `BENCHMARKS.md` at the repository root holds the
-//! latest numbers and says how to reproduce them; `benches/report.py` turns
-//! criterion's estimates into its tables.
+//! The `suite` bench target runs every Cats Effect JMH workload that has a
+//! meaning in Spindle (ShallowBind, DeepBind, Attempt, HandleError, Redeem,
+//! RedeemWith, MapCalls, MapStream, Async, Both, Race, Blocking, Deferred,
+//! Ref, Queue, Mutex, Sleep, Parallel, WorkStealing) and tokio's scheduler
+//! shapes, written once and run on each of Spindle's executors, with tokio
+//! as the same-run reference (`benches/PORTS.md` explains each port). The
+//! `tracing` bench target measures the cost of fiber tracing.
 //!
 //! Only what both sides share lives here: the sizes, the error value of the
 //! error benchmarks, and a helper that reads a Spindle outcome. tokio and
@@ -17,6 +15,9 @@
 //! [`http_load`] is the HTTP side: a std-only closed-loop load generator
 //! (the `loadgen` binary) and the runner that compares exec-batching's
 //! `hello_http` server in batching and macrotask mode (`http_compare`).
+//!
+//! [`compare`] is the `bench-compare` binary: two git revisions' benchmarks
+//! built and run alternately, compared in JMH-style tables.
 //!
 //! [`report`] is the `bench-report` binary: it regenerates BENCHMARKS.md's
 //! suite section (between `<!-- suite:begin -->` and `<!-- suite:end -->`)
@@ -31,8 +32,8 @@ pub mod http_load;
 pub mod report;
 
 /// The `pure` bind loops of Cats Effect's `ShallowBindBenchmark` and
-/// `DeepBindBenchmark` ([`SIZE`] steps), shared by `bind.rs` (exec-single)
-/// and `wstp.rs` (exec-wstp).
+/// `DeepBindBenchmark` ([`SIZE`] steps), shared by the `suite` and
+/// `tracing` bench targets.
 pub mod bind_loops {
     use core::convert::Infallible;
 

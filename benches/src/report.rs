@@ -20,7 +20,7 @@
 //!   leaving every byte outside the markers as it was (or appends a
 //!   `## Suite` section with the markers when the file has none).
 //! * [`render_svg`] draws the chart with `plotters`' SVG backend: one panel
-//!   per workload, a group of bars (elements/s, log scale) per variant and
+//!   per workload, a group of bars (ops/s, log scale) per variant and
 //!   size, one bar per runtime. Text is left to the SVG viewer's fonts, so no
 //!   font library is needed to build or run it.
 //!
@@ -60,34 +60,37 @@ pub const DEFAULT_COMMAND: &str = "cargo bench -p benches --bench suite";
 /// This binary's own command line, quoted in the section.
 pub const REPORT_COMMAND: &str = "cargo run -p benches --release --bin bench-report";
 
-/// Workloads in table order (Cats Effect's benchmarks, then exec-wstp's);
-/// others follow alphabetically.
+/// Workloads in table order (the order `benches/benches/suite.rs`
+/// registers them); others follow alphabetically.
 const WORKLOAD_ORDER: &[&str] = &[
     "ShallowBind",
     "DeepBind",
     "Attempt",
     "HandleError",
+    "Redeem",
+    "RedeemWith",
     "MapCalls",
+    "MapStream",
     "Async",
     "Both",
     "Race",
+    "Blocking",
     "Deferred",
     "Ref",
     "Queue",
     "Mutex",
     "Sleep",
-    "RtMulti",
-    "WorkStealing",
     "Parallel",
+    "WorkStealing",
+    "Rt",
 ];
 
-/// Variants in row order (as the bench files declare them); others follow
+/// Variants in row order (as the suite registers them); others follow
 /// alphabetically.
 const VARIANT_ORDER: &[&str] = &[
     "pure",
     "delay",
     "async",
-    "async_callback",
     "happyPath",
     "errorRaised",
     "one",
@@ -101,6 +104,8 @@ const VARIANT_ORDER: &[&str] = &[
     "racePair",
     "start",
     "uncancelable",
+    "fine",
+    "coarse",
     "get",
     "complete",
     "cancel",
@@ -113,18 +118,18 @@ const VARIANT_ORDER: &[&str] = &[
     "unboundedOne",
     "unboundedMany",
     "unboundedContended",
+    "unboundedContendedSingleConsumer",
     "highContention",
     "cancellation",
     "sleep",
-    "spawn_many_local",
-    "spawn_many_remote_idle",
+    "parTraverse",
+    "scheduling",
+    "alloc",
+    "runnableScheduling",
+    "spawn_many",
     "yield_many",
     "ping_pong",
     "chained_spawn",
-    "scheduling",
-    "alloc",
-    "parTraverse",
-    "parTraverse_cpu100",
 ];
 
 // ---------------------------------------------------------------------------
@@ -719,7 +724,7 @@ pub fn render_section(results: &[Measurement], meta: &Meta) -> String {
     s.push('\n');
     let _ = writeln!(
         s,
-        "![Suite: elements/s per workload, log scale]({})",
+        "![Suite: ops/s per workload, log scale]({})",
         meta.svg_link
     );
     for workload in &workloads {
@@ -844,20 +849,11 @@ fn chart_error(e: impl fmt::Display) -> ReportError {
 }
 
 /// The summary chart as an SVG document: one panel per workload with
-/// elements/s, a group of bars per variant and size, one bar per runtime
+/// ops/s, a group of bars per variant and size, one bar per runtime
 /// (Spindle's single, wstp and batching next to tokio and tokio_mt), on a
 /// log scale.
 pub fn render_svg(results: &[Measurement]) -> Result<String, ReportError> {
-    let workloads: Vec<Workload<'_>> = group(results)
-        .into_iter()
-        .filter(|w| {
-            w.rows.iter().any(|row| {
-                CHART_RUNTIMES
-                    .iter()
-                    .any(|(rt, _)| row.by_runtime.get(rt).is_some_and(|m| m.elements.is_some()))
-            })
-        })
-        .collect();
+    let workloads: Vec<Workload<'_>> = group(results);
     let present: Vec<(&str, RGBColor)> = CHART_RUNTIMES
         .iter()
         .copied()
@@ -880,7 +876,7 @@ pub fn render_svg(results: &[Measurement]) -> Result<String, ReportError> {
         root.fill(&WHITE).map_err(chart_error)?;
         let (top, body) = root.split_vertically(header);
         top.draw(&Text::new(
-            "Spindle suite: elements/s per workload (log scale; higher is faster)",
+            "Spindle suite: ops/s per workload (log scale; higher is faster)",
             (12, 10),
             ("sans-serif", 22).into_font(),
         ))
@@ -898,7 +894,7 @@ pub fn render_svg(results: &[Measurement]) -> Result<String, ReportError> {
         }
         if workloads.is_empty() {
             body.draw(&Text::new(
-                "no result declares Throughput::Elements",
+                "no suite.* results",
                 (12, 20),
                 ("sans-serif", 14).into_font(),
             ))
@@ -932,7 +928,7 @@ where
         .flat_map(|row| {
             runtimes
                 .iter()
-                .filter_map(|(rt, _)| row.by_runtime.get(rt)?.elements_per_sec())
+                .filter_map(|(rt, _)| Some(row.by_runtime.get(rt)?.ops_per_sec()))
         })
         .filter(|v| v.is_finite() && *v > 0.0)
         .collect();
@@ -967,7 +963,7 @@ where
         .x_labels(0)
         .y_labels(6)
         .y_label_formatter(&|v| format_si(*v))
-        .y_desc("elements/s")
+        .y_desc("ops/s")
         .label_style(("sans-serif", 14))
         .draw()
         .map_err(chart_error)?;
@@ -976,7 +972,7 @@ where
     let mut bars = Vec::new();
     for (i, row) in workload.rows.iter().enumerate() {
         for (k, (rt, color)) in runtimes.iter().enumerate() {
-            let Some(value) = row.by_runtime.get(rt).and_then(|m| m.elements_per_sec()) else {
+            let Some(value) = row.by_runtime.get(rt).map(|m| m.ops_per_sec()) else {
                 continue;
             };
             let x0 = i as f64 - 0.4 + k as f64 * slot;

@@ -381,6 +381,25 @@ fn the_chart_is_an_svg_with_a_panel_per_workload_and_a_bar_per_result() {
             "{text} in the chart"
         );
     }
+    assert!(svg.contains(">\nops/s\n</text>"), "the y axis reads ops/s");
+}
+
+#[test]
+fn the_chart_plots_ops_per_second_so_a_workload_without_declared_elements_has_its_panel() {
+    let criterion = temp_dir("svg-no-elements").join("criterion");
+    write_result(&criterion, "suite.Ref.modify", "single", "10000", 1e6, None);
+    write_result(&criterion, "suite.Ref.modify", "tokio", "10000", 2e6, None);
+    let results = report::read_results(&criterion).unwrap();
+    let svg = report::render_svg(&results).unwrap();
+    assert!(svg.contains(">\nRef\n</text>"), "the Ref panel is drawn");
+    assert!(!svg.contains("no suite.* results"));
+    // One filled bar per result: single's and tokio's colours.
+    for color in ["#1F77B4", "#FF7F0E"] {
+        assert!(
+            svg.contains(&format!("fill=\"{color}\"")),
+            "a bar in {color}"
+        );
+    }
 }
 
 #[test]

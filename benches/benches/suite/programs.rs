@@ -1,9 +1,8 @@
 //! The Spindle programs of the suite: each Cats Effect workload written
 //! once as an `IO` value, which names no executor (the suite runs the same
 //! value on exec-single, exec-wstp and exec-batching). Shapes and sizes are
-//! those of the per-family bench files (`bind.rs`, `errors.rs`,
-//! `async_ops.rs`, `concurrency.rs`, `data.rs`, `sleep.rs`, `wstp.rs`),
-//! whose headers explain each port; what is new here says so.
+//! Cats Effect's (scaled down where a constant says so); `benches/PORTS.md`
+//! explains each port and how it differs from the original.
 
 use std::convert::Infallible;
 use std::hint::black_box;
@@ -619,11 +618,13 @@ pub fn sleep() -> Io<i64> {
 }
 
 // ---------------------------------------------------------------------------
-// Parallel and WorkStealing (sizes as in wstp.rs)
+// Parallel and WorkStealing (sizes scaled down: each constant says how)
 // ---------------------------------------------------------------------------
 
-/// JMH's `Blackhole.consumeCPU(tokens)` (see `wstp.rs`): never inlined, so
-/// that every side runs the same machine code.
+/// JMH's `Blackhole.consumeCPU(tokens)`: a dependent chain of `tokens`
+/// multiply-adds (the same recurrence), about 1.2 ns per token on the
+/// development machine. Never inlined, so that every side runs the same
+/// machine code (inlined, LLVM unrolls it differently inside each closure).
 #[inline(never)]
 pub fn consume_cpu(tokens: u64) -> u64 {
     let mut t = black_box(0x2545_F491_4F6C_DD1Du64);

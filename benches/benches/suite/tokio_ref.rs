@@ -1,6 +1,6 @@
-//! The tokio references of the suite: the same workloads as `async` Rust,
-//! as in the per-family bench files (whose headers say why each is the
-//! counterpart it is). Every future here is `Send`, so the same program
+//! The tokio references of the suite: the same workloads as `async` Rust
+//! (`benches/PORTS.md` says why each is the counterpart it is). Every
+//! future here is `Send`, so the same program
 //! runs on the current-thread runtime (`tokio`) and, as a task on a worker,
 //! on the multi-thread runtime (`tokio_mt`).
 
