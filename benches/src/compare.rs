@@ -4,6 +4,7 @@
 //! ```text
 //! cargo run -p benches --release --bin bench-compare -- \
 //!     [--base REV] [--head REV] [--bench NAME] [--filter REGEX] [--rounds N] [--quick]
+//!     [--from-runs]
 //! ```
 //!
 //! * **Sides.** `base` defaults to `git merge-base HEAD main` (HEAD when
@@ -36,7 +37,16 @@
 //!   the width of criterion's confidence interval of the median),
 //!   `head/base` the ratio of the scores (above 1: head is faster) and
 //!   `Verdict` says `faster` or `slower` only where the difference is
-//!   beyond the noise (see [`verdict`]), `~` otherwise.
+//!   beyond the noise, `~` otherwise.
+//! * **Noise.** Three rounds say little about one benchmark's noise, so
+//!   the noise is pooled per runtime over the whole comparison
+//!   ([`round_noise`]); a verdict needs the two sides' ranges apart *and*
+//!   a difference beyond three standard errors ([`verdict`] says why, with
+//!   the A/A comparison that set the rule). Below the tables, the summary
+//!   gives each runtime's noise and how far the reference rows (tokio,
+//!   whose code is the same on both sides) moved: a yardstick for the rest.
+//! * **`--from-runs`** prints the last comparison's tables again from
+//!   `target/bench-compare/runs` without building or running anything.
 //!
 //! Everything that can fail is a [`CompareError`] (or an [`ArgError`] for
 //! the command line) with a message that says what to do; nothing here
@@ -68,6 +78,7 @@ options:
   --filter REGEX  criterion's filter: only benchmarks whose id matches
   --rounds N      how many times each side runs, alternating (default: 3)
   --quick         export SPINDLE_BENCH_QUICK=1 to the benchmarks
+  --from-runs     build and run nothing: print the last comparison's tables again
   -h, --help      print this text
 
 Tables go to stdout; progress and the benchmarks' own output to stderr.
@@ -94,6 +105,9 @@ pub struct Args {
     pub rounds: u32,
     /// `--quick`: export `SPINDLE_BENCH_QUICK=1`.
     pub quick: bool,
+    /// `--from-runs`: build and run nothing; print the tables of the last
+    /// comparison's results again (with today's statistics).
+    pub from_runs: bool,
 }
 
 impl Default for Args {
@@ -105,6 +119,7 @@ impl Default for Args {
             filter: None,
             rounds: DEFAULT_ROUNDS,
             quick: false,
+            from_runs: false,
         }
     }
 }
@@ -158,6 +173,10 @@ pub fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Args, ArgErr
         }
         if arg == "--quick" {
             out.quick = true;
+            continue;
+        }
+        if arg == "--from-runs" {
+            out.from_runs = true;
             continue;
         }
         let (name, inline) = match arg.split_once('=') {
@@ -277,6 +296,8 @@ pub enum CompareError {
         /// The filter, if any.
         filter: Option<String>,
     },
+    /// `--from-runs` found no earlier comparison's rounds of both sides.
+    NoRuns(PathBuf),
     /// A file criterion wrote could not be read.
     BadResult {
         /// The file.
@@ -359,6 +380,12 @@ impl fmt::Display for CompareError {
                     None => Ok(()),
                 }
             }
+            CompareError::NoRuns(dir) => write!(
+                f,
+                "no base-round<k> and head-round<k> results under {}; run a comparison \
+                 without --from-runs first",
+                dir.display()
+            ),
             CompareError::BadResult { path, message } => {
                 write!(f, "{}: {message}", path.display())
             }
@@ -591,16 +618,98 @@ impl Verdict {
     }
 }
 
-/// `head.score / base.score` (above 1: head is faster) and the verdict: a
-/// difference counts only where the two ranges (`low..=high`) do not
-/// overlap, or where `|ratio - 1|` exceeds the combined relative error
-/// `base.error / base.score + head.error / head.score`.
-pub fn verdict(base: &Score, head: &Score) -> (f64, Verdict) {
+/// How many standard errors a difference must exceed to be a verdict.
+///
+/// Three: with dozens of rows per comparison, a smaller factor flags rows
+/// of identical code by chance (see [`verdict`]).
+pub const VERDICT_STANDARD_ERRORS: f64 = 3.0;
+
+/// The standard error of a median of `n` rounds relative to that of their
+/// mean: the median of a few normal values is about 1.25 times as variable.
+const MEDIAN_EFFICIENCY: f64 = 1.25;
+
+/// Sums of squared deviations of `ln(ops/s)` from the side's mean, and
+/// their degrees of freedom (rounds − 1), for one side's rounds of one
+/// benchmark; `None` with fewer than two rounds.
+fn log_spread(ms: &[&Measurement]) -> Option<(f64, usize)> {
+    if ms.len() < 2 {
+        return None;
+    }
+    let logs: Vec<f64> = ms.iter().map(|m| (1e9 / m.median_ns).ln()).collect();
+    let mean = logs.iter().sum::<f64>() / logs.len() as f64;
+    let squares = logs.iter().map(|x| (x - mean).powi(2)).sum();
+    Some((squares, logs.len() - 1))
+}
+
+/// The round-to-round noise of each runtime (criterion function id) in a
+/// comparison: the standard deviation of `ln(ops/s)` between rounds of the
+/// same side, pooled over every benchmark of that runtime and both sides
+/// (so about the relative spread: 0.06 is ±6 %). A runtime none of whose
+/// benchmarks ran twice on a side has no entry.
+///
+/// Pooled because three rounds say little about one benchmark's noise: on
+/// the 2-core development machine a benchmark's rounds may agree within
+/// 1 % three times and still move by 6 % in the next process. The runtimes
+/// are kept apart because their noise differs (exec-wstp's two workers
+/// move more than exec-single's one thread).
+pub fn round_noise(rounds: &Rounds) -> BTreeMap<String, f64> {
+    let mut sums: BTreeMap<String, (f64, usize)> = BTreeMap::new();
+    for side in [by_id(&rounds.base), by_id(&rounds.head)] {
+        for (id, ms) in side {
+            if let Some((squares, dof)) = log_spread(&ms) {
+                let entry = sums.entry(id.function.clone()).or_default();
+                entry.0 += squares;
+                entry.1 += dof;
+            }
+        }
+    }
+    sums.into_iter()
+        .filter(|(_, (_, dof))| *dof > 0)
+        .map(|(function, (squares, dof))| (function, (squares / dof as f64).sqrt()))
+        .collect()
+}
+
+/// One benchmark's own round-to-round noise, pooled over its two sides,
+/// like [`round_noise`] for one row.
+fn own_noise(base: &[&Measurement], head: &[&Measurement]) -> Option<f64> {
+    let (mut squares, mut dof) = (0.0, 0);
+    for (s, d) in [log_spread(base), log_spread(head)].into_iter().flatten() {
+        squares += s;
+        dof += d;
+    }
+    (dof > 0).then(|| (squares / dof as f64).sqrt())
+}
+
+/// `head.score / base.score` (above 1: head is faster) and the verdict.
+///
+/// `noise` is the round-to-round standard deviation of `ln(ops/s)` to
+/// assume for this benchmark (the larger of its runtime's pooled
+/// [`round_noise`] and its own). A difference is a verdict only when
+/// both hold:
+///
+/// * the two sides' ranges (`low..=high`: every round, or with one round
+///   criterion's confidence interval of the median) do not overlap, and
+/// * with at least two rounds on each side, `|ln(ratio)|` exceeds
+///   [`VERDICT_STANDARD_ERRORS`] standard errors of the difference of two
+///   medians, `1.25 × noise × √(1/n_base + 1/n_head)`.
+///
+/// Why this strict: in an A/A comparison (one commit against itself,
+/// `--quick`, 3 rounds, 74 benchmarks, 2026-11-30) the earlier rule
+/// (ranges apart *or* the ratio beyond the two relative errors) gave 17
+/// verdicts to identical code, some of 15 %; this one gives none.
+pub fn verdict(base: &Score, head: &Score, noise: Option<f64>) -> (f64, Verdict) {
     let ratio = head.score / base.score;
     let overlap = base.low <= head.high && head.low <= base.high;
-    let noise = base.error / base.score + head.error / head.score;
-    let beyond = !overlap || (ratio - 1.0).abs() > noise;
-    let verdict = if !beyond || ratio == 1.0 {
+    let beyond_noise = match noise {
+        Some(noise) if base.count >= 2 && head.count >= 2 => {
+            let standard_error = MEDIAN_EFFICIENCY
+                * noise
+                * (1.0 / base.count as f64 + 1.0 / head.count as f64).sqrt();
+            ratio.ln().abs() > VERDICT_STANDARD_ERRORS * standard_error
+        }
+        _ => true,
+    };
+    let verdict = if overlap || !beyond_noise || !ratio.is_finite() || ratio == 1.0 {
         Verdict::Noise
     } else if ratio > 1.0 {
         Verdict::Faster
@@ -608,6 +717,29 @@ pub fn verdict(base: &Score, head: &Score) -> (f64, Verdict) {
         Verdict::Slower
     };
     (ratio, verdict)
+}
+
+/// How the reference rows (runtimes `tokio` and `tokio_mt`) moved between
+/// the two sides: (rows, median head/base, lowest, highest). Their programs
+/// are the same on both sides unless the comparison changes
+/// `suite/tokio_ref.rs`, so their movement is the machine's and the
+/// build's, a yardstick for the Spindle rows. `None` without such rows.
+pub fn reference_drift(rounds: &Rounds) -> Option<(usize, f64, f64, f64)> {
+    let (base, head) = (by_id(&rounds.base), by_id(&rounds.head));
+    let mut ratios: Vec<f64> = base
+        .iter()
+        .filter(|(id, _)| id.function.starts_with("tokio"))
+        .filter_map(|(id, b)| Some(score(head.get(id)?)?.score / score(b)?.score))
+        .filter(|r| r.is_finite())
+        .collect();
+    ratios.sort_by(f64::total_cmp);
+    let n = ratios.len();
+    let median = match n {
+        0 => return None,
+        _ if n % 2 == 1 => ratios[n / 2],
+        _ => (ratios[n / 2 - 1] + ratios[n / 2]) / 2.0,
+    };
+    Some((n, median, ratios[0], ratios[n - 1]))
 }
 
 // ---------------------------------------------------------------------------
@@ -690,6 +822,7 @@ pub fn render_tables(rounds: &Rounds) -> (String, Tally) {
             .or_default()
             .push(id);
     }
+    let noise_by_runtime = round_noise(rounds);
     let mut out = String::new();
     let mut tally = Tally::default();
     for (workload, mut ids) in workloads {
@@ -716,7 +849,15 @@ pub fn render_tables(rounds: &Rounds) -> (String, Tally) {
             let h = head.get(id).and_then(|ms| score(ms));
             let (ratio, verdict) = match (&b, &h) {
                 (Some(b), Some(h)) => {
-                    let (ratio, verdict) = verdict(b, h);
+                    let own = match (base.get(id), head.get(id)) {
+                        (Some(bs), Some(hs)) => own_noise(bs, hs),
+                        _ => None,
+                    };
+                    let noise = match (noise_by_runtime.get(&id.function).copied(), own) {
+                        (Some(a), Some(b)) => Some(a.max(b)),
+                        (a, b) => a.or(b),
+                    };
+                    let (ratio, verdict) = verdict(b, h, noise);
                     match verdict {
                         Verdict::Faster => tally.faster += 1,
                         Verdict::Slower => tally.slower += 1,
@@ -1276,6 +1417,16 @@ pub fn run(args: &Args) -> Result<String, CompareError> {
         .map(PathBuf::from)
         .map_err(CompareError::NotARepository)?;
     let dir = root.join("target").join("bench-compare");
+    if args.from_runs {
+        let runs = dir.join("runs");
+        let rounds = read_runs(&runs)?;
+        let header = format!(
+            "bench-compare: the last comparison's results, {} base and {} head round(s)\n\n",
+            rounds.base.len(),
+            rounds.head.len()
+        );
+        return Ok(report(&header, &rounds, &runs));
+    }
 
     let (base_rev, base_label) = match &args.base {
         Some(rev) => (rev.clone(), None),
@@ -1338,8 +1489,7 @@ pub fn run(args: &Args) -> Result<String, CompareError> {
         }
     }
 
-    let (tables, tally) = render_tables(&rounds);
-    let mut out = format!(
+    let header = format!(
         "bench-compare: bench `{}`, {} round{}{}{}\n  base: {}\n  head: {}\n\n",
         args.bench,
         args.rounds,
@@ -1352,10 +1502,18 @@ pub fn run(args: &Args) -> Result<String, CompareError> {
         base.label,
         head.label,
     );
+    Ok(report(&header, &rounds, &runs))
+}
+
+/// The whole output: `header`, the tables, the tally of verdicts, the
+/// noise each runtime showed between rounds, the movement of the reference
+/// rows, and where criterion's results are.
+pub fn report(header: &str, rounds: &Rounds, runs: &Path) -> String {
+    let (tables, tally) = render_tables(rounds);
+    let mut out = String::from(header);
     out.push_str(&tables);
     out.push_str(&format!(
-        "head vs base: {} faster, {} slower, {} within noise (~){}\n\
-         criterion's results: {}\n",
+        "head vs base: {} faster, {} slower, {} within noise (~){}\n",
         tally.faster,
         tally.slower,
         tally.noise,
@@ -1364,9 +1522,75 @@ pub fn run(args: &Args) -> Result<String, CompareError> {
         } else {
             String::new()
         },
-        runs.display()
     ));
-    Ok(out)
+    let noise = round_noise(rounds);
+    if !noise.is_empty() {
+        let mut runtimes: Vec<(&String, &f64)> = noise.iter().collect();
+        runtimes.sort_by_key(|(rt, _)| {
+            RUNTIME_ORDER
+                .iter()
+                .position(|r| r == rt)
+                .unwrap_or(RUNTIME_ORDER.len())
+        });
+        let list: Vec<String> = runtimes
+            .iter()
+            .map(|(rt, sd)| format!("{rt} {:.1}%", *sd * 100.0))
+            .collect();
+        out.push_str(&format!(
+            "round-to-round noise (standard deviation, pooled per runtime): {}; \
+             a verdict needs ranges apart and a difference beyond {} standard errors\n",
+            list.join(", "),
+            VERDICT_STANDARD_ERRORS
+        ));
+    }
+    if let Some((n, median, low, high)) = reference_drift(rounds) {
+        out.push_str(&format!(
+            "reference rows (tokio, tokio_mt: the same code on both sides unless tokio_ref.rs \
+             changed): {n}, head/base median {}, from {} to {}\n",
+            fmt_ratio(median),
+            fmt_ratio(low),
+            fmt_ratio(high)
+        ));
+    }
+    out.push_str(&format!("criterion's results: {}\n", runs.display()));
+    out
+}
+
+/// `--from-runs`: the rounds of the last comparison, read back from `runs`
+/// (`base-round<k>` and `head-round<k>` directories, in round order).
+pub fn read_runs(runs: &Path) -> Result<Rounds, CompareError> {
+    let entries = match std::fs::read_dir(runs) {
+        Ok(entries) => entries,
+        Err(e) => return Err(io_error(format!("reading {}", runs.display()), &e)),
+    };
+    let mut dirs: Vec<(u32, &'static str, PathBuf)> = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|e| io_error(format!("reading {}", runs.display()), &e))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        for side in ["base", "head"] {
+            if let Some(k) = name
+                .strip_prefix(side)
+                .and_then(|rest| rest.strip_prefix("-round"))
+                .and_then(|k| k.parse::<u32>().ok())
+            {
+                dirs.push((k, side, entry.path()));
+            }
+        }
+    }
+    dirs.sort();
+    let mut rounds = Rounds::default();
+    for (_, side, dir) in dirs {
+        let found = read_results(&dir)?;
+        if side == "base" {
+            rounds.base.push(found);
+        } else {
+            rounds.head.push(found);
+        }
+    }
+    if rounds.base.is_empty() || rounds.head.is_empty() {
+        return Err(CompareError::NoRuns(runs.to_path_buf()));
+    }
+    Ok(rounds)
 }
 
 #[cfg(test)]
@@ -1543,36 +1767,225 @@ mod tests {
 
     #[test]
     fn a_difference_beyond_the_noise_is_faster_or_slower() {
-        assert_eq!(verdict(&s(100.0, 2.0), &s(120.0, 2.0)).1, Verdict::Faster);
-        assert_eq!(verdict(&s(120.0, 2.0), &s(100.0, 2.0)).1, Verdict::Slower);
-        let (ratio, _) = verdict(&s(100.0, 2.0), &s(120.0, 2.0));
+        // 20 % apart with 1 % noise: far beyond 3 standard errors.
+        assert_eq!(
+            verdict(&s(100.0, 2.0), &s(120.0, 2.0), Some(0.01)).1,
+            Verdict::Faster
+        );
+        assert_eq!(
+            verdict(&s(120.0, 2.0), &s(100.0, 2.0), Some(0.01)).1,
+            Verdict::Slower
+        );
+        let (ratio, _) = verdict(&s(100.0, 2.0), &s(120.0, 2.0), Some(0.01));
         assert!((ratio - 1.2).abs() < 1e-12);
     }
 
     #[test]
     fn a_difference_within_the_noise_is_no_verdict() {
-        assert_eq!(verdict(&s(100.0, 10.0), &s(105.0, 10.0)).1, Verdict::Noise);
-        assert_eq!(verdict(&s(100.0, 0.0), &s(100.0, 0.0)).1, Verdict::Noise);
+        assert_eq!(
+            verdict(&s(100.0, 10.0), &s(105.0, 10.0), Some(0.01)).1,
+            Verdict::Noise
+        );
+        assert_eq!(
+            verdict(&s(100.0, 0.0), &s(100.0, 0.0), None).1,
+            Verdict::Noise
+        );
     }
 
     #[test]
-    fn ranges_that_do_not_overlap_give_a_verdict_even_with_a_large_relative_error() {
-        // Lopsided ranges: base 90..=100, head 101..=140 (score 102, error 19.5).
+    fn ranges_apart_are_no_verdict_when_the_runtime_is_noisier_than_the_difference() {
+        // Three rounds each that happen not to overlap, 7 % apart, on a
+        // runtime whose rounds move by 6 %: 3 standard errors are
+        // 3 × 1.25 × 0.06 × √(2/3) = 18 %.
         let base = Score {
             count: 3,
-            score: 99.0,
-            error: 5.0,
-            low: 90.0,
-            high: 100.0,
+            score: 100.0,
+            error: 1.0,
+            low: 99.0,
+            high: 101.0,
         };
         let head = Score {
             count: 3,
-            score: 102.0,
-            error: 19.5,
-            low: 101.0,
+            score: 107.0,
+            error: 1.0,
+            low: 106.0,
+            high: 108.0,
+        };
+        assert_eq!(verdict(&base, &head, Some(0.06)).1, Verdict::Noise);
+        // The same with 1 % noise is a verdict.
+        assert_eq!(verdict(&base, &head, Some(0.01)).1, Verdict::Faster);
+    }
+
+    #[test]
+    fn overlapping_ranges_are_never_a_verdict() {
+        let base = Score {
+            count: 3,
+            score: 100.0,
+            error: 40.0,
+            low: 60.0,
             high: 140.0,
         };
-        assert_eq!(verdict(&base, &head).1, Verdict::Faster);
+        assert_eq!(verdict(&base, &s(130.0, 1.0), Some(0.0)).1, Verdict::Noise);
+    }
+
+    #[test]
+    fn with_one_round_a_side_the_confidence_intervals_decide() {
+        let one = |score: f64, low: f64, high: f64| Score {
+            count: 1,
+            score,
+            error: (high - low) / 2.0,
+            low,
+            high,
+        };
+        assert_eq!(
+            verdict(
+                &one(100.0, 98.0, 102.0),
+                &one(110.0, 108.0, 112.0),
+                Some(0.5)
+            )
+            .1,
+            Verdict::Faster
+        );
+        assert_eq!(
+            verdict(&one(100.0, 95.0, 105.0), &one(104.0, 99.0, 109.0), None).1,
+            Verdict::Noise
+        );
+    }
+
+    #[test]
+    fn round_noise_is_the_spread_of_log_scores_pooled_per_runtime() {
+        // single: each benchmark's rounds at e^±0.05 around their centre;
+        // tokio: two rounds at the same score.
+        let (lo, hi) = ((-0.05f64).exp(), 0.05f64.exp());
+        let data = Rounds {
+            base: rounds(&[
+                &[("A.x", "single", 1e5 * lo), ("A.x", "tokio", 2e5)],
+                &[("A.x", "single", 1e5 * hi), ("A.x", "tokio", 2e5)],
+            ]),
+            head: rounds(&[
+                &[("A.x", "single", 3e5 * lo), ("B.y", "single", 7e4 * hi)],
+                &[("A.x", "single", 3e5 * hi), ("B.y", "single", 7e4 * lo)],
+            ]),
+        };
+        let noise = round_noise(&data);
+        // Deviations of ±0.05 from each mean, one degree of freedom per
+        // pair: sqrt(2 × 0.05² / 1) = 0.0707.
+        assert!(
+            (noise["single"] - 0.05 * 2f64.sqrt()).abs() < 1e-9,
+            "{noise:?}"
+        );
+        assert!(noise["tokio"].abs() < 1e-12, "{noise:?}");
+        assert_eq!(noise.len(), 2);
+        // One round per side: no noise to pool.
+        let one = Rounds {
+            base: rounds(&[&[("A.x", "single", 1e5)]]),
+            head: rounds(&[&[("A.x", "single", 1e5)]]),
+        };
+        assert!(round_noise(&one).is_empty());
+    }
+
+    /// Deterministic ±`amplitude` wobble for round `k` of row `r`.
+    fn wobble(r: usize, k: usize, amplitude: f64) -> f64 {
+        let x = ((r * 7 + k * 13) % 11) as f64 / 10.0; // 0.0 ..= 1.0
+        (amplitude * (2.0 * x - 1.0)).exp()
+    }
+
+    #[test]
+    fn identical_code_with_noisy_rounds_gets_no_verdict_and_a_real_change_does() {
+        // 40 rows on one runtime whose rounds wobble by up to ±8 %; the head
+        // side of row 0 is 40 % slower, every other row is unchanged.
+        let make = |side: usize| -> Vec<Vec<Measurement>> {
+            (0..3)
+                .map(|k| {
+                    (0..40)
+                        .map(|r| {
+                            let slow = if side == 1 && r == 0 { 1.4 } else { 1.0 };
+                            let ns = 1e5 * slow * wobble(r, k + 3 * side, 0.08);
+                            measurement(&format!("W.v{r:02}"), "single", "10000", ns)
+                        })
+                        .collect()
+                })
+                .collect()
+        };
+        let data = Rounds {
+            base: make(0),
+            head: make(1),
+        };
+        let (text, tally) = render_tables(&data);
+        assert_eq!(tally.slower, 1, "{text}");
+        assert_eq!(tally.faster, 0, "{text}");
+        assert_eq!(tally.noise, 39, "{text}");
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with("W.v00/single") && l.ends_with("slower")),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn the_summary_gives_the_noise_per_runtime_and_the_reference_rows_drift() {
+        let data = Rounds {
+            base: rounds(&[
+                &[("A.x", "single", 1e5), ("A.x", "tokio", 2e5)],
+                &[("A.x", "single", 1.02e5), ("A.x", "tokio", 2e5)],
+            ]),
+            head: rounds(&[
+                &[("A.x", "single", 1e5), ("A.x", "tokio", 1e5)],
+                &[("A.x", "single", 1.02e5), ("A.x", "tokio", 1e5)],
+            ]),
+        };
+        let out = report("H\n", &data, Path::new("/runs"));
+        assert!(out.starts_with("H\nA\n"), "{out}");
+        assert!(
+            out.contains("round-to-round noise (standard deviation, pooled per runtime): single 1.4%, tokio 0.0%;"),
+            "{out}"
+        );
+        assert!(
+            out.contains("reference rows (tokio, tokio_mt: the same code on both sides unless tokio_ref.rs changed): 1, head/base median 2.00x, from 2.00x to 2.00x"),
+            "{out}"
+        );
+        assert!(out.ends_with("criterion's results: /runs\n"), "{out}");
+        assert_eq!(reference_drift(&Rounds::default()), None);
+    }
+
+    #[test]
+    fn from_runs_reads_the_rounds_back_in_round_order_and_says_when_there_are_none() {
+        let runs = a_fresh_dir("from-runs");
+        let write = |dir: &str, ns: f64| {
+            let new = runs.join(dir).join("suite.A.x/single/10000/new");
+            std::fs::create_dir_all(&new).unwrap();
+            std::fs::write(
+                new.join("benchmark.json"),
+                BENCHMARK.replace("suite.ShallowBind.pure", "suite.A.x"),
+            )
+            .unwrap();
+            std::fs::write(
+                new.join("estimates.json"),
+                ESTIMATES.replace("320000.0", &format!("{ns:.1}")),
+            )
+            .unwrap();
+        };
+        assert_eq!(
+            read_runs(&runs).unwrap_err(),
+            CompareError::NoRuns(runs.clone())
+        );
+        for (dir, ns) in [
+            ("base-round2", 2e5),
+            ("head-round1", 3e5),
+            ("base-round1", 1e5),
+            ("other", 9e5),
+        ] {
+            write(dir, ns);
+        }
+        let rounds = read_runs(&runs).expect("rounds");
+        let medians = |side: &[Vec<Measurement>]| -> Vec<f64> {
+            side.iter().map(|r| r[0].median_ns).collect()
+        };
+        assert_eq!(medians(&rounds.base), [1e5, 2e5]);
+        assert_eq!(medians(&rounds.head), [3e5]);
+        let missing = read_runs(&runs.join("missing")).unwrap_err().to_string();
+        assert!(missing.contains("missing"), "{missing}");
+        let _ = std::fs::remove_dir_all(&runs);
     }
 
     #[test]
@@ -1706,6 +2119,7 @@ mod tests {
             "--rounds",
             "5",
             "--quick",
+            "--from-runs",
         ]))
         .expect("parses");
         assert_eq!(
@@ -1717,6 +2131,7 @@ mod tests {
                 filter: Some("ShallowBind\\.(pure|delay)".to_owned()),
                 rounds: 5,
                 quick: true,
+                from_runs: true,
             }
         );
     }

@@ -4,6 +4,7 @@
 //! ```text
 //! cargo run -p benches --release --bin bench-compare -- \
 //!     [--base REV] [--head REV] [--bench NAME] [--filter REGEX] [--rounds N] [--quick]
+//!     [--from-runs]
 //! ```
 //!
 //! The logic, and what each flag does, is `benches::compare`; this is the
