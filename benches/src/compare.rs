@@ -124,78 +124,24 @@ impl Default for Args {
     }
 }
 
-/// Why the command line cannot be used.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ArgError {
-    /// `--help` or `-h`: print [`USAGE`] and exit successfully.
-    Help,
-    /// A flag this program does not know, or a stray positional argument.
-    Unknown(String),
-    /// A flag that needs a value came last.
-    MissingValue(&'static str),
-    /// A flag's value is unusable.
-    Invalid {
-        /// The flag.
-        flag: &'static str,
-        /// The value given.
-        value: String,
-        /// Why it is unusable.
-        reason: &'static str,
-    },
-}
-
-impl fmt::Display for ArgError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ArgError::Help => f.write_str("help requested"),
-            ArgError::Unknown(arg) => write!(f, "unknown argument {arg:?}"),
-            ArgError::MissingValue(flag) => write!(f, "{flag} needs a value"),
-            ArgError::Invalid {
-                flag,
-                value,
-                reason,
-            } => write!(f, "invalid {flag} {value:?}: {reason}"),
-        }
-    }
-}
-
-impl std::error::Error for ArgError {}
+pub use crate::cli::ArgError;
+use crate::cli::{invalid, pairs};
 
 /// Parses the arguments after the program name: `--flag value` or
 /// `--flag=value`; a repeated flag keeps its last value.
 pub fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Args, ArgError> {
-    const WITH_VALUES: [&str; 5] = ["--base", "--head", "--bench", "--filter", "--rounds"];
+    let with_values = ["--base", "--head", "--bench", "--filter", "--rounds"];
     let mut out = Args::default();
-    let mut args = args.into_iter();
-    while let Some(arg) = args.next() {
-        if arg == "--help" || arg == "-h" {
-            return Err(ArgError::Help);
-        }
-        if arg == "--quick" {
-            out.quick = true;
+    for (flag, value) in pairs(args, &with_values, &["--quick", "--from-runs"])? {
+        let Some(value) = value else {
+            match flag {
+                "--quick" => out.quick = true,
+                _ => out.from_runs = true,
+            }
             continue;
-        }
-        if arg == "--from-runs" {
-            out.from_runs = true;
-            continue;
-        }
-        let (name, inline) = match arg.split_once('=') {
-            Some((n, v)) if n.starts_with("--") => (n, Some(v.to_owned())),
-            _ => (arg.as_str(), None),
-        };
-        let Some(&flag) = WITH_VALUES.iter().find(|&&f| f == name) else {
-            return Err(ArgError::Unknown(arg));
-        };
-        let value = match inline {
-            Some(v) => v,
-            None => args.next().ok_or(ArgError::MissingValue(flag))?,
         };
         if value.is_empty() {
-            return Err(ArgError::Invalid {
-                flag,
-                value,
-                reason: "must not be empty",
-            });
+            return Err(invalid(flag, &value, "must not be empty"));
         }
         match flag {
             "--base" => out.base = Some(value),
@@ -205,20 +151,8 @@ pub fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Args, ArgErr
             _ => {
                 out.rounds = match value.trim().parse::<u32>() {
                     Ok(n) if n >= 1 => n,
-                    Ok(_) => {
-                        return Err(ArgError::Invalid {
-                            flag,
-                            value,
-                            reason: "at least one round is needed",
-                        });
-                    }
-                    Err(_) => {
-                        return Err(ArgError::Invalid {
-                            flag,
-                            value,
-                            reason: "expected a whole number",
-                        });
-                    }
+                    Ok(_) => return Err(invalid(flag, &value, "at least one round is needed")),
+                    Err(_) => return Err(invalid(flag, &value, "expected a whole number")),
                 }
             }
         }

@@ -27,6 +27,7 @@
 
 use core::fmt::Debug;
 
+pub mod cli;
 pub mod compare;
 pub mod http_load;
 pub mod report;

@@ -1058,29 +1058,22 @@ pub enum Invocation {
 /// Parses the arguments after the program name (`--flag value` or
 /// `--flag=value`).
 pub fn parse_args<I: IntoIterator<Item = String>>(args: I) -> Result<Invocation, ReportError> {
+    let flags = ["--criterion", "--out", "--svg", "--command"];
+    let pairs = match crate::cli::pairs(args, &flags, &[]) {
+        Ok(pairs) => pairs,
+        Err(crate::cli::ArgError::Help) => return Ok(Invocation::Help),
+        Err(e) => return Err(ReportError::Usage(e.to_string())),
+    };
     let mut options = Options::default();
-    let mut args = args.into_iter();
-    while let Some(arg) = args.next() {
-        if arg == "-h" || arg == "--help" {
-            return Ok(Invocation::Help);
-        }
-        let (flag, inline) = match arg.split_once('=') {
-            Some((flag, value)) if flag.starts_with("--") => (flag.to_string(), Some(value.into())),
-            _ => (arg.clone(), None),
-        };
-        let mut value = || {
-            inline
-                .clone()
-                .or_else(|| args.next())
-                .filter(|v: &String| !v.is_empty())
-                .ok_or_else(|| ReportError::Usage(format!("{flag} needs a value")))
-        };
-        match flag.as_str() {
-            "--criterion" => options.criterion = value()?.into(),
-            "--out" => options.out = value()?.into(),
-            "--svg" => options.svg = value()?.into(),
-            "--command" => options.command = value()?,
-            _ => return Err(ReportError::Usage(format!("unknown argument `{arg}`"))),
+    for (flag, value) in pairs {
+        let value = value
+            .filter(|v| !v.is_empty())
+            .ok_or_else(|| ReportError::Usage(format!("{flag} needs a value")))?;
+        match flag {
+            "--criterion" => options.criterion = value.into(),
+            "--out" => options.out = value.into(),
+            "--svg" => options.svg = value.into(),
+            _ => options.command = value,
         }
     }
     Ok(Invocation::Run(options))

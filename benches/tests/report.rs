@@ -483,7 +483,7 @@ fn the_binary_reports_an_unreadable_output_file_and_a_bad_argument() {
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&output.stderr).contains("unknown argument `--frobnicate`"));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("unknown argument \"--frobnicate\""));
 }
 
 #[test]
