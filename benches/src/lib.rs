@@ -31,6 +31,7 @@ pub mod cli;
 pub mod compare;
 pub mod http_load;
 pub mod report;
+pub mod results;
 
 /// The `pure` bind loops of Cats Effect's `ShallowBindBenchmark` and
 /// `DeepBindBenchmark` ([`SIZE`] steps), shared by the `suite` and

@@ -34,9 +34,9 @@ use std::path::{Component, Path, PathBuf};
 use std::process::Command;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use crate::results::ResultsError;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
-use serde_json::Value;
 
 /// The line after which the generated section starts.
 pub const BEGIN_MARKER: &str = "<!-- suite:begin -->";
@@ -295,11 +295,10 @@ impl Measurement {
     }
 }
 
-/// Every `suite.*` result under `dir` (criterion's output directory), or
-/// [`ReportError::NoResults`] if there is none.
+/// Every `suite.*` result under `dir` (criterion's output directory, read
+/// by [`crate::results::read_results`]), or [`ReportError::NoResults`] if
+/// there is none.
 pub fn read_results(dir: &Path) -> Result<Vec<Measurement>, ReportError> {
-    let mut found = Vec::new();
-    let mut other_groups = 0;
     if !dir.is_dir() {
         return Err(ReportError::Io {
             path: dir.to_path_buf(),
@@ -307,113 +306,40 @@ pub fn read_results(dir: &Path) -> Result<Vec<Measurement>, ReportError> {
             source: io::Error::new(io::ErrorKind::NotFound, "not a directory"),
         });
     }
-    walk(dir, &mut found, &mut other_groups)?;
+    let all = crate::results::read_results(dir).map_err(|e| match e {
+        ResultsError::Io { path, source } => ReportError::Io {
+            path,
+            action: "read",
+            source,
+        },
+        ResultsError::Bad { path, message } => ReportError::Json { path, message },
+    })?;
+    let total = all.len();
+    let found: Vec<Measurement> = all
+        .into_iter()
+        .filter_map(|m| {
+            let rest = m.id.group.strip_prefix(GROUP_PREFIX)?;
+            let (workload, variant) = rest.split_once('.').unwrap_or((rest, ""));
+            Some(Measurement {
+                workload: workload.to_string(),
+                variant: variant.to_string(),
+                runtime: m.id.function.clone(),
+                size: m.id.param.clone().unwrap_or_default(),
+                median_ns: m.median_ns,
+                median_lower_ns: m.median_ci_ns.0,
+                median_upper_ns: m.median_ci_ns.1,
+                elements: m.elements,
+                written: m.written,
+            })
+        })
+        .collect();
     if found.is_empty() {
         return Err(ReportError::NoResults {
             dir: dir.to_path_buf(),
-            other_groups,
+            other_groups: total,
         });
     }
     Ok(found)
-}
-
-fn walk(dir: &Path, found: &mut Vec<Measurement>, other: &mut usize) -> Result<(), ReportError> {
-    let entries = fs::read_dir(dir).map_err(io_error(dir, "read directory"))?;
-    let mut subdirs = Vec::new();
-    for entry in entries {
-        let entry = entry.map_err(io_error(dir, "read directory"))?;
-        let file_type = entry.file_type().map_err(io_error(&entry.path(), "stat"))?;
-        if file_type.is_dir() {
-            subdirs.push(entry.path());
-        }
-    }
-    // Sorted for a deterministic order of results (and of errors).
-    subdirs.sort();
-    for sub in subdirs {
-        if sub.file_name().is_some_and(|name| name == "new") && sub.join("benchmark.json").is_file()
-        {
-            match read_one(&sub)? {
-                Some(measurement) => found.push(measurement),
-                None => *other += 1,
-            }
-        } else {
-            walk(&sub, found, other)?;
-        }
-    }
-    Ok(())
-}
-
-fn read_json(path: &Path) -> Result<Value, ReportError> {
-    let text = fs::read_to_string(path).map_err(io_error(path, "read"))?;
-    serde_json::from_str(&text).map_err(|e| ReportError::Json {
-        path: path.to_path_buf(),
-        message: format!("not valid JSON: {e}"),
-    })
-}
-
-/// One `new/` directory: `None` if its group is not a `suite.*` group.
-fn read_one(new_dir: &Path) -> Result<Option<Measurement>, ReportError> {
-    let bench_path = new_dir.join("benchmark.json");
-    let bench = read_json(&bench_path)?;
-    let json_error = |path: &Path, message: String| ReportError::Json {
-        path: path.to_path_buf(),
-        message,
-    };
-    let group = bench
-        .get("group_id")
-        .and_then(Value::as_str)
-        .ok_or_else(|| json_error(&bench_path, "no string `group_id`".into()))?;
-    let Some(rest) = group.strip_prefix(GROUP_PREFIX) else {
-        return Ok(None);
-    };
-    let (workload, variant) = rest.split_once('.').unwrap_or((rest, ""));
-    let runtime = bench
-        .get("function_id")
-        .and_then(Value::as_str)
-        .ok_or_else(|| json_error(&bench_path, "no string `function_id`".into()))?;
-    let size = bench.get("value_str").and_then(Value::as_str).unwrap_or("");
-    let elements = bench
-        .get("throughput")
-        .and_then(|t| t.get("Elements"))
-        .and_then(Value::as_u64);
-
-    let est_path = new_dir.join("estimates.json");
-    let estimates = read_json(&est_path)?;
-    let median = estimates
-        .get("median")
-        .ok_or_else(|| json_error(&est_path, "no `median`".into()))?;
-    let number = |value: Option<&Value>, what: &str| {
-        value
-            .and_then(Value::as_f64)
-            .ok_or_else(|| json_error(&est_path, format!("no number `median.{what}`")))
-    };
-    let median_ns = number(median.get("point_estimate"), "point_estimate")?;
-    if !(median_ns.is_finite() && median_ns > 0.0) {
-        return Err(json_error(
-            &est_path,
-            format!("median {median_ns} ns is not a positive time"),
-        ));
-    }
-    let interval = median.get("confidence_interval");
-    let lower = number(interval.and_then(|i| i.get("lower_bound")), "lower_bound")?;
-    let upper = number(interval.and_then(|i| i.get("upper_bound")), "upper_bound")?;
-    let written = fs::metadata(&est_path)
-        .and_then(|m| m.modified())
-        .ok()
-        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-        .map(|d| d.as_secs());
-
-    Ok(Some(Measurement {
-        workload: workload.to_string(),
-        variant: variant.to_string(),
-        runtime: runtime.to_string(),
-        size: size.to_string(),
-        median_ns,
-        median_lower_ns: lower,
-        median_upper_ns: upper,
-        elements,
-        written,
-    }))
 }
 
 // ---------------------------------------------------------------------------
