@@ -271,6 +271,46 @@ fn a_long_fiber_is_rescheduled_with_the_default_configuration() {
     assert!(executor.reschedules() >= 10_000 / DEFAULT_AUTO_YIELD_AFTER as usize - 1);
 }
 
+/// A fiber with tracing off whose every step is a traced scope: each scope
+/// switches the run-loop to its tracing instantiation and back. Those
+/// switches are not turns: the auto-yield budget carries over them.
+#[cfg(feature = "tracing")]
+#[test]
+fn a_fiber_switching_in_and_out_of_traced_scopes_still_yields_after_n_steps() {
+    const N: u32 = 16;
+    const ITERATIONS: u32 = 1000;
+    let executor = QueueExecutor::new(
+        FiberConfig::builder()
+            .auto_yield_after(N)
+            .tracing(io_core::TracingMode::None)
+            .build()
+            .unwrap(),
+    );
+    let traced_steps: IO<u32, ()> = IO::tail_rec(0u32, move |i| {
+        IO::delay(move || {
+            if i == ITERATIONS {
+                ControlFlow::Break(i)
+            } else {
+                ControlFlow::Continue(i + 1)
+            }
+        })
+        .traced()
+    });
+    assert_eq!(
+        executor.block_on(traced_steps),
+        Outcome::Succeeded(ITERATIONS)
+    );
+    // Each iteration takes at least 3 steps (the scope, the delay, the
+    // step that ends the scope): at least 3,000 steps, so at least
+    // 3000 / (N + 1) - 1 = 175 reschedules. A budget reset at every switch
+    // never yields at all.
+    let reschedules = executor.reschedules();
+    assert!(
+        reschedules >= (3 * ITERATIONS / (N + 1) - 1) as usize,
+        "{reschedules} reschedules for {ITERATIONS} traced steps"
+    );
+}
+
 #[test]
 fn a_busy_fiber_cannot_starve_another_one() {
     const N: u32 = 16;

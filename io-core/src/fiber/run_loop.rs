@@ -62,7 +62,8 @@ enum Exit {
     Suspend { interruptible: bool },
     /// The fiber started or stopped tracing (a traced scope began or
     /// ended): go on in the other instantiation of the loop; `core.next`
-    /// holds where.
+    /// holds where and the steps left before the next auto-yield
+    /// ([`Next::Switch`]: a switch is not a turn, the budget carries over).
     #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
     Switch,
 }
@@ -186,6 +187,10 @@ fn run_loop<X: Executor, const TRACING: bool>(inner: &Arc<FiberInner<X>>, core: 
     }
     let mut node = match core::mem::replace(&mut core.next, Next::Resume) {
         Next::Node(node) => node,
+        Next::Switch(node, left) => {
+            budget = left;
+            node
+        }
         next => {
             // Resumed after a suspension: the result is in the slot, or there
             // is none because cancellation ended the suspension.
@@ -296,7 +301,7 @@ fn run_loop<X: Executor, const TRACING: bool>(inner: &Arc<FiberInner<X>>, core: 
                             core.tracing.on = was_on;
                         }
                         if was_on != TRACING {
-                            core.next = Next::Node(Node::pure(value));
+                            core.next = Next::Switch(Node::pure(value), budget);
                             return Exit::Switch;
                         }
                         Node::pure(value)
@@ -360,7 +365,7 @@ fn run_loop<X: Executor, const TRACING: bool>(inner: &Arc<FiberInner<X>>, core: 
                         core.tracing.on = was_on;
                     }
                     if was_on != TRACING {
-                        core.next = Next::Node(Node::error(error));
+                        core.next = Next::Switch(Node::error(error), budget);
                         return Exit::Switch;
                     }
                     Node::error(error)
@@ -630,7 +635,7 @@ fn run_loop<X: Executor, const TRACING: bool>(inner: &Arc<FiberInner<X>>, core: 
                         if TRACING {
                             source
                         } else {
-                            core.next = Next::Node(source);
+                            core.next = Next::Switch(source, budget);
                             return Exit::Switch;
                         }
                     }
