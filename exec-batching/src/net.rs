@@ -42,6 +42,7 @@
 use std::fmt;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr};
+use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use io_core::{Callback, IO};
@@ -123,12 +124,13 @@ where
 
 /// Tries `attempt` until it does not return `WouldBlock`, waiting for
 /// `direction` between tries. The state travels through the tries (a
-/// buffer, an offset) and comes back with the error.
+/// buffer, an offset) and comes back with the error. Built with io-core's
+/// untraced nodes: a trace shows the operation, never this loop.
 fn retry<T, S, A, F>(
     source: &Arc<Source<T>>,
     direction: Direction,
     state: S,
-    attempt: F,
+    mut attempt: F,
 ) -> IO<A, io::Error>
 where
     T: Sys + Send + Sync + 'static,
@@ -136,37 +138,22 @@ where
     A: Send + 'static,
     F: FnMut(&T, S) -> Result<A, (S, io::Error)> + Send + 'static,
 {
-    /// One try, then the next after the socket is ready (a loop of binds,
-    /// which the run-loop runs in constant stack). Built with io-core's
-    /// untraced nodes: a trace shows the operation, never this loop.
-    fn go<T, S, A, F>(
-        source: Arc<Source<T>>,
-        direction: Direction,
-        state: S,
-        mut attempt: F,
-    ) -> IO<A, io::Error>
-    where
-        T: Sys + Send + Sync + 'static,
-        S: Send + 'static,
-        A: Send + 'static,
-        F: FnMut(&T, S) -> Result<A, (S, io::Error)> + Send + 'static,
-    {
-        IO::defer_untraced(move || {
-            if let Err(e) = source.check_loop() {
-                return IO::raise_error(e);
-            }
-            match attempt(&source.io, state) {
-                Ok(a) => IO::pure(a),
-                Err((state, e)) => match e.kind() {
-                    io::ErrorKind::WouldBlock => ready(&source, direction)
-                        .flat_map_untraced(move |()| go(source, direction, state, attempt)),
-                    io::ErrorKind::Interrupted => go(source, direction, state, attempt),
-                    _ => IO::raise_error(e),
-                },
-            }
-        })
-    }
-    go(source.clone(), direction, state, attempt)
+    let source = source.clone();
+    IO::tail_rec_untraced(state, move |state| {
+        if let Err(e) = source.check_loop() {
+            return IO::raise_error(e);
+        }
+        match attempt(&source.io, state) {
+            Ok(a) => IO::pure(ControlFlow::Break(a)),
+            Err((state, e)) => match e.kind() {
+                io::ErrorKind::WouldBlock => {
+                    ready(&source, direction).map_untraced(move |()| ControlFlow::Continue(state))
+                }
+                io::ErrorKind::Interrupted => IO::pure(ControlFlow::Continue(state)),
+                _ => IO::raise_error(e),
+            },
+        }
+    })
 }
 
 /// A program of a call that never waits.

@@ -829,19 +829,35 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
         S: Send + 'static,
         F: FnMut(S) -> IO<ControlFlow<A, S>, E> + Send + 'static,
     {
-        fn go<A, E, S, F>(state: S, mut step: F) -> IO<A, E>
-        where
-            A: Send + 'static,
-            E: Send + 'static,
-            S: Send + 'static,
-            F: FnMut(S) -> IO<ControlFlow<A, S>, E> + Send + 'static,
-        {
-            step(state).flat_map_untraced(move |flow| match flow {
-                ControlFlow::Continue(next) => go(next, step),
-                ControlFlow::Break(a) => IO::pure(a),
-            })
-        }
-        IO::defer_at::<WithClosure<names::TailRec, F>, _>(here(), move || go(initial, step))
+        IO::defer_at::<WithClosure<names::TailRec, F>, _>(here(), move || {
+            Self::tail_rec_steps(initial, step)
+        })
+    }
+
+    /// [`IO::tail_rec`] for io-core's own loops (no trace event).
+    ///
+    /// Public (hidden) for Spindle's other crates, whose plumbing must not
+    /// show in their users' traces either; not a stable API.
+    #[doc(hidden)]
+    pub fn tail_rec_untraced<S, F>(initial: S, step: F) -> IO<A, E>
+    where
+        S: Send + 'static,
+        F: FnMut(S) -> IO<ControlFlow<A, S>, E> + Send + 'static,
+    {
+        IO::defer_untraced(move || Self::tail_rec_steps(initial, step))
+    }
+
+    /// The loop of [`IO::tail_rec`]: runs `step` now, and binds the next
+    /// step to its result (constant stack: the run-loop runs the binds).
+    fn tail_rec_steps<S, F>(state: S, mut step: F) -> IO<A, E>
+    where
+        S: Send + 'static,
+        F: FnMut(S) -> IO<ControlFlow<A, S>, E> + Send + 'static,
+    {
+        step(state).flat_map_untraced(move |flow| match flow {
+            ControlFlow::Continue(next) => Self::tail_rec_steps(next, step),
+            ControlFlow::Break(a) => IO::pure(a),
+        })
     }
 
     /// Runs the program `make` builds, again and again, while `p` holds for
