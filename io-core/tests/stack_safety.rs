@@ -161,3 +161,27 @@ fn dropping_an_unevaluated_million_deep_right_nested_program_built_ahead_does_no
     on_small_stack(move || drop(materialized_right_nested_flat_maps(&c)));
     assert_eq!(counter.get(), 0, "dropping runs no closure");
 }
+
+#[test]
+fn dropping_an_unevaluated_million_deep_finalizer_and_poll_program_does_not_overflow() {
+    let counter = Counter::new();
+    let c = counter.clone();
+    on_small_stack(move || {
+        let mut io: IO<u64, u64> = IO::pure(0);
+        for i in 0..DEPTH {
+            io = match i % 3 {
+                0 => {
+                    let c = c.clone();
+                    io.guarantee(c.incr_io())
+                }
+                1 => {
+                    let c = c.clone();
+                    io.on_cancel(c.incr_io())
+                }
+                _ => IO::uncancelable(move |poll| poll.apply(io)),
+            };
+        }
+        drop(io);
+    });
+    assert_eq!(counter.get(), 0, "dropping runs no finalizer");
+}
