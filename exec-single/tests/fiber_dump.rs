@@ -1,6 +1,10 @@
 //! exec-single's fiber dumps (its fibers and its loop's state) and
 //! `SingleThreaded::from_env`.
 
+// The tests that need traces are compiled only with the `tracing` feature;
+// without it, their helpers are unused.
+#![cfg_attr(not(feature = "tracing"), allow(unused))]
+
 use std::process::Command;
 use std::time::Duration;
 
@@ -9,22 +13,15 @@ use io_core::{ConfigError, Executor, FiberConfig, FiberDump, FiberState, IO, Tra
 
 type E = ();
 
-/// Whether io-core records traces in this build (its `tracing` feature).
-fn tracing_compiled_in() -> bool {
-    io_core::executor::lists_fibers(&FiberConfig::default())
-}
-
 /// The value of one of the executor's counters in `dump`.
 fn counter(dump: &FiberDump, name: &str) -> u64 {
     dump.counter(name)
         .unwrap_or_else(|| panic!("no {name:?} in {dump:?}"))
 }
 
+#[cfg(feature = "tracing")]
 #[test]
 fn a_dump_inside_a_fiber_shows_queued_and_sleeping_fibers_the_ready_queue_and_the_timers() {
-    if !tracing_compiled_in() {
-        return;
-    }
     let mut rt = SingleThreaded::new();
     let handle = rt.handle();
     let dump = move || handle.fiber_dump();
@@ -56,11 +53,9 @@ fn a_dump_inside_a_fiber_shows_queued_and_sleeping_fibers_the_ready_queue_and_th
     assert!(text.contains("ready queue: 1"), "{text}");
 }
 
+#[cfg(feature = "tracing")]
 #[test]
 fn between_runs_a_dump_lists_the_fibers_left_waiting_with_the_published_counters() {
-    if !tracing_compiled_in() {
-        return;
-    }
     let mut rt = SingleThreaded::new();
     let program = IO::<(), E>::sleep(Duration::from_secs(3600))
         .start::<E>()

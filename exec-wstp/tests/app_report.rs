@@ -49,11 +49,6 @@ fn run_child(name: &str, tracing: Option<&str>) -> Output {
     command.output().expect("run the child")
 }
 
-/// Whether io-core records traces in this build (its `tracing` feature).
-fn tracing_compiled_in() -> bool {
-    io_core::executor::lists_fibers(&FiberConfig::default())
-}
-
 /// The lines of `stderr` from the one that starts with `first` on.
 fn lines_from<'a>(stderr: &'a str, first: &str) -> Vec<&'a str> {
     let lines: Vec<&str> = stderr.lines().collect();
@@ -89,7 +84,7 @@ fn a_main_that_errors_prints_the_error_then_its_trace_most_recent_first() {
     );
     let lines = lines_from(&stderr, "error: ");
     assert_eq!(lines[0], "error: \"order 21 was refused\"", "{stderr}");
-    if !tracing_compiled_in() {
+    if !cfg!(feature = "tracing") {
         return;
     }
     let trace: Vec<&str> = lines[1..]
@@ -135,7 +130,7 @@ fn a_main_that_panics_prints_the_message_then_its_trace() {
     );
     let lines = lines_from(&stderr, "panicked: ");
     assert_eq!(lines[0], "panicked: a bug in a fiber", "{stderr}");
-    if !tracing_compiled_in() {
+    if !cfg!(feature = "tracing") {
         return;
     }
     let at = format!("    at delay @ {}:", file!());

@@ -297,10 +297,7 @@ fn fiber_dump_lists_waiting_fibers_with_their_traces_and_the_pools_state() {
         assert_eq!(last.location().line(), get_line, "{dump}");
     }
     let value = |name: &str| {
-        dump.executor
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|(_, v)| *v)
+        dump.counter(name)
             .unwrap_or_else(|| panic!("no {name:?}: {dump:?}"))
     };
     assert_eq!(value("workers"), 2);
