@@ -32,12 +32,11 @@
 //! ```
 //!
 //! The main fiber is started with a handle (so that signals can cancel
-//! it), and its outcome is read from there; its trace is read by an
-//! outermost `guarantee_case` finalizer with `IO::trace()` when the
-//! outcome is an error or a panic (the same trace as
-//! [`Fiber::with_report`](io_core::Fiber::with_report) gives, which the
-//! handle does not offer). That plumbing is built untraced, so neither the
-//! printed trace nor a fiber dump shows this file.
+//! it), and its outcome is read from there. It runs as
+//! [`main.trace_errors()`](io_core::IO::trace_errors), so an error comes
+//! with the trace as it was raised; a panic's message carries the trace
+//! the fiber ended with ([`PanicMessage::trace`](io_core::PanicMessage::trace)).
+//! Neither adds an event, so the printed trace never shows this file.
 //!
 //! # Signals (Unix)
 //!
@@ -76,9 +75,9 @@
 use std::fmt;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use io_core::{IO, Outcome, Trace};
+use io_core::{IO, Outcome, Trace, Traced};
 
 use crate::runtime::{Builder, Handle};
 
@@ -138,8 +137,9 @@ pub fn run_with<A: MainValue, E: fmt::Debug + Send + 'static>(
     // fiber starts is not lost (it cancels the fiber as soon as it exists).
     let cancel = Arc::new(MainCancel::default());
     let signals = SignalWatch::start(handle.clone(), cancel.clone());
-    let failure_trace = Arc::new(Mutex::new(None));
-    let fiber = match handle.spawn(with_failure_trace(main, failure_trace.clone())) {
+    // An error keeps the fiber's trace as it was raised; a panic's message
+    // carries its trace.
+    let fiber = match handle.spawn(main.trace_errors()) {
         Ok(fiber) => fiber,
         Err(e) => {
             eprintln!("error: {e}");
@@ -157,15 +157,11 @@ pub fn run_with<A: MainValue, E: fmt::Debug + Send + 'static>(
     if let Some(signals) = signals {
         signals.stop();
     }
-    let trace = failure_trace
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .take();
     let code = match joined {
         Ok(_) => match fiber.try_take_outcome() {
-            Some(outcome) => exit_code_of(outcome, trace.as_ref()),
+            Some(outcome) => exit_code_of(outcome),
             // Joined, so completed: the outcome is there.
-            None => exit_code_of(Outcome::<A, E>::Canceled, None),
+            None => exit_code_of(Outcome::<A, Traced<E>>::Canceled),
         },
         Err(e) => {
             eprintln!("error: {e}");
@@ -174,25 +170,6 @@ pub fn run_with<A: MainValue, E: fmt::Debug + Send + 'static>(
     };
     drop(runtime);
     code
-}
-
-/// `main`, with an outermost finalizer that keeps the fiber's trace in
-/// `slot` when it ends with an error or a panic (see the module doc).
-fn with_failure_trace<A, E>(main: IO<A, E>, slot: Arc<Mutex<Option<Trace>>>) -> IO<A, E>
-where
-    A: Send + 'static,
-    E: Send + 'static,
-{
-    main.guarantee_case_untraced(move |outcome| match outcome {
-        // Reading the trace records nothing, and `map_untraced` neither:
-        // the trace ends with the program's own last events.
-        Outcome::Errored(_) | Outcome::Panicked(_) => {
-            IO::<Trace, E>::trace().map_untraced(move |trace| {
-                *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(trace);
-            })
-        }
-        Outcome::Succeeded(_) | Outcome::Canceled => IO::unit(),
-    })
 }
 
 /// The lines printed under a failure: the trace's events, most recent
@@ -210,17 +187,13 @@ fn trace_lines(trace: &Trace) -> String {
 }
 
 /// The exit code of the main fiber's outcome (see the module table); an
-/// error or a panic is printed with `trace` under it.
-fn exit_code_of<A: MainValue, E: fmt::Debug>(
-    outcome: Outcome<A, E>,
-    trace: Option<&Trace>,
-) -> ExitCode {
-    let trace = trace.map(trace_lines).unwrap_or_default();
+/// error or a panic is printed with its trace under it.
+fn exit_code_of<A: MainValue, E: fmt::Debug>(outcome: Outcome<A, Traced<E>>) -> ExitCode {
     match outcome {
         Outcome::Succeeded(a) => a.exit_code(),
-        Outcome::Errored(e) => {
+        Outcome::Errored(Traced { error, trace }) => {
             // One write, so that the error and its trace stay together.
-            eprint!("error: {e:?}\n{trace}");
+            eprint!("error: {error:?}\n{}", trace_lines(&trace));
             ExitCode::from(ERROR_EXIT_CODE)
         }
         Outcome::Canceled => {
@@ -228,6 +201,7 @@ fn exit_code_of<A: MainValue, E: fmt::Debug>(
             ExitCode::from(CANCELED_EXIT_CODE)
         }
         Outcome::Panicked(message) => {
+            let trace = message.trace().map(trace_lines).unwrap_or_default();
             eprint!("panicked: {}\n{trace}", message.message());
             ExitCode::from(PANIC_EXIT_CODE)
         }
