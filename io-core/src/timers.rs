@@ -153,13 +153,8 @@ impl TimerHeap {
     /// Moves the callbacks of every timer due at `now_ns` into `due`, in
     /// deadline order (ties in the order they were set).
     pub fn take_due(&mut self, now_ns: u64, due: &mut Vec<TimerCallback>) {
-        while let Some((deadline, slot)) = self.peek_live() {
-            if deadline > now_ns {
-                break;
-            }
-            self.heap.pop();
-            due.extend(self.slots[slot as usize].callback.take());
-            self.free_slot(slot);
+        while let Some(callback) = self.pop_due(now_ns) {
+            due.push(callback);
         }
     }
 
