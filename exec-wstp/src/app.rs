@@ -74,8 +74,8 @@
 
 use std::fmt;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use io_core::{IO, Outcome, Trace, Traced};
 

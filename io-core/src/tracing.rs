@@ -93,52 +93,55 @@ impl<M: OpName> OpMeta for Named<M> {
     const OP: &'static Op = &Op::new(M::NAME);
 }
 
-macro_rules! op_names {
+/// Declares operation names for traces: a marker type per operation, for
+/// [`Named`] and [`WithClosure`] (`delay`, `Deferred::get`, ...).
+macro_rules! trace_ops {
     ($($ty:ident = $name:literal),* $(,)?) => {
-        /// Operation names (marker types for [`OpMeta`]).
-        #[allow(missing_docs, dead_code)]
-        pub(crate) mod names {
-            $(
-                pub(crate) struct $ty;
-                impl super::OpName for $ty {
-                    const NAME: &'static str = $name;
-                }
-            )*
-        }
+        $(
+            pub(crate) struct $ty;
+            impl $crate::tracing::OpName for $ty {
+                const NAME: &'static str = $name;
+            }
+        )*
     };
 }
+pub(crate) use trace_ops;
 
-op_names! {
-    Delay = "delay",
-    Defer = "defer",
-    Async = "async",
-    Blocking = "blocking",
-    FlatMap = "flat_map",
-    Map = "map",
-    ProductR = "product_r",
-    ProductL = "product_l",
-    FlatTap = "flat_tap",
-    As = "as_",
-    Void = "void",
-    Attempt = "attempt",
-    HandleError = "handle_error",
-    HandleErrorWith = "handle_error_with",
-    Redeem = "redeem",
-    RedeemWith = "redeem_with",
-    OnError = "on_error",
-    MapError = "map_error",
-    Rethrow = "rethrow",
-    Flatten = "flatten",
-    TailRec = "tail_rec",
-    Uncancelable = "uncancelable",
-    OnCancel = "on_cancel",
-    GuaranteeCase = "guarantee_case",
-    Guarantee = "guarantee",
-    Start = "start",
-    Sleep = "sleep",
-    Cede = "cede",
-    Never = "never",
-    Canceled = "canceled",
+/// Operation names (marker types for [`OpMeta`]).
+#[allow(missing_docs, dead_code)]
+pub(crate) mod names {
+    super::trace_ops! {
+        Delay = "delay",
+        Defer = "defer",
+        Async = "async",
+        Blocking = "blocking",
+        FlatMap = "flat_map",
+        Map = "map",
+        ProductR = "product_r",
+        ProductL = "product_l",
+        FlatTap = "flat_tap",
+        As = "as_",
+        Void = "void",
+        Attempt = "attempt",
+        HandleError = "handle_error",
+        HandleErrorWith = "handle_error_with",
+        Redeem = "redeem",
+        RedeemWith = "redeem_with",
+        OnError = "on_error",
+        MapError = "map_error",
+        Rethrow = "rethrow",
+        Flatten = "flatten",
+        TailRec = "tail_rec",
+        Uncancelable = "uncancelable",
+        OnCancel = "on_cancel",
+        GuaranteeCase = "guarantee_case",
+        Guarantee = "guarantee",
+        Start = "start",
+        Sleep = "sleep",
+        Cede = "cede",
+        Never = "never",
+        Canceled = "canceled",
+    }
 }
 
 /// `cede`, `never`, `canceled` and `sleep` have no closure: their

@@ -9,19 +9,7 @@
 //! finalizer removes the waiter again. Credits: the shapes follow Cats
 //! Effect's `std` and `kernel` data types; no code is copied.
 
-/// Declares operation names for traces: a marker type per operation, for
-/// [`Named`](crate::tracing::Named) (`Deferred::get`, `Queue::take`, ...).
-macro_rules! trace_ops {
-    ($($ty:ident = $name:literal),* $(,)?) => {
-        $(
-            pub(crate) struct $ty;
-            impl $crate::tracing::OpName for $ty {
-                const NAME: &'static str = $name;
-            }
-        )*
-    };
-}
-pub(crate) use trace_ops;
+pub(crate) use crate::tracing::trace_ops;
 
 pub mod deferred;
 pub mod latch;
