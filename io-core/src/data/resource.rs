@@ -144,8 +144,14 @@ impl<A: Send + 'static, E: Send + 'static> Resource<A, E> {
     where
         F: FnOnce(Poll) -> IO<Allocated<A, E>, E> + Send + 'static,
     {
+        // Without the `tracing` feature there is no site to record, and no
+        // node is added for it.
+        #[cfg(feature = "tracing")]
+        let allocate = move |poll| IO::defer_at::<M, _>(site, move || allocate(poll));
+        #[cfg(not(feature = "tracing"))]
+        let _ = site;
         Resource {
-            allocate: Box::new(move |poll| IO::defer_at::<M, _>(site, move || allocate(poll))),
+            allocate: Box::new(allocate),
         }
     }
 
