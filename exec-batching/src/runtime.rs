@@ -194,7 +194,7 @@ impl Builder {
             Some(config) => config,
             None => FiberConfig::from_env().map_err(BuildError::Config)?,
         };
-        let traces = io_core::executor::lists_fibers(&config);
+        let traces = io_core::executor::adopt_config(&config);
         let track_fibers = self.track_fibers || traces;
         let reactor = Reactor::new().map_err(BuildError::Poller)?;
         let shared = Arc::new(Shared {

@@ -332,7 +332,7 @@ impl<C: Clock> SingleThreaded<C> {
     /// An executor on the given clock and fiber configuration.
     pub fn with_clock_and_config(clock: C, config: FiberConfig) -> Self {
         #[cfg(not(loom))]
-        let fibers = io_core::executor::lists_fibers(&config)
+        let fibers = io_core::executor::adopt_config(&config)
             .then(|| platform::Lock::new(WeakFibers::new()));
         SingleThreaded {
             handle: Handle {

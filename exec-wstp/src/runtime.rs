@@ -247,7 +247,7 @@ impl Builder {
             Some(config) => config,
             None => FiberConfig::from_env().map_err(BuildError::Config)?,
         };
-        let traces = io_core::executor::lists_fibers(&fiber_config);
+        let traces = io_core::executor::adopt_config(&fiber_config);
         let track_fibers = self.track_fibers || traces;
         let locals: Vec<Worker<Fiber<Handle>>> = (0..workers).map(|_| Worker::new_fifo()).collect();
         let remotes = locals

@@ -143,17 +143,22 @@ pub trait Executor: Clone + Send + Sync + Sized + 'static {
 /// is built with its `tracing` feature and the configuration's
 /// [`tracing`](FiberConfig::tracing) mode records (`cached` or `full`).
 ///
-/// Executors ask this once, when they are built, to decide whether they
-/// keep a list of their live fibers for [`Executor::fiber_dump`]: with
-/// tracing off (mode `none`, or the feature compiled out) they keep
-/// nothing per fiber, and fiber dumps cost nothing.
-///
-/// When it returns true it also makes programs built from then on keep
-/// every call site (`trace::keep_call_sites`): an executor that traces is
-/// being built, so the leaves of the programs it will run need their sites.
+/// Executors decide with it whether they keep a list of their live fibers
+/// for [`Executor::fiber_dump`]: with tracing off (mode `none`, or the
+/// feature compiled out) they keep nothing per fiber, and fiber dumps cost
+/// nothing. An executor being built calls [`adopt_config`] instead.
 #[inline]
 pub fn lists_fibers(config: &FiberConfig) -> bool {
-    let records = cfg!(feature = "tracing") && config.tracing().records();
+    cfg!(feature = "tracing") && config.tracing().records()
+}
+
+/// What an executor does once, when it is built with `config`: returns
+/// [`lists_fibers`]`(config)`, and when that is true makes programs built
+/// from then on keep every call site (`trace::keep_call_sites`), since the
+/// leaves of the programs it will run need their sites.
+#[inline]
+pub fn adopt_config(config: &FiberConfig) -> bool {
+    let records = lists_fibers(config);
     if records {
         trace::keep_call_sites();
     }
