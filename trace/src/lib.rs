@@ -171,11 +171,15 @@ pub fn call_sites_for(records: bool) {
 }
 
 /// Keeps sites from now on, for good: something traces (a traced scope, a
-/// fiber that traces). See [`call_sites_for`].
+/// fiber that traces). See [`call_sites_for`]. Cheap to call often: once
+/// both flags are set it only reads them.
+#[inline]
 pub fn keep_call_sites() {
     use core::sync::atomic::Ordering::Relaxed;
-    TRACES.store(true, Relaxed);
-    CALL_SITES.store(true, Relaxed);
+    if !(TRACES.load(Relaxed) && CALL_SITES.load(Relaxed)) {
+        TRACES.store(true, Relaxed);
+        CALL_SITES.store(true, Relaxed);
+    }
 }
 
 const _: () = assert!(core::mem::align_of::<Location<'static>>() > CAPTURED);

@@ -1161,9 +1161,10 @@ impl<X: Executor> Fiber<X> {
         #[cfg(feature = "tracing")]
         let traces = traced || executor.config().tracing().records();
         #[cfg(feature = "tracing")]
-        if traces && !trace::Site::call_sites_kept() {
+        if traces {
             // Programs built from now on keep every site (see
-            // `trace::call_sites_for`).
+            // `trace::call_sites_for`); a later configuration that records
+            // nothing no longer turns them off.
             trace::keep_call_sites();
         }
         let core = Core {
