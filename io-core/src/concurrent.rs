@@ -121,10 +121,16 @@ impl<A: Send + 'static, E: Send + 'static> Outcome<A, E> {
 
     /// [`Outcome::embed`] for io-core's own nodes (no trace event).
     pub(crate) fn embed_untraced(self, on_cancel: IO<A, E>) -> IO<A, E> {
+        self.embed_or(move || on_cancel)
+    }
+
+    /// The program of this outcome, with `on_cancel()` for a canceled one
+    /// (built only then).
+    fn embed_or(self, on_cancel: impl FnOnce() -> IO<A, E>) -> IO<A, E> {
         match self {
             Outcome::Succeeded(a) => IO::pure(a),
             Outcome::Errored(e) => IO::raise_error(e),
-            Outcome::Canceled => on_cancel,
+            Outcome::Canceled => on_cancel(),
             Outcome::Panicked(p) => IO::delay_untraced(move || -> A { panic!("{}", p.message()) }),
         }
     }
@@ -138,14 +144,9 @@ impl<A: Send + 'static, E: Send + 'static> Outcome<A, E> {
 
     /// [`Outcome::embed_never`] for io-core's own nodes (no trace event).
     pub(crate) fn embed_never_untraced(self) -> IO<A, E> {
-        // The `never` is built only when needed: one made and dropped on
-        // every join would cost a trip through the drop trampoline.
-        match self {
-            Outcome::Succeeded(a) => IO::pure(a),
-            Outcome::Errored(e) => IO::raise_error(e),
-            Outcome::Canceled => IO::never_untraced(),
-            Outcome::Panicked(p) => IO::delay_untraced(move || -> A { panic!("{}", p.message()) }),
-        }
+        // The `never` is built only when needed (a node built and dropped
+        // on every join would be wasted work).
+        self.embed_or(IO::never_untraced)
     }
 }
 
