@@ -316,7 +316,7 @@ where
 #[cfg(feature = "tracing")]
 struct Sited<F> {
     f: F,
-    site: Option<crate::tracing::Site>,
+    site: crate::tracing::Site,
 }
 
 #[cfg(feature = "tracing")]
@@ -358,7 +358,7 @@ where
             // SAFETY: the word points at a live `Sited<F>` it owns.
             unsafe { &*word.assume_init().cast::<Sited<F>>().cast_const() }
         };
-        sited.site.as_ref()
+        Some(&sited.site)
     }
 }
 
@@ -411,10 +411,7 @@ impl<I: 'static, O: 'static> ErasedFn<I, O> {
                     ErasedFn::new_op::<A, F, M>(f)
                 }
                 Some(site) => ErasedFn {
-                    word: store(Sited {
-                        f,
-                        site: Some(site),
-                    }),
+                    word: store(Sited { f, site }),
                     vtable: SitedVTableFor::<A, F, I, O, M>::VTABLE,
                 },
                 // No site: the closure alone, as without tracing.
