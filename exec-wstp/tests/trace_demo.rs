@@ -23,6 +23,13 @@ fn run(mode: &str) -> String {
     String::from_utf8(output.stdout).expect("utf-8 output")
 }
 
+/// The example's stdout in mode `cached`, run once for the tests that
+/// read different parts of it.
+fn cached_output() -> &'static str {
+    static OUT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    OUT.get_or_init(|| run("cached"))
+}
+
 fn run_output(mode: &str) -> std::process::Output {
     Command::new(example())
         .env("SPINDLE_TRACING", mode)
@@ -70,7 +77,7 @@ fn line_numbers(events: &[&str]) -> Vec<u32> {
 
 #[test]
 fn the_seed_programs_trace_points_into_the_example_in_the_order_it_ran() {
-    let out = run("cached");
+    let out = cached_output();
     let lines = section(&out, "the seed's program");
     let printed: Vec<&str> = lines.iter().copied().filter(|l| l.len() == 1).collect();
     assert_eq!(printed, ["1", "2", "3", "7", "8", "4", "5"], "{out}");
@@ -108,7 +115,7 @@ fn the_seed_programs_trace_points_into_the_example_in_the_order_it_ran() {
 
 #[test]
 fn the_failure_is_printed_with_the_trace_of_the_three_nested_calls() {
-    let out = run("cached");
+    let out = cached_output();
     let lines = section(&out, "a failure deep inside");
     assert!(
         lines[1].starts_with("error: card declined for 1205 cents"),
@@ -137,7 +144,7 @@ fn the_failure_is_printed_with_the_trace_of_the_three_nested_calls() {
 
 #[test]
 fn the_fiber_dump_shows_three_fibers_waiting_in_deferred_get() {
-    let out = run("cached");
+    let out = cached_output();
     let lines = section(&out, "a fiber dump");
     let fibers: Vec<&str> = lines
         .iter()
