@@ -78,7 +78,7 @@ fn line_numbers(events: &[&str]) -> Vec<u32> {
 #[test]
 fn the_seed_programs_trace_points_into_the_example_in_the_order_it_ran() {
     let out = cached_output();
-    let lines = section(&out, "the seed's program");
+    let lines = section(out, "the seed's program");
     let printed: Vec<&str> = lines.iter().copied().filter(|l| l.len() == 1).collect();
     assert_eq!(printed, ["1", "2", "3", "7", "8", "4", "5"], "{out}");
     let events = event_lines(&lines);
@@ -116,7 +116,7 @@ fn the_seed_programs_trace_points_into_the_example_in_the_order_it_ran() {
 #[test]
 fn the_failure_is_printed_with_the_trace_of_the_three_nested_calls() {
     let out = cached_output();
-    let lines = section(&out, "a failure deep inside");
+    let lines = section(out, "a failure deep inside");
     assert!(
         lines[1].starts_with("error: card declined for 1205 cents"),
         "{out}"
@@ -145,7 +145,7 @@ fn the_failure_is_printed_with_the_trace_of_the_three_nested_calls() {
 #[test]
 fn the_fiber_dump_shows_three_fibers_waiting_in_deferred_get() {
     let out = cached_output();
-    let lines = section(&out, "a fiber dump");
+    let lines = section(out, "a fiber dump");
     let fibers: Vec<&str> = lines
         .iter()
         .copied()
