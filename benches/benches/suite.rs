@@ -7,8 +7,8 @@
 //!
 //! A workload is a [`Workload`] (most are a [`Program`]: a function that
 //! builds one `IO` value, which names no executor); `rt::BenchRt` is the
-//! seam, implemented for `exec_single::SingleThreaded`, `exec_wstp::Runtime`
-//! (2 workers) and `exec_batching::EventLoop`, and `Group::spindle_all`
+//! seam, implemented for `spindle_exec_single::SingleThreaded`, `spindle_exec_wstp::Runtime`
+//! (2 workers) and `spindle_exec_batching::EventLoop`, and `Group::spindle_all`
 //! registers the same workload on the three, monomorphized for each
 //! (static dispatch; nothing in the measured loop knows which executor it
 //! is on). The tokio references (`suite/tokio_ref.rs`) are written with
@@ -136,7 +136,7 @@ use benches::{
     PAR_SIZE, QUEUE_SIZE, REF_ITERATIONS, SIZE, SLEEP_FIBERS, sleep_totals,
 };
 use criterion::{Criterion, criterion_group, criterion_main};
-use io_core::IO;
+use spindle_core::IO;
 
 #[path = "suite/programs.rs"]
 mod programs;
@@ -423,8 +423,8 @@ where
     F: Fn() -> IO<A, std::convert::Infallible>,
     A: PartialEq + std::fmt::Debug + Send + 'static,
 {
-    const { assert!(<exec_wstp::Runtime as BenchRt>::MULTI_THREADED) };
-    group.spindle::<exec_wstp::Runtime, _>(&Program(program), &expected);
+    const { assert!(<spindle_exec_wstp::Runtime as BenchRt>::MULTI_THREADED) };
+    group.spindle::<spindle_exec_wstp::Runtime, _>(&Program(program), &expected);
 }
 
 /// `WorkStealing`: `scheduling`, `alloc`, `runnableScheduling`, on the

@@ -27,8 +27,8 @@ use core::convert::Infallible;
 
 use benches::{ASYNC_SIZE, SIZE, bind_loops, succeeded};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use exec_single::SingleThreaded;
-use io_core::{FiberConfig, IO, TracingMode};
+use spindle_core::{FiberConfig, IO, TracingMode};
+use spindle_exec_single::SingleThreaded;
 
 type Io<A> = IO<A, Infallible>;
 
@@ -48,7 +48,7 @@ fn delay_bind() -> Io<i32> {
 
 fn async_chain() -> Io<i32> {
     fn eval_async(n: i32) -> Io<i32> {
-        IO::async_(move |cb| {
+        IO::from_callback(move |cb| {
             cb.succeed(n);
             None
         })
@@ -90,7 +90,7 @@ fn tracing(c: &mut Criterion) {
             // which criterion calls only for the benchmarks a filter keeps:
             // `tracing_overhead.sh` runs each mode in a process of its own,
             // since building a tracing configuration changes what programs
-            // built afterwards keep (`trace::call_sites_for`), and full mode
+            // built afterwards keep (`spindle_trace::call_sites_for`), and full mode
             // switches on backtrace capture for the process.
             group.bench_function(variant, |b| {
                 let config = FiberConfig::builder()

@@ -39,7 +39,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
-use io_core::{Deferred, FiberHandle, IO};
+use spindle_core::{Deferred, FiberHandle, IO};
 
 type Io<A> = IO<A, Infallible>;
 
@@ -131,7 +131,7 @@ enum SpindleRelease {
 }
 
 fn spindle(mode: &str, n: usize) -> Report {
-    let rt = exec_wstp::Runtime::builder()
+    let rt = spindle_exec_wstp::Runtime::builder()
         .worker_threads(WORKERS)
         .build()
         .expect("exec-wstp runtime");

@@ -39,7 +39,7 @@ pub mod results;
 pub mod bind_loops {
     use core::convert::Infallible;
 
-    use io_core::IO;
+    use spindle_core::IO;
 
     use crate::SIZE;
 
@@ -66,7 +66,7 @@ pub mod bind_loops {
     }
 }
 
-use io_core::Outcome;
+use spindle_core::Outcome;
 
 /// The loop size of ShallowBind, DeepBind, Attempt and HandleError (Cats
 /// Effect's `@Param(Array("10000"))`).

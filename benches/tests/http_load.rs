@@ -145,7 +145,7 @@ fn http_compare_without_a_server_binary_says_how_to_build_one() {
     assert_eq!(out.status.code(), Some(1));
     let stderr = text(&out.stderr);
     assert!(
-        stderr.contains("cargo build --release -p exec-batching --example hello_http"),
+        stderr.contains("cargo build --release -p spindle-exec-batching --example hello_http"),
         "{stderr}"
     );
 }

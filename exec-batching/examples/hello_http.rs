@@ -38,9 +38,9 @@ use std::ops::ControlFlow;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use exec_batching::net::{TcpListener, TcpStream};
-use exec_batching::{EventLoop, Mode};
-use io_core::{IO, Outcome};
+use spindle_core::{IO, Outcome};
+use spindle_exec_batching::net::{TcpListener, TcpStream};
+use spindle_exec_batching::{EventLoop, Mode};
 
 const USAGE: &str = "usage: hello_http [--mode batching|macrotask] [--addr 127.0.0.1:0] \
      [--batch-size N] [--request-timeout-ms N]";
@@ -65,7 +65,7 @@ fn parse_options(mut args: impl Iterator<Item = String>) -> Result<Options, Stri
     let mut options = Options {
         mode: Mode::Batching,
         addr: SocketAddr::from(([127, 0, 0, 1], 0)),
-        batch_size: exec_batching::DEFAULT_BATCH_SIZE,
+        batch_size: spindle_exec_batching::DEFAULT_BATCH_SIZE,
         request_timeout: Some(REQUEST_TIMEOUT),
     };
     while let Some(flag) = args.next() {
@@ -223,7 +223,7 @@ fn connection(stream: TcpStream, timeout: Option<Duration>) -> IO<(), io::Error>
                     let written = stream.write_all(bytes);
                     if close {
                         let shutdown = stream.shutdown(Shutdown::Write);
-                        written.product_r(shutdown).as_(ControlFlow::Break(()))
+                        written.product_r(shutdown).map_to(ControlFlow::Break(()))
                     } else {
                         written.map(move |()| ControlFlow::Continue((stream, buf)))
                     }

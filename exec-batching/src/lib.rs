@@ -7,12 +7,12 @@
 //! a cede really lets timers and I/O run. This is Cats Effect's
 //! `BatchingMacrotaskExecutor` (designed for Scala.js by Arman Bilge and
 //! Daniel Spiewak) on the event-loop model of Node.js and the browsers,
-//! written anew for Spindle's [`Executor`](io_core::Executor) trait; no code
+//! written anew for Spindle's [`Executor`](spindle_core::Executor) trait; no code
 //! is copied.
 //!
 //! ```
-//! use exec_batching::EventLoop;
-//! use io_core::{IO, Outcome};
+//! use spindle_exec_batching::EventLoop;
+//! use spindle_core::{IO, Outcome};
 //! use std::time::Duration;
 //!
 //! let mut rt = EventLoop::new().unwrap();
@@ -47,7 +47,7 @@
 //!
 //! | call | made on | queue (`Mode::Batching`) | queue (`Mode::Macrotask`) |
 //! |---|---|---|---|
-//! | `schedule_fiber` | start, `race`/`both` children, resumption after `async_`, a timer, I/O, a cancel with finalizers | microtask batch | macrotask queue |
+//! | `schedule_fiber` | start, `race`/`both` children, resumption after `from_callback`, a timer, I/O, a cancel with finalizers | microtask batch | macrotask queue |
 //! | `reschedule_fiber` | `IO::cede`, auto-yield | macrotask queue | macrotask queue |
 //!
 //! Microtask semantics means a fiber started from an I/O callback (a
@@ -70,7 +70,7 @@
 //!   started or resumed meanwhile; so the time between two looks at timers
 //!   and I/O is bounded by `batch_size` fiber runs plus the macrotasks
 //!   queued at the start of the turn, each fiber run itself bounded by the
-//!   fiber's auto-yield budget ([`FiberConfig`](io_core::FiberConfig)). A
+//!   fiber's auto-yield budget ([`FiberConfig`](spindle_core::FiberConfig)). A
 //!   loop of fibers that start fibers cannot starve timers or I/O.
 //! * Macrotasks queued during a turn run in a later turn, never the same:
 //!   a cede always passes through timers and I/O.
@@ -103,14 +103,14 @@
 //! than `none`), or with [`Builder::track_fibers`], the loop lists every
 //! live fiber through io-core's `fiber_created` hook and weak fiber
 //! references, without wrapping fibers: [`EventLoop::fiber_dump`] (or
-//! [`Executor::fiber_dump`](io_core::Executor::fiber_dump) on a [`Handle`],
+//! [`Executor::fiber_dump`](spindle_core::Executor::fiber_dump) on a [`Handle`],
 //! from any thread) gives each fiber's state and trace with the loop's
 //! queue lengths, timers and I/O waiters, and [`EventLoop::live_fibers`]
 //! their ids and statuses. With tracing off and no tracking, nothing is
 //! kept per fiber.
 //!
 //! The fiber configuration comes from [`Builder::config`], or else from
-//! [`FiberConfig::from_env`](io_core::FiberConfig::from_env) (the tracing
+//! [`FiberConfig::from_env`](spindle_core::FiberConfig::from_env) (the tracing
 //! mode named by `SPINDLE_TRACING`); an invalid one is
 //! [`BuildError::Config`].
 //!
@@ -149,9 +149,9 @@ pub use crate::stats::{FiberInfo, Stats};
 /// Identifies a timer set on an [`EventLoop`], to cancel it (io-core's
 /// timer heap: O(1) cancellation, ties fire in the order they were set).
 #[cfg(not(loom))]
-pub type TimerKey = io_core::timers::TimerId;
+pub type TimerKey = spindle_core::timers::TimerId;
 #[cfg(not(loom))]
-pub use io_core::FiberStatus;
+pub use spindle_core::FiberStatus;
 
 /// Locks a mutex of the loop, also after a panic elsewhere poisoned it
 /// (the data it guards stays consistent: no user code runs under it).

@@ -17,10 +17,10 @@
 //!
 //! Each operation first tries the non-blocking call. On `WouldBlock` it
 //! registers the fiber as a waiter of the socket and suspends it with
-//! `IO::async_`; the loop resumes it when the poller reports the socket,
+//! `IO::from_callback`; the loop resumes it when the poller reports the socket,
 //! and the call is tried again (`Interrupted` is retried at once). Any other
 //! error is the operation's error value. If the fiber is canceled while it
-//! waits (a `timeout`, a lost `race`), the finalizer of its `async_`
+//! waits (a `timeout`, a lost `race`), the finalizer of its `from_callback`
 //! removes its waiter and narrows the socket's interest: the loop is left
 //! as if the operation had never started.
 //!
@@ -45,7 +45,7 @@ use std::net::{Shutdown, SocketAddr};
 use std::ops::ControlFlow;
 use std::sync::Arc;
 
-use io_core::{Callback, IO};
+use spindle_core::{Callback, IO};
 
 use crate::reactor::{Direction, Sys};
 use crate::runtime::Handle;
@@ -103,7 +103,7 @@ where
     T: Sys + Send + Sync + 'static,
 {
     let source = source.clone();
-    IO::async_untraced(move |wake: Callback<(), io::Error>| {
+    IO::from_callback_untraced(move |wake: Callback<(), io::Error>| {
         let reactor = &source.handle.shared.reactor;
         match reactor.add_waiter(source.key, &source.io, direction, wake.clone()) {
             Ok(token) => Some(IO::delay_untraced(move || {
@@ -171,7 +171,7 @@ where
 /// The operations as traces name them: each public operation records one
 /// event, at its caller's site.
 mod ops {
-    use io_core::trace::Op;
+    use spindle_core::trace::Op;
 
     pub(super) static BIND: Op = Op::new("TcpListener::bind");
     pub(super) static ACCEPT: Op = Op::new("TcpListener::accept");
@@ -194,8 +194,8 @@ pub const LISTEN_BACKLOG: i32 = 1024;
 /// A TCP socket listening for connections, on an exec-batching loop.
 ///
 /// ```
-/// use exec_batching::{EventLoop, net::{TcpListener, TcpStream}};
-/// use io_core::IO;
+/// use spindle_exec_batching::{EventLoop, net::{TcpListener, TcpStream}};
+/// use spindle_core::IO;
 ///
 /// let mut rt = EventLoop::new().unwrap();
 /// let program = TcpListener::bind("127.0.0.1:0".parse().unwrap()).flat_map(|listener| {

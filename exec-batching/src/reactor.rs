@@ -9,7 +9,7 @@
 //!   closes (`Source`'s `Drop` in `net.rs`), which is what `Poller::add`
 //!   requires.
 //! * A fiber whose non-blocking call returned `WouldBlock` registers a
-//!   *waiter*: the callback of its `IO::async_` suspension, with the
+//!   *waiter*: the callback of its `IO::from_callback` suspension, with the
 //!   direction it waits for (read or write). Registering sets the socket's
 //!   interest to the union of its waiters' directions (`Poller::modify`,
 //!   oneshot: the kernel reports the socket once, then disarms it).
@@ -39,8 +39,8 @@ use std::io;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use io_core::Callback;
 use polling::{Event, Events, Poller};
+use spindle_core::Callback;
 
 use crate::lock;
 

@@ -27,18 +27,18 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use io_core::{
+use polling::Events;
+use spindle_core::{
     BlockingTask, ConfigError, Executor, Fiber, FiberConfig, FiberDump, FiberHandle, IO, Outcome,
     TimerCallback,
 };
-use polling::Events;
 
 use crate::TimerKey;
 use crate::lock;
 use crate::reactor::{Reactor, Wake};
 use crate::stats::{FiberInfo, Stats};
-use io_core::WeakFibers;
-use io_core::timers::TimerHeap;
+use spindle_core::WeakFibers;
+use spindle_core::timers::TimerHeap;
 
 /// The default bound of a microtask batch: 64 fibers (Cats Effect's
 /// `BatchingMacrotaskExecutor` default).
@@ -175,7 +175,7 @@ impl Builder {
     /// Keeps a weak reference to every fiber so that
     /// [`EventLoop::live_fibers`] and [`EventLoop::fiber_dump`] can list
     /// them, also when fibers do not trace. Fibers are listed anyway while
-    /// they trace ([`io_core::executor::lists_fibers`]: io-core's `tracing`
+    /// they trace ([`spindle_core::executor::lists_fibers`]: io-core's `tracing`
     /// feature and a tracing mode other than `none`); with tracing off and
     /// this option off (the default) nothing is kept per fiber. Listing
     /// costs a lock and a push per fiber started (the counts in [`Stats`]
@@ -194,7 +194,7 @@ impl Builder {
             Some(config) => config,
             None => FiberConfig::from_env().map_err(BuildError::Config)?,
         };
-        let traces = io_core::executor::adopt_config(&config);
+        let traces = spindle_core::executor::adopt_config(&config);
         let track_fibers = self.track_fibers || traces;
         let reactor = Reactor::new().map_err(BuildError::Poller)?;
         let shared = Arc::new(Shared {
@@ -566,7 +566,7 @@ pub struct Handle {
 
 impl fmt::Debug for Handle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("exec_batching::Handle")
+        f.debug_struct("spindle_exec_batching::Handle")
             .field("mode", &self.shared.mode)
             .field("batch_size", &self.shared.batch_size)
             .finish_non_exhaustive()
@@ -829,7 +829,7 @@ pub struct EventLoop {
 
 impl fmt::Debug for EventLoop {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("exec_batching::EventLoop")
+        f.debug_struct("spindle_exec_batching::EventLoop")
             .field("mode", &self.handle.shared.mode)
             .field("batch_size", &self.handle.shared.batch_size)
             .finish_non_exhaustive()

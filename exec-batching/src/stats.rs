@@ -10,10 +10,10 @@
 //!
 //! # Live fibers
 //!
-//! While fibers trace (`io_core::executor::lists_fibers`), or with
+//! While fibers trace (`spindle_core::executor::lists_fibers`), or with
 //! [`Builder::track_fibers`](crate::Builder::track_fibers), the loop
-//! keeps io-core's [`WeakFibers`](io_core::WeakFibers) list of every fiber made on it, from its
-//! [`Executor::fiber_created`](io_core::Executor::fiber_created) hook
+//! keeps io-core's [`WeakFibers`](spindle_core::WeakFibers) list of every fiber made on it, from its
+//! [`Executor::fiber_created`](spindle_core::Executor::fiber_created) hook
 //! (`Fiber::downgrade`): a `WeakFiber` never keeps a fiber's program
 //! alive and reports nothing once the fiber has completed, so no fiber is
 //! wrapped and nothing is added to the scheduling path. The list drops the
@@ -33,7 +33,7 @@
 
 use std::fmt;
 
-use io_core::FiberStatus;
+use spindle_core::FiberStatus;
 
 /// One live fiber in a listing (see [`EventLoop::live_fibers`](crate::EventLoop::live_fibers)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

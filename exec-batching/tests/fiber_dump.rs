@@ -8,8 +8,8 @@
 use std::process::Command;
 use std::time::Duration;
 
-use exec_batching::{BuildError, EventLoop, Mode};
-use io_core::{Executor, FiberConfig, FiberDump, FiberState, IO, TracingMode};
+use spindle_core::{Executor, FiberConfig, FiberDump, FiberState, IO, TracingMode};
+use spindle_exec_batching::{BuildError, EventLoop, Mode};
 
 type E = ();
 
@@ -39,7 +39,7 @@ fn a_dump_inside_a_fiber_shows_the_started_fiber_in_the_microtask_queue_and_the_
                 .product_r(IO::<(), E>::unit().start::<E>())
                 .flat_map(move |_queued| {
                     IO::delay(move || Executor::fiber_dump(&handle))
-                        .flat_map(move |d| sleeper.cancel::<E>().as_(d))
+                        .flat_map(move |d| sleeper.cancel::<E>().map_to(d))
                 })
         });
     let dump = rt.block_on(program).succeeded().expect("succeeds");

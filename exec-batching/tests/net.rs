@@ -10,9 +10,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use exec_batching::net::{TcpListener, TcpStream};
-use exec_batching::{EventLoop, Handle};
-use io_core::{IO, Outcome};
+use spindle_core::{IO, Outcome};
+use spindle_exec_batching::net::{TcpListener, TcpStream};
+use spindle_exec_batching::{EventLoop, Handle};
 
 fn localhost() -> SocketAddr {
     "127.0.0.1:0".parse().unwrap()
@@ -104,7 +104,8 @@ fn an_echo_server_returns_what_each_of_ten_concurrent_clients_sends() {
                                 .map(move |echoed| (client, len, echoed))
                         })
                         .collect::<Vec<_>>();
-                    IO::par_sequence(clients).flat_map(move |results| server.cancel().as_(results))
+                    IO::par_sequence(clients)
+                        .flat_map(move |results| server.cancel().map_to(results))
                 })
         })
     });
@@ -312,7 +313,7 @@ fn dropping_a_stream_closes_it_and_removes_it_from_the_poller() {
 
 #[test]
 fn sockets_made_outside_an_event_loop_fail_with_an_io_error_not_a_panic() {
-    let mut single = exec_single::SingleThreaded::new();
+    let mut single = spindle_exec_single::SingleThreaded::new();
     let error = single
         .block_on(TcpListener::bind(localhost()))
         .errored()

@@ -8,9 +8,9 @@
 use std::io;
 use std::net::{Shutdown, SocketAddr};
 
-use exec_batching::EventLoop;
-use exec_batching::net::{TcpListener, TcpStream};
-use io_core::{CountDownLatch, IO};
+use spindle_core::{CountDownLatch, IO};
+use spindle_exec_batching::EventLoop;
+use spindle_exec_batching::net::{TcpListener, TcpStream};
 
 const CONNECTIONS: usize = 1000;
 
@@ -56,7 +56,7 @@ fn client(addr: SocketAddr, all_open: CountDownLatch) -> IO<(), io::Error> {
         round_trip.flat_map(move |_| {
             all_open
                 .release()
-                .product_r(all_open.await_())
+                .product_r(all_open.wait())
                 .product_r(stream.shutdown(Shutdown::Write))
                 .map(move |()| drop(stream))
         })
@@ -87,7 +87,7 @@ fn a_thousand_concurrent_connections_open_and_close_with_no_leaked_descriptors()
                 .both(IO::par_sequence(clients))
                 .flat_map(|(servers, _)| {
                     let joins = servers.iter().map(|s| s.join_void()).collect::<Vec<_>>();
-                    IO::sequence(joins).as_(servers.len())
+                    IO::sequence(joins).map_to(servers.len())
                 })
         })
     });

@@ -9,9 +9,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use exec_batching::net::{TcpListener, TcpStream};
-use exec_batching::{BuildError, Deadlock, EventLoop, FiberStatus, Handle, Mode};
-use io_core::{FiberConfig, IO, Outcome, TracingMode};
+use spindle_core::{FiberConfig, IO, Outcome, TracingMode};
+use spindle_exec_batching::net::{TcpListener, TcpStream};
+use spindle_exec_batching::{BuildError, Deadlock, EventLoop, FiberStatus, Handle, Mode};
 
 /// The loop's turn counter, read by a running fiber.
 fn turn<E: Send + 'static>() -> IO<u64, E> {
@@ -232,7 +232,7 @@ fn started_from_accept(mut rt: EventLoop) -> (u64, u64) {
 #[test]
 fn a_fiber_resumed_from_another_thread_runs_and_the_loop_waits_for_it() {
     let mut rt = batching();
-    let program: IO<u32, ()> = IO::async_(|cb| {
+    let program: IO<u32, ()> = IO::from_callback(|cb| {
         std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(5));
             cb.succeed(7);
@@ -292,7 +292,7 @@ fn a_main_fiber_nothing_can_resume_is_reported_as_a_deadlock() {
 #[test]
 fn a_main_fiber_waiting_for_a_timer_is_not_a_deadlock() {
     let mut rt = batching();
-    let program: IO<u8, ()> = IO::sleep(Duration::from_millis(2)).as_(1);
+    let program: IO<u8, ()> = IO::sleep(Duration::from_millis(2)).map_to(1);
     assert_eq!(rt.try_block_on(program), Ok(Outcome::Succeeded(1)));
 }
 
@@ -384,7 +384,8 @@ fn two_loops_nest_one_inside_a_fiber_of_the_other() {
     let mut outer = batching();
     let program: IO<(u32, bool), ()> = IO::delay(|| {
         let mut inner = batching();
-        let inner_value = inner.block_on(IO::<(), ()>::sleep(Duration::from_millis(1)).as_(2u32));
+        let inner_value =
+            inner.block_on(IO::<(), ()>::sleep(Duration::from_millis(1)).map_to(2u32));
         inner_value.succeeded().unwrap_or(0)
     })
     .flat_map(|v| {
@@ -406,7 +407,7 @@ fn timers_cancelled_by_winning_timeouts_leave_none_behind() {
     assert_eq!(rt.block_on(program), Outcome::Succeeded(0));
     assert_eq!(rt.stats().timers, 0);
     // A later timer still fires in order after all those cancellations.
-    let late: IO<u8, ()> = IO::sleep(Duration::from_millis(1)).as_(1);
+    let late: IO<u8, ()> = IO::sleep(Duration::from_millis(1)).map_to(1);
     assert_eq!(rt.block_on(late), Outcome::Succeeded(1));
 }
 

@@ -11,7 +11,7 @@ use core::time::Duration;
 /// ```
 /// use core::sync::atomic::{AtomicU64, Ordering};
 /// use core::time::Duration;
-/// use exec_single::Clock;
+/// use spindle_exec_single::Clock;
 ///
 /// /// Counts SysTick interrupts of 1 ms each.
 /// struct SysTickClock { ticks: &'static AtomicU64 }

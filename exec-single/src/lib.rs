@@ -6,12 +6,12 @@
 //! want one deterministic thread.
 //!
 //! ```
-//! use exec_single::SingleThreaded;
-//! use io_core::{IO, Outcome};
+//! use spindle_exec_single::SingleThreaded;
+//! use spindle_core::{IO, Outcome};
 //! use std::time::Duration;
 //!
 //! let mut rt = SingleThreaded::new();
-//! let program: IO<&str, ()> = IO::sleep(Duration::from_millis(1)).as_("done");
+//! let program: IO<&str, ()> = IO::sleep(Duration::from_millis(1)).map_to("done");
 //! assert_eq!(rt.block_on(program), Outcome::Succeeded("done"));
 //! ```
 //!
@@ -48,7 +48,7 @@
 //! ready queue, the remote queue and the timers. The loop keeps io-core's
 //! [`WeakFibers`] list of its fibers, filled from
 //! [`Executor::fiber_created`], only when its fibers trace
-//! ([`io_core::executor::lists_fibers`]: io-core's `tracing` feature on and
+//! ([`spindle_core::executor::lists_fibers`]: io-core's `tracing` feature on and
 //! a mode other than `none`); otherwise it keeps nothing per fiber and a
 //! dump lists no fiber. The list is behind a short lock (a `std` mutex, or
 //! a critical section without `std`), since fibers may be made on any
@@ -74,15 +74,15 @@ use core::fmt;
 use core::time::Duration;
 
 #[cfg(feature = "std")]
-use io_core::ConfigError;
-use io_core::timers::{TimerHeap, TimerId};
-use io_core::{Executor, Fiber, FiberConfig, IO, Outcome, TimerCallback};
+use spindle_core::ConfigError;
+use spindle_core::timers::{TimerHeap, TimerId};
+use spindle_core::{Executor, Fiber, FiberConfig, IO, Outcome, TimerCallback};
 // Fiber listings are not part of io-core's loom builds (which build this
 // crate as a dev-dependency): under `--cfg loom` this executor has no dump.
-#[cfg(not(loom))]
-use io_core::{FiberDump, WeakFibers};
 use portable_atomic::{AtomicUsize, Ordering};
 use portable_atomic_util::Arc;
+#[cfg(not(loom))]
+use spindle_core::{FiberDump, WeakFibers};
 
 pub use clock::Clock;
 #[cfg(feature = "std")]
@@ -105,7 +105,7 @@ impl<C: Clock> Clone for Handle<C> {
 
 impl<C: Clock> fmt::Debug for Handle<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("exec_single::Handle")
+        f.debug_struct("spindle_exec_single::Handle")
             .finish_non_exhaustive()
     }
 }
@@ -298,11 +298,11 @@ impl SingleThreaded<StdClock> {
     /// does not read the environment.)
     ///
     /// ```
-    /// use exec_single::SingleThreaded;
+    /// use spindle_exec_single::SingleThreaded;
     ///
     /// let mut rt = SingleThreaded::from_env()?;
     /// # let _ = &mut rt;
-    /// # Ok::<(), io_core::ConfigError>(())
+    /// # Ok::<(), spindle_core::ConfigError>(())
     /// ```
     pub fn from_env() -> Result<Self, ConfigError> {
         Ok(SingleThreaded::with_config(FiberConfig::from_env()?))
@@ -332,7 +332,7 @@ impl<C: Clock> SingleThreaded<C> {
     /// An executor on the given clock and fiber configuration.
     pub fn with_clock_and_config(clock: C, config: FiberConfig) -> Self {
         #[cfg(not(loom))]
-        let fibers = io_core::executor::adopt_config(&config)
+        let fibers = spindle_core::executor::adopt_config(&config)
             .then(|| platform::Lock::new(WeakFibers::new()));
         SingleThreaded {
             handle: Handle {
@@ -608,7 +608,7 @@ mod tests {
     fn a_program_with_binds_timers_and_a_remote_wake_up_runs_to_its_value() {
         let mut rt = SingleThreaded::new();
         let io: IO<u32, ()> = IO::sleep(Duration::from_millis(1))
-            .product_r(IO::async_(|cb| {
+            .product_r(IO::from_callback(|cb| {
                 std::thread::spawn(move || cb.succeed(20));
                 None
             }))

@@ -18,8 +18,8 @@
 //!   never will (no runnable fiber, no timer, not completed).
 //!
 //! ```
-//! use exec_single::testkit::TestControl;
-//! use io_core::{IO, Outcome};
+//! use spindle_exec_single::testkit::TestControl;
+//! use spindle_core::{IO, Outcome};
 //! use std::time::Duration;
 //!
 //! let day = Duration::from_secs(86_400);
@@ -34,8 +34,8 @@
 use core::fmt;
 use core::time::Duration;
 
-use io_core::{FiberConfig, IO, Outcome};
 use portable_atomic_util::Arc;
+use spindle_core::{FiberConfig, IO, Outcome};
 
 use crate::{Clock, Deadlock, RootSlot, SingleThreaded, platform};
 

@@ -8,8 +8,8 @@
 use std::process::Command;
 use std::time::Duration;
 
-use exec_single::SingleThreaded;
-use io_core::{ConfigError, Executor, FiberConfig, FiberDump, FiberState, IO, TracingMode};
+use spindle_core::{ConfigError, Executor, FiberConfig, FiberDump, FiberState, IO, TracingMode};
+use spindle_exec_single::SingleThreaded;
 
 type E = ();
 
@@ -34,7 +34,7 @@ fn a_dump_inside_a_fiber_shows_queued_and_sleeping_fibers_the_ready_queue_and_th
             IO::<(), E>::cede()
                 .product_r(IO::<(), E>::unit().start::<E>())
                 .flat_map(move |queued| {
-                    IO::delay(first).flat_map(move |d| sleeper.cancel::<E>().as_((d, queued)))
+                    IO::delay(first).flat_map(move |d| sleeper.cancel::<E>().map_to((d, queued)))
                 })
         })
         .map(move |(d, _queued)| (d, second()));
@@ -80,7 +80,7 @@ fn with_tracing_mode_none_nothing_is_listed() {
         .flat_map(move |sleeper| {
             IO::<(), E>::cede()
                 .product_r(IO::delay(move || handle.fiber_dump()))
-                .flat_map(move |d| sleeper.cancel::<E>().as_(d))
+                .flat_map(move |d| sleeper.cancel::<E>().map_to(d))
         });
     let dump = rt.block_on(program).succeeded().expect("succeeds");
     assert!(dump.fibers.is_empty(), "{dump}");

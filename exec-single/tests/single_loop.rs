@@ -11,8 +11,8 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use exec_single::{Clock, Deadlock, Handle, SingleThreaded, StdClock};
-use io_core::{Callback, Executor, Fiber, IO, Outcome};
+use spindle_core::{Callback, Executor, Fiber, IO, Outcome};
+use spindle_exec_single::{Clock, Deadlock, Handle, SingleThreaded, StdClock};
 
 // ---------------------------------------------------------------------------
 // Helpers
@@ -154,7 +154,7 @@ fn five_fibers_program() -> Vec<(usize, String)> {
         let worker: IO<(), ()> = IO::delay(move || l1.push((i, "start".into())))
             .product_r(IO::cede())
             .product_r(IO::delay(move || l2.push((i, "after cede".into()))))
-            .product_r(IO::async_(move |cb| {
+            .product_r(IO::from_callback(move |cb| {
                 // Leave our callback, and resume the previous worker.
                 let mut cbs = cbs.lock().unwrap();
                 cbs[i] = Some(cb);
@@ -375,7 +375,7 @@ fn the_handle_reads_the_system_clocks() {
 #[test]
 fn a_wake_up_from_another_thread_resumes_the_parked_loop() {
     let mut rt = SingleThreaded::new();
-    let io: IO<u32, ()> = IO::async_(|cb| {
+    let io: IO<u32, ()> = IO::from_callback(|cb| {
         thread::spawn(move || {
             // Long enough for the loop to find nothing to do and park.
             thread::sleep(Duration::from_millis(50));
@@ -394,7 +394,7 @@ fn a_wake_up_from_another_thread_resumes_a_loop_parked_until_a_distant_timer() {
     let handle = rt.handle();
     // Another fiber sleeps for an hour: the loop parks with that deadline.
     let io: IO<u32, ()> = spawn(&handle, IO::<(), ()>::sleep(Duration::from_secs(3600))).product_r(
-        IO::async_(|cb| {
+        IO::from_callback(|cb| {
             thread::spawn(move || {
                 thread::sleep(Duration::from_millis(50));
                 cb.succeed(10);
@@ -412,7 +412,7 @@ fn a_wake_up_from_another_thread_resumes_a_loop_parked_until_a_distant_timer() {
 fn a_fiber_scheduled_from_another_thread_runs_on_the_loop_thread() {
     let mut rt = SingleThreaded::new();
     let handle = rt.handle();
-    let io: IO<bool, ()> = IO::async_(move |cb: Callback<thread::ThreadId, ()>| {
+    let io: IO<bool, ()> = IO::from_callback(move |cb: Callback<thread::ThreadId, ()>| {
         thread::spawn(move || {
             let fiber = Fiber::new(
                 IO::<thread::ThreadId, ()>::delay(|| thread::current().id()),
@@ -443,7 +443,7 @@ fn many_wake_ups_from_many_threads_all_resume_their_fibers() {
     let mut main: IO<(), ()> = IO::unit();
     for i in 0..50u32 {
         let r = results.clone();
-        let worker: IO<(), ()> = IO::async_(move |cb| {
+        let worker: IO<(), ()> = IO::from_callback(move |cb| {
             thread::spawn(move || cb.succeed(i));
             None
         })
@@ -474,8 +474,8 @@ fn block_on_can_be_called_repeatedly_on_one_executor() {
     for i in 0..100u64 {
         let io: IO<u64, String> = match i % 4 {
             0 => IO::pure(i),
-            1 => IO::sleep(Duration::from_micros(100)).as_(i),
-            2 => IO::async_(move |cb| {
+            1 => IO::sleep(Duration::from_micros(100)).map_to(i),
+            2 => IO::from_callback(move |cb| {
                 thread::spawn(move || cb.succeed(i));
                 None
             }),
@@ -505,7 +505,7 @@ fn try_block_on_works_again_after_a_deadlock() {
         Ok(Outcome::Succeeded(1))
     );
     assert_eq!(
-        rt.block_on(IO::<(), ()>::sleep(Duration::from_millis(1)).as_(2)),
+        rt.block_on(IO::<(), ()>::sleep(Duration::from_millis(1)).map_to(2)),
         Outcome::Succeeded(2)
     );
     assert!(Deadlock.to_string().contains("deadlock"));
@@ -515,7 +515,7 @@ fn try_block_on_works_again_after_a_deadlock() {
 fn block_on_returns_when_the_main_fiber_ends_even_if_others_still_sleep() {
     let mut rt = SingleThreaded::new();
     let handle = rt.handle();
-    let io: IO<u8, ()> = spawn(&handle, IO::<(), ()>::sleep(Duration::from_secs(3600))).as_(1);
+    let io: IO<u8, ()> = spawn(&handle, IO::<(), ()>::sleep(Duration::from_secs(3600))).map_to(1);
     let start = Instant::now();
     assert_eq!(within(move || rt.block_on(io)), Some(Outcome::Succeeded(1)));
     assert!(start.elapsed() < Duration::from_secs(5));
@@ -546,14 +546,14 @@ fn an_executor_can_block_on_inside_a_program_of_another_executor_on_the_same_thr
     let io: IO<(u32, u32), ()> = IO::delay(|| {
         let mut inner = SingleThreaded::new();
         inner
-            .block_on(IO::<(), ()>::sleep(Duration::from_millis(1)).as_(5u32))
+            .block_on(IO::<(), ()>::sleep(Duration::from_millis(1)).map_to(5u32))
             .succeeded()
             .unwrap()
     })
     // The outer loop still works afterwards: a timer and a remote wake-up.
-    .flat_map(|a| IO::sleep(Duration::from_millis(1)).as_(a))
+    .flat_map(|a| IO::sleep(Duration::from_millis(1)).map_to(a))
     .flat_map(|a| {
-        IO::async_(|cb| {
+        IO::from_callback(|cb| {
             thread::spawn(move || cb.succeed(6));
             None
         })
@@ -651,7 +651,7 @@ fn dropping_the_executor_frees_a_fiber_woken_after_block_on_returned() {
     let kept: Arc<Mutex<Option<Callback<(), ()>>>> = Arc::new(Mutex::new(None));
     let k = kept.clone();
     let waiter = holding(
-        IO::async_(move |cb| {
+        IO::from_callback(move |cb| {
             *k.lock().unwrap() = Some(cb);
             None
         }),

@@ -17,8 +17,8 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use exec_wstp::app;
-use io_core::IO;
+use spindle_core::IO;
+use spindle_exec_wstp::app;
 
 fn say(line: &'static str) -> IO<(), String> {
     IO::delay(move || {

@@ -9,12 +9,12 @@
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use exec_wstp::app;
-use io_core::IO;
+use spindle_core::IO;
+use spindle_exec_wstp::app;
 
 /// Fetches a "price" on another thread and resumes the fiber with it.
 fn fetch_price(item: &'static str) -> IO<u64, String> {
-    IO::async_(move |callback| {
+    IO::from_callback(move |callback| {
         std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(5));
             match item {
@@ -34,10 +34,10 @@ fn main() -> ExitCode {
     // is handled as an error value and counted as free.
     let program: IO<(), String> = IO::par_traverse(order, |item| {
         fetch_price(item).handle_error_with(move |e| {
-            IO::delay(move || println!("  ({e}; counting {item} as free)")).as_(0)
+            IO::delay(move || println!("  ({e}; counting {item} as free)")).map_to(0)
         })
     })
-    .flat_map(|prices| IO::sleep(Duration::from_millis(10)).as_(prices.iter().sum::<u64>()))
+    .flat_map(|prices| IO::sleep(Duration::from_millis(10)).map_to(prices.iter().sum::<u64>()))
     .flat_map(move |total| {
         IO::delay(move || println!("total: {total} in {:?}", started.elapsed()))
     });

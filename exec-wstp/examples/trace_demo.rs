@@ -3,8 +3,8 @@
 //! fiber dump of three fibers deadlocked on `Deferred`s.
 //!
 //! ```sh
-//! cargo run --release -p exec-wstp --example trace_demo
-//! SPINDLE_TRACING=full cargo run --release -p exec-wstp --features tracing-full --example trace_demo
+//! cargo run --release -p spindle-exec-wstp --example trace_demo
+//! SPINDLE_TRACING=full cargo run --release -p spindle-exec-wstp --features tracing-full --example trace_demo
 //! ```
 //!
 //! Tracing mode `cached` (the default) records each operation's name, the
@@ -16,8 +16,8 @@
 
 use std::time::Duration;
 
-use exec_wstp::Runtime;
-use io_core::{Deferred, FiberConfig, FiberHandle, IO, Outcome, Trace};
+use spindle_core::{Deferred, FiberConfig, FiberHandle, IO, Outcome, Trace};
+use spindle_exec_wstp::Runtime;
 
 type Io<A> = IO<A, String>;
 

@@ -13,7 +13,7 @@
 //! | panicked | 101 (Rust's panic exit code) | `panicked: {message}`, then the trace |
 //!
 //! The runtime's fiber configuration comes from the [`Builder`] (by default
-//! [`FiberConfig::from_env`](io_core::FiberConfig::from_env): the tracing
+//! [`FiberConfig::from_env`](spindle_core::FiberConfig::from_env): the tracing
 //! mode is read from `SPINDLE_TRACING`); a configuration error (an unknown
 //! tracing mode, say) is printed as `error: ...` and gives exit code 1.
 //!
@@ -33,9 +33,9 @@
 //!
 //! The main fiber is started with a handle (so that signals can cancel
 //! it), and its outcome is read from there. It runs as
-//! [`main.trace_errors()`](io_core::IO::trace_errors), so an error comes
+//! [`main.trace_errors()`](spindle_core::IO::trace_errors), so an error comes
 //! with the trace as it was raised; a panic's message carries the trace
-//! the fiber ended with ([`PanicMessage::trace`](io_core::PanicMessage::trace)).
+//! the fiber ended with ([`PanicMessage::trace`](spindle_core::PanicMessage::trace)).
 //! Neither adds an event, so the printed trace never shows this file.
 //!
 //! # Signals (Unix)
@@ -46,7 +46,7 @@
 //! SIGTERM while those finalizers run forces the exit at once (130).
 //! SIGUSR1 prints a dump to stderr without stopping the program: a line
 //! `spindle runtime dump`, the runtime's [`Metrics`](crate::Metrics), then
-//! its [`FiberDump`](io_core::FiberDump) (every live fiber with its state
+//! its [`FiberDump`](spindle_core::FiberDump) (every live fiber with its state
 //! and trace, while fibers trace or
 //! [`Builder::track_fibers`] is on; see [`Runtime::fiber_dump`](crate::Runtime::fiber_dump)):
 //!
@@ -59,8 +59,8 @@
 //! ```
 //!
 //! ```no_run
-//! use exec_wstp::app;
-//! use io_core::IO;
+//! use spindle_exec_wstp::app;
+//! use spindle_core::IO;
 //! use std::process::ExitCode;
 //! use std::time::Duration;
 //!
@@ -77,7 +77,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use io_core::{IO, Outcome, Trace, Traced};
+use spindle_core::{IO, Outcome, Trace, Traced};
 
 use crate::runtime::{Builder, Handle};
 

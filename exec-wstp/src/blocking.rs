@@ -24,7 +24,7 @@ use std::collections::VecDeque;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use io_core::BlockingTask;
+use spindle_core::BlockingTask;
 
 use crate::sync::{self, Condvar, Mutex};
 

@@ -6,8 +6,8 @@
 //! applications ([`app`] runs a main `IO` as a process).
 //!
 //! ```
-//! use exec_wstp::Runtime;
-//! use io_core::{IO, Outcome};
+//! use spindle_exec_wstp::Runtime;
+//! use spindle_core::{IO, Outcome};
 //!
 //! let rt = Runtime::builder().worker_threads(2).build().unwrap();
 //! let work = (0..100u64).map(|i| IO::<u64, ()>::delay(move || i * i)).collect::<Vec<_>>();
@@ -103,4 +103,4 @@ pub use crate::runtime::*;
 #[cfg(not(loom))]
 pub use crate::timer::TimerKey;
 #[cfg(not(loom))]
-pub use io_core::FiberStatus;
+pub use spindle_core::FiberStatus;

@@ -8,7 +8,7 @@
 //! # Live fibers
 //!
 //! While fibers trace (io-core's `tracing` feature and a tracing mode other
-//! than `none`: `io_core::executor::lists_fibers`), or with
+//! than `none`: `spindle_core::executor::lists_fibers`), or with
 //! [`Builder::track_fibers`](crate::Builder::track_fibers), each
 //! worker keeps io-core's `WeakFibers`, weak references to the fibers started on it
 //! (io-core's `WeakFiber`: it never keeps a fiber's program alive, and
@@ -28,7 +28,7 @@
 
 use std::fmt;
 
-use io_core::{FiberDump, FiberStatus, WeakFibers};
+use spindle_core::{FiberDump, FiberStatus, WeakFibers};
 
 use crate::runtime::Shared;
 

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_deque::{Injector, Stealer, Worker};
 use crossbeam_utils::CachePadded;
-use io_core::{
+use spindle_core::{
     BlockingTask, ConfigError, Executor, Fiber, FiberConfig, FiberDump, FiberHandle, IO, Outcome,
     TimerCallback,
 };
@@ -17,7 +17,7 @@ use crate::blocking::BlockingPool;
 use crate::idle::{Idle, Parker};
 use crate::sync::{AtomicBool, Condvar, Mutex, Ordering, fence};
 use crate::{metrics, sync, worker};
-use io_core::timers::TimerHeap;
+use spindle_core::timers::TimerHeap;
 
 pub use crate::metrics::{FiberInfo, Metrics};
 pub use crate::timer::TimerKey;
@@ -218,7 +218,7 @@ impl Builder {
     /// Keeps a weak reference to every fiber so that
     /// [`Runtime::live_fibers`] and [`Runtime::fiber_dump`] can list them,
     /// also when fibers do not trace. Fibers are listed anyway while they
-    /// trace ([`io_core::executor::lists_fibers`]: io-core's `tracing`
+    /// trace ([`spindle_core::executor::lists_fibers`]: io-core's `tracing`
     /// feature and a tracing mode other than `none`); with tracing off and
     /// this option off (the default) nothing is kept per fiber. Listing
     /// costs one uncontended per-worker lock per fiber started.
@@ -247,7 +247,7 @@ impl Builder {
             Some(config) => config,
             None => FiberConfig::from_env().map_err(BuildError::Config)?,
         };
-        let traces = io_core::executor::adopt_config(&fiber_config);
+        let traces = spindle_core::executor::adopt_config(&fiber_config);
         let track_fibers = self.track_fibers || traces;
         let locals: Vec<Worker<Fiber<Handle>>> = (0..workers).map(|_| Worker::new_fifo()).collect();
         let remotes = locals
@@ -258,7 +258,7 @@ impl Builder {
                 timers: Mutex::new(TimerHeap::new()),
                 has_timers: AtomicBool::new(false),
                 counters: CachePadded::new(Counters::default()),
-                fibers: Mutex::new(io_core::WeakFibers::new()),
+                fibers: Mutex::new(spindle_core::WeakFibers::new()),
             })
             .collect();
         let shared = std::sync::Arc::new(Shared {
@@ -276,7 +276,7 @@ impl Builder {
             origin: Instant::now(),
             track_fibers,
             external: CachePadded::new(Counters::default()),
-            external_fibers: Mutex::new(io_core::WeakFibers::new()),
+            external_fibers: Mutex::new(spindle_core::WeakFibers::new()),
             running_workers: Mutex::new(workers),
             workers_exited: Condvar::new(),
         });
@@ -324,7 +324,7 @@ pub(crate) struct Remote {
     pub(crate) has_timers: AtomicBool,
     pub(crate) counters: CachePadded<Counters>,
     /// Weak references to the fibers started here (with `track_fibers`).
-    pub(crate) fibers: Mutex<io_core::WeakFibers>,
+    pub(crate) fibers: Mutex<spindle_core::WeakFibers>,
 }
 
 /// The state shared by the workers and every [`Handle`].
@@ -340,7 +340,7 @@ pub(crate) struct Shared {
     /// Whether fibers are listed (`Builder::track_fibers`, or they trace).
     pub(crate) track_fibers: bool,
     pub(crate) external: CachePadded<Counters>,
-    pub(crate) external_fibers: Mutex<io_core::WeakFibers>,
+    pub(crate) external_fibers: Mutex<spindle_core::WeakFibers>,
     pub(crate) running_workers: Mutex<usize>,
     pub(crate) workers_exited: Condvar,
 }
@@ -436,7 +436,7 @@ pub struct Handle {
 
 impl fmt::Debug for Handle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("exec_wstp::Handle")
+        f.debug_struct("spindle_exec_wstp::Handle")
             .field("workers", &self.shared.remotes.len())
             .finish_non_exhaustive()
     }
@@ -645,7 +645,7 @@ pub struct Runtime {
 
 impl fmt::Debug for Runtime {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("exec_wstp::Runtime")
+        f.debug_struct("spindle_exec_wstp::Runtime")
             .field("workers", &self.handle.shared.remotes.len())
             .finish_non_exhaustive()
     }
@@ -817,7 +817,7 @@ mod tests {
     #[test]
     fn a_sleep_a_blocking_call_and_a_spawn_from_outside_complete() {
         let rt = small();
-        let slept: IO<u32, ()> = IO::sleep(Duration::from_millis(1)).as_(1);
+        let slept: IO<u32, ()> = IO::sleep(Duration::from_millis(1)).map_to(1);
         assert_eq!(rt.block_on(slept), Ok(Outcome::Succeeded(1)));
         let blocked: IO<u32, ()> = IO::blocking(|| 2);
         assert_eq!(rt.block_on(blocked), Ok(Outcome::Succeeded(2)));

@@ -1,7 +1,7 @@
 //! The sync shim: the atomics, locks and condition variables of the
 //! scheduling protocol come from here, so that the same code runs under
 //! [loom] for model checking
-//! (`RUSTFLAGS="--cfg loom" cargo test -p exec-wstp --lib --release -- loom`).
+//! (`RUSTFLAGS="--cfg loom" cargo test -p spindle-exec-wstp --lib --release -- loom`).
 //!
 //! Normal builds use `std`'s types; `--cfg loom` builds use loom's, which
 //! explore every interleaving the memory model allows. Locks here never

@@ -32,7 +32,7 @@ use std::cell::Cell;
 use std::time::Duration;
 
 use crossbeam_deque::{Steal, Worker};
-use io_core::Fiber;
+use spindle_core::Fiber;
 
 use crate::runtime::{Handle, Shared};
 use crate::sync::{Ordering, fence};

@@ -11,9 +11,9 @@
 
 use std::process::{Command, ExitCode, Output};
 
-use exec_wstp::app::{self, ERROR_EXIT_CODE, PANIC_EXIT_CODE};
-use exec_wstp::{BuildError, Runtime};
-use io_core::{FiberConfig, IO};
+use spindle_core::{FiberConfig, IO};
+use spindle_exec_wstp::app::{self, ERROR_EXIT_CODE, PANIC_EXIT_CODE};
+use spindle_exec_wstp::{BuildError, Runtime};
 
 /// Set (to the test's name) in the child's environment.
 const CHILD: &str = "EXEC_WSTP_APP_REPORT_CHILD";

@@ -11,8 +11,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use common::{HANG_LIMIT, runtime, within};
-use exec_wstp::Runtime;
-use io_core::{IO, Outcome};
+use spindle_core::{IO, Outcome};
+use spindle_exec_wstp::Runtime;
 
 type E = String;
 
@@ -192,7 +192,7 @@ fn a_fiber_canceled_during_a_blocking_call_waits_for_the_call_then_finalizes() {
         // Wait (ceding) until the call runs on its blocking thread.
         IO::<(), E>::tail_rec((), move |()| {
             let inside = entered.load(Ordering::SeqCst);
-            IO::cede().as_(if inside {
+            IO::cede().map_to(if inside {
                 std::ops::ControlFlow::Break(())
             } else {
                 std::ops::ControlFlow::Continue(())

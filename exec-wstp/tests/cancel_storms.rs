@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use common::{HANG_LIMIT, runtime, within};
-use io_core::{CountDownLatch, FiberHandle, IO, Outcome};
+use spindle_core::{CountDownLatch, FiberHandle, IO, Outcome};
 
 type E = ();
 
@@ -50,7 +50,7 @@ fn cancel_all_from_many_fibers<A: Clone + Send + 'static>(
 /// once every one has begun, cancels them all from many fibers at once.
 /// Checks that each ends canceled and that each finalizer ran exactly
 /// once, and returns the pool for further checks.
-fn cancel_storm<A, F>(what: &'static str, n: usize, body: F) -> exec_wstp::Runtime
+fn cancel_storm<A, F>(what: &'static str, n: usize, body: F) -> spindle_exec_wstp::Runtime
 where
     A: Clone + Send + 'static,
     F: Fn(usize) -> IO<A, E> + Send + 'static,
@@ -66,11 +66,7 @@ where
             .guarantee(bump(&g, i))
             .start()
     })
-    .flat_map(move |handles| {
-        ready
-            .await_()
-            .product_r(cancel_all_from_many_fibers(handles))
-    });
+    .flat_map(move |handles| ready.wait().product_r(cancel_all_from_many_fibers(handles)));
     let (outcomes, rt) = within(what, HANG_LIMIT, move || {
         (
             rt.block_on(io)
@@ -130,7 +126,7 @@ fn cancels_racing_completions_run_each_finalizer_once_and_on_cancel_only_for_the
     let (oc, g) = (on_cancel.clone(), guarantee.clone());
     let io = IO::<FiberHandle<usize, E>, E>::traverse((0..FIBERS).collect(), move |i| {
         IO::<(), E>::sleep(Duration::from_micros((i as u64 * 7919) % 2_000))
-            .as_(i)
+            .map_to(i)
             .on_cancel(bump(&oc, i))
             .guarantee(bump(&g, i))
             .start()
@@ -195,11 +191,7 @@ fn fibers_canceled_inside_uncancelable_regions_finish_the_region_then_finalize_o
         .guarantee(bump(&g, i))
         .start()
     })
-    .flat_map(move |handles| {
-        ready
-            .await_()
-            .product_r(cancel_all_from_many_fibers(handles))
-    });
+    .flat_map(move |handles| ready.wait().product_r(cancel_all_from_many_fibers(handles)));
     let outcomes = within("cancel uncancelable regions", HANG_LIMIT, move || {
         rt.block_on(io)
             .expect("runs")
@@ -247,7 +239,7 @@ fn a_both_canceled_as_its_first_side_completes_leaves_no_side_running() {
         let io: IO<Outcome<(u32, u32), E>, E> = left.both(right).start().flat_map(move |h| {
             IO::<(), E>::tail_rec((), move |()| {
                 let done = left_done.load(Ordering::SeqCst);
-                IO::cede().as_(if done {
+                IO::cede().map_to(if done {
                     ControlFlow::Break(())
                 } else {
                     ControlFlow::Continue(())
@@ -274,7 +266,7 @@ fn a_waiter_canceled_as_its_permit_arrives_ends_canceled_only_without_the_permit
     const ROUNDS: usize = 20_000;
     let rt = runtime(2);
     for round in 0..ROUNDS {
-        let sem = io_core::Semaphore::new(1).expect("valid");
+        let sem = spindle_core::Semaphore::new(1).expect("valid");
         let (w, counted, releaser) = (sem.clone(), sem.clone(), sem.clone());
         let io: IO<Outcome<(), E>, E> =
             sem.acquire()
@@ -282,7 +274,7 @@ fn a_waiter_canceled_as_its_permit_arrives_ends_canceled_only_without_the_permit
                 .flat_map(move |h| {
                     IO::<(), E>::tail_rec((), move |()| {
                         let waiting = counted.waiting() == 1;
-                        IO::cede().as_(if waiting {
+                        IO::cede().map_to(if waiting {
                             ControlFlow::Break(())
                         } else {
                             ControlFlow::Continue(())

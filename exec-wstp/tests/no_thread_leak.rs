@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-use exec_wstp::Runtime;
-use io_core::{IO, Outcome};
+use spindle_core::{IO, Outcome};
+use spindle_exec_wstp::Runtime;
 
 /// The names of this process's threads (`/proc/self/task/*/comm`; Linux
 /// truncates them to 15 bytes).

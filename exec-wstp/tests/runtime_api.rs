@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use common::{HANG_LIMIT, runtime, wait_until, within};
-use exec_wstp::{BuildError, FiberStatus, Runtime, RuntimeError};
-use io_core::{Deferred, FiberConfig, FiberHandle, IO, Outcome, TracingMode};
+use spindle_core::{Deferred, FiberConfig, FiberHandle, IO, Outcome, TracingMode};
+use spindle_exec_wstp::{BuildError, FiberStatus, Runtime, RuntimeError};
 
 type E = ();
 
@@ -266,7 +266,7 @@ fn live_fibers_lists_suspended_fibers_and_forgets_them_once_complete() {
 
 #[test]
 fn fiber_dump_lists_waiting_fibers_with_their_traces_and_the_pools_state() {
-    if !io_core::executor::lists_fibers(&FiberConfig::default()) {
+    if !spindle_core::executor::lists_fibers(&FiberConfig::default()) {
         return;
     }
     let rt = Runtime::builder()
@@ -284,7 +284,7 @@ fn fiber_dump_lists_waiting_fibers_with_their_traces_and_the_pools_state() {
         counted.waiters() == 3
             && rt
                 .fiber_dump()
-                .in_state(io_core::FiberState::Waiting)
+                .in_state(spindle_core::FiberState::Waiting)
                 .count()
                 == 3
     });
@@ -406,7 +406,7 @@ fn fibers_scheduled_from_outside_are_not_starved_by_workers_busy_with_local_loop
                 ControlFlow::Continue(())
             };
             if i % 2 == 0 {
-                IO::cede().as_(step)
+                IO::cede().map_to(step)
             } else {
                 IO::pure(step)
             }

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use common::{HANG_LIMIT, runtime, wait_until, within};
-use io_core::{Deferred, FiberHandle, IO, Outcome, Queue};
+use spindle_core::{Deferred, FiberHandle, IO, Outcome, Queue};
 
 type E = ();
 
@@ -174,7 +174,7 @@ fn ping_pong_through_queues(rounds: u64) -> IO<(u64, Vec<u64>), E> {
         let answers = to_ping.clone();
         to_pong
             .take::<E>()
-            .flat_map(move |n| answers.offer(n + 1).as_(n))
+            .flat_map(move |n| answers.offer(n + 1).map_to(n))
     });
     ping.both(pong)
 }
@@ -211,7 +211,7 @@ fn ping_pong_through_deferreds_on_four_workers_keeps_every_round_in_order() {
         let answer = pongs[round].clone();
         pings[round]
             .get::<E>()
-            .flat_map(move |n| answer.complete(n + 1).as_(n))
+            .flat_map(move |n| answer.complete(n + 1).map_to(n))
     });
     let (answers, seen) = within("ping-pong through deferreds", HANG_LIMIT, move || {
         let (ping, pong) = (rt.spawn(ping).expect("runs"), rt.spawn(pong).expect("runs"));

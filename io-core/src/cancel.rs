@@ -115,12 +115,12 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// inside `poll.apply(..)`.
     ///
     /// ```
-    /// use io_core::IO;
-    /// use exec_single::SingleThreaded;
+    /// use spindle_core::IO;
+    /// use spindle_exec_single::SingleThreaded;
     ///
     /// // A self-cancel inside an uncancelable region is observed when the
     /// // region ends: the rest of the region runs, what follows does not.
-    /// let io: IO<u32, ()> = IO::uncancelable(|_poll| IO::canceled().as_(1))
+    /// let io: IO<u32, ()> = IO::uncancelable(|_poll| IO::canceled().map_to(1))
     ///     .flat_map(|x| IO::pure(x + 1));
     /// assert!(SingleThreaded::new().block_on(io).is_canceled());
     /// ```
@@ -231,8 +231,8 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// release are masked; the use is cancelable.
     ///
     /// ```
-    /// use io_core::IO;
-    /// use exec_single::SingleThreaded;
+    /// use spindle_core::IO;
+    /// use spindle_exec_single::SingleThreaded;
     /// use std::sync::{Arc, Mutex};
     ///
     /// let log = Arc::new(Mutex::new(Vec::new()));

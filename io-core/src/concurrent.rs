@@ -4,8 +4,8 @@
 //! `timeout_to`, `timed`.
 //!
 //! ```
-//! use io_core::{Either, IO, TimeoutError};
-//! use exec_single::SingleThreaded;
+//! use spindle_core::{Either, IO, TimeoutError};
+//! use spindle_exec_single::SingleThreaded;
 //! use std::time::Duration;
 //!
 //! #[derive(Debug, PartialEq)]
@@ -14,8 +14,8 @@
 //!     fn from(_: TimeoutError) -> Self { AppError::Timeout }
 //! }
 //!
-//! let fast: IO<u32, AppError> = IO::<(), AppError>::sleep(Duration::from_millis(1)).as_(1);
-//! let slow: IO<u32, AppError> = IO::<(), AppError>::sleep(Duration::from_secs(60)).as_(2);
+//! let fast: IO<u32, AppError> = IO::<(), AppError>::sleep(Duration::from_millis(1)).map_to(1);
+//! let slow: IO<u32, AppError> = IO::<(), AppError>::sleep(Duration::from_secs(60)).map_to(2);
 //! let mut rt = SingleThreaded::new();
 //! // The loser is canceled (and finalized) before `race` returns.
 //! assert_eq!(rt.block_on(fast.race(slow)).succeeded(), Some(Either::Left(1)));
@@ -105,8 +105,8 @@ impl<A: Send + 'static, E: Send + 'static> Outcome<A, E> {
     /// raised again (as a panic of the fiber that runs it).
     ///
     /// ```
-    /// use io_core::{IO, Outcome};
-    /// use exec_single::SingleThreaded;
+    /// use spindle_core::{IO, Outcome};
+    /// use spindle_exec_single::SingleThreaded;
     ///
     /// let mut rt = SingleThreaded::new();
     /// let ok: Outcome<u8, ()> = Outcome::Succeeded(1);
@@ -237,10 +237,10 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
             poll.apply_untraced(self.race_pair_untraced(other))
                 .flat_map_untraced(|pair| match pair {
                     Either::Left((oc, loser)) => {
-                        loser.cancel_untraced().as_untraced(Either::Left(oc))
+                        loser.cancel_untraced().map_to_untraced(Either::Left(oc))
                     }
                     Either::Right((loser, oc)) => {
-                        loser.cancel_untraced().as_untraced(Either::Right(oc))
+                        loser.cancel_untraced().map_to_untraced(Either::Right(oc))
                     }
                 })
         })

@@ -11,7 +11,7 @@ use crate::tracing::TracingMode;
 /// [`ConfigError`] at construction, never a hang at run time.
 ///
 /// ```
-/// use io_core::{ConfigError, FiberConfig};
+/// use spindle_core::{ConfigError, FiberConfig};
 ///
 /// let config = FiberConfig::builder().auto_yield_after(256).build()?;
 /// assert_eq!(config.auto_yield_after(), 256);
@@ -25,7 +25,7 @@ use crate::tracing::TracingMode;
 pub struct FiberConfig {
     auto_yield_after: NonZeroU32,
     tracing: TracingMode,
-    /// A power of two (validated by `trace::ring_capacity`).
+    /// A power of two (validated by `spindle_trace::ring_capacity`).
     trace_capacity: usize,
 }
 
@@ -44,7 +44,7 @@ impl FiberConfig {
             None => unreachable!(),
         },
         tracing: TracingMode::Cached,
-        trace_capacity: trace::DEFAULT_CAPACITY,
+        trace_capacity: spindle_trace::DEFAULT_CAPACITY,
     };
 
     /// A builder starting from the defaults.
@@ -52,7 +52,7 @@ impl FiberConfig {
         FiberConfigBuilder {
             auto_yield_after: DEFAULT_AUTO_YIELD_AFTER,
             tracing: None,
-            trace_capacity: trace::DEFAULT_CAPACITY,
+            trace_capacity: spindle_trace::DEFAULT_CAPACITY,
         }
     }
 
@@ -124,15 +124,15 @@ impl FiberConfigBuilder {
     /// Checks the settings and builds the configuration. Mode `none`, in a
     /// process where nothing traced yet, makes programs built from then on
     /// leave out the site of a leaf whose closure is one word (it would
-    /// cost an allocation; see `trace::call_sites_for`); `cached` or `full`
+    /// cost an allocation; see `spindle_trace::call_sites_for`); `cached` or `full`
     /// keeps every site for good; `full` also switches on backtrace capture
-    /// (`trace::set_full_capture`). `full` needs io-core's `tracing-full`
+    /// (`spindle_trace::set_full_capture`). `full` needs io-core's `tracing-full`
     /// feature: without it, it is a [`ConfigError::FullTracingNotCompiled`].
     pub fn build(self) -> Result<FiberConfig, ConfigError> {
         let auto_yield_after =
             NonZeroU32::new(self.auto_yield_after).ok_or(ConfigError::AutoYieldAfterZero)?;
-        let trace_capacity =
-            trace::ring_capacity(self.trace_capacity).map_err(ConfigError::TraceCapacity)?;
+        let trace_capacity = spindle_trace::ring_capacity(self.trace_capacity)
+            .map_err(ConfigError::TraceCapacity)?;
         let tracing = match self.tracing {
             Some(mode) => mode,
             #[cfg(feature = "std")]
@@ -145,13 +145,13 @@ impl FiberConfigBuilder {
         match tracing {
             #[cfg(feature = "tracing-full")]
             TracingMode::Full => {
-                trace::call_sites_for(true);
-                trace::set_full_capture(true);
+                spindle_trace::call_sites_for(true);
+                spindle_trace::set_full_capture(true);
             }
             #[cfg(not(feature = "tracing-full"))]
             TracingMode::Full => return Err(ConfigError::FullTracingNotCompiled),
-            TracingMode::Cached => trace::call_sites_for(true),
-            TracingMode::None => trace::call_sites_for(false),
+            TracingMode::Cached => spindle_trace::call_sites_for(true),
+            TracingMode::None => spindle_trace::call_sites_for(false),
         }
         Ok(FiberConfig {
             auto_yield_after,
@@ -169,10 +169,10 @@ pub enum ConfigError {
     /// step and could never make progress.
     AutoYieldAfterZero,
     /// The trace buffer capacity was 0 or too large.
-    TraceCapacity(trace::CapacityError),
+    TraceCapacity(spindle_trace::CapacityError),
     /// The tracing mode named by `SPINDLE_TRACING` is not one of `none`,
     /// `cached`, `full`.
-    Tracing(trace::ParseModeError),
+    Tracing(spindle_trace::ParseModeError),
     /// `full` tracing captures a `std::backtrace` backtrace where each
     /// operation is built: it needs io-core's `tracing-full` feature (with
     /// std), which also costs a check wherever a program is built, so it is

@@ -402,7 +402,7 @@ impl<I: 'static, O: 'static> ErasedFn<I, O> {
             match site {
                 // A one-word closure stored with its site no longer fits
                 // the node's word: keep the site only where sites are kept
-                // (`trace::call_sites_for`).
+                // (`spindle_trace::call_sites_for`).
                 Some(_)
                     if fits_inline::<F>()
                         && !fits_inline::<Sited<F>>()

@@ -154,13 +154,13 @@ pub fn lists_fibers(config: &FiberConfig) -> bool {
 
 /// What an executor does once, when it is built with `config`: returns
 /// [`lists_fibers`]`(config)`, and when that is true makes programs built
-/// from then on keep every call site (`trace::keep_call_sites`), since the
+/// from then on keep every call site (`spindle_trace::keep_call_sites`), since the
 /// leaves of the programs it will run need their sites.
 #[inline]
 pub fn adopt_config(config: &FiberConfig) -> bool {
     let records = lists_fibers(config);
     if records {
-        trace::keep_call_sites();
+        spindle_trace::keep_call_sites();
     }
     records
 }

@@ -16,7 +16,7 @@ use crate::tracing::{Internal, NO_SITE, Named, Op, OpMeta, Site, WithClosure, he
 /// A description of a computation that produces an `A` or fails with an `E`.
 ///
 /// Building an `IO` runs nothing: a fiber runs it when an executor is given
-/// it (for instance `exec_single::SingleThreaded::block_on`). Like a Rust
+/// it (for instance `spindle_exec_single::SingleThreaded::block_on`). Like a Rust
 /// `Future`, an `IO` value is used once: running it consumes it. Where Cats
 /// Effect re-evaluates a by-name program (`replicateA`, `foreverM`,
 /// `iterateWhile`), Spindle takes a function that builds the program
@@ -28,8 +28,8 @@ use crate::tracing::{Internal, NO_SITE, Named, Op, OpMeta, Site, WithClosure, he
 /// heap allocation.
 ///
 /// ```
-/// use io_core::IO;
-/// use exec_single::SingleThreaded;
+/// use spindle_core::IO;
+/// use spindle_exec_single::SingleThreaded;
 ///
 /// let program: IO<i32, String> = IO::pure(20)
 ///     .flat_map(|x| IO::delay(move || x + 1))
@@ -232,8 +232,8 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// A program that runs `thunk` when it runs (a suspended side effect).
     ///
     /// ```
-    /// use io_core::IO;
-    /// use exec_single::SingleThreaded;
+    /// use spindle_core::IO;
+    /// use spindle_exec_single::SingleThreaded;
     /// use std::sync::atomic::{AtomicUsize, Ordering};
     /// use std::sync::Arc;
     ///
@@ -320,10 +320,10 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// fiber is canceled while it waits.
     ///
     /// ```
-    /// use io_core::IO;
-    /// use exec_single::SingleThreaded;
+    /// use spindle_core::IO;
+    /// use spindle_exec_single::SingleThreaded;
     ///
-    /// let io: IO<u32, String> = IO::async_(|cb| {
+    /// let io: IO<u32, String> = IO::from_callback(|cb| {
     ///     std::thread::spawn(move || cb.succeed(7));
     ///     None
     /// });
@@ -331,36 +331,40 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// ```
     #[inline]
     #[track_caller]
-    pub fn async_<F>(register: F) -> Self
+    pub fn from_callback<F>(register: F) -> Self
     where
         F: FnOnce(Callback<A, E>) -> Option<IO<(), E>> + Send + 'static,
     {
-        IO::async_at::<WithClosure<names::Async, F>, F>(here(), register)
+        IO::from_callback_at::<WithClosure<names::Async, F>, F>(here(), register)
     }
 
-    /// [`IO::async_`] recorded as the operation `M` at `site` (data types
+    /// [`IO::from_callback`] recorded as the operation `M` at `site` (data types
     /// record their waits under their own names).
     #[inline]
-    pub(crate) fn async_at<M: OpMeta, F>(site: Option<Site>, register: F) -> Self
+    pub(crate) fn from_callback_at<M: OpMeta, F>(site: Option<Site>, register: F) -> Self
     where
         F: FnOnce(Callback<A, E>) -> Option<IO<(), E>> + Send + 'static,
     {
-        IO::from_node(Node::async_(ErasedFn::new_sited::<k::Async<A, E>, F, M>(
-            register, site,
-        )))
+        IO::from_node(Node::from_callback(ErasedFn::new_sited::<
+            k::Async<A, E>,
+            F,
+            M,
+        >(register, site)))
     }
 
-    /// [`IO::async_`] for io-core's own nodes (no trace event).
+    /// [`IO::from_callback`] for io-core's own nodes (no trace event).
     ///
     /// Public (hidden) for Spindle's other crates, whose plumbing must not
     /// show in their users' traces either; not a stable API.
     #[inline]
     #[doc(hidden)]
-    pub fn async_untraced<F>(register: F) -> Self
+    pub fn from_callback_untraced<F>(register: F) -> Self
     where
         F: FnOnce(Callback<A, E>) -> Option<IO<(), E>> + Send + 'static,
     {
-        IO::from_node(Node::async_(ErasedFn::new::<k::Async<A, E>, F>(register)))
+        IO::from_node(Node::from_callback(ErasedFn::new::<k::Async<A, E>, F>(
+            register,
+        )))
     }
 
     /// A program that runs `thunk`, which may block its thread (file I/O, a
@@ -376,8 +380,8 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// `Outcome::Panicked`, as a panic in `delay` does.
     ///
     /// ```
-    /// use io_core::IO;
-    /// use exec_single::SingleThreaded;
+    /// use spindle_core::IO;
+    /// use spindle_exec_single::SingleThreaded;
     ///
     /// let io: IO<u64, ()> = IO::blocking(|| std::fs::metadata(".").is_ok() as u64);
     /// assert_eq!(SingleThreaded::new().block_on(io).succeeded(), Some(1));
@@ -532,8 +536,8 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// error), tracing goes back to what it was.
     ///
     /// ```
-    /// use io_core::{FiberConfig, IO, TracingMode};
-    /// use exec_single::SingleThreaded;
+    /// use spindle_core::{FiberConfig, IO, TracingMode};
+    /// use spindle_exec_single::SingleThreaded;
     ///
     /// let config = FiberConfig::builder().tracing(TracingMode::None).build()?;
     /// let program: IO<Vec<&'static str>, ()> = IO::unit()
@@ -546,14 +550,14 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// if cfg!(feature = "tracing") {
     ///     assert_eq!(names, ["map", "delay"]);
     /// }
-    /// # Ok::<(), io_core::ConfigError>(())
+    /// # Ok::<(), spindle_core::ConfigError>(())
     /// ```
     #[inline]
     pub fn traced(self) -> IO<A, E> {
         // Programs built from now on keep every call site (see
-        // `trace::call_sites_for`).
+        // `spindle_trace::call_sites_for`).
         #[cfg(feature = "tracing")]
-        trace::keep_call_sites();
+        spindle_trace::keep_call_sites();
         IO::from_node(Node::mark(
             self.into_node(),
             #[cfg(feature = "tracing")]
@@ -603,14 +607,14 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// Replaces the value with `value`.
     #[inline]
     #[track_caller]
-    pub fn as_<B: Send + 'static>(self, value: B) -> IO<B, E> {
-        self.map_at::<Named<names::As>, _, _>(here(), move |_| value)
+    pub fn map_to<B: Send + 'static>(self, value: B) -> IO<B, E> {
+        self.map_at::<Named<names::MapTo>, _, _>(here(), move |_| value)
     }
 
-    /// [`IO::as_`] for io-core's own nodes (no trace event).
+    /// [`IO::map_to`] for io-core's own nodes (no trace event).
     #[inline]
     #[allow(clippy::wrong_self_convention)]
-    pub(crate) fn as_untraced<B: Send + 'static>(self, value: B) -> IO<B, E> {
+    pub(crate) fn map_to_untraced<B: Send + 'static>(self, value: B) -> IO<B, E> {
         self.map_untraced(move |_| value)
     }
 
@@ -632,8 +636,8 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// Exposes the error as a value: the result never fails.
     ///
     /// ```
-    /// use io_core::IO;
-    /// use exec_single::SingleThreaded;
+    /// use spindle_core::IO;
+    /// use spindle_exec_single::SingleThreaded;
     ///
     /// let io: IO<i32, String> = IO::raise_error("boom".to_string());
     /// let outcome = SingleThreaded::new().block_on(io.attempt());
@@ -774,37 +778,26 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// Transforms the error (and its type).
     #[inline]
     #[track_caller]
-    pub fn map_error<E2, F>(self, f: F) -> IO<A, E2>
+    pub fn map_err<E2, F>(self, f: F) -> IO<A, E2>
     where
         E2: Send + 'static,
         F: FnOnce(E) -> E2 + Send + 'static,
     {
-        self.map_error_at::<WithClosure<names::MapError, F>, E2, F>(here(), f)
+        self.map_err_at::<WithClosure<names::MapError, F>, E2, F>(here(), f)
     }
 
-    /// [`IO::map_error`] recorded as the operation `M` at `site`.
+    /// [`IO::map_err`] recorded as the operation `M` at `site`.
     #[inline]
-    pub(crate) fn map_error_at<M: OpMeta, E2, F>(self, site: Option<Site>, f: F) -> IO<A, E2>
+    pub(crate) fn map_err_at<M: OpMeta, E2, F>(self, site: Option<Site>, f: F) -> IO<A, E2>
     where
         E2: Send + 'static,
         F: FnOnce(E) -> E2 + Send + 'static,
     {
-        IO::from_node(Node::map_error(
+        IO::from_node(Node::map_err(
             self.into_node(),
             ErasedFn::new_op::<k::MapError<E, E2>, F, M>(f),
             site,
         ))
-    }
-
-    /// Transforms the error (Cats Effect's name for [`map_error`](IO::map_error)).
-    #[inline]
-    #[track_caller]
-    pub fn adapt_error<E2, F>(self, f: F) -> IO<A, E2>
-    where
-        E2: Send + 'static,
-        F: FnOnce(E) -> E2 + Send + 'static,
-    {
-        self.map_error(f)
     }
 
     // ----- repetition and collections ------------------------------------
@@ -815,8 +808,8 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     ///
     /// ```
     /// use core::ops::ControlFlow;
-    /// use io_core::IO;
-    /// use exec_single::SingleThreaded;
+    /// use spindle_core::IO;
+    /// use spindle_exec_single::SingleThreaded;
     ///
     /// let sum: IO<u64, ()> = IO::tail_rec((0u64, 1u64), |(acc, i)| {
     ///     IO::pure(if i > 100 { ControlFlow::Break(acc) } else { ControlFlow::Continue((acc + i, i + 1)) })
@@ -1038,10 +1031,10 @@ impl<E: Send + 'static> IO<crate::tracing::Trace, E> {
     /// feature off). Reading the trace is not itself an event.
     ///
     /// ```
-    /// use io_core::IO;
-    /// use exec_single::SingleThreaded;
+    /// use spindle_core::IO;
+    /// use spindle_exec_single::SingleThreaded;
     ///
-    /// let program: IO<io_core::Trace, ()> = IO::delay(|| 1).flat_map(|_| IO::trace());
+    /// let program: IO<spindle_core::Trace, ()> = IO::delay(|| 1).flat_map(|_| IO::trace());
     /// let trace = SingleThreaded::new().block_on(program).succeeded().unwrap();
     /// // A bind is recorded when it is evaluated, before its source.
     /// if cfg!(feature = "tracing") {

@@ -7,8 +7,8 @@
 //! default) contains panics in user code to their own fiber.
 //!
 //! ```
-//! use io_core::{IO, Outcome};
-//! use exec_single::SingleThreaded;
+//! use spindle_core::{IO, Outcome};
+//! use spindle_exec_single::SingleThreaded;
 //!
 //! let program: IO<u64, String> = IO::delay(|| 6)
 //!     .flat_map(|x| if x > 5 { IO::pure(x * 7) } else { IO::raise_error("small".into()) })
@@ -85,5 +85,5 @@ pub use fiber::{FiberDump, FiberInfo, FiberStatus, WeakFiber, WeakFibers};
 pub use io::IO;
 pub use outcome::{Outcome, PanicMessage};
 /// The data of fiber tracing (events, rings, rendering), re-exported.
-pub use trace;
+pub use spindle_trace as trace;
 pub use tracing::{Trace, Traced, TracingMode};

@@ -133,7 +133,7 @@ pub(crate) enum Kind {
     Map(BindBox<ErasedFn<Value, Value>>),
     /// `source.handle_error_with(k)`.
     HandleErrorWith(BindBox<ErasedFn<Value, Node>>),
-    /// `source.map_error(k)`.
+    /// `source.map_err(k)`.
     MapError(BindBox<ErasedFn<Value, Value>>),
     /// `source` then `k` on its result, success or error (attempt, redeem).
     Fold(BindBox<ErasedFn<Res, Res>>),
@@ -346,7 +346,7 @@ impl Node {
         Node::from_bind(BindBox::new(source, k, site), Tag::HandleErrorWith)
     }
     #[inline(always)]
-    pub(crate) fn map_error(source: Node, k: ErasedFn<Value, Value>, site: Option<Site>) -> Node {
+    pub(crate) fn map_err(source: Node, k: ErasedFn<Value, Value>, site: Option<Site>) -> Node {
         Node::from_bind(BindBox::new(source, k, site), Tag::MapError)
     }
     #[inline(always)]
@@ -358,7 +358,7 @@ impl Node {
         Node::from_bind(BindBox::new(source, k, site), Tag::FoldWith)
     }
     #[inline(always)]
-    pub(crate) fn async_(register: ErasedFn<RawCallback, Option<Node>>) -> Node {
+    pub(crate) fn from_callback(register: ErasedFn<RawCallback, Option<Node>>) -> Node {
         Node::from_fn(register, Tag::Async)
     }
     #[inline(always)]
@@ -826,7 +826,7 @@ impl Frame {
         Frame::from_fn(k, Tag::HandleErrorWith)
     }
     #[inline(always)]
-    pub(crate) fn map_error(k: ErasedFn<Value, Value>) -> Frame {
+    pub(crate) fn map_err(k: ErasedFn<Value, Value>) -> Frame {
         Frame::from_fn(k, Tag::MapError)
     }
     #[inline(always)]
@@ -857,7 +857,7 @@ impl Frame {
     /// Whether a result passes this frame without a new program being
     /// evaluated: a value passes error handlers, `map` and `fold`
     /// (`attempt`, `redeem`); an error passes `map`, `flat_map` (skipped),
-    /// `map_error`, `fold` and `on_cancel`. (Used to place the cancellation
+    /// `map_err`, `fold` and `on_cancel`. (Used to place the cancellation
     /// check at the end of an uncancelable region; see `run_loop.rs`.)
     #[inline]
     pub(crate) fn is_passed_through(&self, ok: bool) -> bool {

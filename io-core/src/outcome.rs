@@ -69,7 +69,7 @@ impl<A, E> Outcome<A, E> {
     }
 
     /// Maps the error value.
-    pub fn map_error<E2>(self, f: impl FnOnce(E) -> E2) -> Outcome<A, E2> {
+    pub fn map_err<E2>(self, f: impl FnOnce(E) -> E2) -> Outcome<A, E2> {
         match self {
             Outcome::Succeeded(a) => Outcome::Succeeded(a),
             Outcome::Errored(e) => Outcome::Errored(f(e)),

@@ -1,6 +1,6 @@
 //! The sync shim: every atomic, `Arc` and `UnsafeCell` of io-core comes from
 //! here, so that the same code runs under [loom] for model checking
-//! (`RUSTFLAGS="--cfg loom" cargo test -p io-core --lib loom`).
+//! (`RUSTFLAGS="--cfg loom" cargo test -p spindle-core --lib loom`).
 //!
 //! * Normal builds use `portable-atomic` (so that targets without
 //!   compare-and-swap, such as thumbv6m, get CAS through `critical-section`,

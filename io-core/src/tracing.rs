@@ -9,7 +9,7 @@
 //!
 //! * in the pooled block of a node with a source (`flat_map`, `map`,
 //!   `handle_error_with`, `attempt`, `guarantee_case`, ...): one more word;
-//! * next to the closure of a leaf (`delay`, `defer`, `async_`,
+//! * next to the closure of a leaf (`delay`, `defer`, `from_callback`,
 //!   `uncancelable`, `start`, `blocking`): the closure is stored as
 //!   `Sited<F>`;
 //! * in the payload word of a leaf that has none (`cede`, `never`,
@@ -30,7 +30,7 @@
 //! A running fiber records an event when it evaluates a node that has a
 //! site, if its tracing flag is on: the executor's mode is `cached` or
 //! `full`, or the fiber is inside `io.traced()`. The event goes into the
-//! fiber's [`trace::Ring`], made on the first event (or reused from a
+//! fiber's [`spindle_trace::Ring`], made on the first event (or reused from a
 //! fiber freed on the same thread).
 //!
 //! # What it costs
@@ -43,7 +43,7 @@
 //!   traced scope begins or ends). A leaf whose closure is exactly one word
 //!   would need an allocation to keep its site; in a process where nothing
 //!   traces (a mode-`none` configuration built first), it is built without
-//!   one (`trace::call_sites_for`).
+//!   one (`spindle_trace::call_sites_for`).
 //! * **Mode `cached`**: per traced node, a few loads and four stores into
 //!   the ring (its sequence lock), no allocation.
 //! * **Mode `full`** (the `tracing-full` feature): a backtrace captured per
@@ -58,7 +58,7 @@
 //! * The ring has one writer, the thread running the fiber (`Core`); fiber
 //!   dumps read it through its sequence lock from any thread.
 
-pub use trace::{Op, Site, Trace, TracingMode};
+pub use spindle_trace::{Op, Site, Trace, TracingMode};
 
 /// The operation a closure's vtable names (see the module doc).
 #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
@@ -113,14 +113,14 @@ pub(crate) mod names {
     super::trace_ops! {
         Delay = "delay",
         Defer = "defer",
-        Async = "async",
+        Async = "from_callback",
         Blocking = "blocking",
         FlatMap = "flat_map",
         Map = "map",
         ProductR = "product_r",
         ProductL = "product_l",
         FlatTap = "flat_tap",
-        As = "as_",
+        MapTo = "map_to",
         Void = "void",
         Attempt = "attempt",
         HandleError = "handle_error",
@@ -128,7 +128,7 @@ pub(crate) mod names {
         Redeem = "redeem",
         RedeemWith = "redeem_with",
         OnError = "on_error",
-        MapError = "map_error",
+        MapError = "map_err",
         Rethrow = "rethrow",
         Flatten = "flatten",
         TailRec = "tail_rec",
@@ -270,7 +270,7 @@ impl FiberTracing {
 /// reads only the ring.
 #[cfg(feature = "tracing")]
 pub(crate) struct OwnedRing {
-    pub(crate) ring: trace::Ring,
+    pub(crate) ring: spindle_trace::Ring,
     #[cfg(feature = "tracing-full")]
     sites: core::cell::UnsafeCell<alloc::vec::Vec<Option<Site>>>,
 }
@@ -327,7 +327,7 @@ impl RingSlot {
     fn install(&self, capacity: usize) -> core::ptr::NonNull<OwnedRing> {
         let owned = spare_rings::take(capacity).unwrap_or_else(|| {
             alloc::boxed::Box::new(OwnedRing {
-                ring: trace::Ring::new(capacity),
+                ring: spindle_trace::Ring::new(capacity),
                 #[cfg(feature = "tracing-full")]
                 sites: core::cell::UnsafeCell::new(alloc::vec::Vec::new()),
             })
@@ -362,7 +362,7 @@ impl RingSlot {
 
     /// The ring, if made (the caller keeps the fiber alive; a dump on
     /// another thread reads it through its sequence lock).
-    pub(crate) fn get(&self) -> Option<&trace::Ring> {
+    pub(crate) fn get(&self) -> Option<&spindle_trace::Ring> {
         self.get_owned().map(|owned| &owned.ring)
     }
 }
@@ -425,8 +425,8 @@ impl<A: Send + 'static, E: Send + 'static> crate::IO<A, E> {
     /// Success is unchanged. Not itself a trace event.
     ///
     /// ```
-    /// use io_core::{IO, Outcome};
-    /// use exec_single::SingleThreaded;
+    /// use spindle_core::{IO, Outcome};
+    /// use spindle_exec_single::SingleThreaded;
     ///
     /// let program: IO<u32, String> = IO::delay(|| 1)
     ///     .flat_map(|_| IO::raise_error("no such user".to_string()));

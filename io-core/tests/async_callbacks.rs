@@ -1,4 +1,4 @@
-//! `IO::async_` and `IO::never`: the suspension protocol seen from user code.
+//! `IO::from_callback` and `IO::never`: the suspension protocol seen from user code.
 //!
 //! A callback may be called during registration (synchronously), later from
 //! another thread, more than once (only the first call counts), through a
@@ -12,7 +12,7 @@ use std::thread;
 use std::time::Duration;
 
 use common::{Counter, DropCounter, HANG_LIMIT, Log, NeverFinishes, rt_test, within};
-use io_core::{Callback, IO, Outcome};
+use spindle_core::{Callback, IO, Outcome};
 
 /// A slot where a registration can leave its callback for the test.
 type Slot<A, E> = Arc<Mutex<Option<Callback<A, E>>>>;
@@ -21,7 +21,7 @@ rt_test! {
     fn registration_runs_when_the_program_runs_not_when_it_is_built() {
         let registrations = Counter::new();
         let r = registrations.clone();
-        let io: IO<u8, ()> = IO::async_(move |cb| {
+        let io: IO<u8, ()> = IO::from_callback(move |cb| {
             r.incr();
             cb.succeed(1);
             None
@@ -34,7 +34,7 @@ rt_test! {
     fn a_callback_called_before_registration_returns_resumes_the_fiber() {
         let accepted: Log<bool> = Log::new();
         let a = accepted.clone();
-        let io: IO<u32, String> = IO::async_(move |cb| {
+        let io: IO<u32, String> = IO::from_callback(move |cb| {
             a.push(cb.succeed(7));
             None
         })
@@ -44,12 +44,12 @@ rt_test! {
     }
 
     fn a_callback_can_fail_the_fiber_with_an_error() {
-        let io: IO<u32, String> = IO::async_(|cb| {
+        let io: IO<u32, String> = IO::from_callback(|cb| {
             cb.fail("refused".to_string());
             None
         });
         assert_eq!(run(io), Outcome::Errored("refused".to_string()));
-        let handled: IO<u32, String> = IO::async_(|cb: Callback<u32, String>| {
+        let handled: IO<u32, String> = IO::from_callback(|cb: Callback<u32, String>| {
             cb.complete(Err("late".to_string()));
             None
         })
@@ -58,7 +58,7 @@ rt_test! {
     }
 
     fn a_callback_called_later_from_another_thread_resumes_the_fiber() {
-        let io: IO<u32, String> = IO::async_(|cb| {
+        let io: IO<u32, String> = IO::from_callback(|cb| {
             thread::spawn(move || {
                 thread::sleep(Duration::from_millis(20));
                 cb.succeed(5);
@@ -70,7 +70,7 @@ rt_test! {
     }
 
     fn an_error_from_another_thread_reaches_the_handler() {
-        let io: IO<u32, String> = IO::async_(|cb| {
+        let io: IO<u32, String> = IO::from_callback(|cb| {
             thread::spawn(move || cb.complete(Err("remote".to_string())));
             None
         })
@@ -82,7 +82,7 @@ rt_test! {
     fn a_callback_called_twice_during_registration_keeps_the_first_value() {
         let accepted: Log<bool> = Log::new();
         let a = accepted.clone();
-        let io: IO<&str, ()> = IO::async_(move |cb| {
+        let io: IO<&str, ()> = IO::from_callback(move |cb| {
             a.push(cb.succeed("first"));
             a.push(cb.succeed("second"));
             a.push(cb.complete(Err(())));
@@ -95,7 +95,7 @@ rt_test! {
     fn a_callback_called_twice_from_another_thread_keeps_the_first_value() {
         let accepted: Log<bool> = Log::new();
         let a = accepted.clone();
-        let io: IO<&str, &str> = IO::async_(move |cb| {
+        let io: IO<&str, &str> = IO::from_callback(move |cb| {
             thread::spawn(move || {
                 thread::sleep(Duration::from_millis(10));
                 a.push(cb.succeed("first"));
@@ -113,7 +113,7 @@ rt_test! {
     }
 
     fn a_clone_of_the_callback_called_from_a_second_thread_resumes_the_fiber() {
-        let io: IO<u32, ()> = IO::async_(|cb| {
+        let io: IO<u32, ()> = IO::from_callback(|cb| {
             let clone = cb.clone();
             drop(cb);
             thread::spawn(move || {
@@ -129,7 +129,7 @@ rt_test! {
         for _ in 0..100 {
             let accepted: Log<u32> = Log::new();
             let a = accepted.clone();
-            let io: IO<u32, ()> = IO::async_(move |cb| {
+            let io: IO<u32, ()> = IO::from_callback(move |cb| {
                 let start = Arc::new(Barrier::new(2));
                 for id in 0..2u32 {
                     let (cb, a, start) = (cb.clone(), a.clone(), start.clone());
@@ -159,13 +159,13 @@ rt_test! {
         let stale: Slot<u32, ()> = Arc::new(Mutex::new(None));
         let accepted: Log<bool> = Log::new();
         let (s1, s2, a) = (stale.clone(), stale.clone(), accepted.clone());
-        let io: IO<(u32, u32), ()> = IO::async_(move |cb: Callback<u32, ()>| {
+        let io: IO<(u32, u32), ()> = IO::from_callback(move |cb: Callback<u32, ()>| {
             *s1.lock().unwrap() = Some(cb.clone());
             cb.succeed(1);
             None
         })
         .flat_map(move |first| {
-            IO::async_(move |cb: Callback<u32, ()>| {
+            IO::from_callback(move |cb: Callback<u32, ()>| {
                 let old = s2.lock().unwrap().take().expect("first callback kept");
                 a.push(old.succeed(99));
                 thread::spawn(move || cb.succeed(2));
@@ -180,7 +180,7 @@ rt_test! {
     fn a_callback_called_after_the_fiber_finished_returns_false() {
         let kept: Slot<u32, ()> = Arc::new(Mutex::new(None));
         let k = kept.clone();
-        let io: IO<u32, ()> = IO::async_(move |cb: Callback<u32, ()>| {
+        let io: IO<u32, ()> = IO::from_callback(move |cb: Callback<u32, ()>| {
             *k.lock().unwrap() = Some(cb.clone());
             cb.succeed(1);
             None
@@ -192,7 +192,7 @@ rt_test! {
 
     fn many_suspensions_in_a_row_each_resume_once() {
         let io: IO<u64, ()> = IO::tail_rec(0u64, |i| {
-            IO::async_(move |cb| {
+            IO::from_callback(move |cb| {
                 if i % 2 == 0 {
                     cb.succeed(i + 1);
                 } else {
@@ -209,7 +209,7 @@ rt_test! {
         let finalized = Counter::new();
         let dropped = Counter::new();
         let (f, guard) = (finalized.clone(), DropCounter(dropped.clone()));
-        let io: IO<u8, ()> = IO::async_(move |cb| {
+        let io: IO<u8, ()> = IO::from_callback(move |cb| {
             cb.succeed(3);
             Some(IO::delay(move || {
                 let _keep = &guard;
@@ -225,7 +225,7 @@ rt_test! {
         let finalized = Counter::new();
         let dropped = Counter::new();
         let (f, guard) = (finalized.clone(), DropCounter(dropped.clone()));
-        let io: IO<u8, ()> = IO::async_(move |cb| {
+        let io: IO<u8, ()> = IO::from_callback(move |cb| {
             thread::spawn(move || {
                 thread::sleep(Duration::from_millis(10));
                 cb.succeed(4);
@@ -241,7 +241,7 @@ rt_test! {
     }
 
     fn a_callback_dropped_during_registration_means_the_program_never_finishes() {
-        let io: IO<u8, ()> = IO::async_(|cb| {
+        let io: IO<u8, ()> = IO::from_callback(|cb| {
             drop(cb);
             None
         });
@@ -249,7 +249,7 @@ rt_test! {
     }
 
     fn a_callback_dropped_later_on_another_thread_means_the_program_never_finishes() {
-        let io: IO<u8, ()> = IO::async_(|cb| {
+        let io: IO<u8, ()> = IO::from_callback(|cb| {
             thread::spawn(move || {
                 thread::sleep(Duration::from_millis(50));
                 drop(cb);
@@ -262,7 +262,7 @@ rt_test! {
     fn dropping_an_uncalled_callback_frees_the_suspended_fiber() {
         let dropped = Counter::new();
         let guard = DropCounter(dropped.clone());
-        let io: IO<u8, ()> = IO::async_(|cb: Callback<u8, ()>| {
+        let io: IO<u8, ()> = IO::from_callback(|cb: Callback<u8, ()>| {
             drop(cb);
             None
         })
@@ -282,7 +282,7 @@ rt_test! {
 
     fn try_run_reports_a_program_that_finishes_normally() {
         assert_eq!(try_run(IO::<u8, ()>::pure(1)), Ok(Outcome::Succeeded(1)));
-        let io: IO<u8, ()> = IO::async_(|cb| {
+        let io: IO<u8, ()> = IO::from_callback(|cb| {
             thread::spawn(move || cb.succeed(2));
             None
         });

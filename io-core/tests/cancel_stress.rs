@@ -10,8 +10,8 @@
 mod common;
 
 use common::Counter;
-use exec_single::testkit::TestControl;
-use io_core::{Callback, IO, Outcome};
+use spindle_core::{Callback, IO, Outcome};
+use spindle_exec_single::testkit::TestControl;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -44,7 +44,7 @@ struct Level {
     masked_before_ms: u64,
     masked_after_ms: u64,
     release_ms: u64,
-    /// Whether the level's use waits in an `async_` (completed by a sibling
+    /// Whether the level's use waits in an `from_callback` (completed by a sibling
     /// fiber) instead of sleeping.
     use_async: bool,
 }
@@ -70,7 +70,7 @@ fn nested(levels: &[Level], counts: &[Counts]) -> IO<u32, E> {
         let slot: Arc<Mutex<Option<Callback<u32, E>>>> = Arc::new(Mutex::new(None));
         let (parked, completer) = (slot.clone(), slot);
         let finalized = c.async_finalized.clone();
-        let wait = IO::async_(move |cb| {
+        let wait = IO::from_callback(move |cb| {
             *parked.lock().unwrap() = Some(cb);
             Some(finalized.incr_io())
         });
@@ -94,7 +94,7 @@ fn nested(levels: &[Level], counts: &[Counts]) -> IO<u32, E> {
                 IO::<(), E>::sleep(Duration::from_millis(level.masked_before_ms))
                     .product_r(poll.apply(innermost))
                     .flat_map(move |v| {
-                        IO::<(), E>::sleep(Duration::from_millis(level.masked_after_ms)).as_(v)
+                        IO::<(), E>::sleep(Duration::from_millis(level.masked_after_ms)).map_to(v)
                     })
             })
         },

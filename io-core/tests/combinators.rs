@@ -8,7 +8,7 @@ use std::ops::ControlFlow;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use common::{Counter, Log, rt_test};
-use io_core::{IO, Outcome};
+use spindle_core::{IO, Outcome};
 
 /// A program that records `event` in `log` when it runs, then produces `value`.
 fn record<A: Send + 'static, E: Send + 'static>(
@@ -157,10 +157,10 @@ rt_test! {
 
     fn as_replaces_the_value_after_running_the_program() {
         let log = Log::new();
-        let io: IO<&str, ()> = record(&log, "ran", 1).as_("replaced");
+        let io: IO<&str, ()> = record(&log, "ran", 1).map_to("replaced");
         assert_eq!(run(io), Outcome::Succeeded("replaced"));
         assert_eq!(log.events(), ["ran"]);
-        assert_eq!(run(IO::<u8, &str>::raise_error("e").as_(2)), Outcome::Errored("e"));
+        assert_eq!(run(IO::<u8, &str>::raise_error("e").map_to(2)), Outcome::Errored("e"));
     }
 
     fn void_discards_the_value_after_running_the_program() {
@@ -278,9 +278,9 @@ rt_test! {
     }
 
     fn map_error_transforms_the_error_and_its_type() {
-        let io: IO<u8, usize> = IO::<u8, &str>::raise_error("four").map_error(|e| e.len());
+        let io: IO<u8, usize> = IO::<u8, &str>::raise_error("four").map_err(|e| e.len());
         assert_eq!(run(io), Outcome::Errored(4));
-        let adapted: IO<u8, String> = IO::<u8, u32>::raise_error(7).adapt_error(|e| format!("code {e}"));
+        let adapted: IO<u8, String> = IO::<u8, u32>::raise_error(7).map_err(|e| format!("code {e}"));
         assert_eq!(run(adapted), Outcome::Errored("code 7".to_string()));
     }
 
@@ -288,11 +288,11 @@ rt_test! {
         let calls = Counter::new();
         let (c1, c2) = (calls.clone(), calls.clone());
         let io: IO<u8, String> = IO::<u8, u32>::pure(1)
-            .map_error(move |e| {
+            .map_err(move |e| {
                 c1.incr();
                 e as u64
             })
-            .adapt_error(move |e| {
+            .map_err(move |e| {
                 c2.incr();
                 e.to_string()
             });
@@ -511,7 +511,7 @@ rt_test! {
     }
 
     fn sleep_of_zero_completes() {
-        assert_eq!(run(IO::<(), ()>::sleep(Duration::ZERO).as_(1)), Outcome::Succeeded(1));
+        assert_eq!(run(IO::<(), ()>::sleep(Duration::ZERO).map_to(1)), Outcome::Succeeded(1));
     }
 
     fn consecutive_sleeps_add_up() {

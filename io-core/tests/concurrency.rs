@@ -10,7 +10,9 @@
 mod common;
 
 use common::{Counter, Log, TestRuntime, rt_test};
-use io_core::{CountDownLatch, Deferred, Either, FiberHandle, IO, InvalidParallelism, Outcome};
+use spindle_core::{
+    CountDownLatch, Deferred, Either, FiberHandle, IO, InvalidParallelism, Outcome,
+};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -38,7 +40,7 @@ fn hanging(name: &'static str, log: &Log<String>, ready: &CountDownLatch) -> IO<
 
 /// `io`, once every side counted by `ready` has released it.
 fn once_ready<A: Send + 'static>(ready: &CountDownLatch, io: IO<A, E>) -> IO<A, E> {
-    ready.await_::<E>().product_r(io)
+    ready.wait::<E>().product_r(io)
 }
 
 /// A latch for `n` hanging sides.
@@ -48,7 +50,7 @@ fn ready(n: u64) -> CountDownLatch {
 
 /// A side that produces `value` after `after`.
 fn after(after: Duration, value: u32) -> IO<u32, E> {
-    IO::<(), E>::sleep(after).as_(value)
+    IO::<(), E>::sleep(after).map_to(value)
 }
 
 /// A side that fails with `error` after `after`.
@@ -89,7 +91,7 @@ rt_test! {
         let l = log.clone();
         let left_wins = once_ready(&r, after(ms(1), 1))
             .race(hanging("right", &log, &r))
-            .flat_map(move |w| l.record("race returned".to_string()).as_(w));
+            .flat_map(move |w| l.record("race returned".to_string()).map_to(w));
         assert_eq!(run(left_wins), Outcome::Succeeded(Either::Left(1)));
         assert_eq!(log.events(), ["right canceled", "race returned"]);
 
@@ -97,7 +99,7 @@ rt_test! {
         let l = log.clone();
         let right_wins = hanging("left", &log, &r)
             .race(once_ready(&r, after(ms(1), 2)))
-            .flat_map(move |w| l.record("race returned".to_string()).as_(w));
+            .flat_map(move |w| l.record("race returned".to_string()).map_to(w));
         assert_eq!(run(right_wins), Outcome::Succeeded(Either::Right(2)));
         assert_eq!(log.events(), ["left canceled", "race returned"]);
     }
@@ -112,22 +114,22 @@ rt_test! {
     fn race_runs_its_sides_concurrently() {
         // The left side can only finish once the right one has started.
         let gate = Deferred::<()>::new();
-        let left = gate.get::<E>().as_(1u32);
-        let right = gate.complete::<E>(()).product_r(IO::<(), E>::never()).as_(2u32);
+        let left = gate.get::<E>().map_to(1u32);
+        let right = gate.complete::<E>(()).product_r(IO::<(), E>::never()).map_to(2u32);
         assert_eq!(run(left.race(right)), Outcome::Succeeded(Either::Left(1)));
     }
 
     fn race_waits_for_the_other_side_when_the_first_to_finish_canceled_itself() {
-        let io = IO::<(), E>::canceled().as_(1u32).race(after(ms(5), 2));
+        let io = IO::<(), E>::canceled().map_to(1u32).race(after(ms(5), 2));
         assert_eq!(run(io), Outcome::Succeeded(Either::Right(2)));
-        let io = after(ms(5), 1).race(IO::<(), E>::canceled().as_(2u32));
+        let io = after(ms(5), 1).race(IO::<(), E>::canceled().map_to(2u32));
         assert_eq!(run(io), Outcome::Succeeded(Either::Left(1)));
     }
 
     fn race_is_canceled_when_both_sides_canceled_themselves() {
         let io = IO::<(), E>::canceled()
-            .as_(1u32)
-            .race(IO::<(), E>::sleep(ms(1)).product_r(IO::canceled()).as_(2u32));
+            .map_to(1u32)
+            .race(IO::<(), E>::sleep(ms(1)).product_r(IO::canceled()).map_to(2u32));
         assert_eq!(try_run(io), Ok(Outcome::Canceled));
     }
 
@@ -137,7 +139,7 @@ rt_test! {
         let l = log.clone();
         let io: IO<Outcome<Either<u32, u32>, E>, E> = caller.start().flat_map(move |h| {
             started
-                .await_()
+                .wait()
                 .product_r(IO::sleep(ms(5)))
                 .product_r(h.cancel())
                 .product_r(l.record("cancel returned".to_string()))
@@ -170,7 +172,7 @@ rt_test! {
 
     fn race_outcome_gives_a_canceled_winner_as_canceled() {
         let (log, r) = (Log::new(), ready(1));
-        let io = once_ready(&r, IO::<(), E>::canceled().as_(1u32)).race_outcome(hanging("right", &log, &r));
+        let io = once_ready(&r, IO::<(), E>::canceled().map_to(1u32)).race_outcome(hanging("right", &log, &r));
         assert_eq!(run(io), Outcome::Succeeded(Either::Left(Outcome::Canceled)));
         assert_eq!(log.events(), ["right canceled"]);
     }
@@ -180,7 +182,7 @@ rt_test! {
     fn race_pair_gives_the_winners_outcome_and_the_losers_handle_still_running() {
         let gate = Deferred::<()>::new();
         let finalized = Counter::new();
-        let loser = gate.get::<E>().as_(2u32).on_cancel(finalized.incr_io());
+        let loser = gate.get::<E>().map_to(2u32).on_cancel(finalized.incr_io());
         let io: IO<(Outcome<u32, E>, Outcome<u32, E>), E> =
             after(ms(1), 1).race_pair(loser).flat_map(move |pair| match pair {
                 Either::Left((winner, loser)) => gate
@@ -200,7 +202,7 @@ rt_test! {
         let (log, r) = (Log::new(), ready(1));
         let io: IO<Outcome<u32, E>, E> =
             hanging("left", &log, &r).race_pair(once_ready(&r, after(ms(1), 2))).flat_map(|pair| match pair {
-                Either::Right((loser, winner)) => loser.cancel::<E>().as_(winner),
+                Either::Right((loser, winner)) => loser.cancel::<E>().map_to(winner),
                 Either::Left(_) => panic!("the left side cannot win"),
             });
         assert_eq!(run(io), Outcome::Succeeded(Outcome::Succeeded(2)));
@@ -214,7 +216,7 @@ rt_test! {
             .void();
         let io: IO<Outcome<(), E>, E> = caller.start().flat_map(move |h| {
             started
-                .await_()
+                .wait()
                 .product_r(IO::sleep(ms(5)))
                 .product_r(h.cancel())
                 .product_r(h.join())
@@ -258,14 +260,14 @@ rt_test! {
 
     fn both_is_canceled_and_cancels_the_other_side_when_one_side_canceled_itself() {
         let (log, r) = (Log::new(), ready(1));
-        let io = once_ready(&r, IO::<(), E>::canceled().as_(1u32)).both(hanging("right", &log, &r));
+        let io = once_ready(&r, IO::<(), E>::canceled().map_to(1u32)).both(hanging("right", &log, &r));
         assert_eq!(try_run(io), Ok(Outcome::Canceled));
         assert_eq!(log.events(), ["right canceled"]);
     }
 
     fn both_is_canceled_when_the_slower_side_cancels_itself_after_the_other_succeeded() {
         let io = IO::<u32, E>::pure(1)
-            .both(IO::<(), E>::sleep(ms(1)).product_r(IO::canceled()).as_(2u32));
+            .both(IO::<(), E>::sleep(ms(1)).product_r(IO::canceled()).map_to(2u32));
         assert_eq!(try_run(io), Ok(Outcome::Canceled));
     }
 
@@ -274,7 +276,7 @@ rt_test! {
         let caller = hanging("left", &log, &started).both(hanging("right", &log, &started));
         let io: IO<Outcome<(u32, u32), E>, E> = caller.start().flat_map(move |h| {
             started
-                .await_()
+                .wait()
                 .product_r(IO::sleep(ms(5)))
                 .product_r(h.cancel())
                 .product_r(h.join())
@@ -295,7 +297,7 @@ rt_test! {
         );
         assert_eq!(finalized.get(), 0);
 
-        let io = IO::<(), E>::canceled().as_(1u32).both_outcome(after(ms(1), 2));
+        let io = IO::<(), E>::canceled().map_to(1u32).both_outcome(after(ms(1), 2));
         assert_eq!(
             run(io),
             Outcome::Succeeded((Outcome::Canceled, Outcome::Succeeded(2)))
@@ -309,7 +311,7 @@ rt_test! {
             .void();
         let io: IO<Outcome<(), E>, E> = caller.start().flat_map(move |h| {
             started
-                .await_()
+                .wait()
                 .product_r(IO::sleep(ms(5)))
                 .product_r(h.cancel())
                 .product_r(h.join())
@@ -338,7 +340,7 @@ rt_test! {
 
     fn par_traverse_keeps_the_order_of_the_items_whatever_order_they_finish_in() {
         let io = IO::<u64, E>::par_traverse((0..20u64).collect(), |i| {
-            IO::<(), E>::sleep(Duration::from_micros(100 * (20 - i))).as_(i * 2)
+            IO::<(), E>::sleep(Duration::from_micros(100 * (20 - i))).map_to(i * 2)
         });
         assert_eq!(run(io), Outcome::Succeeded((0..20u64).map(|i| i * 2).collect()));
     }
@@ -347,7 +349,7 @@ rt_test! {
         // Every item waits for all the others to have started.
         let latch = CountDownLatch::new(10).expect("valid count");
         let io = IO::<usize, E>::par_traverse((0..10usize).collect(), move |i| {
-            latch.release::<E>().product_r(latch.await_()).as_(i)
+            latch.release::<E>().product_r(latch.wait()).map_to(i)
         });
         assert_eq!(run(io), Outcome::Succeeded((0..10usize).collect()));
     }
@@ -421,7 +423,7 @@ rt_test! {
             let first_wave = ready(n as u64);
             let io = IO::<u64, E>::par_traverse_n(n, (0..20u64).collect(), move |i| {
                 let wave = first_wave.clone();
-                c.around(wave.release().product_r(once_ready(&wave, IO::<(), E>::sleep(ms(2)))).as_(i))
+                c.around(wave.release().product_r(once_ready(&wave, IO::<(), E>::sleep(ms(2)))).map_to(i))
             })
             .expect("a valid parallelism");
             assert_eq!(run(io), Outcome::Succeeded((0..20u64).collect()), "n = {n}");
@@ -465,7 +467,7 @@ rt_test! {
             .complete::<E>(11)
             .void()
             .background()
-            .use_(move |_| gate.get());
+            .use_with(move |_| gate.get());
         assert_eq!(run(io), Outcome::Succeeded(11));
     }
 
@@ -478,7 +480,7 @@ rt_test! {
             .product_r(IO::<(), E>::never())
             .on_cancel(IO::sleep(ms(5)).product_r(log.record("background finalized".to_string())))
             .background()
-            .use_(move |_| {
+            .use_with(move |_| {
                 once_ready(&started, IO::sleep(ms(2))).product_r(l1.record("use done".to_string()))
             })
             .product_r(l2.record("after use".to_string()));
@@ -495,14 +497,14 @@ rt_test! {
             .product_r(IO::<(), E>::never())
             .on_cancel(finalized.incr_io())
             .background()
-            .use_(move |_| started.get().product_r(IO::raise_error("use failed".to_string())));
+            .use_with(move |_| started.get().product_r(IO::raise_error("use failed".to_string())));
         assert_eq!(run(io), Outcome::Errored("use failed".to_string()));
         assert_eq!(finalized.get(), 1);
     }
 
     fn background_handle_joins_the_fiber_inside_the_scope() {
         let io: IO<Outcome<u32, E>, E> =
-            after(ms(1), 5).background().use_(|h: &FiberHandle<u32, E>| h.join());
+            after(ms(1), 5).background().use_with(|h: &FiberHandle<u32, E>| h.join());
         assert_eq!(run(io), Outcome::Succeeded(Outcome::Succeeded(5)));
     }
 }

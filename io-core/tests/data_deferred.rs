@@ -7,7 +7,7 @@
 mod common;
 
 use common::{Counter, eventually, rt_test};
-use io_core::{AlreadyCompleted, Deferred, FiberHandle, IO, Outcome};
+use spindle_core::{AlreadyCompleted, Deferred, FiberHandle, IO, Outcome};
 use std::time::Duration;
 
 type E = String;
@@ -17,7 +17,7 @@ rt_test! {
         let d = Deferred::<u32>::new();
         let got = Counter::new();
         let g = got.clone();
-        let waiter = d.get::<E>().flat_map(move |v| g.incr_io().as_(v));
+        let waiter = d.get::<E>().flat_map(move |v| g.incr_io().map_to(v));
         let io: IO<(usize, Outcome<u32, E>), E> = waiter.start().flat_map(move |h| {
             let gate = d.clone();
             eventually(move || gate.waiters() == 1)
@@ -146,9 +146,9 @@ rt_test! {
     fn a_get_that_loses_a_race_leaves_no_waiter_behind() {
         let d = Deferred::<u32>::new();
         let counted = d.clone();
-        let io: IO<io_core::Either<u32, ()>, E> =
+        let io: IO<spindle_core::Either<u32, ()>, E> =
             d.get::<E>().race(IO::sleep(Duration::from_millis(2)));
-        assert_eq!(run(io), Outcome::Succeeded(io_core::Either::Right(())));
+        assert_eq!(run(io), Outcome::Succeeded(spindle_core::Either::Right(())));
         assert_eq!(counted.waiters(), 0);
     }
 

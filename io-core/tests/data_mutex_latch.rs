@@ -4,8 +4,8 @@
 mod common;
 
 use common::{Counter, Log, eventually, rt_test};
-use exec_single::testkit::TestControl;
-use io_core::{CountDownLatch, Deferred, IO, InvalidCount, Mutex, Outcome, TimeoutError};
+use spindle_core::{CountDownLatch, Deferred, IO, InvalidCount, Mutex, Outcome, TimeoutError};
+use spindle_exec_single::testkit::TestControl;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -81,7 +81,7 @@ rt_test! {
         let (m, i) = (mutex.clone(), inside.clone());
         let io = IO::<(), E>::par_traverse((0..20u32).collect(), move |_| {
             let i = i.clone();
-            m.lock().use_(move |_| i.critical_section())
+            m.lock().use_with(move |_| i.critical_section())
         });
         assert!(run(io).is_succeeded());
         assert_eq!(inside.peak.load(Ordering::SeqCst), 1);
@@ -102,20 +102,20 @@ rt_test! {
     fn the_lock_is_held_while_in_use_and_free_after() {
         let mutex = Mutex::new();
         let inner = mutex.clone();
-        let io: IO<bool, E> = mutex.lock().use_(move |_| lock_is_held(&inner));
+        let io: IO<bool, E> = mutex.lock().use_with(move |_| lock_is_held(&inner));
         assert_eq!(run(io), Outcome::Succeeded(true));
         assert_eq!(run(lock_is_free(&mutex)), Outcome::Succeeded(true));
     }
 
     fn the_lock_is_released_on_error_self_cancel_and_panic() {
         let mutex = Mutex::new();
-        let failing = mutex.lock::<E>().use_(|_| IO::<u32, E>::raise_error(Error::Failed("boom")));
+        let failing = mutex.lock::<E>().use_with(|_| IO::<u32, E>::raise_error(Error::Failed("boom")));
         assert_eq!(run(failing), Outcome::Errored(Error::Failed("boom")));
         assert_eq!(run(lock_is_free(&mutex)), Outcome::Succeeded(true), "error");
-        let canceled = mutex.lock::<E>().use_(|_| IO::<(), E>::canceled());
+        let canceled = mutex.lock::<E>().use_with(|_| IO::<(), E>::canceled());
         assert_eq!(run(canceled), Outcome::Canceled);
         assert_eq!(run(lock_is_free(&mutex)), Outcome::Succeeded(true), "self-cancel");
-        let panicking = mutex.lock::<E>().use_(|_| IO::<u32, E>::delay(|| panic!("bad")));
+        let panicking = mutex.lock::<E>().use_with(|_| IO::<u32, E>::delay(|| panic!("bad")));
         assert!(run(panicking).is_panicked());
         assert_eq!(run(lock_is_free(&mutex)), Outcome::Succeeded(true), "panic");
     }
@@ -126,7 +126,7 @@ rt_test! {
         let s = started.clone();
         let holder = mutex
             .lock::<E>()
-            .use_(move |_| s.complete::<E>(()).product_r(IO::<(), E>::never()));
+            .use_with(move |_| s.complete::<E>(()).product_r(IO::<(), E>::never()));
         let io: IO<Outcome<(), E>, E> = holder.start().flat_map(move |h| {
             started.get().product_r(h.cancel()).product_r(h.join())
         });
@@ -167,16 +167,16 @@ rt_test! {
         let (m, g, l) = (mutex.clone(), gate.clone(), log.clone());
         let held = Deferred::<()>::new();
         let h2 = held.clone();
-        let holder = mutex.lock::<E>().use_(move |_| h2.complete::<E>(()).product_r(g.get()));
+        let holder = mutex.lock::<E>().use_with(move |_| h2.complete::<E>(()).product_r(g.get()));
         let io: IO<(), E> = holder.start().flat_map(move |h| {
             held.get()
                 .product_r(IO::traverse(vec![1u32, 2, 3], move |i| {
                     // Each waiter waits before the next one starts.
                     let (l, counted) = (l.clone(), m.clone());
                     m.lock::<E>()
-                        .use_(move |_| l.record(i))
+                        .use_with(move |_| l.record(i))
                         .start()
-                        .flat_map(move |w| waiting_for(&counted, i as usize).as_(w))
+                        .flat_map(move |w| waiting_for(&counted, i as usize).map_to(w))
                 }))
                 .flat_map(move |waiters| {
                     gate.complete::<E>(())
@@ -200,7 +200,7 @@ rt_test! {
         let latch = CountDownLatch::new(3).expect("valid");
         let opened = Counter::new();
         let o = opened.clone();
-        let waiter = latch.await_::<E>().product_r(o.incr_io());
+        let waiter = latch.wait::<E>().product_r(o.incr_io());
         let (l1, l2, l3) = (latch.clone(), latch.clone(), latch.clone());
         let io: IO<(usize, usize), E> = waiter.start().flat_map(move |h| {
             let before = opened.clone();
@@ -222,7 +222,7 @@ rt_test! {
     fn await_on_an_open_latch_returns_at_once() {
         let latch = CountDownLatch::new(1).expect("valid");
         let l = latch.clone();
-        let io: IO<&str, E> = latch.release().product_r(l.await_()).product_r(l.await_()).as_("open");
+        let io: IO<&str, E> = latch.release().product_r(l.wait()).product_r(l.wait()).map_to("open");
         assert_eq!(run(io), Outcome::Succeeded("open"));
     }
 
@@ -232,13 +232,13 @@ rt_test! {
         let io: IO<(), E> = IO::replicate(5, move || l.release()).void();
         assert_eq!(run(io), Outcome::Succeeded(()));
         assert_eq!(latch.remaining(), 0);
-        assert_eq!(run(latch.await_::<E>()), Outcome::Succeeded(()));
+        assert_eq!(run(latch.wait::<E>()), Outcome::Succeeded(()));
     }
 
     fn every_waiter_is_woken_when_the_latch_opens() {
         let latch = CountDownLatch::new(2).expect("valid");
         let (w, r) = (latch.clone(), latch.clone());
-        let io: IO<usize, E> = IO::sequence((0..10).map(|_| w.await_::<E>().start()).collect())
+        let io: IO<usize, E> = IO::sequence((0..10).map(|_| w.wait::<E>().start()).collect())
             .flat_map(move |hs| {
                 IO::cede()
                     .product_r(r.release())
@@ -255,7 +255,7 @@ rt_test! {
         let io: IO<u64, E> = IO::<(), E>::par_traverse((0..50u32).collect(), move |_| {
             IO::cede().product_r(r.release())
         })
-        .product_r(w.await_())
+        .product_r(w.wait())
         .map(move |()| w.remaining());
         assert_eq!(run(io), Outcome::Succeeded(0));
     }
@@ -264,8 +264,8 @@ rt_test! {
         let latch = CountDownLatch::new(1).expect("valid");
         let (w1, w2, r) = (latch.clone(), latch.clone(), latch.clone());
         type TwoWaiters = (Outcome<(), E>, Outcome<(), E>);
-        let io: IO<TwoWaiters, E> = w1.await_::<E>().start().flat_map(move |canceled| {
-            w2.await_::<E>().start().flat_map(move |kept| {
+        let io: IO<TwoWaiters, E> = w1.wait::<E>().start().flat_map(move |canceled| {
+            w2.wait::<E>().start().flat_map(move |kept| {
                 let c = canceled.clone();
                 IO::cede()
                     .product_r(c.cancel())
@@ -292,11 +292,11 @@ fn cancel_a_waiter_of_a_held_lock() -> IO<Outcome<(), E>, E> {
     let (m, s) = (mutex.clone(), started.clone());
     let holder = mutex
         .lock::<E>()
-        .use_(move |_| s.complete::<E>(()).product_r(IO::<(), E>::never()));
+        .use_with(move |_| s.complete::<E>(()).product_r(IO::<(), E>::never()));
     holder.start().flat_map(move |_holder| {
         started
             .get()
-            .product_r(m.lock::<E>().use_(|_| IO::unit()).start())
+            .product_r(m.lock::<E>().use_with(|_| IO::unit()).start())
             .flat_map(|waiter| {
                 IO::sleep(Duration::from_secs(1))
                     .product_r(waiter.cancel())

@@ -5,7 +5,7 @@
 mod common;
 
 use common::{Counter, eventually, rt_test};
-use io_core::{IO, InvalidCapacity, Outcome, Queue};
+use spindle_core::{IO, InvalidCapacity, Outcome, Queue};
 
 type E = String;
 
@@ -78,7 +78,7 @@ rt_test! {
         let t = taken.clone();
         let io: IO<(usize, Outcome<u32, E>), E> = taker
             .take::<E>()
-            .flat_map(move |x| t.incr_io().as_(x))
+            .flat_map(move |x| t.incr_io().map_to(x))
             .start()
             .flat_map(move |h| {
                 takers_waiting(&offerer, 1)
@@ -101,7 +101,7 @@ rt_test! {
         let io: IO<Vec<Outcome<u32, E>>, E> = IO::traverse(vec![1, 2, 3], move |n| {
             // Each taker waits before the next one starts.
             let counted = tq.clone();
-            tq.take::<E>().start().flat_map(move |h| takers_waiting(&counted, n).as_(h))
+            tq.take::<E>().start().flat_map(move |h| takers_waiting(&counted, n).map_to(h))
         })
         .flat_map(move |handles| {
             offer_all(&offerer, vec![10, 20, 30]).product_r(IO::traverse(handles, |h| h.join()))
@@ -344,7 +344,7 @@ rt_test! {
                 let counted = oq.clone();
                 oq.offer::<E>(i)
                     .start()
-                    .flat_map(move |h| offerers_waiting(&counted, i as usize + 1).as_(h))
+                    .flat_map(move |h| offerers_waiting(&counted, i as usize + 1).map_to(h))
             }))
             .flat_map(move |offerers| {
                 let (keep, cancel): (Vec<_>, Vec<_>) =
@@ -395,7 +395,7 @@ fn on_the_single_threaded_executor_a_canceled_takers_element_goes_to_the_next_ta
     // Deterministic order: the offer fills the first taker's slot and the
     // cancel is requested before that taker runs again.
     assert_eq!(
-        exec_single::SingleThreaded::new().block_on(handed_to_a_canceled_taker()),
+        spindle_exec_single::SingleThreaded::new().block_on(handed_to_a_canceled_taker()),
         Outcome::Succeeded((Outcome::Canceled, Outcome::Succeeded(7), vec![0]))
     );
 }
@@ -413,7 +413,7 @@ fn on_the_single_threaded_executor_a_canceled_takers_element_goes_back_to_the_fr
             .flat_map(move |o| drain(&rest).map(move |left| (o, left)))
     });
     assert_eq!(
-        exec_single::SingleThreaded::new().block_on(io),
+        spindle_exec_single::SingleThreaded::new().block_on(io),
         Outcome::Succeeded((Outcome::Canceled, vec![7, 8]))
     );
 }

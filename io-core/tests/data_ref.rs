@@ -4,7 +4,7 @@
 mod common;
 
 use common::rt_test;
-use io_core::{IO, Outcome, PanicMessage, Ref};
+use spindle_core::{IO, Outcome, PanicMessage, Ref};
 
 type E = String;
 

@@ -9,8 +9,8 @@
 mod common;
 
 use common::{Counter, Log, rt_test};
-use exec_single::testkit::TestControl;
-use io_core::{Deferred, ExitCase, IO, Outcome, Resource};
+use spindle_core::{Deferred, ExitCase, IO, Outcome, Resource};
+use spindle_exec_single::testkit::TestControl;
 use std::time::Duration;
 
 type E = String;
@@ -29,9 +29,9 @@ const CASES: [Case; 4] = [Case::Success, Case::Error, Case::SelfCancel, Case::Pa
 fn ending(case: Case) -> IO<u32, E> {
     let after = IO::<(), E>::sleep(Duration::from_millis(1));
     match case {
-        Case::Success => after.as_(5),
+        Case::Success => after.map_to(5),
         Case::Error => after.product_r(IO::raise_error("boom".to_string())),
-        Case::SelfCancel => after.product_r(IO::canceled()).as_(0),
+        Case::SelfCancel => after.product_r(IO::canceled()).map_to(0),
         Case::Panic => after.flat_map(|()| IO::delay(|| -> u32 { panic!("bad") })),
     }
 }
@@ -59,7 +59,7 @@ fn assert_ended_as(case: Case, outcome: &Outcome<u32, E>) {
 fn logged(name: &'static str, log: &Log<String>) -> Resource<&'static str, E> {
     let (acquired, released) = (log.clone(), log.clone());
     Resource::make_case(
-        acquired.record(format!("acquire {name}")).as_(name),
+        acquired.record(format!("acquire {name}")).map_to(name),
         move |value, exit| released.record(format!("release {value} {exit:?}")),
     )
 }
@@ -78,9 +78,9 @@ rt_test! {
     fn use_acquires_then_runs_the_program_then_releases_the_value() {
         let log = Log::new();
         let l = log.clone();
-        let io = logged("a", &log).use_(move |v| {
+        let io = logged("a", &log).use_with(move |v| {
             assert_eq!(*v, "a");
-            l.record("use a".to_string()).as_(1u32)
+            l.record("use a".to_string()).map_to(1u32)
         });
         assert_eq!(run(io), Outcome::Succeeded(1));
         assert_eq!(log.events(), ["acquire a", "use a", "release a Succeeded"]);
@@ -99,7 +99,7 @@ rt_test! {
             let released = Counter::new();
             let r = released.clone();
             let io = Resource::<u32, E>::make(IO::pure(1), move |_| r.incr_io())
-                .use_(move |_| ending(case));
+                .use_with(move |_| ending(case));
             assert_ended_as(case, &run(io));
             assert_eq!(released.get(), 1, "{case:?}");
         }
@@ -108,7 +108,7 @@ rt_test! {
     fn make_case_gives_the_release_the_exit_case_of_the_use() {
         for case in CASES {
             let log = Log::new();
-            let io = logged("a", &log).use_(move |_| ending(case));
+            let io = logged("a", &log).use_with(move |_| ending(case));
             assert_ended_as(case, &run(io));
             assert_eq!(
                 log.events(),
@@ -125,7 +125,7 @@ rt_test! {
             let resource = logged("a", &log)
                 .flat_map(move |_| logged("b", &l2))
                 .flat_map(move |_| logged("c", &l3));
-            assert_ended_as(case, &run(resource.use_(move |_| ending(case))));
+            assert_ended_as(case, &run(resource.use_with(move |_| ending(case))));
             let exit = exit_of(case);
             assert_eq!(
                 log.events(),
@@ -148,7 +148,7 @@ rt_test! {
                 let a = *a;
                 Resource::eval(IO::pure(a + 1))
             });
-        assert_eq!(run(resource.use_(|v| IO::pure(*v))), Outcome::Succeeded(21));
+        assert_eq!(run(resource.use_with(|v| IO::pure(*v))), Outcome::Succeeded(21));
     }
 
     fn when_a_later_acquisition_fails_the_earlier_resources_are_released_and_nothing_is_used() {
@@ -165,7 +165,7 @@ rt_test! {
                     |_| panic!("never acquired, never released"),
                 )
             });
-        let io = resource.use_(move |_| u.incr_io().as_(1u32));
+        let io = resource.use_with(move |_| u.incr_io().map_to(1u32));
         assert_eq!(run(io), Outcome::Errored("c failed".to_string()));
         assert_eq!(used.get(), 0);
         assert_eq!(
@@ -183,23 +183,23 @@ rt_test! {
     fn map_transforms_the_value_and_the_release_still_gets_the_original() {
         let log = Log::new();
         let resource = logged("a", &log).map(|v| v.len() as u32 * 10);
-        assert_eq!(run(resource.use_(|n| IO::pure(*n))), Outcome::Succeeded(10));
+        assert_eq!(run(resource.use_with(|n| IO::pure(*n))), Outcome::Succeeded(10));
         assert_eq!(log.events(), ["acquire a", "release a Succeeded"]);
     }
 
     fn eval_and_pure_give_a_value_without_release() {
         let ran = Counter::new();
         let r = ran.clone();
-        let io = Resource::<u32, E>::eval(r.incr_io().as_(3))
+        let io = Resource::<u32, E>::eval(r.incr_io().map_to(3))
             .flat_map(|a| {
                 let a = *a;
                 Resource::pure(a + 1)
             })
-            .use_(|v| IO::pure(*v));
+            .use_with(|v| IO::pure(*v));
         assert_eq!(run(io), Outcome::Succeeded(4));
         assert_eq!(ran.get(), 1);
         let failing = Resource::<u32, E>::eval(IO::raise_error("eval failed".to_string()))
-            .use_(|v| IO::pure(*v));
+            .use_with(|v| IO::pure(*v));
         assert_eq!(run(failing), Outcome::Errored("eval failed".to_string()));
     }
 
@@ -207,7 +207,7 @@ rt_test! {
         let log = Log::new();
         let io = logged("left", &log)
             .both(logged("right", &log))
-            .use_(|(l, r)| IO::pure(format!("{l}+{r}")));
+            .use_with(|(l, r)| IO::pure(format!("{l}+{r}")));
         assert_eq!(run(io), Outcome::Succeeded("left+right".to_string()));
         assert_eq!(
             log.events(),
@@ -221,7 +221,7 @@ rt_test! {
             IO::raise_error("right failed".to_string()),
             |_| panic!("never acquired, never released"),
         );
-        let io = logged("left", &log).both(failing).use_(|_| IO::pure(1u32));
+        let io = logged("left", &log).both(failing).use_with(|_| IO::pure(1u32));
         assert_eq!(run(io), Outcome::Errored("right failed".to_string()));
         assert_eq!(log.events(), ["acquire left", "release left Errored"]);
     }
@@ -231,7 +231,7 @@ rt_test! {
             let log = Log::new();
             let io = logged("left", &log)
                 .both(logged("right", &log))
-                .use_(move |_| ending(case));
+                .use_with(move |_| ending(case));
             assert_ended_as(case, &run(io));
             let exit = exit_of(case);
             assert_eq!(
@@ -255,7 +255,7 @@ rt_test! {
             .flat_map(move |allocated| {
                 let value = *allocated.value();
                 let before = l.events();
-                allocated.release().as_((value, before))
+                allocated.release().map_to((value, before))
             });
         assert_eq!(run(io), Outcome::Succeeded(("a", vec!["acquire a".to_string()])));
         assert_eq!(log.events(), ["acquire a", "release a Succeeded"]);
@@ -280,7 +280,7 @@ rt_test! {
         let (l2, l3) = (log.clone(), log.clone());
         let failing_b = move |_: &&'static str| {
             let l = l2.clone();
-            Resource::<&'static str, E>::make(l.record("acquire b".to_string()).as_("b"), move |_| {
+            Resource::<&'static str, E>::make(l.record("acquire b".to_string()).map_to("b"), move |_| {
                 l.record("release b".to_string())
                     .product_r(IO::raise_error("release b failed".to_string()))
             })
@@ -288,7 +288,7 @@ rt_test! {
         let resource = logged("a", &log)
             .flat_map(failing_b)
             .flat_map(move |_| logged("c", &l3));
-        let io = resource.use_(|_| IO::pure(1u32));
+        let io = resource.use_with(|_| IO::pure(1u32));
         assert_eq!(run(io), Outcome::Errored("release b failed".to_string()));
         assert_eq!(
             log.events(),
@@ -308,7 +308,7 @@ rt_test! {
             IO::raise_error("release failed".to_string())
         });
         let io = resource
-            .use_(|_| IO::<u32, E>::raise_error("use failed".to_string()))
+            .use_with(|_| IO::<u32, E>::raise_error("use failed".to_string()))
             .start::<E>()
             .flat_map(|h| h.join().map(move |o| (o, h.suppressed_errors())));
         assert_eq!(
@@ -326,7 +326,7 @@ rt_test! {
         let (l2, s) = (log.clone(), started.clone());
         let child = logged("a", &log)
             .flat_map(move |_| logged("b", &l2))
-            .use_(move |_| s.complete::<E>(()).product_r(IO::<u32, E>::never()));
+            .use_with(move |_| s.complete::<E>(()).product_r(IO::<u32, E>::never()));
         assert_eq!(
             run(cancel_when_started(child, started)),
             Outcome::Succeeded(Outcome::Canceled)
@@ -347,7 +347,7 @@ rt_test! {
                 .product_r(acq.record("acquired".to_string())),
             move |(), exit| rel.record(format!("release {exit:?}")),
         )
-        .use_(move |_| u.record("use".to_string()).as_(1u32));
+        .use_with(move |_| u.record("use".to_string()).map_to(1u32));
         assert_eq!(
             run(cancel_when_started(child, started)),
             Outcome::Succeeded(Outcome::Canceled)
@@ -362,7 +362,7 @@ rt_test! {
         let child = Resource::<(), E>::make(IO::unit(), move |()| {
             IO::sleep(Duration::from_millis(20)).product_r(rel.record("release finished"))
         })
-        .use_(move |_| s.complete::<E>(()).product_r(IO::<u32, E>::never()));
+        .use_with(move |_| s.complete::<E>(()).product_r(IO::<u32, E>::never()));
         assert_eq!(
             run(cancel_when_started(child, started)),
             Outcome::Succeeded(Outcome::Canceled)
@@ -374,10 +374,10 @@ rt_test! {
         let log = Log::new();
         let (acq, rel) = (log.clone(), log.clone());
         let io = Resource::<u32, E>::make_full(
-            move |poll| poll.apply(acq.record("acquired".to_string()).as_(4)),
+            move |poll| poll.apply(acq.record("acquired".to_string()).map_to(4)),
             move |v, exit| rel.record(format!("release {v} {exit:?}")),
         )
-        .use_(|v| IO::pure(*v * 2));
+        .use_with(|v| IO::pure(*v * 2));
         assert_eq!(run(io), Outcome::Succeeded(8));
         assert_eq!(log.events(), ["acquired", "release 4 Succeeded"]);
     }
@@ -387,7 +387,7 @@ rt_test! {
 /// the fiber using it is canceled after a second of virtual time.
 /// Produces the fiber's outcome and the log.
 fn cancel_a_waiting_make_full_acquisition() -> (
-    Result<Outcome<Outcome<u32, E>, E>, exec_single::Deadlock>,
+    Result<Outcome<Outcome<u32, E>, E>, spindle_exec_single::Deadlock>,
     Vec<String>,
 ) {
     let log = Log::new();
@@ -399,7 +399,7 @@ fn cancel_a_waiting_make_full_acquisition() -> (
         },
         move |(), _| rel.record("release".to_string()),
     )
-    .use_(move |_| u.record("use".to_string()).as_(1u32));
+    .use_with(move |_| u.record("use".to_string()).map_to(1u32));
     let io = child.start::<E>().flat_map(|h| {
         IO::sleep(Duration::from_secs(1))
             .product_r(h.cancel())

@@ -4,7 +4,7 @@
 mod common;
 
 use common::{Counter, Log, TestRuntime, eventually, rt_test};
-use io_core::{Deferred, IO, InvalidPermits, Outcome, Semaphore};
+use spindle_core::{Deferred, IO, InvalidPermits, Outcome, Semaphore};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -67,7 +67,7 @@ rt_test! {
             // would race with the waiter on a multi-threaded executor).
             IO::traverse(starts.into_iter().zip(1usize..).collect(), move |(start, n)| {
                 let counted = counted.clone();
-                start.flat_map(move |h| eventually(move || counted.waiting() >= n).as_(h))
+                start.flat_map(move |h| eventually(move || counted.waiting() >= n).map_to(h))
             })
             .flat_map(move |handles| {
                 releaser
@@ -228,7 +228,7 @@ fn on_the_single_threaded_executor_a_woken_then_canceled_waiter_is_canceled_and_
                     .product_r(h.join())
             });
     assert_eq!(
-        exec_single::SingleThreaded::new().block_on(io),
+        spindle_exec_single::SingleThreaded::new().block_on(io),
         Outcome::Succeeded(Outcome::Canceled)
     );
     assert_eq!((sem.available(), sem.waiting()), (1, 0));

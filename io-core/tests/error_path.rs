@@ -5,7 +5,7 @@
 mod common;
 
 use common::{Counter, Log, rt_test};
-use io_core::{IO, Outcome};
+use spindle_core::{IO, Outcome};
 
 /// `io.map(..)` whose closure counts its calls.
 fn counted_map(io: IO<u32, String>, calls: &Counter) -> IO<u32, String> {
@@ -100,8 +100,8 @@ rt_test! {
     fn an_error_passes_through_map_error_frames_and_is_transformed_by_each() {
         let skipped = Counter::new();
         let io: IO<u32, String> = IO::raise_error("e".to_string());
-        let io = counted_map(io, &skipped).map_error(|e| format!("{e}1"));
-        let io = counted_flat_map(io, &skipped).map_error(|e| format!("{e}2"));
+        let io = counted_map(io, &skipped).map_err(|e| format!("{e}1"));
+        let io = counted_flat_map(io, &skipped).map_err(|e| format!("{e}2"));
         assert_eq!(run(io), Outcome::Errored("e12".to_string()));
         assert_eq!(skipped.get(), 0);
     }
@@ -128,7 +128,7 @@ rt_test! {
                     h1.incr();
                     IO::raise_error(e)
                 })
-                .map_error(move |e| {
+                .map_err(move |e| {
                     h2.incr();
                     e
                 })

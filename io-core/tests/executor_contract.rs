@@ -2,7 +2,7 @@
 //! auto-yield (fairness) configuration.
 //!
 //! `QueueExecutor` below is also a worked example of implementing
-//! [`io_core::Executor`]: a FIFO run queue of [`Fiber`] handles, timers in a
+//! [`spindle_core::Executor`]: a FIFO run queue of [`Fiber`] handles, timers in a
 //! map ordered by (deadline, sequence number), and a *virtual* clock that
 //! jumps to the next deadline when nothing is runnable (as Cats Effect's
 //! `TestControl` does), so sleeping costs no real time. It counts the calls
@@ -19,7 +19,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::{Counter, DropCounter, HANG_LIMIT, Log, rt_test};
-use io_core::{
+use spindle_core::{
     Callback, ConfigError, DEFAULT_AUTO_YIELD_AFTER, Executor, Fiber, FiberConfig, IO, Outcome,
     TimerCallback,
 };
@@ -282,7 +282,7 @@ fn a_fiber_switching_in_and_out_of_traced_scopes_still_yields_after_n_steps() {
     let executor = QueueExecutor::new(
         FiberConfig::builder()
             .auto_yield_after(N)
-            .tracing(io_core::TracingMode::None)
+            .tracing(spindle_core::TracingMode::None)
             .build()
             .unwrap(),
     );
@@ -367,7 +367,7 @@ fn without_yielding_fibers_run_one_after_the_other_in_fifo_order() {
 #[test]
 fn each_cede_reschedules_the_fiber_once() {
     let executor = QueueExecutor::new(FiberConfig::default());
-    let io: IO<u8, ()> = IO::replicate(5, IO::cede).as_(1);
+    let io: IO<u8, ()> = IO::replicate(5, IO::cede).map_to(1);
     assert_eq!(executor.block_on(io), Outcome::Succeeded(1));
     assert_eq!(executor.reschedules(), 5);
     assert_eq!(executor.schedules(), 1);
@@ -391,7 +391,7 @@ fn cede_lets_the_other_fibers_run_first() {
 #[test]
 fn a_callback_completed_during_registration_does_not_go_through_the_executor() {
     let executor = QueueExecutor::new(FiberConfig::default());
-    let io: IO<u8, ()> = IO::async_(|cb| {
+    let io: IO<u8, ()> = IO::from_callback(|cb| {
         cb.succeed(1);
         None
     });
@@ -402,7 +402,7 @@ fn a_callback_completed_during_registration_does_not_go_through_the_executor() {
 #[test]
 fn a_callback_completed_from_another_thread_schedules_the_fiber_once() {
     let executor = QueueExecutor::new(FiberConfig::default());
-    let io: IO<u8, ()> = IO::async_(|cb| {
+    let io: IO<u8, ()> = IO::from_callback(|cb| {
         thread::spawn(move || {
             thread::sleep(Duration::from_millis(10));
             cb.succeed(2);
@@ -527,7 +527,7 @@ fn a_suspended_fiber_is_freed_when_its_last_callback_is_dropped() {
     let guard = DropCounter(dropped.clone());
     let completed = Counter::new();
     let c = completed.clone();
-    let io: IO<u8, ()> = IO::async_(move |cb| {
+    let io: IO<u8, ()> = IO::from_callback(move |cb| {
         *k.lock().unwrap() = Some(cb);
         None
     })
@@ -561,7 +561,7 @@ fn a_fiber_resumed_after_being_queued_behind_others_runs_them_first() {
     let kept: Arc<Mutex<Option<Callback<(), ()>>>> = Arc::new(Mutex::new(None));
     let (k, l1) = (kept.clone(), log.clone());
     executor.spawn(
-        IO::<(), ()>::async_(move |cb| {
+        IO::<(), ()>::from_callback(move |cb| {
             *k.lock().unwrap() = Some(cb);
             None
         })
@@ -601,16 +601,16 @@ fn mixed_program() -> IO<u64, String> {
             0 => IO::delay(move || i).map(|x| x + 1),
             1 => IO::raise_error(format!("{i}"))
                 .handle_error_with(|e| IO::pure(e.parse::<u64>().unwrap() + 1)),
-            2 => IO::async_(move |cb| {
+            2 => IO::from_callback(move |cb| {
                 cb.succeed(i + 1);
                 None
             }),
-            3 => IO::async_(move |cb| {
+            3 => IO::from_callback(move |cb| {
                 thread::spawn(move || cb.succeed(i + 1));
                 None
             }),
-            4 => IO::sleep(Duration::from_micros(10)).as_(i + 1),
-            _ => IO::cede().as_(i + 1).attempt().rethrow(),
+            4 => IO::sleep(Duration::from_micros(10)).map_to(i + 1),
+            _ => IO::cede().map_to(i + 1).attempt().rethrow(),
         };
         step.map(|n| {
             if n == 120 {

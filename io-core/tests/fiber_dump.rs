@@ -15,7 +15,7 @@ mod common;
 use std::time::Duration;
 
 use common::{Dumper, TestRuntime, eventually, rt_test};
-use io_core::{
+use spindle_core::{
     Deferred, FiberConfig, FiberDump, FiberHandle, FiberInfo, FiberState, IO, Outcome, Trace,
     TracingMode,
 };
@@ -48,7 +48,7 @@ fn sleeper() -> IO<(), E> {
 }
 
 /// The last event of a fiber's trace (panics, naming the dump, if none).
-fn last_event<'a>(fiber: &'a FiberInfo, dump: &FiberDump) -> &'a io_core::trace::Event {
+fn last_event<'a>(fiber: &'a FiberInfo, dump: &FiberDump) -> &'a spindle_core::trace::Event {
     let trace: &Trace = fiber
         .trace
         .as_ref()
@@ -92,7 +92,7 @@ rt_test! {
         let program = IO::sequence(starts).flat_map(move |handles| {
             eventually::<E>(settled)
                 .product_r(take_dump(&dump_in_fiber))
-                .flat_map(move |dump| cancel_all(handles).as_(dump))
+                .flat_map(move |dump| cancel_all(handles).map_to(dump))
         });
         let dump = rt.run(program).succeeded().expect("the program succeeds");
 
@@ -185,7 +185,7 @@ rt_test! {
                 .product_r(IO::<Trace, E>::trace())
                 .flat_map(move |trace| {
                     take_dump(&in_fiber)
-                        .flat_map(move |dump| sleeping.cancel::<E>().as_((trace, dump)))
+                        .flat_map(move |dump| sleeping.cancel::<E>().map_to((trace, dump)))
                 })
         });
         let (trace, during) = rt.run(program).succeeded().expect("the program succeeds");
@@ -212,7 +212,7 @@ rt_test! {
             loop {
                 let d = dumper();
                 if seen.waiters() == 1 && d.in_state(FiberState::Waiting).count() == 1 {
-                    let mut completer = exec_single::SingleThreaded::new();
+                    let mut completer = spindle_exec_single::SingleThreaded::new();
                     let completed = completer.block_on(release.complete::<E>(()));
                     assert_eq!(completed, Outcome::Succeeded(Ok(())));
                     return d;

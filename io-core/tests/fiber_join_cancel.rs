@@ -7,9 +7,9 @@
 mod common;
 
 use common::{Counter, Log, rt_test};
-use exec_single::SingleThreaded;
-use exec_single::testkit::TestControl;
-use io_core::{Deferred, FiberHandle, IO, Outcome, PanicMessage};
+use spindle_core::{Deferred, FiberHandle, IO, Outcome, PanicMessage};
+use spindle_exec_single::SingleThreaded;
+use spindle_exec_single::testkit::TestControl;
 use std::time::Duration;
 
 type E = String;
@@ -46,7 +46,7 @@ rt_test! {
 
     fn join_returns_canceled_for_a_fiber_that_canceled_itself() {
         let io: IO<Outcome<u32, E>, E> =
-            IO::<(), E>::canceled().as_(1u32).start().flat_map(|h| h.join());
+            IO::<(), E>::canceled().map_to(1u32).start().flat_map(|h| h.join());
         assert_eq!(run(io), Outcome::Succeeded(Outcome::Canceled));
     }
 
@@ -63,7 +63,7 @@ rt_test! {
     fn joining_twice_gives_the_same_outcome_both_times() {
         let io: IO<(Outcome<u32, E>, Outcome<u32, E>), E> =
             IO::<(), E>::sleep(Duration::from_millis(1))
-                .as_(3u32)
+                .map_to(3u32)
                 .start()
                 .flat_map(|h| {
                     let again = h.clone();
@@ -349,7 +349,7 @@ rt_test! {
 
     fn suppressed_errors_is_empty_while_the_fiber_runs_and_when_nothing_failed() {
         let gate = Deferred::<()>::new();
-        let child = gate.get::<E>().as_(1u32);
+        let child = gate.get::<E>().map_to(1u32);
         let io: IO<(Vec<E>, Vec<E>), E> = child.start().flat_map(move |h| {
             let running = h.suppressed_errors();
             gate.complete::<E>(())
@@ -395,7 +395,7 @@ fn a_fiber_canceled_before_it_ever_ran_runs_none_of_its_steps() {
 #[test]
 fn join_with_never_on_a_canceled_fiber_leaves_test_control_deadlocked() {
     let io: IO<u32, E> = IO::<(), E>::sleep(Duration::from_secs(60))
-        .as_(1u32)
+        .map_to(1u32)
         .start()
         .flat_map(|h| h.cancel::<E>().product_r(h.join_with_never()));
     let mut control = TestControl::execute(io);

@@ -1,5 +1,5 @@
 //! Finalizers: `on_cancel`, `guarantee`, `guarantee_case`, the bracket
-//! family and the cancellation finalizer of `IO::async_`. Each runs exactly
+//! family and the cancellation finalizer of `IO::from_callback`. Each runs exactly
 //! once (counted), masked, in reverse order of installation, whatever the
 //! outcome: success, error, cancellation (self-cancel or by another fiber)
 //! and panic (where io-core documents a panic to run it). A finalizer's own
@@ -9,7 +9,7 @@
 mod common;
 
 use common::{Counter, Log, eventually, rt_test};
-use io_core::{Callback, Deferred, IO, Outcome, PanicMessage};
+use spindle_core::{Callback, Deferred, IO, Outcome, PanicMessage};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -30,9 +30,9 @@ const CASES: [Case; 4] = [Case::Success, Case::Error, Case::SelfCancel, Case::Pa
 fn ending(case: Case) -> IO<u32, E> {
     let after = IO::<(), E>::sleep(Duration::from_millis(1));
     match case {
-        Case::Success => after.as_(5),
+        Case::Success => after.map_to(5),
         Case::Error => after.product_r(IO::raise_error("boom".to_string())),
-        Case::SelfCancel => after.product_r(IO::canceled()).as_(0),
+        Case::SelfCancel => after.product_r(IO::canceled()).map_to(0),
         Case::Panic => after.flat_map(|()| IO::delay(|| -> u32 { panic!("bad") })),
     }
 }
@@ -82,14 +82,14 @@ fn outcome_and_suppressed<A: Clone + Send + 'static>(
     })
 }
 
-/// A slot where an `async_` registration leaves its callback.
+/// A slot where an `from_callback` registration leaves its callback.
 type CallbackSlot = Arc<Mutex<Option<Callback<u32, E>>>>;
 
-/// An `async_` that parks its callback in `slot` and installs a finalizer
+/// An `from_callback` that parks its callback in `slot` and installs a finalizer
 /// that counts in `finalized`.
 fn parked_async(slot: &CallbackSlot, finalized: &Counter) -> IO<u32, E> {
     let (slot, finalized) = (slot.clone(), finalized.clone());
-    IO::async_(move |cb| {
+    IO::from_callback(move |cb| {
         *slot.lock().unwrap() = Some(cb);
         Some(finalized.incr_io())
     })
@@ -141,7 +141,7 @@ rt_test! {
         let fin = Counter::new();
         let io: IO<u32, E> = IO::<u32, E>::pure(1)
             .on_cancel(fin.incr_io())
-            .flat_map(|x| IO::canceled().as_(x));
+            .flat_map(|x| IO::canceled().map_to(x));
         assert_eq!(run(io), Outcome::Canceled);
         assert_eq!(fin.get(), 0);
     }
@@ -320,7 +320,7 @@ rt_test! {
             let log = Log::new();
             let (acq, use_log, rel) = (log.clone(), log.clone(), log.clone());
             let io: IO<u32, E> = IO::bracket(
-                acq.record("acquire".to_string()).as_(10u32),
+                acq.record("acquire".to_string()).map_to(10u32),
                 move |r: &u32| {
                     assert_eq!(*r, 10);
                     use_log.record("use".to_string()).product_r(ending(case))
@@ -361,10 +361,10 @@ rt_test! {
             let log = Log::new();
             let (a1, a2, r1, r2) = (log.clone(), log.clone(), log.clone(), log.clone());
             let io: IO<u32, E> = IO::bracket(
-                a1.record("acquire a".to_string()).as_("a"),
+                a1.record("acquire a".to_string()).map_to("a"),
                 move |_: &&str| {
                     IO::bracket(
-                        a2.record("acquire b".to_string()).as_("b"),
+                        a2.record("acquire b".to_string()).map_to("b"),
                         move |_: &&str| ending(case),
                         move |r| r2.record(format!("release {r}")),
                     )
@@ -404,7 +404,7 @@ rt_test! {
         let (u, r) = (used.clone(), released.clone());
         let io: IO<u32, E> = IO::bracket(
             IO::<u32, E>::raise_error("acquire failed".to_string()),
-            move |_: &u32| u.incr_io().as_(1),
+            move |_: &u32| u.incr_io().map_to(1),
             move |_| r.incr_io(),
         );
         assert_eq!(run(io), Outcome::Errored("acquire failed".to_string()));
@@ -421,7 +421,7 @@ rt_test! {
             s.complete::<E>(())
                 .product_r(IO::sleep(Duration::from_millis(20)))
                 .product_r(acq.record("acquired".to_string())),
-            move |_: &()| u.record("use".to_string()).as_(1),
+            move |_: &()| u.record("use".to_string()).map_to(1),
             move |(), o| rel.record(format!("release {}", describe(o))),
         );
         assert_eq!(
@@ -458,7 +458,7 @@ rt_test! {
                 poll.apply(s.complete::<E>(()).product_r(IO::<(), E>::never()))
                     .on_cancel(acq.record("acquisition canceled"))
             },
-            move |_: &()| u.record("use").as_(1),
+            move |_: &()| u.record("use").map_to(1),
             move |(), _| rel.record("release"),
         );
         assert_eq!(
@@ -478,7 +478,7 @@ rt_test! {
                     .product_r(IO::sleep(Duration::from_millis(20)))
                     .product_r(acq.record("acquired"))
             },
-            move |_: &()| u.record("use").as_(1),
+            move |_: &()| u.record("use").map_to(1),
             move |(), _| rel.record("release"),
         );
         assert_eq!(
@@ -550,7 +550,7 @@ rt_test! {
         let slot: CallbackSlot = Arc::new(Mutex::new(None));
         let (finalized, continued) = (Counter::new(), Counter::new());
         let c = continued.clone();
-        let child = parked_async(&slot, &finalized).flat_map(move |v| c.incr_io().as_(v));
+        let child = parked_async(&slot, &finalized).flat_map(move |v| c.incr_io().map_to(v));
         let (parked, late) = (slot.clone(), slot.clone());
         let io: IO<(bool, Outcome<u32, E>), E> = child.start().flat_map(move |h| {
             eventually(move || parked.lock().unwrap().is_some())
@@ -593,7 +593,7 @@ rt_test! {
         let (finalized, got) = (Counter::new(), Counter::new());
         let (s, f, g) = (slot.clone(), finalized.clone(), got.clone());
         let child: IO<u32, E> = IO::uncancelable(move |_| {
-            parked_async(&s, &f).flat_map(move |v| g.incr_io().as_(v))
+            parked_async(&s, &f).flat_map(move |v| g.incr_io().map_to(v))
         });
         let (parked, cb) = (slot.clone(), slot.clone());
         let io: IO<(bool, Outcome<u32, E>), E> = child.start().flat_map(move |h| {
@@ -622,7 +622,7 @@ rt_test! {
         let log = Log::new();
         let slot: CallbackSlot = Arc::new(Mutex::new(None));
         let (s, l) = (slot.clone(), log.clone());
-        let child: IO<u32, E> = IO::async_(move |cb| {
+        let child: IO<u32, E> = IO::from_callback(move |cb| {
             *s.lock().unwrap() = Some(cb);
             Some(l.record("async finalizer"))
         })

@@ -16,9 +16,9 @@ use std::thread;
 use std::time::Duration;
 
 use common::{HANG_LIMIT, rt_test, within};
-use io_core::{IO, Outcome};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
+use spindle_core::{IO, Outcome};
 
 // ---------------------------------------------------------------------------
 // Programs
@@ -30,9 +30,9 @@ enum Prog {
     Pure(i64),
     Raise(u8),
     Delay(i64),
-    /// `IO::async_` whose callback is called during registration.
+    /// `IO::from_callback` whose callback is called during registration.
     AsyncNow(Result<i64, u8>),
-    /// `IO::async_` whose callback is called from another thread.
+    /// `IO::from_callback` whose callback is called from another thread.
     AsyncThread(Result<i64, u8>),
     Defer(Box<Prog>),
     /// `IO::cede()` then the program.
@@ -46,7 +46,7 @@ enum Prog {
     HandleError(Box<Prog>, i64),
     /// `attempt()`, its result encoded back into an `i64`.
     Attempt(Box<Prog>),
-    /// `map_error(|e| e ^ mask)`.
+    /// `map_err(|e| e ^ mask)`.
     MapError(Box<Prog>, u8),
     /// `redeem(|e| -(e as i64), f)`.
     Redeem(Box<Prog>, MapFn),
@@ -164,11 +164,11 @@ fn build(p: Prog) -> IO<i64, u8> {
         Prog::Pure(a) => IO::pure(a),
         Prog::Raise(e) => IO::raise_error(e),
         Prog::Delay(a) => IO::delay(move || a),
-        Prog::AsyncNow(r) => IO::async_(move |cb| {
+        Prog::AsyncNow(r) => IO::from_callback(move |cb| {
             cb.complete(r);
             None
         }),
-        Prog::AsyncThread(r) => IO::async_(move |cb| {
+        Prog::AsyncThread(r) => IO::from_callback(move |cb| {
             thread::spawn(move || cb.complete(r));
             None
         }),
@@ -180,7 +180,7 @@ fn build(p: Prog) -> IO<i64, u8> {
         Prog::HandleErrorWith(p, h) => build(*p).handle_error_with(move |e| handler(h, e)),
         Prog::HandleError(p, k) => build(*p).handle_error(move |e| i64::from(e).wrapping_mul(k)),
         Prog::Attempt(p) => build(*p).attempt().map(encode),
-        Prog::MapError(p, mask) => build(*p).map_error(move |e| e ^ mask),
+        Prog::MapError(p, mask) => build(*p).map_err(move |e| e ^ mask),
         Prog::Redeem(p, f) => build(*p).redeem(|e| -i64::from(e), move |a| f.apply(a)),
         Prog::RedeemWith(p, h, f) => {
             build(*p).redeem_with(move |e| handler(h, e), move |a| bind(f, a))
@@ -421,7 +421,7 @@ rt_test! {
 
     fn map_error_over_raise_error_is_raise_error_of_the_mapped_error() {
         check((any::<u8>(), any::<u8>()), |(e, mask)| {
-            let lhs: IO<i64, u8> = IO::raise_error(e).map_error(move |e| e ^ mask);
+            let lhs: IO<i64, u8> = IO::raise_error(e).map_err(move |e| e ^ mask);
             prop_assert_eq!(run(lhs), Outcome::Errored(e ^ mask));
             Ok(())
         });

@@ -1,5 +1,5 @@
 //! MonadCancel, spawn and race laws on random programs, run on virtual time
-//! (`exec_single::testkit::TestControl`), as Cats Effect checks them.
+//! (`spindle_exec_single::testkit::TestControl`), as Cats Effect checks them.
 //!
 //! Programs come from a small AST ([`Prog`]) with sleeps, cedes, async
 //! completions (during registration, or later by a sibling fiber),
@@ -23,10 +23,10 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use exec_single::testkit::TestControl;
-use io_core::{Callback, Either, IO, Outcome, Poll};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
+use spindle_core::{Callback, Either, IO, Outcome, Poll};
+use spindle_exec_single::testkit::TestControl;
 
 const CASES: u32 = 192;
 
@@ -41,9 +41,9 @@ enum Prog {
     Raise(u8),
     /// Logs `log{n}` and produces `n`.
     Log(u8),
-    /// `IO::async_` completed during its registration.
+    /// `IO::from_callback` completed during its registration.
     AsyncNow(Result<i64, u8>),
-    /// `IO::async_` completed after `ms` virtual milliseconds by a sibling
+    /// `IO::from_callback` completed after `ms` virtual milliseconds by a sibling
     /// fiber started just before; its cancel finalizer logs `async-fin`.
     AsyncLater(u8, Result<i64, u8>),
     /// `IO::canceled()`, producing 0 where it is masked.
@@ -140,8 +140,8 @@ fn build(p: Prog, log: &Log, polls: &[Poll]) -> IO<i64, u8> {
     match p {
         Prog::Pure(a) => IO::pure(a),
         Prog::Raise(e) => IO::raise_error(e),
-        Prog::Log(n) => log_io(log, format!("log{n}")).as_(i64::from(n)),
-        Prog::AsyncNow(r) => IO::async_(move |cb| {
+        Prog::Log(n) => log_io(log, format!("log{n}")).map_to(i64::from(n)),
+        Prog::AsyncNow(r) => IO::from_callback(move |cb| {
             cb.complete(r);
             None
         }),
@@ -155,13 +155,13 @@ fn build(p: Prog, log: &Log, polls: &[Poll]) -> IO<i64, u8> {
             }));
             let fin = log_io(log, "async-fin".to_string());
             completer.start::<u8>().flat_map(move |_sibling| {
-                IO::async_(move |cb| {
+                IO::from_callback(move |cb| {
                     *slot.lock().unwrap() = Some(cb);
                     Some(fin)
                 })
             })
         }
-        Prog::Canceled => IO::canceled().as_(0),
+        Prog::Canceled => IO::canceled().map_to(0),
         Prog::Sleep(n, p) => IO::sleep(ms(n)).product_r(build(*p, log, polls)),
         Prog::Cede(p) => IO::cede().product_r(build(*p, log, polls)),
         Prog::Map(p, k) => build(*p, log, polls).map(move |x| x.wrapping_add(k)),
@@ -598,7 +598,7 @@ fn a_self_cancel_inside_a_guarantee_finalizer_is_observed_where_the_next_program
         let handler = log_io(log, "handler".to_string());
         IO::<i64, u8>::raise_error(3)
             .guarantee(IO::canceled())
-            .handle_error_with(move |_| handler.as_(0))
+            .handle_error_with(move |_| handler.map_to(0))
     });
     assert_eq!(after_error.outcome, Some(Outcome::Canceled));
     assert!(after_error.log.is_empty(), "{:?}", after_error.log);
@@ -635,7 +635,7 @@ fn a_self_cancel_inside_an_uncancelable_region_is_observed_before_the_next_progr
         let after = log_io(log, "after".to_string());
         IO::uncancelable(move |_| IO::canceled().product_r(inside))
             .product_r(after)
-            .as_(1i64)
+            .map_to(1i64)
     });
     assert_eq!(ran.outcome, Some(Outcome::Canceled));
     assert_eq!(ran.log, ["inside"]);
@@ -808,7 +808,7 @@ fn on_cancel_associates_over_the_uncancelable_boundary() {
 fn canceled_runs_on_cancel_finalizers_innermost_first() {
     let ran = run(|log| {
         IO::<(), u8>::canceled()
-            .as_(0i64)
+            .map_to(0i64)
             .on_cancel(log_io(log, "f1".to_string()))
             .on_cancel(log_io(log, "f2".to_string()))
     });

@@ -8,7 +8,7 @@
 mod common;
 
 use common::{Counter, Log, rt_test};
-use io_core::{Deferred, IO, Outcome};
+use spindle_core::{Deferred, IO, Outcome};
 use std::time::Duration;
 
 type E = String;
@@ -216,8 +216,8 @@ rt_test! {
         let handled = Counter::new();
         let h = handled.clone();
         let io: IO<u32, E> = IO::<(), E>::canceled()
-            .as_(1u32)
-            .handle_error_with(move |_| h.incr_io().as_(0));
+            .map_to(1u32)
+            .handle_error_with(move |_| h.incr_io().map_to(0));
         assert_eq!(run(io), Outcome::Canceled);
         assert_eq!(handled.get(), 0);
     }

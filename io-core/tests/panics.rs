@@ -11,7 +11,7 @@ use std::ops::ControlFlow;
 use std::thread;
 
 use common::{Counter, DropCounter, HANG_LIMIT, rt_test, within};
-use io_core::{IO, Outcome, PanicMessage};
+use spindle_core::{IO, Outcome, PanicMessage};
 
 /// The message of a `Panicked` outcome; fails the test on any other outcome.
 fn panic_message<A: std::fmt::Debug, E: std::fmt::Debug>(outcome: Outcome<A, E>) -> String {
@@ -45,8 +45,8 @@ fn panicking_programs() -> Vec<(&'static str, IO<u32, String>)> {
             IO::raise_error("e".into()).handle_error(|_| panic!("in handle_error")),
         ),
         (
-            "map_error",
-            IO::raise_error("e".into()).map_error(|_: String| -> String { panic!("in map_error") }),
+            "map_err",
+            IO::raise_error("e".into()).map_err(|_: String| -> String { panic!("in map_err") }),
         ),
         ("redeem", IO::pure(1).redeem(|_| 0, |_| panic!("in redeem"))),
         (
@@ -59,7 +59,7 @@ fn panicking_programs() -> Vec<(&'static str, IO<u32, String>)> {
         ),
         (
             "async registration",
-            IO::async_(|_cb| panic!("in async registration")),
+            IO::from_callback(|_cb| panic!("in async registration")),
         ),
         (
             "tail_rec step",
@@ -127,7 +127,7 @@ rt_test! {
     }
 
     fn a_panic_after_resuming_from_another_thread_ends_the_fiber() {
-        let io: IO<u32, ()> = IO::async_(|cb| {
+        let io: IO<u32, ()> = IO::from_callback(|cb| {
             thread::spawn(move || cb.succeed(1));
             None
         })

@@ -9,7 +9,7 @@
 mod common;
 
 use common::{Counter, on_small_stack, rt_test};
-use io_core::{IO, Outcome};
+use spindle_core::{IO, Outcome};
 
 /// Depth of the deep programs (scaled down under Miri).
 const DEPTH: u64 = if cfg!(miri) { 2_000 } else { 1_000_000 };
@@ -146,7 +146,7 @@ fn dropping_an_unevaluated_million_deep_nested_handler_and_map_program_does_not_
             io = match i % 4 {
                 0 => io.map(|x| x + 1),
                 1 => io.handle_error_with(IO::raise_error),
-                2 => io.map_error(|e| e + 1),
+                2 => io.map_err(|e| e + 1),
                 _ => io.attempt().rethrow(),
             };
         }

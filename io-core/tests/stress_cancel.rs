@@ -5,7 +5,7 @@
 //! * On virtual time (`TestControl`): [`VIRTUAL_ITERATIONS`] runs, the
 //!   cancel after a random number of cedes or a random virtual delay, the
 //!   async waits completed by a sibling fiber at random virtual times.
-//! * On the real `exec_single::SingleThreaded`: [`REAL_ITERATIONS`] runs,
+//! * On the real `spindle_exec_single::SingleThreaded`: [`REAL_ITERATIONS`] runs,
 //!   with real (microsecond) sleeps, the async waits completed from other
 //!   threads at random moments.
 //!
@@ -26,9 +26,9 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
-use exec_single::SingleThreaded;
-use exec_single::testkit::TestControl;
-use io_core::{Callback, IO, Outcome};
+use spindle_core::{Callback, IO, Outcome};
+use spindle_exec_single::SingleThreaded;
+use spindle_exec_single::testkit::TestControl;
 
 const VIRTUAL_ITERATIONS: u64 = if cfg!(miri) { 100 } else { 10_000 };
 const REAL_ITERATIONS: u64 = if cfg!(miri) { 10 } else { 1_000 };
@@ -270,7 +270,7 @@ type Gates = Arc<Vec<Gate>>;
 /// The async wait for gate `i`; its cancel finalizer forgets the waiter.
 fn wait_at(i: usize, gates: &Gates, ledger: &Ledger) -> IO<(), ()> {
     let (gates, ledger) = (gates.clone(), ledger.clone());
-    IO::async_(move |cb| {
+    IO::from_callback(move |cb| {
         ledger.push(Event::Registered(i));
         if let Some(accepted) = gates[i].register(cb) {
             ledger.push(Event::Delivered(i, accepted));
@@ -294,8 +294,8 @@ fn target(nest: &Nest, unit: Duration, gates: &Gates, ledger: &Ledger, live: &Li
     let sleep = move |units: u64| IO::<(), ()>::sleep(unit * units as u32);
     let core_gate = nest.layers.len();
     let mut program: IO<u32, ()> = match nest.core {
-        Core::Sleep(units) => sleep(units).as_(7),
-        Core::Async => wait_at(core_gate, gates, ledger).as_(7),
+        Core::Sleep(units) => sleep(units).map_to(7),
+        Core::Async => wait_at(core_gate, gates, ledger).map_to(7),
     };
     for (i, layer) in nest.layers.iter().enumerate().rev() {
         let token = live.token();
@@ -335,7 +335,7 @@ fn target(nest: &Nest, unit: Duration, gates: &Gates, ledger: &Ledger, live: &Li
 
 /// Waits where the nest says, then cancels `fiber` and joins it.
 fn cancel_and_join(
-    fiber: io_core::FiberHandle<u32, ()>,
+    fiber: spindle_core::FiberHandle<u32, ()>,
     cancel_at: CancelAt,
     unit: Duration,
 ) -> IO<Outcome<u32, ()>, ()> {
@@ -522,7 +522,7 @@ fn run_on_virtual_time(seed: u64) {
     let program = fiber.start::<()>().flat_map(move |fiber| {
         opener.start::<()>().flat_map(move |opener| {
             cancel_and_join(fiber, cancel_at, unit)
-                .flat_map(move |outcome| opener.join_void().as_(outcome))
+                .flat_map(move |outcome| opener.join_void().map_to(outcome))
         })
     });
 

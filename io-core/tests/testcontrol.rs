@@ -7,9 +7,9 @@
 mod common;
 
 use common::{Counter, Log};
-use exec_single::Deadlock;
-use exec_single::testkit::TestControl;
-use io_core::{Deferred, IO, Outcome};
+use spindle_core::{Deferred, IO, Outcome};
+use spindle_exec_single::Deadlock;
+use spindle_exec_single::testkit::TestControl;
 use std::time::{Duration, Instant};
 
 type E = String;
@@ -25,7 +25,7 @@ fn stepped(log: &Log<&'static str>) -> IO<u32, E> {
         .product_r(log.record("b"))
         .product_r(IO::sleep(secs(2)))
         .product_r(log.record("c"))
-        .as_(42)
+        .map_to(42)
 }
 
 #[test]
@@ -159,7 +159,7 @@ fn tick_all_stops_when_the_main_fiber_completes_even_if_other_timers_remain() {
     let program = IO::<(), E>::sleep(secs(3600))
         .start::<E>()
         .product_r(IO::sleep(secs(1)))
-        .as_(1u32);
+        .map_to(1u32);
     let mut control = TestControl::execute(program);
     control.tick_all();
     assert_eq!(control.results(), Some(&Outcome::Succeeded(1)));
@@ -227,7 +227,7 @@ fn the_same_program_steps_through_the_same_states_every_run() {
             IO::<(), E>::sleep(Duration::from_millis(u64::from(7 * i % 5)))
                 .product_r(IO::cede())
                 .product_r(IO::monotonic())
-                .flat_map(move |t| log.record(format!("{i} at {t:?}")).as_(i))
+                .flat_map(move |t| log.record(format!("{i} at {t:?}")).map_to(i))
         })
     }
     type Run = (Result<Outcome<Vec<u32>, E>, Deadlock>, Vec<String>);

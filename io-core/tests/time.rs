@@ -8,8 +8,8 @@
 mod common;
 
 use common::{Counter, Log, rt_test};
-use exec_single::testkit::TestControl;
-use io_core::{IO, Outcome, TimeoutError};
+use spindle_core::{IO, Outcome, TimeoutError};
+use spindle_exec_single::testkit::TestControl;
 use std::time::{Duration, Instant};
 
 /// An error type that a timeout can produce (through `From`).
@@ -55,12 +55,12 @@ rt_test! {
     }
 
     fn timeout_fails_with_the_timeout_error_when_the_program_is_too_slow() {
-        let io = IO::<(), Error>::sleep(secs(3600)).as_(1u32).timeout(ms(10));
+        let io = IO::<(), Error>::sleep(secs(3600)).map_to(1u32).timeout(ms(10));
         assert_eq!(run(io), Outcome::Errored(Error::TimedOut(ms(10))));
     }
 
     fn timeout_gives_the_value_of_a_program_that_finishes_in_time() {
-        let io = IO::<(), Error>::sleep(ms(1)).as_(7u32).timeout(secs(10));
+        let io = IO::<(), Error>::sleep(ms(1)).map_to(7u32).timeout(secs(10));
         assert_eq!(run(io), Outcome::Succeeded(7));
     }
 
@@ -76,7 +76,7 @@ rt_test! {
             .on_cancel(IO::sleep(ms(5)).product_r(log.record("finalized")))
             .timeout(ms(10))
             .attempt()
-            .flat_map(move |r| l.record("timeout returned").as_(r));
+            .flat_map(move |r| l.record("timeout returned").map_to(r));
         assert_eq!(run(io), Outcome::Succeeded(Err(Error::TimedOut(ms(10)))));
         assert_eq!(log.events(), ["finalized", "timeout returned"]);
     }
@@ -85,7 +85,7 @@ rt_test! {
         let log = Log::new();
         let io = IO::<u32, Error>::never()
             .on_cancel(log.record("canceled"))
-            .timeout_to(ms(10), log.record("fallback").as_(2));
+            .timeout_to(ms(10), log.record("fallback").map_to(2));
         assert_eq!(run(io), Outcome::Succeeded(2));
         assert_eq!(log.events(), ["canceled", "fallback"]);
     }
@@ -93,8 +93,8 @@ rt_test! {
     fn timeout_to_does_not_run_the_fallback_when_the_program_finishes_in_time() {
         let fallback = Counter::new();
         let io = IO::<(), Error>::sleep(ms(1))
-            .as_(1u32)
-            .timeout_to(secs(10), fallback.incr_io().as_(2));
+            .map_to(1u32)
+            .timeout_to(secs(10), fallback.incr_io().map_to(2));
         assert_eq!(run(io), Outcome::Succeeded(1));
         assert_eq!(fallback.get(), 0);
     }
@@ -109,7 +109,7 @@ rt_test! {
     }
 
     fn timed_measures_at_least_the_time_the_program_took() {
-        let io = IO::<(), Error>::sleep(ms(20)).as_('x').timed();
+        let io = IO::<(), Error>::sleep(ms(20)).map_to('x').timed();
         let (took, value) = run(io).succeeded().expect("succeeds");
         assert_eq!(value, 'x');
         assert!(took >= ms(20), "{took:?}");
@@ -168,7 +168,9 @@ fn timeout_fires_at_exactly_the_limit() {
 
 #[test]
 fn timeout_returns_when_the_program_finishes_and_leaves_no_timer_behind() {
-    let io = IO::<(), Error>::sleep(secs(4)).as_(1u32).timeout(secs(5));
+    let io = IO::<(), Error>::sleep(secs(4))
+        .map_to(1u32)
+        .timeout(secs(5));
     let mut control = TestControl::execute(io.flat_map(|v| IO::monotonic().map(move |t| (v, t))));
     control.tick_all();
     assert_eq!(control.results(), Some(&Outcome::Succeeded((1, secs(4)))));
@@ -183,7 +185,9 @@ fn timeout_returns_when_the_program_finishes_and_leaves_no_timer_behind() {
 fn timeout_of_a_program_that_finishes_exactly_at_the_limit_is_one_or_the_other() {
     // Either side may win a tie; the result must be one of the two, never
     // both or neither.
-    let io = IO::<(), Error>::sleep(secs(5)).as_(1u32).timeout(secs(5));
+    let io = IO::<(), Error>::sleep(secs(5))
+        .map_to(1u32)
+        .timeout(secs(5));
     match virtual_run(io) {
         Outcome::Succeeded(1) | Outcome::Errored(Error::TimedOut(_)) => {}
         other => panic!("unexpected {other:?}"),
@@ -218,7 +222,7 @@ fn delay_by_runs_the_program_at_exactly_the_delay() {
 fn timed_measures_the_virtual_duration_exactly() {
     let io = IO::<(), Error>::sleep(Duration::from_secs(90 * 60))
         .product_r(IO::sleep(ms(250)))
-        .as_("done")
+        .map_to("done")
         .timed();
     assert_eq!(
         virtual_run(io),
@@ -254,11 +258,11 @@ fn real_time_moves_with_virtual_time() {
 #[test]
 fn a_race_of_two_sleeps_ends_at_the_shorter_one() {
     let io = IO::<(), Error>::sleep(secs(3))
-        .as_(3u32)
-        .race(IO::<(), Error>::sleep(secs(1)).as_(1u32));
+        .map_to(3u32)
+        .race(IO::<(), Error>::sleep(secs(1)).map_to(1u32));
     assert_eq!(
         ends_at(io),
-        Outcome::Succeeded((io_core::Either::Right(1), secs(1)))
+        Outcome::Succeeded((spindle_core::Either::Right(1), secs(1)))
     );
 }
 
@@ -266,7 +270,7 @@ fn a_race_of_two_sleeps_ends_at_the_shorter_one() {
 fn par_traverse_n_takes_one_round_of_sleep_per_batch_of_n_items() {
     // 10 items of one second each, at most 3 at once: 4 rounds.
     let io = IO::<u32, Error>::par_traverse_n(3, (0..10u32).collect(), |i| {
-        IO::<(), Error>::sleep(secs(1)).as_(i)
+        IO::<(), Error>::sleep(secs(1)).map_to(i)
     })
     .expect("a valid parallelism");
     assert_eq!(

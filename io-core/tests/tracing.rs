@@ -11,7 +11,7 @@ mod common;
 use std::time::Duration;
 
 use common::rt_test;
-use io_core::{Deferred, FiberConfig, IO, Trace, TracingMode};
+use spindle_core::{Deferred, FiberConfig, IO, Trace, TracingMode};
 
 fn config(mode: TracingMode) -> FiberConfig {
     FiberConfig::builder().tracing(mode).build().unwrap()
@@ -96,10 +96,10 @@ rt_test! {
         let program: IO<Trace, ()> = IO::delay(|| 1)
             .flat_map(|_| {
                 IO::delay(|| 2)
-                    .flat_map(|x| IO::sleep(Duration::from_millis(1)).as_(x))
-                    .flat_map(|x| IO::cede().as_(x))
+                    .flat_map(|x| IO::sleep(Duration::from_millis(1)).map_to(x))
+                    .flat_map(|x| IO::cede().map_to(x))
                     .flat_map(|x| {
-                        IO::async_(move |cb| {
+                        IO::from_callback(move |cb| {
                             std::thread::spawn(move || cb.succeed(x));
                             None
                         })
@@ -113,7 +113,7 @@ rt_test! {
         let names = trace.op_names();
         assert!(all_in_this_file(&trace), "{trace}");
         // Inside: four flat_maps, delay, sleep, as_, cede, as_, async, delay.
-        for op in ["delay", "sleep", "cede", "async", "flat_map", "as_"] {
+        for op in ["delay", "sleep", "cede", "from_callback", "flat_map", "map_to"] {
             assert!(names.contains(&op), "{op} missing in {trace}");
         }
         // Nothing from outside the scope: the first delay and the last map
@@ -122,8 +122,8 @@ rt_test! {
         assert!(lines.iter().all(|&l| l >= inner_line && l <= inner_line + 10), "{trace}");
         // The last event was recorded after the async boundary (the thread
         // completed the callback): the scope survived it.
-        let async_at = names.iter().position(|&n| n == "async").unwrap();
-        assert_eq!(async_at, names.len() - 2, "{trace}");
+        let from_callback_at = names.iter().position(|&n| n == "from_callback").unwrap();
+        assert_eq!(from_callback_at, names.len() - 2, "{trace}");
         assert_eq!(ops_and_lines(&trace).last(), Some(&("delay", inner_line + 9)), "{trace}");
     }
 
@@ -172,7 +172,7 @@ rt_test! {
             .flat_map(|_| IO::<u32, String>::raise_error("deep".into()))
             .map(|x| x * 2);
         let outcome = rt().run(program.trace_errors());
-        let io_core::Outcome::Errored(failure) = outcome else {
+        let spindle_core::Outcome::Errored(failure) = outcome else {
             panic!("the program fails: {outcome:?}")
         };
         assert_eq!(failure.error, "deep");
@@ -192,7 +192,7 @@ rt_test! {
             panic!("deep panic")
         });
         let outcome = rt().run(program);
-        let io_core::Outcome::Panicked(message) = outcome else {
+        let spindle_core::Outcome::Panicked(message) = outcome else {
             panic!("the program panics: {outcome:?}")
         };
         assert_eq!(message.message(), "deep panic");
@@ -203,7 +203,7 @@ rt_test! {
     fn without_tracing_a_failure_has_an_empty_trace() {
         let program: IO<u32, String> = IO::delay(|| 1).flat_map(|_| IO::raise_error("x".into()));
         let outcome = rt_with_config(config(TracingMode::None)).run(program.trace_errors());
-        let io_core::Outcome::Errored(failure) = outcome else {
+        let spindle_core::Outcome::Errored(failure) = outcome else {
             panic!("the program fails: {outcome:?}")
         };
         assert!(failure.trace.is_empty(), "{}", failure.trace);
@@ -217,12 +217,12 @@ fn full_mode_shows_the_first_user_frame_of_each_event() {
     fn build_in_a_named_function() -> IO<Trace, ()> {
         IO::delay(|| 1).flat_map(|_| IO::trace())
     }
-    let mut rt = exec_single::SingleThreaded::with_config(config(TracingMode::Full));
+    let mut rt = spindle_exec_single::SingleThreaded::with_config(config(TracingMode::Full));
     let trace = rt
         .block_on(build_in_a_named_function())
         .succeeded()
         .unwrap();
-    io_core::trace::set_full_capture(false);
+    spindle_core::trace::set_full_capture(false);
     let first = &trace.events()[0];
     assert!(first.site().has_backtrace(), "{trace}");
     let frame = first.user_frame().expect("a user frame");
@@ -243,7 +243,7 @@ fn full_mode_without_its_feature_is_a_configuration_error_naming_the_feature() {
         .tracing(TracingMode::Full)
         .build()
         .unwrap_err();
-    assert_eq!(err, io_core::ConfigError::FullTracingNotCompiled);
+    assert_eq!(err, spindle_core::ConfigError::FullTracingNotCompiled);
     assert!(err.to_string().contains("tracing-full"), "{err}");
 }
 

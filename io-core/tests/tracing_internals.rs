@@ -15,14 +15,14 @@
 
 use std::time::Duration;
 
-use exec_single::SingleThreaded;
-use io_core::data::latch::CountDownLatch;
-use io_core::data::mutex::Mutex;
-use io_core::data::queue::Queue;
-use io_core::data::ref_::Ref;
-use io_core::data::resource::Resource;
-use io_core::data::semaphore::Semaphore;
-use io_core::{Deferred, Either, FiberConfig, IO, Outcome, TimeoutError, Trace, TracingMode};
+use spindle_core::data::latch::CountDownLatch;
+use spindle_core::data::mutex::Mutex;
+use spindle_core::data::queue::Queue;
+use spindle_core::data::ref_::Ref;
+use spindle_core::data::resource::Resource;
+use spindle_core::data::semaphore::Semaphore;
+use spindle_core::{Deferred, Either, FiberConfig, IO, Outcome, TimeoutError, Trace, TracingMode};
+use spindle_exec_single::SingleThreaded;
 
 #[derive(Debug, Clone, PartialEq)]
 enum Error {
@@ -65,7 +65,7 @@ fn run_traced<A: Send + 'static>(io: IO<A, Error>) -> (A, Vec<&'static str>) {
 /// They are left out of the compared names: where a bind's event goes
 /// relative to its source's is the run-loop's business, not this file's
 /// (they still count for the file check).
-const GLUE: [&str; 5] = ["flat_map", "map", "product_r", "as_", "attempt"];
+const GLUE: [&str; 5] = ["flat_map", "map", "product_r", "map_to", "attempt"];
 
 /// The trace's operation names, without [`GLUE`], after checking that
 /// every event points into this file.
@@ -167,7 +167,7 @@ fn race_records_race_in_the_parent_and_only_user_sites_in_the_children() {
             .flat_map(|pair| match pair {
                 Either::Left((Outcome::Succeeded((v, trace)), loser)) => {
                     assert_child_trace(&trace);
-                    loser.cancel().as_(v)
+                    loser.cancel().map_to(v)
                 }
                 _ => IO::raise_error(Error::Boom),
             }),
@@ -429,21 +429,21 @@ fn mutex_and_latch_operations_record_their_type_and_name() {
     let (l1, l2) = (latch.clone(), latch);
     let (value, ops) = run_traced(
         m1.lock::<Error>()
-            .use_(|_| IO::pure(1u32))
+            .use_with(|_| IO::pure(1u32))
             .product_r(m2.with_lock(IO::pure(2u32)))
             .product_r(l1.release())
-            .product_r(l2.await_())
-            .as_(3u32),
+            .product_r(l2.wait())
+            .map_to(3u32),
     );
     assert_eq!(value, 3);
     assert_eq!(
         ops,
         [
-            "Resource::use_",
+            "Resource::use_with",
             "Mutex::lock",
             "Mutex::with_lock",
             "CountDownLatch::release",
-            "CountDownLatch::await_"
+            "CountDownLatch::wait"
         ]
     );
 }
@@ -464,12 +464,12 @@ fn resource_operations_record_where_the_resource_was_made() {
         .both(c)
         .both(d)
         .both(e);
-    let (value, ops) = run_traced(all.use_(|(((ab, c), d), e)| IO::pure(ab + c + d + e)));
+    let (value, ops) = run_traced(all.use_with(|(((ab, c), d), e)| IO::pure(ab + c + d + e)));
     assert_eq!(value, 15);
     assert_eq!(
         ops,
         [
-            "Resource::use_",
+            "Resource::use_with",
             "Resource::both",
             "Resource::both",
             "Resource::both",
@@ -492,7 +492,7 @@ fn allocated_release_and_background_record_their_names() {
     let resource = Resource::make(IO::pure(1u32), |_| IO::unit());
     let (value, ops) = run_traced(resource.allocated().flat_map(|allocated| {
         let value = *allocated.value();
-        allocated.release().as_(value)
+        allocated.release().map_to(value)
     }));
     assert_eq!(value, 1);
     assert_eq!(
@@ -507,16 +507,16 @@ fn allocated_release_and_background_record_their_names() {
     let (value, ops) = run_traced(
         IO::<u32, Error>::never()
             .background()
-            .use_(|_| IO::pure(2u32)),
+            .use_with(|_| IO::pure(2u32)),
     );
     assert_eq!(value, 2);
-    assert_eq!(ops, ["Resource::use_", "background"]);
+    assert_eq!(ops, ["Resource::use_with", "background"]);
 }
 
 #[test]
 fn socket_operations_record_their_type_and_name_at_the_call_site() {
-    use exec_batching::EventLoop;
-    use exec_batching::net::{TcpListener, TcpStream};
+    use spindle_exec_batching::EventLoop;
+    use spindle_exec_batching::net::{TcpListener, TcpStream};
 
     let program = TcpListener::bind("127.0.0.1:0".parse().unwrap()).flat_map(|listener| {
         listener.local_addr().flat_map(move |addr| {

@@ -90,10 +90,10 @@ pub struct Frame {
 /// Crates whose frames a rendered trace leaves out: Spindle's own, the
 /// standard library's, and the backtrace machinery.
 const RUNTIME_CRATES: [&str; 10] = [
-    "io_core",
-    "exec_single",
-    "exec_wstp",
-    "exec_batching",
+    "spindle_core",
+    "spindle_exec_single",
+    "spindle_exec_wstp",
+    "spindle_exec_batching",
     "trace",
     "std",
     "core",
@@ -172,7 +172,7 @@ mod tests {
 
     #[test]
     fn parsing_a_rendered_backtrace_finds_functions_and_locations() {
-        let text = "   0: std::backtrace::Backtrace::force_capture\n             at /rustc/x/library/std/src/backtrace.rs:312:13\n   1: io_core::io::IO<A,E>::flat_map\n             at ./io-core/src/io.rs:10:5\n   2: demo::program\n             at ./examples/demo.rs:7:9\n   3: <F as core::ops::function::FnOnce<()>>::call_once\n   4: demo::main\n";
+        let text = "   0: std::backtrace::Backtrace::force_capture\n             at /rustc/x/library/std/src/backtrace.rs:312:13\n   1: spindle_core::io::IO<A,E>::flat_map\n             at ./io-core/src/io.rs:10:5\n   2: demo::program\n             at ./examples/demo.rs:7:9\n   3: <F as core::ops::function::FnOnce<()>>::call_once\n   4: demo::main\n";
         let frames = parse(text);
         assert_eq!(frames.len(), 5);
         assert_eq!(frames[2].function, "demo::program");
@@ -191,13 +191,13 @@ mod tests {
     #[test]
     fn runtime_and_standard_library_frames_are_recognised() {
         for f in [
-            "io_core::fiber::run_loop::run_loop",
-            "<io_core::io::IO<A,E>>::map",
-            "exec_wstp::worker::run",
+            "spindle_core::fiber::run_loop::run_loop",
+            "<spindle_core::io::IO<A,E>>::map",
+            "spindle_exec_wstp::worker::run",
             "core::ops::function::FnOnce::call_once",
             "std::rt::lang_start_internal",
             "<alloc::boxed::Box<F,A> as core::ops::function::FnOnce<Args>>::call_once",
-            "trace::Site::caller",
+            "spindle_trace::Site::caller",
             "__rust_begin_short_backtrace",
         ] {
             assert!(is_runtime(f), "{f} should be filtered");

@@ -135,8 +135,8 @@ fn full_capture_attaches_a_backtrace_whose_first_user_frame_is_the_caller() {
     let frame = event.user_frame().expect("a user frame");
     // `here` is in this test module (crate `trace`, filtered) when inlined
     // away; the first frame outside the runtime crates is the test harness
-    // or this test, never `trace::`/`std::`.
-    assert!(!frame.function.starts_with("trace::"), "{frame:?}");
+    // or this test, never `spindle_trace::`/`std::`.
+    assert!(!frame.function.starts_with("spindle_trace::"), "{frame:?}");
     assert!(!frame.function.starts_with("std::"), "{frame:?}");
 }
 

@@ -14,7 +14,7 @@ use benches::{
     ASYNC_SIZE, DEFERRED_ROUNDS, DUMMY, Dummy, MUTEX_ITERATIONS, PAR_SIZE, QUEUE_SIZE,
     REF_ITERATIONS, SIZE, SLEEP_FIBERS, SLEEP_LOOP_UNTIL,
 };
-use io_core::{Deferred, Either, FiberHandle, IO, Mutex, Outcome, Queue, Ref};
+use spindle_core::{Deferred, Either, FiberHandle, IO, Mutex, Outcome, Queue, Ref};
 
 type Io<A> = IO<A, Infallible>;
 type Fallible<A> = IO<A, Dummy>;
@@ -250,14 +250,14 @@ pub fn map_stream_expected(times: i64, batch: usize) -> i64 {
 // ---------------------------------------------------------------------------
 
 fn eval_async(n: i32) -> Io<i32> {
-    IO::async_(move |cb| {
+    IO::from_callback(move |cb| {
         cb.succeed(n);
         None
     })
 }
 
 fn eval_cancelable(n: i32) -> Io<i32> {
-    IO::async_(move |cb| {
+    IO::from_callback(move |cb| {
         cb.succeed(n);
         Some(IO::unit())
     })
@@ -553,7 +553,7 @@ pub fn queue_contended_single_consumer(kind: Kind) -> Io<usize> {
 }
 
 fn use_lock(m: &Mutex) -> Io<()> {
-    m.lock().use_(|_| IO::unit())
+    m.lock().use_with(|_| IO::unit())
 }
 
 pub fn mutex_happy_path(fibers: usize) -> Io<usize> {
@@ -574,7 +574,7 @@ pub fn mutex_cancellation(fibers: usize) -> Io<usize> {
     rounds(MUTEX_ITERATIONS, move || {
         IO::delay(Mutex::new).flat_map(move |m| {
             let lockers = m.clone();
-            m.lock().use_(move |_| {
+            m.lock().use_with(move |_| {
                 let cancels = (0..fibers)
                     .map(|_| {
                         use_lock(&lockers)

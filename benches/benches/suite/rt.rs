@@ -20,9 +20,9 @@ use std::hint::black_box;
 use benches::succeeded;
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, BenchmarkId, Criterion, SamplingMode, Throughput};
-use exec_batching::EventLoop;
-use exec_single::{SingleThreaded, StdClock};
-use io_core::IO;
+use spindle_core::IO;
+use spindle_exec_batching::EventLoop;
+use spindle_exec_single::{SingleThreaded, StdClock};
 use tokio::runtime::Runtime as Tokio;
 
 /// Worker threads of exec-wstp and of tokio's multi-thread runtime.
@@ -55,11 +55,11 @@ impl BenchRt for SingleThreaded<StdClock> {
     }
 }
 
-impl BenchRt for exec_wstp::Runtime {
+impl BenchRt for spindle_exec_wstp::Runtime {
     const NAME: &'static str = "wstp";
     const MULTI_THREADED: bool = true;
     fn new() -> Self {
-        exec_wstp::Runtime::builder()
+        spindle_exec_wstp::Runtime::builder()
             .worker_threads(WORKERS)
             .build()
             .expect("exec-wstp runtime")
@@ -199,7 +199,7 @@ impl<'a> Group<'a> {
     /// `wstp` (2 workers) and `batching`.
     pub fn spindle_all<W: Workload>(&mut self, workload: W, expected: W::Out) -> &mut Self {
         self.spindle::<SingleThreaded<StdClock>, W>(&workload, &expected);
-        self.spindle::<exec_wstp::Runtime, W>(&workload, &expected);
+        self.spindle::<spindle_exec_wstp::Runtime, W>(&workload, &expected);
         self.spindle::<EventLoop, W>(&workload, &expected);
         self
     }

@@ -5,7 +5,7 @@
 //! requests/sec) plus the requests/sec ratio batching / non-batching.
 //!
 //! ```text
-//! cargo build --release -p exec-batching --example hello_http
+//! cargo build --release -p spindle-exec-batching --example hello_http
 //! cargo run --release -p benches --bin http_compare -- [--duration 10] [--warmup 1]
 //! ```
 //!

@@ -133,7 +133,7 @@ Runs exec-batching's hello_http server once per mode (batching, then
 macrotask), loads it at each connection count and prints one markdown
 table per count plus the requests/sec ratio batching / non-batching.
 Build the server first:
-  cargo build --release -p exec-batching --example hello_http
+  cargo build --release -p spindle-exec-batching --example hello_http
 
   --server PATH        the hello_http binary (default: the first that exists of
                        target/release/examples/hello_http under the current

@@ -53,7 +53,7 @@ pub fn server_candidates() -> Vec<PathBuf> {
 /// of `candidates` that exists; the error says what was tried and how to
 /// build it.
 pub fn find_server(explicit: Option<&Path>, candidates: &[PathBuf]) -> Result<PathBuf, String> {
-    const BUILD: &str = "cargo build --release -p exec-batching --example hello_http";
+    const BUILD: &str = "cargo build --release -p spindle-exec-batching --example hello_http";
     if let Some(path) = explicit {
         return if path.is_file() {
             Ok(path.to_path_buf())
@@ -437,7 +437,7 @@ mod tests {
         let err = find_server(None, &[PathBuf::from("/nonexistent/hello_http")]).unwrap_err();
         assert!(err.contains("/nonexistent/hello_http"), "{err}");
         assert!(
-            err.contains("cargo build --release -p exec-batching"),
+            err.contains("cargo build --release -p spindle-exec-batching"),
             "{err}"
         );
         let err = find_server(Some(Path::new("/nonexistent/x")), &[]).unwrap_err();

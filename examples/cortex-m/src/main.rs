@@ -28,8 +28,8 @@ use cortex_m::peripheral::syst::SystClkSource;
 use cortex_m_rt::{entry, exception};
 use cortex_m_semihosting::debug;
 use embedded_alloc::LlffHeap as Heap;
-use exec_single::{Clock, SingleThreaded};
-use io_core::{Deferred, FiberHandle, IO, Outcome, Traced};
+use spindle_exec_single::{Clock, SingleThreaded};
+use spindle_core::{Deferred, FiberHandle, IO, Outcome, Traced};
 
 /// Output through semihosting without `core::fmt` (whose formatting
 /// machinery would be most of a small image): text and `u32`s only.
@@ -245,7 +245,7 @@ fn heap_per_suspended_fiber(n: u32) -> Io<u32> {
                 release
                     .complete::<Error>(())
                     .product_r(IO::cede())
-                    .as_((after - before) / n)
+                    .map_to((after - before) / n)
             })
     })
 }

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use exec_wstp::Runtime;
+use spindle_exec_wstp::Runtime;
 
 /// The generous limit for tests whose failure mode is a hang (a lost
 /// wake-up, a starved fiber): far above what the work needs on a loaded
@@ -64,7 +64,7 @@ pub fn example(name: &str) -> std::path::PathBuf {
         .expect("target dir");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| String::from("cargo"));
     let mut build = std::process::Command::new(cargo);
-    build.args(["build", "-q", "-p", "exec-wstp", "--example", name]);
+    build.args(["build", "-q", "-p", "spindle-exec-wstp", "--example", name]);
     if cfg!(feature = "tracing-full") {
         build.args(["--features", "tracing-full"]);
     }

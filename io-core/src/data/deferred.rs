@@ -231,7 +231,7 @@ where
     C: CellOwner<A>,
     M: OpMeta,
 {
-    IO::async_at::<M, _>(site, move |cb| {
+    IO::from_callback_at::<M, _>(site, move |cb| {
         let id = owner.cell().on_value(Waiter::Resume {
             callback: cb.into_raw(),
             read: read_erased::<A, R>,
@@ -244,8 +244,8 @@ where
 /// `Deferred`).
 ///
 /// ```
-/// use io_core::{Deferred, IO};
-/// use exec_single::SingleThreaded;
+/// use spindle_core::{Deferred, IO};
+/// use spindle_exec_single::SingleThreaded;
 ///
 /// let d = Deferred::<u32>::new();
 /// let waiter = d.get::<()>();

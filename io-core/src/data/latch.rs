@@ -15,7 +15,7 @@ use crate::tracing::{Named, here};
 // The operations as traces name them.
 super::trace_ops! {
     Release = "CountDownLatch::release",
-    Await = "CountDownLatch::await_",
+    Wait = "CountDownLatch::wait",
 }
 
 struct Shared {
@@ -26,14 +26,14 @@ struct Shared {
 /// A latch opened by a number of releases.
 ///
 /// ```
-/// use io_core::{IO, data::latch::CountDownLatch};
-/// use exec_single::SingleThreaded;
+/// use spindle_core::{IO, data::latch::CountDownLatch};
+/// use spindle_exec_single::SingleThreaded;
 ///
 /// let latch = CountDownLatch::new(2)?;
 /// let (l1, l2) = (latch.clone(), latch.clone());
-/// let io: IO<&str, ()> = l1.release().product_r(l2.release()).product_r(latch.await_()).as_("open");
+/// let io: IO<&str, ()> = l1.release().product_r(l2.release()).product_r(latch.wait()).map_to("open");
 /// assert_eq!(SingleThreaded::new().block_on(io).succeeded(), Some("open"));
-/// # Ok::<(), io_core::data::latch::InvalidCount>(())
+/// # Ok::<(), spindle_core::data::latch::InvalidCount>(())
 /// ```
 #[derive(Clone)]
 pub struct CountDownLatch {
@@ -104,8 +104,8 @@ impl CountDownLatch {
 
     /// Waits until the latch is open.
     #[track_caller]
-    pub fn await_<E: Send + 'static>(&self) -> IO<(), E> {
-        self.shared.done.get_at::<Named<Await>, E>(here())
+    pub fn wait<E: Send + 'static>(&self) -> IO<(), E> {
+        self.shared.done.get_at::<Named<Wait>, E>(here())
     }
 
     /// Releases still needed.

@@ -5,7 +5,7 @@
 //!
 //! Each type keeps its state behind a short lock of the sync shim (held for
 //! a few instructions, never across a suspension); a fiber that must wait
-//! registers a waiter and suspends with `IO::async_`, whose cancellation
+//! registers a waiter and suspends with `IO::from_callback`, whose cancellation
 //! finalizer removes the waiter again. Credits: the shapes follow Cats
 //! Effect's `std` and `kernel` data types; no code is copied.
 

@@ -21,11 +21,11 @@ static WITH_LOCK: Op = Op::new("Mutex::with_lock");
 /// Mutual exclusion between fibers.
 ///
 /// ```
-/// use io_core::{IO, data::mutex::Mutex};
-/// use exec_single::SingleThreaded;
+/// use spindle_core::{IO, data::mutex::Mutex};
+/// use spindle_exec_single::SingleThreaded;
 ///
 /// let mutex = Mutex::new();
-/// let io: IO<u32, ()> = mutex.lock().use_(|_| IO::pure(1));
+/// let io: IO<u32, ()> = mutex.lock().use_with(|_| IO::pure(1));
 /// assert_eq!(SingleThreaded::new().block_on(io).succeeded(), Some(1));
 /// ```
 #[derive(Clone)]
@@ -56,7 +56,7 @@ impl Mutex {
         }
     }
 
-    /// The lock as a resource: held for the scope of `use_`.
+    /// The lock as a resource: held for the scope of `use_with`.
     #[track_caller]
     pub fn lock<E: Send + 'static>(&self) -> Resource<(), E> {
         let (acquire, release) = (self.permit.clone(), self.permit.clone());

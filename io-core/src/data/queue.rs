@@ -219,8 +219,8 @@ impl core::error::Error for InvalidCapacity {}
 /// A FIFO queue for fibers. See the [module documentation](self).
 ///
 /// ```
-/// use io_core::{IO, data::queue::Queue};
-/// use exec_single::SingleThreaded;
+/// use spindle_core::{IO, data::queue::Queue};
+/// use spindle_exec_single::SingleThreaded;
 ///
 /// let q = Queue::<u32>::bounded(2)?;
 /// let (producer, consumer) = (q.clone(), q);
@@ -228,7 +228,7 @@ impl core::error::Error for InvalidCapacity {}
 ///     .start()
 ///     .product_r(IO::replicate(4, move || consumer.take()));
 /// assert_eq!(SingleThreaded::new().block_on(io).succeeded(), Some(vec![1, 2, 3, 4]));
-/// # Ok::<(), io_core::data::queue::InvalidCapacity>(())
+/// # Ok::<(), spindle_core::data::queue::InvalidCapacity>(())
 /// ```
 pub struct Queue<A> {
     shared: Arc<Shared<A>>,
@@ -353,7 +353,7 @@ impl<A: Send + 'static> Queue<A> {
             let id_cell = Arc::new(Mutex::new(None::<u64>));
             let (s1, s2) = (shared.clone(), shared);
             let (slot1, id1, id2) = (slot, id_cell.clone(), id_cell);
-            let wait = IO::async_untraced(move |cb: Callback<(), E>| {
+            let wait = IO::from_callback_untraced(move |cb: Callback<(), E>| {
                 let mut state = s1.state.lock();
                 // The queue may have changed since `offer_now`: try again
                 // under this lock before waiting.
@@ -420,7 +420,7 @@ impl<A: Send + 'static> Queue<A> {
             let (s1, s2) = (shared.clone(), shared);
             let (slot1, slot2, slot3) = (slot.clone(), slot.clone(), slot);
             let (id1, id2) = (id_cell.clone(), id_cell);
-            let wait = IO::async_untraced(move |cb: Callback<(), E>| {
+            let wait = IO::from_callback_untraced(move |cb: Callback<(), E>| {
                 // Check again under the lock before waiting.
                 let mut state = s1.state.lock();
                 let ready =

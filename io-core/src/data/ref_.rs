@@ -16,8 +16,8 @@ use crate::tracing::{Named, OpMeta, Site, WithClosure, here};
 /// A shared cell for fibers, updated atomically.
 ///
 /// ```
-/// use io_core::{IO, data::ref_::Ref};
-/// use exec_single::SingleThreaded;
+/// use spindle_core::{IO, data::ref_::Ref};
+/// use spindle_exec_single::SingleThreaded;
 ///
 /// let counter = Ref::new(0u64);
 /// let c = counter.clone();

@@ -2,7 +2,7 @@
 //! `Resource`).
 //!
 //! A `Resource<A, E>` is a program that *allocates*: it produces the value
-//! and the function that releases it. [`Resource::use_`] allocates masked,
+//! and the function that releases it. [`Resource::use_with`] allocates masked,
 //! runs the user's program (cancelable) with a reference to the value, and
 //! releases whatever the outcome. Composition (`flat_map`) releases in
 //! reverse order of acquisition; a release that fails does not stop the
@@ -35,7 +35,7 @@ super::trace_ops! {
     MakeFull = "Resource::make_full",
     Pure = "Resource::pure",
     Eval = "Resource::eval",
-    Use = "Resource::use_",
+    UseWith = "Resource::use_with",
     AllocatedOp = "Resource::allocated",
     Map = "Resource::map",
     FlatMap = "Resource::flat_map",
@@ -107,8 +107,8 @@ impl<A: Send + 'static, E: Send + 'static> Allocated<A, E> {
 /// A resource: acquisition and release as one value.
 ///
 /// ```
-/// use io_core::{IO, data::resource::Resource};
-/// use exec_single::SingleThreaded;
+/// use spindle_core::{IO, data::resource::Resource};
+/// use spindle_exec_single::SingleThreaded;
 /// use std::sync::{Arc, Mutex};
 ///
 /// let log = Arc::new(Mutex::new(Vec::new()));
@@ -122,12 +122,12 @@ impl<A: Send + 'static, E: Send + 'static> Allocated<A, E> {
 /// let (l1, l2) = (log.clone(), log.clone());
 /// let both: Resource<(&str, &str), ()> =
 ///     open("a", l1).flat_map(move |a| { let a = *a; open("b", l2).map(move |b| (a, *b)) });
-/// let io = both.use_(|(a, b)| IO::pure(format!("{a}{b}")));
+/// let io = both.use_with(|(a, b)| IO::pure(format!("{a}{b}")));
 /// assert_eq!(SingleThreaded::new().block_on(io).succeeded(), Some("ab".to_string()));
 /// assert_eq!(*log.lock().unwrap(), ["open a", "open b", "close b", "close a"]);
 /// ```
 pub struct Resource<A, E> {
-    /// Allocates, inside the masked region of `use_` (or `allocated`), given
+    /// Allocates, inside the masked region of `use_with` (or `allocated`), given
     /// that region's poll: a cancelable acquisition (`make_full`) polls with
     /// it, so that canceling the user of the resource ends the wait.
     allocate: Allocate<A, E>,
@@ -179,7 +179,7 @@ impl<A: Send + 'static, E: Send + 'static> Resource<A, E> {
 
     /// A resource whose acquisition may be canceled where it polls (for
     /// instance while it waits for a permit): the poll is that of the
-    /// masked region `use_` runs the acquisition in.
+    /// masked region `use_with` runs the acquisition in.
     #[track_caller]
     pub fn make_full<Acq, R>(acquire: Acq, release: R) -> Self
     where
@@ -227,12 +227,12 @@ impl<A: Send + 'static, E: Send + 'static> Resource<A, E> {
     /// whatever the outcome. Allocation and release are masked (except where
     /// a `make_full` acquisition polls); the program is cancelable.
     #[track_caller]
-    pub fn use_<B, F>(self, f: F) -> IO<B, E>
+    pub fn use_with<B, F>(self, f: F) -> IO<B, E>
     where
         B: Send + 'static,
         F: FnOnce(&A) -> IO<B, E> + Send + 'static,
     {
-        IO::uncancelable_at::<WithClosure<Use, F>, _>(here(), move |poll| {
+        IO::uncancelable_at::<WithClosure<UseWith, F>, _>(here(), move |poll| {
             (self.allocate)(poll).flat_map_untraced(move |allocated| {
                 let used = f(&allocated.value);
                 poll.apply_untraced(used)

@@ -102,14 +102,14 @@ enum Ticket {
 /// A counting semaphore for fibers (Cats Effect's `Semaphore`).
 ///
 /// ```
-/// use io_core::{IO, data::semaphore::Semaphore};
-/// use exec_single::SingleThreaded;
+/// use spindle_core::{IO, data::semaphore::Semaphore};
+/// use spindle_exec_single::SingleThreaded;
 ///
 /// let sem = Semaphore::new(1)?;
 /// let guarded: IO<u32, ()> = sem.with_permit(IO::pure(5));
 /// assert_eq!(SingleThreaded::new().block_on(guarded).succeeded(), Some(5));
 /// assert!(Semaphore::new(0).is_err());
-/// # Ok::<(), io_core::data::semaphore::InvalidPermits>(())
+/// # Ok::<(), spindle_core::data::semaphore::InvalidPermits>(())
 /// ```
 #[derive(Clone)]
 pub struct Semaphore {
@@ -194,7 +194,7 @@ impl Semaphore {
             let ticket = Arc::new(Mutex::new(Ticket::Granted));
             let (t1, t2) = (ticket.clone(), ticket);
             let (s1, s2) = (shared.clone(), shared);
-            let wait: IO<(), E> = IO::async_untraced(move |cb: Callback<(), E>| {
+            let wait: IO<(), E> = IO::from_callback_untraced(move |cb: Callback<(), E>| {
                 let mut state = s1.state.lock();
                 if state.take_free() {
                     drop(state);

@@ -1,7 +1,7 @@
 //! Loom model checks of `Deferred`'s cell (`deferred::Cell`): `complete`
 //! racing `on_value` (a `get` registering its waiter), `remove_waiter` (a
 //! canceled `get` leaving) and a second `complete`.
-//! `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p io-core --lib --release -- loom`.
+//! `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p spindle-core --lib --release -- loom`.
 //!
 //! Every waiter is a closure that counts its calls and the drops of what it
 //! captures, so a model sees: called exactly once with the value, or

@@ -320,7 +320,7 @@ impl Header {
             },
         };
         #[cfg(feature = "tracing")]
-        let trace = self.ring.get().and_then(trace::Ring::snapshot);
+        let trace = self.ring.get().and_then(spindle_trace::Ring::snapshot);
         #[cfg(not(feature = "tracing"))]
         let trace = None;
         Some(FiberInfo {
@@ -420,7 +420,7 @@ impl Drop for RawCallback {
     }
 }
 
-/// Resumes a fiber suspended in [`IO::async_`] with a result.
+/// Resumes a fiber suspended in [`IO::from_callback`] with a result.
 ///
 /// `Send + Sync`, callable from any thread, also before the registration
 /// function returns. Only the first call (of this callback and all its
@@ -1163,9 +1163,9 @@ impl<X: Executor> Fiber<X> {
         #[cfg(feature = "tracing")]
         if traces {
             // Programs built from now on keep every site (see
-            // `trace::call_sites_for`); a later configuration that records
+            // `spindle_trace::call_sites_for`); a later configuration that records
             // nothing no longer turns them off.
-            trace::keep_call_sites();
+            spindle_trace::keep_call_sites();
         }
         let core = Core {
             next: Next::Node(node),

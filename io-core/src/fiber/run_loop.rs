@@ -427,7 +427,7 @@ fn run_loop<X: Executor, const TRACING: bool>(inner: &Arc<FiberInner<X>>, core: 
                     Ok(Ok(value)) => Node::pure(value),
                     Ok(Err(error)) => Node::error(unsafe { k.call(error) }),
                     Err(source) => {
-                        core.stack.push(Frame::map_error(k));
+                        core.stack.push(Frame::map_err(k));
                         source
                     }
                 }

@@ -23,7 +23,7 @@
 
 #![allow(dead_code, unused_macros, unused_imports)]
 
-use io_core::{Executor, FiberConfig, FiberDump, IO, Outcome};
+use spindle_core::{Executor, FiberConfig, FiberDump, IO, Outcome};
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -59,15 +59,15 @@ pub trait TestRuntime: Sized {
 }
 
 /// exec-single: the single-threaded executor on the system clock.
-pub struct Single(exec_single::SingleThreaded<exec_single::StdClock>);
+pub struct Single(spindle_exec_single::SingleThreaded<spindle_exec_single::StdClock>);
 
 impl TestRuntime for Single {
     fn new() -> Self {
-        Single(exec_single::SingleThreaded::new())
+        Single(spindle_exec_single::SingleThreaded::new())
     }
 
     fn with_config(config: FiberConfig) -> Self {
-        Single(exec_single::SingleThreaded::with_config(config))
+        Single(spindle_exec_single::SingleThreaded::with_config(config))
     }
 
     fn run<A: Send + 'static, E: Send + 'static>(&mut self, io: IO<A, E>) -> Outcome<A, E> {
@@ -80,7 +80,7 @@ impl TestRuntime for Single {
     ) -> Result<Outcome<A, E>, NeverFinishes> {
         self.0
             .try_block_on(io)
-            .map_err(|exec_single::Deadlock| NeverFinishes)
+            .map_err(|spindle_exec_single::Deadlock| NeverFinishes)
     }
 
     fn dumper(&self) -> Dumper {
@@ -91,7 +91,7 @@ impl TestRuntime for Single {
 
 /// exec-wstp: the work-stealing pool, with two worker threads (so that
 /// every shared test body also runs with real parallelism and stealing).
-pub struct Wstp(exec_wstp::Runtime);
+pub struct Wstp(spindle_exec_wstp::Runtime);
 
 /// The worker threads of the [`Wstp`] test runtime.
 pub const WSTP_WORKERS: usize = 2;
@@ -103,7 +103,7 @@ impl TestRuntime for Wstp {
 
     fn with_config(config: FiberConfig) -> Self {
         Wstp(
-            exec_wstp::Runtime::builder()
+            spindle_exec_wstp::Runtime::builder()
                 .worker_threads(WSTP_WORKERS)
                 .fiber_config(config)
                 .build()
@@ -124,7 +124,7 @@ impl TestRuntime for Wstp {
     ) -> Result<Outcome<A, E>, NeverFinishes> {
         match self.0.block_on(io) {
             Ok(outcome) => Ok(outcome),
-            Err(exec_wstp::RuntimeError::Deadlock) => Err(NeverFinishes),
+            Err(spindle_exec_wstp::RuntimeError::Deadlock) => Err(NeverFinishes),
             Err(e) => panic!("exec-wstp: block_on failed: {e}"),
         }
     }
@@ -139,7 +139,7 @@ impl TestRuntime for Wstp {
 /// batches of 64). Every shared body runs on it unchanged: the loop is
 /// single-threaded like exec-single, and wake-ups from other threads (a
 /// test thread, `IO::blocking`'s thread) go through its remote queue.
-pub struct Batching(exec_batching::EventLoop);
+pub struct Batching(spindle_exec_batching::EventLoop);
 
 impl TestRuntime for Batching {
     fn new() -> Self {
@@ -148,7 +148,7 @@ impl TestRuntime for Batching {
 
     fn with_config(config: FiberConfig) -> Self {
         Batching(
-            exec_batching::EventLoop::builder()
+            spindle_exec_batching::EventLoop::builder()
                 .config(config)
                 .build()
                 .expect("build an exec-batching event loop"),
@@ -165,7 +165,7 @@ impl TestRuntime for Batching {
     ) -> Result<Outcome<A, E>, NeverFinishes> {
         self.0
             .try_block_on(io)
-            .map_err(|exec_batching::Deadlock| NeverFinishes)
+            .map_err(|spindle_exec_batching::Deadlock| NeverFinishes)
     }
 
     fn dumper(&self) -> Dumper {
@@ -208,16 +208,16 @@ macro_rules! stamp_rt_tests {
             /// Runs `io` on a fresh executor.
             #[allow(dead_code)]
             fn run<A: Send + 'static, E: Send + 'static>(
-                io: io_core::IO<A, E>,
-            ) -> io_core::Outcome<A, E> {
+                io: spindle_core::IO<A, E>,
+            ) -> spindle_core::Outcome<A, E> {
                 <Rt as $crate::common::TestRuntime>::new().run(io)
             }
 
             /// Runs `io` on a fresh executor; `Err` if it can never finish.
             #[allow(dead_code)]
             fn try_run<A: Send + 'static, E: Send + 'static>(
-                io: io_core::IO<A, E>,
-            ) -> Result<io_core::Outcome<A, E>, $crate::common::NeverFinishes> {
+                io: spindle_core::IO<A, E>,
+            ) -> Result<spindle_core::Outcome<A, E>, $crate::common::NeverFinishes> {
                 <Rt as $crate::common::TestRuntime>::new().try_run(io)
             }
 
@@ -229,7 +229,7 @@ macro_rules! stamp_rt_tests {
 
             /// A fresh executor with the given fiber configuration.
             #[allow(dead_code)]
-            fn rt_with_config(config: io_core::FiberConfig) -> Rt {
+            fn rt_with_config(config: spindle_core::FiberConfig) -> Rt {
                 <Rt as $crate::common::TestRuntime>::with_config(config)
             }
 
@@ -343,7 +343,7 @@ impl<T: Clone + Send + 'static> Log<T> {
 
 /// A program that cedes until `condition` holds (for a test to wait until
 /// another fiber has reached a point it cannot signal with a `Deferred`, such
-/// as a suspension inside `IO::async_`). Panics after a great many cedes, so
+/// as a suspension inside `IO::from_callback`). Panics after a great many cedes, so
 /// that a condition that never holds fails the test instead of hanging it.
 ///
 /// Not for `TestControl`: a fiber that keeps ceding is always runnable, so

@@ -1,5 +1,5 @@
 //! Loom model checks of the suspension protocol (module doc of `fiber`):
-//! `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p io-core --lib --release -- loom`.
+//! `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p spindle-core --lib --release -- loom`.
 //!
 //! * Completers racing each other and the fiber's own suspension.
 //! * Cancellation racing a completer and the suspension: `request_cancel`
@@ -358,7 +358,7 @@ struct FiberRun {
     schedules: usize,
 }
 
-/// Runs `(mark started *> async_(register: spawn a completer thread))
+/// Runs `(mark started *> from_callback(register: spawn a completer thread))
 /// .guarantee(..)`, the wait masked or not, on the main thread while
 /// another thread cancels the fiber.
 fn fiber_race(masked: bool) -> FiberRun {
@@ -375,7 +375,7 @@ fn fiber_race(masked: bool) -> FiberRun {
     let wait: IO<u32, ()> = {
         let completer = completer.clone();
         let fin = async_finalizers.clone();
-        IO::async_(move |cb| {
+        IO::from_callback(move |cb| {
             let handle = thread::spawn(move || cb.succeed(7));
             *completer.lock().unwrap() = Some(handle);
             Some(IO::delay(move || {
@@ -427,7 +427,7 @@ fn fiber_race(masked: bool) -> FiberRun {
     }
 }
 
-/// A fiber suspended (unmasked) in `async_` while its callback arrives
+/// A fiber suspended (unmasked) in `from_callback` while its callback arrives
 /// from one thread and a cancel from another: it completes exactly once;
 /// if the callback won, the registration's finalizer does not run and the
 /// value arrives (or a cancel seen afterwards ends the fiber); if the

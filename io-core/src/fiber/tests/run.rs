@@ -143,7 +143,7 @@ fn an_error_skips_binds_and_reaches_the_nearest_handler() {
             s2.fetch_add(1, Ordering::SeqCst);
             IO::pure(x)
         })
-        .map_error(|e| e + "!")
+        .map_err(|e| e + "!")
         .handle_error_with(|e| IO::pure(e.len() as u64));
     assert_eq!(rt().run(io), Some(Outcome::Succeeded(5)));
     assert_eq!(skipped.load(Ordering::SeqCst), 0);
@@ -221,7 +221,7 @@ fn dropping_deep_unevaluated_programs_frees_every_capture_once() {
 
 #[test]
 fn a_callback_called_during_registration_continues_synchronously() {
-    let io: IO<u64, ()> = IO::async_(|cb| {
+    let io: IO<u64, ()> = IO::from_callback(|cb| {
         assert!(cb.succeed(5));
         assert!(!cb.succeed(6), "a second call is ignored");
         None
@@ -233,7 +233,7 @@ fn a_callback_called_during_registration_continues_synchronously() {
 fn a_callback_from_another_thread_resumes_the_fiber_exactly_once() {
     let rounds = if cfg!(miri) { 3 } else { 200 };
     for i in 0..rounds {
-        let io: IO<u64, String> = IO::async_(move |cb| {
+        let io: IO<u64, String> = IO::from_callback(move |cb| {
             let other = cb.clone();
             std::thread::spawn(move || cb.succeed(i));
             std::thread::spawn(move || other.fail(String::from("late")));
@@ -253,7 +253,7 @@ fn a_dropped_callback_frees_the_suspended_fiber() {
     let witness = Arc::new(());
     let w = witness.clone();
     let io: IO<u64, ()> = IO::pure(1).flat_map(move |x| {
-        IO::async_(move |cb: crate::Callback<u64, ()>| {
+        IO::from_callback(move |cb: crate::Callback<u64, ()>| {
             drop(cb);
             None
         })
@@ -319,7 +319,7 @@ fn a_started_fiber_is_joined_and_a_sleeping_one_is_canceled_with_its_finalizers(
     let log = Arc::new(Mutex::new(Vec::new()));
     let (l1, l2) = (log.clone(), log.clone());
     let child: IO<u64, ()> = IO::<(), ()>::sleep(Duration::from_secs(60))
-        .as_(1)
+        .map_to(1)
         .on_cancel(IO::delay(move || l1.lock().unwrap().push("on_cancel")))
         .guarantee_case(move |o| {
             let canceled = o.is_canceled();
@@ -374,7 +374,7 @@ fn an_async_wait_canceled_runs_its_finalizer_and_ignores_a_late_callback() {
     let slot: Arc<Mutex<Option<crate::Callback<u64, ()>>>> = Arc::new(Mutex::new(None));
     let finalized = Arc::new(AtomicUsize::new(0));
     let (s1, f1) = (slot.clone(), finalized.clone());
-    let waiting: IO<u64, ()> = IO::async_(move |cb| {
+    let waiting: IO<u64, ()> = IO::from_callback(move |cb| {
         *s1.lock().unwrap() = Some(cb);
         Some(IO::delay(move || {
             f1.fetch_add(1, Ordering::SeqCst);
@@ -409,8 +409,8 @@ fn races_and_data_types_work_on_a_plain_executor() {
         .product_r(IO::replicate(3, move || c.take()));
     assert_eq!(rt().run(io), Some(Outcome::Succeeded(vec![1, 2, 3])));
 
-    let slow: IO<u64, ()> = IO::<(), ()>::sleep(Duration::from_secs(10)).as_(1);
-    let fast: IO<u64, ()> = IO::<(), ()>::sleep(Duration::from_secs(1)).as_(2);
+    let slow: IO<u64, ()> = IO::<(), ()>::sleep(Duration::from_secs(10)).map_to(1);
+    let fast: IO<u64, ()> = IO::<(), ()>::sleep(Duration::from_secs(1)).map_to(2);
     assert_eq!(
         rt().run(slow.race(fast)),
         Some(Outcome::Succeeded(crate::Either::Right(2)))
@@ -448,7 +448,7 @@ fn a_fiber_suspended_with_an_empty_stack_holds_no_stack_buffer() {
         .map(|x| x + 1)
         .flat_map(|x| IO::delay(move || x * 2))
         .flat_map(move |_| {
-            IO::async_(move |cb: crate::Callback<u64, ()>| {
+            IO::from_callback(move |cb: crate::Callback<u64, ()>| {
                 tx.send(cb).unwrap();
                 None
             })
