@@ -45,6 +45,7 @@ use std::net::{Shutdown, SocketAddr};
 use std::ops::ControlFlow;
 use std::sync::Arc;
 
+use spindle_core::raw::Untraced as _;
 use spindle_core::{Callback, IO};
 
 use crate::reactor::{Direction, Sys};
@@ -171,7 +172,7 @@ where
 /// The operations as traces name them: each public operation records one
 /// event, at its caller's site.
 mod ops {
-    use spindle_core::trace::Op;
+    use spindle_core::raw::Op;
 
     pub(super) static BIND: Op = Op::new("TcpListener::bind");
     pub(super) static ACCEPT: Op = Op::new("TcpListener::accept");

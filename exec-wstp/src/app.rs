@@ -77,6 +77,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use spindle_core::raw::UntracedJoin as _;
 use spindle_core::{IO, Outcome, Trace, Traced};
 
 use crate::runtime::{Builder, Handle};

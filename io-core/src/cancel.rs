@@ -203,11 +203,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     }
 
     /// [`IO::guarantee_case`] for io-core's own nodes (no trace event).
-    ///
-    /// Public (hidden) for Spindle's other crates, whose plumbing must not
-    /// show in their users' traces either; not a stable API.
-    #[doc(hidden)]
-    pub fn guarantee_case_untraced<F>(self, finalizer: F) -> IO<A, E>
+    pub(crate) fn guarantee_case_untraced<F>(self, finalizer: F) -> IO<A, E>
     where
         F: FnOnce(&Outcome<A, E>) -> IO<(), E> + Send + 'static,
     {

@@ -38,6 +38,7 @@
 
 use alloc::vec::Vec;
 use core::fmt;
+use core::num::{NonZeroU64, NonZeroUsize};
 use core::time::Duration;
 
 use crate::cancel::Poll;
@@ -68,21 +69,6 @@ pub type RaceOutcome<A, B, E> = Either<Outcome<A, E>, Outcome<B, E>>;
 
 /// What `both_outcome` gives: the outcomes of both sides.
 pub type BothOutcome<A, B, E> = (Outcome<A, E>, Outcome<B, E>);
-
-/// `par_traverse_n` was asked for a parallelism of 0, which could never
-/// make progress.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct InvalidParallelism;
-
-impl fmt::Display for InvalidParallelism {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(
-            "par_traverse_n: the parallelism must be at least 1 (0 would never run anything)",
-        )
-    }
-}
-
-impl core::error::Error for InvalidParallelism {}
 
 /// A program timed out (`IO::timeout`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -430,20 +416,36 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     }
 
     /// Like [`par_traverse`](IO::par_traverse), with at most `parallelism`
-    /// programs running at once. A parallelism of 0 is an error here, at
-    /// construction, instead of a program that never progresses.
+    /// programs running at once. The parallelism is a [`NonZeroUsize`]
+    /// (what [`std::thread::available_parallelism`] returns), so that a
+    /// program that could never make progress cannot be written:
+    ///
+    /// ```
+    /// use core::num::NonZeroUsize;
+    /// use spindle_core::IO;
+    ///
+    /// let two = NonZeroUsize::new(2).expect("2 is not 0");
+    /// let doubled: IO<Vec<u32>, ()> = IO::par_traverse_n(two, vec![1, 2, 3], |x| IO::pure(x * 2));
+    /// # let _ = doubled;
+    /// ```
+    ///
+    /// A plain `0` does not compile:
+    ///
+    /// ```compile_fail
+    /// use spindle_core::IO;
+    ///
+    /// let never: IO<Vec<u32>, ()> = IO::par_traverse_n(0, vec![1, 2, 3], IO::pure);
+    /// ```
+    ///
+    /// [`std::thread::available_parallelism`]: https://doc.rust-lang.org/std/thread/fn.available_parallelism.html
     #[track_caller]
-    pub fn par_traverse_n<T, F>(
-        parallelism: usize,
-        items: Vec<T>,
-        f: F,
-    ) -> Result<IO<Vec<A>, E>, InvalidParallelism>
+    pub fn par_traverse_n<T, F>(parallelism: NonZeroUsize, items: Vec<T>, f: F) -> IO<Vec<A>, E>
     where
         T: Send + 'static,
         F: FnMut(T) -> IO<A, E> + Send + 'static,
     {
-        let semaphore = crate::data::semaphore::Semaphore::new(parallelism as u64)
-            .map_err(|_| InvalidParallelism)?;
+        let permits = NonZeroU64::try_from(parallelism).unwrap_or(NonZeroU64::MAX);
+        let semaphore = crate::data::semaphore::Semaphore::with_permits(permits);
         let mut f = f;
         let program = IO::defer_untraced(move || {
             let programs = items
@@ -452,7 +454,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
                 .collect();
             IO::par_sequence_untraced(programs)
         });
-        Ok(program.traced_as(&PAR_TRAVERSE_N))
+        program.traced_as(&PAR_TRAVERSE_N)
     }
 
     /// Fails with [`TimeoutError`] if `self` has not completed after

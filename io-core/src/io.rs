@@ -265,12 +265,8 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     }
 
     /// [`IO::delay`] for io-core's own nodes (no trace event).
-    ///
-    /// Public (hidden) for Spindle's other crates, whose plumbing must not
-    /// show in their users' traces either; not a stable API.
     #[inline]
-    #[doc(hidden)]
-    pub fn delay_untraced<F>(thunk: F) -> Self
+    pub(crate) fn delay_untraced<F>(thunk: F) -> Self
     where
         F: FnOnce() -> A + Send + 'static,
     {
@@ -299,12 +295,8 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     }
 
     /// [`IO::defer`] for io-core's own nodes (no trace event).
-    ///
-    /// Public (hidden) for Spindle's other crates, whose plumbing must not
-    /// show in their users' traces either; not a stable API.
     #[inline]
-    #[doc(hidden)]
-    pub fn defer_untraced<F>(thunk: F) -> Self
+    pub(crate) fn defer_untraced<F>(thunk: F) -> Self
     where
         F: FnOnce() -> IO<A, E> + Send + 'static,
     {
@@ -353,12 +345,8 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     }
 
     /// [`IO::from_callback`] for io-core's own nodes (no trace event).
-    ///
-    /// Public (hidden) for Spindle's other crates, whose plumbing must not
-    /// show in their users' traces either; not a stable API.
     #[inline]
-    #[doc(hidden)]
-    pub fn from_callback_untraced<F>(register: F) -> Self
+    pub(crate) fn from_callback_untraced<F>(register: F) -> Self
     where
         F: FnOnce(Callback<A, E>) -> Option<IO<(), E>> + Send + 'static,
     {
@@ -458,12 +446,8 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     }
 
     /// [`IO::flat_map`] for io-core's own nodes (no trace event).
-    ///
-    /// Public (hidden) for Spindle's other crates, whose plumbing must not
-    /// show in their users' traces either; not a stable API.
     #[inline(always)]
-    #[doc(hidden)]
-    pub fn flat_map_untraced<B, F>(self, f: F) -> IO<B, E>
+    pub(crate) fn flat_map_untraced<B, F>(self, f: F) -> IO<B, E>
     where
         B: Send + 'static,
         F: FnOnce(A) -> IO<B, E> + Send + 'static,
@@ -497,12 +481,8 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     }
 
     /// [`IO::map`] for io-core's own nodes (no trace event).
-    ///
-    /// Public (hidden) for Spindle's other crates, whose plumbing must not
-    /// show in their users' traces either; not a stable API.
     #[inline(always)]
-    #[doc(hidden)]
-    pub fn map_untraced<B, F>(self, f: F) -> IO<B, E>
+    pub(crate) fn map_untraced<B, F>(self, f: F) -> IO<B, E>
     where
         B: Send + 'static,
         F: FnOnce(A) -> B + Send + 'static,
@@ -513,14 +493,10 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// Records this program in traces as the operation `op`, at the call
     /// site of the `#[track_caller]` public function that calls this (for
     /// operations made of several nodes, which build them untraced).
-    ///
-    /// Public (hidden) for Spindle's other crates (exec-batching's sockets);
-    /// not a stable API.
     #[inline]
     #[track_caller]
     #[cfg_attr(not(feature = "tracing"), allow(unused_variables))]
-    #[doc(hidden)]
-    pub fn traced_as(self, op: &'static Op) -> IO<A, E> {
+    pub(crate) fn traced_as(self, op: &'static Op) -> IO<A, E> {
         IO::from_node(Node::mark(
             self.into_node(),
             #[cfg(feature = "tracing")]
@@ -701,19 +677,6 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
         ))
     }
 
-    /// [`IO::handle_error_with`] for io-core's own nodes (no trace event).
-    ///
-    /// Public (hidden) for Spindle's other crates, whose plumbing must not
-    /// show in their users' traces either; not a stable API.
-    #[inline]
-    #[doc(hidden)]
-    pub fn handle_error_with_untraced<F>(self, f: F) -> IO<A, E>
-    where
-        F: FnOnce(E) -> IO<A, E> + Send + 'static,
-    {
-        self.handle_error_with_at::<Internal, F>(NO_SITE, f)
-    }
-
     /// Folds success and error into a value.
     #[inline]
     #[track_caller]
@@ -828,11 +791,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     }
 
     /// [`IO::tail_rec`] for io-core's own loops (no trace event).
-    ///
-    /// Public (hidden) for Spindle's other crates, whose plumbing must not
-    /// show in their users' traces either; not a stable API.
-    #[doc(hidden)]
-    pub fn tail_rec_untraced<S, F>(initial: S, step: F) -> IO<A, E>
+    pub(crate) fn tail_rec_untraced<S, F>(initial: S, step: F) -> IO<A, E>
     where
         S: Send + 'static,
         F: FnMut(S) -> IO<ControlFlow<A, S>, E> + Send + 'static,
@@ -978,16 +937,6 @@ impl<E: Send + 'static> IO<(), E> {
     #[inline]
     pub(crate) fn sleep_untraced(duration: Duration) -> Self {
         IO::from_node(Node::sleep(duration, NO_SITE))
-    }
-
-    /// [`IO::cede`] for io-core's own nodes (no trace event).
-    ///
-    /// Public (hidden) for Spindle's other crates, whose plumbing must not
-    /// show in their users' traces either; not a stable API.
-    #[inline]
-    #[doc(hidden)]
-    pub fn cede_untraced() -> Self {
-        IO::from_node(Node::cede(NO_SITE))
     }
 }
 

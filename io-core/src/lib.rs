@@ -30,7 +30,7 @@
 //!   [`IO::guarantee_case`], the bracket family.
 //! * Concurrency and time (`concurrent.rs`): races, `both`, parallel
 //!   traversals, timeouts.
-//! * [`data`]: [`Ref`], [`Deferred`], [`Semaphore`], [`Queue`], [`Mutex`],
+//! * Data types (`data/`): [`Ref`], [`Deferred`], [`Semaphore`], [`Queue`], [`Mutex`],
 //!   [`CountDownLatch`], [`Resource`].
 //!
 //! Design credits: the run-loop follows the shape of Cats Effect's `IOFiber`
@@ -52,7 +52,7 @@ struct ReadmeDoctests;
 mod cancel;
 mod concurrent;
 mod config;
-pub mod data;
+mod data;
 mod erased;
 pub mod executor;
 mod fiber;
@@ -60,20 +60,19 @@ mod io;
 mod node;
 mod outcome;
 mod pool;
+pub mod raw;
 mod sync;
 pub mod timers;
 mod tracing;
 
 pub use cancel::Poll;
-pub use concurrent::{
-    BothOutcome, Either, InvalidParallelism, RaceOutcome, RacePair, TimeoutError,
-};
+pub use concurrent::{BothOutcome, Either, RaceOutcome, RacePair, TimeoutError};
 pub use config::{ConfigError, DEFAULT_AUTO_YIELD_AFTER, FiberConfig, FiberConfigBuilder};
 pub use data::deferred::{AlreadyCompleted, Deferred};
 pub use data::latch::{CountDownLatch, InvalidCount};
 pub use data::mutex::Mutex;
 pub use data::queue::{InvalidCapacity, Queue};
-pub use data::ref_::Ref;
+pub use data::reference::Ref;
 pub use data::resource::{Allocated, ExitCase, Resource};
 pub use data::semaphore::{InvalidPermits, Semaphore};
 pub use executor::{BlockingTask, Executor, Fiber, TimerCallback};
@@ -84,6 +83,5 @@ pub use fiber::handle::FiberHandle;
 pub use fiber::{FiberDump, FiberInfo, FiberStatus, WeakFiber, WeakFibers};
 pub use io::IO;
 pub use outcome::{Outcome, PanicMessage};
-/// The data of fiber tracing (events, rings, rendering), re-exported.
-pub use spindle_trace as trace;
+pub use spindle_trace::Event as TraceEvent;
 pub use tracing::{Trace, Traced, TracingMode};

@@ -10,9 +10,7 @@
 mod common;
 
 use common::{Counter, Log, TestRuntime, rt_test};
-use spindle_core::{
-    CountDownLatch, Deferred, Either, FiberHandle, IO, InvalidParallelism, Outcome,
-};
+use spindle_core::{CountDownLatch, Deferred, Either, FiberHandle, IO, Outcome};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -407,13 +405,6 @@ rt_test! {
 
     // ----- par_traverse_n --------------------------------------------------------------
 
-    fn par_traverse_n_with_a_parallelism_of_zero_is_invalid_parallelism() {
-        let result = IO::<u32, E>::par_traverse_n(0, vec![1u32, 2], IO::pure);
-        assert_eq!(result.err(), Some(InvalidParallelism));
-        let empty = IO::<u32, E>::par_traverse_n(0, Vec::<u32>::new(), IO::pure);
-        assert_eq!(empty.err(), Some(InvalidParallelism));
-    }
-
     fn par_traverse_n_runs_at_most_n_programs_at_once_and_keeps_the_order() {
         for n in [1usize, 3, 8] {
             let concurrency = Concurrency::default();
@@ -421,11 +412,10 @@ rt_test! {
             // The first n items wait for each other inside, so that the peak
             // is n on every interleaving (later items find the latch open).
             let first_wave = ready(n as u64);
-            let io = IO::<u64, E>::par_traverse_n(n, (0..20u64).collect(), move |i| {
+            let io = IO::<u64, E>::par_traverse_n(nz(n), (0..20u64).collect(), move |i| {
                 let wave = first_wave.clone();
                 c.around(wave.release().product_r(once_ready(&wave, IO::<(), E>::sleep(ms(2)))).map_to(i))
-            })
-            .expect("a valid parallelism");
+            });
             assert_eq!(run(io), Outcome::Succeeded((0..20u64).collect()), "n = {n}");
             assert_eq!(concurrency.peak(), n, "n = {n}");
         }
@@ -437,10 +427,9 @@ rt_test! {
         // Each item waits inside until all five are in: a parallelism below
         // 5 would never finish.
         let all_in = ready(5);
-        let io = IO::<u32, E>::par_traverse_n(100, (0..5u32).collect(), move |i| {
+        let io = IO::<u32, E>::par_traverse_n(nz(100), (0..5u32).collect(), move |i| {
             c.around(all_in.release().product_r(once_ready(&all_in, after(ms(2), i))))
-        })
-        .expect("a valid parallelism");
+        });
         assert_eq!(run(io), Outcome::Succeeded((0..5u32).collect()));
         assert_eq!(concurrency.peak(), 5);
     }
@@ -448,11 +437,10 @@ rt_test! {
     fn par_traverse_n_calls_its_function_only_when_the_program_runs() {
         let calls = Counter::new();
         let c = calls.clone();
-        let io = IO::<u32, E>::par_traverse_n(2, vec![1u32, 2, 3], move |i| {
+        let io = IO::<u32, E>::par_traverse_n(nz(2), vec![1u32, 2, 3], move |i| {
             c.incr();
             IO::pure(i)
-        })
-        .expect("a valid parallelism");
+        });
         assert_eq!(calls.get(), 0, "building runs nothing");
         assert_eq!(run(io), Outcome::Succeeded(vec![1, 2, 3]));
         assert_eq!(calls.get(), 3);
@@ -520,7 +508,7 @@ fn par_traverse_n_fails_with_the_first_failure_and_leaves_nothing_running_on<R: 
         finished.clone(),
         canceled.clone(),
     );
-    let io = IO::<u32, E>::par_traverse_n(2, (0..10u32).collect(), move |i| {
+    let io = IO::<u32, E>::par_traverse_n(nz(2), (0..10u32).collect(), move |i| {
         let body = if i == 5 {
             failing_after(ms(1), "item 5 failed")
         } else {
@@ -529,8 +517,7 @@ fn par_traverse_n_fails_with_the_first_failure_and_leaves_nothing_running_on<R: 
                 .on_cancel(x.incr_io())
         };
         c.around(s.incr_io().product_r(body))
-    })
-    .expect("a valid parallelism");
+    });
     assert_eq!(
         R::new().run(io),
         Outcome::Errored("item 5 failed".to_string())
@@ -556,4 +543,9 @@ fn par_traverse_n_fails_with_the_first_failure_and_leaves_nothing_running_on_sin
 #[test]
 fn par_traverse_n_fails_with_the_first_failure_and_leaves_nothing_running_on_wstp() {
     par_traverse_n_fails_with_the_first_failure_and_leaves_nothing_running_on::<common::Wstp>();
+}
+
+/// A parallelism for `par_traverse_n` (tests pass literals that are not 0).
+fn nz(n: usize) -> core::num::NonZeroUsize {
+    core::num::NonZeroUsize::new(n).expect("a parallelism of at least 1")
 }

@@ -48,7 +48,7 @@ fn sleeper() -> IO<(), E> {
 }
 
 /// The last event of a fiber's trace (panics, naming the dump, if none).
-fn last_event<'a>(fiber: &'a FiberInfo, dump: &FiberDump) -> &'a spindle_core::trace::Event {
+fn last_event<'a>(fiber: &'a FiberInfo, dump: &FiberDump) -> &'a spindle_core::TraceEvent {
     let trace: &Trace = fiber
         .trace
         .as_ref()

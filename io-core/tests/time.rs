@@ -269,10 +269,9 @@ fn a_race_of_two_sleeps_ends_at_the_shorter_one() {
 #[test]
 fn par_traverse_n_takes_one_round_of_sleep_per_batch_of_n_items() {
     // 10 items of one second each, at most 3 at once: 4 rounds.
-    let io = IO::<u32, Error>::par_traverse_n(3, (0..10u32).collect(), |i| {
+    let io = IO::<u32, Error>::par_traverse_n(nz(3), (0..10u32).collect(), |i| {
         IO::<(), Error>::sleep(secs(1)).map_to(i)
-    })
-    .expect("a valid parallelism");
+    });
     assert_eq!(
         ends_at(io),
         Outcome::Succeeded(((0..10u32).collect(), secs(4)))
@@ -293,4 +292,9 @@ fn a_sleep_canceled_by_its_fiber_never_fires_and_leaves_no_timer() {
     assert_eq!(control.now(), secs(1));
     assert_eq!(control.next_interval(), None);
     assert_eq!(fired.get(), 0);
+}
+
+/// A parallelism for `par_traverse_n` (tests pass literals that are not 0).
+fn nz(n: usize) -> core::num::NonZeroUsize {
+    core::num::NonZeroUsize::new(n).expect("a parallelism of at least 1")
 }

@@ -222,7 +222,7 @@ fn full_mode_shows_the_first_user_frame_of_each_event() {
         .block_on(build_in_a_named_function())
         .succeeded()
         .unwrap();
-    spindle_core::trace::set_full_capture(false);
+    spindle_trace::set_full_capture(false);
     let first = &trace.events()[0];
     assert!(first.site().has_backtrace(), "{trace}");
     let frame = first.user_frame().expect("a user frame");

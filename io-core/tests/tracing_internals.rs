@@ -15,13 +15,10 @@
 
 use std::time::Duration;
 
-use spindle_core::data::latch::CountDownLatch;
-use spindle_core::data::mutex::Mutex;
-use spindle_core::data::queue::Queue;
-use spindle_core::data::ref_::Ref;
-use spindle_core::data::resource::Resource;
-use spindle_core::data::semaphore::Semaphore;
-use spindle_core::{Deferred, Either, FiberConfig, IO, Outcome, TimeoutError, Trace, TracingMode};
+use spindle_core::{
+    CountDownLatch, Deferred, Either, FiberConfig, IO, Mutex, Outcome, Queue, Ref, Resource,
+    Semaphore, TimeoutError, Trace, TracingMode,
+};
 use spindle_exec_single::SingleThreaded;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -220,7 +217,7 @@ fn par_traverse_and_par_sequence_record_one_event_each() {
         .iter()
         .for_each(|(_, trace)| assert_child_trace(trace));
 
-    let program = IO::par_traverse_n(2, vec![6u32, 7, 8], child_trace).expect("parallelism 2");
+    let program = IO::par_traverse_n(nz(2), vec![6u32, 7, 8], child_trace);
     let (values, ops) = run_traced(program);
     assert_eq!(ops, ["par_traverse_n"]);
     assert_eq!(values.len(), 3);
@@ -577,4 +574,9 @@ fn socket_operations_record_their_type_and_name_at_the_call_site() {
             "TcpStream::write"
         ]
     );
+}
+
+/// A parallelism for `par_traverse_n` (tests pass literals that are not 0).
+fn nz(n: usize) -> core::num::NonZeroUsize {
+    core::num::NonZeroUsize::new(n).expect("a parallelism of at least 1")
 }

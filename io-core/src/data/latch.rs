@@ -26,14 +26,14 @@ struct Shared {
 /// A latch opened by a number of releases.
 ///
 /// ```
-/// use spindle_core::{IO, data::latch::CountDownLatch};
+/// use spindle_core::{IO, CountDownLatch};
 /// use spindle_exec_single::SingleThreaded;
 ///
 /// let latch = CountDownLatch::new(2)?;
 /// let (l1, l2) = (latch.clone(), latch.clone());
 /// let io: IO<&str, ()> = l1.release().product_r(l2.release()).product_r(latch.wait()).map_to("open");
 /// assert_eq!(SingleThreaded::new().block_on(io).succeeded(), Some("open"));
-/// # Ok::<(), spindle_core::data::latch::InvalidCount>(())
+/// # Ok::<(), spindle_core::InvalidCount>(())
 /// ```
 #[derive(Clone)]
 pub struct CountDownLatch {

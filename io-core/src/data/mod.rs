@@ -1,5 +1,5 @@
 //! Concurrent data types for fibers (`no_std`): [`Deferred`](deferred::Deferred),
-//! [`Ref`](ref_::Ref), [`Semaphore`](semaphore::Semaphore),
+//! [`Ref`](reference::Ref), [`Semaphore`](semaphore::Semaphore),
 //! [`Queue`](queue::Queue), [`Mutex`](mutex::Mutex),
 //! [`CountDownLatch`](latch::CountDownLatch) and [`Resource`](resource::Resource).
 //!
@@ -11,13 +11,13 @@
 
 pub(crate) use crate::tracing::trace_ops;
 
-pub mod deferred;
-pub mod latch;
-pub mod mutex;
-pub mod queue;
-pub mod ref_;
-pub mod resource;
-pub mod semaphore;
+pub(crate) mod deferred;
+pub(crate) mod latch;
+pub(crate) mod mutex;
+pub(crate) mod queue;
+pub(crate) mod reference;
+pub(crate) mod resource;
+pub(crate) mod semaphore;
 pub(crate) mod waiters;
 
 #[cfg(all(test, loom))]

@@ -21,7 +21,7 @@ static WITH_LOCK: Op = Op::new("Mutex::with_lock");
 /// Mutual exclusion between fibers.
 ///
 /// ```
-/// use spindle_core::{IO, data::mutex::Mutex};
+/// use spindle_core::{IO, Mutex};
 /// use spindle_exec_single::SingleThreaded;
 ///
 /// let mutex = Mutex::new();

@@ -216,10 +216,35 @@ impl fmt::Display for InvalidCapacity {
 
 impl core::error::Error for InvalidCapacity {}
 
-/// A FIFO queue for fibers. See the [module documentation](self).
+/// A FIFO queue for fibers, in Cats Effect's five kinds: bounded,
+/// unbounded, dropping, circular buffer and synchronous.
+///
+///
+/// # Protocol
+///
+/// The state (behind a short lock, never held across a suspension) is the
+/// buffer, a FIFO of waiting takers and a FIFO of waiting offerers (for a
+/// full bounded queue, or any synchronous offer). Elements never travel
+/// through a callback: a taker has a *slot*, and an offerer that finds a
+/// waiting taker puts the element in its slot under the lock, then wakes it;
+/// the taker empties its slot when it resumes. A waiting offerer's element
+/// sits in the offerer's slot until a taker moves it out, under the lock.
+///
+/// Cancellation loses no element and duplicates none: each wait runs under
+/// `poll` inside an uncancelable region, with an `on_cancel` cleanup that
+/// runs under the lock. A canceled taker that is still queued leaves the
+/// queue; one whose slot was already filled gives the element to the next
+/// waiting taker, or back to the *front* of the buffer. A canceled offerer
+/// that is still queued leaves with its element (it was never offered); one
+/// whose element was already taken has offered it, once.
+///
+/// As in Cats Effect, a `take` that has completed is not canceled: if the
+/// fiber is canceled right after, before its program uses the element,
+/// the element is gone with the fiber.
+///
 ///
 /// ```
-/// use spindle_core::{IO, data::queue::Queue};
+/// use spindle_core::{IO, Queue};
 /// use spindle_exec_single::SingleThreaded;
 ///
 /// let q = Queue::<u32>::bounded(2)?;
@@ -228,7 +253,7 @@ impl core::error::Error for InvalidCapacity {}
 ///     .start()
 ///     .product_r(IO::replicate(4, move || consumer.take()));
 /// assert_eq!(SingleThreaded::new().block_on(io).succeeded(), Some(vec![1, 2, 3, 4]));
-/// # Ok::<(), spindle_core::data::queue::InvalidCapacity>(())
+/// # Ok::<(), spindle_core::InvalidCapacity>(())
 /// ```
 pub struct Queue<A> {
     shared: Arc<Shared<A>>,

@@ -107,7 +107,7 @@ impl<A: Send + 'static, E: Send + 'static> Allocated<A, E> {
 /// A resource: acquisition and release as one value.
 ///
 /// ```
-/// use spindle_core::{IO, data::resource::Resource};
+/// use spindle_core::{IO, Resource};
 /// use spindle_exec_single::SingleThreaded;
 /// use std::sync::{Arc, Mutex};
 ///
@@ -126,6 +126,23 @@ impl<A: Send + 'static, E: Send + 'static> Allocated<A, E> {
 /// assert_eq!(SingleThreaded::new().block_on(io).succeeded(), Some("ab".to_string()));
 /// assert_eq!(*log.lock().unwrap(), ["open a", "open b", "close b", "close a"]);
 /// ```
+///
+///
+/// A `Resource<A, E>` is a program that *allocates*: it produces the value
+/// and the function that releases it. [`Resource::use_with`] allocates masked,
+/// runs the user's program (cancelable) with a reference to the value, and
+/// releases whatever the outcome. Composition (`flat_map`) releases in
+/// reverse order of acquisition; a release that fails does not stop the
+/// releases after it (each is chained with `guarantee`), and its error is
+/// the result (or suppressed, if the program was already failing).
+///
+/// Where Spindle differs from Cats Effect, and why:
+/// * A resource is used once, like an `IO` (programs are single-use values
+///   in Spindle); the user's program borrows the value (`&A`) to build its
+///   program, while the release takes it by value.
+/// * `both` acquires left then right (not concurrently): acquisition runs
+///   masked, so concurrency would only help acquisitions that wait, and it
+///   keeps the release order obvious (right, then left).
 pub struct Resource<A, E> {
     /// Allocates, inside the masked region of `use_with` (or `allocated`), given
     /// that region's poll: a cancelable acquisition (`make_full`) polls with

@@ -102,14 +102,14 @@ enum Ticket {
 /// A counting semaphore for fibers (Cats Effect's `Semaphore`).
 ///
 /// ```
-/// use spindle_core::{IO, data::semaphore::Semaphore};
+/// use spindle_core::{IO, Semaphore};
 /// use spindle_exec_single::SingleThreaded;
 ///
 /// let sem = Semaphore::new(1)?;
 /// let guarded: IO<u32, ()> = sem.with_permit(IO::pure(5));
 /// assert_eq!(SingleThreaded::new().block_on(guarded).succeeded(), Some(5));
 /// assert!(Semaphore::new(0).is_err());
-/// # Ok::<(), spindle_core::data::semaphore::InvalidPermits>(())
+/// # Ok::<(), spindle_core::InvalidPermits>(())
 /// ```
 #[derive(Clone)]
 pub struct Semaphore {
@@ -141,17 +141,23 @@ impl core::error::Error for InvalidPermits {}
 impl Semaphore {
     /// A semaphore with `permits` permits (at least 1).
     pub fn new(permits: u64) -> Result<Semaphore, InvalidPermits> {
-        if permits == 0 {
-            return Err(InvalidPermits);
+        match core::num::NonZeroU64::new(permits) {
+            Some(permits) => Ok(Semaphore::with_permits(permits)),
+            None => Err(InvalidPermits),
         }
-        Ok(Semaphore {
+    }
+
+    /// A semaphore with `permits` permits (which cannot be 0).
+    pub(crate) fn with_permits(permits: core::num::NonZeroU64) -> Semaphore {
+        let permits = permits.get();
+        Semaphore {
             shared: Arc::new(Shared {
                 state: Mutex::new(State {
                     available: permits,
                     waiters: WaiterList::new(),
                 }),
             }),
-        })
+        }
     }
 
     /// Permits available now.

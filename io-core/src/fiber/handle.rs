@@ -181,11 +181,7 @@ impl<A: Send + 'static, E: Send + 'static> FiberHandle<A, E> {
     }
 
     /// [`FiberHandle::join_void`] for io-core's own nodes (no trace event).
-    ///
-    /// Public (hidden) for Spindle's other crates, whose plumbing must not
-    /// show in their users' traces either; not a stable API.
-    #[doc(hidden)]
-    pub fn join_void_untraced<E2: Send + 'static>(&self) -> IO<(), E2> {
+    pub(crate) fn join_void_untraced<E2: Send + 'static>(&self) -> IO<(), E2> {
         wait_for::<Completed, Presence, E2, _, Internal>(NO_SITE, self.fiber.clone())
     }
 

@@ -16,7 +16,7 @@ use crate::tracing::{Named, OpMeta, Site, WithClosure, here};
 /// A shared cell for fibers, updated atomically.
 ///
 /// ```
-/// use spindle_core::{IO, data::ref_::Ref};
+/// use spindle_core::{IO, Ref};
 /// use spindle_exec_single::SingleThreaded;
 ///
 /// let counter = Ref::new(0u64);
