@@ -12,26 +12,14 @@
 //! error benchmarks, and a helper that reads a Spindle outcome. tokio and
 //! criterion stay dev-dependencies of this crate.
 //!
-//! [`http_load`] is the HTTP side: a std-only closed-loop load generator
-//! (the `loadgen` binary) and the runner that compares exec-batching's
-//! `hello_http` server in batching and macrotask mode (`http_compare`).
-//!
-//! [`compare`] is the `bench-compare` binary: two git revisions' benchmarks
-//! built and run alternately, compared in JMH-style tables.
-//!
-//! [`report`] is the `bench-report` binary: it regenerates BENCHMARKS.md's
-//! suite section (between `<!-- suite:begin -->` and `<!-- suite:end -->`)
-//! and `benches/suite.svg` from criterion's results of the `suite.*` groups.
+//! The tools that run and report these benchmarks (`bench-compare`,
+//! `bench-report`, and the HTTP load generator `loadgen` with its runner
+//! `http_compare`) are the `spindle-tools` crate (`tools/`), so that
+//! `cargo bench` builds only the benchmarks.
 
 #![deny(missing_docs)]
 
 use core::fmt::Debug;
-
-pub mod cli;
-pub mod compare;
-pub mod http_load;
-pub mod report;
-pub mod results;
 
 /// The `pure` bind loops of Cats Effect's `ShallowBindBenchmark` and
 /// `DeepBindBenchmark` ([`SIZE`] steps), shared by the `suite` and

@@ -2,7 +2,7 @@
 //! run on this machine, printed side by side as JMH-style tables.
 //!
 //! ```text
-//! cargo run -p benches --release --bin bench-compare -- \
+//! cargo run -p spindle-tools --release --bin bench-compare -- \
 //!     [--base REV] [--head REV] [--bench NAME] [--filter REGEX] [--rounds N] [--quick]
 //!     [--from-runs]
 //! ```
@@ -72,7 +72,7 @@ use crate::results::{ResultsError, read_results};
 pub const USAGE: &str = "\
 bench-compare: run the criterion benchmarks of two git revisions alternately and compare them
 
-usage: cargo run -p benches --release --bin bench-compare -- [options]
+usage: cargo run -p spindle-tools --release --bin bench-compare -- [options]
 
 options:
   --base REV      the baseline revision (default: `git merge-base HEAD main`, or HEAD)

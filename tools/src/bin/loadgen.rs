@@ -1,9 +1,9 @@
 //! `loadgen`: closed-loop HTTP/1.1 load from N keep-alive connections, one
-//! thread each, std only (see `benches::http_load` for how latency is
-//! measured).
+//! thread each, std only (see `spindle_tools::http_load` for how latency
+//! is measured).
 //!
 //! ```text
-//! cargo run --release -p benches --bin loadgen -- \
+//! cargo run --release -p spindle-tools --bin loadgen -- \
 //!     --url http://127.0.0.1:8080/ --connections 50 --duration 10 [--warmup 1] [--json]
 //! ```
 //!
@@ -12,8 +12,8 @@
 
 use std::process::ExitCode;
 
-use benches::http_load::cli::{ArgError, LOADGEN_USAGE, parse_loadgen_args};
-use benches::http_load::run_load;
+use spindle_tools::http_load::cli::{ArgError, LOADGEN_USAGE, parse_loadgen_args};
+use spindle_tools::http_load::run_load;
 
 fn main() -> ExitCode {
     let args = match parse_loadgen_args(std::env::args().skip(1)) {

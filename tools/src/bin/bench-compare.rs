@@ -2,19 +2,19 @@
 //! and run alternately on this machine, compared in JMH-style tables.
 //!
 //! ```text
-//! cargo run -p benches --release --bin bench-compare -- \
+//! cargo run -p spindle-tools --release --bin bench-compare -- \
 //!     [--base REV] [--head REV] [--bench NAME] [--filter REGEX] [--rounds N] [--quick]
 //!     [--from-runs]
 //! ```
 //!
-//! The logic, and what each flag does, is `benches::compare`; this is the
-//! command line around it. Exit status: 0 with the tables on stdout, 2 for
+//! The logic, and what each flag does, is `spindle_tools::compare`; this
+//! is the command line around it. Exit status: 0 with the tables on stdout, 2 for
 //! an unusable command line, 1 when the comparison fails (the message says
 //! why on stderr).
 
 use std::process::ExitCode;
 
-use benches::compare::{ArgError, USAGE, parse_args, run};
+use spindle_tools::compare::{ArgError, USAGE, parse_args, run};
 
 fn main() -> ExitCode {
     let args = match parse_args(std::env::args().skip(1)) {

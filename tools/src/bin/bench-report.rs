@@ -1,14 +1,15 @@
 //! Regenerates BENCHMARKS.md's suite section and `benches/suite.svg` from
-//! criterion's results of the `suite.*` groups; see [`benches::report`].
+//! criterion's results of the `suite.*` groups; see
+//! [`spindle_tools::report`].
 //!
 //! ```text
-//! cargo run -p benches --release --bin bench-report -- \
+//! cargo run -p spindle-tools --release --bin bench-report -- \
 //!     [--criterion DIR] [--out BENCHMARKS.md] [--svg benches/suite.svg] [--command TEXT]
 //! ```
 
 use std::process::ExitCode;
 
-use benches::report::{self, Invocation};
+use spindle_tools::report::{self, Invocation};
 
 fn main() -> ExitCode {
     let options = match report::parse_args(std::env::args().skip(1)) {

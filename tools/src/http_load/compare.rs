@@ -29,7 +29,7 @@ pub const SERVER_UNDER_TARGET: &str = "release/examples/hello_http";
 /// `target/release/examples/hello_http` under the current directory (or
 /// under `$CARGO_TARGET_DIR`, if set), then `examples/hello_http` next to
 /// the running program and `../release/examples/hello_http` from it (so
-/// that `cargo run -p benches --bin http_compare` finds it from any
+/// that `cargo run -p spindle-tools --bin http_compare` finds it from any
 /// directory of the workspace).
 pub fn server_candidates() -> Vec<PathBuf> {
     let name = format!("{SERVER_UNDER_TARGET}{}", std::env::consts::EXE_SUFFIX);

@@ -6,17 +6,17 @@
 //!
 //! ```text
 //! cargo build --release -p spindle-exec-batching --example hello_http
-//! cargo run --release -p benches --bin http_compare -- [--duration 10] [--warmup 1]
+//! cargo run --release -p spindle-tools --bin http_compare -- [--duration 10] [--warmup 1]
 //! ```
 //!
 //! It builds nothing: it runs the server binary given by `--server`, or by
 //! default `target/release/examples/hello_http` (see
-//! `benches::http_load::compare::server_candidates`), as a child process
-//! per mode with `--mode batching|macrotask --addr 127.0.0.1:0`, reads its
-//! first stdout line `listening on <addr>`, loads it in-process with
-//! `benches::http_load::run_load`, and kills it (on every path: the child
-//! is owned by a guard that kills it when dropped). The tables go to
-//! stdout, progress to stderr.
+//! `spindle_tools::http_load::compare::server_candidates`), as a child
+//! process per mode with `--mode batching|macrotask --addr 127.0.0.1:0`,
+//! reads its first stdout line `listening on <addr>`, loads it in-process
+//! with `spindle_tools::http_load::run_load`, and kills it (on every path:
+//! the child is owned by a guard that kills it when dropped). The tables go
+//! to stdout, progress to stderr.
 //!
 //! `--self-test` runs the same steps against a std-only stand-in server:
 //! this program started again with the hidden first argument
@@ -25,11 +25,11 @@
 use std::net::SocketAddr;
 use std::process::ExitCode;
 
-use benches::http_load::cli::{ArgError, COMPARE_USAGE, parse_compare_args};
-use benches::http_load::compare::{
+use spindle_tools::http_load::cli::{ArgError, COMPARE_USAGE, parse_compare_args};
+use spindle_tools::http_load::compare::{
     ServerCommand, find_server, pinned, run_comparison, server_candidates,
 };
-use benches::http_load::hello_server::serve_until_killed;
+use spindle_tools::http_load::hello_server::serve_until_killed;
 
 /// The hidden first argument that makes this program the stand-in server.
 const SERVE_STD_HELLO: &str = "--serve-std-hello";

@@ -3,7 +3,7 @@
 //! suite section and draws the summary chart.
 //!
 //! ```text
-//! cargo run -p benches --release --bin bench-report -- \
+//! cargo run -p spindle-tools --release --bin bench-report -- \
 //!     [--criterion DIR] [--out BENCHMARKS.md] [--svg benches/suite.svg] [--command TEXT]
 //! ```
 //!
@@ -58,7 +58,7 @@ pub const RATIOS: [(&str, &str); 3] = [
 /// otherwise.
 pub const DEFAULT_COMMAND: &str = "cargo bench -p benches --bench suite";
 /// This binary's own command line, quoted in the section.
-pub const REPORT_COMMAND: &str = "cargo run -p benches --release --bin bench-report";
+pub const REPORT_COMMAND: &str = "cargo run -p spindle-tools --release --bin bench-report";
 
 /// Workloads in table order (the order `benches/benches/suite.rs`
 /// registers them); others follow alphabetically.
@@ -960,7 +960,7 @@ impl Default for Options {
 pub const USAGE: &str = "\
 Regenerates BENCHMARKS.md's suite section and chart from criterion's results.
 
-Usage: cargo run -p benches --release --bin bench-report -- [OPTIONS]
+Usage: cargo run -p spindle-tools --release --bin bench-report -- [OPTIONS]
 
 Options:
   --criterion DIR   criterion's output (default: target/criterion, or $CARGO_TARGET_DIR/criterion)

@@ -1,9 +1,9 @@
 //! The `loadgen` and `http_compare` binaries end to end, against the
-//! std-only stand-in server (`benches::http_load::hello_server`).
+//! std-only stand-in server (`spindle_tools::http_load::hello_server`).
 
 use std::process::{Command, Output};
 
-use benches::http_load::hello_server::{HelloServer, ServerOptions};
+use spindle_tools::http_load::hello_server::{HelloServer, ServerOptions};
 
 fn loadgen(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_loadgen"))

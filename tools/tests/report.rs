@@ -1,12 +1,12 @@
-//! `benches::report` (the `bench-report` binary): reading criterion's saved
-//! results, the suite section, the markers and the chart, on small fixtures
-//! written into a temporary directory.
+//! `spindle_tools::report` (the `bench-report` binary): reading criterion's
+//! saved results, the suite section, the markers and the chart, on small
+//! fixtures written into a temporary directory.
 
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use benches::report::{
+use spindle_tools::report::{
     self, BEGIN_MARKER, END_MARKER, Machine, MarkerError, Measurement, Meta, Options, ReportError,
 };
 

@@ -1,6 +1,7 @@
 //! The `bench-compare` binary's command line end to end: the paths that
 //! fail before anything is built (the comparison itself needs two builds
-//! and is left to `benches::compare`'s unit tests and to manual runs).
+//! and is left to `spindle_tools::compare`'s unit tests and to manual
+//! runs).
 
 use std::process::{Command, Output};
 

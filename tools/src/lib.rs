@@ -1,0 +1,76 @@
+//! Spindle's benchmark tools: four binaries that run, compare and report the
+//! benchmarks of the `benches` crate, and the HTTP load that exec-batching's
+//! comparison needs. The crate is unpublished (xtask style) and is the only
+//! one that depends on `plotters` and `serde_json`, so `cargo bench` builds
+//! the benchmarks and nothing of this.
+//!
+//! Run them from the workspace root (the default paths below are relative to
+//! the current directory).
+//!
+//! # `bench-compare`: two revisions' benchmarks, side by side
+//!
+//! ```text
+//! cargo run -p spindle-tools --release --bin bench-compare -- \
+//!     [--base REV] [--head REV] [--bench NAME] [--filter REGEX] [--rounds N] [--quick]
+//!     [--from-runs]
+//! ```
+//!
+//! Builds a bench target of the `benches` crate (`suite` by default) at two
+//! git revisions (default: the merge base with `main` against the working
+//! tree) with `cargo bench -p benches --bench NAME --no-run`, each in a
+//! worktree and target directory of its own under `target/bench-compare/`,
+//! runs the two executables alternately `--rounds` times and prints one
+//! JMH-style table per workload, with a verdict only beyond the noise.
+//! `--from-runs` prints the last comparison's tables again. See
+//! [`compare`].
+//!
+//! # `bench-report`: BENCHMARKS.md's suite section and chart
+//!
+//! ```text
+//! cargo run -p spindle-tools --release --bin bench-report -- \
+//!     [--criterion DIR] [--out BENCHMARKS.md] [--svg benches/suite.svg] [--command TEXT]
+//! ```
+//!
+//! Reads criterion's results of the `suite.*` groups (default
+//! `target/criterion`, or `$CARGO_TARGET_DIR/criterion`, as left by
+//! `cargo bench -p benches --bench suite`), rewrites BENCHMARKS.md between
+//! `<!-- suite:begin -->` and `<!-- suite:end -->` (machine, date, command,
+//! one table per workload) and draws `benches/suite.svg`. See [`report`].
+//!
+//! # `loadgen`: closed-loop HTTP/1.1 load
+//!
+//! ```text
+//! cargo run --release -p spindle-tools --bin loadgen -- \
+//!     --url http://127.0.0.1:8080/ --connections 50 --duration 10 [--warmup 1] [--json]
+//! ```
+//!
+//! N keep-alive connections, one thread each, one request outstanding per
+//! connection; prints the total, latency statistics (slowest, fastest,
+//! average, p50, p99), requests/sec and errors, or one JSON object with
+//! `--json`. Std only. See [`http_load`].
+//!
+//! # `http_compare`: exec-batching's HTTP benchmark
+//!
+//! ```text
+//! cargo build --release -p spindle-exec-batching --example hello_http
+//! cargo run --release -p spindle-tools --bin http_compare -- [--duration 10] [--warmup 1]
+//! ```
+//!
+//! Starts the `hello_http` server (default
+//! `target/release/examples/hello_http`, or `--server PATH`) in batching and
+//! then macrotask mode, loads it with `loadgen`'s code at each connection
+//! count (default 1 and 50) and prints one markdown table per count plus the
+//! requests/sec ratio batching / non-batching. `--self-test` runs it against
+//! a std-only stand-in server. See [`http_load::compare`].
+//!
+//! Every binary prints its flags with `--help`, exits with status 2 for an
+//! unusable command line and never panics on bad input ([`cli`] is their
+//! shared parser; [`results`] reads criterion's files for the first two).
+
+#![deny(missing_docs)]
+
+pub mod cli;
+pub mod compare;
+pub mod http_load;
+pub mod report;
+pub mod results;
