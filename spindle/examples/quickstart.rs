@@ -9,8 +9,8 @@
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use spindle_core::IO;
-use spindle_exec_wstp::app;
+use spindle_effect::IO;
+use spindle_effect::wstp::app;
 
 /// Fetches a "price" on another thread and resumes the fiber with it.
 fn fetch_price(item: &'static str) -> IO<u64, String> {

@@ -1,0 +1,69 @@
+//! # Spindle: Cats Effect's model in Rust
+//!
+//! An [`IO`] value describes a computation with typed errors, cancellation
+//! and resource safety; building one runs nothing. Lightweight fibers run
+//! it on the executor you pick, from a microcontroller to a server, with
+//! asynchronous stack traces ("fiber tracing") that cost almost nothing.
+//!
+//! This crate is the one dependency an application adds: it re-exports the
+//! core ([`IO`], [`Outcome`], [`Resource`], [`Ref`], [`Deferred`], [`Queue`],
+//! ...) and, one cargo feature each, the executors:
+//!
+//! | feature | module | executor | pick it for |
+//! |---|---|---|---|
+//! | `wstp` (default) | [`wstp`] | a work-stealing pool of worker threads, a blocking pool, `wstp::app::run` (Cats Effect's `IOApp`) | servers and applications: the default |
+//! | `single` | [`single`] | one thread, deterministic, builds without `std`; `single::testkit` has virtual time | tests, embedded targets, programs that want one thread |
+//! | `batching` | [`batching`] | an event loop with timers, non-blocking TCP and batched fiber wake-ups (Cats Effect's batching executor) | network services on one thread |
+//! | `full` | all three | | |
+//!
+//! ```toml
+//! [dependencies]
+//! spindle-effect = "0.1"                                   # the work-stealing pool
+//! # spindle-effect = { version = "0.1", default-features = false, features = ["single"] }  # no_std
+//! ```
+//!
+//! An application on the default executor: the exit code comes from the
+//! main program's outcome, and Ctrl-C cancels it, running its finalizers.
+//!
+//! ```no_run
+//! use std::process::ExitCode;
+//! use std::time::Duration;
+//!
+//! use spindle_effect::IO;
+//! use spindle_effect::wstp::app;
+//!
+//! fn main() -> ExitCode {
+//!     let program: IO<(), String> = IO::sleep(Duration::from_millis(10))
+//!         .map_to(21)
+//!         .map(|x| x * 2)
+//!         .flat_map(|answer| IO::delay(move || println!("{answer}")));
+//!     app::run(program)
+//! }
+//! ```
+//!
+//! Features `std` (default: panics in user code end only their fiber),
+//! `tracing` (default: fiber tracing compiled in) and `tracing-full`
+//! (backtraces where operations are built) are forwarded to every crate.
+//!
+//! The crates behind this one can be used on their own: `spindle-core` (the
+//! `no_std` core), `spindle-exec-single`, `spindle-exec-wstp`,
+//! `spindle-exec-batching`, and `spindle-trace` (the tracing data).
+
+#![no_std]
+#![deny(missing_docs)]
+
+pub use spindle_core::*;
+
+/// The single-threaded executor (feature `single`): see
+/// [`spindle_exec_single`].
+#[cfg(feature = "single")]
+pub use spindle_exec_single as single;
+
+/// The work-stealing pool (feature `wstp`): see [`spindle_exec_wstp`].
+#[cfg(feature = "wstp")]
+pub use spindle_exec_wstp as wstp;
+
+/// The batching event loop (feature `batching`): see
+/// [`spindle_exec_batching`].
+#[cfg(feature = "batching")]
+pub use spindle_exec_batching as batching;
