@@ -11,9 +11,9 @@
 //!
 //! | feature | module | executor | pick it for |
 //! |---|---|---|---|
-//! | `wstp` (default) | [`wstp`] | a work-stealing pool of worker threads, a blocking pool, `wstp::app::run` (Cats Effect's `IOApp`) | servers and applications: the default |
-//! | `single` | [`single`] | one thread, deterministic, builds without `std`; `single::testkit` has virtual time | tests, embedded targets, programs that want one thread |
-//! | `batching` | [`batching`] | an event loop with timers, non-blocking TCP and batched fiber wake-ups (Cats Effect's batching executor) | network services on one thread |
+//! | `wstp` (default) | `wstp` | a work-stealing pool of worker threads, a blocking pool, `wstp::app::run` (Cats Effect's `IOApp`) | servers and applications: the default |
+//! | `single` | `single` | one thread, deterministic, builds without `std`; `single::testkit` has virtual time | tests, embedded targets, programs that want one thread |
+//! | `batching` | `batching` | an event loop with timers, non-blocking TCP and batched fiber wake-ups (Cats Effect's batching executor) | network services on one thread |
 //! | `full` | all three | | |
 //!
 //! ```toml
