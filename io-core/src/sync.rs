@@ -19,7 +19,7 @@ pub(crate) use portable_atomic::{AtomicPtr, AtomicU8};
 #[cfg(not(loom))]
 pub(crate) use portable_atomic::{AtomicUsize, Ordering};
 #[cfg(not(loom))]
-pub(crate) use portable_atomic_util::Arc;
+pub(crate) use portable_atomic_util::{Arc, Weak};
 
 #[cfg(loom)]
 pub(crate) use loom::sync::Arc;

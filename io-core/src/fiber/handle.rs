@@ -4,25 +4,12 @@
 //! fiber's header, where the join state lives, and requests cancellation
 //! there.
 //!
-//! # Join protocol
+//! # Join
 //!
-//! The join state (a [`Cell`], the cell behind `Deferred`, inside the
-//! fiber's header) holds the outcome once the fiber has completed, the
-//! errors its finalizers suppressed, and the joiners waiting until then.
-//! Completion stores the outcome and wakes every waiter exactly once. A
-//! joiner that is canceled while waiting removes its waiter (the async
-//! finalizer of `join`), so nothing is left behind. Every joiner gets its
-//! own clone of the outcome, which is why `join` asks for `A: Clone` and
-//! `E: Clone`; [`FiberHandle::join_void`] waits without reading it.
-//!
-//! The outcome is stored erased (`Outcome<Value, Value>`): the header does
-//! not know the fiber's types. The handle does (it is made only for a fiber
-//! of an `IO<A, E>`), and reads the values back as `A` and `E`. Keeping the
-//! join state in the fiber makes starting a fiber one allocation, and a
-//! handle one pointer and a vtable; the cost is that a handle kept after
-//! the fiber completed keeps the fiber's allocation (whose program and
-//! stack are gone by then) rather than a smaller separate one, as tokio's
-//! `JoinHandle` keeps its task.
+//! The outcome waits in the join cell inside the fiber's header (protocol:
+//! `join.rs`). Every joiner gets its own clone of the outcome, which is why
+//! `join` asks for `A: Clone` and `E: Clone`; [`FiberHandle::join_void`]
+//! waits without reading it.
 //!
 //! # Cancel
 //!
@@ -32,14 +19,13 @@
 //! finalizers have run when `cancel` returns. Canceling twice, or canceling
 //! a fiber that has completed, only waits for (or finds) the completion.
 
-use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::fmt;
 use core::marker::PhantomData;
 
-use super::{RawFiberRef, Spawn, typed_outcome};
-use crate::data::deferred::{Cell, CellOwner, Presence, Read, wait_for};
-use crate::erased::Value;
+use super::join::{CellOwner, Completed, Presence, Read, wait_for};
+use super::raw::{RawFiberRef, Spawn};
+use super::run_state::typed_outcome;
 use crate::executor::Executor;
 use crate::io::IO;
 use crate::outcome::Outcome;
@@ -51,35 +37,6 @@ crate::data::trace_ops! {
     JoinVoid = "join_void",
     JoinWithNever = "join_with_never",
     Cancel = "cancel",
-}
-
-/// What a completed fiber leaves: its erased outcome and the errors its
-/// finalizers suppressed (boxed, and only if there are any: the join state
-/// is part of every fiber).
-pub(crate) type Completed = (Outcome<Value, Value>, Option<Box<Vec<Value>>>);
-
-/// The join state in a fiber's header.
-pub(crate) type JoinCell = Cell<Completed>;
-
-/// Completes a fiber's join state (from the run-loop, once).
-pub(crate) fn complete_join(
-    join: &JoinCell,
-    outcome: Outcome<Value, Value>,
-    suppressed: Vec<Value>,
-) {
-    let suppressed = if suppressed.is_empty() {
-        None
-    } else {
-        Some(Box::new(suppressed))
-    };
-    // A fiber completes once, so the cell is empty here.
-    let _ = join.complete((outcome, suppressed));
-}
-
-impl CellOwner<Completed> for RawFiberRef {
-    fn cell(&self) -> &Cell<Completed> {
-        &self.header().join
-    }
 }
 
 /// Reads a joined fiber's outcome as an `Outcome<A, E>` (a clone). Used

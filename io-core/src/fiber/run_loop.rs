@@ -42,7 +42,9 @@
 //! finalizers (not `on_cancel` ones) with `Outcome::Panicked`, and ends the
 //! fiber with [`Outcome::Panicked`].
 
-use super::{Core, Ending, Fiber, FiberInner, Next};
+use super::raw::{Fiber, FiberInner};
+use super::run_state::{Core, Ending, Next};
+use super::state::TransitionToSuspended;
 use crate::erased::Value;
 use crate::executor::{Executor, TimerCallback};
 use crate::node::{Frame, FrameKind, Kind, Node, Tag};
@@ -89,14 +91,14 @@ impl<X: Executor> Fiber<X> {
                     executor.reschedule_fiber(self);
                     return;
                 }
-                Exit::Suspend { interruptible } => {
-                    if self.inner.header.suspend(interruptible) {
-                        // The result arrived while we were saving our state:
-                        // continue here rather than through the queue.
-                        continue;
-                    }
-                    return;
-                }
+                Exit::Suspend { interruptible } => match self.inner.header.suspend(interruptible) {
+                    // The result arrived while we were saving our state, or
+                    // a cancel we must finalize for: continue here rather
+                    // than through the queue.
+                    TransitionToSuspended::ResultArrived
+                    | TransitionToSuspended::CanceledBeforeSuspending => continue,
+                    TransitionToSuspended::Suspended => return,
+                },
                 // `run_either` switches loops itself.
                 Exit::Switch => unreachable!("io-core: a loop switch left run_either"),
             }
@@ -788,7 +790,7 @@ fn complete<X: Executor>(inner: &FiberInner<X>, core: &mut Core, outcome: Outcom
         Some(on_complete) => unsafe { on_complete.call((outcome, suppressed, trace)) },
         None => {
             drop(trace);
-            super::handle::complete_join(&inner.header.join, outcome, suppressed)
+            super::join::complete_join(&inner.header.join, outcome, suppressed)
         }
     }
 }

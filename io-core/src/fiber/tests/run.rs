@@ -422,7 +422,8 @@ fn races_and_data_types_work_on_a_plain_executor() {
 fn a_fiber_with_a_one_word_executor_and_its_join_state_is_one_allocation_of_at_most_216_bytes() {
     // The per-fiber cost of a million suspended fibers: reference counts,
     // header (with the join state), run-loop state and executor handle.
-    let size = core::mem::size_of::<crate::sync::Arc<crate::fiber::FiberInner<TestExecutor>>>();
+    let size =
+        core::mem::size_of::<crate::sync::Arc<crate::fiber::raw::FiberInner<TestExecutor>>>();
     assert_eq!(size, 8, "a fiber handle is one pointer");
     assert_eq!(
         core::mem::size_of::<crate::FiberHandle<u64, ()>>(),
@@ -432,9 +433,9 @@ fn a_fiber_with_a_one_word_executor_and_its_join_state_is_one_allocation_of_at_m
     // Tracing adds the ring pointer and the dump state byte (header).
     let limit = if cfg!(feature = "tracing") { 232 } else { 216 };
     assert!(
-        core::mem::size_of::<crate::fiber::FiberInner<TestExecutor>>() + 16 <= limit,
+        core::mem::size_of::<crate::fiber::raw::FiberInner<TestExecutor>>() + 16 <= limit,
         "FiberInner is {} bytes",
-        core::mem::size_of::<crate::fiber::FiberInner<TestExecutor>>()
+        core::mem::size_of::<crate::fiber::raw::FiberInner<TestExecutor>>()
     );
 }
 
@@ -462,7 +463,7 @@ fn a_fiber_suspended_with_an_empty_stack_holds_no_stack_buffer() {
     let (capacity, resumable) = inner.core.with_mut(|core| unsafe {
         (
             (*core).stack.capacity(),
-            matches!((*core).next, crate::fiber::Next::Resume),
+            matches!((*core).next, crate::fiber::run_state::Next::Resume),
         )
     });
     assert_eq!(
