@@ -15,7 +15,7 @@ use alloc::vec::Vec;
 use core::cell::RefCell;
 
 use super::{Node, drain};
-use critical_section::Mutex;
+use crate::sync::CriticalSectionMutex as Mutex;
 
 struct Work {
     active: bool,
