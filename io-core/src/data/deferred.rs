@@ -29,7 +29,7 @@ pub(crate) struct CloneValue;
 
 impl<A: Clone + Send + 'static> Read<A> for CloneValue {
     type Out = A;
-    fn read(value: &A) -> A {
+    fn read(value: &mut A) -> A {
         value.clone()
     }
 }

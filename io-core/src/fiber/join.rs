@@ -59,7 +59,7 @@ pub(crate) enum Waiter<A> {
     /// beyond the list's entry.
     Resume {
         callback: RawCallback,
-        read: fn(&A) -> Value,
+        read: fn(&mut A) -> Value,
     },
     /// Any reader (the loom models' probes): reads the value, and returns
     /// the fiber to resume, if any.
@@ -70,7 +70,7 @@ pub(crate) enum Waiter<A> {
 impl<A> Waiter<A> {
     /// Reads the value; returns the fiber to resume (once the cell's lock is
     /// released) with what it read.
-    fn read(self, value: &A) -> Option<Wake> {
+    fn read(self, value: &mut A) -> Option<Wake> {
         match self {
             Waiter::Resume { callback, read } => Some(Wake {
                 callback,
@@ -84,11 +84,15 @@ impl<A> Waiter<A> {
 
 /// How a waiter reads a cell's value: a type, so that the reading function
 /// is a plain `fn` pointer (no closure to box per waiter).
+///
+/// A reader gets the value mutably, under the cell's lock, so that the one
+/// owner of a fiber's outcome (a `FiberHandle`'s join) can move it out
+/// instead of cloning it; every other reader only reads.
 pub(crate) trait Read<A>: 'static {
     /// What the waiting fiber receives.
     type Out: Send + 'static;
-    /// Reads the value.
-    fn read(value: &A) -> Self::Out;
+    /// Reads the value (or moves it out, for the value's one owner).
+    fn read(value: &mut A) -> Self::Out;
 }
 
 /// Reads nothing: the waiter only waits for the value to be there.
@@ -96,11 +100,11 @@ pub(crate) struct Presence;
 
 impl<A> Read<A> for Presence {
     type Out = ();
-    fn read(_: &A) {}
+    fn read(_: &mut A) {}
 }
 
 /// The erased reading function of a `Waiter::Resume` for `R`.
-fn read_erased<A, R: Read<A>>(value: &A) -> Value {
+fn read_erased<A, R: Read<A>>(value: &mut A) -> Value {
     Value::new(R::read(value))
 }
 
@@ -161,8 +165,8 @@ impl<A> JoinCell<A> {
             let mut first = None;
             let mut rest = Vec::new();
             {
-                let state = self.state.lock();
-                let value = state.value.as_ref().expect("set just above");
+                let mut state = self.state.lock();
+                let value = state.value.as_mut().expect("set just above");
                 for waiter in waiters {
                     if let Some(wake) = waiter.read(value) {
                         if first.is_none() {
@@ -182,7 +186,7 @@ impl<A> JoinCell<A> {
     /// registers it as a waiter (returns its id).
     pub(crate) fn on_value(&self, f: Waiter<A>) -> Option<u64> {
         let mut state = self.state.lock();
-        match &state.value {
+        match &mut state.value {
             Some(value) => {
                 let wake = f.read(value);
                 drop(state);

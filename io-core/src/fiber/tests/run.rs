@@ -334,10 +334,9 @@ fn a_started_fiber_is_joined_and_a_sleeping_one_is_canceled_with_its_finalizers(
     // The cede lets the child run up to its sleep (a fiber canceled before
     // it first runs installs no finalizer at all).
     let io: IO<Outcome<u64, ()>, ()> = child.start().flat_map(|fiber| {
-        let joiner = fiber.clone();
         IO::<(), ()>::cede()
             .product_r(fiber.cancel())
-            .product_r(joiner.join())
+            .product_r(fiber.join())
     });
     assert_eq!(rt().run(io), Some(Outcome::Succeeded(Outcome::Canceled)));
     assert_eq!(*log.lock().unwrap(), ["on_cancel", "guarantee canceled"]);
@@ -381,10 +380,9 @@ fn an_async_wait_canceled_runs_its_finalizer_and_ignores_a_late_callback() {
         }))
     });
     let io: IO<Outcome<u64, ()>, ()> = waiting.start().flat_map(|fiber| {
-        let joiner = fiber.clone();
         IO::<(), ()>::cede()
             .product_r(fiber.cancel())
-            .product_r(joiner.join())
+            .product_r(fiber.join())
     });
     assert_eq!(rt().run(io), Some(Outcome::Succeeded(Outcome::Canceled)));
     assert_eq!(finalized.load(Ordering::SeqCst), 1);
