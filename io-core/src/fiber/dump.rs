@@ -22,8 +22,6 @@ use super::header::Header;
 use super::raw::{Fiber, FiberInner};
 #[cfg(not(loom))]
 use crate::executor::Executor;
-#[cfg(all(not(loom), feature = "tracing"))]
-use crate::sync::Ordering;
 #[cfg(not(loom))]
 use crate::sync::Weak;
 #[cfg(not(loom))]
@@ -67,8 +65,10 @@ pub enum FiberState {
 }
 
 impl FiberState {
+    /// The state of its byte (`as u8`), if it is one (read by
+    /// `tracing/fiber_on.rs`, which alone keeps the byte).
     #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
-    fn from_byte(b: u8) -> Option<FiberState> {
+    pub(crate) fn from_byte(b: u8) -> Option<FiberState> {
         Some(match b {
             0 => FiberState::Running,
             1 => FiberState::Queued,
@@ -357,10 +357,7 @@ impl Header {
                 _ => FiberState::Waiting,
             },
         };
-        #[cfg(feature = "tracing")]
         let trace = self.ring.get().and_then(spindle_trace::Ring::snapshot);
-        #[cfg(not(feature = "tracing"))]
-        let trace = None;
         Some(FiberInfo {
             id,
             status,
@@ -370,14 +367,7 @@ impl Header {
     }
 
     fn recorded_state(&self) -> Option<FiberState> {
-        #[cfg(feature = "tracing")]
-        {
-            FiberState::from_byte(self.activity.load(Ordering::Relaxed))
-        }
-        #[cfg(not(feature = "tracing"))]
-        {
-            None
-        }
+        self.activity.get()
     }
 }
 

@@ -13,6 +13,7 @@ use super::state::{
 };
 use crate::node::Res;
 use crate::sync::UnsafeCell;
+use crate::tracing::{Activity, RingSlot};
 
 /// The part of a fiber shared with callbacks and handles on other threads.
 pub(crate) struct Header {
@@ -27,16 +28,16 @@ pub(crate) struct Header {
     ///
     /// [`FiberHandle::spawn`]: super::handle::FiberHandle::spawn
     pub(crate) join: JoinCell<Completed>,
-    /// The fiber's trace ring, once it records (`tracing.rs`): here, in
-    /// the part other threads may read, for fiber dumps.
-    #[cfg(feature = "tracing")]
-    pub(crate) ring: crate::tracing::RingSlot,
+    /// The fiber's trace ring, once it records (`tracing/fiber_on.rs`):
+    /// here, in the part other threads may read, for fiber dumps.
+    /// Zero-sized without the `tracing` feature.
+    pub(crate) ring: RingSlot,
     /// What the fiber does now, for fiber dumps ([`FiberState`] as a
-    /// byte); kept only while the fiber traces.
+    /// byte); kept only while the fiber traces. Zero-sized without the
+    /// `tracing` feature.
     ///
     /// [`FiberState`]: super::FiberState
-    #[cfg(feature = "tracing")]
-    pub(crate) activity: crate::sync::AtomicU8,
+    pub(crate) activity: Activity,
 }
 
 // SAFETY: `slot` is written only by the single completer that won the CAS to
@@ -54,10 +55,8 @@ impl Header {
             state: State::new(),
             slot: UnsafeCell::new(None),
             join: JoinCell::new(),
-            #[cfg(feature = "tracing")]
-            ring: crate::tracing::RingSlot::new(),
-            #[cfg(feature = "tracing")]
-            activity: crate::sync::AtomicU8::new(super::FiberState::Queued as u8),
+            ring: RingSlot::new(),
+            activity: Activity::new(super::FiberState::Queued),
         }
     }
 
@@ -129,12 +128,11 @@ impl Header {
         self.state.mark_completed()
     }
 
-    /// Records what the fiber does now (for dumps).
-    #[cfg(feature = "tracing")]
+    /// Records what the fiber does now (for dumps; nothing without the
+    /// `tracing` feature).
     #[inline(always)]
     pub(crate) fn set_activity(&self, state: super::FiberState) {
-        self.activity
-            .store(state as u8, crate::sync::Ordering::Relaxed);
+        self.activity.set(state);
     }
 
     /// Delivers the result after a won claim (the rest of step 2).

@@ -48,7 +48,7 @@
 //! | `header.slot`         | the completer whose claim won          | between its won claim (step 2) and its `DONE` |
 //! | `header.slot`         | the fiber                              | after it observed `DONE` (`Acquire`), before its next suspension |
 //! | `header.join`         | anyone (a short lock)                  | the run-loop completes it once; joiners read it or wait |
-//! | `header.ring`, `header.activity` | the running fiber writes; dumps read | always (a seqlock-style ring and a relaxed byte, `tracing.rs`) |
+//! | `header.ring`, `header.activity` | the running fiber writes; dumps read | always (a seqlock-style ring and a relaxed byte, `tracing/fiber_on.rs`) |
 //! | `executor`            | anyone holding a reference             | always (`Executor: Send + Sync`) |
 //!
 //! # Who owns the fiber

@@ -211,14 +211,10 @@ pub(crate) struct Spawner {
 }
 
 impl Spawner {
-    #[cfg_attr(not(feature = "tracing"), allow(unused_variables))]
     pub(super) fn new<X: Executor>(executor: &X, core: &Core) -> Self {
         Spawner {
             executor: executor as &dyn Spawn,
-            #[cfg(feature = "tracing")]
-            traced: core.tracing.on,
-            #[cfg(not(feature = "tracing"))]
-            traced: false,
+            traced: core.tracing.is_on(),
         }
     }
 
@@ -300,22 +296,13 @@ impl<X: Executor> Fiber<X> {
 
     /// [`Fiber::from_parts`], tracing from the start if `traced` (a child
     /// of a traced scope) or if the executor's mode records.
-    #[cfg_attr(not(feature = "tracing"), allow(unused_variables))]
     pub(crate) fn from_parts_traced(
         node: Node,
         on_complete: Option<Completion>,
         executor: X,
         traced: bool,
     ) -> Fiber<X> {
-        #[cfg(feature = "tracing")]
-        let traces = traced || executor.config().tracing().records();
-        #[cfg(feature = "tracing")]
-        if traces {
-            // Programs built from now on keep every site (see
-            // `spindle_trace::call_sites_for`); a later configuration that records
-            // nothing no longer turns them off.
-            spindle_trace::keep_call_sites();
-        }
+        let traces = crate::tracing::fiber_traces(traced, executor.config());
         let core = Core {
             next: Next::Node(node),
             stack: Vec::new(),
@@ -323,7 +310,6 @@ impl<X: Executor> Fiber<X> {
             masks: 0,
             ending: None,
             cold: None,
-            #[cfg(feature = "tracing")]
             tracing: crate::tracing::FiberTracing::new(traces),
         };
         let fiber = Fiber {

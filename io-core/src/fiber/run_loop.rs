@@ -135,6 +135,8 @@ fn run_guarded<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit
 #[inline(always)]
 fn run_either<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
     loop {
+        // A `cfg`, not `core.tracing.is_on()` (always false without the
+        // feature): then the tracing instantiation is never even built.
         #[cfg(feature = "tracing")]
         let exit = if core.tracing.on {
             run_loop::<X, true>(inner, core)
@@ -153,14 +155,15 @@ fn run_either<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit 
 /// Records what the fiber does now, for fiber dumps, in the tracing loop.
 macro_rules! activity {
     ($header:expr, $state:ident) => {
-        #[cfg(feature = "tracing")]
+        // Without the `tracing` feature, `TRACING` is always false and
+        // `set_activity` empty (`tracing/fiber_off.rs`).
         if TRACING {
             $header.set_activity(super::FiberState::$state);
         }
     };
 }
 
-/// Records a traced operation in the tracing loop (`tracing.rs`); nothing
+/// Records a traced operation in the tracing loop (`tracing/fiber_on.rs`); nothing
 /// in the plain loop, nothing at all without the `tracing` feature.
 macro_rules! record {
     ($core:expr, $header:expr, $executor:expr, $op:expr, $site:expr) => {
@@ -298,10 +301,7 @@ fn run_loop<X: Executor, const TRACING: bool>(inner: &Arc<FiberInner<X>>, core: 
                         Node::unwind()
                     }
                     Some(FrameKind::TraceScope(was_on)) => {
-                        #[cfg(feature = "tracing")]
-                        {
-                            core.tracing.on = was_on;
-                        }
+                        core.tracing.set_on(was_on);
                         if was_on != TRACING {
                             core.next = Next::Switch(Node::pure(value), budget);
                             return Exit::Switch;
@@ -362,10 +362,7 @@ fn run_loop<X: Executor, const TRACING: bool>(inner: &Arc<FiberInner<X>>, core: 
                     Node::unwind()
                 }
                 Some(FrameKind::TraceScope(was_on)) => {
-                    #[cfg(feature = "tracing")]
-                    {
-                        core.tracing.on = was_on;
-                    }
+                    core.tracing.set_on(was_on);
                     if was_on != TRACING {
                         core.next = Next::Switch(Node::error(error), budget);
                         return Exit::Switch;

@@ -43,8 +43,8 @@ pub(crate) struct Core {
     pub(super) ending: Option<Ending>,
     /// The panic message and suppressed errors, once there are any.
     pub(super) cold: Option<alloc::boxed::Box<Cold>>,
-    /// Whether the fiber traces now, and its trace (`tracing.rs`).
-    #[cfg(feature = "tracing")]
+    /// Whether the fiber traces now (`tracing/fiber_on.rs`; zero-sized
+    /// without the `tracing` feature).
     pub(super) tracing: crate::tracing::FiberTracing,
 }
 

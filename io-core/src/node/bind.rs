@@ -16,7 +16,7 @@ use crate::tracing::Site;
 pub(crate) struct Bind<K> {
     source: Node,
     k: K,
-    /// The call site of the operation that made this node (`tracing.rs`).
+    /// The call site of the operation that made this node (`tracing/mod.rs`).
     #[cfg(feature = "tracing")]
     site: Option<Site>,
 }

@@ -200,7 +200,7 @@ pub(crate) enum Kind {
     /// and running finalizers.
     Unwind,
     /// Record an operation made of several nodes, open a traced scope, or
-    /// read the trace (`tracing.rs`).
+    /// read the trace (`tracing/mod.rs`).
     #[cfg(feature = "tracing")]
     Mark(BindBox<crate::tracing::MarkK>),
 }
