@@ -93,7 +93,7 @@ const RUNTIME_CRATES: [&str; 10] = [
     "spindle_exec_single",
     "spindle_exec_wstp",
     "spindle_exec_batching",
-    "trace",
+    "spindle_trace",
     "std",
     "core",
     "alloc",

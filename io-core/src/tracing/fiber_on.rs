@@ -101,30 +101,39 @@ impl FiberTracing {
 pub(crate) struct OwnedRing {
     pub(crate) ring: spindle_trace::Ring,
     #[cfg(feature = "tracing-full")]
-    sites: core::cell::UnsafeCell<alloc::vec::Vec<Option<Site>>>,
+    sites: crate::sync::UnsafeCell<alloc::vec::Vec<Option<Site>>>,
 }
 
 impl OwnedRing {
     #[cfg(feature = "tracing-full")]
     #[cold]
     fn keep_site(&self, index: usize, site: &Site) {
-        // SAFETY: only the fiber records (the thread running it).
-        let sites = unsafe { &mut *self.sites.get() };
-        if sites.is_empty() {
-            sites.resize_with(self.ring.capacity(), || None);
-        }
-        sites[index] = Some(site.clone());
+        self.sites.with_mut(|sites| {
+            // SAFETY: only the fiber records (the thread running it), and
+            // no reference to the sites outlives this call.
+            let sites = unsafe { &mut *sites };
+            if sites.is_empty() {
+                sites.resize_with(self.ring.capacity(), || None);
+            }
+            sites[index] = Some(site.clone());
+        })
     }
 
     /// # Safety
     /// * Called by the fiber itself (the thread running it).
     unsafe fn snapshot(&self) -> Trace {
         #[cfg(feature = "tracing-full")]
-        // SAFETY: forwarded precondition.
-        let sites: &[Option<Site>] = unsafe { &*self.sites.get() };
+        {
+            self.sites.with(|sites| {
+                // SAFETY: forwarded precondition: the fiber is the only one
+                // that touches the sites, and the reference ends with the call.
+                self.ring.snapshot_with_sites(unsafe { &*sites })
+            })
+        }
         #[cfg(not(feature = "tracing-full"))]
-        let sites: &[Option<Site>] = &[];
-        self.ring.snapshot_with_sites(sites)
+        {
+            self.ring.snapshot_with_sites(&[])
+        }
     }
 }
 
@@ -154,7 +163,7 @@ impl RingSlot {
             alloc::boxed::Box::new(OwnedRing {
                 ring: spindle_trace::Ring::new(capacity),
                 #[cfg(feature = "tracing-full")]
-                sites: core::cell::UnsafeCell::new(alloc::vec::Vec::new()),
+                sites: crate::sync::UnsafeCell::new(alloc::vec::Vec::new()),
             })
         });
         let ptr = alloc::boxed::Box::into_raw(owned);
@@ -236,7 +245,8 @@ mod spare_rings {
             }
             owned.ring.reset();
             #[cfg(feature = "tracing-full")]
-            owned.sites.get_mut().clear();
+            // SAFETY: the spare ring is owned here (`Box`), by no fiber.
+            owned.sites.with_mut(|sites| unsafe { (*sites).clear() });
             Some(owned)
         }
         #[cfg(not(all(feature = "std", not(loom))))]
