@@ -149,7 +149,7 @@ pub fn run_with<A: MainValue, E: fmt::Debug + Send + 'static>(
     };
     cancel.set({
         let handle = handle.clone();
-        let fiber = fiber.clone();
+        let fiber = fiber.cancel_handle();
         Box::new(move || {
             let _ = handle.spawn(fiber.cancel::<()>());
         })

@@ -195,10 +195,9 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
                     right
                         .start_untraced()
                         .flat_map_untraced(move |fb: FiberHandle<B, E>| {
-                            let (ca, cb) = (fa.clone(), fb.clone());
-                            let on_cancel = ca
+                            let on_cancel = fa
                                 .cancel_untraced()
-                                .product_r_untraced(cb.cancel_untraced());
+                                .product_r_untraced(fb.cancel_untraced());
                             poll.apply_untraced(first.get_untraced())
                                 .on_cancel_untraced(on_cancel)
                                 .flat_map_untraced(move |left_won| {
@@ -274,14 +273,13 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
                     other
                         .start_untraced()
                         .flat_map_untraced(move |fb: FiberHandle<B, E>| {
-                            let (ca, cb) = (fa.clone(), fb.clone());
+                            let on_cancel = fa
+                                .cancel_untraced()
+                                .product_r_untraced(fb.cancel_untraced());
                             let wait = outcome_of(&fa).flat_map_untraced(move |oa| {
                                 outcome_of(&fb).map_untraced(move |ob| (oa, ob))
                             });
-                            poll.apply_untraced(wait).on_cancel_untraced(
-                                ca.cancel_untraced()
-                                    .product_r_untraced(cb.cancel_untraced()),
-                            )
+                            poll.apply_untraced(wait).on_cancel_untraced(on_cancel)
                         })
                 })
         })

@@ -78,7 +78,7 @@ pub use data::semaphore::{InvalidPermits, Semaphore};
 pub use executor::{BlockingTask, Executor, Fiber, TimerCallback};
 pub use fiber::Callback;
 pub use fiber::FiberState;
-pub use fiber::handle::FiberHandle;
+pub use fiber::handle::{CancelHandle, FiberHandle};
 #[cfg(not(loom))]
 pub use fiber::{FiberDump, FiberInfo, FiberStatus, WeakFiber, WeakFibers};
 pub use io::IO;

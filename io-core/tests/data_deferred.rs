@@ -120,7 +120,8 @@ rt_test! {
         let io: IO<(Outcome<u32, E>, usize, Outcome<u32, E>, Outcome<u32, E>), E> =
             IO::sequence(vec![d.get::<E>().start(), d.get::<E>().start(), d.get::<E>().start()])
                 .flat_map(move |handles| {
-                    let (a, b, c) = (handles[0].clone(), handles[1].clone(), handles[2].clone());
+                    let [a, b, c]: [FiberHandle<u32, E>; 3] =
+                        handles.try_into().expect("three handles");
                     eventually(move || d1.waiters() == 3)
                         .product_r(b.cancel())
                         .flat_map(move |()| {

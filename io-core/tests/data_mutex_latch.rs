@@ -266,7 +266,7 @@ rt_test! {
         type TwoWaiters = (Outcome<(), E>, Outcome<(), E>);
         let io: IO<TwoWaiters, E> = w1.wait::<E>().start().flat_map(move |canceled| {
             w2.wait::<E>().start().flat_map(move |kept| {
-                let c = canceled.clone();
+                let c = canceled.cancel_handle();
                 IO::cede()
                     .product_r(c.cancel())
                     .product_r(r.release())

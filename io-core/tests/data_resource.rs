@@ -310,7 +310,10 @@ rt_test! {
         let io = resource
             .use_with(|_| IO::<u32, E>::raise_error("use failed".to_string()))
             .start::<E>()
-            .flat_map(|h| h.join().map(move |o| (o, h.suppressed_errors())));
+            .flat_map(|h| {
+                h.join_void()
+                    .map(move |()| (h.try_take_outcome().expect("joined"), h.suppressed_errors()))
+            });
         assert_eq!(
             run(io),
             Outcome::Succeeded((

@@ -158,7 +158,7 @@ rt_test! {
         let sem = semaphore(1);
         let (w, counted, releaser) = (sem.clone(), sem.clone(), sem.clone());
         let io: IO<Outcome<(), E>, E> = sem.acquire().product_r(w.acquire::<E>().start()).flat_map(move |h| {
-            let canceler = h.clone();
+            let canceler = h.cancel_handle();
             eventually(move || counted.waiting() == 1)
                 .product_r(canceler.cancel::<E>().start())
                 .flat_map(move |c| {

@@ -32,7 +32,65 @@ fn blocked_child(started: &Deferred<()>, log: &Log<&'static str>) -> IO<u32, E> 
         )
 }
 
+/// A value that cannot be cloned (a socket, a file): a fiber that produces
+/// one can still be joined, since `join` moves the outcome out.
+struct NotClone(u32);
+
 rt_test! {
+    fn a_fiber_whose_value_is_not_clone_and_whose_error_is_an_io_error_is_joined_and_yields_its_value() {
+        let io: IO<Outcome<NotClone, std::io::Error>, E> =
+            IO::<NotClone, std::io::Error>::delay(|| NotClone(7)).start().flat_map(|h| h.join());
+        assert!(matches!(run(io), Outcome::Succeeded(Outcome::Succeeded(NotClone(7)))));
+    }
+
+    fn a_fiber_failing_with_an_io_error_is_joined_and_yields_the_error() {
+        let io: IO<Outcome<NotClone, std::io::Error>, E> =
+            IO::<NotClone, std::io::Error>::raise_error(std::io::Error::other("disk on fire"))
+                .start()
+                .flat_map(|h| h.join());
+        match run(io) {
+            Outcome::Succeeded(Outcome::Errored(e)) => assert_eq!(e.to_string(), "disk on fire"),
+            _ => panic!("the joiner gets the fiber's io::Error"),
+        }
+    }
+
+    fn joining_after_cancel_yields_canceled() {
+        let log = Log::new();
+        let started = Deferred::new();
+        let child = blocked_child(&started, &log);
+        let io: IO<Outcome<u32, E>, E> = child
+            .start()
+            .flat_map(move |h| started.get().product_r(h.cancel()).product_r(h.join()));
+        assert_eq!(run(io), Outcome::Succeeded(Outcome::Canceled));
+        assert_eq!(log.events(), ["on_cancel", "guarantee"]);
+    }
+
+    fn joining_a_canceled_fiber_whose_types_are_not_clone_yields_canceled() {
+        let started = Deferred::<()>::new();
+        let child: IO<NotClone, std::io::Error> = started
+            .complete::<std::io::Error>(())
+            .product_r(IO::never());
+        let io: IO<Outcome<NotClone, std::io::Error>, E> = child
+            .start()
+            .flat_map(move |h| started.get().product_r(h.cancel()).product_r(h.join()));
+        assert!(matches!(run(io), Outcome::Succeeded(Outcome::Canceled)));
+    }
+
+    fn a_cancel_handle_cancels_while_the_owner_joins() {
+        let log = Log::new();
+        let started = Deferred::new();
+        let child = blocked_child(&started, &log);
+        let io: IO<Outcome<u32, E>, E> = child.start().flat_map(move |h| {
+            let canceler = h.cancel_handle();
+            started
+                .get()
+                .product_r(canceler.clone().cancel::<E>().start())
+                .product_r(h.join())
+        });
+        assert_eq!(run(io), Outcome::Succeeded(Outcome::Canceled));
+        assert_eq!(log.events(), ["on_cancel", "guarantee"]);
+    }
+
     fn join_returns_the_value_of_a_fiber_that_succeeded() {
         let io: IO<Outcome<u32, E>, E> = IO::<u32, E>::pure(7).start().flat_map(|h| h.join());
         assert_eq!(run(io), Outcome::Succeeded(Outcome::Succeeded(7)));
@@ -60,19 +118,12 @@ rt_test! {
         );
     }
 
-    fn joining_twice_gives_the_same_outcome_both_times() {
-        let io: IO<(Outcome<u32, E>, Outcome<u32, E>), E> =
-            IO::<(), E>::sleep(Duration::from_millis(1))
-                .map_to(3u32)
-                .start()
-                .flat_map(|h| {
-                    let again = h.clone();
-                    h.join().flat_map(move |first| again.join().map(move |second| (first, second)))
-                });
-        assert_eq!(
-            run(io),
-            Outcome::Succeeded((Outcome::Succeeded(3), Outcome::Succeeded(3)))
-        );
+    fn join_void_and_cancel_borrow_the_handle_and_the_join_after_them_gives_the_outcome() {
+        let io: IO<Outcome<u32, E>, E> = IO::<(), E>::sleep(Duration::from_millis(1))
+            .map_to(3u32)
+            .start()
+            .flat_map(|h| h.join_void().product_r(h.join_void()).product_r(h.join()));
+        assert_eq!(run(io), Outcome::Succeeded(Outcome::Succeeded(3)));
     }
 
     fn joining_a_fiber_that_completed_long_ago_gives_its_outcome_at_once() {
@@ -82,21 +133,21 @@ rt_test! {
         assert_eq!(run(io), Outcome::Succeeded(Outcome::Succeeded(9)));
     }
 
-    fn several_fibers_joining_one_fiber_each_get_its_outcome() {
+    fn several_fibers_waiting_on_one_fiber_all_resume_and_its_owner_joins_its_outcome() {
         let gate = Deferred::<u32>::new();
         let child = gate.get::<E>();
-        let io: IO<Vec<Outcome<Outcome<u32, E>, E>>, E> = child.start().flat_map(move |target| {
-            let joiners: Vec<IO<FiberHandle<Outcome<u32, E>, E>, E>> =
-                (0..5).map(|_| target.join::<E>().start()).collect();
-            IO::sequence(joiners).flat_map(move |handles| {
-                gate.complete::<E>(42).product_r(IO::traverse(handles, |h| h.join()))
+        let io: IO<(Vec<Outcome<(), E>>, Outcome<u32, E>), E> = child.start().flat_map(move |target| {
+            let waiters: Vec<IO<FiberHandle<(), E>, E>> =
+                (0..5).map(|_| target.cancel_handle().join_void::<E>().start()).collect();
+            IO::sequence(waiters).flat_map(move |handles| {
+                gate.complete::<E>(42)
+                    .product_r(IO::traverse(handles, |h| h.join()))
+                    .flat_map(move |waited| target.join().map(move |joined| (waited, joined)))
             })
         });
-        let outcomes = run(io).succeeded().expect("the parent succeeds");
-        assert_eq!(outcomes.len(), 5);
-        for outcome in outcomes {
-            assert_eq!(outcome, Outcome::Succeeded(Outcome::Succeeded(42)));
-        }
+        let (waited, joined) = run(io).succeeded().expect("the parent succeeds");
+        assert_eq!(waited, vec![Outcome::Succeeded(()); 5]);
+        assert_eq!(joined, Outcome::Succeeded(42));
     }
 
     fn join_void_waits_for_the_fiber_to_complete() {
@@ -115,7 +166,7 @@ rt_test! {
         let started = Deferred::new();
         let child = blocked_child(&started, &log);
         let io: IO<(), E> = child.start().flat_map(move |h| {
-            let canceler = h.clone();
+            let canceler = h.cancel_handle();
             started
                 .get()
                 .product_r(canceler.cancel::<E>().start())
@@ -212,18 +263,10 @@ rt_test! {
         let child = IO::<u32, E>::pure(5)
             .on_cancel(log.record("on_cancel"))
             .guarantee_case(move |o| l.record(if o.is_succeeded() { "succeeded" } else { "other" }));
-        let io: IO<(Outcome<u32, E>, Outcome<u32, E>), E> = child.start().flat_map(|h| {
-            let (h1, h2) = (h.clone(), h.clone());
-            h.join().flat_map(move |before| {
-                h1.cancel::<E>()
-                    .product_r(h2.join())
-                    .map(move |after| (before, after))
-            })
-        });
-        assert_eq!(
-            run(io),
-            Outcome::Succeeded((Outcome::Succeeded(5), Outcome::Succeeded(5)))
-        );
+        let io: IO<Outcome<u32, E>, E> = child
+            .start()
+            .flat_map(|h| h.join_void().product_r(h.cancel::<E>()).product_r(h.join()));
+        assert_eq!(run(io), Outcome::Succeeded(Outcome::Succeeded(5)));
         assert_eq!(log.events(), ["succeeded"]);
     }
 
@@ -278,8 +321,8 @@ rt_test! {
             .product_r(IO::<u32, E>::never())
             .guarantee(IO::raise_error("finalizer failed".to_string()));
         let io: IO<(Outcome<u32, E>, Vec<E>), E> = child.start().flat_map(move |h| {
-            started.get().product_r(h.cancel()).product_r(h.join()).flat_map(move |outcome| {
-                IO::delay(move || (outcome, h.suppressed_errors()))
+            started.get().product_r(h.cancel()).product_r(h.join_void()).map(move |()| {
+                (h.try_take_outcome().expect("joined"), h.suppressed_errors())
             })
         });
         assert_eq!(
@@ -292,7 +335,7 @@ rt_test! {
         let child = IO::<u32, E>::raise_error("first".to_string())
             .guarantee(IO::raise_error("finalizer failed".to_string()));
         let io: IO<(Outcome<u32, E>, Vec<E>), E> = child.start().flat_map(|h| {
-            h.join().flat_map(move |outcome| IO::delay(move || (outcome, h.suppressed_errors())))
+            h.join_void().map(move |()| (h.try_take_outcome().expect("joined"), h.suppressed_errors()))
         });
         assert_eq!(
             run(io),
@@ -307,7 +350,7 @@ rt_test! {
         let child = IO::<u32, E>::delay(|| panic!("child panicked"))
             .guarantee(IO::raise_error("finalizer failed".to_string()));
         let io: IO<(Outcome<u32, E>, Vec<E>), E> = child.start().flat_map(|h| {
-            h.join().flat_map(move |outcome| IO::delay(move || (outcome, h.suppressed_errors())))
+            h.join_void().map(move |()| (h.try_take_outcome().expect("joined"), h.suppressed_errors()))
         });
         assert_eq!(
             run(io),
@@ -322,7 +365,7 @@ rt_test! {
         let child =
             IO::<u32, E>::pure(1).guarantee(IO::raise_error("finalizer failed".to_string()));
         let io: IO<(Outcome<u32, E>, Vec<E>), E> = child.start().flat_map(|h| {
-            h.join().flat_map(move |outcome| IO::delay(move || (outcome, h.suppressed_errors())))
+            h.join_void().map(move |()| (h.try_take_outcome().expect("joined"), h.suppressed_errors()))
         });
         assert_eq!(
             run(io),
@@ -336,7 +379,7 @@ rt_test! {
             .guarantee(IO::unit())
             .guarantee(IO::raise_error("outer finalizer".to_string()));
         let io: IO<(Outcome<u32, E>, Vec<E>), E> = child.start().flat_map(|h| {
-            h.join().flat_map(move |outcome| IO::delay(move || (outcome, h.suppressed_errors())))
+            h.join_void().map(move |()| (h.try_take_outcome().expect("joined"), h.suppressed_errors()))
         });
         assert_eq!(
             run(io),

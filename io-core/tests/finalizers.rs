@@ -67,8 +67,8 @@ fn cancel_when_started<A: Clone + Send + 'static>(
         started
             .get()
             .product_r(h.cancel())
-            .product_r(h.join())
-            .map(move |outcome| (outcome, h.suppressed_errors()))
+            .product_r(h.join_void())
+            .map(move |()| (h.try_take_outcome().expect("joined"), h.suppressed_errors()))
     })
 }
 
@@ -77,8 +77,8 @@ fn outcome_and_suppressed<A: Clone + Send + 'static>(
     io: IO<A, E>,
 ) -> IO<(Outcome<A, E>, Vec<E>), E> {
     io.start().flat_map(|h| {
-        h.join()
-            .map(move |outcome| (outcome, h.suppressed_errors()))
+        h.join_void()
+            .map(move |()| (h.try_take_outcome().expect("joined"), h.suppressed_errors()))
     })
 }
 
@@ -597,7 +597,7 @@ rt_test! {
         });
         let (parked, cb) = (slot.clone(), slot.clone());
         let io: IO<(bool, Outcome<u32, E>), E> = child.start().flat_map(move |h| {
-            let canceler = h.clone();
+            let canceler = h.cancel_handle();
             eventually(move || parked.lock().unwrap().is_some())
                 .product_r(canceler.cancel::<E>().start())
                 .flat_map(move |c| {

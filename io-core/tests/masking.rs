@@ -99,7 +99,7 @@ rt_test! {
         })
         .product_r(log.record("after region".to_string()));
         let io: IO<Outcome<(), E>, E> = child.start().flat_map(move |h| {
-            let canceler = h.clone();
+            let canceler = h.cancel_handle();
             started
                 .get()
                 .product_r(canceler.cancel::<E>().start())

@@ -11,10 +11,9 @@ use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 use core::panic::Location;
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicBool, Ordering};
 use std::backtrace::Backtrace;
-use std::sync::Arc;
 
+use crate::sync::{Arc, StaticAtomicBool as AtomicBool, StaticOrdering as Ordering};
 use crate::{CAPTURED, Site};
 
 static FULL_CAPTURE: AtomicBool = AtomicBool::new(false);
@@ -94,7 +93,7 @@ const RUNTIME_CRATES: [&str; 10] = [
     "spindle_exec_single",
     "spindle_exec_wstp",
     "spindle_exec_batching",
-    "trace",
+    "spindle_trace",
     "std",
     "core",
     "alloc",

@@ -141,11 +141,11 @@ const CAPTURED: usize = 1;
 
 /// Whether sites are kept where keeping them costs (see
 /// [`call_sites_for`]); on until a process says it traces nothing.
-static CALL_SITES: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(true);
+static CALL_SITES: crate::sync::StaticAtomicBool = crate::sync::StaticAtomicBool::new(true);
 
 /// Whether something in the process traces (a tracing configuration, a
 /// traced scope, a fiber that traces): then sites stay kept.
-static TRACES: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+static TRACES: crate::sync::StaticAtomicBool = crate::sync::StaticAtomicBool::new(false);
 
 /// Tells whether a configuration just built records traces, to decide
 /// where sites are kept.
@@ -161,7 +161,7 @@ static TRACES: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::
 /// (Leaves built after that and run inside a later traced scope have no
 /// site: their events are missing from its trace.)
 pub fn call_sites_for(records: bool) {
-    use core::sync::atomic::Ordering::Relaxed;
+    use crate::sync::StaticOrdering::Relaxed;
     if records {
         TRACES.store(true, Relaxed);
         CALL_SITES.store(true, Relaxed);
@@ -175,7 +175,7 @@ pub fn call_sites_for(records: bool) {
 /// both flags are set it only reads them.
 #[inline]
 pub fn keep_call_sites() {
-    use core::sync::atomic::Ordering::Relaxed;
+    use crate::sync::StaticOrdering::Relaxed;
     if !(TRACES.load(Relaxed) && CALL_SITES.load(Relaxed)) {
         TRACES.store(true, Relaxed);
         CALL_SITES.store(true, Relaxed);
@@ -189,7 +189,7 @@ impl Site {
     /// ([`call_sites_for`]).
     #[inline(always)]
     pub fn call_sites_kept() -> bool {
-        CALL_SITES.load(core::sync::atomic::Ordering::Relaxed)
+        CALL_SITES.load(crate::sync::StaticOrdering::Relaxed)
     }
 
     /// The site of the caller of the `#[track_caller]` function that calls

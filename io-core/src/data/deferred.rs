@@ -2,28 +2,19 @@
 //!
 //! # Protocol
 //!
-//! The state (behind a short lock of the sync shim, never held across a
-//! suspension) is either *empty* with a list of waiters, or *complete* with
-//! the value. `complete` moves it from empty to complete and takes the
-//! waiter list under the lock; each waiter reads the value under the lock
-//! and hands back the fiber to resume with what it read, and the fibers are
-//! resumed after the lock is released (a resumed fiber may run at once on
-//! another thread and read this cell: it must not find the lock held while
-//! its waker schedules it). `get`
-//! either reads the value under the lock or registers a waiter; a `get`
-//! canceled while waiting removes its own waiter (the async finalizer), so
-//! nothing is left behind. A second `complete` finds the state complete and
-//! gives its value back as an error; the first value stays.
+//! A `Deferred` is the fiber's join cell (`JoinCell`, `fiber/join.rs`,
+//! where its protocol is written down) in an `Arc`, with a typed API: the
+//! same cell holds a started fiber's outcome, so the fiber core depends on
+//! no data type and this one builds on it. `complete` sets the value once
+//! and wakes every waiter; a second `complete` gives its value back as an
+//! error, and the first value stays. `get` reads a clone of the value, or
+//! waits for it; a `get` canceled while waiting removes its own waiter.
 
-#[cfg(all(loom, test))]
-use alloc::boxed::Box;
 use core::fmt;
 
-use super::waiters::WaiterList;
-use crate::erased::Value;
-use crate::fiber::RawCallback;
+use crate::fiber::join::{CellOwner, JoinCell, Read, wait_for};
 use crate::io::IO;
-use crate::sync::{Arc, Mutex};
+use crate::sync::Arc;
 use crate::tracing::{Internal, NO_SITE, Named, OpMeta, Site, here};
 
 // The operations as traces name them.
@@ -33,211 +24,20 @@ super::trace_ops! {
     Complete = "Deferred::complete",
 }
 
-/// One waiting reader of a cell.
-pub(crate) enum Waiter<A> {
-    /// A fiber (a `get`, a join) to resume with what `read` makes of the
-    /// value. Stored inline in the waiter list: waiting is no allocation
-    /// beyond the list's entry.
-    Resume {
-        callback: RawCallback,
-        read: fn(&A) -> Value,
-    },
-    /// Any reader (the loom models' probes): reads the value, and returns
-    /// the fiber to resume, if any.
-    #[cfg(all(loom, test))]
-    Call(Box<dyn FnOnce(&A) -> Option<Wake> + Send>),
-}
-
-impl<A> Waiter<A> {
-    /// Reads the value; returns the fiber to resume (once the cell's lock is
-    /// released) with what it read.
-    fn read(self, value: &A) -> Option<Wake> {
-        match self {
-            Waiter::Resume { callback, read } => Some(Wake {
-                callback,
-                value: read(value),
-            }),
-            #[cfg(all(loom, test))]
-            Waiter::Call(f) => f(value),
-        }
-    }
-}
-
-/// How a waiter reads a cell's value: a type, so that the reading function
-/// is a plain `fn` pointer (no closure to box per waiter).
-pub(crate) trait Read<A>: 'static {
-    /// What the waiting fiber receives.
-    type Out: Send + 'static;
-    /// Reads the value.
-    fn read(value: &A) -> Self::Out;
-}
-
 /// Reads a clone of the value (`Deferred::get`).
 pub(crate) struct CloneValue;
 
 impl<A: Clone + Send + 'static> Read<A> for CloneValue {
     type Out = A;
-    fn read(value: &A) -> A {
+    fn read(value: &mut A) -> A {
         value.clone()
     }
 }
 
-/// Reads nothing: the waiter only waits for the value to be there.
-pub(crate) struct Presence;
-
-impl<A> Read<A> for Presence {
-    type Out = ();
-    fn read(_: &A) {}
-}
-
-/// The erased reading function of a `Waiter::Resume` for `R`.
-fn read_erased<A, R: Read<A>>(value: &A) -> Value {
-    Value::new(R::read(value))
-}
-
-/// A fiber to resume with a value, once no lock is held.
-pub(crate) struct Wake {
-    callback: RawCallback,
-    value: Value,
-}
-
-impl Wake {
-    /// Resumes the fiber (if it was not resumed already, by cancellation).
-    pub(crate) fn run(self) {
-        self.callback.complete(Ok(self.value));
-    }
-}
-
-struct State<A> {
-    value: Option<A>,
-    /// In registration order: woken in that order, removed in O(log n)
-    /// when a `get` is canceled (see `waiters`).
-    waiters: WaiterList<Waiter<A>>,
-}
-
-/// The shared cell behind a [`Deferred`] (also used by fiber handles).
-pub(crate) struct Cell<A> {
-    state: Mutex<State<A>>,
-}
-
-impl<A> Cell<A> {
-    pub(crate) fn new() -> Self {
-        Cell {
-            state: Mutex::new(State {
-                value: None,
-                waiters: WaiterList::new(),
-            }),
-        }
-    }
-
-    /// Sets the value and wakes the waiters; gives the value back if the
-    /// cell was already complete.
-    pub(crate) fn complete(&self, value: A) -> Result<(), A> {
-        let waiters = {
-            let mut state = self.state.lock();
-            if state.value.is_some() {
-                return Err(value);
-            }
-            state.value = Some(value);
-            state.waiters.take_all()
-        };
-        let mut waiters = waiters.peekable();
-        if waiters.peek().is_some() {
-            // The waiters read the value under the lock (it may be moved out
-            // by a handle's owner later, so it is not read without it); the
-            // fibers are resumed once the lock is released.
-            let mut first = None;
-            let mut rest = alloc::vec::Vec::new();
-            {
-                let state = self.state.lock();
-                let value = state.value.as_ref().expect("set just above");
-                for waiter in waiters {
-                    if let Some(wake) = waiter.read(value) {
-                        if first.is_none() {
-                            first = Some(wake);
-                        } else {
-                            rest.push(wake);
-                        }
-                    }
-                }
-            }
-            first.into_iter().chain(rest).for_each(Wake::run);
-        }
-        Ok(())
-    }
-
-    /// Calls `f` with the value now if there is one (returns `None`), or
-    /// registers it as a waiter (returns its id).
-    pub(crate) fn on_value(&self, f: Waiter<A>) -> Option<u64> {
-        let mut state = self.state.lock();
-        match &state.value {
-            Some(value) => {
-                let wake = f.read(value);
-                drop(state);
-                if let Some(wake) = wake {
-                    wake.run();
-                }
-                None
-            }
-            None => Some(state.waiters.push(f)),
-        }
-    }
-
-    /// Removes a waiter that has not been woken (its `get` was canceled).
-    pub(crate) fn remove_waiter(&self, id: u64) {
-        let removed = {
-            let mut state = self.state.lock();
-            state.waiters.remove(id)
-        };
-        drop(removed);
-    }
-
-    /// Reads the value, if set.
-    pub(crate) fn with_value<R>(&self, f: impl FnOnce(Option<&A>) -> R) -> R {
-        f(self.state.lock().value.as_ref())
-    }
-
-    /// Changes the value in place, if set (for fiber handles' owners).
-    pub(crate) fn with_value_mut<R>(&self, f: impl FnOnce(Option<&mut A>) -> R) -> R {
-        f(self.state.lock().value.as_mut())
-    }
-
-    /// How many waiters are registered (for tests of cancellation).
-    pub(crate) fn waiter_count(&self) -> usize {
-        self.state.lock().waiters.len()
-    }
-}
-
-/// Something that owns a cell (a deferred's `Arc`, or a reference to a
-/// fiber, whose join state is a cell inside the fiber).
-pub(crate) trait CellOwner<A>: Send + 'static {
-    /// The cell.
-    fn cell(&self) -> &Cell<A>;
-}
-
-impl<A: Send + 'static> CellOwner<A> for Arc<Cell<A>> {
-    fn cell(&self) -> &Cell<A> {
+impl<A: Send + 'static> CellOwner<A> for Arc<JoinCell<A>> {
+    fn cell(&self) -> &JoinCell<A> {
         self
     }
-}
-
-/// An IO that waits for the cell's value and produces what `R` reads of it,
-/// recorded as the operation `M` at `site` (a join, a `Deferred::get`).
-pub(crate) fn wait_for<A, R, E, C, M>(site: Option<Site>, owner: C) -> IO<R::Out, E>
-where
-    A: 'static,
-    R: Read<A>,
-    E: Send + 'static,
-    C: CellOwner<A>,
-    M: OpMeta,
-{
-    IO::from_callback_at::<M, _>(site, move |cb| {
-        let id = owner.cell().on_value(Waiter::Resume {
-            callback: cb.into_raw(),
-            read: read_erased::<A, R>,
-        });
-        id.map(|id| IO::delay_untraced(move || owner.cell().remove_waiter(id)))
-    })
 }
 
 /// A value set once, awaited by any number of fibers (Cats Effect's
@@ -255,7 +55,7 @@ where
 /// assert_eq!(SingleThreaded::new().block_on(io).succeeded(), Some(7));
 /// ```
 pub struct Deferred<A> {
-    cell: Arc<Cell<A>>,
+    cell: Arc<JoinCell<A>>,
 }
 
 impl<A> Clone for Deferred<A> {
@@ -297,7 +97,7 @@ impl<A> Deferred<A> {
     /// An empty deferred.
     pub fn new() -> Self {
         Deferred {
-            cell: Arc::new(Cell::new()),
+            cell: Arc::new(JoinCell::new()),
         }
     }
 

@@ -90,7 +90,7 @@ type Wake = Option<RawCallback>;
 
 fn wake(callback: Wake) {
     if let Some(callback) = callback {
-        callback.complete(Ok(Value::unit()));
+        let _ = callback.complete(Ok(Value::unit()));
     }
 }
 
@@ -387,7 +387,7 @@ impl<A: Send + 'static> Queue<A> {
                     match Shared::hand_to_taker(&mut state, element) {
                         Ok(taker) => {
                             drop(state);
-                            taker.complete(Ok(Value::unit()));
+                            let _ = taker.complete(Ok(Value::unit()));
                             cb.succeed(());
                             return None;
                         }

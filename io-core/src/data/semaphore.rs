@@ -86,7 +86,7 @@ impl Shared {
             }
         };
         // Outside the lock: completing schedules the fiber.
-        waiter.callback.complete(Ok(Value::unit()));
+        let _ = waiter.callback.complete(Ok(Value::unit()));
     }
 }
 

@@ -1,4 +1,4 @@
-//! Loom model checks of `Deferred`'s cell (`deferred::Cell`): `complete`
+//! Loom model checks of `Deferred`'s cell (`fiber::join::JoinCell`): `complete`
 //! racing `on_value` (a `get` registering its waiter), `remove_waiter` (a
 //! canceled `get` leaving) and a second `complete`.
 //! `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p spindle-core --lib --release -- loom`.
@@ -13,7 +13,7 @@ use loom::sync::Arc;
 use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::thread;
 
-use super::deferred::{Cell, Waiter};
+use crate::fiber::join::{JoinCell as Cell, Waiter};
 
 /// Counts a waiter's calls (and the values it saw) and its drop.
 #[derive(Default)]

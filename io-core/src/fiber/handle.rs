@@ -4,25 +4,32 @@
 //! fiber's header, where the join state lives, and requests cancellation
 //! there.
 //!
-//! # Join protocol
+//! # Join: one owner moves the outcome out
 //!
-//! The join state (a [`Cell`], the cell behind `Deferred`, inside the
-//! fiber's header) holds the outcome once the fiber has completed, the
-//! errors its finalizers suppressed, and the joiners waiting until then.
-//! Completion stores the outcome and wakes every waiter exactly once. A
-//! joiner that is canceled while waiting removes its waiter (the async
-//! finalizer of `join`), so nothing is left behind. Every joiner gets its
-//! own clone of the outcome, which is why `join` asks for `A: Clone` and
-//! `E: Clone`; [`FiberHandle::join_void`] waits without reading it.
+//! The outcome waits in the join cell inside the fiber's header (protocol:
+//! `join.rs`). A handle is unique, as tokio's `JoinHandle` is: it is not
+//! `Clone`, and [`join`](FiberHandle::join) takes it by value and *moves*
+//! the outcome out of the cell. So joining asks nothing of `A` and `E`: a
+//! fiber whose error is `std::io::Error`, or whose value is a socket, can be
+//! joined. (An earlier design let any number of cloned handles join, each
+//! receiving a clone of the outcome; that made `join` require `A: Clone`
+//! and `E: Clone`, which ruled those programs out.)
 //!
-//! The outcome is stored erased (`Outcome<Value, Value>`): the header does
-//! not know the fiber's types. The handle does (it is made only for a fiber
-//! of an `IO<A, E>`), and reads the values back as `A` and `E`. Keeping the
-//! join state in the fiber makes starting a fiber one allocation, and a
-//! handle one pointer and a vtable; the cost is that a handle kept after
-//! the fiber completed keeps the fiber's allocation (whose program and
-//! stack are gone by then) rather than a smaller separate one, as tokio's
-//! `JoinHandle` keeps its task.
+//! What borrows the handle, and so may be called any number of times before
+//! the join: [`cancel`](FiberHandle::cancel) and
+//! [`join_void`](FiberHandle::join_void) (which waits without reading the
+//! outcome); each builds a program that holds its own reference to the
+//! fiber, so the handle can be moved or joined after building them. That is
+//! all io-core's own combinators need (a race's cancel paths use `cancel`,
+//! and the one reader of the outcome owns the handle).
+//!
+//! Code that must cancel from elsewhere while the owner joins (a signal
+//! handler that cancels the main fiber, any number of times) takes a
+//! [`CancelHandle`] ([`FiberHandle::cancel_handle`]): `Clone`, untyped, it
+//! can cancel and wait but never read the outcome, as tokio's `AbortHandle`
+//! beside its `JoinHandle`. Code that wants the outcome in several places
+//! shares a `Deferred` that the one joiner completes, which says who owns
+//! the value.
 //!
 //! # Cancel
 //!
@@ -30,16 +37,17 @@
 //! fiber reads at its cancellation points; a fiber suspended unmasked is
 //! resumed at once), then waits until the fiber has completed, so its
 //! finalizers have run when `cancel` returns. Canceling twice, or canceling
-//! a fiber that has completed, only waits for (or finds) the completion.
+//! a fiber that has completed, only waits for (or finds) the completion;
+//! joining after a cancel finds `Outcome::Canceled` (unless the fiber
+//! completed first).
 
-use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::fmt;
 use core::marker::PhantomData;
 
-use super::{RawFiberRef, Spawn, typed_outcome};
-use crate::data::deferred::{Cell, CellOwner, Presence, Read, wait_for};
-use crate::erased::Value;
+use super::join::{CellOwner, Completed, Presence, Read, wait_for};
+use super::raw::{RawFiberRef, Spawn};
+use super::run_state::typed_outcome;
 use crate::executor::Executor;
 use crate::io::IO;
 use crate::outcome::Outcome;
@@ -53,57 +61,24 @@ crate::data::trace_ops! {
     Cancel = "cancel",
 }
 
-/// What a completed fiber leaves: its erased outcome and the errors its
-/// finalizers suppressed (boxed, and only if there are any: the join state
-/// is part of every fiber).
-pub(crate) type Completed = (Outcome<Value, Value>, Option<Box<Vec<Value>>>);
+/// Moves a joined fiber's outcome out of its join state as an
+/// `Outcome<A, E>`, leaving `Outcome::Canceled` behind. Used only by the
+/// owner of a `FiberHandle<A, E>`, whose fiber's program is an `IO<A, E>`:
+/// that is what makes the typed reads sound.
+struct TakeOutcome<A, E>(PhantomData<fn() -> (A, E)>);
 
-/// The join state in a fiber's header.
-pub(crate) type JoinCell = Cell<Completed>;
-
-/// Completes a fiber's join state (from the run-loop, once).
-pub(crate) fn complete_join(
-    join: &JoinCell,
-    outcome: Outcome<Value, Value>,
-    suppressed: Vec<Value>,
-) {
-    let suppressed = if suppressed.is_empty() {
-        None
-    } else {
-        Some(Box::new(suppressed))
-    };
-    // A fiber completes once, so the cell is empty here.
-    let _ = join.complete((outcome, suppressed));
-}
-
-impl CellOwner<Completed> for RawFiberRef {
-    fn cell(&self) -> &Cell<Completed> {
-        &self.header().join
-    }
-}
-
-/// Reads a joined fiber's outcome as an `Outcome<A, E>` (a clone). Used
-/// only by `FiberHandle<A, E>::join`, whose fiber's program is an
-/// `IO<A, E>`: that is what makes the typed reads below sound.
-struct CloneOutcome<A, E>(PhantomData<fn() -> (A, E)>);
-
-impl<A, E> Read<Completed> for CloneOutcome<A, E>
+impl<A, E> Read<Completed> for TakeOutcome<A, E>
 where
-    A: Clone + Send + 'static,
-    E: Clone + Send + 'static,
+    A: Send + 'static,
+    E: Send + 'static,
 {
     type Out = Outcome<A, E>;
 
-    fn read((outcome, _): &Completed) -> Outcome<A, E> {
+    fn read((outcome, _): &mut Completed) -> Outcome<A, E> {
+        let taken = core::mem::replace(outcome, Outcome::Canceled);
         // SAFETY: this reader waits only on the join state of a fiber whose
-        // program is an `IO<A, E>` (see the type's doc): its value is an `A`,
-        // its error an `E`.
-        match outcome {
-            Outcome::Succeeded(a) => Outcome::Succeeded(unsafe { a.peek::<A>() }.clone()),
-            Outcome::Errored(e) => Outcome::Errored(unsafe { e.peek::<E>() }.clone()),
-            Outcome::Canceled => Outcome::Canceled,
-            Outcome::Panicked(p) => Outcome::Panicked(p.clone()),
-        }
+        // program is an `IO<A, E>` (see the type's doc).
+        unsafe { typed_outcome::<A, E>(taken) }
     }
 }
 
@@ -119,29 +94,21 @@ where
 /// assert_eq!(rt.block_on(joined).succeeded(), Some(Outcome::Succeeded(7)));
 ///
 /// let sleeper: IO<u32, ()> = IO::<(), ()>::sleep(Duration::from_secs(3600)).map_to(1);
-/// let canceled = sleeper.start().flat_map(|f| {
-///     let joiner = f.clone();
-///     IO::<(), ()>::cede().product_r(f.cancel()).product_r(joiner.join())
-/// });
+/// let canceled = sleeper
+///     .start()
+///     .flat_map(|f| IO::<(), ()>::cede().product_r(f.cancel()).product_r(f.join()));
 /// assert_eq!(rt.block_on(canceled).succeeded(), Some(Outcome::Canceled));
 /// ```
 ///
-/// Cloning a handle gives another handle to the same fiber. Dropping every
-/// handle does not cancel the fiber (as in Cats Effect: a started fiber runs
-/// on its own; use `background` to tie its life to a scope).
+/// A handle is unique (not `Clone`): [`join`](FiberHandle::join) consumes
+/// it and moves the outcome out, so `A` and `E` need not be `Clone`
+/// (module doc of `handle`). Dropping the handle does not cancel the fiber
+/// (as in Cats Effect: a started fiber runs on its own; use `background`
+/// to tie its life to a scope).
 pub struct FiberHandle<A, E> {
     /// A fiber whose program is an `IO<A, E>`.
     fiber: RawFiberRef,
     _types: PhantomData<fn() -> (A, E)>,
-}
-
-impl<A, E> Clone for FiberHandle<A, E> {
-    fn clone(&self) -> Self {
-        FiberHandle {
-            fiber: self.fiber.clone(),
-            _types: PhantomData,
-        }
-    }
 }
 
 impl<A, E> fmt::Debug for FiberHandle<A, E> {
@@ -174,6 +141,24 @@ impl<A: Send + 'static, E: Send + 'static> FiberHandle<A, E> {
         unsafe { FiberHandle::from_fiber(fiber) }
     }
 
+    /// Waits for the fiber to complete and returns its outcome, moved out
+    /// of the fiber (no `Clone` needed). Consumes the handle: a fiber is
+    /// joined once; [`join_void`](FiberHandle::join_void) and
+    /// [`cancel`](FiberHandle::cancel) borrow it and may come before.
+    #[track_caller]
+    pub fn join<E2: Send + 'static>(self) -> IO<Outcome<A, E>, E2> {
+        wait_for::<Completed, TakeOutcome<A, E>, E2, _, Named<Join>>(here(), self.fiber)
+    }
+
+    /// Like [`join`](FiberHandle::join), but a canceled fiber makes the
+    /// joiner wait forever (Cats Effect's `joinWithNever`), and an error is
+    /// raised in the joiner; a panic is raised as well (as a panic).
+    #[track_caller]
+    pub fn join_with_never(self) -> IO<A, E> {
+        wait_for::<Completed, TakeOutcome<A, E>, E, _, Named<JoinWithNever>>(here(), self.fiber)
+            .flat_map_untraced(Outcome::embed_never_untraced)
+    }
+
     /// Waits for the fiber to complete, without reading its outcome.
     #[track_caller]
     pub fn join_void<E2: Send + 'static>(&self) -> IO<(), E2> {
@@ -199,31 +184,30 @@ impl<A: Send + 'static, E: Send + 'static> FiberHandle<A, E> {
     }
 
     fn cancel_at<M: OpMeta, E2: Send + 'static>(&self, site: Option<Site>) -> IO<(), E2> {
-        let fiber = self.fiber.clone();
-        let wait = self.join_void_untraced();
-        IO::uncancelable_at::<M, _>(site, move |_| {
-            IO::delay_untraced(move || fiber.request_cancel()).product_r_untraced(wait)
-        })
+        cancel_at::<M, E2>(&self.fiber, site)
     }
 
-    /// Waits for the fiber to complete and moves its outcome out (for the
-    /// combinators of this crate, which own the only handle that reads it:
-    /// no `Clone` needed). A second take finds `Canceled`.
+    /// A cheap, cloneable handle that can cancel the fiber and wait for it,
+    /// but not read its outcome (module doc of `handle`).
+    pub fn cancel_handle(&self) -> CancelHandle {
+        CancelHandle {
+            fiber: self.fiber.clone(),
+        }
+    }
+
+    /// Waits for the fiber to complete and moves its outcome out, without
+    /// consuming the handle (for the combinators of this crate, whose
+    /// handles are shared by their cancel paths, and which read the outcome
+    /// once). A second take finds `Canceled`.
     pub(crate) fn take_outcome<E2: Send + 'static>(&self) -> IO<Outcome<A, E>, E2> {
-        let handle = self.clone();
-        self.join_void_untraced().flat_map_untraced(move |()| {
-            IO::delay_untraced(move || match handle.try_take_outcome() {
-                Some(outcome) => outcome,
-                None => unreachable!("io-core: joined fiber without an outcome"),
-            })
-        })
+        wait_for::<Completed, TakeOutcome<A, E>, E2, _, Internal>(NO_SITE, self.fiber.clone())
     }
 
-    /// Moves the outcome out of a completed fiber without cloning it, for
-    /// the one reader that owns it (a runtime's entry point that joined
-    /// with [`join_void`](FiberHandle::join_void)). `None` if the fiber has
-    /// not completed, or its outcome was taken already; joiners that come
-    /// after a take see `Outcome::Canceled`.
+    /// Moves the outcome out of a completed fiber, for the one reader that
+    /// owns it (a runtime's entry point that joined with
+    /// [`join_void`](FiberHandle::join_void)). `None` if the fiber has not
+    /// completed, or its outcome was taken already; a take after that sees
+    /// `Outcome::Canceled`.
     pub fn try_take_outcome(&self) -> Option<Outcome<A, E>> {
         let taken = self.fiber.cell().with_value_mut(|completed| {
             completed.map(|(outcome, _)| core::mem::replace(outcome, Outcome::Canceled))
@@ -250,27 +234,56 @@ impl<A: Send + 'static, E: Send + 'static> FiberHandle<A, E> {
     }
 }
 
-impl<A, E> FiberHandle<A, E>
-where
-    A: Clone + Send + 'static,
-    E: Clone + Send + 'static,
-{
-    /// Waits for the fiber to complete and returns its outcome. Any number
-    /// of fibers may join, any number of times: each gets the outcome.
+/// Requests the cancellation of `fiber` and waits until it has completed
+/// (shared by [`FiberHandle::cancel`] and [`CancelHandle::cancel`]).
+fn cancel_at<M: OpMeta, E2: Send + 'static>(fiber: &RawFiberRef, site: Option<Site>) -> IO<(), E2> {
+    let wait = wait_for::<Completed, Presence, E2, _, Internal>(NO_SITE, fiber.clone());
+    let fiber = fiber.clone();
+    IO::uncancelable_at::<M, _>(site, move |_| {
+        IO::delay_untraced(move || fiber.request_cancel()).product_r_untraced(wait)
+    })
+}
+
+/// Cancels a started fiber, or waits for it, from anywhere: made by
+/// [`FiberHandle::cancel_handle`], `Clone`, and blind to the fiber's types
+/// (it never reads the outcome; the [`FiberHandle`] owns that).
+///
+/// ```
+/// use spindle_core::{IO, Outcome};
+/// use spindle_exec_single::SingleThreaded;
+/// use std::time::Duration;
+///
+/// let sleeper: IO<u32, ()> = IO::<(), ()>::sleep(Duration::from_secs(3600)).map_to(1);
+/// let io = sleeper.start().flat_map(|f| {
+///     let canceler = f.cancel_handle();
+///     IO::<(), ()>::cede().product_r(canceler.cancel()).product_r(f.join())
+/// });
+/// assert_eq!(SingleThreaded::new().block_on(io).succeeded(), Some(Outcome::Canceled));
+/// ```
+#[derive(Clone)]
+pub struct CancelHandle {
+    fiber: RawFiberRef,
+}
+
+impl fmt::Debug for CancelHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CancelHandle")
+            .field("fiber", &self.fiber.id())
+            .finish()
+    }
+}
+
+impl CancelHandle {
+    /// Requests the fiber's cancellation and waits until it has completed,
+    /// as [`FiberHandle::cancel`] does.
     #[track_caller]
-    pub fn join<E2: Send + 'static>(&self) -> IO<Outcome<A, E>, E2> {
-        wait_for::<Completed, CloneOutcome<A, E>, E2, _, Named<Join>>(here(), self.fiber.clone())
+    pub fn cancel<E2: Send + 'static>(&self) -> IO<(), E2> {
+        cancel_at::<Named<Cancel>, E2>(&self.fiber, here())
     }
 
-    /// Like [`join`](FiberHandle::join), but a canceled fiber makes the
-    /// joiner wait forever (Cats Effect's `joinWithNever`), and an error is
-    /// raised in the joiner; a panic is raised as well (as a panic).
+    /// Waits for the fiber to complete, as [`FiberHandle::join_void`] does.
     #[track_caller]
-    pub fn join_with_never(&self) -> IO<A, E> {
-        wait_for::<Completed, CloneOutcome<A, E>, E, _, Named<JoinWithNever>>(
-            here(),
-            self.fiber.clone(),
-        )
-        .flat_map_untraced(Outcome::embed_never_untraced)
+    pub fn join_void<E2: Send + 'static>(&self) -> IO<(), E2> {
+        wait_for::<Completed, Presence, E2, _, Named<JoinVoid>>(here(), self.fiber.clone())
     }
 }

@@ -42,7 +42,9 @@
 //! finalizers (not `on_cancel` ones) with `Outcome::Panicked`, and ends the
 //! fiber with [`Outcome::Panicked`].
 
-use super::{Core, Ending, Fiber, FiberInner, Next};
+use super::raw::{Fiber, FiberInner};
+use super::run_state::{Core, Ending, Next};
+use super::state::TransitionToSuspended;
 use crate::erased::Value;
 use crate::executor::{Executor, TimerCallback};
 use crate::node::{Frame, FrameKind, Kind, Node, Tag};
@@ -89,14 +91,14 @@ impl<X: Executor> Fiber<X> {
                     executor.reschedule_fiber(self);
                     return;
                 }
-                Exit::Suspend { interruptible } => {
-                    if self.inner.header.suspend(interruptible) {
-                        // The result arrived while we were saving our state:
-                        // continue here rather than through the queue.
-                        continue;
-                    }
-                    return;
-                }
+                Exit::Suspend { interruptible } => match self.inner.header.suspend(interruptible) {
+                    // The result arrived while we were saving our state, or
+                    // a cancel we must finalize for: continue here rather
+                    // than through the queue.
+                    TransitionToSuspended::ResultArrived
+                    | TransitionToSuspended::CanceledBeforeSuspending => continue,
+                    TransitionToSuspended::Suspended => return,
+                },
                 // `run_either` switches loops itself.
                 Exit::Switch => unreachable!("io-core: a loop switch left run_either"),
             }
@@ -133,6 +135,8 @@ fn run_guarded<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit
 #[inline(always)]
 fn run_either<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
     loop {
+        // A `cfg`, not `core.tracing.is_on()` (always false without the
+        // feature): then the tracing instantiation is never even built.
         #[cfg(feature = "tracing")]
         let exit = if core.tracing.on {
             run_loop::<X, true>(inner, core)
@@ -151,14 +155,15 @@ fn run_either<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit 
 /// Records what the fiber does now, for fiber dumps, in the tracing loop.
 macro_rules! activity {
     ($header:expr, $state:ident) => {
-        #[cfg(feature = "tracing")]
+        // Without the `tracing` feature, `TRACING` is always false and
+        // `set_activity` empty (`tracing/fiber_off.rs`).
         if TRACING {
             $header.set_activity(super::FiberState::$state);
         }
     };
 }
 
-/// Records a traced operation in the tracing loop (`tracing.rs`); nothing
+/// Records a traced operation in the tracing loop (`tracing/fiber_on.rs`); nothing
 /// in the plain loop, nothing at all without the `tracing` feature.
 macro_rules! record {
     ($core:expr, $header:expr, $executor:expr, $op:expr, $site:expr) => {
@@ -296,10 +301,7 @@ fn run_loop<X: Executor, const TRACING: bool>(inner: &Arc<FiberInner<X>>, core: 
                         Node::unwind()
                     }
                     Some(FrameKind::TraceScope(was_on)) => {
-                        #[cfg(feature = "tracing")]
-                        {
-                            core.tracing.on = was_on;
-                        }
+                        core.tracing.set_on(was_on);
                         if was_on != TRACING {
                             core.next = Next::Switch(Node::pure(value), budget);
                             return Exit::Switch;
@@ -360,10 +362,7 @@ fn run_loop<X: Executor, const TRACING: bool>(inner: &Arc<FiberInner<X>>, core: 
                     Node::unwind()
                 }
                 Some(FrameKind::TraceScope(was_on)) => {
-                    #[cfg(feature = "tracing")]
-                    {
-                        core.tracing.on = was_on;
-                    }
+                    core.tracing.set_on(was_on);
                     if was_on != TRACING {
                         core.next = Next::Switch(Node::error(error), budget);
                         return Exit::Switch;
@@ -788,7 +787,7 @@ fn complete<X: Executor>(inner: &FiberInner<X>, core: &mut Core, outcome: Outcom
         Some(on_complete) => unsafe { on_complete.call((outcome, suppressed, trace)) },
         None => {
             drop(trace);
-            super::handle::complete_join(&inner.header.join, outcome, suppressed)
+            super::join::complete_join(&inner.header.join, outcome, suppressed)
         }
     }
 }

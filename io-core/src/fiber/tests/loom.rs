@@ -17,7 +17,8 @@
 //! loom fails the model if that read is not ordered after the write.
 //!
 //! The cancel request is a bit of the state word, set with `fetch_or`, so
-//! the handshake between `Header::request_cancel` and `Header::suspend` is
+//! the handshake between `State::transition_to_cancel_requested` and
+//! `State::transition_to_suspended` is
 //! two read-modify-writes of one word, which loom models exactly. (An
 //! earlier version kept the request in a separate flag with a `SeqCst`
 //! store/load handshake, which loom cannot check: it treats `SeqCst` loads
@@ -34,6 +35,9 @@ use crate::config::FiberConfig;
 use crate::erased::Value;
 use crate::executor::{Executor, Fiber, TimerCallback};
 use crate::fiber::Header;
+use crate::fiber::state::{
+    Claim, TransitionToCancelRequested, TransitionToDelivered, TransitionToSuspended,
+};
 use crate::io::IO;
 use crate::outcome::Outcome;
 
@@ -68,9 +72,10 @@ fn loom_racing_completers_and_suspension_resume_the_fiber_exactly_once() {
                 let scheduled = scheduled.clone();
                 let wins = wins.clone();
                 thread::spawn(move || {
-                    if header.claim(generation) {
+                    if header.claim(generation) == Claim::Won {
                         wins.fetch_add(1, Ordering::SeqCst);
-                        if header.deliver(Ok(Value::new(value))) {
+                        if header.deliver(Ok(Value::new(value))) == TransitionToDelivered::Schedule
+                        {
                             scheduled.fetch_add(1, Ordering::SeqCst);
                         }
                     }
@@ -78,7 +83,7 @@ fn loom_racing_completers_and_suspension_resume_the_fiber_exactly_once() {
             })
             .collect();
 
-        let continued_inline = header.suspend(false);
+        let continued_inline = header.suspend(false) != TransitionToSuspended::Suspended;
         for c in completers {
             c.join().unwrap();
         }
@@ -103,8 +108,11 @@ fn loom_a_stale_callback_is_ignored_by_the_next_suspension() {
     loom::model(|| {
         let header = Arc::new(Header::new());
         let first = header.begin_suspension();
-        assert!(header.claim(first));
-        assert!(!header.deliver(Ok(Value::unit())));
+        assert_eq!(header.claim(first), Claim::Won);
+        assert_eq!(
+            header.deliver(Ok(Value::unit())),
+            TransitionToDelivered::FiberNotSuspended
+        );
         header
             .take_result()
             .expect("delivered")
@@ -114,13 +122,13 @@ fn loom_a_stale_callback_is_ignored_by_the_next_suspension() {
 
         let stale = {
             let header = header.clone();
-            thread::spawn(move || header.claim(first))
+            thread::spawn(move || header.claim(first) == Claim::Won)
         };
         let current = {
             let header = header.clone();
             thread::spawn(move || {
-                if header.claim(second) {
-                    header.deliver(Ok(Value::new(9u8)));
+                if header.claim(second) == Claim::Won {
+                    let _ = header.deliver(Ok(Value::new(9u8)));
                     true
                 } else {
                     false
@@ -129,8 +137,7 @@ fn loom_a_stale_callback_is_ignored_by_the_next_suspension() {
         };
         assert!(!stale.join().unwrap(), "the stale callback never wins");
         assert!(current.join().unwrap(), "the current callback always wins");
-        let continued_inline = header.suspend(true);
-        assert!(continued_inline);
+        assert_eq!(header.suspend(true), TransitionToSuspended::ResultArrived);
         let value = header.take_result().expect("delivered").ok().unwrap();
         // SAFETY: the current completer delivered a `u8`.
         assert_eq!(unsafe { value.take::<u8>() }, 9);
@@ -167,7 +174,11 @@ impl Suspended {
     fn save_and_suspend(&self, interruptible: bool) -> Option<Resumed> {
         // SAFETY: only the fiber writes, before it publishes SUSPENDED.
         self.saved.with_mut(|s| unsafe { *s = 42 });
-        self.header.suspend(interruptible).then(|| self.resume())
+        match self.header.suspend(interruptible) {
+            TransitionToSuspended::Suspended => None,
+            TransitionToSuspended::ResultArrived
+            | TransitionToSuspended::CanceledBeforeSuspending => Some(self.resume()),
+        }
     }
 
     /// What the resumed fiber does first: read its saved state and take the
@@ -188,20 +199,23 @@ impl Suspended {
     /// suspended. Returns whether it won the claim and what the fiber found
     /// if this thread resumed it.
     fn complete(&self, generation: usize, value: u32) -> (bool, Option<Resumed>) {
-        if !self.header.claim(generation) {
+        if self.header.claim(generation) == Claim::Lost {
             return (false, None);
         }
-        let resumed = self
-            .header
-            .deliver(Ok(Value::new(value)))
-            .then(|| self.resume());
+        let resumed = match self.header.deliver(Ok(Value::new(value))) {
+            TransitionToDelivered::FiberNotSuspended => None,
+            TransitionToDelivered::Schedule => Some(self.resume()),
+        };
         (true, resumed)
     }
 
     /// A canceler: request cancellation, and resume the fiber if that ended
     /// its suspension.
     fn cancel(&self) -> Option<Resumed> {
-        self.header.request_cancel().then(|| self.resume())
+        match self.header.request_cancel() {
+            TransitionToCancelRequested::Requested => None,
+            TransitionToCancelRequested::Schedule => Some(self.resume()),
+        }
     }
 }
 

@@ -8,3 +8,5 @@ mod loom;
 
 #[cfg(not(loom))]
 mod run;
+#[cfg(not(loom))]
+mod state;

@@ -334,10 +334,9 @@ fn a_started_fiber_is_joined_and_a_sleeping_one_is_canceled_with_its_finalizers(
     // The cede lets the child run up to its sleep (a fiber canceled before
     // it first runs installs no finalizer at all).
     let io: IO<Outcome<u64, ()>, ()> = child.start().flat_map(|fiber| {
-        let joiner = fiber.clone();
         IO::<(), ()>::cede()
             .product_r(fiber.cancel())
-            .product_r(joiner.join())
+            .product_r(fiber.join())
     });
     assert_eq!(rt().run(io), Some(Outcome::Succeeded(Outcome::Canceled)));
     assert_eq!(*log.lock().unwrap(), ["on_cancel", "guarantee canceled"]);
@@ -381,10 +380,9 @@ fn an_async_wait_canceled_runs_its_finalizer_and_ignores_a_late_callback() {
         }))
     });
     let io: IO<Outcome<u64, ()>, ()> = waiting.start().flat_map(|fiber| {
-        let joiner = fiber.clone();
         IO::<(), ()>::cede()
             .product_r(fiber.cancel())
-            .product_r(joiner.join())
+            .product_r(fiber.join())
     });
     assert_eq!(rt().run(io), Some(Outcome::Succeeded(Outcome::Canceled)));
     assert_eq!(finalized.load(Ordering::SeqCst), 1);
@@ -422,7 +420,8 @@ fn races_and_data_types_work_on_a_plain_executor() {
 fn a_fiber_with_a_one_word_executor_and_its_join_state_is_one_allocation_of_at_most_216_bytes() {
     // The per-fiber cost of a million suspended fibers: reference counts,
     // header (with the join state), run-loop state and executor handle.
-    let size = core::mem::size_of::<crate::sync::Arc<crate::fiber::FiberInner<TestExecutor>>>();
+    let size =
+        core::mem::size_of::<crate::sync::Arc<crate::fiber::raw::FiberInner<TestExecutor>>>();
     assert_eq!(size, 8, "a fiber handle is one pointer");
     assert_eq!(
         core::mem::size_of::<crate::FiberHandle<u64, ()>>(),
@@ -432,9 +431,9 @@ fn a_fiber_with_a_one_word_executor_and_its_join_state_is_one_allocation_of_at_m
     // Tracing adds the ring pointer and the dump state byte (header).
     let limit = if cfg!(feature = "tracing") { 232 } else { 216 };
     assert!(
-        core::mem::size_of::<crate::fiber::FiberInner<TestExecutor>>() + 16 <= limit,
+        core::mem::size_of::<crate::fiber::raw::FiberInner<TestExecutor>>() + 16 <= limit,
         "FiberInner is {} bytes",
-        core::mem::size_of::<crate::fiber::FiberInner<TestExecutor>>()
+        core::mem::size_of::<crate::fiber::raw::FiberInner<TestExecutor>>()
     );
 }
 
@@ -462,7 +461,7 @@ fn a_fiber_suspended_with_an_empty_stack_holds_no_stack_buffer() {
     let (capacity, resumable) = inner.core.with_mut(|core| unsafe {
         (
             (*core).stack.capacity(),
-            matches!((*core).next, crate::fiber::Next::Resume),
+            matches!((*core).next, crate::fiber::run_state::Next::Resume),
         )
     });
     assert_eq!(

@@ -51,6 +51,19 @@
 //!   value (an `Arc` in full mode) and adds a check wherever one is built,
 //!   which is why it is separate.
 //!
+//! # Files
+//!
+//! `mod.rs` (this file): call sites, operation names, `Mark` nodes,
+//! [`Traced`] and `IO::trace`, in every build. What a fiber holds and does
+//! to trace is in `fiber_on.rs` (the ring slot its header keeps for dumps,
+//! its recording flag, its activity byte, the spare rings of a thread) or,
+//! without the `tracing` feature, `fiber_off.rs`: the same API, zero-sized
+//! types and empty `#[inline(always)]` functions. The file is chosen once,
+//! at the module declaration (embassy's style), so the fiber's code holds
+//! and calls these without a `cfg` of its own; what is left of `cfg` in
+//! `fiber/` is where a node's site only exists with the feature (the
+//! run-loop's `record!`), and the choice of the run-loop's instantiation.
+//!
 //! # Invariants
 //!
 //! * Nodes built by io-core for its own plumbing carry no site, so a trace
@@ -59,6 +72,15 @@
 //!   dumps read it through its sequence lock from any thread.
 
 pub use spindle_trace::{Op, Site, Trace, TracingMode};
+
+// A fiber's tracing state, its ring slot and its activity byte: two whole
+// files with one API (embassy's way of swapping code by `cfg`), so the
+// fiber's code (`fiber/`) holds and calls them without a `cfg` of its own.
+// Off, every type is a zero-sized stand-in and every call does nothing.
+#[cfg_attr(feature = "tracing", path = "fiber_on.rs")]
+#[cfg_attr(not(feature = "tracing"), path = "fiber_off.rs")]
+mod fiber;
+pub(crate) use fiber::{Activity, FiberTracing, RingSlot, fiber_traces};
 
 /// The operation a closure's vtable names (see the module doc).
 #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
@@ -222,163 +244,6 @@ impl MarkK {
     }
 }
 
-/// A fiber's tracing state (in `Core`): whether it records now. The ring
-/// itself is in the fiber's header ([`RingSlot`]), so that fiber dumps can
-/// read it.
-#[cfg(feature = "tracing")]
-pub(crate) struct FiberTracing {
-    /// Records events now (mode, or inside `traced()`).
-    pub(crate) on: bool,
-}
-
-#[cfg(feature = "tracing")]
-impl FiberTracing {
-    pub(crate) fn new(on: bool) -> Self {
-        FiberTracing { on }
-    }
-
-    /// Records `op` at `site` (the caller checked `on`); the first event
-    /// makes the ring and publishes it in `slot` (the fiber's header).
-    #[inline]
-    pub(crate) fn record(
-        &mut self,
-        op: &'static Op,
-        site: &Site,
-        capacity: impl FnOnce() -> usize,
-        slot: &RingSlot,
-    ) {
-        let owned = slot.own(capacity);
-        let _index = owned.ring.push(op, site.location());
-        #[cfg(feature = "tracing-full")]
-        if site.has_backtrace() {
-            owned.keep_site(_index, site);
-        }
-    }
-
-    /// The fiber's trace now, as the fiber itself sees it (with full mode's
-    /// backtraces).
-    pub(crate) fn snapshot(&self, slot: &RingSlot) -> Trace {
-        // SAFETY: called by the fiber (on the thread running it), the only
-        // one that touches the sites.
-        slot.get_owned()
-            .map_or_else(Trace::empty, |owned| unsafe { owned.snapshot() })
-    }
-}
-
-/// A fiber's ring and, in full mode, the sites (with backtraces) of the
-/// events in it, which only the fiber touches: a dump on another thread
-/// reads only the ring.
-#[cfg(feature = "tracing")]
-pub(crate) struct OwnedRing {
-    pub(crate) ring: spindle_trace::Ring,
-    #[cfg(feature = "tracing-full")]
-    sites: core::cell::UnsafeCell<alloc::vec::Vec<Option<Site>>>,
-}
-
-#[cfg(feature = "tracing")]
-impl OwnedRing {
-    #[cfg(feature = "tracing-full")]
-    #[cold]
-    fn keep_site(&self, index: usize, site: &Site) {
-        // SAFETY: only the fiber records (the thread running it).
-        let sites = unsafe { &mut *self.sites.get() };
-        if sites.is_empty() {
-            sites.resize_with(self.ring.capacity(), || None);
-        }
-        sites[index] = Some(site.clone());
-    }
-
-    /// # Safety
-    /// * Called by the fiber itself (the thread running it).
-    unsafe fn snapshot(&self) -> Trace {
-        #[cfg(feature = "tracing-full")]
-        // SAFETY: forwarded precondition.
-        let sites: &[Option<Site>] = unsafe { &*self.sites.get() };
-        #[cfg(not(feature = "tracing-full"))]
-        let sites: &[Option<Site>] = &[];
-        self.ring.snapshot_with_sites(sites)
-    }
-}
-
-/// The fiber header's pointer to its ring: null until the fiber records
-/// its first event; read by fiber dumps on any thread.
-#[cfg(feature = "tracing")]
-pub(crate) struct RingSlot {
-    ring: crate::sync::AtomicPtr<OwnedRing>,
-}
-
-// SAFETY: the ring is atomics only; the sites (`UnsafeCell`) are touched
-// only by the thread running the fiber (see `OwnedRing`), and `Site`s are
-// `Send + Sync`.
-#[cfg(feature = "tracing")]
-unsafe impl Sync for OwnedRing {}
-
-#[cfg(feature = "tracing")]
-impl RingSlot {
-    pub(crate) fn new() -> Self {
-        RingSlot {
-            ring: crate::sync::AtomicPtr::new(core::ptr::null_mut()),
-        }
-    }
-
-    /// Makes the ring (or takes a spare one of this thread) and publishes
-    /// it (Release: a dump that sees the pointer sees an initialised ring).
-    #[cold]
-    fn install(&self, capacity: usize) -> core::ptr::NonNull<OwnedRing> {
-        let owned = spare_rings::take(capacity).unwrap_or_else(|| {
-            alloc::boxed::Box::new(OwnedRing {
-                ring: spindle_trace::Ring::new(capacity),
-                #[cfg(feature = "tracing-full")]
-                sites: core::cell::UnsafeCell::new(alloc::vec::Vec::new()),
-            })
-        });
-        let ptr = alloc::boxed::Box::into_raw(owned);
-        self.ring.store(ptr, crate::sync::Ordering::Release);
-        // SAFETY: `Box::into_raw` never returns null.
-        unsafe { core::ptr::NonNull::new_unchecked(ptr) }
-    }
-
-    /// The ring, made on first use: for the fiber itself (the only
-    /// writer).
-    #[inline(always)]
-    fn own(&self, capacity: impl FnOnce() -> usize) -> &OwnedRing {
-        let ring = self.ring.load(crate::sync::Ordering::Relaxed);
-        if ring.is_null() {
-            // SAFETY: `install` returns a live ring owned by `self`.
-            unsafe { self.install(capacity()).as_ref() }
-        } else {
-            // SAFETY: only the fiber installs the ring (this thread); it
-            // lives until `self` is dropped.
-            unsafe { &*ring }
-        }
-    }
-
-    fn get_owned(&self) -> Option<&OwnedRing> {
-        let ring = self.ring.load(crate::sync::Ordering::Acquire);
-        // SAFETY: a non-null pointer is a published, live ring, freed only
-        // when the header is dropped (not while `&self` lives).
-        unsafe { ring.as_ref() }
-    }
-
-    /// The ring, if made (the caller keeps the fiber alive; a dump on
-    /// another thread reads it through its sequence lock).
-    pub(crate) fn get(&self) -> Option<&spindle_trace::Ring> {
-        self.get_owned().map(|owned| &owned.ring)
-    }
-}
-
-#[cfg(feature = "tracing")]
-impl Drop for RingSlot {
-    fn drop(&mut self) {
-        let ring = self.ring.load(crate::sync::Ordering::Acquire);
-        if !ring.is_null() {
-            // SAFETY: made by `Box::into_raw` in `install`, taken once here;
-            // the fiber is being freed, so no dump can read it any more.
-            spare_rings::give(unsafe { alloc::boxed::Box::from_raw(ring) });
-        }
-    }
-}
-
 /// An error together with the trace of its fiber at the point where the
 /// error was raised: Spindle's version of Cats Effect's enhanced exceptions
 /// (an `E` cannot carry the trace itself, so it travels next to it). Made
@@ -468,66 +333,5 @@ impl<F: FnOnce(crate::node::Res) -> crate::node::Node>
 {
     unsafe fn call(f: F, input: crate::node::Res) -> crate::node::Node {
         f(input)
-    }
-}
-
-/// Rings of freed fibers, kept per thread for the next fibers (a program
-/// that starts fibers by the thousand reuses a few rings instead of
-/// allocating one per fiber), as `pool::stacks` keeps stack buffers.
-#[cfg(feature = "tracing")]
-mod spare_rings {
-    use super::OwnedRing;
-    use alloc::boxed::Box;
-
-    #[cfg(all(feature = "std", not(loom)))]
-    const MAX_KEPT: usize = 64;
-
-    // Boxes, not values: a ring is handed out as a fiber's published ring
-    // pointer, so it keeps its allocation from fiber to fiber.
-    #[cfg(all(feature = "std", not(loom)))]
-    std::thread_local! {
-        #[allow(clippy::vec_box)]
-        static SPARE: core::cell::RefCell<alloc::vec::Vec<Box<OwnedRing>>> =
-            const { core::cell::RefCell::new(alloc::vec::Vec::new()) };
-    }
-
-    /// A spare ring of `capacity` events, emptied.
-    #[cfg_attr(not(all(feature = "std", not(loom))), allow(unused_variables))]
-    pub(super) fn take(capacity: usize) -> Option<Box<OwnedRing>> {
-        #[cfg(all(feature = "std", not(loom)))]
-        {
-            let mut owned = SPARE
-                .try_with(|spare| spare.try_borrow_mut().ok()?.pop())
-                .ok()
-                .flatten()?;
-            if owned.ring.capacity() != capacity {
-                return None;
-            }
-            owned.ring.reset();
-            #[cfg(feature = "tracing-full")]
-            owned.sites.get_mut().clear();
-            Some(owned)
-        }
-        #[cfg(not(all(feature = "std", not(loom))))]
-        None
-    }
-
-    /// Keeps a freed fiber's ring for the next fiber of this thread (or
-    /// frees it).
-    pub(super) fn give(owned: Box<OwnedRing>) {
-        #[cfg(all(feature = "std", not(loom)))]
-        {
-            let mut slot = Some(owned);
-            let _ = SPARE.try_with(|spare| {
-                if let Ok(mut spare) = spare.try_borrow_mut()
-                    && spare.len() < MAX_KEPT
-                {
-                    spare.extend(slot.take());
-                }
-            });
-            drop(slot);
-        }
-        #[cfg(not(all(feature = "std", not(loom))))]
-        drop(owned);
     }
 }

@@ -33,12 +33,34 @@
 //! instead hand nodes to [`drop_node`], a trampoline: the outermost drop on a
 //! thread runs a loop over a work list, and every nested drop that happens
 //! meanwhile (also through closures' captures) only pushes onto that list.
+//!
+//! # Files
+//!
+//! * `mod.rs` (this file): [`Tag`], [`Node`] and its decoded [`Kind`], the
+//!   constructors, and the drop trampoline's driver ([`drop_node`]).
+//! * `bind.rs`: [`Bind`], a source and its continuation in one pooled
+//!   block, and its owning pointer [`BindBox`]; the compile-time layout
+//!   asserts that let every `Bind<K>` share one block size.
+//! * `frame.rs`: [`Frame`], the two-word continuation on a fiber's stack,
+//!   and its decoded [`FrameKind`].
+//! * `drop_std.rs` / `drop_bare.rs`: the trampoline's work list, a
+//!   thread-local with `std`, one global list behind a critical section
+//!   without. Whole files swapped by `cfg` (embassy's style for platform
+//!   code), each exporting the same `drop_deferred`: the choice is made
+//!   once, at the module declaration, and neither file has a `cfg` inside.
+
+mod bind;
+mod frame;
+#[cfg_attr(feature = "std", path = "drop_std.rs")]
+#[cfg_attr(not(feature = "std"), path = "drop_bare.rs")]
+mod trampoline;
+
+pub(crate) use bind::{AnyK, Bind, BindBox};
+pub(crate) use frame::{Frame, FrameKind};
 
 use core::mem::ManuallyDrop;
-use core::ptr::{self, NonNull};
+use core::ptr;
 use core::time::Duration;
-
-use alloc::vec::Vec;
 
 use crate::erased::{EMPTY_WORD, ErasedFn, FnVTable, Value, ValueVTable, Word};
 use crate::fiber::RawCallback;
@@ -178,7 +200,7 @@ pub(crate) enum Kind {
     /// and running finalizers.
     Unwind,
     /// Record an operation made of several nodes, open a traced scope, or
-    /// read the trace (`tracing.rs`).
+    /// read the trace (`tracing/mod.rs`).
     #[cfg(feature = "tracing")]
     Mark(BindBox<crate::tracing::MarkK>),
 }
@@ -234,7 +256,7 @@ unsafe fn word_site(word: Word) -> Option<Site> {
         // SAFETY: `site_word` always initialises the word.
         let ptr = unsafe { word.assume_init() };
         // SAFETY: a non-null word is a site's `into_raw`, read once.
-        NonNull::new(ptr).map(|p| unsafe { Site::from_raw(p) })
+        core::ptr::NonNull::new(ptr).map(|p| unsafe { Site::from_raw(p) })
     }
     #[cfg(not(feature = "tracing"))]
     {
@@ -535,142 +557,6 @@ impl Drop for Node {
     }
 }
 
-/// A source program and the continuation to run on its result, stored
-/// together in one pooled block (see `pool.rs`).
-pub(crate) struct Bind<K> {
-    source: Node,
-    k: K,
-    /// The call site of the operation that made this node (`tracing.rs`).
-    #[cfg(feature = "tracing")]
-    site: Option<Site>,
-}
-
-/// The continuation type used to compute the common block layout; every
-/// `ErasedFn<I, O>` has the same size and alignment (checked below).
-pub(crate) type AnyK = ErasedFn<Value, Node>;
-
-const _: () = {
-    use core::mem::{align_of, size_of};
-    macro_rules! same_layout {
-        ($($k:ty),*) => {$(
-            assert!(size_of::<Bind<$k>>() == size_of::<Bind<AnyK>>());
-            assert!(align_of::<Bind<$k>>() == align_of::<Bind<AnyK>>());
-        )*};
-    }
-    same_layout!(
-        ErasedFn<Value, Value>,
-        ErasedFn<Res, Res>,
-        ErasedFn<Res, Node>,
-        ErasedFn<(), Node>,
-        GuaranteeK,
-        PollK
-    );
-    #[cfg(feature = "tracing")]
-    same_layout!(crate::tracing::MarkK);
-};
-
-/// An owning pointer to a `Bind<K>` in a pooled block.
-pub(crate) struct BindBox<K> {
-    ptr: NonNull<Bind<K>>,
-}
-
-// SAFETY: a `BindBox` owns its `Bind` like a `Box` does; the node and the
-// erased closures inside are `Send`.
-unsafe impl<K: Send> Send for BindBox<K> {}
-
-impl<K> BindBox<K> {
-    /// Rebuilds the box from a node's payload word.
-    ///
-    /// # Safety
-    /// * The word holds a block pointer stored by `Node::from_bind` for a
-    ///   `BindBox<K>` of this very `K`, and is decoded once.
-    #[inline(always)]
-    unsafe fn from_word(word: Word) -> Self {
-        // SAFETY: forwarded precondition: a non-null block pointer.
-        BindBox {
-            ptr: unsafe { NonNull::new_unchecked(word.assume_init().cast()) },
-        }
-    }
-
-    /// Stores `source` and `k` in a block.
-    #[inline(always)]
-    #[cfg_attr(not(feature = "tracing"), allow(unused_variables))]
-    pub(crate) fn new(source: Node, k: K, site: Option<Site>) -> Self {
-        debug_assert!(core::alloc::Layout::new::<Bind<K>>() == crate::pool::BLOCK);
-        let ptr = crate::pool::allocate().cast::<Bind<K>>();
-        // SAFETY: the block is fresh, and has the layout of `Bind<K>`
-        // (every `Bind<K>` has the layout of `pool::BLOCK`: checked above).
-        unsafe {
-            ptr.as_ptr().write(Bind {
-                source,
-                k,
-                #[cfg(feature = "tracing")]
-                site,
-            })
-        };
-        BindBox { ptr }
-    }
-
-    /// The call site stored with the node.
-    #[cfg(feature = "tracing")]
-    #[inline(always)]
-    pub(crate) fn site(&self) -> Option<&Site> {
-        // SAFETY: we own the initialised `Bind<K>`.
-        unsafe { (*self.ptr.as_ptr()).site.as_ref() }
-    }
-
-    /// The continuation, borrowed (for its traced operation).
-    #[cfg(feature = "tracing")]
-    #[inline(always)]
-    pub(crate) fn k(&self) -> &K {
-        // SAFETY: we own the initialised `Bind<K>`.
-        unsafe { &(*self.ptr.as_ptr()).k }
-    }
-
-    /// Moves the parts out and releases the block, without running `Bind`'s
-    /// `Drop`.
-    #[inline(always)]
-    pub(crate) fn into_parts(self) -> (Node, K) {
-        let this = ManuallyDrop::new(self);
-        // SAFETY: the block holds an initialised `Bind<K>` that we own; each
-        // field is read exactly once, then the block is released and never
-        // used again (`this` is not dropped).
-        unsafe {
-            let bind = this.ptr.as_ptr();
-            let parts = (
-                ptr::read(&raw const (*bind).source),
-                ptr::read(&raw const (*bind).k),
-            );
-            #[cfg(feature = "tracing")]
-            ptr::drop_in_place(&raw mut (*bind).site);
-            crate::pool::release(this.ptr.cast());
-            parts
-        }
-    }
-}
-
-impl<K> Drop for BindBox<K> {
-    fn drop(&mut self) {
-        // SAFETY: we own the initialised `Bind<K>`; it is dropped in place
-        // once, then its block is released and never used again.
-        unsafe {
-            ptr::drop_in_place(self.ptr.as_ptr());
-            crate::pool::release(self.ptr.cast());
-        }
-    }
-}
-
-impl<K> Drop for Bind<K> {
-    fn drop(&mut self) {
-        // `k` is dropped by the drop glue after this; the source goes through
-        // the trampoline so that chains of any length drop in constant stack.
-        let source = core::mem::replace(&mut self.source, Node::placeholder());
-        if source.has_source() {
-            drop_node(source);
-        }
-    }
-}
-
 impl Node {
     /// Whether this node owns a block with a source (and so may start a
     /// long chain).
@@ -708,246 +594,6 @@ impl Node {
     }
 }
 
-/// A continuation waiting on the explicit stack of a fiber: two words, the
-/// closure and its tagged vtable.
-pub(crate) struct Frame {
-    word: Word,
-    vtable: *const (),
-}
-
-// SAFETY: frames hold `Send` closures.
-unsafe impl Send for Frame {}
-
-/// A frame decoded for matching.
-pub(crate) enum FrameKind {
-    /// Apply to a success.
-    Map(ErasedFn<Value, Value>),
-    /// Continue with a program on success.
-    FlatMap(ErasedFn<Value, Node>),
-    /// Recover from an error with a program; popped for free on success.
-    HandleErrorWith(ErasedFn<Value, Node>),
-    /// Transform an error; popped for free on success.
-    MapError(ErasedFn<Value, Value>),
-    /// Fold either outcome into a result.
-    Fold(ErasedFn<Res, Res>),
-    /// Fold either outcome into a program.
-    FoldWith(ErasedFn<Res, Node>),
-    /// End of an uncancelable region: unmask one level.
-    Unmask,
-    /// End of a `poll`: mask again.
-    Remask,
-    /// Run on cancellation only; popped for free otherwise.
-    OnCancel(ErasedFn<(), Node>),
-    /// Run a finalizer with the outcome, whatever it is.
-    GuaranteeCase(GuaranteeK),
-    /// After a finalizer that ran on success: produce this value again (or
-    /// the finalizer's error, if it failed).
-    RestoreOk(Value),
-    /// After a finalizer that ran on an error: fail with this error again
-    /// (a finalizer error is then suppressed, not lost).
-    RestoreErr(Value),
-    /// After a finalizer that ran while the fiber finalizes: go on finalizing.
-    ResumeUnwind,
-    /// The end of a traced scope: tracing goes back to this state.
-    TraceScope(bool),
-}
-
-impl Frame {
-    #[inline(always)]
-    fn from_value(value: Value, tag: Tag) -> Frame {
-        let (word, vtable) = value.into_raw();
-        Frame {
-            word,
-            vtable: tagged(vtable, tag),
-        }
-    }
-    #[inline(always)]
-    fn bare(tag: Tag) -> Frame {
-        Frame {
-            word: EMPTY_WORD,
-            vtable: bare(tag),
-        }
-    }
-    #[inline(always)]
-    pub(crate) fn unmask() -> Frame {
-        Frame::bare(Tag::Unmask)
-    }
-    #[inline(always)]
-    pub(crate) fn remask() -> Frame {
-        Frame::bare(Tag::Remask)
-    }
-    #[inline(always)]
-    pub(crate) fn resume_unwind() -> Frame {
-        Frame::bare(Tag::ResumeUnwind)
-    }
-    /// The end of a traced scope; `was_on`: tracing before the scope.
-    #[inline(always)]
-    #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
-    pub(crate) fn trace_scope(was_on: bool) -> Frame {
-        Frame {
-            word: core::mem::MaybeUninit::new(ptr::without_provenance_mut(was_on as usize)),
-            vtable: bare(Tag::TraceScope),
-        }
-    }
-    #[inline(always)]
-    pub(crate) fn on_cancel(finalizer: ErasedFn<(), Node>) -> Frame {
-        Frame::from_fn(finalizer, Tag::OnCancel)
-    }
-    #[inline(always)]
-    pub(crate) fn guarantee_case(finalizer: GuaranteeK) -> Frame {
-        Frame::from_fn(finalizer, Tag::GuaranteeCase)
-    }
-    #[inline(always)]
-    pub(crate) fn restore_ok(value: Value) -> Frame {
-        Frame::from_value(value, Tag::RestoreOk)
-    }
-    #[inline(always)]
-    pub(crate) fn restore_err(error: Value) -> Frame {
-        Frame::from_value(error, Tag::RestoreErr)
-    }
-    #[inline(always)]
-    fn from_fn<I, O>(f: ErasedFn<I, O>, tag: Tag) -> Frame {
-        let (word, vtable) = f.into_raw();
-        Frame {
-            word,
-            vtable: tagged(vtable, tag),
-        }
-    }
-    #[inline(always)]
-    pub(crate) fn map(k: ErasedFn<Value, Value>) -> Frame {
-        Frame::from_fn(k, Tag::Map)
-    }
-    #[inline(always)]
-    pub(crate) fn flat_map(k: ErasedFn<Value, Node>) -> Frame {
-        Frame::from_fn(k, Tag::FlatMap)
-    }
-    #[inline(always)]
-    pub(crate) fn handle_error_with(k: ErasedFn<Value, Node>) -> Frame {
-        Frame::from_fn(k, Tag::HandleErrorWith)
-    }
-    #[inline(always)]
-    pub(crate) fn map_err(k: ErasedFn<Value, Value>) -> Frame {
-        Frame::from_fn(k, Tag::MapError)
-    }
-    #[inline(always)]
-    pub(crate) fn fold(k: ErasedFn<Res, Res>) -> Frame {
-        Frame::from_fn(k, Tag::Fold)
-    }
-    #[inline(always)]
-    pub(crate) fn fold_with(k: ErasedFn<Res, Node>) -> Frame {
-        Frame::from_fn(k, Tag::FoldWith)
-    }
-
-    /// The frame's kind.
-    #[inline(always)]
-    pub(crate) fn tag(&self) -> Tag {
-        // SAFETY: every constructor stores a valid tag.
-        unsafe { Tag::from_bits(self.vtable.addr() & TAG_BITS) }
-    }
-
-    /// Whether popping this frame on success does nothing but drop it.
-    #[inline(always)]
-    pub(crate) fn is_error_handler_only(&self) -> bool {
-        matches!(
-            self.tag(),
-            Tag::HandleErrorWith | Tag::MapError | Tag::OnCancel
-        )
-    }
-
-    /// Whether a result passes this frame without a new program being
-    /// evaluated: a value passes error handlers, `map` and `fold`
-    /// (`attempt`, `redeem`); an error passes `map`, `flat_map` (skipped),
-    /// `map_err`, `fold` and `on_cancel`. (Used to place the cancellation
-    /// check at the end of an uncancelable region; see `run_loop.rs`.)
-    #[inline]
-    pub(crate) fn is_passed_through(&self, ok: bool) -> bool {
-        match self.tag() {
-            Tag::Map | Tag::Fold | Tag::MapError | Tag::OnCancel | Tag::TraceScope => true,
-            Tag::HandleErrorWith => ok,
-            Tag::FlatMap => !ok,
-            _ => false,
-        }
-    }
-
-    /// Whether this frame masks again what reaches it: the end of a `poll`,
-    /// or a `guarantee_case` finalizer (which runs masked).
-    #[inline]
-    pub(crate) fn masks_again(&self) -> bool {
-        matches!(self.tag(), Tag::Remask | Tag::GuaranteeCase)
-    }
-
-    /// Whether the frame has no payload (its vtable pointer is a bare tag).
-    #[inline(always)]
-    fn is_bare(&self) -> bool {
-        matches!(
-            self.tag(),
-            Tag::Unmask | Tag::Remask | Tag::ResumeUnwind | Tag::TraceScope
-        )
-    }
-
-    /// Decodes the frame, giving up ownership of its closure.
-    #[inline(always)]
-    pub(crate) fn into_kind(self) -> FrameKind {
-        let this = ManuallyDrop::new(self);
-        let vt = this.vtable.map_addr(|a| a & !TAG_BITS);
-        // SAFETY: the tag says which constructor stored the closure, so the
-        // vtable has the type named in each arm; the closure is moved once.
-        unsafe {
-            match Tag::from_bits(this.vtable.addr() & TAG_BITS) {
-                Tag::Map => FrameKind::Map(ErasedFn::from_raw(this.word, &*vt.cast())),
-                Tag::FlatMap => FrameKind::FlatMap(ErasedFn::from_raw(this.word, &*vt.cast())),
-                Tag::HandleErrorWith => {
-                    FrameKind::HandleErrorWith(ErasedFn::from_raw(this.word, &*vt.cast()))
-                }
-                Tag::MapError => FrameKind::MapError(ErasedFn::from_raw(this.word, &*vt.cast())),
-                Tag::Fold => FrameKind::Fold(ErasedFn::from_raw(this.word, &*vt.cast())),
-                Tag::FoldWith => FrameKind::FoldWith(ErasedFn::from_raw(this.word, &*vt.cast())),
-                Tag::Unmask => FrameKind::Unmask,
-                Tag::Remask => FrameKind::Remask,
-                Tag::ResumeUnwind => FrameKind::ResumeUnwind,
-                Tag::TraceScope => FrameKind::TraceScope(this.word.assume_init().addr() != 0),
-                Tag::OnCancel => FrameKind::OnCancel(ErasedFn::from_raw(this.word, &*vt.cast())),
-                Tag::GuaranteeCase => {
-                    FrameKind::GuaranteeCase(ErasedFn::from_raw(this.word, &*vt.cast()))
-                }
-                Tag::RestoreOk => FrameKind::RestoreOk(Value::from_raw(this.word, &*vt.cast())),
-                Tag::RestoreErr => FrameKind::RestoreErr(Value::from_raw(this.word, &*vt.cast())),
-                _ => unreachable!("io-core: a node tag on a frame"),
-            }
-        }
-    }
-
-    /// Drops the payload without decoding the frame's full kind: every
-    /// frame vtable (`FnVTable`, `ValueVTable`, both `repr(C)`) starts with
-    /// the drop entry.
-    #[inline(always)]
-    fn drop_closure(&mut self) {
-        if self.is_bare() {
-            return;
-        }
-        let vt = self
-            .vtable
-            .map_addr(|a| a & !TAG_BITS)
-            .cast::<FnVTable<Value, Value>>();
-        // SAFETY: a frame with a payload has an `FnVTable<I, O>` or a
-        // `ValueVTable`, both `repr(C)` with `drop: Option<unsafe fn(Word)>`
-        // first; the payload has not been moved out (`into_kind` forgets
-        // the frame).
-        unsafe {
-            if let Some(drop) = (*vt).drop {
-                drop(self.word)
-            }
-        }
-    }
-}
-
-impl Drop for Frame {
-    #[inline(always)]
-    fn drop(&mut self) {
-        self.drop_closure();
-    }
-}
-
 /// Drops `node` without recursing once per level of nesting.
 pub(crate) fn drop_node(node: Node) {
     trampoline::drop_deferred(node);
@@ -960,110 +606,5 @@ fn drain(mut next: impl FnMut() -> Option<Node>) {
         while let Some(n) = current {
             current = n.dismantle();
         }
-    }
-}
-
-#[cfg(feature = "std")]
-mod trampoline {
-    //! With std the work list is thread-local: each thread drains its own.
-    use super::*;
-    use core::cell::RefCell;
-
-    struct Work {
-        active: bool,
-        pending: Vec<Node>,
-    }
-
-    std::thread_local! {
-        static WORK: RefCell<Work> = const { RefCell::new(Work { active: false, pending: Vec::new() }) };
-    }
-
-    pub(super) fn drop_deferred(node: Node) {
-        // Either push (a drop is already running on this thread) or become
-        // the thread's drainer.
-        let mut slot = Some(node);
-        let became_drainer = WORK.try_with(|w| {
-            let mut w = w.borrow_mut();
-            if w.active {
-                w.pending.extend(slot.take());
-                false
-            } else {
-                w.active = true;
-                true
-            }
-        });
-        let node = match (became_drainer, slot) {
-            (Ok(false), _) | (_, None) => return,
-            (Ok(true), Some(node)) => node,
-            // The thread-local is gone (thread teardown): drop the chain with
-            // a local list; nesting through closures then recurses.
-            (Err(_), Some(node)) => return drop_locally(node),
-        };
-        let mut first = Some(node);
-        drain(|| {
-            first
-                .take()
-                .or_else(|| WORK.with(|w| w.borrow_mut().pending.pop()))
-        });
-        WORK.with(|w| {
-            let mut w = w.borrow_mut();
-            w.active = false;
-            w.pending = Vec::new();
-        });
-    }
-
-    fn drop_locally(node: Node) {
-        let mut list = alloc::vec![node];
-        drain(|| list.pop());
-    }
-}
-
-#[cfg(not(feature = "std"))]
-mod trampoline {
-    //! Without std there are no thread-locals: one global work list behind a
-    //! critical section (safe from interrupt handlers). Nodes are `Send`, so
-    //! whichever context drains may drop nodes pushed by another.
-    use super::*;
-    use core::cell::RefCell;
-    use critical_section::Mutex;
-
-    struct Work {
-        active: bool,
-        pending: Vec<Node>,
-    }
-
-    static WORK: Mutex<RefCell<Work>> = Mutex::new(RefCell::new(Work {
-        active: false,
-        pending: Vec::new(),
-    }));
-
-    pub(super) fn drop_deferred(node: Node) {
-        let node = critical_section::with(|cs| {
-            let mut w = WORK.borrow_ref_mut(cs);
-            if w.active {
-                w.pending.push(node);
-                None
-            } else {
-                w.active = true;
-                Some(node)
-            }
-        });
-        let Some(node) = node else { return };
-        let mut first = Some(node);
-        drain(|| {
-            first.take().or_else(|| {
-                critical_section::with(|cs| {
-                    let mut w = WORK.borrow_ref_mut(cs);
-                    let next = w.pending.pop();
-                    if next.is_none() {
-                        // Deactivate in the same critical section that saw the
-                        // list empty, so no push is stranded.
-                        w.active = false;
-                        w.pending = Vec::new();
-                    }
-                    next
-                })
-            })
-        });
     }
 }

@@ -1,0 +1,206 @@
+//! Callbacks: what resumes a suspended fiber from outside.
+//!
+//! [`RawCallback`] is the erased completion handle: a strong reference to
+//! the fiber (through its vtable, `raw.rs`) and the generation of the
+//! suspension it may end. The typed faces over it are [`Callback`]
+//! (`IO::from_callback`), [`TimerCallback`] (`IO::sleep`, handed to the
+//! executor's timers) and [`BlockingTask`] (`IO::blocking`, handed to
+//! `Executor::spawn_blocking`). This is one of the two places where a fiber
+//! crosses a type-erased boundary (the other is the spawner): the caller
+//! does not know the executor's type, as a `Waker` does not know tokio's
+//! scheduler.
+
+use core::marker::PhantomData;
+use core::ptr::NonNull;
+
+use super::header::Header;
+use super::raw::RawFiberVTable;
+use super::state::{Claim, TransitionToDelivered};
+use crate::erased::{ErasedFn, Value};
+use crate::node::Res;
+
+/// The erased completion handle behind [`Callback`] and [`TimerCallback`]:
+/// a strong reference to the fiber and the generation it may complete.
+pub(crate) struct RawCallback {
+    pub(super) fiber: NonNull<()>,
+    pub(super) vtable: &'static RawFiberVTable,
+    pub(super) generation: usize,
+}
+
+// SAFETY: the fiber is `Send + Sync` (its executor is; its header is shared by
+// protocol; its core is touched only by the thread that runs it), and the
+// callback only touches the header and the reference count.
+unsafe impl Send for RawCallback {}
+// SAFETY: as above; every method takes `&self` and is atomic.
+unsafe impl Sync for RawCallback {}
+
+impl RawCallback {
+    fn header(&self) -> &Header {
+        // SAFETY: `fiber` points at a live `FiberInner<X>` (we hold a strong
+        // reference) whose first field is the header (`repr(C)`).
+        unsafe { &*self.fiber.as_ptr().cast::<Header>() }
+    }
+
+    /// Delivers `res` if this is the first completion of the current
+    /// suspension (`Claim::Won`); otherwise changes nothing and drops it.
+    pub(crate) fn complete(&self, res: Res) -> Claim {
+        let header = self.header();
+        if header.claim(self.generation) == Claim::Lost {
+            return Claim::Lost;
+        }
+        match header.deliver(res) {
+            TransitionToDelivered::FiberNotSuspended => {}
+            // SAFETY: the fiber is alive (we hold a reference) and suspended,
+            // and we won the claim: we alone resume it.
+            TransitionToDelivered::Schedule => unsafe {
+                (self.vtable.schedule)(self.fiber.as_ptr())
+            },
+        }
+        Claim::Won
+    }
+}
+
+impl Clone for RawCallback {
+    fn clone(&self) -> Self {
+        // SAFETY: we hold a strong reference, so the count is at least one.
+        unsafe { (self.vtable.clone)(self.fiber.as_ptr()) };
+        RawCallback {
+            fiber: self.fiber,
+            vtable: self.vtable,
+            generation: self.generation,
+        }
+    }
+}
+
+impl Drop for RawCallback {
+    fn drop(&mut self) {
+        // SAFETY: releases the strong reference this callback owns.
+        unsafe { (self.vtable.drop)(self.fiber.as_ptr()) }
+    }
+}
+
+/// Resumes a fiber suspended in [`IO::from_callback`] with a result.
+///
+/// `Send + Sync`, callable from any thread, also before the registration
+/// function returns. Only the first call (of this callback and all its
+/// clones) is delivered; later calls return `false` and change nothing.
+/// Holding a callback keeps its fiber alive; dropping every callback of a
+/// suspended fiber without calling one means the fiber can never resume.
+///
+/// [`IO::from_callback`]: crate::IO::from_callback
+pub struct Callback<A, E> {
+    raw: RawCallback,
+    _marker: PhantomData<fn(Result<A, E>)>,
+}
+
+impl<A: Send + 'static, E: Send + 'static> Callback<A, E> {
+    pub(crate) fn from_raw(raw: RawCallback) -> Self {
+        Callback {
+            raw,
+            _marker: PhantomData,
+        }
+    }
+
+    /// The untyped callback (for data types that queue waiters of several
+    /// error types together).
+    pub(crate) fn into_raw(self) -> RawCallback {
+        self.raw
+    }
+
+    /// Resumes the fiber with `result`; `false` if it was already resumed.
+    pub fn complete(&self, result: Result<A, E>) -> bool {
+        self.raw.complete(match result {
+            Ok(a) => Ok(Value::new(a)),
+            Err(e) => Err(Value::new(e)),
+        }) == Claim::Won
+    }
+
+    /// Resumes the fiber with a value; `false` if it was already resumed.
+    pub fn succeed(&self, value: A) -> bool {
+        self.raw.complete(Ok(Value::new(value))) == Claim::Won
+    }
+
+    /// Resumes the fiber with an error; `false` if it was already resumed.
+    pub fn fail(&self, error: E) -> bool {
+        self.raw.complete(Err(Value::new(error))) == Claim::Won
+    }
+}
+
+impl<A, E> Clone for Callback<A, E> {
+    fn clone(&self) -> Self {
+        Callback {
+            raw: self.raw.clone(),
+            _marker: PhantomData,
+        }
+    }
+}
+
+impl<A, E> core::fmt::Debug for Callback<A, E> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Callback")
+            .field("generation", &self.raw.generation)
+            .finish()
+    }
+}
+
+/// Resumes a fiber sleeping in `IO::sleep` once its deadline has passed.
+///
+/// Executors receive one with [`Executor::set_timer`] and call
+/// [`fire`](TimerCallback::fire) on or after the deadline, from any thread.
+/// Dropping it without firing (a cancelled timer) resumes nothing.
+///
+/// [`Executor::set_timer`]: crate::Executor::set_timer
+pub struct TimerCallback {
+    pub(super) raw: RawCallback,
+}
+
+impl TimerCallback {
+    /// Resumes the sleeping fiber; does nothing if it was already resumed or
+    /// canceled.
+    pub fn fire(self) {
+        let _ = self.raw.complete(Ok(Value::unit()));
+    }
+}
+
+impl core::fmt::Debug for TimerCallback {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("TimerCallback")
+            .field("generation", &self.raw.generation)
+            .finish()
+    }
+}
+
+/// Work handed to [`Executor::spawn_blocking`] by `IO::blocking`: a thunk
+/// that may block its thread, and the fiber to resume with its result.
+///
+/// Call [`run`](BlockingTask::run) exactly once, on a thread where blocking
+/// is acceptable; it runs the thunk (panics are caught there, with `std`, and
+/// end the fiber with `Outcome::Panicked`) and resumes the fiber. Dropping a
+/// task without running it (an executor shutting down) means its fiber can
+/// never resume; the fiber is then freed like any other garbage.
+///
+/// [`Executor::spawn_blocking`]: crate::Executor::spawn_blocking
+pub struct BlockingTask {
+    pub(crate) thunk: ErasedFn<(), Value>,
+    pub(crate) callback: RawCallback,
+}
+
+impl BlockingTask {
+    /// Runs the blocking work and resumes the fiber that waits for it.
+    pub fn run(self) {
+        // SAFETY: the thunk was made by `IO::blocking` for this fiber's
+        // suspension; its adapter produces the value the fiber expects.
+        let value = unsafe { self.thunk.call(()) };
+        // A blocking suspension is never interruptible, so this claim wins;
+        // nothing to do either way.
+        let _ = self.callback.complete(Ok(value));
+    }
+}
+
+impl core::fmt::Debug for BlockingTask {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("BlockingTask")
+            .field("generation", &self.callback.generation)
+            .finish()
+    }
+}

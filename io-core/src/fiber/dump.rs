@@ -1,0 +1,386 @@
+//! Fiber dumps: what a listing of live fibers shows, and the weak
+//! references executors keep to make one.
+//!
+//! A dump never keeps a fiber alive and costs nothing while no one asks:
+//! executors keep a [`WeakFiber`] per fiber in a [`WeakFibers`] list, and a
+//! dump upgrades each for a moment to read its header (the state word, and
+//! with tracing the activity byte and the trace ring). The state word
+//! tells active from suspended and a cancelable wait from a masked one
+//! ([`FiberStatus`]); the activity byte, written by the tracing run-loop,
+//! tells running, queued, sleeping, blocked and waiting apart
+//! ([`FiberState`]).
+
+#[cfg(not(loom))]
+use core::ptr::NonNull;
+
+#[cfg(not(loom))]
+use alloc::vec::Vec;
+
+#[cfg(not(loom))]
+use super::header::Header;
+#[cfg(not(loom))]
+use super::raw::{Fiber, FiberInner};
+#[cfg(not(loom))]
+use crate::executor::Executor;
+#[cfg(not(loom))]
+use crate::sync::Weak;
+#[cfg(not(loom))]
+use crate::tracing::Trace;
+
+/// What a fiber listing shows of a live fiber's state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg(not(loom))]
+pub enum FiberStatus {
+    /// Running on a thread, or queued to run.
+    Active,
+    /// Waiting for a callback, a timer or a data type, and cancelable while
+    /// it waits.
+    Suspended,
+    /// Waiting in an uncancelable region, or for blocking work.
+    SuspendedMasked,
+}
+
+/// What a fiber is doing, as a fiber dump shows it (Cats Effect's fiber
+/// dump states, with the kind of wait spelled out).
+///
+/// Running, queued, sleeping and blocked are told apart only while the
+/// fiber traces (io-core's `tracing` feature on and the mode `cached` or
+/// `full`, or inside `traced()`); otherwise a dump shows `Running` for
+/// an active fiber and `Waiting` for a suspended one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum FiberState {
+    /// Running on a thread now.
+    Running = 0,
+    /// Ready to run: started, resumed or yielding (`cede`, auto-yield), in
+    /// its executor's queue.
+    Queued = 1,
+    /// Suspended in an async operation: a callback, a data type
+    /// (`Deferred`, `Semaphore`, `Queue`, ...), a join, I/O, or `never`.
+    Waiting = 2,
+    /// Suspended in `sleep` until its timer fires.
+    Sleeping = 3,
+    /// Waiting for blocking work (`IO::blocking`) to return.
+    Blocked = 4,
+}
+
+impl FiberState {
+    /// The state of its byte (`as u8`), if it is one (read by
+    /// `tracing/fiber_on.rs`, which alone keeps the byte).
+    #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
+    pub(crate) fn from_byte(b: u8) -> Option<FiberState> {
+        Some(match b {
+            0 => FiberState::Running,
+            1 => FiberState::Queued,
+            2 => FiberState::Waiting,
+            3 => FiberState::Sleeping,
+            4 => FiberState::Blocked,
+            _ => return None,
+        })
+    }
+
+    /// The state's name in a dump (`RUNNING`, `QUEUED`, `WAITING`,
+    /// `SLEEPING`, `BLOCKED`).
+    pub fn name(self) -> &'static str {
+        match self {
+            FiberState::Running => "RUNNING",
+            FiberState::Queued => "QUEUED",
+            FiberState::Waiting => "WAITING",
+            FiberState::Sleeping => "SLEEPING",
+            FiberState::Blocked => "BLOCKED",
+        }
+    }
+}
+
+/// One live fiber in a fiber dump.
+#[derive(Debug, Clone)]
+#[cfg(not(loom))]
+pub struct FiberInfo {
+    /// The fiber's identifier ([`Fiber::id`]).
+    pub id: usize,
+    /// Whether it is active or waiting, and whether a wait is cancelable.
+    pub status: FiberStatus,
+    /// What it is doing.
+    pub state: FiberState,
+    /// Its last trace events, oldest first: `None` if it never traced (mode
+    /// `none`, or tracing compiled out), or if it was recording so busily
+    /// that no consistent copy could be read.
+    pub trace: Option<Trace>,
+}
+
+/// A snapshot of an executor's live fibers and its state, printed like Cats
+/// Effect's fiber dump (one block per fiber: identifier, state, trace; then
+/// the executor's counters).
+#[derive(Debug, Clone, Default)]
+#[cfg(not(loom))]
+pub struct FiberDump {
+    /// The live fibers.
+    pub fibers: Vec<FiberInfo>,
+    /// Executor state as name and value (queue lengths, workers, ...).
+    pub executor: Vec<(&'static str, u64)>,
+}
+
+#[cfg(not(loom))]
+impl FiberDump {
+    /// The fibers in a given state.
+    pub fn in_state(&self, state: FiberState) -> impl Iterator<Item = &FiberInfo> {
+        self.fibers.iter().filter(move |f| f.state == state)
+    }
+
+    /// The value of the executor counter `name` (`"timers"`, a queue's
+    /// length, ...), if the executor reports one by that name.
+    pub fn counter(&self, name: &str) -> Option<u64> {
+        self.executor
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, value)| *value)
+    }
+}
+
+#[cfg(not(loom))]
+impl core::fmt::Display for FiberDump {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        for fiber in &self.fibers {
+            write!(f, "fiber #{:x} {}", fiber.id, fiber.state.name())?;
+            if fiber.status == FiberStatus::SuspendedMasked {
+                f.write_str(" (uncancelable)")?;
+            }
+            match &fiber.trace {
+                Some(trace) if !trace.is_empty() => {
+                    let n = trace.events().len();
+                    for (i, event) in trace.events().iter().enumerate() {
+                        let branch = if i + 1 == n { '╰' } else { '├' };
+                        write!(f, "\n {branch} {event}")?;
+                    }
+                }
+                Some(_) => f.write_str("\n ╰ (no trace events yet)")?,
+                None => f.write_str("\n ╰ (not traced)")?,
+            }
+            f.write_str("\n\n")?;
+        }
+        write!(f, "live fibers: {}", self.fibers.len())?;
+        for (name, value) in &self.executor {
+            write!(f, ", {name}: {value}")?;
+        }
+        Ok(())
+    }
+}
+
+/// A weak reference to a fiber, for fiber listings: it never keeps the
+/// fiber's program alive, and sees nothing once the fiber has completed or
+/// been freed.
+#[cfg(not(loom))]
+pub struct WeakFiber {
+    /// From `Weak::into_raw` of a `Weak<FiberInner<X>>`.
+    fiber: NonNull<()>,
+    vtable: &'static WeakVTable,
+}
+
+/// Type-erased operations on a `Weak<FiberInner<X>>`.
+#[cfg(not(loom))]
+struct WeakVTable {
+    status: unsafe fn(*const ()) -> Option<FiberStatus>,
+    info: unsafe fn(*const ()) -> Option<FiberInfo>,
+    drop: unsafe fn(*const ()),
+}
+
+// SAFETY: a weak reference only touches the reference counts (atomic) and,
+// after a successful upgrade, the header (shared by protocol).
+#[cfg(not(loom))]
+unsafe impl Send for WeakFiber {}
+// SAFETY: as above; every method takes `&self`.
+#[cfg(not(loom))]
+unsafe impl Sync for WeakFiber {}
+
+#[cfg(not(loom))]
+impl<X: Executor> FiberInner<X> {
+    const WEAK_VTABLE: &'static WeakVTable = &WeakVTable {
+        status: Self::weak_status,
+        info: Self::weak_info,
+        drop: Self::weak_drop,
+    };
+
+    /// # Safety
+    /// * As for `weak_status`.
+    unsafe fn weak_info(ptr: *const ()) -> Option<FiberInfo> {
+        // SAFETY: forwarded precondition; `ManuallyDrop` leaves the caller's
+        // weak reference as it was.
+        let weak =
+            core::mem::ManuallyDrop::new(unsafe { Weak::from_raw(ptr.cast::<FiberInner<X>>()) });
+        let fiber = weak.upgrade()?;
+        let id = crate::sync::Arc::as_ptr(&fiber) as *const () as usize;
+        fiber.header.info(id)
+    }
+
+    /// # Safety
+    /// * `ptr` comes from `Weak::into_raw` of a `Weak<FiberInner<X>>` that
+    ///   the caller still owns.
+    unsafe fn weak_status(ptr: *const ()) -> Option<FiberStatus> {
+        // SAFETY: forwarded precondition; `ManuallyDrop` leaves the caller's
+        // weak reference as it was.
+        let weak =
+            core::mem::ManuallyDrop::new(unsafe { Weak::from_raw(ptr.cast::<FiberInner<X>>()) });
+        weak.upgrade()?.header.status()
+    }
+
+    /// # Safety
+    /// * As for `weak_status`; the caller gives up its weak reference.
+    unsafe fn weak_drop(ptr: *const ()) {
+        // SAFETY: forwarded precondition.
+        drop(unsafe { Weak::from_raw(ptr.cast::<FiberInner<X>>()) })
+    }
+}
+
+#[cfg(not(loom))]
+impl WeakFiber {
+    /// The fiber's identifier (the same as [`Fiber::id`]) and status, or
+    /// `None` once it has completed or been freed.
+    pub fn snapshot(&self) -> Option<(usize, FiberStatus)> {
+        // SAFETY: we own the weak reference behind `fiber`.
+        let status = unsafe { (self.vtable.status)(self.fiber.as_ptr()) }?;
+        Some((self.id(), status))
+    }
+
+    /// What a fiber dump shows of the fiber (state and trace), or `None`
+    /// once it has completed or been freed.
+    pub fn info(&self) -> Option<FiberInfo> {
+        // SAFETY: we own the weak reference behind `fiber`.
+        unsafe { (self.vtable.info)(self.fiber.as_ptr()) }
+    }
+
+    /// Whether the fiber is gone (completed or freed): a listing may drop
+    /// this reference.
+    pub fn is_gone(&self) -> bool {
+        self.snapshot().is_none()
+    }
+
+    /// The fiber's identifier, also after it is gone.
+    pub fn id(&self) -> usize {
+        self.fiber.as_ptr() as usize
+    }
+}
+
+/// Weak references to many fibers, for an executor's fiber listing
+/// (executors push one from [`Executor::fiber_created`]).
+///
+/// Pushing sweeps out the references of fibers that are gone whenever the
+/// list has doubled since the last sweep (amortized O(1) per push), so it
+/// holds at most about twice the live fibers. It never keeps a fiber alive.
+#[cfg(not(loom))]
+#[derive(Debug, Default)]
+pub struct WeakFibers {
+    fibers: Vec<WeakFiber>,
+    sweep_at: usize,
+}
+
+#[cfg(not(loom))]
+impl WeakFibers {
+    /// An empty list (no allocation).
+    pub const fn new() -> Self {
+        WeakFibers {
+            fibers: Vec::new(),
+            sweep_at: 0,
+        }
+    }
+
+    /// Adds a fiber.
+    pub fn push(&mut self, fiber: WeakFiber) {
+        if self.fibers.len() >= self.sweep_at {
+            self.fibers.retain(|fiber| !fiber.is_gone());
+            self.sweep_at = (self.fibers.len() * 2).max(64);
+        }
+        self.fibers.push(fiber);
+    }
+
+    /// Identifier and status of every fiber of the list still alive.
+    pub fn live(&self) -> impl Iterator<Item = (usize, FiberStatus)> + '_ {
+        self.fibers.iter().filter_map(WeakFiber::snapshot)
+    }
+
+    /// State and trace of every fiber of the list still alive (for fiber
+    /// dumps).
+    pub fn infos(&self) -> impl Iterator<Item = FiberInfo> + '_ {
+        self.fibers.iter().filter_map(WeakFiber::info)
+    }
+}
+
+#[cfg(not(loom))]
+impl Drop for WeakFiber {
+    fn drop(&mut self) {
+        // SAFETY: releases the weak reference this handle owns.
+        unsafe { (self.vtable.drop)(self.fiber.as_ptr()) }
+    }
+}
+
+#[cfg(not(loom))]
+impl core::fmt::Debug for WeakFiber {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("WeakFiber").field("id", &self.id()).finish()
+    }
+}
+
+#[cfg(not(loom))]
+impl Header {
+    /// What a fiber listing shows of this fiber.
+    fn status(&self) -> Option<FiberStatus> {
+        let state = self.state.snapshot();
+        if state.is_completed() {
+            None
+        } else if state.is_waiting() {
+            Some(if state.is_interruptible() {
+                FiberStatus::Suspended
+            } else {
+                FiberStatus::SuspendedMasked
+            })
+        } else {
+            Some(FiberStatus::Active)
+        }
+    }
+
+    /// What a fiber dump shows of this fiber: its state (`None` once it has
+    /// completed), whether a wait is cancelable, and its trace.
+    fn info(&self, id: usize) -> Option<FiberInfo> {
+        let status = self.status()?;
+        let state = match status {
+            FiberStatus::Active => match self.recorded_state() {
+                // Set when it runs, and when it yields.
+                Some(state @ (FiberState::Running | FiberState::Queued)) => state,
+                // Still marked as waiting, but its wait has ended: resumed,
+                // not run yet. (The state word keeps `SUSPENDED | DONE`
+                // until the next suspension, so only the recorded state
+                // tells a running fiber from a queued one.)
+                _ if self.state.snapshot().is_resumed() => FiberState::Queued,
+                _ => FiberState::Running,
+            },
+            FiberStatus::Suspended | FiberStatus::SuspendedMasked => match self.recorded_state() {
+                Some(s @ (FiberState::Sleeping | FiberState::Blocked | FiberState::Waiting)) => s,
+                _ => FiberState::Waiting,
+            },
+        };
+        let trace = self.ring.get().and_then(spindle_trace::Ring::snapshot);
+        Some(FiberInfo {
+            id,
+            status,
+            state,
+            trace,
+        })
+    }
+
+    fn recorded_state(&self) -> Option<FiberState> {
+        self.activity.get()
+    }
+}
+
+#[cfg(not(loom))]
+impl<X: Executor> Fiber<X> {
+    /// A weak reference for fiber listings (see [`WeakFiber`]).
+    pub fn downgrade(&self) -> WeakFiber {
+        let weak = crate::sync::Arc::downgrade(&self.inner);
+        let ptr = Weak::into_raw(weak) as *mut ();
+        WeakFiber {
+            // SAFETY: the weak reference points at a live allocation.
+            fiber: unsafe { NonNull::new_unchecked(ptr) },
+            vtable: FiberInner::<X>::WEAK_VTABLE,
+        }
+    }
+}

@@ -1,0 +1,146 @@
+//! The header: the part of a fiber that other threads touch.
+//!
+//! First field of the fiber (`repr(C)`), independent of the executor type,
+//! so that a callback, a handle or a weak reference reaches it through a
+//! type-erased pointer. It holds the state word (`state.rs`), the slot the
+//! winning completer writes its result into, the join state (`join.rs`),
+//! and, with tracing, the ring and the activity byte that fiber dumps read.
+//! Which thread may touch which field, and when: the `fiber` module doc.
+
+use super::join::{Completed, JoinCell};
+use super::state::{
+    Claim, State, TransitionToCancelRequested, TransitionToDelivered, TransitionToSuspended,
+};
+use crate::node::Res;
+use crate::sync::UnsafeCell;
+use crate::tracing::{Activity, RingSlot};
+
+/// The part of a fiber shared with callbacks and handles on other threads.
+pub(crate) struct Header {
+    pub(super) state: State,
+    /// Written by the completer that won the claim, read by the fiber after
+    /// it saw `DONE`.
+    slot: UnsafeCell<Option<Res>>,
+    /// The join state: the outcome once the fiber has completed (for a
+    /// fiber started with `IO::start` or [`FiberHandle::spawn`]), and the
+    /// joiners waiting for it. Inside the fiber, so that starting a fiber is
+    /// one allocation (see `join.rs`).
+    ///
+    /// [`FiberHandle::spawn`]: super::handle::FiberHandle::spawn
+    pub(crate) join: JoinCell<Completed>,
+    /// The fiber's trace ring, once it records (`tracing/fiber_on.rs`):
+    /// here, in the part other threads may read, for fiber dumps.
+    /// Zero-sized without the `tracing` feature.
+    pub(crate) ring: RingSlot,
+    /// What the fiber does now, for fiber dumps ([`FiberState`] as a
+    /// byte); kept only while the fiber traces. Zero-sized without the
+    /// `tracing` feature.
+    ///
+    /// [`FiberState`]: super::FiberState
+    pub(crate) activity: Activity,
+}
+
+// SAFETY: `slot` is written only by the single completer that won the CAS to
+// `CLAIMED` and read only by the fiber after observing `DONE` with `Acquire`
+// (which the completer set with `Release` after writing); see the module doc
+// of `fiber`. Every other field is atomic or behind a lock.
+unsafe impl Sync for Header {}
+// SAFETY: everything in the slot is `Send` (erased values are made only from
+// `Send` types).
+unsafe impl Send for Header {}
+
+impl Header {
+    pub(super) fn new() -> Self {
+        Header {
+            state: State::new(),
+            slot: UnsafeCell::new(None),
+            join: JoinCell::new(),
+            ring: RingSlot::new(),
+            activity: Activity::new(super::FiberState::Queued),
+        }
+    }
+
+    /// Starts a new suspension; returns its generation (step 1).
+    #[inline(always)]
+    pub(super) fn begin_suspension(&self) -> usize {
+        self.state.begin_suspension()
+    }
+
+    /// Takes the result if a completer has already delivered it
+    /// (`Some(None)`: the suspension was ended by cancellation).
+    #[inline]
+    pub(super) fn take_if_done(&self) -> Option<Option<Res>> {
+        if self.state.is_done() {
+            Some(self.take_result())
+        } else {
+            None
+        }
+    }
+
+    /// Marks the fiber suspended (step 3).
+    #[inline(always)]
+    pub(super) fn suspend(&self, interruptible: bool) -> TransitionToSuspended {
+        self.state.transition_to_suspended(interruptible)
+    }
+
+    /// Takes the delivered result (`None`: resumed by cancellation). Only
+    /// after `DONE` was observed.
+    #[inline]
+    pub(super) fn take_result(&self) -> Option<Res> {
+        // SAFETY: the caller observed `DONE` with `Acquire`, so the completer's
+        // write happened before, and no completer writes again this generation.
+        self.slot.with_mut(|slot| unsafe { (*slot).take() })
+    }
+
+    /// Whether cancellation was requested.
+    #[inline(always)]
+    pub(super) fn is_cancel_requested(&self) -> bool {
+        self.state.is_cancel_requested()
+    }
+
+    /// Requests cancellation (idempotent).
+    #[inline(always)]
+    pub(super) fn request_cancel(&self) -> TransitionToCancelRequested {
+        self.state.transition_to_cancel_requested()
+    }
+
+    /// Records the fiber's own cancellation request (`IO::canceled`).
+    #[inline(always)]
+    pub(super) fn request_self_cancel(&self) {
+        self.state.request_self_cancel()
+    }
+
+    /// The claim of step 2 of the protocol.
+    #[inline(always)]
+    pub(super) fn claim(&self, generation: usize) -> Claim {
+        self.state.claim(generation)
+    }
+
+    /// Whether the fiber has completed (`mark_completed`).
+    #[inline(always)]
+    pub(super) fn is_completed(&self) -> bool {
+        self.state.is_completed()
+    }
+
+    /// Records that the fiber has completed.
+    #[inline(always)]
+    pub(super) fn mark_completed(&self) {
+        self.state.mark_completed()
+    }
+
+    /// Records what the fiber does now (for dumps; nothing without the
+    /// `tracing` feature).
+    #[inline(always)]
+    pub(crate) fn set_activity(&self, state: super::FiberState) {
+        self.activity.set(state);
+    }
+
+    /// Delivers the result after a won claim (the rest of step 2).
+    #[inline]
+    pub(super) fn deliver(&self, res: Res) -> TransitionToDelivered {
+        // SAFETY: the caller won the claim for the current generation, so it
+        // is the only writer, and the fiber reads only after `DONE`.
+        self.slot.with_mut(|slot| unsafe { *slot = Some(res) });
+        self.state.transition_to_delivered()
+    }
+}

@@ -1,0 +1,277 @@
+//! Joins: the cell a fiber's outcome is left in, and the waiters on it.
+//!
+//! # The cell
+//!
+//! A [`JoinCell<T>`] is a value set once and awaited by any number of
+//! fibers. Every fiber has one in its header, for its outcome (a fiber
+//! started with `IO::start`); `Deferred` (`data/deferred.rs`) is the same
+//! cell in an `Arc`, with a typed API. It lives here, with the fiber, and
+//! `Deferred` builds on it, so that the fiber core depends on no data type
+//! (the dependency points from `data` to `fiber`, as tokio's `JoinHandle`
+//! and its task's join waker live in `runtime/task/`, under the types built
+//! on them).
+//!
+//! The state (behind a short lock of the sync shim, never held across a
+//! suspension) is either *empty* with a list of waiters, or *complete* with
+//! the value. `complete` moves it from empty to complete and takes the
+//! waiter list under the lock; each waiter reads the value under the lock
+//! and hands back the fiber to resume with what it read, and the fibers are
+//! resumed after the lock is released (a resumed fiber may run at once on
+//! another thread and read this cell: it must not find the lock held while
+//! its waker schedules it). A reader either reads the value under the lock
+//! or registers a waiter; a reader canceled while waiting removes its own
+//! waiter (the async finalizer of [`wait_for`]), so nothing is left behind.
+//! A second `complete` finds the state complete and gives its value back;
+//! the first value stays.
+//!
+//! # The join protocol
+//!
+//! The fiber's cell holds, once the fiber has completed, its erased outcome
+//! and the errors its finalizers suppressed ([`Completed`]). The run-loop
+//! completes it exactly once ([`complete_join`]), waking every joiner. The
+//! outcome is stored erased (`Outcome<Value, Value>`): the header does not
+//! know the fiber's types. The handle does (it is made only for a fiber of
+//! an `IO<A, E>`), and reads the values back as `A` and `E` (`handle.rs`).
+//!
+//! Keeping the join state in the fiber makes starting a fiber one
+//! allocation, and a handle one pointer and a vtable; the cost is that a
+//! handle kept after the fiber completed keeps the fiber's allocation
+//! (whose program and stack are gone by then) rather than a smaller
+//! separate one, as tokio's `JoinHandle` keeps its task.
+
+#[cfg(all(loom, test))]
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+
+use super::callback::RawCallback;
+use super::raw::RawFiberRef;
+use crate::data::waiters::WaiterList;
+use crate::erased::Value;
+use crate::io::IO;
+use crate::outcome::Outcome;
+use crate::sync::Mutex;
+use crate::tracing::{OpMeta, Site};
+
+/// One waiting reader of a cell.
+pub(crate) enum Waiter<A> {
+    /// A fiber (a `get`, a join) to resume with what `read` makes of the
+    /// value. Stored inline in the waiter list: waiting is no allocation
+    /// beyond the list's entry.
+    Resume {
+        callback: RawCallback,
+        read: fn(&mut A) -> Value,
+    },
+    /// Any reader (the loom models' probes): reads the value, and returns
+    /// the fiber to resume, if any.
+    #[cfg(all(loom, test))]
+    Call(Box<dyn FnOnce(&A) -> Option<Wake> + Send>),
+}
+
+impl<A> Waiter<A> {
+    /// Reads the value; returns the fiber to resume (once the cell's lock is
+    /// released) with what it read.
+    fn read(self, value: &mut A) -> Option<Wake> {
+        match self {
+            Waiter::Resume { callback, read } => Some(Wake {
+                callback,
+                value: read(value),
+            }),
+            #[cfg(all(loom, test))]
+            Waiter::Call(f) => f(value),
+        }
+    }
+}
+
+/// How a waiter reads a cell's value: a type, so that the reading function
+/// is a plain `fn` pointer (no closure to box per waiter).
+///
+/// A reader gets the value mutably, under the cell's lock, so that the one
+/// owner of a fiber's outcome (a `FiberHandle`'s join) can move it out
+/// instead of cloning it; every other reader only reads.
+pub(crate) trait Read<A>: 'static {
+    /// What the waiting fiber receives.
+    type Out: Send + 'static;
+    /// Reads the value (or moves it out, for the value's one owner).
+    fn read(value: &mut A) -> Self::Out;
+}
+
+/// Reads nothing: the waiter only waits for the value to be there.
+pub(crate) struct Presence;
+
+impl<A> Read<A> for Presence {
+    type Out = ();
+    fn read(_: &mut A) {}
+}
+
+/// The erased reading function of a `Waiter::Resume` for `R`.
+fn read_erased<A, R: Read<A>>(value: &mut A) -> Value {
+    Value::new(R::read(value))
+}
+
+/// A fiber to resume with a value, once no lock is held.
+pub(crate) struct Wake {
+    callback: RawCallback,
+    value: Value,
+}
+
+impl Wake {
+    /// Resumes the fiber (if it was not resumed already, by cancellation).
+    pub(crate) fn run(self) {
+        // A lost claim means cancellation ended the wait first: the value
+        // is dropped, as the canceled reader no longer wants it.
+        let _ = self.callback.complete(Ok(self.value));
+    }
+}
+
+struct CellState<A> {
+    value: Option<A>,
+    /// In registration order: woken in that order, removed in O(log n)
+    /// when a reader is canceled (see `data/waiters.rs`).
+    waiters: WaiterList<Waiter<A>>,
+}
+
+/// A value set once, awaited by fibers: a fiber's join state, and the cell
+/// behind a `Deferred` (module doc).
+pub(crate) struct JoinCell<A> {
+    state: Mutex<CellState<A>>,
+}
+
+impl<A> JoinCell<A> {
+    pub(crate) fn new() -> Self {
+        JoinCell {
+            state: Mutex::new(CellState {
+                value: None,
+                waiters: WaiterList::new(),
+            }),
+        }
+    }
+
+    /// Sets the value and wakes the waiters; gives the value back if the
+    /// cell was already complete.
+    pub(crate) fn complete(&self, value: A) -> Result<(), A> {
+        let waiters = {
+            let mut state = self.state.lock();
+            if state.value.is_some() {
+                return Err(value);
+            }
+            state.value = Some(value);
+            state.waiters.take_all()
+        };
+        let mut waiters = waiters.peekable();
+        if waiters.peek().is_some() {
+            // The waiters read the value under the lock (it may be moved out
+            // by a handle's owner later, so it is not read without it); the
+            // fibers are resumed once the lock is released.
+            let mut first = None;
+            let mut rest = Vec::new();
+            {
+                let mut state = self.state.lock();
+                let value = state.value.as_mut().expect("set just above");
+                for waiter in waiters {
+                    if let Some(wake) = waiter.read(value) {
+                        if first.is_none() {
+                            first = Some(wake);
+                        } else {
+                            rest.push(wake);
+                        }
+                    }
+                }
+            }
+            first.into_iter().chain(rest).for_each(Wake::run);
+        }
+        Ok(())
+    }
+
+    /// Calls `f` with the value now if there is one (returns `None`), or
+    /// registers it as a waiter (returns its id).
+    pub(crate) fn on_value(&self, f: Waiter<A>) -> Option<u64> {
+        let mut state = self.state.lock();
+        match &mut state.value {
+            Some(value) => {
+                let wake = f.read(value);
+                drop(state);
+                if let Some(wake) = wake {
+                    wake.run();
+                }
+                None
+            }
+            None => Some(state.waiters.push(f)),
+        }
+    }
+
+    /// Removes a waiter that has not been woken (its reader was canceled).
+    pub(crate) fn remove_waiter(&self, id: u64) {
+        let removed = {
+            let mut state = self.state.lock();
+            state.waiters.remove(id)
+        };
+        drop(removed);
+    }
+
+    /// Reads the value, if set.
+    pub(crate) fn with_value<R>(&self, f: impl FnOnce(Option<&A>) -> R) -> R {
+        f(self.state.lock().value.as_ref())
+    }
+
+    /// Changes the value in place, if set (for fiber handles' owners).
+    pub(crate) fn with_value_mut<R>(&self, f: impl FnOnce(Option<&mut A>) -> R) -> R {
+        f(self.state.lock().value.as_mut())
+    }
+
+    /// How many waiters are registered (for tests of cancellation).
+    pub(crate) fn waiter_count(&self) -> usize {
+        self.state.lock().waiters.len()
+    }
+}
+
+/// Something that owns a cell (a deferred's `Arc`, or a reference to a
+/// fiber, whose join state is a cell inside the fiber).
+pub(crate) trait CellOwner<A>: Send + 'static {
+    /// The cell.
+    fn cell(&self) -> &JoinCell<A>;
+}
+
+/// An IO that waits for the cell's value and produces what `R` reads of it,
+/// recorded as the operation `M` at `site` (a join, a `Deferred::get`).
+pub(crate) fn wait_for<A, R, E, C, M>(site: Option<Site>, owner: C) -> IO<R::Out, E>
+where
+    A: 'static,
+    R: Read<A>,
+    E: Send + 'static,
+    C: CellOwner<A>,
+    M: OpMeta,
+{
+    IO::from_callback_at::<M, _>(site, move |cb| {
+        let id = owner.cell().on_value(Waiter::Resume {
+            callback: cb.into_raw(),
+            read: read_erased::<A, R>,
+        });
+        id.map(|id| IO::delay_untraced(move || owner.cell().remove_waiter(id)))
+    })
+}
+
+/// What a completed fiber leaves: its erased outcome and the errors its
+/// finalizers suppressed (boxed, and only if there are any: the join state
+/// is part of every fiber).
+pub(crate) type Completed = (Outcome<Value, Value>, Option<alloc::boxed::Box<Vec<Value>>>);
+
+/// Completes a fiber's join state (from the run-loop, once).
+pub(crate) fn complete_join(
+    join: &JoinCell<Completed>,
+    outcome: Outcome<Value, Value>,
+    suppressed: Vec<Value>,
+) {
+    let suppressed = if suppressed.is_empty() {
+        None
+    } else {
+        Some(alloc::boxed::Box::new(suppressed))
+    };
+    // A fiber completes once, so the cell is empty here.
+    let _ = join.complete((outcome, suppressed));
+}
+
+impl CellOwner<Completed> for RawFiberRef {
+    fn cell(&self) -> &JoinCell<Completed> {
+        &self.header().join
+    }
+}

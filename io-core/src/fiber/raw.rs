@@ -1,0 +1,351 @@
+//! The raw fiber: its one allocation, the vtable that erases its executor
+//! type, and the handles built on them.
+//!
+//! * [`FiberInner<X>`]: header, run state and executor in one `Arc`
+//!   allocation (`repr(C)`, header first).
+//! * [`RawFiberVTable`]: `clone`, `drop` and `schedule` of an
+//!   `Arc<FiberInner<X>>` behind a `*const ()`, for whoever must not know
+//!   `X` (callbacks, handles), as tokio's `RawTask` erases its scheduler.
+//! * [`RawFiberRef`]: an erased strong reference that can request
+//!   cancellation (held by fiber handles and `par_sequence`'s table).
+//! * [`Fiber`]: the unique handle executors queue and run.
+//! * [`Spawner`]: the erased starter of child fibers that `Start` nodes
+//!   receive (the second, and last, type-erased boundary of a fiber).
+
+use core::ptr::NonNull;
+
+use alloc::vec::Vec;
+
+use super::callback::RawCallback;
+use super::header::Header;
+use super::run_state::{CompleteK, Completion, Core, Next};
+use super::state::TransitionToCancelRequested;
+use crate::erased::ErasedFn;
+use crate::executor::Executor;
+use crate::io::IO;
+use crate::node::Node;
+use crate::outcome::Outcome;
+use crate::sync::{Arc, UnsafeCell};
+use crate::tracing::Trace;
+
+/// One fiber, shared by its handle, the thread running it and its callbacks.
+#[repr(C)]
+pub(crate) struct FiberInner<X: Executor> {
+    /// Must stay the first field: callbacks reach it through an erased pointer.
+    pub(super) header: Header,
+    pub(super) core: UnsafeCell<Core>,
+    pub(super) executor: X,
+}
+
+// SAFETY: `core` is accessed only by the thread that holds the unique
+// `Fiber` handle (see the module doc of `fiber`: the protocol hands the
+// fiber from thread to thread with Release/Acquire); `header` is Sync by its
+// protocol; the executor is `Send + Sync`; everything inside `core` is
+// `Send`.
+unsafe impl<X: Executor> Sync for FiberInner<X> {}
+// SAFETY: as above.
+unsafe impl<X: Executor> Send for FiberInner<X> {}
+
+impl<X: Executor> Drop for FiberInner<X> {
+    fn drop(&mut self) {
+        // A fiber freed before it completed (dropped by a shut-down executor,
+        // or suspended with every callback gone) ends here.
+        if !self.header.is_completed() {
+            self.executor.fiber_ended();
+        }
+    }
+}
+
+/// Type-erased operations on an `Arc<FiberInner<X>>`.
+pub(crate) struct RawFiberVTable {
+    /// Adds a strong reference.
+    pub(super) clone: unsafe fn(*const ()),
+    /// Drops a strong reference.
+    pub(super) drop: unsafe fn(*const ()),
+    /// Schedules the fiber (taking a new strong reference for the handle).
+    pub(super) schedule: unsafe fn(*const ()),
+}
+
+impl<X: Executor> FiberInner<X> {
+    pub(super) const VTABLE: &'static RawFiberVTable = &RawFiberVTable {
+        clone: Self::raw_clone,
+        drop: Self::raw_drop,
+        schedule: Self::raw_schedule,
+    };
+
+    /// # Safety
+    /// * `ptr` comes from `Arc::into_raw` of a live `Arc<FiberInner<X>>`.
+    unsafe fn raw_clone(ptr: *const ()) {
+        // SAFETY: forwarded precondition.
+        unsafe { Arc::increment_strong_count(ptr.cast::<FiberInner<X>>()) }
+    }
+
+    /// # Safety
+    /// * `ptr` comes from `Arc::into_raw`, and the caller gives up its reference.
+    unsafe fn raw_drop(ptr: *const ()) {
+        // SAFETY: forwarded precondition.
+        drop(unsafe { Arc::from_raw(ptr.cast::<FiberInner<X>>()) })
+    }
+
+    /// # Safety
+    /// * `ptr` comes from `Arc::into_raw` of a live fiber, and the caller has
+    ///   the right to resume it (it won the claim of a suspended fiber).
+    unsafe fn raw_schedule(ptr: *const ()) {
+        // SAFETY: the caller's reference keeps the fiber alive; we take a new
+        // one for the handle.
+        let inner = unsafe {
+            Arc::increment_strong_count(ptr.cast::<FiberInner<X>>());
+            Arc::from_raw(ptr.cast::<FiberInner<X>>())
+        };
+        // The caller's own reference keeps `inner.executor` alive during the
+        // call, even if the fiber runs and finishes on another thread.
+        let executor: *const X = &inner.executor;
+        // SAFETY: see the line above.
+        unsafe { (*executor).schedule_fiber(Fiber { inner }) }
+    }
+
+    /// A callback handle for the given suspension generation.
+    pub(super) fn callback(this: &Arc<Self>, generation: usize) -> RawCallback {
+        let ptr = Arc::into_raw(this.clone()) as *mut ();
+        RawCallback {
+            // SAFETY: `Arc::into_raw` never returns null.
+            fiber: unsafe { NonNull::new_unchecked(ptr) },
+            vtable: Self::VTABLE,
+            generation,
+        }
+    }
+}
+
+/// A strong reference to a fiber, erased of its executor type, that can
+/// request the fiber's cancellation (held by fiber handles).
+pub(crate) struct RawFiberRef {
+    fiber: NonNull<()>,
+    vtable: &'static RawFiberVTable,
+}
+
+// SAFETY: as for `RawCallback`: only the header and the count are touched.
+unsafe impl Send for RawFiberRef {}
+// SAFETY: as above.
+unsafe impl Sync for RawFiberRef {}
+
+impl RawFiberRef {
+    pub(super) fn header(&self) -> &Header {
+        // SAFETY: we hold a strong reference; the header is the first field.
+        unsafe { &*self.fiber.as_ptr().cast::<Header>() }
+    }
+
+    /// Requests cancellation; if the fiber was suspended interruptibly, ends
+    /// the suspension and schedules the fiber so that it finalizes.
+    pub(crate) fn request_cancel(&self) {
+        match self.header().request_cancel() {
+            TransitionToCancelRequested::Requested => {}
+            // SAFETY: the fiber is alive (we hold a reference), suspended, and
+            // we won the claim of its suspension: we alone resume it.
+            TransitionToCancelRequested::Schedule => unsafe {
+                (self.vtable.schedule)(self.fiber.as_ptr())
+            },
+        }
+    }
+
+    /// An identifier of the fiber (its address).
+    pub(crate) fn id(&self) -> usize {
+        self.fiber.as_ptr() as usize
+    }
+}
+
+impl Clone for RawFiberRef {
+    fn clone(&self) -> Self {
+        // SAFETY: we hold a strong reference, so the count is at least one.
+        unsafe { (self.vtable.clone)(self.fiber.as_ptr()) };
+        RawFiberRef {
+            fiber: self.fiber,
+            vtable: self.vtable,
+        }
+    }
+}
+
+impl Drop for RawFiberRef {
+    fn drop(&mut self) {
+        // SAFETY: releases the strong reference this handle owns.
+        unsafe { (self.vtable.drop)(self.fiber.as_ptr()) }
+    }
+}
+
+/// Starts child fibers on the running fiber's executor, for `Start` nodes,
+/// which do not know the executor's type.
+pub(super) trait Spawn {
+    /// Makes a fiber of `node` on this executor, schedules it, and returns
+    /// a reference to it (for handles and cancellation). Its outcome goes
+    /// to `on_complete`, or without one to its join state. `traced`: the
+    /// parent traces now (a child started in `traced()` traces too).
+    fn spawn_child(&self, node: Node, on_complete: Option<Completion>, traced: bool)
+    -> RawFiberRef;
+}
+
+impl<X: Executor> Spawn for X {
+    fn spawn_child(
+        &self,
+        node: Node,
+        on_complete: Option<Completion>,
+        traced: bool,
+    ) -> RawFiberRef {
+        let child = Fiber::from_parts_traced(node, on_complete, self.clone(), traced);
+        let child_ref = child.raw_ref();
+        self.schedule_fiber(child);
+        child_ref
+    }
+}
+
+/// What a `Start` node's closure receives: the executor of the fiber that
+/// evaluates the node, to start children on.
+///
+/// Made by the run-loop for the duration of one call, and never kept: the
+/// pointer is valid while the closure runs (the running fiber, which owns
+/// the executor, is alive), so [`spawn`](Spawner::spawn) is safe to call
+/// from inside the closure.
+#[derive(Clone, Copy)]
+pub(crate) struct Spawner {
+    executor: *const dyn Spawn,
+    /// The parent traces now.
+    traced: bool,
+}
+
+impl Spawner {
+    pub(super) fn new<X: Executor>(executor: &X, core: &Core) -> Self {
+        Spawner {
+            executor: executor as &dyn Spawn,
+            traced: core.tracing.is_on(),
+        }
+    }
+
+    /// Starts a child fiber of `node` (see [`Spawn::spawn_child`]).
+    pub(crate) fn spawn(&self, node: Node, on_complete: Option<Completion>) -> RawFiberRef {
+        // SAFETY: the spawner lives only during the `Start` node's call, in
+        // which the running fiber keeps its executor alive (type doc).
+        unsafe { (*self.executor).spawn_child(node, on_complete, self.traced) }
+    }
+}
+
+/// A fiber ready to run: the handle executors queue and run.
+///
+/// A `Fiber` is unique (not `Clone`): whoever holds it is the only one that
+/// may run the fiber, by calling [`run`](Fiber::run) once. Dropping it
+/// without running drops the fiber's program and pending continuations
+/// (an executor that shuts down does that).
+pub struct Fiber<X: Executor> {
+    pub(super) inner: Arc<FiberInner<X>>,
+}
+
+impl<X: Executor> Fiber<X> {
+    /// Makes a fiber that will run `io` on `executor` and hand its outcome to
+    /// `on_complete`. The fiber does not run until it is scheduled and run;
+    /// usually the caller passes it to [`Executor::schedule_fiber`].
+    pub fn new<A, E, F>(io: IO<A, E>, executor: X, on_complete: F) -> Fiber<X>
+    where
+        A: Send + 'static,
+        E: Send + 'static,
+        F: FnOnce(Outcome<A, E>) + Send + 'static,
+    {
+        let on_complete =
+            move |outcome: Outcome<A, E>, _suppressed: Vec<E>, _trace: Trace| on_complete(outcome);
+        Fiber::from_parts(
+            io.into_node(),
+            Some(ErasedFn::new::<CompleteK<A, E>, _>(on_complete)),
+            executor,
+        )
+    }
+
+    /// Like [`Fiber::new`], and `on_complete` also receives the errors of
+    /// finalizers that could not be propagated (they ran while the program
+    /// was already failing, canceled or panicking), so that none is lost.
+    pub fn with_suppressed<A, E, F>(io: IO<A, E>, executor: X, on_complete: F) -> Fiber<X>
+    where
+        A: Send + 'static,
+        E: Send + 'static,
+        F: FnOnce(Outcome<A, E>, Vec<E>) + Send + 'static,
+    {
+        let on_complete = move |outcome: Outcome<A, E>, suppressed: Vec<E>, _trace: Trace| {
+            on_complete(outcome, suppressed)
+        };
+        Fiber::with_report(io, executor, on_complete)
+    }
+
+    /// Like [`Fiber::with_suppressed`], and `on_complete` also receives the
+    /// fiber's trace at the point of failure, when it ended with an error
+    /// or a panic and recorded events (tracing on); an empty trace
+    /// otherwise. Entry points print it under the error, like Cats Effect's
+    /// enhanced exceptions.
+    pub fn with_report<A, E, F>(io: IO<A, E>, executor: X, on_complete: F) -> Fiber<X>
+    where
+        A: Send + 'static,
+        E: Send + 'static,
+        F: FnOnce(Outcome<A, E>, Vec<E>, Trace) + Send + 'static,
+    {
+        Fiber::from_parts(
+            io.into_node(),
+            Some(ErasedFn::new::<CompleteK<A, E>, F>(on_complete)),
+            executor,
+        )
+    }
+
+    /// A fiber of `node`; its outcome goes to `on_complete`, or, without
+    /// one, to its join state (for fibers that `FiberHandle`s join).
+    pub(crate) fn from_parts(node: Node, on_complete: Option<Completion>, executor: X) -> Fiber<X> {
+        Fiber::from_parts_traced(node, on_complete, executor, false)
+    }
+
+    /// [`Fiber::from_parts`], tracing from the start if `traced` (a child
+    /// of a traced scope) or if the executor's mode records.
+    pub(crate) fn from_parts_traced(
+        node: Node,
+        on_complete: Option<Completion>,
+        executor: X,
+        traced: bool,
+    ) -> Fiber<X> {
+        let traces = crate::tracing::fiber_traces(traced, executor.config());
+        let core = Core {
+            next: Next::Node(node),
+            stack: Vec::new(),
+            on_complete,
+            masks: 0,
+            ending: None,
+            cold: None,
+            tracing: crate::tracing::FiberTracing::new(traces),
+        };
+        let fiber = Fiber {
+            inner: Arc::new(FiberInner {
+                header: Header::new(),
+                core: UnsafeCell::new(core),
+                executor,
+            }),
+        };
+        fiber.inner.executor.fiber_created(&fiber);
+        fiber
+    }
+
+    /// A reference to this fiber that can request its cancellation.
+    pub(crate) fn raw_ref(&self) -> RawFiberRef {
+        let ptr = Arc::into_raw(self.inner.clone()) as *mut ();
+        RawFiberRef {
+            // SAFETY: `Arc::into_raw` never returns null.
+            fiber: unsafe { NonNull::new_unchecked(ptr) },
+            vtable: FiberInner::<X>::VTABLE,
+        }
+    }
+
+    /// The executor this fiber runs on.
+    pub fn executor(&self) -> &X {
+        &self.inner.executor
+    }
+
+    /// An identifier of this fiber, stable while it lives (its address).
+    pub fn id(&self) -> usize {
+        Arc::as_ptr(&self.inner) as *const () as usize
+    }
+}
+
+impl<X: Executor> core::fmt::Debug for Fiber<X> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Fiber").field("id", &self.id()).finish()
+    }
+}

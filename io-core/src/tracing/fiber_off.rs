@@ -1,0 +1,85 @@
+//! Fiber tracing compiled out (no `tracing` feature): the API of
+//! `fiber_on.rs` with nothing inside. Every type is zero-sized, so the
+//! fiber's header and run state have no tracing field; every call is an
+//! empty `#[inline(always)]` function, so the run-loop has no branch.
+
+use crate::config::FiberConfig;
+use crate::fiber::FiberState;
+use spindle_trace::{Op, Site, Trace};
+
+/// A new fiber never traces.
+#[inline(always)]
+pub(crate) fn fiber_traces(_traced: bool, _config: &FiberConfig) -> bool {
+    false
+}
+
+/// No activity is kept.
+pub(crate) struct Activity;
+
+impl Activity {
+    pub(crate) fn new(_state: FiberState) -> Self {
+        Activity
+    }
+
+    /// Does nothing.
+    #[inline(always)]
+    pub(crate) fn set(&self, _state: FiberState) {}
+
+    /// Nothing was recorded.
+    pub(crate) fn get(&self) -> Option<FiberState> {
+        None
+    }
+}
+
+/// A fiber's tracing state: never on.
+pub(crate) struct FiberTracing;
+
+impl FiberTracing {
+    pub(crate) fn new(_on: bool) -> Self {
+        FiberTracing
+    }
+
+    /// Never.
+    #[inline(always)]
+    pub(crate) fn is_on(&self) -> bool {
+        false
+    }
+
+    /// Does nothing (there are no traced scopes to switch).
+    #[inline(always)]
+    pub(crate) fn set_on(&mut self, _on: bool) {}
+
+    /// Does nothing.
+    #[inline(always)]
+    #[allow(dead_code)]
+    pub(crate) fn record(
+        &mut self,
+        _op: &'static Op,
+        _site: &Site,
+        _capacity: impl FnOnce() -> usize,
+        _slot: &RingSlot,
+    ) {
+    }
+
+    /// The empty trace.
+    #[inline(always)]
+    #[allow(dead_code)]
+    pub(crate) fn snapshot(&self, _slot: &RingSlot) -> Trace {
+        Trace::empty()
+    }
+}
+
+/// No ring.
+pub(crate) struct RingSlot;
+
+impl RingSlot {
+    pub(crate) fn new() -> Self {
+        RingSlot
+    }
+
+    /// There is no ring.
+    #[allow(dead_code)]
+    pub(crate) fn get(&self) -> Option<&spindle_trace::Ring> {
+        None
+    }
+}
