@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use common::{HANG_LIMIT, runtime, within};
-use spindle_core::{CountDownLatch, FiberHandle, IO, Outcome};
+use spindle_core::{CancelHandle, CountDownLatch, FiberHandle, IO, Outcome};
 
 type E = ();
 
@@ -38,11 +38,13 @@ fn assert_each_once(what: &str, counters: &[AtomicU8]) {
 fn cancel_all_from_many_fibers<A: Clone + Send + 'static>(
     handles: Vec<FiberHandle<A, E>>,
 ) -> IO<Vec<Outcome<A, E>>, E> {
-    let handles = Arc::new(handles);
-    let (h, n) = (handles.clone(), handles.len());
-    IO::<(), E>::par_traverse((0..2 * n).collect(), move |k| h[k % n].cancel::<E>()).product_r(
-        IO::defer(move || IO::traverse((0..n).collect(), move |i| handles[i].join::<E>())),
-    )
+    let n = handles.len();
+    let cancelers: Arc<Vec<CancelHandle>> =
+        Arc::new(handles.iter().map(FiberHandle::cancel_handle).collect());
+    IO::<(), E>::par_traverse((0..2 * n).collect(), move |k| {
+        cancelers[k % n].cancel::<E>()
+    })
+    .product_r(IO::traverse(handles, |handle| handle.join::<E>()))
 }
 
 /// A storm: starts `n` fibers on a fresh 2-worker pool, each running
@@ -132,16 +134,14 @@ fn cancels_racing_completions_run_each_finalizer_once_and_on_cancel_only_for_the
             .start()
     })
     .flat_map(|handles| {
-        let handles = Arc::new(handles);
-        let h = handles.clone();
+        let cancelers: Arc<Vec<CancelHandle>> =
+            Arc::new(handles.iter().map(FiberHandle::cancel_handle).collect());
         IO::<(), E>::par_traverse((0..FIBERS).collect(), move |i| {
-            let h = h.clone();
+            let h = cancelers.clone();
             IO::<(), E>::sleep(Duration::from_micros((i as u64 * 104_729) % 2_000))
                 .product_r(IO::defer(move || h[i].cancel()))
         })
-        .product_r(IO::defer(move || {
-            IO::traverse((0..FIBERS).collect(), move |i| handles[i].join::<E>())
-        }))
+        .product_r(IO::traverse(handles, |handle| handle.join::<E>()))
     });
     let outcomes = within("cancels racing completions", HANG_LIMIT, move || {
         rt.block_on(io)
