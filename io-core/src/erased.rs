@@ -255,7 +255,7 @@ impl Drop for Value {
 pub(crate) struct FnVTable<I, O> {
     pub(crate) drop: Option<unsafe fn(Word)>,
     call: unsafe fn(Word, I) -> O,
-    /// The traced operation this closure belongs to (`tracing.rs`).
+    /// The traced operation this closure belongs to (`tracing/mod.rs`).
     #[cfg(feature = "tracing")]
     op: &'static crate::tracing::Op,
     /// Reads the site stored next to the closure (`Sited`), if it has one.
@@ -312,7 +312,7 @@ where
 }
 
 /// A closure stored with the call site of the operation that made it (the
-/// leaves of `tracing.rs`).
+/// leaves of `tracing/mod.rs`).
 #[cfg(feature = "tracing")]
 struct Sited<F> {
     f: F,
