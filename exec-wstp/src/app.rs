@@ -12,10 +12,13 @@
 //! | canceled | 130 | `canceled` |
 //! | panicked | 101 (Rust's panic exit code) | `panicked: {message}`, then the trace |
 //!
-//! The runtime's fiber configuration comes from the [`Builder`] (by default
-//! [`FiberConfig::from_env`](spindle_core::FiberConfig::from_env): the tracing
-//! mode is read from `SPINDLE_TRACING`); a configuration error (an unknown
-//! tracing mode, say) is printed as `error: ...` and gives exit code 1.
+//! [`run`] takes the runtime's fiber configuration from the environment,
+//! as [`Runtime::from_env`](crate::Runtime::from_env) does
+//! ([`FiberConfig::from_env`](spindle_core::FiberConfig::from_env): the
+//! tracing mode is read from `SPINDLE_TRACING`; empty means unset);
+//! [`run_with`] uses the [`Builder`]'s (by default io-core's defaults). A
+//! configuration error (an unknown tracing mode, say) is printed as
+//! `error: ...` and gives exit code 1.
 //!
 //! # Traces of failures
 //!
@@ -79,7 +82,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use spindle_core::{IO, Outcome, Trace, Traced};
 
-use crate::runtime::{Builder, Handle};
+use crate::builder::Builder;
+use crate::handle::Handle;
 
 /// The exit code of a canceled main fiber (128 + SIGINT, the shell's
 /// convention, as Cats Effect's `IOApp`).
@@ -113,10 +117,11 @@ impl MainValue for u8 {
     }
 }
 
-/// Runs `main` on a default [`Runtime`](crate::Runtime) and returns the
+/// Runs `main` on a default [`Runtime`](crate::Runtime) with the fiber
+/// configuration from the environment (`SPINDLE_TRACING`), and returns the
 /// process exit code (see the [module documentation](self)).
 pub fn run<A: MainValue, E: fmt::Debug + Send + 'static>(main: IO<A, E>) -> ExitCode {
-    run_with(Builder::new(), main)
+    run_with(Builder::from_env(), main)
 }
 
 /// Runs `main` on a runtime built by `builder`. A configuration error is

@@ -114,16 +114,17 @@ where
 /// use spindle_exec_single::SingleThreaded;
 /// use std::time::Duration;
 ///
-/// let mut rt = SingleThreaded::new();
+/// let rt = SingleThreaded::new()?;
 /// let joined: IO<Outcome<u32, ()>, ()> = IO::<u32, ()>::pure(7).start().flat_map(|f| f.join());
-/// assert_eq!(rt.block_on(joined).succeeded(), Some(Outcome::Succeeded(7)));
+/// assert_eq!(rt.block_on(joined)?.succeeded(), Some(Outcome::Succeeded(7)));
 ///
 /// let sleeper: IO<u32, ()> = IO::<(), ()>::sleep(Duration::from_secs(3600)).map_to(1);
 /// let canceled = sleeper.start().flat_map(|f| {
 ///     let joiner = f.clone();
 ///     IO::<(), ()>::cede().product_r(f.cancel()).product_r(joiner.join())
 /// });
-/// assert_eq!(rt.block_on(canceled).succeeded(), Some(Outcome::Canceled));
+/// assert_eq!(rt.block_on(canceled)?.succeeded(), Some(Outcome::Canceled));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 ///
 /// Cloning a handle gives another handle to the same fiber. Dropping every
