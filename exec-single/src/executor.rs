@@ -2,6 +2,7 @@
 //! `try_block_on`, the turn) and the `Drop` that frees what it holds. The
 //! loop is described in the [crate documentation](crate#the-loop).
 
+#[cfg(not(loom))]
 use alloc::vec::Vec;
 use core::cell::Cell;
 use core::fmt;

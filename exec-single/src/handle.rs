@@ -3,6 +3,7 @@
 //! fiber registry).
 
 use alloc::collections::VecDeque;
+#[cfg(not(loom))]
 use alloc::vec::Vec;
 use core::fmt;
 use core::time::Duration;
@@ -16,6 +17,8 @@ use spindle_core::{FiberDump, FiberInfo};
 
 use crate::clock::Clock;
 use crate::platform;
+#[cfg(not(loom))]
+use crate::sync::WithMut;
 use crate::sync::{Arc, UnsafeCell};
 
 /// The executor handle fibers hold: cheap to clone, `Send + Sync`.

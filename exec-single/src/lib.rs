@@ -95,10 +95,16 @@ mod tests {
         // The executor cannot be captured (it is not `Sync`): a fiber
         // reaches it through a raw pointer only in this test, exactly what
         // the loop marker must catch.
-        let ptr = &rt as *const SingleThreaded<StdClock> as usize;
+        struct Ptr(*const SingleThreaded<StdClock>);
+        // SAFETY: the pointer is only dereferenced on the loop thread, the
+        // thread that owns `rt` (the fiber runs inside `rt.block_on`).
+        unsafe impl Send for Ptr {}
+        let ptr = Ptr(&rt);
         let io: IO<Result<Outcome<u8, ()>, RunError>, ()> = IO::delay(move || {
-            // SAFETY: `rt` outlives the `block_on` that runs this fiber.
-            let rt = unsafe { &*(ptr as *const SingleThreaded<StdClock>) };
+            let ptr = ptr;
+            // SAFETY: `rt` outlives the `block_on` that runs this fiber, on
+            // this thread, and `block_on` takes `&self`.
+            let rt = unsafe { &*ptr.0 };
             rt.block_on(IO::pure(1))
         });
         assert_eq!(

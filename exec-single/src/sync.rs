@@ -21,23 +21,25 @@ pub(crate) use portable_atomic_util::Arc;
 #[allow(unused_imports)]
 pub(crate) use loom::sync::atomic::{AtomicUsize, Ordering};
 
-/// `core::cell::UnsafeCell` with loom's access API (`with_mut`).
+/// The loop's cell: `core::cell::UnsafeCell`, reached through loom's
+/// access API (`with_mut`, from [`WithMut`]) so that the same code builds
+/// with loom's cell under `--cfg loom`.
 #[cfg(not(loom))]
-#[derive(Debug)]
-pub(crate) struct UnsafeCell<T>(core::cell::UnsafeCell<T>);
+pub(crate) use core::cell::UnsafeCell;
 
+/// loom's `UnsafeCell::with_mut` for `core::cell::UnsafeCell`.
 #[cfg(not(loom))]
-impl<T> UnsafeCell<T> {
-    /// Wraps `value`.
-    pub(crate) const fn new(value: T) -> Self {
-        UnsafeCell(core::cell::UnsafeCell::new(value))
-    }
-
+pub(crate) trait WithMut<T> {
     /// Runs `f` with a raw pointer to the value; the caller's `unsafe`
     /// dereference carries the exclusivity argument.
+    fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R;
+}
+
+#[cfg(not(loom))]
+impl<T> WithMut<T> for UnsafeCell<T> {
     #[inline(always)]
-    pub(crate) fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
-        f(self.0.get())
+    fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
+        f(self.get())
     }
 }
 

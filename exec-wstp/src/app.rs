@@ -75,10 +75,9 @@
 //! }
 //! ```
 
+use crate::sync::{Arc, AtomicBool, Mutex, Ordering};
 use std::fmt;
 use std::process::ExitCode;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use spindle_core::{IO, Outcome, Trace, Traced};
 
@@ -219,7 +218,7 @@ fn exit_code_of<A: MainValue, E: fmt::Debug>(outcome: Outcome<A, Traced<E>>) -> 
 struct MainCancel {
     /// The canceler, once the fiber exists, and whether a cancellation was
     /// requested.
-    state: std::sync::Mutex<(Option<Canceler>, bool)>,
+    state: Mutex<(Option<Canceler>, bool)>,
 }
 
 /// Cancels the main fiber.
@@ -227,7 +226,7 @@ type Canceler = Box<dyn Fn() + Send>;
 
 impl MainCancel {
     fn set(&self, cancel: Canceler) {
-        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let mut state = self.state.lock();
         if state.1 {
             cancel();
         }
@@ -235,7 +234,7 @@ impl MainCancel {
     }
 
     fn request(&self) {
-        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let mut state = self.state.lock();
         state.1 = true;
         if let Some(cancel) = &state.0 {
             cancel();

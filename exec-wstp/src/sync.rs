@@ -21,6 +21,7 @@ pub(crate) use std::sync::{Arc, Condvar, MutexGuard};
 #[allow(unused_imports)]
 pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering, fence};
 #[cfg(loom)]
+#[allow(unused_imports)]
 pub(crate) use loom::sync::{Arc, Condvar, MutexGuard};
 
 /// A mutex whose `lock` ignores poisoning (see the module doc).

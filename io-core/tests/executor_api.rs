@@ -12,6 +12,16 @@ type Nested = Result<Outcome<u8, ()>, RunError>;
 /// test binary.
 const CHILD: &str = "IO_CORE_EXECUTOR_API_CHILD";
 
+/// The address of an executor, for a fiber to call it back (see the
+/// nested test).
+struct Address<T>(*const T);
+
+// SAFETY: only dereferenced while the executor is borrowed by the
+// `block_on` that runs the fiber holding it; the single-threaded executors
+// run that fiber on the thread that owns them, exec-wstp's `Runtime` is
+// `Sync`.
+unsafe impl<T> Send for Address<T> {}
+
 rt_test! {
     fn try_block_on_of_never_is_a_deadlock_error() {
         assert_eq!(rt().try_run(IO::<u8, ()>::never()), Err(RunError::Deadlock));
@@ -26,11 +36,12 @@ rt_test! {
         // A fiber cannot capture the single-threaded executors (they are not
         // `Sync`); the test reaches this one through its address, which is
         // exactly the misuse the executors must catch.
-        let address = &rt as *const Rt as usize;
+        let address = Address(&rt);
         let io: IO<(Nested, Nested), ()> = IO::delay(move || {
+            let address = address;
             // SAFETY: `rt` lives (borrowed by the `block_on` below) while
             // this fiber runs, and every method used takes `&self`.
-            let rt = unsafe { &*(address as *const Rt) };
+            let rt = unsafe { &*address.0 };
             (rt.block_on(IO::pure(1)), rt.try_block_on(IO::pure(2)))
         });
         assert_eq!(

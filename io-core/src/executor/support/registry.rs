@@ -1,6 +1,8 @@
 //! The list of live fibers behind fiber dumps and `live_fibers()`.
 
+#[cfg(not(loom))]
 use alloc::boxed::Box;
+#[cfg(not(loom))]
 use alloc::vec::Vec;
 
 use crate::config::FiberConfig;

@@ -1,6 +1,7 @@
 //! Unit tests of the support pieces that need no executor (the executors'
 //! own tests and io-core's shared tests cover the rest); also under Miri.
 
+#[cfg(not(loom))]
 use alloc::collections::VecDeque;
 use alloc::string::ToString;
 use core::time::Duration;
