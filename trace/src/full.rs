@@ -94,7 +94,7 @@ const RUNTIME_CRATES: [&str; 10] = [
     "spindle_exec_single",
     "spindle_exec_wstp",
     "spindle_exec_batching",
-    "trace",
+    "spindle_trace",
     "std",
     "core",
     "alloc",
