@@ -17,7 +17,7 @@ use spindle_core::{
 use crate::blocking::BlockingPool;
 use crate::idle::{Idle, Parker};
 use crate::metrics::{self, Metrics};
-use crate::sync::{Arc, AtomicBool, AtomicU64, Condvar, Mutex, Ordering, fence};
+use crate::sync::{self, Arc, AtomicBool, AtomicU64, Condvar, Mutex, Ordering, fence};
 use crate::timer::TimerKey;
 use crate::worker;
 
@@ -341,11 +341,13 @@ impl Handle {
         if fail_on_deadlock {
             return Err(RunError::Deadlock);
         }
-        // `block_on` keeps waiting, until the runtime shuts down. Nothing
-        // unparks this thread then (the shutdown does not know it), so it
-        // looks at the flag once a second: a sleeping thread, not a spin.
-        while !shared.is_shutdown() {
-            std::thread::park_timeout(Duration::from_secs(1));
+        // `block_on` keeps waiting, until the runtime shuts down: workers
+        // leave their loops only then, and the last one to leave notifies
+        // `workers_exited` (under `running_workers`, so that no wake-up is
+        // lost between the check and the wait).
+        let mut running = shared.running_workers.lock();
+        while *running > 0 {
+            running = sync::wait(&shared.workers_exited, running);
         }
         Err(RunError::ShutDown)
     }
