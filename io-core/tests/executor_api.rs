@@ -73,3 +73,26 @@ rt_test! {
         assert!(stderr.contains("from_env: Succeeded(5)"), "{stderr}");
     }
 }
+
+#[test]
+fn fiber_config_from_env_treats_an_empty_spindle_tracing_as_unset() {
+    const NAME: &str = "fiber_config_from_env_treats_an_empty_spindle_tracing_as_unset";
+    if std::env::var(CHILD).is_ok_and(|v| v == NAME) {
+        // In the child, with SPINDLE_TRACING set to "".
+        eprintln!("from_env: {:?}", spindle_core::FiberConfig::from_env());
+        return;
+    }
+    let exe = std::env::current_exe().expect("the test binary");
+    let output = std::process::Command::new(exe)
+        .args([NAME, "--exact", "--nocapture", "--test-threads=1"])
+        .env(CHILD, NAME)
+        .env("SPINDLE_TRACING", "")
+        .output()
+        .expect("run the child");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let expected = format!(
+        "from_env: {:?}",
+        Ok::<_, ()>(spindle_core::FiberConfig::default())
+    );
+    assert!(stderr.contains(&expected), "{expected} in:\n{stderr}");
+}
