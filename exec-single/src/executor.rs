@@ -33,8 +33,21 @@ use crate::sync::Arc;
 /// refused with [`RunError::Nested`].
 pub struct SingleThreaded<C: Clock> {
     handle: Handle<C>,
+    /// Whether a `block_on` of this executor runs (on this thread: the
+    /// executor is not `Sync`). Catches every nesting, also one through a
+    /// fiber of another executor whose loop runs inside one of ours.
+    running: Cell<bool>,
     /// Not `Sync` (see above).
     _not_sync: PhantomData<Cell<()>>,
+}
+
+/// Clears [`SingleThreaded::running`] when a run ends (also when unwinding).
+struct Running<'a>(&'a Cell<bool>);
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.0.set(false);
+    }
 }
 
 #[cfg(feature = "std")]
@@ -96,6 +109,7 @@ impl<C: Clock> SingleThreaded<C> {
             handle: Handle {
                 shared: Arc::new(Shared::new(clock, config, fibers)),
             },
+            running: Cell::new(false),
             _not_sync: PhantomData,
         }
     }
@@ -168,9 +182,15 @@ impl<C: Clock> SingleThreaded<C> {
         E: Send + 'static,
     {
         let shared = &*self.handle.shared;
+        if self.running.replace(true) {
+            // This loop already runs: one of our fibers (perhaps through a
+            // loop of another executor it runs) called `block_on`.
+            return Err(RunError::Nested);
+        }
+        let _running = Running(&self.running);
         let Some(_on_loop) = platform::enter_loop(self.handle.shared_id(), &shared.remote) else {
-            // This loop already runs on this thread (or context): a fiber
-            // of ours called `block_on`. Entering again would alias `local`.
+            // The loop marker says the same (kept as a second line of
+            // defence: entering again would alias `local`).
             return Err(RunError::Nested);
         };
         let main = self.spawn_main(io);

@@ -121,6 +121,32 @@ mod tests {
     }
 
     #[test]
+    fn a_block_on_nested_through_another_executors_loop_is_refused_too() {
+        let rt = SingleThreaded::new().unwrap();
+        let inner = SingleThreaded::new().unwrap();
+        struct Ptr(*const SingleThreaded<StdClock>);
+        // SAFETY: dereferenced only on this thread, inside `rt.block_on`.
+        unsafe impl Send for Ptr {}
+        let ptr = Ptr(&rt);
+        type Nested = Result<Outcome<u8, ()>, RunError>;
+        let io: IO<Result<Outcome<Nested, ()>, RunError>, ()> = IO::delay(move || {
+            inner.block_on(IO::delay(move || {
+                let ptr = &ptr;
+                // SAFETY: `rt` outlives its `block_on`, which runs this
+                // (through `inner`'s loop) on this thread.
+                let rt = unsafe { &*ptr.0 };
+                rt.block_on(IO::pure(1))
+            }))
+        });
+        assert_eq!(
+            rt.block_on(io),
+            Ok(Outcome::Succeeded(Ok(Outcome::Succeeded(Err(
+                RunError::Nested
+            )))))
+        );
+    }
+
+    #[test]
     fn spawning_on_a_handle_that_outlived_its_executor_reports_shut_down() {
         let rt = SingleThreaded::new().unwrap();
         let handle = rt.handle().clone();
