@@ -97,9 +97,12 @@ fn tracing(c: &mut Criterion) {
                     .tracing(mode)
                     .build()
                     .expect("a valid configuration");
-                let mut rt = SingleThreaded::with_config(config);
-                assert!(succeeded(rt.block_on(build())) >= steps);
-                b.iter(|| succeeded(rt.block_on(build())))
+                let rt = SingleThreaded::builder()
+                    .fiber_config(config)
+                    .build()
+                    .expect("an executor");
+                assert!(succeeded(rt.block_on(build()).expect("block_on")) >= steps);
+                b.iter(|| succeeded(rt.block_on(build()).expect("block_on")))
             });
         }
         group.finish();

@@ -297,14 +297,17 @@ fn main() -> ExitCode {
         .mode(options.mode)
         .batch_size(options.batch_size)
         .build();
-    let mut rt = match built {
+    let rt = match built {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("hello_http: {e}");
             return ExitCode::from(2);
         }
     };
-    match rt.block_on(server(options.addr, options.request_timeout)) {
+    match rt
+        .block_on(server(options.addr, options.request_timeout))
+        .expect("block_on")
+    {
         Outcome::Succeeded(()) => ExitCode::SUCCESS,
         Outcome::Errored(e) => {
             eprintln!("hello_http: {e}");
@@ -354,7 +357,7 @@ mod tests {
         let (sender, receiver) = std::sync::mpsc::channel();
         // The server runs until the test process ends.
         std::thread::spawn(move || {
-            let mut rt = EventLoop::new().expect("build an event loop");
+            let rt = EventLoop::new().expect("build an event loop");
             let program = TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0))).flat_map(
                 move |listener| {
                     let announce = listener.local_addr().map(move |addr| {
@@ -363,7 +366,7 @@ mod tests {
                     announce.product_r(accept_loop(listener, Some(REQUEST_TIMEOUT)))
                 },
             );
-            rt.block_on(program)
+            rt.block_on(program).expect("block_on")
         });
         let addr = receiver.recv().expect("the server's address");
         let mut client = std::net::TcpStream::connect(addr).expect("connect");

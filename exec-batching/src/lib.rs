@@ -15,13 +15,28 @@
 //! use spindle_core::{IO, Outcome};
 //! use std::time::Duration;
 //!
-//! let mut rt = EventLoop::new().unwrap();
+//! let rt = EventLoop::new()?;
 //! let children = (0..10u64).map(|i| IO::<u64, ()>::delay(move || i * i)).collect::<Vec<_>>();
 //! let program = IO::sleep(Duration::from_millis(1))
 //!     .product_r(IO::par_sequence(children))
 //!     .map(|squares| squares.iter().sum::<u64>());
-//! assert_eq!(rt.block_on(program), Outcome::Succeeded(285));
+//! assert_eq!(rt.block_on(program)?, Outcome::Succeeded(285));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! # The public surface (the same on every Spindle executor)
+//!
+//! | item | here |
+//! |---|---|
+//! | [`Builder`] | `EventLoop::builder()`; setters `fiber_config`, `track_fibers`, and this executor's own `batch_size`, `mode`; `build() -> Result<EventLoop, BuildError>` |
+//! | constructors | [`EventLoop::new`] (defaults, reads no environment) and [`EventLoop::from_env`] (the fiber configuration from `SPINDLE_TRACING`; empty means unset), both `Result<_, BuildError>` |
+//! | running | [`block_on`](EventLoop::block_on) and [`try_block_on`](EventLoop::try_block_on) take `&self` and return `Result<Outcome<A, E>, RunError>`: `block_on` keeps waiting on a main fiber that can never finish, `try_block_on` returns [`RunError::Deadlock`]; both return [`RunError::Nested`] when called from one of this loop's fibers |
+//! | spawning | [`spawn`](EventLoop::spawn) (and [`Handle::spawn`]) `-> Result<FiberHandle<A, E>, RunError>`, [`RunError::ShutDown`] once the loop was dropped |
+//! | observing | [`handle`](EventLoop::handle) `-> &Handle`, [`metrics`](EventLoop::metrics) ([`Metrics`]), [`fiber_dump`](EventLoop::fiber_dump), [`live_fibers`](EventLoop::live_fibers) `-> Vec<FiberInfo>` (io-core's one `FiberInfo`) |
+//!
+//! [`RunError`] and [`FiberInfo`] are io-core's, re-exported: one type for
+//! every executor. `EventLoop` is `Send` but not `Sync`: one thread at a
+//! time runs it, and fibers hold [`Handle`]s, never the loop.
 //!
 //! # The turn
 //!
@@ -97,7 +112,7 @@
 //!
 //! # Observability
 //!
-//! [`EventLoop::stats`] counts turns, batches, fibers run from each queue,
+//! [`EventLoop::metrics`] counts turns, batches, fibers run from each queue,
 //! live fibers, timers and sockets (always on, a few relaxed atomics).
 //! While fibers trace (io-core's `tracing` feature and a tracing mode other
 //! than `none`), or with [`Builder::track_fibers`], the loop lists every
@@ -109,17 +124,28 @@
 //! their ids and statuses. With tracing off and no tracking, nothing is
 //! kept per fiber.
 //!
-//! The fiber configuration comes from [`Builder::config`], or else from
+//! The fiber configuration comes from [`Builder::fiber_config`], or is the
+//! default; [`EventLoop::from_env`] takes it from
 //! [`FiberConfig::from_env`](spindle_core::FiberConfig::from_env) (the tracing
 //! mode named by `SPINDLE_TRACING`); an invalid one is
 //! [`BuildError::Config`].
 //!
 //! # Deadlocks
 //!
-//! [`EventLoop::try_block_on`] returns [`Deadlock`] when the main fiber has
+//! [`EventLoop::try_block_on`] returns [`RunError::Deadlock`] when the main fiber has
 //! been freed without finishing and no fiber, timer, I/O interest or
 //! wake-up from another thread remains, as exec-single does.
 
+//!
+//! # Layout
+//!
+//! `builder.rs` ([`Builder`], [`Mode`]), `error.rs` ([`BuildError`],
+//! [`RunError`]), `handle.rs` ([`Handle`], the shared state and the
+//! `Executor` implementation), `event_loop.rs` ([`EventLoop`] and its turn),
+//! `metrics.rs` ([`Metrics`]), `reactor.rs` and [`net`] (I/O), `sync.rs`
+//! (the sync shim). What every executor shares (the main-fiber slot, the
+//! remote queue, the fiber registry, the timer heap) is io-core's
+//! `executor::support`.
 //!
 //! # Loom builds
 //!
@@ -132,32 +158,35 @@
 #![deny(missing_docs)]
 
 #[cfg(not(loom))]
+mod builder;
+#[cfg(not(loom))]
+mod error;
+#[cfg(not(loom))]
+mod event_loop;
+#[cfg(not(loom))]
+mod handle;
+#[cfg(not(loom))]
+mod metrics;
+#[cfg(not(loom))]
 pub mod net;
 #[cfg(not(loom))]
 mod reactor;
 #[cfg(not(loom))]
-mod runtime;
-#[cfg(not(loom))]
-mod stats;
+mod sync;
 
 #[cfg(not(loom))]
-pub use crate::runtime::{
-    BuildError, Builder, DEFAULT_BATCH_SIZE, Deadlock, EventLoop, Handle, Mode,
-};
+pub use crate::builder::{Builder, DEFAULT_BATCH_SIZE, Mode};
 #[cfg(not(loom))]
-pub use crate::stats::{FiberInfo, Stats};
+pub use crate::error::{BuildError, RunError};
+#[cfg(not(loom))]
+pub use crate::event_loop::EventLoop;
+#[cfg(not(loom))]
+pub use crate::handle::Handle;
+#[cfg(not(loom))]
+pub use crate::metrics::Metrics;
 /// Identifies a timer set on an [`EventLoop`], to cancel it (io-core's
 /// timer heap: O(1) cancellation, ties fire in the order they were set).
 #[cfg(not(loom))]
-pub type TimerKey = spindle_core::timers::TimerId;
+pub type TimerKey = spindle_core::executor::support::TimerId;
 #[cfg(not(loom))]
-pub use spindle_core::FiberStatus;
-
-/// Locks a mutex of the loop, also after a panic elsewhere poisoned it
-/// (the data it guards stays consistent: no user code runs under it).
-#[cfg(not(loom))]
-pub(crate) fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
+pub use spindle_core::{FiberInfo, FiberStatus};

@@ -39,17 +39,17 @@
 //! and writes fail with `ConnectionReset` (or `BrokenPipe` for writes). A
 //! write of a zero-length buffer writes nothing and returns 0.
 
+use crate::sync::Arc;
 use std::fmt;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr};
 use std::ops::ControlFlow;
-use std::sync::Arc;
 
 use spindle_core::raw::Untraced as _;
 use spindle_core::{Callback, IO};
 
+use crate::handle::Handle;
 use crate::reactor::{Direction, Sys};
-use crate::runtime::Handle;
 
 /// A socket registered with a loop's poller.
 struct Source<T: Sys> {
@@ -198,7 +198,7 @@ pub const LISTEN_BACKLOG: i32 = 1024;
 /// use spindle_exec_batching::{EventLoop, net::{TcpListener, TcpStream}};
 /// use spindle_core::IO;
 ///
-/// let mut rt = EventLoop::new().unwrap();
+/// let rt = EventLoop::new()?;
 /// let program = TcpListener::bind("127.0.0.1:0".parse().unwrap()).flat_map(|listener| {
 ///     listener.local_addr().flat_map(move |addr| {
 ///         let server = listener
@@ -208,7 +208,8 @@ pub const LISTEN_BACKLOG: i32 = 1024;
 ///         server.both(client).map(|(_stream, bytes)| bytes)
 ///     })
 /// });
-/// assert_eq!(rt.block_on(program).succeeded(), Some(b"hi".to_vec()));
+/// assert_eq!(rt.block_on(program)?.succeeded(), Some(b"hi".to_vec()));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct TcpListener {
     source: Arc<Source<std::net::TcpListener>>,

@@ -35,14 +35,14 @@
 //! while it is held: dropping a callback may free a fiber whose program
 //! owns another socket, whose drop takes this lock again.
 
+use crate::sync::Mutex;
+use crate::sync::{AtomicUsize, Ordering};
 use std::io;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use polling::{Event, Events, Poller};
 use spindle_core::Callback;
 
-use crate::lock;
+use crate::sync::lock;
 
 /// The callback of a fiber suspended until its socket is ready.
 pub(crate) type Wake = Callback<(), io::Error>;

@@ -22,7 +22,7 @@ fn counter(dump: &FiberDump, name: &str) -> u64 {
 fn event_loop(mode: Mode) -> EventLoop {
     EventLoop::builder()
         .mode(mode)
-        .config(FiberConfig::default())
+        .fiber_config(FiberConfig::default())
         .build()
         .expect("build an event loop")
 }
@@ -30,8 +30,8 @@ fn event_loop(mode: Mode) -> EventLoop {
 #[cfg(feature = "tracing")]
 #[test]
 fn a_dump_inside_a_fiber_shows_the_started_fiber_in_the_microtask_queue_and_the_sleeper() {
-    let mut rt = event_loop(Mode::Batching);
-    let handle = rt.handle();
+    let rt = event_loop(Mode::Batching);
+    let handle = rt.handle().clone();
     let program = IO::<(), E>::sleep(Duration::from_secs(3600))
         .start::<E>()
         .flat_map(move |sleeper| {
@@ -42,7 +42,11 @@ fn a_dump_inside_a_fiber_shows_the_started_fiber_in_the_microtask_queue_and_the_
                         .flat_map(move |d| sleeper.cancel::<E>().map_to(d))
                 })
         });
-    let dump = rt.block_on(program).succeeded().expect("succeeds");
+    let dump = rt
+        .block_on(program)
+        .expect("block_on")
+        .succeeded()
+        .expect("succeeds");
     assert_eq!(dump.fibers.len(), 3, "{dump}");
     assert_eq!(dump.in_state(FiberState::Sleeping).count(), 1, "{dump}");
     assert_eq!(dump.in_state(FiberState::Queued).count(), 1, "{dump}");
@@ -54,12 +58,16 @@ fn a_dump_inside_a_fiber_shows_the_started_fiber_in_the_microtask_queue_and_the_
 
 #[test]
 fn in_macrotask_mode_a_started_fiber_waits_in_the_macrotask_queue_of_the_dump() {
-    let mut rt = event_loop(Mode::Macrotask);
-    let handle = rt.handle();
+    let rt = event_loop(Mode::Macrotask);
+    let handle = rt.handle().clone();
     let program = IO::<(), E>::unit()
         .start::<E>()
         .flat_map(move |_queued| IO::delay(move || Executor::fiber_dump(&handle)));
-    let dump = rt.block_on(program).succeeded().expect("succeeds");
+    let dump = rt
+        .block_on(program)
+        .expect("block_on")
+        .succeeded()
+        .expect("succeeds");
     assert_eq!(counter(&dump, "macrotask queue"), 1, "{dump}");
     assert_eq!(counter(&dump, "microtask queue"), 0, "{dump}");
 }
@@ -67,16 +75,16 @@ fn in_macrotask_mode_a_started_fiber_waits_in_the_macrotask_queue_of_the_dump() 
 #[cfg(feature = "tracing")]
 #[test]
 fn between_runs_the_loop_dumps_the_fibers_left_sleeping_and_a_thread_sees_the_same() {
-    let mut rt = event_loop(Mode::Batching);
+    let rt = event_loop(Mode::Batching);
     let program = IO::<(), E>::sleep(Duration::from_secs(3600))
         .start::<E>()
         .flat_map(|_sleeper| IO::<(), E>::cede());
-    assert!(rt.block_on(program).is_succeeded());
+    assert!(rt.block_on(program).expect("block_on").is_succeeded());
     let dump = rt.fiber_dump();
     assert_eq!(dump.fibers.len(), 1, "{dump}");
     assert_eq!(dump.fibers[0].state, FiberState::Sleeping, "{dump}");
     assert_eq!(counter(&dump, "timers"), 1, "{dump}");
-    let handle = rt.handle();
+    let handle = rt.handle().clone();
     let from_thread = std::thread::spawn(move || Executor::fiber_dump(&handle))
         .join()
         .expect("the dumping thread");
@@ -91,15 +99,15 @@ fn with_tracing_mode_none_nothing_is_listed_unless_tracking_is_asked_for() {
         .build()
         .expect("valid");
     for track in [false, true] {
-        let mut rt = EventLoop::builder()
-            .config(untraced)
+        let rt = EventLoop::builder()
+            .fiber_config(untraced)
             .track_fibers(track)
             .build()
             .expect("build");
         let program = IO::<(), E>::sleep(Duration::from_secs(3600))
             .start::<E>()
             .flat_map(|_sleeper| IO::<(), E>::cede());
-        assert!(rt.block_on(program).is_succeeded());
+        assert!(rt.block_on(program).expect("block_on").is_succeeded());
         let dump = rt.fiber_dump();
         if track {
             // Listed, without states or traces (the fiber does not trace).
@@ -116,16 +124,20 @@ fn with_tracing_mode_none_nothing_is_listed_unless_tracking_is_asked_for() {
 const CHILD: &str = "EXEC_BATCHING_FIBER_DUMP_CHILD";
 
 #[test]
-fn an_unknown_spindle_tracing_mode_is_a_build_error_naming_the_valid_modes() {
-    const NAME: &str = "an_unknown_spindle_tracing_mode_is_a_build_error_naming_the_valid_modes";
+fn an_unknown_spindle_tracing_mode_is_a_from_env_error_naming_the_valid_modes() {
+    const NAME: &str = "an_unknown_spindle_tracing_mode_is_a_from_env_error_naming_the_valid_modes";
     if std::env::var(CHILD).is_ok_and(|v| v == NAME) {
         // In the child, with SPINDLE_TRACING=verbose.
-        match EventLoop::builder().build() {
+        match EventLoop::from_env() {
             Err(e @ BuildError::Config(_)) => eprintln!("build: {e}"),
             other => eprintln!("build: unexpected {other:?}"),
         }
-        let explicit = EventLoop::builder().config(FiberConfig::default()).build();
+        let explicit = EventLoop::builder()
+            .fiber_config(FiberConfig::default())
+            .build();
         eprintln!("explicit config builds: {}", explicit.is_ok());
+        // The builder (and `new`) do not read the environment.
+        eprintln!("builder builds: {}", EventLoop::builder().build().is_ok());
         return;
     }
     let exe = std::env::current_exe().expect("the test binary");
@@ -151,4 +163,5 @@ fn an_unknown_spindle_tracing_mode_is_a_build_error_naming_the_valid_modes() {
         assert!(line.contains(word), "{word:?} in {line:?}");
     }
     assert!(stderr.contains("explicit config builds: true"), "{stderr}");
+    assert!(stderr.contains("builder builds: true"), "{stderr}");
 }

@@ -77,7 +77,7 @@ fn message(client: usize, len: usize) -> Vec<u8> {
 
 #[test]
 fn an_echo_server_returns_what_each_of_ten_concurrent_clients_sends() {
-    let mut rt = event_loop();
+    let rt = event_loop();
     let program = TcpListener::bind(localhost()).flat_map(|listener| {
         listener.local_addr().flat_map(move |addr| {
             echo_server(listener)
@@ -111,6 +111,7 @@ fn an_echo_server_returns_what_each_of_ten_concurrent_clients_sends() {
     });
     let results = rt
         .block_on(program)
+        .expect("block_on")
         .succeeded()
         .expect("the clients succeed");
     assert_eq!(results.len(), 10);
@@ -122,13 +123,13 @@ fn an_echo_server_returns_what_each_of_ten_concurrent_clients_sends() {
         );
     }
     // The server and its connections are gone: nothing left registered.
-    assert_eq!(rt.stats().io_sources, 0);
-    assert_eq!(rt.stats().io_waiters, 0);
+    assert_eq!(rt.metrics().io_sources, 0);
+    assert_eq!(rt.metrics().io_waiters, 0);
 }
 
 #[test]
 fn a_stream_reports_both_ends_addresses_and_the_listener_its_own() {
-    let mut rt = event_loop();
+    let rt = event_loop();
     let program = TcpListener::bind(localhost()).flat_map(|listener| {
         listener.local_addr().flat_map(move |addr| {
             let accepted = listener.accept();
@@ -145,7 +146,7 @@ fn a_stream_reports_both_ends_addresses_and_the_listener_its_own() {
         })
     });
     let (addr, peer, ((client_local, client_peer), (server_local, server_peer))) =
-        rt.block_on(program).succeeded().unwrap();
+        rt.block_on(program).expect("block_on").succeeded().unwrap();
     assert_eq!(client_peer, addr);
     assert_eq!(server_local, addr);
     assert_eq!(server_peer, client_local);
@@ -159,8 +160,8 @@ fn read_twice_while_the_client<F>(client_then: F) -> Outcome<(Vec<u8>, Vec<u8>),
 where
     F: FnOnce(std::net::TcpStream) + Send + 'static,
 {
-    let mut rt = event_loop();
-    let handle = rt.handle();
+    let rt = event_loop();
+    let handle = rt.handle().clone();
     let accepted = Arc::new(AtomicBool::new(false));
     let accepted_flag = accepted.clone();
     let program = TcpListener::bind(localhost()).flat_map(move |listener| {
@@ -168,7 +169,7 @@ where
             let client = std::thread::spawn(move || {
                 let stream = std::net::TcpStream::connect(addr).expect("connect");
                 // Wait until the server fiber waits in its read.
-                while !(accepted.load(Ordering::SeqCst) && handle.stats().io_waiters == 1) {
+                while !(accepted.load(Ordering::SeqCst) && handle.metrics().io_waiters == 1) {
                     std::thread::yield_now();
                 }
                 client_then(stream);
@@ -184,7 +185,7 @@ where
             })
         })
     });
-    rt.block_on(program)
+    rt.block_on(program).expect("block_on")
 }
 
 #[test]
@@ -210,7 +211,7 @@ fn a_peer_that_resets_mid_read_gives_a_connection_reset_error_value() {
 
 #[test]
 fn canceling_a_read_with_a_timeout_deregisters_its_interest_and_a_later_read_works() {
-    let mut rt = event_loop();
+    let rt = event_loop();
     let (go, wait_for_go) = std::sync::mpsc::channel::<()>();
     let program = TcpListener::bind(localhost()).flat_map(move |listener| {
         listener.local_addr().flat_map(move |addr| {
@@ -228,7 +229,7 @@ fn canceling_a_read_with_a_timeout_deregisters_its_interest_and_a_later_read_wor
                     .map(Some)
                     .timeout_to(Duration::from_millis(20), IO::pure(None));
                 timed_out.flat_map(move |first| {
-                    let waiters = IO::delay(|| Handle::current().map(|h| h.stats().io_waiters));
+                    let waiters = IO::delay(|| Handle::current().map(|h| h.metrics().io_waiters));
                     waiters.flat_map(move |waiters_after_cancel| {
                         let _ = go.send(());
                         stream.read(16).map(move |later| {
@@ -241,7 +242,7 @@ fn canceling_a_read_with_a_timeout_deregisters_its_interest_and_a_later_read_wor
             })
         })
     });
-    let (first, waiters, later) = rt.block_on(program).succeeded().unwrap();
+    let (first, waiters, later) = rt.block_on(program).expect("block_on").succeeded().unwrap();
     assert_eq!(first, None, "nothing was sent before the timeout");
     assert_eq!(
         waiters,
@@ -253,7 +254,7 @@ fn canceling_a_read_with_a_timeout_deregisters_its_interest_and_a_later_read_wor
 
 #[test]
 fn binding_an_address_in_use_is_an_io_error_value() {
-    let mut rt = event_loop();
+    let rt = event_loop();
     let program = TcpListener::bind(localhost()).flat_map(|first| {
         first
             .local_addr()
@@ -261,10 +262,11 @@ fn binding_an_address_in_use_is_an_io_error_value() {
     });
     let error = rt
         .block_on(program)
+        .expect("block_on")
         .errored()
         .expect("the second bind fails");
     assert_eq!(error.kind(), io::ErrorKind::AddrInUse);
-    assert_eq!(rt.stats().io_sources, 0);
+    assert_eq!(rt.metrics().io_sources, 0);
 }
 
 #[test]
@@ -272,18 +274,19 @@ fn connecting_to_a_port_nobody_listens_on_is_a_connection_refused_error_value() 
     let free = std::net::TcpListener::bind(localhost()).unwrap();
     let addr = free.local_addr().unwrap();
     drop(free);
-    let mut rt = event_loop();
+    let rt = event_loop();
     let error = rt
         .block_on(TcpStream::connect(addr))
+        .expect("block_on")
         .errored()
         .expect("nobody listens");
     assert_eq!(error.kind(), io::ErrorKind::ConnectionRefused);
-    assert_eq!(rt.stats().io_sources, 0);
+    assert_eq!(rt.metrics().io_sources, 0);
 }
 
 #[test]
 fn dropping_a_stream_closes_it_and_removes_it_from_the_poller() {
-    let mut rt = event_loop();
+    let rt = event_loop();
     let program = TcpListener::bind(localhost()).flat_map(|listener| {
         listener.local_addr().flat_map(move |addr| {
             let client = std::thread::spawn(move || {
@@ -291,7 +294,7 @@ fn dropping_a_stream_closes_it_and_removes_it_from_the_poller() {
                 let mut received = Vec::new();
                 stream.read_to_end(&mut received).map(|_| received)
             });
-            let sources = || IO::delay(|| Handle::current().map_or(0, |h| h.stats().io_sources));
+            let sources = || IO::delay(|| Handle::current().map_or(0, |h| h.metrics().io_sources));
             let accept = listener.accept();
             accept.flat_map(move |(stream, _)| {
                 sources().flat_map(move |with_stream| {
@@ -305,7 +308,8 @@ fn dropping_a_stream_closes_it_and_removes_it_from_the_poller() {
             })
         })
     });
-    let (with_stream, without, received) = rt.block_on(program).succeeded().unwrap();
+    let (with_stream, without, received) =
+        rt.block_on(program).expect("block_on").succeeded().unwrap();
     assert_eq!(with_stream, 2, "the listener and the accepted stream");
     assert_eq!(without, 1, "the listener only");
     assert_eq!(received, Some(Vec::new()), "the peer read end of stream");
@@ -313,15 +317,17 @@ fn dropping_a_stream_closes_it_and_removes_it_from_the_poller() {
 
 #[test]
 fn sockets_made_outside_an_event_loop_fail_with_an_io_error_not_a_panic() {
-    let mut single = spindle_exec_single::SingleThreaded::new();
+    let single = spindle_exec_single::SingleThreaded::new().expect("an executor");
     let error = single
         .block_on(TcpListener::bind(localhost()))
+        .expect("block_on")
         .errored()
         .expect("no event loop runs here");
     assert_eq!(error.kind(), io::ErrorKind::Other);
     assert!(error.to_string().contains("exec-batching"), "{error}");
     let error = single
         .block_on(TcpStream::connect(localhost()))
+        .expect("block_on")
         .errored()
         .expect("no event loop runs here");
     assert_eq!(error.kind(), io::ErrorKind::Other);
@@ -329,19 +335,25 @@ fn sockets_made_outside_an_event_loop_fail_with_an_io_error_not_a_panic() {
 
 #[test]
 fn a_socket_used_from_another_loop_fails_with_an_io_error() {
-    let mut home = event_loop();
+    let home = event_loop();
     let listener = home
         .block_on(TcpListener::bind(localhost()))
+        .expect("block_on")
         .succeeded()
         .unwrap();
-    let mut other = event_loop();
+    let other = event_loop();
     let error = other
         .block_on(listener.accept())
+        .expect("block_on")
         .errored()
         .expect("the listener belongs to the first loop");
     assert_eq!(error.kind(), io::ErrorKind::Other);
     // It still works on its own loop.
-    let addr = home.block_on(listener.local_addr()).succeeded().unwrap();
+    let addr = home
+        .block_on(listener.local_addr())
+        .expect("block_on")
+        .succeeded()
+        .unwrap();
     let round_trip = listener.accept().both(TcpStream::connect(addr)).void();
-    assert!(home.block_on(round_trip).is_succeeded());
+    assert!(home.block_on(round_trip).expect("block_on").is_succeeded());
 }

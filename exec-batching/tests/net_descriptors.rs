@@ -71,7 +71,7 @@ fn a_thousand_concurrent_connections_open_and_close_with_no_leaked_descriptors()
         "the open-file limit is too low for this test"
     );
     let before = open_descriptors();
-    let mut rt = EventLoop::new().expect("build an event loop");
+    let rt = EventLoop::new().expect("build an event loop");
     let all_open = CountDownLatch::new(connections as u64).expect("a latch");
     let program = TcpListener::bind("127.0.0.1:0".parse().unwrap()).flat_map(move |listener| {
         listener.local_addr().flat_map(move |addr| {
@@ -93,10 +93,11 @@ fn a_thousand_concurrent_connections_open_and_close_with_no_leaked_descriptors()
     });
     let served = rt
         .block_on(program)
+        .expect("block_on")
         .succeeded()
         .expect("every connection succeeds");
     assert_eq!(served, connections);
-    let stats = rt.stats();
+    let stats = rt.metrics();
     assert_eq!(stats.io_sources, 0, "{stats}");
     assert_eq!(stats.io_waiters, 0, "{stats}");
     drop(rt);

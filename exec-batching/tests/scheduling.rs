@@ -11,11 +11,11 @@ use std::time::{Duration, Instant};
 
 use spindle_core::{FiberConfig, IO, Outcome, TracingMode};
 use spindle_exec_batching::net::{TcpListener, TcpStream};
-use spindle_exec_batching::{BuildError, Deadlock, EventLoop, FiberStatus, Handle, Mode};
+use spindle_exec_batching::{BuildError, EventLoop, FiberStatus, Handle, Mode, RunError};
 
 /// The loop's turn counter, read by a running fiber.
 fn turn<E: Send + 'static>() -> IO<u64, E> {
-    IO::delay(|| Handle::current().map_or(0, |h| h.stats().turns))
+    IO::delay(|| Handle::current().map_or(0, |h| h.metrics().turns))
 }
 
 fn batching() -> EventLoop {
@@ -57,21 +57,21 @@ impl Drop for DropCounter {
 
 #[test]
 fn a_fiber_started_by_a_fiber_in_the_batch_runs_within_the_same_turn() {
-    let mut rt = batching();
+    let rt = batching();
     let program: IO<(u64, u64), ()> = turn().flat_map(|parent_turn| {
         turn::<()>()
             .start()
             .flat_map(|child| child.join_with_never())
             .map(move |child_turn| (parent_turn, child_turn))
     });
-    let (parent, child) = rt.block_on(program).succeeded().unwrap();
+    let (parent, child) = rt.block_on(program).expect("block_on").succeeded().unwrap();
     assert_eq!(parent, child);
-    assert_eq!(rt.stats().macrotasks_run, 0);
+    assert_eq!(rt.metrics().macrotasks_run, 0);
 }
 
 #[test]
 fn in_macrotask_mode_every_scheduled_fiber_waits_a_turn() {
-    let mut rt = macrotask();
+    let rt = macrotask();
     let program: IO<(u64, u64, u64), ()> = turn().flat_map(|parent_turn| {
         turn::<()>()
             .start()
@@ -80,12 +80,12 @@ fn in_macrotask_mode_every_scheduled_fiber_waits_a_turn() {
                 turn().map(move |resumed_turn| (parent_turn, child_turn, resumed_turn))
             })
     });
-    let (parent, child, resumed) = rt.block_on(program).succeeded().unwrap();
+    let (parent, child, resumed) = rt.block_on(program).expect("block_on").succeeded().unwrap();
     // The child runs a turn after it was started; the parent, resumed by the
     // child's completion, a turn after that.
     assert_eq!(child, parent + 1);
     assert_eq!(resumed, child + 1);
-    let stats = rt.stats();
+    let stats = rt.metrics();
     assert_eq!(stats.microtasks_run, 0);
     assert_eq!(stats.batches, 0);
 }
@@ -104,17 +104,25 @@ fn sixty_five_children() -> IO<(u64, Vec<u64>), ()> {
 
 #[test]
 fn with_batch_size_64_the_65th_fiber_waits_for_the_next_turn() {
-    let mut rt = batching();
+    let rt = batching();
     assert_eq!(rt.handle().batch_size(), 64);
-    let (start, turns) = rt.block_on(sixty_five_children()).succeeded().unwrap();
+    let (start, turns) = rt
+        .block_on(sixty_five_children())
+        .expect("block_on")
+        .succeeded()
+        .unwrap();
     assert!(turns[..64].iter().all(|&t| t == start), "{turns:?}");
     assert_eq!(turns[64], start + 1, "{turns:?}");
 }
 
 #[test]
 fn a_smaller_batch_size_splits_the_started_fibers_over_more_turns() {
-    let mut rt = EventLoop::builder().batch_size(16).build().unwrap();
-    let (start, turns) = rt.block_on(sixty_five_children()).succeeded().unwrap();
+    let rt = EventLoop::builder().batch_size(16).build().unwrap();
+    let (start, turns) = rt
+        .block_on(sixty_five_children())
+        .expect("block_on")
+        .succeeded()
+        .unwrap();
     for (index, &t) in turns.iter().enumerate() {
         assert_eq!(t, start + index as u64 / 16, "child {index}: {turns:?}");
     }
@@ -122,9 +130,9 @@ fn a_smaller_batch_size_splits_the_started_fibers_over_more_turns() {
 
 #[test]
 fn a_cede_lets_a_due_timer_fire_before_the_fiber_runs_again() {
-    let mut rt = batching();
+    let rt = batching();
     let log = Log::default();
-    let timers = || IO::delay(|| Handle::current().map_or(usize::MAX, |h| h.stats().timers));
+    let timers = || IO::delay(|| Handle::current().map_or(usize::MAX, |h| h.metrics().timers));
     let sleeper = IO::<(), ()>::sleep(Duration::from_millis(1)).product_r(log.record("timer"));
     let program: IO<(usize, usize), ()> = sleeper.start().flat_map(move |_sleeper| {
         // Let the sleeper run and set its timer, then keep the loop busy
@@ -138,7 +146,7 @@ fn a_cede_lets_a_due_timer_fire_before_the_fiber_runs_again() {
                     .map(move |after| (before, after))
             })
     });
-    let (before, after) = rt.block_on(program).succeeded().unwrap();
+    let (before, after) = rt.block_on(program).expect("block_on").succeeded().unwrap();
     // Due but not fired while the fiber runs; fired during its cede.
     assert_eq!(before, 1);
     assert_eq!(after, 0);
@@ -148,7 +156,7 @@ fn a_cede_lets_a_due_timer_fire_before_the_fiber_runs_again() {
 
 #[test]
 fn while_100_fibers_loop_on_cede_a_10ms_timer_fires_within_50ms_and_a_pending_accept_completes() {
-    let mut rt = batching();
+    let rt = batching();
     let spinners = (0..100)
         .map(|_| IO::<(), std::io::Error>::forever(IO::cede).start())
         .collect::<Vec<_>>();
@@ -176,11 +184,11 @@ fn while_100_fibers_loop_on_cede_a_10ms_timer_fires_within_50ms_and_a_pending_ac
             })
         })
     });
-    let (elapsed, client, peer) = rt.block_on(program).succeeded().unwrap();
+    let (elapsed, client, peer) = rt.block_on(program).expect("block_on").succeeded().unwrap();
     assert!(elapsed >= Duration::from_millis(10), "{elapsed:?}");
     assert!(elapsed < Duration::from_millis(50), "{elapsed:?}");
     assert_eq!(Some(client), peer);
-    assert!(rt.stats().macrotasks_run > 100);
+    assert!(rt.metrics().macrotasks_run > 100);
 }
 
 #[test]
@@ -199,13 +207,13 @@ fn in_macrotask_mode_a_fiber_started_from_an_io_callback_waits_a_turn() {
 /// fiber is registered as a waiter, so the accept is resumed by the poller),
 /// then starts a child. Returns the turns of the resumed accept and of the
 /// child.
-fn started_from_accept(mut rt: EventLoop) -> (u64, u64) {
-    let handle = rt.handle();
+fn started_from_accept(rt: EventLoop) -> (u64, u64) {
+    let handle = rt.handle().clone();
     let program = TcpListener::bind("127.0.0.1:0".parse().unwrap()).flat_map(move |listener| {
         listener.local_addr().flat_map(move |addr| {
             let client = IO::delay(move || {
                 std::thread::spawn(move || {
-                    while handle.stats().io_waiters == 0 {
+                    while handle.metrics().io_waiters == 0 {
                         std::thread::yield_now();
                     }
                     std::net::TcpStream::connect(addr)
@@ -226,12 +234,12 @@ fn started_from_accept(mut rt: EventLoop) -> (u64, u64) {
             })
         })
     });
-    rt.block_on(program).succeeded().unwrap()
+    rt.block_on(program).expect("block_on").succeeded().unwrap()
 }
 
 #[test]
 fn a_fiber_resumed_from_another_thread_runs_and_the_loop_waits_for_it() {
-    let mut rt = batching();
+    let rt = batching();
     let program: IO<u32, ()> = IO::from_callback(|cb| {
         std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(5));
@@ -239,12 +247,15 @@ fn a_fiber_resumed_from_another_thread_runs_and_the_loop_waits_for_it() {
         });
         None
     });
-    assert_eq!(rt.block_on(program), Outcome::Succeeded(7));
+    assert_eq!(
+        rt.block_on(program).expect("block_on"),
+        Outcome::Succeeded(7)
+    );
 }
 
 #[test]
 fn blocking_work_runs_off_the_loop_thread_so_fibers_and_timers_go_on() {
-    let mut rt = batching();
+    let rt = batching();
     let (sender, receiver) = std::sync::mpsc::channel::<u32>();
     // On an inline executor the blocking call would wait forever for a
     // message that only the loop can send.
@@ -254,12 +265,15 @@ fn blocking_work_runs_off_the_loop_thread_so_fibers_and_timers_go_on() {
             .product_r(IO::delay(move || sender.send(42).unwrap_or(())))
             .product_r(waiting.join_with_never())
     });
-    assert_eq!(rt.block_on(program), Outcome::Succeeded(42));
+    assert_eq!(
+        rt.block_on(program).expect("block_on"),
+        Outcome::Succeeded(42)
+    );
 }
 
 #[test]
 fn a_canceled_fiber_runs_its_finalizers_once() {
-    let mut rt = batching();
+    let rt = batching();
     let finalized = Arc::new(AtomicUsize::new(0));
     let counter = finalized.clone();
     let victim: IO<(), ()> = IO::never().on_cancel(IO::delay(move || {
@@ -268,7 +282,10 @@ fn a_canceled_fiber_runs_its_finalizers_once() {
     let program = victim
         .start::<()>()
         .flat_map(|fiber| IO::cede().product_r(fiber.cancel()).product_r(fiber.join()));
-    assert_eq!(rt.block_on(program), Outcome::Succeeded(Outcome::Canceled));
+    assert_eq!(
+        rt.block_on(program).expect("block_on"),
+        Outcome::Succeeded(Outcome::Canceled)
+    );
     assert_eq!(finalized.load(Ordering::SeqCst), 1);
 }
 
@@ -283,26 +300,32 @@ fn batch_size_zero_is_a_build_error_that_names_the_setting() {
 
 #[test]
 fn a_main_fiber_nothing_can_resume_is_reported_as_a_deadlock() {
-    let mut rt = batching();
-    assert_eq!(rt.try_block_on(IO::<u8, ()>::never()), Err(Deadlock));
+    let rt = batching();
+    assert_eq!(
+        rt.try_block_on(IO::<u8, ()>::never()),
+        Err(RunError::Deadlock)
+    );
     // The loop is still usable.
-    assert_eq!(rt.block_on(IO::<u8, ()>::pure(3)), Outcome::Succeeded(3));
+    assert_eq!(
+        rt.block_on(IO::<u8, ()>::pure(3)).expect("block_on"),
+        Outcome::Succeeded(3)
+    );
 }
 
 #[test]
 fn a_main_fiber_waiting_for_a_timer_is_not_a_deadlock() {
-    let mut rt = batching();
+    let rt = batching();
     let program: IO<u8, ()> = IO::sleep(Duration::from_millis(2)).map_to(1);
     assert_eq!(rt.try_block_on(program), Ok(Outcome::Succeeded(1)));
 }
 
 #[test]
 fn live_fibers_lists_the_suspended_fibers_when_tracking_is_on() {
-    let mut rt = EventLoop::builder().track_fibers(true).build().unwrap();
+    let rt = EventLoop::builder().track_fibers(true).build().unwrap();
     let sleepers = (0..3)
         .map(|_| IO::<(), ()>::sleep(Duration::from_secs(3600)).start::<()>())
         .collect::<Vec<_>>();
-    let handle = rt.handle();
+    let handle = rt.handle().clone();
     let program = IO::sequence(sleepers).flat_map(move |fibers| {
         IO::cede().product_r(IO::delay(move || {
             let listing = handle.live_fibers();
@@ -310,7 +333,7 @@ fn live_fibers_lists_the_suspended_fibers_when_tracking_is_on() {
             listing
         }))
     });
-    let listing = rt.block_on(program).succeeded().unwrap();
+    let listing = rt.block_on(program).expect("block_on").succeeded().unwrap();
     let suspended = listing
         .iter()
         .filter(|f| f.status == FiberStatus::Suspended)
@@ -318,7 +341,7 @@ fn live_fibers_lists_the_suspended_fibers_when_tracking_is_on() {
     assert_eq!(suspended, 3, "{listing:?}");
     // The main fiber was running when it listed.
     assert!(listing.iter().any(|f| f.status == FiberStatus::Active));
-    assert_eq!(rt.stats().live_fibers, 3);
+    assert_eq!(rt.metrics().live_fibers, 3);
 }
 
 #[test]
@@ -327,28 +350,35 @@ fn live_fibers_is_empty_when_fibers_do_not_trace_and_tracking_is_off_but_the_cou
         .tracing(TracingMode::None)
         .build()
         .unwrap();
-    let mut rt = EventLoop::builder().config(untraced).build().unwrap();
+    let rt = EventLoop::builder().fiber_config(untraced).build().unwrap();
     let sleeper = IO::<(), ()>::sleep(Duration::from_secs(3600)).start();
     let program = sleeper.flat_map(|_| IO::<(), ()>::cede());
-    assert_eq!(rt.block_on(program), Outcome::Succeeded(()));
+    assert_eq!(
+        rt.block_on(program).expect("block_on"),
+        Outcome::Succeeded(())
+    );
     assert!(rt.live_fibers().is_empty());
-    assert_eq!(rt.stats().live_fibers, 1);
+    assert_eq!(rt.metrics().live_fibers, 1);
 }
 
 #[test]
 fn fibers_left_sleeping_or_spawned_are_freed_when_the_loop_is_dropped() {
-    let mut rt = batching();
+    let rt = batching();
     let dropped = Arc::new(AtomicUsize::new(0));
     let guard = DropCounter(dropped.clone());
     let sleeper: IO<(), ()> = IO::sleep(Duration::from_secs(3600)).map(move |()| drop(guard));
     assert_eq!(
-        rt.block_on(sleeper.start::<()>().map(|_| ())),
+        rt.block_on(sleeper.start::<()>().map(|_| ()))
+            .expect("block_on"),
         Outcome::Succeeded(())
     );
     let guard = DropCounter(dropped.clone());
     // Spawned from outside the loop and never run: waits in the remote
     // queue, which holds the only reference once the handle is dropped.
-    drop(rt.spawn(IO::<(), ()>::delay(move || drop(guard))));
+    drop(
+        rt.spawn(IO::<(), ()>::delay(move || drop(guard)))
+            .expect("spawn"),
+    );
     assert_eq!(dropped.load(Ordering::SeqCst), 0);
     drop(rt);
     assert_eq!(dropped.load(Ordering::SeqCst), 2);
@@ -356,16 +386,16 @@ fn fibers_left_sleeping_or_spawned_are_freed_when_the_loop_is_dropped() {
 
 #[test]
 fn a_fiber_spawned_from_outside_runs_at_the_next_block_on() {
-    let mut rt = batching();
-    let spawned = rt.spawn(IO::<u32, ()>::delay(|| 5));
-    let outcome = rt.block_on(spawned.join::<()>());
+    let rt = batching();
+    let spawned = rt.spawn(IO::<u32, ()>::delay(|| 5)).expect("spawn");
+    let outcome = rt.block_on(spawned.join::<()>()).expect("block_on");
     assert_eq!(outcome, Outcome::Succeeded(Outcome::Succeeded(5)));
 }
 
 #[test]
 fn auto_yield_goes_through_the_macrotask_queue() {
     let config = FiberConfig::builder().auto_yield_after(16).build().unwrap();
-    let mut rt = EventLoop::builder().config(config).build().unwrap();
+    let rt = EventLoop::builder().fiber_config(config).build().unwrap();
     let count: IO<u64, ()> = IO::tail_rec(0u64, |i| {
         IO::pure(if i == 1000 {
             std::ops::ControlFlow::Break(i)
@@ -373,19 +403,23 @@ fn auto_yield_goes_through_the_macrotask_queue() {
             std::ops::ControlFlow::Continue(i + 1)
         })
     });
-    assert_eq!(rt.block_on(count), Outcome::Succeeded(1000));
-    let stats = rt.stats();
+    assert_eq!(
+        rt.block_on(count).expect("block_on"),
+        Outcome::Succeeded(1000)
+    );
+    let stats = rt.metrics();
     assert!(stats.macrotasks_run > 10, "{stats}");
     assert!(stats.turns > 10, "{stats}");
 }
 
 #[test]
 fn two_loops_nest_one_inside_a_fiber_of_the_other() {
-    let mut outer = batching();
+    let outer = batching();
     let program: IO<(u32, bool), ()> = IO::delay(|| {
-        let mut inner = batching();
-        let inner_value =
-            inner.block_on(IO::<(), ()>::sleep(Duration::from_millis(1)).map_to(2u32));
+        let inner = batching();
+        let inner_value = inner
+            .block_on(IO::<(), ()>::sleep(Duration::from_millis(1)).map_to(2u32))
+            .expect("block_on");
         inner_value.succeeded().unwrap_or(0)
     })
     .flat_map(|v| {
@@ -393,22 +427,28 @@ fn two_loops_nest_one_inside_a_fiber_of_the_other() {
         IO::sleep(Duration::from_millis(1))
             .product_r(IO::delay(move || (v, Handle::current().is_some())))
     });
-    assert_eq!(outer.block_on(program), Outcome::Succeeded((2, true)));
+    assert_eq!(
+        outer.block_on(program).expect("block_on"),
+        Outcome::Succeeded((2, true))
+    );
 }
 
 #[test]
 fn timers_cancelled_by_winning_timeouts_leave_none_behind() {
-    let mut rt = batching();
+    let rt = batching();
     let quick = (0..500)
         .map(|i| IO::<u32, ()>::pure(i).timeout_to(Duration::from_secs(3600), IO::pure(u32::MAX)))
         .collect::<Vec<_>>();
     let program =
         IO::par_sequence(quick).map(|values| values.iter().filter(|&&v| v == u32::MAX).count());
-    assert_eq!(rt.block_on(program), Outcome::Succeeded(0));
-    assert_eq!(rt.stats().timers, 0);
+    assert_eq!(
+        rt.block_on(program).expect("block_on"),
+        Outcome::Succeeded(0)
+    );
+    assert_eq!(rt.metrics().timers, 0);
     // A later timer still fires in order after all those cancellations.
     let late: IO<u8, ()> = IO::sleep(Duration::from_millis(1)).map_to(1);
-    assert_eq!(rt.block_on(late), Outcome::Succeeded(1));
+    assert_eq!(rt.block_on(late).expect("block_on"), Outcome::Succeeded(1));
 }
 
 #[test]
@@ -419,13 +459,14 @@ fn the_handle_and_the_sockets_may_cross_threads() {
     send::<TcpListener>();
     send::<TcpStream>();
     // A handle schedules from another thread: the fiber runs on the loop.
-    let mut rt = batching();
-    let handle = rt.handle();
-    let remote = std::thread::spawn(move || handle.spawn(IO::<u32, ()>::delay(|| 9)))
-        .join()
-        .unwrap();
+    let rt = batching();
+    let handle = rt.handle().clone();
+    let remote =
+        std::thread::spawn(move || handle.spawn(IO::<u32, ()>::delay(|| 9)).expect("spawn"))
+            .join()
+            .unwrap();
     assert_eq!(
-        rt.block_on(remote.join::<()>()),
+        rt.block_on(remote.join::<()>()).expect("block_on"),
         Outcome::Succeeded(Outcome::Succeeded(9))
     );
 }

@@ -34,10 +34,11 @@
 use core::fmt;
 use core::time::Duration;
 
-use portable_atomic_util::Arc;
-use spindle_core::{FiberConfig, IO, Outcome};
+use spindle_core::executor::support::MainFiber;
+use spindle_core::{FiberConfig, IO, Outcome, RunError};
 
-use crate::{Clock, Deadlock, RootSlot, SingleThreaded, platform};
+use crate::sync::Arc;
+use crate::{Clock, SingleThreaded};
 
 /// A clock that moves only when told to (shared by its clones).
 #[derive(Clone, Default)]
@@ -79,7 +80,7 @@ impl Clock for VirtualClock {
 pub struct TestControl<A, E> {
     executor: SingleThreaded<VirtualClock>,
     clock: VirtualClock,
-    slot: Arc<RootSlot<A, E>>,
+    slot: MainFiber<A, E>,
     outcome: Option<Outcome<A, E>>,
 }
 
@@ -102,10 +103,13 @@ impl<A: Send + 'static, E: Send + 'static> TestControl<A, E> {
     /// Like [`execute`](TestControl::execute), with a fiber configuration.
     pub fn execute_with_config(program: IO<A, E>, config: FiberConfig) -> Self {
         let clock = VirtualClock::new();
-        let executor = SingleThreaded::with_clock_and_config(clock.clone(), config);
+        let executor = SingleThreaded::from_parts(
+            clock.clone(),
+            config,
+            spindle_core::executor::support::FiberRegistry::new(&config, false, 1),
+        );
         let slot = {
-            let _on_loop =
-                platform::enter_loop(executor.handle.shared_id(), &executor.handle.shared.remote);
+            let _on_loop = executor.enter();
             executor.spawn_main(program)
         };
         TestControl {
@@ -117,24 +121,23 @@ impl<A: Send + 'static, E: Send + 'static> TestControl<A, E> {
     }
 
     /// Runs `program` to its outcome on virtual time ([`tick_all`]); fails
-    /// with [`Deadlock`] if it can never complete.
+    /// with [`RunError::Deadlock`] if it can never complete.
     ///
     /// [`tick_all`]: TestControl::tick_all
-    pub fn run(program: IO<A, E>) -> Result<Outcome<A, E>, Deadlock> {
+    pub fn run(program: IO<A, E>) -> Result<Outcome<A, E>, RunError> {
         let mut control = TestControl::execute(program);
         control.tick_all();
-        control.outcome.take().ok_or(Deadlock)
+        control.outcome.take().ok_or(RunError::Deadlock)
     }
 
     /// Runs every fiber that can run at the current virtual time, firing
     /// the timers that are due, until none can.
     pub fn tick(&mut self) {
-        let handle = &self.executor.handle;
-        let _on_loop = platform::enter_loop(handle.shared_id(), &handle.shared.remote);
+        let _on_loop = self.executor.enter();
+        let remote = &self.executor.handle().shared.remote;
         loop {
             self.executor.turn();
-            if !self.executor.has_runnable() && !self.due_timer() && handle.shared.remote.is_empty()
-            {
+            if !self.executor.has_runnable() && !self.due_timer() && remote.is_empty() {
                 break;
             }
         }
@@ -162,8 +165,7 @@ impl<A: Send + 'static, E: Send + 'static> TestControl<A, E> {
 
     /// Time from now to the next timer, if one is set.
     pub fn next_interval(&self) -> Option<Duration> {
-        let handle = &self.executor.handle;
-        let _on_loop = platform::enter_loop(handle.shared_id(), &handle.shared.remote);
+        let _on_loop = self.executor.enter();
         self.executor
             .next_deadline()
             .map(|deadline| deadline.saturating_sub(self.clock.now()))
@@ -202,12 +204,11 @@ impl<A: Send + 'static, E: Send + 'static> TestControl<A, E> {
     /// Whether the main fiber can never complete: it has no outcome, no
     /// fiber can run, no timer is set, and no wake-up is pending.
     pub fn is_deadlocked(&self) -> bool {
-        let handle = &self.executor.handle;
-        let _on_loop = platform::enter_loop(handle.shared_id(), &handle.shared.remote);
+        let _on_loop = self.executor.enter();
         self.outcome.is_none()
-            && !self.slot.is_set()
+            && !self.slot.is_done()
             && !self.executor.has_runnable()
             && self.executor.next_deadline().is_none()
-            && handle.shared.remote.is_empty()
+            && self.executor.handle().shared.remote.is_empty()
     }
 }

@@ -9,7 +9,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use spindle_core::{ConfigError, Executor, FiberConfig, FiberDump, FiberState, IO, TracingMode};
-use spindle_exec_single::SingleThreaded;
+use spindle_exec_single::{BuildError, SingleThreaded};
 
 type E = ();
 
@@ -22,8 +22,8 @@ fn counter(dump: &FiberDump, name: &str) -> u64 {
 #[cfg(feature = "tracing")]
 #[test]
 fn a_dump_inside_a_fiber_shows_queued_and_sleeping_fibers_the_ready_queue_and_the_timers() {
-    let mut rt = SingleThreaded::new();
-    let handle = rt.handle();
+    let rt = SingleThreaded::new().expect("an executor");
+    let handle = rt.handle().clone();
     let dump = move || handle.fiber_dump();
     let (first, second) = (dump.clone(), dump);
     // A sleeper runs (and sets its timer) at the cede; the second fiber is
@@ -38,7 +38,11 @@ fn a_dump_inside_a_fiber_shows_queued_and_sleeping_fibers_the_ready_queue_and_th
                 })
         })
         .map(move |(d, _queued)| (d, second()));
-    let (during, after) = rt.block_on(program).succeeded().expect("succeeds");
+    let (during, after) = rt
+        .block_on(program)
+        .expect("block_on")
+        .succeeded()
+        .expect("succeeds");
     assert_eq!(during.fibers.len(), 3, "{during}");
     assert_eq!(during.in_state(FiberState::Sleeping).count(), 1, "{during}");
     assert_eq!(during.in_state(FiberState::Queued).count(), 1, "{during}");
@@ -56,11 +60,11 @@ fn a_dump_inside_a_fiber_shows_queued_and_sleeping_fibers_the_ready_queue_and_th
 #[cfg(feature = "tracing")]
 #[test]
 fn between_runs_a_dump_lists_the_fibers_left_waiting_with_the_published_counters() {
-    let mut rt = SingleThreaded::new();
+    let rt = SingleThreaded::new().expect("an executor");
     let program = IO::<(), E>::sleep(Duration::from_secs(3600))
         .start::<E>()
         .flat_map(|_sleeper| IO::<(), E>::cede());
-    assert!(rt.block_on(program).is_succeeded());
+    assert!(rt.block_on(program).expect("block_on").is_succeeded());
     let dump = rt.fiber_dump();
     assert_eq!(dump.fibers.len(), 1, "{dump}");
     assert_eq!(dump.fibers[0].state, FiberState::Sleeping, "{dump}");
@@ -73,8 +77,11 @@ fn with_tracing_mode_none_nothing_is_listed() {
         .tracing(TracingMode::None)
         .build()
         .expect("valid");
-    let mut rt = SingleThreaded::with_config(config);
-    let handle = rt.handle();
+    let rt = SingleThreaded::builder()
+        .fiber_config(config)
+        .build()
+        .expect("an executor");
+    let handle = rt.handle().clone();
     let program = IO::<(), E>::sleep(Duration::from_secs(3600))
         .start::<E>()
         .flat_map(move |sleeper| {
@@ -82,7 +89,11 @@ fn with_tracing_mode_none_nothing_is_listed() {
                 .product_r(IO::delay(move || handle.fiber_dump()))
                 .flat_map(move |d| sleeper.cancel::<E>().map_to(d))
         });
-    let dump = rt.block_on(program).succeeded().expect("succeeds");
+    let dump = rt
+        .block_on(program)
+        .expect("block_on")
+        .succeeded()
+        .expect("succeeds");
     assert!(dump.fibers.is_empty(), "{dump}");
     assert_eq!(counter(&dump, "timers"), 1, "{dump}");
 }
@@ -97,12 +108,15 @@ fn from_env_refuses_an_unknown_spindle_tracing_mode_and_new_ignores_it() {
     if std::env::var(CHILD).is_ok_and(|v| v == NAME) {
         // In the child, with SPINDLE_TRACING=verbose.
         match SingleThreaded::from_env() {
-            Err(e @ ConfigError::Tracing(_)) => eprintln!("from_env: {e}"),
+            Err(e @ BuildError::Config(ConfigError::Tracing(_))) => eprintln!("from_env: {e}"),
             Err(e) => eprintln!("from_env: unexpected {e:?}"),
             Ok(_) => eprintln!("from_env: accepted"),
         }
-        let mut rt = SingleThreaded::new();
-        eprintln!("new: {:?}", rt.block_on(IO::<u8, E>::pure(7)));
+        let rt = SingleThreaded::new().expect("an executor");
+        eprintln!(
+            "new: {:?}",
+            rt.block_on(IO::<u8, E>::pure(7)).expect("block_on")
+        );
         return;
     }
     let exe = std::env::current_exe().expect("the test binary");

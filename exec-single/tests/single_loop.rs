@@ -12,7 +12,7 @@ use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use spindle_core::{Callback, Executor, Fiber, IO, Outcome};
-use spindle_exec_single::{Clock, Deadlock, Handle, SingleThreaded, StdClock};
+use spindle_exec_single::{Builder, Clock, Handle, RunError, SingleThreaded, StdClock};
 
 // ---------------------------------------------------------------------------
 // Helpers
@@ -141,8 +141,10 @@ fn five_fibers_program() -> Vec<(usize, String)> {
     const WORKERS: usize = 5;
     let sleeps_ms = [15u64, 5, 10, 5, 15];
     let clock = HeldClock::default();
-    let mut rt = SingleThreaded::with_clock(clock.clone());
-    let handle = rt.handle();
+    let rt = Builder::with_clock(clock.clone())
+        .build()
+        .expect("an executor");
+    let handle = rt.handle().clone();
     let log: Log<(usize, String)> = Log::new();
     let callbacks: Slots<usize> = Arc::new(Mutex::new((0..WORKERS).map(|_| None).collect()));
     let sleeping = Counter::default();
@@ -200,7 +202,7 @@ fn five_fibers_program() -> Vec<(usize, String)> {
         .product_r(IO::delay(move || c.release()))
         .product_r(IO::sleep(Duration::from_millis(40)))
         .product_r(IO::delay(move || l.events()));
-    match within(move || rt.block_on(main)) {
+    match within(move || rt.block_on(main).expect("block_on")) {
         Some(Outcome::Succeeded(events)) => events,
         other => panic!("the program did not succeed: {other:?}"),
     }
@@ -237,8 +239,8 @@ fn the_same_program_records_the_same_events_in_the_same_order_on_every_run() {
 
 #[test]
 fn spawned_fibers_start_in_the_order_they_were_scheduled_and_cede_goes_behind_them() {
-    let mut rt = SingleThreaded::new();
-    let handle = rt.handle();
+    let rt = SingleThreaded::new().expect("an executor");
+    let handle = rt.handle().clone();
     let log: Log<String> = Log::new();
     let mut main: IO<(), ()> = IO::unit();
     for i in 0..3 {
@@ -254,7 +256,7 @@ fn spawned_fibers_start_in_the_order_they_were_scheduled_and_cede_goes_behind_th
         .product_r(cede_until(move || l.events().len() == 6))
         .product_r(IO::delay(move || d.incr()));
     assert_eq!(
-        within(move || rt.block_on(main)).map(|o| o.is_succeeded()),
+        within(move || rt.block_on(main).expect("block_on")).map(|o| o.is_succeeded()),
         Some(true)
     );
     assert_eq!(
@@ -267,8 +269,10 @@ fn spawned_fibers_start_in_the_order_they_were_scheduled_and_cede_goes_behind_th
 #[test]
 fn timers_fire_in_deadline_order_and_ties_in_the_order_they_were_set() {
     let clock = HeldClock::default();
-    let mut rt = SingleThreaded::with_clock(clock.clone());
-    let handle = rt.handle();
+    let rt = Builder::with_clock(clock.clone())
+        .build()
+        .expect("an executor");
+    let handle = rt.handle().clone();
     let log: Log<(char, u64)> = Log::new();
     let sleeping = Counter::default();
     let mut main: IO<(), ()> = IO::unit();
@@ -294,7 +298,7 @@ fn timers_fire_in_deadline_order_and_ties_in_the_order_they_were_set() {
         .product_r(IO::delay(move || c.release()))
         .product_r(IO::sleep(Duration::from_millis(60)));
     assert_eq!(
-        within(move || rt.block_on(main)),
+        within(move || rt.block_on(main).expect("block_on")),
         Some(Outcome::Succeeded(()))
     );
     assert_eq!(
@@ -312,8 +316,8 @@ fn timers_fire_in_deadline_order_and_ties_in_the_order_they_were_set() {
 
 #[test]
 fn timers_with_different_deadlines_on_the_system_clock_fire_in_deadline_order() {
-    let mut rt = SingleThreaded::new();
-    let handle = rt.handle();
+    let rt = SingleThreaded::new().expect("an executor");
+    let handle = rt.handle().clone();
     let log: Log<u64> = Log::new();
     let mut main: IO<(), ()> = IO::unit();
     for ms in [90u64, 30, 60] {
@@ -325,7 +329,7 @@ fn timers_with_different_deadlines_on_the_system_clock_fire_in_deadline_order() 
     }
     let main = main.product_r(IO::sleep(Duration::from_millis(150)));
     assert_eq!(
-        within(move || rt.block_on(main)),
+        within(move || rt.block_on(main).expect("block_on")),
         Some(Outcome::Succeeded(()))
     );
     assert_eq!(log.events(), [30, 60, 90]);
@@ -334,17 +338,19 @@ fn timers_with_different_deadlines_on_the_system_clock_fire_in_deadline_order() 
 #[test]
 fn the_clock_given_to_the_executor_is_the_one_programs_read() {
     let clock = HeldClock::default();
-    let mut rt = SingleThreaded::with_clock(clock.clone());
+    let rt = Builder::with_clock(clock.clone())
+        .build()
+        .expect("an executor");
     let io: IO<(Duration, Duration), ()> =
         IO::monotonic().flat_map(|m| IO::real_time().map(move |r| (m, r)));
     assert_eq!(
-        rt.block_on(io),
+        rt.block_on(io).expect("block_on"),
         Outcome::Succeeded((Duration::ZERO, Duration::ZERO))
     );
     clock.release();
     let io: IO<(), ()> = IO::sleep(Duration::from_millis(20));
     assert_eq!(
-        within(move || rt.block_on(io)),
+        within(move || rt.block_on(io).expect("block_on")),
         Some(Outcome::Succeeded(()))
     );
     assert!(clock.now() >= Duration::from_millis(20));
@@ -352,8 +358,8 @@ fn the_clock_given_to_the_executor_is_the_one_programs_read() {
 
 #[test]
 fn the_handle_reads_the_system_clocks() {
-    let rt = SingleThreaded::new();
-    let handle = rt.handle();
+    let rt = SingleThreaded::new().expect("an executor");
+    let handle = rt.handle().clone();
     let a = handle.monotonic();
     thread::sleep(Duration::from_millis(5));
     let b = handle.monotonic();
@@ -374,7 +380,7 @@ fn the_handle_reads_the_system_clocks() {
 
 #[test]
 fn a_wake_up_from_another_thread_resumes_the_parked_loop() {
-    let mut rt = SingleThreaded::new();
+    let rt = SingleThreaded::new().expect("an executor");
     let io: IO<u32, ()> = IO::from_callback(|cb| {
         thread::spawn(move || {
             // Long enough for the loop to find nothing to do and park.
@@ -384,14 +390,17 @@ fn a_wake_up_from_another_thread_resumes_the_parked_loop() {
         None
     });
     let start = Instant::now();
-    assert_eq!(within(move || rt.block_on(io)), Some(Outcome::Succeeded(9)));
+    assert_eq!(
+        within(move || rt.block_on(io).expect("block_on")),
+        Some(Outcome::Succeeded(9))
+    );
     assert!(start.elapsed() >= Duration::from_millis(50));
 }
 
 #[test]
 fn a_wake_up_from_another_thread_resumes_a_loop_parked_until_a_distant_timer() {
-    let mut rt = SingleThreaded::new();
-    let handle = rt.handle();
+    let rt = SingleThreaded::new().expect("an executor");
+    let handle = rt.handle().clone();
     // Another fiber sleeps for an hour: the loop parks with that deadline.
     let io: IO<u32, ()> = spawn(&handle, IO::<(), ()>::sleep(Duration::from_secs(3600))).product_r(
         IO::from_callback(|cb| {
@@ -403,15 +412,15 @@ fn a_wake_up_from_another_thread_resumes_a_loop_parked_until_a_distant_timer() {
         }),
     );
     assert_eq!(
-        within(move || rt.block_on(io)),
+        within(move || rt.block_on(io).expect("block_on")),
         Some(Outcome::Succeeded(10))
     );
 }
 
 #[test]
 fn a_fiber_scheduled_from_another_thread_runs_on_the_loop_thread() {
-    let mut rt = SingleThreaded::new();
-    let handle = rt.handle();
+    let rt = SingleThreaded::new().expect("an executor");
+    let handle = rt.handle().clone();
     let io: IO<bool, ()> = IO::from_callback(move |cb: Callback<thread::ThreadId, ()>| {
         thread::spawn(move || {
             let fiber = Fiber::new(
@@ -430,15 +439,15 @@ fn a_fiber_scheduled_from_another_thread_runs_on_the_loop_thread() {
     })
     .map(|ran_on| ran_on == thread::current().id());
     assert_eq!(
-        within(move || rt.block_on(io)),
+        within(move || rt.block_on(io).expect("block_on")),
         Some(Outcome::Succeeded(true))
     );
 }
 
 #[test]
 fn many_wake_ups_from_many_threads_all_resume_their_fibers() {
-    let mut rt = SingleThreaded::new();
-    let handle = rt.handle();
+    let rt = SingleThreaded::new().expect("an executor");
+    let handle = rt.handle().clone();
     let results: Log<u32> = Log::new();
     let mut main: IO<(), ()> = IO::unit();
     for i in 0..50u32 {
@@ -456,7 +465,7 @@ fn many_wake_ups_from_many_threads_all_resume_their_fibers() {
         move |()| r.events().len() == 50,
     ));
     assert_eq!(
-        within(move || rt.block_on(main)),
+        within(move || rt.block_on(main).expect("block_on")),
         Some(Outcome::Succeeded(()))
     );
     let mut got = results.events();
@@ -470,7 +479,7 @@ fn many_wake_ups_from_many_threads_all_resume_their_fibers() {
 
 #[test]
 fn block_on_can_be_called_repeatedly_on_one_executor() {
-    let mut rt = SingleThreaded::new();
+    let mut rt = SingleThreaded::new().expect("an executor");
     for i in 0..100u64 {
         let io: IO<u64, String> = match i % 4 {
             0 => IO::pure(i),
@@ -487,7 +496,7 @@ fn block_on_can_be_called_repeatedly_on_one_executor() {
             Outcome::Succeeded(i)
         };
         let (outcome, back) = within(move || {
-            let outcome = rt.block_on(io);
+            let outcome = rt.block_on(io).expect("block_on");
             (outcome, rt)
         })
         .expect("block_on finished");
@@ -498,33 +507,40 @@ fn block_on_can_be_called_repeatedly_on_one_executor() {
 
 #[test]
 fn try_block_on_works_again_after_a_deadlock() {
-    let mut rt = SingleThreaded::new();
-    assert_eq!(rt.try_block_on(IO::<u8, ()>::never()), Err(Deadlock));
+    let rt = SingleThreaded::new().expect("an executor");
+    assert_eq!(
+        rt.try_block_on(IO::<u8, ()>::never()),
+        Err(RunError::Deadlock)
+    );
     assert_eq!(
         rt.try_block_on(IO::<u8, ()>::pure(1)),
         Ok(Outcome::Succeeded(1))
     );
     assert_eq!(
-        rt.block_on(IO::<(), ()>::sleep(Duration::from_millis(1)).map_to(2)),
+        rt.block_on(IO::<(), ()>::sleep(Duration::from_millis(1)).map_to(2))
+            .expect("block_on"),
         Outcome::Succeeded(2)
     );
-    assert!(Deadlock.to_string().contains("deadlock"));
+    assert!(RunError::Deadlock.to_string().contains("deadlock"));
 }
 
 #[test]
 fn block_on_returns_when_the_main_fiber_ends_even_if_others_still_sleep() {
-    let mut rt = SingleThreaded::new();
-    let handle = rt.handle();
+    let rt = SingleThreaded::new().expect("an executor");
+    let handle = rt.handle().clone();
     let io: IO<u8, ()> = spawn(&handle, IO::<(), ()>::sleep(Duration::from_secs(3600))).map_to(1);
     let start = Instant::now();
-    assert_eq!(within(move || rt.block_on(io)), Some(Outcome::Succeeded(1)));
+    assert_eq!(
+        within(move || rt.block_on(io).expect("block_on")),
+        Some(Outcome::Succeeded(1))
+    );
     assert!(start.elapsed() < Duration::from_secs(5));
 }
 
 #[test]
 fn a_fiber_left_sleeping_by_one_block_on_finishes_during_the_next() {
-    let mut rt = SingleThreaded::new();
-    let handle = rt.handle();
+    let rt = SingleThreaded::new().expect("an executor");
+    let handle = rt.handle().clone();
     let log: Log<&'static str> = Log::new();
     let l = log.clone();
     let first: IO<(), ()> = spawn(
@@ -532,21 +548,26 @@ fn a_fiber_left_sleeping_by_one_block_on_finishes_during_the_next() {
         IO::<(), ()>::sleep(Duration::from_millis(10))
             .product_r(IO::delay(move || l.push("left-over fiber"))),
     );
-    assert_eq!(rt.block_on(first), Outcome::Succeeded(()));
+    assert_eq!(
+        rt.block_on(first).expect("block_on"),
+        Outcome::Succeeded(())
+    );
     assert!(log.events().is_empty());
     let second: IO<(), ()> = IO::sleep(Duration::from_millis(50));
-    let (outcome, _rt) = within(move || (rt.block_on(second), rt)).expect("finished");
+    let (outcome, _rt) =
+        within(move || (rt.block_on(second).expect("block_on"), rt)).expect("finished");
     assert_eq!(outcome, Outcome::Succeeded(()));
     assert_eq!(log.events(), ["left-over fiber"]);
 }
 
 #[test]
 fn an_executor_can_block_on_inside_a_program_of_another_executor_on_the_same_thread() {
-    let mut outer = SingleThreaded::new();
+    let outer = SingleThreaded::new().expect("an executor");
     let io: IO<(u32, u32), ()> = IO::delay(|| {
-        let mut inner = SingleThreaded::new();
+        let inner = SingleThreaded::new().expect("an executor");
         inner
             .block_on(IO::<(), ()>::sleep(Duration::from_millis(1)).map_to(5u32))
+            .expect("block_on")
             .succeeded()
             .unwrap()
     })
@@ -560,7 +581,7 @@ fn an_executor_can_block_on_inside_a_program_of_another_executor_on_the_same_thr
         .map(move |b| (a, b))
     });
     assert_eq!(
-        within(move || outer.block_on(io)),
+        within(move || outer.block_on(io).expect("block_on")),
         Some(Outcome::Succeeded((5, 6)))
     );
 }
@@ -581,8 +602,8 @@ fn holding<E: Send + 'static>(io: IO<(), E>, guard: DropCounter, ended: &Counter
 #[test]
 fn dropping_the_executor_frees_a_fiber_sleeping_on_a_timer() {
     let (dropped, ended, started) = (Counter::default(), Counter::default(), Counter::default());
-    let mut rt = SingleThreaded::new();
-    let handle = rt.handle();
+    let rt = SingleThreaded::new().expect("an executor");
+    let handle = rt.handle().clone();
     let s = started.clone();
     let sleeper = holding::<()>(
         IO::delay(move || {
@@ -594,7 +615,7 @@ fn dropping_the_executor_frees_a_fiber_sleeping_on_a_timer() {
     );
     // The main fiber cedes once, so that the other one runs up to its sleep.
     let main: IO<(), ()> = spawn(&handle, sleeper).product_r(IO::cede());
-    assert_eq!(rt.block_on(main), Outcome::Succeeded(()));
+    assert_eq!(rt.block_on(main).expect("block_on"), Outcome::Succeeded(()));
     assert_eq!(started.get(), 1, "the fiber went to sleep");
     assert_eq!(
         dropped.get(),
@@ -615,8 +636,8 @@ fn dropping_the_executor_frees_a_fiber_sleeping_on_a_timer() {
 #[test]
 fn dropping_the_executor_frees_a_fiber_still_in_its_run_queue() {
     let (dropped, ended) = (Counter::default(), Counter::default());
-    let mut rt = SingleThreaded::new();
-    let handle = rt.handle();
+    let rt = SingleThreaded::new().expect("an executor");
+    let handle = rt.handle().clone();
     let completed = Counter::default();
     let on_complete_dropped = Counter::default();
     let (c, guard) = (completed.clone(), DropCounter(on_complete_dropped.clone()));
@@ -627,7 +648,7 @@ fn dropping_the_executor_frees_a_fiber_still_in_its_run_queue() {
         let _keep = &guard;
         c.incr();
     });
-    assert_eq!(rt.block_on(main), Outcome::Succeeded(()));
+    assert_eq!(rt.block_on(main).expect("block_on"), Outcome::Succeeded(()));
     assert_eq!(
         dropped.get(),
         0,
@@ -646,8 +667,8 @@ fn dropping_the_executor_frees_a_fiber_still_in_its_run_queue() {
 #[test]
 fn dropping_the_executor_frees_a_fiber_woken_after_block_on_returned() {
     let (dropped, ended) = (Counter::default(), Counter::default());
-    let mut rt = SingleThreaded::new();
-    let handle = rt.handle();
+    let rt = SingleThreaded::new().expect("an executor");
+    let handle = rt.handle().clone();
     let kept: Arc<Mutex<Option<Callback<(), ()>>>> = Arc::new(Mutex::new(None));
     let k = kept.clone();
     let waiter = holding(
@@ -659,7 +680,8 @@ fn dropping_the_executor_frees_a_fiber_woken_after_block_on_returned() {
         &ended,
     );
     assert_eq!(
-        rt.block_on(spawn::<_, _, _, ()>(&handle, waiter).product_r(IO::cede())),
+        rt.block_on(spawn::<_, _, _, ()>(&handle, waiter).product_r(IO::cede()))
+            .expect("block_on"),
         Outcome::Succeeded(())
     );
     // Wake the fiber from another thread: it lands in the remote queue of a
@@ -680,11 +702,12 @@ fn dropping_the_executor_frees_a_fiber_woken_after_block_on_returned() {
 #[test]
 fn a_fiber_suspended_forever_is_freed_as_soon_as_nothing_can_resume_it() {
     let (dropped, ended) = (Counter::default(), Counter::default());
-    let mut rt = SingleThreaded::new();
-    let handle = rt.handle();
+    let rt = SingleThreaded::new().expect("an executor");
+    let handle = rt.handle().clone();
     let never = holding::<()>(IO::never(), DropCounter(dropped.clone()), &ended);
     assert_eq!(
-        rt.block_on(spawn::<_, _, _, ()>(&handle, never).product_r(IO::cede())),
+        rt.block_on(spawn::<_, _, _, ()>(&handle, never).product_r(IO::cede()))
+            .expect("block_on"),
         Outcome::Succeeded(())
     );
     assert_eq!(dropped.get(), 1);
@@ -693,7 +716,11 @@ fn a_fiber_suspended_forever_is_freed_as_soon_as_nothing_can_resume_it() {
 
 #[test]
 fn dropping_an_executor_that_never_ran_anything_is_fine() {
-    drop(SingleThreaded::new());
-    drop(SingleThreaded::default());
-    drop(SingleThreaded::with_clock(HeldClock::default()));
+    drop(SingleThreaded::new().expect("an executor"));
+    drop(SingleThreaded::builder().build().expect("an executor"));
+    drop(
+        Builder::with_clock(HeldClock::default())
+            .build()
+            .expect("an executor"),
+    );
 }

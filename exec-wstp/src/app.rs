@@ -12,10 +12,13 @@
 //! | canceled | 130 | `canceled` |
 //! | panicked | 101 (Rust's panic exit code) | `panicked: {message}`, then the trace |
 //!
-//! The runtime's fiber configuration comes from the [`Builder`] (by default
-//! [`FiberConfig::from_env`](spindle_core::FiberConfig::from_env): the tracing
-//! mode is read from `SPINDLE_TRACING`); a configuration error (an unknown
-//! tracing mode, say) is printed as `error: ...` and gives exit code 1.
+//! [`run`] takes the runtime's fiber configuration from the environment,
+//! as [`Runtime::from_env`](crate::Runtime::from_env) does
+//! ([`FiberConfig::from_env`](spindle_core::FiberConfig::from_env): the
+//! tracing mode is read from `SPINDLE_TRACING`; empty means unset);
+//! [`run_with`] uses the [`Builder`]'s (by default io-core's defaults). A
+//! configuration error (an unknown tracing mode, say) is printed as
+//! `error: ...` and gives exit code 1.
 //!
 //! # Traces of failures
 //!
@@ -72,15 +75,15 @@
 //! }
 //! ```
 
+use crate::sync::{Arc, AtomicBool, Mutex, Ordering};
 use std::fmt;
 use std::process::ExitCode;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use spindle_core::raw::UntracedJoin as _;
 use spindle_core::{IO, Outcome, Trace, Traced};
 
-use crate::runtime::{Builder, Handle};
+use crate::builder::Builder;
+use crate::handle::Handle;
 
 /// The exit code of a canceled main fiber (128 + SIGINT, the shell's
 /// convention, as Cats Effect's `IOApp`).
@@ -114,10 +117,11 @@ impl MainValue for u8 {
     }
 }
 
-/// Runs `main` on a default [`Runtime`](crate::Runtime) and returns the
+/// Runs `main` on a default [`Runtime`](crate::Runtime) with the fiber
+/// configuration from the environment (`SPINDLE_TRACING`), and returns the
 /// process exit code (see the [module documentation](self)).
 pub fn run<A: MainValue, E: fmt::Debug + Send + 'static>(main: IO<A, E>) -> ExitCode {
-    run_with(Builder::new(), main)
+    run_with(Builder::from_env(), main)
 }
 
 /// Runs `main` on a runtime built by `builder`. A configuration error is
@@ -215,7 +219,7 @@ fn exit_code_of<A: MainValue, E: fmt::Debug>(outcome: Outcome<A, Traced<E>>) -> 
 struct MainCancel {
     /// The canceler, once the fiber exists, and whether a cancellation was
     /// requested.
-    state: std::sync::Mutex<(Option<Canceler>, bool)>,
+    state: Mutex<(Option<Canceler>, bool)>,
 }
 
 /// Cancels the main fiber.
@@ -223,7 +227,7 @@ type Canceler = Box<dyn Fn() + Send>;
 
 impl MainCancel {
     fn set(&self, cancel: Canceler) {
-        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let mut state = self.state.lock();
         if state.1 {
             cancel();
         }
@@ -231,7 +235,7 @@ impl MainCancel {
     }
 
     fn request(&self) {
-        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let mut state = self.state.lock();
         state.1 = true;
         if let Some(cancel) = &state.0 {
             cancel();

@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use spindle_core::BlockingTask;
 
-use crate::sync::{self, Condvar, Mutex};
+use crate::sync::{self, Arc, Condvar, Mutex};
 
 #[derive(Debug, Default)]
 struct State {
@@ -72,7 +72,7 @@ impl BlockingPool {
 
     /// Queues `task` and makes sure a thread will run it. `this` is the
     /// pool itself (threads hold a reference while they live).
-    pub(crate) fn spawn(this: &std::sync::Arc<BlockingPool>, task: BlockingTask) {
+    pub(crate) fn spawn(this: &Arc<BlockingPool>, task: BlockingTask) {
         let mut state = this.state.lock();
         if state.shutdown {
             // The fiber can never resume; it is freed with the task.

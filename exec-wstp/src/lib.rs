@@ -9,11 +9,30 @@
 //! use spindle_exec_wstp::Runtime;
 //! use spindle_core::{IO, Outcome};
 //!
-//! let rt = Runtime::builder().worker_threads(2).build().unwrap();
+//! let rt = Runtime::builder().worker_threads(2).build()?;
 //! let work = (0..100u64).map(|i| IO::<u64, ()>::delay(move || i * i)).collect::<Vec<_>>();
 //! let sum = IO::par_sequence(work).map(|squares| squares.iter().sum::<u64>());
-//! assert_eq!(rt.block_on(sum).unwrap(), Outcome::Succeeded(328_350));
+//! assert_eq!(rt.block_on(sum)?, Outcome::Succeeded(328_350));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! # The public surface (the same on every Spindle executor)
+//!
+//! | item | here |
+//! |---|---|
+//! | [`Builder`] | `Runtime::builder()`; setters `fiber_config`, `track_fibers`, and this executor's own `worker_threads`, `global_queue_interval`, `max_blocking_threads`, `blocking_keep_alive`, `thread_name`; `build() -> Result<Runtime, BuildError>` |
+//! | constructors | [`Runtime::new`] (defaults, reads no environment) and [`Runtime::from_env`] (the fiber configuration from `SPINDLE_TRACING`; empty means unset), both `Result<_, BuildError>`; [`app::run`] reads the environment too |
+//! | running | [`block_on`](Runtime::block_on) and [`try_block_on`](Runtime::try_block_on) (also on [`Handle`]) take `&self` and return `Result<Outcome<A, E>, RunError>`: `block_on` keeps waiting on a program that can never finish (until shutdown), `try_block_on` returns [`RunError::Deadlock`]; both return [`RunError::Nested`] on one of the pool's worker threads and [`RunError::ShutDown`] after shutdown |
+//! | spawning | [`spawn`](Runtime::spawn) (and [`Handle::spawn`]) `-> Result<FiberHandle<A, E>, RunError>` |
+//! | observing | [`handle`](Runtime::handle) `-> &Handle`, [`metrics`](Runtime::metrics) ([`Metrics`]), [`fiber_dump`](Runtime::fiber_dump), [`live_fibers`](Runtime::live_fibers) `-> Vec<FiberInfo>` (io-core's one `FiberInfo`) |
+//!
+//! [`RunError`] and [`FiberInfo`] are io-core's, re-exported: one type for
+//! every executor. Layout: `builder.rs`, `error.rs`, `handle.rs` (the
+//! shared state and the `Executor` implementation), `runtime.rs` (the pool
+//! and its shutdown), `worker.rs` (the loop), `idle.rs` (parking),
+//! `timer.rs`, `blocking.rs`, `metrics.rs`, `sync.rs` (the sync shim).
+//! What every executor shares (the main-fiber slot, the fiber registry,
+//! the timer heap, the clocks) is io-core's `executor::support`.
 //!
 //! # Design
 //!
@@ -85,6 +104,12 @@
 pub mod app;
 #[cfg(not(loom))]
 mod blocking;
+#[cfg(not(loom))]
+mod builder;
+#[cfg(not(loom))]
+mod error;
+#[cfg(not(loom))]
+mod handle;
 mod idle;
 #[cfg(not(loom))]
 mod metrics;
@@ -97,10 +122,19 @@ mod timer;
 mod worker;
 
 #[cfg(not(loom))]
-pub use crate::metrics::{FiberInfo, Metrics, WorkerMetrics};
+pub use crate::builder::{
+    Builder, DEFAULT_BLOCKING_KEEP_ALIVE, DEFAULT_GLOBAL_QUEUE_INTERVAL,
+    DEFAULT_MAX_BLOCKING_THREADS,
+};
 #[cfg(not(loom))]
-pub use crate::runtime::*;
+pub use crate::error::{BuildError, RunError, ShutdownTimedOut};
+#[cfg(not(loom))]
+pub use crate::handle::Handle;
+#[cfg(not(loom))]
+pub use crate::metrics::{Metrics, WorkerMetrics};
+#[cfg(not(loom))]
+pub use crate::runtime::Runtime;
 #[cfg(not(loom))]
 pub use crate::timer::TimerKey;
 #[cfg(not(loom))]
-pub use spindle_core::FiberStatus;
+pub use spindle_core::{FiberInfo, FiberStatus};

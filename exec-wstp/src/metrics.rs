@@ -8,40 +8,30 @@
 //! # Live fibers
 //!
 //! While fibers trace (io-core's `tracing` feature and a tracing mode other
-//! than `none`: `spindle_core::executor::lists_fibers`), or with
-//! [`Builder::track_fibers`](crate::Builder::track_fibers), each
-//! worker keeps io-core's `WeakFibers`, weak references to the fibers started on it
-//! (io-core's `WeakFiber`: it never keeps a fiber's program alive, and
-//! reports nothing once the fiber has completed). The bag's lock is taken
-//! only by its own worker when a fiber starts and by a listing, never on
-//! the scheduling path; the bag drops references to finished fibers when
+//! than `none`), or with
+//! [`Builder::track_fibers`](crate::Builder::track_fibers), the pool keeps
+//! io-core's fiber registry (`spindle_core::executor::support::FiberRegistry`)
+//! with one shard per worker, weak references to the fibers started on it
+//! (they never keep a fiber's program alive, and report nothing once the
+//! fiber has completed), and one shard for fibers started from outside the
+//! pool. A shard's lock is taken only by its own worker when a fiber starts
+//! and by a listing, never on the scheduling path; the bag drops references to finished fibers when
 //! it has doubled since its last cleanup, so its size stays within twice
 //! the live fibers. Without tracking nothing is recorded, at the cost of
 //! one predictable branch per fiber started.
 //!
 //! # Fiber dumps
 //!
-//! [`fiber_dump`] turns the bags into io-core's `FiberDump` (each fiber's
+//! [`fiber_dump`] turns the registry into io-core's `FiberDump` (each fiber's
 //! state and trace, read through its trace ring's sequence lock, so a dump
 //! never stops a worker) and adds the pool's state; [`dump`] is what the
 //! app entry point prints on SIGUSR1.
 
 use std::fmt;
 
-use spindle_core::{FiberDump, FiberStatus, WeakFibers};
+use spindle_core::FiberDump;
 
-use crate::runtime::Shared;
-
-/// One live fiber in a listing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FiberInfo {
-    /// The fiber's identifier (io-core's `Fiber::id`).
-    pub id: usize,
-    /// What it is doing.
-    pub status: FiberStatus,
-    /// The worker it was started on (`None`: started from outside the pool).
-    pub started_on: Option<usize>,
-}
+use crate::handle::Shared;
 
 /// One worker's part of a [`Metrics`] snapshot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,31 +120,9 @@ pub(crate) fn snapshot(shared: &Shared) -> Metrics {
     }
 }
 
-pub(crate) fn live_fibers(shared: &Shared) -> Vec<FiberInfo> {
-    let mut list = Vec::new();
-    let mut collect = |fibers: &WeakFibers, started_on: Option<usize>| {
-        list.extend(fibers.live().map(|(id, status)| FiberInfo {
-            id,
-            status,
-            started_on,
-        }));
-    };
-    for (index, remote) in shared.remotes.iter().enumerate() {
-        collect(&remote.fibers.lock(), Some(index));
-    }
-    collect(&shared.external_fibers.lock(), None);
-    list
-}
-
 /// Every listed live fiber's state and trace, and the pool's state.
 pub(crate) fn fiber_dump(shared: &Shared) -> FiberDump {
-    let mut fibers = Vec::new();
-    if shared.track_fibers {
-        for remote in shared.remotes.iter() {
-            fibers.extend(remote.fibers.lock().infos());
-        }
-        fibers.extend(shared.external_fibers.lock().infos());
-    }
+    let fibers = shared.fibers.live_fibers();
     let local_queues: usize = shared.remotes.iter().map(|r| r.stealer.len()).sum();
     let timers: usize = shared.remotes.iter().map(|r| r.timers.lock().len()).sum();
     let (parked, _) = shared.idle.counts();
@@ -180,7 +148,7 @@ pub(crate) fn dump(handle: &crate::Handle) -> String {
     use fmt::Write as _;
     let mut out = format!("spindle runtime dump\n{}\n\n", handle.metrics());
     let _ = write!(out, "{}", fiber_dump(&handle.shared));
-    if !handle.shared.track_fibers {
+    if !handle.shared.fibers.is_enabled() {
         out.push_str(
             "\n(fibers not listed: tracing mode `none` or compiled out, and \
              Builder::track_fibers off)",

@@ -12,13 +12,16 @@
 //! [loom]: https://docs.rs/loom
 
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering, fence};
+#[allow(unused_imports)]
+pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering, fence};
 #[cfg(not(loom))]
-pub(crate) use std::sync::{Condvar, MutexGuard};
+pub(crate) use std::sync::{Arc, Condvar, MutexGuard};
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering, fence};
+#[allow(unused_imports)]
+pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering, fence};
 #[cfg(loom)]
+#[allow(unused_imports)]
 pub(crate) use loom::sync::{Arc, Condvar, MutexGuard};
 
 /// A mutex whose `lock` ignores poisoning (see the module doc).

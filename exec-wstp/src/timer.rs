@@ -16,10 +16,10 @@
 //! behind as stale, rebuilt away in amortized O(1) (see [`TimerHeap`]). Cats Effect keeps per-worker timer structures for
 //! the same reason (the owner sets them without synchronization).
 
-use spindle_core::timers::TimerId;
+use spindle_core::executor::support::TimerId;
 
 #[cfg(doc)]
-use spindle_core::timers::TimerHeap;
+use spindle_core::executor::support::TimerHeap;
 
 /// Identifies a timer: the worker whose shard holds it, and the timer there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

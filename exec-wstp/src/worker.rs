@@ -34,7 +34,8 @@ use std::time::Duration;
 use crossbeam_deque::{Steal, Worker};
 use spindle_core::Fiber;
 
-use crate::runtime::{Handle, Shared};
+use crate::handle::{Handle, Shared};
+use crate::sync::Arc;
 use crate::sync::{Ordering, fence};
 
 /// How many fibers in a row a worker takes from its next slot before it
@@ -45,7 +46,7 @@ pub(crate) const MAX_NEXT_STREAK: u8 = 3;
 /// through [`CURRENT`].
 pub(crate) struct WorkerContext {
     pub(crate) index: usize,
-    pub(crate) shared: std::sync::Arc<Shared>,
+    pub(crate) shared: Arc<Shared>,
     pub(crate) local: Worker<Fiber<Handle>>,
     /// The fiber to run next (not stealable).
     next: Cell<Option<Fiber<Handle>>>,
@@ -76,11 +77,7 @@ pub(crate) fn with_current<R>(shared: &Shared, f: impl FnOnce(Option<&WorkerCont
 }
 
 /// The thread body of worker `index`.
-pub(crate) fn run_worker(
-    shared: std::sync::Arc<Shared>,
-    index: usize,
-    local: Worker<Fiber<Handle>>,
-) {
+pub(crate) fn run_worker(shared: Arc<Shared>, index: usize, local: Worker<Fiber<Handle>>) {
     let ctx = WorkerContext {
         index,
         shared,

@@ -169,7 +169,7 @@ fn sigusr1_prints_a_fiber_dump_and_the_program_goes_on() {
         }
     }
     assert!(dump.contains("global queue: "), "{dump}");
-    if spindle_core::executor::lists_fibers(&spindle_core::FiberConfig::default()) {
+    if spindle_core::executor::support::lists_fibers(&spindle_core::FiberConfig::default()) {
         // The main fiber waits in the `never` of its bracket, and its
         // trace shows where the example built it.
         let main = dump

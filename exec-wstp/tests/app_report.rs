@@ -155,13 +155,16 @@ fn with_tracing_mode_none_a_failing_main_prints_only_the_error() {
 }
 
 #[test]
-fn an_unknown_spindle_tracing_mode_is_a_build_error_naming_the_valid_modes() {
-    const NAME: &str = "an_unknown_spindle_tracing_mode_is_a_build_error_naming_the_valid_modes";
+fn an_unknown_spindle_tracing_mode_is_a_from_env_error_naming_the_valid_modes() {
+    const NAME: &str = "an_unknown_spindle_tracing_mode_is_a_from_env_error_naming_the_valid_modes";
     if is_child(NAME) {
-        match Runtime::builder().worker_threads(1).build() {
+        match Runtime::from_env() {
             Err(BuildError::Config(e)) => eprintln!("build error: {}", BuildError::Config(e)),
             other => eprintln!("unexpected: {other:?}"),
         }
+        // The builder (and `new`) do not read the environment.
+        let default = Runtime::builder().worker_threads(1).build();
+        eprintln!("builder builds: {}", default.is_ok());
         // A given configuration does not read the environment.
         let explicit = Runtime::builder()
             .worker_threads(1)
@@ -177,6 +180,7 @@ fn an_unknown_spindle_tracing_mode_is_a_build_error_naming_the_valid_modes() {
         assert!(line.contains(word), "{word:?} in {line:?}");
     }
     assert!(stderr.contains("explicit config builds: true"), "{stderr}");
+    assert!(stderr.contains("builder builds: true"), "{stderr}");
     // `app::run` prints the same error and exits with 1, running nothing.
     let error = lines_from(&stderr, "error: exec-wstp: ")[0];
     assert!(error.contains("verbose"), "{stderr}");

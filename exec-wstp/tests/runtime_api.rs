@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use common::{HANG_LIMIT, runtime, wait_until, within};
 use spindle_core::{Deferred, FiberConfig, FiberHandle, IO, Outcome, TracingMode};
-use spindle_exec_wstp::{BuildError, FiberStatus, Runtime, RuntimeError};
+use spindle_exec_wstp::{BuildError, FiberStatus, RunError, Runtime};
 
 type E = ();
 
@@ -87,23 +87,23 @@ fn block_on_and_spawn_after_shutdown_are_err_shut_down() {
     assert_eq!(rt.shutdown(Duration::from_secs(10)), Ok(()));
     assert_eq!(
         handle.block_on(IO::<u32, E>::pure(1)),
-        Err(RuntimeError::ShutDown)
+        Err(RunError::ShutDown)
     );
     assert_eq!(
         handle.spawn(IO::<u32, E>::pure(1)).err(),
-        Some(RuntimeError::ShutDown)
+        Some(RunError::ShutDown)
     );
 }
 
 #[test]
-fn block_on_inside_a_fibers_delay_is_err_block_on_inside_worker() {
+fn block_on_inside_a_fibers_delay_is_err_nested() {
     let rt = runtime(2);
     let handle = rt.handle().clone();
     let io =
-        IO::<Result<Outcome<u32, E>, RuntimeError>, E>::delay(move || handle.block_on(IO::pure(1)));
+        IO::<Result<Outcome<u32, E>, RunError>, E>::delay(move || handle.block_on(IO::pure(1)));
     assert_eq!(
         rt.block_on(io),
-        Ok(Outcome::Succeeded(Err(RuntimeError::BlockOnInsideWorker)))
+        Ok(Outcome::Succeeded(Err(RunError::Nested)))
     );
     // The worker that refused goes on running programs.
     assert_eq!(
@@ -113,12 +113,31 @@ fn block_on_inside_a_fibers_delay_is_err_block_on_inside_worker() {
 }
 
 #[test]
-fn block_on_of_a_program_that_can_never_finish_is_err_deadlock() {
+fn try_block_on_of_a_program_that_can_never_finish_is_err_deadlock() {
     let rt = runtime(2);
-    let result = within("block_on(never)", HANG_LIMIT, move || {
-        rt.block_on(IO::<u32, E>::never())
+    let result = within("try_block_on(never)", HANG_LIMIT, move || {
+        rt.try_block_on(IO::<u32, E>::never())
     });
-    assert_eq!(result, Err(RuntimeError::Deadlock));
+    assert_eq!(result, Err(RunError::Deadlock));
+}
+
+#[test]
+fn block_on_of_a_program_that_can_never_finish_waits_until_the_runtime_shuts_down() {
+    let rt = runtime(2);
+    let handle = rt.handle().clone();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(handle.block_on(IO::<u32, E>::never()));
+    });
+    // It keeps waiting (as Cats Effect's unsafeRunSync on IO.never) ...
+    assert!(rx.recv_timeout(Duration::from_millis(200)).is_err());
+    assert_eq!(
+        rt.block_on(IO::<u32, E>::pure(1)),
+        Ok(Outcome::Succeeded(1))
+    );
+    // ... until the runtime is shut down.
+    assert_eq!(rt.shutdown(Duration::from_secs(10)), Ok(()));
+    assert_eq!(rx.recv_timeout(HANG_LIMIT), Ok(Err(RunError::ShutDown)));
 }
 
 #[test]
@@ -245,12 +264,8 @@ fn live_fibers_lists_suspended_fibers_and_forgets_them_once_complete() {
         listed.iter().all(|f| f.status == FiberStatus::Suspended),
         "{listed:?}"
     );
-    let from_outside = listed.iter().filter(|f| f.started_on.is_none()).count();
-    assert_eq!(from_outside, 3, "{listed:?}");
-    assert!(
-        listed.iter().filter_map(|f| f.started_on).all(|w| w < 2),
-        "started on a worker of the pool: {listed:?}"
-    );
+    // (Where each fiber was started is not part of the listing: every
+    // executor lists io-core's one `FiberInfo`.)
     let mut ids: Vec<usize> = listed.iter().map(|f| f.id).collect();
     ids.sort_unstable();
     ids.dedup();
@@ -261,12 +276,12 @@ fn live_fibers_lists_suspended_fibers_and_forgets_them_once_complete() {
         |h| h.join_void::<E>(),
     ));
     assert!(rt.block_on(io).expect("runs").is_succeeded());
-    assert_eq!(rt.live_fibers(), Vec::new());
+    assert!(rt.live_fibers().is_empty());
 }
 
 #[test]
 fn fiber_dump_lists_waiting_fibers_with_their_traces_and_the_pools_state() {
-    if !spindle_core::executor::lists_fibers(&FiberConfig::default()) {
+    if !spindle_core::executor::support::lists_fibers(&FiberConfig::default()) {
         return;
     }
     let rt = Runtime::builder()
@@ -327,7 +342,7 @@ fn live_fibers_is_empty_when_fibers_do_not_trace_and_tracking_is_off() {
     let counted = gate.clone();
     wait_until("the fiber waits", SETTLE, || counted.waiters() == 1);
     assert_eq!(rt.metrics().live_fibers, 1);
-    assert_eq!(rt.live_fibers(), Vec::new());
+    assert!(rt.live_fibers().is_empty());
     let io = gate.complete::<E>(()).product_r(waiter.join_void());
     assert!(rt.block_on(io).expect("runs").is_succeeded());
 }

@@ -122,7 +122,8 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// // region ends: the rest of the region runs, what follows does not.
     /// let io: IO<u32, ()> = IO::uncancelable(|_poll| IO::canceled().map_to(1))
     ///     .flat_map(|x| IO::pure(x + 1));
-    /// assert!(SingleThreaded::new().block_on(io).is_canceled());
+    /// assert!(SingleThreaded::new()?.block_on(io)?.is_canceled());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[track_caller]
     pub fn uncancelable<F>(body: F) -> IO<A, E>
@@ -238,8 +239,9 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     ///     |fd: &usize| IO::raise_error(format!("read {fd} failed")),
     ///     move |_fd| IO::delay(move || l2.lock().unwrap().push("close")),
     /// );
-    /// assert!(SingleThreaded::new().block_on(io).is_errored());
+    /// assert!(SingleThreaded::new()?.block_on(io)?.is_errored());
     /// assert_eq!(*log.lock().unwrap(), ["open", "close"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[track_caller]
     pub fn bracket<R, U, Rel>(acquire: IO<R, E>, use_: U, release: Rel) -> IO<A, E>

@@ -16,18 +16,19 @@
 //!
 //! let fast: IO<u32, AppError> = IO::<(), AppError>::sleep(Duration::from_millis(1)).map_to(1);
 //! let slow: IO<u32, AppError> = IO::<(), AppError>::sleep(Duration::from_secs(60)).map_to(2);
-//! let mut rt = SingleThreaded::new();
+//! let rt = SingleThreaded::new()?;
 //! // The loser is canceled (and finalized) before `race` returns.
-//! assert_eq!(rt.block_on(fast.race(slow)).succeeded(), Some(Either::Left(1)));
+//! assert_eq!(rt.block_on(fast.race(slow))?.succeeded(), Some(Either::Left(1)));
 //!
 //! let pair: IO<(u32, &str), AppError> = IO::pure(1).both(IO::delay(|| "two"));
-//! assert_eq!(rt.block_on(pair).succeeded(), Some((1, "two")));
+//! assert_eq!(rt.block_on(pair)?.succeeded(), Some((1, "two")));
 //!
 //! let late: IO<u32, AppError> = IO::never();
-//! assert_eq!(rt.block_on(late.timeout(Duration::from_millis(1))).errored(), Some(AppError::Timeout));
+//! assert_eq!(rt.block_on(late.timeout(Duration::from_millis(1)))?.errored(), Some(AppError::Timeout));
 //!
 //! let doubled = IO::<u32, AppError>::par_traverse(vec![1, 2, 3], |x| IO::pure(x * 2));
-//! assert_eq!(rt.block_on(doubled).succeeded(), Some(vec![2, 4, 6]));
+//! assert_eq!(rt.block_on(doubled)?.succeeded(), Some(vec![2, 4, 6]));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
 //! The shapes are Cats Effect 3's `GenSpawn`/`GenConcurrent`/`GenTemporal`
@@ -94,11 +95,12 @@ impl<A: Send + 'static, E: Send + 'static> Outcome<A, E> {
     /// use spindle_core::{IO, Outcome};
     /// use spindle_exec_single::SingleThreaded;
     ///
-    /// let mut rt = SingleThreaded::new();
+    /// let rt = SingleThreaded::new()?;
     /// let ok: Outcome<u8, ()> = Outcome::Succeeded(1);
-    /// assert_eq!(rt.block_on(ok.embed(IO::pure(0))).succeeded(), Some(1));
+    /// assert_eq!(rt.block_on(ok.embed(IO::pure(0)))?.succeeded(), Some(1));
     /// let canceled: Outcome<u8, ()> = Outcome::Canceled;
-    /// assert_eq!(rt.block_on(canceled.embed(IO::pure(0))).succeeded(), Some(0));
+    /// assert_eq!(rt.block_on(canceled.embed(IO::pure(0)))?.succeeded(), Some(0));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[track_caller]
     pub fn embed(self, on_cancel: IO<A, E>) -> IO<A, E> {

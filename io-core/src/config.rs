@@ -57,8 +57,8 @@ impl FiberConfig {
     }
 
     /// The defaults, with the tracing mode read from the `SPINDLE_TRACING`
-    /// environment variable when it is set (std builds); an unknown value
-    /// is a [`ConfigError::Tracing`] naming the valid ones.
+    /// environment variable when it is set and not empty (std builds); an
+    /// unknown value is a [`ConfigError::Tracing`] naming the valid ones.
     pub fn from_env() -> Result<FiberConfig, ConfigError> {
         FiberConfig::builder().build()
     }
@@ -136,9 +136,7 @@ impl FiberConfigBuilder {
         let tracing = match self.tracing {
             Some(mode) => mode,
             #[cfg(feature = "std")]
-            None => TracingMode::from_env()
-                .map_err(ConfigError::Tracing)?
-                .unwrap_or_default(),
+            None => tracing_from_env()?.unwrap_or_default(),
             #[cfg(not(feature = "std"))]
             None => TracingMode::default(),
         };
@@ -158,6 +156,17 @@ impl FiberConfigBuilder {
             tracing,
             trace_capacity,
         })
+    }
+}
+
+/// The tracing mode named by `SPINDLE_TRACING`: `None` when the variable is
+/// unset *or empty* (`SPINDLE_TRACING= cargo run` means "not set", as for
+/// `RUST_LOG`; it is not a startup failure).
+#[cfg(feature = "std")]
+fn tracing_from_env() -> Result<Option<TracingMode>, ConfigError> {
+    match std::env::var_os(spindle_trace::ENV_VAR) {
+        Some(value) if value.is_empty() => Ok(None),
+        _ => TracingMode::from_env().map_err(ConfigError::Tracing),
     }
 }
 

@@ -34,8 +34,9 @@ use crate::tracing::{Internal, NO_SITE, Named, Op, OpMeta, Site, WithClosure, he
 /// let program: IO<i32, String> = IO::pure(20)
 ///     .flat_map(|x| IO::delay(move || x + 1))
 ///     .map(|x| x * 2);
-/// let outcome = SingleThreaded::new().block_on(program);
+/// let outcome = SingleThreaded::new()?.block_on(program)?;
 /// assert_eq!(outcome.succeeded(), Some(42));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[must_use = "an IO describes a computation and does nothing until it is run"]
 pub struct IO<A, E> {
@@ -241,7 +242,8 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// let c = calls.clone();
     /// let io: IO<usize, ()> = IO::delay(move || c.fetch_add(1, Ordering::SeqCst) + 1);
     /// assert_eq!(calls.load(Ordering::SeqCst), 0, "building runs nothing");
-    /// assert_eq!(SingleThreaded::new().block_on(io).succeeded(), Some(1));
+    /// assert_eq!(SingleThreaded::new()?.block_on(io)?.succeeded(), Some(1));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[inline]
     #[track_caller]
@@ -319,7 +321,8 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     ///     std::thread::spawn(move || cb.succeed(7));
     ///     None
     /// });
-    /// assert_eq!(SingleThreaded::new().block_on(io).succeeded(), Some(7));
+    /// assert_eq!(SingleThreaded::new()?.block_on(io)?.succeeded(), Some(7));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[inline]
     #[track_caller]
@@ -372,7 +375,8 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// use spindle_exec_single::SingleThreaded;
     ///
     /// let io: IO<u64, ()> = IO::blocking(|| std::fs::metadata(".").is_ok() as u64);
-    /// assert_eq!(SingleThreaded::new().block_on(io).succeeded(), Some(1));
+    /// assert_eq!(SingleThreaded::new()?.block_on(io)?.succeeded(), Some(1));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[inline]
     #[track_caller]
@@ -521,12 +525,12 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     ///     .flat_map(|_| IO::delay(|| 2).map(|x| x + 1).traced())
     ///     .flat_map(|_| IO::trace())
     ///     .map(|trace| trace.op_names());
-    /// let names = SingleThreaded::with_config(config).block_on(program).succeeded().unwrap();
+    /// let names = SingleThreaded::builder().fiber_config(config).build()?.block_on(program)?.succeeded().unwrap();
     /// // Inside the scope only; a bind is recorded before its source.
     /// if cfg!(feature = "tracing") {
     ///     assert_eq!(names, ["map", "delay"]);
     /// }
-    /// # Ok::<(), spindle_core::ConfigError>(())
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[inline]
     pub fn traced(self) -> IO<A, E> {
@@ -616,8 +620,9 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// use spindle_exec_single::SingleThreaded;
     ///
     /// let io: IO<i32, String> = IO::raise_error("boom".to_string());
-    /// let outcome = SingleThreaded::new().block_on(io.attempt());
+    /// let outcome = SingleThreaded::new()?.block_on(io.attempt())?;
     /// assert_eq!(outcome.succeeded(), Some(Err("boom".to_string())));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[inline]
     #[track_caller]
@@ -777,7 +782,8 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// let sum: IO<u64, ()> = IO::tail_rec((0u64, 1u64), |(acc, i)| {
     ///     IO::pure(if i > 100 { ControlFlow::Break(acc) } else { ControlFlow::Continue((acc + i, i + 1)) })
     /// });
-    /// assert_eq!(SingleThreaded::new().block_on(sum).succeeded(), Some(5050));
+    /// assert_eq!(SingleThreaded::new()?.block_on(sum)?.succeeded(), Some(5050));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[track_caller]
     pub fn tail_rec<S, F>(initial: S, step: F) -> IO<A, E>
@@ -984,13 +990,14 @@ impl<E: Send + 'static> IO<crate::tracing::Trace, E> {
     /// use spindle_exec_single::SingleThreaded;
     ///
     /// let program: IO<spindle_core::Trace, ()> = IO::delay(|| 1).flat_map(|_| IO::trace());
-    /// let trace = SingleThreaded::new().block_on(program).succeeded().unwrap();
+    /// let trace = SingleThreaded::new()?.block_on(program)?.succeeded().unwrap();
     /// // A bind is recorded when it is evaluated, before its source.
     /// if cfg!(feature = "tracing") {
     ///     assert_eq!(trace.op_names(), ["flat_map", "delay"]);
     ///     let line = trace.compact().to_string();
     ///     assert!(line.starts_with("flat_map@"), "{line}");
     /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[inline]
     pub fn trace() -> Self {

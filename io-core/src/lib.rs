@@ -13,7 +13,8 @@
 //! let program: IO<u64, String> = IO::delay(|| 6)
 //!     .flat_map(|x| if x > 5 { IO::pure(x * 7) } else { IO::raise_error("small".into()) })
 //!     .handle_error(|_| 0);
-//! assert_eq!(SingleThreaded::new().block_on(program), Outcome::Succeeded(42));
+//! assert_eq!(SingleThreaded::new()?.block_on(program)?, Outcome::Succeeded(42));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
 //! ## Map of the crate
@@ -23,7 +24,8 @@
 //!   one untyped node enum with an explicit continuation stack, so binds and
 //!   error handlers of any depth run in constant native stack.
 //! * [`executor`]: the [`Executor`] trait and its contract, and the [`Fiber`]
-//!   handles executors run.
+//!   handles executors run; [`executor::support`] is for executor authors
+//!   (the main-fiber slot, the fiber registry, [`RunError`], timers).
 //! * [`Outcome`], [`FiberConfig`] (auto-yield), [`Callback`].
 //! * Fibers and cancellation (`cancel.rs`): [`IO::start`] and
 //!   [`FiberHandle`], [`IO::uncancelable`] and [`Poll`], [`IO::on_cancel`],
@@ -62,7 +64,10 @@ mod outcome;
 mod pool;
 pub mod raw;
 mod sync;
-pub mod timers;
+/// The timer heap, under its old crate path (crate-visible only; executors
+/// reach it through [`executor::support`]).
+#[allow(unused_imports)]
+pub(crate) use executor::timers;
 mod tracing;
 
 pub use cancel::Poll;
@@ -75,12 +80,13 @@ pub use data::queue::{InvalidCapacity, Queue};
 pub use data::reference::Ref;
 pub use data::resource::{Allocated, ExitCase, Resource};
 pub use data::semaphore::{InvalidPermits, Semaphore};
+pub use executor::support::RunError;
 pub use executor::{BlockingTask, Executor, Fiber, TimerCallback};
 pub use fiber::Callback;
 pub use fiber::FiberState;
 pub use fiber::handle::{CancelHandle, FiberHandle};
 #[cfg(not(loom))]
-pub use fiber::{FiberDump, FiberInfo, FiberStatus, WeakFiber, WeakFibers};
+pub use fiber::{FiberDump, FiberInfo, FiberStatus};
 pub use io::IO;
 pub use outcome::{Outcome, PanicMessage};
 pub use spindle_trace::Event as TraceEvent;

@@ -11,7 +11,7 @@ use std::sync::{Arc, Barrier, Mutex};
 use std::thread;
 use std::time::Duration;
 
-use common::{Counter, DropCounter, HANG_LIMIT, Log, NeverFinishes, rt_test, within};
+use common::{Counter, DropCounter, HANG_LIMIT, Log, RunError, rt_test, within};
 use spindle_core::{Callback, IO, Outcome};
 
 /// A slot where a registration can leave its callback for the test.
@@ -245,7 +245,7 @@ rt_test! {
             drop(cb);
             None
         });
-        assert_eq!(within(HANG_LIMIT, move || try_run(io)), Some(Err(NeverFinishes)));
+        assert_eq!(within(HANG_LIMIT, move || try_run(io)), Some(Err(RunError::Deadlock)));
     }
 
     fn a_callback_dropped_later_on_another_thread_means_the_program_never_finishes() {
@@ -256,7 +256,7 @@ rt_test! {
             });
             None
         });
-        assert_eq!(within(HANG_LIMIT, move || try_run(io)), Some(Err(NeverFinishes)));
+        assert_eq!(within(HANG_LIMIT, move || try_run(io)), Some(Err(RunError::Deadlock)));
     }
 
     fn dropping_an_uncalled_callback_frees_the_suspended_fiber() {
@@ -270,14 +270,14 @@ rt_test! {
             let _keep = &guard;
             x
         });
-        assert_eq!(within(HANG_LIMIT, move || try_run(io)), Some(Err(NeverFinishes)));
+        assert_eq!(within(HANG_LIMIT, move || try_run(io)), Some(Err(RunError::Deadlock)));
         assert_eq!(dropped.get(), 1, "the pending continuation was dropped exactly once");
     }
 
     fn never_never_finishes() {
-        assert_eq!(within(HANG_LIMIT, || try_run(IO::<u8, ()>::never())), Some(Err(NeverFinishes)));
+        assert_eq!(within(HANG_LIMIT, || try_run(IO::<u8, ()>::never())), Some(Err(RunError::Deadlock)));
         let after_never: IO<u8, ()> = IO::unit().product_r(IO::never()).map(|x: u8| x + 1);
-        assert_eq!(within(HANG_LIMIT, move || try_run(after_never)), Some(Err(NeverFinishes)));
+        assert_eq!(within(HANG_LIMIT, move || try_run(after_never)), Some(Err(RunError::Deadlock)));
     }
 
     fn try_run_reports_a_program_that_finishes_normally() {

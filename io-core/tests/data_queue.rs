@@ -395,7 +395,10 @@ fn on_the_single_threaded_executor_a_canceled_takers_element_goes_to_the_next_ta
     // Deterministic order: the offer fills the first taker's slot and the
     // cancel is requested before that taker runs again.
     assert_eq!(
-        spindle_exec_single::SingleThreaded::new().block_on(handed_to_a_canceled_taker()),
+        spindle_exec_single::SingleThreaded::new()
+            .expect("an executor")
+            .block_on(handed_to_a_canceled_taker())
+            .expect("block_on"),
         Outcome::Succeeded((Outcome::Canceled, Outcome::Succeeded(7), vec![0]))
     );
 }
@@ -413,7 +416,10 @@ fn on_the_single_threaded_executor_a_canceled_takers_element_goes_back_to_the_fr
             .flat_map(move |o| drain(&rest).map(move |left| (o, left)))
     });
     assert_eq!(
-        spindle_exec_single::SingleThreaded::new().block_on(io),
+        spindle_exec_single::SingleThreaded::new()
+            .expect("an executor")
+            .block_on(io)
+            .expect("block_on"),
         Outcome::Succeeded((Outcome::Canceled, vec![7, 8]))
     );
 }

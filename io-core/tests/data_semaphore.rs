@@ -228,7 +228,10 @@ fn on_the_single_threaded_executor_a_woken_then_canceled_waiter_is_canceled_and_
                     .product_r(h.join())
             });
     assert_eq!(
-        spindle_exec_single::SingleThreaded::new().block_on(io),
+        spindle_exec_single::SingleThreaded::new()
+            .expect("an executor")
+            .block_on(io)
+            .expect("block_on"),
         Outcome::Succeeded(Outcome::Canceled)
     );
     assert_eq!((sem.available(), sem.waiting()), (1, 0));

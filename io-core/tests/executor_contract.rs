@@ -626,7 +626,7 @@ rt_test! {
     fn a_program_gives_the_same_outcome_whatever_the_auto_yield_threshold() {
         for steps in [1, 2, 3, 7, 1024, u32::MAX] {
             let config = FiberConfig::builder().auto_yield_after(steps).build().unwrap();
-            let mut rt = rt_with_config(config);
+            let rt = rt_with_config(config);
             let outcome = common::within(HANG_LIMIT, move || rt.run(mixed_program()));
             assert_eq!(outcome, Some(Outcome::Succeeded(120)), "auto_yield_after({steps})");
         }
@@ -634,7 +634,7 @@ rt_test! {
 
     fn a_long_program_completes_when_it_yields_after_every_step() {
         let config = FiberConfig::builder().auto_yield_after(1).build().unwrap();
-        let mut rt = rt_with_config(config);
+        let rt = rt_with_config(config);
         let mut io: IO<u64, ()> = IO::pure(0);
         for _ in 0..100_000 {
             io = io.flat_map(|x| IO::pure(x + 1));

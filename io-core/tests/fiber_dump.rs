@@ -67,7 +67,7 @@ fn cancel_all(handles: Vec<FiberHandle<(), E>>) -> IO<(), E> {
 rt_test! {
     #[cfg(feature = "tracing")]
     fn the_fiber_dump_lists_every_live_fiber_with_its_state() {
-        let mut rt = rt();
+        let rt = rt();
         let dump = rt.dumper();
         // Three fibers deadlocked on one another's deferreds, and one asleep.
         let (a, b, c) = (Deferred::new(), Deferred::new(), Deferred::new());
@@ -134,7 +134,7 @@ rt_test! {
 
     #[cfg(feature = "tracing")]
     fn fibers_that_have_completed_are_not_listed() {
-        let mut rt = rt();
+        let rt = rt();
         let dump = rt.dumper();
         let gate = Deferred::<()>::new();
         let (done, counted) = (gate.clone(), gate.clone());
@@ -177,7 +177,7 @@ rt_test! {
             .tracing(TracingMode::None)
             .build()
             .expect("valid");
-        let mut rt = rt_with_config(config);
+        let rt = rt_with_config(config);
         let dump = rt.dumper();
         let in_fiber = dump.clone();
         let program = sleeper().start::<E>().flat_map(move |sleeping| {
@@ -200,7 +200,7 @@ rt_test! {
 
     #[cfg(feature = "tracing")]
     fn a_dump_from_another_thread_sees_the_fibers_of_a_running_program() {
-        let mut rt = rt();
+        let rt = rt();
         let dump = rt.dumper();
         let gate = Deferred::<()>::new();
         let (seen, release) = (gate.clone(), gate.clone());
@@ -212,8 +212,10 @@ rt_test! {
             loop {
                 let d = dumper();
                 if seen.waiters() == 1 && d.in_state(FiberState::Waiting).count() == 1 {
-                    let mut completer = spindle_exec_single::SingleThreaded::new();
-                    let completed = completer.block_on(release.complete::<E>(()));
+                    let completer = spindle_exec_single::SingleThreaded::new().expect("an executor");
+                    let completed = completer
+                        .block_on(release.complete::<E>(()))
+                        .expect("block_on");
                     assert_eq!(completed, Outcome::Succeeded(Ok(())));
                     return d;
                 }

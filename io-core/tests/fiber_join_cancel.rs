@@ -429,7 +429,10 @@ fn a_fiber_canceled_before_it_ever_ran_runs_none_of_its_steps() {
         .start()
         .flat_map(|h| h.cancel::<E>().product_r(h.join()));
     assert_eq!(
-        SingleThreaded::new().block_on(io),
+        SingleThreaded::new()
+            .expect("an executor")
+            .block_on(io)
+            .expect("block_on"),
         Outcome::Succeeded(Outcome::Canceled)
     );
     assert_eq!(steps.get(), 0);

@@ -137,7 +137,7 @@ rt_test! {
     }
 
     fn the_same_executor_runs_other_programs_after_a_panic() {
-        let mut rt = rt();
+        let rt = rt();
         for (place, io) in panicking_programs() {
             assert!(rt.run(io).is_panicked(), "panic in {place}");
             let next: IO<u32, String> = IO::delay(|| 20).flat_map(|x| IO::pure(x + 1)).map(|x| x * 2);
@@ -167,7 +167,7 @@ rt_test! {
                 let _keep = &outer_guard;
                 x
             });
-        let mut rt = rt();
+        let rt = rt();
         assert!(rt.run(io).is_panicked());
         assert_eq!(dropped.get(), 1, "the frames past the panicking drop were dropped too");
         assert_eq!(rt.run(IO::<u32, ()>::pure(3)), Outcome::Succeeded(3));

@@ -582,7 +582,9 @@ fn run_on_real_threads(seed: u64) {
         .start::<()>()
         .flat_map(move |fiber| cancel_and_join(fiber, cancel_at, REAL_UNIT));
     let outcome = SingleThreaded::new()
+        .expect("an executor")
         .block_on(program)
+        .expect("block_on")
         .succeeded()
         .unwrap_or_else(|| panic!("seed {seed}: the canceler failed ({nest:?})"));
     for opener in openers {

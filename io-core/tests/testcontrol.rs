@@ -7,8 +7,8 @@
 mod common;
 
 use common::{Counter, Log};
+use spindle_core::RunError::{self, Deadlock};
 use spindle_core::{Deferred, IO, Outcome};
-use spindle_exec_single::Deadlock;
 use spindle_exec_single::testkit::TestControl;
 use std::time::{Duration, Instant};
 
@@ -230,7 +230,7 @@ fn the_same_program_steps_through_the_same_states_every_run() {
                 .flat_map(move |t| log.record(format!("{i} at {t:?}")).map_to(i))
         })
     }
-    type Run = (Result<Outcome<Vec<u32>, E>, Deadlock>, Vec<String>);
+    type Run = (Result<Outcome<Vec<u32>, E>, RunError>, Vec<String>);
     let runs: Vec<Run> = (0..3)
         .map(|_| {
             let log = Log::new();

@@ -217,9 +217,13 @@ fn full_mode_shows_the_first_user_frame_of_each_event() {
     fn build_in_a_named_function() -> IO<Trace, ()> {
         IO::delay(|| 1).flat_map(|_| IO::trace())
     }
-    let mut rt = spindle_exec_single::SingleThreaded::with_config(config(TracingMode::Full));
+    let rt = spindle_exec_single::SingleThreaded::builder()
+        .fiber_config(config(TracingMode::Full))
+        .build()
+        .expect("an executor");
     let trace = rt
         .block_on(build_in_a_named_function())
+        .expect("block_on")
         .succeeded()
         .unwrap();
     spindle_trace::set_full_capture(false);

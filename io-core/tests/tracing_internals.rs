@@ -43,7 +43,11 @@ fn config() -> FiberConfig {
 
 /// Runs `io` on a single-threaded executor that traces every fiber.
 fn run<A: Send + 'static>(io: IO<A, Error>) -> A {
-    match SingleThreaded::with_config(config()).block_on(io) {
+    let rt = SingleThreaded::builder()
+        .fiber_config(config())
+        .build()
+        .expect("an executor");
+    match rt.block_on(io).expect("block_on") {
         Outcome::Succeeded(a) => a,
         Outcome::Errored(e) => panic!("the program failed: {e:?}"),
         Outcome::Canceled => panic!("the program was canceled"),
@@ -541,10 +545,11 @@ fn socket_operations_record_their_type_and_name_at_the_call_site() {
     });
     let program = program.flat_map(|pair| IO::trace().map(move |main| (pair, main)));
     let ((server, client), main) = match EventLoop::builder()
-        .config(config())
+        .fiber_config(config())
         .build()
         .unwrap()
         .block_on(program)
+        .expect("block_on")
     {
         Outcome::Succeeded(traces) => traces,
         Outcome::Errored(e) => panic!("the sockets failed: {e}"),

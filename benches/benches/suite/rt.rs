@@ -47,11 +47,11 @@ impl BenchRt for SingleThreaded<StdClock> {
     const NAME: &'static str = "single";
     const MULTI_THREADED: bool = false;
     fn new() -> Self {
-        SingleThreaded::new()
+        SingleThreaded::new().expect("exec-single executor")
     }
     #[inline]
     fn run<A: Send + 'static, E: Send + 'static + Debug>(&mut self, io: IO<A, E>) -> A {
-        succeeded(self.block_on(io))
+        succeeded(self.block_on(io).expect("exec-single block_on"))
     }
 }
 
@@ -78,7 +78,7 @@ impl BenchRt for EventLoop {
     }
     #[inline]
     fn run<A: Send + 'static, E: Send + 'static + Debug>(&mut self, io: IO<A, E>) -> A {
-        succeeded(self.block_on(io))
+        succeeded(self.block_on(io).expect("exec-batching block_on"))
     }
 }
 

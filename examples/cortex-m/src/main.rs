@@ -28,8 +28,8 @@ use cortex_m::peripheral::syst::SystClkSource;
 use cortex_m_rt::{entry, exception};
 use cortex_m_semihosting::debug;
 use embedded_alloc::LlffHeap as Heap;
-use spindle_exec_single::{Clock, SingleThreaded};
 use spindle_core::{Deferred, FiberHandle, IO, Outcome, Traced};
+use spindle_exec_single::{Builder, Clock};
 
 /// Output through semihosting without `core::fmt` (whose formatting
 /// machinery would be most of a small image): text and `u32`s only.
@@ -327,18 +327,27 @@ fn main() -> ! {
     core.SYST.enable_interrupt();
 
     say!("spindle on cortex-m: start");
-    let mut rt = SingleThreaded::with_clock(SysTickClock);
-    let passed = match rt.block_on(program()) {
-        Outcome::Succeeded(passed) => passed,
-        Outcome::Errored(e) => {
+    let passed = match Builder::with_clock(SysTickClock)
+        .build()
+        .map_err(|_| "the executor could not be built")
+        .and_then(|rt| {
+            rt.block_on(program())
+                .map_err(|_| "block_on refused the program")
+        }) {
+        Err(why) => {
+            say!("no run: ", why);
+            false
+        }
+        Ok(Outcome::Succeeded(passed)) => passed,
+        Ok(Outcome::Errored(e)) => {
             say!("program failed: ", e.error);
             false
         }
-        Outcome::Canceled => {
+        Ok(Outcome::Canceled) => {
             say!("program canceled");
             false
         }
-        Outcome::Panicked(p) => {
+        Ok(Outcome::Panicked(p)) => {
             say!("program panicked: ", p.message());
             false
         }

@@ -52,7 +52,8 @@ impl<A: Send + 'static> CellOwner<A> for Arc<JoinCell<A>> {
 /// let io = waiter.start().flat_map(move |fiber| {
 ///     d.complete(7).product_r(fiber.join_with_never())
 /// });
-/// assert_eq!(SingleThreaded::new().block_on(io).succeeded(), Some(7));
+/// assert_eq!(SingleThreaded::new()?.block_on(io)?.succeeded(), Some(7));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct Deferred<A> {
     cell: Arc<JoinCell<A>>,

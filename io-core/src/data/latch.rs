@@ -32,8 +32,8 @@ struct Shared {
 /// let latch = CountDownLatch::new(2)?;
 /// let (l1, l2) = (latch.clone(), latch.clone());
 /// let io: IO<&str, ()> = l1.release().product_r(l2.release()).product_r(latch.wait()).map_to("open");
-/// assert_eq!(SingleThreaded::new().block_on(io).succeeded(), Some("open"));
-/// # Ok::<(), spindle_core::InvalidCount>(())
+/// assert_eq!(SingleThreaded::new()?.block_on(io)?.succeeded(), Some("open"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone)]
 pub struct CountDownLatch {

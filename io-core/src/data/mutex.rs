@@ -26,7 +26,8 @@ static WITH_LOCK: Op = Op::new("Mutex::with_lock");
 ///
 /// let mutex = Mutex::new();
 /// let io: IO<u32, ()> = mutex.lock().use_with(|_| IO::pure(1));
-/// assert_eq!(SingleThreaded::new().block_on(io).succeeded(), Some(1));
+/// assert_eq!(SingleThreaded::new()?.block_on(io)?.succeeded(), Some(1));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone)]
 pub struct Mutex {

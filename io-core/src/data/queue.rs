@@ -252,8 +252,8 @@ impl core::error::Error for InvalidCapacity {}
 /// let io: IO<Vec<u32>, ()> = IO::traverse(vec![1, 2, 3, 4], move |i| producer.offer::<()>(i))
 ///     .start()
 ///     .product_r(IO::replicate(4, move || consumer.take()));
-/// assert_eq!(SingleThreaded::new().block_on(io).succeeded(), Some(vec![1, 2, 3, 4]));
-/// # Ok::<(), spindle_core::InvalidCapacity>(())
+/// assert_eq!(SingleThreaded::new()?.block_on(io)?.succeeded(), Some(vec![1, 2, 3, 4]));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct Queue<A> {
     shared: Arc<Shared<A>>,

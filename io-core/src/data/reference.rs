@@ -23,7 +23,8 @@ use crate::tracing::{Named, OpMeta, Site, WithClosure, here};
 /// let c = counter.clone();
 /// let io: IO<u64, ()> = IO::replicate(10, move || c.update(|n| *n += 1))
 ///     .product_r(counter.get());
-/// assert_eq!(SingleThreaded::new().block_on(io).succeeded(), Some(10));
+/// assert_eq!(SingleThreaded::new()?.block_on(io)?.succeeded(), Some(10));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct Ref<A> {
     cell: Arc<Mutex<A>>,

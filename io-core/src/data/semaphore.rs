@@ -107,9 +107,9 @@ enum Ticket {
 ///
 /// let sem = Semaphore::new(1)?;
 /// let guarded: IO<u32, ()> = sem.with_permit(IO::pure(5));
-/// assert_eq!(SingleThreaded::new().block_on(guarded).succeeded(), Some(5));
+/// assert_eq!(SingleThreaded::new()?.block_on(guarded)?.succeeded(), Some(5));
 /// assert!(Semaphore::new(0).is_err());
-/// # Ok::<(), spindle_core::InvalidPermits>(())
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone)]
 pub struct Semaphore {

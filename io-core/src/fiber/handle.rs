@@ -89,15 +89,16 @@ where
 /// use spindle_exec_single::SingleThreaded;
 /// use std::time::Duration;
 ///
-/// let mut rt = SingleThreaded::new();
+/// let rt = SingleThreaded::new()?;
 /// let joined: IO<Outcome<u32, ()>, ()> = IO::<u32, ()>::pure(7).start().flat_map(|f| f.join());
-/// assert_eq!(rt.block_on(joined).succeeded(), Some(Outcome::Succeeded(7)));
+/// assert_eq!(rt.block_on(joined)?.succeeded(), Some(Outcome::Succeeded(7)));
 ///
 /// let sleeper: IO<u32, ()> = IO::<(), ()>::sleep(Duration::from_secs(3600)).map_to(1);
 /// let canceled = sleeper
 ///     .start()
 ///     .flat_map(|f| IO::<(), ()>::cede().product_r(f.cancel()).product_r(f.join()));
-/// assert_eq!(rt.block_on(canceled).succeeded(), Some(Outcome::Canceled));
+/// assert_eq!(rt.block_on(canceled)?.succeeded(), Some(Outcome::Canceled));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 ///
 /// A handle is unique (not `Clone`): [`join`](FiberHandle::join) consumes
@@ -258,7 +259,8 @@ fn cancel_at<M: OpMeta, E2: Send + 'static>(fiber: &RawFiberRef, site: Option<Si
 ///     let canceler = f.cancel_handle();
 ///     IO::<(), ()>::cede().product_r(canceler.cancel()).product_r(f.join())
 /// });
-/// assert_eq!(SingleThreaded::new().block_on(io).succeeded(), Some(Outcome::Canceled));
+/// assert_eq!(SingleThreaded::new()?.block_on(io)?.succeeded(), Some(Outcome::Canceled));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone)]
 pub struct CancelHandle {

@@ -295,13 +295,14 @@ impl<A: Send + 'static, E: Send + 'static> crate::IO<A, E> {
     ///
     /// let program: IO<u32, String> = IO::delay(|| 1)
     ///     .flat_map(|_| IO::raise_error("no such user".to_string()));
-    /// let Outcome::Errored(failure) = SingleThreaded::new().block_on(program.trace_errors()) else {
+    /// let Outcome::Errored(failure) = SingleThreaded::new()?.block_on(program.trace_errors())? else {
     ///     panic!("the program fails")
     /// };
     /// assert_eq!(failure.error, "no such user");
     /// if cfg!(feature = "tracing") {
     ///     assert_eq!(failure.trace.op_names(), ["flat_map", "delay"]);
     /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn trace_errors(self) -> crate::IO<A, Traced<E>> {
         let k = |result: crate::node::Res| -> crate::node::Node {

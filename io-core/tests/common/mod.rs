@@ -7,16 +7,18 @@
 //!
 //! * `Rt`: the executor's [`TestRuntime`] type;
 //! * `run(io)`: runs `io` on a fresh executor and returns its [`Outcome`];
-//! * `try_run(io)`: the same, but `Err(NeverFinishes)` when the executor
-//!   proves the program can never finish (a dropped callback, `IO::never`);
+//! * `try_run(io)`: the same, but `Err(RunError::Deadlock)` when the
+//!   executor proves the program can never finish (a dropped callback,
+//!   `IO::never`);
 //! * `rt()` / `rt_with_config(config)`: an executor instance, to run several
 //!   programs on the same one (`rt.run(io)`), and to take fiber dumps of it
 //!   (`rt.dumper()`, a function any thread or fiber may call).
 //!
 //! # Adding an executor
 //!
-//! Implement [`TestRuntime`] for it below and add one line to the list in
-//! [`rt_test!`].
+//! Give its type and its test builder to [`same_shape!`] below (every
+//! executor has the same public shape, so nothing else is needed) and add
+//! one line to the list in [`rt_test!`].
 //!
 //! Only one `rt_test!` invocation per test file: each one declares the
 //! modules `single`, `wstp` and `batching`.
@@ -32,11 +34,17 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 /// thread or from inside one of its fibers.
 pub type Dumper = Arc<dyn Fn() -> FiberDump + Send + Sync>;
 
-/// The executor proved that the main fiber can never finish.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct NeverFinishes;
+/// The one error of every executor's `block_on`, `try_block_on`, `spawn`.
+pub use spindle_core::RunError;
 
-/// What a test needs from an executor.
+/// The worker threads of the exec-wstp test runtime (so that every shared
+/// test body also runs with real parallelism and stealing).
+pub const WSTP_WORKERS: usize = 2;
+
+/// What a test needs from an executor. Every executor has the same public
+/// shape (`builder().fiber_config(..).build()`, `block_on`, `try_block_on`,
+/// `handle().fiber_dump()`), so [`same_shape!`] implements this once for
+/// all of them: the bodies call the executors directly.
 pub trait TestRuntime: Sized {
     /// An executor with the default fiber configuration.
     fn new() -> Self;
@@ -44,134 +52,74 @@ pub trait TestRuntime: Sized {
     /// An executor with the given fiber configuration.
     fn with_config(config: FiberConfig) -> Self;
 
-    /// Runs `io` as the main fiber until it ends.
-    fn run<A: Send + 'static, E: Send + 'static>(&mut self, io: IO<A, E>) -> Outcome<A, E>;
+    /// Runs `io` as the main fiber until it ends (`block_on`).
+    fn run<A: Send + 'static, E: Send + 'static>(&self, io: IO<A, E>) -> Outcome<A, E>;
 
-    /// Runs `io`; `Err(NeverFinishes)` when the executor can prove that the
-    /// main fiber will never finish.
+    /// Runs `io` (`try_block_on`); `Err(RunError::Deadlock)` when the
+    /// executor can prove that the main fiber will never finish.
     fn try_run<A: Send + 'static, E: Send + 'static>(
-        &mut self,
+        &self,
         io: IO<A, E>,
-    ) -> Result<Outcome<A, E>, NeverFinishes>;
+    ) -> Result<Outcome<A, E>, RunError>;
 
     /// A function that takes a fiber dump of this executor.
     fn dumper(&self) -> Dumper;
+
+    /// The executor's `from_env()` (the fiber configuration from
+    /// `SPINDLE_TRACING`), its error as text.
+    fn from_env() -> Result<Self, String>;
 }
 
-/// exec-single: the single-threaded executor on the system clock.
-pub struct Single(spindle_exec_single::SingleThreaded<spindle_exec_single::StdClock>);
+/// Implements [`TestRuntime`] for executor types given with the builder
+/// each test executor starts from.
+macro_rules! same_shape {
+    ($($rt:ty => $builder:expr;)*) => {$(
+        impl TestRuntime for $rt {
+            fn new() -> Self {
+                Self::with_config(FiberConfig::default())
+            }
 
-impl TestRuntime for Single {
-    fn new() -> Self {
-        Single(spindle_exec_single::SingleThreaded::new())
-    }
+            fn with_config(config: FiberConfig) -> Self {
+                $builder.fiber_config(config).build().expect("build the test executor")
+            }
 
-    fn with_config(config: FiberConfig) -> Self {
-        Single(spindle_exec_single::SingleThreaded::with_config(config))
-    }
+            fn run<A: Send + 'static, E: Send + 'static>(&self, io: IO<A, E>) -> Outcome<A, E> {
+                self.block_on(io).unwrap_or_else(|e| panic!("block_on failed: {e}"))
+            }
 
-    fn run<A: Send + 'static, E: Send + 'static>(&mut self, io: IO<A, E>) -> Outcome<A, E> {
-        self.0.block_on(io)
-    }
+            fn try_run<A: Send + 'static, E: Send + 'static>(
+                &self,
+                io: IO<A, E>,
+            ) -> Result<Outcome<A, E>, RunError> {
+                self.try_block_on(io)
+            }
 
-    fn try_run<A: Send + 'static, E: Send + 'static>(
-        &mut self,
-        io: IO<A, E>,
-    ) -> Result<Outcome<A, E>, NeverFinishes> {
-        self.0
-            .try_block_on(io)
-            .map_err(|spindle_exec_single::Deadlock| NeverFinishes)
-    }
+            fn dumper(&self) -> Dumper {
+                let handle = self.handle().clone();
+                Arc::new(move || handle.fiber_dump())
+            }
 
-    fn dumper(&self) -> Dumper {
-        let handle = self.0.handle();
-        Arc::new(move || handle.fiber_dump())
-    }
-}
-
-/// exec-wstp: the work-stealing pool, with two worker threads (so that
-/// every shared test body also runs with real parallelism and stealing).
-pub struct Wstp(spindle_exec_wstp::Runtime);
-
-/// The worker threads of the [`Wstp`] test runtime.
-pub const WSTP_WORKERS: usize = 2;
-
-impl TestRuntime for Wstp {
-    fn new() -> Self {
-        Wstp::with_config(FiberConfig::default())
-    }
-
-    fn with_config(config: FiberConfig) -> Self {
-        Wstp(
-            spindle_exec_wstp::Runtime::builder()
-                .worker_threads(WSTP_WORKERS)
-                .fiber_config(config)
-                .build()
-                .expect("build an exec-wstp runtime"),
-        )
-    }
-
-    fn run<A: Send + 'static, E: Send + 'static>(&mut self, io: IO<A, E>) -> Outcome<A, E> {
-        match self.0.block_on(io) {
-            Ok(outcome) => outcome,
-            Err(e) => panic!("exec-wstp: block_on failed: {e}"),
+            fn from_env() -> Result<Self, String> {
+                <$rt>::from_env().map_err(|e| e.to_string())
+            }
         }
-    }
-
-    fn try_run<A: Send + 'static, E: Send + 'static>(
-        &mut self,
-        io: IO<A, E>,
-    ) -> Result<Outcome<A, E>, NeverFinishes> {
-        match self.0.block_on(io) {
-            Ok(outcome) => Ok(outcome),
-            Err(spindle_exec_wstp::RuntimeError::Deadlock) => Err(NeverFinishes),
-            Err(e) => panic!("exec-wstp: block_on failed: {e}"),
-        }
-    }
-
-    fn dumper(&self) -> Dumper {
-        let handle = self.0.handle().clone();
-        Arc::new(move || Executor::fiber_dump(&handle))
-    }
+    )*};
 }
 
-/// exec-batching: the event loop, in its default batching mode (microtask
-/// batches of 64). Every shared body runs on it unchanged: the loop is
-/// single-threaded like exec-single, and wake-ups from other threads (a
-/// test thread, `IO::blocking`'s thread) go through its remote queue.
-pub struct Batching(spindle_exec_batching::EventLoop);
+/// exec-single on the system clock.
+pub type Single = spindle_exec_single::SingleThreaded<spindle_exec_single::StdClock>;
+/// exec-wstp with [`WSTP_WORKERS`] workers.
+pub type Wstp = spindle_exec_wstp::Runtime;
+/// exec-batching in its default batching mode (microtask batches of 64).
+/// Every shared body runs on it unchanged: the loop is single-threaded
+/// like exec-single, and wake-ups from other threads go through its remote
+/// queue.
+pub type Batching = spindle_exec_batching::EventLoop;
 
-impl TestRuntime for Batching {
-    fn new() -> Self {
-        Batching::with_config(FiberConfig::default())
-    }
-
-    fn with_config(config: FiberConfig) -> Self {
-        Batching(
-            spindle_exec_batching::EventLoop::builder()
-                .config(config)
-                .build()
-                .expect("build an exec-batching event loop"),
-        )
-    }
-
-    fn run<A: Send + 'static, E: Send + 'static>(&mut self, io: IO<A, E>) -> Outcome<A, E> {
-        self.0.block_on(io)
-    }
-
-    fn try_run<A: Send + 'static, E: Send + 'static>(
-        &mut self,
-        io: IO<A, E>,
-    ) -> Result<Outcome<A, E>, NeverFinishes> {
-        self.0
-            .try_block_on(io)
-            .map_err(|spindle_exec_batching::Deadlock| NeverFinishes)
-    }
-
-    fn dumper(&self) -> Dumper {
-        let handle = self.0.handle();
-        Arc::new(move || Executor::fiber_dump(&handle))
-    }
+same_shape! {
+    Single => Single::builder();
+    Wstp => Wstp::builder().worker_threads(WSTP_WORKERS);
+    Batching => Batching::builder();
 }
 
 /// Stamps each test of the block into one module per executor.
@@ -217,7 +165,7 @@ macro_rules! stamp_rt_tests {
             #[allow(dead_code)]
             fn try_run<A: Send + 'static, E: Send + 'static>(
                 io: spindle_core::IO<A, E>,
-            ) -> Result<spindle_core::Outcome<A, E>, $crate::common::NeverFinishes> {
+            ) -> Result<spindle_core::Outcome<A, E>, $crate::common::RunError> {
                 <Rt as $crate::common::TestRuntime>::new().try_run(io)
             }
 

@@ -18,6 +18,9 @@
 //! | [`BlockingTask::run`] | the executor (once) | any thread that may block |
 //! | [`Executor::fiber_created`] / [`Executor::fiber_ended`] | io-core, once per fiber each | the thread making the fiber / the thread completing or freeing it |
 //! | [`Executor::fiber_dump`] | whoever wants a fiber dump: an entry point on a signal, a test, a fiber | any thread |
+//! | `block_on` / `try_block_on` (each executor's, on a [`support::MainFiber`]) | the application | a thread that is **not** one of the executor's own (else [`RunError::Nested`](support::RunError::Nested)) |
+//! | the main fiber's completion ([`support::WakeWaiter::wake`]) | io-core, when the main fiber completes or is freed without completing | any thread |
+//! | `spawn` (each executor's and handle's) | the application, a fiber | any thread ([`RunError::ShutDown`](support::RunError::ShutDown) once the executor is gone) |
 //!
 //! # Guarantees to executors
 //!
@@ -45,11 +48,29 @@
 //! * `monotonic` never goes backwards. `set_timer` fires the callback once,
 //!   on or after the deadline, unless `cancel_timer` removed it first;
 //!   cancelling a timer that already fired does nothing.
+//! * `block_on` waits while the main fiber runs; if the main fiber provably
+//!   can never finish it keeps waiting, and `try_block_on` returns
+//!   [`RunError::Deadlock`](support::RunError::Deadlock) instead. Both
+//!   return an error, never panic and never misbehave, when called from
+//!   inside the executor ([`Nested`](support::RunError::Nested)) or after it
+//!   was shut down ([`ShutDown`](support::RunError::ShutDown)).
+//! * Dropping (or shutting down) an executor frees every fiber and timer
+//!   callback it still holds (they hold handles to it: see
+//!   [`support`](support#breaking-the-executorfiber-cycle)).
+//!
+//! # Writing an executor
+//!
+//! [`support`] holds what every executor needs (the main-fiber slot, the
+//! fiber registry, the error type, the timer heap, the remote queue, config
+//! from the environment); an executor adds its queues and its loop.
 
 use core::time::Duration;
 
 use crate::config::FiberConfig;
 pub use crate::fiber::{BlockingTask, Fiber, TimerCallback};
+
+pub mod support;
+pub(crate) mod timers;
 
 /// An executor of fibers: a run queue, timers and a clock.
 ///
@@ -104,7 +125,7 @@ pub trait Executor: Clone + Send + Sync + Sized + 'static {
 
     /// Called once for every fiber made on this executor, before it is
     /// first scheduled, on the thread that makes it. An executor that lists
-    /// its live fibers keeps a [`WeakFiber`](crate::WeakFiber) of it here
+    /// its live fibers keeps a [`WeakFiber`](support::WeakFiber) of it here
     /// (`fiber.downgrade()`). The default does nothing, at no cost.
     #[inline(always)]
     fn fiber_created(&self, fiber: &Fiber<Self>) {
@@ -129,38 +150,12 @@ pub trait Executor: Clone + Send + Sync + Sized + 'static {
     /// picture of a moving system, not a transaction.
     ///
     /// Executors list their fibers from [`fiber_created`](Executor::fiber_created)
-    /// (a [`WeakFibers`](crate::WeakFibers) list) only when
-    /// [`lists_fibers`] holds for their configuration, or when asked to
-    /// explicitly, so that dumps cost nothing when tracing is off: the
+    /// (a [`WeakFibers`](support::WeakFibers) list) only when
+    /// [`support::lists_fibers`] holds for their configuration, or when asked to
+    /// explicitly (a [`support::FiberRegistry`] does both), so that dumps cost nothing when tracing is off: the
     /// dump then lists no fiber. The default is an empty dump.
     #[cfg(not(loom))]
     fn fiber_dump(&self) -> crate::FiberDump {
         crate::FiberDump::default()
     }
-}
-
-/// Whether fibers on an executor built with `config` record traces: io-core
-/// is built with its `tracing` feature and the configuration's
-/// [`tracing`](FiberConfig::tracing) mode records (`cached` or `full`).
-///
-/// Executors decide with it whether they keep a list of their live fibers
-/// for [`Executor::fiber_dump`]: with tracing off (mode `none`, or the
-/// feature compiled out) they keep nothing per fiber, and fiber dumps cost
-/// nothing. An executor being built calls [`adopt_config`] instead.
-#[inline]
-pub fn lists_fibers(config: &FiberConfig) -> bool {
-    cfg!(feature = "tracing") && config.tracing().records()
-}
-
-/// What an executor does once, when it is built with `config`: returns
-/// [`lists_fibers`]`(config)`, and when that is true makes programs built
-/// from then on keep every call site (`spindle_trace::keep_call_sites`), since the
-/// leaves of the programs it will run need their sites.
-#[inline]
-pub fn adopt_config(config: &FiberConfig) -> bool {
-    let records = lists_fibers(config);
-    if records {
-        spindle_trace::keep_call_sites();
-    }
-    records
 }

@@ -1,4 +1,4 @@
-//! Counters of the loop and the list of live fibers.
+//! [`Metrics`]: counters of the loop, and how it lists its live fibers.
 //!
 //! # Counters
 //!
@@ -10,15 +10,17 @@
 //!
 //! # Live fibers
 //!
-//! While fibers trace (`spindle_core::executor::lists_fibers`), or with
-//! [`Builder::track_fibers`](crate::Builder::track_fibers), the loop
-//! keeps io-core's [`WeakFibers`](spindle_core::WeakFibers) list of every fiber made on it, from its
-//! [`Executor::fiber_created`](spindle_core::Executor::fiber_created) hook
-//! (`Fiber::downgrade`): a `WeakFiber` never keeps a fiber's program
-//! alive and reports nothing once the fiber has completed, so no fiber is
-//! wrapped and nothing is added to the scheduling path. The list drops the
-//! references of finished fibers whenever it has doubled since its last
-//! clean-up, so it holds at most about twice the live fibers. Tracking
+//! While fibers trace (io-core's `tracing` feature and a mode other than
+//! `none`), or with [`Builder::track_fibers`](crate::Builder::track_fibers),
+//! the loop keeps io-core's fiber registry
+//! (`spindle_core::executor::support::FiberRegistry`) of every fiber made
+//! on it, from its
+//! [`Executor::fiber_created`](spindle_core::Executor::fiber_created) hook:
+//! weak references that never keep a fiber's program alive and report
+//! nothing once the fiber has completed, so no fiber is wrapped and nothing
+//! is added to the scheduling path. The list drops the references of
+//! finished fibers whenever it has doubled since its last clean-up, so it
+//! holds at most about twice the live fibers. Tracking
 //! costs a lock, a weak reference count and a vector push per fiber
 //! started, which a loop that starts a fiber per request pays only while
 //! it traces (then a fiber dump shows every fiber's trace) or when it asks
@@ -33,21 +35,11 @@
 
 use std::fmt;
 
-use spindle_core::FiberStatus;
-
-/// One live fiber in a listing (see [`EventLoop::live_fibers`](crate::EventLoop::live_fibers)).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FiberInfo {
-    /// The fiber's identifier (io-core's `Fiber::id`).
-    pub id: usize,
-    /// What it is doing.
-    pub status: FiberStatus,
-}
-
 /// A snapshot of the loop's counters (each read at a slightly different
 /// moment when the loop is running on another thread).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Stats {
+#[non_exhaustive]
+pub struct Metrics {
     /// Turns the loop has started (each: timers, I/O, macrotasks, one
     /// microtask batch).
     pub turns: u64,
@@ -69,14 +61,14 @@ pub struct Stats {
     pub io_waiters: usize,
 }
 
-impl Stats {
+impl Metrics {
     /// Every fiber run, from either queue.
     pub fn fibers_run(&self) -> u64 {
         self.microtasks_run + self.macrotasks_run
     }
 }
 
-impl fmt::Display for Stats {
+impl fmt::Display for Metrics {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,

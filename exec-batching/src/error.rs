@@ -1,0 +1,50 @@
+//! The errors of exec-batching: building ([`BuildError`]) and running
+//! ([`RunError`], io-core's one error of every executor's `block_on`,
+//! `try_block_on` and `spawn`).
+
+use std::fmt;
+use std::io;
+
+use spindle_core::ConfigError;
+pub use spindle_core::RunError;
+
+/// A configuration the [`Builder`](crate::Builder) refused, or a poller it
+/// could not make.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// `batch_size(0)`: a microtask batch must be allowed to run at least
+    /// one fiber, or fibers started or resumed would never run.
+    ZeroBatchSize,
+    /// The operating system refused to make the I/O poller (for instance:
+    /// too many open files).
+    Poller(io::Error),
+    /// The fiber configuration read from the environment
+    /// ([`EventLoop::from_env`](crate::EventLoop::from_env)) is invalid: for
+    /// instance `SPINDLE_TRACING` names an unknown tracing mode (the message
+    /// names the valid ones).
+    Config(ConfigError),
+}
+
+impl fmt::Display for BuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BuildError::ZeroBatchSize => f.write_str(
+                "exec-batching: batch_size must be at least 1 (got 0): \
+                 a microtask batch of 0 fibers would never run a started or resumed fiber",
+            ),
+            BuildError::Poller(e) => write!(f, "exec-batching: could not make the I/O poller: {e}"),
+            BuildError::Config(e) => write!(f, "exec-batching: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for BuildError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            BuildError::Poller(e) => Some(e),
+            BuildError::Config(e) => Some(e),
+            BuildError::ZeroBatchSize => None,
+        }
+    }
+}

@@ -1,0 +1,479 @@
+//! The event loop proper: [`EventLoop`], its `block_on` / `try_block_on`,
+//! the turn, and the `Drop` that frees what it holds. See the crate
+//! documentation for the design.
+//!
+//! # Who may touch what
+//!
+//! * The microtask and macrotask queues (`Local`) belong to the thread that
+//!   runs the loop. While [`EventLoop::block_on`] runs, they live in a
+//!   thread-local (`CURRENT`) together with the loop's handle; between runs
+//!   they are kept in the [`EventLoop`] value (a `RefCell`: a nested
+//!   `block_on` is refused with [`RunError::Nested`] before it could borrow
+//!   them twice). `schedule_fiber` on the loop
+//!   thread pushes there without a lock. The thread-local is borrowed only
+//!   for a push or a pop, never while a fiber runs or user data is dropped,
+//!   so no borrow is ever re-entered.
+//! * Everything else is in `Shared`, behind mutexes that the loop thread
+//!   takes uncontended: the *remote* queue (io-core's `RemoteQueue`: fibers
+//!   scheduled from other threads; the pusher then wakes the loop with
+//!   `Poller::notify`), the timers, the reactor's table of I/O waiters and
+//!   the fiber registry (io-core's `FiberRegistry`).
+//!   No callback is fired and no fiber is dropped while one of these locks
+//!   is held: either may free a fiber whose program owns a socket whose
+//!   drop takes the reactor's lock.
+
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::fmt;
+use std::time::Duration;
+
+use polling::Events;
+use spindle_core::executor::support::{ConfigSource, MainFiber, RunError, WakeWaiter};
+use spindle_core::{
+    Executor, Fiber, FiberDump, FiberHandle, FiberInfo, IO, Outcome, TimerCallback,
+};
+
+use crate::builder::{Builder, Mode};
+use crate::error::BuildError;
+use crate::handle::{Handle, Shared};
+use crate::metrics::Metrics;
+use crate::reactor::Wake;
+use crate::sync::{Ordering, lock};
+
+/// Capacity of the poller's event buffer: sockets reported per `wait`.
+pub(crate) const EVENTS_CAPACITY: usize = 1024;
+
+/// Adds `n` to a counter that only the loop thread writes.
+#[inline(always)]
+fn add(counter: &crate::sync::AtomicU64, n: u64) {
+    counter.store(counter.load(Ordering::Relaxed) + n, Ordering::Relaxed);
+}
+
+/// The loop-thread queues.
+#[derive(Default)]
+pub(crate) struct Local {
+    /// Fibers started or resumed: the microtask batch.
+    pub(crate) microtasks: VecDeque<Fiber<Handle>>,
+    /// Fibers that ceded or yielded (all fibers in [`Mode::Macrotask`]).
+    pub(crate) macrotasks: VecDeque<Fiber<Handle>>,
+}
+
+impl Local {
+    /// The lengths of the microtask and macrotask queues.
+    pub(crate) fn lengths(&mut self) -> (usize, usize) {
+        (self.microtasks.len(), self.macrotasks.len())
+    }
+}
+
+/// The loop running on this thread (at most one at a time; a loop run from
+/// inside a fiber of another saves and restores the outer one).
+pub(crate) struct Current {
+    pub(crate) handle: Handle,
+    pub(crate) local: Local,
+}
+
+thread_local! {
+    pub(crate) static CURRENT: RefCell<Option<Current>> = const { RefCell::new(None) };
+}
+
+/// Runs `f` on the queues of `shared`'s loop if this thread runs it now;
+/// `None` otherwise.
+pub(crate) fn with_local<R>(shared: &Shared, f: impl FnOnce(&mut Local) -> R) -> Option<R> {
+    CURRENT
+        .try_with(|cell| {
+            let mut current = cell.try_borrow_mut().ok()?;
+            match current.as_mut() {
+                Some(current) if std::ptr::eq(&*current.handle.shared, shared) => {
+                    Some(f(&mut current.local))
+                }
+                _ => None,
+            }
+        })
+        .ok()
+        .flatten()
+}
+
+/// Puts a loop's queues into [`CURRENT`] for the duration of a run, and
+/// back into the [`EventLoop`] afterwards (also when unwinding).
+struct Enter<'a> {
+    home: &'a mut Local,
+    previous: Option<Current>,
+}
+
+impl<'a> Enter<'a> {
+    fn new(handle: &Handle, home: &'a mut Local) -> Enter<'a> {
+        let local = std::mem::take(home);
+        let current = Current {
+            handle: handle.clone(),
+            local,
+        };
+        // Nothing borrows CURRENT here: borrows last for one push or pop,
+        // and `block_on` is not called from inside one.
+        let previous = CURRENT.with(|cell| cell.replace(Some(current)));
+        Enter { home, previous }
+    }
+}
+
+impl Drop for Enter<'_> {
+    fn drop(&mut self) {
+        let previous = self.previous.take();
+        if let Ok(Some(current)) = CURRENT.try_with(|cell| cell.replace(previous)) {
+            *self.home = current.local;
+        }
+    }
+}
+
+impl Shared {
+    /// Moves fibers scheduled from other threads into the loop's queues.
+    fn drain_remote(&self) {
+        if !self.remote.has_pending() {
+            return;
+        }
+        let mode = self.mode;
+        // Moves fibers between queues only: nothing is dropped while the
+        // lock and the thread-local are held.
+        with_local(self, |local| match mode {
+            Mode::Batching => self.remote.drain_into(&mut local.microtasks),
+            Mode::Macrotask => self.remote.drain_into(&mut local.macrotasks),
+        });
+    }
+
+    fn fire_due_timers(&self, due: &mut Vec<TimerCallback>) {
+        {
+            let mut timers = lock(&self.timers);
+            if timers.is_empty() {
+                return;
+            }
+            timers.take_due(self.origin.elapsed_nanos(), due);
+        }
+        for callback in due.drain(..) {
+            callback.fire();
+        }
+    }
+
+    /// Waits at most `timeout` (`None`: until woken) for I/O readiness and
+    /// resumes the fibers waiting for the sockets reported.
+    fn poll_io(&self, scratch: &mut Scratch, timeout: Option<Duration>) {
+        scratch.events.clear();
+        if self
+            .reactor
+            .poller
+            .wait(&mut scratch.events, timeout)
+            .is_err()
+        {
+            // `wait` retries interrupted calls itself; any other error is a
+            // broken poller. Sleep instead of spinning, so timers and remote
+            // wake-ups still make progress (checked at the next turn).
+            let nap = Duration::from_millis(1);
+            std::thread::sleep(timeout.map_or(nap, |t| t.min(nap)));
+            return;
+        }
+        self.reactor.take_ready(&scratch.events, &mut scratch.ready);
+        for wake in scratch.ready.drain(..) {
+            wake.succeed(());
+        }
+    }
+
+    /// One turn of the loop. See the crate documentation.
+    fn turn(
+        &self,
+        scratch: &mut Scratch,
+        main_abandoned: &dyn Fn() -> bool,
+        fail_on_deadlock: bool,
+    ) -> Result<(), RunError> {
+        add(&self.turns, 1);
+
+        // 1. Timers.
+        self.fire_due_timers(&mut scratch.due);
+
+        // 2. I/O readiness and wake-ups from other threads.
+        let queued = with_local(self, |local| {
+            !local.microtasks.is_empty() || !local.macrotasks.is_empty()
+        })
+        .unwrap_or(false)
+            || self.remote.has_pending();
+        if queued {
+            // Work is waiting: only look (no wait), and only if a fiber
+            // waits for I/O at all.
+            if self.reactor.waiters() > 0 {
+                self.poll_io(scratch, Some(Duration::ZERO));
+            }
+        } else {
+            let next_deadline = lock(&self.timers).next_deadline();
+            if fail_on_deadlock
+                && next_deadline.is_none()
+                && self.reactor.waiters() == 0
+                && !self.remote.has_pending()
+                && main_abandoned()
+            {
+                return Err(RunError::Deadlock);
+            }
+            let timeout = next_deadline.map(|deadline| {
+                Duration::from_nanos(deadline.saturating_sub(self.origin.elapsed_nanos()))
+            });
+            // Returns on readiness, at the deadline, or when another thread
+            // queues a fiber, sets a timer or abandons the main fiber.
+            self.poll_io(scratch, timeout);
+        }
+        self.drain_remote();
+
+        // 3. The macrotasks queued before this step (a fiber that cedes
+        //    now runs next turn, after timers and I/O).
+        let macrotasks = with_local(self, |local| local.macrotasks.len()).unwrap_or(0);
+        let mut ran = 0;
+        while ran < macrotasks {
+            let Some(fiber) = with_local(self, |local| local.macrotasks.pop_front()).flatten()
+            else {
+                break;
+            };
+            fiber.run();
+            ran += 1;
+        }
+        add(&self.macrotasks_run, ran as u64);
+
+        // 4. One microtask batch: at most `batch_size` fibers, counting
+        //    those started or resumed while it runs.
+        let mut ran = 0;
+        while ran < self.batch_size {
+            let Some(fiber) = with_local(self, |local| local.microtasks.pop_front()).flatten()
+            else {
+                break;
+            };
+            fiber.run();
+            ran += 1;
+        }
+        if ran > 0 {
+            add(&self.batches, 1);
+            add(&self.microtasks_run, ran as u64);
+        }
+        if let Some((micro, macro_)) = with_local(self, Local::lengths) {
+            self.published.store([micro, macro_]);
+        }
+        Ok(())
+    }
+
+    /// Every listed live fiber and the loop's state; `local`: the queues
+    /// if the caller can read them (on the loop thread, or between runs).
+    pub(crate) fn fiber_dump(&self, local: Option<(usize, usize)>) -> FiberDump {
+        let fibers = self.fibers.live_fibers();
+        let (microtasks, macrotasks) = local.unwrap_or_else(|| {
+            let [micro, macro_] = self.published.load();
+            (micro, macro_)
+        });
+        let remote = self.remote.len();
+        FiberDump {
+            fibers,
+            executor: vec![
+                ("microtask queue", microtasks as u64),
+                ("macrotask queue", macrotasks as u64),
+                ("remote queue", remote as u64),
+                ("timers", lock(&self.timers).len() as u64),
+                ("io waiters", self.reactor.waiters() as u64),
+            ],
+        }
+    }
+
+    pub(crate) fn metrics(&self) -> Metrics {
+        let created = self.created.load(Ordering::Relaxed);
+        let ended = self.ended.load(Ordering::Relaxed);
+        Metrics {
+            turns: self.turns.load(Ordering::Relaxed),
+            batches: self.batches.load(Ordering::Relaxed),
+            microtasks_run: self.microtasks_run.load(Ordering::Relaxed),
+            macrotasks_run: self.macrotasks_run.load(Ordering::Relaxed),
+            live_fibers: created.saturating_sub(ended),
+            timers: lock(&self.timers).len(),
+            io_sources: self.reactor.sources(),
+            io_waiters: self.reactor.waiters(),
+        }
+    }
+}
+
+/// Buffers the loop reuses from turn to turn.
+pub(crate) struct Scratch {
+    pub(crate) events: Events,
+    pub(crate) due: Vec<TimerCallback>,
+    pub(crate) ready: Vec<Wake>,
+}
+
+/// An event loop: one thread runs every fiber, timer and I/O callback. See
+/// the [crate documentation](crate).
+///
+/// Dropping it drops every fiber still queued, sleeping or waiting for I/O
+/// (their finalizers do not run: cancel fibers first for that).
+///
+/// `Send` but not `Sync` (its queues are `RefCell`s between runs): one
+/// thread at a time runs the loop, and fibers hold [`Handle`]s, never the
+/// loop itself.
+pub struct EventLoop {
+    handle: Handle,
+    local: RefCell<Local>,
+    scratch: RefCell<Scratch>,
+}
+
+impl fmt::Debug for EventLoop {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("spindle_exec_batching::EventLoop")
+            .field("mode", &self.handle.shared.mode)
+            .field("batch_size", &self.handle.shared.batch_size)
+            .finish_non_exhaustive()
+    }
+}
+
+impl EventLoop {
+    pub(crate) fn from_parts(handle: Handle, scratch: Scratch) -> EventLoop {
+        EventLoop {
+            handle,
+            local: RefCell::new(Local::default()),
+            scratch: RefCell::new(scratch),
+        }
+    }
+
+    /// A loop with the default configuration (see [`Builder::new`]; the
+    /// environment is not read): `EventLoop::builder().build()`.
+    pub fn new() -> Result<EventLoop, BuildError> {
+        Builder::new().build()
+    }
+
+    /// A builder to configure the loop.
+    pub fn builder() -> Builder {
+        Builder::new()
+    }
+
+    /// A loop with the default configuration and the tracing mode named by
+    /// the `SPINDLE_TRACING` environment variable
+    /// ([`FiberConfig::from_env`](spindle_core::FiberConfig::from_env);
+    /// unset or empty: the default mode); an unknown mode is a
+    /// [`BuildError::Config`] naming the valid ones.
+    pub fn from_env() -> Result<EventLoop, BuildError> {
+        let mut builder = Builder::new();
+        builder.fiber_config = ConfigSource::Environment;
+        builder.build()
+    }
+
+    /// The executor handle of this loop (cheap to clone, any thread).
+    pub fn handle(&self) -> &Handle {
+        &self.handle
+    }
+
+    /// Runs `io` as the main fiber, with every fiber it wakes, on this
+    /// thread until the main fiber ends; returns its outcome.
+    ///
+    /// If the main fiber can never finish, this waits forever, as Cats
+    /// Effect's `unsafeRunSync` does on `IO.never`; use
+    /// [`try_block_on`](EventLoop::try_block_on) to get
+    /// [`RunError::Deadlock`] instead. From inside one of this loop's
+    /// fibers: `Err(RunError::Nested)`.
+    pub fn block_on<A, E>(&self, io: IO<A, E>) -> Result<Outcome<A, E>, RunError>
+    where
+        A: Send + 'static,
+        E: Send + 'static,
+    {
+        self.run(io, false)
+    }
+
+    /// Like [`block_on`](EventLoop::block_on), but returns
+    /// `Err(RunError::Deadlock)` when the main fiber can provably never
+    /// finish: it was freed while suspended, with nothing left that could
+    /// resume it, and no fiber, timer, I/O interest or wake-up from another
+    /// thread remains.
+    pub fn try_block_on<A, E>(&self, io: IO<A, E>) -> Result<Outcome<A, E>, RunError>
+    where
+        A: Send + 'static,
+        E: Send + 'static,
+    {
+        self.run(io, true)
+    }
+
+    /// Starts `io` as a new fiber, run by the loop from its next turn (or
+    /// its next `block_on`). See [`Handle::spawn`].
+    pub fn spawn<A: Send + 'static, E: Send + 'static>(
+        &self,
+        io: IO<A, E>,
+    ) -> Result<FiberHandle<A, E>, RunError> {
+        self.handle.spawn(io)
+    }
+
+    /// A snapshot of the loop's counters.
+    pub fn metrics(&self) -> Metrics {
+        self.handle.metrics()
+    }
+
+    /// The live fibers, for a fiber dump. See [`Handle::live_fibers`].
+    pub fn live_fibers(&self) -> Vec<FiberInfo> {
+        self.handle.live_fibers()
+    }
+
+    /// A fiber dump: every live fiber with its state and trace, and the
+    /// loop's state (its queues exactly when it is not running). See
+    /// [`Executor::fiber_dump`].
+    pub fn fiber_dump(&self) -> FiberDump {
+        let local = self
+            .local
+            .try_borrow()
+            .ok()
+            .map(|local| (local.microtasks.len(), local.macrotasks.len()));
+        match local {
+            Some(local) => self.handle.shared.fiber_dump(Some(local)),
+            None => Executor::fiber_dump(&self.handle),
+        }
+    }
+
+    fn run<A, E>(&self, io: IO<A, E>, fail_on_deadlock: bool) -> Result<Outcome<A, E>, RunError>
+    where
+        A: Send + 'static,
+        E: Send + 'static,
+    {
+        // A fiber of this loop calling `block_on`: the queues are in use.
+        if self.handle.is_current() {
+            return Err(RunError::Nested);
+        }
+        let (Ok(mut local), Ok(mut scratch)) =
+            (self.local.try_borrow_mut(), self.scratch.try_borrow_mut())
+        else {
+            return Err(RunError::Nested);
+        };
+        let handle = &self.handle;
+        let _enter = Enter::new(handle, &mut local);
+        let (main, fiber) = MainFiber::new(io, handle.clone(), LoopWaiter(handle.clone()));
+        handle.schedule_fiber(fiber);
+        let shared = &*handle.shared;
+        let main_abandoned = || main.is_abandoned();
+        loop {
+            if let Some(outcome) = main.take() {
+                return Ok(outcome);
+            }
+            shared.turn(&mut scratch, &main_abandoned, fail_on_deadlock)?;
+        }
+    }
+}
+
+/// Wakes the loop when its main fiber completes or is abandoned (on any
+/// thread: the loop may wait in its poller for exactly that).
+struct LoopWaiter(Handle);
+
+impl WakeWaiter for LoopWaiter {
+    fn wake(&self) {
+        self.0.shared.wake_loop();
+    }
+}
+
+impl Drop for EventLoop {
+    fn drop(&mut self) {
+        // Queued fibers, timer callbacks and I/O waiters hold handles to
+        // `shared`: drop them now, or the reference cycles would keep
+        // everything alive. Everything is taken out under the locks and
+        // dropped after they are released.
+        let shared = &*self.handle.shared;
+        shared.closed.store(true, Ordering::Relaxed);
+        let remote = shared.remote.close();
+        let timers = lock(&shared.timers).drain();
+        let waiters = shared.reactor.drain_waiters();
+        let local = std::mem::take(self.local.get_mut());
+        drop(remote);
+        drop(timers);
+        drop(waiters);
+        drop(local);
+        shared.fibers.clear();
+    }
+}

@@ -1,0 +1,269 @@
+//! [`Handle`]: what fibers hold of the loop, the state shared with it, and
+//! the [`Executor`] implementation (microtask / macrotask scheduling,
+//! timers, blocking work, the fiber registry).
+
+use std::fmt;
+use std::time::Duration;
+
+use spindle_core::executor::support::{
+    FiberRegistry, Origin, Published, RemoteQueue, RunError, TimerHeap, nanos, wall_clock,
+};
+use spindle_core::{
+    BlockingTask, Executor, Fiber, FiberConfig, FiberDump, FiberHandle, FiberInfo, IO,
+    TimerCallback,
+};
+
+use crate::TimerKey;
+use crate::builder::Mode;
+use crate::event_loop::{CURRENT, Local, with_local};
+use crate::metrics::Metrics;
+use crate::reactor::Reactor;
+use crate::sync::{Arc, AtomicBool, AtomicU64, Mutex, Ordering, lock};
+
+/// The state shared by the loop and every [`Handle`].
+pub(crate) struct Shared {
+    pub(crate) config: FiberConfig,
+    pub(crate) batch_size: usize,
+    pub(crate) mode: Mode,
+    pub(crate) origin: Origin,
+    pub(crate) reactor: Reactor,
+    pub(crate) timers: Mutex<TimerHeap>,
+    /// Fibers scheduled from other threads (closed when the loop is
+    /// dropped: fibers scheduled then are freed at once).
+    pub(crate) remote: RemoteQueue<Fiber<Handle>>,
+    /// The [`EventLoop`](crate::EventLoop) was dropped: timers set now are
+    /// dropped.
+    pub(crate) closed: AtomicBool,
+    /// The live fibers, while they are listed.
+    pub(crate) fibers: FiberRegistry,
+    pub(crate) created: AtomicU64,
+    pub(crate) ended: AtomicU64,
+    pub(crate) turns: AtomicU64,
+    pub(crate) batches: AtomicU64,
+    pub(crate) microtasks_run: AtomicU64,
+    pub(crate) macrotasks_run: AtomicU64,
+    /// The microtask and macrotask queue lengths at the end of the last
+    /// turn, for dumps taken off the loop thread.
+    pub(crate) published: Published<2>,
+}
+
+impl Shared {
+    /// Queues a fiber from a thread that does not run the loop now, and
+    /// wakes the loop.
+    pub(crate) fn push_remote(&self, fiber: Fiber<Handle>) {
+        match self.remote.push(fiber) {
+            Ok(()) => self.wake_loop(),
+            // The loop is gone: the fiber is freed (outside the lock).
+            Err(fiber) => drop(fiber),
+        }
+    }
+
+    /// Ends the loop's `Poller::wait`, or makes the next one return at once.
+    pub(crate) fn wake_loop(&self) {
+        // An error means the notification descriptor is broken; the loop
+        // then still sees the work at its next turn.
+        let _ = self.reactor.poller.notify();
+    }
+}
+
+/// The executor handle fibers hold: cheap to clone, `Send + Sync`, usable
+/// from any thread; implements [`Executor`].
+///
+/// Get one with [`EventLoop::handle`](crate::EventLoop::handle), or inside a running fiber with
+/// [`Handle::current`].
+#[derive(Clone)]
+pub struct Handle {
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl fmt::Debug for Handle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("spindle_exec_batching::Handle")
+            .field("mode", &self.shared.mode)
+            .field("batch_size", &self.shared.batch_size)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Executor for Handle {
+    type TimerKey = TimerKey;
+
+    #[inline]
+    fn schedule_fiber(&self, fiber: Fiber<Self>) {
+        let mut fiber = Some(fiber);
+        let mode = self.shared.mode;
+        with_local(&self.shared, |local| {
+            if let Some(fiber) = fiber.take() {
+                match mode {
+                    Mode::Batching => local.microtasks.push_back(fiber),
+                    Mode::Macrotask => local.macrotasks.push_back(fiber),
+                }
+            }
+        });
+        if let Some(fiber) = fiber {
+            self.shared.push_remote(fiber);
+        }
+    }
+
+    #[inline]
+    fn reschedule_fiber(&self, fiber: Fiber<Self>) {
+        let mut fiber = Some(fiber);
+        with_local(&self.shared, |local| {
+            if let Some(fiber) = fiber.take() {
+                local.macrotasks.push_back(fiber);
+            }
+        });
+        if let Some(fiber) = fiber {
+            self.shared.push_remote(fiber);
+        }
+    }
+
+    fn monotonic(&self) -> Duration {
+        self.shared.origin.elapsed()
+    }
+
+    fn real_time(&self) -> Duration {
+        wall_clock()
+    }
+
+    fn set_timer(&self, deadline: Duration, callback: TimerCallback) -> TimerKey {
+        let shared = &*self.shared;
+        let deadline_ns = nanos(deadline);
+        let (key, refused) = {
+            let mut timers = lock(&shared.timers);
+            let key = timers.insert(deadline_ns, callback);
+            // Dropped with the loop: take back what was just set (and
+            // anything else), to drop outside the lock.
+            let refused = if shared.closed.load(Ordering::Relaxed) {
+                timers.drain()
+            } else {
+                Vec::new()
+            };
+            (key, refused)
+        };
+        drop(refused);
+        if with_local(shared, |_| ()).is_none() {
+            // Set from outside the loop: it may be waiting past this
+            // deadline; wake it so that it computes its timeout again.
+            shared.wake_loop();
+        }
+        key
+    }
+
+    fn cancel_timer(&self, key: TimerKey) {
+        let callback = lock(&self.shared.timers).cancel(key);
+        drop(callback);
+    }
+
+    fn config(&self) -> &FiberConfig {
+        &self.shared.config
+    }
+
+    /// Runs the blocking work on a thread of its own, so that the loop
+    /// keeps serving timers and I/O; the fiber resumes on the loop through
+    /// the remote queue. There is no pool: a thread costs tens of
+    /// microseconds to start, and an event loop should rarely block. If the
+    /// thread cannot be started, the work runs inline (it still completes).
+    fn spawn_blocking(&self, task: BlockingTask) {
+        let cell = Arc::new(Mutex::new(Some(task)));
+        let on_thread = cell.clone();
+        let spawned = std::thread::Builder::new()
+            .name(String::from("exec-batching-blocking"))
+            .spawn(move || {
+                let task = lock(&on_thread).take();
+                if let Some(task) = task {
+                    task.run();
+                }
+            });
+        if spawned.is_err() {
+            let task = lock(&cell).take();
+            if let Some(task) = task {
+                task.run();
+            }
+        }
+    }
+
+    #[inline]
+    fn fiber_created(&self, fiber: &Fiber<Self>) {
+        let shared = &*self.shared;
+        shared.created.fetch_add(1, Ordering::Relaxed);
+        shared.fibers.register(0, fiber);
+    }
+
+    #[inline]
+    fn fiber_ended(&self) {
+        self.shared.ended.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Every live fiber (while fibers are listed: see
+    /// [`Builder::track_fibers`](crate::Builder::track_fibers)) and the loop's `microtask queue`,
+    /// `macrotask queue`, `remote queue`, `timers` and `io waiters`. On
+    /// the loop thread the queue lengths are exact; elsewhere they are
+    /// those at the end of the last turn.
+    fn fiber_dump(&self) -> FiberDump {
+        let shared = &*self.shared;
+        shared.fiber_dump(with_local(shared, Local::lengths))
+    }
+}
+
+impl Handle {
+    /// The handle of the loop running on this thread now (inside a fiber,
+    /// or anything a fiber calls); `None` outside an exec-batching loop.
+    pub fn current() -> Option<Handle> {
+        CURRENT
+            .try_with(|cell| {
+                let current = cell.try_borrow().ok()?;
+                current.as_ref().map(|current| current.handle.clone())
+            })
+            .ok()
+            .flatten()
+    }
+
+    /// Whether this thread runs this handle's loop now.
+    pub(crate) fn is_current(&self) -> bool {
+        with_local(&self.shared, |_| ()).is_some()
+    }
+
+    /// Starts `io` as a new fiber; join or cancel it through the handle.
+    /// From outside the loop the fiber waits in the remote queue until the
+    /// loop runs (the next [`EventLoop::block_on`](crate::EventLoop::block_on)). Once the loop has been
+    /// dropped: `Err(RunError::ShutDown)`.
+    pub fn spawn<A: Send + 'static, E: Send + 'static>(
+        &self,
+        io: IO<A, E>,
+    ) -> Result<FiberHandle<A, E>, RunError> {
+        if self.shared.closed.load(Ordering::Relaxed) {
+            return Err(RunError::ShutDown);
+        }
+        Ok(FiberHandle::spawn(io, self))
+    }
+
+    /// A snapshot of the loop's counters.
+    pub fn metrics(&self) -> Metrics {
+        self.shared.metrics()
+    }
+
+    /// A fiber dump: every live fiber with its state and trace, and the
+    /// loop's state. See [`Executor::fiber_dump`].
+    pub fn fiber_dump(&self) -> FiberDump {
+        Executor::fiber_dump(self)
+    }
+
+    /// The live fibers (while fibers are listed: they trace, or
+    /// [`Builder::track_fibers`](crate::Builder::track_fibers)(crate::Builder::track_fibers); empty
+    /// otherwise): id, status, state and trace of every fiber made and not
+    /// finished.
+    pub fn live_fibers(&self) -> Vec<FiberInfo> {
+        self.shared.fibers.live_fibers()
+    }
+
+    /// The loop's mode.
+    pub fn mode(&self) -> Mode {
+        self.shared.mode
+    }
+
+    /// The loop's microtask batch bound.
+    pub fn batch_size(&self) -> usize {
+        self.shared.batch_size
+    }
+}

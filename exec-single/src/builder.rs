@@ -1,0 +1,95 @@
+//! [`Builder`]: configures and builds a [`SingleThreaded`] executor, with
+//! the setter names every Spindle executor's builder has
+//! (`fiber_config`, `track_fibers`, `build`) and exec-single's own
+//! (`clock`).
+
+use spindle_core::FiberConfig;
+use spindle_core::executor::support::{ConfigSource, FiberRegistry};
+
+use crate::clock::Clock;
+#[cfg(feature = "std")]
+use crate::clock::StdClock;
+use crate::error::BuildError;
+use crate::executor::SingleThreaded;
+
+/// Configures and builds a [`SingleThreaded`] executor.
+///
+/// ```
+/// use spindle_core::FiberConfig;
+/// use spindle_exec_single::SingleThreaded;
+///
+/// let config = FiberConfig::builder().auto_yield_after(256).build()?;
+/// let rt = SingleThreaded::builder().fiber_config(config).track_fibers(true).build()?;
+/// # let _ = rt;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct Builder<C: Clock> {
+    clock: C,
+    pub(crate) fiber_config: ConfigSource,
+    track_fibers: bool,
+}
+
+#[cfg(feature = "std")]
+impl Builder<StdClock> {
+    /// The defaults: the system clock ([`StdClock`]), io-core's default
+    /// [`FiberConfig`] (the environment is not read), fibers listed for
+    /// dumps while they trace.
+    pub fn new() -> Builder<StdClock> {
+        Builder::with_clock(StdClock::new())
+    }
+}
+
+#[cfg(feature = "std")]
+impl Default for Builder<StdClock> {
+    fn default() -> Self {
+        Builder::new()
+    }
+}
+
+impl<C: Clock> Builder<C> {
+    /// The defaults on a clock of the user's (a SysTick counter on a
+    /// microcontroller, a [`VirtualClock`](crate::testkit::VirtualClock)):
+    /// the builder of targets without `std`.
+    pub fn with_clock(clock: C) -> Builder<C> {
+        Builder {
+            clock,
+            fiber_config: ConfigSource::Default,
+            track_fibers: false,
+        }
+    }
+
+    /// Replaces the clock (the executor's own setter).
+    pub fn clock<D: Clock>(self, clock: D) -> Builder<D> {
+        Builder {
+            clock,
+            fiber_config: self.fiber_config,
+            track_fibers: self.track_fibers,
+        }
+    }
+
+    /// The run-loop configuration of every fiber (auto-yield budget,
+    /// tracing). Without this call: [`FiberConfig::default`].
+    pub fn fiber_config(mut self, config: FiberConfig) -> Self {
+        self.fiber_config = ConfigSource::Explicit(config);
+        self
+    }
+
+    /// Keeps a weak reference to every fiber so that
+    /// [`SingleThreaded::live_fibers`] and [`SingleThreaded::fiber_dump`]
+    /// list them, also when fibers do not trace. Fibers are listed anyway
+    /// while they trace (io-core's `tracing` feature and a mode other than
+    /// `none`); with tracing off and this option off (the default) nothing
+    /// is kept per fiber.
+    pub fn track_fibers(mut self, on: bool) -> Self {
+        self.track_fibers = on;
+        self
+    }
+
+    /// Checks the configuration and makes the executor.
+    pub fn build(self) -> Result<SingleThreaded<C>, BuildError> {
+        let config = self.fiber_config.resolve().map_err(BuildError::Config)?;
+        let fibers = FiberRegistry::new(&config, self.track_fibers, 1);
+        Ok(SingleThreaded::from_parts(self.clock, config, fibers))
+    }
+}

@@ -1,0 +1,323 @@
+//! [`SingleThreaded`]: the executor proper, its loop (`block_on`,
+//! `try_block_on`, the turn) and the `Drop` that frees what it holds. The
+//! loop is described in the [crate documentation](crate#the-loop).
+
+#[cfg(not(loom))]
+use alloc::vec::Vec;
+use core::cell::Cell;
+use core::fmt;
+use core::marker::PhantomData;
+use core::time::Duration;
+
+use spindle_core::executor::support::{FiberRegistry, MainFiber, RunError, WakeWaiter, nanos};
+use spindle_core::{FiberConfig, FiberHandle, IO, Outcome};
+#[cfg(not(loom))]
+use spindle_core::{FiberDump, FiberInfo};
+
+#[cfg(feature = "std")]
+use crate::builder::Builder;
+use crate::clock::Clock;
+#[cfg(feature = "std")]
+use crate::clock::StdClock;
+#[cfg(feature = "std")]
+use crate::error::BuildError;
+use crate::handle::{Handle, Metrics, Shared};
+use crate::platform;
+use crate::sync::Arc;
+
+/// A single-threaded executor. See the [crate documentation](crate).
+///
+/// `Send` but not `Sync`: one thread at a time runs its loop, and a fiber
+/// cannot capture a reference to the executor that runs it (fibers hold
+/// [`Handle`]s). A `block_on` nested inside one of its own fibers is
+/// refused with [`RunError::Nested`].
+pub struct SingleThreaded<C: Clock> {
+    handle: Handle<C>,
+    /// Whether a `block_on` of this executor runs (on this thread: the
+    /// executor is not `Sync`). Catches every nesting, also one through a
+    /// fiber of another executor whose loop runs inside one of ours.
+    running: Cell<bool>,
+    /// Not `Sync` (see above).
+    _not_sync: PhantomData<Cell<()>>,
+}
+
+/// Clears [`SingleThreaded::running`] when a run ends (also when unwinding).
+struct Running<'a>(&'a Cell<bool>);
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.0.set(false);
+    }
+}
+
+#[cfg(feature = "std")]
+impl SingleThreaded<StdClock> {
+    /// An executor on the system's monotonic clock with the default
+    /// [`FiberConfig`] (the environment is not read):
+    /// `SingleThreaded::builder().build()`.
+    pub fn new() -> Result<Self, BuildError> {
+        Builder::new().build()
+    }
+
+    /// A builder on the system clock (see [`Builder::with_clock`] for
+    /// another clock).
+    pub fn builder() -> Builder<StdClock> {
+        Builder::new()
+    }
+
+    /// An executor on the system clock with the default configuration and
+    /// the tracing mode named by the `SPINDLE_TRACING` environment variable
+    /// ([`FiberConfig::from_env`]; unset or empty: the default mode); an
+    /// unknown mode is a [`BuildError::Config`] naming the valid ones.
+    /// ([`new`](SingleThreaded::new) does not read the environment.)
+    ///
+    /// ```
+    /// use spindle_exec_single::SingleThreaded;
+    ///
+    /// let rt = SingleThreaded::from_env()?;
+    /// # let _ = rt;
+    /// # Ok::<(), spindle_exec_single::BuildError>(())
+    /// ```
+    pub fn from_env() -> Result<Self, BuildError> {
+        let mut builder = Builder::new();
+        builder.fiber_config = spindle_core::executor::support::ConfigSource::Environment;
+        builder.build()
+    }
+}
+
+impl<C: Clock> fmt::Debug for SingleThreaded<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SingleThreaded").finish_non_exhaustive()
+    }
+}
+
+/// Wakes the loop when its main fiber completes or is abandoned (on any
+/// thread: the loop may be idle, waiting for exactly that).
+struct LoopWaiter<C: Clock>(Handle<C>);
+
+impl<C: Clock> WakeWaiter for LoopWaiter<C> {
+    fn wake(&self) {
+        let shared = &self.0.shared;
+        shared.remote.notify();
+        platform::after_push(&shared.clock);
+    }
+}
+
+impl<C: Clock> SingleThreaded<C> {
+    pub(crate) fn from_parts(clock: C, config: FiberConfig, fibers: FiberRegistry) -> Self {
+        SingleThreaded {
+            handle: Handle {
+                shared: Arc::new(Shared::new(clock, config, fibers)),
+            },
+            running: Cell::new(false),
+            _not_sync: PhantomData,
+        }
+    }
+
+    /// The executor handle that fibers on this executor use.
+    pub fn handle(&self) -> &Handle<C> {
+        &self.handle
+    }
+
+    /// Starts `io` as a new fiber, run from the next `block_on`. See
+    /// [`Handle::spawn`].
+    pub fn spawn<A: Send + 'static, E: Send + 'static>(
+        &self,
+        io: IO<A, E>,
+    ) -> Result<FiberHandle<A, E>, RunError> {
+        self.handle.spawn(io)
+    }
+
+    /// A snapshot of the loop's queues and timers (exact: the loop is not
+    /// running on another thread).
+    pub fn metrics(&self) -> Metrics {
+        self.handle.metrics()
+    }
+
+    /// A fiber dump of this executor: see [`Executor::fiber_dump`](spindle_core::Executor::fiber_dump)
+    /// and the [crate documentation](crate#fiber-dumps).
+    #[cfg(not(loom))]
+    pub fn fiber_dump(&self) -> FiberDump {
+        self.handle.fiber_dump()
+    }
+
+    /// The live fibers. See [`Handle::live_fibers`].
+    #[cfg(not(loom))]
+    pub fn live_fibers(&self) -> Vec<FiberInfo> {
+        self.handle.live_fibers()
+    }
+
+    /// Runs `io` as the main fiber, with every fiber it wakes, until the
+    /// main fiber ends; returns its outcome.
+    ///
+    /// If the main fiber can never finish, this waits forever, as Cats
+    /// Effect's `unsafeRunSync` does on `IO.never`; use
+    /// [`try_block_on`](SingleThreaded::try_block_on) to get
+    /// [`RunError::Deadlock`] instead. Called from inside one of this
+    /// executor's fibers: `Err(RunError::Nested)`.
+    pub fn block_on<A, E>(&self, io: IO<A, E>) -> Result<Outcome<A, E>, RunError>
+    where
+        A: Send + 'static,
+        E: Send + 'static,
+    {
+        self.run(io, false)
+    }
+
+    /// Like [`block_on`](SingleThreaded::block_on), but returns
+    /// `Err(RunError::Deadlock)` when the main fiber can provably never
+    /// finish: it is suspended, nothing can resume it (for instance
+    /// `IO::never()`, or an async callback dropped without being called),
+    /// and no other work remains.
+    pub fn try_block_on<A, E>(&self, io: IO<A, E>) -> Result<Outcome<A, E>, RunError>
+    where
+        A: Send + 'static,
+        E: Send + 'static,
+    {
+        self.run(io, true)
+    }
+
+    fn run<A, E>(&self, io: IO<A, E>, fail_on_deadlock: bool) -> Result<Outcome<A, E>, RunError>
+    where
+        A: Send + 'static,
+        E: Send + 'static,
+    {
+        let shared = &*self.handle.shared;
+        if self.running.replace(true) {
+            // This loop already runs: one of our fibers (perhaps through a
+            // loop of another executor it runs) called `block_on`.
+            return Err(RunError::Nested);
+        }
+        let _running = Running(&self.running);
+        let Some(_on_loop) = platform::enter_loop(self.handle.shared_id(), &shared.remote) else {
+            // The loop marker says the same (kept as a second line of
+            // defence: entering again would alias `local`).
+            return Err(RunError::Nested);
+        };
+        let main = self.spawn_main(io);
+        loop {
+            self.turn();
+            if let Some(outcome) = main.take() {
+                return Ok(outcome);
+            }
+            if !self.has_runnable() {
+                let next_deadline = self.next_deadline();
+                if fail_on_deadlock
+                    && next_deadline.is_none()
+                    && main.is_abandoned()
+                    && shared.remote.is_empty()
+                {
+                    return Err(RunError::Deadlock);
+                }
+                platform::idle(&shared.remote, &shared.clock, next_deadline);
+            }
+        }
+    }
+
+    /// Queues `io` as a main fiber whose outcome lands in the returned slot.
+    /// The caller runs the loop (it holds the loop marker).
+    pub(crate) fn spawn_main<A, E>(&self, io: IO<A, E>) -> MainFiber<A, E>
+    where
+        A: Send + 'static,
+        E: Send + 'static,
+    {
+        let (main, fiber) =
+            MainFiber::new(io, self.handle.clone(), LoopWaiter(self.handle.clone()));
+        // SAFETY: the caller runs the loop on this thread (module doc), and
+        // the borrow ends with the push.
+        unsafe { self.handle.shared.local() }
+            .run_queue
+            .push_back(fiber);
+        main
+    }
+
+    /// One turn of the loop: take in remote wake-ups, fire due timers, run
+    /// the fibers queued now (fibers queued meanwhile wait for the next
+    /// turn, so that timers and remote wake-ups are checked between
+    /// batches). The caller holds the loop marker.
+    pub(crate) fn turn(&self) {
+        let shared = &*self.handle.shared;
+        shared.remote.drain_into(
+            // SAFETY: loop thread; the borrow ends with the call.
+            &mut unsafe { shared.local() }.run_queue,
+        );
+        self.fire_due_timers();
+        // SAFETY: loop thread.
+        let batch = unsafe { shared.local() }.run_queue.len();
+        for _ in 0..batch {
+            // SAFETY: loop thread; the borrow ends before `run`, which
+            // may re-enter `local()` through schedule_fiber/set_timer.
+            let next = unsafe { shared.local() }.run_queue.pop_front();
+            match next {
+                Some(fiber) => fiber.run(),
+                None => break,
+            }
+        }
+        // SAFETY: loop thread; the borrow ends with the reads.
+        let local = unsafe { shared.local() };
+        shared
+            .published
+            .store([local.run_queue.len(), local.timers.len()]);
+    }
+
+    /// Whether a fiber is queued (on the loop thread).
+    pub(crate) fn has_runnable(&self) -> bool {
+        // SAFETY: loop thread; the borrow ends with the check.
+        !unsafe { self.handle.shared.local() }.run_queue.is_empty()
+    }
+
+    /// The earliest timer deadline (on the loop thread).
+    pub(crate) fn next_deadline(&self) -> Option<Duration> {
+        // SAFETY: loop thread; the borrow ends with the read.
+        unsafe { self.handle.shared.local() }
+            .timers
+            .next_deadline()
+            .map(Duration::from_nanos)
+    }
+
+    fn fire_due_timers(&self) {
+        // SAFETY: loop thread; the borrow ends with the check.
+        if unsafe { self.handle.shared.local() }.timers.is_empty() {
+            return;
+        }
+        let now = nanos(self.handle.shared.clock.now());
+        loop {
+            // SAFETY: loop thread; the borrow ends before `fire`.
+            let due = unsafe { self.handle.shared.local() }.timers.pop_due(now);
+            match due {
+                Some(callback) => callback.fire(),
+                None => return,
+            }
+        }
+    }
+
+    /// Marks this thread as the loop's for a `TestControl` step; `None`
+    /// if the loop already runs here.
+    pub(crate) fn enter(&self) -> Option<platform::LoopGuard> {
+        platform::enter_loop(self.handle.shared_id(), &self.handle.shared.remote)
+    }
+}
+
+impl<C: Clock> Drop for SingleThreaded<C> {
+    fn drop(&mut self) {
+        // Queued fibers and timer callbacks hold handles to `shared`: take
+        // them out and drop them now, or the reference cycle would keep
+        // everything alive (io-core's support module, "Breaking the
+        // executor/fiber cycle"). The remote queue is closed first, so a
+        // fiber scheduled from elsewhere from now on is freed at once.
+        let shared = &*self.handle.shared;
+        let remote = shared.remote.close();
+        // `&mut self`: no `block_on` runs, so nothing borrows `local`, and
+        // the marker makes this thread the loop's while the fibers drop.
+        let _on_loop = platform::enter_loop(self.handle.shared_id(), &shared.remote);
+        // SAFETY: `&mut self` and the marker make this thread the loop
+        // thread; the borrow ends before anything is dropped.
+        let (queue, timers) = {
+            let local = unsafe { shared.local() };
+            (core::mem::take(&mut local.run_queue), local.timers.drain())
+        };
+        drop(remote);
+        drop(queue);
+        drop(timers);
+        shared.fibers.clear();
+    }
+}

@@ -1,0 +1,268 @@
+//! [`Handle`]: what fibers hold of the executor, the shared state behind
+//! it, and the [`Executor`] implementation (schedule, timers, clock,
+//! fiber registry).
+
+use alloc::collections::VecDeque;
+#[cfg(not(loom))]
+use alloc::vec::Vec;
+use core::fmt;
+use core::time::Duration;
+
+use spindle_core::executor::support::{
+    FiberRegistry, Published, RemoteQueue, RunError, TimerHeap, TimerId, nanos,
+};
+use spindle_core::{Executor, Fiber, FiberConfig, FiberHandle, IO, TimerCallback};
+#[cfg(not(loom))]
+use spindle_core::{FiberDump, FiberInfo};
+
+use crate::clock::Clock;
+use crate::platform;
+#[cfg(not(loom))]
+use crate::sync::WithMut;
+use crate::sync::{Arc, UnsafeCell};
+
+/// The executor handle fibers hold: cheap to clone, `Send + Sync`.
+///
+/// Get one with [`SingleThreaded::handle`](crate::SingleThreaded::handle);
+/// it implements [`Executor`], and spawns fibers from any thread (they run
+/// at the loop's next turn).
+pub struct Handle<C: Clock> {
+    pub(crate) shared: Arc<Shared<C>>,
+}
+
+impl<C: Clock> Clone for Handle<C> {
+    fn clone(&self) -> Self {
+        Handle {
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+impl<C: Clock> fmt::Debug for Handle<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("spindle_exec_single::Handle")
+            .finish_non_exhaustive()
+    }
+}
+
+/// State touched only by the thread running the loop.
+pub(crate) struct Local<C: Clock> {
+    pub(crate) run_queue: VecDeque<Fiber<Handle<C>>>,
+    /// Deadlines in nanoseconds of the clock ([`nanos`]).
+    pub(crate) timers: TimerHeap,
+}
+
+pub(crate) struct Shared<C: Clock> {
+    pub(crate) clock: C,
+    pub(crate) config: FiberConfig,
+    pub(crate) local: UnsafeCell<Local<C>>,
+    /// Fibers woken from other threads or interrupt handlers; closed when
+    /// the executor is dropped.
+    pub(crate) remote: RemoteQueue<Fiber<Handle<C>>>,
+    /// The live fibers, for dumps: only while fibers trace or with
+    /// `Builder::track_fibers` (see the crate documentation).
+    pub(crate) fibers: FiberRegistry,
+    /// The ready queue's length and the number of timers at the end of the
+    /// last turn (for dumps taken off the loop thread).
+    pub(crate) published: Published<2>,
+}
+
+// SAFETY: `local` is only accessed by the thread that runs the loop, which
+// `platform::on_loop_thread` identifies (with `std`: a thread-local marker
+// set for the duration of `block_on`; without `std` there is one context
+// that runs the loop, and everything from interrupt handlers goes through
+// `remote`). `remote`, `fibers` and `published` are locks and atomics. The
+// clock is `Send + Sync`.
+unsafe impl<C: Clock> Sync for Shared<C> {}
+// SAFETY: as above; fibers and timer callbacks are `Send`.
+unsafe impl<C: Clock> Send for Shared<C> {}
+
+impl<C: Clock> Shared<C> {
+    pub(crate) fn new(clock: C, config: FiberConfig, fibers: FiberRegistry) -> Self {
+        Shared {
+            clock,
+            config,
+            local: UnsafeCell::new(Local {
+                run_queue: VecDeque::new(),
+                timers: TimerHeap::new(),
+            }),
+            remote: RemoteQueue::new(),
+            fibers,
+            published: Published::new(),
+        }
+    }
+
+    /// Exclusive access to the loop-thread state.
+    ///
+    /// # Safety
+    /// * The caller runs on the loop thread, and does not hold another
+    ///   reference from `local()` (no re-entrancy while it is used:
+    ///   `block_on` refuses to run nested, [`RunError::Nested`]).
+    #[allow(clippy::mut_from_ref)]
+    #[inline(always)]
+    pub(crate) unsafe fn local(&self) -> &mut Local<C> {
+        // SAFETY: forwarded precondition: nothing else refers to the value
+        // while the returned borrow lives. (Under loom the borrow outlives
+        // the closure, so loom does not track it: the loop has no loom
+        // model; see the sync shim.)
+        self.local.with_mut(|local| unsafe { &mut *local })
+    }
+
+    /// Queues a fiber from outside the loop thread, and wakes the loop.
+    pub(crate) fn push_remote(&self, fiber: Fiber<Handle<C>>) {
+        match self.remote.push(fiber) {
+            Ok(()) => platform::after_push(&self.clock),
+            // The executor is gone: the fiber is freed here.
+            Err(fiber) => drop(fiber),
+        }
+    }
+}
+
+impl<C: Clock> Executor for Handle<C> {
+    type TimerKey = TimerId;
+
+    #[inline]
+    fn schedule_fiber(&self, fiber: Fiber<Self>) {
+        if platform::on_loop_thread(self.shared_id()) {
+            // SAFETY: on the loop thread; the borrow ends within the call.
+            unsafe { self.shared.local() }.run_queue.push_back(fiber);
+        } else {
+            self.shared.push_remote(fiber);
+        }
+    }
+
+    #[inline]
+    fn reschedule_fiber(&self, fiber: Fiber<Self>) {
+        // Called by the loop thread right after running the fiber.
+        self.schedule_fiber(fiber)
+    }
+
+    fn monotonic(&self) -> Duration {
+        self.shared.clock.now()
+    }
+
+    fn real_time(&self) -> Duration {
+        self.shared.clock.real_time()
+    }
+
+    fn set_timer(&self, deadline: Duration, callback: TimerCallback) -> TimerId {
+        // SAFETY: fibers run on the loop thread, and set_timer is called by
+        // a running fiber (Executor contract).
+        let local = unsafe { self.shared.local() };
+        local.timers.insert(nanos(deadline), callback)
+    }
+
+    fn cancel_timer(&self, key: TimerId) {
+        // SAFETY: as in `set_timer`.
+        let local = unsafe { self.shared.local() };
+        let callback = local.timers.cancel(key);
+        drop(callback);
+    }
+
+    fn config(&self) -> &FiberConfig {
+        &self.shared.config
+    }
+
+    #[inline]
+    fn fiber_created(&self, fiber: &Fiber<Self>) {
+        self.shared.fibers.register(0, fiber);
+    }
+
+    /// The live fibers (while they are listed; see the crate documentation)
+    /// and the loop's `ready queue`, `remote queue` and `timers`.
+    #[cfg(not(loom))]
+    fn fiber_dump(&self) -> FiberDump {
+        let metrics = self.metrics();
+        FiberDump {
+            fibers: self.shared.fibers.live_fibers(),
+            executor: alloc::vec![
+                ("ready queue", metrics.ready_queue as u64),
+                ("remote queue", metrics.remote_queue as u64),
+                ("timers", metrics.timers as u64),
+            ],
+        }
+    }
+}
+
+/// A snapshot of the loop's queues and timers.
+///
+/// On the loop thread (inside a fiber, or between runs) the numbers are
+/// exact; elsewhere (another thread, an interrupt handler, any caller
+/// without `std`) the ready queue and the timers are as the loop published
+/// them at the end of its last turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct Metrics {
+    /// Fibers ready to run on the loop thread.
+    pub ready_queue: usize,
+    /// Fibers woken from elsewhere, waiting to be taken in.
+    pub remote_queue: usize,
+    /// Timers set and not yet fired or cancelled.
+    pub timers: usize,
+}
+
+impl fmt::Display for Metrics {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "ready queue: {}; remote queue: {}; timers: {}",
+            self.ready_queue, self.remote_queue, self.timers
+        )
+    }
+}
+
+impl<C: Clock> Handle<C> {
+    /// The address of the shared state: the executor's identity for the
+    /// loop marker.
+    pub(crate) fn shared_id(&self) -> usize {
+        Arc::as_ptr(&self.shared) as *const () as usize
+    }
+
+    /// Starts `io` as a new fiber; join or cancel it through the returned
+    /// handle. From outside the loop the fiber waits in the remote queue
+    /// until the loop runs (the next `block_on`). `Err(RunError::ShutDown)`
+    /// once the executor has been dropped.
+    pub fn spawn<A: Send + 'static, E: Send + 'static>(
+        &self,
+        io: IO<A, E>,
+    ) -> Result<FiberHandle<A, E>, RunError> {
+        if self.shared.remote.is_closed() {
+            return Err(RunError::ShutDown);
+        }
+        Ok(FiberHandle::spawn(io, self))
+    }
+
+    /// A snapshot of the loop's queues and timers: see [`Metrics`].
+    pub fn metrics(&self) -> Metrics {
+        let shared = &*self.shared;
+        let [ready_queue, timers] = if platform::on_loop_thread(self.shared_id()) {
+            // SAFETY: on the loop thread; the borrow ends with the reads
+            // (metrics are read by a running fiber or between fibers, never
+            // while another borrow of `local` is live).
+            let local = unsafe { shared.local() };
+            [local.run_queue.len(), local.timers.len()]
+        } else {
+            shared.published.load()
+        };
+        Metrics {
+            ready_queue,
+            remote_queue: shared.remote.len(),
+            timers,
+        }
+    }
+
+    /// A fiber dump of this executor: see [`Executor::fiber_dump`] and the
+    /// [crate documentation](crate#fiber-dumps).
+    #[cfg(not(loom))]
+    pub fn fiber_dump(&self) -> FiberDump {
+        Executor::fiber_dump(self)
+    }
+
+    /// The live fibers (while they are listed: they trace, or
+    /// `Builder::track_fibers`; empty otherwise): id, status, state and
+    /// trace of each.
+    #[cfg(not(loom))]
+    pub fn live_fibers(&self) -> Vec<FiberInfo> {
+        self.shared.fibers.live_fibers()
+    }
+}

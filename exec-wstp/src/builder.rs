@@ -1,0 +1,191 @@
+//! [`Builder`]: configures and builds a [`Runtime`], with the setter names
+//! every Spindle executor's builder has (`fiber_config`, `track_fibers`,
+//! `build`) and exec-wstp's own (`worker_threads`, `global_queue_interval`,
+//! `max_blocking_threads`, `blocking_keep_alive`, `thread_name`).
+
+use std::time::Duration;
+
+use crossbeam_deque::{Injector, Worker};
+use crossbeam_utils::CachePadded;
+use spindle_core::executor::support::{ConfigSource, FiberRegistry, Origin, TimerHeap};
+use spindle_core::{Fiber, FiberConfig};
+
+use crate::blocking::BlockingPool;
+use crate::error::BuildError;
+use crate::handle::{Counters, Handle, Remote, Shared};
+use crate::idle::{Idle, Parker};
+use crate::runtime::Runtime;
+use crate::sync::{Arc, AtomicBool, Condvar, Mutex};
+use crate::worker;
+
+/// The default number of global-queue checks: one every 61 local ticks
+/// (tokio's default; a prime, so it does not beat with loops of even size).
+pub const DEFAULT_GLOBAL_QUEUE_INTERVAL: u32 = 61;
+/// The default cap on blocking threads (tokio's default).
+pub const DEFAULT_MAX_BLOCKING_THREADS: usize = 512;
+/// How long an idle blocking thread waits for work before it exits.
+pub const DEFAULT_BLOCKING_KEEP_ALIVE: Duration = Duration::from_secs(10);
+
+/// Configures and builds a [`Runtime`].
+#[derive(Debug, Clone)]
+pub struct Builder {
+    worker_threads: Option<usize>,
+    pub(crate) fiber_config: ConfigSource,
+    global_queue_interval: u32,
+    max_blocking_threads: usize,
+    blocking_keep_alive: Duration,
+    thread_name: String,
+    track_fibers: bool,
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        Builder::new()
+    }
+}
+
+impl Builder {
+    /// The defaults: one worker per available CPU, io-core's default fiber
+    /// configuration (the environment is not read: see
+    /// [`Runtime::from_env`]), the global queue every 61 ticks, up to 512 blocking threads kept
+    /// 10 s when idle, fibers listed for dumps while they trace.
+    pub fn new() -> Builder {
+        Builder {
+            worker_threads: None,
+            fiber_config: ConfigSource::Default,
+            global_queue_interval: DEFAULT_GLOBAL_QUEUE_INTERVAL,
+            max_blocking_threads: DEFAULT_MAX_BLOCKING_THREADS,
+            blocking_keep_alive: DEFAULT_BLOCKING_KEEP_ALIVE,
+            thread_name: String::from("spindle-worker"),
+            track_fibers: false,
+        }
+    }
+
+    /// The defaults, with the fiber configuration from the environment
+    /// ([`Runtime::from_env`], [`app::run`](crate::app::run)).
+    pub(crate) fn from_env() -> Builder {
+        Builder {
+            fiber_config: ConfigSource::Environment,
+            ..Builder::new()
+        }
+    }
+
+    /// The number of worker threads (default: `std::thread::available_parallelism`).
+    pub fn worker_threads(mut self, n: usize) -> Builder {
+        self.worker_threads = Some(n);
+        self
+    }
+
+    /// The run-loop configuration of every fiber (auto-yield budget,
+    /// tracing). Without this call: [`FiberConfig::default`].
+    pub fn fiber_config(mut self, config: FiberConfig) -> Builder {
+        self.fiber_config = ConfigSource::Explicit(config);
+        self
+    }
+
+    /// How many fibers a worker runs between two looks at the global queue.
+    pub fn global_queue_interval(mut self, ticks: u32) -> Builder {
+        self.global_queue_interval = ticks;
+        self
+    }
+
+    /// The cap on threads running `IO::blocking` work.
+    pub fn max_blocking_threads(mut self, n: usize) -> Builder {
+        self.max_blocking_threads = n;
+        self
+    }
+
+    /// How long an idle blocking thread waits for work before it exits.
+    pub fn blocking_keep_alive(mut self, keep_alive: Duration) -> Builder {
+        self.blocking_keep_alive = keep_alive;
+        self
+    }
+
+    /// The name prefix of worker threads (`<name>-<index>`); blocking
+    /// threads are named `<name>-blocking`.
+    pub fn thread_name(mut self, name: impl Into<String>) -> Builder {
+        self.thread_name = name.into();
+        self
+    }
+
+    /// Keeps a weak reference to every fiber so that
+    /// [`Runtime::live_fibers`] and [`Runtime::fiber_dump`] can list them,
+    /// also when fibers do not trace. Fibers are listed anyway while they
+    /// trace (io-core's `tracing` feature and a tracing mode other than
+    /// `none`); with tracing off and
+    /// this option off (the default) nothing is kept per fiber. Listing
+    /// costs one uncontended per-worker lock per fiber started.
+    pub fn track_fibers(mut self, on: bool) -> Builder {
+        self.track_fibers = on;
+        self
+    }
+
+    /// Checks the configuration and starts the worker threads.
+    pub fn build(self) -> Result<Runtime, BuildError> {
+        let workers = match self.worker_threads {
+            Some(0) => return Err(BuildError::ZeroWorkerThreads),
+            Some(n) => n,
+            None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        };
+        if workers > 0xFFFF {
+            return Err(BuildError::TooManyWorkerThreads(workers));
+        }
+        if self.global_queue_interval == 0 {
+            return Err(BuildError::ZeroGlobalQueueInterval);
+        }
+        if self.max_blocking_threads == 0 {
+            return Err(BuildError::ZeroBlockingThreads);
+        }
+        let fiber_config = self.fiber_config.resolve().map_err(BuildError::Config)?;
+        // One shard per worker (pushed to by that worker only) and one for
+        // threads outside the pool.
+        let fibers = FiberRegistry::new(&fiber_config, self.track_fibers, workers + 1);
+        let locals: Vec<Worker<Fiber<Handle>>> = (0..workers).map(|_| Worker::new_fifo()).collect();
+        let remotes = locals
+            .iter()
+            .map(|local| Remote {
+                stealer: local.stealer(),
+                parker: Parker::new(),
+                timers: Mutex::new(TimerHeap::new()),
+                has_timers: AtomicBool::new(false),
+                counters: CachePadded::new(Counters::default()),
+            })
+            .collect();
+        let shared = Arc::new(Shared {
+            injector: Injector::new(),
+            remotes,
+            idle: Idle::new(workers),
+            config: fiber_config,
+            global_queue_interval: self.global_queue_interval,
+            shutdown: AtomicBool::new(false),
+            blocking: Arc::new(BlockingPool::new(
+                self.max_blocking_threads,
+                self.blocking_keep_alive,
+                format!("{}-blocking", self.thread_name),
+            )),
+            origin: Origin::now(),
+            fibers,
+            external: CachePadded::new(Counters::default()),
+            running_workers: Mutex::new(workers),
+            workers_exited: Condvar::new(),
+        });
+        let mut threads = Vec::with_capacity(workers);
+        for (index, local) in locals.into_iter().enumerate() {
+            let worker_shared = shared.clone();
+            let spawned = std::thread::Builder::new()
+                .name(format!("{}-{index}", self.thread_name))
+                .spawn(move || worker::run_worker(worker_shared, index, local));
+            match spawned {
+                Ok(thread) => threads.push(thread),
+                Err(e) => {
+                    // Stop what started; the workers never started count as exited.
+                    *shared.running_workers.lock() -= workers - index;
+                    let runtime = Runtime::from_parts(Handle { shared }, threads);
+                    drop(runtime);
+                    return Err(BuildError::Spawn(e));
+                }
+            }
+        }
+        Ok(Runtime::from_parts(Handle { shared }, threads))
+    }
+}

@@ -1,0 +1,85 @@
+//! The errors of exec-wstp: building ([`BuildError`]), running
+//! ([`RunError`], io-core's one error of every executor's `block_on`,
+//! `try_block_on` and `spawn`) and shutting down ([`ShutdownTimedOut`]).
+
+use std::fmt;
+
+use spindle_core::ConfigError;
+pub use spindle_core::RunError;
+
+/// A configuration the [`Builder`](crate::Builder) refused, or a thread it could not start.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// `worker_threads(0)`: a pool needs at least one worker.
+    ZeroWorkerThreads,
+    /// More workers than the scheduler's counters hold (65,535).
+    TooManyWorkerThreads(usize),
+    /// `global_queue_interval(0)`: the global queue must be checked every
+    /// N ticks for some N of at least 1.
+    ZeroGlobalQueueInterval,
+    /// `max_blocking_threads(0)`: `IO::blocking` needs at least one thread.
+    ZeroBlockingThreads,
+    /// The fiber configuration read from the environment
+    /// ([`Runtime::from_env`](crate::Runtime::from_env), [`app::run`](crate::app::run))
+    /// is invalid: for instance `SPINDLE_TRACING` names an unknown tracing
+    /// mode (the message names the valid ones).
+    Config(ConfigError),
+    /// The operating system refused to start a worker thread.
+    Spawn(std::io::Error),
+}
+
+impl fmt::Display for BuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BuildError::ZeroWorkerThreads => {
+                f.write_str("exec-wstp: worker_threads must be at least 1 (got 0)")
+            }
+            BuildError::TooManyWorkerThreads(n) => {
+                write!(
+                    f,
+                    "exec-wstp: worker_threads must be at most 65535 (got {n})"
+                )
+            }
+            BuildError::ZeroGlobalQueueInterval => {
+                f.write_str("exec-wstp: global_queue_interval must be at least 1 (got 0)")
+            }
+            BuildError::ZeroBlockingThreads => {
+                f.write_str("exec-wstp: max_blocking_threads must be at least 1 (got 0)")
+            }
+            BuildError::Config(e) => write!(f, "exec-wstp: {e}"),
+            BuildError::Spawn(e) => write!(f, "exec-wstp: could not start a worker thread: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for BuildError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            BuildError::Spawn(e) => Some(e),
+            BuildError::Config(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// Not every thread stopped within the timeout given to
+/// [`Runtime::shutdown`](crate::Runtime::shutdown); the ones still running (blocked in user code) were
+/// told to stop and detached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShutdownTimedOut {
+    /// Threads (workers and blocking threads) still running.
+    pub threads_still_running: usize,
+}
+
+impl fmt::Display for ShutdownTimedOut {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "exec-wstp: {} thread(s) did not stop within the shutdown timeout",
+            self.threads_still_running
+        )
+    }
+}
+
+impl std::error::Error for ShutdownTimedOut {}

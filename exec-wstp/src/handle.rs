@@ -1,0 +1,379 @@
+//! [`Handle`]: what fibers and other threads hold of the pool, the state
+//! the workers share, and the [`Executor`] implementation.
+
+use std::fmt;
+use std::time::Duration;
+
+use crossbeam_deque::{Injector, Stealer};
+use crossbeam_utils::CachePadded;
+use spindle_core::executor::support::{
+    FiberRegistry, MainFiber, Origin, RunError, TimerHeap, nanos, wall_clock,
+};
+use spindle_core::{
+    BlockingTask, Executor, Fiber, FiberConfig, FiberDump, FiberHandle, FiberInfo, IO, Outcome,
+    TimerCallback,
+};
+
+use crate::blocking::BlockingPool;
+use crate::idle::{Idle, Parker};
+use crate::metrics::{self, Metrics};
+use crate::sync::{self, Arc, AtomicBool, AtomicU64, Condvar, Mutex, Ordering, fence};
+use crate::timer::TimerKey;
+use crate::worker;
+
+/// Fiber counters of one worker (written by that worker only) or of the
+/// threads outside the pool (written with atomic adds).
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    pub(crate) created: AtomicU64,
+    pub(crate) ended: AtomicU64,
+}
+
+/// What other threads may touch of a worker.
+pub(crate) struct Remote {
+    pub(crate) stealer: Stealer<Fiber<Handle>>,
+    pub(crate) parker: Parker,
+    pub(crate) timers: Mutex<TimerHeap>,
+    /// A hint that the shard may hold timers (skips the lock when idle).
+    pub(crate) has_timers: AtomicBool,
+    pub(crate) counters: CachePadded<Counters>,
+}
+
+/// The state shared by the workers and every [`Handle`].
+pub(crate) struct Shared {
+    pub(crate) injector: Injector<Fiber<Handle>>,
+    pub(crate) remotes: Box<[Remote]>,
+    pub(crate) idle: Idle,
+    pub(crate) config: FiberConfig,
+    pub(crate) global_queue_interval: u32,
+    pub(crate) shutdown: AtomicBool,
+    pub(crate) blocking: Arc<BlockingPool>,
+    pub(crate) origin: Origin,
+    /// The live fibers, while they are listed (`Builder::track_fibers`, or
+    /// they trace): shard `i` for worker `i`, the last for other threads.
+    pub(crate) fibers: FiberRegistry,
+    pub(crate) external: CachePadded<Counters>,
+    pub(crate) running_workers: Mutex<usize>,
+    pub(crate) workers_exited: Condvar,
+}
+
+impl Shared {
+    #[inline]
+    pub(crate) fn is_shutdown(&self) -> bool {
+        self.shutdown.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn now_ns(&self) -> u64 {
+        self.origin.elapsed_nanos()
+    }
+
+    /// Wakes a sleeping worker if nobody searches (idle.rs, rule 2). The
+    /// caller made work visible just before.
+    #[inline]
+    pub(crate) fn notify_one(&self) {
+        if let Some(worker) = self.idle.worker_to_notify() {
+            self.remotes[worker].parker.unpark();
+        }
+    }
+
+    /// After a push: the fence of the module doc of `idle`, then rule 2.
+    #[inline]
+    pub(crate) fn notify_after_push(&self) {
+        fence(Ordering::SeqCst);
+        self.notify_one();
+    }
+
+    /// Work another worker could take: the global queue or a local queue.
+    pub(crate) fn has_visible_work(&self) -> bool {
+        !self.injector.is_empty() || self.remotes.iter().any(|r| !r.stealer.is_empty())
+    }
+
+    pub(crate) fn inject(&self, fiber: Fiber<Handle>) {
+        self.injector.push(fiber);
+        self.notify_after_push();
+    }
+
+    pub(crate) fn worker_exited(&self) {
+        let mut running = self.running_workers.lock();
+        *running -= 1;
+        if *running == 0 {
+            self.workers_exited.notify_all();
+        }
+    }
+
+    /// Sets the shutdown flag and wakes every thread.
+    pub(crate) fn begin_shutdown(&self) {
+        self.shutdown.store(true, Ordering::Release);
+        for remote in self.remotes.iter() {
+            remote.parker.unpark();
+        }
+    }
+
+    /// Drops every fiber still reachable from the shared state (queued
+    /// globally, or held by a timer): they hold handles to this state, so
+    /// this also breaks the reference cycles.
+    pub(crate) fn drop_pending(&self) {
+        loop {
+            match self.injector.steal() {
+                crossbeam_deque::Steal::Success(fiber) => drop(fiber),
+                crossbeam_deque::Steal::Retry => continue,
+                crossbeam_deque::Steal::Empty => break,
+            }
+        }
+        for remote in self.remotes.iter() {
+            let callbacks = remote.timers.lock().drain();
+            drop(callbacks);
+        }
+        self.fibers.clear();
+    }
+
+    pub(crate) fn live_fibers_count(&self) -> u64 {
+        let mut created = self.external.created.load(Ordering::Relaxed);
+        let mut ended = self.external.ended.load(Ordering::Relaxed);
+        for remote in self.remotes.iter() {
+            created += remote.counters.created.load(Ordering::Relaxed);
+            ended += remote.counters.ended.load(Ordering::Relaxed);
+        }
+        created.saturating_sub(ended)
+    }
+}
+
+/// The executor handle fibers hold: cheap to clone, usable from any
+/// thread; implements [`Executor`].
+#[derive(Clone)]
+pub struct Handle {
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl fmt::Debug for Handle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("spindle_exec_wstp::Handle")
+            .field("workers", &self.shared.remotes.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Adds one to a counter that only this thread writes.
+#[inline(always)]
+fn bump(counter: &AtomicU64) {
+    counter.store(counter.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+}
+
+impl Executor for Handle {
+    type TimerKey = TimerKey;
+
+    #[inline]
+    fn schedule_fiber(&self, fiber: Fiber<Self>) {
+        let shared = &*self.shared;
+        if shared.is_shutdown() {
+            drop(fiber);
+            return;
+        }
+        worker::with_current(shared, |ctx| match ctx {
+            Some(ctx) => ctx.schedule_next(fiber),
+            None => shared.inject(fiber),
+        })
+    }
+
+    #[inline]
+    fn reschedule_fiber(&self, fiber: Fiber<Self>) {
+        let shared = &*self.shared;
+        if shared.is_shutdown() {
+            drop(fiber);
+            return;
+        }
+        worker::with_current(shared, |ctx| match ctx {
+            // Behind the local work, without waking anyone: if the queue is
+            // empty this worker runs the fiber again at once.
+            Some(ctx) => ctx.local.push(fiber),
+            None => shared.inject(fiber),
+        })
+    }
+
+    fn monotonic(&self) -> Duration {
+        self.shared.origin.elapsed()
+    }
+
+    fn real_time(&self) -> Duration {
+        wall_clock()
+    }
+
+    fn set_timer(&self, deadline: Duration, callback: TimerCallback) -> TimerKey {
+        let shared = &*self.shared;
+        let deadline_ns = nanos(deadline);
+        let (shard, on_owner) = worker::with_current(shared, |ctx| match ctx {
+            Some(ctx) => (ctx.index, true),
+            None => (0, false),
+        });
+        let remote = &shared.remotes[shard];
+        let key = TimerKey {
+            shard: shard as u32,
+            id: remote.timers.lock().insert(deadline_ns, callback),
+        };
+        remote.has_timers.store(true, Ordering::Relaxed);
+        if !on_owner {
+            // Set from outside the pool: the owner may sleep past this
+            // deadline; wake it so that it recomputes its timeout.
+            remote.parker.unpark();
+        }
+        if shared.is_shutdown() {
+            drop(remote.timers.lock().drain());
+        }
+        key
+    }
+
+    fn cancel_timer(&self, key: TimerKey) {
+        if let Some(remote) = self.shared.remotes.get(key.shard as usize) {
+            let callback = remote.timers.lock().cancel(key.id);
+            drop(callback);
+        }
+    }
+
+    fn config(&self) -> &FiberConfig {
+        &self.shared.config
+    }
+
+    fn spawn_blocking(&self, task: BlockingTask) {
+        BlockingPool::spawn(&self.shared.blocking, task);
+    }
+
+    #[inline]
+    fn fiber_created(&self, fiber: &Fiber<Self>) {
+        let shared = &*self.shared;
+        worker::with_current(shared, |ctx| match ctx {
+            Some(ctx) => {
+                let remote = &shared.remotes[ctx.index];
+                bump(&remote.counters.created);
+                shared.fibers.register(ctx.index, fiber);
+            }
+            None => {
+                shared.external.created.fetch_add(1, Ordering::Relaxed);
+                shared.fibers.register(shared.remotes.len(), fiber);
+            }
+        })
+    }
+
+    /// Every live fiber (while fibers are listed: see
+    /// [`Builder::track_fibers`](crate::Builder::track_fibers)) and the pool's `workers`, `local queues`
+    /// (summed over the workers), `global queue`, `timers`,
+    /// `blocking threads` and `parked workers`.
+    fn fiber_dump(&self) -> FiberDump {
+        metrics::fiber_dump(&self.shared)
+    }
+
+    #[inline]
+    fn fiber_ended(&self) {
+        let shared = &*self.shared;
+        worker::with_current(shared, |ctx| match ctx {
+            Some(ctx) => bump(&shared.remotes[ctx.index].counters.ended),
+            None => {
+                shared.external.ended.fetch_add(1, Ordering::Relaxed);
+            }
+        })
+    }
+}
+
+impl Handle {
+    /// Starts `io` as a new fiber; join or cancel it through the handle
+    /// (from a fiber, or from any thread with [`Handle::block_on`]).
+    /// `Err(RunError::ShutDown)` once the runtime is shut down.
+    pub fn spawn<A: Send + 'static, E: Send + 'static>(
+        &self,
+        io: IO<A, E>,
+    ) -> Result<FiberHandle<A, E>, RunError> {
+        if self.shared.is_shutdown() {
+            return Err(RunError::ShutDown);
+        }
+        Ok(FiberHandle::spawn(io, self))
+    }
+
+    /// Runs `io` as a new fiber and blocks the calling thread until it
+    /// ends; returns its outcome.
+    ///
+    /// If the fiber can never finish, this keeps waiting (as Cats Effect's
+    /// `unsafeRunSync` does on `IO.never`) until the runtime shuts down
+    /// (then `Err(RunError::ShutDown)`); use
+    /// [`try_block_on`](Handle::try_block_on) to get [`RunError::Deadlock`]
+    /// instead. On one of this runtime's own worker threads (inside a
+    /// fiber) it returns `Err(RunError::Nested)`: waiting there could
+    /// deadlock the pool; start and join the program instead.
+    pub fn block_on<A: Send + 'static, E: Send + 'static>(
+        &self,
+        io: IO<A, E>,
+    ) -> Result<Outcome<A, E>, RunError> {
+        self.run(io, false)
+    }
+
+    /// Like [`block_on`](Handle::block_on), but returns
+    /// `Err(RunError::Deadlock)` when the fiber can provably never finish:
+    /// it was freed while suspended, with nothing left that could resume it
+    /// (for instance `IO::never()`).
+    pub fn try_block_on<A: Send + 'static, E: Send + 'static>(
+        &self,
+        io: IO<A, E>,
+    ) -> Result<Outcome<A, E>, RunError> {
+        self.run(io, true)
+    }
+
+    fn run<A: Send + 'static, E: Send + 'static>(
+        &self,
+        io: IO<A, E>,
+        fail_on_deadlock: bool,
+    ) -> Result<Outcome<A, E>, RunError> {
+        let shared = &*self.shared;
+        if worker::with_current(shared, |ctx| ctx.is_some()) {
+            return Err(RunError::Nested);
+        }
+        if shared.is_shutdown() {
+            return Err(RunError::ShutDown);
+        }
+        let (main, fiber) = MainFiber::new(io, self.clone(), std::thread::current());
+        self.schedule_fiber(fiber);
+        main.park_until_ended();
+        if let Some(outcome) = main.take() {
+            return Ok(outcome);
+        }
+        // Abandoned: freed without finishing, by a shutdown or because
+        // nothing can resume it.
+        if shared.is_shutdown() {
+            return Err(RunError::ShutDown);
+        }
+        if fail_on_deadlock {
+            return Err(RunError::Deadlock);
+        }
+        // `block_on` keeps waiting, until the runtime shuts down: workers
+        // leave their loops only then, and the last one to leave notifies
+        // `workers_exited` (under `running_workers`, so that no wake-up is
+        // lost between the check and the wait).
+        let mut running = shared.running_workers.lock();
+        while *running > 0 {
+            running = sync::wait(&shared.workers_exited, running);
+        }
+        Err(RunError::ShutDown)
+    }
+
+    /// A snapshot of the scheduler's state.
+    pub fn metrics(&self) -> Metrics {
+        metrics::snapshot(&self.shared)
+    }
+
+    /// The live fibers (while fibers are listed: they trace, or
+    /// [`Builder::track_fibers`](crate::Builder::track_fibers); empty
+    /// otherwise): id, status, state and trace of every fiber started and
+    /// not finished.
+    pub fn live_fibers(&self) -> Vec<FiberInfo> {
+        self.shared.fibers.live_fibers()
+    }
+
+    /// A fiber dump: every live fiber with its state and trace, and the
+    /// pool's state. See [`Executor::fiber_dump`]; the app entry point
+    /// prints it on SIGUSR1.
+    pub fn fiber_dump(&self) -> FiberDump {
+        Executor::fiber_dump(self)
+    }
+
+    /// The number of worker threads.
+    pub fn worker_threads(&self) -> usize {
+        self.shared.remotes.len()
+    }
+}

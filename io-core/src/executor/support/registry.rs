@@ -1,0 +1,109 @@
+//! The list of live fibers behind fiber dumps and `live_fibers()`.
+
+#[cfg(not(loom))]
+use alloc::boxed::Box;
+#[cfg(not(loom))]
+use alloc::vec::Vec;
+
+use crate::config::FiberConfig;
+use crate::executor::{Executor, Fiber};
+#[cfg(not(loom))]
+use crate::fiber::{FiberInfo, WeakFibers};
+
+#[cfg(not(loom))]
+use super::lock::Lock;
+
+/// Weak references to an executor's live fibers, in shards.
+///
+/// An executor makes one [`FiberRegistry`] when it is built, registers
+/// every fiber from [`Executor::fiber_created`](crate::Executor::fiber_created)
+/// and reads it for [`Executor::fiber_dump`](crate::Executor::fiber_dump).
+/// The registry is *enabled* while fibers trace ([`lists_fibers`]) or when
+/// the builder asked for it (`track_fibers(true)`); disabled, it keeps
+/// nothing and registering is one predictable branch, so dumps cost
+/// nothing when tracing is off.
+///
+/// It holds [`WeakFibers`] (weak references: a fiber's program is never
+/// kept alive by a listing) in *shards*, each behind its own short lock: a
+/// multi-threaded executor gives every worker a shard that only that
+/// worker pushes to (uncontended) and one more for threads outside the
+/// pool; a single-threaded one uses one shard. Under `--cfg loom` (where
+/// io-core has no fiber listings) it is always disabled.
+///
+/// [`lists_fibers`]: super::lists_fibers
+pub struct FiberRegistry {
+    enabled: bool,
+    #[cfg(not(loom))]
+    shards: Box<[Lock<WeakFibers>]>,
+}
+
+impl core::fmt::Debug for FiberRegistry {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("FiberRegistry")
+            .field("enabled", &self.enabled)
+            .finish_non_exhaustive()
+    }
+}
+
+impl FiberRegistry {
+    /// The registry of an executor being built with `config`: calls
+    /// [`adopt_config`](super::adopt_config) (once per executor), and is
+    /// enabled if fibers trace or `track_fibers` asks for it. `shards`
+    /// (at least one is made) are the places [`register`](FiberRegistry::register)
+    /// may name.
+    pub fn new(config: &FiberConfig, track_fibers: bool, shards: usize) -> FiberRegistry {
+        let traces = super::adopt_config(config);
+        let enabled = cfg!(not(loom)) && (traces || track_fibers);
+        let _ = shards;
+        FiberRegistry {
+            enabled,
+            #[cfg(not(loom))]
+            shards: (0..shards.max(1))
+                .map(|_| Lock::new(WeakFibers::new()))
+                .collect::<Vec<_>>()
+                .into(),
+        }
+    }
+
+    /// Whether fibers are listed (they trace, or `track_fibers`).
+    #[inline]
+    pub fn is_enabled(&self) -> bool {
+        self.enabled
+    }
+
+    /// Lists `fiber` in `shard` (taken modulo the number of shards) if the
+    /// registry is enabled; otherwise does nothing.
+    #[inline]
+    pub fn register<X: Executor>(&self, shard: usize, fiber: &Fiber<X>) {
+        #[cfg(not(loom))]
+        if self.enabled {
+            let shard = &self.shards[shard % self.shards.len()];
+            let weak = fiber.downgrade();
+            shard.with(|fibers| fibers.push(weak));
+        }
+        #[cfg(loom)]
+        let _ = (shard, fiber);
+    }
+
+    /// State and trace of every listed fiber still alive (empty when the
+    /// registry is disabled), shard by shard.
+    #[cfg(not(loom))]
+    pub fn live_fibers(&self) -> Vec<FiberInfo> {
+        let mut list = Vec::new();
+        if self.enabled {
+            for shard in self.shards.iter() {
+                shard.with(|fibers| list.extend(fibers.infos()));
+            }
+        }
+        list
+    }
+
+    /// Forgets every listed fiber (an executor being dropped). The weak
+    /// references are dropped after each shard's lock is released.
+    pub fn clear(&self) {
+        #[cfg(not(loom))]
+        for shard in self.shards.iter() {
+            drop(shard.with(core::mem::take));
+        }
+    }
+}

@@ -1,0 +1,60 @@
+//! Unit tests of the support pieces that need no executor (the executors'
+//! own tests and io-core's shared tests cover the rest); also under Miri.
+
+#[cfg(not(loom))]
+use alloc::collections::VecDeque;
+use alloc::string::ToString;
+use core::time::Duration;
+
+use super::*;
+
+#[test]
+fn nanos_converts_and_saturates() {
+    assert_eq!(nanos(Duration::from_millis(1500)), 1_500_000_000);
+    assert_eq!(nanos(Duration::MAX), u64::MAX);
+}
+
+#[test]
+fn the_default_config_source_reads_no_environment() {
+    assert_eq!(ConfigSource::Default.resolve(), Ok(FiberConfig::default()));
+    let config = FiberConfig::builder()
+        .auto_yield_after(7)
+        .tracing(crate::TracingMode::None)
+        .build()
+        .unwrap();
+    assert_eq!(ConfigSource::Explicit(config).resolve(), Ok(config));
+}
+
+#[test]
+fn run_errors_say_what_was_wrong() {
+    assert!(RunError::Deadlock.to_string().contains("deadlock"));
+    assert!(RunError::ShutDown.to_string().contains("shut down"));
+    assert!(RunError::Nested.to_string().contains("inside the executor"));
+}
+
+#[cfg(not(loom))]
+#[test]
+fn a_remote_queue_drains_in_order_and_refuses_pushes_once_closed() {
+    let remote = RemoteQueue::new();
+    assert!(!remote.has_pending());
+    remote.push(1).unwrap();
+    remote.push(2).unwrap();
+    assert_eq!(remote.len(), 2);
+    let mut out = VecDeque::new();
+    remote.drain_into(&mut out);
+    assert_eq!(out, [1, 2]);
+    assert!(remote.is_empty() && !remote.has_pending());
+    remote.push(3).unwrap();
+    assert_eq!(remote.close(), [3]);
+    assert_eq!(remote.push(4), Err(4));
+    assert!(remote.is_closed());
+}
+
+#[cfg(not(loom))]
+#[test]
+fn published_numbers_read_back_as_stored() {
+    let published = Published::<2>::new();
+    assert_eq!(published.load(), [0, 0]);
+    published.store([3, 5]);
+    assert_eq!(published.load(), [3, 5]);
+}
