@@ -9,7 +9,7 @@
 //! `flat_map`, `map`, ..., are left out of that comparison). Where children
 //! run user code (`race`, `both`, `par_traverse`, `start`), their own
 //! traces are checked the same way. exec-batching's sockets are covered
-//! here too: io-core's tests already depend on it.
+//! here too: this crate depends on every executor.
 
 #![cfg(feature = "tracing")]
 
