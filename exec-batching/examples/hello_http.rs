@@ -252,11 +252,7 @@ fn accept_loop(listener: TcpListener, timeout: Option<Duration>) -> IO<(), io::E
             .attempt()
             .flat_map(move |accepted| match accepted {
                 // A connection's error (a reset peer) ends only its fiber.
-                Ok((stream, _)) => connection(stream, timeout)
-                    .attempt()
-                    .void()
-                    .start::<io::Error>()
-                    .void(),
+                Ok((stream, _)) => connection(stream, timeout).attempt().void().start().void(),
                 // Out of descriptors, say: report, back off, go on.
                 Err(e) => {
                     eprintln!("hello_http: accept failed: {e}");

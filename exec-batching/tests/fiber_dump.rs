@@ -39,7 +39,7 @@ fn a_dump_inside_a_fiber_shows_the_started_fiber_in_the_microtask_queue_and_the_
                 .product_r(IO::<(), E>::unit().start::<E>())
                 .flat_map(move |_queued| {
                     IO::delay(move || Executor::fiber_dump(&handle))
-                        .flat_map(move |d| sleeper.cancel::<E>().map_to(d))
+                        .flat_map(move |d| sleeper.cancel().map_to(d))
                 })
         });
     let dump = rt

@@ -54,7 +54,7 @@ fn echo_server(listener: TcpListener) -> IO<(), io::Error> {
     IO::forever(move || {
         listener
             .accept()
-            .flat_map(|(stream, _)| echo(stream).attempt().start::<io::Error>())
+            .flat_map(|(stream, _)| echo(stream).attempt().start())
     })
     .void()
 }
@@ -80,33 +80,30 @@ fn an_echo_server_returns_what_each_of_ten_concurrent_clients_sends() {
     let rt = event_loop();
     let program = TcpListener::bind(localhost()).flat_map(|listener| {
         listener.local_addr().flat_map(move |addr| {
-            echo_server(listener)
-                .start::<io::Error>()
-                .flat_map(move |server| {
-                    // One large message, so that writes meet full buffers.
-                    let lengths = [
-                        1,
-                        10,
-                        100,
-                        1000,
-                        10_000,
-                        64 * 1024,
-                        3,
-                        0,
-                        2 * 1024 * 1024,
-                        7,
-                    ];
-                    let clients = lengths
-                        .iter()
-                        .enumerate()
-                        .map(|(client, &len)| {
-                            echo_client(addr, message(client, len))
-                                .map(move |echoed| (client, len, echoed))
-                        })
-                        .collect::<Vec<_>>();
-                    IO::par_sequence(clients)
-                        .flat_map(move |results| server.cancel().map_to(results))
-                })
+            echo_server(listener).start().flat_map(move |server| {
+                // One large message, so that writes meet full buffers.
+                let lengths = [
+                    1,
+                    10,
+                    100,
+                    1000,
+                    10_000,
+                    64 * 1024,
+                    3,
+                    0,
+                    2 * 1024 * 1024,
+                    7,
+                ];
+                let clients = lengths
+                    .iter()
+                    .enumerate()
+                    .map(|(client, &len)| {
+                        echo_client(addr, message(client, len))
+                            .map(move |echoed| (client, len, echoed))
+                    })
+                    .collect::<Vec<_>>();
+                IO::par_sequence(clients).flat_map(move |results| server.cancel().map_to(results))
+            })
         })
     });
     let results = rt

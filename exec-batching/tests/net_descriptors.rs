@@ -78,7 +78,7 @@ fn a_thousand_concurrent_connections_open_and_close_with_no_leaked_descriptors()
             let accept_all = IO::traverse((0..connections).collect(), move |_| {
                 listener
                     .accept()
-                    .flat_map(|(stream, _)| serve(stream).start::<io::Error>())
+                    .flat_map(|(stream, _)| serve(stream).start())
             });
             let clients = (0..connections)
                 .map(|_| client(addr, all_open.clone()))

@@ -94,12 +94,10 @@ fn in_macrotask_mode_every_scheduled_fiber_waits_a_turn() {
 /// is not itself counted in the batch); returns the turn each child ran in
 /// and the parent's turn when it started them.
 fn sixty_five_children() -> IO<(u64, Vec<u64>), ()> {
-    IO::<(), ()>::cede()
-        .product_r(turn())
-        .flat_map(|start_turn| {
-            let children = (0..65).map(|_| turn::<()>()).collect::<Vec<_>>();
-            IO::par_sequence(children).map(move |turns| (start_turn, turns))
-        })
+    IO::cede().product_r(turn()).flat_map(|start_turn| {
+        let children = (0..65).map(|_| turn::<()>()).collect::<Vec<_>>();
+        IO::par_sequence(children).map(move |turns| (start_turn, turns))
+    })
 }
 
 #[test]

@@ -87,7 +87,7 @@ fn with_tracing_mode_none_nothing_is_listed() {
         .flat_map(move |sleeper| {
             IO::<(), E>::cede()
                 .product_r(IO::delay(move || handle.fiber_dump()))
-                .flat_map(move |d| sleeper.cancel::<E>().map_to(d))
+                .flat_map(move |d| sleeper.cancel().map_to(d))
         });
     let dump = rt
         .block_on(program)

@@ -55,7 +55,7 @@ fn a_thousand_sleeping_blocking_calls_do_not_keep_a_ticking_fiber_from_its_ticks
         (Instant::now(), Duration::ZERO, 0usize),
         move |(last, max_gap, ticks)| {
             let d = d.clone();
-            IO::<(), E>::sleep(TICK).map(move |()| {
+            IO::sleep(TICK).map(move |()| {
                 let now = Instant::now();
                 let max_gap = max_gap.max(now - last);
                 if d.load(Ordering::SeqCst) {

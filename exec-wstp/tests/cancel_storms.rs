@@ -41,10 +41,8 @@ fn cancel_all_from_many_fibers<A: Clone + Send + 'static>(
     let n = handles.len();
     let cancelers: Arc<Vec<CancelHandle>> =
         Arc::new(handles.iter().map(FiberHandle::cancel_handle).collect());
-    IO::<(), E>::par_traverse((0..2 * n).collect(), move |k| {
-        cancelers[k % n].cancel::<E>()
-    })
-    .product_r(IO::traverse(handles, |handle| handle.join::<E>()))
+    IO::<(), E>::par_traverse((0..2 * n).collect(), move |k| cancelers[k % n].cancel())
+        .product_r(IO::traverse(handles, |handle| handle.join()))
 }
 
 /// A storm: starts `n` fibers on a fresh 2-worker pool, each running
@@ -62,7 +60,7 @@ where
     let ready = CountDownLatch::new(n as u64).expect("valid");
     let (oc, g, r) = (on_cancel.clone(), guarantee.clone(), ready.clone());
     let io = IO::<FiberHandle<A, E>, E>::traverse((0..n).collect(), move |i| {
-        r.release::<E>()
+        r.release()
             .product_r(body(i))
             .on_cancel(bump(&oc, i))
             .guarantee(bump(&g, i))
@@ -87,7 +85,7 @@ where
 #[test]
 fn every_fiber_canceled_while_sleeping_runs_its_finalizers_exactly_once() {
     let rt = cancel_storm("cancel sleeping fibers", 20_000, |_| {
-        IO::<(), E>::sleep(Duration::from_secs(3600))
+        IO::sleep(Duration::from_secs(3600))
     });
     let metrics = rt.metrics();
     assert_eq!(
@@ -127,7 +125,7 @@ fn cancels_racing_completions_run_each_finalizer_once_and_on_cancel_only_for_the
     let (on_cancel, guarantee) = (counters(FIBERS), counters(FIBERS));
     let (oc, g) = (on_cancel.clone(), guarantee.clone());
     let io = IO::<FiberHandle<usize, E>, E>::traverse((0..FIBERS).collect(), move |i| {
-        IO::<(), E>::sleep(Duration::from_micros((i as u64 * 7919) % 2_000))
+        IO::sleep(Duration::from_micros((i as u64 * 7919) % 2_000))
             .map_to(i)
             .on_cancel(bump(&oc, i))
             .guarantee(bump(&g, i))
@@ -138,10 +136,10 @@ fn cancels_racing_completions_run_each_finalizer_once_and_on_cancel_only_for_the
             Arc::new(handles.iter().map(FiberHandle::cancel_handle).collect());
         IO::<(), E>::par_traverse((0..FIBERS).collect(), move |i| {
             let h = cancelers.clone();
-            IO::<(), E>::sleep(Duration::from_micros((i as u64 * 104_729) % 2_000))
+            IO::sleep(Duration::from_micros((i as u64 * 104_729) % 2_000))
                 .product_r(IO::defer(move || h[i].cancel()))
         })
-        .product_r(IO::traverse(handles, |handle| handle.join::<E>()))
+        .product_r(IO::traverse(handles, |handle| handle.join()))
     });
     let outcomes = within("cancels racing completions", HANG_LIMIT, move || {
         rt.block_on(io)
@@ -183,7 +181,7 @@ fn fibers_canceled_inside_uncancelable_regions_finish_the_region_then_finalize_o
     let io = IO::<FiberHandle<(), E>, E>::traverse((0..FIBERS).collect(), move |i| {
         let (rd, r) = (rd.clone(), r.clone());
         IO::<(), E>::uncancelable(move |_| {
-            r.release::<E>()
+            r.release()
                 .product_r(IO::sleep(Duration::from_millis(200)))
                 .product_r(bump(&rd, i))
         })
@@ -270,7 +268,7 @@ fn a_waiter_canceled_as_its_permit_arrives_ends_canceled_only_without_the_permit
         let (w, counted, releaser) = (sem.clone(), sem.clone(), sem.clone());
         let io: IO<Outcome<(), E>, E> =
             sem.acquire()
-                .product_r(w.acquire::<E>().start())
+                .product_r(w.acquire().start())
                 .flat_map(move |h| {
                     IO::<(), E>::tail_rec((), move |()| {
                         let waiting = counted.waiting() == 1;

@@ -273,7 +273,7 @@ fn live_fibers_lists_suspended_fibers_and_forgets_them_once_complete() {
 
     let io = gate.complete::<E>(()).product_r(IO::traverse(
         outside.into_iter().chain(inside).collect(),
-        |h| h.join_void::<E>(),
+        |h| h.join_void(),
     ));
     assert!(rt.block_on(io).expect("runs").is_succeeded());
     assert!(rt.live_fibers().is_empty());
@@ -352,7 +352,7 @@ fn an_idle_pool_with_only_sleepers_has_every_worker_parked() {
     const SLEEPERS: usize = 1_000;
     let rt = runtime(2);
     let io = IO::<FiberHandle<(), E>, E>::traverse((0..SLEEPERS).collect(), |_| {
-        IO::<(), E>::sleep(Duration::from_secs(3600)).start()
+        IO::sleep(Duration::from_secs(3600)).start()
     });
     let _sleepers = rt
         .block_on(io)

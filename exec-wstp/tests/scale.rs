@@ -32,9 +32,9 @@ fn a_million_fibers_started_from_a_fiber_all_run_once_and_are_joined() {
             r.fetch_add(1, Ordering::Relaxed);
             i * 2
         })
-        .start::<E>()
+        .start()
     })
-    .flat_map(|handles: Vec<FiberHandle<u64, E>>| IO::traverse(handles, |h| h.join::<E>()));
+    .flat_map(|handles: Vec<FiberHandle<u64, E>>| IO::traverse(handles, |h| h.join()));
     let outcomes = within("a million fibers", HANG_LIMIT, move || {
         let outcomes = rt
             .block_on(io)
@@ -121,15 +121,15 @@ fn a_million_concurrent_sleepers_all_wake_and_the_pool_ends_idle_without_timers(
     // fire in many batches, not one.
     let io: IO<usize, E> = IO::traverse((0..MILLION as u64).collect(), move |i| {
         let w = w.clone();
-        IO::<(), E>::sleep(Duration::from_millis(50 + i % 100))
+        IO::sleep(Duration::from_millis(50 + i % 100))
             .product_r(IO::delay(move || {
                 w.fetch_add(1, Ordering::Relaxed);
             }))
-            .start::<E>()
+            .start()
     })
     .flat_map(|handles: Vec<FiberHandle<(), E>>| {
         let n = handles.len();
-        IO::traverse(handles, |h| h.join_void::<E>()).map(move |_| n)
+        IO::traverse(handles, |h| h.join_void()).map(move |_| n)
     });
     let rt = within("a million sleepers", HANG_LIMIT, move || {
         assert_eq!(rt.block_on(io).expect("runs"), Outcome::Succeeded(MILLION));
@@ -163,17 +163,15 @@ fn ping_pong_through_queues(rounds: u64) -> IO<(u64, Vec<u64>), E> {
         if round == rounds {
             return IO::pure(std::ops::ControlFlow::Break(n));
         }
-        out.offer::<E>(n)
-            .product_r(inbox.take())
-            .map(move |answer| {
-                assert_eq!(answer, n + 1, "round {round}: the answer to {n}");
-                std::ops::ControlFlow::Continue((round + 1, answer))
-            })
+        out.offer(n).product_r(inbox.take()).map(move |answer| {
+            assert_eq!(answer, n + 1, "round {round}: the answer to {n}");
+            std::ops::ControlFlow::Continue((round + 1, answer))
+        })
     });
     let pong = IO::replicate(rounds as usize, move || {
         let answers = to_ping.clone();
         to_pong
-            .take::<E>()
+            .take()
             .flat_map(move |n| answers.offer(n + 1).map_to(n))
     });
     ping.both(pong)
@@ -203,14 +201,12 @@ fn ping_pong_through_deferreds_on_four_workers_keeps_every_round_in_order() {
     // Started as two fibers from outside the pool, joined from outside.
     let ping = IO::<usize, E>::traverse((0..ROUNDS).collect(), move |round| {
         let answer = ping_in[round].clone();
-        ping_out[round]
-            .complete::<E>(round * 2)
-            .product_r(answer.get())
+        ping_out[round].complete(round * 2).product_r(answer.get())
     });
     let pong = IO::<usize, E>::traverse((0..ROUNDS).collect(), move |round| {
         let answer = pongs[round].clone();
         pings[round]
-            .get::<E>()
+            .get()
             .flat_map(move |n| answer.complete(n + 1).map_to(n))
     });
     let (answers, seen) = within("ping-pong through deferreds", HANG_LIMIT, move || {

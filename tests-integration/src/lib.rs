@@ -15,6 +15,12 @@
 //! cargo test -p spindle-tests-integration --features tracing-full --test tracing
 //! ```
 //!
-//! This library has no items: the crate exists for its `tests/`.
+//! The README's examples are this library's doc tests (they use several
+//! executors); otherwise it has no items: the crate exists for its
+//! `tests/`.
 
 #![no_std]
+
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeDoctests;

@@ -87,23 +87,21 @@ fn nested(levels: &[Level], counts: &[Counts]) -> IO<u32, E> {
         inner.map(|w| w + 1)
     };
     IO::bracket(
-        IO::<(), E>::sleep(Duration::from_millis(level.acquire_ms))
+        IO::sleep(Duration::from_millis(level.acquire_ms))
             .product_r(IO::delay(move || acquired.incr())),
         move |_| {
             IO::uncancelable(move |poll| {
-                IO::<(), E>::sleep(Duration::from_millis(level.masked_before_ms))
+                IO::sleep(Duration::from_millis(level.masked_before_ms))
                     .product_r(poll.apply(innermost))
                     .flat_map(move |v| {
-                        IO::<(), E>::sleep(Duration::from_millis(level.masked_after_ms)).map_to(v)
+                        IO::sleep(Duration::from_millis(level.masked_after_ms)).map_to(v)
                     })
             })
         },
         move |_| {
-            IO::<(), E>::sleep(Duration::from_millis(level.release_ms)).product_r(IO::delay(
-                move || {
-                    released.incr();
-                },
-            ))
+            IO::sleep(Duration::from_millis(level.release_ms)).product_r(IO::delay(move || {
+                released.incr();
+            }))
         },
     )
 }

@@ -31,14 +31,14 @@ fn ms(n: u64) -> Duration {
 /// [`once_ready`]: what they check then holds on every interleaving.
 fn hanging(name: &'static str, log: &Log<String>, ready: &CountDownLatch) -> IO<u32, E> {
     ready
-        .release::<E>()
-        .product_r(IO::<u32, E>::never())
+        .release()
+        .product_r(IO::never())
         .on_cancel(log.record(format!("{name} canceled")))
 }
 
 /// `io`, once every side counted by `ready` has released it.
 fn once_ready<A: Send + 'static>(ready: &CountDownLatch, io: IO<A, E>) -> IO<A, E> {
-    ready.wait::<E>().product_r(io)
+    ready.wait().product_r(io)
 }
 
 /// A latch for `n` hanging sides.
@@ -48,12 +48,12 @@ fn ready(n: u64) -> CountDownLatch {
 
 /// A side that produces `value` after `after`.
 fn after(after: Duration, value: u32) -> IO<u32, E> {
-    IO::<(), E>::sleep(after).map_to(value)
+    IO::sleep(after).map_to(value)
 }
 
 /// A side that fails with `error` after `after`.
 fn failing_after(after: Duration, error: &str) -> IO<u32, E> {
-    IO::<(), E>::sleep(after).product_r(IO::raise_error(error.to_string()))
+    IO::sleep(after).product_r(IO::raise_error(error.to_string()))
 }
 
 /// Records, around `io`, how many programs are running at once.
@@ -118,16 +118,16 @@ rt_test! {
     }
 
     fn race_waits_for_the_other_side_when_the_first_to_finish_canceled_itself() {
-        let io = IO::<(), E>::canceled().map_to(1u32).race(after(ms(5), 2));
+        let io = IO::canceled().map_to(1u32).race(after(ms(5), 2));
         assert_eq!(run(io), Outcome::Succeeded(Either::Right(2)));
-        let io = after(ms(5), 1).race(IO::<(), E>::canceled().map_to(2u32));
+        let io = after(ms(5), 1).race(IO::canceled().map_to(2u32));
         assert_eq!(run(io), Outcome::Succeeded(Either::Left(1)));
     }
 
     fn race_is_canceled_when_both_sides_canceled_themselves() {
         let io = IO::<(), E>::canceled()
             .map_to(1u32)
-            .race(IO::<(), E>::sleep(ms(1)).product_r(IO::canceled()).map_to(2u32));
+            .race(IO::sleep(ms(1)).product_r(IO::canceled()).map_to(2u32));
         assert_eq!(try_run(io), Ok(Outcome::Canceled));
     }
 
@@ -170,7 +170,7 @@ rt_test! {
 
     fn race_outcome_gives_a_canceled_winner_as_canceled() {
         let (log, r) = (Log::new(), ready(1));
-        let io = once_ready(&r, IO::<(), E>::canceled().map_to(1u32)).race_outcome(hanging("right", &log, &r));
+        let io = once_ready(&r, IO::canceled().map_to(1u32)).race_outcome(hanging("right", &log, &r));
         assert_eq!(run(io), Outcome::Succeeded(Either::Left(Outcome::Canceled)));
         assert_eq!(log.events(), ["right canceled"]);
     }
@@ -180,11 +180,11 @@ rt_test! {
     fn race_pair_gives_the_winners_outcome_and_the_losers_handle_still_running() {
         let gate = Deferred::<()>::new();
         let finalized = Counter::new();
-        let loser = gate.get::<E>().map_to(2u32).on_cancel(finalized.incr_io());
+        let loser = gate.get().map_to(2u32).on_cancel(finalized.incr_io());
         let io: IO<(Outcome<u32, E>, Outcome<u32, E>), E> =
             after(ms(1), 1).race_pair(loser).flat_map(move |pair| match pair {
                 Either::Left((winner, loser)) => gate
-                    .complete::<E>(())
+                    .complete(())
                     .product_r(loser.join())
                     .map(move |o| (winner, o)),
                 Either::Right(_) => panic!("the right side cannot win"),
@@ -200,7 +200,7 @@ rt_test! {
         let (log, r) = (Log::new(), ready(1));
         let io: IO<Outcome<u32, E>, E> =
             hanging("left", &log, &r).race_pair(once_ready(&r, after(ms(1), 2))).flat_map(|pair| match pair {
-                Either::Right((loser, winner)) => loser.cancel::<E>().map_to(winner),
+                Either::Right((loser, winner)) => loser.cancel().map_to(winner),
                 Either::Left(_) => panic!("the left side cannot win"),
             });
         assert_eq!(run(io), Outcome::Succeeded(Outcome::Succeeded(2)));
@@ -258,14 +258,14 @@ rt_test! {
 
     fn both_is_canceled_and_cancels_the_other_side_when_one_side_canceled_itself() {
         let (log, r) = (Log::new(), ready(1));
-        let io = once_ready(&r, IO::<(), E>::canceled().map_to(1u32)).both(hanging("right", &log, &r));
+        let io = once_ready(&r, IO::canceled().map_to(1u32)).both(hanging("right", &log, &r));
         assert_eq!(try_run(io), Ok(Outcome::Canceled));
         assert_eq!(log.events(), ["right canceled"]);
     }
 
     fn both_is_canceled_when_the_slower_side_cancels_itself_after_the_other_succeeded() {
         let io = IO::<u32, E>::pure(1)
-            .both(IO::<(), E>::sleep(ms(1)).product_r(IO::canceled()).map_to(2u32));
+            .both(IO::sleep(ms(1)).product_r(IO::canceled()).map_to(2u32));
         assert_eq!(try_run(io), Ok(Outcome::Canceled));
     }
 
@@ -295,7 +295,7 @@ rt_test! {
         );
         assert_eq!(finalized.get(), 0);
 
-        let io = IO::<(), E>::canceled().map_to(1u32).both_outcome(after(ms(1), 2));
+        let io = IO::canceled().map_to(1u32).both_outcome(after(ms(1), 2));
         assert_eq!(
             run(io),
             Outcome::Succeeded((Outcome::Canceled, Outcome::Succeeded(2)))
@@ -338,7 +338,7 @@ rt_test! {
 
     fn par_traverse_keeps_the_order_of_the_items_whatever_order_they_finish_in() {
         let io = IO::<u64, E>::par_traverse((0..20u64).collect(), |i| {
-            IO::<(), E>::sleep(Duration::from_micros(100 * (20 - i))).map_to(i * 2)
+            IO::sleep(Duration::from_micros(100 * (20 - i))).map_to(i * 2)
         });
         assert_eq!(run(io), Outcome::Succeeded((0..20u64).map(|i| i * 2).collect()));
     }
@@ -347,7 +347,7 @@ rt_test! {
         // Every item waits for all the others to have started.
         let latch = CountDownLatch::new(10).expect("valid count");
         let io = IO::<usize, E>::par_traverse((0..10usize).collect(), move |i| {
-            latch.release::<E>().product_r(latch.wait()).map_to(i)
+            latch.release().product_r(latch.wait()).map_to(i)
         });
         assert_eq!(run(io), Outcome::Succeeded((0..10usize).collect()));
     }
@@ -377,7 +377,7 @@ rt_test! {
             if i == 5 {
                 once_ready(&r, failing_after(ms(2), "item 5 failed"))
             } else {
-                r.release::<E>().product_r(IO::<u32, E>::never()).on_cancel(c.incr_io())
+                r.release().product_r(IO::never()).on_cancel(c.incr_io())
             }
         });
         assert_eq!(run(io), Outcome::Errored("item 5 failed".to_string()));
@@ -414,7 +414,7 @@ rt_test! {
             let first_wave = ready(n as u64);
             let io = IO::<u64, E>::par_traverse_n(nz(n), (0..20u64).collect(), move |i| {
                 let wave = first_wave.clone();
-                c.around(wave.release().product_r(once_ready(&wave, IO::<(), E>::sleep(ms(2)))).map_to(i))
+                c.around(wave.release().product_r(once_ready(&wave, IO::sleep(ms(2)))).map_to(i))
             });
             assert_eq!(run(io), Outcome::Succeeded((0..20u64).collect()), "n = {n}");
             assert_eq!(concurrency.peak(), n, "n = {n}");
@@ -452,7 +452,7 @@ rt_test! {
         let gate = Deferred::<u32>::new();
         let g = gate.clone();
         let io: IO<u32, E> = g
-            .complete::<E>(11)
+            .complete(11)
             .void()
             .background()
             .use_with(move |_| gate.get());

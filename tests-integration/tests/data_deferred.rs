@@ -17,13 +17,13 @@ rt_test! {
         let d = Deferred::<u32>::new();
         let got = Counter::new();
         let g = got.clone();
-        let waiter = d.get::<E>().flat_map(move |v| g.incr_io().map_to(v));
+        let waiter = d.get().flat_map(move |v| g.incr_io().map_to(v));
         let io: IO<(usize, Outcome<u32, E>), E> = waiter.start().flat_map(move |h| {
             let gate = d.clone();
             eventually(move || gate.waiters() == 1)
                 .map(move |()| got.get())
                 .flat_map(move |before| {
-                    d.complete::<E>(5)
+                    d.complete(5)
                         .product_r(h.join())
                         .map(move |o| (before, o))
                 })
@@ -33,11 +33,11 @@ rt_test! {
 
     fn complete_wakes_every_waiting_get() {
         let d = Deferred::<u32>::new();
-        let waiters: Vec<IO<FiberHandle<u32, E>, E>> = (0..8).map(|_| d.get::<E>().start()).collect();
+        let waiters: Vec<IO<FiberHandle<u32, E>, E>> = (0..8).map(|_| d.get().start()).collect();
         let counted = d.clone();
         let io: IO<Vec<Outcome<u32, E>>, E> = IO::sequence(waiters).flat_map(move |handles| {
             eventually(move || counted.waiters() == 8)
-                .product_r(d.complete::<E>(3))
+                .product_r(d.complete(3))
                 .product_r(IO::traverse(handles, |h| h.join()))
         });
         assert_eq!(run(io), Outcome::Succeeded(vec![Outcome::Succeeded(3); 8]));
@@ -47,7 +47,7 @@ rt_test! {
         let d = Deferred::<String>::new();
         let (d1, d2) = (d.clone(), d.clone());
         let io: IO<(String, String), E> = d
-            .complete::<E>("v".to_string())
+            .complete("v".to_string())
             .product_r(d1.get())
             .flat_map(move |a| d2.get().map(move |b| (a, b)));
         assert_eq!(run(io), Outcome::Succeeded(("v".to_string(), "v".to_string())));
@@ -60,7 +60,7 @@ rt_test! {
         let io: IO<(Option<u32>, Option<u32>), E> = d
             .try_get()
             .flat_map(move |before| {
-                d1.complete::<E>(9)
+                d1.complete(9)
                     .product_r(d2.try_get())
                     .map(move |after| (before, after))
             });
@@ -83,7 +83,7 @@ rt_test! {
     fn of_many_fibers_completing_at_once_exactly_one_succeeds_and_its_value_stays() {
         let d = Deferred::<u32>::new();
         let completers: Vec<IO<Result<(), AlreadyCompleted<u32>>, E>> =
-            (0..16u32).map(|i| IO::cede().product_r(d.complete::<E>(i))).collect();
+            (0..16u32).map(|i| IO::cede().product_r(d.complete(i))).collect();
         let io: IO<(Vec<Result<(), AlreadyCompleted<u32>>>, u32), E> =
             IO::par_sequence(completers).flat_map(move |results| d.get().map(move |v| (results, v)));
         let (results, value) = run(io).succeeded().expect("succeeds");
@@ -99,14 +99,14 @@ rt_test! {
     fn a_canceled_get_leaves_no_waiter_behind_and_the_deferred_still_works() {
         let d = Deferred::<u32>::new();
         let (counted, after) = (d.clone(), d.clone());
-        let io: IO<(Outcome<u32, E>, usize, u32), E> = d.get::<E>().start().flat_map(move |h| {
+        let io: IO<(Outcome<u32, E>, usize, u32), E> = d.get().start().flat_map(move |h| {
             eventually(move || counted.waiters() == 1)
                 .product_r(h.cancel())
                 .product_r(h.join())
                 .flat_map(move |o| {
                     let left = after.waiters();
                     after
-                        .complete::<E>(4)
+                        .complete(4)
                         .product_r(after.get())
                         .map(move |v| (o, left, v))
                 })
@@ -118,7 +118,7 @@ rt_test! {
         let d = Deferred::<u32>::new();
         let (d1, d2, d3) = (d.clone(), d.clone(), d.clone());
         let io: IO<(Outcome<u32, E>, usize, Outcome<u32, E>, Outcome<u32, E>), E> =
-            IO::sequence(vec![d.get::<E>().start(), d.get::<E>().start(), d.get::<E>().start()])
+            IO::sequence(vec![d.get().start(), d.get().start(), d.get().start()])
                 .flat_map(move |handles| {
                     let [a, b, c]: [FiberHandle<u32, E>; 3] =
                         handles.try_into().expect("three handles");
@@ -126,7 +126,7 @@ rt_test! {
                         .product_r(b.cancel())
                         .flat_map(move |()| {
                             let left = d2.waiters();
-                            d3.complete::<E>(8).product_r(a.join()).flat_map(move |oa| {
+                            d3.complete(8).product_r(a.join()).flat_map(move |oa| {
                                 b.join().flat_map(move |ob| {
                                     c.join().map(move |oc| (oa, left, ob, oc))
                                 })
@@ -148,7 +148,7 @@ rt_test! {
         let d = Deferred::<u32>::new();
         let counted = d.clone();
         let io: IO<spindle_core::Either<u32, ()>, E> =
-            d.get::<E>().race(IO::sleep(Duration::from_millis(2)));
+            d.get().race(IO::sleep(Duration::from_millis(2)));
         assert_eq!(run(io), Outcome::Succeeded(spindle_core::Either::Right(())));
         assert_eq!(counted.waiters(), 0);
     }
@@ -156,10 +156,10 @@ rt_test! {
     fn many_canceled_gets_leave_no_waiter_behind() {
         let d = Deferred::<u32>::new();
         let (counted, after) = (d.clone(), d.clone());
-        let getters: Vec<IO<FiberHandle<u32, E>, E>> = (0..50).map(|_| d.get::<E>().start()).collect();
+        let getters: Vec<IO<FiberHandle<u32, E>, E>> = (0..50).map(|_| d.get().start()).collect();
         let io: IO<usize, E> = IO::sequence(getters).flat_map(move |handles| {
             eventually(move || counted.waiters() == 50)
-                .product_r(IO::traverse(handles, |h| h.cancel::<E>()))
+                .product_r(IO::traverse(handles, |h| h.cancel()))
                 .map(move |_| after.waiters())
         });
         assert_eq!(run(io), Outcome::Succeeded(0));

@@ -109,13 +109,13 @@ rt_test! {
 
     fn the_lock_is_released_on_error_self_cancel_and_panic() {
         let mutex = Mutex::new();
-        let failing = mutex.lock::<E>().use_with(|_| IO::<u32, E>::raise_error(Error::Failed("boom")));
+        let failing = mutex.lock().use_with(|_| IO::<u32, E>::raise_error(Error::Failed("boom")));
         assert_eq!(run(failing), Outcome::Errored(Error::Failed("boom")));
         assert_eq!(run(lock_is_free(&mutex)), Outcome::Succeeded(true), "error");
         let canceled = mutex.lock::<E>().use_with(|_| IO::<(), E>::canceled());
         assert_eq!(run(canceled), Outcome::Canceled);
         assert_eq!(run(lock_is_free(&mutex)), Outcome::Succeeded(true), "self-cancel");
-        let panicking = mutex.lock::<E>().use_with(|_| IO::<u32, E>::delay(|| panic!("bad")));
+        let panicking = mutex.lock().use_with(|_| IO::<u32, E>::delay(|| panic!("bad")));
         assert!(run(panicking).is_panicked());
         assert_eq!(run(lock_is_free(&mutex)), Outcome::Succeeded(true), "panic");
     }
@@ -125,8 +125,8 @@ rt_test! {
         let started = Deferred::<()>::new();
         let s = started.clone();
         let holder = mutex
-            .lock::<E>()
-            .use_with(move |_| s.complete::<E>(()).product_r(IO::<(), E>::never()));
+            .lock()
+            .use_with(move |_| s.complete(()).product_r(IO::never()));
         let io: IO<Outcome<(), E>, E> = holder.start().flat_map(move |h| {
             started.get().product_r(h.cancel()).product_r(h.join())
         });
@@ -149,7 +149,7 @@ rt_test! {
                     .product_r(w.cancel())
                     .product_r(w.join())
                     .flat_map(move |ow| {
-                        gate.complete::<E>(())
+                        gate.complete(())
                             .product_r(h.join_void())
                             .product_r(lock_is_free(&m))
                             .map(move |free| (ow, free))
@@ -179,9 +179,9 @@ rt_test! {
                         .flat_map(move |w| waiting_for(&counted, i as usize).map_to(w))
                 }))
                 .flat_map(move |waiters| {
-                    gate.complete::<E>(())
+                    gate.complete(())
                         .product_r(h.join_void())
-                        .product_r(IO::traverse(waiters, |w| w.join_void::<E>()))
+                        .product_r(IO::traverse(waiters, |w| w.join_void()))
                         .void()
                 })
         });
@@ -243,7 +243,7 @@ rt_test! {
                 IO::cede()
                     .product_r(r.release())
                     .product_r(r.release())
-                    .product_r(IO::traverse(hs, |h| h.join::<E>()))
+                    .product_r(IO::traverse(hs, |h| h.join()))
                     .map(|outcomes| outcomes.iter().filter(|o| o.is_succeeded()).count())
             });
         assert_eq!(run(io), Outcome::Succeeded(10));
@@ -264,8 +264,8 @@ rt_test! {
         let latch = CountDownLatch::new(1).expect("valid");
         let (w1, w2, r) = (latch.clone(), latch.clone(), latch.clone());
         type TwoWaiters = (Outcome<(), E>, Outcome<(), E>);
-        let io: IO<TwoWaiters, E> = w1.wait::<E>().start().flat_map(move |canceled| {
-            w2.wait::<E>().start().flat_map(move |kept| {
+        let io: IO<TwoWaiters, E> = w1.wait().start().flat_map(move |canceled| {
+            w2.wait().start().flat_map(move |kept| {
                 let c = canceled.cancel_handle();
                 IO::cede()
                     .product_r(c.cancel())
@@ -296,7 +296,7 @@ fn cancel_a_waiter_of_a_held_lock() -> IO<Outcome<(), E>, E> {
     holder.start().flat_map(move |_holder| {
         started
             .get()
-            .product_r(m.lock::<E>().use_with(|_| IO::unit()).start())
+            .product_r(m.lock().use_with(|_| IO::unit()).start())
             .flat_map(|waiter| {
                 IO::sleep(Duration::from_secs(1))
                     .product_r(waiter.cancel())

@@ -77,7 +77,7 @@ rt_test! {
         let taken = Counter::new();
         let t = taken.clone();
         let io: IO<(usize, Outcome<u32, E>), E> = taker
-            .take::<E>()
+            .take()
             .flat_map(move |x| t.incr_io().map_to(x))
             .start()
             .flat_map(move |h| {
@@ -101,7 +101,7 @@ rt_test! {
         let io: IO<Vec<Outcome<u32, E>>, E> = IO::traverse(vec![1, 2, 3], move |n| {
             // Each taker waits before the next one starts.
             let counted = tq.clone();
-            tq.take::<E>().start().flat_map(move |h| takers_waiting(&counted, n).map_to(h))
+            tq.take().start().flat_map(move |h| takers_waiting(&counted, n).map_to(h))
         })
         .flat_map(move |handles| {
             offer_all(&offerer, vec![10, 20, 30]).product_r(IO::traverse(handles, |h| h.join()))
@@ -191,7 +191,7 @@ rt_test! {
     fn a_synchronous_take_waits_for_an_offerer() {
         let q = Queue::<u32>::synchronous();
         let (taker, offerer) = (q.clone(), q.clone());
-        let io: IO<Outcome<u32, E>, E> = taker.take::<E>().start().flat_map(move |h| {
+        let io: IO<Outcome<u32, E>, E> = taker.take().start().flat_map(move |h| {
             takers_waiting(&offerer, 1).product_r(offerer.offer(8)).product_r(h.join())
         });
         assert_eq!(run(io), Outcome::Succeeded(Outcome::Succeeded(8)));
@@ -206,7 +206,7 @@ rt_test! {
     fn try_take_of_a_synchronous_queue_takes_from_a_waiting_offerer() {
         let q = Queue::<u32>::synchronous();
         let (offerer, taker) = (q.clone(), q.clone());
-        let io: IO<(Option<u32>, Outcome<(), E>), E> = offerer.offer::<E>(4).start().flat_map(move |h| {
+        let io: IO<(Option<u32>, Outcome<(), E>), E> = offerer.offer(4).start().flat_map(move |h| {
             offerers_waiting(&taker, 1)
                 .product_r(taker.try_take())
                 .flat_map(move |x| h.join().map(move |o| (x, o)))
@@ -226,7 +226,7 @@ rt_test! {
             let produce = IO::<(), E>::par_traverse((0..4u32).collect(), move |p| {
                 let q = producers.clone();
                 IO::traverse((0..PER_FIBER).collect(), move |i| {
-                    q.offer::<E>(p * PER_FIBER + i).product_r(IO::cede())
+                    q.offer(p * PER_FIBER + i).product_r(IO::cede())
                 })
                 .void()
             });
@@ -245,7 +245,7 @@ rt_test! {
     fn a_take_canceled_while_waiting_takes_nothing() {
         let q = Queue::<u32>::unbounded();
         let (taker, later) = (q.clone(), q.clone());
-        let io: IO<(Outcome<u32, E>, Vec<u32>), E> = taker.take::<E>().start().flat_map(move |h| {
+        let io: IO<(Outcome<u32, E>, Vec<u32>), E> = taker.take().start().flat_map(move |h| {
             takers_waiting(&later, 1)
                 .product_r(h.cancel())
                 .product_r(h.join())
@@ -262,7 +262,7 @@ rt_test! {
         // that taker or back at the front of the queue, exactly once.
         let q = Queue::<u32>::unbounded();
         let (taker, offerer, rest) = (q.clone(), q.clone(), q.clone());
-        let io: IO<(Outcome<u32, E>, Vec<u32>), E> = taker.take::<E>().start().flat_map(move |h| {
+        let io: IO<(Outcome<u32, E>, Vec<u32>), E> = taker.take().start().flat_map(move |h| {
             takers_waiting(&offerer, 1)
                 .product_r(offerer.offer(7))
                 .product_r(h.cancel())
@@ -296,7 +296,7 @@ rt_test! {
     fn an_offer_canceled_while_waiting_offers_nothing() {
         let q = Queue::<u32>::bounded(1).expect("valid");
         let (offerer, rest) = (q.clone(), q.clone());
-        let io: IO<(Outcome<(), E>, Vec<u32>), E> = q.offer(1).product_r(offerer.offer::<E>(2).start()).flat_map(move |h| {
+        let io: IO<(Outcome<(), E>, Vec<u32>), E> = q.offer(1).product_r(offerer.offer(2).start()).flat_map(move |h| {
             offerers_waiting(&rest, 1)
                 .product_r(h.cancel())
                 .product_r(h.join())
@@ -308,7 +308,7 @@ rt_test! {
     fn a_synchronous_offer_canceled_while_waiting_offers_nothing() {
         let q = Queue::<u32>::synchronous();
         let (offerer, taker) = (q.clone(), q.clone());
-        let io: IO<(Outcome<(), E>, Option<u32>), E> = offerer.offer::<E>(2).start().flat_map(move |h| {
+        let io: IO<(Outcome<(), E>, Option<u32>), E> = offerer.offer(2).start().flat_map(move |h| {
             offerers_waiting(&taker, 1)
                 .product_r(h.cancel())
                 .product_r(h.join())
@@ -349,10 +349,10 @@ rt_test! {
             .flat_map(move |offerers| {
                 let (keep, cancel): (Vec<_>, Vec<_>) =
                     offerers.into_iter().enumerate().partition(|(i, _)| i % 2 == 0);
-                IO::traverse(cancel, |(_, h)| h.cancel::<E>())
+                IO::traverse(cancel, |(_, h)| h.cancel())
                     .product_r(IO::replicate(7, move || tq.take()))
                     .flat_map(move |taken| {
-                        IO::traverse(keep, |(_, h)| h.join_void::<E>())
+                        IO::traverse(keep, |(_, h)| h.join_void())
                             .product_r(rest.try_take())
                             .map(move |extra| (taken, extra))
                     })
@@ -372,9 +372,9 @@ type TwoTakers = (Outcome<u32, E>, Outcome<u32, E>, Vec<u32>);
 fn handed_to_a_canceled_taker() -> IO<TwoTakers, E> {
     let q = Queue::<u32>::unbounded();
     let (t1, t2, offerer, rest) = (q.clone(), q.clone(), q.clone(), q);
-    t1.take::<E>().start().flat_map(move |first| {
+    t1.take().start().flat_map(move |first| {
         takers_waiting(&offerer, 1)
-            .product_r(t2.take::<E>().start())
+            .product_r(t2.take().start())
             .flat_map(move |second| {
                 takers_waiting(&offerer, 2)
                     .product_r(offerer.offer(7))
@@ -407,7 +407,7 @@ fn on_the_single_threaded_executor_a_canceled_takers_element_goes_to_the_next_ta
 fn on_the_single_threaded_executor_a_canceled_takers_element_goes_back_to_the_front() {
     let q = Queue::<u32>::unbounded();
     let (taker, offerer, rest) = (q.clone(), q.clone(), q);
-    let io: IO<(Outcome<u32, E>, Vec<u32>), E> = taker.take::<E>().start().flat_map(move |h| {
+    let io: IO<(Outcome<u32, E>, Vec<u32>), E> = taker.take().start().flat_map(move |h| {
         IO::cede()
             .product_r(offerer.offer(7))
             .product_r(h.cancel())

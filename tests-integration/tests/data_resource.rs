@@ -27,7 +27,7 @@ enum Case {
 const CASES: [Case; 4] = [Case::Success, Case::Error, Case::SelfCancel, Case::Panic];
 
 fn ending(case: Case) -> IO<u32, E> {
-    let after = IO::<(), E>::sleep(Duration::from_millis(1));
+    let after = IO::sleep(Duration::from_millis(1));
     match case {
         Case::Success => after.map_to(5),
         Case::Error => after.product_r(IO::raise_error("boom".to_string())),
@@ -345,7 +345,7 @@ rt_test! {
         let started = Deferred::<()>::new();
         let (s, acq, rel, u) = (started.clone(), log.clone(), log.clone(), log.clone());
         let child = Resource::<(), E>::make_case(
-            s.complete::<E>(())
+            s.complete(())
                 .product_r(IO::sleep(Duration::from_millis(20)))
                 .product_r(acq.record("acquired".to_string())),
             move |(), exit| rel.record(format!("release {exit:?}")),
@@ -397,13 +397,13 @@ fn cancel_a_waiting_make_full_acquisition() -> (
     let (acq, rel, u) = (log.clone(), log.clone(), log.clone());
     let child = Resource::<(), E>::make_full(
         move |poll| {
-            poll.apply(IO::<(), E>::never())
+            poll.apply(IO::never())
                 .on_cancel(acq.record("acquisition canceled".to_string()))
         },
         move |(), _| rel.record("release".to_string()),
     )
     .use_with(move |_| u.record("use".to_string()).map_to(1u32));
-    let io = child.start::<E>().flat_map(|h| {
+    let io = child.start().flat_map(|h| {
         IO::sleep(Duration::from_secs(1))
             .product_r(h.cancel())
             .product_r(h.join())

@@ -43,7 +43,7 @@ rt_test! {
         let acquired = Counter::new();
         let (waiter_sem, counted, releaser) = (sem.clone(), sem.clone(), sem.clone());
         let a = acquired.clone();
-        let waiter = waiter_sem.acquire::<E>().product_r(a.incr_io());
+        let waiter = waiter_sem.acquire().product_r(a.incr_io());
         let io: IO<(usize, Outcome<(), E>), E> = sem.acquire().product_r(waiter.start()).flat_map(move |h| {
             eventually(move || counted.waiting() == 1)
                 .map(move |()| acquired.get())
@@ -105,7 +105,7 @@ rt_test! {
 
         let started = Deferred::<()>::new();
         let s = started.clone();
-        let holder = sem.with_permit(s.complete::<E>(()).product_r(IO::<(), E>::never()));
+        let holder = sem.with_permit(s.complete(()).product_r(IO::never()));
         let io: IO<Outcome<(), E>, E> = holder.start().flat_map(move |h| {
             started.get().product_r(h.cancel()).product_r(h.join())
         });
@@ -138,7 +138,7 @@ rt_test! {
     fn a_waiter_canceled_while_queued_leaves_the_queue_and_takes_no_permit() {
         let sem = semaphore(1);
         let (w, counted, after) = (sem.clone(), sem.clone(), sem.clone());
-        let io: IO<(Outcome<(), E>, usize), E> = sem.acquire().product_r(w.acquire::<E>().start()).flat_map(move |h| {
+        let io: IO<(Outcome<(), E>, usize), E> = sem.acquire().product_r(w.acquire().start()).flat_map(move |h| {
             eventually(move || counted.waiting() == 1)
                 .product_r(h.cancel())
                 .product_r(h.join())
@@ -157,7 +157,7 @@ rt_test! {
         // semaphore, never lost.
         let sem = semaphore(1);
         let (w, counted, releaser) = (sem.clone(), sem.clone(), sem.clone());
-        let io: IO<Outcome<(), E>, E> = sem.acquire().product_r(w.acquire::<E>().start()).flat_map(move |h| {
+        let io: IO<Outcome<(), E>, E> = sem.acquire().product_r(w.acquire().start()).flat_map(move |h| {
             let canceler = h.cancel_handle();
             eventually(move || counted.waiting() == 1)
                 .product_r(canceler.cancel::<E>().start())
@@ -182,7 +182,7 @@ rt_test! {
         let (w, counted, releaser) = (sem.clone(), sem.clone(), sem.clone());
         let io: IO<Outcome<(), E>, E> = sem
             .acquire()
-            .product_r(w.with_permit(IO::<(), E>::unit()).start())
+            .product_r(w.with_permit(IO::unit()).start())
             .flat_map(move |h| {
                 eventually(move || counted.waiting() == 1)
                     .product_r(releaser.release())
@@ -200,7 +200,7 @@ rt_test! {
         let io: IO<(), E> = sem.acquire().product_r(sem.acquire()).flat_map(move |()| {
             IO::sequence((0..20).map(|_| w.acquire::<E>().start()).collect()).flat_map(move |hs| {
                 eventually(move || counted.waiting() == 20)
-                    .product_r(IO::traverse(hs, |h| h.cancel::<E>()))
+                    .product_r(IO::traverse(hs, |h| h.cancel()))
                     .product_r(after.release())
                     .product_r(after.release())
             })
@@ -220,7 +220,7 @@ fn on_the_single_threaded_executor_a_woken_then_canceled_waiter_is_canceled_and_
     let (w, releaser) = (sem.clone(), sem.clone());
     let io: IO<Outcome<(), E>, E> =
         sem.acquire()
-            .product_r(w.acquire::<E>().start())
+            .product_r(w.acquire().start())
             .flat_map(move |h| {
                 IO::cede()
                     .product_r(releaser.release())
@@ -248,7 +248,7 @@ fn a_waiter_woken_and_canceled_before_it_ran_gives_its_permit_back_on<R: TestRun
     let (w, counted, releaser) = (sem.clone(), sem.clone(), sem.clone());
     let io: IO<Outcome<(), E>, E> =
         sem.acquire()
-            .product_r(w.acquire::<E>().start())
+            .product_r(w.acquire().start())
             .flat_map(move |h| {
                 eventually(move || counted.waiting() == 1)
                     .product_r(releaser.release())

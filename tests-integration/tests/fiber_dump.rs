@@ -32,11 +32,8 @@ fn take_dump(dump: &Dumper) -> IO<FiberDump, E> {
 /// program and the line of its `get` call in this file.
 fn wait_then_complete(wait: Deferred<()>, then: Deferred<()>) -> (IO<(), E>, u32) {
     let get_line = line!() + 1;
-    let get = wait.get::<E>();
-    (
-        get.flat_map(move |()| then.complete::<E>(()).void()),
-        get_line,
-    )
+    let get = wait.get();
+    (get.flat_map(move |()| then.complete(()).void()), get_line)
 }
 
 /// The line of the `sleep` call in [`sleeper`].
@@ -61,7 +58,7 @@ fn last_event<'a>(fiber: &'a FiberInfo, dump: &FiberDump) -> &'a spindle_core::T
 
 /// Cancels every fiber of `handles` (their finalizers have run after).
 fn cancel_all(handles: Vec<FiberHandle<(), E>>) -> IO<(), E> {
-    IO::traverse(handles, |h| h.cancel::<E>()).void()
+    IO::traverse(handles, |h| h.cancel()).void()
 }
 
 rt_test! {
@@ -75,10 +72,10 @@ rt_test! {
         let (wait_b, _) = wait_then_complete(b.clone(), c.clone());
         let (wait_c, _) = wait_then_complete(c.clone(), a.clone());
         let starts = vec![
-            wait_a.start::<E>(),
-            wait_b.start::<E>(),
-            wait_c.start::<E>(),
-            sleeper().start::<E>(),
+            wait_a.start(),
+            wait_b.start(),
+            wait_c.start(),
+            sleeper().start(),
         ];
         let settled = {
             let dump = dump.clone();
@@ -143,11 +140,11 @@ rt_test! {
         let program = IO::<(), E>::unit().start::<E>().flat_map(move |quick| {
             gate.get::<E>().start::<E>().flat_map(move |waiter| {
                 eventually::<E>(move || counted.waiters() == 1)
-                    .product_r(quick.join_void::<E>())
+                    .product_r(quick.join_void())
                     .product_r(take_dump(&before))
                     .flat_map(move |listed| {
-                        done.complete::<E>(())
-                            .product_r(waiter.join_void::<E>())
+                        done.complete(())
+                            .product_r(waiter.join_void())
                             .product_r(take_dump(&after))
                             // The quick fiber's handle is still held here.
                             .map(move |after| (listed, after, quick))
@@ -180,12 +177,12 @@ rt_test! {
         let rt = rt_with_config(config);
         let dump = rt.dumper();
         let in_fiber = dump.clone();
-        let program = sleeper().start::<E>().flat_map(move |sleeping| {
-            IO::<(), E>::cede()
+        let program = sleeper().start().flat_map(move |sleeping| {
+            IO::cede()
                 .product_r(IO::<Trace, E>::trace())
                 .flat_map(move |trace| {
                     take_dump(&in_fiber)
-                        .flat_map(move |dump| sleeping.cancel::<E>().map_to((trace, dump)))
+                        .flat_map(move |dump| sleeping.cancel().map_to((trace, dump)))
                 })
         });
         let (trace, during) = rt.run(program).succeeded().expect("the program succeeds");

@@ -24,7 +24,7 @@ fn boom() -> E {
 fn blocked_child(started: &Deferred<()>, log: &Log<&'static str>) -> IO<u32, E> {
     let guarantee_log = log.clone();
     started
-        .complete::<E>(())
+        .complete(())
         .product_r(IO::never())
         .on_cancel(log.record("on_cancel"))
         .guarantee(
@@ -68,7 +68,7 @@ rt_test! {
     fn joining_a_canceled_fiber_whose_types_are_not_clone_yields_canceled() {
         let started = Deferred::<()>::new();
         let child: IO<NotClone, std::io::Error> = started
-            .complete::<std::io::Error>(())
+            .complete(())
             .product_r(IO::never());
         let io: IO<Outcome<NotClone, std::io::Error>, E> = child
             .start()
@@ -104,7 +104,7 @@ rt_test! {
 
     fn join_returns_canceled_for_a_fiber_that_canceled_itself() {
         let io: IO<Outcome<u32, E>, E> =
-            IO::<(), E>::canceled().map_to(1u32).start().flat_map(|h| h.join());
+            IO::canceled().map_to(1u32).start().flat_map(|h| h.join());
         assert_eq!(run(io), Outcome::Succeeded(Outcome::Canceled));
     }
 
@@ -119,7 +119,7 @@ rt_test! {
     }
 
     fn join_void_and_cancel_borrow_the_handle_and_the_join_after_them_gives_the_outcome() {
-        let io: IO<Outcome<u32, E>, E> = IO::<(), E>::sleep(Duration::from_millis(1))
+        let io: IO<Outcome<u32, E>, E> = IO::sleep(Duration::from_millis(1))
             .map_to(3u32)
             .start()
             .flat_map(|h| h.join_void().product_r(h.join_void()).product_r(h.join()));
@@ -128,19 +128,19 @@ rt_test! {
 
     fn joining_a_fiber_that_completed_long_ago_gives_its_outcome_at_once() {
         let io: IO<Outcome<u32, E>, E> = IO::<u32, E>::pure(9).start().flat_map(|h| {
-            IO::<(), E>::sleep(Duration::from_millis(5)).product_r(h.join())
+            IO::sleep(Duration::from_millis(5)).product_r(h.join())
         });
         assert_eq!(run(io), Outcome::Succeeded(Outcome::Succeeded(9)));
     }
 
     fn several_fibers_waiting_on_one_fiber_all_resume_and_its_owner_joins_its_outcome() {
         let gate = Deferred::<u32>::new();
-        let child = gate.get::<E>();
+        let child = gate.get();
         let io: IO<(Vec<Outcome<(), E>>, Outcome<u32, E>), E> = child.start().flat_map(move |target| {
             let waiters: Vec<IO<FiberHandle<(), E>, E>> =
-                (0..5).map(|_| target.cancel_handle().join_void::<E>().start()).collect();
+                (0..5).map(|_| target.cancel_handle().join_void().start()).collect();
             IO::sequence(waiters).flat_map(move |handles| {
-                gate.complete::<E>(42)
+                gate.complete(42)
                     .product_r(IO::traverse(handles, |h| h.join()))
                     .flat_map(move |waited| target.join().map(move |joined| (waited, joined)))
             })
@@ -195,9 +195,9 @@ rt_test! {
     }
 
     fn join_with_never_on_a_canceled_fiber_never_completes() {
-        let io: IO<u32, E> = IO::<u32, E>::never()
+        let io: IO<u32, E> = IO::never()
             .start()
-            .flat_map(|h| h.cancel::<E>().product_r(h.join_with_never()));
+            .flat_map(|h| h.cancel().product_r(h.join_with_never()));
         assert!(try_run(io).is_err(), "the joiner must wait forever");
     }
 
@@ -221,8 +221,8 @@ rt_test! {
         let finalized = Counter::new();
         let started = Deferred::new();
         let child = started
-            .complete::<E>(())
-            .product_r(IO::<u32, E>::never())
+            .complete(())
+            .product_r(IO::never())
             .guarantee(finalized.incr_io());
         let io: IO<Outcome<u32, E>, E> = child.start().flat_map(move |h| {
             started
@@ -265,14 +265,14 @@ rt_test! {
             .guarantee_case(move |o| l.record(if o.is_succeeded() { "succeeded" } else { "other" }));
         let io: IO<Outcome<u32, E>, E> = child
             .start()
-            .flat_map(|h| h.join_void().product_r(h.cancel::<E>()).product_r(h.join()));
+            .flat_map(|h| h.join_void().product_r(h.cancel()).product_r(h.join()));
         assert_eq!(run(io), Outcome::Succeeded(Outcome::Succeeded(5)));
         assert_eq!(log.events(), ["succeeded"]);
     }
 
     fn canceling_a_failed_fiber_keeps_its_error() {
         let io: IO<Outcome<u32, E>, E> = IO::<u32, E>::raise_error(boom()).start().flat_map(|h| {
-            h.join_void::<E>()
+            h.join_void()
                 .product_r(h.cancel())
                 .product_r(h.join())
         });
@@ -293,13 +293,13 @@ rt_test! {
             .complete::<E>(())
             .product_r(IO::<(), E>::never())
             .on_cancel(
-                f.complete::<E>(())
+                f.complete(())
                     .product_r(IO::sleep(Duration::from_millis(20)))
                     .product_r(l1.record("target finalized")),
             );
         let io: IO<Outcome<(), E>, E> = target.start().flat_map(move |t| {
             let canceler = target_started
-                .get::<E>()
+                .get()
                 .product_r(t.cancel())
                 .product_r(l2.record("canceler went on after cancel"));
             canceler.start().flat_map(move |c| {
@@ -317,8 +317,8 @@ rt_test! {
     fn suppressed_errors_holds_a_finalizer_error_raised_during_cancellation() {
         let started = Deferred::new();
         let child = started
-            .complete::<E>(())
-            .product_r(IO::<u32, E>::never())
+            .complete(())
+            .product_r(IO::never())
             .guarantee(IO::raise_error("finalizer failed".to_string()));
         let io: IO<(Outcome<u32, E>, Vec<E>), E> = child.start().flat_map(move |h| {
             started.get().product_r(h.cancel()).product_r(h.join_void()).map(move |()| {
@@ -392,10 +392,10 @@ rt_test! {
 
     fn suppressed_errors_is_empty_while_the_fiber_runs_and_when_nothing_failed() {
         let gate = Deferred::<()>::new();
-        let child = gate.get::<E>().map_to(1u32);
+        let child = gate.get().map_to(1u32);
         let io: IO<(Vec<E>, Vec<E>), E> = child.start().flat_map(move |h| {
             let running = h.suppressed_errors();
-            gate.complete::<E>(())
+            gate.complete(())
                 .product_r(h.join_void())
                 .map(move |()| (running, h.suppressed_errors()))
         });
@@ -405,12 +405,12 @@ rt_test! {
     fn dropping_every_handle_does_not_cancel_the_fiber() {
         let done = Counter::new();
         let gate = Deferred::<()>::new();
-        let child = gate.get::<E>().product_r(done.incr_io());
+        let child = gate.get().product_r(done.incr_io());
         let d = done.clone();
         let io: IO<usize, E> = child
             .start()
             .flat_map(|h: FiberHandle<(), E>| IO::delay(move || drop(h)))
-            .product_r(gate.complete::<E>(()))
+            .product_r(gate.complete(()))
             .product_r(IO::sleep(Duration::from_millis(5)))
             .flat_map(move |_| IO::delay(move || d.get()));
         assert_eq!(run(io), Outcome::Succeeded(1));
@@ -425,9 +425,7 @@ fn a_fiber_canceled_before_it_ever_ran_runs_none_of_its_steps() {
     // parent's cancel reaches it before its first step.
     let steps = Counter::new();
     let child = steps.incr_io::<E>().product_r(steps.incr_io());
-    let io: IO<Outcome<(), E>, E> = child
-        .start()
-        .flat_map(|h| h.cancel::<E>().product_r(h.join()));
+    let io: IO<Outcome<(), E>, E> = child.start().flat_map(|h| h.cancel().product_r(h.join()));
     assert_eq!(
         SingleThreaded::new()
             .expect("an executor")
@@ -440,10 +438,10 @@ fn a_fiber_canceled_before_it_ever_ran_runs_none_of_its_steps() {
 
 #[test]
 fn join_with_never_on_a_canceled_fiber_leaves_test_control_deadlocked() {
-    let io: IO<u32, E> = IO::<(), E>::sleep(Duration::from_secs(60))
+    let io: IO<u32, E> = IO::sleep(Duration::from_secs(60))
         .map_to(1u32)
         .start()
-        .flat_map(|h| h.cancel::<E>().product_r(h.join_with_never()));
+        .flat_map(|h| h.cancel().product_r(h.join_with_never()));
     let mut control = TestControl::execute(io);
     control.tick_all();
     assert_eq!(control.results(), None);

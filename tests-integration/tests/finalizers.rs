@@ -28,7 +28,7 @@ const CASES: [Case; 4] = [Case::Success, Case::Error, Case::SelfCancel, Case::Pa
 
 /// A program that ends as `case` says, after a real suspension.
 fn ending(case: Case) -> IO<u32, E> {
-    let after = IO::<(), E>::sleep(Duration::from_millis(1));
+    let after = IO::sleep(Duration::from_millis(1));
     match case {
         Case::Success => after.map_to(5),
         Case::Error => after.product_r(IO::raise_error("boom".to_string())),
@@ -386,7 +386,7 @@ rt_test! {
         let s = started.clone();
         let child: IO<u32, E> = IO::bracket(
             IO::pure(()),
-            move |_: &()| s.complete::<E>(()).product_r(IO::never()),
+            move |_: &()| s.complete(()).product_r(IO::never()),
             {
                 let r = released.clone();
                 move |()| r.incr_io()
@@ -418,7 +418,7 @@ rt_test! {
         let started = Deferred::<()>::new();
         let (s, acq, u, rel) = (started.clone(), log.clone(), log.clone(), log.clone());
         let child: IO<u32, E> = IO::bracket_case(
-            s.complete::<E>(())
+            s.complete(())
                 .product_r(IO::sleep(Duration::from_millis(20)))
                 .product_r(acq.record("acquired".to_string())),
             move |_: &()| u.record("use".to_string()).map_to(1),
@@ -437,7 +437,7 @@ rt_test! {
         let (s, rel) = (started.clone(), log.clone());
         let child: IO<u32, E> = IO::bracket(
             IO::pure(()),
-            move |_: &()| s.complete::<E>(()).product_r(IO::never()),
+            move |_: &()| s.complete(()).product_r(IO::never()),
             move |()| {
                 IO::sleep(Duration::from_millis(20)).product_r(rel.record("release finished"))
             },
@@ -455,7 +455,7 @@ rt_test! {
         let (s, acq, u, rel) = (started.clone(), log.clone(), log.clone(), log.clone());
         let child: IO<u32, E> = IO::bracket_full(
             move |poll| {
-                poll.apply(s.complete::<E>(()).product_r(IO::<(), E>::never()))
+                poll.apply(s.complete(()).product_r(IO::never()))
                     .on_cancel(acq.record("acquisition canceled"))
             },
             move |_: &()| u.record("use").map_to(1),
@@ -474,7 +474,7 @@ rt_test! {
         let (s, acq, u, rel) = (started.clone(), log.clone(), log.clone(), log.clone());
         let child: IO<u32, E> = IO::bracket_full(
             move |_poll| {
-                s.complete::<E>(())
+                s.complete(())
                     .product_r(IO::sleep(Duration::from_millis(20)))
                     .product_r(acq.record("acquired"))
             },
@@ -578,7 +578,7 @@ rt_test! {
             eventually(move || parked.lock().unwrap().is_some())
                 .product_r(IO::delay(move || cb.lock().unwrap().as_ref().expect("parked").succeed(4)))
                 .flat_map(move |accepted| {
-                    h.join_void::<E>()
+                    h.join_void()
                         .product_r(h.cancel())
                         .product_r(h.join())
                         .map(move |o| (accepted, o))

@@ -154,7 +154,7 @@ fn build(p: Prog, log: &Log, polls: &[Poll]) -> IO<i64, u8> {
                 }
             }));
             let fin = log_io(log, "async-fin".to_string());
-            completer.start::<u8>().flat_map(move |_sibling| {
+            completer.start().flat_map(move |_sibling| {
                 IO::from_callback(move |cb| {
                     *slot.lock().unwrap() = Some(cb);
                     Some(fin)
@@ -615,10 +615,8 @@ fn a_cancel_requested_while_a_guarantee_finalizer_runs_is_observed_when_it_ends(
     // to 10 ms; nothing after the guarantee may run.
     let ran = run(|log| {
         let after = log_io(log, "after".to_string());
-        let target = IO::<(), u8>::unit()
-            .guarantee(IO::sleep(ms(10)))
-            .product_r(after);
-        target.start::<u8>().flat_map(|fiber| {
+        let target = IO::unit().guarantee(IO::sleep(ms(10))).product_r(after);
+        target.start().flat_map(|fiber| {
             IO::sleep(ms(5))
                 .product_r(fiber.cancel())
                 .product_r(fiber.join())
@@ -807,7 +805,7 @@ fn on_cancel_associates_over_the_uncancelable_boundary() {
 #[test]
 fn canceled_runs_on_cancel_finalizers_innermost_first() {
     let ran = run(|log| {
-        IO::<(), u8>::canceled()
+        IO::canceled()
             .map_to(0i64)
             .on_cancel(log_io(log, "f1".to_string()))
             .on_cancel(log_io(log, "f2".to_string()))
@@ -823,7 +821,7 @@ fn canceled_sequences_on_cancel_finalizers_in_order() {
     check((prog(), prog()), |(f1, f2)| {
         let (g1, g2) = (f1.clone(), f2.clone());
         let lhs = run(|log| {
-            IO::<(), u8>::canceled()
+            IO::canceled()
                 .on_cancel(log_io(log, "f1".to_string()).product_r(build(f1, log, &[]).void()))
                 .on_cancel(log_io(log, "f2".to_string()).product_r(build(f2, log, &[]).void()))
         });
@@ -914,7 +912,7 @@ fn never_force_r_never_completes() {
 #[test]
 fn joining_a_started_pure_program_gives_its_value() {
     check(small(), |a| {
-        let ran = run(|_| IO::<i64, u8>::pure(a).start::<u8>().flat_map(|f| f.join()));
+        let ran = run(|_| IO::<i64, u8>::pure(a).start().flat_map(|f| f.join()));
         prop_assert_eq!(ran.outcome, Some(Outcome::Succeeded(Outcome::Succeeded(a))));
         Ok(())
     });
@@ -923,11 +921,7 @@ fn joining_a_started_pure_program_gives_its_value() {
 #[test]
 fn joining_a_started_failing_program_gives_its_error() {
     check(error(), |e| {
-        let ran = run(|_| {
-            IO::<i64, u8>::raise_error(e)
-                .start::<u8>()
-                .flat_map(|f| f.join())
-        });
+        let ran = run(|_| IO::<i64, u8>::raise_error(e).start().flat_map(|f| f.join()));
         prop_assert_eq!(ran.outcome, Some(Outcome::Succeeded(Outcome::Errored(e))));
         Ok(())
     });
@@ -937,7 +931,7 @@ fn joining_a_started_failing_program_gives_its_error() {
 fn joining_a_started_program_gives_the_outcome_of_running_it_alone() {
     check(prog(), |fa| {
         let alone = run_prog(fa.clone());
-        let joined = run(|log| build(fa, log, &[]).start::<u8>().flat_map(|f| f.join()));
+        let joined = run(|log| build(fa, log, &[]).start().flat_map(|f| f.join()));
         prop_assert_eq!(joined.outcome, alone.outcome.map(Outcome::Succeeded));
         prop_assert_eq!(joined.log, alone.log);
         prop_assert_eq!(joined.millis, alone.millis);
@@ -985,7 +979,7 @@ fn canceling_a_started_program_ends_it_canceled_or_as_it_would_alone() {
     check((prog(), 0u8..12), |(fa, delay)| {
         let alone = run_prog(fa.clone());
         let ran = run(|log| {
-            build(fa, log, &[]).start::<u8>().flat_map(move |f| {
+            build(fa, log, &[]).start().flat_map(move |f| {
                 IO::sleep(ms(delay))
                     .product_r(f.cancel())
                     .product_r(f.join())
@@ -1007,7 +1001,7 @@ fn canceling_a_started_program_ends_it_canceled_or_as_it_would_alone() {
 fn race_with_never_on_the_right_is_the_left_program() {
     check(prog_without_cancel(), |fa| {
         let fa2 = fa.clone();
-        let lhs = run(|log| build(fa, log, &[]).race(IO::<(), u8>::never()));
+        let lhs = run(|log| build(fa, log, &[]).race(IO::never()));
         let rhs = run(|log| build(fa2, log, &[]).map(Either::<i64, ()>::Left));
         prop_assert_eq!(lhs, rhs);
         Ok(())
@@ -1018,7 +1012,7 @@ fn race_with_never_on_the_right_is_the_left_program() {
 fn race_with_never_on_the_left_is_the_right_program() {
     check(prog_without_cancel(), |fb| {
         let fb2 = fb.clone();
-        let lhs = run(|log| IO::<(), u8>::never().race(build(fb, log, &[])));
+        let lhs = run(|log| IO::never().race(build(fb, log, &[])));
         let rhs = run(|log| build(fb2, log, &[]).map(Either::<(), i64>::Right));
         prop_assert_eq!(lhs, rhs);
         Ok(())

@@ -33,7 +33,7 @@ rt_test! {
         let started = Deferred::new();
         let (s, l) = (started.clone(), log.clone());
         let child = IO::uncancelable(move |_| {
-            s.complete::<E>(())
+            s.complete(())
                 .product_r(pause())
                 .product_r(l.record("end of region"))
         })
@@ -77,7 +77,7 @@ rt_test! {
         let started = Deferred::new();
         let (s, l1, l2, l3) = (started.clone(), log.clone(), log.clone(), log.clone());
         let child = IO::uncancelable(move |poll| {
-            s.complete::<E>(())
+            s.complete(())
                 .product_r(pause())
                 .product_r(l1.record("masked work done"))
                 .product_r(poll.apply(l2.record("inside poll")))
@@ -93,7 +93,7 @@ rt_test! {
         let gate = Deferred::<u32>::new();
         let (s, g, l) = (started.clone(), gate.clone(), log.clone());
         let child = IO::uncancelable(move |_| {
-            s.complete::<E>(())
+            s.complete(())
                 .product_r(g.get())
                 .flat_map(move |v| l.record(format!("got {v}")))
         })
@@ -104,8 +104,8 @@ rt_test! {
                 .get()
                 .product_r(canceler.cancel::<E>().start())
                 .flat_map(move |c| {
-                    IO::<(), E>::sleep(Duration::from_millis(10))
-                        .product_r(gate.complete::<E>(7))
+                    IO::sleep(Duration::from_millis(10))
+                        .product_r(gate.complete(7))
                         .product_r(c.join_void())
                         .product_r(h.join())
                 })
@@ -121,7 +121,7 @@ rt_test! {
         let child = IO::uncancelable(move |_outer| {
             IO::uncancelable(move |inner| {
                 inner.apply(
-                    s.complete::<E>(())
+                    s.complete(())
                         .product_r(pause())
                         .product_r(l1.record("inner poll body done")),
                 )
@@ -140,7 +140,7 @@ rt_test! {
         let child = IO::uncancelable(move |outer| {
             IO::uncancelable(move |_inner| {
                 outer.apply(
-                    s.complete::<E>(())
+                    s.complete(())
                         .product_r(pause())
                         .product_r(l1.record("outer poll body done")),
                 )
@@ -157,7 +157,7 @@ rt_test! {
         let started = Deferred::new();
         let (s, l1, l2) = (started.clone(), log.clone(), log.clone());
         let child = IO::uncancelable(move |outer| {
-            IO::uncancelable(move |_inner| s.complete::<E>(()).product_r(pause()))
+            IO::uncancelable(move |_inner| s.complete(()).product_r(pause()))
                 .product_r(l1.record("after inner region"))
                 .product_r(outer.apply(l2.record("in outer poll")))
         });
@@ -171,7 +171,7 @@ rt_test! {
         let (s, f) = (started.clone(), fin.clone());
         let child = IO::uncancelable(move |outer| {
             outer.apply(IO::uncancelable(move |inner| {
-                inner.apply(s.complete::<E>(()).product_r(IO::never()).on_cancel(f.incr_io()))
+                inner.apply(s.complete(()).product_r(IO::never()).on_cancel(f.incr_io()))
             }))
         });
         assert_eq!(run(cancel_when_started(child, started)), Outcome::Succeeded(Outcome::Canceled));
@@ -215,7 +215,7 @@ rt_test! {
     fn canceled_does_not_run_error_handlers() {
         let handled = Counter::new();
         let h = handled.clone();
-        let io: IO<u32, E> = IO::<(), E>::canceled()
+        let io: IO<u32, E> = IO::canceled()
             .map_to(1u32)
             .handle_error_with(move |_| h.incr_io().map_to(0));
         assert_eq!(run(io), Outcome::Canceled);
@@ -242,7 +242,7 @@ rt_test! {
         let started = Deferred::new();
         let (s, l) = (started.clone(), log.clone());
         let child = IO::uncancelable(move |_| {
-            s.complete::<E>(())
+            s.complete(())
                 .product_r(pause())
                 .on_cancel(l.record("inner on_cancel"))
         })
@@ -259,7 +259,7 @@ rt_test! {
         let log = Log::new();
         let started = Deferred::new();
         let (s, l) = (started.clone(), log.clone());
-        let child = IO::uncancelable(move |_| s.complete::<E>(()).product_r(pause()))
+        let child = IO::uncancelable(move |_| s.complete(()).product_r(pause()))
             .on_cancel(l.record("outer on_cancel"));
         assert_eq!(run(cancel_when_started(child, started)), Outcome::Succeeded(Outcome::Succeeded(())));
         assert!(log.events().is_empty(), "{:?}", log.events());
@@ -268,7 +268,7 @@ rt_test! {
     fn a_self_cancel_inside_a_child_region_does_not_cancel_the_parent() {
         let log = Log::new();
         let l = log.clone();
-        let io: IO<(Outcome<(), E>, u32), E> = IO::uncancelable(|_| IO::<(), E>::canceled())
+        let io: IO<(Outcome<(), E>, u32), E> = IO::uncancelable(|_| IO::canceled())
             .product_r(l.record("after the region"))
             .start()
             .flat_map(|h| h.join())
@@ -281,7 +281,7 @@ rt_test! {
         let log = Log::new();
         let started = Deferred::new();
         let child = started
-            .complete::<E>(())
+            .complete(())
             .product_r(IO::never())
             .on_cancel(pause().product_r(log.record("finalizer finished")));
         assert_eq!(run(cancel_when_started(child, started)), Outcome::Succeeded(Outcome::Canceled));

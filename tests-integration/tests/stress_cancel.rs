@@ -291,7 +291,7 @@ fn open_gate(i: usize, gates: &Gates, ledger: &Ledger) {
 
 /// The target program: the nest, outermost layer first.
 fn target(nest: &Nest, unit: Duration, gates: &Gates, ledger: &Ledger, live: &Live) -> IO<u32, ()> {
-    let sleep = move |units: u64| IO::<(), ()>::sleep(unit * units as u32);
+    let sleep = move |units: u64| IO::sleep(unit * units as u32);
     let core_gate = nest.layers.len();
     let mut program: IO<u32, ()> = match nest.core {
         Core::Sleep(units) => sleep(units).map_to(7),
@@ -519,8 +519,8 @@ fn run_on_virtual_time(seed: u64) {
     let fiber = target(&nest, unit, &gates, &ledger, &live);
     let opener = open_gates_in_time(&nest, &gates, &ledger);
     let cancel_at = nest.cancel_at;
-    let program = fiber.start::<()>().flat_map(move |fiber| {
-        opener.start::<()>().flat_map(move |opener| {
+    let program = fiber.start().flat_map(move |fiber| {
+        opener.start().flat_map(move |opener| {
             cancel_and_join(fiber, cancel_at, unit)
                 .flat_map(move |outcome| opener.join_void().map_to(outcome))
         })
@@ -579,7 +579,7 @@ fn run_on_real_threads(seed: u64) {
     let fiber = target(&nest, REAL_UNIT, &gates, &ledger, &live);
     let cancel_at = nest.cancel_at;
     let program = fiber
-        .start::<()>()
+        .start()
         .flat_map(move |fiber| cancel_and_join(fiber, cancel_at, REAL_UNIT));
     let outcome = SingleThreaded::new()
         .expect("an executor")

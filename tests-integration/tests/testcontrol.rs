@@ -224,7 +224,7 @@ fn the_same_program_steps_through_the_same_states_every_run() {
         let log = log.clone();
         IO::par_traverse((0..6u32).collect(), move |i| {
             let log = log.clone();
-            IO::<(), E>::sleep(Duration::from_millis(u64::from(7 * i % 5)))
+            IO::sleep(Duration::from_millis(u64::from(7 * i % 5)))
                 .product_r(IO::cede())
                 .product_r(IO::monotonic())
                 .flat_map(move |t| log.record(format!("{i} at {t:?}")).map_to(i))

@@ -118,7 +118,7 @@ rt_test! {
 
     fn monotonic_never_goes_backwards_across_sleeps_and_fibers() {
         let io: IO<Vec<Duration>, Error> = IO::replicate(20, || {
-            IO::<(), Error>::sleep(Duration::from_micros(50)).product_r(IO::monotonic())
+            IO::sleep(Duration::from_micros(50)).product_r(IO::monotonic())
         });
         let times = run(io).succeeded().expect("succeeds");
         assert!(times.windows(2).all(|w| w[0] <= w[1]), "{times:?}");
@@ -142,18 +142,15 @@ rt_test! {
 #[test]
 fn a_program_that_sleeps_for_a_day_ends_at_exactly_one_day_in_virtual_time_at_once() {
     let wall = Instant::now();
-    assert_eq!(
-        ends_at(IO::<(), Error>::sleep(DAY)),
-        Outcome::Succeeded(((), DAY))
-    );
+    assert_eq!(ends_at(IO::sleep(DAY)), Outcome::Succeeded(((), DAY)));
     assert!(wall.elapsed() < secs(5), "{:?}", wall.elapsed());
 }
 
 #[test]
 fn consecutive_sleeps_add_up_and_concurrent_sleeps_overlap() {
-    let sequential = IO::<(), Error>::sleep(secs(3)).product_r(IO::sleep(secs(4)));
+    let sequential = IO::sleep(secs(3)).product_r(IO::sleep(secs(4)));
     assert_eq!(ends_at(sequential), Outcome::Succeeded(((), secs(7))));
-    let concurrent = IO::<(), Error>::sleep(secs(3)).both(IO::sleep(secs(4)));
+    let concurrent = IO::sleep(secs(3)).both(IO::sleep(secs(4)));
     assert_eq!(ends_at(concurrent), Outcome::Succeeded((((), ()), secs(4))));
 }
 
@@ -185,9 +182,7 @@ fn timeout_returns_when_the_program_finishes_and_leaves_no_timer_behind() {
 fn timeout_of_a_program_that_finishes_exactly_at_the_limit_is_one_or_the_other() {
     // Either side may win a tie; the result must be one of the two, never
     // both or neither.
-    let io = IO::<(), Error>::sleep(secs(5))
-        .map_to(1u32)
-        .timeout(secs(5));
+    let io = IO::sleep(secs(5)).map_to(1u32).timeout(secs(5));
     match virtual_run(io) {
         Outcome::Succeeded(1) | Outcome::Errored(Error::TimedOut(_)) => {}
         other => panic!("unexpected {other:?}"),
@@ -208,19 +203,19 @@ fn timeout_waits_for_the_finalizers_of_the_timed_out_program_in_virtual_time() {
 
 #[test]
 fn timeout_to_switches_to_the_fallback_at_exactly_the_limit() {
-    let io = IO::<Duration, Error>::never().timeout_to(secs(3), IO::monotonic());
+    let io = IO::never().timeout_to(secs(3), IO::monotonic());
     assert_eq!(virtual_run(io), Outcome::Succeeded(secs(3)));
 }
 
 #[test]
 fn delay_by_runs_the_program_at_exactly_the_delay() {
-    let io = IO::<Duration, Error>::monotonic().delay_by(secs(7));
+    let io = IO::monotonic().delay_by(secs(7));
     assert_eq!(virtual_run(io), Outcome::Succeeded(secs(7)));
 }
 
 #[test]
 fn timed_measures_the_virtual_duration_exactly() {
-    let io = IO::<(), Error>::sleep(Duration::from_secs(90 * 60))
+    let io = IO::sleep(Duration::from_secs(90 * 60))
         .product_r(IO::sleep(ms(250)))
         .map_to("done")
         .timed();
@@ -240,7 +235,7 @@ fn timed_of_a_program_that_does_not_sleep_is_zero() {
 
 #[test]
 fn monotonic_reads_the_virtual_clock() {
-    let io = IO::<Duration, Error>::monotonic()
+    let io = IO::monotonic()
         .flat_map(|a| IO::sleep(secs(10)).product_r(IO::monotonic().map(move |b| (a, b))));
     assert_eq!(
         virtual_run(io),
@@ -250,16 +245,16 @@ fn monotonic_reads_the_virtual_clock() {
 
 #[test]
 fn real_time_moves_with_virtual_time() {
-    let io = IO::<Duration, Error>::real_time()
+    let io = IO::real_time()
         .flat_map(|a| IO::sleep(DAY).product_r(IO::real_time().map(move |b| b.saturating_sub(a))));
     assert_eq!(virtual_run(io), Outcome::Succeeded(DAY));
 }
 
 #[test]
 fn a_race_of_two_sleeps_ends_at_the_shorter_one() {
-    let io = IO::<(), Error>::sleep(secs(3))
+    let io = IO::sleep(secs(3))
         .map_to(3u32)
-        .race(IO::<(), Error>::sleep(secs(1)).map_to(1u32));
+        .race(IO::sleep(secs(1)).map_to(1u32));
     assert_eq!(
         ends_at(io),
         Outcome::Succeeded((spindle_core::Either::Right(1), secs(1)))
@@ -270,7 +265,7 @@ fn a_race_of_two_sleeps_ends_at_the_shorter_one() {
 fn par_traverse_n_takes_one_round_of_sleep_per_batch_of_n_items() {
     // 10 items of one second each, at most 3 at once: 4 rounds.
     let io = IO::<u32, Error>::par_traverse_n(nz(3), (0..10u32).collect(), |i| {
-        IO::<(), Error>::sleep(secs(1)).map_to(i)
+        IO::sleep(secs(1)).map_to(i)
     });
     assert_eq!(
         ends_at(io),

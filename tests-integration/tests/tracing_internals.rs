@@ -244,8 +244,7 @@ fn timeout_timeout_to_and_timed_record_their_names_whether_or_not_time_runs_out(
     assert_eq!(value, 1);
     assert_eq!(ops, ["timeout"]);
 
-    let (value, ops) =
-        run_traced(IO::<u32, Error>::never().timeout_to(Duration::from_millis(1), IO::pure(9)));
+    let (value, ops) = run_traced(IO::never().timeout_to(Duration::from_millis(1), IO::pure(9)));
     assert_eq!(value, 9);
     assert_eq!(ops, ["timeout_to"]);
 
@@ -285,9 +284,9 @@ fn deferred_operations_record_their_type_and_name() {
     let d = Deferred::<u32>::new();
     let (reader, writer, peeker) = (d.clone(), d.clone(), d);
     // The reader waits (the slow path), the writer completes it.
-    let (value, ops) = run_traced(reader.get::<Error>().start().flat_map(move |fiber| {
+    let (value, ops) = run_traced(reader.get().start().flat_map(move |fiber| {
         IO::cede()
-            .product_r(writer.complete::<Error>(5))
+            .product_r(writer.complete(5))
             .product_r(peeker.try_get())
             .product_r(fiber.join_with_never())
     }));
@@ -308,12 +307,10 @@ fn deferred_operations_record_their_type_and_name() {
 fn deferred_get_in_a_child_records_only_its_own_name() {
     let d = Deferred::<u32>::new();
     let (reader, writer) = (d.clone(), d);
-    let child = reader
-        .get::<Error>()
-        .flat_map(|v| IO::trace().map(move |t| (v, t)));
+    let child = reader.get().flat_map(|v| IO::trace().map(move |t| (v, t)));
     let ((value, trace), _) = run_traced(child.start().flat_map(move |fiber| {
         IO::cede()
-            .product_r(writer.complete::<Error>(5))
+            .product_r(writer.complete(5))
             .product_r(fiber.join_with_never())
     }));
     assert_eq!(value, 5);
@@ -333,7 +330,7 @@ fn ref_operations_record_their_type_and_name() {
         r,
     );
     let (value, ops) = run_traced(
-        a.set::<Error>(2)
+        a.set(2)
             .product_r(b.update(|x| *x += 1))
             .product_r(c.modify(|x| *x))
             .product_r(d.get_and_update(|x| *x += 1))
@@ -362,7 +359,7 @@ fn semaphore_operations_record_their_name_also_when_acquire_waits() {
     let (s1, s2, s3, s4, s5) = (sem.clone(), sem.clone(), sem.clone(), sem.clone(), sem);
     let releaser = IO::cede().product_r(s2.release::<Error>());
     let (value, ops) = run_traced(
-        s1.acquire::<Error>()
+        s1.acquire()
             .product_r(releaser.start())
             // No permit left: this acquire waits for the releaser.
             .product_r(s3.acquire())
@@ -387,12 +384,10 @@ fn queue_operations_record_their_name_also_when_they_wait() {
     let q = Queue::<u32>::bounded(1).expect("capacity 1");
     let (producer, taker, q2, q3, q4) = (q.clone(), q.clone(), q.clone(), q.clone(), q);
     // The producer's second offer waits for the taker.
-    let produce = producer
-        .offer::<Error>(1)
-        .flat_map(move |()| producer.offer(2));
+    let produce = producer.offer(1).flat_map(move |()| producer.offer(2));
     let (value, ops) = run_traced(
         taker
-            .take::<Error>()
+            .take()
             .start()
             .flat_map(move |fiber| {
                 IO::cede()
@@ -429,7 +424,7 @@ fn mutex_and_latch_operations_record_their_type_and_name() {
     let (m1, m2) = (mutex.clone(), mutex);
     let (l1, l2) = (latch.clone(), latch);
     let (value, ops) = run_traced(
-        m1.lock::<Error>()
+        m1.lock()
             .use_with(|_| IO::pure(1u32))
             .product_r(m2.with_lock(IO::pure(2u32)))
             .product_r(l1.release())

@@ -765,9 +765,7 @@ pub fn ws_runnable_scheduling() -> Io<i64> {
         }
     }
     fn execute(j: i64, remaining: Arc<AtomicI64>, done: Deferred<()>) -> Io<()> {
-        IO::defer(move || run(j, remaining, done))
-            .start::<Infallible>()
-            .void()
+        IO::defer(move || run(j, remaining, done)).start().void()
     }
     IO::defer(|| {
         let remaining = Arc::new(AtomicI64::new(SCHED_FIBERS));
@@ -798,7 +796,7 @@ pub const CHAIN: usize = 1_000;
 /// `spawn_many`: the main fiber starts 10,000 empty fibers, then joins each.
 pub fn spawn_many() -> Io<usize> {
     start_all(NUM_SPAWN, |_| Io::<()>::unit())
-        .flat_map(|handles| IO::traverse(handles, |h| h.join_void::<Infallible>()))
+        .flat_map(|handles| IO::traverse(handles, |h| h.join_void()))
         .map(|joined| joined.len())
 }
 
@@ -812,7 +810,7 @@ pub fn yield_many() -> Io<usize> {
         }
     }
     start_all(YIELD_TASKS, |_| cedes(NUM_YIELD))
-        .flat_map(|handles| IO::traverse(handles, |h| h.join_void::<Infallible>()))
+        .flat_map(|handles| IO::traverse(handles, |h| h.join_void()))
         .map(|joined| joined.len())
 }
 
@@ -828,12 +826,12 @@ pub fn ping_pong() -> Io<usize> {
                 .get::<Infallible>()
                 .flat_map(move |()| pong_tx.complete(()).void());
             responder
-                .start::<Infallible>()
+                .start()
                 .flat_map(move |_responder| ping.complete(()).flat_map(move |_| pong.get()))
         })
     }
     start_all(NUM_PINGS, |_| round())
-        .flat_map(|handles| IO::traverse(handles, |h| h.join_void::<Infallible>()))
+        .flat_map(|handles| IO::traverse(handles, |h| h.join_void()))
         .map(|joined| joined.len())
 }
 
@@ -844,9 +842,7 @@ pub fn chained_spawn() -> Io<usize> {
         if n == 0 {
             done.complete(CHAIN).void()
         } else {
-            IO::defer(move || chain(done, n - 1))
-                .start::<Infallible>()
-                .void()
+            IO::defer(move || chain(done, n - 1)).start().void()
         }
     }
     IO::defer(|| {
