@@ -1,0 +1,170 @@
+//! Callgrind harness: the exec-single run-loop workloads, 10,000 steps each.
+//!
+//! ```text
+//! cargo build --release -p benches --example prof
+//! valgrind --tool=callgrind --collect-atstart=no --toggle-collect='*prof*run_workload*' \
+//!     target/release/examples/prof shallow_pure
+//! ```
+//!
+//! Each workload runs twice in `run_workload` (instructions are counted
+//! inside it only, so process start-up is left out). BENCHMARKS.md,
+//! "Issue 15", has the before/after table.
+
+use std::hint::black_box;
+
+use spindle_core::IO;
+use spindle_exec_single::SingleThreaded;
+
+/// The executor-specific lines, as macros so that the same workloads build
+/// against older revisions of the API for before/after comparisons.
+macro_rules! CALLBACK { ($($t:tt)*) => { IO::from_callback($($t)*) } }
+macro_rules! NEW_RT {
+    () => {
+        SingleThreaded::new().expect("an executor")
+    };
+}
+macro_rules! BLOCK_ON {
+    ($rt:expr, $io:expr) => {{ $rt.block_on($io).expect("runs") }};
+}
+
+const N: i32 = 10_000;
+
+type P = IO<i32, i32>;
+
+fn shallow_pure() -> P {
+    fn go(i: i32) -> P {
+        if i < N {
+            IO::pure(i + 1).flat_map(go)
+        } else {
+            IO::pure(i)
+        }
+    }
+    IO::pure(0).flat_map(go)
+}
+
+fn shallow_delay() -> P {
+    fn go(i: i32) -> P {
+        if i < N {
+            IO::delay(move || i + 1).flat_map(go)
+        } else {
+            IO::pure(i)
+        }
+    }
+    IO::pure(0).flat_map(go)
+}
+
+fn deep_pure() -> P {
+    fn go(i: i32) -> P {
+        IO::pure(i).flat_map(|j| if j > N { IO::pure(j) } else { go(j + 1) })
+    }
+    go(0)
+}
+
+fn map_calls() -> P {
+    (0..N).fold(IO::pure(0), |io, _| io.map(|x| x + 1))
+}
+
+fn attempt_happy() -> P {
+    fn go(i: i32) -> P {
+        if i < N {
+            IO::pure(i).attempt().flat_map(|r| go(r.unwrap_or(0) + 1))
+        } else {
+            IO::pure(i)
+        }
+    }
+    go(0)
+}
+
+fn handle_error_happy() -> P {
+    fn go(i: i32) -> P {
+        if i < N {
+            IO::pure(i + 1)
+                .handle_error_with(|_| IO::pure(0))
+                .flat_map(go)
+        } else {
+            IO::pure(i)
+        }
+    }
+    go(0)
+}
+
+fn attempt_error() -> P {
+    fn go(i: i32) -> P {
+        if i < N {
+            IO::raise_error(i).attempt().flat_map(|r| match r {
+                Ok(v) | Err(v) => go(v + 1),
+            })
+        } else {
+            IO::pure(i)
+        }
+    }
+    go(0)
+}
+
+fn shallow_async() -> P {
+    fn go(i: i32) -> P {
+        if i < N {
+            CALLBACK!(move |cb| {
+                cb.succeed(i + 1);
+                None
+            })
+            .flat_map(go)
+        } else {
+            IO::pure(i)
+        }
+    }
+    IO::pure(0).flat_map(go)
+}
+
+fn start_join() -> P {
+    fn go(i: i32) -> P {
+        if i < N / 10 {
+            P::pure(i + 1)
+                .start()
+                .flat_map(|h| h.join())
+                .flat_map(|o| go(o.succeeded().unwrap_or(0)))
+        } else {
+            IO::pure(i)
+        }
+    }
+    go(0)
+}
+
+fn cede() -> P {
+    fn go(i: i32) -> P {
+        if i < N {
+            IO::cede().flat_map(move |_| go(i + 1))
+        } else {
+            IO::pure(i)
+        }
+    }
+    go(0)
+}
+
+#[inline(never)]
+fn run_workload(name: &str) -> i32 {
+    let build: fn() -> P = match name {
+        "shallow_pure" => shallow_pure,
+        "shallow_delay" => shallow_delay,
+        "deep_pure" => deep_pure,
+        "map_calls" => map_calls,
+        "attempt_happy" => attempt_happy,
+        "handle_error_happy" => handle_error_happy,
+        "attempt_error" => attempt_error,
+        "shallow_async" => shallow_async,
+        "start_join" => start_join,
+        "cede" => cede,
+        other => panic!("unknown workload {other}"),
+    };
+    let mut total = 0;
+    for _ in 0..2 {
+        let rt = NEW_RT!();
+        total += BLOCK_ON!(rt, build()).succeeded().expect("a value");
+    }
+    total
+}
+
+fn main() {
+    let name = std::env::args().nth(1).expect("a workload name");
+    println!("{name}: {}", black_box(run_workload(&name)));
+}
