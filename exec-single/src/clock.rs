@@ -54,7 +54,7 @@ pub trait Clock: Send + Sync + 'static {
 #[cfg(feature = "std")]
 #[derive(Debug, Clone, Copy)]
 pub struct StdClock {
-    origin: std::time::Instant,
+    origin: spindle_core::executor::support::Origin,
 }
 
 #[cfg(feature = "std")]
@@ -62,7 +62,7 @@ impl StdClock {
     /// A clock whose origin is now.
     pub fn new() -> Self {
         StdClock {
-            origin: std::time::Instant::now(),
+            origin: spindle_core::executor::support::Origin::now(),
         }
     }
 }
@@ -81,8 +81,6 @@ impl Clock for StdClock {
     }
 
     fn real_time(&self) -> Duration {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or(Duration::ZERO)
+        spindle_core::executor::support::wall_clock()
     }
 }
