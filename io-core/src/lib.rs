@@ -1,10 +1,10 @@
-//! # io-core: Spindle's effect type and fiber run-loop
+//! # spindle-core: Spindle's effect type, no_std
 //!
-//! Spindle brings Cats Effect's model to Rust: an [`IO`] value describes a
-//! computation with typed errors; lightweight fibers run it on an executor
-//! of the user's choice, statically dispatched through the [`Executor`]
-//! trait. This crate is `#![no_std]` with `alloc`; the `std` feature (on by
-//! default) contains panics in user code to their own fiber.
+//! An [`IO<A, E>`](IO) is a *description* of a computation that produces an
+//! `A` or fails with an error of your own type `E`; building one runs
+//! nothing. A fiber runs it when you hand it to an executor, and fibers are
+//! cheap: start thousands, race them, cancel them, and every finalizer runs
+//! exactly once. This is Cats Effect's model (3.6's semantics), in Rust.
 //!
 //! ```
 //! use spindle_core::{IO, Outcome};
@@ -17,7 +17,32 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! ## Map of the crate
+//! What you use, by task:
+//!
+//! * **Build programs**: [`IO::pure`], [`IO::delay`], [`IO::from_callback`]
+//!   (resume from another thread or an interrupt), [`IO::blocking`];
+//!   sequence with [`IO::flat_map`], [`IO::map`], [`IO::product_r`].
+//! * **Errors** are values: [`IO::raise_error`], [`IO::handle_error_with`],
+//!   [`IO::attempt`], [`IO::map_err`]; a panic in your code ends only its
+//!   fiber, as [`Outcome::Panicked`] (with `std`).
+//! * **Fibers and cancellation**: [`IO::start`] gives a [`FiberHandle`]
+//!   (join it, cancel it); [`IO::uncancelable`], [`IO::on_cancel`],
+//!   [`IO::guarantee`], [`IO::bracket`], [`Resource`].
+//! * **Concurrency and time**: [`IO::race`], [`IO::both`],
+//!   [`IO::par_traverse`], [`IO::timeout`], [`IO::sleep`], [`IO::cede`].
+//! * **Shared state**: [`Ref`], [`Deferred`], [`Semaphore`], [`Queue`],
+//!   [`Mutex`], [`CountDownLatch`].
+//! * **Tracing**: [`IO::trace`], traces of failed fibers, fiber dumps
+//!   ([`FiberDump`]), [`TracingMode`].
+//!
+//! Run programs with an executor: `spindle-exec-single` (one thread, also
+//! without `std`), `spindle-exec-wstp` (the work-stealing pool and
+//! `app::run`), `spindle-exec-batching` (an event loop), or all of them
+//! through the entry crate `spindle-effect`. This crate is `#![no_std]`
+//! with `alloc`; the `std` feature (on by default) contains panics in user
+//! code to their own fiber and reads `SPINDLE_TRACING`.
+//!
+//! ## Map of the crate (for maintainers)
 //!
 //! * [`IO`]: constructors and combinators (`io.rs`).
 //! * The run-loop and the suspension protocol (`fiber/`): a fiber interprets
