@@ -6,7 +6,7 @@ use crate::io::IO;
 use crate::outcome::Outcome;
 use crate::sync::Arc;
 
-use super::lock::Lock;
+use crate::sync::Lock;
 
 /// Wakes whoever waits for the main fiber (a parked loop, a blocked
 /// thread) when it completes or is abandoned. Called at most once per main

@@ -42,7 +42,6 @@
 
 #[cfg(feature = "std")]
 mod clock_std;
-mod lock;
 mod main_fiber;
 mod registry;
 mod remote;

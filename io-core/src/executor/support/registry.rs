@@ -11,7 +11,7 @@ use crate::executor::{Executor, Fiber};
 use crate::fiber::{FiberInfo, WeakFibers};
 
 #[cfg(not(loom))]
-use super::lock::Lock;
+use crate::sync::Lock;
 
 /// Weak references to an executor's live fibers, in shards.
 ///

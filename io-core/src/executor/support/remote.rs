@@ -5,7 +5,7 @@ use alloc::collections::VecDeque;
 
 use crate::sync::{AtomicUsize, Ordering};
 
-use super::lock::Lock;
+use crate::sync::Lock;
 
 struct State<T> {
     queue: VecDeque<T>,
