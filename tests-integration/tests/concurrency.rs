@@ -112,7 +112,7 @@ rt_test! {
     fn race_runs_its_sides_concurrently() {
         // The left side can only finish once the right one has started.
         let gate = Deferred::<()>::new();
-        let left = gate.get::<E>().map_to(1u32);
+        let left = gate.get().map_to(1u32);
         let right = gate.complete::<E>(()).product_r(IO::<(), E>::never()).map_to(2u32);
         assert_eq!(run(left.race(right)), Outcome::Succeeded(Either::Left(1)));
     }
@@ -234,7 +234,7 @@ rt_test! {
 
     fn both_runs_its_sides_concurrently() {
         let (to_left, to_right) = (Deferred::<u32>::new(), Deferred::<u32>::new());
-        let left = to_right.complete::<E>(10).product_r(to_left.get());
+        let left = to_right.complete(10).product_r(to_left.get());
         let right = to_left.complete::<E>(20).product_r(to_right.get());
         assert_eq!(run(left.both(right)), Outcome::Succeeded((20, 10)));
     }
@@ -322,7 +322,7 @@ rt_test! {
 
     fn par_map2_combines_the_values_of_sides_run_concurrently() {
         let (to_left, to_right) = (Deferred::<u32>::new(), Deferred::<u32>::new());
-        let left = to_right.complete::<E>(3).product_r(to_left.get());
+        let left = to_right.complete(3).product_r(to_left.get());
         let right = to_left.complete::<E>(4).product_r(to_right.get());
         assert_eq!(run(left.par_map2(right, |a, b| a * 10 + b)), Outcome::Succeeded(43));
     }
@@ -481,7 +481,7 @@ rt_test! {
         let started = Deferred::<()>::new();
         let s = started.clone();
         let io: IO<(), E> = s
-            .complete::<E>(())
+            .complete(())
             .product_r(IO::<(), E>::never())
             .on_cancel(finalized.incr_io())
             .background()

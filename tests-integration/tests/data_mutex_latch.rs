@@ -291,7 +291,7 @@ fn cancel_a_waiter_of_a_held_lock() -> IO<Outcome<(), E>, E> {
     let started = Deferred::<()>::new();
     let (m, s) = (mutex.clone(), started.clone());
     let holder = mutex
-        .lock::<E>()
+        .lock()
         .use_with(move |_| s.complete::<E>(()).product_r(IO::<(), E>::never()));
     holder.start().flat_map(move |_holder| {
         started

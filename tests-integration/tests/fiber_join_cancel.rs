@@ -290,7 +290,7 @@ rt_test! {
         let (l1, l2, l3) = (log.clone(), log.clone(), log.clone());
         let f = finalizing.clone();
         let target = target_started
-            .complete::<E>(())
+            .complete(())
             .product_r(IO::<(), E>::never())
             .on_cancel(
                 f.complete(())
@@ -452,7 +452,7 @@ fn join_with_never_on_a_canceled_fiber_leaves_test_control_deadlocked() {
 fn cancel_waits_for_a_finalizer_that_sleeps_in_virtual_time() {
     let started = Deferred::<()>::new();
     let child = started
-        .complete::<E>(())
+        .complete(())
         .product_r(IO::<(), E>::never())
         .on_cancel(IO::sleep(Duration::from_secs(30)));
     let io: IO<Duration, E> = child.start().flat_map(move |h| {

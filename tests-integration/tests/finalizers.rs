@@ -117,7 +117,7 @@ rt_test! {
         let fin = Counter::new();
         let started = Deferred::new();
         let child = started
-            .complete::<E>(())
+            .complete(())
             .product_r(IO::<u32, E>::never())
             .on_cancel(fin.incr_io());
         assert_eq!(
@@ -161,7 +161,7 @@ rt_test! {
         let fin = Counter::new();
         let started = Deferred::new();
         let child = started
-            .complete::<E>(())
+            .complete(())
             .product_r(IO::<u32, E>::never())
             .guarantee(fin.incr_io());
         assert_eq!(

@@ -945,7 +945,7 @@ fn canceling_a_never_ending_fiber_terminates_after_its_finalizers() {
         let after = log_io(log, "cancel returned".to_string());
         IO::<(), u8>::never()
             .on_cancel(log_io(log, "fin".to_string()))
-            .start::<u8>()
+            .start()
             .flat_map(move |f| {
                 // Let the fiber start and suspend first.
                 IO::sleep(ms(1))
@@ -965,7 +965,7 @@ fn a_fiber_canceled_before_it_starts_runs_nothing() {
         log_io(log, "started".to_string())
             .product_r(IO::<(), u8>::never())
             .on_cancel(log_io(log, "fin".to_string()))
-            .start::<u8>()
+            .start()
             .flat_map(|f| f.cancel().product_r(f.join()))
     });
     assert_eq!(ran.outcome, Some(Outcome::Succeeded(Outcome::Canceled)));

@@ -206,7 +206,7 @@ fn is_deadlocked_is_false_while_a_timer_is_set_and_after_completion() {
 fn is_deadlocked_is_false_while_another_fiber_can_still_wake_the_main_one() {
     let gate = Deferred::<u32>::new();
     let g = gate.clone();
-    let program = IO::<(), E>::sleep(secs(2))
+    let program = IO::sleep(secs(2))
         .product_r(g.complete::<E>(9))
         .start::<E>()
         .product_r(gate.get());

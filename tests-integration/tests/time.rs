@@ -55,7 +55,7 @@ rt_test! {
     }
 
     fn timeout_fails_with_the_timeout_error_when_the_program_is_too_slow() {
-        let io = IO::<(), Error>::sleep(secs(3600)).map_to(1u32).timeout(ms(10));
+        let io = IO::sleep(secs(3600)).map_to(1u32).timeout(ms(10));
         assert_eq!(run(io), Outcome::Errored(Error::TimedOut(ms(10))));
     }
 

@@ -153,7 +153,7 @@ rt_test! {
         let d = Deferred::<u32>::new();
         let d2 = d.clone();
         let get_line = line!() + 5;
-        let program: IO<Trace, ()> = IO::<(), ()>::sleep(Duration::from_millis(2))
+        let program: IO<Trace, ()> = IO::sleep(Duration::from_millis(2))
             .flat_map(move |_| d2.complete::<()>(7))
             .start()
             .flat_map(move |_| {
