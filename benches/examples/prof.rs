@@ -3,7 +3,7 @@
 //! ```text
 //! cargo build --release -p benches --example prof
 //! valgrind --tool=callgrind --collect-atstart=no --toggle-collect='*prof*run_workload*' \
-//!     target/release/examples/prof shallow_pure
+//!     target/release/examples/prof shallow_pure [batching]
 //! ```
 //!
 //! Each workload runs twice in `run_workload` (instructions are counted
@@ -18,6 +18,11 @@ use spindle_exec_single::SingleThreaded;
 /// The executor-specific lines, as macros so that the same workloads build
 /// against older revisions of the API for before/after comparisons.
 macro_rules! CALLBACK { ($($t:tt)*) => { IO::from_callback($($t)*) } }
+macro_rules! NEW_BATCHING {
+    () => {
+        spindle_exec_batching::EventLoop::new().expect("an event loop")
+    };
+}
 macro_rules! NEW_RT {
     () => {
         SingleThreaded::new().expect("an executor")
@@ -156,10 +161,18 @@ fn run_workload(name: &str) -> i32 {
         "cede" => cede,
         other => panic!("unknown workload {other}"),
     };
+    let batching = std::env::args().nth(2).as_deref() == Some("batching");
     let mut total = 0;
     for _ in 0..2 {
-        let rt = NEW_RT!();
-        total += BLOCK_ON!(rt, build()).succeeded().expect("a value");
+        total += if batching {
+            let rt = NEW_BATCHING!();
+            BLOCK_ON!(rt, build())
+        } else {
+            let rt = NEW_RT!();
+            BLOCK_ON!(rt, build())
+        }
+        .succeeded()
+        .expect("a value");
     }
     total
 }
