@@ -22,6 +22,20 @@ struct Address<T>(*const T);
 // `Sync`.
 unsafe impl<T> Send for Address<T> {}
 
+/// Runs the test `name` again in a child process of this test binary, with
+/// `SPINDLE_TRACING` set to the empty string, and returns what it printed
+/// to stderr. The child sees [`CHILD`] set to `name`.
+fn stderr_of_child_with_empty_spindle_tracing(name: &str) -> String {
+    let exe = std::env::current_exe().expect("the test binary");
+    let output = std::process::Command::new(exe)
+        .args([name, "--exact", "--nocapture", "--test-threads=1"])
+        .env(CHILD, name)
+        .env("SPINDLE_TRACING", "")
+        .output()
+        .expect("run the child");
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
 rt_test! {
     fn try_block_on_of_never_is_a_deadlock_error() {
         assert_eq!(rt().try_run(IO::<u8, ()>::never()), Err(RunError::Deadlock));
@@ -62,14 +76,7 @@ rt_test! {
             }
             return;
         }
-        let exe = std::env::current_exe().expect("the test binary");
-        let output = std::process::Command::new(exe)
-            .args([name.as_str(), "--exact", "--nocapture", "--test-threads=1"])
-            .env(CHILD, &name)
-            .env("SPINDLE_TRACING", "")
-            .output()
-            .expect("run the child");
-        let stderr = String::from_utf8_lossy(&output.stderr);
+        let stderr = stderr_of_child_with_empty_spindle_tracing(&name);
         assert!(stderr.contains("from_env: Succeeded(5)"), "{stderr}");
     }
 }
@@ -82,14 +89,7 @@ fn fiber_config_from_env_treats_an_empty_spindle_tracing_as_unset() {
         eprintln!("from_env: {:?}", spindle_core::FiberConfig::from_env());
         return;
     }
-    let exe = std::env::current_exe().expect("the test binary");
-    let output = std::process::Command::new(exe)
-        .args([NAME, "--exact", "--nocapture", "--test-threads=1"])
-        .env(CHILD, NAME)
-        .env("SPINDLE_TRACING", "")
-        .output()
-        .expect("run the child");
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stderr = stderr_of_child_with_empty_spindle_tracing(NAME);
     let expected = format!(
         "from_env: {:?}",
         Ok::<_, ()>(spindle_core::FiberConfig::default())

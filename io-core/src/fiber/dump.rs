@@ -67,7 +67,7 @@ pub enum FiberState {
 impl FiberState {
     /// The state of its byte (`as u8`), if it is one (read by
     /// `tracing/fiber_on.rs`, which alone keeps the byte).
-    #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
+    #[cfg_attr(any(loom, not(feature = "tracing")), allow(dead_code))]
     pub(crate) fn from_byte(b: u8) -> Option<FiberState> {
         Some(match b {
             0 => FiberState::Running,

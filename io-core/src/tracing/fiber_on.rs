@@ -37,6 +37,7 @@ impl Activity {
     }
 
     /// What the fiber last recorded (a dump, on any thread).
+    #[cfg_attr(loom, allow(dead_code))] // fiber dumps are left out of loom builds
     pub(crate) fn get(&self) -> Option<FiberState> {
         FiberState::from_byte(self.0.load(Ordering::Relaxed))
     }
@@ -196,6 +197,7 @@ impl RingSlot {
 
     /// The ring, if made (the caller keeps the fiber alive; a dump on
     /// another thread reads it through its sequence lock).
+    #[cfg_attr(loom, allow(dead_code))] // fiber dumps are left out of loom builds
     pub(crate) fn get(&self) -> Option<&spindle_trace::Ring> {
         self.get_owned().map(|owned| &owned.ring)
     }
