@@ -8,7 +8,7 @@
 use std::process::Command;
 use std::time::Duration;
 
-use spindle_core::{Executor, FiberConfig, FiberDump, FiberState, IO, TracingMode};
+use spindle_core::{Executor, FiberConfig, FiberDump, FiberState, IO, TracingMode, UIO};
 use spindle_exec_batching::{BuildError, EventLoop, Mode};
 
 type E = ();
@@ -32,11 +32,11 @@ fn event_loop(mode: Mode) -> EventLoop {
 fn a_dump_inside_a_fiber_shows_the_started_fiber_in_the_microtask_queue_and_the_sleeper() {
     let rt = event_loop(Mode::Batching);
     let handle = rt.handle().clone();
-    let program = IO::<(), E>::sleep(Duration::from_secs(3600))
-        .start::<E>()
+    let program = UIO::sleep(Duration::from_secs(3600))
+        .start()
         .flat_map(move |sleeper| {
-            IO::<(), E>::cede()
-                .product_r(IO::<(), E>::unit().start::<E>())
+            UIO::cede()
+                .product_r(UIO::unit().start())
                 .flat_map(move |_queued| {
                     IO::delay(move || Executor::fiber_dump(&handle))
                         .flat_map(move |d| sleeper.cancel().map_to(d))
@@ -76,9 +76,9 @@ fn in_macrotask_mode_a_started_fiber_waits_in_the_macrotask_queue_of_the_dump() 
 #[test]
 fn between_runs_the_loop_dumps_the_fibers_left_sleeping_and_a_thread_sees_the_same() {
     let rt = event_loop(Mode::Batching);
-    let program = IO::<(), E>::sleep(Duration::from_secs(3600))
-        .start::<E>()
-        .flat_map(|_sleeper| IO::<(), E>::cede());
+    let program = UIO::sleep(Duration::from_secs(3600))
+        .start()
+        .flat_map(|_sleeper| UIO::cede());
     assert!(rt.block_on(program).expect("block_on").is_succeeded());
     let dump = rt.fiber_dump();
     assert_eq!(dump.fibers.len(), 1, "{dump}");
@@ -104,9 +104,9 @@ fn with_tracing_mode_none_nothing_is_listed_unless_tracking_is_asked_for() {
             .track_fibers(track)
             .build()
             .expect("build");
-        let program = IO::<(), E>::sleep(Duration::from_secs(3600))
-            .start::<E>()
-            .flat_map(|_sleeper| IO::<(), E>::cede());
+        let program = UIO::sleep(Duration::from_secs(3600))
+            .start()
+            .flat_map(|_sleeper| UIO::cede());
         assert!(rt.block_on(program).expect("block_on").is_succeeded());
         let dump = rt.fiber_dump();
         if track {

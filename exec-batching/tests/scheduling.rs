@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use spindle_core::{FiberConfig, IO, Outcome, TracingMode};
+use spindle_core::{FiberConfig, IO, Outcome, TracingMode, UIO};
 use spindle_exec_batching::net::{TcpListener, TcpStream};
 use spindle_exec_batching::{BuildError, EventLoop, FiberStatus, Handle, Mode, RunError};
 
@@ -131,7 +131,7 @@ fn a_cede_lets_a_due_timer_fire_before_the_fiber_runs_again() {
     let rt = batching();
     let log = Log::default();
     let timers = || IO::delay(|| Handle::current().map_or(usize::MAX, |h| h.metrics().timers));
-    let sleeper = IO::<(), ()>::sleep(Duration::from_millis(1)).product_r(log.record("timer"));
+    let sleeper = UIO::sleep(Duration::from_millis(1)).product_r(log.record("timer"));
     let program: IO<(usize, usize), ()> = sleeper.start().flat_map(move |_sleeper| {
         // Let the sleeper run and set its timer, then keep the loop busy
         // past the deadline.
@@ -299,10 +299,7 @@ fn batch_size_zero_is_a_build_error_that_names_the_setting() {
 #[test]
 fn a_main_fiber_nothing_can_resume_is_reported_as_a_deadlock() {
     let rt = batching();
-    assert_eq!(
-        rt.try_block_on(IO::<u8, ()>::never()),
-        Err(RunError::Deadlock)
-    );
+    assert_eq!(rt.try_block_on(UIO::<u8>::never()), Err(RunError::Deadlock));
     // The loop is still usable.
     assert_eq!(
         rt.block_on(IO::<u8, ()>::pure(3)).expect("block_on"),
@@ -349,8 +346,8 @@ fn live_fibers_is_empty_when_fibers_do_not_trace_and_tracking_is_off_but_the_cou
         .build()
         .unwrap();
     let rt = EventLoop::builder().fiber_config(untraced).build().unwrap();
-    let sleeper = IO::<(), ()>::sleep(Duration::from_secs(3600)).start();
-    let program = sleeper.flat_map(|_| IO::<(), ()>::cede());
+    let sleeper = UIO::sleep(Duration::from_secs(3600)).start();
+    let program = sleeper.flat_map(|_| UIO::cede());
     assert_eq!(
         rt.block_on(program).expect("block_on"),
         Outcome::Succeeded(())
@@ -416,7 +413,7 @@ fn two_loops_nest_one_inside_a_fiber_of_the_other() {
     let program: IO<(u32, bool), ()> = IO::delay(|| {
         let inner = batching();
         let inner_value = inner
-            .block_on(IO::<(), ()>::sleep(Duration::from_millis(1)).map_to(2u32))
+            .block_on(UIO::sleep(Duration::from_millis(1)).map_to(2u32))
             .expect("block_on");
         inner_value.succeeded().unwrap_or(0)
     })

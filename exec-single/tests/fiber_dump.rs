@@ -8,7 +8,9 @@
 use std::process::Command;
 use std::time::Duration;
 
-use spindle_core::{ConfigError, Executor, FiberConfig, FiberDump, FiberState, IO, TracingMode};
+use spindle_core::{
+    ConfigError, Executor, FiberConfig, FiberDump, FiberState, IO, TracingMode, UIO,
+};
 use spindle_exec_single::{BuildError, SingleThreaded};
 
 type E = ();
@@ -28,13 +30,13 @@ fn a_dump_inside_a_fiber_shows_queued_and_sleeping_fibers_the_ready_queue_and_th
     let (first, second) = (dump.clone(), dump);
     // A sleeper runs (and sets its timer) at the cede; the second fiber is
     // started right before the second dump and is still in the ready queue.
-    let program = IO::<(), E>::sleep(Duration::from_secs(3600))
-        .start::<E>()
+    let program = UIO::sleep(Duration::from_secs(3600))
+        .start()
         .flat_map(move |sleeper| {
-            IO::<(), E>::cede()
-                .product_r(IO::<(), E>::unit().start::<E>())
+            UIO::cede()
+                .product_r(UIO::unit().start())
                 .flat_map(move |queued| {
-                    IO::delay(first).flat_map(move |d| sleeper.cancel::<E>().map_to((d, queued)))
+                    IO::delay(first).flat_map(move |d| sleeper.cancel().map_to((d, queued)))
                 })
         })
         .map(move |(d, _queued)| (d, second()));
@@ -61,9 +63,9 @@ fn a_dump_inside_a_fiber_shows_queued_and_sleeping_fibers_the_ready_queue_and_th
 #[test]
 fn between_runs_a_dump_lists_the_fibers_left_waiting_with_the_published_counters() {
     let rt = SingleThreaded::new().expect("an executor");
-    let program = IO::<(), E>::sleep(Duration::from_secs(3600))
-        .start::<E>()
-        .flat_map(|_sleeper| IO::<(), E>::cede());
+    let program = UIO::sleep(Duration::from_secs(3600))
+        .start()
+        .flat_map(|_sleeper| UIO::cede());
     assert!(rt.block_on(program).expect("block_on").is_succeeded());
     let dump = rt.fiber_dump();
     assert_eq!(dump.fibers.len(), 1, "{dump}");
@@ -82,10 +84,10 @@ fn with_tracing_mode_none_nothing_is_listed() {
         .build()
         .expect("an executor");
     let handle = rt.handle().clone();
-    let program = IO::<(), E>::sleep(Duration::from_secs(3600))
-        .start::<E>()
+    let program = UIO::sleep(Duration::from_secs(3600))
+        .start()
         .flat_map(move |sleeper| {
-            IO::<(), E>::cede()
+            UIO::cede()
                 .product_r(IO::delay(move || handle.fiber_dump()))
                 .flat_map(move |d| sleeper.cancel().map_to(d))
         });

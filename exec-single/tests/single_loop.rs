@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use spindle_core::{Callback, Executor, Fiber, IO, Outcome};
+use spindle_core::{Callback, Executor, Fiber, IO, Outcome, UIO};
 use spindle_exec_single::{Builder, Clock, Handle, RunError, SingleThreaded, StdClock};
 
 // ---------------------------------------------------------------------------
@@ -324,7 +324,7 @@ fn timers_with_different_deadlines_on_the_system_clock_fire_in_deadline_order() 
         let l = log.clone();
         main = main.product_r(spawn(
             &handle,
-            IO::<(), ()>::sleep(Duration::from_millis(ms)).product_r(IO::delay(move || l.push(ms))),
+            UIO::sleep(Duration::from_millis(ms)).product_r(IO::delay(move || l.push(ms))),
         ));
     }
     let main = main.product_r(IO::sleep(Duration::from_millis(150)));
@@ -402,15 +402,14 @@ fn a_wake_up_from_another_thread_resumes_a_loop_parked_until_a_distant_timer() {
     let rt = SingleThreaded::new().expect("an executor");
     let handle = rt.handle().clone();
     // Another fiber sleeps for an hour: the loop parks with that deadline.
-    let io: IO<u32, ()> = spawn(&handle, IO::<(), ()>::sleep(Duration::from_secs(3600))).product_r(
-        IO::from_callback(|cb| {
+    let io: IO<u32, ()> =
+        spawn(&handle, UIO::sleep(Duration::from_secs(3600))).product_r(IO::from_callback(|cb| {
             thread::spawn(move || {
                 thread::sleep(Duration::from_millis(50));
                 cb.succeed(10);
             });
             None
-        }),
-    );
+        }));
     assert_eq!(
         within(move || rt.block_on(io).expect("block_on")),
         Some(Outcome::Succeeded(10))
@@ -508,16 +507,13 @@ fn block_on_can_be_called_repeatedly_on_one_executor() {
 #[test]
 fn try_block_on_works_again_after_a_deadlock() {
     let rt = SingleThreaded::new().expect("an executor");
-    assert_eq!(
-        rt.try_block_on(IO::<u8, ()>::never()),
-        Err(RunError::Deadlock)
-    );
+    assert_eq!(rt.try_block_on(UIO::<u8>::never()), Err(RunError::Deadlock));
     assert_eq!(
         rt.try_block_on(IO::<u8, ()>::pure(1)),
         Ok(Outcome::Succeeded(1))
     );
     assert_eq!(
-        rt.block_on(IO::<(), ()>::sleep(Duration::from_millis(1)).map_to(2))
+        rt.block_on(UIO::sleep(Duration::from_millis(1)).map_to(2))
             .expect("block_on"),
         Outcome::Succeeded(2)
     );
@@ -528,7 +524,7 @@ fn try_block_on_works_again_after_a_deadlock() {
 fn block_on_returns_when_the_main_fiber_ends_even_if_others_still_sleep() {
     let rt = SingleThreaded::new().expect("an executor");
     let handle = rt.handle().clone();
-    let io: IO<u8, ()> = spawn(&handle, IO::<(), ()>::sleep(Duration::from_secs(3600))).map_to(1);
+    let io: IO<u8, ()> = spawn(&handle, UIO::sleep(Duration::from_secs(3600))).map_to(1);
     let start = Instant::now();
     assert_eq!(
         within(move || rt.block_on(io).expect("block_on")),
@@ -545,7 +541,7 @@ fn a_fiber_left_sleeping_by_one_block_on_finishes_during_the_next() {
     let l = log.clone();
     let first: IO<(), ()> = spawn(
         &handle,
-        IO::<(), ()>::sleep(Duration::from_millis(10))
+        UIO::sleep(Duration::from_millis(10))
             .product_r(IO::delay(move || l.push("left-over fiber"))),
     );
     assert_eq!(
@@ -566,7 +562,7 @@ fn an_executor_can_block_on_inside_a_program_of_another_executor_on_the_same_thr
     let io: IO<(u32, u32), ()> = IO::delay(|| {
         let inner = SingleThreaded::new().expect("an executor");
         inner
-            .block_on(IO::<(), ()>::sleep(Duration::from_millis(1)).map_to(5u32))
+            .block_on(UIO::sleep(Duration::from_millis(1)).map_to(5u32))
             .expect("block_on")
             .succeeded()
             .unwrap()

@@ -11,7 +11,7 @@
 
 use std::process::{Command, ExitCode, Output};
 
-use spindle_core::{FiberConfig, IO};
+use spindle_core::{FiberConfig, IO, UIO};
 use spindle_exec_wstp::app::{self, ERROR_EXIT_CODE, PANIC_EXIT_CODE};
 use spindle_exec_wstp::{BuildError, Runtime};
 
@@ -171,7 +171,7 @@ fn an_unknown_spindle_tracing_mode_is_a_from_env_error_naming_the_valid_modes() 
             .fiber_config(FiberConfig::default())
             .build();
         eprintln!("explicit config builds: {}", explicit.is_ok());
-        exit_with(app::run(IO::<(), String>::unit()));
+        exit_with(app::run(UIO::unit()));
     }
     let output = run_child(NAME, Some("verbose"));
     let stderr = String::from_utf8_lossy(&output.stderr);

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use spindle_core::{IO, Outcome};
+use spindle_core::{IO, Outcome, UIO};
 use spindle_exec_wstp::Runtime;
 
 /// The names of this process's threads (`/proc/self/task/*/comm`; Linux
@@ -80,7 +80,7 @@ fn dropping_the_runtime_stops_every_worker_and_blocking_thread() {
         );
         // Sleepers: queued and timer-held fibers are dropped with the runtime.
         for _ in 0..100 {
-            rt.spawn(IO::<(), ()>::sleep(Duration::from_secs(3600)))
+            rt.spawn(UIO::sleep(Duration::from_secs(3600)))
                 .expect("runs");
         }
         drop(rt);

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use common::{HANG_LIMIT, runtime, wait_until, within};
-use spindle_core::{Deferred, FiberConfig, FiberHandle, IO, Outcome, TracingMode};
+use spindle_core::{Deferred, FiberConfig, FiberHandle, IO, Outcome, TracingMode, UIO};
 use spindle_exec_wstp::{BuildError, FiberStatus, RunError, Runtime};
 
 type E = ();
@@ -116,7 +116,7 @@ fn block_on_inside_a_fibers_delay_is_err_nested() {
 fn try_block_on_of_a_program_that_can_never_finish_is_err_deadlock() {
     let rt = runtime(2);
     let result = within("try_block_on(never)", HANG_LIMIT, move || {
-        rt.try_block_on(IO::<u32, E>::never())
+        rt.try_block_on(UIO::<u32>::never())
     });
     assert_eq!(result, Err(RunError::Deadlock));
 }
@@ -127,7 +127,7 @@ fn block_on_of_a_program_that_can_never_finish_waits_until_the_runtime_shuts_dow
     let handle = rt.handle().clone();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
-        let _ = tx.send(handle.block_on(IO::<u32, E>::never()));
+        let _ = tx.send(handle.block_on(UIO::<u32>::never()));
     });
     // It keeps waiting (as Cats Effect's unsafeRunSync on IO.never) ...
     assert!(rx.recv_timeout(Duration::from_millis(200)).is_err());
@@ -150,7 +150,7 @@ fn block_on_from_many_threads_at_once_gives_each_its_own_result() {
                 let handle = handle.clone();
                 scope.spawn(move || {
                     for i in 0..200u64 {
-                        let io = IO::<(), E>::cede().product_r(IO::delay(move || t * 1000 + i));
+                        let io = UIO::cede().product_r(IO::delay(move || t * 1000 + i));
                         assert_eq!(handle.block_on(io), Ok(Outcome::Succeeded(t * 1000 + i)));
                     }
                 });
@@ -178,7 +178,7 @@ fn shutdown_drops_sleeping_and_waiting_fibers_and_returns_ok() {
     let gate = Deferred::<()>::new();
     for i in 0..100u64 {
         let io = if i % 2 == 0 {
-            IO::<(), E>::sleep(Duration::from_secs(3600))
+            UIO::sleep(Duration::from_secs(3600))
         } else {
             gate.get()
         };
@@ -386,7 +386,7 @@ fn a_parked_pool_wakes_for_a_timer_and_for_work_from_outside() {
         rt.metrics().parked_workers == 2
     });
     // A timer set from outside the pool.
-    let slept = rt.block_on(IO::<(), E>::sleep(Duration::from_millis(20)).timed());
+    let slept = rt.block_on(UIO::sleep(Duration::from_millis(20)).timed());
     let (took, ()) = slept.expect("runs").succeeded().expect("succeeds");
     assert!(took >= Duration::from_millis(20), "slept {took:?}");
     wait_until("every worker parks again", SETTLE, || {

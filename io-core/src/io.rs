@@ -44,6 +44,37 @@ pub struct IO<A, E> {
     _marker: PhantomData<fn() -> (A, E)>,
 }
 
+/// An [`IO`] that cannot fail: `IO<A, Infallible>`.
+///
+/// Operations that cannot fail (`sleep`, `cede`, `unit`, `never`, `start`,
+/// `join`, `Deferred::get`, `Queue::take`, ...) are generic in their error
+/// type, so inside a program the surrounding chain picks it and nothing is
+/// named. Where nothing does — a program run only for its effects, a test
+/// that never fails — say so with `UIO`, as a type (`let p: UIO<bool> = ..`)
+/// or as the path of the first operation (`UIO::sleep(d)`), instead of
+/// naming an error type (`IO::<(), E>::sleep(d)`, `.join::<E>()`). It is a
+/// type alias, so it costs nothing: the generic operations build the same
+/// nodes for any error type, and an `Outcome<A, Infallible>` cannot hold an
+/// error.
+///
+/// ```
+/// use core::time::Duration;
+/// use spindle_core::UIO;
+/// use spindle_exec_single::SingleThreaded;
+///
+/// let program: UIO<bool> = UIO::sleep(Duration::from_millis(1))
+///     .start()
+///     .flat_map(|sleeper| sleeper.join())
+///     .map(|outcome| outcome.is_succeeded());
+/// let outcome = SingleThreaded::new()?.block_on(program)?;
+/// assert_eq!(outcome.succeeded(), Some(true));
+///
+/// // Run for its effect alone: the first operation names the error type.
+/// assert!(SingleThreaded::new()?.block_on(UIO::cede())?.is_succeeded());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub type UIO<A = ()> = IO<A, Infallible>;
+
 impl<A, E> Drop for IO<A, E> {
     fn drop(&mut self) {
         // SAFETY: the node is taken exactly once, here; `into_node` forgets

@@ -108,7 +108,7 @@ pub use fiber::FiberState;
 pub use fiber::handle::{CancelHandle, FiberHandle};
 #[cfg(not(loom))]
 pub use fiber::{FiberDump, FiberInfo, FiberStatus};
-pub use io::IO;
+pub use io::{IO, UIO};
 pub use outcome::{Outcome, PanicMessage};
 pub use spindle_trace::Event as TraceEvent;
 pub use tracing::{Trace, Traced, TracingMode};

@@ -12,7 +12,7 @@ use std::thread;
 use std::time::Duration;
 
 use common::{Counter, DropCounter, HANG_LIMIT, Log, RunError, rt_test, within};
-use spindle_core::{Callback, IO, Outcome};
+use spindle_core::{Callback, IO, Outcome, UIO};
 
 /// A slot where a registration can leave its callback for the test.
 type Slot<A, E> = Arc<Mutex<Option<Callback<A, E>>>>;
@@ -275,7 +275,7 @@ rt_test! {
     }
 
     fn never_never_finishes() {
-        assert_eq!(within(HANG_LIMIT, || try_run(IO::<u8, ()>::never())), Some(Err(RunError::Deadlock)));
+        assert_eq!(within(HANG_LIMIT, || try_run(UIO::<u8>::never())), Some(Err(RunError::Deadlock)));
         let after_never: IO<u8, ()> = IO::unit().product_r(IO::never()).map(|x: u8| x + 1);
         assert_eq!(within(HANG_LIMIT, move || try_run(after_never)), Some(Err(RunError::Deadlock)));
     }

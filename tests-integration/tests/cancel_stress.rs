@@ -10,7 +10,7 @@
 mod common;
 
 use common::Counter;
-use spindle_core::{Callback, IO, Outcome};
+use spindle_core::{Callback, IO, Outcome, UIO};
 use spindle_exec_single::testkit::TestControl;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -74,7 +74,7 @@ fn nested(levels: &[Level], counts: &[Counts]) -> IO<u32, E> {
             *parked.lock().unwrap() = Some(cb);
             Some(finalized.incr_io())
         });
-        IO::<(), E>::sleep(Duration::from_millis(2))
+        UIO::sleep(Duration::from_millis(2))
             .product_r(IO::delay(move || {
                 if let Some(cb) = completer.lock().unwrap().take() {
                     cb.succeed(1);

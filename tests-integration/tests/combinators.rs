@@ -8,7 +8,7 @@ use std::ops::ControlFlow;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use common::{Counter, Log, rt_test};
-use spindle_core::{IO, Outcome};
+use spindle_core::{IO, Outcome, UIO};
 
 /// A program that records `event` in `log` when it runs, then produces `value`.
 fn record<A: Send + 'static, E: Send + 'static>(
@@ -44,7 +44,7 @@ rt_test! {
     }
 
     fn unit_produces_unit() {
-        assert_eq!(run(IO::<(), String>::unit()), Outcome::Succeeded(()));
+        assert_eq!(run(UIO::unit()), Outcome::Succeeded(()));
     }
 
     fn delay_runs_nothing_when_built_and_its_thunk_once_when_run() {
@@ -504,14 +504,14 @@ rt_test! {
     fn sleep_takes_at_least_its_duration() {
         let duration = Duration::from_millis(30);
         let start = Instant::now();
-        assert_eq!(run(IO::<(), ()>::sleep(duration)), Outcome::Succeeded(()));
+        assert_eq!(run(UIO::sleep(duration)), Outcome::Succeeded(()));
         let elapsed = start.elapsed();
         assert!(elapsed >= duration, "slept {elapsed:?}, asked for {duration:?}");
         assert!(elapsed < Duration::from_secs(5), "slept {elapsed:?}");
     }
 
     fn sleep_of_zero_completes() {
-        assert_eq!(run(IO::<(), ()>::sleep(Duration::ZERO).map_to(1)), Outcome::Succeeded(1));
+        assert_eq!(run(UIO::sleep(Duration::ZERO).map_to(1)), Outcome::Succeeded(1));
     }
 
     fn consecutive_sleeps_add_up() {
@@ -558,7 +558,7 @@ rt_test! {
     }
 
     fn real_time_is_close_to_the_system_clock() {
-        let Outcome::Succeeded(real) = run(IO::<Duration, ()>::real_time()) else { panic!("real_time failed") };
+        let Outcome::Succeeded(real) = run(UIO::real_time()) else { panic!("real_time failed") };
         let system = SystemTime::now().duration_since(UNIX_EPOCH).expect("clock after 1970");
         let diff = real.abs_diff(system);
         assert!(diff < Duration::from_secs(5), "real_time {real:?} vs system {system:?}");

@@ -10,7 +10,7 @@
 mod common;
 
 use common::{Counter, Log, TestRuntime, rt_test};
-use spindle_core::{CountDownLatch, Deferred, Either, FiberHandle, IO, Outcome};
+use spindle_core::{CountDownLatch, Deferred, Either, FiberHandle, IO, Outcome, UIO};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -113,7 +113,7 @@ rt_test! {
         // The left side can only finish once the right one has started.
         let gate = Deferred::<()>::new();
         let left = gate.get().map_to(1u32);
-        let right = gate.complete::<E>(()).product_r(IO::<(), E>::never()).map_to(2u32);
+        let right = gate.complete(()).product_r(UIO::<()>::never()).map_to(2u32);
         assert_eq!(run(left.race(right)), Outcome::Succeeded(Either::Left(1)));
     }
 
@@ -125,7 +125,7 @@ rt_test! {
     }
 
     fn race_is_canceled_when_both_sides_canceled_themselves() {
-        let io = IO::<(), E>::canceled()
+        let io = UIO::canceled()
             .map_to(1u32)
             .race(IO::sleep(ms(1)).product_r(IO::canceled()).map_to(2u32));
         assert_eq!(try_run(io), Ok(Outcome::Canceled));

@@ -4,7 +4,7 @@
 mod common;
 
 use common::{Counter, Log, eventually, rt_test};
-use spindle_core::{CountDownLatch, Deferred, IO, InvalidCount, Mutex, Outcome, TimeoutError};
+use spindle_core::{CountDownLatch, Deferred, IO, InvalidCount, Mutex, Outcome, TimeoutError, UIO};
 use spindle_exec_single::testkit::TestControl;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -112,7 +112,7 @@ rt_test! {
         let failing = mutex.lock().use_with(|_| IO::<u32, E>::raise_error(Error::Failed("boom")));
         assert_eq!(run(failing), Outcome::Errored(Error::Failed("boom")));
         assert_eq!(run(lock_is_free(&mutex)), Outcome::Succeeded(true), "error");
-        let canceled = mutex.lock::<E>().use_with(|_| IO::<(), E>::canceled());
+        let canceled = mutex.lock().use_with(|_| UIO::canceled());
         assert_eq!(run(canceled), Outcome::Canceled);
         assert_eq!(run(lock_is_free(&mutex)), Outcome::Succeeded(true), "self-cancel");
         let panicking = mutex.lock().use_with(|_| IO::<u32, E>::delay(|| panic!("bad")));
@@ -292,7 +292,7 @@ fn cancel_a_waiter_of_a_held_lock() -> IO<Outcome<(), E>, E> {
     let (m, s) = (mutex.clone(), started.clone());
     let holder = mutex
         .lock()
-        .use_with(move |_| s.complete::<E>(()).product_r(IO::<(), E>::never()));
+        .use_with(move |_| s.complete(()).product_r(UIO::<()>::never()));
     holder.start().flat_map(move |_holder| {
         started
             .get()

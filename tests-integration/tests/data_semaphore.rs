@@ -4,7 +4,7 @@
 mod common;
 
 use common::{Counter, Log, TestRuntime, eventually, rt_test};
-use spindle_core::{Deferred, IO, InvalidPermits, Outcome, Semaphore};
+use spindle_core::{Deferred, IO, InvalidPermits, Outcome, Semaphore, UIO};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -98,7 +98,7 @@ rt_test! {
             Outcome::Errored("boom".to_string())
         );
         assert_eq!(sem.available(), 1, "error");
-        assert_eq!(run(sem.with_permit(IO::<(), E>::canceled())), Outcome::Canceled);
+        assert_eq!(run(sem.with_permit(UIO::canceled())), Outcome::Canceled);
         assert_eq!(sem.available(), 1, "self-cancel");
         assert!(run(sem.with_permit(IO::<u32, E>::delay(|| panic!("bad")))).is_panicked());
         assert_eq!(sem.available(), 1, "panic");

@@ -4,7 +4,7 @@
 mod common;
 
 use common::{RunError, rt_test};
-use spindle_core::{IO, Outcome};
+use spindle_core::{IO, Outcome, UIO};
 
 type Nested = Result<Outcome<u8, ()>, RunError>;
 
@@ -38,10 +38,10 @@ fn stderr_of_child_with_empty_spindle_tracing(name: &str) -> String {
 
 rt_test! {
     fn try_block_on_of_never_is_a_deadlock_error() {
-        assert_eq!(rt().try_run(IO::<u8, ()>::never()), Err(RunError::Deadlock));
+        assert_eq!(rt().try_run(UIO::<u8>::never()), Err(RunError::Deadlock));
         // The executor still runs programs afterwards.
         let rt = rt();
-        assert_eq!(rt.try_run(IO::<u8, ()>::never()), Err(RunError::Deadlock));
+        assert_eq!(rt.try_run(UIO::<u8>::never()), Err(RunError::Deadlock));
         assert_eq!(rt.run(IO::<u8, ()>::pure(3)), Outcome::Succeeded(3));
     }
 

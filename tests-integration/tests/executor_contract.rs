@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use common::{Counter, DropCounter, HANG_LIMIT, Log, rt_test};
 use spindle_core::{
     Callback, ConfigError, DEFAULT_AUTO_YIELD_AFTER, Executor, Fiber, FiberConfig, IO, Outcome,
-    TimerCallback,
+    TimerCallback, UIO,
 };
 
 // ---------------------------------------------------------------------------
@@ -444,8 +444,7 @@ fn sleeping_fibers_wake_in_deadline_order() {
     for secs in [30u64, 10, 20, 10] {
         let l = log.clone();
         executor.spawn(
-            IO::<(), ()>::sleep(Duration::from_secs(secs))
-                .product_r(IO::delay(move || l.push(secs))),
+            UIO::sleep(Duration::from_secs(secs)).product_r(IO::delay(move || l.push(secs))),
             |_| {},
         );
     }
@@ -483,8 +482,8 @@ fn real_time_defaults_to_the_monotonic_clock_of_the_executor() {
 #[test]
 fn a_fiber_reports_its_executor_and_a_distinct_id() {
     let executor = QueueExecutor::new(FiberConfig::default());
-    let a = Fiber::new(IO::<(), ()>::unit(), executor.clone(), |_| {});
-    let b = Fiber::new(IO::<(), ()>::unit(), executor.clone(), |_| {});
+    let a = Fiber::new(UIO::unit(), executor.clone(), |_| {});
+    let b = Fiber::new(UIO::unit(), executor.clone(), |_| {});
     assert_ne!(a.id(), b.id());
     assert!(Arc::ptr_eq(&a.executor().shared, &executor.shared));
 }

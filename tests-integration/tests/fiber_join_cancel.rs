@@ -7,7 +7,7 @@
 mod common;
 
 use common::{Counter, Log, rt_test};
-use spindle_core::{Deferred, FiberHandle, IO, Outcome, PanicMessage};
+use spindle_core::{Deferred, FiberHandle, IO, Outcome, PanicMessage, UIO};
 use spindle_exec_single::SingleThreaded;
 use spindle_exec_single::testkit::TestControl;
 use std::time::Duration;
@@ -152,7 +152,7 @@ rt_test! {
 
     fn join_void_waits_for_the_fiber_to_complete() {
         let done = Counter::new();
-        let child = IO::<(), E>::sleep(Duration::from_millis(5)).product_r(done.incr_io());
+        let child = UIO::sleep(Duration::from_millis(5)).product_r(done.incr_io());
         let d = done.clone();
         let io: IO<usize, E> = child
             .start()
@@ -291,7 +291,7 @@ rt_test! {
         let f = finalizing.clone();
         let target = target_started
             .complete(())
-            .product_r(IO::<(), E>::never())
+            .product_r(UIO::<()>::never())
             .on_cancel(
                 f.complete(())
                     .product_r(IO::sleep(Duration::from_millis(20)))
@@ -453,7 +453,7 @@ fn cancel_waits_for_a_finalizer_that_sleeps_in_virtual_time() {
     let started = Deferred::<()>::new();
     let child = started
         .complete(())
-        .product_r(IO::<(), E>::never())
+        .product_r(UIO::<()>::never())
         .on_cancel(IO::sleep(Duration::from_secs(30)));
     let io: IO<Duration, E> = child.start().flat_map(move |h| {
         started

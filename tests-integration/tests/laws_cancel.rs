@@ -25,7 +25,7 @@ use std::time::Duration;
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
-use spindle_core::{Callback, Either, IO, Outcome, Poll};
+use spindle_core::{Callback, Either, IO, Outcome, Poll, UIO};
 use spindle_exec_single::testkit::TestControl;
 
 const CASES: u32 = 192;
@@ -148,7 +148,7 @@ fn build(p: Prog, log: &Log, polls: &[Poll]) -> IO<i64, u8> {
         Prog::AsyncLater(n, r) => {
             let slot: Arc<Mutex<Option<Callback<i64, u8>>>> = Arc::default();
             let taken = slot.clone();
-            let completer = IO::<(), u8>::sleep(ms(n)).product_r(IO::delay(move || {
+            let completer = UIO::sleep(ms(n)).product_r(IO::delay(move || {
                 if let Some(cb) = taken.lock().unwrap().take() {
                     cb.complete(r);
                 }

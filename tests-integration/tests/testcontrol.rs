@@ -8,7 +8,7 @@ mod common;
 
 use common::{Counter, Log};
 use spindle_core::RunError::{self, Deadlock};
-use spindle_core::{Deferred, IO, Outcome};
+use spindle_core::{Deferred, IO, Outcome, UIO};
 use spindle_exec_single::testkit::TestControl;
 use std::time::{Duration, Instant};
 
@@ -92,8 +92,7 @@ fn advance_and_tick_fires_only_the_timers_that_are_due() {
 #[test]
 fn advancing_past_several_deadlines_fires_them_all_in_deadline_order() {
     let log = Log::new();
-    let sleeper =
-        |n: u64, name: &'static str| IO::<(), E>::sleep(secs(n)).product_r(log.record(name));
+    let sleeper = |n: u64, name: &'static str| UIO::sleep(secs(n)).product_r(log.record(name));
     let program = sleeper(3, "three")
         .start::<E>()
         .product_r(sleeper(1, "one").start())
@@ -124,7 +123,7 @@ fn results_gives_the_outcome_of_the_main_fiber_whatever_it_is() {
         Some(&Outcome::Errored("boom".to_string()))
     );
 
-    let mut canceled = TestControl::execute(IO::<(), E>::canceled());
+    let mut canceled = TestControl::execute(UIO::canceled());
     canceled.tick();
     assert_eq!(canceled.results(), Some(&Outcome::Canceled));
 
@@ -171,7 +170,7 @@ fn tick_all_stops_when_the_main_fiber_completes_even_if_other_timers_remain() {
 fn run_gives_the_outcome_of_a_program_that_sleeps_for_a_day_at_once() {
     let wall = Instant::now();
     let day = secs(86_400);
-    let program = IO::<(), E>::sleep(day).product_r(IO::monotonic());
+    let program = UIO::sleep(day).product_r(IO::monotonic());
     assert_eq!(TestControl::run(program), Ok(Outcome::Succeeded(day)));
     assert!(wall.elapsed() < secs(5), "{:?}", wall.elapsed());
 }
@@ -194,7 +193,7 @@ fn is_deadlocked_when_the_main_fiber_waits_for_something_nobody_will_do() {
 
 #[test]
 fn is_deadlocked_is_false_while_a_timer_is_set_and_after_completion() {
-    let mut control = TestControl::execute(IO::<(), E>::sleep(secs(5)));
+    let mut control = TestControl::execute(UIO::sleep(secs(5)));
     control.tick();
     assert!(!control.is_deadlocked(), "a timer will wake the main fiber");
     control.tick_all();

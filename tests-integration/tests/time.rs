@@ -8,7 +8,7 @@
 mod common;
 
 use common::{Counter, Log, rt_test};
-use spindle_core::{IO, Outcome, TimeoutError};
+use spindle_core::{IO, Outcome, TimeoutError, UIO};
 use spindle_exec_single::testkit::TestControl;
 use std::time::{Duration, Instant};
 
@@ -83,7 +83,7 @@ rt_test! {
 
     fn timeout_to_runs_the_fallback_after_canceling_the_program() {
         let log = Log::new();
-        let io = IO::<u32, Error>::never()
+        let io = UIO::<u32>::never()
             .on_cancel(log.record("canceled"))
             .timeout_to(ms(10), log.record("fallback").map_to(2));
         assert_eq!(run(io), Outcome::Succeeded(2));
@@ -92,7 +92,7 @@ rt_test! {
 
     fn timeout_to_does_not_run_the_fallback_when_the_program_finishes_in_time() {
         let fallback = Counter::new();
-        let io = IO::<(), Error>::sleep(ms(1))
+        let io = UIO::sleep(ms(1))
             .map_to(1u32)
             .timeout_to(secs(10), fallback.incr_io().map_to(2));
         assert_eq!(run(io), Outcome::Succeeded(1));
@@ -109,7 +109,7 @@ rt_test! {
     }
 
     fn timed_measures_at_least_the_time_the_program_took() {
-        let io = IO::<(), Error>::sleep(ms(20)).map_to('x').timed();
+        let io = UIO::sleep(ms(20)).map_to('x').timed();
         let (took, value) = run(io).succeeded().expect("succeeds");
         assert_eq!(value, 'x');
         assert!(took >= ms(20), "{took:?}");
@@ -125,7 +125,7 @@ rt_test! {
     }
 
     fn real_time_is_the_time_since_the_unix_epoch() {
-        let io = IO::<Duration, Error>::real_time();
+        let io = UIO::real_time();
         let before = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .expect("after the epoch");
@@ -277,7 +277,7 @@ fn par_traverse_n_takes_one_round_of_sleep_per_batch_of_n_items() {
 fn a_sleep_canceled_by_its_fiber_never_fires_and_leaves_no_timer() {
     let fired = Counter::new();
     let f = fired.clone();
-    let io = IO::<(), Error>::sleep(DAY)
+    let io = UIO::sleep(DAY)
         .product_r(f.incr_io())
         .start::<Error>()
         .flat_map(|h| IO::sleep(secs(1)).product_r(h.cancel()));

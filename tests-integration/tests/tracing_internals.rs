@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use spindle_core::{
     CountDownLatch, Deferred, Either, FiberConfig, IO, Mutex, Outcome, Queue, Ref, Resource,
-    Semaphore, TimeoutError, Trace, TracingMode,
+    Semaphore, TimeoutError, Trace, TracingMode, UIO,
 };
 use spindle_exec_single::SingleThreaded;
 
@@ -269,7 +269,7 @@ fn start_join_and_join_void_record_one_event_each() {
 
 #[test]
 fn cancel_and_join_with_never_record_one_event_each() {
-    let (value, ops) = run_traced(IO::<u32, Error>::never().start().flat_map(|fiber| {
+    let (value, ops) = run_traced(UIO::<u32>::never().start().flat_map(|fiber| {
         fiber
             .cancel()
             .product_r(IO::delay(|| 7u32).start())
