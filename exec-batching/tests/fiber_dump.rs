@@ -60,7 +60,7 @@ fn a_dump_inside_a_fiber_shows_the_started_fiber_in_the_microtask_queue_and_the_
 fn in_macrotask_mode_a_started_fiber_waits_in_the_macrotask_queue_of_the_dump() {
     let rt = event_loop(Mode::Macrotask);
     let handle = rt.handle().clone();
-    let program = IO::<(), E>::unit()
+    let program = UIO::unit()
         .start::<E>()
         .flat_map(move |_queued| IO::delay(move || Executor::fiber_dump(&handle)));
     let dump = rt

@@ -230,7 +230,7 @@ fn metrics_count_suspended_fibers_as_live_and_none_once_they_complete() {
     assert_eq!(metrics.live_fibers, 10, "{metrics}");
     let io = gate
         .complete::<E>(())
-        .product_r(IO::traverse(waiters, |h| h.join_void::<E>()));
+        .product_r(IO::traverse(waiters, |h| h.join_void()));
     assert!(rt.block_on(io).expect("runs").is_succeeded());
     let metrics = rt.metrics();
     assert_eq!(metrics.live_fibers, 0, "{metrics}");
@@ -321,7 +321,7 @@ fn fiber_dump_lists_waiting_fibers_with_their_traces_and_the_pools_state() {
     assert_eq!(value("blocking threads"), 0);
     let io = gate
         .complete::<E>(())
-        .product_r(IO::traverse(waiters, |h| h.join_void::<E>()));
+        .product_r(IO::traverse(waiters, |h| h.join_void()));
     assert!(rt.block_on(io).expect("runs").is_succeeded());
     assert!(rt.fiber_dump().fibers.is_empty());
 }

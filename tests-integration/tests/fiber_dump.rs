@@ -17,7 +17,7 @@ use std::time::Duration;
 use common::{Dumper, TestRuntime, eventually, rt_test};
 use spindle_core::{
     Deferred, FiberConfig, FiberDump, FiberHandle, FiberInfo, FiberState, IO, Outcome, Trace,
-    TracingMode,
+    TracingMode, UIO,
 };
 
 type E = ();
@@ -137,7 +137,7 @@ rt_test! {
         let (done, counted) = (gate.clone(), gate.clone());
         let (before, after) = (dump.clone(), dump.clone());
         // Two fibers: one that ends at once, one that waits for the gate.
-        let program = IO::<(), E>::unit().start::<E>().flat_map(move |quick| {
+        let program = UIO::unit().start().flat_map(move |quick| {
             gate.get::<E>().start::<E>().flat_map(move |waiter| {
                 eventually::<E>(move || counted.waiters() == 1)
                     .product_r(quick.join_void())

@@ -177,7 +177,7 @@ fn run_gives_the_outcome_of_a_program_that_sleeps_for_a_day_at_once() {
 
 #[test]
 fn run_reports_a_deadlock_for_a_program_that_can_never_finish() {
-    assert_eq!(TestControl::run(IO::<u32, E>::never()), Err(Deadlock));
+    assert_eq!(TestControl::run(UIO::<u32>::never()), Err(Deadlock));
     let waiting = Deferred::<u32>::new().get::<E>();
     assert_eq!(TestControl::run(waiting), Err(Deadlock));
 }

@@ -48,7 +48,7 @@ fn ends_at<A: Send + 'static>(io: IO<A, Error>) -> Outcome<(A, Duration), Error>
 rt_test! {
     fn sleep_suspends_for_at_least_its_duration() {
         let started = Instant::now();
-        assert_eq!(run(IO::<(), Error>::sleep(ms(20))), Outcome::Succeeded(()));
+        assert_eq!(run(UIO::sleep(ms(20))), Outcome::Succeeded(()));
         let took = started.elapsed();
         assert!(took >= ms(20), "{took:?}");
         assert!(took < secs(5), "{took:?}");
