@@ -318,10 +318,10 @@ fn a_main_fiber_waiting_for_a_timer_is_not_a_deadlock() {
 fn live_fibers_lists_the_suspended_fibers_when_tracking_is_on() {
     let rt = EventLoop::builder().track_fibers(true).build().unwrap();
     let sleepers = (0..3)
-        .map(|_| IO::<(), ()>::sleep(Duration::from_secs(3600)).start::<()>())
+        .map(|_| UIO::sleep(Duration::from_secs(3600)).start())
         .collect::<Vec<_>>();
     let handle = rt.handle().clone();
-    let program = IO::sequence(sleepers).flat_map(move |fibers| {
+    let program: UIO<_> = IO::sequence(sleepers).flat_map(move |fibers| {
         IO::cede().product_r(IO::delay(move || {
             let listing = handle.live_fibers();
             drop(fibers);
@@ -383,7 +383,8 @@ fn fibers_left_sleeping_or_spawned_are_freed_when_the_loop_is_dropped() {
 fn a_fiber_spawned_from_outside_runs_at_the_next_block_on() {
     let rt = batching();
     let spawned = rt.spawn(IO::<u32, ()>::delay(|| 5)).expect("spawn");
-    let outcome = rt.block_on(spawned.join::<()>()).expect("block_on");
+    let joined: UIO<Outcome<u32, ()>> = spawned.join();
+    let outcome = rt.block_on(joined).expect("block_on");
     assert_eq!(outcome, Outcome::Succeeded(Outcome::Succeeded(5)));
 }
 
@@ -460,8 +461,9 @@ fn the_handle_and_the_sockets_may_cross_threads() {
         std::thread::spawn(move || handle.spawn(IO::<u32, ()>::delay(|| 9)).expect("spawn"))
             .join()
             .unwrap();
+    let joined: UIO<Outcome<u32, ()>> = remote.join();
     assert_eq!(
-        rt.block_on(remote.join::<()>()).expect("block_on"),
+        rt.block_on(joined).expect("block_on"),
         Outcome::Succeeded(Outcome::Succeeded(9))
     );
 }

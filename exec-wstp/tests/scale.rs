@@ -211,7 +211,7 @@ fn ping_pong_through_deferreds_on_four_workers_keeps_every_round_in_order() {
     });
     let (answers, seen) = within("ping-pong through deferreds", HANG_LIMIT, move || {
         let (ping, pong) = (rt.spawn(ping).expect("runs"), rt.spawn(pong).expect("runs"));
-        let io = ping.join::<E>().both(pong.join::<E>());
+        let io: IO<_, E> = ping.join().both(pong.join());
         rt.block_on(io)
             .expect("runs")
             .succeeded()

@@ -155,8 +155,8 @@ fn tick_all_runs_to_the_end_through_every_timer() {
 
 #[test]
 fn tick_all_stops_when_the_main_fiber_completes_even_if_other_timers_remain() {
-    let program = IO::<(), E>::sleep(secs(3600))
-        .start::<E>()
+    let program: UIO<u32> = UIO::sleep(secs(3600))
+        .start()
         .product_r(IO::sleep(secs(1)))
         .map_to(1u32);
     let mut control = TestControl::execute(program);

@@ -60,7 +60,7 @@ rt_test! {
     }
 
     fn timeout_gives_the_value_of_a_program_that_finishes_in_time() {
-        let io = IO::<(), Error>::sleep(ms(1)).map_to(7u32).timeout(secs(10));
+        let io: IO<u32, Error> = IO::sleep(ms(1)).map_to(7u32).timeout(secs(10));
         assert_eq!(run(io), Outcome::Succeeded(7));
     }
 
@@ -165,9 +165,7 @@ fn timeout_fires_at_exactly_the_limit() {
 
 #[test]
 fn timeout_returns_when_the_program_finishes_and_leaves_no_timer_behind() {
-    let io = IO::<(), Error>::sleep(secs(4))
-        .map_to(1u32)
-        .timeout(secs(5));
+    let io: IO<u32, Error> = IO::sleep(secs(4)).map_to(1u32).timeout(secs(5));
     let mut control = TestControl::execute(io.flat_map(|v| IO::monotonic().map(move |t| (v, t))));
     control.tick_all();
     assert_eq!(control.results(), Some(&Outcome::Succeeded((1, secs(4)))));

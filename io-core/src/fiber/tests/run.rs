@@ -318,7 +318,7 @@ fn cede_and_auto_yield_reschedule_through_the_executor() {
 fn a_started_fiber_is_joined_and_a_sleeping_one_is_canceled_with_its_finalizers() {
     let log = Arc::new(Mutex::new(Vec::new()));
     let (l1, l2) = (log.clone(), log.clone());
-    let child: IO<u64, ()> = IO::<(), ()>::sleep(Duration::from_secs(60))
+    let child: IO<u64, ()> = IO::sleep(Duration::from_secs(60))
         .map_to(1)
         .on_cancel(IO::delay(move || l1.lock().unwrap().push("on_cancel")))
         .guarantee_case(move |o| {
@@ -333,11 +333,9 @@ fn a_started_fiber_is_joined_and_a_sleeping_one_is_canceled_with_its_finalizers(
         });
     // The cede lets the child run up to its sleep (a fiber canceled before
     // it first runs installs no finalizer at all).
-    let io: IO<Outcome<u64, ()>, ()> = child.start().flat_map(|fiber| {
-        IO::<(), ()>::cede()
-            .product_r(fiber.cancel())
-            .product_r(fiber.join())
-    });
+    let io: IO<Outcome<u64, ()>, ()> = child
+        .start()
+        .flat_map(|fiber| IO::cede().product_r(fiber.cancel()).product_r(fiber.join()));
     assert_eq!(rt().run(io), Some(Outcome::Succeeded(Outcome::Canceled)));
     assert_eq!(*log.lock().unwrap(), ["on_cancel", "guarantee canceled"]);
 
@@ -379,11 +377,9 @@ fn an_async_wait_canceled_runs_its_finalizer_and_ignores_a_late_callback() {
             f1.fetch_add(1, Ordering::SeqCst);
         }))
     });
-    let io: IO<Outcome<u64, ()>, ()> = waiting.start().flat_map(|fiber| {
-        IO::<(), ()>::cede()
-            .product_r(fiber.cancel())
-            .product_r(fiber.join())
-    });
+    let io: IO<Outcome<u64, ()>, ()> = waiting
+        .start()
+        .flat_map(|fiber| IO::cede().product_r(fiber.cancel()).product_r(fiber.join()));
     assert_eq!(rt().run(io), Some(Outcome::Succeeded(Outcome::Canceled)));
     assert_eq!(finalized.load(Ordering::SeqCst), 1);
     let late = slot.lock().unwrap().take().expect("registered");
@@ -407,8 +403,8 @@ fn races_and_data_types_work_on_a_plain_executor() {
         .product_r(IO::replicate(3, move || c.take()));
     assert_eq!(rt().run(io), Some(Outcome::Succeeded(vec![1, 2, 3])));
 
-    let slow: IO<u64, ()> = IO::<(), ()>::sleep(Duration::from_secs(10)).map_to(1);
-    let fast: IO<u64, ()> = IO::<(), ()>::sleep(Duration::from_secs(1)).map_to(2);
+    let slow: IO<u64, ()> = IO::sleep(Duration::from_secs(10)).map_to(1);
+    let fast: IO<u64, ()> = IO::sleep(Duration::from_secs(1)).map_to(2);
     assert_eq!(
         rt().run(slow.race(fast)),
         Some(Outcome::Succeeded(crate::Either::Right(2)))
