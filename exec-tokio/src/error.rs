@@ -1,6 +1,6 @@
 //! The errors of exec-tokio: building ([`BuildError`]) and running
 //! ([`RunError`], io-core's one error of every executor's `block_on`,
-//! `try_block_on`, `spawn` and, here, [`Handle::run`](crate::Handle::run)).
+//! `try_block_on`, `spawn` and, here, [`Handle::run_async`](crate::Handle::run_async)).
 
 use std::fmt;
 

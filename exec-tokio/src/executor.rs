@@ -114,7 +114,7 @@ impl TokioExecutor {
     }
 
     /// Runs `io` and blocks the calling thread until it ends. See
-    /// [`Handle::block_on`] (from async code: [`run`](TokioExecutor::run)).
+    /// [`Handle::block_on`] (from async code: [`run_async`](TokioExecutor::run_async)).
     pub fn block_on<A: Send + 'static, E: Send + 'static>(
         &self,
         io: IO<A, E>,
@@ -133,12 +133,12 @@ impl TokioExecutor {
     }
 
     /// Runs `io` from async code and resolves to its outcome. See
-    /// [`Handle::run`].
-    pub fn run<A: Send + 'static, E: Send + 'static>(
+    /// [`Handle::run_async`].
+    pub fn run_async<A: Send + 'static, E: Send + 'static>(
         &self,
         io: IO<A, E>,
     ) -> impl Future<Output = Result<Outcome<A, E>, RunError>> + Send + 'static {
-        self.handle.run(io)
+        self.handle.run_async(io)
     }
 
     /// Starts `io` as a new fiber. See [`Handle::spawn`].

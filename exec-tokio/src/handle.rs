@@ -85,7 +85,7 @@ impl fmt::Debug for Handle {
     }
 }
 
-/// Wakes a `Handle::run` future waiting for its main fiber. `notify_one`
+/// Wakes a `Handle::run_async` future waiting for its main fiber. `notify_one`
 /// keeps a permit when nobody waits yet, so a wake-up between the check
 /// and the wait is not lost.
 struct NotifyWaiter(Arc<tokio::sync::Notify>);
@@ -207,7 +207,7 @@ impl Handle {
     /// worker thread, async code, a `Runtime::enter` guard, a thread of
     /// tokio's blocking pool started by `tokio::task::spawn_blocking`,
     /// which tokio does not tell apart from a worker). From async code,
-    /// await [`run`](Handle::run) instead. Inside `IO::blocking` (a thread
+    /// await [`run_async`](Handle::run_async) instead. Inside `IO::blocking` (a thread
     /// of the blocking pool running a Spindle blocking call) blocking is
     /// what the thread is for, and `block_on` works.
     pub fn block_on<A: Send + 'static, E: Send + 'static>(
@@ -284,10 +284,10 @@ impl Handle {
     ///
     /// let executor = TokioExecutor::current()?;
     /// let answer = IO::<u32, ()>::delay(|| 21).map(|x| x * 2);
-    /// assert_eq!(executor.handle().run(answer).await?, Outcome::Succeeded(42));
+    /// assert_eq!(executor.handle().run_async(answer).await?, Outcome::Succeeded(42));
     /// # Ok(()) }
     /// ```
-    pub fn run<A: Send + 'static, E: Send + 'static>(
+    pub fn run_async<A: Send + 'static, E: Send + 'static>(
         &self,
         io: IO<A, E>,
     ) -> impl Future<Output = Result<Outcome<A, E>, RunError>> + Send + 'static {

@@ -17,7 +17,7 @@
 //! async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //!     let executor = TokioExecutor::current()?;
 //!     let program: IO<u32, ()> = IO::sleep(Duration::from_millis(1)).map_to(42);
-//!     assert_eq!(executor.run(program).await?, Outcome::Succeeded(42));
+//!     assert_eq!(executor.run_async(program).await?, Outcome::Succeeded(42));
 //!     Ok(())
 //! }
 //! ```
@@ -42,7 +42,7 @@
 //! |---|---|
 //! | [`Builder`] | `TokioExecutor::builder()`; setters `fiber_config`, `track_fibers`, and this executor's own `handle` (attach to a runtime), `multi_thread(n)` / `current_thread()` (own one), `thread_name`, `max_blocking_threads`; `build() -> Result<TokioExecutor, BuildError>` |
 //! | constructors | [`TokioExecutor::new`] (an owned multi-thread runtime; reads no environment), [`TokioExecutor::from_env`] (the fiber configuration from `SPINDLE_TRACING`), [`TokioExecutor::current`] (attach to the calling code's runtime), all `Result<_, BuildError>` |
-//! | running | [`block_on`](TokioExecutor::block_on) and [`try_block_on`](TokioExecutor::try_block_on) (also on [`Handle`]) take `&self` and return `Result<Outcome<A, E>, RunError>`; [`RunError::Nested`] inside a fiber or a tokio context; from async code [`run`](TokioExecutor::run)`(io).await` |
+//! | running | [`block_on`](TokioExecutor::block_on) and [`try_block_on`](TokioExecutor::try_block_on) (also on [`Handle`]) take `&self` and return `Result<Outcome<A, E>, RunError>`; [`RunError::Nested`] inside a fiber or a tokio context; from async code [`run_async`](TokioExecutor::run_async)`(io).await` |
 //! | spawning | [`spawn`](TokioExecutor::spawn) (and [`Handle::spawn`]) `-> Result<FiberHandle<A, E>, RunError>` |
 //! | observing | [`handle`](TokioExecutor::handle) `-> &Handle`, [`metrics`](TokioExecutor::metrics) ([`Metrics`]), [`fiber_dump`](TokioExecutor::fiber_dump), [`live_fibers`](TokioExecutor::live_fibers) `-> Vec<FiberInfo>` |
 //!
@@ -76,7 +76,7 @@
 //!
 //! * A fiber is in at most one tokio task, and runs on one thread at a
 //!   time (io-core's `Fiber` handle is unique; tasks move it).
-//! * After shutdown nothing new starts: `spawn`, `block_on` and `run`
+//! * After shutdown nothing new starts: `spawn`, `block_on` and `run_async`
 //!   answer [`RunError::ShutDown`], a fiber scheduled afterwards is
 //!   dropped, and a task finds the flag before it runs its fiber.
 //! * No library code panics: building outside a runtime, on one without
