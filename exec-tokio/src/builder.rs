@@ -174,7 +174,10 @@ impl Builder {
                 let builder = tokio::runtime::Builder::new_current_thread();
                 let runtime = owned_runtime(builder, &thread_name, self.max_blocking_threads)?;
                 let handle = runtime.handle().clone();
-                (handle, Some(Owned::start_current_thread(runtime, &thread_name)?))
+                (
+                    handle,
+                    Some(Owned::start_current_thread(runtime, &thread_name)?),
+                )
             }
         };
         let origin = {

@@ -297,8 +297,7 @@ impl Handle {
                 return Err(RunError::ShutDown);
             }
             let notify = Arc::new(tokio::sync::Notify::new());
-            let (main, fiber) =
-                MainFiber::new(io, handle.clone(), NotifyWaiter(notify.clone()));
+            let (main, fiber) = MainFiber::new(io, handle.clone(), NotifyWaiter(notify.clone()));
             handle.schedule_fiber(fiber);
             loop {
                 if let Some(outcome) = main.take() {

@@ -28,7 +28,12 @@ async fn io_sleep_runs_on_tokios_paused_clock() {
             .product_r(IO::monotonic())
             .map(move |after| after - before)
     });
-    let slept = executor.run_async(program).await.unwrap().succeeded().unwrap();
+    let slept = executor
+        .run_async(program)
+        .await
+        .unwrap()
+        .succeeded()
+        .unwrap();
     // The fiber's clock and tokio's moved by the hour (tokio advances its
     // paused clock to the timer's deadline, at millisecond granularity).
     assert!(slept >= Duration::from_secs(3600), "{slept:?}");
@@ -159,10 +164,7 @@ async fn block_on_inside_a_tokio_runtime_is_refused_with_nested() {
     // Also for an executor that owns its runtime, and its drop here
     // (where blocking is not allowed) does not panic.
     let owned = TokioExecutor::builder().multi_thread(1).build().unwrap();
-    assert_eq!(
-        owned.block_on(IO::<u8, ()>::pure(2)),
-        Err(RunError::Nested)
-    );
+    assert_eq!(owned.block_on(IO::<u8, ()>::pure(2)), Err(RunError::Nested));
     assert_eq!(
         owned.run_async(IO::<u8, ()>::pure(3)).await,
         Ok(Outcome::Succeeded(3))
@@ -227,9 +229,10 @@ fn io_blocking_runs_on_the_owned_runtimes_blocking_pool() {
 fn a_current_thread_executor_runs_every_fiber_on_its_one_thread() {
     let executor = TokioExecutor::builder().current_thread().build().unwrap();
     assert_eq!(executor.metrics().flavor, Flavor::CurrentThread);
-    let threads = IO::<std::thread::ThreadId, ()>::par_traverse((0..50).collect::<Vec<u32>>(), |_| {
-        IO::cede().product_r(IO::delay(|| std::thread::current().id()))
-    });
+    let threads =
+        IO::<std::thread::ThreadId, ()>::par_traverse((0..50).collect::<Vec<u32>>(), |_| {
+            IO::cede().product_r(IO::delay(|| std::thread::current().id()))
+        });
     let ids = executor.block_on(threads).unwrap().succeeded().unwrap();
     assert!(ids.windows(2).all(|w| w[0] == w[1]));
     assert_ne!(ids[0], std::thread::current().id());
@@ -257,7 +260,10 @@ fn attaching_to_a_runtime_without_timers_is_a_build_error() {
 
 #[test]
 fn bad_configurations_are_build_errors_naming_what_was_wrong() {
-    let error = TokioExecutor::builder().multi_thread(0).build().unwrap_err();
+    let error = TokioExecutor::builder()
+        .multi_thread(0)
+        .build()
+        .unwrap_err();
     assert!(matches!(error, BuildError::ZeroWorkerThreads));
     assert!(error.to_string().contains("multi_thread"));
     let error = TokioExecutor::builder()
@@ -275,7 +281,10 @@ fn bad_configurations_are_build_errors_naming_what_was_wrong() {
         .thread_name("x")
         .build()
         .unwrap_err();
-    assert!(matches!(error, BuildError::OptionOfOwnedRuntime("thread_name")));
+    assert!(matches!(
+        error,
+        BuildError::OptionOfOwnedRuntime("thread_name")
+    ));
     assert!(error.to_string().contains("thread_name"));
 }
 
@@ -356,7 +365,11 @@ fn a_fiber_dump_lists_the_waiting_fibers_and_the_executors_state() {
     assert!(waiting >= 4, "{waiting}");
     let dump = executor.fiber_dump();
     assert!(dump.fibers.len() >= 3, "{dump}");
-    assert!(dump.executor.iter().any(|(name, value)| *name == "workers" && *value == 2));
+    assert!(
+        dump.executor
+            .iter()
+            .any(|(name, value)| *name == "workers" && *value == 2)
+    );
     assert!(executor.metrics().live_fibers >= 3);
     assert_eq!(
         executor.block_on(gate.complete::<()>(())),
