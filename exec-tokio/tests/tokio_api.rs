@@ -376,3 +376,46 @@ fn a_fiber_dump_lists_the_waiting_fibers_and_the_executors_state() {
         Ok(Outcome::Succeeded(Ok(())))
     );
 }
+
+#[test]
+fn block_on_of_a_program_that_can_never_finish_waits_until_the_executor_is_dropped() {
+    let executor = TokioExecutor::builder().multi_thread(1).build().unwrap();
+    let handle = executor.handle().clone();
+    let (started, waiting) = std::sync::mpsc::channel();
+    let waiter = std::thread::spawn(move || {
+        started.send(()).unwrap();
+        handle.block_on(UIO::<u8>::never())
+    });
+    waiting.recv().unwrap();
+    // Whether the waiter is still starting the program or already waits
+    // for the shutdown, the drop ends its wait with ShutDown.
+    drop(executor);
+    assert_eq!(waiter.join().unwrap(), Err(RunError::ShutDown));
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_attached_executor_dropped_lets_go_of_its_sleeping_fibers_without_running_them() {
+    let executor = TokioExecutor::current().unwrap();
+    let dropped = Arc::new(AtomicUsize::new(0));
+    let resumed = Arc::new(AtomicBool::new(false));
+    let (guard, flag) = (CountDrop(dropped.clone()), resumed.clone());
+    let sleeper: IO<(), ()> = IO::sleep(Duration::from_secs(3600)).map(move |()| {
+        flag.store(true, Ordering::SeqCst);
+        drop(guard);
+    });
+    executor.spawn(sleeper).unwrap();
+    // Let the fiber run up to its sleep.
+    for _ in 0..10 {
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(executor.metrics().timers, 1);
+    drop(executor);
+    // The runtime goes on (it is the application's); when the timer
+    // fires, the fiber is dropped instead of resumed.
+    tokio::time::sleep(Duration::from_secs(7200)).await;
+    for _ in 0..10 {
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(dropped.load(Ordering::SeqCst), 1);
+    assert!(!resumed.load(Ordering::SeqCst));
+}
