@@ -169,12 +169,12 @@ impl Future for FiberTask {
         let Some(fiber) = self.fiber.take() else {
             return Poll::Ready(());
         };
-        let shared = fiber.executor().shared.clone();
+        let shared = &fiber.executor().shared;
         if shared.is_shutdown() {
             drop(fiber);
             return Poll::Ready(());
         }
-        let running = Running::enter(key(&shared));
+        let running = Running::enter(key(shared));
         fiber.run();
         match running.exit() {
             Some(fiber) => {

@@ -419,3 +419,52 @@ async fn an_attached_executor_dropped_lets_go_of_its_sleeping_fibers_without_run
     assert_eq!(dropped.load(Ordering::SeqCst), 1);
     assert!(!resumed.load(Ordering::SeqCst));
 }
+
+/// A fiber step that awaits a tokio future: a tokio task runs it and
+/// completes the fiber's callback (until io-core awaits futures itself).
+fn await_on_tokio<A, F>(future: F) -> IO<A, std::io::Error>
+where
+    A: Send + 'static,
+    F: std::future::Future<Output = std::io::Result<A>> + Send + 'static,
+{
+    IO::from_callback(move |cb| {
+        tokio::spawn(async move {
+            cb.complete(future.await);
+        });
+        None
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fiber_serves_a_tokio_tcp_connection_next_to_the_applications_tasks() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let executor = TokioExecutor::current().unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let server: IO<String, std::io::Error> = await_on_tokio(async move {
+        let (mut stream, _) = listener.accept().await?;
+        let mut request = String::new();
+        stream.read_to_string(&mut request).await?;
+        Ok((stream, request))
+    })
+    .flat_map(|(mut stream, request)| {
+        await_on_tokio(async move {
+            stream.write_all(b"pong").await?;
+            Ok(request)
+        })
+    });
+    let served = executor.spawn(server).unwrap();
+    // The application's own task is the client.
+    let mut client = tokio::net::TcpStream::connect(address).await.unwrap();
+    client.write_all(b"ping").await.unwrap();
+    client.shutdown().await.unwrap();
+    let mut reply = Vec::new();
+    client.read_to_end(&mut reply).await.unwrap();
+    assert_eq!(reply, b"pong");
+    let outcome = executor.run_async(served.join::<()>()).await.unwrap();
+    assert_eq!(
+        outcome.succeeded().and_then(|o| o.succeeded()),
+        Some(String::from("ping"))
+    );
+}
