@@ -8,8 +8,10 @@
 //! A workload is a [`Workload`] (most are a [`Program`]: a function that
 //! builds one `IO` value, which names no executor); `rt::BenchRt` is the
 //! seam, implemented for `spindle_exec_single::SingleThreaded`, `spindle_exec_wstp::Runtime`
-//! (2 workers) and `spindle_exec_batching::EventLoop`, and `Group::spindle_all`
-//! registers the same workload on the three, monomorphized for each
+//! (2 workers), `spindle_exec_batching::EventLoop` and
+//! `spindle_exec_tokio::TokioExecutor` (an owned tokio multi-thread runtime
+//! with 2 workers: Spindle's fibers as tokio tasks, `spindle_tokio`), and
+//! `Group::spindle_all` registers the same workload on the four, monomorphized for each
 //! (static dispatch; nothing in the measured loop knows which executor it
 //! is on). The tokio references (`suite/tokio_ref.rs`) are written with
 //! `Send` futures so that one program runs on tokio's
@@ -21,7 +23,7 @@
 //! # Naming (parsed by tools: keep it exactly)
 //!
 //! Group `suite.<Workload>.<variant>`, function `<runtime>/<size>`, with
-//! `<runtime>` one of `single`, `wstp`, `batching`, `tokio`, `tokio_mt` and
+//! `<runtime>` one of `single`, `wstp`, `batching`, `spindle_tokio`, `tokio`, `tokio_mt` and
 //! `<size>` Cats Effect's size parameter. Each group declares
 //! `Throughput::Elements(steps)` per operation (reports read in elements/s;
 //! what an element is, each registration function says). Each function
@@ -29,27 +31,27 @@
 //! once and checks its result before measuring, and drops the runtime when
 //! done (a filtered-out benchmark builds and runs nothing).
 //!
-//! # Workloads × runtimes (276 benchmarks)
+//! # Workloads × runtimes (347 benchmarks)
 //!
-//! | Group (`suite.` omitted)                     | sizes            | single wstp batching | tokio | tokio_mt | count |
+//! | Group (`suite.` omitted)                     | sizes            | single wstp batching spindle_tokio | tokio | tokio_mt | count |
 //! |----------------------------------------------|------------------|:---:|:---:|:---:|---:|
-//! | ShallowBind, DeepBind `.pure/.delay/.async`  | 10,000           | ✓ | ✓ | – | 24 |
-//! | Attempt, HandleError, Redeem, RedeemWith `.happyPath/.errorRaised` | 10,000 | ✓ | ✓ | – | 32 |
-//! | MapCalls `.one/.batch30/.batch120`           | 12,000 maps      | ✓ | ✓ | – | 12 |
-//! | MapStream `.one/.batch30/.batch120`          | 12,000 maps      | ✓ | – | – | 9 |
-//! | Async `.async/.cancelBoundary/.cancelable/.parMap2/.race/.racePair/.start` | 100 | ✓ | ✓ | – | 28 |
-//! | Async `.bracket/.uncancelable`               | 100              | ✓ | – | – | 6 |
-//! | Both, Race `.happyPath`                      | 10,000           | ✓ | ✓ (spawned tasks) | – | 8 |
-//! | Blocking `.fine/.coarse`                     | 10,000           | ✓ | ✓ (`spawn_blocking`) | – | 8 |
-//! | Deferred `.get/.complete/.cancel`            | 10, 100, 1000    | ✓ | ✓ | – | 36 |
-//! | Ref `.modify/.getAndUpdate`                  | 10,000           | ✓ | ✓ | – | 8 |
-//! | Queue `.{bounded,unbounded}{One,Many}`, `.boundedContendedSingleConsumer` | 32,768 | ✓ | ✓ (mpsc) | – | 20 |
-//! | Queue `.{bounded,unbounded}Contended`, `.unboundedContendedSingleConsumer` | 32,768 | ✓ | – | – | 9 |
-//! | Mutex `.happyPath/.highContention/.cancellation` | 10, 50, 100 fibers | ✓ | ✓ | – | 36 |
-//! | Sleep `.sleep`                               | 10,000 fibers    | ✓ | ✓ (paused clock) | – | 4 |
-//! | Parallel `.parTraverse`                      | 100, 1000        | ✓ | ✓ | ✓ | 10 |
-//! | WorkStealing `.scheduling/.alloc/.runnableScheduling` | 10,000 / 250 / 10,000 | wstp only | – | ✓ | 6 |
-//! | Rt `.spawn_many/.yield_many/.ping_pong/.chained_spawn` | 10,000 / 200 / 1,000 / 1,000 | ✓ | ✓ | ✓ | 20 |
+//! | ShallowBind, DeepBind `.pure/.delay/.async`  | 10,000           | ✓ | ✓ | – | 30 |
+//! | Attempt, HandleError, Redeem, RedeemWith `.happyPath/.errorRaised` | 10,000 | ✓ | ✓ | – | 40 |
+//! | MapCalls `.one/.batch30/.batch120`           | 12,000 maps      | ✓ | ✓ | – | 15 |
+//! | MapStream `.one/.batch30/.batch120`          | 12,000 maps      | ✓ | – | – | 12 |
+//! | Async `.async/.cancelBoundary/.cancelable/.parMap2/.race/.racePair/.start` | 100 | ✓ | ✓ | – | 35 |
+//! | Async `.bracket/.uncancelable`               | 100              | ✓ | – | – | 8 |
+//! | Both, Race `.happyPath`                      | 10,000           | ✓ | ✓ (spawned tasks) | – | 10 |
+//! | Blocking `.fine/.coarse`                     | 10,000           | ✓ | ✓ (`spawn_blocking`) | – | 10 |
+//! | Deferred `.get/.complete/.cancel`            | 10, 100, 1000    | ✓ | ✓ | – | 45 |
+//! | Ref `.modify/.getAndUpdate`                  | 10,000           | ✓ | ✓ | – | 10 |
+//! | Queue `.{bounded,unbounded}{One,Many}`, `.boundedContendedSingleConsumer` | 32,768 | ✓ | ✓ (mpsc) | – | 25 |
+//! | Queue `.{bounded,unbounded}Contended`, `.unboundedContendedSingleConsumer` | 32,768 | ✓ | – | – | 12 |
+//! | Mutex `.happyPath/.highContention/.cancellation` | 10, 50, 100 fibers | ✓ | ✓ | – | 45 |
+//! | Sleep `.sleep`                               | 10,000 fibers    | ✓ | ✓ (paused clock) | – | 5 |
+//! | Parallel `.parTraverse`                      | 100, 1000        | ✓ | ✓ | ✓ | 12 |
+//! | WorkStealing `.scheduling/.alloc/.runnableScheduling` | 10,000 / 250 / 10,000 | wstp, spindle_tokio | – | ✓ | 9 |
+//! | Rt `.spawn_many/.yield_many/.ping_pong/.chained_spawn` | 10,000 / 200 / 1,000 / 1,000 | ✓ | ✓ | ✓ | 24 |
 //!
 //! Notes on a few rows (`benches/PORTS.md` has all of them):
 //!
@@ -104,7 +106,9 @@
 //!
 //! Normal config: 15 samples, 0.5 s warm-up, 1.5 s measurement, with
 //! criterion's HTML plots. Measured: **1,409 s (23.5 min) for the 276
-//! benchmarks** on the 2-core development machine, otherwise idle
+//! benchmarks** (before the `spindle_tokio` column; with its 71 rows,
+//! 347 now, expect about a quarter more, close to the 30-minute budget:
+//! filter with `-- '/wstp/'`-style ids when that matters) on the 2-core development machine, otherwise idle
 //! (BENCHMARKS.md, "Suite"), inside the 30-minute budget. That is 5.1 s per
 //! benchmark on average: 2 s of warm-up and measurement, the check run,
 //! criterion's analysis and plots, and the long operations, which criterion
@@ -417,18 +421,22 @@ fn parallel(c: &mut Criterion) {
     }
 }
 
-/// Registers `program` on exec-wstp, the one multi-threaded executor.
+/// Registers `program` on the multi-threaded executors, exec-wstp and
+/// exec-tokio.
 fn multi_threaded<A, F>(group: &mut Group<'_>, program: F, expected: A)
 where
     F: Fn() -> IO<A, std::convert::Infallible>,
     A: PartialEq + std::fmt::Debug + Send + 'static,
 {
     const { assert!(<spindle_exec_wstp::Runtime as BenchRt>::MULTI_THREADED) };
-    group.spindle::<spindle_exec_wstp::Runtime, _>(&Program(program), &expected);
+    const { assert!(<spindle_exec_tokio::TokioExecutor as BenchRt>::MULTI_THREADED) };
+    let program = Program(program);
+    group.spindle::<spindle_exec_wstp::Runtime, _>(&program, &expected);
+    group.spindle::<spindle_exec_tokio::TokioExecutor, _>(&program, &expected);
 }
 
 /// `WorkStealing`: `scheduling`, `alloc`, `runnableScheduling`, on the
-/// multi-threaded executors only (exec-wstp and `tokio_mt`).
+/// multi-threaded executors only (exec-wstp, exec-tokio and `tokio_mt`).
 fn work_stealing(c: &mut Criterion) {
     let (iterations, sum) = p::scheduling_totals();
     let sched = p::SCHED_FIBERS as u64;

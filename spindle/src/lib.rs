@@ -14,7 +14,8 @@
 //! | `wstp` (default) | `wstp` | a work-stealing pool of worker threads, a blocking pool, `wstp::app::run` (Cats Effect's `IOApp`) | servers and applications: the default |
 //! | `single` | `single` | one thread, deterministic, builds without `std`; `single::testkit` has virtual time | tests, embedded targets, programs that want one thread |
 //! | `batching` | `batching` | an event loop with timers, non-blocking TCP and batched fiber wake-ups (Cats Effect's batching executor) | network services on one thread |
-//! | `full` | all three | | |
+//! | `tokio` | `tokio` | fibers as tokio tasks, on the tokio runtime of your application or on one it owns; `tokio::time` timers (a paused test clock drives `IO::sleep`), tokio's blocking pool | programs that live inside a tokio application or await tokio libraries |
+//! | `full` | all four | | |
 //!
 //! ```toml
 //! [dependencies]
@@ -47,7 +48,8 @@
 //!
 //! The crates behind this one can be used on their own: `spindle-core` (the
 //! `no_std` core), `spindle-exec-single`, `spindle-exec-wstp`,
-//! `spindle-exec-batching`, and `spindle-trace` (the tracing data).
+//! `spindle-exec-batching`, `spindle-exec-tokio`, and `spindle-trace` (the
+//! tracing data).
 
 #![no_std]
 #![deny(missing_docs)]
@@ -67,3 +69,7 @@ pub use spindle_exec_wstp as wstp;
 /// [`spindle_exec_batching`].
 #[cfg(feature = "batching")]
 pub use spindle_exec_batching as batching;
+
+/// Fibers as tokio tasks (feature `tokio`): see [`spindle_exec_tokio`].
+#[cfg(feature = "tokio")]
+pub use spindle_exec_tokio as tokio;

@@ -545,6 +545,11 @@ fn par_traverse_n_fails_with_the_first_failure_and_leaves_nothing_running_on_wst
     par_traverse_n_fails_with_the_first_failure_and_leaves_nothing_running_on::<common::Wstp>();
 }
 
+#[test]
+fn par_traverse_n_fails_with_the_first_failure_and_leaves_nothing_running_on_tokio() {
+    par_traverse_n_fails_with_the_first_failure_and_leaves_nothing_running_on::<common::Tokio>();
+}
+
 /// A parallelism for `par_traverse_n` (tests pass literals that are not 0).
 fn nz(n: usize) -> core::num::NonZeroUsize {
     core::num::NonZeroUsize::new(n).expect("a parallelism of at least 1")

@@ -270,3 +270,8 @@ fn a_waiter_woken_and_canceled_before_it_ran_gives_its_permit_back_on_single() {
 fn a_waiter_woken_and_canceled_before_it_ran_gives_its_permit_back_on_wstp() {
     a_waiter_woken_and_canceled_before_it_ran_gives_its_permit_back_on::<common::Wstp>();
 }
+
+#[test]
+fn a_waiter_woken_and_canceled_before_it_ran_gives_its_permit_back_on_tokio() {
+    a_waiter_woken_and_canceled_before_it_ran_gives_its_permit_back_on::<common::Tokio>();
+}

@@ -18,8 +18,8 @@ struct Address<T>(*const T);
 
 // SAFETY: only dereferenced while the executor is borrowed by the
 // `block_on` that runs the fiber holding it; the single-threaded executors
-// run that fiber on the thread that owns them, exec-wstp's `Runtime` is
-// `Sync`.
+// run that fiber on the thread that owns them, exec-wstp's `Runtime` and
+// exec-tokio's `TokioExecutor` are `Sync`.
 unsafe impl<T> Send for Address<T> {}
 
 /// Runs the test `name` again in a child process of this test binary, with

@@ -44,15 +44,23 @@ pub const BEGIN_MARKER: &str = "<!-- suite:begin -->";
 pub const END_MARKER: &str = "<!-- suite:end -->";
 /// Only criterion groups whose id starts with this go into the report.
 pub const GROUP_PREFIX: &str = "suite.";
-/// The runtimes (criterion function ids) in column order: Spindle's three
-/// executors, then the tokio references.
-pub const RUNTIMES: [&str; 5] = ["single", "wstp", "batching", "tokio", "tokio_mt"];
+/// The runtimes (criterion function ids) in column order: Spindle's four
+/// executors (`spindle_tokio` is exec-tokio), then the tokio references.
+pub const RUNTIMES: [&str; 6] = [
+    "single",
+    "wstp",
+    "batching",
+    "spindle_tokio",
+    "tokio",
+    "tokio_mt",
+];
 /// The ratio columns: each Spindle runtime over its tokio reference (ops/s
 /// over ops/s, so above 1.00x Spindle is faster).
-pub const RATIOS: [(&str, &str); 3] = [
+pub const RATIOS: [(&str, &str); 4] = [
     ("single", "tokio"),
     ("wstp", "tokio_mt"),
     ("batching", "tokio"),
+    ("spindle_tokio", "tokio_mt"),
 ];
 /// What the section says produced the results, unless `--command` says
 /// otherwise.
@@ -762,10 +770,11 @@ pub fn replace_section(doc: &str, section: &str) -> Result<String, MarkerError> 
 // The chart
 
 /// The runtimes the chart draws, with their colors.
-const CHART_RUNTIMES: [(&str, RGBColor); 5] = [
+const CHART_RUNTIMES: [(&str, RGBColor); 6] = [
     ("single", RGBColor(31, 119, 180)),
     ("wstp", RGBColor(44, 160, 44)),
     ("batching", RGBColor(148, 103, 189)),
+    ("spindle_tokio", RGBColor(140, 86, 75)),
     ("tokio", RGBColor(255, 127, 14)),
     ("tokio_mt", RGBColor(214, 39, 40)),
 ];

@@ -3,8 +3,8 @@
 //! [`BenchRt`] is the one seam between a workload and an executor: a
 //! workload is written once against it ([`Workload::run`] is generic over
 //! `R: BenchRt`), and [`Group::spindle_all`] monomorphizes it for
-//! exec-single, exec-wstp and exec-batching (static dispatch: no `dyn`, no
-//! branch on the executor inside the measured loop).
+//! exec-single, exec-wstp, exec-batching and exec-tokio (static dispatch:
+//! no `dyn`, no branch on the executor inside the measured loop).
 //!
 //! Each runtime (and each tokio reference runtime) is built lazily, inside
 //! its criterion function, the first time criterion calls it, then runs the
@@ -25,14 +25,16 @@ use spindle_exec_batching::EventLoop;
 use spindle_exec_single::{SingleThreaded, StdClock};
 use tokio::runtime::Runtime as Tokio;
 
-/// Worker threads of exec-wstp and of tokio's multi-thread runtime.
+/// Worker threads of exec-wstp, of exec-tokio's owned multi-thread
+/// runtime and of tokio's multi-thread runtime.
 pub const WORKERS: usize = 2;
 
 /// An executor the suite measures: how to build one and run a program on
 /// it to its value (a failed, canceled or panicked program is a bug of the
 /// benchmark and panics).
 pub trait BenchRt {
-    /// The runtime part of the benchmark id (`single`, `wstp`, `batching`).
+    /// The runtime part of the benchmark id (`single`, `wstp`, `batching`,
+    /// `spindle_tokio`).
     const NAME: &'static str;
     /// Whether it runs fibers on more than one thread (the WorkStealing
     /// workloads are registered only on those).
@@ -79,6 +81,25 @@ impl BenchRt for EventLoop {
     #[inline]
     fn run<A: Send + 'static, E: Send + 'static + Debug>(&mut self, io: IO<A, E>) -> A {
         succeeded(self.block_on(io).expect("exec-batching block_on"))
+    }
+}
+
+/// exec-tokio on an owned tokio multi-thread runtime with [`WORKERS`]
+/// workers: Spindle's fibers as tokio tasks, beside `tokio_mt` (the same
+/// tokio runtime running plain futures) and `wstp` (the same fibers on
+/// Spindle's own pool).
+impl BenchRt for spindle_exec_tokio::TokioExecutor {
+    const NAME: &'static str = "spindle_tokio";
+    const MULTI_THREADED: bool = true;
+    fn new() -> Self {
+        spindle_exec_tokio::TokioExecutor::builder()
+            .multi_thread(WORKERS)
+            .build()
+            .expect("exec-tokio executor")
+    }
+    #[inline]
+    fn run<A: Send + 'static, E: Send + 'static + Debug>(&mut self, io: IO<A, E>) -> A {
+        succeeded(self.block_on(io).expect("exec-tokio block_on"))
     }
 }
 
@@ -195,12 +216,13 @@ impl<'a> Group<'a> {
             });
     }
 
-    /// Registers `workload` on the three Spindle executors: `single`,
-    /// `wstp` (2 workers) and `batching`.
+    /// Registers `workload` on the four Spindle executors: `single`,
+    /// `wstp` (2 workers), `batching` and `spindle_tokio` (2 workers).
     pub fn spindle_all<W: Workload>(&mut self, workload: W, expected: W::Out) -> &mut Self {
         self.spindle::<SingleThreaded<StdClock>, W>(&workload, &expected);
         self.spindle::<spindle_exec_wstp::Runtime, W>(&workload, &expected);
         self.spindle::<EventLoop, W>(&workload, &expected);
+        self.spindle::<spindle_exec_tokio::TokioExecutor, W>(&workload, &expected);
         self
     }
 

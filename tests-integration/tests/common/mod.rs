@@ -2,8 +2,9 @@
 //!
 //! Following tokio's `rt_test!` habit, a test written once inside
 //! [`rt_test!`] is stamped into one module per executor (`single::...`,
-//! `wstp::...` and `batching::...`), so that every executor is held to the
-//! same behaviour. Each stamped module provides, for the body to use:
+//! `wstp::...`, `batching::...`, and exec-tokio on both tokio flavours,
+//! `tokio::...` and `tokio_current::...`), so that every executor is held
+//! to the same behaviour. Each stamped module provides, for the body to use:
 //!
 //! * `Rt`: the executor's [`TestRuntime`] type;
 //! * `run(io)`: runs `io` on a fresh executor and returns its [`Outcome`];
@@ -21,7 +22,7 @@
 //! one line to the list in [`rt_test!`].
 //!
 //! Only one `rt_test!` invocation per test file: each one declares the
-//! modules `single`, `wstp` and `batching`.
+//! modules `single`, `wstp`, `batching`, `tokio` and `tokio_current`.
 
 #![allow(dead_code, unused_macros, unused_imports)]
 
@@ -40,6 +41,10 @@ pub use spindle_core::RunError;
 /// The worker threads of the exec-wstp test runtime (so that every shared
 /// test body also runs with real parallelism and stealing).
 pub const WSTP_WORKERS: usize = 2;
+
+/// The worker threads of exec-tokio's owned multi-thread test runtime:
+/// as many as exec-wstp's, for the same real parallelism.
+pub const TOKIO_WORKERS: usize = 2;
 
 /// What a test needs from an executor. Every executor has the same public
 /// shape (`builder().fiber_config(..).build()`, `block_on`, `try_block_on`,
@@ -116,10 +121,59 @@ pub type Wstp = spindle_exec_wstp::Runtime;
 /// queue.
 pub type Batching = spindle_exec_batching::EventLoop;
 
+/// exec-tokio owning a tokio multi-thread runtime with [`TOKIO_WORKERS`]
+/// workers: fibers are tokio tasks, stolen between workers, woken through
+/// tokio's LIFO slot and injection queue (the flavour most tokio
+/// applications run).
+pub type Tokio = spindle_exec_tokio::TokioExecutor;
+
+/// exec-tokio owning a tokio current-thread runtime, driven by one thread
+/// of its own: every fiber on one thread, as most `#[tokio::test]`s run.
+/// A distinct type, so that the macros below stamp it like any executor.
+pub struct TokioCurrent(spindle_exec_tokio::TokioExecutor);
+
+impl TokioCurrent {
+    /// The builder of the executor, on a current-thread runtime.
+    pub fn builder() -> TokioCurrentBuilder {
+        TokioCurrentBuilder(spindle_exec_tokio::TokioExecutor::builder().current_thread())
+    }
+
+    /// `from_env()` on a current-thread runtime.
+    pub fn from_env() -> Result<Self, spindle_exec_tokio::BuildError> {
+        spindle_core::FiberConfig::from_env()
+            .map_err(spindle_exec_tokio::BuildError::Config)
+            .and_then(|config| Self::builder().fiber_config(config).build())
+    }
+}
+
+impl std::ops::Deref for TokioCurrent {
+    type Target = spindle_exec_tokio::TokioExecutor;
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+/// [`TokioCurrent`]'s builder.
+pub struct TokioCurrentBuilder(spindle_exec_tokio::Builder);
+
+impl TokioCurrentBuilder {
+    /// See `spindle_exec_tokio::Builder::fiber_config`.
+    pub fn fiber_config(self, config: FiberConfig) -> Self {
+        TokioCurrentBuilder(self.0.fiber_config(config))
+    }
+
+    /// See `spindle_exec_tokio::Builder::build`.
+    pub fn build(self) -> Result<TokioCurrent, spindle_exec_tokio::BuildError> {
+        self.0.build().map(TokioCurrent)
+    }
+}
+
 same_shape! {
     Single => Single::builder();
     Wstp => Wstp::builder().worker_threads(WSTP_WORKERS);
     Batching => Batching::builder();
+    Tokio => Tokio::builder().multi_thread(TOKIO_WORKERS);
+    TokioCurrent => TokioCurrent::builder();
 }
 
 /// Stamps each test of the block into one module per executor.
@@ -136,6 +190,8 @@ macro_rules! rt_test {
         $crate::common::stamp_rt_tests! { single, $crate::common::Single, $($tests)* }
         $crate::common::stamp_rt_tests! { wstp, $crate::common::Wstp, $($tests)* }
         $crate::common::stamp_rt_tests! { batching, $crate::common::Batching, $($tests)* }
+        $crate::common::stamp_rt_tests! { tokio, $crate::common::Tokio, $($tests)* }
+        $crate::common::stamp_rt_tests! { tokio_current, $crate::common::TokioCurrent, $($tests)* }
     };
 }
 pub(crate) use rt_test;

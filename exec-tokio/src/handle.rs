@@ -1,0 +1,352 @@
+//! [`Handle`]: what fibers and other threads hold of the executor, the
+//! state they share, and the [`Executor`] implementation.
+
+use std::fmt;
+use std::future::Future;
+use std::time::Duration;
+
+use spindle_core::executor::support::{FiberRegistry, MainFiber, RunError, WakeWaiter, wall_clock};
+use spindle_core::{
+    BlockingTask, Executor, Fiber, FiberConfig, FiberDump, FiberHandle, FiberInfo, IO, Outcome,
+    TimerCallback,
+};
+
+use crate::metrics::{self, Metrics};
+use crate::sync::{self, Arc, AtomicBool, AtomicU64, AtomicUsize, Condvar, Mutex, Ordering};
+use crate::task::{self, FiberTask};
+use crate::timer::{self, TimerKey};
+
+/// Counters for metrics and dumps (relaxed; a picture of a moving system).
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    pub(crate) created: AtomicU64,
+    pub(crate) ended: AtomicU64,
+    /// Timer tasks not yet fired or cancelled.
+    pub(crate) timers: Arc<AtomicUsize>,
+    /// `IO::blocking` calls queued or running on tokio's blocking pool.
+    pub(crate) blocking: Arc<AtomicUsize>,
+}
+
+/// The state every [`Handle`] shares.
+pub(crate) struct Shared {
+    /// The runtime fibers run on (attached or owned).
+    pub(crate) tokio: tokio::runtime::Handle,
+    pub(crate) owns_runtime: bool,
+    pub(crate) config: FiberConfig,
+    /// The origin of [`Executor::monotonic`], on tokio's clock.
+    pub(crate) origin: tokio::time::Instant,
+    /// The live fibers, while they are listed (`Builder::track_fibers`, or
+    /// they trace), in shards chosen by fiber address.
+    pub(crate) fibers: FiberRegistry,
+    pub(crate) counters: Counters,
+    pub(crate) shutdown: AtomicBool,
+    /// `true` once shut down, under the lock `block_on` waits with.
+    pub(crate) stopped: Mutex<bool>,
+    pub(crate) stopped_changed: Condvar,
+}
+
+impl Shared {
+    #[inline]
+    pub(crate) fn is_shutdown(&self) -> bool {
+        self.shutdown.load(Ordering::Acquire)
+    }
+
+    /// Refuses new work, wakes every `block_on` waiting for a shutdown, and
+    /// forgets the listed fibers. (Fibers queued in tokio are dropped when
+    /// tokio next polls them, or when an owned runtime is dropped.)
+    pub(crate) fn begin_shutdown(&self) {
+        self.shutdown.store(true, Ordering::Release);
+        *self.stopped.lock() = true;
+        self.stopped_changed.notify_all();
+        self.fibers.clear();
+    }
+
+    pub(crate) fn live_fibers_count(&self) -> u64 {
+        let created = self.counters.created.load(Ordering::Relaxed);
+        let ended = self.counters.ended.load(Ordering::Relaxed);
+        created.saturating_sub(ended)
+    }
+}
+
+/// The executor handle fibers hold: cheap to clone, usable from any
+/// thread (also from async code and from other executors' fibers);
+/// implements [`Executor`].
+#[derive(Clone)]
+pub struct Handle {
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl fmt::Debug for Handle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("spindle_exec_tokio::Handle")
+            .field("flavor", &metrics::flavor(&self.shared.tokio))
+            .field("owns_runtime", &self.shared.owns_runtime)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Wakes a `Handle::run_async` future waiting for its main fiber. `notify_one`
+/// keeps a permit when nobody waits yet, so a wake-up between the check
+/// and the wait is not lost.
+struct NotifyWaiter(Arc<tokio::sync::Notify>);
+
+impl WakeWaiter for NotifyWaiter {
+    fn wake(&self) {
+        self.0.notify_one();
+    }
+}
+
+/// The registry shard of a fiber: its address, past the bits that every
+/// allocation of its size shares.
+#[inline]
+fn shard_of<X: Executor>(fiber: &Fiber<X>) -> usize {
+    fiber.id() >> 8
+}
+
+impl Executor for Handle {
+    type TimerKey = TimerKey;
+
+    /// Spawns a tokio task that runs the fiber (see the `task` module).
+    #[inline]
+    fn schedule_fiber(&self, fiber: Fiber<Self>) {
+        let shared = &*self.shared;
+        if shared.is_shutdown() {
+            drop(fiber);
+            return;
+        }
+        drop(shared.tokio.spawn(FiberTask::run(fiber)));
+    }
+
+    /// Leaves the fiber with the tokio task running it, which yields to
+    /// the back of tokio's run queue (see the `task` module).
+    #[inline]
+    fn reschedule_fiber(&self, fiber: Fiber<Self>) {
+        let shared = &*self.shared;
+        if shared.is_shutdown() {
+            drop(fiber);
+            return;
+        }
+        if let Err(fiber) = task::keep_for_yield(task::key(shared), fiber) {
+            drop(shared.tokio.spawn(FiberTask::after_yield(fiber)));
+        }
+    }
+
+    fn monotonic(&self) -> Duration {
+        tokio::time::Instant::now().saturating_duration_since(self.shared.origin)
+    }
+
+    fn real_time(&self) -> Duration {
+        wall_clock()
+    }
+
+    fn set_timer(&self, deadline: Duration, callback: TimerCallback) -> TimerKey {
+        timer::set(&self.shared, deadline, callback)
+    }
+
+    fn cancel_timer(&self, key: TimerKey) {
+        timer::cancel(key);
+    }
+
+    fn config(&self) -> &FiberConfig {
+        &self.shared.config
+    }
+
+    fn spawn_blocking(&self, task: BlockingTask) {
+        task::spawn_blocking(&self.shared, task);
+    }
+
+    #[inline]
+    fn fiber_created(&self, fiber: &Fiber<Self>) {
+        let shared = &*self.shared;
+        shared.counters.created.fetch_add(1, Ordering::Relaxed);
+        shared.fibers.register(shard_of(fiber), fiber);
+    }
+
+    #[inline]
+    fn fiber_ended(&self) {
+        self.shared.counters.ended.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Every live fiber (while fibers are listed: see
+    /// [`Builder::track_fibers`](crate::Builder::track_fibers)) and the
+    /// executor's `workers`, `live fibers`, `timers`, `blocking calls`,
+    /// `tokio tasks` (alive on the runtime, fibers' and others') and
+    /// `tokio global queue`.
+    fn fiber_dump(&self) -> FiberDump {
+        metrics::fiber_dump(&self.shared)
+    }
+}
+
+impl Handle {
+    /// Starts `io` as a new fiber (a tokio task on the executor's
+    /// runtime); join or cancel it through the handle, from a fiber, or
+    /// from any thread with [`Handle::block_on`]. `Err(RunError::ShutDown)`
+    /// once the executor is shut down.
+    pub fn spawn<A: Send + 'static, E: Send + 'static>(
+        &self,
+        io: IO<A, E>,
+    ) -> Result<FiberHandle<A, E>, RunError> {
+        if self.shared.is_shutdown() {
+            return Err(RunError::ShutDown);
+        }
+        Ok(FiberHandle::spawn(io, self))
+    }
+
+    /// Runs `io` as a new fiber and blocks the calling thread until it
+    /// ends; returns its outcome.
+    ///
+    /// If the fiber can never finish, this keeps waiting (as Cats Effect's
+    /// `unsafeRunSync` does on `IO.never`) until the executor shuts down
+    /// (then `Err(RunError::ShutDown)`); use
+    /// [`try_block_on`](Handle::try_block_on) to get [`RunError::Deadlock`]
+    /// instead.
+    ///
+    /// Returns `Err(RunError::Nested)`, without running `io`, on a thread
+    /// where blocking would stall tokio: inside a fiber of any exec-tokio
+    /// executor, and on any thread inside a tokio runtime's context (a
+    /// worker thread, async code, a `Runtime::enter` guard, a thread of
+    /// tokio's blocking pool started by `tokio::task::spawn_blocking`,
+    /// which tokio does not tell apart from a worker). From async code,
+    /// await [`run_async`](Handle::run_async) instead. Inside `IO::blocking` (a thread
+    /// of the blocking pool running a Spindle blocking call) blocking is
+    /// what the thread is for, and `block_on` works.
+    pub fn block_on<A: Send + 'static, E: Send + 'static>(
+        &self,
+        io: IO<A, E>,
+    ) -> Result<Outcome<A, E>, RunError> {
+        self.block(io, false)
+    }
+
+    /// Like [`block_on`](Handle::block_on), but returns
+    /// `Err(RunError::Deadlock)` when the fiber can provably never finish:
+    /// it was freed while suspended, with nothing left that could resume it
+    /// (for instance `IO::never()`).
+    pub fn try_block_on<A: Send + 'static, E: Send + 'static>(
+        &self,
+        io: IO<A, E>,
+    ) -> Result<Outcome<A, E>, RunError> {
+        self.block(io, true)
+    }
+
+    fn block<A: Send + 'static, E: Send + 'static>(
+        &self,
+        io: IO<A, E>,
+        fail_on_deadlock: bool,
+    ) -> Result<Outcome<A, E>, RunError> {
+        let shared = &*self.shared;
+        if blocking_would_stall_tokio() {
+            return Err(RunError::Nested);
+        }
+        if shared.is_shutdown() {
+            return Err(RunError::ShutDown);
+        }
+        let (main, fiber) = MainFiber::new(io, self.clone(), std::thread::current());
+        self.schedule_fiber(fiber);
+        main.park_until_ended();
+        if let Some(outcome) = main.take() {
+            return Ok(outcome);
+        }
+        // Abandoned: freed without finishing, by a shutdown or because
+        // nothing can resume it.
+        if shared.is_shutdown() {
+            return Err(RunError::ShutDown);
+        }
+        if fail_on_deadlock {
+            return Err(RunError::Deadlock);
+        }
+        // `block_on` keeps waiting until the executor shuts down (the flag
+        // is set under `stopped`, so no wake-up is lost between the check
+        // and the wait).
+        let mut stopped = shared.stopped.lock();
+        while !*stopped {
+            stopped = sync::wait(&shared.stopped_changed, stopped);
+        }
+        Err(RunError::ShutDown)
+    }
+
+    /// Runs `io` as a new fiber and resolves to its outcome: the way in
+    /// from async code (a tokio task, `#[tokio::main]`), where
+    /// [`block_on`](Handle::block_on) is [`RunError::Nested`].
+    ///
+    /// The future is lazy: the fiber starts when it is first polled. It
+    /// resolves to `Err(RunError::Deadlock)` when the fiber can provably
+    /// never finish (as [`try_block_on`](Handle::try_block_on)) and to
+    /// `Err(RunError::ShutDown)` when the executor is shut down. Dropping
+    /// the future does not cancel the fiber: it runs on, detached, as a
+    /// tokio task whose `JoinHandle` was dropped; to cancel, [`spawn`](Handle::spawn)
+    /// and cancel through the `FiberHandle`.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use spindle_core::{IO, Outcome};
+    /// use spindle_exec_tokio::TokioExecutor;
+    ///
+    /// let executor = TokioExecutor::current()?;
+    /// let answer = IO::<u32, ()>::delay(|| 21).map(|x| x * 2);
+    /// assert_eq!(executor.handle().run_async(answer).await?, Outcome::Succeeded(42));
+    /// # Ok(()) }
+    /// ```
+    pub fn run_async<A: Send + 'static, E: Send + 'static>(
+        &self,
+        io: IO<A, E>,
+    ) -> impl Future<Output = Result<Outcome<A, E>, RunError>> + Send + 'static {
+        let handle = self.clone();
+        async move {
+            if handle.shared.is_shutdown() {
+                return Err(RunError::ShutDown);
+            }
+            let notify = Arc::new(tokio::sync::Notify::new());
+            let (main, fiber) = MainFiber::new(io, handle.clone(), NotifyWaiter(notify.clone()));
+            handle.schedule_fiber(fiber);
+            loop {
+                if let Some(outcome) = main.take() {
+                    return Ok(outcome);
+                }
+                if main.is_abandoned() {
+                    return Err(if handle.shared.is_shutdown() {
+                        RunError::ShutDown
+                    } else {
+                        RunError::Deadlock
+                    });
+                }
+                notify.notified().await;
+            }
+        }
+    }
+
+    /// A snapshot of the executor's state. See [`Metrics`].
+    pub fn metrics(&self) -> Metrics {
+        metrics::snapshot(&self.shared)
+    }
+
+    /// The live fibers (while fibers are listed: they trace, or
+    /// [`Builder::track_fibers`](crate::Builder::track_fibers); empty
+    /// otherwise): id, status, state and trace of every fiber started and
+    /// not finished.
+    pub fn live_fibers(&self) -> Vec<FiberInfo> {
+        self.shared.fibers.live_fibers()
+    }
+
+    /// A fiber dump: every live fiber with its state and trace, and the
+    /// executor's state. See [`Executor::fiber_dump`].
+    pub fn fiber_dump(&self) -> FiberDump {
+        Executor::fiber_dump(self)
+    }
+
+    /// The tokio runtime the fibers run on, to spawn tokio tasks next to
+    /// them or to enter its context.
+    pub fn tokio_handle(&self) -> &tokio::runtime::Handle {
+        &self.shared.tokio
+    }
+}
+
+/// Whether blocking this thread could stall tokio (see
+/// [`Handle::block_on`]): inside a fiber, or in a tokio context outside a
+/// Spindle blocking call.
+fn blocking_would_stall_tokio() -> bool {
+    if task::in_fiber() {
+        return true;
+    }
+    !task::in_blocking_call() && tokio::runtime::Handle::try_current().is_ok()
+}

@@ -1,0 +1,109 @@
+//! # exec-tokio: Spindle fibers on a tokio runtime
+//!
+//! Every fiber runs as a tokio task, so Spindle lives inside a tokio
+//! application: fibers share the runtime (and its workers, timers and
+//! blocking pool) with the application's own tasks, and `IO::sleep` runs
+//! on `tokio::time`, so a paused test clock drives it. Attach to the
+//! runtime you have, or let the executor own one.
+//!
+//! From async code, attach and await a program:
+//!
+//! ```
+//! use std::time::Duration;
+//! use spindle_core::{IO, Outcome};
+//! use spindle_exec_tokio::TokioExecutor;
+//!
+//! #[tokio::main(flavor = "current_thread")]
+//! async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//!     let executor = TokioExecutor::current()?;
+//!     let program: IO<u32, ()> = IO::sleep(Duration::from_millis(1)).map_to(42);
+//!     assert_eq!(executor.run_async(program).await?, Outcome::Succeeded(42));
+//!     Ok(())
+//! }
+//! ```
+//!
+//! From a plain thread, own a runtime and block on a program, as with
+//! every Spindle executor:
+//!
+//! ```
+//! use spindle_core::{IO, Outcome};
+//! use spindle_exec_tokio::TokioExecutor;
+//!
+//! let executor = TokioExecutor::builder().multi_thread(2).build()?;
+//! let work = (0..100u64).map(|i| IO::<u64, ()>::delay(move || i * i)).collect::<Vec<_>>();
+//! let sum = IO::par_sequence(work).map(|squares| squares.iter().sum::<u64>());
+//! assert_eq!(executor.block_on(sum)?, Outcome::Succeeded(328_350));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # The public surface (the same on every Spindle executor)
+//!
+//! | item | here |
+//! |---|---|
+//! | [`Builder`] | `TokioExecutor::builder()`; setters `fiber_config`, `track_fibers`, and this executor's own `handle` (attach to a runtime), `multi_thread(n)` / `current_thread()` (own one), `thread_name`, `max_blocking_threads`; `build() -> Result<TokioExecutor, BuildError>` |
+//! | constructors | [`TokioExecutor::new`] (an owned multi-thread runtime; reads no environment), [`TokioExecutor::from_env`] (the fiber configuration from `SPINDLE_TRACING`), [`TokioExecutor::current`] (attach to the calling code's runtime), all `Result<_, BuildError>` |
+//! | running | [`block_on`](TokioExecutor::block_on) and [`try_block_on`](TokioExecutor::try_block_on) (also on [`Handle`]) take `&self` and return `Result<Outcome<A, E>, RunError>`; [`RunError::Nested`] inside a fiber or a tokio context; from async code [`run_async`](TokioExecutor::run_async)`(io).await` |
+//! | spawning | [`spawn`](TokioExecutor::spawn) (and [`Handle::spawn`]) `-> Result<FiberHandle<A, E>, RunError>` |
+//! | observing | [`handle`](TokioExecutor::handle) `-> &Handle`, [`metrics`](TokioExecutor::metrics) ([`Metrics`]), [`fiber_dump`](TokioExecutor::fiber_dump), [`live_fibers`](TokioExecutor::live_fibers) `-> Vec<FiberInfo>` |
+//!
+//! [`RunError`] and [`FiberInfo`] are io-core's, re-exported: one type for
+//! every executor. Layout: `builder.rs`, `error.rs`, `executor.rs` (the
+//! owner and its shutdown), `handle.rs` (the shared state and the
+//! `Executor` implementation), `task.rs` (fibers as tokio tasks, blocking
+//! calls), `timer.rs`, `metrics.rs`, `sync.rs` (the sync shim).
+//!
+//! # Design
+//!
+//! tokio is the engine: this crate adds no queue, no parker and no timer
+//! structure of its own, only the mapping of io-core's `Executor`
+//! contract onto tokio's public API.
+//!
+//! | contract | on tokio | why |
+//! |---|---|---|
+//! | `schedule_fiber` (start, resume) | `spawn` of a task that runs the fiber until it completes or suspends | a fiber carries no slot for executor data, so a suspended fiber has no task to wake; on a worker, tokio's LIFO slot runs the woken fiber next, which is what a resume wants |
+//! | `reschedule_fiber` (cede, auto-yield) | the running task keeps the fiber, wakes itself and returns `Pending` | tokio reschedules a self-woken task as a *yield*, to the back of the run queue, never to the LIFO slot; a `spawn` from the worker would take the LIFO slot and run the fiber before the work already waiting (the `task` module has the detail) |
+//! | `set_timer` / `cancel_timer`, `monotonic` | a task per timer on `tokio::time::sleep_until`, cancelled through its `AbortHandle`; `tokio::time::Instant` since build | tokio's timer wheel and its paused test clock, not a second timer structure |
+//! | `spawn_blocking` | tokio's `spawn_blocking` | tokio's blocking pool, shared with the application |
+//! | `block_on` / `try_block_on` | io-core's `MainFiber`, the caller parked until the main fiber completes or is abandoned | the same deadlock detection as every executor |
+//! | `fiber_dump` | io-core's `FiberRegistry` | the same dumps as every executor |
+//!
+//! An owned current-thread runtime is driven by one thread the executor
+//! starts (tokio's current-thread runtime runs tasks only inside its
+//! `block_on`), so `spawn` runs fibers in the background and `block_on`
+//! works from any thread, like the other executors.
+//!
+//! # Invariants
+//!
+//! * A fiber is in at most one tokio task, and runs on one thread at a
+//!   time (io-core's `Fiber` handle is unique; tasks move it).
+//! * After shutdown nothing new starts: `spawn`, `block_on` and `run_async`
+//!   answer [`RunError::ShutDown`], a fiber scheduled afterwards is
+//!   dropped, and a task finds the flag before it runs its fiber.
+//! * No library code panics: building outside a runtime, on one without
+//!   timers, or with an option that an attached runtime cannot take is a
+//!   [`BuildError`]; a `block_on` where it would block tokio is
+//!   [`RunError::Nested`]; dropping the executor inside a tokio context
+//!   shuts an owned runtime down in the background.
+//!
+//! Design credits: tokio's scheduler (its LIFO slot and yield path are
+//! what the two scheduling calls map to) and tokio's `rt_test!` habit for
+//! the shared tests; no code is copied.
+
+#![deny(missing_docs)]
+
+mod builder;
+mod error;
+mod executor;
+mod handle;
+mod metrics;
+mod sync;
+mod task;
+mod timer;
+
+pub use crate::builder::{Builder, DEFAULT_THREAD_NAME};
+pub use crate::error::{BuildError, RunError};
+pub use crate::executor::TokioExecutor;
+pub use crate::handle::Handle;
+pub use crate::metrics::{Flavor, Metrics};
+pub use crate::timer::TimerKey;
+pub use spindle_core::{FiberInfo, FiberStatus};
