@@ -79,6 +79,7 @@ mod data;
 mod erased;
 pub mod executor;
 mod fiber;
+pub mod future;
 mod io;
 mod node;
 mod outcome;
@@ -108,6 +109,7 @@ pub use fiber::FiberState;
 pub use fiber::handle::{CancelHandle, FiberHandle};
 #[cfg(not(loom))]
 pub use fiber::{FiberDump, FiberInfo, FiberStatus};
+pub use future::JoinFuture;
 pub use io::{IO, UIO};
 pub use outcome::{Outcome, PanicMessage};
 pub use spindle_trace::Event as TraceEvent;

@@ -133,6 +133,12 @@ impl<A: Send + 'static, E: Send + 'static> FiberHandle<A, E> {
         }
     }
 
+    /// The fiber reference (for the handle's future, `future/join.rs`),
+    /// whose program is an `IO<A, E>`.
+    pub(crate) fn into_raw(self) -> RawFiberRef {
+        self.fiber
+    }
+
     /// Starts `io` as a new fiber on `executor` from outside any fiber (a
     /// runtime's `spawn`, a test): the fiber is scheduled at once, and the
     /// handle joins or cancels it like one from [`IO::start`].
