@@ -44,6 +44,14 @@ fn fiber_side(
     let mut wakers = Some(wakers);
     let mut polls = 0;
     loop {
+        if polls > 0 {
+            // A fiber that registered while a waker held the slot resumed
+            // itself and polls again until that waker is done: a spin loop
+            // over the waker's few instructions, which loom can only
+            // explore if the loop yields (the real fiber goes through its
+            // run-loop, whose auto-yield bounds it).
+            thread::yield_now();
+        }
         cell.begin_poll();
         polls += 1;
         if ready.load(Ordering::Acquire) {
@@ -82,8 +90,7 @@ fn loom_wake_cell_a_wake_racing_the_poll_and_the_registration_is_never_lost() {
                 cell.wake();
             })
         };
-        let polls = fiber_side(&cell, &ready, vec![waker]);
-        assert!(polls <= 3);
+        fiber_side(&cell, &ready, vec![waker]);
         cell.close();
     });
 }

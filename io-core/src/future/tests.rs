@@ -70,7 +70,7 @@ impl Exec {
                 }
                 None => {
                     idle += 1;
-                    if idle > 100_000 {
+                    if idle > if cfg!(miri) { 2_000 } else { 100_000 } {
                         return;
                     }
                     std::thread::yield_now();
