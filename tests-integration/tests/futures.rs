@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
 use std::thread;
 
-use common::{Counter, DropCounter, Log, rt_test};
+use common::{Counter, DropCounter, HANG_LIMIT, Log, RunError, rt_test, within};
 use spindle_core::{FiberHandle, IO, Outcome};
 
 /// Wakes by unparking the thread that blocks.
@@ -89,6 +89,18 @@ impl<T> Future for Oneshot<T> {
                 Poll::Pending
             }
         }
+    }
+}
+
+/// A joined fiber's outcome, in the awaiting test.
+type Joined = Outcome<u32, String>;
+
+/// Records the thread it is dropped on.
+struct OnDrop(Log<thread::ThreadId>);
+
+impl Drop for OnDrop {
+    fn drop(&mut self) {
+        self.0.push(thread::current().id());
     }
 }
 
@@ -216,17 +228,46 @@ rt_test! {
         assert_eq!(rt.run(IO::<u8, ()>::pure(2)), Outcome::Succeeded(2));
     }
 
+    fn a_future_that_dropped_every_waker_can_never_finish_and_try_run_says_so() {
+        // Keeps no waker at all.
+        let forgetful = std::future::poll_fn(|_| Poll::<u8>::Pending);
+        let io: IO<u8, ()> = IO::from_future(forgetful);
+        assert_eq!(within(HANG_LIMIT, move || try_run(io)), Some(Err(RunError::Deadlock)));
+        // Clones its waker and drops the clone later, on another thread.
+        let dropped = Counter::new();
+        let guard = DropCounter(dropped.clone());
+        let later = std::future::poll_fn(move |cx| {
+            let _keep = &guard;
+            let waker = cx.waker().clone();
+            thread::spawn(move || {
+                thread::sleep(std::time::Duration::from_millis(20));
+                drop(waker);
+            });
+            Poll::<u8>::Pending
+        });
+        let io: IO<u8, ()> = IO::from_future(later);
+        assert_eq!(within(HANG_LIMIT, move || try_run(io)), Some(Err(RunError::Deadlock)));
+        assert_eq!(dropped.get(), 1, "the freed fiber dropped its future");
+    }
+
     fn canceling_a_waiting_fiber_drops_its_future_once_and_runs_its_finalizer_once() {
         let drops = Counter::new();
         let finalized = Counter::new();
         let guard = DropCounter(drops.clone());
+        // Where the future was dropped and where the finalizer ran: the
+        // same thread (the fiber's: the finalizer runs right after the drop,
+        // in the same run of the fiber), never a waker's thread.
+        let threads: Log<thread::ThreadId> = Log::new();
+        let on_drop = OnDrop(threads.clone());
         let rx: Oneshot<u32> = Oneshot::default();
         let tx = rx.clone();
+        let t = threads.clone();
         let waiting = IO::<u32, ()>::from_future(async move {
             let _guard = guard;
+            let _on_drop = on_drop;
             rx.await
         })
-        .on_cancel(finalized.incr_io());
+        .on_cancel(finalized.incr_io().product_r(IO::delay(move || t.push(thread::current().id()))));
         let d = drops.clone();
         let io: IO<(Outcome<u32, ()>, usize), ()> = waiting.start().flat_map(move |fiber| {
             common::eventually(move || tx.waker().is_some())
@@ -237,6 +278,9 @@ rt_test! {
         assert_eq!(run(io), Outcome::Succeeded((Outcome::Canceled, 1)));
         assert_eq!(drops.get(), 1);
         assert_eq!(finalized.get(), 1);
+        let threads = threads.events();
+        assert_eq!(threads.len(), 2);
+        assert_eq!(threads[0], threads[1], "dropped on the fiber's thread");
     }
 
     fn a_panic_in_poll_ends_the_fiber_as_panicked() {
@@ -248,7 +292,8 @@ rt_test! {
         let later = std::future::poll_fn(move |cx| -> Poll<u32> {
             if first {
                 first = false;
-                cx.waker().clone().wake();
+                let waker = cx.waker().clone();
+        waker.wake();
                 Poll::Pending
             } else {
                 panic!("second poll exploded")
@@ -291,7 +336,7 @@ rt_test! {
     fn awaiting_a_fiber_handle_from_async_code_gives_its_outcome() {
         let child: IO<u32, String> = IO::<(), String>::cede().map(|()| 3);
         let failing: IO<u32, String> = IO::raise_error("no".to_string());
-        let io: IO<(Outcome<u32, String>, Outcome<u32, String>), ()> = child
+        let io: IO<(Joined, Joined), ()> = child
             .start()
             .flat_map(move |a| failing.start().map(move |b| (a, b)))
             .flat_map(|(a, b)| on_thread(move || (block_on(a), block_on(b.into_future()))));

@@ -87,7 +87,8 @@ impl Future for PendingOnce {
             return Poll::Ready(1);
         }
         self.0 = true;
-        cx.waker().clone().wake();
+        let waker = cx.waker().clone();
+        waker.wake();
         Poll::Pending
     }
 }

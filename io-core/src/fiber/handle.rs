@@ -106,6 +106,11 @@ where
 /// (module doc of `handle`). Dropping the handle does not cancel the fiber
 /// (as in Cats Effect: a started fiber runs on its own; use `background`
 /// to tie its life to a scope).
+///
+/// Async code awaits a handle directly: `FiberHandle` is
+/// [`IntoFuture`](core::future::IntoFuture), with the fiber's outcome as
+/// output (a [`JoinFuture`](crate::JoinFuture), which detaches the fiber
+/// when dropped unless asked to cancel it).
 pub struct FiberHandle<A, E> {
     /// A fiber whose program is an `IO<A, E>`.
     fiber: RawFiberRef,

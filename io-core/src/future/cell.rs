@@ -48,10 +48,36 @@
 //! locked after the fiber's unlock and therefore takes the stored callback
 //! itself. In each case the fiber is resumed, and polls again after `W`.
 //!
+//! The last waker's release (below) holds the slot like a waker; it passes
+//! a pending `NOTIFIED` on to the callback it takes, so the argument holds
+//! for it too.
+//!
 //! A callback of an earlier suspension left in the slot (the fiber resumed
 //! itself) is harmless: completing it finds a past generation and does
 //! nothing (fiber protocol, `fiber/mod.rs`). Spurious and repeated wakes only
 //! cost a poll; a wake after `CLOSED` touches nothing but the word.
+//!
+//! # Wakers that are gone
+//!
+//! The fiber's program owns the cell (through the future's driver) and the
+//! cell's slot owns a callback, which owns the fiber: a cycle, which the
+//! wakers must not make permanent. A suspended fiber whose callbacks are
+//! all dropped is garbage (fiber protocol), and a fiber whose future
+//! dropped every waker must be too (so `try_block_on` can say `Deadlock`,
+//! and nothing leaks). So the cell counts its owned wakers (clones; the
+//! fiber's borrowed wakers do not count), and the last one dropped takes
+//! the callback out of the slot and drops it. If the fiber holds the slot
+//! at that moment (registering), the last waker leaves it, and the fiber,
+//! after it unlocks, sees the count at zero and does the same. A waker
+//! made during a poll (the only other way the count can rise from zero)
+//! can only find a callback of a suspension that has ended already.
+//!
+//! That release holds the slot too, so it must not swallow a wake: if
+//! `NOTIFIED` is set when it unlocks, the callback it took is resumed
+//! instead of dropped (a waker that woke and was then dropped may have
+//! found the slot held by the fiber, and the fiber's own attempt to act
+//! for it may have found the slot held by this release). The loom models
+//! (`future/loom.rs`) found exactly that interleaving in a first version.
 //!
 //! # Lazy allocation
 //!
@@ -95,6 +121,9 @@ impl Resume for RawCallback {
 /// The cell shared by a future's wakers and its fiber (module doc).
 pub(crate) struct WakeCell<C> {
     state: AtomicUsize,
+    /// How many owned wakers exist (the fiber's borrowed ones do not
+    /// count): when the last goes, nothing can wake the fiber any more.
+    wakers: AtomicUsize,
     /// Read and written only by whoever set `LOCKED` (and saw it clear).
     slot: UnsafeCell<Option<C>>,
 }
@@ -111,6 +140,7 @@ impl<C: Resume> WakeCell<C> {
     pub(crate) fn new() -> Self {
         WakeCell {
             state: AtomicUsize::new(0),
+            wakers: AtomicUsize::new(0),
             slot: UnsafeCell::new(None),
         }
     }
@@ -148,6 +178,56 @@ impl<C: Resume> WakeCell<C> {
         if prev & NOTIFIED != 0 {
             // A waker found the slot locked and gave up: do its part.
             self.wake();
+        } else if self.wakers.load(Ordering::Acquire) == 0 {
+            // No waker is left (or the last one went while we held the
+            // slot and left the callback to us): nothing can wake the
+            // fiber, so let go of it (module doc, "Wakers that are gone").
+            self.release();
+        }
+    }
+
+    /// An owned waker was made (a clone).
+    pub(crate) fn waker_made(&self) {
+        // As `Arc`'s increment: made from a live waker or by the fiber
+        // during its poll, so the count cannot be zero-and-falling here in
+        // a way that matters (the module doc argues the rest).
+        self.wakers.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// An owned waker was dropped (or consumed by `wake`): the last one
+    /// lets go of the fiber's callback.
+    pub(crate) fn waker_dropped(&self) {
+        if self.wakers.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.release();
+        }
+    }
+
+    /// Drops the stored callback if no owned waker exists, unless someone
+    /// holds the slot (only the fiber can then: it checks the count after
+    /// it unlocks) or the cell is closed.
+    fn release(&self) {
+        // `AcqRel`: if the fiber holds the slot, its unlock reads this write
+        // and so sees the count this waker left (it then releases).
+        let prev = self.state.fetch_or(LOCKED, Ordering::AcqRel);
+        if prev & LOCKED != 0 {
+            return;
+        }
+        let callback = if self.wakers.load(Ordering::Acquire) == 0 {
+            // SAFETY: we set `LOCKED` and it was clear: we own the slot
+            // until the `fetch_and` below.
+            self.slot.with_mut(|slot| unsafe { (*slot).take() })
+        } else {
+            None
+        };
+        let prev = self.state.fetch_and(!LOCKED, Ordering::AcqRel);
+        if let Some(callback) = callback {
+            if prev & NOTIFIED != 0 {
+                // A wake came since the poll began, and its waker (or the
+                // fiber acting for it) may have found the slot held by us:
+                // the callback is still owed that wake. (A callback of an
+                // ended suspension ignores it.)
+                callback.resume();
+            }
         }
     }
 
@@ -199,6 +279,8 @@ unsafe fn cell_clone(data: *const ()) -> RawWaker {
     // waker being cloned exists (function contract); the new waker owns the
     // count added here.
     unsafe { Arc::increment_strong_count(data.cast::<FiberCell>()) };
+    // SAFETY: as above, the cell is alive.
+    unsafe { &*data.cast::<FiberCell>() }.waker_made();
     RawWaker::new(data, &CELL_VTABLE)
 }
 
@@ -209,6 +291,7 @@ unsafe fn cell_wake(data: *const ()) {
     // contract); it is released when `cell` drops.
     let cell = unsafe { Arc::from_raw(data.cast::<FiberCell>()) };
     cell.wake();
+    cell.waker_dropped();
 }
 
 /// # Safety
@@ -223,7 +306,8 @@ unsafe fn cell_wake_by_ref(data: *const ()) {
 /// As for [`cell_wake`].
 unsafe fn cell_drop(data: *const ()) {
     // SAFETY: the waker being dropped owns this strong count.
-    drop(unsafe { Arc::from_raw(data.cast::<FiberCell>()) });
+    let cell = unsafe { Arc::from_raw(data.cast::<FiberCell>()) };
+    cell.waker_dropped();
 }
 
 /// Runs `f` with a context whose waker borrows `cell` (no count changes
@@ -268,6 +352,8 @@ unsafe fn lazy_clone(data: *const ()) -> RawWaker {
     // `LazyWake` owns (alive as long as it is); the new waker owns the count
     // added here.
     unsafe { Arc::increment_strong_count(cell) };
+    // SAFETY: as above, the cell is alive.
+    unsafe { &*cell }.waker_made();
     RawWaker::new(cell.cast::<()>(), &CELL_VTABLE)
 }
 

@@ -6,7 +6,10 @@
 //! resumed; the waker side sets the flag and wakes. Whatever the
 //! interleaving, the fiber ends up seeing the flag (no wake is lost), no
 //! lock bit is left set, and every probe is dropped exactly once (loom
-//! checks that every `Arc` of the model is freed).
+//! checks that every `Arc` of the model is freed). Each waker thread owns
+//! one counted waker (`waker_made` before, `waker_dropped` after, as the
+//! vtable's `wake` does); the last model checks that the last waker's drop
+//! lets go of the callback however it races the registration.
 
 use alloc::vec;
 use alloc::vec::Vec;
@@ -83,11 +86,15 @@ fn loom_wake_cell_a_wake_racing_the_poll_and_the_registration_is_never_lost() {
     model(|| {
         let cell = Arc::new(WakeCell::new());
         let ready = Arc::new(AtomicBool::new(false));
+        // An owned waker (a clone made during the first poll), consumed
+        // by `wake` on another thread.
+        cell.waker_made();
         let waker = {
             let (cell, ready) = (cell.clone(), ready.clone());
             thread::spawn(move || {
                 ready.store(true, Ordering::Release);
                 cell.wake();
+                cell.waker_dropped();
             })
         };
         fiber_side(&cell, &ready, vec![waker]);
@@ -103,11 +110,13 @@ fn loom_wake_cell_two_wakers_racing_each_other_resume_the_fiber() {
         let wakers = (0..2)
             .map(|i| {
                 let (cell, ready) = (cell.clone(), ready.clone());
+                cell.waker_made();
                 thread::spawn(move || {
                     if i == 0 {
                         ready.store(true, Ordering::Release);
                     }
                     cell.wake();
+                    cell.waker_dropped();
                 })
             })
             .collect();
@@ -122,10 +131,14 @@ fn loom_wake_cell_close_racing_a_wake_drops_the_callback_once() {
         let cell = Arc::new(WakeCell::new());
         let resumed = Arc::new(AtomicUsize::new(0));
         cell.begin_poll();
+        cell.waker_made();
         cell.register(Probe(resumed.clone()));
         let waker = {
             let cell = cell.clone();
-            thread::spawn(move || cell.wake())
+            thread::spawn(move || {
+                cell.wake();
+                cell.waker_dropped();
+            })
         };
         // The fiber completes for another reason and closes the cell.
         cell.close();
@@ -133,5 +146,38 @@ fn loom_wake_cell_close_racing_a_wake_drops_the_callback_once() {
         // A wake after the close does nothing.
         cell.wake();
         assert!(resumed.load(Ordering::SeqCst) <= 1);
+    });
+}
+
+#[test]
+fn loom_wake_cell_the_last_waker_dropped_racing_the_registration_lets_go_of_the_callback() {
+    model(|| {
+        let cell = Arc::new(WakeCell::new());
+        // A waker cloned during the poll, dropped on another thread while
+        // the fiber registers.
+        cell.begin_poll();
+        cell.waker_made();
+        let mut dropper = Some({
+            let cell = cell.clone();
+            thread::spawn(move || cell.waker_dropped())
+        });
+        loop {
+            let resumed = Arc::new(AtomicUsize::new(0));
+            cell.register(Probe(resumed.clone()));
+            if resumed.load(Ordering::SeqCst) == 0 {
+                if let Some(dropper) = dropper.take() {
+                    dropper.join().unwrap();
+                }
+                // No waker is left: the callback (here the probe's `Arc`)
+                // is gone, not resumed.
+                assert_eq!(resumed.load(Ordering::SeqCst), 0);
+                assert_eq!(Arc::strong_count(&resumed), 1, "the callback was dropped");
+                break;
+            }
+            // A spurious resume (the dropper held the slot): poll again.
+            thread::yield_now();
+            cell.begin_poll();
+        }
+        cell.close();
     });
 }

@@ -43,7 +43,12 @@
 //! ends the fiber as `Outcome::Panicked`, as a panic in `IO::delay` does;
 //! without `std` a panic is the platform's panic handler's business, as
 //! anywhere in a `no_std` program). A program that is built but never run
-//! drops its future wherever the program is dropped.
+//! drops its future wherever the program is dropped. A fiber whose future
+//! dropped every waker without being ready can never resume: like a fiber
+//! whose callbacks were all dropped, it is freed as garbage wherever its
+//! last reference goes (the last waker's thread, or the fiber's own), and
+//! the future with it; an entry point's `try_block_on` then reports
+//! `RunError::Deadlock` (`cell.rs`, "Wakers that are gone").
 //!
 //! Cancellation is observed at each suspension as for `from_callback`:
 //! an unmasked fiber waiting for a wake is resumed at once to finalize. A

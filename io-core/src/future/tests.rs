@@ -212,7 +212,8 @@ fn a_waker_kept_after_the_future_is_done_does_nothing_and_frees_its_cell() {
     );
     let waker = kept.lock().unwrap().take().unwrap();
     waker.wake_by_ref();
-    waker.clone().wake();
+    let clone = waker.clone(); // cell_clone, then cell_wake (by value)
+    clone.wake();
     waker.wake();
     assert!(exec.0.queue.lock().unwrap().is_empty());
 }
@@ -243,6 +244,30 @@ fn canceling_a_waiting_fiber_drops_its_future_once_and_releases_the_waker_cell()
     // The receiver's stored waker still points at the closed cell.
     tx.send(1);
     assert!(exec.0.queue.lock().unwrap().is_empty());
+}
+
+#[test]
+fn a_fiber_whose_future_dropped_every_waker_is_freed_with_its_future() {
+    struct Dropped(Arc<AtomicUsize>);
+    impl Drop for Dropped {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    let drops = Arc::new(AtomicUsize::new(0));
+    let guard = Dropped(drops.clone());
+    // Clones its waker, hands it to a thread that drops it, never ready.
+    let future = core::future::poll_fn(move |cx| {
+        let _keep = &guard;
+        let waker = cx.waker().clone();
+        std::thread::spawn(move || drop(waker));
+        Poll::<u8>::Pending
+    });
+    let exec = Exec::new();
+    assert_eq!(exec.run(IO::<u8, ()>::from_future(future)), None);
+    // Once the last waker is gone the fiber is garbage: freed, future too.
+    exec.run_until(|| drops.load(Ordering::SeqCst) == 1);
+    assert_eq!(drops.load(Ordering::SeqCst), 1);
 }
 
 /// Counts its wakes.
@@ -337,7 +362,8 @@ fn an_io_awaited_as_a_future_inside_another_io_round_trips() {
     );
 }
 
-/// The cell alone: a stale callback, a register after a wake, close.
+/// The cell alone: a stale callback, a register after a wake, the last
+/// waker's release, close.
 #[test]
 fn the_wake_cell_resumes_exactly_the_registered_callback() {
     struct Probe(Arc<Mutex<Vec<u8>>>, u8);
@@ -348,6 +374,7 @@ fn the_wake_cell_resumes_exactly_the_registered_callback() {
     }
     let log = Arc::new(Mutex::new(Vec::new()));
     let cell = WakeCell::new();
+    cell.waker_made(); // one owned waker, kept throughout
     cell.begin_poll();
     cell.register(Probe(log.clone(), 1));
     cell.wake();
@@ -357,9 +384,23 @@ fn the_wake_cell_resumes_exactly_the_registered_callback() {
     cell.wake(); // during the poll
     cell.register(Probe(log.clone(), 2)); // resumes itself
     assert_eq!(*log.lock().unwrap(), [1, 2]);
+    // The last waker goes while the fiber waits: the callback is dropped,
+    // not resumed, and a later registration with no waker is dropped too.
     cell.begin_poll();
-    cell.register(Probe(log.clone(), 3));
+    let probe = Arc::new(Mutex::new(Vec::new()));
+    cell.register(Probe(probe.clone(), 3));
+    cell.waker_dropped();
+    assert_eq!(Arc::strong_count(&probe), 1);
+    cell.begin_poll();
+    cell.register(Probe(probe.clone(), 4));
+    assert_eq!(Arc::strong_count(&probe), 1);
+    assert!(probe.lock().unwrap().is_empty());
+    // Closed: wakes do nothing, the slot stays empty.
+    cell.waker_made();
+    cell.begin_poll();
+    cell.register(Probe(log.clone(), 5));
     cell.close();
     cell.wake();
+    cell.waker_dropped();
     assert_eq!(*log.lock().unwrap(), [1, 2]);
 }
