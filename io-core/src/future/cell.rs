@@ -6,8 +6,8 @@
 //! A cell is one state word and one slot for the fiber's callback:
 //!
 //! * `NOTIFIED`: a wake happened since the fiber last began a poll.
-//! * `LOCKED`: someone (the fiber, or one waker) owns the slot for a few
-//!   instructions. Nobody ever *waits* for this bit: a waker that finds it
+//! * `LOCKED`: someone (the fiber, one waker, or the last waker's release:
+//!   see "Wakers that are gone") owns the slot for a few instructions. Nobody ever *waits* for this bit: a waker that finds it
 //!   set leaves `NOTIFIED` behind and returns; the fiber that finds it set
 //!   (or finds it was set while it held the slot) resumes itself. So a wake
 //!   from an interrupt handler that interrupted the fiber in the middle of a
@@ -188,9 +188,10 @@ impl<C: Resume> WakeCell<C> {
 
     /// An owned waker was made (a clone).
     pub(crate) fn waker_made(&self) {
-        // As `Arc`'s increment: made from a live waker or by the fiber
-        // during its poll, so the count cannot be zero-and-falling here in
-        // a way that matters (the module doc argues the rest).
+        // `Relaxed`, as `Arc`'s increment: a waker is made from a live one
+        // (so the count is not zero, and the decrement that will undo this
+        // one is ordered after it on this counter), or by the poll, before
+        // the fiber's own later check of the count in program order.
         self.wakers.fetch_add(1, Ordering::Relaxed);
     }
 

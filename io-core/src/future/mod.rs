@@ -4,9 +4,9 @@
 //!   [`IO::from_future_with`] (builds the future when the step runs),
 //!   [`IO::from_try_future`] and [`IO::from_try_future_with`] (an
 //!   `Err` output becomes the program's typed error).
-//! * **A fiber as a future**: a [`FiberHandle`](crate::FiberHandle) is
-//!   [`IntoFuture`](core::future::IntoFuture), giving a [`JoinFuture`] whose
-//!   output is the fiber's [`Outcome`]; [`IO::into_future_on`] starts a
+//! * **A fiber as a future**: a [`FiberHandle`] is [`IntoFuture`], giving
+//!   a [`JoinFuture`] whose output is the fiber's
+//!   [`Outcome`](crate::Outcome); [`IO::into_future_on`] starts a
 //!   program on an executor and gives that future in one call.
 //!
 //! # Polling a future on a fiber
