@@ -424,13 +424,17 @@ impl LazyWake {
     /// After the poll: the cell, if a clone installed one, and whether the
     /// future was woken by reference before there was a cell.
     pub(crate) fn finish(&mut self) -> (Option<Arc<FiberCell>>, bool) {
-        let cell = self.cell.swap(ptr::null_mut(), Ordering::Acquire);
+        // A load and a store, not a swap: `&mut self` says no waker over
+        // this `LazyWake` exists any more (they lived only during the poll,
+        // which happened before), so nothing races this.
+        let cell = self.cell.load(Ordering::Acquire);
         let cell = if cell.is_null() {
             None
         } else {
+            self.cell.store(ptr::null_mut(), Ordering::Relaxed);
             // SAFETY: an installed pointer came from `into_raw`; the
             // `LazyWake` owned its count, which moves to the returned `Arc`
-            // (the swap above leaves nothing behind to release it twice).
+            // (the store above leaves nothing behind to release it twice).
             Some(unsafe { Arc::from_raw(cell) })
         };
         (cell, self.woken.load(Ordering::Acquire) != 0)
