@@ -9,7 +9,7 @@
 //! * `Futures/ready/from_future`: `IO::from_future(<ready future>)` per
 //!   step, same bind (the goal: at most twice the `delay` row).
 //! * `Futures/ready/from_future_zst`: the same with a zero-sized future
-//!   (its box is no allocation).
+//!   (pinned nowhere: no pool block), plus a `map` to use its output.
 //! * `Futures/ready/from_future_with`: the lazy form.
 //! * `Futures/pending_once/from_future`: a future that clones its waker,
 //!   wakes the clone and returns `Pending` once (the shared wake cell is

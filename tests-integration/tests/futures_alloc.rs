@@ -94,7 +94,7 @@ impl Future for PendingOnce {
 }
 
 #[test]
-fn a_ready_future_allocates_its_box_and_nothing_more_than_a_delay_step() {
+fn a_ready_future_allocates_nothing_more_than_a_delay_step() {
     let rt = SingleThreaded::new().unwrap();
     let pure = count(&rt, || IO::pure(1));
     let delay = count(&rt, || IO::delay(|| 1));
@@ -113,14 +113,16 @@ fn a_ready_future_allocates_its_box_and_nothing_more_than_a_delay_step() {
     println!("  from_future(zero-sized, ready)    {ready_zst}");
     println!("  from_future_with(ready)           {lazy}");
     println!("  from_future(pending once, woken)  {pending_once}");
-    // The ready future's own box is the one allocation beyond a delay step
-    // (the waker of the first poll lives on the stack; no wake cell).
-    assert!(ready <= delay + 1, "ready {ready}, delay {delay}");
-    assert!(lazy <= delay + 1, "lazy {lazy}, delay {delay}");
-    // A zero-sized future's box is no allocation: as a delay step.
+    // A small ready future is pinned in a block of the per-thread pool
+    // (reused: no allocation once the pool is warm, as `count` makes it)
+    // and polled with a waker on the stack (no wake cell): no allocation
+    // beyond a delay step's.
+    assert!(ready <= delay, "ready {ready}, delay {delay}");
+    assert!(lazy <= delay, "lazy {lazy}, delay {delay}");
+    // A zero-sized future takes no block at all.
     assert!(ready_zst <= delay, "zero-sized {ready_zst}, delay {delay}");
     // The pending path adds the shared wake cell, once; the wait itself
     // (a callback suspension and its continuation) allocates nothing more
     // here.
-    assert!(pending_once <= ready + 1, "pending once {pending_once}");
+    assert!(pending_once <= delay + 1, "pending once {pending_once}");
 }

@@ -35,7 +35,9 @@
 //! # Who drops the future, and where
 //!
 //! The future is owned by the fiber's program, never by a waker: it is
-//! boxed (pinned) once and moved from step to step by the fiber. It is
+//! pinned once (in a block of io-core's per-thread pool, or boxed if it is
+//! too large for one) and its owner is moved from step to step by the
+//! fiber. It is
 //! dropped by the fiber, on the fiber's thread, as soon as it is ready,
 //! when the fiber is canceled while waiting (the pending step is dropped
 //! while the fiber finalizes, before its finalizers run, as for any
@@ -57,8 +59,11 @@
 //! # What it costs
 //!
 //! An immediately ready future costs one `defer`-like step and one `pure`
-//! node, and its one box (none for a zero-sized future; [`IO::from_future`]
-//! boxes when the program is built, the `_with` forms when the step runs).
+//! node, and the one place it is pinned in: a block of the per-thread pool
+//! that `flat_map` nodes use (a thread-local pointer swap; without `std`
+//! the global allocator), a `Box` for a future larger than a block, nothing
+//! for a zero-sized one. [`IO::from_future`] pins when the program is
+//! built, the `_with` forms when the step runs.
 //! The first poll uses a waker over a flag on the fiber's native stack; the
 //! shared wake cell is allocated (once per future) only when the future
 //! clones its waker, which any future that returns `Pending` and is woken
@@ -85,13 +90,17 @@ pub use join::JoinFuture;
 
 use alloc::boxed::Box;
 use core::future::{Future, IntoFuture};
+use core::mem::size_of;
 use core::pin::Pin;
+use core::ptr::{self, NonNull};
 use core::task::Poll;
 
+use crate::erased::fits_block;
 use crate::executor::Executor;
 use crate::fiber::handle::FiberHandle;
 use crate::io::IO;
 use crate::node::Node;
+use crate::pool;
 use crate::sync::Arc;
 use crate::tracing::{NO_SITE, Named, here};
 use cell::{FiberCell, LazyWake};
@@ -101,10 +110,67 @@ crate::data::trace_ops! {
     FromTryFuture = "from_try_future",
 }
 
+/// A future pinned where it will stay until it is dropped: in a block of
+/// io-core's per-thread pool (`pool.rs`: a thread-local pointer swap, where
+/// a `Box` would be a `malloc` and a `free`) when it fits one, otherwise in
+/// a `Box` (no allocation at all for a zero-sized future).
+struct PinnedFuture<Fut> {
+    /// Points at a live `Fut`, in a pool block if [`PinnedFuture::POOLED`],
+    /// else from `Box::into_raw`. Never moved until dropped in place.
+    ptr: NonNull<Fut>,
+}
+
+// SAFETY: a `PinnedFuture` owns its `Fut` as a `Box` would; moving it to
+// another thread moves the future's ownership, which `Fut: Send` allows.
+unsafe impl<Fut: Send> Send for PinnedFuture<Fut> {}
+
+impl<Fut> PinnedFuture<Fut> {
+    /// Whether `Fut` goes in a pool block (decided at compile time).
+    const POOLED: bool = size_of::<Fut>() != 0 && fits_block::<Fut>();
+
+    fn new(future: Fut) -> Self {
+        let ptr = if Self::POOLED {
+            let block = pool::allocate().cast::<Fut>();
+            // SAFETY: a fresh block, large and aligned enough for `Fut`
+            // (`fits_block`), uninitialised: nothing is overwritten.
+            unsafe { block.as_ptr().write(future) };
+            block
+        } else {
+            NonNull::from(Box::leak(Box::new(future)))
+        };
+        PinnedFuture { ptr }
+    }
+
+    fn as_mut(&mut self) -> Pin<&mut Fut> {
+        // SAFETY: `ptr` points at a live `Fut` that this value owns
+        // (`&mut self`: no other access), and it is never moved until it is
+        // dropped in place (`Drop`), which is the pinning guarantee.
+        unsafe { Pin::new_unchecked(self.ptr.as_mut()) }
+    }
+}
+
+impl<Fut> Drop for PinnedFuture<Fut> {
+    fn drop(&mut self) {
+        if Self::POOLED {
+            // SAFETY: `ptr` is a pool block holding a live `Fut`, dropped
+            // here in place exactly once; the block is then released, and
+            // never used again.
+            unsafe {
+                ptr::drop_in_place(self.ptr.as_ptr());
+                pool::release(self.ptr.cast());
+            }
+        } else {
+            // SAFETY: `ptr` came from `Box::into_raw` (`Box::leak`) and is
+            // released here exactly once.
+            drop(unsafe { Box::from_raw(self.ptr.as_ptr()) });
+        }
+    }
+}
+
 /// A future being driven by a fiber: the pinned future and, once a waker
 /// was cloned, the wake cell.
 struct Driver<Fut> {
-    future: Pin<Box<Fut>>,
+    future: PinnedFuture<Fut>,
     cell: Option<Arc<FiberCell>>,
 }
 
@@ -131,7 +197,7 @@ enum Polled<T> {
 }
 
 impl<Fut: Future> Driver<Fut> {
-    fn new(future: Pin<Box<Fut>>) -> Self {
+    fn new(future: PinnedFuture<Fut>) -> Self {
         Driver { future, cell: None }
     }
 
@@ -230,7 +296,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// Works on every executor, also without `std`. See the
     /// [module documentation](crate::future) of `future` for the protocol.
     ///
-    /// The future exists already when the program is built (it is boxed
+    /// The future exists already when the program is built (it is pinned
     /// then), so this program runs it once; to build the future each time
     /// the step runs, use [`IO::from_future_with`]. For a future whose
     /// output is a `Result<A, E>`, see [`IO::from_try_future`].
@@ -248,7 +314,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     where
         Fut: Future<Output = A> + Send + 'static,
     {
-        let future = Box::pin(future);
+        let future = PinnedFuture::new(future);
         IO::defer_at::<Named<FromFuture>, _>(here(), move || {
             step::<Fut, Plain, A, E>(Driver::new(future))
         })
@@ -282,7 +348,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
         Fut: Future<Output = A> + Send + 'static,
     {
         IO::defer_at::<Named<FromFuture>, _>(here(), move || {
-            step::<Fut, Plain, A, E>(Driver::new(Box::pin(make())))
+            step::<Fut, Plain, A, E>(Driver::new(PinnedFuture::new(make())))
         })
     }
 
@@ -303,7 +369,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     where
         Fut: Future<Output = Result<A, E>> + Send + 'static,
     {
-        let future = Box::pin(future);
+        let future = PinnedFuture::new(future);
         IO::defer_at::<Named<FromTryFuture>, _>(here(), move || {
             step::<Fut, Fallible, A, E>(Driver::new(future))
         })
@@ -318,7 +384,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
         Fut: Future<Output = Result<A, E>> + Send + 'static,
     {
         IO::defer_at::<Named<FromTryFuture>, _>(here(), move || {
-            step::<Fut, Fallible, A, E>(Driver::new(Box::pin(make())))
+            step::<Fut, Fallible, A, E>(Driver::new(PinnedFuture::new(make())))
         })
     }
 

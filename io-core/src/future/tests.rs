@@ -144,6 +144,37 @@ fn a_ready_future_produces_its_value() {
 }
 
 #[test]
+fn futures_of_every_size_are_pinned_polled_and_dropped() {
+    // Zero-sized (no allocation), small (a pool block), large (a `Box`).
+    struct Zst;
+    impl Future for Zst {
+        type Output = u32;
+        fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<u32> {
+            Poll::Ready(1)
+        }
+    }
+    let large = [7u8; 600];
+    let exec = Exec::new();
+    assert_eq!(
+        exec.run(IO::<u32, ()>::from_future(Zst)),
+        Some(Outcome::Succeeded(1))
+    );
+    assert_eq!(
+        exec.run(IO::<usize, ()>::from_future(YieldTimes(2)).map(|n| n as u32)),
+        Some(Outcome::Succeeded(7))
+    );
+    let big = async move {
+        YieldTimes(1).await;
+        large.iter().map(|&b| u32::from(b)).sum::<u32>()
+    };
+    assert!(size_of_val(&big) > crate::pool::BLOCK.size());
+    assert_eq!(
+        exec.run(IO::<u32, ()>::from_future(big)),
+        Some(Outcome::Succeeded(4200))
+    );
+}
+
+#[test]
 fn a_future_woken_by_reference_during_poll_is_polled_again() {
     let io: IO<usize, ()> = IO::from_future(YieldTimes(3));
     assert_eq!(Exec::new().run(io), Some(Outcome::Succeeded(7)));
