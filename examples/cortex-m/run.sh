@@ -28,6 +28,7 @@ machines=(
 expect=(
   "spindle on cortex-m: start"
   "handshake: consumer got 42 after "
+  "future: woken by SysTick after "
   "recovered: 7"
   "failure: reading out of range"
   "heap per suspended fiber: "

@@ -52,7 +52,7 @@ pub(crate) const fn fits_inline<T>() -> bool {
 /// Whether a `T` too large for the word fits in a pooled block (`pool.rs`):
 /// then it takes a block from the per-thread free list instead of a `Box`.
 #[inline(always)]
-const fn fits_block<T>() -> bool {
+pub(crate) const fn fits_block<T>() -> bool {
     mem::size_of::<T>() <= crate::pool::BLOCK.size()
         && mem::align_of::<T>() <= crate::pool::BLOCK.align()
 }

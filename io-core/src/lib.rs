@@ -32,6 +32,11 @@
 //!   [`IO::par_traverse`], [`IO::timeout`], [`IO::sleep`], [`IO::cede`].
 //! * **Shared state**: [`Ref`], [`Deferred`], [`Semaphore`], [`Queue`],
 //!   [`Mutex`], [`CountDownLatch`].
+//! * **Futures**: [`IO::from_future`] and [`IO::from_try_future`] (and
+//!   their lazy `_with` forms) await a `Future` on a fiber; a
+//!   [`FiberHandle`] can be `.await`ed ([`JoinFuture`]), and
+//!   [`IO::into_future_on`] runs a program as a future on any executor
+//!   (module [`future`]).
 //! * **Tracing**: [`IO::trace`], traces of failed fibers, fiber dumps
 //!   ([`FiberDump`]), [`TracingMode`].
 //!
@@ -57,6 +62,8 @@
 //!   [`IO::guarantee_case`], the bracket family.
 //! * Concurrency and time (`concurrent.rs`): races, `both`, parallel
 //!   traversals, timeouts.
+//! * [`future`]: futures as steps of an `IO` (the waker and its wake
+//!   cell), and fibers as futures ([`JoinFuture`]).
 //! * Data types (`data/`): [`Ref`], [`Deferred`], [`Semaphore`], [`Queue`], [`Mutex`],
 //!   [`CountDownLatch`], [`Resource`].
 //!
@@ -79,6 +86,7 @@ mod data;
 mod erased;
 pub mod executor;
 mod fiber;
+pub mod future;
 mod io;
 mod node;
 mod outcome;
@@ -108,6 +116,7 @@ pub use fiber::FiberState;
 pub use fiber::handle::{CancelHandle, FiberHandle};
 #[cfg(not(loom))]
 pub use fiber::{FiberDump, FiberInfo, FiberStatus};
+pub use future::JoinFuture;
 pub use io::{IO, UIO};
 pub use outcome::{Outcome, PanicMessage};
 pub use spindle_trace::Event as TraceEvent;

@@ -68,18 +68,18 @@
 //! [loom]: https://docs.rs/loom
 
 #[cfg(all(not(loom), feature = "tracing"))]
-pub(crate) use portable_atomic::{AtomicPtr, AtomicU8};
+pub(crate) use portable_atomic::AtomicU8;
 #[cfg(not(loom))]
-pub(crate) use portable_atomic::{AtomicUsize, Ordering};
+pub(crate) use portable_atomic::{AtomicPtr, AtomicUsize, Ordering};
 #[cfg(not(loom))]
 pub(crate) use portable_atomic_util::{Arc, Weak};
 
 #[cfg(loom)]
 pub(crate) use loom::sync::Arc;
 #[cfg(all(loom, feature = "tracing"))]
-pub(crate) use loom::sync::atomic::{AtomicPtr, AtomicU8};
+pub(crate) use loom::sync::atomic::AtomicU8;
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicUsize, Ordering};
+pub(crate) use loom::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 
 #[cfg(loom)]
 pub(crate) use loom::cell::UnsafeCell;

@@ -3,8 +3,9 @@
 //! `run.sh`.
 //!
 //! The program: two fibers hand a value over through a `Deferred` (the
-//! producer sleeps 20 ms first, on SysTick time), an error is recovered
-//! with `handle_error_with`, sixteen fibers are left waiting on a
+//! producer sleeps 20 ms first, on SysTick time), a `Future` is awaited
+//! with `IO::from_future` and woken from the SysTick interrupt handler, an
+//! error is recovered with `handle_error_with`, sixteen fibers are left waiting on a
 //! `Deferred` to measure the heap cost of a suspended fiber, and a
 //! deliberate failure three calls deep is printed with its trace (cached
 //! tracing, when compiled in). It exits through semihosting with status 0
@@ -20,8 +21,12 @@
 
 extern crate alloc;
 
+use core::cell::RefCell;
+use core::future::Future;
 use core::mem::MaybeUninit;
+use core::pin::Pin;
 use core::sync::atomic::{AtomicU32, Ordering};
+use core::task::{Context, Poll, Waker};
 use core::time::Duration;
 
 use cortex_m::peripheral::syst::SystClkSource;
@@ -115,6 +120,11 @@ const RELOAD: u32 = 12_000 - 1;
 /// Highest heap use seen at the checkpoints (`checkpoint`).
 static PEAK: AtomicU32 = AtomicU32::new(0);
 
+/// The waker of the future waiting for a tick ([`TickAt`]), if any: left
+/// by `poll`, taken and woken by the SysTick handler.
+static TICK_WAKER: cortex_m::interrupt::Mutex<RefCell<Option<Waker>>> =
+    cortex_m::interrupt::Mutex::new(RefCell::new(None));
+
 #[exception]
 fn SysTick() {
     // One writer (this handler): a load and a store, no read-modify-write
@@ -123,6 +133,32 @@ fn SysTick() {
         TICKS.load(Ordering::Relaxed).wrapping_add(1),
         Ordering::Relaxed,
     );
+    // Wake the waiting future from the interrupt handler: the fiber is
+    // queued on exec-single's remote queue, and `wfi` returns.
+    let waker = cortex_m::interrupt::free(|cs| TICK_WAKER.borrow(cs).borrow_mut().take());
+    if let Some(waker) = waker {
+        waker.wake();
+    }
+}
+
+/// A future that is ready once SysTick has counted to its tick: each poll
+/// before that leaves its waker for the handler (a device driver's future
+/// has this shape).
+struct TickAt(u32);
+
+impl Future for TickAt {
+    type Output = u32;
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<u32> {
+        cortex_m::interrupt::free(|cs| {
+            let now = TICKS.load(Ordering::Relaxed);
+            if now >= self.0 {
+                Poll::Ready(now)
+            } else {
+                *TICK_WAKER.borrow(cs).borrow_mut() = Some(cx.waker().clone());
+                Poll::Pending
+            }
+        })
+    }
 }
 
 /// exec-single's clock: SysTick ticks as milliseconds; waiting is `wfi`
@@ -190,6 +226,18 @@ fn handshake() -> Io<u32> {
 /// Milliseconds of a clock reading (no 128-bit arithmetic).
 fn millis(d: Duration) -> u32 {
     (d.as_secs() as u32) * 1000 + d.subsec_millis()
+}
+
+/// A future awaited by a fiber (`IO::from_future_with`, built when the step
+/// runs), woken from the SysTick interrupt 10 ms later.
+fn awaited_future() -> Io<u32> {
+    IO::delay(|| TICKS.load(Ordering::Relaxed)).flat_map(|start| {
+        IO::from_future_with(move || TickAt(start + 10)).map(move |end| {
+            let waited = end - start;
+            say!("future: woken by SysTick after ", waited, " ms");
+            waited
+        })
+    })
 }
 
 /// An error recovered by `handle_error_with`.
@@ -280,13 +328,19 @@ fn report(failure: Traced<Error>) -> bool {
 /// type is `Traced`.
 fn program() -> IO<bool, Traced<Error>> {
     let checks: Io<bool> = handshake().flat_map(|v| {
-        recovered().flat_map(move |r| {
-            say!("recovered: ", r);
-            heap_per_suspended_fiber(16).map(move |bytes| {
-                say!("heap per suspended fiber: ", bytes, " bytes");
-                // The budget holds with tracing compiled out; a fiber that
-                // traces also has its ring of events.
-                v == 42 && r == 7 && bytes > 0 && (cfg!(feature = "tracing") || bytes < 256)
+        awaited_future().flat_map(move |waited| {
+            recovered().flat_map(move |r| {
+                say!("recovered: ", r);
+                heap_per_suspended_fiber(16).map(move |bytes| {
+                    say!("heap per suspended fiber: ", bytes, " bytes");
+                    // The budget holds with tracing compiled out; a fiber
+                    // that traces also has its ring of events.
+                    v == 42
+                        && waited >= 10
+                        && r == 7
+                        && bytes > 0
+                        && (cfg!(feature = "tracing") || bytes < 256)
+                })
             })
         })
     });

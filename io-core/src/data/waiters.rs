@@ -72,6 +72,12 @@ impl<T> WaiterList<T> {
         waiter
     }
 
+    /// The waiter `id`, if it is still listed.
+    pub(crate) fn get_mut(&mut self, id: u64) -> Option<&mut T> {
+        let index = self.entries.binary_search_by_key(&id, |(id, _)| *id).ok()?;
+        self.entries[index].1.as_mut()
+    }
+
     /// Takes every waiter, oldest first, leaving the list empty.
     pub(crate) fn take_all(&mut self) -> impl Iterator<Item = T> + use<T> {
         core::mem::take(&mut self.entries)

@@ -106,6 +106,11 @@ where
 /// (module doc of `handle`). Dropping the handle does not cancel the fiber
 /// (as in Cats Effect: a started fiber runs on its own; use `background`
 /// to tie its life to a scope).
+///
+/// Async code awaits a handle directly: `FiberHandle` is
+/// [`IntoFuture`](core::future::IntoFuture), with the fiber's outcome as
+/// output (a [`JoinFuture`](crate::JoinFuture), which detaches the fiber
+/// when dropped unless asked to cancel it).
 pub struct FiberHandle<A, E> {
     /// A fiber whose program is an `IO<A, E>`.
     fiber: RawFiberRef,
@@ -131,6 +136,12 @@ impl<A: Send + 'static, E: Send + 'static> FiberHandle<A, E> {
             fiber,
             _types: PhantomData,
         }
+    }
+
+    /// The fiber reference (for the handle's future, `future/join.rs`),
+    /// whose program is an `IO<A, E>`.
+    pub(crate) fn into_raw(self) -> RawFiberRef {
+        self.fiber
     }
 
     /// Starts `io` as a new fiber on `executor` from outside any fiber (a

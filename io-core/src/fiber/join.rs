@@ -42,6 +42,7 @@
 #[cfg(all(loom, test))]
 use alloc::boxed::Box;
 use alloc::vec::Vec;
+use core::task::{Poll, Waker};
 
 use super::callback::RawCallback;
 use super::raw::RawFiberRef;
@@ -61,6 +62,9 @@ pub(crate) enum Waiter<A> {
         callback: RawCallback,
         read: fn(&mut A) -> Value,
     },
+    /// A task awaiting the value as a future (`future/join.rs`): woken once
+    /// the value is there, to poll again and read it itself.
+    Task(Waker),
     /// Any reader (the loom models' probes): reads the value, and returns
     /// the fiber to resume, if any.
     #[cfg(all(loom, test))]
@@ -72,10 +76,11 @@ impl<A> Waiter<A> {
     /// released) with what it read.
     fn read(self, value: &mut A) -> Option<Wake> {
         match self {
-            Waiter::Resume { callback, read } => Some(Wake {
+            Waiter::Resume { callback, read } => Some(Wake::Fiber {
                 callback,
                 value: read(value),
             }),
+            Waiter::Task(waker) => Some(Wake::Task(waker)),
             #[cfg(all(loom, test))]
             Waiter::Call(f) => f(value),
         }
@@ -108,18 +113,26 @@ fn read_erased<A, R: Read<A>>(value: &mut A) -> Value {
     Value::new(R::read(value))
 }
 
-/// A fiber to resume with a value, once no lock is held.
-pub(crate) struct Wake {
-    callback: RawCallback,
-    value: Value,
+/// A fiber to resume with a value, or a task to wake, once no lock is held.
+pub(crate) enum Wake {
+    /// A waiting fiber and what it read.
+    Fiber { callback: RawCallback, value: Value },
+    /// A waiting future's task.
+    Task(Waker),
 }
 
 impl Wake {
-    /// Resumes the fiber (if it was not resumed already, by cancellation).
+    /// Resumes the fiber (if it was not resumed already, by cancellation),
+    /// or wakes the task.
     pub(crate) fn run(self) {
-        // A lost claim means cancellation ended the wait first: the value
-        // is dropped, as the canceled reader no longer wants it.
-        let _ = self.callback.complete(Ok(self.value));
+        match self {
+            // A lost claim means cancellation ended the wait first: the
+            // value is dropped, as the canceled reader no longer wants it.
+            Wake::Fiber { callback, value } => {
+                let _ = callback.complete(Ok(value));
+            }
+            Wake::Task(waker) => waker.wake(),
+        }
     }
 }
 
@@ -197,6 +210,51 @@ impl<A> JoinCell<A> {
             }
             None => Some(state.waiters.push(f)),
         }
+    }
+
+    /// For a future awaiting the value: reads it with `read` if it is set;
+    /// otherwise registers `waker` as the waiter `*waiter` (or replaces that
+    /// waiter's waker, unless it would wake the same task) and returns
+    /// `Pending`. The waker is cloned, and a replaced one dropped, outside
+    /// the lock (they are user code).
+    pub(crate) fn poll_value<R>(
+        &self,
+        waiter: &mut Option<u64>,
+        waker: &Waker,
+        read: impl FnOnce(&mut A) -> R,
+    ) -> Poll<R> {
+        {
+            let mut state = self.state.lock();
+            if let Some(value) = state.value.as_mut() {
+                // `complete` took the waiter, if there was one.
+                *waiter = None;
+                return Poll::Ready(read(value));
+            }
+            if let Some(Waiter::Task(stored)) = waiter.and_then(|id| state.waiters.get_mut(id)) {
+                if stored.will_wake(waker) {
+                    return Poll::Pending;
+                }
+            }
+        }
+        let fresh = waker.clone();
+        let mut state = self.state.lock();
+        if let Some(value) = state.value.as_mut() {
+            *waiter = None;
+            let out = read(value);
+            drop(state);
+            drop(fresh);
+            return Poll::Ready(out);
+        }
+        let replaced = match waiter.and_then(|id| state.waiters.get_mut(id)) {
+            Some(stored) => Some(core::mem::replace(stored, Waiter::Task(fresh))),
+            None => {
+                *waiter = Some(state.waiters.push(Waiter::Task(fresh)));
+                None
+            }
+        };
+        drop(state);
+        drop(replaced);
+        Poll::Pending
     }
 
     /// Removes a waiter that has not been woken (its reader was canceled).

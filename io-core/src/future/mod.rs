@@ -1,0 +1,420 @@
+//! Futures and fibers, both ways (`core::task` only, so `no_std`).
+//!
+//! * **A future as a step of an `IO`**: [`IO::from_future`],
+//!   [`IO::from_future_with`] (builds the future when the step runs),
+//!   [`IO::from_try_future`] and [`IO::from_try_future_with`] (an
+//!   `Err` output becomes the program's typed error).
+//! * **A fiber as a future**: a [`FiberHandle`] is [`IntoFuture`], giving
+//!   a [`JoinFuture`] whose output is the fiber's
+//!   [`Outcome`](crate::Outcome); [`IO::into_future_on`] starts a
+//!   program on an executor and gives that future in one call.
+//!
+//! # Polling a future on a fiber
+//!
+//! The fiber polls the future itself, inside a step of its run-loop, so the
+//! future is polled on whichever thread runs the fiber at the time, and
+//! only by it. Between polls the fiber suspends as in
+//! [`IO::from_callback`]; the future's [`Waker`](core::task::Waker) ends
+//! that suspension by completing the callback, which hands the fiber to its
+//! executor's `schedule_fiber`. The waker and the fiber share a small
+//! *wake cell* (one state word and the callback's slot); its protocol, and
+//! why no wake is lost, are in `cell.rs`. In short:
+//!
+//! * A wake **during `poll`** (on the same thread or another) is remembered
+//!   in the cell: the fiber cedes and polls again instead of suspending
+//!   (as tokio runs a task woken while running again, behind the queue).
+//! * **Spurious and repeated wakes** cost at most one extra poll each; only
+//!   the first wake of a suspension resumes the fiber.
+//! * A wake **after the future is gone** (ready, canceled or panicked)
+//!   finds the cell closed and does nothing; the waker keeps only the small
+//!   cell alive, not the fiber.
+//! * Wakers may be called **from any thread** and from interrupt handlers:
+//!   no wake ever waits for a lock (a waker that finds the slot busy leaves
+//!   a flag that the slot's holder acts on).
+//!
+//! # Who drops the future, and where
+//!
+//! The future is owned by the fiber's program, never by a waker: it is
+//! pinned once (in a block of io-core's per-thread pool, or boxed if it is
+//! too large for one) and its owner is moved from step to step by the
+//! fiber. It is
+//! dropped by the fiber, on the fiber's thread, as soon as it is ready,
+//! when the fiber is canceled while waiting (the pending step is dropped
+//! while the fiber finalizes, before its finalizers run, as for any
+//! cancellation), or while a panic in `poll` unwinds (with `std` that panic
+//! ends the fiber as `Outcome::Panicked`, as a panic in `IO::delay` does;
+//! without `std` a panic is the platform's panic handler's business, as
+//! anywhere in a `no_std` program). A program that is built but never run
+//! drops its future wherever the program is dropped. A fiber whose future
+//! dropped every waker without being ready can never resume: like a fiber
+//! whose callbacks were all dropped, it is freed as garbage wherever its
+//! last reference goes (the last waker's thread, or the fiber's own), and
+//! the future with it; an entry point's `try_block_on` then reports
+//! `RunError::Deadlock` (`cell.rs`, "Wakers that are gone").
+//!
+//! Cancellation is observed at each suspension as for `from_callback`:
+//! an unmasked fiber waiting for a wake is resumed at once to finalize. A
+//! future is never interrupted *during* `poll`.
+//!
+//! # What it costs
+//!
+//! An immediately ready future costs one `defer`-like step and one `pure`
+//! node, and the one place it is pinned in: a block of the per-thread pool
+//! that `flat_map` nodes use (a thread-local pointer swap; without `std`
+//! the global allocator), a `Box` for a future larger than a block, nothing
+//! for a zero-sized one. [`IO::from_future`] pins when the program is
+//! built, the `_with` forms when the step runs.
+//! The first poll uses a waker over a flag on the fiber's native stack; the
+//! shared wake cell is allocated (once per future) only when the future
+//! clones its waker, which any future that returns `Pending` and is woken
+//! later does. Each later suspension is one `from_callback` and one
+//! `flat_map` node, as any wait.
+//!
+//! # Credits
+//!
+//! Cats Effect's `IO.fromFuture` (a lazy constructor of the future, so that
+//! the `IO` stays a description); tokio's task waker and `JoinHandle` (a
+//! join handle that is a future, detaches on drop, and replaces its stored
+//! waker only when `will_wake` says it changed); the `futures` crate's
+//! `AtomicWaker` (a waker that never waits for a registration, and leaves
+//! the registrant to act on a wake it raced). No code is copied.
+
+mod cell;
+mod join;
+#[cfg(all(test, loom))]
+mod loom;
+#[cfg(all(test, not(loom)))]
+mod tests;
+
+pub use join::JoinFuture;
+
+use alloc::boxed::Box;
+use core::future::{Future, IntoFuture};
+use core::mem::size_of;
+use core::pin::Pin;
+use core::ptr::{self, NonNull};
+use core::task::Poll;
+
+use crate::erased::fits_block;
+use crate::executor::Executor;
+use crate::fiber::handle::FiberHandle;
+use crate::io::IO;
+use crate::node::Node;
+use crate::pool;
+use crate::sync::Arc;
+use crate::tracing::{NO_SITE, Named, here};
+use cell::{FiberCell, LazyWake};
+
+crate::data::trace_ops! {
+    FromFuture = "from_future",
+    FromTryFuture = "from_try_future",
+}
+
+/// A future pinned where it will stay until it is dropped: in a block of
+/// io-core's per-thread pool (`pool.rs`: a thread-local pointer swap, where
+/// a `Box` would be a `malloc` and a `free`) when it fits one, otherwise in
+/// a `Box` (no allocation at all for a zero-sized future).
+struct PinnedFuture<Fut> {
+    /// Points at a live `Fut`, in a pool block if [`PinnedFuture::POOLED`],
+    /// else from `Box::into_raw`. Never moved until dropped in place.
+    ptr: NonNull<Fut>,
+}
+
+// SAFETY: a `PinnedFuture` owns its `Fut` as a `Box` would; moving it to
+// another thread moves the future's ownership, which `Fut: Send` allows.
+unsafe impl<Fut: Send> Send for PinnedFuture<Fut> {}
+
+impl<Fut> PinnedFuture<Fut> {
+    /// Whether `Fut` goes in a pool block (decided at compile time).
+    const POOLED: bool = size_of::<Fut>() != 0 && fits_block::<Fut>();
+
+    fn new(future: Fut) -> Self {
+        let ptr = if Self::POOLED {
+            let block = pool::allocate().cast::<Fut>();
+            // SAFETY: a fresh block, large and aligned enough for `Fut`
+            // (`fits_block`), uninitialised: nothing is overwritten.
+            unsafe { block.as_ptr().write(future) };
+            block
+        } else {
+            NonNull::from(Box::leak(Box::new(future)))
+        };
+        PinnedFuture { ptr }
+    }
+
+    fn as_mut(&mut self) -> Pin<&mut Fut> {
+        // SAFETY: `ptr` points at a live `Fut` that this value owns
+        // (`&mut self`: no other access), and it is never moved until it is
+        // dropped in place (`Drop`), which is the pinning guarantee.
+        unsafe { Pin::new_unchecked(self.ptr.as_mut()) }
+    }
+}
+
+impl<Fut> Drop for PinnedFuture<Fut> {
+    fn drop(&mut self) {
+        if Self::POOLED {
+            // SAFETY: `ptr` is a pool block holding a live `Fut`, dropped
+            // here in place exactly once; the block is then released, and
+            // never used again.
+            unsafe {
+                ptr::drop_in_place(self.ptr.as_ptr());
+                pool::release(self.ptr.cast());
+            }
+        } else {
+            // SAFETY: `ptr` came from `Box::into_raw` (`Box::leak`) and is
+            // released here exactly once.
+            drop(unsafe { Box::from_raw(self.ptr.as_ptr()) });
+        }
+    }
+}
+
+/// A future being driven by a fiber: the pinned future and, once a waker
+/// was cloned, the wake cell.
+struct Driver<Fut> {
+    future: PinnedFuture<Fut>,
+    cell: Option<Arc<FiberCell>>,
+}
+
+impl<Fut> Drop for Driver<Fut> {
+    fn drop(&mut self) {
+        // Later wakes do nothing; the slot's callback (a reference to the
+        // fiber) goes now. The future itself is dropped right after, with
+        // the field, on this (the fiber's) thread.
+        if let Some(cell) = &self.cell {
+            cell.close();
+        }
+    }
+}
+
+/// What one poll found.
+enum Polled<T> {
+    Ready(T),
+    /// Pending, but woken during the poll: poll again (after a cede).
+    Woken,
+    /// Pending, with a cell to wait on.
+    Waiting,
+    /// Pending, and no waker survived the poll: nothing can ever wake it.
+    Stuck,
+}
+
+impl<Fut: Future> Driver<Fut> {
+    fn new(future: PinnedFuture<Fut>) -> Self {
+        Driver { future, cell: None }
+    }
+
+    fn poll(&mut self) -> Polled<Fut::Output> {
+        let future = self.future.as_mut();
+        match &self.cell {
+            Some(cell) => {
+                cell.begin_poll();
+                match cell::with_cell_context(cell, |cx| future.poll(cx)) {
+                    Poll::Ready(out) => Polled::Ready(out),
+                    Poll::Pending if cell.notified() => Polled::Woken,
+                    Poll::Pending => Polled::Waiting,
+                }
+            }
+            None => {
+                let mut lazy = LazyWake::new();
+                let polled = lazy.with_context(|cx| future.poll(cx));
+                let (cell, woken) = lazy.finish();
+                self.cell = cell;
+                match (polled, &self.cell) {
+                    (Poll::Ready(out), _) => Polled::Ready(out),
+                    (Poll::Pending, _) if woken => Polled::Woken,
+                    (Poll::Pending, Some(cell)) if cell.notified() => Polled::Woken,
+                    (Poll::Pending, Some(_)) => Polled::Waiting,
+                    (Poll::Pending, None) => Polled::Stuck,
+                }
+            }
+        }
+    }
+}
+
+/// How a future's output becomes the program's result.
+trait Finish<T, A, E> {
+    fn finish(out: T) -> IO<A, E>;
+}
+
+/// `Output = A`: the value.
+struct Plain;
+impl<A: Send + 'static, E: Send + 'static> Finish<A, A, E> for Plain {
+    #[inline]
+    fn finish(out: A) -> IO<A, E> {
+        IO::pure(out)
+    }
+}
+
+/// `Output = Result<A, E>`: the value or the typed error.
+struct Fallible;
+impl<A: Send + 'static, E: Send + 'static> Finish<Result<A, E>, A, E> for Fallible {
+    #[inline]
+    fn finish(out: Result<A, E>) -> IO<A, E> {
+        IO::from_result(out)
+    }
+}
+
+/// Polls once and says what comes next: the result, or a wait and another
+/// step (the driver moves into that step's continuation).
+fn step<Fut, K, A, E>(mut driver: Driver<Fut>) -> IO<A, E>
+where
+    Fut: Future + Send + 'static,
+    K: Finish<Fut::Output, A, E> + 'static,
+    A: Send + 'static,
+    E: Send + 'static,
+{
+    let again = move |driver: Driver<Fut>| move |()| step::<Fut, K, A, E>(driver);
+    match driver.poll() {
+        Polled::Ready(out) => {
+            drop(driver);
+            K::finish(out)
+        }
+        Polled::Woken => {
+            IO::<(), E>::from_node(Node::cede(NO_SITE)).flat_map_untraced(again(driver))
+        }
+        Polled::Waiting => {
+            let cell = driver.cell.clone();
+            IO::<(), E>::from_callback_untraced(move |cb| {
+                if let Some(cell) = cell {
+                    cell.register(cb.into_raw());
+                }
+                None
+            })
+            .flat_map_untraced(again(driver))
+        }
+        // Cancelable like `IO::never`; the driver waits in the continuation
+        // so that cancellation drops the future on the fiber.
+        Polled::Stuck => IO::<(), E>::never_untraced().flat_map_untraced(again(driver)),
+    }
+}
+
+impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
+    /// A program that awaits `future` on its fiber and produces its output.
+    ///
+    /// The future is polled by the fiber, on the fiber's thread; its waker
+    /// resumes the fiber through the executor, from any thread. Cancellation
+    /// drops the future (on the fiber) and runs the fiber's finalizers; a
+    /// panic in `poll` ends the fiber with `Outcome::Panicked` (with `std`).
+    /// Works on every executor, also without `std`. See the
+    /// [module documentation](crate::future) of `future` for the protocol.
+    ///
+    /// The future exists already when the program is built (it is pinned
+    /// then), so this program runs it once; to build the future each time
+    /// the step runs, use [`IO::from_future_with`]. For a future whose
+    /// output is a `Result<A, E>`, see [`IO::from_try_future`].
+    ///
+    /// ```
+    /// use spindle_core::{IO, Outcome};
+    /// use spindle_exec_single::SingleThreaded;
+    ///
+    /// let io: IO<u32, ()> = IO::from_future(async { 6 * 7 });
+    /// assert_eq!(SingleThreaded::new()?.block_on(io)?, Outcome::Succeeded(42));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[track_caller]
+    pub fn from_future<Fut>(future: Fut) -> Self
+    where
+        Fut: Future<Output = A> + Send + 'static,
+    {
+        let future = PinnedFuture::new(future);
+        IO::defer_at::<Named<FromFuture>, _>(here(), move || {
+            step::<Fut, Plain, A, E>(Driver::new(future))
+        })
+    }
+
+    /// A program that builds a future with `make` when it runs, then awaits
+    /// it as [`IO::from_future`] does: the program stays a description
+    /// (Cats Effect's `IO.fromFuture(IO(...))`), and nothing is built or
+    /// allocated until the step runs.
+    ///
+    /// ```
+    /// use spindle_core::{IO, Outcome};
+    /// use spindle_exec_single::SingleThreaded;
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// use std::sync::Arc;
+    ///
+    /// let built = Arc::new(AtomicUsize::new(0));
+    /// let b = built.clone();
+    /// let io: IO<usize, ()> = IO::from_future_with(move || {
+    ///     let n = b.fetch_add(1, Ordering::SeqCst) + 1;
+    ///     async move { n }
+    /// });
+    /// assert_eq!(built.load(Ordering::SeqCst), 0, "building the IO builds no future");
+    /// assert_eq!(SingleThreaded::new()?.block_on(io)?, Outcome::Succeeded(1));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[track_caller]
+    pub fn from_future_with<F, Fut>(make: F) -> Self
+    where
+        F: FnOnce() -> Fut + Send + 'static,
+        Fut: Future<Output = A> + Send + 'static,
+    {
+        IO::defer_at::<Named<FromFuture>, _>(here(), move || {
+            step::<Fut, Plain, A, E>(Driver::new(PinnedFuture::new(make())))
+        })
+    }
+
+    /// Like [`IO::from_future`], for a future whose output is a `Result`:
+    /// `Ok(a)` produces `a`, `Err(e)` fails the program with `e` (a typed
+    /// error, as [`IO::raise_error`]; `Outcome::Errored(e)` if unhandled).
+    ///
+    /// ```
+    /// use spindle_core::{IO, Outcome};
+    /// use spindle_exec_single::SingleThreaded;
+    ///
+    /// let io: IO<u32, String> = IO::from_try_future(async { Err("refused".to_string()) });
+    /// assert_eq!(SingleThreaded::new()?.block_on(io)?, Outcome::Errored("refused".into()));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[track_caller]
+    pub fn from_try_future<Fut>(future: Fut) -> Self
+    where
+        Fut: Future<Output = Result<A, E>> + Send + 'static,
+    {
+        let future = PinnedFuture::new(future);
+        IO::defer_at::<Named<FromTryFuture>, _>(here(), move || {
+            step::<Fut, Fallible, A, E>(Driver::new(future))
+        })
+    }
+
+    /// Like [`IO::from_future_with`], for a future whose output is a
+    /// `Result` (see [`IO::from_try_future`]).
+    #[track_caller]
+    pub fn from_try_future_with<F, Fut>(make: F) -> Self
+    where
+        F: FnOnce() -> Fut + Send + 'static,
+        Fut: Future<Output = Result<A, E>> + Send + 'static,
+    {
+        IO::defer_at::<Named<FromTryFuture>, _>(here(), move || {
+            step::<Fut, Fallible, A, E>(Driver::new(PinnedFuture::new(make())))
+        })
+    }
+
+    /// Starts this program as a new fiber on `executor` and returns a future
+    /// of its outcome: `FiberHandle::spawn(io, executor).into_future()` in
+    /// one call, for async code that wants an `IO`'s result.
+    ///
+    /// The fiber runs on `executor` whether or not the future is polled, and
+    /// dropping the future detaches it (see [`JoinFuture`]). An executor
+    /// that is shut down drops the fiber unrun and the future never
+    /// completes; to find out first, spawn through the executor's own
+    /// `handle().spawn(io)`, which says
+    /// [`RunError::ShutDown`](crate::RunError::ShutDown), and await the
+    /// handle it returns.
+    ///
+    /// ```
+    /// use spindle_core::{IO, Outcome};
+    /// use spindle_exec_single::SingleThreaded;
+    ///
+    /// let rt = SingleThreaded::new()?;
+    /// let handle = rt.handle().clone();
+    /// // A fiber awaits another fiber's program as a future: IO -> Future -> IO.
+    /// let io: IO<u32, ()> = IO::defer(move || {
+    ///     IO::from_future(IO::<u32, ()>::pure(41).into_future_on(&handle))
+    ///         .map(|outcome| outcome.succeeded().map_or(0, |n| n + 1))
+    /// });
+    /// assert_eq!(rt.block_on(io)?, Outcome::Succeeded(42));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn into_future_on<X: Executor>(self, executor: &X) -> JoinFuture<A, E> {
+        FiberHandle::spawn(self, executor).into_future()
+    }
+}
