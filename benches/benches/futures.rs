@@ -21,10 +21,18 @@
 //!   [`ROUND_TRIPS`] times: `from_future(fiber.into_future())` (IO → Future
 //!   → IO) against `fiber.join()`.
 //!
+//! * `Futures/oneshot_ping_pong/*`: two concurrent tasks pass a number back
+//!   and forth [`PING_PONGS`] times through `tokio::sync::oneshot`
+//!   channels, on a tokio multi-thread runtime with 2 workers:
+//!   `spindle_tokio` runs two fibers on exec-tokio that await each
+//!   receiver with `IO::from_future`; `tokio` runs two tokio tasks that
+//!   `.await` it (the same channels, no Spindle).
+//!
 //! Run: `cargo bench -p benches --bench futures -- --quick`.
 
 use core::convert::Infallible;
 use core::future::{Future, IntoFuture};
+use core::ops::ControlFlow;
 use core::pin::Pin;
 use core::task::{Context, Poll};
 
@@ -32,11 +40,49 @@ use benches::{SIZE, succeeded};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use spindle_core::IO;
 use spindle_exec_single::SingleThreaded;
+use spindle_exec_tokio::TokioExecutor;
+use tokio::sync::oneshot;
 
 type Io<A> = IO<A, Infallible>;
 
 /// A row: its name and one step of the chain.
 type Step = (&'static str, fn(i32) -> Io<i32>);
+
+/// Round trips per ping-pong operation.
+const PING_PONGS: u32 = 1_000;
+
+type Oneshots = (Vec<oneshot::Sender<u32>>, Vec<oneshot::Receiver<u32>>);
+
+fn oneshots() -> Oneshots {
+    (0..PING_PONGS).map(|_| oneshot::channel()).unzip()
+}
+
+/// Sends `n` on each channel of `to`, then awaits the answer on the same
+/// round's channel of `from`: one side of the ping-pong as a fiber.
+fn ping_fiber(to: Vec<oneshot::Sender<u32>>, from: Vec<oneshot::Receiver<u32>>) -> Io<u32> {
+    let rounds = to.into_iter().zip(from).collect::<Vec<_>>().into_iter();
+    IO::tail_rec((rounds, 0u32), |(mut rounds, n)| match rounds.next() {
+        None => IO::pure(ControlFlow::Break(n)),
+        Some((tx, rx)) => IO::delay(move || {
+            let _ = tx.send(n);
+        })
+        .flat_map(move |()| IO::from_future(rx))
+        .map(move |answer| ControlFlow::Continue((rounds, answer.unwrap_or(0)))),
+    })
+}
+
+/// Awaits each channel of `from` and answers `n + 1` on `to`.
+fn pong_fiber(from: Vec<oneshot::Receiver<u32>>, to: Vec<oneshot::Sender<u32>>) -> Io<u32> {
+    let rounds = from.into_iter().zip(to).collect::<Vec<_>>().into_iter();
+    IO::tail_rec((rounds, 0u32), |(mut rounds, last)| match rounds.next() {
+        None => IO::pure(ControlFlow::Break(last)),
+        Some((rx, tx)) => IO::from_future(rx).map(move |n| {
+            let n = n.unwrap_or(0) + 1;
+            let _ = tx.send(n);
+            ControlFlow::Continue((rounds, n))
+        }),
+    })
+}
 
 /// Fibers started per round-trip operation.
 const ROUND_TRIPS: i32 = 1_000;
@@ -159,6 +205,52 @@ fn futures(c: &mut Criterion) {
             b.iter(|| succeeded(rt.block_on(chain(step, ROUND_TRIPS)).expect("block_on")))
         });
     }
+    group.finish();
+
+    let tokio_rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    let spindle_rt = TokioExecutor::builder()
+        .multi_thread(2)
+        .build()
+        .expect("an exec-tokio executor");
+    let spindle_ping_pong = || {
+        let (ping_tx, ping_rx) = oneshots();
+        let (pong_tx, pong_rx) = oneshots();
+        let both = ping_fiber(ping_tx, pong_rx).both(pong_fiber(ping_rx, pong_tx));
+        succeeded(spindle_rt.block_on(both).expect("block_on"))
+    };
+    let tokio_ping_pong = || {
+        let (ping_tx, ping_rx) = oneshots();
+        let (pong_tx, pong_rx) = oneshots();
+        tokio_rt.block_on(async move {
+            let ping = tokio::spawn(async move {
+                let mut n = 0;
+                for (tx, rx) in ping_tx.into_iter().zip(pong_rx) {
+                    let _ = tx.send(n);
+                    n = rx.await.unwrap_or(0);
+                }
+                n
+            });
+            let pong = tokio::spawn(async move {
+                let mut last = 0;
+                for (rx, tx) in ping_rx.into_iter().zip(pong_tx) {
+                    last = rx.await.unwrap_or(0) + 1;
+                    let _ = tx.send(last);
+                }
+                last
+            });
+            (ping.await.expect("ping"), pong.await.expect("pong"))
+        })
+    };
+    assert_eq!(spindle_ping_pong(), (PING_PONGS, PING_PONGS));
+    assert_eq!(tokio_ping_pong(), (PING_PONGS, PING_PONGS));
+    let mut group = c.benchmark_group("Futures/oneshot_ping_pong");
+    group.throughput(Throughput::Elements(u64::from(PING_PONGS)));
+    group.bench_function("spindle_tokio", |b| b.iter(spindle_ping_pong));
+    group.bench_function("tokio", |b| b.iter(tokio_ping_pong));
     group.finish();
 }
 

@@ -18,13 +18,15 @@ use tokio::net::TcpListener;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let address = std::env::args().nth(1).unwrap_or_else(|| "127.0.0.1:3000".to_owned());
+    let address = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "127.0.0.1:3000".to_owned());
     // Attach to the runtime `#[tokio::main]` made: fibers and hyper's
     // connection tasks share its workers, timers and reactor.
     let executor = TokioExecutor::current()?;
     let listener = TcpListener::bind(&address).await?;
     println!("listening on http://{}", listener.local_addr()?);
-    let app = app::App::new(executor.handle().clone(), app::AppConfig::default());
+    let app = app::App::new(executor, app::AppConfig::default());
     app::serve(listener, app).await;
     Ok(())
 }

@@ -35,18 +35,19 @@ fn read_exact(mut stream: TcpStream, n: usize) -> IO<(TcpStream, Vec<u8>), std::
 async fn a_tokio_net_read_inside_an_io_gives_the_bytes_the_peer_wrote() {
     let executor = TokioExecutor::current().expect("inside tokio");
     let (mut ours, theirs) = pair().await;
-    let program = read_exact(theirs, 5).flat_map(|(stream, first)| {
-        read_exact(stream, 3).map(move |(_, second)| (first, second))
-    });
+    let program = read_exact(theirs, 5)
+        .flat_map(|(stream, first)| read_exact(stream, 3).map(move |(_, second)| (first, second)));
     let reading = executor.run_async(program);
     ours.write_all(b"hello").await.expect("write");
     tokio::time::sleep(Duration::from_millis(10)).await;
     ours.write_all(b"abc").await.expect("write");
-    let outcome = tokio::time::timeout(HANG_LIMIT, reading).await.expect("the read ends");
-    assert_eq!(
-        outcome.expect("runs"),
-        Outcome::Succeeded((b"hello".to_vec(), b"abc".to_vec()))
-    );
+    let outcome = tokio::time::timeout(HANG_LIMIT, reading)
+        .await
+        .expect("the read ends");
+    match outcome.expect("runs") {
+        Outcome::Succeeded(bytes) => assert_eq!(bytes, (b"hello".to_vec(), b"abc".to_vec())),
+        other => panic!("expected the bytes, got {other:?}"),
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -54,7 +55,10 @@ async fn a_read_error_inside_an_io_is_the_programs_typed_error() {
     let executor = TokioExecutor::current().expect("inside tokio");
     let (ours, theirs) = pair().await;
     drop(ours); // end of stream before the 4 bytes: `UnexpectedEof`
-    let outcome = executor.run_async(read_exact(theirs, 4)).await.expect("runs");
+    let outcome = executor
+        .run_async(read_exact(theirs, 4))
+        .await
+        .expect("runs");
     match outcome {
         Outcome::Errored(e) => assert_eq!(e.kind(), std::io::ErrorKind::UnexpectedEof),
         other => panic!("expected the read's error, got {other:?}"),
@@ -79,8 +83,12 @@ async fn canceling_a_fiber_mid_read_drops_the_read_and_its_stream_and_runs_the_f
     let cancel: UIO = fiber.cancel();
     let canceled = executor.run_async(cancel).await.expect("runs");
     assert_eq!(canceled, Outcome::Succeeded(()));
-    assert_eq!(finalized.load(Ordering::SeqCst), 1, "the finalizer ran once");
-    assert_eq!(fiber.await, Outcome::Canceled);
+    assert_eq!(
+        finalized.load(Ordering::SeqCst),
+        1,
+        "the finalizer ran once"
+    );
+    assert!(fiber.await.is_canceled(), "the fiber ended canceled");
     // The read's future owned the stream: dropping it closed our peer.
     let mut rest = Vec::new();
     let read = tokio::time::timeout(HANG_LIMIT, ours.read_to_end(&mut rest))

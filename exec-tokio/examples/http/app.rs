@@ -39,7 +39,7 @@ use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use spindle_core::{Either, ExitCase, IO, Resource, TimeoutError};
-use spindle_exec_tokio::Handle;
+use spindle_exec_tokio::TokioExecutor;
 use tokio::net::TcpListener;
 
 /// How the application behaves; the test shortens the times.
@@ -149,7 +149,8 @@ fn text(status: StatusCode, body: impl Into<Bytes>) -> Response<Full<Bytes>> {
 
 /// The application: its executor, its cache and its counters.
 pub struct App {
-    executor: Handle,
+    /// Owned: dropping an executor shuts it down (its fibers with it).
+    executor: TokioExecutor,
     config: AppConfig,
     cache: Mutex<HashMap<String, String>>,
     /// What the handlers did.
@@ -163,7 +164,7 @@ struct Session {
 
 impl App {
     /// An application whose fibers run on `executor`.
-    pub fn new(executor: Handle, config: AppConfig) -> Arc<App> {
+    pub fn new(executor: TokioExecutor, config: AppConfig) -> Arc<App> {
         Arc::new(App {
             executor,
             config,
@@ -176,7 +177,10 @@ impl App {
     /// backend session, under the request timeout, and turn its error into
     /// an error response (so the program fails with nothing; its error type
     /// stays `AppError`, what the routes fail with).
-    pub fn handle(self: &Arc<App>, request: Request<Incoming>) -> IO<Response<Full<Bytes>>, AppError> {
+    pub fn handle(
+        self: &Arc<App>,
+        request: Request<Incoming>,
+    ) -> IO<Response<Full<Bytes>>, AppError> {
         let app = self.clone();
         let opened = self.clone();
         let closed = self.clone();
@@ -202,16 +206,27 @@ impl App {
             .handle_error(|error| error.response())
     }
 
-    fn route(self: &Arc<App>, session: usize, request: Request<Incoming>) -> IO<Response<Full<Bytes>>, AppError> {
+    fn route(
+        self: &Arc<App>,
+        session: usize,
+        request: Request<Incoming>,
+    ) -> IO<Response<Full<Bytes>>, AppError> {
         let path = request.uri().path().to_owned();
         let query = request.uri().query().unwrap_or("").to_owned();
         match (request.method().clone(), path.as_str()) {
-            (Method::GET, "/hello") => IO::pure(text(StatusCode::OK, format!("hello from session {session}\n"))),
+            (Method::GET, "/hello") => IO::pure(text(
+                StatusCode::OK,
+                format!("hello from session {session}\n"),
+            )),
             (Method::GET, "/slow") => self.slow(&query),
-            (Method::GET, p) if p.starts_with("/item/") => self.item(p["/item/".len()..].to_owned()),
-            (Method::POST, "/echo") => IO::from_try_future_with(move || request.into_body().collect())
-                .map_err(AppError::Body)
-                .map(|body| text(StatusCode::OK, body.to_bytes())),
+            (Method::GET, p) if p.starts_with("/item/") => {
+                self.item(p["/item/".len()..].to_owned())
+            }
+            (Method::POST, "/echo") => {
+                IO::from_try_future_with(move || request.into_body().collect())
+                    .map_err(AppError::Body)
+                    .map(|body| text(StatusCode::OK, body.to_bytes()))
+            }
             (Method::GET, "/stats") => {
                 let app = self.clone();
                 IO::delay(move || {
@@ -235,10 +250,14 @@ impl App {
     /// `GET /slow?ms=N`: answers after N milliseconds of `tokio::time`.
     fn slow(&self, query: &str) -> IO<Response<Full<Bytes>>, AppError> {
         let Some(ms) = query.strip_prefix("ms=") else {
-            return IO::raise_error(AppError::BadRequest("expected the query `ms=<milliseconds>`".into()));
+            return IO::raise_error(AppError::BadRequest(
+                "expected the query `ms=<milliseconds>`".into(),
+            ));
         };
         let Ok(ms) = ms.parse::<u64>() else {
-            return IO::raise_error(AppError::BadRequest(format!("`{ms}` is not a number of milliseconds")));
+            return IO::raise_error(AppError::BadRequest(format!(
+                "`{ms}` is not a number of milliseconds"
+            )));
         };
         let wait = Duration::from_millis(ms);
         if wait > self.config.max_slow {
@@ -256,31 +275,38 @@ impl App {
     /// never finishes, the backend wins and fills the cache.
     fn item(self: &Arc<App>, key: String) -> IO<Response<Full<Bytes>>, AppError> {
         if key.is_empty() || !key.bytes().all(|b| b.is_ascii_alphanumeric()) {
-            return IO::raise_error(AppError::BadRequest("an item key is one or more ASCII letters or digits".into()));
+            return IO::raise_error(AppError::BadRequest(
+                "an item key is one or more ASCII letters or digits".into(),
+            ));
         }
         let (cache_app, backend_app) = (self.clone(), self.clone());
         let cache_key = key.clone();
-        let cache: IO<String, AppError> = IO::delay(move || cache_app.cache.lock().unwrap().get(&cache_key).cloned())
-            .flat_map(|hit| match hit {
-                Some(value) => IO::pure(value),
-                None => IO::never(),
-            });
+        let cache: IO<String, AppError> =
+            IO::delay(move || cache_app.cache.lock().unwrap().get(&cache_key).cloned()).flat_map(
+                |hit| match hit {
+                    Some(value) => IO::pure(value),
+                    None => IO::never(),
+                },
+            );
         let latency = self.config.backend_latency;
-        let backend: IO<String, AppError> = IO::from_future_with(move || tokio::time::sleep(latency)).flat_map(move |()| {
-            IO::delay(move || {
-                let value = format!("value of {key}");
-                backend_app.cache.lock().unwrap().insert(key, value.clone());
-                Stats::bump(&backend_app.stats.backend_answers);
-                value
-            })
-        });
+        let backend: IO<String, AppError> =
+            IO::from_future_with(move || tokio::time::sleep(latency)).flat_map(move |()| {
+                IO::delay(move || {
+                    let value = format!("value of {key}");
+                    backend_app.cache.lock().unwrap().insert(key, value.clone());
+                    Stats::bump(&backend_app.stats.backend_answers);
+                    value
+                })
+            });
         cache.race(backend).map(|won| {
             let (source, value) = match won {
                 Either::Left(value) => ("cache", value),
                 Either::Right(value) => ("backend", value),
             };
             let mut response = text(StatusCode::OK, value);
-            response.headers_mut().insert("x-source", source.parse().expect("a valid header value"));
+            response
+                .headers_mut()
+                .insert("x-source", source.parse().expect("a valid header value"));
             response
         })
     }
@@ -304,15 +330,20 @@ pub async fn serve(listener: TcpListener, app: Arc<App>) {
                 let program = app.handle(request);
                 // Dropped by hyper when the client goes away: then the
                 // fiber is canceled, and its session closed.
-                let answer = program.into_future_on(&app.executor).cancel_on_drop();
+                let answer = program
+                    .into_future_on(app.executor.handle())
+                    .cancel_on_drop();
                 async move {
                     Ok::<_, Infallible>(match answer.await {
                         spindle_core::Outcome::Succeeded(response) => response,
                         spindle_core::Outcome::Errored(error) => error.response(),
-                        spindle_core::Outcome::Canceled => text(StatusCode::SERVICE_UNAVAILABLE, "canceled\n"),
-                        spindle_core::Outcome::Panicked(message) => {
-                            text(StatusCode::INTERNAL_SERVER_ERROR, format!("the handler panicked: {message}\n"))
+                        spindle_core::Outcome::Canceled => {
+                            text(StatusCode::SERVICE_UNAVAILABLE, "canceled\n")
                         }
+                        spindle_core::Outcome::Panicked(message) => text(
+                            StatusCode::INTERNAL_SERVER_ERROR,
+                            format!("the handler panicked: {message}\n"),
+                        ),
                     })
                 }
             });
