@@ -610,6 +610,72 @@ fn a_self_cancel_inside_a_guarantee_finalizer_is_observed_where_the_next_program
 }
 
 #[test]
+fn a_self_cancel_in_a_guarantee_finalizer_of_an_error_that_attempt_catches_is_observed_at_the_next_program()
+ {
+    // `attempt` turns the error into a value without starting a program, so
+    // (as in Cats Effect) a handler after it is skipped and the value reaches
+    // the end of the fiber...
+    let at_the_end = run(|_| {
+        IO::<i64, u8>::raise_error(3)
+            .guarantee(IO::canceled())
+            .attempt()
+            .map(|r| r.unwrap_or(-1))
+            .handle_error_with(|_| IO::pure(-2))
+    });
+    assert_eq!(at_the_end.outcome, Some(Outcome::Succeeded(-1)));
+    // ...and a bind after it starts the next program: there the request is
+    // observed, and the bind does not run.
+    let before_a_bind = run(|log| {
+        let after = log_io(log, "after".to_string());
+        IO::<i64, u8>::raise_error(3)
+            .guarantee(IO::canceled())
+            .attempt()
+            .flat_map(move |_| after.map_to(0))
+    });
+    assert_eq!(before_a_bind.outcome, Some(Outcome::Canceled));
+    assert!(before_a_bind.log.is_empty(), "{:?}", before_a_bind.log);
+    // `redeem` is a fold too.
+    let redeemed = run(|_| {
+        IO::<i64, u8>::raise_error(3)
+            .guarantee(IO::canceled())
+            .redeem(|e| i64::from(e), |v| v)
+            .handle_error_with(|_| IO::pure(-2))
+    });
+    assert_eq!(redeemed.outcome, Some(Outcome::Succeeded(3)));
+}
+
+#[test]
+fn an_on_cancel_the_result_has_passed_does_not_run_when_a_self_cancel_is_observed_after_it() {
+    // `fa.on_cancel(fin)` is over once `fa` has a result; a cancellation that
+    // `fa`'s own masked finalizer requested is observed at the next program
+    // (the bind), after the result passed the `on_cancel`: `fin` does not run.
+    for release_cancels in [false, true] {
+        let ran = run(|log| {
+            let fin = log_io(log, "on_cancel".to_string());
+            let after = log_io(log, "after".to_string());
+            let fa: IO<i64, u8> = if release_cancels {
+                IO::bracket(IO::pure(1), |_| IO::pure(2), |_| IO::canceled())
+            } else {
+                IO::pure(1).guarantee(IO::canceled())
+            };
+            fa.attempt()
+                .on_cancel(fin)
+                .flat_map(move |_| after.map_to(0i64))
+        });
+        assert_eq!(
+            ran.outcome,
+            Some(Outcome::Canceled),
+            "release_cancels: {release_cancels}"
+        );
+        assert!(
+            ran.log.is_empty(),
+            "release_cancels: {release_cancels}: {:?}",
+            ran.log
+        );
+    }
+}
+
+#[test]
 fn a_cancel_requested_while_a_guarantee_finalizer_runs_is_observed_when_it_ends() {
     // The canceler asks at 5 ms, while the finalizer sleeps (masked) from 0
     // to 10 ms; nothing after the guarantee may run.

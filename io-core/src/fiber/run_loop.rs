@@ -688,23 +688,42 @@ fn should_cancel(core: &Core, header: &super::Header) -> bool {
 /// acquired instead of dropping it.
 #[inline(always)]
 fn unmasked(core: &mut Core, header: &super::Header, next: Node, ok: bool) -> Node {
-    if should_cancel(core, header) && !reaches_mask_or_end(&core.stack, ok) {
-        begin_cancel(core, next)
-    } else {
-        next
+    if !should_cancel(core, header) {
+        return next;
+    }
+    match passed_before_next_program(&core.stack, ok) {
+        None => next,
+        Some(passed) => {
+            // The request is observed where the next program would start,
+            // below the frames the result would have passed: those are
+            // popped as it would have popped them (an `on_cancel` it passes
+            // is over, as in Cats Effect, so its finalizer does not run).
+            let keep = core.stack.len() - passed;
+            core.stack.truncate(keep);
+            begin_cancel(core, next)
+        }
     }
 }
 
-/// See [`unmasked`].
+/// See [`unmasked`]: `None` if the result reaches a frame that masks again
+/// or the end of the fiber; otherwise how many frames (from the top) it
+/// passes before the frame that would start the next program.
 #[cold]
-fn reaches_mask_or_end(stack: &[Frame], ok: bool) -> bool {
-    for frame in stack.iter().rev() {
+fn passed_before_next_program(stack: &[Frame], mut ok: bool) -> Option<usize> {
+    for (passed, frame) in stack.iter().rev().enumerate() {
         if frame.is_passed_through(ok) {
+            // A fold (`attempt`, `redeem`) hands on a value whatever reaches
+            // it: past it, handlers are skipped and binds called.
+            ok |= frame.is_fold();
             continue;
         }
-        return frame.masks_again();
+        return if frame.masks_again() {
+            None
+        } else {
+            Some(passed)
+        };
     }
-    true
+    None
 }
 
 /// Starts finalizing a canceled fiber; `node` (what it was about to

@@ -170,6 +170,13 @@ impl Frame {
         }
     }
 
+    /// Whether this is a fold frame (`attempt`, `redeem`): it turns a value
+    /// or an error into a value (both of its constructors return `Ok`).
+    #[inline]
+    pub(crate) fn is_fold(&self) -> bool {
+        matches!(self.tag(), Tag::Fold)
+    }
+
     /// Whether this frame masks again what reaches it: the end of a `poll`,
     /// or a `guarantee_case` finalizer (which runs masked).
     #[inline]

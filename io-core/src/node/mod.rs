@@ -371,6 +371,9 @@ impl Node {
     pub(crate) fn map_err(source: Node, k: ErasedFn<Value, Value>, site: Option<Site>) -> Node {
         Node::from_bind(BindBox::new(source, k, site), Tag::MapError)
     }
+    /// `k` always returns `Ok` (its users are `attempt` and `redeem`): the
+    /// cancellation check at the end of a masked region counts on it
+    /// (`passed_before_next_program` in `fiber/run_loop.rs`).
     #[inline(always)]
     pub(crate) fn fold(source: Node, k: ErasedFn<Res, Res>, site: Option<Site>) -> Node {
         Node::from_bind(BindBox::new(source, k, site), Tag::Fold)
