@@ -114,6 +114,8 @@ impl<'a> Enter<'a> {
     }
 }
 
+spindle_core::impl_app_runtime!(impl for EventLoop { handle: Handle, metrics: Metrics });
+
 impl Drop for Enter<'_> {
     fn drop(&mut self) {
         let previous = self.previous.take();

@@ -44,6 +44,9 @@ pub struct SingleThreaded<C: Clock> {
 /// Clears [`SingleThreaded::running`] when a run ends (also when unwinding).
 struct Running<'a>(&'a Cell<bool>);
 
+#[cfg(all(feature = "std", not(loom)))]
+spindle_core::impl_app_runtime!(impl<C: Clock> for SingleThreaded<C> { handle: Handle<C>, metrics: Metrics });
+
 impl Drop for Running<'_> {
     fn drop(&mut self) {
         self.0.set(false);

@@ -201,6 +201,8 @@ impl TokioExecutor {
     }
 }
 
+spindle_core::impl_app_runtime!(impl for TokioExecutor { handle: Handle, metrics: Metrics });
+
 impl Drop for TokioExecutor {
     fn drop(&mut self) {
         self.stop(None);

@@ -24,8 +24,8 @@
 //!
 //! [`fiber_dump`] turns the registry into io-core's `FiberDump` (each fiber's
 //! state and trace, read through its trace ring's sequence lock, so a dump
-//! never stops a worker) and adds the pool's state; [`dump`] is what the
-//! app entry point prints on SIGUSR1.
+//! never stops a worker) and adds the pool's state; the app entry point
+//! prints it, under the [`Metrics`], on SIGUSR1.
 
 use std::fmt;
 
@@ -139,21 +139,4 @@ pub(crate) fn fiber_dump(shared: &Shared) -> FiberDump {
             ("queued blocking calls", blocking.queued as u64),
         ],
     }
-}
-
-/// The text printed on SIGUSR1 by the app entry point: a title line,
-/// the metrics, then the fiber dump (every live fiber with its state and
-/// trace, while fibers are listed).
-pub(crate) fn dump(handle: &crate::Handle) -> String {
-    use fmt::Write as _;
-    let mut out = format!("spindle runtime dump\n{}\n\n", handle.metrics());
-    let _ = write!(out, "{}", fiber_dump(&handle.shared));
-    if !handle.shared.fibers.is_enabled() {
-        out.push_str(
-            "\n(fibers not listed: tracing mode `none` or compiled out, and \
-             Builder::track_fibers off)",
-        );
-    }
-    out.push('\n');
-    out
 }

@@ -186,6 +186,8 @@ impl Runtime {
     }
 }
 
+spindle_core::impl_app_runtime!(impl for Runtime { handle: Handle, metrics: Metrics });
+
 impl Drop for Runtime {
     fn drop(&mut self) {
         let _ = self.stop(None);

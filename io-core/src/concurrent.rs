@@ -86,6 +86,34 @@ impl fmt::Display for TimeoutError {
 
 impl core::error::Error for TimeoutError {}
 
+/// A timeout as an I/O error, so that [`IO::timeout`] works on programs
+/// whose error type is [`std::io::Error`] (which no other crate may give
+/// this conversion: the orphan rule). The error has kind
+/// [`ErrorKind::TimedOut`](std::io::ErrorKind::TimedOut), and the
+/// [`TimeoutError`] as its message and [source](std::error::Error::source)
+/// (get it back with [`std::io::Error::downcast`] or `get_ref`).
+///
+/// ```
+/// use spindle_core::{IO, TimeoutError};
+/// use spindle_exec_single::SingleThreaded;
+/// use std::io::ErrorKind;
+/// use std::time::Duration;
+///
+/// let read: IO<Vec<u8>, std::io::Error> = IO::never();
+/// let rt = SingleThreaded::new()?;
+/// let e = rt.block_on(read.timeout(Duration::from_millis(1)))?.errored().unwrap();
+/// assert_eq!(e.kind(), ErrorKind::TimedOut);
+/// assert_eq!(e.to_string(), "timed out after 1ms");
+/// assert!(e.get_ref().is_some_and(|inner| inner.is::<TimeoutError>()));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[cfg(feature = "std")]
+impl From<TimeoutError> for std::io::Error {
+    fn from(e: TimeoutError) -> Self {
+        std::io::Error::new(std::io::ErrorKind::TimedOut, e)
+    }
+}
+
 impl<A: Send + 'static, E: Send + 'static> Outcome<A, E> {
     /// The program with this outcome's result (Cats Effect's `embed`): a
     /// value, an error, `on_cancel` for a canceled outcome, or the panic
@@ -459,6 +487,10 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
 
     /// Fails with [`TimeoutError`] if `self` has not completed after
     /// `duration`; `self` is then canceled (and finalized).
+    ///
+    /// The error type takes the timeout through `From<TimeoutError>`:
+    /// write it for your own error type; with `std`, io-core provides it for
+    /// `std::io::Error` (kind `TimedOut`).
     #[track_caller]
     pub fn timeout(self, duration: Duration) -> IO<A, E>
     where

@@ -42,8 +42,10 @@
 //!
 //! Run programs with an executor: `spindle-exec-single` (one thread, also
 //! without `std`), `spindle-exec-wstp` (the work-stealing pool and
-//! `app::run`), `spindle-exec-batching` (an event loop), or all of them
-//! through the entry crate `spindle-effect`. This crate is `#![no_std]`
+//! `app::run`), `spindle-exec-batching` (an event loop), `spindle-exec-tokio`
+//! (fibers as tokio tasks), or all of them through the entry crate
+//! `spindle-effect`; `spindle-app` is the application entry point of every
+//! std executor. This crate is `#![no_std]`
 //! with `alloc`; the `std` feature (on by default) contains panics in user
 //! code to their own fiber and reads `SPINDLE_TRACING`.
 //!

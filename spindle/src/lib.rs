@@ -15,7 +15,8 @@
 //! | `single` | `single` | one thread, deterministic, builds without `std`; `single::testkit` has virtual time | tests, embedded targets, programs that want one thread |
 //! | `batching` | `batching` | an event loop with timers, non-blocking TCP and batched fiber wake-ups (Cats Effect's batching executor) | network services on one thread |
 //! | `tokio` | `tokio` | fibers as tokio tasks, on the tokio runtime of your application or on one it owns; `tokio::time` timers (a paused test clock drives `IO::sleep`), tokio's blocking pool | programs that live inside a tokio application or await tokio libraries |
-//! | `full` | all four | | |
+//! | `app` | `app` | not an executor: the application entry point of every std executor, `app::run(X::from_env(), main)` (Cats Effect's `IOApp`; the `spindle-app` crate); `wstp::app::run` is the same on the pool | applications on `single` (with `std`), `batching` or `tokio` |
+//! | `full` | all four, and `app` | | |
 //!
 //! ```toml
 //! [dependencies]
@@ -42,14 +43,29 @@
 //! }
 //! ```
 //!
+//! The same entry point on another executor (features `single` and `app`):
+//!
+//! ```no_run
+//! # #[cfg(all(feature = "single", feature = "app"))]
+//! # fn main() -> std::process::ExitCode {
+//! use spindle_effect::IO;
+//! use spindle_effect::single::SingleThreaded;
+//!
+//! let program: IO<(), String> = IO::delay(|| println!("one thread"));
+//! spindle_effect::app::run(SingleThreaded::from_env(), program)
+//! # }
+//! # #[cfg(not(all(feature = "single", feature = "app")))]
+//! # fn main() {}
+//! ```
+//!
 //! Features `std` (default: panics in user code end only their fiber),
 //! `tracing` (default: fiber tracing compiled in) and `tracing-full`
 //! (backtraces where operations are built) are forwarded to every crate.
 //!
 //! The crates behind this one can be used on their own: `spindle-core` (the
 //! `no_std` core), `spindle-exec-single`, `spindle-exec-wstp`,
-//! `spindle-exec-batching`, `spindle-exec-tokio`, and `spindle-trace` (the
-//! tracing data).
+//! `spindle-exec-batching`, `spindle-exec-tokio`, `spindle-app` (the entry
+//! point), and `spindle-trace` (the tracing data).
 
 #![no_std]
 #![deny(missing_docs)]
@@ -73,3 +89,8 @@ pub use spindle_exec_batching as batching;
 /// Fibers as tokio tasks (feature `tokio`): see [`spindle_exec_tokio`].
 #[cfg(feature = "tokio")]
 pub use spindle_exec_tokio as tokio;
+
+/// The application entry point of every std executor (feature `app`):
+/// see [`spindle_app`].
+#[cfg(feature = "app")]
+pub use spindle_app as app;

@@ -23,6 +23,7 @@
 //! | [`RemoteQueue`], [`Published`] | fibers scheduled from outside the loop thread, with a `pending` hint that keeps the lock off the loop's fast path; queue lengths the loop publishes for dumps taken off its thread | the single-threaded loops |
 //! | [`TimerHeap`], [`TimerId`] | deadlines over a slab of callbacks, O(1) cancellation | every executor's `set_timer` |
 //! | [`nanos`], [`wall_clock`], [`Origin`] | duration conversions without 128-bit division; the wall clock; a monotonic origin | every executor's clock |
+//! | `AppRuntime` (std) | what the application entry point (the `spindle-app` crate) needs of an executor: its handle, `block_on`, metrics, whether it lists fibers | every std executor |
 //! | [`adopt_config`], [`lists_fibers`], [`WeakFiber`], [`WeakFibers`] | the tracing decisions an executor makes once, and the weak fiber references a registry holds | [`FiberRegistry`]; custom registries |
 //!
 //! # Breaking the executor/fiber cycle
@@ -40,6 +41,8 @@
 //! authors, with a warning) and tokio's one `Builder` and one runtime
 //! error shape; no code is copied.
 
+#[cfg(all(feature = "std", not(loom)))]
+mod app;
 #[cfg(feature = "std")]
 mod clock_std;
 mod main_fiber;
@@ -51,6 +54,8 @@ use core::time::Duration;
 
 use crate::config::{ConfigError, FiberConfig};
 
+#[cfg(all(feature = "std", not(loom)))]
+pub use app::AppRuntime;
 #[cfg(feature = "std")]
 pub use clock_std::{Origin, wall_clock};
 pub use main_fiber::{MainFiber, WakeWaiter};

@@ -1,6 +1,7 @@
-//! How the app entry point ends a process: run with one argument.
+//! The programs of the process tests (and of `examples/app_lifecycle.rs`,
+//! which includes this file), by mode:
 //!
-//! * `ok`: succeeds (exit code 0);
+//! * `ok`: prints `done`, succeeds (exit code 0);
 //! * `error`: fails with an error value (1, the error printed);
 //! * `panic`: panics in a fiber (101);
 //! * `cancel`: cancels itself (130);
@@ -8,17 +9,14 @@
 //!   SIGTERM cancels it; the release prints `finalizer ran` (130);
 //! * `slow-finalizer`: like `wait`, but the release takes an hour, so only
 //!   a second signal ends the process (130).
-//!
-//! ```text
-//! cargo run --example app_lifecycle -- wait   # then press Ctrl-C
-//! ```
 
 use std::io::Write;
-use std::process::ExitCode;
 use std::time::Duration;
 
 use spindle_core::IO;
-use spindle_exec_wstp::app;
+
+/// The modes [`program`] knows.
+pub const MODES: &str = "ok, error, panic, cancel, wait, slow-finalizer";
 
 fn say(line: &'static str) -> IO<(), String> {
     IO::delay(move || {
@@ -27,9 +25,9 @@ fn say(line: &'static str) -> IO<(), String> {
     })
 }
 
-fn main() -> ExitCode {
-    let mode = std::env::args().nth(1).unwrap_or_default();
-    let program: IO<(), String> = match mode.as_str() {
+/// The program of `mode`; `None` for an unknown mode.
+pub fn program(mode: &str) -> Option<IO<(), String>> {
+    Some(match mode {
         "ok" => say("done"),
         "error" => IO::raise_error(String::from("the order was refused")),
         "panic" => IO::delay(|| panic!("a bug in a fiber")),
@@ -44,10 +42,6 @@ fn main() -> ExitCode {
             |_: &()| IO::never(),
             |()| say("finalizing").product_r(IO::sleep(Duration::from_secs(3600))),
         ),
-        other => {
-            eprintln!("unknown mode {other:?}: ok, error, panic, cancel, wait, slow-finalizer");
-            return ExitCode::from(2);
-        }
-    };
-    app::run(program)
+        _ => return None,
+    })
 }

@@ -1,0 +1,36 @@
+//! How the app entry point ends a process, on any std executor: run with
+//! the executor (`single`, `wstp`, `batching`, `tokio`) and a mode (the
+//! programs of the crate's process tests, `tests/common/lifecycle.rs`):
+//! `ok` (exit code 0), `error` (1), `panic` (101), `cancel` (130), `wait`
+//! (prints `ready`, then waits in a `bracket` until SIGINT or SIGTERM; the
+//! release prints `finalizer ran`; 130), `slow-finalizer` (a release of an
+//! hour: only a second signal ends it).
+//!
+//! ```text
+//! cargo run -p spindle-app --example app_lifecycle -- single wait   # then press Ctrl-C, or kill -USR1 first
+//! ```
+
+#[path = "../tests/common/lifecycle.rs"]
+mod lifecycle;
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let executor = std::env::args().nth(1).unwrap_or_default();
+    let mode = std::env::args().nth(2).unwrap_or_default();
+    let Some(program) = lifecycle::program(&mode) else {
+        eprintln!("unknown mode {mode:?}: {}", lifecycle::MODES);
+        return ExitCode::from(2);
+    };
+    match executor.as_str() {
+        "single" => spindle_app::run(spindle_exec_single::SingleThreaded::from_env(), program),
+        // exec-wstp's own entry point: the same function on its runtime.
+        "wstp" => spindle_exec_wstp::app::run(program),
+        "batching" => spindle_app::run(spindle_exec_batching::EventLoop::from_env(), program),
+        "tokio" => spindle_app::run(spindle_exec_tokio::TokioExecutor::from_env(), program),
+        other => {
+            eprintln!("unknown executor {other:?}: single, wstp, batching, tokio");
+            ExitCode::from(2)
+        }
+    }
+}

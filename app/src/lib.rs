@@ -1,0 +1,275 @@
+//! # spindle-app: the application entry point, in the spirit of Cats Effect's `IOApp`
+//!
+//! [`run`] runs the main `IO` of a program as a fiber on any std executor
+//! (exec-single, exec-wstp, exec-batching, exec-tokio), and turns its
+//! outcome into the process exit code:
+//!
+//! | outcome | exit code | printed to stderr |
+//! |---|---|---|
+//! | succeeded with `()` | 0 | nothing |
+//! | succeeded with an [`ExitCode`] (or a `u8`) | that code | nothing |
+//! | errored with `e` | 1 | `error: {e:?}` (as Rust's `main` returning `Err` does), then the trace |
+//! | canceled | 130 | `canceled` |
+//! | panicked | 101 (Rust's panic exit code) | `panicked: {message}`, then the trace |
+//!
+//! It takes the executor as its builder gives it, a `Result`:
+//! `X::from_env()` reads the fiber configuration from the environment
+//! ([`FiberConfig::from_env`](spindle_core::FiberConfig::from_env): the
+//! tracing mode from `SPINDLE_TRACING`; empty means unset), a builder's
+//! `build()` uses the builder's. An `Err` (an unknown tracing mode, say) is
+//! printed as `error: ...` and gives exit code 1, running nothing.
+//!
+//! ```no_run
+//! use spindle_core::IO;
+//! use spindle_exec_single::SingleThreaded;
+//! use std::process::ExitCode;
+//! use std::time::Duration;
+//!
+//! fn main() -> ExitCode {
+//!     let program: IO<(), String> = IO::sleep(Duration::from_millis(10))
+//!         .product_r(IO::delay(|| println!("hello from a fiber")))
+//!         .guarantee(IO::delay(|| println!("finalizer ran")));
+//!     spindle_app::run(SingleThreaded::from_env(), program)
+//! }
+//! ```
+//!
+//! The same line runs it on the work-stealing pool
+//! (`spindle_exec_wstp::Runtime::from_env()`, or exec-wstp's own
+//! `app::run(program)`, which is this function), on exec-batching's event
+//! loop (`EventLoop::from_env()`) or on a tokio runtime it owns
+//! (`TokioExecutor::from_env()`).
+//!
+//! # Traces of failures
+//!
+//! When the main fiber ends with an error or a panic, the line of the
+//! error is followed by the main fiber's trace at that point (while it
+//! traces: tracing mode `cached` or `full`), most recent operation first,
+//! one `at` line per event, like Cats Effect's enhanced exceptions:
+//!
+//! ```text
+//! error: "the order was refused"
+//!     at raise_error @ src/main.rs:14:9
+//!     at flat_map @ src/main.rs:13:10 (main::place_order::{{closure}})
+//!     at delay @ src/main.rs:12:5 (main::place_order::{{closure}})
+//! ```
+//!
+//! The main fiber runs as
+//! [`main.trace_errors()`](spindle_core::IO::trace_errors), so an error comes
+//! with the trace as it was raised; a panic's message carries the trace
+//! the fiber ended with ([`PanicMessage::trace`](spindle_core::PanicMessage::trace)).
+//! Neither adds an event, so the printed trace never shows this crate.
+//!
+//! # Signals (Unix)
+//!
+//! SIGINT and SIGTERM cancel the main fiber, so its finalizers (`bracket`
+//! releases, `guarantee`s, `Resource` finalizers) run before the process
+//! exits with 130 (as Cats Effect's `IOApp` does). A second SIGINT or
+//! SIGTERM while those finalizers run forces the exit at once (130).
+//! SIGUSR1 prints a dump to stderr without stopping the program: a line
+//! `spindle runtime dump`, the executor's metrics, then its
+//! [`FiberDump`](spindle_core::FiberDump) (every live fiber with its state
+//! and trace, while fibers trace or the builder's `track_fibers` is on):
+//!
+//! ```text
+//! spindle runtime dump
+//! live fibers: 1, workers: 8, parked workers: 8, ...
+//!
+//! fiber #7f3a2c001e40 WAITING
+//!  ├ bracket @ src/main.rs:20:5
+//!  ╰ never @ src/main.rs:22:19
+//!
+//! live fibers: 1, workers: 8, parked workers: 8, local queues: 0, ...
+//! ```
+//!
+//! # The protocol with the executor
+//!
+//! An executor takes part by implementing io-core's
+//! [`AppRuntime`] (its handle, its `block_on`, its metrics: a few lines).
+//! [`run`], on the calling thread:
+//!
+//! 1. installs the signal handlers and starts the signal thread, with a
+//!    clone of the executor's handle, *before* the main fiber exists (a
+//!    signal that comes while it starts is kept, and cancels it as soon as
+//!    it exists);
+//! 2. starts the main fiber with
+//!    [`FiberHandle::spawn`](spindle_core::FiberHandle::spawn) on the
+//!    handle, so that there is a [`CancelHandle`](spindle_core::CancelHandle)
+//!    for the signal thread;
+//! 3. blocks in the executor's `block_on` on a program that joins the main
+//!    fiber, then reads its outcome from the fiber handle.
+//!
+//! The signal thread cancels by spawning the fiber's cancel program on the
+//! handle: a schedule from another thread, which every executor takes in
+//! while its `block_on` waits (exec-wstp's and exec-tokio's workers;
+//! exec-single's and exec-batching's loops, which run on the thread that
+//! called `run`, through their remote queue, whose push wakes the parked
+//! or polling loop). The cancellation then runs on the executor like any
+//! fiber's, finalizers included, and `block_on` returns once the main
+//! fiber has ended.
+//!
+//! # Why a crate of its own
+//!
+//! The entry point needs an OS signal crate (`signal-hook`), and io-core is
+//! `no_std`: an optional `signal-hook` feature there would put an OS
+//! dependency in the core's manifest and feature matrix, which embedded
+//! users build. So the one contract executors implement,
+//! [`AppRuntime`], is in io-core (std only, no new dependency: every
+//! executor already depends on io-core), and the one implementation of
+//! the entry point is here. No executor depends on this crate except
+//! exec-wstp, whose `app::run` and `app::run_with` keep working as thin
+//! wrappers (it carried `signal-hook` before); exec-single with `std`,
+//! exec-batching and exec-tokio users add `spindle-app` (or the entry
+//! crate's `app` feature) when they want an entry point, and only then
+//! pull in `signal-hook`. One generic function also keeps the call site
+//! the same on every executor: the executor is an argument, not a
+//! module path.
+
+#![deny(missing_docs)]
+
+mod signals;
+
+use std::fmt;
+use std::process::ExitCode;
+
+pub use spindle_core::executor::support::AppRuntime;
+use spindle_core::raw::UntracedJoin as _;
+use spindle_core::{FiberHandle, IO, Outcome, Trace, Traced};
+
+use crate::signals::{MainCancel, SignalWatch};
+
+/// The exit code of a canceled main fiber (128 + SIGINT, the shell's
+/// convention, as Cats Effect's `IOApp`).
+pub const CANCELED_EXIT_CODE: u8 = 130;
+/// The exit code of a main fiber that errored, or of an executor that
+/// could not be built.
+pub const ERROR_EXIT_CODE: u8 = 1;
+/// The exit code of a main fiber that panicked (Rust's own).
+pub const PANIC_EXIT_CODE: u8 = 101;
+
+/// What a main program may produce: `()` (exit code 0), an [`ExitCode`] or
+/// a `u8` (that code).
+pub trait MainValue: Send + 'static {
+    /// The process exit code for this value.
+    fn exit_code(self) -> ExitCode;
+}
+
+impl MainValue for () {
+    fn exit_code(self) -> ExitCode {
+        ExitCode::SUCCESS
+    }
+}
+
+impl MainValue for ExitCode {
+    fn exit_code(self) -> ExitCode {
+        self
+    }
+}
+
+impl MainValue for u8 {
+    fn exit_code(self) -> ExitCode {
+        ExitCode::from(self)
+    }
+}
+
+/// Runs `main` as the main fiber of `runtime` (as its builder or
+/// `from_env` returned it) until it ends, and returns the process exit
+/// code (see the [crate documentation](crate)). An `Err` runtime is
+/// printed as `error: {e}` and gives exit code 1.
+///
+/// Call it from `main` (the thread the process exits from): it blocks the
+/// calling thread in the executor's `block_on`, and a second SIGINT or
+/// SIGTERM exits the process.
+pub fn run<R, B, A, E>(runtime: Result<R, B>, main: IO<A, E>) -> ExitCode
+where
+    R: AppRuntime,
+    B: fmt::Display,
+    A: MainValue,
+    E: fmt::Debug + Send + 'static,
+{
+    let runtime = match runtime {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(ERROR_EXIT_CODE);
+        }
+    };
+    let code = run_main(&runtime, main);
+    // The executor shuts down (and, for a pool, joins its threads) before
+    // the process exits.
+    drop(runtime);
+    code
+}
+
+/// [`run`] on a built executor.
+fn run_main<R, A, E>(runtime: &R, main: IO<A, E>) -> ExitCode
+where
+    R: AppRuntime,
+    A: MainValue,
+    E: fmt::Debug + Send + 'static,
+{
+    let handle = runtime.handle().clone();
+    // Signal handlers first, so that a signal that comes while the main
+    // fiber starts is not lost (it cancels the fiber as soon as it exists).
+    let cancel = std::sync::Arc::new(MainCancel::default());
+    let signals = SignalWatch::start::<R>(handle.clone(), cancel.clone());
+    // An error keeps the fiber's trace as it was raised; a panic's message
+    // carries its trace.
+    let fiber = FiberHandle::spawn(main.trace_errors(), &handle);
+    cancel.set({
+        let fiber = fiber.cancel_handle();
+        Box::new(move || {
+            let _ = FiberHandle::spawn(fiber.cancel::<()>(), &handle);
+        })
+    });
+    let joined = runtime.block_on(fiber.join_void_untraced::<()>());
+    if let Some(signals) = signals {
+        signals.stop();
+    }
+    match joined {
+        Ok(_) => match fiber.try_take_outcome() {
+            Some(outcome) => exit_code_of(outcome),
+            // Joined, so completed: the outcome is there.
+            None => exit_code_of(Outcome::<A, Traced<E>>::Canceled),
+        },
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(ERROR_EXIT_CODE)
+        }
+    }
+}
+
+/// The lines printed under a failure: the trace's events, most recent
+/// first; empty if there are none.
+fn trace_lines(trace: &Trace) -> String {
+    use fmt::Write as _;
+    let mut out = String::new();
+    for event in trace.events().iter().rev() {
+        let _ = writeln!(out, "    at {event}");
+    }
+    if !out.is_empty() && trace.omitted() > 0 {
+        let _ = writeln!(out, "    ... {} older events omitted", trace.omitted());
+    }
+    out
+}
+
+/// The exit code of the main fiber's outcome (see the crate table); an
+/// error or a panic is printed with its trace under it.
+fn exit_code_of<A: MainValue, E: fmt::Debug>(outcome: Outcome<A, Traced<E>>) -> ExitCode {
+    match outcome {
+        Outcome::Succeeded(a) => a.exit_code(),
+        Outcome::Errored(Traced { error, trace }) => {
+            // One write, so that the error and its trace stay together.
+            eprint!("error: {error:?}\n{}", trace_lines(&trace));
+            ExitCode::from(ERROR_EXIT_CODE)
+        }
+        Outcome::Canceled => {
+            eprintln!("canceled");
+            ExitCode::from(CANCELED_EXIT_CODE)
+        }
+        Outcome::Panicked(message) => {
+            let trace = message.trace().map(trace_lines).unwrap_or_default();
+            eprint!("panicked: {}\n{trace}", message.message());
+            ExitCode::from(PANIC_EXIT_CODE)
+        }
+    }
+}
