@@ -71,7 +71,8 @@ fn a_head_request_is_marked_so_its_answer_has_no_body() {
 fn content_length_gives_the_body_length_and_repeats_must_agree() {
     let r = complete(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length:  5 \r\n\r\n");
     assert_eq!(r.body_len, 5);
-    let r = complete(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\ncontent-length: 5\r\n\r\n");
+    let r =
+        complete(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\ncontent-length: 5\r\n\r\n");
     assert_eq!(r.body_len, 5);
     let two = b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n";
     assert_eq!(status(two), Some(Status::BadRequest));
@@ -91,17 +92,17 @@ fn bad_or_overflowing_content_lengths_are_400() {
         "99999999999999999999999",
     ] {
         let buf = format!("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: {value}\r\n\r\n");
-        assert_eq!(status(buf.as_bytes()), Some(Status::BadRequest), "{value:?}");
+        assert_eq!(
+            status(buf.as_bytes()),
+            Some(Status::BadRequest),
+            "{value:?}"
+        );
     }
 }
 
 #[test]
 fn content_lengths_within_u64_but_over_the_body_limit_are_413() {
-    for value in [
-        "18446744073709551615",
-        "18446744073709551559",
-        "1048577",
-    ] {
+    for value in ["18446744073709551615", "18446744073709551559", "1048577"] {
         let buf = format!("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: {value}\r\n\r\n");
         assert_eq!(
             status(buf.as_bytes()),
@@ -184,10 +185,7 @@ fn bad_header_lines_are_400() {
 
 #[test]
 fn http_1_1_needs_exactly_one_host_and_http_1_0_none() {
-    assert_eq!(
-        status(b"GET / HTTP/1.1\r\n\r\n"),
-        Some(Status::BadRequest)
-    );
+    assert_eq!(status(b"GET / HTTP/1.1\r\n\r\n"), Some(Status::BadRequest));
     assert_eq!(
         status(b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n"),
         Some(Status::BadRequest)
