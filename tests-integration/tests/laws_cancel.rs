@@ -638,7 +638,7 @@ fn a_self_cancel_in_a_guarantee_finalizer_of_an_error_that_attempt_catches_is_ob
     let redeemed = run(|_| {
         IO::<i64, u8>::raise_error(3)
             .guarantee(IO::canceled())
-            .redeem(|e| i64::from(e), |v| v)
+            .redeem(i64::from, |v| v)
             .handle_error_with(|_| IO::pure(-2))
     });
     assert_eq!(redeemed.outcome, Some(Outcome::Succeeded(3)));
