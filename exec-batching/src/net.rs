@@ -1,9 +1,13 @@
-//! Non-blocking TCP whose operations are `IO<_, std::io::Error>` values.
+//! Non-blocking sockets whose operations are `IO<_, std::io::Error>` values:
+//! TCP ([`TcpListener`], [`TcpStream`]), UDP ([`UdpSocket`]), Unix domain
+//! stream sockets on Unix ([`UnixListener`], [`UnixStream`]), and a
+//! buffered line reader over a stream ([`BufReader`]).
 //!
 //! # How an operation reaches the reactor
 //!
 //! A socket is made by a fiber running on an [`EventLoop`](crate::EventLoop)
-//! ([`TcpListener::bind`], [`TcpListener::accept`], [`TcpStream::connect`]).
+//! ([`TcpListener::bind`], [`TcpListener::accept`], [`TcpStream::connect`],
+//! [`UdpSocket::bind`], [`UnixListener::bind`], [`UnixStream::connect`], …).
 //! The loop that runs on the current thread is found through a thread-local
 //! set while [`EventLoop::block_on`](crate::EventLoop::block_on) runs
 //! ([`Handle::current`]): a fiber always runs on its loop's thread. The new
@@ -24,20 +28,52 @@
 //! removes its waiter and narrows the socket's interest: the loop is left
 //! as if the operation had never started.
 //!
+//! Every socket type is written against the same three helpers of this
+//! module (a registered socket, `Source`; `retry`, which tries a call and
+//! waits with `ready` on `WouldBlock`; `immediate`, for calls that never
+//! wait), never against the loop's internals. The byte streams share one
+//! implementation of `read`, `read_into`, `write`, `write_all` and
+//! `shutdown` (a private `stream` module over a private `StreamIo` trait
+//! that std's `TcpStream` and `UnixStream` implement), so TCP and Unix
+//! streams have the same semantics by construction.
+//!
+//! # Names
+//!
+//! [`TcpStream::connect_host`] resolves a `"name:port"` string with the
+//! system resolver through `IO::blocking`, which exec-batching runs on a
+//! thread of its own (the loop goes on serving its other fibers), then
+//! tries each address in order.
+//!
 //! # Closing
 //!
-//! [`TcpListener`] and [`TcpStream`] share their socket with the `IO`
-//! values built from them (a reference count): the socket is removed from
-//! the poller and closed when the last of them is dropped, on any thread.
-//! Dropping a stream whose operations have all finished closes it at once.
+//! Every socket type shares its socket with the `IO` values built from it
+//! (a reference count): the socket is removed from the poller and closed
+//! when the last of them is dropped, on any thread. Dropping a socket
+//! whose operations have all finished closes it at once. A [`BufReader`]
+//! owns its stream: dropping the reader (and its `IO` values) closes it,
+//! with any bytes still buffered. A Unix listener's socket file stays
+//! behind when it closes (remove it before binding the path again).
+//!
+//! # Cancellation
+//!
+//! A canceled operation leaves no waiter and no interest behind (above).
+//! What it had done before it waited stays done: a `write_all` canceled
+//! midway has written a prefix of its data; a read canceled while it
+//! waits has read nothing. [`BufReader`] moves bytes into its buffer
+//! inside the call that reads them, so a line read canceled midway keeps
+//! the part of the line it had read, and the next read returns the line
+//! whole.
 //!
 //! # End of stream and errors
 //!
-//! A read returns 0 bytes when the peer has closed its side in order (end
-//! of stream), and every later read does too. A peer that resets the
-//! connection (closing with unread data, or with `SO_LINGER` 0) makes reads
-//! and writes fail with `ConnectionReset` (or `BrokenPipe` for writes). A
-//! write of a zero-length buffer writes nothing and returns 0.
+//! A stream read returns 0 bytes when the peer has closed its side in
+//! order (end of stream), and every later read does too. A peer that
+//! resets the connection (closing with unread data, or with `SO_LINGER` 0)
+//! makes reads and writes fail with `ConnectionReset` (or `BrokenPipe` for
+//! writes). A write of a zero-length buffer writes nothing and returns 0.
+//! UDP has no streams and no end: an empty datagram is just empty, and a
+//! receive into a buffer smaller than its datagram truncates it
+//! ([`UdpSocket`]'s documentation).
 
 use crate::sync::Arc;
 use std::fmt;
