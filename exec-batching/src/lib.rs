@@ -104,8 +104,9 @@
 //!
 //! # I/O
 //!
-//! [`net`] has a TCP listener and stream whose operations are
-//! `IO<_, std::io::Error>` values: non-blocking calls first, then a wait
+//! [`net`] has TCP listeners and streams, UDP sockets, Unix domain
+//! listeners and streams (on Unix) and a buffered line reader, whose
+//! operations are `IO<_, std::io::Error>` values: non-blocking calls first, then a wait
 //! for readiness that a cancellation undoes. See [`net`] for how an
 //! operation finds its loop (a thread-local set while the loop runs) and
 //! the `reactor` module's documentation for the registration protocol.

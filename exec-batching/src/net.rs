@@ -1,9 +1,13 @@
-//! Non-blocking TCP whose operations are `IO<_, std::io::Error>` values.
+//! Non-blocking sockets whose operations are `IO<_, std::io::Error>` values:
+//! TCP ([`TcpListener`], [`TcpStream`]), UDP ([`UdpSocket`]), Unix domain
+//! stream sockets on Unix ([`UnixListener`], [`UnixStream`]), and a
+//! buffered line reader over a stream ([`BufReader`]).
 //!
 //! # How an operation reaches the reactor
 //!
 //! A socket is made by a fiber running on an [`EventLoop`](crate::EventLoop)
-//! ([`TcpListener::bind`], [`TcpListener::accept`], [`TcpStream::connect`]).
+//! ([`TcpListener::bind`], [`TcpListener::accept`], [`TcpStream::connect`],
+//! [`UdpSocket::bind`], [`UnixListener::bind`], [`UnixStream::connect`], …).
 //! The loop that runs on the current thread is found through a thread-local
 //! set while [`EventLoop::block_on`](crate::EventLoop::block_on) runs
 //! ([`Handle::current`]): a fiber always runs on its loop's thread. The new
@@ -24,20 +28,52 @@
 //! removes its waiter and narrows the socket's interest: the loop is left
 //! as if the operation had never started.
 //!
+//! Every socket type is written against the same three helpers of this
+//! module (a registered socket, `Source`; `retry`, which tries a call and
+//! waits with `ready` on `WouldBlock`; `immediate`, for calls that never
+//! wait), never against the loop's internals. The byte streams share one
+//! implementation of `read`, `read_into`, `write`, `write_all` and
+//! `shutdown` (a private `stream` module over a private `StreamIo` trait
+//! that std's `TcpStream` and `UnixStream` implement), so TCP and Unix
+//! streams have the same semantics by construction.
+//!
+//! # Names
+//!
+//! [`TcpStream::connect_host`] resolves a `"name:port"` string with the
+//! system resolver through `IO::blocking`, which exec-batching runs on a
+//! thread of its own (the loop goes on serving its other fibers), then
+//! tries each address in order.
+//!
 //! # Closing
 //!
-//! [`TcpListener`] and [`TcpStream`] share their socket with the `IO`
-//! values built from them (a reference count): the socket is removed from
-//! the poller and closed when the last of them is dropped, on any thread.
-//! Dropping a stream whose operations have all finished closes it at once.
+//! Every socket type shares its socket with the `IO` values built from it
+//! (a reference count): the socket is removed from the poller and closed
+//! when the last of them is dropped, on any thread. Dropping a socket
+//! whose operations have all finished closes it at once. A [`BufReader`]
+//! owns its stream: dropping the reader (and its `IO` values) closes it,
+//! with any bytes still buffered. A Unix listener's socket file stays
+//! behind when it closes (remove it before binding the path again).
+//!
+//! # Cancellation
+//!
+//! A canceled operation leaves no waiter and no interest behind (above).
+//! What it had done before it waited stays done: a `write_all` canceled
+//! midway has written a prefix of its data; a read canceled while it
+//! waits has read nothing. [`BufReader`] moves bytes into its buffer
+//! inside the call that reads them, so a line read canceled midway keeps
+//! the part of the line it had read, and the next read returns the line
+//! whole.
 //!
 //! # End of stream and errors
 //!
-//! A read returns 0 bytes when the peer has closed its side in order (end
-//! of stream), and every later read does too. A peer that resets the
-//! connection (closing with unread data, or with `SO_LINGER` 0) makes reads
-//! and writes fail with `ConnectionReset` (or `BrokenPipe` for writes). A
-//! write of a zero-length buffer writes nothing and returns 0.
+//! A stream read returns 0 bytes when the peer has closed its side in
+//! order (end of stream), and every later read does too. A peer that
+//! resets the connection (closing with unread data, or with `SO_LINGER` 0)
+//! makes reads and writes fail with `ConnectionReset` (or `BrokenPipe` for
+//! writes). A write of a zero-length buffer writes nothing and returns 0.
+//! UDP has no streams and no end: an empty datagram is just empty, and a
+//! receive into a buffer smaller than its datagram truncates it
+//! ([`UdpSocket`]'s documentation).
 
 use crate::sync::Arc;
 use std::fmt;
@@ -50,6 +86,16 @@ use spindle_core::{Callback, IO};
 
 use crate::handle::Handle;
 use crate::reactor::{Direction, Sys};
+
+mod buffered;
+mod udp;
+#[cfg(unix)]
+mod unix;
+
+pub use buffered::{BufReader, DEFAULT_LINE_LIMIT, ReadStream};
+pub use udp::UdpSocket;
+#[cfg(unix)]
+pub use unix::{UnixListener, UnixStream};
 
 /// A socket registered with a loop's poller.
 struct Source<T: Sys> {
@@ -169,6 +215,141 @@ where
     })
 }
 
+/// A connected byte stream (TCP, Unix domain): the calls the shared stream
+/// operations of [`stream`] make on it, all non-blocking.
+trait StreamIo: Sys + Send + Sync + 'static {
+    fn read_some(&self, buf: &mut [u8]) -> io::Result<usize>;
+    fn write_some(&self, buf: &[u8]) -> io::Result<usize>;
+    fn shutdown_io(&self, how: Shutdown) -> io::Result<()>;
+}
+
+impl StreamIo for std::net::TcpStream {
+    fn read_some(&self, buf: &mut [u8]) -> io::Result<usize> {
+        (&*self).read(buf)
+    }
+    fn write_some(&self, buf: &[u8]) -> io::Result<usize> {
+        (&*self).write(buf)
+    }
+    fn shutdown_io(&self, how: Shutdown) -> io::Result<()> {
+        self.shutdown(how)
+    }
+}
+
+#[cfg(unix)]
+impl StreamIo for std::os::unix::net::UnixStream {
+    fn read_some(&self, buf: &mut [u8]) -> io::Result<usize> {
+        (&*self).read(buf)
+    }
+    fn write_some(&self, buf: &[u8]) -> io::Result<usize> {
+        (&*self).write(buf)
+    }
+    fn shutdown_io(&self, how: Shutdown) -> io::Result<()> {
+        self.shutdown(how)
+    }
+}
+
+/// The operations [`TcpStream`] and [`UnixStream`] share, written once over
+/// [`StreamIo`] with [`retry`] and [`immediate`] (the public methods add
+/// their trace event).
+mod stream {
+    use super::{Direction, Source, StreamIo, immediate, retry};
+    use crate::sync::{Arc, Mutex, lock};
+    use spindle_core::IO;
+    use std::io;
+    use std::net::Shutdown;
+
+    /// Appends at most `max` bytes to `buf` (see `TcpStream::read_into`).
+    pub(super) fn read_into<T: StreamIo>(
+        source: &Arc<Source<T>>,
+        buf: Vec<u8>,
+        max: usize,
+    ) -> IO<(Vec<u8>, usize), io::Error> {
+        retry(source, Direction::Read, buf, move |socket, mut buf| {
+            let start = buf.len();
+            buf.resize(start + max, 0);
+            match socket.read_some(&mut buf[start..]) {
+                Ok(n) => {
+                    buf.truncate(start + n);
+                    Ok((buf, n))
+                }
+                Err(e) => {
+                    buf.truncate(start);
+                    Err((buf, e))
+                }
+            }
+        })
+    }
+
+    /// Appends at most `max` bytes to the shared buffer `shared`, inside
+    /// the call that reads them: bytes are either still in the kernel or in
+    /// `shared`, whenever the fiber is canceled (the guarantee of
+    /// `BufReader`). Returns the number read (0: end of stream).
+    pub(super) fn read_shared<T: StreamIo>(
+        source: &Arc<Source<T>>,
+        shared: Arc<Mutex<Vec<u8>>>,
+        max: usize,
+    ) -> IO<usize, io::Error> {
+        retry(source, Direction::Read, (), move |socket, ()| {
+            let mut buf = lock(&shared);
+            let start = buf.len();
+            buf.resize(start + max, 0);
+            let read = socket.read_some(&mut buf[start..]);
+            buf.truncate(start + *read.as_ref().unwrap_or(&0));
+            read.map_err(|e| ((), e))
+        })
+    }
+
+    /// Writes some of `data` (see `TcpStream::write`).
+    pub(super) fn write<T, B>(source: &Arc<Source<T>>, data: B) -> IO<usize, io::Error>
+    where
+        T: StreamIo,
+        B: AsRef<[u8]> + Send + 'static,
+    {
+        retry(source, Direction::Write, data, |socket, data| {
+            socket.write_some(data.as_ref()).map_err(|e| (data, e))
+        })
+    }
+
+    /// Writes all of `data` (see `TcpStream::write_all`).
+    pub(super) fn write_all<T, B>(source: &Arc<Source<T>>, data: B) -> IO<(), io::Error>
+    where
+        T: StreamIo,
+        B: AsRef<[u8]> + Send + 'static,
+    {
+        retry(
+            source,
+            Direction::Write,
+            (data, 0usize),
+            |socket, (data, mut written)| loop {
+                let rest = &data.as_ref()[written..];
+                if rest.is_empty() {
+                    return Ok(());
+                }
+                match socket.write_some(rest) {
+                    Ok(0) => {
+                        let e = io::Error::new(
+                            io::ErrorKind::WriteZero,
+                            "exec-batching: the socket accepted no more bytes",
+                        );
+                        return Err(((data, written), e));
+                    }
+                    Ok(n) => written += n,
+                    Err(e) => return Err(((data, written), e)),
+                }
+            },
+        )
+    }
+
+    /// Shuts down one side or both (see `TcpStream::shutdown`).
+    pub(super) fn shutdown<T: StreamIo>(
+        source: &Arc<Source<T>>,
+        how: Shutdown,
+    ) -> IO<(), io::Error> {
+        let source = source.clone();
+        immediate(move || source.io.shutdown_io(how))
+    }
+}
+
 /// The operations as traces name them: each public operation records one
 /// event, at its caller's site.
 mod ops {
@@ -178,6 +359,7 @@ mod ops {
     pub(super) static ACCEPT: Op = Op::new("TcpListener::accept");
     pub(super) static LISTENER_LOCAL_ADDR: Op = Op::new("TcpListener::local_addr");
     pub(super) static CONNECT: Op = Op::new("TcpStream::connect");
+    pub(super) static CONNECT_HOST: Op = Op::new("TcpStream::connect_host");
     pub(super) static READ: Op = Op::new("TcpStream::read");
     pub(super) static READ_INTO: Op = Op::new("TcpStream::read_into");
     pub(super) static WRITE: Op = Op::new("TcpStream::write");
@@ -315,6 +497,29 @@ fn finish_connect(stream: &std::net::TcpStream) -> io::Result<()> {
     }
 }
 
+/// Connects to the first of `addrs` (not empty) that accepts; the error of
+/// the last one if none does.
+fn connect_first(addrs: Vec<SocketAddr>) -> IO<TcpStream, io::Error> {
+    let mut addrs = addrs.into_iter();
+    let first = addrs.next();
+    IO::tail_rec_untraced((first, addrs), |(addr, mut rest)| {
+        let Some(addr) = addr else {
+            // Unreachable from `connect_host` (it checks that there is one).
+            return IO::raise_error(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "exec-batching: no address to connect to",
+            ));
+        };
+        TcpStream::connect_untraced(addr)
+            .attempt()
+            .flat_map_untraced(move |connected| match (connected, rest.next()) {
+                (Ok(stream), _) => IO::pure(ControlFlow::Break(stream)),
+                (Err(_), Some(next)) => IO::pure(ControlFlow::Continue((Some(next), rest))),
+                (Err(e), None) => IO::raise_error(e),
+            })
+    })
+}
+
 impl TcpStream {
     /// Registers an accepted or connected socket with the current loop.
     fn adopt(stream: std::net::TcpStream) -> io::Result<TcpStream> {
@@ -330,6 +535,11 @@ impl TcpStream {
     /// error value).
     #[track_caller]
     pub fn connect(addr: SocketAddr) -> IO<TcpStream, io::Error> {
+        TcpStream::connect_untraced(addr).traced_as(&ops::CONNECT)
+    }
+
+    /// [`TcpStream::connect`] without its trace event (for `connect_host`).
+    fn connect_untraced(addr: SocketAddr) -> IO<TcpStream, io::Error> {
         use socket2::{Domain, Protocol, Socket, Type};
         IO::defer_untraced(move || {
             let started = (|| {
@@ -352,7 +562,42 @@ impl TcpStream {
                 Err(e) => IO::raise_error(e),
             }
         })
-        .traced_as(&ops::CONNECT)
+    }
+
+    /// Connects to `host`, a `"name:port"` string (`"example.com:80"`,
+    /// `"localhost:8080"`, `"[::1]:80"`, `"127.0.0.1:80"`): resolves it with
+    /// [`std::net::ToSocketAddrs`], then tries each address in the order the
+    /// resolver gave them, as [`connect`](TcpStream::connect) does, and
+    /// returns the first connection made; if every address fails, the error
+    /// of the last one.
+    ///
+    /// Resolution is a blocking call of the system resolver, run with
+    /// `IO::blocking`, which exec-batching runs on a thread of its own: the
+    /// loop keeps serving its other fibers meanwhile, and a fiber canceled
+    /// while it resolves waits for the resolver to return (it cannot be
+    /// interrupted), then finalizes.
+    ///
+    /// A string without a port, or with one that does not parse, is an
+    /// error of kind `InvalidInput`; a name the resolver does not know is
+    /// the resolver's error (its kind depends on the system); a name that
+    /// resolves to no address is an error of kind `InvalidInput`. Never a
+    /// panic.
+    #[track_caller]
+    pub fn connect_host(host: impl Into<String>) -> IO<TcpStream, io::Error> {
+        let host: String = host.into();
+        IO::<Vec<SocketAddr>, io::Error>::try_blocking(move || {
+            use std::net::ToSocketAddrs as _;
+            let addrs = host.as_str().to_socket_addrs()?.collect::<Vec<_>>();
+            if addrs.is_empty() {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("exec-batching: {host:?} resolves to no address"),
+                ));
+            }
+            Ok(addrs)
+        })
+        .flat_map_untraced(connect_first)
+        .traced_as(&ops::CONNECT_HOST)
     }
 
     /// Reads at most `max` bytes, waiting until some are available; an
@@ -374,25 +619,7 @@ impl TcpStream {
 
     /// [`TcpStream::read_into`] without its trace event (for `read`).
     fn read_into_untraced(&self, buf: Vec<u8>, max: usize) -> IO<(Vec<u8>, usize), io::Error> {
-        retry(
-            &self.source,
-            Direction::Read,
-            buf,
-            move |socket, mut buf| {
-                let start = buf.len();
-                buf.resize(start + max, 0);
-                match (&*socket).read(&mut buf[start..]) {
-                    Ok(n) => {
-                        buf.truncate(start + n);
-                        Ok((buf, n))
-                    }
-                    Err(e) => {
-                        buf.truncate(start);
-                        Err((buf, e))
-                    }
-                }
-            },
-        )
+        stream::read_into(&self.source, buf, max)
     }
 
     /// Writes some of `data`, waiting until the socket accepts any;
@@ -402,10 +629,7 @@ impl TcpStream {
     where
         B: AsRef<[u8]> + Send + 'static,
     {
-        retry(&self.source, Direction::Write, data, |socket, data| {
-            (&*socket).write(data.as_ref()).map_err(|e| (data, e))
-        })
-        .traced_as(&ops::WRITE)
+        stream::write(&self.source, data).traced_as(&ops::WRITE)
     }
 
     /// Writes all of `data`, waiting as often as the socket needs.
@@ -414,37 +638,14 @@ impl TcpStream {
     where
         B: AsRef<[u8]> + Send + 'static,
     {
-        retry(
-            &self.source,
-            Direction::Write,
-            (data, 0usize),
-            |socket, (data, mut written)| loop {
-                let rest = &data.as_ref()[written..];
-                if rest.is_empty() {
-                    return Ok(());
-                }
-                match (&*socket).write(rest) {
-                    Ok(0) => {
-                        let e = io::Error::new(
-                            io::ErrorKind::WriteZero,
-                            "exec-batching: the socket accepted no more bytes",
-                        );
-                        return Err(((data, written), e));
-                    }
-                    Ok(n) => written += n,
-                    Err(e) => return Err(((data, written), e)),
-                }
-            },
-        )
-        .traced_as(&ops::WRITE_ALL)
+        stream::write_all(&self.source, data).traced_as(&ops::WRITE_ALL)
     }
 
     /// Shuts down the read side, the write side (the peer then reads end of
     /// stream) or both. The socket stays registered until dropped.
     #[track_caller]
     pub fn shutdown(&self, how: Shutdown) -> IO<(), io::Error> {
-        let source = self.source.clone();
-        immediate(move || source.io.shutdown(how)).traced_as(&ops::SHUTDOWN)
+        stream::shutdown(&self.source, how).traced_as(&ops::SHUTDOWN)
     }
 
     /// The peer's address.
@@ -469,3 +670,15 @@ impl TcpStream {
         immediate(move || source.io.set_nodelay(nodelay)).traced_as(&ops::SET_NODELAY)
     }
 }
+
+impl buffered::sealed::Sealed for TcpStream {
+    fn read_shared(
+        &self,
+        shared: Arc<crate::sync::Mutex<Vec<u8>>>,
+        max: usize,
+    ) -> IO<usize, io::Error> {
+        stream::read_shared(&self.source, shared, max)
+    }
+}
+
+impl ReadStream for TcpStream {}

@@ -354,3 +354,68 @@ fn a_socket_used_from_another_loop_fails_with_an_io_error() {
     let round_trip = listener.accept().both(TcpStream::connect(addr)).void();
     assert!(home.block_on(round_trip).expect("block_on").is_succeeded());
 }
+
+#[test]
+fn connect_host_resolves_localhost_and_connects_to_the_address_that_listens() {
+    let rt = event_loop();
+    let program = TcpListener::bind(localhost()).flat_map(|listener| {
+        listener.local_addr().flat_map(move |addr| {
+            // `localhost` may resolve to ::1 first, where nobody listens:
+            // then the next address is tried.
+            let host = format!("localhost:{}", addr.port());
+            listener
+                .accept()
+                .both(TcpStream::connect_host(host))
+                .flat_map(|((_server, _), client)| client.peer_addr())
+        })
+    });
+    let peer = rt
+        .block_on(program.timeout(Duration::from_secs(20)))
+        .expect("block_on")
+        .succeeded()
+        .expect("connected");
+    assert!(peer.ip().is_loopback());
+    assert_eq!(rt.metrics().io_sources, 0);
+}
+
+/// The error of `TcpStream::connect_host(host)`, within a hang limit.
+fn connect_host_error(host: String) -> io::Error {
+    let rt = event_loop();
+    let error = rt
+        .block_on(TcpStream::connect_host(host).timeout(Duration::from_secs(20)))
+        .expect("block_on")
+        .errored()
+        .expect("the connection fails with an error value");
+    assert_eq!(rt.metrics().io_sources, 0, "no socket left behind");
+    error
+}
+
+#[test]
+fn connect_host_to_a_port_nobody_listens_on_returns_the_last_addresss_connection_refused() {
+    let free = std::net::TcpListener::bind(localhost()).unwrap();
+    let port = free.local_addr().unwrap().port();
+    drop(free);
+    let error = connect_host_error(format!("localhost:{port}"));
+    assert_eq!(error.kind(), io::ErrorKind::ConnectionRefused, "{error}");
+    let error = connect_host_error(format!("127.0.0.1:{port}"));
+    assert_eq!(error.kind(), io::ErrorKind::ConnectionRefused, "{error}");
+}
+
+#[test]
+fn connect_host_with_no_port_or_a_bad_port_is_an_invalid_input_error_value() {
+    for host in ["localhost", "localhost:http", "127.0.0.1:99999", ""] {
+        let error = connect_host_error(host.to_string());
+        assert_eq!(
+            error.kind(),
+            io::ErrorKind::InvalidInput,
+            "{host:?}: {error}"
+        );
+    }
+}
+
+#[test]
+fn connect_host_to_a_name_that_does_not_resolve_is_an_io_error_value_not_a_panic() {
+    // `.invalid` is reserved never to resolve (RFC 2606).
+    let error = connect_host_error(String::from("name-that-does-not-exist.invalid:80"));
+    assert_ne!(error.kind(), io::ErrorKind::TimedOut, "{error}");
+}

@@ -1,0 +1,182 @@
+//! UDP sockets: [`UdpSocket`].
+
+use std::fmt;
+use std::io;
+use std::net::SocketAddr;
+
+use spindle_core::IO;
+use spindle_core::raw::Untraced as _;
+
+use super::{Source, immediate, outside_loop, retry};
+use crate::handle::Handle;
+use crate::reactor::Direction;
+use crate::sync::Arc;
+
+mod ops {
+    use spindle_core::raw::Op;
+
+    pub(super) static BIND: Op = Op::new("UdpSocket::bind");
+    pub(super) static LOCAL_ADDR: Op = Op::new("UdpSocket::local_addr");
+    pub(super) static PEER_ADDR: Op = Op::new("UdpSocket::peer_addr");
+    pub(super) static CONNECT: Op = Op::new("UdpSocket::connect");
+    pub(super) static SEND_TO: Op = Op::new("UdpSocket::send_to");
+    pub(super) static RECV_FROM: Op = Op::new("UdpSocket::recv_from");
+    pub(super) static SEND: Op = Op::new("UdpSocket::send");
+    pub(super) static RECV: Op = Op::new("UdpSocket::recv");
+}
+
+/// A UDP socket on an exec-batching loop.
+///
+/// # Datagrams
+///
+/// Every send is one datagram, sent whole or not at all (a datagram larger
+/// than the system accepts is an error value, kind depending on the system:
+/// `EMSGSIZE` on Linux); every receive returns one datagram. A receive with
+/// a `max` smaller than the datagram returns its first `max` bytes and the
+/// rest is discarded, as the system does (on Windows the system reports
+/// that as an error instead, which is then the operation's error). A
+/// datagram of 0 bytes is received as an empty vector: unlike a stream's,
+/// an empty receive is not an end of anything.
+///
+/// UDP does not tell the sender whether a datagram arrived; on a
+/// [`connect`](UdpSocket::connect)ed socket some systems report an ICMP
+/// "port unreachable" for an earlier send as a `ConnectionRefused` error of
+/// a later send or receive.
+///
+/// ```
+/// use spindle_exec_batching::{EventLoop, net::UdpSocket};
+///
+/// let rt = EventLoop::new()?;
+/// let localhost = "127.0.0.1:0".parse().unwrap();
+/// let program = UdpSocket::bind(localhost).flat_map(move |a| {
+///     UdpSocket::bind(localhost).flat_map(move |b| {
+///         b.local_addr().flat_map(move |to| {
+///             a.send_to(b"ping", to).product_r(b.recv_from(64))
+///         })
+///     })
+/// });
+/// let (datagram, _from) = rt.block_on(program)?.succeeded().unwrap();
+/// assert_eq!(datagram, b"ping".to_vec());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// Closing is as for the TCP types (the [module documentation](super)):
+/// the socket closes when it and every `IO` value built from it are
+/// dropped.
+pub struct UdpSocket {
+    source: Arc<Source<std::net::UdpSocket>>,
+}
+
+impl fmt::Debug for UdpSocket {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("UdpSocket")
+            .field("local", &self.source.io.local_addr().ok())
+            .field("peer", &self.source.io.peer_addr().ok())
+            .finish_non_exhaustive()
+    }
+}
+
+impl UdpSocket {
+    /// Binds a UDP socket to `addr` (port 0: one the system picks; read it
+    /// with [`local_addr`](UdpSocket::local_addr)). An address in use, a
+    /// permission error, or running outside a loop is an error value.
+    #[track_caller]
+    pub fn bind(addr: SocketAddr) -> IO<UdpSocket, io::Error> {
+        immediate(move || {
+            // Check first, so that no socket is bound outside a loop.
+            Handle::current().ok_or_else(outside_loop)?;
+            let socket = std::net::UdpSocket::bind(addr)?;
+            socket.set_nonblocking(true)?;
+            Ok(UdpSocket {
+                source: Source::register(socket)?,
+            })
+        })
+        .traced_as(&ops::BIND)
+    }
+
+    /// The address the socket is bound to.
+    #[track_caller]
+    pub fn local_addr(&self) -> IO<SocketAddr, io::Error> {
+        let source = self.source.clone();
+        immediate(move || source.io.local_addr()).traced_as(&ops::LOCAL_ADDR)
+    }
+
+    /// The address the socket is [`connect`](UdpSocket::connect)ed to (an
+    /// error of kind `NotConnected` if it is not).
+    #[track_caller]
+    pub fn peer_addr(&self) -> IO<SocketAddr, io::Error> {
+        let source = self.source.clone();
+        immediate(move || source.io.peer_addr()).traced_as(&ops::PEER_ADDR)
+    }
+
+    /// Sets the socket's default destination to `addr`: [`send`](UdpSocket::send)
+    /// sends there, and [`recv`](UdpSocket::recv) (and `recv_from`) receive
+    /// only datagrams from there. Nothing is sent: it never waits. Calling
+    /// it again changes the peer.
+    #[track_caller]
+    pub fn connect(&self, addr: SocketAddr) -> IO<(), io::Error> {
+        let source = self.source.clone();
+        immediate(move || source.io.connect(addr)).traced_as(&ops::CONNECT)
+    }
+
+    /// Sends `data` as one datagram to `addr`, waiting until the socket
+    /// accepts it; returns its length.
+    #[track_caller]
+    pub fn send_to<B>(&self, data: B, addr: SocketAddr) -> IO<usize, io::Error>
+    where
+        B: AsRef<[u8]> + Send + 'static,
+    {
+        retry(&self.source, Direction::Write, data, move |socket, data| {
+            socket.send_to(data.as_ref(), addr).map_err(|e| (data, e))
+        })
+        .traced_as(&ops::SEND_TO)
+    }
+
+    /// Waits for a datagram; returns at most `max` bytes of it (the rest is
+    /// discarded, see [Datagrams](UdpSocket#datagrams)) and its sender.
+    #[track_caller]
+    pub fn recv_from(&self, max: usize) -> IO<(Vec<u8>, SocketAddr), io::Error> {
+        retry(&self.source, Direction::Read, (), move |socket, ()| {
+            let mut buf = vec![0; max];
+            match socket.recv_from(&mut buf) {
+                Ok((n, from)) => {
+                    buf.truncate(n);
+                    Ok((buf, from))
+                }
+                Err(e) => Err(((), e)),
+            }
+        })
+        .traced_as(&ops::RECV_FROM)
+    }
+
+    /// Sends `data` as one datagram to the [`connect`](UdpSocket::connect)ed
+    /// peer (an error if there is none); returns its length.
+    #[track_caller]
+    pub fn send<B>(&self, data: B) -> IO<usize, io::Error>
+    where
+        B: AsRef<[u8]> + Send + 'static,
+    {
+        retry(&self.source, Direction::Write, data, |socket, data| {
+            socket.send(data.as_ref()).map_err(|e| (data, e))
+        })
+        .traced_as(&ops::SEND)
+    }
+
+    /// Waits for a datagram from the [`connect`](UdpSocket::connect)ed peer;
+    /// returns at most `max` bytes of it (the rest is discarded, see
+    /// [Datagrams](UdpSocket#datagrams)).
+    #[track_caller]
+    pub fn recv(&self, max: usize) -> IO<Vec<u8>, io::Error> {
+        retry(&self.source, Direction::Read, (), move |socket, ()| {
+            let mut buf = vec![0; max];
+            match socket.recv(&mut buf) {
+                Ok(n) => {
+                    buf.truncate(n);
+                    Ok(buf)
+                }
+                Err(e) => Err(((), e)),
+            }
+        })
+        .traced_as(&ops::RECV)
+    }
+}
