@@ -39,7 +39,7 @@ use core::task::{Context, Poll};
 use benches::{SIZE, succeeded};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use spindle_core::IO;
-use spindle_exec_single::SingleThreaded;
+use spindle_exec_single::{Clock, SingleThreaded};
 use spindle_exec_tokio::TokioExecutor;
 use tokio::sync::oneshot;
 
@@ -135,6 +135,29 @@ fn chain(step: fn(i32) -> Io<i32>, size: i32) -> Io<i32> {
     go(0, step, size)
 }
 
+/// One group of chain rows: each row runs `chain(step, size)` on `rt`,
+/// checked once to give `size`, then timed.
+fn bench_chains<C: Clock>(
+    c: &mut Criterion,
+    rt: &SingleThreaded<C>,
+    group: &str,
+    rows: &[Step],
+    size: i32,
+) {
+    let mut group = c.benchmark_group(group);
+    group.throughput(Throughput::Elements(size as u64));
+    for &(name, step) in rows {
+        group.bench_function(name, |b| {
+            assert_eq!(
+                succeeded(rt.block_on(chain(step, size)).expect("block_on")),
+                size
+            );
+            b.iter(|| succeeded(rt.block_on(chain(step, size)).expect("block_on")))
+        });
+    }
+    group.finish();
+}
+
 fn futures(c: &mut Criterion) {
     let rt = SingleThreaded::new().expect("an executor");
     let ready: [Step; 4] = [
@@ -147,18 +170,7 @@ fn futures(c: &mut Criterion) {
             IO::from_future_with(move || ReadyNext(i))
         }),
     ];
-    let mut group = c.benchmark_group("Futures/ready");
-    group.throughput(Throughput::Elements(SIZE as u64));
-    for (name, step) in ready {
-        group.bench_function(name, |b| {
-            assert_eq!(
-                succeeded(rt.block_on(chain(step, SIZE)).expect("block_on")),
-                SIZE
-            );
-            b.iter(|| succeeded(rt.block_on(chain(step, SIZE)).expect("block_on")))
-        });
-    }
-    group.finish();
+    bench_chains(c, &rt, "Futures/ready", &ready, SIZE);
 
     let pending: [Step; 2] = [
         ("from_callback", |i| {
@@ -169,18 +181,7 @@ fn futures(c: &mut Criterion) {
         }),
         ("from_future", |i| IO::from_future(PendingOnce(i, false))),
     ];
-    let mut group = c.benchmark_group("Futures/pending_once");
-    group.throughput(Throughput::Elements(SIZE as u64));
-    for (name, step) in pending {
-        group.bench_function(name, |b| {
-            assert_eq!(
-                succeeded(rt.block_on(chain(step, SIZE)).expect("block_on")),
-                SIZE
-            );
-            b.iter(|| succeeded(rt.block_on(chain(step, SIZE)).expect("block_on")))
-        });
-    }
-    group.finish();
+    bench_chains(c, &rt, "Futures/pending_once", &pending, SIZE);
 
     let round_trip: [Step; 2] = [
         ("join", |i| {
@@ -196,16 +197,7 @@ fn futures(c: &mut Criterion) {
                 .map(succeeded)
         }),
     ];
-    let mut group = c.benchmark_group("Futures/round_trip");
-    group.throughput(Throughput::Elements(ROUND_TRIPS as u64));
-    for (name, step) in round_trip {
-        group.bench_function(name, |b| {
-            let ok = succeeded(rt.block_on(chain(step, ROUND_TRIPS)).expect("block_on"));
-            assert_eq!(ok, ROUND_TRIPS);
-            b.iter(|| succeeded(rt.block_on(chain(step, ROUND_TRIPS)).expect("block_on")))
-        });
-    }
-    group.finish();
+    bench_chains(c, &rt, "Futures/round_trip", &round_trip, ROUND_TRIPS);
 
     let tokio_rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
