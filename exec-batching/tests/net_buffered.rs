@@ -3,35 +3,16 @@
 //! read canceled mid-line that the next read completes. Every program is
 //! bounded by [`HANG`]: a hang fails the test instead of blocking the run.
 
+mod common;
+use common::*;
+
 use std::io;
-use std::net::SocketAddr;
 use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::Duration;
 
-use spindle_core::{Either, IO, Outcome};
-use spindle_exec_batching::EventLoop;
+use spindle_core::{Either, IO};
 use spindle_exec_batching::net::{BufReader, DEFAULT_LINE_LIMIT, TcpListener, TcpStream};
-
-/// The bound of every wait of these tests.
-const HANG: Duration = Duration::from_secs(20);
-
-fn localhost() -> SocketAddr {
-    "127.0.0.1:0".parse().unwrap()
-}
-
-/// Runs `program` on a new loop, within [`HANG`]; its value and the loop
-/// (for its metrics).
-fn run<A: Send + 'static>(program: IO<A, io::Error>) -> (EventLoop, A) {
-    let rt = EventLoop::new().expect("build an event loop");
-    let outcome = rt.block_on(program.timeout(HANG)).expect("block_on");
-    match outcome {
-        Outcome::Succeeded(a) => (rt, a),
-        Outcome::Errored(e) => panic!("the program failed: {e} ({:?})", e.kind()),
-        Outcome::Canceled => panic!("the program was canceled"),
-        Outcome::Panicked(p) => panic!("the program panicked: {p:?}"),
-    }
-}
 
 /// A connected pair: (the accepted end, the connecting end).
 fn pair() -> IO<(TcpStream, TcpStream), io::Error> {

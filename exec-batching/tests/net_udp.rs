@@ -3,33 +3,16 @@
 //! program is bounded by [`HANG`]: a hang fails the test instead of
 //! blocking the run.
 
+mod common;
+use common::*;
+
 use std::io;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use spindle_core::{IO, Outcome};
+use spindle_core::IO;
 use spindle_exec_batching::net::UdpSocket;
 use spindle_exec_batching::{EventLoop, Handle};
-
-/// The bound of every wait of these tests.
-const HANG: Duration = Duration::from_secs(20);
-
-fn localhost() -> SocketAddr {
-    "127.0.0.1:0".parse().unwrap()
-}
-
-/// Runs `program` on a new loop, within [`HANG`]; its value and the loop
-/// (for its metrics).
-fn run<A: Send + 'static>(program: IO<A, io::Error>) -> (EventLoop, A) {
-    let rt = EventLoop::new().expect("build an event loop");
-    let outcome = rt.block_on(program.timeout(HANG)).expect("block_on");
-    match outcome {
-        Outcome::Succeeded(a) => (rt, a),
-        Outcome::Errored(e) => panic!("the program failed: {e} ({:?})", e.kind()),
-        Outcome::Canceled => panic!("the program was canceled"),
-        Outcome::Panicked(p) => panic!("the program panicked: {p:?}"),
-    }
-}
 
 /// Runs `program` on a new loop, within [`HANG`], and returns its error.
 fn run_error<A: Send + 'static>(program: IO<A, io::Error>) -> io::Error {

@@ -4,18 +4,18 @@
 //! [`HANG`]: a hang fails the test instead of blocking the run.
 #![cfg(unix)]
 
+mod common;
+use common::*;
+
 use std::io;
 use std::net::Shutdown;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use spindle_core::{IO, Outcome};
+use spindle_core::IO;
 use spindle_exec_batching::net::{UnixListener, UnixStream};
 use spindle_exec_batching::{EventLoop, Handle};
-
-/// The bound of every wait of these tests.
-const HANG: Duration = Duration::from_secs(20);
 
 /// A fresh directory for one test's socket files, removed when dropped.
 struct TempDir(PathBuf);
@@ -36,19 +36,6 @@ impl TempDir {
 impl Drop for TempDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// Runs `program` on a new loop, within [`HANG`]; its value and the loop
-/// (for its metrics).
-fn run<A: Send + 'static>(program: IO<A, io::Error>) -> (EventLoop, A) {
-    let rt = EventLoop::new().expect("build an event loop");
-    let outcome = rt.block_on(program.timeout(HANG)).expect("block_on");
-    match outcome {
-        Outcome::Succeeded(a) => (rt, a),
-        Outcome::Errored(e) => panic!("the program failed: {e} ({:?})", e.kind()),
-        Outcome::Canceled => panic!("the program was canceled"),
-        Outcome::Panicked(p) => panic!("the program panicked: {p:?}"),
     }
 }
 
