@@ -2,19 +2,16 @@
 //! names every Spindle executor's builder has (`fiber_config`,
 //! `track_fibers`, `build`) and exec-batching's own (`batch_size`, `mode`).
 
-use std::num::NonZeroUsize;
-
-use polling::Events;
 use spindle_core::FiberConfig;
 use spindle_core::executor::support::{
     ConfigSource, FiberRegistry, Origin, Published, RemoteQueue, TimerHeap,
 };
 
 use crate::error::BuildError;
-use crate::event_loop::{EVENTS_CAPACITY, EventLoop, Scratch};
+use crate::event_loop::{EventLoop, Scratch};
 use crate::handle::{Handle, Shared};
-use crate::reactor::Reactor;
 use crate::sync::{Arc, AtomicBool, AtomicU64, Mutex};
+use spindle_net::driver::Reactor;
 
 /// The default bound of a microtask batch: 64 fibers (Cats Effect's
 /// `BatchingMacrotaskExecutor` default).
@@ -102,7 +99,7 @@ impl Builder {
         }
         let config = self.fiber_config.resolve().map_err(BuildError::Config)?;
         let fibers = FiberRegistry::new(&config, self.track_fibers, 1);
-        let reactor = Reactor::new().map_err(BuildError::Poller)?;
+        let (reactor, poller) = Reactor::new().map_err(BuildError::Poller)?;
         let shared = Arc::new(Shared {
             config,
             batch_size: self.batch_size,
@@ -121,13 +118,11 @@ impl Builder {
             macrotasks_run: AtomicU64::new(0),
             published: Published::new(),
         });
-        let capacity = NonZeroUsize::new(EVENTS_CAPACITY).unwrap_or(NonZeroUsize::MIN);
         Ok(EventLoop::from_parts(
             Handle { shared },
             Scratch {
-                events: Events::with_capacity(capacity),
+                poller,
                 due: Vec::new(),
-                ready: Vec::new(),
             },
         ))
     }

@@ -16,7 +16,7 @@
 //! * Everything else is in `Shared`, behind mutexes that the loop thread
 //!   takes uncontended: the *remote* queue (io-core's `RemoteQueue`: fibers
 //!   scheduled from other threads; the pusher then wakes the loop with
-//!   `Poller::notify`), the timers, the reactor's table of I/O waiters and
+//!   `Reactor::notify`), the timers, the reactor's table of I/O waiters and
 //!   the fiber registry (io-core's `FiberRegistry`).
 //!   No callback is fired and no fiber is dropped while one of these locks
 //!   is held: either may free a fiber whose program owns a socket whose
@@ -27,7 +27,6 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::time::Duration;
 
-use polling::Events;
 use spindle_core::executor::support::{ConfigSource, MainFiber, RunError, WakeWaiter};
 use spindle_core::{
     Executor, Fiber, FiberDump, FiberHandle, FiberInfo, IO, Outcome, TimerCallback,
@@ -37,11 +36,7 @@ use crate::builder::{Builder, Mode};
 use crate::error::BuildError;
 use crate::handle::{Handle, Shared};
 use crate::metrics::Metrics;
-use crate::reactor::Wake;
 use crate::sync::{Ordering, lock};
-
-/// Capacity of the poller's event buffer: sockets reported per `wait`.
-pub(crate) const EVENTS_CAPACITY: usize = 1024;
 
 /// Adds `n` to a counter that only the loop thread writes.
 #[inline(always)]
@@ -156,23 +151,12 @@ impl Shared {
     /// Waits at most `timeout` (`None`: until woken) for I/O readiness and
     /// resumes the fibers waiting for the sockets reported.
     fn poll_io(&self, scratch: &mut Scratch, timeout: Option<Duration>) {
-        scratch.events.clear();
-        if self
-            .reactor
-            .poller
-            .wait(&mut scratch.events, timeout)
-            .is_err()
-        {
+        if scratch.poller.poll(timeout).is_err() {
             // `wait` retries interrupted calls itself; any other error is a
             // broken poller. Sleep instead of spinning, so timers and remote
             // wake-ups still make progress (checked at the next turn).
             let nap = Duration::from_millis(1);
             std::thread::sleep(timeout.map_or(nap, |t| t.min(nap)));
-            return;
-        }
-        self.reactor.take_ready(&scratch.events, &mut scratch.ready);
-        for wake in scratch.ready.drain(..) {
-            wake.succeed(());
         }
     }
 
@@ -293,9 +277,10 @@ impl Shared {
 
 /// Buffers the loop reuses from turn to turn.
 pub(crate) struct Scratch {
-    pub(crate) events: Events,
+    /// The polling half of the loop's reactor (its events buffer, and the
+    /// fibers it resumes).
+    pub(crate) poller: spindle_net::driver::Poller,
     pub(crate) due: Vec<TimerCallback>,
-    pub(crate) ready: Vec<Wake>,
 }
 
 /// An event loop: one thread runs every fiber, timer and I/O callback. See
@@ -441,12 +426,36 @@ impl EventLoop {
         handle.schedule_fiber(fiber);
         let shared = &*handle.shared;
         let main_abandoned = || main.is_abandoned();
-        loop {
-            if let Some(outcome) = main.take() {
-                return Ok(outcome);
+        // Sockets made by this loop's fibers register with its reactor,
+        // and waits on them are allowed while it runs (spindle-net's
+        // driver contract).
+        let _driven = Driven::new(&shared.reactor);
+        spindle_net::driver::with_driver(&shared.reactor, || {
+            loop {
+                if let Some(outcome) = main.take() {
+                    return Ok(outcome);
+                }
+                shared.turn(&mut scratch, &main_abandoned, fail_on_deadlock)?;
             }
-            shared.turn(&mut scratch, &main_abandoned, fail_on_deadlock)?;
-        }
+        })
+    }
+}
+
+/// Marks the loop's reactor as polled for the duration of a run (also
+/// when unwinding): a wait on one of its sockets between runs fails
+/// instead of hanging.
+struct Driven<'a>(&'a spindle_net::driver::Reactor);
+
+impl<'a> Driven<'a> {
+    fn new(reactor: &'a spindle_net::driver::Reactor) -> Driven<'a> {
+        reactor.set_driven(true);
+        Driven(reactor)
+    }
+}
+
+impl Drop for Driven<'_> {
+    fn drop(&mut self) {
+        self.0.set_driven(false);
     }
 }
 
@@ -470,7 +479,7 @@ impl Drop for EventLoop {
         shared.closed.store(true, Ordering::Relaxed);
         let remote = shared.remote.close();
         let timers = lock(&shared.timers).drain();
-        let waiters = shared.reactor.drain_waiters();
+        let waiters = shared.reactor.close();
         let local = std::mem::take(self.local.get_mut());
         drop(remote);
         drop(timers);

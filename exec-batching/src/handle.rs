@@ -17,8 +17,8 @@ use crate::TimerKey;
 use crate::builder::Mode;
 use crate::event_loop::{CURRENT, Local, with_local};
 use crate::metrics::Metrics;
-use crate::reactor::Reactor;
 use crate::sync::{Arc, AtomicBool, AtomicU64, Mutex, Ordering, lock};
+use spindle_net::driver::Reactor;
 
 /// The state shared by the loop and every [`Handle`].
 pub(crate) struct Shared {
@@ -58,11 +58,9 @@ impl Shared {
         }
     }
 
-    /// Ends the loop's `Poller::wait`, or makes the next one return at once.
+    /// Ends the loop's wait in its poller, or makes the next one only look.
     pub(crate) fn wake_loop(&self) {
-        // An error means the notification descriptor is broken; the loop
-        // then still sees the work at its next turn.
-        let _ = self.reactor.poller.notify();
+        self.reactor.notify();
     }
 }
 

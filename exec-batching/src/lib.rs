@@ -1,7 +1,7 @@
 //! # exec-batching: an event-loop executor with microtask batching
 //!
 //! One thread runs an event loop: timers, non-blocking TCP on a poller
-//! (the `polling` crate: epoll, kqueue, IOCP), and every fiber. Fibers that
+//! (spindle-net's mio reactor: epoll, kqueue), and every fiber. Fibers that
 //! are started or resumed run as *microtasks*, in a bounded batch within
 //! the current turn; fibers that cede go through the *macrotask* queue, so
 //! a cede really lets timers and I/O run. This is Cats Effect's
@@ -99,17 +99,23 @@
 //! Every fiber runs on the thread that calls `block_on`. [`Handle`] is
 //! `Send + Sync`: a callback completed on another thread (a blocking call,
 //! a test thread) schedules its fiber into a locked *remote* queue and
-//! wakes the loop with `Poller::notify`. `IO::blocking` runs its work on a
+//! wakes the loop through its reactor (`Reactor::notify`: a system call
+//! only when the loop sleeps in its poller). `IO::blocking` runs its work on a
 //! thread of its own so that the loop keeps serving timers and I/O.
 //!
 //! # I/O
 //!
-//! [`net`] has TCP listeners and streams, UDP sockets, Unix domain
-//! listeners and streams (on Unix) and a buffered line reader, whose
-//! operations are `IO<_, std::io::Error>` values: non-blocking calls first, then a wait
-//! for readiness that a cancellation undoes. See [`net`] for how an
-//! operation finds its loop (a thread-local set while the loop runs) and
-//! the `reactor` module's documentation for the registration protocol.
+//! [`net`] (spindle-net, re-exported) has TCP listeners and streams, UDP
+//! sockets, Unix domain listeners and streams and a buffered line reader,
+//! whose operations are `IO<_, std::io::Error>` values: non-blocking calls
+//! first, then a wait for readiness that a cancellation undoes. The loop
+//! provides spindle-net's I/O capability with a mio reactor of its own: a
+//! socket made by one of its fibers registers there (the loop runs its
+//! fibers inside `spindle_net::driver::with_driver`), and the loop looks at
+//! the poller once per turn, or sleeps in it when it has nothing to run. A
+//! wait on one of its sockets while the loop is not running (between two
+//! `block_on`s) fails with an error instead of hanging. See
+//! `spindle_net::driver` for the protocol.
 //!
 //! # Observability
 //!
@@ -143,7 +149,7 @@
 //! `builder.rs` ([`Builder`], [`Mode`]), `error.rs` ([`BuildError`],
 //! [`RunError`]), `handle.rs` ([`Handle`], the shared state and the
 //! `Executor` implementation), `event_loop.rs` ([`EventLoop`] and its turn),
-//! `metrics.rs` ([`Metrics`]), `reactor.rs` and [`net`] (I/O), `sync.rs`
+//! `metrics.rs` ([`Metrics`]), `sync.rs`
 //! (the sync shim). What every executor shares (the main-fiber slot, the
 //! remote queue, the fiber registry, the timer heap) is io-core's
 //! `executor::support`.
@@ -169,11 +175,12 @@ mod handle;
 #[cfg(not(loom))]
 mod metrics;
 #[cfg(not(loom))]
-pub mod net;
-#[cfg(not(loom))]
-mod reactor;
-#[cfg(not(loom))]
 mod sync;
+
+/// The sockets: spindle-net, re-exported (every std executor runs them;
+/// this loop polls their readiness once per turn).
+#[cfg(not(loom))]
+pub use spindle_net as net;
 
 #[cfg(not(loom))]
 pub use crate::builder::{Builder, DEFAULT_BATCH_SIZE, Mode};

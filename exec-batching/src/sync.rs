@@ -12,7 +12,7 @@
 //! under them) leaves the data consistent, so [`lock`] takes the guard
 //! either way.
 
-pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 pub(crate) use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Locks a mutex of the loop, also after a panic elsewhere poisoned it

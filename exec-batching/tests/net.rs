@@ -313,21 +313,20 @@ fn dropping_a_stream_closes_it_and_removes_it_from_the_poller() {
 }
 
 #[test]
-fn sockets_made_outside_an_event_loop_fail_with_an_io_error_not_a_panic() {
-    let single = spindle_exec_single::SingleThreaded::new().expect("an executor");
-    let error = single
-        .block_on(TcpListener::bind(localhost()))
-        .expect("block_on")
+fn sockets_made_outside_every_executor_with_io_fail_with_an_io_error_not_a_panic() {
+    // TestControl runs programs on virtual time, with no I/O driver.
+    use spindle_exec_single::testkit::TestControl;
+    let error = TestControl::run(TcpListener::bind(localhost()))
+        .expect("the program ends")
         .errored()
-        .expect("no event loop runs here");
-    assert_eq!(error.kind(), io::ErrorKind::Other);
-    assert!(error.to_string().contains("exec-batching"), "{error}");
-    let error = single
-        .block_on(TcpStream::connect(localhost()))
-        .expect("block_on")
+        .expect("no driver runs here");
+    assert_eq!(error.kind(), io::ErrorKind::Unsupported);
+    assert!(error.to_string().contains("outside"), "{error}");
+    let error = TestControl::run(TcpStream::connect(localhost()))
+        .expect("the program ends")
         .errored()
-        .expect("no event loop runs here");
-    assert_eq!(error.kind(), io::ErrorKind::Other);
+        .expect("no driver runs here");
+    assert_eq!(error.kind(), io::ErrorKind::Unsupported);
 }
 
 #[test]

@@ -141,13 +141,12 @@ fn binding_an_address_in_use_is_an_addr_in_use_error_value() {
 }
 
 #[test]
-fn binding_outside_an_event_loop_is_an_io_error_not_a_panic() {
-    let single = spindle_exec_single::SingleThreaded::new().expect("an executor");
-    let error = single
-        .block_on(UdpSocket::bind(localhost()))
-        .expect("block_on")
+fn binding_outside_every_executor_with_io_is_an_io_error_not_a_panic() {
+    // TestControl runs programs on virtual time, with no I/O driver.
+    let error = spindle_exec_single::testkit::TestControl::run(UdpSocket::bind(localhost()))
+        .expect("the program ends")
         .errored()
-        .expect("no event loop runs here");
-    assert_eq!(error.kind(), io::ErrorKind::Other);
-    assert!(error.to_string().contains("exec-batching"), "{error}");
+        .expect("no driver runs here");
+    assert_eq!(error.kind(), io::ErrorKind::Unsupported);
+    assert!(error.to_string().contains("outside"), "{error}");
 }

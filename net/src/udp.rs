@@ -7,10 +7,10 @@ use std::net::SocketAddr;
 use spindle_core::IO;
 use spindle_core::raw::Untraced as _;
 
-use super::{Source, immediate, outside_loop, retry};
-use crate::handle::Handle;
-use crate::reactor::Direction;
-use crate::sync::Arc;
+use std::sync::Arc;
+
+use crate::driver::Direction;
+use crate::source::{Source, check_driver, immediate, on, retry};
 
 mod ops {
     use spindle_core::raw::Op;
@@ -25,7 +25,7 @@ mod ops {
     pub(super) static RECV: Op = Op::new("UdpSocket::recv");
 }
 
-/// A UDP socket on an exec-batching loop.
+/// A UDP socket.
 ///
 /// # Datagrams
 ///
@@ -44,9 +44,10 @@ mod ops {
 /// a later send or receive.
 ///
 /// ```
-/// use spindle_exec_batching::{EventLoop, net::UdpSocket};
+/// use spindle_exec_wstp::Runtime;
+/// use spindle_net::UdpSocket;
 ///
-/// let rt = EventLoop::new()?;
+/// let rt = Runtime::new()?;
 /// let localhost = "127.0.0.1:0".parse().unwrap();
 /// let program = UdpSocket::bind(localhost).flat_map(move |a| {
 ///     UdpSocket::bind(localhost).flat_map(move |b| {
@@ -60,7 +61,7 @@ mod ops {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 ///
-/// Closing is as for the TCP types (the [module documentation](super)):
+/// Closing is as for the TCP types (the [crate documentation](crate#closing)):
 /// the socket closes when it and every `IO` value built from it are
 /// dropped.
 pub struct UdpSocket {
@@ -70,8 +71,8 @@ pub struct UdpSocket {
 impl fmt::Debug for UdpSocket {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("UdpSocket")
-            .field("local", &self.source.io.local_addr().ok())
-            .field("peer", &self.source.io.peer_addr().ok())
+            .field("local", &self.source.local_addr().ok())
+            .field("peer", &self.source.peer_addr().ok())
             .finish_non_exhaustive()
     }
 }
@@ -79,12 +80,13 @@ impl fmt::Debug for UdpSocket {
 impl UdpSocket {
     /// Binds a UDP socket to `addr` (port 0: one the system picks; read it
     /// with [`local_addr`](UdpSocket::local_addr)). An address in use, a
-    /// permission error, or running outside a loop is an error value.
+    /// permission error, or running outside an executor with I/O is an
+    /// error value.
     #[track_caller]
     pub fn bind(addr: SocketAddr) -> IO<UdpSocket, io::Error> {
         immediate(move || {
-            // Check first, so that no socket is bound outside a loop.
-            Handle::current().ok_or_else(outside_loop)?;
+            // Check first, so that no socket is bound for nothing.
+            check_driver()?;
             let socket = std::net::UdpSocket::bind(addr)?;
             socket.set_nonblocking(true)?;
             Ok(UdpSocket {
@@ -97,16 +99,14 @@ impl UdpSocket {
     /// The address the socket is bound to.
     #[track_caller]
     pub fn local_addr(&self) -> IO<SocketAddr, io::Error> {
-        let source = self.source.clone();
-        immediate(move || source.io.local_addr()).traced_as(&ops::LOCAL_ADDR)
+        on(&self.source, |socket| socket.local_addr()).traced_as(&ops::LOCAL_ADDR)
     }
 
     /// The address the socket is [`connect`](UdpSocket::connect)ed to (an
     /// error of kind `NotConnected` if it is not).
     #[track_caller]
     pub fn peer_addr(&self) -> IO<SocketAddr, io::Error> {
-        let source = self.source.clone();
-        immediate(move || source.io.peer_addr()).traced_as(&ops::PEER_ADDR)
+        on(&self.source, |socket| socket.peer_addr()).traced_as(&ops::PEER_ADDR)
     }
 
     /// Sets the socket's default destination to `addr`: [`send`](UdpSocket::send)
@@ -115,8 +115,7 @@ impl UdpSocket {
     /// it again changes the peer.
     #[track_caller]
     pub fn connect(&self, addr: SocketAddr) -> IO<(), io::Error> {
-        let source = self.source.clone();
-        immediate(move || source.io.connect(addr)).traced_as(&ops::CONNECT)
+        on(&self.source, move |socket| socket.connect(addr)).traced_as(&ops::CONNECT)
     }
 
     /// Sends `data` as one datagram to `addr`, waiting until the socket

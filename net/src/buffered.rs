@@ -3,11 +3,12 @@
 use std::fmt;
 use std::io;
 use std::ops::ControlFlow;
+use std::sync::{Arc, Mutex};
 
 use spindle_core::IO;
 use spindle_core::raw::Untraced as _;
 
-use crate::sync::{Arc, Mutex, lock};
+use crate::sync::lock;
 
 mod ops {
     use spindle_core::raw::Op;
@@ -15,13 +16,14 @@ mod ops {
     pub(super) static READ_UNTIL: Op = Op::new("BufReader::read_until");
     pub(super) static READ_LINE: Op = Op::new("BufReader::read_line");
     pub(super) static READ: Op = Op::new("BufReader::read");
+    pub(super) static FOR_EACH_LINE: Op = Op::new("BufReader::for_each_line");
 }
 
 /// The sealed part of [`ReadStream`]: how a reader reads from the stream.
-pub(super) mod sealed {
-    use crate::sync::{Arc, Mutex};
+pub(crate) mod sealed {
     use spindle_core::IO;
     use std::io;
+    use std::sync::{Arc, Mutex};
 
     /// What [`BufReader`](super::BufReader) needs of a stream.
     pub trait Sealed {
@@ -32,9 +34,9 @@ pub(super) mod sealed {
     }
 }
 
-/// A stream a [`BufReader`] reads from: [`TcpStream`](super::TcpStream) and,
-/// on Unix, [`UnixStream`](super::UnixStream). Sealed: it cannot be
-/// implemented outside this crate.
+/// A stream a [`BufReader`] reads from: [`TcpStream`](crate::TcpStream),
+/// [`UnixStream`](crate::UnixStream), and the [`ReadHalf`](crate::ReadHalf)
+/// of either. Sealed: it cannot be implemented outside this crate.
 pub trait ReadStream: sealed::Sealed + Send + Sync + 'static {}
 
 /// The line limit of [`BufReader::new`]: 64 KiB.
@@ -77,10 +79,11 @@ const CHUNK: usize = 8 * 1024;
 /// concurrent reads of one reader take lines in an unspecified order.
 ///
 /// ```
-/// use spindle_exec_batching::{EventLoop, net::{BufReader, TcpListener, TcpStream}};
+/// use spindle_exec_wstp::Runtime;
+/// use spindle_net::{BufReader, TcpListener, TcpStream};
 /// use spindle_core::IO;
 ///
-/// let rt = EventLoop::new()?;
+/// let rt = Runtime::new()?;
 /// let program = TcpListener::bind("127.0.0.1:0".parse().unwrap()).flat_map(|listener| {
 ///     listener.local_addr().flat_map(move |addr| {
 ///         let server = listener
@@ -121,7 +124,7 @@ impl<S: fmt::Debug> fmt::Debug for BufReader<S> {
 fn too_long(limit: usize) -> io::Error {
     io::Error::new(
         io::ErrorKind::InvalidData,
-        format!("exec-batching: a line is longer than the limit of {limit} bytes"),
+        format!("spindle-net: a line is longer than the limit of {limit} bytes"),
     )
 }
 
@@ -208,17 +211,19 @@ impl<S: ReadStream> BufReader<S> {
     /// [limit](BufReader#line-limit) is an `InvalidData` error too.
     #[track_caller]
     pub fn read_line(&self) -> IO<Option<String>, io::Error> {
-        self.read_until_untraced(b'\n')
-            .flat_map_untraced(|bytes| {
-                if bytes.is_empty() {
-                    return IO::pure(None);
-                }
-                match String::from_utf8(bytes) {
-                    Ok(line) => IO::pure(Some(line)),
-                    Err(e) => IO::raise_error(io::Error::new(io::ErrorKind::InvalidData, e)),
-                }
-            })
-            .traced_as(&ops::READ_LINE)
+        self.read_line_untraced().traced_as(&ops::READ_LINE)
+    }
+
+    fn read_line_untraced(&self) -> IO<Option<String>, io::Error> {
+        self.read_until_untraced(b'\n').flat_map_untraced(|bytes| {
+            if bytes.is_empty() {
+                return IO::pure(None);
+            }
+            match String::from_utf8(bytes) {
+                Ok(line) => IO::pure(Some(line)),
+                Err(e) => IO::raise_error(io::Error::new(io::ErrorKind::InvalidData, e)),
+            }
+        })
     }
 
     /// Reads at most `max` bytes: from the buffer if it has any, else from
@@ -243,5 +248,73 @@ impl<S: ReadStream> BufReader<S> {
                 .map_untraced(move |_| take(&inner))
         })
         .traced_as(&ops::READ)
+    }
+
+    /// The line-framed read loop: reads line after line and runs `handle`
+    /// on each (as [`read_line`](BufReader::read_line) returns it, with its
+    /// `\n`), until the end of the stream or until `handle` returns
+    /// `ControlFlow::Break`; returns how many lines were handled.
+    ///
+    /// A line is read only once the handler of the one before has ended,
+    /// so a handler that writes a reply answers each line in order (a
+    /// line-echo server is one call). An error of a read (a line over the
+    /// limit, invalid UTF-8, a reset) or of a handler ends the loop with
+    /// that error; canceling it keeps a partly read line in the reader
+    /// (see [Cancellation](BufReader#cancellation)).
+    ///
+    /// ```
+    /// use std::ops::ControlFlow;
+    /// use spindle_exec_wstp::Runtime;
+    /// use spindle_net::{BufReader, TcpListener, TcpStream};
+    /// use spindle_core::IO;
+    ///
+    /// let rt = Runtime::new()?;
+    /// let program = TcpListener::bind("127.0.0.1:0".parse().unwrap()).flat_map(|listener| {
+    ///     listener.local_addr().flat_map(move |addr| {
+    ///         // The server echoes each line in capitals, until "bye".
+    ///         let server = listener.accept().flat_map(|(stream, _)| {
+    ///             let (read, write) = stream.into_split();
+    ///             BufReader::new(read).for_each_line(move |line| {
+    ///                 if line.trim_end() == "bye" {
+    ///                     return IO::pure(ControlFlow::Break(()));
+    ///                 }
+    ///                 write.write_all(line.to_uppercase()).map(|()| ControlFlow::Continue(()))
+    ///             })
+    ///         });
+    ///         let client = TcpStream::connect(addr).flat_map(|stream| {
+    ///             let reader = BufReader::new(stream);
+    ///             let ask = reader.get_ref().write_all(b"one\ntwo\nbye\n");
+    ///             ask.product_r(reader.read_line().flat_map(move |one| {
+    ///                 reader.read_line().map(move |two| (one, two))
+    ///             }))
+    ///         });
+    ///         server.both(client)
+    ///     })
+    /// });
+    /// let (handled, (one, two)) = rt.block_on(program)?.succeeded().unwrap();
+    /// assert_eq!(handled, 2);
+    /// assert_eq!((one.as_deref(), two.as_deref()), (Some("ONE\n"), Some("TWO\n")));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[track_caller]
+    pub fn for_each_line<F>(&self, handle: F) -> IO<u64, io::Error>
+    where
+        F: FnMut(String) -> IO<ControlFlow<()>, io::Error> + Send + 'static,
+    {
+        let reader = BufReader {
+            inner: self.inner.clone(),
+        };
+        IO::tail_rec_untraced((0u64, handle), move |(handled, mut handle)| {
+            reader
+                .read_line_untraced()
+                .flat_map_untraced(move |line| match line {
+                    None => IO::pure(ControlFlow::Break(handled)),
+                    Some(line) => handle(line).map_untraced(move |flow| match flow {
+                        ControlFlow::Continue(()) => ControlFlow::Continue((handled + 1, handle)),
+                        ControlFlow::Break(()) => ControlFlow::Break(handled),
+                    }),
+                })
+        })
+        .traced_as(&ops::FOR_EACH_LINE)
     }
 }

@@ -5,14 +5,15 @@ use std::io;
 use std::net::Shutdown;
 use std::os::unix::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use spindle_core::IO;
 use spindle_core::raw::Untraced as _;
 
-use super::{Source, connect_in_progress, immediate, outside_loop, retry, stream};
-use crate::handle::Handle;
-use crate::reactor::Direction;
-use crate::sync::{Arc, Mutex};
+use crate::buffered::{ReadStream, sealed::Sealed as ReadShared};
+use crate::driver::Direction;
+use crate::source::{Source, check_driver, connect_in_progress, immediate, on, retry};
+use crate::stream::{self, ReadHalf, Split, WriteHalf};
 
 mod ops {
     use spindle_core::raw::Op;
@@ -30,22 +31,22 @@ mod ops {
     pub(super) static PEER_ADDR: Op = Op::new("UnixStream::peer_addr");
 }
 
-/// A Unix domain stream socket listening for connections, on an
-/// exec-batching loop (Unix only).
+/// A Unix domain stream socket listening for connections.
 ///
 /// Binding creates the socket file at the path; it is not removed when the
 /// listener closes (as with std's listener): remove it yourself before
 /// binding the same path again, or binding fails with `AddrInUse`.
 ///
 /// ```
-/// use spindle_exec_batching::{EventLoop, net::{UnixListener, UnixStream}};
+/// use spindle_exec_wstp::Runtime;
+/// use spindle_net::{UnixListener, UnixStream};
 /// use spindle_core::IO;
 ///
 /// let dir = std::env::temp_dir().join(format!("spindle-doc-unix-{}", std::process::id()));
 /// std::fs::create_dir_all(&dir)?;
 /// let path = dir.join("sock");
 /// let _ = std::fs::remove_file(&path);
-/// let rt = EventLoop::new()?;
+/// let rt = Runtime::new()?;
 /// let client_path = path.clone();
 /// let program = UnixListener::bind(&path).flat_map(move |listener| {
 ///     let server = listener
@@ -65,7 +66,7 @@ pub struct UnixListener {
 impl fmt::Debug for UnixListener {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("UnixListener")
-            .field("addr", &self.source.io.local_addr().ok())
+            .field("addr", &self.source.local_addr().ok())
             .finish_non_exhaustive()
     }
 }
@@ -73,14 +74,14 @@ impl fmt::Debug for UnixListener {
 impl UnixListener {
     /// Binds a listening socket to the file `path` (created; it must not
     /// exist). A path in use, a missing directory, a permission error, or
-    /// running outside a loop is an error value. The system's default
+    /// running outside an executor with I/O is an error value. The system's default
     /// backlog applies (std's, 128 on Linux).
     #[track_caller]
     pub fn bind(path: impl AsRef<Path>) -> IO<UnixListener, io::Error> {
         let path: PathBuf = path.as_ref().to_path_buf();
         immediate(move || {
-            // Check first, so that no socket file is made outside a loop.
-            Handle::current().ok_or_else(outside_loop)?;
+            // Check first, so that no socket file is made for nothing.
+            check_driver()?;
             let listener = std::os::unix::net::UnixListener::bind(&path)?;
             listener.set_nonblocking(true)?;
             Ok(UnixListener {
@@ -90,8 +91,8 @@ impl UnixListener {
         .traced_as(&ops::BIND)
     }
 
-    /// Waits for a connection; returns its stream (registered with this
-    /// loop, non-blocking) and the peer's address (usually unnamed: a
+    /// Waits for a connection; returns its stream (registered with the
+    /// driver of the thread that accepted it) and the peer's address (usually unnamed: a
     /// client socket seldom binds a path).
     #[track_caller]
     pub fn accept(&self) -> IO<(UnixStream, SocketAddr), io::Error> {
@@ -107,14 +108,13 @@ impl UnixListener {
     /// The address the socket is bound to (its path).
     #[track_caller]
     pub fn local_addr(&self) -> IO<SocketAddr, io::Error> {
-        let source = self.source.clone();
-        immediate(move || source.io.local_addr()).traced_as(&ops::LISTENER_LOCAL_ADDR)
+        on(&self.source, |listener| listener.local_addr()).traced_as(&ops::LISTENER_LOCAL_ADDR)
     }
 }
 
-/// A Unix domain stream connection on an exec-batching loop (Unix only).
+/// A Unix domain stream connection.
 ///
-/// Its operations mean what [`TcpStream`](super::TcpStream)'s do (the same
+/// Its operations mean what [`TcpStream`](crate::TcpStream)'s do (the same
 /// code runs them): reads take and return owned buffers, an empty read is
 /// end of stream, a canceled operation leaves no interest behind, and the
 /// socket closes when the stream and every `IO` value built from it are
@@ -126,8 +126,8 @@ pub struct UnixStream {
 impl fmt::Debug for UnixStream {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("UnixStream")
-            .field("local", &self.source.io.local_addr().ok())
-            .field("peer", &self.source.io.peer_addr().ok())
+            .field("local", &self.source.local_addr().ok())
+            .field("peer", &self.source.peer_addr().ok())
             .finish_non_exhaustive()
     }
 }
@@ -148,7 +148,7 @@ fn finish_connect(stream: &std::os::unix::net::UnixStream) -> io::Result<()> {
 }
 
 impl UnixStream {
-    /// Registers an accepted or connected socket with the current loop.
+    /// Registers an accepted or connected socket with the current driver.
     fn adopt(stream: std::os::unix::net::UnixStream) -> io::Result<UnixStream> {
         stream.set_nonblocking(true)?;
         Ok(UnixStream {
@@ -156,9 +156,10 @@ impl UnixStream {
         })
     }
 
-    /// Connects to the listener at `path` without blocking the loop. A
+    /// Connects to the listener at `path` without blocking a thread. A
     /// path with no socket (`NotFound`), one nobody listens on
-    /// (`ConnectionRefused`), or running outside a loop is an error value.
+    /// (`ConnectionRefused`), or running outside an executor with I/O is an
+    /// error value.
     ///
     /// On Linux a connection to a listener whose queue of connections not
     /// yet accepted is full fails at once with an error of kind
@@ -170,7 +171,7 @@ impl UnixStream {
         let path: PathBuf = path.as_ref().to_path_buf();
         IO::defer_untraced(move || {
             let started = (|| {
-                Handle::current().ok_or_else(outside_loop)?;
+                check_driver()?;
                 let addr = SockAddr::unix(&path)?;
                 let socket = Socket::new(Domain::UNIX, Type::STREAM, None)?;
                 socket.set_nonblocking(true)?;
@@ -242,22 +243,43 @@ impl UnixStream {
     /// This end's address (usually unnamed for a connecting client).
     #[track_caller]
     pub fn local_addr(&self) -> IO<SocketAddr, io::Error> {
-        let source = self.source.clone();
-        immediate(move || source.io.local_addr()).traced_as(&ops::LOCAL_ADDR)
+        on(&self.source, |socket| socket.local_addr()).traced_as(&ops::LOCAL_ADDR)
     }
 
     /// The peer's address (the listener's path, for a client).
     #[track_caller]
     pub fn peer_addr(&self) -> IO<SocketAddr, io::Error> {
-        let source = self.source.clone();
-        immediate(move || source.io.peer_addr()).traced_as(&ops::PEER_ADDR)
+        on(&self.source, |socket| socket.peer_addr()).traced_as(&ops::PEER_ADDR)
     }
 }
 
-impl super::buffered::sealed::Sealed for UnixStream {
+impl UnixStream {
+    /// Splits the stream into a reading and a writing half, to be owned by
+    /// two fibers. Dropping the [`WriteHalf`] shuts the write side down;
+    /// [`ReadHalf::reunite`] gives the stream back.
+    pub fn into_split(self) -> (ReadHalf<UnixStream>, WriteHalf<UnixStream>) {
+        stream::split(self)
+    }
+}
+
+impl stream::sealed::Split for UnixStream {
+    type Io = std::os::unix::net::UnixStream;
+
+    fn source(&self) -> &Arc<Source<std::os::unix::net::UnixStream>> {
+        &self.source
+    }
+
+    fn from_source(source: Arc<Source<std::os::unix::net::UnixStream>>) -> UnixStream {
+        UnixStream { source }
+    }
+}
+
+impl Split for UnixStream {}
+
+impl ReadShared for UnixStream {
     fn read_shared(&self, shared: Arc<Mutex<Vec<u8>>>, max: usize) -> IO<usize, io::Error> {
         stream::read_shared(&self.source, shared, max)
     }
 }
 
-impl super::buffered::ReadStream for UnixStream {}
+impl ReadStream for UnixStream {}

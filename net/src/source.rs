@@ -1,0 +1,131 @@
+//! A registered socket ([`Source`]) and the three helpers every socket
+//! type is written with: [`retry`] (a non-blocking call, and a readiness
+//! wait on `WouldBlock`), [`immediate`] (a call that never waits) and
+//! [`Source::register`].
+
+use std::io;
+use std::mem::ManuallyDrop;
+use std::ops::{ControlFlow, Deref};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::Arc;
+
+use spindle_core::IO;
+use spindle_core::raw::Untraced as _;
+
+use crate::driver::{self, Direction, Registration};
+
+/// A socket registered with a driver: a typed view of the descriptor that
+/// the [`Registration`] owns.
+///
+/// The driver owns the descriptor (so that it stops watching it before it
+/// closes it, see [`driver`]); `io` is a std socket built on the same
+/// descriptor for its methods, and is never dropped, so it never closes
+/// it. Dropping the source drops the registration, which closes it.
+pub struct Source<T> {
+    io: ManuallyDrop<T>,
+    registration: Arc<dyn Registration>,
+}
+
+impl<T> Deref for Source<T> {
+    type Target = T;
+
+    #[inline]
+    fn deref(&self) -> &T {
+        &self.io
+    }
+}
+
+impl<T> Source<T>
+where
+    T: Into<OwnedFd> + FromRawFd,
+{
+    /// Registers `io` (already non-blocking) with the driver of the thread
+    /// this runs on (an `Unsupported` error outside every driver; the
+    /// socket is closed on error).
+    pub(crate) fn register(io: T) -> io::Result<Arc<Source<T>>> {
+        let socket: OwnedFd = io.into();
+        let raw = socket.as_raw_fd();
+        let registration = driver::register_current(socket)?;
+        // SAFETY: `registration` now owns the descriptor `raw` and keeps it
+        // open for as long as it lives; this source holds it for as long as
+        // it holds the view, and the view is in a `ManuallyDrop` that is
+        // never dropped, so it never closes the descriptor (nor does
+        // anything else: `register` consumed the only other owner).
+        let io = ManuallyDrop::new(unsafe { T::from_raw_fd(raw) });
+        Ok(Arc::new(Source { io, registration }))
+    }
+}
+
+/// Fails unless this thread runs inside a driver: checked before a socket
+/// is bound or connected, so that none is made for nothing.
+pub(crate) fn check_driver() -> io::Result<()> {
+    if driver::has_current() {
+        Ok(())
+    } else {
+        Err(driver::no_driver())
+    }
+}
+
+/// Tries `attempt` until it does not return `WouldBlock`, waiting for
+/// `direction` between tries (the [`driver`] protocol: a readiness
+/// snapshot before each try). The state travels through the tries (a
+/// buffer, an offset) and comes back with the error. Built with io-core's
+/// untraced nodes: a trace shows the operation, never this loop.
+pub(crate) fn retry<T, S, A, F>(
+    source: &Arc<Source<T>>,
+    direction: Direction,
+    state: S,
+    mut attempt: F,
+) -> IO<A, io::Error>
+where
+    T: Send + Sync + 'static,
+    S: Send + 'static,
+    A: Send + 'static,
+    F: FnMut(&T, S) -> Result<A, (S, io::Error)> + Send + 'static,
+{
+    let source = source.clone();
+    IO::tail_rec_untraced(state, move |state| {
+        let seen = source.registration.readiness();
+        match attempt(&source.io, state) {
+            Ok(a) => IO::pure(ControlFlow::Break(a)),
+            Err((state, e)) => match e.kind() {
+                io::ErrorKind::WouldBlock => source
+                    .registration
+                    .clone()
+                    .wait(direction, seen)
+                    .map_untraced(move |()| ControlFlow::Continue(state)),
+                io::ErrorKind::Interrupted => IO::pure(ControlFlow::Continue(state)),
+                _ => IO::raise_error(e),
+            },
+        }
+    })
+}
+
+/// A program of a call that never waits.
+pub(crate) fn immediate<A, F>(call: F) -> IO<A, io::Error>
+where
+    A: Send + 'static,
+    F: FnOnce() -> io::Result<A> + Send + 'static,
+{
+    IO::defer_untraced(move || match call() {
+        Ok(a) => IO::pure(a),
+        Err(e) => IO::raise_error(e),
+    })
+}
+
+/// A program of a call on `source` that never waits.
+pub(crate) fn on<T, A, F>(source: &Arc<Source<T>>, call: F) -> IO<A, io::Error>
+where
+    T: Send + Sync + 'static,
+    A: Send + 'static,
+    F: FnOnce(&T) -> io::Result<A> + Send + 'static,
+{
+    let source = source.clone();
+    immediate(move || call(&source))
+}
+
+/// Whether a non-blocking `connect` reported that it goes on in the
+/// background (the stable `io::ErrorKind` has no name for it yet).
+pub(crate) fn connect_in_progress(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(libc::EINPROGRESS) || e.kind() == io::ErrorKind::WouldBlock
+}

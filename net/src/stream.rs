@@ -1,0 +1,330 @@
+//! What the byte streams share: the operations of [`TcpStream`] and
+//! [`UnixStream`], written once over [`StreamIo`] (so TCP and Unix streams
+//! have the same semantics by construction), and the halves a stream
+//! splits into ([`ReadHalf`], [`WriteHalf`]).
+//!
+//! [`TcpStream`]: crate::TcpStream
+//! [`UnixStream`]: crate::UnixStream
+
+use std::fmt;
+use std::io::{self, Read, Write};
+use std::net::Shutdown;
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use spindle_core::IO;
+use spindle_core::raw::Untraced as _;
+
+use crate::buffered::{ReadStream, sealed::Sealed as ReadShared};
+use crate::driver::Direction;
+use crate::source::{Source, on, retry};
+use crate::sync::lock;
+
+/// A connected byte stream's non-blocking calls (std's `TcpStream` and
+/// `UnixStream`). Public in a private module: unreachable from outside.
+pub trait StreamIo: Into<OwnedFd> + FromRawFd + Send + Sync + 'static {
+    /// One non-blocking read.
+    fn read_some(&self, buf: &mut [u8]) -> io::Result<usize>;
+    /// One non-blocking write.
+    fn write_some(&self, buf: &[u8]) -> io::Result<usize>;
+    /// `shutdown(2)`.
+    fn shutdown_io(&self, how: Shutdown) -> io::Result<()>;
+}
+
+impl StreamIo for std::net::TcpStream {
+    fn read_some(&self, buf: &mut [u8]) -> io::Result<usize> {
+        (&*self).read(buf)
+    }
+    fn write_some(&self, buf: &[u8]) -> io::Result<usize> {
+        (&*self).write(buf)
+    }
+    fn shutdown_io(&self, how: Shutdown) -> io::Result<()> {
+        self.shutdown(how)
+    }
+}
+
+impl StreamIo for std::os::unix::net::UnixStream {
+    fn read_some(&self, buf: &mut [u8]) -> io::Result<usize> {
+        (&*self).read(buf)
+    }
+    fn write_some(&self, buf: &[u8]) -> io::Result<usize> {
+        (&*self).write(buf)
+    }
+    fn shutdown_io(&self, how: Shutdown) -> io::Result<()> {
+        self.shutdown(how)
+    }
+}
+
+/// Appends at most `max` bytes to `buf` (see `TcpStream::read_into`).
+pub(crate) fn read_into<T: StreamIo>(
+    source: &Arc<Source<T>>,
+    buf: Vec<u8>,
+    max: usize,
+) -> IO<(Vec<u8>, usize), io::Error> {
+    retry(source, Direction::Read, buf, move |socket, mut buf| {
+        let start = buf.len();
+        buf.resize(start + max, 0);
+        match socket.read_some(&mut buf[start..]) {
+            Ok(n) => {
+                buf.truncate(start + n);
+                Ok((buf, n))
+            }
+            Err(e) => {
+                buf.truncate(start);
+                Err((buf, e))
+            }
+        }
+    })
+}
+
+/// Appends at most `max` bytes to the shared buffer `shared`, inside the
+/// call that reads them: bytes are either still in the kernel or in
+/// `shared`, whenever the fiber is canceled (the guarantee of
+/// `BufReader`). Returns the number read (0: end of stream).
+pub(crate) fn read_shared<T: StreamIo>(
+    source: &Arc<Source<T>>,
+    shared: Arc<Mutex<Vec<u8>>>,
+    max: usize,
+) -> IO<usize, io::Error> {
+    retry(source, Direction::Read, (), move |socket, ()| {
+        let mut buf = lock(&shared);
+        let start = buf.len();
+        buf.resize(start + max, 0);
+        let read = socket.read_some(&mut buf[start..]);
+        buf.truncate(start + *read.as_ref().unwrap_or(&0));
+        read.map_err(|e| ((), e))
+    })
+}
+
+/// Writes some of `data` (see `TcpStream::write`).
+pub(crate) fn write<T, B>(source: &Arc<Source<T>>, data: B) -> IO<usize, io::Error>
+where
+    T: StreamIo,
+    B: AsRef<[u8]> + Send + 'static,
+{
+    retry(source, Direction::Write, data, |socket, data| {
+        socket.write_some(data.as_ref()).map_err(|e| (data, e))
+    })
+}
+
+/// Writes all of `data` (see `TcpStream::write_all`).
+pub(crate) fn write_all<T, B>(source: &Arc<Source<T>>, data: B) -> IO<(), io::Error>
+where
+    T: StreamIo,
+    B: AsRef<[u8]> + Send + 'static,
+{
+    retry(
+        source,
+        Direction::Write,
+        (data, 0usize),
+        |socket, (data, mut written)| loop {
+            let rest = &data.as_ref()[written..];
+            if rest.is_empty() {
+                return Ok(());
+            }
+            match socket.write_some(rest) {
+                Ok(0) => {
+                    let e = io::Error::new(
+                        io::ErrorKind::WriteZero,
+                        "spindle-net: the socket accepted no more bytes",
+                    );
+                    return Err(((data, written), e));
+                }
+                Ok(n) => written += n,
+                Err(e) => return Err(((data, written), e)),
+            }
+        },
+    )
+}
+
+/// Shuts down one side or both (see `TcpStream::shutdown`).
+pub(crate) fn shutdown<T: StreamIo>(source: &Arc<Source<T>>, how: Shutdown) -> IO<(), io::Error> {
+    on(source, move |socket| socket.shutdown_io(how))
+}
+
+/// The operations as traces name them.
+mod ops {
+    use spindle_core::raw::Op;
+
+    pub(super) static READ: Op = Op::new("ReadHalf::read");
+    pub(super) static READ_INTO: Op = Op::new("ReadHalf::read_into");
+    pub(super) static WRITE: Op = Op::new("WriteHalf::write");
+    pub(super) static WRITE_ALL: Op = Op::new("WriteHalf::write_all");
+    pub(super) static SHUTDOWN: Op = Op::new("WriteHalf::shutdown");
+}
+
+/// A stream that splits into a [`ReadHalf`] and a [`WriteHalf`]:
+/// [`TcpStream`](crate::TcpStream) and [`UnixStream`](crate::UnixStream).
+/// Sealed: it cannot be implemented outside this crate.
+pub trait Split: sealed::Split + Sized + Send + Sync + 'static {}
+
+pub(crate) mod sealed {
+    use super::{Arc, Source, StreamIo};
+
+    /// What splitting needs of a stream: its registered socket, and the
+    /// stream rebuilt from it (`reunite`).
+    pub trait Split {
+        /// The std socket type.
+        type Io: StreamIo;
+        /// The registered socket.
+        fn source(&self) -> &Arc<Source<Self::Io>>;
+        /// The stream of a registered socket.
+        fn from_source(source: Arc<Source<Self::Io>>) -> Self;
+    }
+}
+
+/// The reading half of a split stream: reads in one fiber while the
+/// [`WriteHalf`] writes in another. Made by `TcpStream::into_split` (or
+/// `UnixStream::into_split`).
+///
+/// A [`BufReader`](crate::BufReader) reads from it as from the stream.
+/// The socket closes when both halves (and every `IO` value built from
+/// them) are dropped.
+pub struct ReadHalf<S: Split> {
+    source: Arc<Source<S::Io>>,
+}
+
+/// The writing half of a split stream. Dropping it (and every `IO`
+/// value built from it: a write in flight finishes first) shuts the write
+/// side down, so the peer reads end of stream, as tokio's
+/// `OwnedWriteHalf` does; the read half reads on.
+pub struct WriteHalf<S: Split> {
+    side: Arc<WriteSide<S>>,
+}
+
+/// What a [`WriteHalf`] shares with the writes built from it: the write
+/// side is shut down when the last of them is dropped.
+struct WriteSide<S: Split> {
+    source: Arc<Source<S::Io>>,
+    /// Cleared by [`ReadHalf::reunite`]: the stream writes on.
+    shutdown_on_drop: AtomicBool,
+}
+
+impl<S: Split> fmt::Debug for ReadHalf<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ReadHalf").finish_non_exhaustive()
+    }
+}
+
+impl<S: Split> fmt::Debug for WriteHalf<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WriteHalf").finish_non_exhaustive()
+    }
+}
+
+/// Splits a stream (for the streams' `into_split`).
+pub(crate) fn split<S: Split>(stream: S) -> (ReadHalf<S>, WriteHalf<S>) {
+    let source = stream.source().clone();
+    (
+        ReadHalf {
+            source: source.clone(),
+        },
+        WriteHalf {
+            side: Arc::new(WriteSide {
+                source,
+                shutdown_on_drop: AtomicBool::new(true),
+            }),
+        },
+    )
+}
+
+/// The halves given to [`ReadHalf::reunite`] came from two streams; both
+/// are handed back.
+pub struct ReuniteError<S: Split>(pub ReadHalf<S>, pub WriteHalf<S>);
+
+impl<S: Split> fmt::Debug for ReuniteError<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ReuniteError(..)")
+    }
+}
+
+impl<S: Split> fmt::Display for ReuniteError<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("spindle-net: the two halves are not of the same stream")
+    }
+}
+
+impl<S: Split> std::error::Error for ReuniteError<S> {}
+
+impl<S: Split> ReadHalf<S> {
+    /// Reads at most `max` bytes, waiting until some are available; an
+    /// empty vector means end of stream.
+    #[track_caller]
+    pub fn read(&self, max: usize) -> IO<Vec<u8>, io::Error> {
+        read_into(&self.source, Vec::new(), max)
+            .map_untraced(|(buf, _)| buf)
+            .traced_as(&ops::READ)
+    }
+
+    /// Appends at most `max` bytes to `buf`, waiting until some are
+    /// available; the buffer and the number read (0: end of stream).
+    #[track_caller]
+    pub fn read_into(&self, buf: Vec<u8>, max: usize) -> IO<(Vec<u8>, usize), io::Error> {
+        read_into(&self.source, buf, max).traced_as(&ops::READ_INTO)
+    }
+
+    /// The stream again, from its two halves; [`ReuniteError`] (with both
+    /// halves) if they are not of the same stream.
+    pub fn reunite(self, write: WriteHalf<S>) -> Result<S, ReuniteError<S>> {
+        if !Arc::ptr_eq(&self.source, &write.side.source) {
+            return Err(ReuniteError(self, write));
+        }
+        write.side.shutdown_on_drop.store(false, Ordering::Relaxed);
+        drop(write);
+        Ok(S::from_source(self.source))
+    }
+}
+
+impl<S: Split> WriteHalf<S> {
+    /// Writes some of `data`, waiting until the socket accepts any;
+    /// returns how many bytes were written.
+    #[track_caller]
+    pub fn write<B>(&self, data: B) -> IO<usize, io::Error>
+    where
+        B: AsRef<[u8]> + Send + 'static,
+    {
+        let side = self.side.clone();
+        write(&side.source, data)
+            .map_untraced(move |n| {
+                drop(side);
+                n
+            })
+            .traced_as(&ops::WRITE)
+    }
+
+    /// Writes all of `data`, waiting as often as the socket needs.
+    #[track_caller]
+    pub fn write_all<B>(&self, data: B) -> IO<(), io::Error>
+    where
+        B: AsRef<[u8]> + Send + 'static,
+    {
+        let side = self.side.clone();
+        write_all(&side.source, data)
+            .map_untraced(move |()| drop(side))
+            .traced_as(&ops::WRITE_ALL)
+    }
+
+    /// Shuts down the write side now (the peer reads end of stream).
+    #[track_caller]
+    pub fn shutdown(&self) -> IO<(), io::Error> {
+        shutdown(&self.side.source, Shutdown::Write).traced_as(&ops::SHUTDOWN)
+    }
+}
+
+impl<S: Split> Drop for WriteSide<S> {
+    fn drop(&mut self) {
+        if self.shutdown_on_drop.load(Ordering::Relaxed) {
+            // Not connected any more, or shut down already: nothing to do.
+            let _ = self.source.shutdown_io(Shutdown::Write);
+        }
+    }
+}
+
+impl<S: Split> ReadShared for ReadHalf<S> {
+    fn read_shared(&self, shared: Arc<Mutex<Vec<u8>>>, max: usize) -> IO<usize, io::Error> {
+        read_shared(&self.source, shared, max)
+    }
+}
+
+impl<S: Split> ReadStream for ReadHalf<S> {}
