@@ -74,6 +74,13 @@ pub trait Untraced<A, E>: sealed::Sealed + Sized {
         S: Send + 'static,
         F: FnMut(S) -> IO<ControlFlow<A, S>, E> + Send + 'static;
 
+    /// [`IO::from_try_future_with`] without a trace event (an I/O layer's
+    /// readiness wait on a `Future`, as exec-tokio's).
+    fn from_try_future_with_untraced<F, Fut>(make: F) -> IO<A, E>
+    where
+        F: FnOnce() -> Fut + Send + 'static,
+        Fut: core::future::Future<Output = Result<A, E>> + Send + 'static;
+
     /// [`IO::map`] without a trace event.
     fn map_untraced<B, F>(self, f: F) -> IO<B, E>
     where
@@ -125,6 +132,15 @@ impl<A: Send + 'static, E: Send + 'static> Untraced<A, E> for IO<A, E> {
         F: FnMut(S) -> IO<ControlFlow<A, S>, E> + Send + 'static,
     {
         IO::tail_rec_untraced(initial, step)
+    }
+
+    #[inline]
+    fn from_try_future_with_untraced<F, Fut>(make: F) -> IO<A, E>
+    where
+        F: FnOnce() -> Fut + Send + 'static,
+        Fut: core::future::Future<Output = Result<A, E>> + Send + 'static,
+    {
+        IO::from_try_future_with_untraced(make)
     }
 
     #[inline]

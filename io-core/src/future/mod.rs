@@ -388,6 +388,18 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
         })
     }
 
+    /// [`IO::from_try_future_with`] for io-core's own nodes and
+    /// [`raw::Untraced`](crate::raw::Untraced) (no trace event).
+    pub(crate) fn from_try_future_with_untraced<F, Fut>(make: F) -> Self
+    where
+        F: FnOnce() -> Fut + Send + 'static,
+        Fut: Future<Output = Result<A, E>> + Send + 'static,
+    {
+        IO::defer_untraced(move || {
+            step::<Fut, Fallible, A, E>(Driver::new(PinnedFuture::new(make())))
+        })
+    }
+
     /// Starts this program as a new fiber on `executor` and returns a future
     /// of its outcome: `FiberHandle::spawn(io, executor).into_future()` in
     /// one call, for async code that wants an `IO`'s result.
