@@ -13,10 +13,11 @@ use spindle_core::{Fiber, FiberConfig};
 use crate::blocking::BlockingPool;
 use crate::error::BuildError;
 use crate::handle::{Counters, Handle, Remote, Shared};
-use crate::idle::{Idle, Parker};
+use crate::idle::Idle;
 use crate::runtime::Runtime;
 use crate::sync::{Arc, AtomicBool, Condvar, Mutex};
 use crate::worker;
+use spindle_net::driver::Reactor;
 
 /// The default number of global-queue checks: one every 61 local ticks
 /// (tokio's default; a prime, so it does not beat with loops of even size).
@@ -141,11 +142,19 @@ impl Builder {
         // threads outside the pool.
         let fibers = FiberRegistry::new(&fiber_config, self.track_fibers, workers + 1);
         let locals: Vec<Worker<Fiber<Handle>>> = (0..workers).map(|_| Worker::new_fifo()).collect();
+        let mut reactors = Vec::with_capacity(workers);
+        let mut pollers = Vec::with_capacity(workers);
+        for _ in 0..workers {
+            let (reactor, poller) = Reactor::new().map_err(BuildError::Poller)?;
+            reactors.push(reactor);
+            pollers.push(poller);
+        }
         let remotes = locals
             .iter()
-            .map(|local| Remote {
+            .zip(reactors)
+            .map(|(local, reactor)| Remote {
                 stealer: local.stealer(),
-                parker: Parker::new(),
+                reactor,
                 timers: Mutex::new(TimerHeap::new()),
                 has_timers: AtomicBool::new(false),
                 counters: CachePadded::new(Counters::default()),
@@ -170,11 +179,11 @@ impl Builder {
             workers_exited: Condvar::new(),
         });
         let mut threads = Vec::with_capacity(workers);
-        for (index, local) in locals.into_iter().enumerate() {
+        for (index, (local, poller)) in locals.into_iter().zip(pollers).enumerate() {
             let worker_shared = shared.clone();
             let spawned = std::thread::Builder::new()
                 .name(format!("{}-{index}", self.thread_name))
-                .spawn(move || worker::run_worker(worker_shared, index, local));
+                .spawn(move || worker::run_worker(worker_shared, index, local, poller));
             match spawned {
                 Ok(thread) => threads.push(thread),
                 Err(e) => {

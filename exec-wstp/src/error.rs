@@ -27,6 +27,9 @@ pub enum BuildError {
     Config(ConfigError),
     /// The operating system refused to start a worker thread.
     Spawn(std::io::Error),
+    /// The operating system refused a worker's I/O poller (out of file
+    /// descriptors, typically).
+    Poller(std::io::Error),
 }
 
 impl fmt::Display for BuildError {
@@ -49,6 +52,9 @@ impl fmt::Display for BuildError {
             }
             BuildError::Config(e) => write!(f, "exec-wstp: {e}"),
             BuildError::Spawn(e) => write!(f, "exec-wstp: could not start a worker thread: {e}"),
+            BuildError::Poller(e) => {
+                write!(f, "exec-wstp: could not make a worker's I/O poller: {e}")
+            }
         }
     }
 }
@@ -56,7 +62,7 @@ impl fmt::Display for BuildError {
 impl std::error::Error for BuildError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            BuildError::Spawn(e) => Some(e),
+            BuildError::Spawn(e) | BuildError::Poller(e) => Some(e),
             BuildError::Config(e) => Some(e),
             _ => None,
         }

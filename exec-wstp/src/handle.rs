@@ -13,9 +13,10 @@ use spindle_core::{
     BlockingTask, Executor, Fiber, FiberConfig, FiberDump, FiberHandle, FiberInfo, IO, Outcome,
     TimerCallback,
 };
+use spindle_net::driver::Reactor;
 
 use crate::blocking::BlockingPool;
-use crate::idle::{Idle, Parker};
+use crate::idle::Idle;
 use crate::metrics::{self, Metrics};
 use crate::sync::{self, Arc, AtomicBool, AtomicU64, Condvar, Mutex, Ordering, fence};
 use crate::timer::TimerKey;
@@ -32,7 +33,9 @@ pub(crate) struct Counters {
 /// What other threads may touch of a worker.
 pub(crate) struct Remote {
     pub(crate) stealer: Stealer<Fiber<Handle>>,
-    pub(crate) parker: Parker,
+    /// The worker's I/O reactor: where its sockets register, and how it is
+    /// woken from its sleep in its poller ([`Reactor::notify`]).
+    pub(crate) reactor: Reactor,
     pub(crate) timers: Mutex<TimerHeap>,
     /// A hint that the shard may hold timers (skips the lock when idle).
     pub(crate) has_timers: AtomicBool,
@@ -72,7 +75,7 @@ impl Shared {
     #[inline]
     pub(crate) fn notify_one(&self) {
         if let Some(worker) = self.idle.worker_to_notify() {
-            self.remotes[worker].parker.unpark();
+            self.remotes[worker].reactor.notify();
         }
     }
 
@@ -105,7 +108,7 @@ impl Shared {
     pub(crate) fn begin_shutdown(&self) {
         self.shutdown.store(true, Ordering::Release);
         for remote in self.remotes.iter() {
-            remote.parker.unpark();
+            remote.reactor.notify();
         }
     }
 
@@ -123,6 +126,10 @@ impl Shared {
         for remote in self.remotes.iter() {
             let callbacks = remote.timers.lock().drain();
             drop(callbacks);
+            // Fibers waiting for I/O; later waits on the worker's sockets
+            // fail (the reactor is closed).
+            let waiters = remote.reactor.close();
+            drop(waiters);
         }
         self.fibers.clear();
     }
@@ -214,7 +221,7 @@ impl Executor for Handle {
         if !on_owner {
             // Set from outside the pool: the owner may sleep past this
             // deadline; wake it so that it recomputes its timeout.
-            remote.parker.unpark();
+            remote.reactor.notify();
         }
         if shared.is_shutdown() {
             drop(remote.timers.lock().drain());

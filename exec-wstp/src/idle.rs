@@ -44,15 +44,21 @@
 //! item is taken and that no interleaving leaves all workers asleep with
 //! work queued.
 //!
-//! # Parker
+//! # Sleeping in the poller
 //!
-//! Each worker sleeps on its own [`Parker`] (a flag, a mutex and a condition
-//! variable): a wake-up that comes before the worker sleeps is kept in the
-//! flag, so it is never lost either.
+//! Each worker sleeps in its own I/O poller (`worker.rs`; spindle-net's
+//! reactor), and is woken by `Reactor::notify`: the reactor's parking
+//! state goes `AWAKE → PARKED` before the worker blocks, and a notifier
+//! writes the poller's waker only if it finds `PARKED`; a notification that
+//! comes before the worker blocks turns its wait into a look. So a wake-up
+//! that comes before the worker sleeps is kept, and never lost either.
+//! Readiness of one of the worker's sockets also ends its sleep: the
+//! worker resumes those fibers onto itself, leaves the sleepers list and
+//! runs them. The models below run that parking state (spindle-net's
+//! `ParkState`, the real code) over a stand-in for the system's wait, with
+//! I/O events delivered by a thread of their own.
 
-use std::time::Duration;
-
-use crate::sync::{self, AtomicUsize, Condvar, Mutex, Ordering};
+use crate::sync::{AtomicUsize, Mutex, Ordering};
 
 const UNPARKED_MASK: usize = (1 << 16) - 1;
 const SEARCHING_ONE: usize = 1 << 16;
@@ -166,58 +172,84 @@ impl Idle {
     }
 }
 
-/// One worker's sleeping place. See the module doc.
-#[derive(Debug, Default)]
-pub(crate) struct Parker {
-    notified: Mutex<bool>,
-    condvar: Condvar,
-}
-
-impl Parker {
-    /// A parker without a pending wake-up.
-    pub(crate) fn new() -> Parker {
-        Parker {
-            notified: Mutex::new(false),
-            condvar: Condvar::new(),
-        }
-    }
-
-    /// Sleeps until [`unpark`](Parker::unpark) (at once if it was called
-    /// since the last `park`), or until `timeout` has passed, or spuriously.
-    pub(crate) fn park(&self, timeout: Option<Duration>) {
-        let mut notified = self.notified.lock();
-        if !*notified {
-            notified = match timeout {
-                Some(timeout) => sync::wait_timeout(&self.condvar, notified, timeout),
-                None => sync::wait(&self.condvar, notified),
-            };
-        }
-        *notified = false;
-    }
-
-    /// Wakes the worker, or makes its next `park` return at once.
-    pub(crate) fn unpark(&self) {
-        *self.notified.lock() = true;
-        self.condvar.notify_one();
-    }
-}
-
 #[cfg(all(test, loom))]
 mod tests_loom {
     //! Model tests of the protocol: workers that take items from a shared
-    //! queue and park with exactly the steps the real worker loop takes
-    //! (`worker.rs`), and producers that push and notify like
-    //! `schedule_fiber`. Loom reports a deadlock if every thread ends up
-    //! blocked, which is what a lost wake-up looks like.
+    //! queue and park in a model of their poller with exactly the steps the
+    //! real worker loop takes (`worker.rs`), producers that push and notify
+    //! like `schedule_fiber`, and an I/O thread whose readiness events wake
+    //! a worker's poller like the kernel does. Loom reports a deadlock if
+    //! every thread ends up blocked, which is what a lost wake-up looks
+    //! like.
 
     use super::*;
-    use crate::sync::{Arc, AtomicBool, fence};
+    use crate::sync::{Arc, AtomicBool, Condvar, fence, wait};
     use loom::thread;
+    use spindle_net::driver::ParkState;
     use std::collections::VecDeque;
+
+    /// What the system's wait holds: the waker's pending edge and the
+    /// readiness events not yet reported.
+    #[derive(Default)]
+    struct Kernel {
+        woken: bool,
+        events: VecDeque<u32>,
+    }
+
+    /// A worker's poller: the real parking state (spindle-net's
+    /// `ParkState`, as `Reactor::notify` and `Poller::poll` use it) over a
+    /// mutex and a condition variable standing in for `epoll_wait` (sticky
+    /// like mio's waker: a wake before the wait is reported by the wait).
+    struct ModelPoller {
+        park: ParkState,
+        kernel: Mutex<Kernel>,
+        condvar: Condvar,
+    }
+
+    impl ModelPoller {
+        fn new() -> ModelPoller {
+            ModelPoller {
+                park: ParkState::new(),
+                kernel: Mutex::new(Kernel::default()),
+                condvar: Condvar::new(),
+            }
+        }
+
+        /// `Reactor::notify`.
+        fn notify(&self) {
+            if self.park.notify() {
+                self.kernel.lock().woken = true;
+                self.condvar.notify_one();
+            }
+        }
+
+        /// The kernel reports a socket ready (an I/O thread).
+        fn deliver(&self, item: u32) {
+            self.kernel.lock().events.push_back(item);
+            self.condvar.notify_one();
+        }
+
+        /// `Poller::poll`: blocking (until an event or a notification) or
+        /// a look; the events reported.
+        fn poll(&self, blocking: bool) -> Vec<u32> {
+            let parked = blocking && self.park.begin_park();
+            let mut kernel = self.kernel.lock();
+            while parked && !kernel.woken && kernel.events.is_empty() {
+                kernel = wait(&self.condvar, kernel);
+            }
+            kernel.woken = false;
+            let events = kernel.events.drain(..).collect();
+            drop(kernel);
+            if blocking {
+                self.park.end_park();
+            }
+            events
+        }
+    }
 
     struct Pool {
         idle: Idle,
-        parkers: Vec<Parker>,
+        pollers: Vec<ModelPoller>,
         queue: Mutex<VecDeque<u32>>,
         taken: AtomicUsize,
         done: AtomicBool,
@@ -227,7 +259,7 @@ mod tests_loom {
         fn new(workers: usize) -> Arc<Pool> {
             Arc::new(Pool {
                 idle: Idle::new(workers),
-                parkers: (0..workers).map(|_| Parker::new()).collect(),
+                pollers: (0..workers).map(|_| ModelPoller::new()).collect(),
                 queue: Mutex::new(VecDeque::new()),
                 taken: AtomicUsize::new(0),
                 done: AtomicBool::new(false),
@@ -242,7 +274,7 @@ mod tests_loom {
 
         fn notify_one(&self) {
             if let Some(worker) = self.idle.worker_to_notify() {
-                self.parkers[worker].unpark();
+                self.pollers[worker].notify();
             }
         }
 
@@ -250,15 +282,30 @@ mod tests_loom {
             !self.queue.lock().is_empty()
         }
 
+        /// Fibers resumed by readiness: queued where others can take them
+        /// too, with rule 2 (`schedule_next` pushing to the local queue).
+        fn resume(&self, events: Vec<u32>) -> bool {
+            let any = !events.is_empty();
+            for item in events {
+                self.push(item);
+            }
+            any
+        }
+
         /// The worker loop of `worker.rs`, reduced to one queue.
         fn work(&self, index: usize, expected: usize) {
             let mut searching = false;
+            let poller = &self.pollers[index];
             loop {
                 if self.taken.load(Ordering::SeqCst) == expected {
                     break;
                 }
                 // Own queue and global queue: every worker looks there.
                 let mut item = self.queue.lock().pop_front();
+                if item.is_none() && self.resume(poller.poll(false)) {
+                    // Out of work: a look at the poller first.
+                    continue;
+                }
                 if item.is_none() {
                     // Stealing needs the searcher role (rule 1).
                     if !searching {
@@ -277,8 +324,8 @@ mod tests_loom {
                     }
                     if self.taken.fetch_add(1, Ordering::SeqCst) + 1 == expected {
                         self.done.store(true, Ordering::SeqCst);
-                        for parker in &self.parkers {
-                            parker.unpark();
+                        for poller in &self.pollers {
+                            poller.notify();
                         }
                     }
                     continue;
@@ -300,7 +347,13 @@ mod tests_loom {
                         searching = true;
                         break;
                     }
-                    self.parkers[index].park(None);
+                    if self.resume(poller.poll(true)) {
+                        // Readiness: back to work.
+                        if !self.idle.unpark_self(index) {
+                            searching = true;
+                        }
+                        break;
+                    }
                 }
             }
         }
@@ -316,30 +369,40 @@ mod tests_loom {
         builder.check(f);
     }
 
-    fn run_model(workers: usize, producers: usize, items_per_producer: u32) {
+    /// `workers` workers; `producers` threads pushing `items_per_producer`
+    /// items each (the first is the model's main thread); `io_events`
+    /// readiness events delivered to worker 0's poller by a thread of
+    /// their own. Every item and event must be taken.
+    fn run_model(workers: usize, producers: usize, items_per_producer: u32, io_events: u32) {
         model(move || {
-            let expected = producers * items_per_producer as usize;
+            let expected = producers * items_per_producer as usize + io_events as usize;
             let pool = Pool::new(workers);
             let mut threads = Vec::new();
             for index in 0..workers {
                 let pool = pool.clone();
                 threads.push(thread::spawn(move || pool.work(index, expected)));
             }
-            // The first producer is the model's main thread (one thread
-            // fewer to interleave).
-            let mut producer_threads = Vec::new();
+            let mut other_threads = Vec::new();
             for p in 1..producers {
                 let pool = pool.clone();
-                producer_threads.push(thread::spawn(move || {
+                other_threads.push(thread::spawn(move || {
                     for i in 0..items_per_producer {
                         pool.push(p as u32 * 100 + i);
+                    }
+                }));
+            }
+            if io_events > 0 {
+                let pool = pool.clone();
+                other_threads.push(thread::spawn(move || {
+                    for i in 0..io_events {
+                        pool.pollers[0].deliver(1000 + i);
                     }
                 }));
             }
             for i in 0..items_per_producer {
                 pool.push(i);
             }
-            for t in producer_threads {
+            for t in other_threads {
                 t.join().unwrap();
             }
             for t in threads {
@@ -351,31 +414,48 @@ mod tests_loom {
 
     #[test]
     fn loom_one_worker_takes_every_item_pushed_from_outside() {
-        run_model(1, 1, 2);
+        run_model(1, 1, 2, 0);
     }
 
     #[test]
     fn loom_two_workers_never_both_sleep_while_an_item_waits() {
-        run_model(2, 1, 1);
+        run_model(2, 1, 1, 0);
     }
 
     #[test]
     fn loom_two_producers_and_two_workers_lose_no_wake_up() {
-        run_model(2, 2, 1);
+        run_model(2, 2, 1, 0);
     }
 
     #[test]
     fn loom_two_items_from_one_producer_both_reach_two_workers() {
-        run_model(2, 1, 2);
+        run_model(2, 1, 2, 0);
     }
 
     #[test]
-    fn loom_a_wake_up_before_park_is_kept() {
+    fn loom_readiness_wakes_a_worker_asleep_in_its_poller() {
+        run_model(1, 0, 0, 1);
+    }
+
+    #[test]
+    fn loom_readiness_and_a_push_from_outside_both_reach_one_worker() {
+        run_model(1, 1, 1, 1);
+    }
+
+    #[test]
+    fn loom_readiness_on_one_worker_while_the_other_sleeps_is_taken() {
+        run_model(2, 0, 0, 1);
+    }
+
+    #[test]
+    fn loom_a_notification_before_the_worker_sleeps_is_kept() {
         model(|| {
-            let parker = Arc::new(Parker::new());
-            let waker = parker.clone();
-            let t = thread::spawn(move || waker.unpark());
-            parker.park(None);
+            let poller = Arc::new(ModelPoller::new());
+            let notifier = poller.clone();
+            let t = thread::spawn(move || notifier.notify());
+            // Blocks until the notification, or only looks if it came
+            // first: it never sleeps past it.
+            let _ = poller.poll(true);
             t.join().unwrap();
         });
     }

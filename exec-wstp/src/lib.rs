@@ -2,8 +2,9 @@
 //!
 //! N worker threads run fibers; each has a local FIFO queue (crossbeam-deque)
 //! that idle workers steal from, and fibers scheduled from outside the pool
-//! go to a global injector queue. This is the default executor for
-//! applications ([`app`] runs a main `IO` as a process).
+//! go to a global injector queue. Each worker polls its own I/O poller, so
+//! [`net`]'s sockets run on the pool. This is the default executor for
+//! applications and servers ([`app`] runs a main `IO` as a process).
 //!
 //! ```
 //! use spindle_exec_wstp::Runtime;
@@ -49,9 +50,22 @@
 //! first, so fibers scheduled from outside are never starved by local work;
 //! otherwise its *next* slot, then its local queue, then a batch from the
 //! global queue. Out
-//! of work, it fires due timers, then, as a *searcher*, steals half of
-//! another worker's queue (random victim) or takes from the global queue;
-//! still nothing, it parks until woken or until its earliest timer.
+//! of work, it fires due timers, looks at its I/O poller, then, as a
+//! *searcher*, steals half of another worker's queue (random victim) or
+//! takes from the global queue; still nothing, it parks in its poller until
+//! woken, until one of its sockets is ready, or until its earliest timer.
+//!
+//! ## I/O
+//!
+//! Each worker owns a mio poller (spindle-net's reactor; Cats Effect 3.6
+//! integrated its polling into the pool the same way, and tokio has a
+//! driver per runtime). A socket made by a fiber registers with the poller
+//! of the worker that runs that fiber; the worker looks at its poller every
+//! `global_queue_interval` ticks (only while a fiber waits for I/O) and
+//! when it runs out of work, and sleeps in it when it parks. A fiber
+//! resumed by readiness runs next on the worker whose poller saw it
+//! (locality). Wake-ups from other threads go through the poller's waker,
+//! which costs a system call only when the worker really sleeps.
 //!
 //! `schedule_fiber` on a worker puts the fiber in that worker's next slot
 //! (tokio's LIFO slot: a woken or new fiber runs next, while its data is in
@@ -71,8 +85,10 @@
 //! last searcher to give up checks every queue again after registering as
 //! asleep. Producers fence (`SeqCst`) between their push and their read of
 //! the counters, parkers between their update of the counters and their
-//! last look at the queues, so one of the two always sees the other (loom
-//! models of this protocol run in CI).
+//! last look at the queues, so one of the two always sees the other. A
+//! worker sleeps in its poller; the poller's parking state keeps a
+//! wake-up that comes before the sleep (loom models of this protocol,
+//! readiness included, run in CI).
 //!
 //! ## Timers and blocking work
 //!
@@ -90,10 +106,12 @@
 //! * Fibers scheduled on a worker go to its local queue; fibers scheduled
 //!   from any other thread go to the global queue and wake a worker.
 //! * An idle worker sleeps (no spinning), for at most the time to its
-//!   earliest timer.
+//!   earliest timer (rounded up to the millisecond, as mio's and tokio's
+//!   timeouts are).
 //! * After [`Runtime::shutdown`] (or drop), every worker and blocking
 //!   thread has stopped (or, with a timeout, is told to stop and is
-//!   detached), and every fiber still queued or sleeping has been dropped.
+//!   detached), and every fiber still queued, sleeping or waiting for I/O
+//!   has been dropped; a later wait on a socket of the pool fails.
 
 #![deny(missing_docs)]
 
@@ -136,5 +154,10 @@ pub use crate::metrics::{Metrics, WorkerMetrics};
 pub use crate::runtime::Runtime;
 #[cfg(not(loom))]
 pub use crate::timer::TimerKey;
+
 #[cfg(not(loom))]
 pub use spindle_core::{FiberInfo, FiberStatus};
+/// The sockets: spindle-net, re-exported (each worker polls their
+/// readiness; see the crate documentation, "I/O").
+#[cfg(not(loom))]
+pub use spindle_net as net;

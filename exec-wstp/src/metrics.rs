@@ -42,6 +42,10 @@ pub struct WorkerMetrics {
     pub timers: usize,
     /// Whether it sleeps.
     pub parked: bool,
+    /// Sockets registered with its poller (made by fibers it ran).
+    pub io_sources: usize,
+    /// Fibers waiting for the readiness of one of those sockets.
+    pub io_waiters: usize,
 }
 
 /// A snapshot of the scheduler's state (each number read at a slightly
@@ -81,9 +85,11 @@ impl fmt::Display for Metrics {
         for (index, worker) in self.workers.iter().enumerate() {
             writeln!(
                 f,
-                "  worker {index}: local queue {}, timers {}{}",
+                "  worker {index}: local queue {}, timers {}, sockets {}, I/O waiters {}{}",
                 worker.local_queue_len,
                 worker.timers,
+                worker.io_sources,
+                worker.io_waiters,
                 if worker.parked { ", parked" } else { "" }
             )?;
         }
@@ -104,6 +110,8 @@ pub(crate) fn snapshot(shared: &Shared) -> Metrics {
             local_queue_len: remote.stealer.len(),
             timers: remote.timers.lock().len(),
             parked: shared.idle.is_asleep(index),
+            io_sources: remote.reactor.sources(),
+            io_waiters: remote.reactor.waiters(),
         })
         .collect();
     let (parked_workers, searching_workers) = shared.idle.counts();
@@ -127,6 +135,8 @@ pub(crate) fn fiber_dump(shared: &Shared) -> FiberDump {
     let timers: usize = shared.remotes.iter().map(|r| r.timers.lock().len()).sum();
     let (parked, _) = shared.idle.counts();
     let blocking = shared.blocking.counts();
+    let io_sources: usize = shared.remotes.iter().map(|r| r.reactor.sources()).sum();
+    let io_waiters: usize = shared.remotes.iter().map(|r| r.reactor.waiters()).sum();
     FiberDump {
         fibers,
         executor: vec![
@@ -135,6 +145,8 @@ pub(crate) fn fiber_dump(shared: &Shared) -> FiberDump {
             ("local queues", local_queues as u64),
             ("global queue", shared.injector.len() as u64),
             ("timers", timers as u64),
+            ("io sources", io_sources as u64),
+            ("io waiters", io_waiters as u64),
             ("blocking threads", blocking.threads as u64),
             ("queued blocking calls", blocking.queued as u64),
         ],

@@ -7,11 +7,33 @@
 //!    global queue before the local one, so that fibers scheduled from
 //!    outside the pool are never starved by a worker busy with local work;
 //! 2. otherwise the local queue, then a batch from the global queue;
-//! 3. out of work: due timers, then (as a searcher, see `idle.rs`) half of
-//!    another worker's queue, starting at a random victim, then the global
-//!    queue again;
-//! 4. still nothing: park until woken, or until the earliest timer of this
+//! 3. out of work: due timers, then I/O readiness (a look at this worker's
+//!    poller, when a fiber waits for I/O), then (as a searcher, see
+//!    `idle.rs`) half of another worker's queue, starting at a random
+//!    victim, then the global queue again;
+//! 4. still nothing: park in the poller until woken, until one of this
+//!    worker's sockets is ready, or until the earliest timer of this
 //!    worker's shard is due.
+//!
+//! # I/O: a poller per worker
+//!
+//! Each worker owns a mio poller ([`Poller`], spindle-net's reactor): the
+//! sockets made by fibers running on it register there (the worker runs
+//! its fibers inside `spindle_net::driver::with_driver`), whichever worker
+//! later waits on them. The worker looks at its poller without blocking
+//! every `global_queue_interval` ticks (with the timers, and only when a
+//! fiber waits for I/O: a busy worker still sees I/O), and once more when
+//! it runs out of work; a parked worker sleeps *in* the poller, so that
+//! readiness, its earliest timer and a wake-up from another thread
+//! (`Reactor::notify`, which replaces the condition variable of a plain
+//! parker: a system call only when the worker really sleeps) all end the
+//! same sleep. A fiber resumed by readiness is scheduled on the worker
+//! whose poller saw it, in its next slot: it runs there next, while its
+//! socket's data is in that core's cache (tokio's driver and Cats Effect
+//! 3.6's polling system make the same choice; this is our own code). A
+//! socket's readiness is seen only by the worker that registered it: a
+//! worker stuck in a long call of user code delays its own sockets until
+//! it returns (as a long `delay` delays its own queue).
 //!
 //! A fiber scheduled on a worker (a spawn, a resumed fiber) goes to that
 //! worker's *next* slot (tokio's LIFO slot): it runs as soon as the
@@ -28,11 +50,12 @@
 //! once (Cats Effect's cede bypass), and if not, it runs after the fibers
 //! that were waiting, which is the point of a cede.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::time::Duration;
 
 use crossbeam_deque::{Steal, Worker};
 use spindle_core::Fiber;
+use spindle_net::driver::Poller;
 
 use crate::handle::{Handle, Shared};
 use crate::sync::Arc;
@@ -56,6 +79,8 @@ pub(crate) struct WorkerContext {
     searching: Cell<bool>,
     /// xorshift state for choosing steal victims.
     rng: Cell<u32>,
+    /// This worker's poller (only this thread polls it).
+    poller: RefCell<Poller>,
 }
 
 thread_local! {
@@ -77,7 +102,14 @@ pub(crate) fn with_current<R>(shared: &Shared, f: impl FnOnce(Option<&WorkerCont
 }
 
 /// The thread body of worker `index`.
-pub(crate) fn run_worker(shared: Arc<Shared>, index: usize, local: Worker<Fiber<Handle>>) {
+pub(crate) fn run_worker(
+    shared: Arc<Shared>,
+    index: usize,
+    local: Worker<Fiber<Handle>>,
+    poller: Poller,
+) {
+    let reactor = poller.reactor();
+    reactor.set_driven(true);
     let ctx = WorkerContext {
         index,
         shared,
@@ -87,10 +119,12 @@ pub(crate) fn run_worker(shared: Arc<Shared>, index: usize, local: Worker<Fiber<
         tick: Cell::new(0),
         searching: Cell::new(false),
         rng: Cell::new(0x9E37_79B9 ^ (index as u32).wrapping_mul(0x85EB_CA6B) | 1),
+        poller: RefCell::new(poller),
     };
     CURRENT.with(|current| current.set(&ctx));
-    ctx.run();
+    spindle_net::driver::with_driver(&reactor, || ctx.run());
     CURRENT.with(|current| current.set(std::ptr::null()));
+    reactor.set_driven(false);
     // Fibers still queued here are dropped (shutdown).
     drop(ctx.next.take());
     while let Some(fiber) = ctx.local.pop() {
@@ -111,6 +145,7 @@ impl WorkerContext {
             self.tick.set(tick);
             let next = if tick % interval == 0 {
                 self.fire_timers();
+                self.poll_io_now();
                 self.pop_global()
                     .or_else(|| self.pop_next())
                     .or_else(|| self.pop_local())
@@ -124,6 +159,9 @@ impl WorkerContext {
                 continue;
             }
             if self.fire_timers() {
+                continue;
+            }
+            if self.poll_io_now() > 0 {
                 continue;
             }
             if let Some(fiber) = self.steal() {
@@ -261,7 +299,39 @@ impl WorkerContext {
         fired
     }
 
-    /// Rule 4 of `idle.rs`, then sleep until woken or the next deadline.
+    /// Looks at this worker's poller without blocking, if a fiber waits for
+    /// I/O on it; resumes the fibers whose sockets are ready (onto this
+    /// worker). How many it resumed.
+    fn poll_io_now(&self) -> usize {
+        let remote = &self.shared.remotes[self.index];
+        if remote.reactor.waiters() == 0 {
+            return 0;
+        }
+        self.poll_io(Some(Duration::ZERO))
+    }
+
+    /// Polls this worker's poller (waiting at most `timeout`) and resumes
+    /// the fibers whose sockets are ready; how many.
+    fn poll_io(&self, timeout: Option<Duration>) -> usize {
+        // Never borrowed twice: resuming a fiber only queues it.
+        let Ok(mut poller) = self.poller.try_borrow_mut() else {
+            return 0;
+        };
+        match poller.poll(timeout) {
+            Ok(resumed) => resumed,
+            Err(_) => {
+                // A broken poller: sleep a little instead of spinning;
+                // timers and queues are checked again on return.
+                drop(poller);
+                let nap = Duration::from_millis(1);
+                std::thread::sleep(timeout.map_or(nap, |t| t.min(nap)));
+                0
+            }
+        }
+    }
+
+    /// Rule 4 of `idle.rs`, then sleep in the poller until woken, until a
+    /// socket of this worker is ready, or until the next deadline.
     fn park(&self) {
         let shared = &*self.shared;
         let was_searching = self.searching.replace(false);
@@ -296,7 +366,14 @@ impl WorkerContext {
                 }
                 return;
             }
-            remote.parker.park(timeout);
+            if self.poll_io(timeout) > 0 {
+                // Readiness resumed fibers onto this worker: back to work
+                // (as a searcher if a notifier took us off the list).
+                if !shared.idle.unpark_self(self.index) {
+                    self.searching.set(true);
+                }
+                return;
+            }
         }
     }
 }

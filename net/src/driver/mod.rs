@@ -74,7 +74,7 @@ use spindle_core::IO;
 
 mod reactor;
 
-pub use reactor::{Poller, Reactor};
+pub use reactor::{EVENTS_CAPACITY, ParkState, Poller, Reactor};
 
 /// Which readiness an operation waits for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
