@@ -21,6 +21,7 @@
 //! | `block_on` / `try_block_on` (each executor's, on a [`support::MainFiber`]) | the application | a thread that is **not** one of the executor's own (else [`RunError::Nested`](support::RunError::Nested)) |
 //! | the main fiber's completion ([`support::WakeWaiter::wake`]) | io-core, when the main fiber completes or is freed without completing | any thread |
 //! | `spawn` (each executor's and handle's) | the application, a fiber | any thread ([`RunError::ShutDown`](support::RunError::ShutDown) once the executor is gone) |
+//! | I/O readiness (std executors): `spindle_net::driver::IoDriver::register`, `Registration::wait` | a socket operation of spindle-net, inside a fiber | the thread running the fiber; the executor runs its fibers inside `spindle_net::driver::with_driver` |
 //!
 //! # Guarantees to executors
 //!
@@ -54,6 +55,16 @@
 //!   return an error, never panic and never misbehave, when called from
 //!   inside the executor ([`Nested`](support::RunError::Nested)) or after it
 //!   was shut down ([`ShutDown`](support::RunError::ShutDown)).
+//! * An executor with non-blocking I/O (every std executor of Spindle)
+//!   provides the I/O capability of the net layer, `spindle_net::driver`,
+//!   which lives beside this contract because it is `std` (io-core is
+//!   `no_std`): it runs its fibers inside `with_driver`, so that a socket
+//!   made by one of them registers with its driver; a wait for readiness
+//!   never loses a readiness that came after its snapshot, a canceled wait
+//!   leaves no interest behind, the driver stops watching a descriptor
+//!   before it closes it, and a wait the driver cannot serve (shut down,
+//!   not polled) fails instead of hanging. The resumed fiber goes through
+//!   `schedule_fiber`, from the thread that saw the readiness.
 //! * Dropping (or shutting down) an executor frees every fiber and timer
 //!   callback it still holds (they hold handles to it: see
 //!   [`support`](support#breaking-the-executorfiber-cycle)).
