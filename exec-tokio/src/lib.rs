@@ -50,7 +50,44 @@
 //! every executor. Layout: `builder.rs`, `error.rs`, `executor.rs` (the
 //! owner and its shutdown), `handle.rs` (the shared state and the
 //! `Executor` implementation), `task.rs` (fibers as tokio tasks, blocking
-//! calls), `timer.rs`, `metrics.rs`, `sync.rs` (the sync shim).
+//! calls), `io.rs` (sockets on tokio's driver), `timer.rs`, `metrics.rs`,
+//! `sync.rs` (the sync shim).
+//!
+//! # Sockets
+//!
+//! [`net`] (spindle-net, re-exported) has TCP listeners and streams, UDP
+//! sockets, Unix domain listeners and streams and a buffered line reader,
+//! the same on every Spindle executor; their operations are
+//! `IO<_, std::io::Error>` values. On this executor a socket made by a
+//! fiber is watched by tokio's own I/O driver through
+//! `tokio::io::unix::AsyncFd`, next to the application's tokio sockets:
+//! no poller of Spindle's runs. A wait on a socket whose runtime is shut
+//! down (an owned runtime dropped with its executor) fails with an
+//! `io::Error` instead of hanging, and one on a runtime built without I/O
+//! (`enable_io`) fails when the socket is made. Unix only, as spindle-net
+//! (elsewhere the module is empty).
+//!
+//! ```
+//! use std::time::Duration;
+//! use spindle_core::{IO, Outcome};
+//! use spindle_exec_tokio::TokioExecutor;
+//! use spindle_exec_tokio::net::{TcpListener, TcpStream};
+//!
+//! let executor = TokioExecutor::builder().current_thread().build()?;
+//! let echo = TcpListener::bind("127.0.0.1:0".parse()?).flat_map(|listener| {
+//!     listener.local_addr().flat_map(move |addr| {
+//!         let server = listener.accept().flat_map(|(stream, _peer)| {
+//!             stream.read(1024).flat_map(move |bytes| stream.write_all(bytes))
+//!         });
+//!         let client = TcpStream::connect(addr)
+//!             .flat_map(|stream| stream.write_all(b"hello").product_r(stream.read(1024)));
+//!         server.both(client).map(|((), echoed)| echoed)
+//!     })
+//! });
+//! let outcome = executor.block_on(echo.timeout(Duration::from_secs(10)))?;
+//! assert_eq!(outcome.succeeded(), Some(b"hello".to_vec()));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 //!
 //! # Design
 //!
@@ -66,6 +103,7 @@
 //! | `spawn_blocking` | tokio's `spawn_blocking` | tokio's blocking pool, shared with the application |
 //! | `block_on` / `try_block_on` | io-core's `MainFiber`, the caller parked until the main fiber completes or is abandoned | the same deadlock detection as every executor |
 //! | `fiber_dump` | io-core's `FiberRegistry` | the same dumps as every executor |
+//! | spindle-net's I/O capability | each fiber run inside `with_driver` with a stateless driver; a socket is an `AsyncFd` on the runtime's I/O driver | tokio's driver, not a second poller; no cost per poll beyond two thread-local writes |
 //!
 //! An owned current-thread runtime is driven by one thread the executor
 //! starts (tokio's current-thread runtime runs tasks only inside its
@@ -86,8 +124,9 @@
 //!   shuts an owned runtime down in the background.
 //!
 //! Design credits: tokio's scheduler (its LIFO slot and yield path are
-//! what the two scheduling calls map to) and tokio's `rt_test!` habit for
-//! the shared tests; no code is copied.
+//! what the two scheduling calls map to), tokio's `AsyncFd` and its
+//! tick-based readiness (what the sockets wait on) and tokio's `rt_test!`
+//! habit for the shared tests; no code is copied.
 
 #![deny(missing_docs)]
 
@@ -95,6 +134,8 @@ mod builder;
 mod error;
 mod executor;
 mod handle;
+#[cfg(unix)]
+mod io;
 mod metrics;
 mod sync;
 mod task;
@@ -107,3 +148,8 @@ pub use crate::handle::Handle;
 pub use crate::metrics::{Flavor, Metrics};
 pub use crate::timer::TimerKey;
 pub use spindle_core::{FiberInfo, FiberStatus};
+
+/// The sockets: spindle-net, re-exported. Sockets made by this executor's
+/// fibers are watched by tokio's own I/O driver (through `AsyncFd`), next
+/// to the application's tokio sockets; see [the crate doc](crate#sockets).
+pub use spindle_net as net;

@@ -2,14 +2,17 @@
 //! comes from here, as in the other executor crates (tokio's `loom`
 //! module, crossbeam-utils' `primitive`).
 //!
-//! exec-tokio hand-writes no lock-free protocol: the scheduling, parking
-//! and timer machinery is tokio's (model-checked with loom in tokio's own
-//! CI). What is left here is a shutdown flag read before each fiber run,
-//! independent counters for metrics, and a mutex-and-condvar wait for
-//! shutdown; none of them orders anything else, so there is no protocol
-//! for a loom model to check, and the crate is not built under
-//! `--cfg loom`. Should a protocol appear, its types come from here and
-//! gain loom variants as in `exec-wstp/src/sync.rs`.
+//! exec-tokio hand-writes almost no lock-free protocol: the scheduling,
+//! parking, timer and I/O machinery is tokio's (model-checked with loom in
+//! tokio's own CI). What is left here is a shutdown flag read before each
+//! fiber run, independent counters for metrics, and a mutex-and-condvar
+//! wait for shutdown, none of which orders anything else; and the
+//! per-socket counter of `io.rs`, whose argument is about its order with
+//! tokio's own readiness word (`SeqCst` on both sides, in the `io` module
+//! doc), which a loom model of this crate could not see. So the crate is
+//! not built under `--cfg loom`. Should a protocol of its own appear, its
+//! types come from here and gain loom variants as in
+//! `exec-wstp/src/sync.rs`.
 //!
 //! Locks here never poison: no code of this crate panics while holding
 //! one, and user code never runs under them, so `lock` takes the guard

@@ -32,6 +32,13 @@
 //! costs nothing to survive) spawns a task that yields once before it runs
 //! the fiber: the same yield path.
 //!
+//! # Sockets
+//!
+//! Each run of a fiber is wrapped in spindle-net's `with_driver` with
+//! this crate's driver (the `io` module), so that the sockets a fiber
+//! makes register with tokio's I/O driver. The main fiber of `block_on`
+//! and `run_async` runs in such a task too.
+//!
 //! # Shutdown
 //!
 //! A task finds the executor shut down before it runs its fiber: it drops
@@ -175,6 +182,12 @@ impl Future for FiberTask {
             return Poll::Ready(());
         }
         let running = Running::enter(key(shared));
+        // Sockets the fiber makes register with tokio's driver (the `io`
+        // module): a `static` driver, so that nothing is counted or
+        // allocated per poll.
+        #[cfg(unix)]
+        crate::io::run_fiber(|| fiber.run());
+        #[cfg(not(unix))]
         fiber.run();
         match running.exit() {
             Some(fiber) => {
