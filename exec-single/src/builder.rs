@@ -11,16 +11,19 @@ use crate::clock::Clock;
 use crate::clock::StdClock;
 use crate::error::BuildError;
 use crate::executor::SingleThreaded;
+use crate::platform;
 
 /// Configures and builds a [`SingleThreaded`] executor.
 ///
 /// ```
+/// # #[cfg(feature = "std")] { // The system clock needs `std`.
 /// use spindle_core::FiberConfig;
 /// use spindle_exec_single::SingleThreaded;
 ///
 /// let config = FiberConfig::builder().auto_yield_after(256).build()?;
 /// let rt = SingleThreaded::builder().fiber_config(config).track_fibers(true).build()?;
 /// # let _ = rt;
+/// # }
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone)]
@@ -86,10 +89,14 @@ impl<C: Clock> Builder<C> {
         self
     }
 
-    /// Checks the configuration and makes the executor.
+    /// Checks the configuration and makes the executor. On the system
+    /// clock (with `std`, on Unix) this makes its I/O poller too, and fails
+    /// with `BuildError::Poller` if the system refuses one (out of
+    /// descriptors); see the [crate documentation](crate#the-loop).
     pub fn build(self) -> Result<SingleThreaded<C>, BuildError> {
         let config = self.fiber_config.resolve().map_err(BuildError::Config)?;
         let fibers = FiberRegistry::new(&config, self.track_fibers, 1);
-        Ok(SingleThreaded::from_parts(self.clock, config, fibers))
+        let io = platform::io_for(&self.clock)?;
+        Ok(SingleThreaded::from_parts(self.clock, config, fibers, io))
     }
 }

@@ -37,8 +37,9 @@ pub trait Clock: Send + Sync + 'static {
     /// Without `std`: called when no fiber is runnable, to wait until
     /// `deadline` (the next timer, if any) or until [`notify`](Clock::notify)
     /// is called. It may return early; the loop checks again. The default
-    /// spins once. With `std` the loop parks its thread instead and this is
-    /// not called.
+    /// spins once. With `std` the loop waits in its I/O poller (on the
+    /// system clock, on Unix) or parks its thread instead, and this is not
+    /// called.
     fn wait(&self, deadline: Option<Duration>) {
         let _ = deadline;
         core::hint::spin_loop();

@@ -7,8 +7,9 @@ use core::fmt;
 use spindle_core::ConfigError;
 pub use spindle_core::RunError;
 
-/// A configuration the [`Builder`](crate::Builder) refused.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A configuration the [`Builder`](crate::Builder) refused, or an I/O
+/// poller it could not make.
+#[derive(Debug)]
 #[non_exhaustive]
 pub enum BuildError {
     /// The fiber configuration read from the environment
@@ -16,12 +17,19 @@ pub enum BuildError {
     /// invalid: for instance `SPINDLE_TRACING` names an unknown tracing mode
     /// (the message names the valid ones).
     Config(ConfigError),
+    /// The operating system refused to make the I/O poller of an executor
+    /// on the system clock (for instance: too many open files). Only with
+    /// `std`, on Unix (see the [crate documentation](crate#the-loop)).
+    #[cfg(feature = "std")]
+    Poller(std::io::Error),
 }
 
 impl fmt::Display for BuildError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             BuildError::Config(e) => write!(f, "exec-single: {e}"),
+            #[cfg(feature = "std")]
+            BuildError::Poller(e) => write!(f, "exec-single: could not make the I/O poller: {e}"),
         }
     }
 }
@@ -30,6 +38,8 @@ impl core::error::Error for BuildError {
     fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
         match self {
             BuildError::Config(e) => Some(e),
+            #[cfg(feature = "std")]
+            BuildError::Poller(e) => Some(e),
         }
     }
 }

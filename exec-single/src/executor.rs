@@ -1,10 +1,20 @@
 //! [`SingleThreaded`]: the executor proper, its loop (`block_on`,
 //! `try_block_on`, the turn) and the `Drop` that frees what it holds. The
 //! loop is described in the [crate documentation](crate#the-loop).
+//!
+//! The loop is written once for every build and clock: what differs (the
+//! loop marker, idle waiting, the I/O capability) is behind `platform`'s
+//! API. The executor owns the loop's half of the I/O capability
+//! (`platform::IoPoller`: where the loop waits when idle, and looks once
+//! per busy turn) and the shared state the other half (`platform::Io`:
+//! wakes the loop from other threads, counts I/O waiters, installs the
+//! driver for the duration of a run, closes on drop). Without I/O (no
+//! `std`, not Unix, or a clock other than the system clock) both halves
+//! fall back to the platform's parking or `Clock::wait`.
 
 #[cfg(not(loom))]
 use alloc::vec::Vec;
-use core::cell::Cell;
+use core::cell::{Cell, RefCell};
 use core::fmt;
 use core::marker::PhantomData;
 use core::time::Duration;
@@ -37,6 +47,9 @@ pub struct SingleThreaded<C: Clock> {
     /// executor is not `Sync`). Catches every nesting, also one through a
     /// fiber of another executor whose loop runs inside one of ours.
     running: Cell<bool>,
+    /// The loop's half of the I/O capability (module doc): borrowed by the
+    /// one `block_on` that runs.
+    poller: RefCell<platform::IoPoller>,
     /// Not `Sync` (see above).
     _not_sync: PhantomData<Cell<()>>,
 }
@@ -101,18 +114,26 @@ struct LoopWaiter<C: Clock>(Handle<C>);
 impl<C: Clock> WakeWaiter for LoopWaiter<C> {
     fn wake(&self) {
         let shared = &self.0.shared;
+        // Published first (the remote queue's flag), then the loop is woken:
+        // from its park, its poller, or the clock's `wait`.
         shared.remote.notify();
-        platform::after_push(&shared.clock);
+        shared.io.wake(&shared.clock);
     }
 }
 
 impl<C: Clock> SingleThreaded<C> {
-    pub(crate) fn from_parts(clock: C, config: FiberConfig, fibers: FiberRegistry) -> Self {
+    pub(crate) fn from_parts(
+        clock: C,
+        config: FiberConfig,
+        fibers: FiberRegistry,
+        (io, poller): (platform::Io, platform::IoPoller),
+    ) -> Self {
         SingleThreaded {
             handle: Handle {
-                shared: Arc::new(Shared::new(clock, config, fibers)),
+                shared: Arc::new(Shared::new(clock, config, fibers, io)),
             },
             running: Cell::new(false),
+            poller: RefCell::new(poller),
             _not_sync: PhantomData,
         }
     }
@@ -170,7 +191,8 @@ impl<C: Clock> SingleThreaded<C> {
     /// `Err(RunError::Deadlock)` when the main fiber can provably never
     /// finish: it is suspended, nothing can resume it (for instance
     /// `IO::never()`, or an async callback dropped without being called),
-    /// and no other work remains.
+    /// and no other work remains: no fiber ready, no timer, no fiber
+    /// waiting for a socket, no wake-up from elsewhere.
     pub fn try_block_on<A, E>(&self, io: IO<A, E>) -> Result<Outcome<A, E>, RunError>
     where
         A: Send + 'static,
@@ -196,24 +218,41 @@ impl<C: Clock> SingleThreaded<C> {
             // defence: entering again would alias `local`).
             return Err(RunError::Nested);
         };
+        let Ok(mut poller) = self.poller.try_borrow_mut() else {
+            // Unreachable while `running` is set; refused rather than
+            // panicking all the same.
+            return Err(RunError::Nested);
+        };
         let main = self.spawn_main(io);
-        loop {
-            self.turn();
-            if let Some(outcome) = main.take() {
-                return Ok(outcome);
-            }
-            if !self.has_runnable() {
+        // Sockets made by the fibers run here register with this
+        // executor's reactor, and waits on them are allowed, until the run
+        // ends (no-op without I/O).
+        shared.io.drive(|| {
+            loop {
+                self.turn();
+                if let Some(outcome) = main.take() {
+                    return Ok(outcome);
+                }
+                if self.has_runnable() {
+                    // Busy: a look at the sockets (no wait), once per turn,
+                    // only if a fiber waits for one.
+                    poller.look();
+                    continue;
+                }
                 let next_deadline = self.next_deadline();
                 if fail_on_deadlock
                     && next_deadline.is_none()
+                    && shared.io.waiters() == 0
                     && main.is_abandoned()
                     && shared.remote.is_empty()
                 {
                     return Err(RunError::Deadlock);
                 }
-                platform::idle(&shared.remote, &shared.clock, next_deadline);
+                // Until the next timer, a readiness event, or a wake-up
+                // from elsewhere (a push, the main fiber's end).
+                poller.idle(&shared.remote, &shared.clock, next_deadline);
             }
-        }
+        })
     }
 
     /// Queues `io` as a main fiber whose outcome lands in the returned slot.
@@ -302,10 +341,10 @@ impl<C: Clock> SingleThreaded<C> {
 
 impl<C: Clock> Drop for SingleThreaded<C> {
     fn drop(&mut self) {
-        // Queued fibers and timer callbacks hold handles to `shared`: take
-        // them out and drop them now, or the reference cycle would keep
-        // everything alive (io-core's support module, "Breaking the
-        // executor/fiber cycle"). The remote queue is closed first, so a
+        // Queued fibers, timer callbacks and I/O waiters hold handles to
+        // `shared`: take them out and drop them now, or the reference cycle
+        // would keep everything alive (io-core's support module, "Breaking
+        // the executor/fiber cycle"). The remote queue is closed first, so a
         // fiber scheduled from elsewhere from now on is freed at once.
         let shared = &*self.handle.shared;
         let remote = shared.remote.close();
@@ -319,6 +358,10 @@ impl<C: Clock> Drop for SingleThreaded<C> {
             (core::mem::take(&mut local.run_queue), local.timers.drain())
         };
         drop(remote);
+        // Fibers waiting for a socket: the reactor is closed (every later
+        // wait fails) and their callbacks are dropped, outside its lock and
+        // ours (see `platform::Io::close`).
+        shared.io.close();
         drop(queue);
         drop(timers);
         shared.fibers.clear();

@@ -65,20 +65,30 @@ pub(crate) struct Shared<C: Clock> {
     /// The ready queue's length and the number of timers at the end of the
     /// last turn (for dumps taken off the loop thread).
     pub(crate) published: Published<2>,
+    /// The shared half of the I/O capability (the reactor, on the system
+    /// clock with `std` on Unix; nothing otherwise): wakes the loop after a
+    /// push from elsewhere.
+    pub(crate) io: platform::Io,
 }
 
 // SAFETY: `local` is only accessed by the thread that runs the loop, which
 // `platform::on_loop_thread` identifies (with `std`: a thread-local marker
 // set for the duration of `block_on`; without `std` there is one context
 // that runs the loop, and everything from interrupt handlers goes through
-// `remote`). `remote`, `fibers` and `published` are locks and atomics. The
-// clock is `Send + Sync`.
+// `remote`). `remote`, `fibers` and `published` are locks and atomics;
+// `io` is a reactor handle (`Send + Sync`) or nothing. The clock is
+// `Send + Sync`.
 unsafe impl<C: Clock> Sync for Shared<C> {}
 // SAFETY: as above; fibers and timer callbacks are `Send`.
 unsafe impl<C: Clock> Send for Shared<C> {}
 
 impl<C: Clock> Shared<C> {
-    pub(crate) fn new(clock: C, config: FiberConfig, fibers: FiberRegistry) -> Self {
+    pub(crate) fn new(
+        clock: C,
+        config: FiberConfig,
+        fibers: FiberRegistry,
+        io: platform::Io,
+    ) -> Self {
         Shared {
             clock,
             config,
@@ -89,6 +99,7 @@ impl<C: Clock> Shared<C> {
             remote: RemoteQueue::new(),
             fibers,
             published: Published::new(),
+            io,
         }
     }
 
@@ -111,7 +122,7 @@ impl<C: Clock> Shared<C> {
     /// Queues a fiber from outside the loop thread, and wakes the loop.
     pub(crate) fn push_remote(&self, fiber: Fiber<Handle<C>>) {
         match self.remote.push(fiber) {
-            Ok(()) => platform::after_push(&self.clock),
+            Ok(()) => self.io.wake(&self.clock),
             // The executor is gone: the fiber is freed here.
             Err(fiber) => drop(fiber),
         }
@@ -169,7 +180,8 @@ impl<C: Clock> Executor for Handle<C> {
     }
 
     /// The live fibers (while they are listed; see the crate documentation)
-    /// and the loop's `ready queue`, `remote queue` and `timers`.
+    /// and the loop's `ready queue`, `remote queue`, `timers` and
+    /// `io waiters`.
     #[cfg(not(loom))]
     fn fiber_dump(&self) -> FiberDump {
         let metrics = self.metrics();
@@ -179,12 +191,13 @@ impl<C: Clock> Executor for Handle<C> {
                 ("ready queue", metrics.ready_queue as u64),
                 ("remote queue", metrics.remote_queue as u64),
                 ("timers", metrics.timers as u64),
+                ("io waiters", metrics.io_waiters as u64),
             ],
         }
     }
 }
 
-/// A snapshot of the loop's queues and timers.
+/// A snapshot of the loop's queues, timers and I/O waiters.
 ///
 /// On the loop thread (inside a fiber, or between runs) the numbers are
 /// exact; elsewhere (another thread, an interrupt handler, any caller
@@ -199,14 +212,17 @@ pub struct Metrics {
     pub remote_queue: usize,
     /// Timers set and not yet fired or cancelled.
     pub timers: usize,
+    /// Fibers waiting for socket readiness (always 0 on an executor without
+    /// I/O: see the [crate documentation](crate#the-loop)).
+    pub io_waiters: usize,
 }
 
 impl fmt::Display for Metrics {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "ready queue: {}; remote queue: {}; timers: {}",
-            self.ready_queue, self.remote_queue, self.timers
+            "ready queue: {}; remote queue: {}; timers: {}; io waiters: {}",
+            self.ready_queue, self.remote_queue, self.timers, self.io_waiters
         )
     }
 }
@@ -232,7 +248,8 @@ impl<C: Clock> Handle<C> {
         Ok(FiberHandle::spawn(io, self))
     }
 
-    /// A snapshot of the loop's queues and timers: see [`Metrics`].
+    /// A snapshot of the loop's queues, timers and I/O waiters: see
+    /// [`Metrics`].
     pub fn metrics(&self) -> Metrics {
         let shared = &*self.shared;
         let [ready_queue, timers] = if platform::on_loop_thread(self.shared_id()) {
@@ -248,6 +265,7 @@ impl<C: Clock> Handle<C> {
             ready_queue,
             remote_queue: shared.remote.len(),
             timers,
+            io_waiters: shared.io.waiters(),
         }
     }
 

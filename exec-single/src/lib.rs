@@ -1,13 +1,114 @@
 //! # exec-single: a single-threaded executor for Spindle fibers
 //!
 //! One thread (the one that calls [`SingleThreaded::block_on`]) runs every
-//! fiber. It is the executor for tests, for embedded targets (`//!
+//! fiber. It is the executor for tests, for embedded targets (`#![no_std]`
+//! with `alloc`; build with `default-features = false`) and for programs
+//! that want one deterministic thread. With `std` on Unix it also runs
+//! spindle-net's sockets ([Sockets](#sockets)).
+//!
+//! ```
+//! # #[cfg(feature = "std")] { // The system clock needs `std`.
+//! use spindle_exec_single::SingleThreaded;
+//! use spindle_core::{IO, Outcome};
+//! use std::time::Duration;
+//!
+//! let rt = SingleThreaded::new()?;
+//! let program: IO<&str, ()> = IO::sleep(Duration::from_millis(1)).map_to("done");
+//! assert_eq!(rt.block_on(program)?, Outcome::Succeeded("done"));
+//! # }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # The loop
+//!
+//! Each turn of [`SingleThreaded::block_on`]:
+//!
+//! 1. moves fibers woken from elsewhere (other threads, interrupt handlers)
+//!    from the *remote* queue to the end of the run queue;
+//! 2. fires the timers whose deadline has passed, in deadline order (ties
+//!    in the order they were set), which queues their fibers;
+//! 3. runs the fibers that were queued at the start of this step, in FIFO
+//!    order (a fiber that yields goes behind them);
+//! 4. if fibers are still ready and some fiber waits for a socket, looks at
+//!    the I/O poller without waiting, which queues the fibers whose sockets
+//!    are ready: once per turn, so sockets, like timers and wake-ups, are
+//!    looked at between two batches of step 3;
+//! 5. if no fiber is ready, waits until the next timer's deadline or a
+//!    wake-up: in the I/O poller (with `std` on Unix, on the system clock:
+//!    readiness ends the wait too), by parking the thread (with `std`, on
+//!    any other clock), or with [`Clock::wait`] (without `std`).
+//!
+//! Same program, same order of events, every run: nothing depends on
+//! thread timing except when a wake-up from another thread, an interrupt or
+//! a socket arrives.
+//!
+//! [`try_block_on`](SingleThreaded::try_block_on) reports
+//! [`RunError::Deadlock`] when the main fiber was freed while suspended and
+//! nothing is left: no fiber ready, no timer, no fiber waiting for a
+//! socket, no wake-up pending.
+//!
+//! # Sockets
+//!
+//! With `std` on Unix, an executor on the system clock
+//! ([`StdClock`]: [`SingleThreaded::new`], [`SingleThreaded::builder`])
+//! provides the I/O capability of spindle-net (its `driver` module): it
+//! owns a mio reactor, and each `block_on` runs its fibers with that
+//! reactor as the thread's driver, so the sockets they make
+//! (`TcpListener::bind`, `TcpStream::connect`, `UdpSocket::bind`, ...)
+//! register with it. The loop then waits in the reactor's poller instead
+//! of parking its thread: readiness, the next timer and a wake-up from
+//! another thread (which notifies the reactor: a system call only when the
+//! loop sleeps) all end one wait. Between two `block_on`s nothing polls: a
+//! wait that starts then fails with an error instead of hanging, while
+//! fibers already waiting stay registered and resume in the next run.
+//! Dropping the executor closes the reactor (later waits fail) and frees
+//! the fibers waiting on it (their finalizers do not run: cancel fibers
+//! first for that). Making the poller can fail (out of descriptors):
+//! the builder then returns `BuildError::Poller`.
+//!
+//! Every other executor has no I/O capability and parks or waits as
+//! described in [the loop](#the-loop): on another [`Clock`] (testkit's
+//! [`VirtualClock`](testkit::VirtualClock) and
+//! [`TestControl`](testkit::TestControl), whose time must never be real, or
+//! a clock of the user's), without `std`, or off Unix. A socket made by one
+//! of its fibers fails with an `io::Error` of kind `Unsupported`. Which
+//! executors get a reactor is decided by the clock's type when the
+//! executor is built; the loop's code is the same for all (`platform/`:
+//! see the layout below).
+//!
+//! # Wake-ups from other contexts
+//!
+//! [`Executor::schedule_fiber`] may be called from any thread and (without
+//! `std`) from interrupt handlers: callbacks resume fibers that way. On the
+//! loop's own thread it pushes to the run queue without a lock; from
+//! anywhere else it pushes to the remote queue, behind a `std` mutex or a
+//! `critical-section` (never picked by this library: the final binary
+//! provides the implementation, for instance cortex-m's single-core one),
+//! then wakes the loop: through its reactor, by unparking its thread, or
+//! with [`Clock::notify`].
+//!
+//! # Fiber dumps
+//!
+//! [`Executor::fiber_dump`] (also [`SingleThreaded::fiber_dump`]) lists
+//! every live fiber with its state and trace, and the loop's state: the
+//! ready queue, the remote queue, the timers and the fibers waiting for a
+//! socket (`io waiters`). The executor lists its fibers (io-core's
+//! `FiberRegistry`, filled from [`Executor::fiber_created`]) while they
+//! trace (io-core's `tracing` feature on and a mode other than `none`) or
+//! when built with [`Builder::track_fibers`]; otherwise it keeps nothing
+//! per fiber and a dump lists no fiber. On the loop thread a dump reads the
+//! ready queue and the timers exactly; elsewhere (another thread, an
+//! interrupt handler, any caller without `std`) it reads their lengths as
+//! of the end of the last turn, which the loop publishes with two relaxed
+//! stores per turn.
+//!
 //! # Layout
 //!
 //! `builder.rs` ([`Builder`]), `error.rs` ([`BuildError`], [`RunError`]),
 //! `handle.rs` ([`Handle`], the shared state and the [`Executor`]
 //! implementation), `executor.rs` ([`SingleThreaded`] and its loop),
-//! `platform/` (hosted or bare: the loop marker and idle waiting), `sync.rs`
+//! `platform/` (whole-file swaps: `hosted.rs` or `bare.rs`, the loop marker
+//! and idle waiting; `io.rs` or `no_io.rs`, the I/O capability), `sync.rs`
 //! (the sync shim). What every executor shares (the main-fiber slot, the
 //! remote queue, the fiber registry, the timer heap) is io-core's
 //! `executor::support`.

@@ -17,6 +17,11 @@
 //!   has one; [`is_deadlocked`](TestControl::is_deadlocked) says that it
 //!   never will (no runnable fiber, no timer, not completed).
 //!
+//! There is no I/O under `TestControl`: virtual time has no poller to wait
+//! in, so a socket made by a program under test (spindle-net's
+//! `TcpListener::bind`, ...) fails with an `io::Error` of kind
+//! `Unsupported`.
+//!
 //! ```
 //! use spindle_exec_single::testkit::TestControl;
 //! use spindle_core::{IO, Outcome};
@@ -103,10 +108,13 @@ impl<A: Send + 'static, E: Send + 'static> TestControl<A, E> {
     /// Like [`execute`](TestControl::execute), with a fiber configuration.
     pub fn execute_with_config(program: IO<A, E>, config: FiberConfig) -> Self {
         let clock = VirtualClock::new();
+        // No I/O capability: virtual time has no poller to wait in, and a
+        // socket made here fails with spindle-net's `Unsupported` error.
         let executor = SingleThreaded::from_parts(
             clock.clone(),
             config,
             spindle_core::executor::support::FiberRegistry::new(&config, false, 1),
+            crate::platform::no_io(),
         );
         let slot = {
             let _on_loop = executor.enter();

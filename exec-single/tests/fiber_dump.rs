@@ -1,6 +1,9 @@
 //! exec-single's fiber dumps (its fibers and its loop's state) and
 //! `SingleThreaded::from_env`.
 
+// Dumps of executors on the system clock (`std`); without it
+// (`--no-default-features`) this file is empty.
+#![cfg(feature = "std")]
 // The tests that need traces are compiled only with the `tracing` feature;
 // without it, their helpers are unused.
 #![cfg_attr(not(feature = "tracing"), allow(unused))]

@@ -6,6 +6,10 @@
 //! the way an executor's user can: `Fiber::new(io, rt.handle(), ..)` handed
 //! to `Executor::schedule_fiber`.
 
+// These tests run on the system clock and threads (`std`); without it
+// (`--no-default-features`) this file is empty.
+#![cfg(feature = "std")]
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;

@@ -1,7 +1,9 @@
-//! With `std`: a thread-local marks the loop thread; idle waiting parks the
-//! thread until the next deadline or a remote wake-up (never a busy spin),
-//! through io-core's `RemoteQueue::park` (its module doc argues why no
-//! wake-up is lost).
+//! With `std`: a thread-local marks the loop thread; a loop without a
+//! poller (a clock other than the system clock, or no spindle-net off
+//! Unix: see `io.rs`) waits while idle by parking the thread until the
+//! next deadline or a remote wake-up (never a busy spin), through io-core's
+//! `RemoteQueue::park` (its module doc argues why no wake-up is lost). A
+//! loop with a poller waits in it instead and is woken through its reactor.
 
 use core::cell::Cell;
 use core::time::Duration;

@@ -1,0 +1,66 @@
+//! No I/O capability: without `std` (bare metal), or with `std` off Unix
+//! (spindle-net is Unix-only). The same API as `io.rs`, empty: the loop
+//! waits and is woken the platform's way (`imp`: the clock's `wait` and
+//! `notify` hooks without `std`, thread parking with it), and no fiber ever
+//! waits for readiness.
+
+use core::time::Duration;
+
+use spindle_core::executor::support::RemoteQueue;
+
+use super::imp;
+use crate::clock::Clock;
+use crate::error::BuildError;
+
+/// The shared half of the I/O capability: nothing.
+pub(crate) struct Io;
+
+/// The loop's half: nothing.
+pub(crate) struct IoPoller;
+
+/// No I/O capability, on any clock.
+pub(crate) fn io_for<C: Clock>(_clock: &C) -> Result<(Io, IoPoller), BuildError> {
+    Ok(no_io())
+}
+
+/// No I/O capability.
+pub(crate) fn no_io() -> (Io, IoPoller) {
+    (Io, IoPoller)
+}
+
+impl Io {
+    /// After a push or notification from elsewhere: the platform's wake-up.
+    #[inline]
+    pub(crate) fn wake<C: Clock>(&self, clock: &C) {
+        imp::after_push(clock);
+    }
+
+    /// Fibers waiting for readiness: none.
+    pub(crate) fn waiters(&self) -> usize {
+        0
+    }
+
+    /// Runs `run` (no driver to install).
+    pub(crate) fn drive<R>(&self, run: impl FnOnce() -> R) -> R {
+        run()
+    }
+
+    /// Nothing to close.
+    pub(crate) fn close(&self) {}
+}
+
+impl IoPoller {
+    /// No fiber is ready: the platform's idle wait until `deadline` or a
+    /// wake-up.
+    pub(crate) fn idle<T, C: Clock>(
+        &mut self,
+        remote: &RemoteQueue<T>,
+        clock: &C,
+        deadline: Option<Duration>,
+    ) {
+        imp::idle(remote, clock, deadline);
+    }
+
+    /// Nothing to look at.
+    pub(crate) fn look(&mut self) {}
+}
