@@ -140,6 +140,11 @@ pub use error::{BuildError, RunError};
 pub use executor::SingleThreaded;
 pub use handle::{Handle, Metrics};
 
+/// The sockets (with `std`, on Unix): spindle-net, re-exported. An
+/// executor on the system clock polls their readiness in its loop.
+#[cfg(all(feature = "std", unix, not(loom)))]
+pub use spindle_net as net;
+
 /// Unit tests of the loop's `unsafe` paths (thread-confined state, the
 /// remote queue, timers); they also run under Miri in CI.
 #[cfg(all(test, feature = "std"))]
