@@ -17,6 +17,7 @@ mod ops {
     pub(super) static READ_LINE: Op = Op::new("BufReader::read_line");
     pub(super) static READ: Op = Op::new("BufReader::read");
     pub(super) static FOR_EACH_LINE: Op = Op::new("BufReader::for_each_line");
+    pub(super) static READ_EXACT: Op = Op::new("BufReader::read_exact");
 }
 
 /// The sealed part of [`ReadStream`]: how a reader reads from the stream.
@@ -248,6 +249,40 @@ impl<S: ReadStream> BufReader<S> {
                 .map_untraced(move |_| take(&inner))
         })
         .traced_as(&ops::READ)
+    }
+
+    /// Reads exactly `len` bytes: from the buffer, then from the stream as
+    /// often as needed. End of stream before them is an error of kind
+    /// `UnexpectedEof` (the bytes stay buffered). Canceled midway, every
+    /// byte read stays in the reader (see
+    /// [Cancellation](BufReader#cancellation)): the next read starts with
+    /// them.
+    #[track_caller]
+    pub fn read_exact(&self, len: usize) -> IO<Vec<u8>, io::Error> {
+        let inner = self.inner.clone();
+        IO::tail_rec_untraced((), move |()| {
+            let mut buf = lock(&inner.buffer);
+            if buf.len() >= len {
+                let bytes: Vec<u8> = buf.drain(..len).collect();
+                return IO::pure(ControlFlow::Break(bytes));
+            }
+            let have = buf.len();
+            drop(buf);
+            inner
+                .stream
+                .read_shared(inner.buffer.clone(), CHUNK)
+                .flat_map_untraced(move |n| {
+                    if n == 0 {
+                        IO::raise_error(io::Error::new(
+                            io::ErrorKind::UnexpectedEof,
+                            format!("spindle-net: end of stream after {have} of {len} bytes"),
+                        ))
+                    } else {
+                        IO::pure(ControlFlow::Continue(()))
+                    }
+                })
+        })
+        .traced_as(&ops::READ_EXACT)
     }
 
     /// The line-framed read loop: reads line after line and runs `handle`

@@ -78,6 +78,35 @@ pub(crate) fn read_into<T: StreamIo>(
     })
 }
 
+/// Reads exactly `len` bytes (see `TcpStream::read_exact`): end of stream
+/// before them is an `UnexpectedEof` error.
+pub(crate) fn read_exact<T: StreamIo>(
+    source: &Arc<Source<T>>,
+    len: usize,
+) -> IO<Vec<u8>, io::Error> {
+    retry(
+        source,
+        Direction::Read,
+        (vec![0; len], 0usize),
+        move |socket, (mut buf, mut filled)| loop {
+            if filled == len {
+                return Ok(buf);
+            }
+            match socket.read_some(&mut buf[filled..]) {
+                Ok(0) => {
+                    let e = io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        format!("spindle-net: end of stream after {filled} of {len} bytes"),
+                    );
+                    return Err(((buf, filled), e));
+                }
+                Ok(n) => filled += n,
+                Err(e) => return Err(((buf, filled), e)),
+            }
+        },
+    )
+}
+
 /// Appends at most `max` bytes to the shared buffer `shared`, inside the
 /// call that reads them: bytes are either still in the kernel or in
 /// `shared`, whenever the fiber is canceled (the guarantee of
@@ -149,6 +178,7 @@ mod ops {
 
     pub(super) static READ: Op = Op::new("ReadHalf::read");
     pub(super) static READ_INTO: Op = Op::new("ReadHalf::read_into");
+    pub(super) static READ_EXACT: Op = Op::new("ReadHalf::read_exact");
     pub(super) static WRITE: Op = Op::new("WriteHalf::write");
     pub(super) static WRITE_ALL: Op = Op::new("WriteHalf::write_all");
     pub(super) static SHUTDOWN: Op = Op::new("WriteHalf::shutdown");
@@ -262,6 +292,15 @@ impl<S: Split> ReadHalf<S> {
     #[track_caller]
     pub fn read_into(&self, buf: Vec<u8>, max: usize) -> IO<(Vec<u8>, usize), io::Error> {
         read_into(&self.source, buf, max).traced_as(&ops::READ_INTO)
+    }
+
+    /// Reads exactly `len` bytes, waiting as often as needed; end of
+    /// stream before them is an `UnexpectedEof` error. Canceled midway, the
+    /// bytes it had read are lost (use a [`BufReader`](crate::BufReader)'s
+    /// `read_exact` to keep them).
+    #[track_caller]
+    pub fn read_exact(&self, len: usize) -> IO<Vec<u8>, io::Error> {
+        read_exact(&self.source, len).traced_as(&ops::READ_EXACT)
     }
 
     /// The stream again, from its two halves; [`ReuniteError`] (with both

@@ -26,6 +26,7 @@ mod ops {
     pub(super) static CONNECT_HOST: Op = Op::new("TcpStream::connect_host");
     pub(super) static READ: Op = Op::new("TcpStream::read");
     pub(super) static READ_INTO: Op = Op::new("TcpStream::read_into");
+    pub(super) static READ_EXACT: Op = Op::new("TcpStream::read_exact");
     pub(super) static WRITE: Op = Op::new("TcpStream::write");
     pub(super) static WRITE_ALL: Op = Op::new("TcpStream::write_all");
     pub(super) static SHUTDOWN: Op = Op::new("TcpStream::shutdown");
@@ -270,6 +271,15 @@ impl TcpStream {
     #[track_caller]
     pub fn read_into(&self, buf: Vec<u8>, max: usize) -> IO<(Vec<u8>, usize), io::Error> {
         self.read_into_untraced(buf, max).traced_as(&ops::READ_INTO)
+    }
+
+    /// Reads exactly `len` bytes, waiting as often as needed; end of
+    /// stream before them is an error of kind `UnexpectedEof`. Canceled
+    /// midway, the bytes it had read are lost (a [`BufReader`](crate::BufReader)'s
+    /// `read_exact` keeps them).
+    #[track_caller]
+    pub fn read_exact(&self, len: usize) -> IO<Vec<u8>, io::Error> {
+        stream::read_exact(&self.source, len).traced_as(&ops::READ_EXACT)
     }
 
     /// [`TcpStream::read_into`] without its trace event (for `read`).

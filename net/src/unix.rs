@@ -24,6 +24,7 @@ mod ops {
     pub(super) static CONNECT: Op = Op::new("UnixStream::connect");
     pub(super) static READ: Op = Op::new("UnixStream::read");
     pub(super) static READ_INTO: Op = Op::new("UnixStream::read_into");
+    pub(super) static READ_EXACT: Op = Op::new("UnixStream::read_exact");
     pub(super) static WRITE: Op = Op::new("UnixStream::write");
     pub(super) static WRITE_ALL: Op = Op::new("UnixStream::write_all");
     pub(super) static SHUTDOWN: Op = Op::new("UnixStream::shutdown");
@@ -212,6 +213,12 @@ impl UnixStream {
     #[track_caller]
     pub fn read_into(&self, buf: Vec<u8>, max: usize) -> IO<(Vec<u8>, usize), io::Error> {
         stream::read_into(&self.source, buf, max).traced_as(&ops::READ_INTO)
+    }
+
+    /// Reads exactly `len` bytes (see [`TcpStream::read_exact`](crate::TcpStream::read_exact)).
+    #[track_caller]
+    pub fn read_exact(&self, len: usize) -> IO<Vec<u8>, io::Error> {
+        stream::read_exact(&self.source, len).traced_as(&ops::READ_EXACT)
     }
 
     /// Writes some of `data`, waiting until the socket accepts any;
