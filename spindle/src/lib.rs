@@ -90,6 +90,15 @@ pub use spindle_exec_batching as batching;
 #[cfg(feature = "tokio")]
 pub use spindle_exec_tokio as tokio;
 
+/// The sockets of every std executor with non-blocking I/O (features
+/// `wstp`, `batching`, `tokio`): TCP, UDP, Unix domain sockets, split
+/// halves and a buffered line reader as `IO` values; see [`spindle_net`].
+/// The same program runs on each executor that provides I/O (exec-wstp
+/// and exec-batching today); on one that does not, making a socket fails
+/// with an error of kind `Unsupported`.
+#[cfg(any(feature = "wstp", feature = "batching", feature = "tokio"))]
+pub use spindle_net as net;
+
 /// The application entry point of every std executor (feature `app`):
 /// see [`spindle_app`].
 #[cfg(feature = "app")]

@@ -55,8 +55,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use spindle_core::IO;
-use spindle_exec_batching::net::{TcpListener, TcpStream};
+use spindle_effect::IO;
+use spindle_effect::net::{TcpListener, TcpStream};
 
 use crate::http::{Limits, Parse, Rejection, Request, Scanner};
 

@@ -80,7 +80,7 @@ fn serves_as_the_child_server_process_when_asked() {
         let _ = io::stdin().read_to_end(&mut sink);
         std::process::exit(0);
     });
-    let rt = spindle_exec_batching::EventLoop::new().expect("an event loop");
+    let rt = spindle_effect::batching::EventLoop::new().expect("an event loop");
     let program = server::server("127.0.0.1:0".parse().unwrap(), config, |addr| {
         let mut out = io::stdout().lock();
         writeln!(out, "listening on {addr}").and_then(|()| out.flush())

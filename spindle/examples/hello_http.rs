@@ -64,8 +64,8 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use spindle_core::Outcome;
-use spindle_exec_batching::{EventLoop, Mode};
+use spindle_effect::Outcome;
+use spindle_effect::batching::{EventLoop, Mode};
 
 use server::Config;
 
@@ -92,7 +92,7 @@ fn parse_options(mut args: impl Iterator<Item = String>) -> Result<Options, Stri
     let mut options = Options {
         mode: Mode::Batching,
         addr: SocketAddr::from(([127, 0, 0, 1], 0)),
-        batch_size: spindle_exec_batching::DEFAULT_BATCH_SIZE,
+        batch_size: spindle_effect::batching::DEFAULT_BATCH_SIZE,
         config: Config::default(),
     };
     while let Some(flag) = args.next() {
