@@ -1,17 +1,29 @@
-//! An HTTP/1.1 "hello world" server with keep-alive on exec-batching: one
-//! fiber per connection, the whole server on one event-loop thread.
+//! An HTTP/1.1 "hello world" server with keep-alive, one program on every
+//! executor with I/O: one fiber per connection, on the work-stealing pool
+//! or on the one-thread event loop.
 //!
 //! ```text
-//! hello_http [--mode batching|macrotask] [--addr 127.0.0.1:0] [--batch-size N]
+//! hello_http [--executor wstp|batching] [--workers N] [--mode batching|macrotask]
+//!            [--batch-size N] [--addr 127.0.0.1:0] [--fan-out N]
 //!            [--request-timeout-ms N] [--header-timeout-ms N] [--idle-timeout-ms N]
 //!            [--max-head-bytes N] [--max-body-bytes N]
 //! ```
 //!
-//! * `--mode`: the loop's [`Mode`] (default `batching`; `macrotask` is the
-//!   baseline without microtask batching).
+//! Build and run it with the entry crate's features (`full` has them all):
+//! `cargo run --release -p spindle-effect --features full --example
+//! hello_http -- --executor batching`.
+//!
+//! * `--executor`: `wstp` (default) with `--workers` threads (default 2),
+//!   or `batching`, the event loop, in `--mode` `batching` (default) or
+//!   `macrotask` (the baseline without microtask batching) with microtask
+//!   batches of at most `--batch-size` (default 64). See
+//!   `examples/support/executor.rs`.
 //! * `--addr`: where to listen (default `127.0.0.1:0`: a port the system
 //!   picks).
-//! * `--batch-size`: the microtask batch bound (default 64).
+//! * `--fan-out`: fibers the handler starts per request and joins before
+//!   answering (`IO::par_traverse`; default 0, none): the workload where
+//!   batching fiber starts matters (`http_compare --versus`, the fan-out
+//!   pair).
 //! * `--request-timeout-ms`: the bound on handling one request (default
 //!   30000; 0: no bound). As in any production server, a request's handler
 //!   runs under a timeout; in an effect runtime that is a race between the
@@ -19,8 +31,8 @@
 //!   request starts two fibers, resumes the connection's fiber and cancels
 //!   the timer's: the starts and resumes that microtask batching is about.
 //!   A handler that runs out of time is answered `503 Service Unavailable`.
-//!   With 0 the connection's fiber builds the response itself (one resume
-//!   per request, after the read).
+//!   With 0 (and no fan-out) the connection's fiber builds the response
+//!   itself (one resume per request, after the read).
 //! * `--header-timeout-ms`: how long a request head may take to arrive
 //!   from its first byte (default 10000; 0: no bound). A client trickling
 //!   a head is closed when it runs out.
@@ -34,8 +46,9 @@
 //!
 //! The first line on stdout is exactly `listening on <addr>`, with the
 //! address actually bound (flushed at once, for scripts and the load
-//! generator in `benches/`); then it serves until killed. Try it with
-//! `curl -s http://<addr>/`.
+//! generator of `spindle-tools`' `http_compare`); then it serves until
+//! killed (SIGINT or SIGTERM end it through the entry point,
+//! `spindle_effect::app::run`). Try it with `curl -s http://<addr>/`.
 //!
 //! Each request is read up to its blank line (and its body, if it has a
 //! `Content-Length`), and answered `200 OK` with the body `Hello, World!`
@@ -47,37 +60,46 @@
 //! Bad input gets a clear error response and a close: `400` for a
 //! malformed request line, header or `Content-Length`, `413` for a body
 //! over the limit, `431` for a head over it, `501` for a
-//! `Transfer-Encoding`, `505` for another HTTP version. The rules are in
-//! the `http` module (`hello_http/http.rs`), the connection's life and its
-//! timeouts in `server` (`hello_http/server.rs`); both are also compiled
-//! by `tests/hello_http_parse.rs` and `tests/hello_http_robustness.rs`.
+//! `Transfer-Encoding`, `505` for another HTTP version. The rules and the
+//! response bytes are in the `http` module (`hello_http/http.rs`, shared
+//! with the tokio reference server `tools/src/bin/hello_tokio.rs`), the
+//! connection's life and its timeouts in `server` (`hello_http/server.rs`,
+//! which names no executor). `tests/hello_http_parse.rs` checks the
+//! parser; `tests/hello_http_robustness.rs` runs this program (its
+//! [`run`]) in a child process on each executor against bad, slow,
+//! resetting and descriptor-starved clients.
 
 // Shared with the tests, which use items the server does not.
+#[path = "support/executor.rs"]
+pub(crate) mod executor;
 #[allow(dead_code)]
 #[path = "hello_http/http.rs"]
-mod http;
+pub(crate) mod http;
 #[path = "hello_http/server.rs"]
-mod server;
+pub(crate) mod server;
 
 use std::io::{self, Write};
 use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use spindle_effect::Outcome;
-use spindle_effect::batching::{EventLoop, Mode};
-
+use executor::{Executor, ExecutorFlags};
 use server::Config;
 
-const USAGE: &str = "usage: hello_http [--mode batching|macrotask] [--addr 127.0.0.1:0] \
-     [--batch-size N] [--request-timeout-ms N] [--header-timeout-ms N] [--idle-timeout-ms N] \
+const USAGE: &str = "usage: hello_http [--executor wstp|batching] [--workers N] \
+     [--mode batching|macrotask] [--batch-size N] [--addr 127.0.0.1:0] [--fan-out N] \
+     [--request-timeout-ms N] [--header-timeout-ms N] [--idle-timeout-ms N] \
      [--max-head-bytes N] [--max-body-bytes N]";
 
-struct Options {
-    mode: Mode,
-    addr: SocketAddr,
-    batch_size: usize,
-    config: Config,
+/// The command line, parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Options {
+    /// The executor to serve on.
+    pub(crate) executor: Executor,
+    /// Where to listen.
+    pub(crate) addr: SocketAddr,
+    /// The server's limits, timeouts and fan-out.
+    pub(crate) config: Config,
 }
 
 /// A duration in milliseconds; 0 is `None` (no bound).
@@ -88,53 +110,47 @@ fn millis(text: &str, what: &str) -> Result<Option<Duration>, String> {
     Ok((ms > 0).then(|| Duration::from_millis(ms)))
 }
 
-fn parse_options(mut args: impl Iterator<Item = String>) -> Result<Options, String> {
-    let mut options = Options {
-        mode: Mode::Batching,
-        addr: SocketAddr::from(([127, 0, 0, 1], 0)),
-        batch_size: spindle_effect::batching::DEFAULT_BATCH_SIZE,
-        config: Config::default(),
-    };
+/// Parses the arguments after the program name; `Err("")` for `--help`.
+pub(crate) fn parse_options(mut args: impl Iterator<Item = String>) -> Result<Options, String> {
+    let mut executor = ExecutorFlags::default();
+    let mut addr = SocketAddr::from(([127, 0, 0, 1], 0));
+    let mut config = Config::default();
     while let Some(flag) = args.next() {
         let mut value = || args.next().ok_or_else(|| format!("{flag} needs a value"));
+        if executor.take(&flag, &mut value)? {
+            continue;
+        }
         match flag.as_str() {
-            "--mode" => {
-                options.mode = match value()?.as_str() {
-                    "batching" => Mode::Batching,
-                    "macrotask" => Mode::Macrotask,
-                    other => return Err(format!("unknown mode {other:?}")),
-                }
-            }
             "--addr" => {
                 let text = value()?;
-                options.addr = text
+                addr = text
                     .parse()
                     .map_err(|e| format!("bad address {text:?}: {e}"))?;
             }
-            "--batch-size" => {
+            "--fan-out" => {
                 let text = value()?;
-                options.batch_size = text
+                config.fan_out = text
                     .parse()
-                    .map_err(|e| format!("bad batch size {text:?}: {e}"))?;
+                    .map_err(|e| format!("bad fan-out {text:?}: {e}"))?;
             }
             "--request-timeout-ms" => {
-                options.config.request_timeout = millis(&value()?, "request timeout")?;
+                config.request_timeout = millis(&value()?, "request timeout")?;
             }
             "--header-timeout-ms" => {
-                options.config.header_timeout = millis(&value()?, "header timeout")?;
+                config.header_timeout = millis(&value()?, "header timeout")?;
             }
             "--idle-timeout-ms" => {
-                options.config.idle_timeout = millis(&value()?, "idle timeout")?;
+                config.idle_timeout = millis(&value()?, "idle timeout")?;
             }
             "--max-head-bytes" => {
                 let text = value()?;
-                options.config.limits.max_head = text
+                config.limits.max_head = text
                     .parse()
                     .map_err(|e| format!("bad head limit {text:?}: {e}"))?;
             }
             "--max-body-bytes" => {
                 let text = value()?;
-                options.config.limits.max_body = text
+                config.limits.max_body = text
                     .parse()
                     .map_err(|e| format!("bad body limit {text:?}: {e}"))?;
             }
@@ -142,7 +158,11 @@ fn parse_options(mut args: impl Iterator<Item = String>) -> Result<Options, Stri
             other => return Err(format!("unknown argument {other:?}")),
         }
     }
-    Ok(options)
+    Ok(Options {
+        executor: executor.resolve()?,
+        addr,
+        config,
+    })
 }
 
 /// Prints the first line of the contract, flushed at once.
@@ -151,8 +171,11 @@ fn announce(bound: SocketAddr) -> io::Result<()> {
     writeln!(out, "listening on {bound}").and_then(|()| out.flush())
 }
 
-fn main() -> ExitCode {
-    let options = match parse_options(std::env::args().skip(1)) {
+/// The program for a command line (without the program name): parses it
+/// and serves on the executor it names until the process ends; exit code
+/// 2 for an unusable command line.
+pub(crate) fn run(args: impl Iterator<Item = String>) -> ExitCode {
+    let options = match parse_options(args) {
         Ok(options) => options,
         Err(message) => {
             if !message.is_empty() {
@@ -162,85 +185,22 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let built = EventLoop::builder()
-        .mode(options.mode)
-        .batch_size(options.batch_size)
-        .build();
-    let rt = match built {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("hello_http: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let outcome = match rt.block_on(server::server(options.addr, options.config, announce)) {
-        Ok(outcome) => outcome,
-        Err(e) => {
-            eprintln!("hello_http: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    match outcome {
-        Outcome::Succeeded(()) => ExitCode::SUCCESS,
-        Outcome::Errored(e) => {
-            eprintln!("hello_http: {e}");
-            ExitCode::FAILURE
-        }
-        Outcome::Canceled => ExitCode::FAILURE,
-        Outcome::Panicked(p) => {
-            eprintln!("hello_http: panicked: {}", p.message());
-            ExitCode::from(101)
-        }
-    }
+    let program = server::server(options.addr, options.config, announce);
+    options.executor.run(program)
+}
+
+fn main() -> ExitCode {
+    run(std::env::args().skip(1))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use http::{Limits, Parse, parse};
+    use spindle_effect::batching::Mode;
 
-    #[test]
-    fn a_keep_alive_connection_gets_an_answer_per_request_until_it_asks_to_close() {
-        use std::io::Read;
-        let (sender, receiver) = std::sync::mpsc::channel();
-        // The server runs until the test process ends.
-        std::thread::spawn(move || {
-            let rt = EventLoop::new().expect("build an event loop");
-            let program = server::server(
-                SocketAddr::from(([127, 0, 0, 1], 0)),
-                Config::default(),
-                move |addr| {
-                    let _ = sender.send(addr);
-                    Ok(())
-                },
-            );
-            rt.block_on(program).expect("block_on")
-        });
-        let addr = receiver.recv().expect("the server's address");
-        let mut client = std::net::TcpStream::connect(addr).expect("connect");
-        let mut received = Vec::new();
-        let mut buf = [0u8; 4096];
-        for _ in 0..3 {
-            client
-                .write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-                .unwrap();
-            received.clear();
-            while !received.ends_with(server::BODY) {
-                let n = client.read(&mut buf).unwrap();
-                assert!(n > 0, "the server closed a keep-alive connection");
-                received.extend_from_slice(&buf[..n]);
-            }
-            assert!(received.starts_with(b"HTTP/1.1 200 OK\r\n"));
-        }
-        client
-            .write_all(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-            .unwrap();
-        received.clear();
-        client.read_to_end(&mut received).unwrap();
-        let text = String::from_utf8_lossy(&received);
-        assert!(text.contains("Content-Length: 13\r\n"), "{text}");
-        assert!(text.contains("Connection: close\r\n"), "{text}");
-        assert!(text.ends_with("Hello, World!"), "{text}");
+    fn options(args: &[&str]) -> Result<Options, String> {
+        parse_options(args.iter().map(|s| s.to_string()))
     }
 
     #[test]
@@ -254,22 +214,34 @@ mod tests {
 
     #[test]
     fn the_options_follow_the_command_line_contract() {
-        let args = [
+        let parsed = options(&[
+            "--executor",
+            "batching",
             "--mode",
             "macrotask",
             "--addr",
             "127.0.0.1:0",
             "--batch-size",
             "8",
-        ];
-        let options = parse_options(args.iter().map(|s| s.to_string())).unwrap();
-        assert_eq!(options.mode, Mode::Macrotask);
-        assert_eq!(options.addr.port(), 0);
-        assert_eq!(options.batch_size, 8);
-        assert_eq!(options.config, Config::default());
-        let off = ["--request-timeout-ms", "0"].iter().map(|s| s.to_string());
-        assert_eq!(parse_options(off).unwrap().config.request_timeout, None);
-        let limits = [
+        ])
+        .unwrap();
+        assert_eq!(
+            parsed.executor,
+            Executor::Batching {
+                mode: Mode::Macrotask,
+                batch_size: 8
+            }
+        );
+        assert_eq!(parsed.addr.port(), 0);
+        assert_eq!(parsed.config, Config::default());
+        assert_eq!(
+            options(&[]).unwrap().executor,
+            Executor::Wstp { workers: 2 },
+            "the pool with two workers by default"
+        );
+        let off = options(&["--request-timeout-ms", "0"]).unwrap();
+        assert_eq!(off.config.request_timeout, None);
+        let config = options(&[
             "--header-timeout-ms",
             "250",
             "--idle-timeout-ms",
@@ -278,12 +250,14 @@ mod tests {
             "1024",
             "--max-body-bytes",
             "10",
-        ];
-        let config = parse_options(limits.iter().map(|s| s.to_string()))
-            .unwrap()
-            .config;
+            "--fan-out",
+            "8",
+        ])
+        .unwrap()
+        .config;
         assert_eq!(config.header_timeout, Some(Duration::from_millis(250)));
         assert_eq!(config.idle_timeout, None);
+        assert_eq!(config.fan_out, 8);
         assert_eq!(
             config.limits,
             Limits {
@@ -291,9 +265,21 @@ mod tests {
                 max_body: 10
             }
         );
-        assert!(parse_options(["--mode".to_string()].into_iter()).is_err());
-        assert!(parse_options(["--speed".to_string()].into_iter()).is_err());
-        let negative = ["--max-body-bytes", "-1"].iter().map(|s| s.to_string());
-        assert!(parse_options(negative).is_err());
+    }
+
+    #[test]
+    fn unusable_command_lines_are_errors() {
+        for args in [
+            &["--mode"][..],
+            &["--speed", "1"],
+            &["--max-body-bytes", "-1"],
+            &["--fan-out", "many"],
+            // The event loop's flags on the pool.
+            &["--mode", "macrotask"],
+            &["--executor", "batching", "--workers", "2"],
+        ] {
+            assert!(options(args).is_err(), "{args:?}");
+        }
+        assert_eq!(options(&["--help"]), Err(String::new()));
     }
 }
