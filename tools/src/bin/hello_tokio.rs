@@ -21,7 +21,7 @@
 //! The protocol is not a copy: this binary compiles hello_http's own
 //! `http.rs` (`spindle/examples/hello_http/http.rs`, through `#[path]`), so
 //! requests are parsed by the same code, framed by the same
-//! [`Framer`](http::Framer) (pipelined requests answered in order with one
+//! `http::Framer` (pipelined requests answered in order with one
 //! write, bodies skipped as they arrive, keep-alive and `Connection: close`
 //! alike) and answered with the same bytes; `tests/hello_tokio.rs` checks
 //! that a set of requests gets byte-identical answers from both servers.
