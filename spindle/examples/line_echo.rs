@@ -91,8 +91,11 @@ impl Default for Config {
 /// The command line, parsed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Options {
+    /// The executor to serve on.
     pub(crate) executor: Executor,
+    /// Where to listen.
     pub(crate) addr: SocketAddr,
+    /// The line limit and the idle timeout.
     pub(crate) config: Config,
 }
 
