@@ -18,6 +18,16 @@
 //! | `app` | `app` | not an executor: the application entry point of every std executor, `app::run(X::from_env(), main)` (Cats Effect's `IOApp`; the `spindle-app` crate); `wstp::app::run` is the same on the pool | applications on `single` (with `std`), `batching` or `tokio` |
 //! | `full` | all four, and `app` | | |
 //!
+//! With `wstp`, `batching` or `tokio`, the module `net` is the sockets
+//! (the `spindle-net` crate): TCP with `into_split`, UDP, Unix domain
+//! sockets and a buffered line reader, as `IO` values written once against
+//! the I/O capability of the executor that runs them (exec-wstp polls
+//! readiness on each worker, exec-batching once per loop turn). A server
+//! written with `spindle_effect::net` and `IO` runs unchanged on each: the
+//! crate's examples `hello_http` (an HTTP/1.1 server) and `line_echo` are
+//! one program each, the executor a command-line flag
+//! (`cargo run --features full --example hello_http -- --executor batching`).
+//!
 //! ```toml
 //! [dependencies]
 //! spindle-effect = "0.1"                                   # the work-stealing pool
@@ -64,8 +74,9 @@
 //!
 //! The crates behind this one can be used on their own: `spindle-core` (the
 //! `no_std` core), `spindle-exec-single`, `spindle-exec-wstp`,
-//! `spindle-exec-batching`, `spindle-exec-tokio`, `spindle-app` (the entry
-//! point), and `spindle-trace` (the tracing data).
+//! `spindle-exec-batching`, `spindle-exec-tokio`, `spindle-net` (the
+//! sockets), `spindle-app` (the entry point), and `spindle-trace` (the
+//! tracing data).
 
 #![no_std]
 #![deny(missing_docs)]
@@ -89,6 +100,15 @@ pub use spindle_exec_batching as batching;
 /// Fibers as tokio tasks (feature `tokio`): see [`spindle_exec_tokio`].
 #[cfg(feature = "tokio")]
 pub use spindle_exec_tokio as tokio;
+
+/// The sockets of every std executor with non-blocking I/O (features
+/// `wstp`, `batching`, `tokio`): TCP, UDP, Unix domain sockets, split
+/// halves and a buffered line reader as `IO` values; see [`spindle_net`].
+/// The same program runs on each executor that provides I/O (exec-wstp
+/// and exec-batching today); on one that does not, making a socket fails
+/// with an error of kind `Unsupported`.
+#[cfg(any(feature = "wstp", feature = "batching", feature = "tokio"))]
+pub use spindle_net as net;
 
 /// The application entry point of every std executor (feature `app`):
 /// see [`spindle_app`].

@@ -37,6 +37,7 @@ pub mod compare;
 pub mod hello_server;
 pub mod response;
 pub mod stats;
+pub mod versus;
 
 use core::fmt;
 use std::fmt::Write as _;
@@ -476,6 +477,24 @@ struct ConnectionResult {
 /// Runs the load that `config` describes and reports it; blocks for the
 /// warm-up plus the window (plus the tail of the last requests).
 pub fn run_load(config: &LoadConfig) -> LoadReport {
+    run_load_observed(config, &mut |_| {})
+}
+
+/// The edges of a run's measured interval, as [`run_load_observed`]
+/// reports them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WindowEdge {
+    /// The measured window begins (the warm-up is over).
+    Start,
+    /// Every connection has finished: the end of the report's `total`.
+    End,
+}
+
+/// [`run_load`], calling `observe` on the runner's thread at the start of
+/// the measured window and once every connection has finished, so that
+/// the caller can sample what it measures alongside (the server's CPU
+/// time, say) over the same interval as the report's `total`.
+pub fn run_load_observed(config: &LoadConfig, observe: &mut dyn FnMut(WindowEdge)) -> LoadReport {
     let request = config.target.request();
     let start: OnceLock<Instant> = OnceLock::new();
     let gate = RwLock::new(());
@@ -505,6 +524,10 @@ pub fn run_load(config: &LoadConfig) -> LoadReport {
         }
         let _ = start.set(Instant::now());
         drop(closed);
+        if let Some(&t0) = start.get() {
+            std::thread::sleep((t0 + config.warmup).saturating_duration_since(Instant::now()));
+        }
+        observe(WindowEdge::Start);
         for handle in handles {
             match handle.join() {
                 Ok(result) => results.push(result),
@@ -513,6 +536,7 @@ pub fn run_load(config: &LoadConfig) -> LoadReport {
                 }),
             }
         }
+        observe(WindowEdge::End);
     });
 
     let t0 = start.get().copied().unwrap_or_else(Instant::now);
@@ -775,6 +799,26 @@ mod tests {
         assert!(report.requests > 0);
         assert_eq!(report.errors.total(), 0, "{}", report.summary());
         assert_eq!(report.requests, server.served());
+    }
+
+    #[test]
+    fn the_window_is_observed_at_its_start_after_the_warm_up_and_at_its_end() {
+        let server = HelloServer::start(ServerOptions::default()).unwrap();
+        let mut config =
+            LoadConfig::new(Target::local(server.addr()), 1, Duration::from_millis(100));
+        config.warmup = Duration::from_millis(100);
+        let began = Instant::now();
+        let mut edges = Vec::new();
+        let report = run_load_observed(&config, &mut |edge| edges.push((edge, began.elapsed())));
+        assert_eq!(edges.len(), 2, "{edges:?}");
+        assert_eq!(
+            (edges[0].0, edges[1].0),
+            (WindowEdge::Start, WindowEdge::End)
+        );
+        assert!(edges[0].1 >= config.warmup, "{edges:?}");
+        // The end comes after the measured window.
+        assert!(edges[1].1 - edges[0].1 >= config.duration, "{edges:?}");
+        assert!(report.requests > 0);
     }
 
     #[test]

@@ -1,8 +1,9 @@
-//! Spindle's benchmark tools: four binaries that run, compare and report the
-//! benchmarks of the `benches` crate, and the HTTP load that exec-batching's
-//! comparison needs. The crate is unpublished (xtask style) and is the only
-//! one that depends on `plotters` and `serde_json`, so `cargo bench` builds
-//! the benchmarks and nothing of this.
+//! Spindle's benchmark tools: binaries that run, compare and report the
+//! benchmarks of the `benches` crate, the HTTP load of the HTTP benchmark,
+//! and that benchmark's tokio reference server. The crate is unpublished
+//! (xtask style) and is the only one that depends on `plotters` and
+//! `serde_json`, so `cargo bench` builds the benchmarks and nothing of
+//! this.
 //!
 //! Run them from the workspace root (the default paths below are relative to
 //! the current directory).
@@ -49,19 +50,41 @@
 //! average, p50, p99), requests/sec and errors, or one JSON object with
 //! `--json`. Std only. See [`http_load`].
 //!
-//! # `http_compare`: exec-batching's HTTP benchmark
+//! # `http_compare`: the HTTP benchmark
 //!
 //! ```text
-//! cargo build --release -p spindle-exec-batching --example hello_http
-//! cargo run --release -p spindle-tools --bin http_compare -- [--duration 10] [--warmup 1]
+//! cargo build --release -p spindle-effect --features full --example hello_http
+//! cargo build --release -p spindle-tools --bin hello_tokio --bin http_compare
+//! target/release/http_compare [--duration 10] [--warmup 1]
+//! target/release/http_compare --versus [--rounds 3] [--pairs wstp,batching,fan-out] [--server-cpu 0]
 //! ```
 //!
-//! Starts the `hello_http` server (default
-//! `target/release/examples/hello_http`, or `--server PATH`) in batching and
-//! then macrotask mode, loads it with `loadgen`'s code at each connection
-//! count (default 1 and 50) and prints one markdown table per count plus the
-//! requests/sec ratio batching / non-batching. `--self-test` runs it against
-//! a std-only stand-in server. See [`http_load::compare`].
+//! Starts the `hello_http` server (spindle-effect's example; default
+//! `target/release/examples/hello_http`, or `--server PATH`) on the event
+//! loop in batching and then macrotask mode, loads it with `loadgen`'s code
+//! at each connection count (default 1 and 50) and prints one markdown
+//! table per count plus the requests/sec ratio batching / non-batching.
+//! `--versus` compares named servers side by side in alternating rounds,
+//! at 1, 50 and 256 connections: spindle wstp against tokio multi_thread,
+//! spindle batching against tokio current_thread, and `hello_http
+//! --fan-out 8` in batching against macrotask mode, with the servers' CPU
+//! time per request. `--self-test` runs either against a std-only stand-in
+//! server. See [`http_load::compare`] and [`http_load::versus`].
+//!
+//! # `hello_tokio`: the tokio reference server
+//!
+//! ```text
+//! hello_tokio [--flavor current|multi] [--workers N] [--addr 127.0.0.1:0] [hello_http's limits]
+//! ```
+//!
+//! hello_http's HTTP on tokio: it compiles hello_http's own protocol module
+//! (`spindle/examples/hello_http/http.rs`) through `#[path]`, so requests
+//! are parsed and framed by the same code and answered with the same
+//! bytes; a tokio task per connection. It is here, beside the runner that
+//! starts it, because it is a tool of the benchmark (unpublished, with
+//! tokio's networking as a dependency of this crate only), not a
+//! criterion suite (`benches`) nor an example of Spindle's (the entry
+//! crate, which does not depend on tokio's networking).
 //!
 //! Every binary prints its flags with `--help`, exits with status 2 for an
 //! unusable command line and never panics on bad input ([`cli`] is their

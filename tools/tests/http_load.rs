@@ -145,7 +145,82 @@ fn http_compare_without_a_server_binary_says_how_to_build_one() {
     assert_eq!(out.status.code(), Some(1));
     let stderr = text(&out.stderr);
     assert!(
-        stderr.contains("cargo build --release -p spindle-exec-batching --example hello_http"),
+        stderr.contains(
+            "cargo build --release -p spindle-effect --features full --example hello_http"
+        ),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn http_compare_versus_self_test_prints_a_table_per_pair_with_cpu_per_request() {
+    let out = Command::new(env!("CARGO_BIN_EXE_http_compare"))
+        .args([
+            "--versus",
+            "--self-test",
+            "--duration",
+            "0.1",
+            "--warmup",
+            "0",
+            "--rounds",
+            "2",
+            "--connections",
+            "1,3",
+        ])
+        .output()
+        .expect("http_compare runs");
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    for title in [
+        "### spindle wstp vs tokio multi_thread, 2 workers each",
+        "### spindle batching (the event loop, batching mode) vs tokio current_thread",
+        "### the batching reframe: hello_http --fan-out 8 on the event loop, batching vs macrotask",
+    ] {
+        assert!(stdout.contains(title), "{title}: {stdout}");
+    }
+    assert_eq!(
+        stdout.matches("| server CPU/request |").count(),
+        3,
+        "{stdout}"
+    );
+    // Two counts, two servers each, in three tables.
+    for row in [
+        "| 1 | spindle wstp | ",
+        "| 3 | tokio multi_thread | ",
+        "| 1 | spindle batching | ",
+        "| 3 | tokio current_thread | ",
+        "| 1 | batching | ",
+        "| 3 | macrotask | ",
+    ] {
+        assert_eq!(stdout.matches(row).count(), 1, "{row}: {stdout}");
+    }
+    assert!(stdout.contains("servers unpinned; 2 rounds"), "{stdout}");
+    assert!(
+        stdout.contains("requests/s, spindle wstp / tokio multi_thread: 1 connection: "),
+        "{stdout}"
+    );
+    // Two servers per pair, each started once and loaded 2 rounds x 2 counts.
+    let stderr = text(&out.stderr);
+    assert_eq!(stderr.matches("server listening on").count(), 6, "{stderr}");
+    assert_eq!(stderr.matches(", round 2 of 2").count(), 12, "{stderr}");
+}
+
+#[test]
+fn http_compare_versus_without_a_tokio_server_says_how_to_build_one() {
+    let out = Command::new(env!("CARGO_BIN_EXE_http_compare"))
+        .args([
+            "--versus",
+            "--server",
+            env!("CARGO_BIN_EXE_http_compare"),
+            "--tokio-server",
+            "/nonexistent/hello_tokio",
+        ])
+        .output()
+        .expect("http_compare runs");
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("cargo build --release -p spindle-tools --bin hello_tokio"),
         "{stderr}"
     );
 }

@@ -7,6 +7,7 @@ use std::time::Duration;
 pub use crate::cli::ArgError;
 use crate::cli::{invalid, pairs};
 
+use super::versus::PairId;
 use super::{LoadConfig, MAX_CONNECTIONS, Target};
 
 /// Seconds as `10`, `2.5`, `10s` or `500ms` (at least zero, finite).
@@ -128,30 +129,60 @@ usage: http_compare [--server PATH] [--duration SECS] [--warmup SECS]
                     [--connections LIST] [--addr ADDR] [--batch-size N]
                     [--request-timeout-ms N] [--server-cpu CPU]
                     [--timeout SECS] [--self-test]
+       http_compare --versus [--rounds N] [--pairs LIST] [--workers N]
+                    [--fan-out N] [--tokio-server PATH] [the flags above]
 
-Runs exec-batching's hello_http server once per mode (batching, then
-macrotask), loads it at each connection count and prints one markdown
-table per count plus the requests/sec ratio batching / non-batching.
-Build the server first:
-  cargo build --release -p spindle-exec-batching --example hello_http
+Without --versus: runs hello_http (spindle-effect's example) on the event
+loop once per mode (batching, then macrotask), loads it at each connection
+count and prints one markdown table per count plus the requests/sec ratio
+batching / non-batching.
+
+With --versus: named servers side by side, in pairs, each pair's two
+servers loaded in alternating rounds at each connection count; one table
+per pair with requests/s, p50, p99, errors and the server's CPU time per
+request (user + system, from /proc/<pid>/stat over the measured window):
+  wstp      spindle wstp (--workers) vs tokio multi_thread (--workers)
+  batching  spindle batching vs tokio current_thread
+  fan-out   hello_http --fan-out N on the event loop, batching vs macrotask
+
+Build the servers first:
+  cargo build --release -p spindle-effect --features full --example hello_http
+  cargo build --release -p spindle-tools --bin hello_tokio
 
   --server PATH        the hello_http binary (default: the first that exists of
                        target/release/examples/hello_http under the current
                        directory, then next to this program)
   --duration SECS      measured window per run (default 10)
   --warmup SECS        unrecorded load before each window (default 1)
-  --connections LIST   comma-separated counts (default 1,50)
-  --addr ADDR          passed to the server as --addr (default 127.0.0.1:0)
-  --batch-size N       passed to the server as --batch-size (default: unset)
+  --connections LIST   comma-separated counts (default 1,50; --versus: 1,50,256)
+  --addr ADDR          passed to the servers as --addr (default 127.0.0.1:0)
+  --batch-size N       passed to the event-loop servers as --batch-size
+                       (default: unset)
   --request-timeout-ms N
-                       passed to the server as --request-timeout-ms (default:
+                       passed to every server as --request-timeout-ms (default:
                        unset; 0 handles requests on the connection's fiber)
-  --server-cpu CPU     runs the server under `taskset -c CPU` (run this
+  --server-cpu CPU     runs the servers under `taskset -c CPU` (run this
                        program itself on another CPU, e.g. `taskset -c 1`,
-                       so that the load does not compete with the server)
+                       so that the load does not compete with the server);
+                       unset: unpinned
   --timeout SECS       socket timeout of the load generator (default 10)
   --self-test          use a std-only stand-in server (this program itself)
-                       instead of hello_http, to check the runner";
+                       instead of hello_http and hello_tokio, to check the runner
+  --versus             compare the named servers (above)
+  --rounds N           --versus: rounds per connection count (default 3)
+  --pairs LIST         --versus: comma-separated pairs (default wstp,batching,fan-out)
+  --workers N          --versus: workers of spindle wstp and tokio multi_thread
+                       (default 2)
+  --fan-out N          --versus: fibers per request of the fan-out pair (default 8)
+  --tokio-server PATH  --versus: the hello_tokio binary (default: the first that
+                       exists of target/release/hello_tokio, then next to this
+                       program)";
+
+/// The connection counts of `http_compare` by default.
+pub const DEFAULT_CONNECTIONS: [usize; 2] = [1, 50];
+
+/// The connection counts of `http_compare --versus` by default.
+pub const VERSUS_CONNECTIONS: [usize; 3] = [1, 50, 256];
 
 /// `http_compare`'s parsed command line.
 #[derive(Debug, Clone, PartialEq)]
@@ -176,6 +207,18 @@ pub struct CompareArgs {
     pub timeout: Duration,
     /// Run against the std-only stand-in instead of hello_http.
     pub self_test: bool,
+    /// Compare the named servers side by side (`--versus`).
+    pub versus: bool,
+    /// `--versus`: rounds per connection count.
+    pub rounds: u32,
+    /// `--versus`: the pairs to run, in order.
+    pub pairs: Vec<PairId>,
+    /// `--versus`: the workers of the multi-threaded servers.
+    pub workers: u32,
+    /// `--versus`: the fibers per request of the fan-out pair.
+    pub fan_out: u32,
+    /// `--versus`: `--tokio-server`, if given.
+    pub tokio_server: Option<PathBuf>,
 }
 
 impl Default for CompareArgs {
@@ -184,15 +227,30 @@ impl Default for CompareArgs {
             server: None,
             duration: Duration::from_secs(10),
             warmup: Duration::from_secs(1),
-            connections: vec![1, 50],
+            connections: DEFAULT_CONNECTIONS.to_vec(),
             addr: "127.0.0.1:0".to_owned(),
             batch_size: None,
             request_timeout_ms: None,
             server_cpu: None,
             timeout: Duration::from_secs(10),
             self_test: false,
+            versus: false,
+            rounds: 3,
+            pairs: PairId::ALL.to_vec(),
+            workers: 2,
+            fan_out: 8,
+            tokio_server: None,
         }
     }
+}
+
+/// A whole number above zero.
+fn positive(flag: &'static str, value: &str) -> Result<u32, ArgError> {
+    value
+        .parse::<u32>()
+        .ok()
+        .filter(|&n| n > 0)
+        .ok_or_else(|| invalid(flag, value, "expected a whole number above zero"))
 }
 
 /// Parses `http_compare`'s arguments (without the program name).
@@ -209,10 +267,18 @@ pub fn parse_compare_args(args: impl IntoIterator<Item = String>) -> Result<Comp
             "--request-timeout-ms",
             "--server-cpu",
             "--timeout",
+            "--rounds",
+            "--pairs",
+            "--workers",
+            "--fan-out",
+            "--tokio-server",
         ],
-        &["--self-test"],
+        &["--self-test", "--versus"],
     )?;
     let mut out = CompareArgs::default();
+    let mut connections = None;
+    // The flags that only mean something with --versus.
+    let mut versus_only = None;
     for (flag, value) in pairs {
         let v = value.as_deref().unwrap_or_default();
         match flag {
@@ -220,10 +286,11 @@ pub fn parse_compare_args(args: impl IntoIterator<Item = String>) -> Result<Comp
             "--duration" => out.duration = parse_positive_duration(flag, v)?,
             "--warmup" => out.warmup = parse_duration(flag, v)?,
             "--connections" => {
-                out.connections = v
-                    .split(',')
-                    .map(|n| parse_connections(flag, n))
-                    .collect::<Result<_, _>>()?;
+                connections = Some(
+                    v.split(',')
+                        .map(|n| parse_connections(flag, n))
+                        .collect::<Result<_, _>>()?,
+                );
             }
             "--addr" => {
                 if v.is_empty() {
@@ -231,14 +298,7 @@ pub fn parse_compare_args(args: impl IntoIterator<Item = String>) -> Result<Comp
                 }
                 out.addr = v.to_owned();
             }
-            "--batch-size" => {
-                let n = v
-                    .parse::<u32>()
-                    .ok()
-                    .filter(|&n| n > 0)
-                    .ok_or_else(|| invalid(flag, v, "expected a whole number above zero"))?;
-                out.batch_size = Some(n);
-            }
+            "--batch-size" => out.batch_size = Some(positive(flag, v)?),
             "--request-timeout-ms" => {
                 let n = v
                     .parse::<u64>()
@@ -252,9 +312,40 @@ pub fn parse_compare_args(args: impl IntoIterator<Item = String>) -> Result<Comp
                 out.server_cpu = Some(n);
             }
             "--timeout" => out.timeout = parse_positive_duration(flag, v)?,
-            _ => out.self_test = true,
+            "--self-test" => out.self_test = true,
+            "--versus" => out.versus = true,
+            versus_flag => {
+                versus_only = Some((versus_flag, v.to_owned()));
+                match versus_flag {
+                    "--rounds" => out.rounds = positive(flag, v)?,
+                    "--workers" => out.workers = positive(flag, v)?,
+                    "--fan-out" => out.fan_out = positive(flag, v)?,
+                    "--tokio-server" => out.tokio_server = Some(PathBuf::from(v)),
+                    _ => {
+                        let mut chosen = Vec::new();
+                        for name in v.split(',') {
+                            let pair = PairId::from_name(name.trim()).ok_or_else(|| {
+                                invalid(flag, v, "expected pairs among wstp, batching, fan-out")
+                            })?;
+                            if !chosen.contains(&pair) {
+                                chosen.push(pair);
+                            }
+                        }
+                        out.pairs = chosen;
+                    }
+                }
+            }
         }
     }
+    if let Some((flag, value)) = versus_only.filter(|_| !out.versus) {
+        return Err(invalid(flag, &value, "only with --versus"));
+    }
+    let default = if out.versus {
+        &VERSUS_CONNECTIONS[..]
+    } else {
+        &DEFAULT_CONNECTIONS[..]
+    };
+    out.connections = connections.unwrap_or_else(|| default.to_vec());
     Ok(out)
 }
 
@@ -376,5 +467,57 @@ mod tests {
         ] {
             assert!(parse_compare_args(args(line)).is_err(), "{line}");
         }
+    }
+
+    #[test]
+    fn versus_reads_its_rounds_pairs_workers_fan_out_and_tokio_server() {
+        let parsed = parse_compare_args(args(
+            "--versus --rounds 2 --pairs fan-out,wstp,wstp --workers 4 --fan-out 16 \
+             --tokio-server /x/hello_tokio --server-cpu 0",
+        ))
+        .unwrap();
+        assert!(parsed.versus);
+        assert_eq!(parsed.rounds, 2);
+        assert_eq!(parsed.pairs, [PairId::FanOut, PairId::WstpTokio]);
+        assert_eq!((parsed.workers, parsed.fan_out), (4, 16));
+        assert_eq!(parsed.tokio_server, Some(PathBuf::from("/x/hello_tokio")));
+        assert_eq!(parsed.server_cpu, Some(0));
+        assert_eq!(parsed.connections, VERSUS_CONNECTIONS);
+    }
+
+    #[test]
+    fn versus_defaults_to_every_pair_three_rounds_and_one_fifty_and_256_connections() {
+        let parsed = parse_compare_args(args("--versus")).unwrap();
+        assert_eq!(parsed.pairs, PairId::ALL);
+        assert_eq!(parsed.rounds, 3);
+        assert_eq!((parsed.workers, parsed.fan_out), (2, 8));
+        assert_eq!(parsed.connections, [1, 50, 256]);
+        assert_eq!(parsed.server_cpu, None, "unpinned unless asked");
+        let chosen = parse_compare_args(args("--versus --connections 8")).unwrap();
+        assert_eq!(chosen.connections, [8]);
+    }
+
+    #[test]
+    fn versus_flags_without_versus_and_bad_values_are_errors() {
+        for line in [
+            "--rounds 2",
+            "--pairs wstp",
+            "--workers 2",
+            "--fan-out 8",
+            "--tokio-server /x",
+            "--versus --rounds 0",
+            "--versus --workers 0",
+            "--versus --fan-out x",
+            "--versus --pairs wstp,rayon",
+            "--versus --pairs ",
+            "--versus=yes",
+        ] {
+            let e = parse_compare_args(args(line));
+            assert!(e.is_err(), "{line}: {e:?}");
+        }
+        let e = parse_compare_args(args("--rounds 2"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("only with --versus"), "{e}");
     }
 }

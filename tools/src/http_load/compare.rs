@@ -1,8 +1,10 @@
 //! The pieces of `http_compare`: finding and running the `hello_http`
-//! server as a child process (killed on every path, by [`ServerProcess`]'s
-//! `Drop`), loading it with [`run_load`], and the markdown
-//! tables in the shape of the Cats Effect BatchingMacrotaskExecutor
-//! discussion.
+//! server (spindle-effect's example, `--executor batching`) as a child
+//! process (killed on every path, by [`ServerProcess`]'s `Drop`), loading
+//! it with [`run_load`], and the markdown tables in the shape of the Cats
+//! Effect BatchingMacrotaskExecutor discussion. `--versus` (named servers
+//! side by side, hello_tokio among them) is [`super::versus`], on the same
+//! pieces.
 
 use std::fmt::Write as _;
 use std::io::{BufRead, BufReader};
@@ -25,6 +27,35 @@ pub const STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
 /// The server binary's path under a target directory.
 pub const SERVER_UNDER_TARGET: &str = "release/examples/hello_http";
 
+/// How to build hello_http (the example needs the entry crate's executor
+/// and `app` features; `full` has them).
+pub const BUILD_HELLO_HTTP: &str =
+    "cargo build --release -p spindle-effect --features full --example hello_http";
+
+/// The tokio reference server's path under a target directory.
+pub const TOKIO_SERVER_UNDER_TARGET: &str = "release/hello_tokio";
+
+/// How to build hello_tokio.
+pub const BUILD_HELLO_TOKIO: &str = "cargo build --release -p spindle-tools --bin hello_tokio";
+
+/// `under_target` (a path below a target directory) below
+/// `$CARGO_TARGET_DIR` if set, else below `target` in the current
+/// directory.
+fn under_target_dir(under_target: &str) -> PathBuf {
+    let name = format!("{under_target}{}", std::env::consts::EXE_SUFFIX);
+    match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(dir) => PathBuf::from(dir).join(&name),
+        None => Path::new("target").join(&name),
+    }
+}
+
+/// The directory of the running program.
+fn exe_dir() -> Option<PathBuf> {
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(Path::to_path_buf))
+}
+
 /// Where to look for `hello_http` when `--server` is not given, in order:
 /// `target/release/examples/hello_http` under the current directory (or
 /// under `$CARGO_TARGET_DIR`, if set), then `examples/hello_http` next to
@@ -32,34 +63,44 @@ pub const SERVER_UNDER_TARGET: &str = "release/examples/hello_http";
 /// that `cargo run -p spindle-tools --bin http_compare` finds it from any
 /// directory of the workspace).
 pub fn server_candidates() -> Vec<PathBuf> {
-    let name = format!("{SERVER_UNDER_TARGET}{}", std::env::consts::EXE_SUFFIX);
-    let mut out = Vec::new();
-    match std::env::var_os("CARGO_TARGET_DIR") {
-        Some(dir) => out.push(PathBuf::from(dir).join(&name)),
-        None => out.push(Path::new("target").join(&name)),
-    }
-    if let Some(dir) = std::env::current_exe()
-        .ok()
-        .and_then(|exe| exe.parent().map(Path::to_path_buf))
-    {
+    let mut out = vec![under_target_dir(SERVER_UNDER_TARGET)];
+    if let Some(dir) = exe_dir() {
         let exe_name = format!("hello_http{}", std::env::consts::EXE_SUFFIX);
+        let name = format!("{SERVER_UNDER_TARGET}{}", std::env::consts::EXE_SUFFIX);
         out.push(dir.join("examples").join(&exe_name));
         out.push(dir.join("..").join(&name));
     }
     out
 }
 
-/// The server to run: `explicit` if given (it must exist), else the first
-/// of `candidates` that exists; the error says what was tried and how to
-/// build it.
-pub fn find_server(explicit: Option<&Path>, candidates: &[PathBuf]) -> Result<PathBuf, String> {
-    const BUILD: &str = "cargo build --release -p spindle-exec-batching --example hello_http";
+/// Where to look for `hello_tokio` when `--tokio-server` is not given, in
+/// order: `target/release/hello_tokio` under the current directory (or
+/// under `$CARGO_TARGET_DIR`), then next to the running program (the same
+/// crate builds both).
+pub fn tokio_server_candidates() -> Vec<PathBuf> {
+    let mut out = vec![under_target_dir(TOKIO_SERVER_UNDER_TARGET)];
+    if let Some(dir) = exe_dir() {
+        out.push(dir.join(format!("hello_tokio{}", std::env::consts::EXE_SUFFIX)));
+    }
+    out
+}
+
+/// A binary to run: `explicit` if given (it must exist), else the first of
+/// `candidates` that exists; the error names `flag`, says what was tried
+/// and how to build it (`build`).
+pub fn find_binary(
+    name: &str,
+    flag: &str,
+    build: &str,
+    explicit: Option<&Path>,
+    candidates: &[PathBuf],
+) -> Result<PathBuf, String> {
     if let Some(path) = explicit {
         return if path.is_file() {
             Ok(path.to_path_buf())
         } else {
             Err(format!(
-                "--server {}: no such file (build it with `{BUILD}`)",
+                "{flag} {}: no such file (build it with `{build}`)",
                 path.display()
             ))
         };
@@ -71,10 +112,37 @@ pub fn find_server(explicit: Option<&Path>, candidates: &[PathBuf]) -> Result<Pa
         .ok_or_else(|| {
             let tried: Vec<String> = candidates.iter().map(|p| p.display().to_string()).collect();
             format!(
-                "hello_http not found (tried {}); build it with `{BUILD}` or pass --server PATH",
+                "{name} not found (tried {}); build it with `{build}` or pass {flag} PATH",
                 tried.join(", ")
             )
         })
+}
+
+/// The hello_http server to run: `explicit` (`--server`) if given, else
+/// the first of `candidates` that exists (see [`find_binary`]).
+pub fn find_server(explicit: Option<&Path>, candidates: &[PathBuf]) -> Result<PathBuf, String> {
+    find_binary(
+        "hello_http",
+        "--server",
+        BUILD_HELLO_HTTP,
+        explicit,
+        candidates,
+    )
+}
+
+/// The hello_tokio server to run: `explicit` (`--tokio-server`) if given,
+/// else the first of `candidates` that exists (see [`find_binary`]).
+pub fn find_tokio_server(
+    explicit: Option<&Path>,
+    candidates: &[PathBuf],
+) -> Result<PathBuf, String> {
+    find_binary(
+        "hello_tokio",
+        "--tokio-server",
+        BUILD_HELLO_TOKIO,
+        explicit,
+        candidates,
+    )
 }
 
 /// The address in the server's first line, `listening on <addr>`.
@@ -219,9 +287,12 @@ pub struct Comparison {
     pub runs: Vec<(usize, [LoadReport; 2])>,
 }
 
-/// The server's arguments for `mode` under the CLI contract.
+/// The server's arguments for `mode` under the CLI contract (hello_http
+/// on the event loop).
 pub fn server_args(mode: &str, args: &CompareArgs) -> Vec<String> {
     let mut out = vec![
+        "--executor".to_owned(),
+        "batching".to_owned(),
         "--mode".to_owned(),
         mode.to_owned(),
         "--addr".to_owned(),
@@ -307,7 +378,8 @@ pub fn run_comparison(
     Ok(Comparison { runs })
 }
 
-fn ms(d: Option<Duration>) -> String {
+/// Milliseconds with three decimals, or `n/a`.
+pub(crate) fn ms(d: Option<Duration>) -> String {
     d.map_or_else(
         || "n/a".to_owned(),
         |d| format!("{:.3} ms", d.as_secs_f64() * 1e3),
@@ -437,7 +509,9 @@ mod tests {
         let err = find_server(None, &[PathBuf::from("/nonexistent/hello_http")]).unwrap_err();
         assert!(err.contains("/nonexistent/hello_http"), "{err}");
         assert!(
-            err.contains("cargo build --release -p spindle-exec-batching"),
+            err.contains(
+                "cargo build --release -p spindle-effect --features full --example hello_http"
+            ),
             "{err}"
         );
         let err = find_server(Some(Path::new("/nonexistent/x")), &[]).unwrap_err();
@@ -446,6 +520,24 @@ mod tests {
         assert_eq!(
             find_server(None, &[PathBuf::from("/nope"), me.clone()]),
             Ok(me)
+        );
+    }
+
+    #[test]
+    fn a_missing_tokio_server_says_how_to_build_it_and_is_looked_for_next_to_this_program() {
+        let err =
+            find_tokio_server(None, &[PathBuf::from("/nonexistent/hello_tokio")]).unwrap_err();
+        assert!(err.contains("--tokio-server PATH"), "{err}");
+        assert!(err.contains(BUILD_HELLO_TOKIO), "{err}");
+        let candidates = tokio_server_candidates();
+        assert!(
+            candidates[0].ends_with("release/hello_tokio"),
+            "{candidates:?}"
+        );
+        let me = std::env::current_exe().unwrap();
+        assert!(
+            candidates.iter().any(|c| c.parent() == me.parent()),
+            "{candidates:?}"
         );
     }
 
@@ -464,13 +556,20 @@ mod tests {
         let mut args = CompareArgs::default();
         assert_eq!(
             server_args("macrotask", &args),
-            ["--mode", "macrotask", "--addr", "127.0.0.1:0"]
+            [
+                "--executor",
+                "batching",
+                "--mode",
+                "macrotask",
+                "--addr",
+                "127.0.0.1:0"
+            ]
         );
         args.batch_size = Some(32);
-        assert_eq!(server_args("batching", &args)[4..], ["--batch-size", "32"]);
+        assert_eq!(server_args("batching", &args)[6..], ["--batch-size", "32"]);
         args.request_timeout_ms = Some(0);
         assert_eq!(
-            server_args("batching", &args)[6..],
+            server_args("batching", &args)[8..],
             ["--request-timeout-ms", "0"]
         );
     }

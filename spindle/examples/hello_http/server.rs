@@ -2,10 +2,17 @@
 //! starts a fiber per connection, and each connection's fiber raced
 //! against a watchdog fiber that enforces its timeouts.
 //!
+//! It names no executor: it is written against `spindle-core` (`IO`, its
+//! timers `IO::sleep` and clock `IO::monotonic`, which every executor
+//! provides through the executor contract) and `spindle-net` (the sockets,
+//! on the I/O capability of the executor that runs it), both through the
+//! entry crate (`spindle_effect::IO`, `spindle_effect::net`). The same
+//! program runs on exec-wstp and exec-batching (`hello_http --executor`).
+//!
 //! # A connection
 //!
 //! The connection's fiber reads into one buffer, finds the complete
-//! requests in it ([`crate::http::Scanner`]), skips their bodies (never
+//! requests in it ([`super::http::Framer`]), skips their bodies (never
 //! buffered: a body costs no memory beyond one read), and answers every
 //! complete request with one write (pipelined requests in order). A
 //! request the parser refuses is answered with its error status and
@@ -21,7 +28,7 @@
 //!
 //! Each connection has a *deadline* on the executor's monotonic clock,
 //! kept in an atomic the connection's fiber updates and a watchdog fiber
-//! reads. The watchdog sleeps (`IO::sleep`, on the event loop's timers)
+//! reads. The watchdog sleeps (`IO::sleep`, on the executor's timers)
 //! until the deadline, rechecks it, and completes once the clock passes it;
 //! the connection's fiber and the watchdog run under `IO::race`, so the
 //! connection is then canceled (its pending read or write is withdrawn
@@ -40,6 +47,19 @@
 //! not one per request. A per-read `IO::timeout` would be simpler and
 //! start two fibers per read.
 //!
+//! # Handling
+//!
+//! With a request timeout ([`Config::request_timeout`], the default) the
+//! responses to a batch of requests are built by a handler fiber raced
+//! against a timer (`IO::timeout_to`): two fiber starts, a resume of the
+//! connection's fiber and a cancellation per batch, the starts and
+//! resumes that the batching executor batches. With a fan-out
+//! ([`Config::fan_out`], `hello_http --fan-out N`) the handler also starts
+//! N fibers per request with `IO::par_traverse` and joins them before it
+//! answers, the shape of a handler that asks N backends at once (each
+//! fiber's work is trivial: what is measured is starting, scheduling and
+//! joining them).
+//!
 //! # Accepting
 //!
 //! A failed `accept` (out of descriptors, say: the pending connection stays
@@ -55,13 +75,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use spindle_core::IO;
-use spindle_exec_batching::net::{TcpListener, TcpStream};
+use spindle_effect::IO;
+use spindle_effect::net::{TcpListener, TcpStream};
 
-use crate::http::{Limits, Parse, Rejection, Request, Scanner};
+use super::http::{Batch, Framer, Limits, Reply, Wait, error_response, responses, unavailable};
 
-/// The body of every `200 OK`.
-pub const BODY: &[u8] = b"Hello, World!";
 /// Bytes asked of one read while reading heads.
 const READ_CHUNK: usize = 4096;
 /// Bytes asked of one read while skipping a body.
@@ -91,8 +109,12 @@ pub struct Config {
     pub linger: Duration,
     /// The bound on handling one batch of requests: a handler fiber raced
     /// against a timer, `503` when it runs out (`None`: the connection's
-    /// fiber builds the responses itself). Default 30 s.
+    /// fiber builds the responses itself, unless there is a fan-out).
+    /// Default 30 s.
     pub request_timeout: Option<Duration>,
+    /// Fibers the handler starts per request and joins before answering
+    /// (`IO::par_traverse`); 0, the default: none.
+    pub fan_out: usize,
 }
 
 impl Default for Config {
@@ -103,85 +125,29 @@ impl Default for Config {
             idle_timeout: Some(Duration::from_secs(60)),
             linger: Duration::from_secs(2),
             request_timeout: Some(Duration::from_secs(30)),
+            fan_out: 0,
         }
     }
-}
-
-const OK: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 13\r\n\r\n";
-const OK_CLOSE: &[u8] =
-    b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nConnection: close\r\nContent-Length: 13\r\n\r\n";
-const OK_KEEP_ALIVE: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nConnection: keep-alive\r\nContent-Length: 13\r\n\r\n";
-
-/// How to answer one request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Reply {
-    close: bool,
-    http10: bool,
-    head_method: bool,
-}
-
-impl Reply {
-    fn of(request: &Request) -> Reply {
-        Reply {
-            close: request.close,
-            http10: request.http10,
-            head_method: request.head_method,
-        }
-    }
-
-    fn write_to(self, out: &mut Vec<u8>) {
-        out.extend_from_slice(if self.close {
-            OK_CLOSE
-        } else if self.http10 {
-            OK_KEEP_ALIVE
-        } else {
-            OK
-        });
-        if !self.head_method {
-            out.extend_from_slice(BODY);
-        }
-    }
-}
-
-/// The error response to a refused request (it always closes).
-pub fn error_response(rejection: &Rejection) -> Vec<u8> {
-    let body = format!("{}\n", rejection.reason);
-    format!(
-        "HTTP/1.1 {}\r\nContent-Type: text/plain\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
-        rejection.status.line(),
-        body.len()
-    )
-    .into_bytes()
-}
-
-/// The answer to requests whose handler ran out of time.
-fn unavailable(close: bool) -> Vec<u8> {
-    let mut out = b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n".to_vec();
-    if close {
-        out.extend_from_slice(b"Connection: close\r\n");
-    }
-    out.extend_from_slice(b"\r\n");
-    out
-}
-
-fn responses(replies: &[Reply]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(replies.len() * (OK_KEEP_ALIVE.len() + BODY.len()));
-    for reply in replies {
-        reply.write_to(&mut out);
-    }
-    out
 }
 
 /// The responses to `replies`: built by the connection's fiber, or (with
-/// a request timeout) by a handler fiber raced against a timer.
-fn handle(replies: Vec<Reply>, timeout: Option<Duration>) -> IO<Vec<u8>, io::Error> {
-    match timeout {
-        None => IO::pure(responses(&replies)),
-        Some(timeout) => {
-            let close = replies.last().is_some_and(|r| r.close);
-            IO::delay(move || responses(&replies))
-                .timeout_to(timeout, IO::delay(move || unavailable(close)))
+/// a request timeout or a fan-out) by a handler raced against a timer.
+fn handle(replies: Vec<Reply>, config: &Config) -> IO<Vec<u8>, io::Error> {
+    let close = replies.last().is_some_and(|r| r.close);
+    let handler = match config.fan_out {
+        0 if config.request_timeout.is_none() => return IO::pure(responses(&replies)),
+        0 => IO::delay(move || responses(&replies)),
+        fan_out => {
+            let parts: Vec<usize> = (0..replies.len() * fan_out).collect();
+            IO::par_traverse(parts, |part| IO::delay(move || part)).map(move |parts| {
+                debug_assert_eq!(parts.len(), replies.len() * fan_out);
+                responses(&replies)
+            })
         }
+    };
+    match config.request_timeout {
+        None => handler,
+        Some(timeout) => handler.timeout_to(timeout, IO::delay(move || unavailable(close))),
     }
 }
 
@@ -219,76 +185,13 @@ fn watchdog(deadline: Deadline, period: Duration) -> IO<(), io::Error> {
     })
 }
 
-/// Where a connection is between reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Phase {
-    /// No request begun (the idle deadline runs).
-    Idle,
-    /// Part of a head buffered (the header deadline runs).
-    Head,
-    /// Skipping a body.
-    Body,
-}
-
 /// A connection's state between steps of its loop.
 struct Conn {
     stream: TcpStream,
-    buf: Vec<u8>,
-    scanner: Scanner,
-    /// The request whose body is being skipped, and the bytes left of it.
-    pending: Option<(Reply, u64)>,
-    phase: Phase,
-}
-
-/// What one look at the buffer found.
-struct Step {
-    replies: Vec<Reply>,
-    rejection: Option<Rejection>,
-    /// The last reply closes the connection.
-    close: bool,
-}
-
-/// Takes the complete requests (and skipped body bytes) off the front of
-/// the buffer.
-fn take_requests(conn: &mut Conn, limits: &Limits) -> Step {
-    let mut step = Step {
-        replies: Vec::new(),
-        rejection: None,
-        close: false,
-    };
-    let mut consumed = 0usize;
-    loop {
-        if let Some((reply, left)) = conn.pending.as_mut() {
-            let available = conn.buf.len() - consumed;
-            let take = usize::try_from(*left).map_or(available, |left| left.min(available));
-            consumed += take;
-            *left -= take as u64;
-            if *left > 0 {
-                break;
-            }
-            let reply = *reply;
-            conn.pending = None;
-            step.replies.push(reply);
-            if reply.close {
-                step.close = true;
-                break;
-            }
-        }
-        match conn.scanner.feed(&conn.buf[consumed..], limits) {
-            Parse::Partial => break,
-            Parse::Rejected(rejection) => {
-                step.rejection = Some(rejection);
-                break;
-            }
-            Parse::Complete(request) => {
-                conn.scanner.reset();
-                consumed += request.head_len;
-                conn.pending = Some((Reply::of(&request), request.body_len));
-            }
-        }
-    }
-    conn.buf.drain(..consumed);
-    step
+    framer: Framer,
+    /// What the connection waited for at its last read (a head's timeout
+    /// starts when it starts waiting for one).
+    waited: Wait,
 }
 
 /// Reads and discards until end of stream, an error, or `linger` passes.
@@ -312,27 +215,27 @@ fn step(
     config: Config,
     deadline: Deadline,
 ) -> IO<ControlFlow<(), Conn>, io::Error> {
-    let found = take_requests(&mut conn, &config.limits);
-    if !found.replies.is_empty() || found.rejection.is_some() {
-        conn.phase = Phase::Idle;
-        let Step {
+    let batch = conn.framer.take(&config.limits);
+    if !batch.is_empty() {
+        conn.waited = Wait::Idle;
+        let Batch {
             replies,
             rejection,
             close,
-        } = found;
+        } = batch;
         return IO::monotonic().flat_map(move |now| {
             deadline.set(now, config.idle_timeout);
             let answers = if replies.is_empty() {
                 IO::pure(Vec::new())
             } else {
-                handle(replies, config.request_timeout)
+                handle(replies, &config)
             };
             answers.flat_map(move |mut bytes| {
                 if let Some(rejection) = &rejection {
                     bytes.extend_from_slice(&error_response(rejection));
                 }
                 let written = conn.stream.write_all(bytes);
-                if let Some(_rejection) = rejection {
+                if rejection.is_some() {
                     let shutdown = conn.stream.shutdown(Shutdown::Write);
                     written
                         .product_r(shutdown)
@@ -348,43 +251,31 @@ fn step(
         });
     }
     // Nothing to answer yet: read more, first moving the deadline if the
-    // connection entered a phase.
-    let (phase, max) = if conn.pending.is_some() {
-        (Phase::Body, SKIP_CHUNK)
-    } else if conn.buf.is_empty() {
-        (Phase::Idle, READ_CHUNK)
+    // connection started waiting for something else.
+    let wait = conn.framer.waiting_for();
+    let max = if wait == Wait::Body {
+        SKIP_CHUNK
     } else {
-        (Phase::Head, READ_CHUNK)
+        READ_CHUNK
     };
-    let moved = match phase {
+    let moved = match wait {
         // A body's every wait is bounded by the idle timeout.
-        Phase::Body => Some(config.idle_timeout),
-        Phase::Head if conn.phase != Phase::Head => Some(config.header_timeout),
+        Wait::Body => Some(config.idle_timeout),
+        Wait::Head if conn.waited != Wait::Head => Some(config.header_timeout),
         // Idle: set when the last response started (or at accept).
         _ => None,
     };
-    conn.phase = phase;
-    let read = move |conn: Conn| {
-        let Conn {
-            stream,
-            buf,
-            scanner,
-            pending,
-            phase,
-        } = conn;
-        stream.read_into(buf, max).map(move |(buf, n)| {
+    conn.waited = wait;
+    let read = move |mut conn: Conn| {
+        let buf = std::mem::take(conn.framer.buffer());
+        conn.stream.read_into(buf, max).map(move |(buf, n)| {
             if n == 0 {
                 // End of stream: done, or a request cut short (closed
                 // without an answer).
                 ControlFlow::Break(())
             } else {
-                ControlFlow::Continue(Conn {
-                    stream,
-                    buf,
-                    scanner,
-                    pending,
-                    phase,
-                })
+                *conn.framer.buffer() = buf;
+                ControlFlow::Continue(conn)
             }
         })
     };
@@ -404,10 +295,8 @@ pub fn connection(stream: TcpStream, config: Config) -> IO<(), io::Error> {
     let deadline = Deadline(Arc::new(AtomicU64::new(u64::MAX)));
     let conn = Conn {
         stream,
-        buf: Vec::with_capacity(READ_CHUNK),
-        scanner: Scanner::new(),
-        pending: None,
-        phase: Phase::Idle,
+        framer: Framer::with_capacity(READ_CHUNK),
+        waited: Wait::Idle,
     };
     let serve = {
         let deadline = deadline.clone();

@@ -1,6 +1,15 @@
-//! The HTTP/1.1 request heads `hello_http` accepts: an incremental,
-//! allocation-free scanner that finds where a head ends, and a strict
-//! parser of the head once it has all arrived.
+//! The HTTP/1.1 of `hello_http`, with no I/O and no runtime in it: the
+//! request heads it accepts (an incremental, allocation-free scanner that
+//! finds where a head ends, and a strict parser of the head once it has
+//! all arrived), the [`Framer`] that takes a connection's requests off its
+//! bytes (pipelined requests together, bodies skipped), and the exact
+//! bytes of every response.
+//!
+//! Every server that answers like `hello_http` includes this file with
+//! `#[path]`: the Spindle server (`server.rs`, on any executor) and the
+//! tokio reference of the HTTP benchmark (`tools/src/bin/hello_tokio.rs`),
+//! so that both parse the same requests the same way and answer with the
+//! same bytes (a test in `tools/tests/hello_tokio.rs` compares them).
 //!
 //! # Protocol
 //!
@@ -49,6 +58,18 @@
 //! The design (an incremental search for the end of the head, then one
 //! strict pass over it, with the rules of RFC 9110 and RFC 9112) follows
 //! the RFCs; hyper and httparse were not consulted for code.
+//!
+//! # Responses
+//!
+//! A valid request is answered `200 OK` with `Content-Type: text/plain`
+//! and the body [`BODY`] (none for `HEAD`); the response says
+//! `Connection: close` when the request asked to close (or was HTTP/1.0
+//! without `keep-alive`) and `Connection: keep-alive` to an HTTP/1.0
+//! request that stays open. A refused request gets its status, `Connection:
+//! close` and the reason as a one-line body ([`error_response`]); a
+//! handler that runs out of time, `503` with no body ([`unavailable`]).
+//! Answers to pipelined requests are concatenated in request order
+//! ([`responses`]), to go out in one write.
 
 /// Empty lines skipped before a request line (more are `400`).
 pub const MAX_LEADING_EMPTY_LINES: usize = 8;
@@ -453,4 +474,197 @@ fn parse_head(head: &[u8], limits: &Limits) -> Result<Request, Rejection> {
         http10,
         head_method,
     })
+}
+
+/// The body of every `200 OK`.
+pub const BODY: &[u8] = b"Hello, World!";
+
+const OK: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 13\r\n\r\n";
+const OK_CLOSE: &[u8] =
+    b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nConnection: close\r\nContent-Length: 13\r\n\r\n";
+const OK_KEEP_ALIVE: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nConnection: keep-alive\r\nContent-Length: 13\r\n\r\n";
+
+/// How to answer one valid request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reply {
+    /// The response closes the connection.
+    pub close: bool,
+    /// The request was HTTP/1.0.
+    pub http10: bool,
+    /// The request was `HEAD` (no body).
+    pub head_method: bool,
+}
+
+impl Reply {
+    /// The answer to `request`.
+    pub fn of(request: &Request) -> Reply {
+        Reply {
+            close: request.close,
+            http10: request.http10,
+            head_method: request.head_method,
+        }
+    }
+
+    /// Appends the response's bytes to `out`.
+    pub fn write_to(self, out: &mut Vec<u8>) {
+        out.extend_from_slice(if self.close {
+            OK_CLOSE
+        } else if self.http10 {
+            OK_KEEP_ALIVE
+        } else {
+            OK
+        });
+        if !self.head_method {
+            out.extend_from_slice(BODY);
+        }
+    }
+}
+
+/// The answers to `replies`, in order, as one buffer.
+pub fn responses(replies: &[Reply]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(replies.len() * (OK_KEEP_ALIVE.len() + BODY.len()));
+    for reply in replies {
+        reply.write_to(&mut out);
+    }
+    out
+}
+
+/// The error response to a refused request (it always closes).
+pub fn error_response(rejection: &Rejection) -> Vec<u8> {
+    let body = format!("{}\n", rejection.reason);
+    format!(
+        "HTTP/1.1 {}\r\nContent-Type: text/plain\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+        rejection.status.line(),
+        body.len()
+    )
+    .into_bytes()
+}
+
+/// The answer to requests whose handler ran out of time (`close`: the last
+/// of them asked to close).
+pub fn unavailable(close: bool) -> Vec<u8> {
+    let mut out = b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n".to_vec();
+    if close {
+        out.extend_from_slice(b"Connection: close\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
+    out
+}
+
+/// What a connection waits for when it needs more bytes (its timeouts
+/// depend on it: see the servers).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wait {
+    /// No request begun.
+    Idle,
+    /// The rest of a head (part of one is buffered).
+    Head,
+    /// More of a body being skipped.
+    Body,
+}
+
+/// What one [`Framer::take`] found: the requests to answer now, in order,
+/// and possibly a refused request after them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Batch {
+    /// The complete requests (heads and bodies), in order.
+    pub replies: Vec<Reply>,
+    /// A request the parser refused, after `replies`: answered with
+    /// [`error_response`], then the connection closes.
+    pub rejection: Option<Rejection>,
+    /// The last reply closes the connection (nothing after it is read).
+    pub close: bool,
+}
+
+impl Batch {
+    /// Nothing to answer yet.
+    pub fn is_empty(&self) -> bool {
+        self.replies.is_empty() && self.rejection.is_none()
+    }
+}
+
+/// One connection's requests as its bytes arrive.
+///
+/// Bytes read from the connection are appended to
+/// [`buffer`](Framer::buffer); [`take`](Framer::take) then takes every
+/// complete request off its front (several when they were pipelined),
+/// skipping their bodies: a body's bytes are dropped as they arrive, never
+/// kept beyond one read, so a large body costs no memory. A request is
+/// complete once its whole body has been skipped.
+#[derive(Debug, Clone, Default)]
+pub struct Framer {
+    buf: Vec<u8>,
+    scanner: Scanner,
+    /// The request whose body is being skipped, and the bytes left of it.
+    pending: Option<(Reply, u64)>,
+}
+
+impl Framer {
+    /// A framer whose buffer starts with room for `capacity` bytes.
+    pub fn with_capacity(capacity: usize) -> Framer {
+        Framer {
+            buf: Vec::with_capacity(capacity),
+            ..Framer::default()
+        }
+    }
+
+    /// The buffer to append the connection's bytes to.
+    pub fn buffer(&mut self) -> &mut Vec<u8> {
+        &mut self.buf
+    }
+
+    /// What the connection waits for, if it has to read more.
+    pub fn waiting_for(&self) -> Wait {
+        if self.pending.is_some() {
+            Wait::Body
+        } else if self.buf.is_empty() {
+            Wait::Idle
+        } else {
+            Wait::Head
+        }
+    }
+
+    /// Takes the complete requests (and the body bytes skipped) off the
+    /// front of the buffer; stops after a request that closes the
+    /// connection and at a refused one.
+    pub fn take(&mut self, limits: &Limits) -> Batch {
+        let mut batch = Batch {
+            replies: Vec::new(),
+            rejection: None,
+            close: false,
+        };
+        let mut consumed = 0usize;
+        loop {
+            if let Some((reply, left)) = self.pending.as_mut() {
+                let available = self.buf.len() - consumed;
+                let take = usize::try_from(*left).map_or(available, |left| left.min(available));
+                consumed += take;
+                *left -= take as u64;
+                if *left > 0 {
+                    break;
+                }
+                let reply = *reply;
+                self.pending = None;
+                batch.replies.push(reply);
+                if reply.close {
+                    batch.close = true;
+                    break;
+                }
+            }
+            match self.scanner.feed(&self.buf[consumed..], limits) {
+                Parse::Partial => break,
+                Parse::Rejected(rejection) => {
+                    batch.rejection = Some(rejection);
+                    break;
+                }
+                Parse::Complete(request) => {
+                    self.scanner.reset();
+                    consumed += request.head_len;
+                    self.pending = Some((Reply::of(&request), request.body_len));
+                }
+            }
+        }
+        self.buf.drain(..consumed);
+        batch
+    }
 }

@@ -1,13 +1,17 @@
-//! hello_http's request parser (`examples/hello_http/http.rs`): the
-//! statuses of the module's rules, one case each, and properties over
+//! hello_http's protocol module (`examples/hello_http/http.rs`): the
+//! statuses of the parser's rules, one case each, and properties over
 //! arbitrary bytes (it never panics, a head split anywhere parses as the
-//! whole one, lengths are exact).
+//! whole one, lengths are exact); the framer's pipelining and body
+//! skipping, whatever the reads; the exact response bytes.
 
 #[allow(dead_code)]
 #[path = "../examples/hello_http/http.rs"]
 mod http;
 
-use http::{Limits, Parse, Request, Scanner, Status, content_length, parse};
+use http::{
+    BODY, Framer, Limits, Parse, Reply, Request, Scanner, Status, Wait, content_length,
+    error_response, parse, responses, unavailable,
+};
 use proptest::prelude::*;
 
 fn limits() -> Limits {
@@ -242,6 +246,127 @@ fn a_head_over_the_limit_is_431_whether_or_not_it_has_ended() {
 }
 
 /// A valid request head with arbitrary (valid) details.
+/// Feeds `bytes` to a framer in reads that end at `ends` (ascending, the
+/// last at `bytes.len()`), taking after each; every reply and rejection.
+fn frame(bytes: &[u8], ends: &[usize]) -> (Vec<Reply>, Vec<Status>, Framer) {
+    let mut framer = Framer::default();
+    let (mut replies, mut rejections) = (Vec::new(), Vec::new());
+    let mut start = 0;
+    for &end in ends {
+        framer.buffer().extend_from_slice(&bytes[start..end]);
+        start = end;
+        let batch = framer.take(&Limits::default());
+        replies.extend(batch.replies);
+        rejections.extend(batch.rejection.map(|r| r.status));
+        if batch.close || !rejections.is_empty() {
+            break;
+        }
+    }
+    (replies, rejections, framer)
+}
+
+const KEEP: Reply = Reply {
+    close: false,
+    http10: false,
+    head_method: false,
+};
+
+#[test]
+fn pipelined_requests_come_out_of_the_framer_in_order_with_their_bodies_skipped() {
+    let bytes = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n\
+        POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nGET /\
+        HEAD / HTTP/1.1\r\nHost: x\r\n\r\n\
+        GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n\
+        GET /never HTTP/1.1\r\nHost: x\r\n\r\n";
+    let (replies, rejections, _) = frame(bytes, &[bytes.len()]);
+    let head = Reply {
+        head_method: true,
+        ..KEEP
+    };
+    let close = Reply {
+        close: true,
+        ..KEEP
+    };
+    // The body `GET /` is skipped, not taken for a request; nothing after
+    // the request that closes is read.
+    assert_eq!(replies, [KEEP, KEEP, head, close]);
+    assert!(rejections.is_empty());
+}
+
+#[test]
+fn the_framer_waits_for_a_head_then_a_body_then_nothing_and_keeps_no_body_byte() {
+    let mut framer = Framer::default();
+    assert_eq!(framer.waiting_for(), Wait::Idle);
+    framer.buffer().extend_from_slice(b"POST / HTTP/1.1\r\nHo");
+    assert!(framer.take(&Limits::default()).is_empty());
+    assert_eq!(framer.waiting_for(), Wait::Head);
+    framer
+        .buffer()
+        .extend_from_slice(b"st: x\r\nContent-Length: 100000\r\n\r\n");
+    framer.buffer().extend(std::iter::repeat_n(b'b', 60_000));
+    assert!(framer.take(&Limits::default()).is_empty());
+    assert_eq!(framer.waiting_for(), Wait::Body);
+    assert!(
+        framer.buffer().is_empty(),
+        "body bytes are dropped as they come"
+    );
+    framer.buffer().extend(std::iter::repeat_n(b'b', 40_000));
+    let batch = framer.take(&Limits::default());
+    assert_eq!(batch.replies, [KEEP]);
+    assert_eq!(framer.waiting_for(), Wait::Idle);
+}
+
+#[test]
+fn a_refused_request_after_good_ones_comes_after_their_replies() {
+    let bytes = b"GET / HTTP/1.1\r\nHost: x\r\n\r\nGET / HTTP/2.0\r\n\r\n";
+    let (replies, rejections, _) = frame(bytes, &[bytes.len()]);
+    assert_eq!(replies, [KEEP]);
+    assert_eq!(rejections, [Status::VersionNotSupported]);
+}
+
+#[test]
+fn the_response_bytes_are_exactly_the_documented_ones() {
+    let ok =
+        "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 13\r\n\r\nHello, World!";
+    assert_eq!(BODY, b"Hello, World!");
+    assert_eq!(responses(&[KEEP]), ok.as_bytes());
+    let close = Reply {
+        close: true,
+        ..KEEP
+    };
+    let http10 = Reply {
+        http10: true,
+        ..KEEP
+    };
+    let head = Reply {
+        head_method: true,
+        ..KEEP
+    };
+    let all = String::from_utf8(responses(&[KEEP, http10, head, close])).unwrap();
+    assert_eq!(
+        all,
+        format!(
+            "{ok}\
+             HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nConnection: keep-alive\r\nContent-Length: 13\r\n\r\nHello, World!\
+             HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 13\r\n\r\n\
+             HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nConnection: close\r\nContent-Length: 13\r\n\r\nHello, World!"
+        )
+    );
+    let Parse::Rejected(rejection) = parse(b"GET / HTTP/2.0\r\n\r\n", &Limits::default()) else {
+        panic!("not refused");
+    };
+    let error = String::from_utf8(error_response(&rejection)).unwrap();
+    assert_eq!(
+        error,
+        "HTTP/1.1 505 HTTP Version Not Supported\r\nContent-Type: text/plain\r\n\
+         Connection: close\r\nContent-Length: 38\r\n\r\nonly HTTP/1.0 and HTTP/1.1 are served\n"
+    );
+    assert_eq!(
+        unavailable(true),
+        b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    );
+}
+
 fn valid_head() -> impl Strategy<Value = (Vec<u8>, u64, bool)> {
     (
         prop::sample::select(vec!["GET", "POST", "PUT", "HEAD", "X-CUSTOM"]),
@@ -354,5 +479,35 @@ proptest! {
     fn any_content_length_digits_give_their_value_or_none_on_overflow(digits in "[0-9]{1,30}") {
         let expected = digits.parse::<u128>().ok().and_then(|n| u64::try_from(n).ok());
         prop_assert_eq!(content_length(digits.as_bytes()), expected);
+    }
+
+    #[test]
+    fn a_request_stream_read_in_arbitrary_pieces_gives_the_replies_of_the_whole(
+        requests in prop::collection::vec(
+            (prop::sample::select(vec!["GET", "HEAD", "POST"]), 0usize..300, any::<bool>()),
+            1..8,
+        ),
+        cuts in prop::collection::vec(any::<prop::sample::Index>(), 0..20),
+    ) {
+        let mut bytes = Vec::new();
+        for (method, body, http10) in &requests {
+            let version = if *http10 { "HTTP/1.0\r\nConnection: keep-alive" } else { "HTTP/1.1\r\nHost: x" };
+            bytes.extend_from_slice(format!("{method} / {version}\r\nContent-Length: {body}\r\n\r\n").as_bytes());
+            bytes.extend(std::iter::repeat_n(b'z', *body));
+        }
+        let mut ends: Vec<usize> = cuts.iter().map(|i| i.index(bytes.len() + 1)).collect();
+        ends.push(bytes.len());
+        ends.sort_unstable();
+        ends.dedup();
+        let (whole, _, _) = frame(&bytes, &[bytes.len()]);
+        let (pieces, rejections, framer) = frame(&bytes, &ends);
+        prop_assert_eq!(whole.len(), requests.len());
+        prop_assert_eq!(&pieces, &whole);
+        prop_assert!(rejections.is_empty());
+        prop_assert_eq!(framer.waiting_for(), Wait::Idle);
+        for (reply, (method, _, http10)) in whole.iter().zip(&requests) {
+            prop_assert_eq!(reply.head_method, *method == "HEAD");
+            prop_assert_eq!(reply.http10, *http10);
+        }
     }
 }
