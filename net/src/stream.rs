@@ -7,9 +7,9 @@
 //! [`UnixStream`]: crate::UnixStream
 
 use std::fmt;
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::net::Shutdown;
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -23,9 +23,7 @@ use crate::sync::lock;
 
 /// A connected byte stream's non-blocking calls (std's `TcpStream` and
 /// `UnixStream`). Public in a private module: unreachable from outside.
-pub trait StreamIo: Into<OwnedFd> + FromRawFd + Send + Sync + 'static {
-    /// One non-blocking read.
-    fn read_some(&self, buf: &mut [u8]) -> io::Result<usize>;
+pub trait StreamIo: Into<OwnedFd> + FromRawFd + AsFd + Send + Sync + 'static {
     /// One non-blocking write.
     fn write_some(&self, buf: &[u8]) -> io::Result<usize>;
     /// `shutdown(2)`.
@@ -33,9 +31,6 @@ pub trait StreamIo: Into<OwnedFd> + FromRawFd + Send + Sync + 'static {
 }
 
 impl StreamIo for std::net::TcpStream {
-    fn read_some(&self, buf: &mut [u8]) -> io::Result<usize> {
-        (&*self).read(buf)
-    }
     fn write_some(&self, buf: &[u8]) -> io::Result<usize> {
         (&*self).write(buf)
     }
@@ -45,9 +40,6 @@ impl StreamIo for std::net::TcpStream {
 }
 
 impl StreamIo for std::os::unix::net::UnixStream {
-    fn read_some(&self, buf: &mut [u8]) -> io::Result<usize> {
-        (&*self).read(buf)
-    }
     fn write_some(&self, buf: &[u8]) -> io::Result<usize> {
         (&*self).write(buf)
     }
@@ -56,26 +48,37 @@ impl StreamIo for std::os::unix::net::UnixStream {
     }
 }
 
+/// Appends at most `max` bytes read from `socket` to `buf`, into its spare
+/// capacity (never zeroed first: `recv(2)` writes what it reads); how many
+/// (0: end of stream). On error `buf` is unchanged.
+pub(crate) fn append_from(socket: &impl AsFd, buf: &mut Vec<u8>, max: usize) -> io::Result<usize> {
+    buf.reserve(max);
+    let start = buf.len();
+    let spare = &mut buf.spare_capacity_mut()[..max];
+    let n = socket2::SockRef::from(socket).recv(spare)?;
+    // SAFETY: `recv` initialised the first `n` bytes of `spare` (socket2's
+    // contract, `n <= spare.len()`), which are the `n` bytes of `buf`'s
+    // capacity right after its `start` initialised ones; `reserve` made
+    // room for them.
+    unsafe { buf.set_len(start + n) };
+    Ok(n)
+}
+
 /// Appends at most `max` bytes to `buf` (see `TcpStream::read_into`).
 pub(crate) fn read_into<T: StreamIo>(
     source: &Arc<Source<T>>,
     buf: Vec<u8>,
     max: usize,
 ) -> IO<(Vec<u8>, usize), io::Error> {
-    retry(source, Direction::Read, buf, move |socket, mut buf| {
-        let start = buf.len();
-        buf.resize(start + max, 0);
-        match socket.read_some(&mut buf[start..]) {
-            Ok(n) => {
-                buf.truncate(start + n);
-                Ok((buf, n))
-            }
-            Err(e) => {
-                buf.truncate(start);
-                Err((buf, e))
-            }
-        }
-    })
+    retry(
+        source,
+        Direction::Read,
+        buf,
+        move |socket, mut buf| match append_from(socket, &mut buf, max) {
+            Ok(n) => Ok((buf, n)),
+            Err(e) => Err((buf, e)),
+        },
+    )
 }
 
 /// Reads exactly `len` bytes (see `TcpStream::read_exact`): end of stream
@@ -87,21 +90,22 @@ pub(crate) fn read_exact<T: StreamIo>(
     retry(
         source,
         Direction::Read,
-        (vec![0; len], 0usize),
-        move |socket, (mut buf, mut filled)| loop {
+        Vec::with_capacity(len),
+        move |socket, mut buf| loop {
+            let filled = buf.len();
             if filled == len {
                 return Ok(buf);
             }
-            match socket.read_some(&mut buf[filled..]) {
+            match append_from(socket, &mut buf, len - filled) {
                 Ok(0) => {
                     let e = io::Error::new(
                         io::ErrorKind::UnexpectedEof,
                         format!("spindle-net: end of stream after {filled} of {len} bytes"),
                     );
-                    return Err(((buf, filled), e));
+                    return Err((buf, e));
                 }
-                Ok(n) => filled += n,
-                Err(e) => return Err(((buf, filled), e)),
+                Ok(_) => {}
+                Err(e) => return Err((buf, e)),
             }
         },
     )
@@ -118,11 +122,7 @@ pub(crate) fn read_shared<T: StreamIo>(
 ) -> IO<usize, io::Error> {
     retry(source, Direction::Read, (), move |socket, ()| {
         let mut buf = lock(&shared);
-        let start = buf.len();
-        buf.resize(start + max, 0);
-        let read = socket.read_some(&mut buf[start..]);
-        buf.truncate(start + *read.as_ref().unwrap_or(&0));
-        read.map_err(|e| ((), e))
+        append_from(socket, &mut buf, max).map_err(|e| ((), e))
     })
 }
 

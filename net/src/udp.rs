@@ -136,11 +136,22 @@ impl UdpSocket {
     #[track_caller]
     pub fn recv_from(&self, max: usize) -> IO<(Vec<u8>, SocketAddr), io::Error> {
         retry(&self.source, Direction::Read, (), move |socket, ()| {
-            let mut buf = vec![0; max];
-            match socket.recv_from(&mut buf) {
+            let mut buf = Vec::with_capacity(max);
+            let spare = &mut buf.spare_capacity_mut()[..max];
+            match socket2::SockRef::from(socket).recv_from(spare) {
                 Ok((n, from)) => {
-                    buf.truncate(n);
-                    Ok((buf, from))
+                    // SAFETY: `recv_from` initialised the first `n` bytes
+                    // of the capacity (socket2's contract, `n <= max`).
+                    unsafe { buf.set_len(n) };
+                    match from.as_socket() {
+                        Some(from) => Ok((buf, from)),
+                        None => Err((
+                            (),
+                            io::Error::other(
+                                "spindle-net: a datagram from an address that is not IP",
+                            ),
+                        )),
+                    }
                 }
                 Err(e) => Err(((), e)),
             }
@@ -167,12 +178,9 @@ impl UdpSocket {
     #[track_caller]
     pub fn recv(&self, max: usize) -> IO<Vec<u8>, io::Error> {
         retry(&self.source, Direction::Read, (), move |socket, ()| {
-            let mut buf = vec![0; max];
-            match socket.recv(&mut buf) {
-                Ok(n) => {
-                    buf.truncate(n);
-                    Ok(buf)
-                }
+            let mut buf = Vec::with_capacity(max);
+            match crate::stream::append_from(socket, &mut buf, max) {
+                Ok(_) => Ok(buf),
                 Err(e) => Err(((), e)),
             }
         })
