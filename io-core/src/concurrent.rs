@@ -195,6 +195,7 @@ static PAR_SEQUENCE: Op = Op::new("par_sequence");
 static PAR_TRAVERSE_N: Op = Op::new("par_traverse_n");
 static TIMEOUT: Op = Op::new("timeout");
 static TIMEOUT_TO: Op = Op::new("timeout_to");
+static TIMEOUT_AND_FORGET: Op = Op::new("timeout_and_forget");
 static TIMED: Op = Op::new("timed");
 
 impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
@@ -486,7 +487,21 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     }
 
     /// Fails with [`TimeoutError`] if `self` has not completed after
-    /// `duration`; `self` is then canceled (and finalized).
+    /// `duration`; `self` is then canceled, and the timeout waits until it
+    /// has ended (its finalizers have run).
+    ///
+    /// As in Cats Effect 3.6, the outcome of `self` always wins when there
+    /// is one: a result or an error that `self` produces after the deadline
+    /// (its cancellation was not honoured: an `uncancelable` body) is the
+    /// result, not the timeout; the timeout is raised only when `self` was
+    /// canceled. If `self` cancels itself before the deadline, the timeout
+    /// is raised at the deadline (the race is then the timer's). For a
+    /// deadline that does not wait for `self` to end, see
+    /// [`timeout_and_forget`](IO::timeout_and_forget).
+    ///
+    /// `self` runs on a fiber of its own; the deadline is a timer of the
+    /// executor armed on the caller's wait, so a timeout costs one fiber
+    /// start, not the two of a race.
     ///
     /// The error type takes the timeout through `From<TimeoutError>`:
     /// write it for your own error type; with `std`, io-core provides it for
@@ -504,20 +519,35 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     }
 
     /// Runs `fallback` if `self` has not completed after `duration`; `self`
-    /// is then canceled (and finalized).
+    /// is then canceled and awaited, and `fallback` runs only if it was
+    /// canceled (see [`timeout`](IO::timeout) for the rules).
     #[track_caller]
     pub fn timeout_to(self, duration: Duration, fallback: IO<A, E>) -> IO<A, E> {
         self.timeout_to_untraced(duration, fallback)
             .traced_as(&TIMEOUT_TO)
     }
 
+    /// Fails with [`TimeoutError`] as soon as `duration` has passed if
+    /// `self` has not completed by then; `self`'s cancellation is
+    /// *requested* but not awaited (Cats Effect's `timeoutAndForget`): the
+    /// error is raised at the deadline even if `self` is uncancelable, and
+    /// `self` finishes (or finalizes) in the background.
+    ///
+    /// This gives up back-pressure: a body that ignores cancellation keeps
+    /// running, holding what it holds, after the caller has moved on. Prefer
+    /// [`timeout`](IO::timeout) unless the deadline matters more.
+    #[track_caller]
+    pub fn timeout_and_forget(self, duration: Duration) -> IO<A, E>
+    where
+        E: From<TimeoutError>,
+    {
+        let error = move || IO::raise_error(E::from(TimeoutError { after: duration }));
+        timeout::run(self, duration, timeout::Late::Forget, error).traced_as(&TIMEOUT_AND_FORGET)
+    }
+
     /// [`IO::timeout_to`] for io-core's own nodes (no trace event).
     fn timeout_to_untraced(self, duration: Duration, fallback: IO<A, E>) -> IO<A, E> {
-        self.race_untraced(IO::<(), E>::sleep_untraced(duration))
-            .flat_map_untraced(move |winner| match winner {
-                Either::Left(a) => IO::pure(a),
-                Either::Right(()) => fallback,
-            })
+        timeout::run(self, duration, timeout::Late::Await, move || fallback)
     }
 
     /// Measures how long `self` takes on the executor's monotonic clock.
@@ -661,5 +691,225 @@ mod par {
             })
             .product_r_untraced(ended.get_untraced())
         })
+    }
+}
+
+/// `timeout`, `timeout_to` and `timeout_and_forget`: the body on one child
+/// fiber, and the deadline as a timer on the parent's wait.
+///
+/// # Protocol
+///
+/// The parent starts the body as a child fiber whose completion callback
+/// stores its outcome in a shared [`Slot`] and wakes the parent's wait, if
+/// one is registered. The parent then waits, unmasked, with
+/// `from_callback_until` (an `AsyncUntil` node): it resumes when the child
+/// wakes it or when the executor's monotonic clock reaches the deadline,
+/// and reads the slot to tell which. Registering the waker and completing
+/// the slot take the slot's lock, so the wake-up cannot be missed: either
+/// the child completed first (the registration sees the outcome and resumes
+/// at once) or the registration came first (the completion finds the
+/// waker).
+///
+/// * The child completed first: its outcome is the result (a value, an
+///   error, a panic raised again). If it canceled itself, the deadline
+///   decides, as the timer of Cats Effect's race would: the parent waits
+///   until it, then runs the fallback.
+/// * The deadline came first: the parent requests the child's
+///   cancellation; with [`Late::Await`] it waits (masked) until the child
+///   has ended, and then the child's outcome still wins if it has one (a
+///   body that did not honour the cancellation, Cats Effect 3.6); the
+///   fallback runs only for a canceled child. With [`Late::Forget`] it does
+///   not wait: the fallback runs at once.
+/// * The parent is canceled while it waits: it requests the child's
+///   cancellation and waits until the child has ended (its finalizers have
+///   run), as every combinator of this module does.
+///
+/// Compared with the race of two fibers that Cats Effect derives `timeout`
+/// from, this starts one fiber instead of two, and needs no `Deferred`, no
+/// fiber handles and no sleeping fiber to cancel: the timer is removed when
+/// the wait ends, in O(1).
+mod timeout {
+    use core::time::Duration;
+
+    use crate::Callback;
+    use crate::cancel::Poll;
+    use crate::erased::ErasedFn;
+    use crate::fiber::{CompleteK, RawFiberRef};
+    use crate::io::IO;
+    use crate::outcome::Outcome;
+    use crate::sync::{Arc, Mutex};
+
+    /// What the parent does when the deadline comes first.
+    #[derive(Clone, Copy, PartialEq, Eq)]
+    pub(super) enum Late {
+        /// Wait until the child has ended; its outcome wins if it has one.
+        Await,
+        /// Only request its cancellation; the fallback runs at once.
+        Forget,
+    }
+
+    struct State<A, E> {
+        /// The child's outcome, once it has ended.
+        outcome: Option<Outcome<A, E>>,
+        /// Whether it has ended (the outcome may have been taken since).
+        ended: bool,
+        /// The parent's wait, if one is registered.
+        waker: Option<Callback<(), E>>,
+    }
+
+    /// The child's outcome, shared by its completion callback and the
+    /// parent.
+    pub(super) struct Slot<A, E> {
+        state: Mutex<State<A, E>>,
+    }
+
+    impl<A: Send + 'static, E: Send + 'static> Slot<A, E> {
+        fn new() -> Self {
+            Slot {
+                state: Mutex::new(State {
+                    outcome: None,
+                    ended: false,
+                    waker: None,
+                }),
+            }
+        }
+
+        /// The child's completion callback (exactly once).
+        fn complete(&self, outcome: Outcome<A, E>) {
+            let waker = {
+                let mut state = self.state.lock();
+                state.outcome = Some(outcome);
+                state.ended = true;
+                state.waker.take()
+            };
+            // Outside the lock: completing resumes (schedules) the parent.
+            if let Some(waker) = waker {
+                waker.succeed(());
+            }
+        }
+
+        /// Registers `waker` unless the child has ended; true if it has.
+        fn register(&self, waker: &Callback<(), E>) -> bool {
+            let mut state = self.state.lock();
+            if state.ended {
+                return true;
+            }
+            state.waker = Some(waker.clone());
+            false
+        }
+
+        fn take(&self) -> Option<Outcome<A, E>> {
+            self.state.lock().outcome.take()
+        }
+    }
+
+    /// Waits until the child ends or `deadline` passes.
+    fn wait_until<A: Send + 'static, E: Send + 'static>(
+        slot: Arc<Slot<A, E>>,
+        deadline: Duration,
+    ) -> IO<(), E> {
+        IO::from_callback_until_untraced(deadline, move |waker| {
+            if slot.register(&waker) {
+                waker.succeed(());
+            }
+            None
+        })
+    }
+
+    /// Waits until the child has ended.
+    fn wait_ended<A: Send + 'static, E: Send + 'static>(slot: Arc<Slot<A, E>>) -> IO<(), E> {
+        IO::from_callback_untraced(move |waker: Callback<(), E>| {
+            if slot.register(&waker) {
+                waker.succeed(());
+            }
+            None
+        })
+    }
+
+    /// Requests the child's cancellation and waits (masked) until it has
+    /// ended.
+    fn cancel_and_wait<A: Send + 'static, E: Send + 'static>(
+        slot: Arc<Slot<A, E>>,
+        child: RawFiberRef,
+    ) -> IO<(), E> {
+        IO::uncancelable_untraced(move |_| {
+            IO::delay_untraced(move || child.request_cancel()).product_r_untraced(wait_ended(slot))
+        })
+    }
+
+    /// The body `io` under a deadline `duration` from now; `fallback()`
+    /// when it is canceled by the deadline (see the module doc).
+    pub(super) fn run<A, E, F>(
+        io: IO<A, E>,
+        duration: Duration,
+        late: Late,
+        fallback: F,
+    ) -> IO<A, E>
+    where
+        A: Send + 'static,
+        E: Send + 'static,
+        F: FnOnce() -> IO<A, E> + Send + 'static,
+    {
+        IO::<Duration, E>::monotonic().flat_map_untraced(move |now| {
+            let deadline = now.saturating_add(duration);
+            IO::uncancelable_untraced(move |poll| {
+                let slot = Arc::new(Slot::<A, E>::new());
+                let recorder = slot.clone();
+                IO::<RawFiberRef, E>::with_spawner(move |spawner| {
+                    let on_complete =
+                        move |outcome: Outcome<A, E>,
+                              _: alloc::vec::Vec<E>,
+                              _: crate::tracing::Trace| {
+                            recorder.complete(outcome)
+                        };
+                    let on_complete = ErasedFn::new::<CompleteK<A, E>, _>(on_complete);
+                    spawner.spawn(io.into_node(), Some(on_complete))
+                })
+                .flat_map_untraced(move |child| {
+                    let on_cancel = cancel_and_wait(slot.clone(), child.clone());
+                    poll.apply_untraced(wait_until(slot.clone(), deadline))
+                        .on_cancel_untraced(on_cancel)
+                        .flat_map_untraced(move |()| {
+                            decide(poll, slot, child, deadline, late, fallback)
+                        })
+                })
+            })
+        })
+    }
+
+    /// After the wait: the child's outcome, or the deadline's verdict.
+    fn decide<A, E, F>(
+        poll: Poll,
+        slot: Arc<Slot<A, E>>,
+        child: RawFiberRef,
+        deadline: Duration,
+        late: Late,
+        fallback: F,
+    ) -> IO<A, E>
+    where
+        A: Send + 'static,
+        E: Send + 'static,
+        F: FnOnce() -> IO<A, E> + Send + 'static,
+    {
+        match slot.take() {
+            // It canceled itself before the deadline: the timer decides.
+            Some(Outcome::Canceled) => poll
+                .apply_untraced(IO::from_callback_until_untraced(deadline, |_| None))
+                .flat_map_untraced(move |()| fallback()),
+            Some(outcome) => super::embed(poll, outcome),
+            None if late == Late::Forget => {
+                child.request_cancel();
+                fallback()
+            }
+            None => cancel_and_wait(slot.clone(), child).flat_map_untraced(move |()| {
+                match slot.take() {
+                    // Canceled, as asked: the deadline's verdict.
+                    Some(Outcome::Canceled) | None => fallback(),
+                    // It ended otherwise (it did not honour the
+                    // cancellation, or finished meanwhile): that stands.
+                    Some(outcome) => super::embed(poll, outcome),
+                }
+            }),
+        }
     }
 }

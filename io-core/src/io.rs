@@ -388,7 +388,28 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
             register,
         )))
     }
+}
 
+impl<E: Send + 'static> IO<(), E> {
+    /// [`IO::from_callback`] with a deadline on the executor's monotonic
+    /// clock (io-core's own node, no trace event): the fiber resumes when
+    /// the callback is called or when the clock reaches `deadline`,
+    /// whichever comes first, with `()` either way (the caller tells the two
+    /// apart from its own state). The timer is one of the executor's, armed
+    /// on the same suspension and removed when it ends; no fiber is started
+    /// for it. On cancellation the finalizer `register` returned runs.
+    pub(crate) fn from_callback_until_untraced<F>(deadline: Duration, register: F) -> Self
+    where
+        F: FnOnce(Callback<(), E>) -> Option<IO<(), E>> + Send + 'static,
+    {
+        IO::from_node(Node::async_until(
+            deadline,
+            ErasedFn::new::<k::Async<(), E>, F>(register),
+        ))
+    }
+}
+
+impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// A program that runs `thunk`, which may block its thread (file I/O, a
     /// blocking client, a lock held by foreign code), without stalling the
     /// fibers of its executor: the executor runs it where blocking is
@@ -968,12 +989,6 @@ impl<E: Send + 'static> IO<(), E> {
     #[track_caller]
     pub fn sleep(duration: Duration) -> Self {
         IO::from_node(Node::sleep(duration, here()))
-    }
-
-    /// [`IO::sleep`] for io-core's own nodes (no trace event).
-    #[inline]
-    pub(crate) fn sleep_untraced(duration: Duration) -> Self {
-        IO::from_node(Node::sleep(duration, NO_SITE))
     }
 }
 

@@ -206,6 +206,86 @@ fn timeout_to_switches_to_the_fallback_at_exactly_the_limit() {
 }
 
 #[test]
+fn timeout_of_an_uncancelable_body_gives_the_value_it_returns_after_the_deadline() {
+    // Cats Effect 3.6: the body's outcome wins when its cancellation was
+    // not honoured; the timeout is raised only for a canceled body.
+    let body: IO<u32, Error> = IO::uncancelable(|_| IO::sleep(secs(5)).map_to(7u32));
+    assert_eq!(ends_at(body.timeout(secs(1))), Outcome::Succeeded((7, secs(5))));
+}
+
+#[test]
+fn timeout_of_an_uncancelable_body_that_fails_after_the_deadline_gives_its_error() {
+    let body: IO<u32, Error> = IO::uncancelable(|_| {
+        IO::sleep(secs(5)).product_r(IO::raise_error(Error::Failed("late")))
+    });
+    let io = body.timeout(secs(1)).attempt();
+    assert_eq!(ends_at(io), Outcome::Succeeded((Err(Error::Failed("late")), secs(5))));
+}
+
+#[test]
+fn timeout_to_of_an_uncancelable_body_does_not_run_the_fallback() {
+    let fallback = Counter::new();
+    let body: IO<u32, Error> = IO::uncancelable(|_| IO::sleep(secs(5)).map_to(7u32));
+    let io = body.timeout_to(secs(1), fallback.incr_io().map_to(0));
+    assert_eq!(ends_at(io), Outcome::Succeeded((7, secs(5))));
+    assert_eq!(fallback.get(), 0);
+}
+
+#[test]
+fn timeout_of_a_body_that_cancels_itself_raises_the_timeout_at_the_deadline() {
+    // The race is then the timer's (Cats Effect issue 3396's behaviour).
+    let io = IO::<(), Error>::canceled()
+        .map_to(1u32)
+        .timeout(secs(3))
+        .attempt();
+    assert_eq!(
+        ends_at(io),
+        Outcome::Succeeded((Err(Error::TimedOut(secs(3))), secs(3)))
+    );
+}
+
+#[test]
+fn timeout_and_forget_raises_at_the_deadline_while_an_uncancelable_body_finishes_in_the_background() {
+    let finished = Counter::new();
+    let f = finished.clone();
+    let body: IO<u32, Error> =
+        IO::uncancelable(move |_| IO::sleep(secs(5)).product_r(f.incr_io()).map_to(7u32));
+    let timed_out = body.timeout_and_forget(secs(1)).attempt();
+    // The caller goes on at the deadline; the body ends 4 s later.
+    let program = timed_out
+        .flat_map(|r| IO::monotonic().map(move |t| (r, t)))
+        .flat_map(|first| IO::sleep(secs(10)).map_to(first));
+    assert_eq!(
+        virtual_run(program),
+        Outcome::Succeeded((Err(Error::TimedOut(secs(1))), secs(1)))
+    );
+    assert_eq!(finished.get(), 1, "the body finished in the background");
+}
+
+#[test]
+fn timeout_and_forget_gives_the_value_of_a_body_that_finishes_in_time() {
+    let io: IO<u32, Error> = IO::sleep(secs(2)).map_to(3u32).timeout_and_forget(secs(5));
+    assert_eq!(ends_at(io), Outcome::Succeeded((3, secs(2))));
+}
+
+#[test]
+fn canceling_a_timeout_cancels_its_body_and_waits_for_its_finalizers() {
+    let log = Log::new();
+    let body = IO::<u32, Error>::never()
+        .on_cancel(IO::sleep(secs(2)).product_r(log.record("body finalized")))
+        .timeout(secs(60));
+    let l = log.clone();
+    let program = body.start().flat_map(move |fiber| {
+        IO::sleep(secs(1))
+            .product_r(fiber.cancel())
+            .product_r(l.record("cancel returned"))
+            .product_r(IO::monotonic())
+    });
+    assert_eq!(virtual_run(program), Outcome::Succeeded(secs(3)));
+    assert_eq!(log.events(), ["body finalized", "cancel returned"]);
+}
+
+#[test]
 fn delay_by_runs_the_program_at_exactly_the_delay() {
     let io = IO::monotonic().delay_by(secs(7));
     assert_eq!(virtual_run(io), Outcome::Succeeded(secs(7)));

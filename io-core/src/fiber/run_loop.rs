@@ -202,6 +202,16 @@ fn run_loop<X: Executor, const TRACING: bool>(inner: &Arc<FiberInner<X>>, core: 
             let (finalizer, timer) = match next {
                 Next::ResumeWithFinalizer(finalizer) => (Some(finalizer), None),
                 Next::Wake(key) => (None, Some(key)),
+                Next::ResumeUntil(until) => {
+                    // SAFETY: stored by the `AsyncUntil` arm as this very
+                    // type, for this very executor type.
+                    let (key, finalizer) = unsafe { until.take::<(X::TimerKey, Option<Node>)>() };
+                    // The timer is not needed any more, however the
+                    // suspension ended (canceling one that fired does
+                    // nothing).
+                    executor.cancel_timer(key);
+                    (finalizer, None)
+                }
                 _ => (None, None),
             };
             match header.take_result() {
@@ -472,6 +482,36 @@ fn run_loop<X: Executor, const TRACING: bool>(inner: &Arc<FiberInner<X>>, core: 
                                 Some(finalizer) => Next::ResumeWithFinalizer(finalizer),
                                 None => Next::Resume,
                             };
+                            activity!(header, Waiting);
+                            return suspend(core, core.masks == 0);
+                        }
+                    }
+                }
+            }
+            Kind::AsyncUntil(deadline, register) => {
+                record!(core, header, executor, register.op(), register.site());
+                if should_cancel(core, header) {
+                    begin_cancel(core, Node::unwind())
+                } else {
+                    let generation = header.begin_suspension();
+                    // Two completers of the one suspension: the timer and
+                    // the registration's callback; the first one wins.
+                    let timer = TimerCallback {
+                        raw: FiberInner::callback(inner, generation),
+                    };
+                    let key = executor.set_timer(deadline, timer);
+                    let callback = FiberInner::callback(inner, generation);
+                    let finalizer = unsafe { register.call(callback) };
+                    match header.take_if_done() {
+                        // Completed during registration (or the deadline had
+                        // passed already): go on synchronously.
+                        Some(Some(res)) => {
+                            drop(finalizer);
+                            executor.cancel_timer(key);
+                            Node::from_res(res)
+                        }
+                        _ => {
+                            core.next = Next::ResumeUntil(Value::new((key, finalizer)));
                             activity!(header, Waiting);
                             return suspend(core, core.masks == 0);
                         }

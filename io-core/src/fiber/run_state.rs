@@ -62,6 +62,13 @@ pub(crate) enum Next {
     /// Sleeping: the key of the timer (an erased `X::TimerKey`), canceled if
     /// cancellation ends the sleep.
     Wake(Value),
+    /// Suspended in an `AsyncUntil` registration: its timer's key and the
+    /// registration's finalizer, one erased `(X::TimerKey, Option<Node>)`
+    /// (one value, so that `Next`, and every fiber, stays as small as
+    /// without it). The timer is canceled however the suspension ends (a
+    /// timer that fired is not affected); the finalizer runs if
+    /// cancellation ends the suspension.
+    ResumeUntil(Value),
     /// The fiber started or stopped tracing in the middle of a turn: evaluate
     /// this node in the other instantiation of the run-loop, with the steps
     /// left of the turn's auto-yield budget (a switch is not a turn).

@@ -88,8 +88,9 @@ pub(crate) enum Tag {
     Cede,
     Never,
     Sleep,
-    Monotonic,
-    RealTime,
+    /// Both clocks: the word says which (see [`Node::monotonic`]).
+    Clock,
+    AsyncUntil,
     Panicked,
     Uncancelable,
     Poll,
@@ -127,6 +128,12 @@ impl Tag {
         // SAFETY: forwarded precondition; `Tag` is `repr(usize)`.
         unsafe { core::mem::transmute::<usize, Tag>(bits) }
     }
+}
+
+/// The payload of an `AsyncUntil` node (one pooled block: four words).
+pub(crate) struct AsyncUntilSpec {
+    deadline: Duration,
+    register: ErasedFn<RawCallback, Option<Node>>,
 }
 
 /// One node of a program: a payload word and a tagged vtable pointer.
@@ -167,6 +174,11 @@ pub(crate) enum Kind {
     /// Run a thunk where it may block (`Executor::spawn_blocking`), then
     /// resume with its value; never interrupted by cancellation.
     Blocking(ErasedFn<(), Value>),
+    /// Like `Async` with a unit result, and a timer armed on the same
+    /// suspension: it ends when the callback is called or when the
+    /// executor's monotonic clock reaches the deadline, whichever comes
+    /// first (the other does nothing then).
+    AsyncUntil(Duration, ErasedFn<RawCallback, Option<Node>>),
     /// Give the executor the chance to run something else.
     Cede(Option<Site>),
     /// Suspend forever.
@@ -406,13 +418,33 @@ impl Node {
             Node::from_value(Value::new(duration), Tag::Sleep)
         }
     }
+    /// A read of the monotonic clock: a `Clock` node whose word is 0.
     #[inline(always)]
     pub(crate) fn monotonic() -> Node {
-        Node::raw(EMPTY_WORD, bare(Tag::Monotonic))
+        Node::raw(
+            core::mem::MaybeUninit::new(ptr::null_mut()),
+            bare(Tag::Clock),
+        )
     }
+    /// A read of the wall clock: a `Clock` node whose word is 1.
     #[inline(always)]
     pub(crate) fn real_time() -> Node {
-        Node::raw(EMPTY_WORD, bare(Tag::RealTime))
+        Node::raw(
+            core::mem::MaybeUninit::new(ptr::without_provenance_mut(1)),
+            bare(Tag::Clock),
+        )
+    }
+    /// `register`'s suspension, ended at the latest at `deadline` (on the
+    /// executor's monotonic clock).
+    #[inline(always)]
+    pub(crate) fn async_until(
+        deadline: Duration,
+        register: ErasedFn<RawCallback, Option<Node>>,
+    ) -> Node {
+        Node::from_value(
+            Value::new(AsyncUntilSpec { deadline, register }),
+            Tag::AsyncUntil,
+        )
     }
     #[cfg_attr(not(feature = "std"), allow(dead_code))]
     pub(crate) fn panicked(message: PanicMessage) -> Node {
@@ -515,8 +547,13 @@ unsafe fn decode(word: Word, vtable: *const ()) -> Kind {
             }
             #[cfg(not(feature = "tracing"))]
             Tag::Sleep => Kind::Sleep(value().take::<Duration>(), None),
-            Tag::Monotonic => Kind::Monotonic,
-            Tag::RealTime => Kind::RealTime,
+            // `monotonic` and `real_time` initialise the word.
+            Tag::Clock if word.assume_init().is_null() => Kind::Monotonic,
+            Tag::Clock => Kind::RealTime,
+            Tag::AsyncUntil => {
+                let spec = value().take::<AsyncUntilSpec>();
+                Kind::AsyncUntil(spec.deadline, spec.register)
+            }
             Tag::Panicked => Kind::Panicked(value().take::<PanicMessage>()),
             Tag::Uncancelable => Kind::Uncancelable(ErasedFn::from_raw(word, &*vt.cast())),
             Tag::Poll => Kind::Poll(BindBox::from_word(word)),
@@ -546,7 +583,7 @@ impl Drop for Node {
     fn drop(&mut self) {
         match self.tag() {
             // Nothing to free.
-            Tag::Monotonic | Tag::RealTime | Tag::Unwind => {}
+            Tag::Clock | Tag::Unwind => {}
             // At most a call site.
             #[cfg(not(feature = "tracing"))]
             Tag::Cede | Tag::Never | Tag::Canceled => {}
