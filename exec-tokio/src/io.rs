@@ -71,8 +71,9 @@
 //! woken waiter is ready whatever is cleared afterwards. The counter is
 //! `SeqCst`, which the argument does not need but costs nothing here.
 //!
-//! The tests `two_fibers_*_burst` of `tests/net_tokio.rs` hang within a
-//! few hundred rounds without this check.
+//! The tests `two_fibers_*_burst` of `tests-integration/tests/net_tcp.rs`
+//! and `net_udp.rs` (stamped on every executor) hang within a few hundred
+//! rounds without this check.
 //!
 //! # Credits
 //!

@@ -12,14 +12,18 @@
 //!   executor proves the program can never finish (a dropped callback,
 //!   `IO::never`);
 //! * `rt()` / `rt_with_config(config)`: an executor instance, to run several
-//!   programs on the same one (`rt.run(io)`), and to take fiber dumps of it
-//!   (`rt.dumper()`, a function any thread or fiber may call).
+//!   programs on the same one (`rt.run(io)`), to take fiber dumps of it
+//!   (`rt.dumper()`, a function any thread or fiber may call), and to read
+//!   what it counts of its sockets (`rt.io_probe()`, likewise; `None` on an
+//!   executor that counts nothing).
+//!
+//! The socket suites (`net_*.rs`) share the helpers of [`net`].
 //!
 //! # Adding an executor
 //!
-//! Give its type and its test builder to [`same_shape!`] below (every
-//! executor has the same public shape, so nothing else is needed) and add
-//! one line to the list in [`rt_test!`].
+//! Give its type, its test builder and how it counts its sockets to
+//! [`same_shape!`] below (every executor has the same public shape, so
+//! nothing else is needed) and add one line to the list in [`rt_test!`].
 //!
 //! Only one `rt_test!` invocation per test file: each one declares the
 //! modules `single`, `wstp`, `batching`, `tokio` and `tokio_current`.
@@ -37,6 +41,50 @@ pub type Dumper = Arc<dyn Fn() -> FiberDump + Send + Sync>;
 
 /// The one error of every executor's `block_on`, `try_block_on`, `spawn`.
 pub use spindle_core::RunError;
+
+#[cfg(unix)]
+pub mod net;
+
+/// What an executor counts of its sockets (spindle-net's I/O capability),
+/// summed over its pollers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IoCounts {
+    /// Sockets registered with its pollers; `None` where the executor does
+    /// not count them (exec-single counts only waiters).
+    pub sources: Option<usize>,
+    /// Fibers waiting for the readiness of a socket.
+    pub waiters: usize,
+}
+
+/// Reads an executor's [`IoCounts`], from any thread or from inside one of
+/// its fibers (as a [`Dumper`] takes a dump). An executor whose readiness is
+/// not its own to count (exec-tokio: tokio's driver) reads `None`: a test
+/// then synchronises by what it can observe instead.
+#[derive(Clone)]
+pub struct IoProbe(Arc<dyn Fn() -> Option<IoCounts> + Send + Sync>);
+
+impl IoProbe {
+    /// The counts now; `None` if the executor counts nothing.
+    pub fn counts(&self) -> Option<IoCounts> {
+        (self.0)()
+    }
+
+    /// Fibers waiting for a socket now; `None` if not counted.
+    pub fn waiters(&self) -> Option<usize> {
+        self.counts().map(|counts| counts.waiters)
+    }
+
+    /// Sockets registered now; `None` if not counted.
+    pub fn sources(&self) -> Option<usize> {
+        self.counts().and_then(|counts| counts.sources)
+    }
+}
+
+impl fmt::Debug for IoProbe {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "IoProbe({:?})", self.counts())
+    }
+}
 
 /// The worker threads of the exec-wstp test runtime (so that every shared
 /// test body also runs with real parallelism and stealing).
@@ -70,15 +118,31 @@ pub trait TestRuntime: Sized {
     /// A function that takes a fiber dump of this executor.
     fn dumper(&self) -> Dumper;
 
+    /// A function that reads what this executor counts of its sockets.
+    fn io_probe(&self) -> IoProbe;
+
+    /// Fibers waiting for a socket now (exec-wstp: over every worker's
+    /// poller); `None` on an executor that does not count them.
+    fn io_waiters(&self) -> Option<usize> {
+        self.io_probe().waiters()
+    }
+
+    /// Sockets registered now; `None` on an executor that does not count
+    /// them.
+    fn io_sources(&self) -> Option<usize> {
+        self.io_probe().sources()
+    }
+
     /// The executor's `from_env()` (the fiber configuration from
     /// `SPINDLE_TRACING`), its error as text.
     fn from_env() -> Result<Self, String>;
 }
 
 /// Implements [`TestRuntime`] for executor types given with the builder
-/// each test executor starts from.
+/// each test executor starts from and the [`IoCounts`] read from its handle
+/// (`io |handle| ...`, an `Option`).
 macro_rules! same_shape {
-    ($($rt:ty => $builder:expr;)*) => {$(
+    ($($rt:ty => $builder:expr, io |$handle:ident| $io:expr;)*) => {$(
         impl TestRuntime for $rt {
             fn new() -> Self {
                 Self::with_config(FiberConfig::default())
@@ -102,6 +166,11 @@ macro_rules! same_shape {
             fn dumper(&self) -> Dumper {
                 let handle = self.handle().clone();
                 Arc::new(move || handle.fiber_dump())
+            }
+
+            fn io_probe(&self) -> IoProbe {
+                let $handle = self.handle().clone();
+                IoProbe(Arc::new(move || $io))
             }
 
             fn from_env() -> Result<Self, String> {
@@ -169,11 +238,26 @@ impl TokioCurrentBuilder {
 }
 
 same_shape! {
-    Single => Single::builder();
-    Wstp => Wstp::builder().worker_threads(WSTP_WORKERS);
-    Batching => Batching::builder();
-    Tokio => Tokio::builder().multi_thread(TOKIO_WORKERS);
-    TokioCurrent => TokioCurrent::builder();
+    Single => Single::builder(), io |handle| Some(IoCounts {
+        sources: None,
+        waiters: handle.metrics().io_waiters,
+    });
+    Wstp => Wstp::builder().worker_threads(WSTP_WORKERS), io |handle| {
+        let workers = handle.metrics().workers;
+        Some(IoCounts {
+            sources: Some(workers.iter().map(|worker| worker.io_sources).sum()),
+            waiters: workers.iter().map(|worker| worker.io_waiters).sum(),
+        })
+    };
+    Batching => Batching::builder(), io |handle| {
+        let metrics = handle.metrics();
+        Some(IoCounts {
+            sources: Some(metrics.io_sources),
+            waiters: metrics.io_waiters,
+        })
+    };
+    Tokio => Tokio::builder().multi_thread(TOKIO_WORKERS), io |_handle| None;
+    TokioCurrent => TokioCurrent::builder(), io |_handle| None;
 }
 
 /// Stamps each test of the block into one module per executor.

@@ -57,6 +57,7 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use bytes::BufMut as _;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::time::Instant;
@@ -279,12 +280,13 @@ async fn connection(mut stream: TcpStream, config: Config) {
         } else {
             READ_CHUNK
         };
+        // Into the buffer's spare capacity, not zeroed first (tokio's
+        // `read_buf`; hello_http reads the same way).
         let buf = framer.buffer();
-        let start = buf.len();
-        buf.resize(start + max, 0);
-        let read = bounded(due, stream.read(&mut buf[start..])).await;
+        buf.reserve(max);
+        let read = bounded(due, stream.read_buf(&mut (&mut *buf).limit(max))).await;
         match read {
-            Some(Ok(n)) if n > 0 => buf.truncate(start + n),
+            Some(Ok(n)) if n > 0 => {}
             // End of stream (done, or a request cut short: closed without
             // an answer), an error (a reset) or a timeout.
             _ => return,

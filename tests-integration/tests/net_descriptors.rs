@@ -1,0 +1,303 @@
+//! Connections leak nothing, on every executor: 1,000 concurrent
+//! connections open and close, then 50,000 short ones (connect, one
+//! request and its echo, close), and afterwards the process has the
+//! descriptors it had before (counted in `/proc/self/fd`) and a resident
+//! set that grew by less than [`RSS_GROWTH_LIMIT`] over the warmed-up one
+//! (`/proc/self/statm`).
+//!
+//! In a test binary of its own, whose tests run one at a time (a lock):
+//! the counts are the process's, which any other test running at the same
+//! time would disturb. Debug builds make [`SHORT_CONNECTIONS_DEBUG`] short
+//! connections, so that `cargo test --workspace` stays quick; `.ci/run`
+//! runs this binary in release too, with all 50,000:
+//! `cargo test -p spindle-tests-integration --release --test net_descriptors`.
+//! Loopback only; every loop is bounded.
+
+#![cfg(target_os = "linux")]
+
+mod common;
+
+use common::net::*;
+use common::{Counter, TestRuntime, rt_test};
+
+use std::io;
+use std::net::{Shutdown, SocketAddr};
+use std::ops::ControlFlow;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use spindle_core::{CountDownLatch, IO};
+use spindle_net::{TcpListener, TcpStream};
+
+/// Concurrent connections of the first phase.
+const CONNECTIONS: usize = 1000;
+/// Short connections of the second phase, in release builds.
+const SHORT_CONNECTIONS: usize = 50_000;
+/// Short connections of the second phase in debug builds (see the module
+/// documentation).
+const SHORT_CONNECTIONS_DEBUG: usize = 5_000;
+/// Clients that make the short connections at the same time, each one
+/// after the other.
+const SHORT_CLIENTS: usize = 8;
+/// How much the resident set may grow over the short connections (a
+/// generous bound: a leak of a few hundred bytes per connection exceeds it
+/// at 50,000).
+const RSS_GROWTH_LIMIT: usize = 16 * 1024 * 1024;
+/// Descriptors an executor may open for itself, lazily, while it runs
+/// (beyond those it opened when it was built); it closes them when dropped.
+const EXECUTOR_SLACK: usize = 4;
+
+/// One test at a time in this binary (module documentation).
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn short_connections() -> usize {
+    if cfg!(debug_assertions) {
+        SHORT_CONNECTIONS_DEBUG
+    } else {
+        SHORT_CONNECTIONS
+    }
+}
+
+fn open_descriptors() -> usize {
+    std::fs::read_dir("/proc/self/fd")
+        .expect("read /proc/self/fd")
+        .count()
+}
+
+/// The resident set, in bytes.
+fn resident_bytes() -> usize {
+    let statm = std::fs::read_to_string("/proc/self/statm").expect("read /proc/self/statm");
+    let pages: usize = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|field| field.parse().ok())
+        .expect("the resident set in /proc/self/statm");
+    pages * rustix::param::page_size()
+}
+
+/// Waits (bounded by [`HANG`]) until at most `most` descriptors are open:
+/// a closed socket's descriptor may be released by another thread (a
+/// worker dropping the last reference) just after the program ends.
+/// Returns the count then.
+fn descriptors_settle_at_most(most: usize) -> usize {
+    let start = Instant::now();
+    loop {
+        let open = open_descriptors();
+        if open <= most || start.elapsed() > HANG {
+            return open;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Raises the soft limit on open files to what the test needs (both ends of
+/// every connection live in this process), within the hard limit; returns
+/// how many concurrent connections fit.
+fn connections_that_fit() -> usize {
+    use rustix::process::{Resource, getrlimit, setrlimit};
+    let needed = (2 * CONNECTIONS + 64) as u64;
+    let mut limit = getrlimit(Resource::Nofile);
+    if limit.current.is_some_and(|current| current < needed) {
+        limit.current = Some(limit.maximum.map_or(needed, |max| max.min(needed)));
+        let _ = setrlimit(Resource::Nofile, limit);
+    }
+    match getrlimit(Resource::Nofile).current {
+        Some(current) if current < needed => (current.saturating_sub(64) / 2) as usize,
+        _ => CONNECTIONS,
+    }
+}
+
+/// Server side of a concurrent connection: reads the client's byte,
+/// answers, waits for its end of stream, drops the connection.
+fn serve(stream: TcpStream) -> IO<(), io::Error> {
+    stream.read(1).flat_map(move |byte| {
+        stream
+            .write_all(byte)
+            .product_r(stream.read(1))
+            .map(move |_| drop(stream))
+    })
+}
+
+/// Client side of a concurrent connection: connects, round-trips a byte,
+/// waits until every client is connected, then closes.
+fn client(addr: SocketAddr, all_open: CountDownLatch) -> IO<(), io::Error> {
+    TcpStream::connect(addr).flat_map(move |stream| {
+        let round_trip = stream.write_all([7u8]).product_r(stream.read(1));
+        round_trip.flat_map(move |_| {
+            all_open
+                .release()
+                .product_r(all_open.wait())
+                .product_r(stream.shutdown(Shutdown::Write))
+                .map(move |()| drop(stream))
+        })
+    })
+}
+
+/// `connections` connections, all open at once, then all closed; returns
+/// how many were served.
+fn concurrent_connections(connections: usize) -> IO<usize, io::Error> {
+    let all_open = CountDownLatch::new(connections as u64).expect("a latch");
+    TcpListener::bind(localhost()).flat_map(move |listener| {
+        listener.local_addr().flat_map(move |addr| {
+            let accept_all = IO::traverse((0..connections).collect(), move |_| {
+                listener
+                    .accept()
+                    .flat_map(|(stream, _)| serve(stream).start())
+            });
+            let clients = (0..connections)
+                .map(|_| client(addr, all_open.clone()))
+                .collect::<Vec<_>>();
+            accept_all
+                .both(IO::par_sequence(clients))
+                .flat_map(|(servers, _)| {
+                    let joins = servers.iter().map(|s| s.join_void()).collect::<Vec<_>>();
+                    IO::sequence(joins).map_to(servers.len())
+                })
+        })
+    })
+}
+
+/// Server side of a short connection: reads the request, echoes it, and
+/// closes first (so that `TIME_WAIT` is the server's: the client's
+/// ephemeral ports are free again at once, and 50,000 connections fit in
+/// the system's port range).
+fn serve_short(stream: TcpStream, served: Counter) -> IO<(), io::Error> {
+    stream.read(64).flat_map(move |request| {
+        stream.write_all(request).map(move |()| {
+            served.incr();
+            drop(stream)
+        })
+    })
+}
+
+/// Client side of a short connection: connects, sends its request, reads
+/// the echo to end of stream, checks it, closes.
+fn short_client(addr: SocketAddr, n: usize) -> IO<(), io::Error> {
+    let request = (n as u64).to_le_bytes().to_vec();
+    TcpStream::connect(addr).flat_map(move |stream| {
+        let sent = stream.write_all(request.clone());
+        sent.product_r(read_to_end(stream)).flat_map(move |echoed| {
+            if echoed == request {
+                IO::unit()
+            } else {
+                IO::raise_error(io::Error::other(format!(
+                    "connection {n}: echoed {echoed:?}, sent {request:?}"
+                )))
+            }
+        })
+    })
+}
+
+/// `connections` short connections made by [`SHORT_CLIENTS`] client fibers,
+/// each one connection after the other (so that the test itself holds
+/// nothing per connection), to a server that starts a fiber per
+/// connection; returns how many the server served.
+fn short_connections_served(connections: usize) -> IO<usize, io::Error> {
+    let served = Counter::new();
+    TcpListener::bind(localhost()).flat_map(move |listener| {
+        listener.local_addr().flat_map(move |addr| {
+            let count = served.clone();
+            let server = IO::forever(move || {
+                let served = count.clone();
+                listener
+                    .accept()
+                    .flat_map(move |(stream, _)| serve_short(stream, served).attempt().start())
+            });
+            server.start().flat_map(move |server| {
+                let clients = (0..SHORT_CLIENTS)
+                    .map(|client| {
+                        // Client `client` makes connections client,
+                        // client + SHORT_CLIENTS, ...
+                        IO::tail_rec(client, move |n| {
+                            if n >= connections {
+                                IO::pure(ControlFlow::Break(()))
+                            } else {
+                                short_client(addr, n)
+                                    .map_to(ControlFlow::Continue(n + SHORT_CLIENTS))
+                            }
+                        })
+                    })
+                    .collect::<Vec<_>>();
+                IO::par_sequence(clients)
+                    .flat_map(move |_| server.cancel().map(move |()| served.get()))
+            })
+        })
+    })
+}
+
+/// The whole test on executors made by `make` (see the module
+/// documentation); prints what it measured.
+fn connections_leak_nothing<R: TestRuntime>(executor: &str, make: impl Fn() -> R) {
+    let _serial = SERIAL
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let connections = connections_that_fit();
+    assert!(
+        connections >= 100,
+        "the open-file limit is too low for this test"
+    );
+    let short = short_connections();
+    let started = Instant::now();
+
+    // Warm-up, on an executor of its own: whatever the process makes once
+    // (thread-local state, the allocator's arenas) is made before the
+    // counts are taken.
+    {
+        let rt = make();
+        succeeded(&rt, concurrent_connections(connections.min(100)));
+        succeeded(&rt, short_connections_served(100));
+    }
+    let before = open_descriptors();
+    let rt = make();
+    let with_executor = open_descriptors();
+
+    // 1,000 concurrent connections.
+    let served = succeeded(&rt, concurrent_connections(connections));
+    assert_eq!(served, connections);
+    assert_nothing_registered(&rt);
+    let after_concurrent = descriptors_settle_at_most(with_executor + EXECUTOR_SLACK);
+    assert!(
+        after_concurrent <= with_executor + EXECUTOR_SLACK,
+        "{after_concurrent} descriptors open after the concurrent connections closed, \
+         {with_executor} before them"
+    );
+    let warm = resident_bytes();
+
+    // 50,000 short connections (fewer in debug builds).
+    let short_started = Instant::now();
+    let served = succeeded(&rt, short_connections_served(short));
+    let short_took = short_started.elapsed();
+    assert_eq!(served, short);
+    assert_nothing_registered(&rt);
+    let after_short = descriptors_settle_at_most(with_executor + EXECUTOR_SLACK);
+    assert!(
+        after_short <= with_executor + EXECUTOR_SLACK,
+        "{after_short} descriptors open after the short connections, {with_executor} before them"
+    );
+    let grown = resident_bytes().saturating_sub(warm);
+    assert!(
+        grown < RSS_GROWTH_LIMIT,
+        "the resident set grew by {grown} bytes over {short} short connections"
+    );
+
+    drop(rt);
+    let after = descriptors_settle_at_most(before);
+    assert_eq!(
+        after, before,
+        "descriptors open after the executor was dropped"
+    );
+    eprintln!(
+        "{executor}: {connections} concurrent and {short} short connections in {:.1?} \
+         (short ones: {short_took:.1?}); descriptors {before} before, {with_executor} with the \
+         executor, {after_concurrent} / {after_short} after each phase, {after} after; \
+         resident set grew by {} KiB",
+        started.elapsed(),
+        grown / 1024
+    );
+}
+
+rt_test! {
+    fn a_thousand_concurrent_connections_then_many_short_ones_leak_no_descriptor_and_no_memory() {
+        connections_leak_nothing(module_path!(), rt);
+    }
+}
