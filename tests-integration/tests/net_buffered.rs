@@ -68,6 +68,47 @@ fn trickle(stream: TcpStream, data: Vec<u8>) -> IO<(), io::Error> {
 }
 
 rt_test! {
+    fn buffered_read_exact_takes_bytes_from_the_buffer_then_the_stream() {
+        let program = tcp_pair().flat_map(|(server, client)| {
+            let reader = BufReader::new(client);
+            let writes = server
+                .write_all(b"one\nabcdef")
+                .product_r(IO::cede())
+                .product_r(server.write_all(b"ghij"))
+                .map(move |()| server);
+            let reads = reader
+                .read_line()
+                .flat_map(move |line| reader.read_exact(10).map(move |bytes| (line, bytes)));
+            writes.both(reads).map(|(_server, reads)| reads)
+        });
+        let (line, bytes) = succeeded(&rt(), program);
+        assert_eq!(line.as_deref(), Some("one\n"));
+        assert_eq!(bytes, b"abcdefghij".to_vec());
+    }
+
+    fn a_canceled_buffered_read_exact_keeps_its_bytes_for_the_next_read() {
+        let program = tcp_pair().flat_map(|(server, client)| {
+            let reader = Arc::new(BufReader::new(client));
+            let second = reader.clone();
+            server.write_all(b"abc").flat_map(move |()| {
+                // Only 3 of 6 bytes come: the read times out, keeping them.
+                reader
+                    .read_exact(6)
+                    .timeout(Duration::from_millis(100))
+                    .attempt()
+                    .flat_map(move |first| {
+                        server
+                            .write_all(b"def")
+                            .product_r(second.read_exact(6))
+                            .map(move |bytes| (first.is_err(), bytes, server))
+                    })
+            })
+        });
+        let (timed_out, bytes, _server) = succeeded(&rt(), program);
+        assert!(timed_out, "the first read_exact timed out");
+        assert_eq!(bytes, b"abcdef".to_vec());
+    }
+
     fn read_line_assembles_lines_that_arrive_one_byte_at_a_time() {
         let text = b"first line\nsecond\n\nthe fourth, longer than the others\n".to_vec();
         let program = pair().flat_map(move |(server, client)| {

@@ -93,6 +93,31 @@ fn rounds(round: impl Fn(usize) -> IO<(), io::Error> + Send + 'static) -> IO<(),
 }
 
 rt_test! {
+    fn read_exact_waits_for_every_byte_across_several_writes() {
+        let program = tcp_pair().flat_map(|(server, client)| {
+            let writes = server
+                .write_all(b"abc")
+                .product_r(IO::cede())
+                .product_r(server.write_all(b"defgh"))
+                .map(move |()| server);
+            writes.both(client.read_exact(8)).map(|(_server, bytes)| bytes)
+        });
+        assert_eq!(succeeded(&rt(), program), b"abcdefgh".to_vec());
+    }
+
+    fn read_exact_at_end_of_stream_is_an_unexpected_eof_error_naming_the_count() {
+        let program = tcp_pair().flat_map(|(server, client)| {
+            let short = server
+                .write_all(b"abc")
+                .product_r(server.shutdown(Shutdown::Write))
+                .map(move |()| server);
+            short.both(client.read_exact(8)).map(|(_server, bytes)| bytes)
+        });
+        let error = failed(&rt(), program);
+        assert_eq!(error.kind(), io::ErrorKind::UnexpectedEof);
+        assert!(error.to_string().contains("3 of 8"), "{error}");
+    }
+
     fn an_echo_server_returns_what_each_of_ten_concurrent_clients_sends() {
         let rt = rt();
         let program = TcpListener::bind(localhost()).flat_map(|listener| {

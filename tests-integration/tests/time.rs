@@ -210,16 +210,21 @@ fn timeout_of_an_uncancelable_body_gives_the_value_it_returns_after_the_deadline
     // Cats Effect 3.6: the body's outcome wins when its cancellation was
     // not honoured; the timeout is raised only for a canceled body.
     let body: IO<u32, Error> = IO::uncancelable(|_| IO::sleep(secs(5)).map_to(7u32));
-    assert_eq!(ends_at(body.timeout(secs(1))), Outcome::Succeeded((7, secs(5))));
+    assert_eq!(
+        ends_at(body.timeout(secs(1))),
+        Outcome::Succeeded((7, secs(5)))
+    );
 }
 
 #[test]
 fn timeout_of_an_uncancelable_body_that_fails_after_the_deadline_gives_its_error() {
-    let body: IO<u32, Error> = IO::uncancelable(|_| {
-        IO::sleep(secs(5)).product_r(IO::raise_error(Error::Failed("late")))
-    });
+    let body: IO<u32, Error> =
+        IO::uncancelable(|_| IO::sleep(secs(5)).product_r(IO::raise_error(Error::Failed("late"))));
     let io = body.timeout(secs(1)).attempt();
-    assert_eq!(ends_at(io), Outcome::Succeeded((Err(Error::Failed("late")), secs(5))));
+    assert_eq!(
+        ends_at(io),
+        Outcome::Succeeded((Err(Error::Failed("late")), secs(5)))
+    );
 }
 
 #[test]
@@ -245,7 +250,8 @@ fn timeout_of_a_body_that_cancels_itself_raises_the_timeout_at_the_deadline() {
 }
 
 #[test]
-fn timeout_and_forget_raises_at_the_deadline_while_an_uncancelable_body_finishes_in_the_background() {
+fn timeout_and_forget_raises_at_the_deadline_while_an_uncancelable_body_finishes_in_the_background()
+{
     let finished = Counter::new();
     let f = finished.clone();
     let body: IO<u32, Error> =
