@@ -57,7 +57,36 @@ pub(crate) const fn fits_block<T>() -> bool {
         && mem::align_of::<T>() <= crate::pool::BLOCK.align()
 }
 
-/// Stores `t` in a word: inline, in a pooled block, or boxed.
+/// Whether a `T` too large for a pooled block fits in a large one
+/// (`pool::LARGE_BLOCK`, eight words).
+#[inline(always)]
+pub(crate) const fn fits_large_block<T>() -> bool {
+    mem::size_of::<T>() <= crate::pool::LARGE_BLOCK.size()
+        && mem::align_of::<T>() <= crate::pool::LARGE_BLOCK.align()
+}
+
+/// Whether a `T` too large for a large block fits in a huge one
+/// (`pool::HUGE_BLOCK`).
+#[inline(always)]
+pub(crate) const fn fits_huge_block<T>() -> bool {
+    mem::size_of::<T>() <= crate::pool::HUGE_BLOCK.size()
+        && mem::align_of::<T>() <= crate::pool::HUGE_BLOCK.align()
+}
+
+/// The pool class of a `T` that fits no smaller block (`None`: boxed).
+#[inline(always)]
+const fn outer_class<T>() -> Option<crate::pool::Class> {
+    if fits_large_block::<T>() {
+        Some(crate::pool::Class::Large)
+    } else if fits_huge_block::<T>() {
+        Some(crate::pool::Class::Huge)
+    } else {
+        None
+    }
+}
+
+/// Stores `t` in a word: inline, in a pooled block (of one of the three
+/// sizes), or boxed.
 #[inline(always)]
 pub(crate) fn store<T>(t: T) -> Word {
     let mut word = EMPTY_WORD;
@@ -68,6 +97,12 @@ pub(crate) fn store<T>(t: T) -> Word {
     } else if fits_block::<T>() {
         let block = crate::pool::allocate().cast::<T>();
         // SAFETY: a fresh block, large and aligned enough for `T` (checked).
+        unsafe { block.as_ptr().write(t) };
+        word = MaybeUninit::new(block.as_ptr().cast::<()>());
+    } else if let Some(class) = outer_class::<T>() {
+        let block = crate::pool::allocate_in(class).cast::<T>();
+        // SAFETY: a fresh block of `class`, large and aligned enough for `T`
+        // (checked by `outer_class`).
         unsafe { block.as_ptr().write(t) };
         word = MaybeUninit::new(block.as_ptr().cast::<()>());
     } else {
@@ -92,6 +127,15 @@ pub(crate) unsafe fn load<T>(word: Word) -> T {
             let block = word.assume_init().cast::<T>();
             let t = ptr::read(block);
             crate::pool::release(core::ptr::NonNull::new_unchecked(block.cast()));
+            t
+        }
+    } else if let Some(class) = outer_class::<T>() {
+        // SAFETY: as above, with a block of `class` (`store` chose the same
+        // class for the same `T`).
+        unsafe {
+            let block = word.assume_init().cast::<T>();
+            let t = ptr::read(block);
+            crate::pool::release_in(class, core::ptr::NonNull::new_unchecked(block.cast()));
             t
         }
     } else {
@@ -555,6 +599,43 @@ mod tests {
         let f = ErasedFn::<u64, u64>::new::<Plain, _>(move |x| x + big.len() as u64);
         assert_eq!(Arc::strong_count(&counter), 5);
         drop(f);
+        assert_eq!(Arc::strong_count(&counter), 1);
+    }
+
+    #[test]
+    fn payloads_larger_than_a_block_round_trip_through_the_larger_blocks_or_a_box() {
+        let counter = Arc::new(());
+        // Eight words: too large for a block, fits a large one.
+        let eight = [(); 8].map(|()| counter.clone());
+        assert!(!fits_block::<[Arc<()>; 8]>() || crate::pool::BLOCK.size() >= 64);
+        assert!(fits_large_block::<[Arc<()>; 8]>());
+        // SAFETY: read back as the type it was made from.
+        let back = unsafe { Value::new(eight).take::<[Arc<()>; 8]>() };
+        assert_eq!(Arc::strong_count(&counter), 9);
+        drop(back);
+        // A closure of that size, called, and one dropped without a call.
+        let captures = [(); 6].map(|()| counter.clone());
+        let f = ErasedFn::<u64, u64>::new::<Plain, _>(move |x| x + captures.len() as u64);
+        // SAFETY: the adapter expects a `u64`.
+        assert_eq!(unsafe { f.call(1) }, 7);
+        let captures = [(); 6].map(|()| counter.clone());
+        drop(ErasedFn::<u64, u64>::new::<Plain, _>(move |x| {
+            x + captures.len() as u64
+        }));
+        assert_eq!(Arc::strong_count(&counter), 1);
+        // Sixteen words: a huge block.
+        let sixteen = [(); 16].map(|()| counter.clone());
+        assert!(!fits_large_block::<[Arc<()>; 16]>());
+        assert!(fits_huge_block::<[Arc<()>; 16]>());
+        drop(Value::new(sixteen));
+        assert_eq!(Arc::strong_count(&counter), 1);
+        // Larger than a huge block: boxed, and still exact.
+        let many = [(); 32].map(|()| counter.clone());
+        assert!(!fits_huge_block::<[Arc<()>; 32]>());
+        // SAFETY: read back as the type it was made from.
+        let back = unsafe { Value::new(many).take::<[Arc<()>; 32]>() };
+        assert_eq!(Arc::strong_count(&counter), 33);
+        drop(back);
         assert_eq!(Arc::strong_count(&counter), 1);
     }
 }

@@ -1,4 +1,7 @@
-//! A per-thread free list of the fixed-size blocks that hold `Bind` nodes.
+//! Per-thread free lists of the fixed-size blocks that hold `Bind` nodes
+//! (and erased payloads of that size), and of blocks two and four times
+//! that size (larger erased payloads: closures that capture a few buffers
+//! and handles, a connection's state).
 //!
 //! Every combinator with a source (`flat_map`, `map`, handlers) boxes its
 //! source and continuation in one block, and the run-loop frees that block a
@@ -24,50 +27,111 @@ use core::ptr::NonNull;
 /// The layout of every block: that of a `Bind` node.
 pub(crate) const BLOCK: Layout = Layout::new::<crate::node::Bind<crate::node::AnyK>>();
 
-/// The most blocks one thread keeps for reuse.
+/// The layout of a large block: twice a [`BLOCK`], for the erased values
+/// and closures too large for a block and up to twice that (with tracing,
+/// a block is five words; without, four) that would otherwise each be a
+/// `Box` (a socket operation's retry state, a closure capturing a buffer
+/// and a few handles).
+pub(crate) const LARGE_BLOCK: Layout = times(2);
+
+/// The layout of a huge block: four [`BLOCK`]s, for the payloads of up to
+/// 16 (or 20, with tracing) words: a continuation that captures a
+/// connection's whole state, as an `async` block's state machine would
+/// hold it.
+pub(crate) const HUGE_BLOCK: Layout = times(4);
+
+const fn times(n: usize) -> Layout {
+    match Layout::from_size_align(n * BLOCK.size(), BLOCK.align()) {
+        Ok(layout) => layout,
+        Err(_) => panic!("io-core: a few blocks make a valid layout"),
+    }
+}
+
+/// The size classes: [`BLOCK`], [`LARGE_BLOCK`] and [`HUGE_BLOCK`], each
+/// with its own free list.
+#[derive(Clone, Copy)]
+pub(crate) enum Class {
+    Small = 0,
+    Large = 1,
+    Huge = 2,
+}
+
+impl Class {
+    const ALL: [Class; 3] = [Class::Small, Class::Large, Class::Huge];
+
+    #[inline(always)]
+    const fn layout(self) -> Layout {
+        match self {
+            Class::Small => BLOCK,
+            Class::Large => LARGE_BLOCK,
+            Class::Huge => HUGE_BLOCK,
+        }
+    }
+}
+
+/// The most blocks one thread keeps for reuse, per class.
 #[cfg(feature = "std")]
 const MAX_CACHED: usize = 1024;
 
 /// A block of [`BLOCK`]'s layout, uninitialised.
 #[inline]
 pub(crate) fn allocate() -> NonNull<u8> {
-    #[cfg(feature = "std")]
-    if let Some(block) = cache::pop() {
-        return block;
-    }
-    // SAFETY: `BLOCK` has a non-zero size.
-    let ptr = unsafe { alloc(BLOCK) };
-    match NonNull::new(ptr) {
-        Some(p) => p,
-        None => handle_alloc_error(BLOCK),
-    }
+    allocate_in(Class::Small)
 }
 
-/// Returns a block.
+/// Returns a block of [`BLOCK`]'s layout.
 ///
 /// # Safety
 /// * `block` came from [`allocate`], its contents were moved out or dropped,
 ///   and it is not used again.
 #[inline]
 pub(crate) unsafe fn release(block: NonNull<u8>) {
+    // SAFETY: forwarded precondition.
+    unsafe { release_in(Class::Small, block) }
+}
+
+/// A block of `class`, uninitialised.
+#[inline]
+pub(crate) fn allocate_in(class: Class) -> NonNull<u8> {
+    #[cfg(feature = "std")]
+    if let Some(block) = cache::pop(class) {
+        return block;
+    }
+    let layout = class.layout();
+    // SAFETY: both layouts have a non-zero size.
+    let ptr = unsafe { alloc(layout) };
+    match NonNull::new(ptr) {
+        Some(p) => p,
+        None => handle_alloc_error(layout),
+    }
+}
+
+/// Returns a block of `class`.
+///
+/// # Safety
+/// * `block` came from [`allocate_in`] with the same `class` (or from
+///   [`allocate`] for [`Class::Small`]), its contents were moved out or
+///   dropped, and it is not used again.
+#[inline]
+pub(crate) unsafe fn release_in(class: Class, block: NonNull<u8>) {
     #[cfg(feature = "std")]
     // SAFETY: forwarded precondition.
-    let block = match unsafe { cache::push(block) } {
+    let block = match unsafe { cache::push(class, block) } {
         None => return,
         Some(rejected) => rejected,
     };
-    // SAFETY: forwarded precondition; the block has `BLOCK`'s layout.
-    unsafe { dealloc(block.as_ptr(), BLOCK) }
+    // SAFETY: forwarded precondition; the block has `class`'s layout.
+    unsafe { dealloc(block.as_ptr(), class.layout()) }
 }
 
 #[cfg(feature = "std")]
 mod cache {
-    //! The free list lives in a `const`-initialised thread-local without
+    //! The free lists live in a `const`-initialised thread-local without
     //! `Drop`, which the compiler reads as a plain thread-relative access
-    //! (no lazy-initialisation check on the hot path). Freeing the list when
-    //! the thread ends is the job of a second thread-local, the reaper,
-    //! which has a destructor and is touched only once per thread, when the
-    //! list first keeps a block.
+    //! (no lazy-initialisation check on the hot path). Freeing the lists
+    //! when the thread ends is the job of a second thread-local, the
+    //! reaper, which has a destructor and is touched only once per thread,
+    //! when a list first keeps a block.
     use super::*;
     use core::cell::Cell;
     use core::ptr;
@@ -77,7 +141,12 @@ mod cache {
     struct FreeList {
         head: Cell<*mut u8>,
         len: Cell<usize>,
-        /// The reaper is registered (its destructor will free the list).
+    }
+
+    /// The lists of a thread, one per [`Class`].
+    struct Lists {
+        lists: [FreeList; 3],
+        /// The reaper is registered (its destructor will free the lists).
         armed: Cell<bool>,
         /// The reaper has run: keep nothing more.
         reaped: Cell<bool>,
@@ -87,17 +156,21 @@ mod cache {
 
     impl Drop for Reaper {
         fn drop(&mut self) {
-            let _ = FREE.try_with(|list| {
-                list.reaped.set(true);
-                let mut next = list.head.replace(ptr::null_mut());
-                list.len.set(0);
-                while !next.is_null() {
-                    // SAFETY: every block in the list is a live allocation of
-                    // `BLOCK`'s layout whose first word holds the next pointer.
-                    unsafe {
-                        let block = next;
-                        next = ptr::read(block.cast::<*mut u8>());
-                        dealloc(block, BLOCK);
+            let _ = FREE.try_with(|lists| {
+                lists.reaped.set(true);
+                for class in Class::ALL {
+                    let list = &lists.lists[class as usize];
+                    let mut next = list.head.replace(ptr::null_mut());
+                    list.len.set(0);
+                    while !next.is_null() {
+                        // SAFETY: every block in the list is a live
+                        // allocation of `class`'s layout whose first word
+                        // holds the next pointer.
+                        unsafe {
+                            let block = next;
+                            next = ptr::read(block.cast::<*mut u8>());
+                            dealloc(block, class.layout());
+                        }
                     }
                 }
             });
@@ -105,10 +178,13 @@ mod cache {
     }
 
     std::thread_local! {
-        static FREE: FreeList = const {
-            FreeList {
-                head: Cell::new(ptr::null_mut()),
-                len: Cell::new(0),
+        static FREE: Lists = const {
+            Lists {
+                lists: [
+                    FreeList { head: Cell::new(ptr::null_mut()), len: Cell::new(0) },
+                    FreeList { head: Cell::new(ptr::null_mut()), len: Cell::new(0) },
+                    FreeList { head: Cell::new(ptr::null_mut()), len: Cell::new(0) },
+                ],
                 armed: Cell::new(false),
                 reaped: Cell::new(false),
             }
@@ -117,8 +193,9 @@ mod cache {
     }
 
     #[inline]
-    pub(super) fn pop() -> Option<NonNull<u8>> {
-        FREE.with(|list| {
+    pub(super) fn pop(class: Class) -> Option<NonNull<u8>> {
+        FREE.with(|lists| {
+            let list = &lists.lists[class as usize];
             let head = NonNull::new(list.head.get())?;
             // SAFETY: a listed block's first word holds the next pointer.
             let next = unsafe { ptr::read(head.as_ptr().cast::<*mut u8>()) };
@@ -131,15 +208,16 @@ mod cache {
     /// Keeps `block`; gives it back if the list is full or reaped.
     ///
     /// # Safety
-    /// * As for [`release`](super::release).
+    /// * As for [`release_in`](super::release_in).
     #[inline]
-    pub(super) unsafe fn push(block: NonNull<u8>) -> Option<NonNull<u8>> {
-        FREE.with(|list| {
-            if list.len.get() >= MAX_CACHED || !arm(list) {
+    pub(super) unsafe fn push(class: Class, block: NonNull<u8>) -> Option<NonNull<u8>> {
+        FREE.with(|lists| {
+            let list = &lists.lists[class as usize];
+            if list.len.get() >= MAX_CACHED || !arm(lists) {
                 return Some(block);
             }
             // SAFETY: the block is ours, unused, word-aligned and at least a
-            // word long (`BLOCK`), so its first word can hold the link.
+            // word long (both layouts), so its first word can hold the link.
             unsafe { ptr::write(block.as_ptr().cast::<*mut u8>(), list.head.get()) };
             list.head.set(block.as_ptr());
             list.len.set(list.len.get() + 1);
@@ -149,16 +227,16 @@ mod cache {
 
     /// Registers the reaper once; false once it has run.
     #[inline]
-    fn arm(list: &FreeList) -> bool {
-        if list.armed.get() {
-            return !list.reaped.get();
+    fn arm(lists: &Lists) -> bool {
+        if lists.armed.get() {
+            return !lists.reaped.get();
         }
-        list.armed.set(true);
+        lists.armed.set(true);
         // Touching the reaper registers its destructor; during thread
-        // teardown that is refused, and the list then keeps nothing.
+        // teardown that is refused, and the lists then keep nothing.
         let registered = REAPER.try_with(|_| ()).is_ok();
         if !registered {
-            list.reaped.set(true);
+            lists.reaped.set(true);
         }
         registered
     }

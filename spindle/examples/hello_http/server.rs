@@ -212,7 +212,7 @@ fn linger(stream: TcpStream, linger: Duration) -> IO<(), io::Error> {
 /// One step of a connection: answer what is complete, or read more.
 fn step(
     mut conn: Conn,
-    config: Config,
+    config: Arc<Config>,
     deadline: Deadline,
 ) -> IO<ControlFlow<(), Conn>, io::Error> {
     let batch = conn.framer.take(&config.limits);
@@ -291,6 +291,10 @@ fn step(
 /// Serves one connection until the peer closes it, asks to, breaks the
 /// protocol or runs out of time.
 pub fn connection(stream: TcpStream, config: Config) -> IO<(), io::Error> {
+    // Shared by the connection's steps: the continuations capture a
+    // pointer, not the whole configuration (a closure of more than eight
+    // words is a heap allocation per step).
+    let shared = Arc::new(config);
     let nodelay = stream.set_nodelay(true);
     let deadline = Deadline(Arc::new(AtomicU64::new(u64::MAX)));
     let conn = Conn {
@@ -300,7 +304,9 @@ pub fn connection(stream: TcpStream, config: Config) -> IO<(), io::Error> {
     };
     let serve = {
         let deadline = deadline.clone();
-        IO::tail_rec(conn, move |conn| step(conn, config, deadline.clone()))
+        IO::tail_rec(conn, move |conn| {
+            step(conn, shared.clone(), deadline.clone())
+        })
     };
     let period = match (config.header_timeout, config.idle_timeout) {
         (Some(a), Some(b)) => Some(a.min(b)),
