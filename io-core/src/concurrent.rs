@@ -249,18 +249,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// canceled (its finalizers have run when this returns).
     #[track_caller]
     pub fn race_outcome<B: Send + 'static>(self, other: IO<B, E>) -> IO<RaceOutcome<A, B, E>, E> {
-        IO::uncancelable_untraced(move |poll| {
-            poll.apply_untraced(self.race_pair_untraced(other))
-                .flat_map_untraced(|pair| match pair {
-                    Either::Left((oc, loser)) => {
-                        loser.cancel_untraced().map_to_untraced(Either::Left(oc))
-                    }
-                    Either::Right((loser, oc)) => {
-                        loser.cancel_untraced().map_to_untraced(Either::Right(oc))
-                    }
-                })
-        })
-        .traced_as(&RACE_OUTCOME)
+        pair::race_outcome(self, other).traced_as(&RACE_OUTCOME)
     }
 
     /// Runs both concurrently; the first to succeed or fail wins and the
@@ -273,48 +262,14 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
 
     /// [`IO::race`] for io-core's own nodes (no trace event).
     pub(crate) fn race_untraced<B: Send + 'static>(self, other: IO<B, E>) -> IO<Either<A, B>, E> {
-        IO::uncancelable_untraced(move |poll| {
-            poll.apply_untraced(self.race_pair_untraced(other))
-                .flat_map_untraced(move |pair| match pair {
-                    Either::Left((Outcome::Canceled, fb)) => poll
-                        .apply_untraced(outcome_of(&fb))
-                        .on_cancel_untraced(fb.cancel_untraced())
-                        .flat_map_untraced(move |oc| embed(poll, oc).map_untraced(Either::Right)),
-                    Either::Left((oc, fb)) => fb
-                        .cancel_untraced()
-                        .product_r_untraced(embed(poll, oc).map_untraced(Either::Left)),
-                    Either::Right((fa, Outcome::Canceled)) => poll
-                        .apply_untraced(outcome_of(&fa))
-                        .on_cancel_untraced(fa.cancel_untraced())
-                        .flat_map_untraced(move |oc| embed(poll, oc).map_untraced(Either::Left)),
-                    Either::Right((fa, oc)) => fa
-                        .cancel_untraced()
-                        .product_r_untraced(embed(poll, oc).map_untraced(Either::Right)),
-                })
-        })
+        pair::race(self, other)
     }
 
     /// Runs both concurrently and waits for both outcomes. If the caller is
     /// canceled, both are canceled.
     #[track_caller]
     pub fn both_outcome<B: Send + 'static>(self, other: IO<B, E>) -> IO<BothOutcome<A, B, E>, E> {
-        IO::uncancelable_untraced(move |poll| {
-            self.start_untraced()
-                .flat_map_untraced(move |fa: FiberHandle<A, E>| {
-                    other
-                        .start_untraced()
-                        .flat_map_untraced(move |fb: FiberHandle<B, E>| {
-                            let on_cancel = fa
-                                .cancel_untraced()
-                                .product_r_untraced(fb.cancel_untraced());
-                            let wait = outcome_of(&fa).flat_map_untraced(move |oa| {
-                                outcome_of(&fb).map_untraced(move |ob| (oa, ob))
-                            });
-                            poll.apply_untraced(wait).on_cancel_untraced(on_cancel)
-                        })
-                })
-        })
-        .traced_as(&BOTH_OUTCOME)
+        pair::both_outcome(self, other).traced_as(&BOTH_OUTCOME)
     }
 
     /// Runs both concurrently and produces both values. If one fails (or is
@@ -327,25 +282,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
 
     /// [`IO::both`] for io-core's own nodes (no trace event).
     pub(crate) fn both_untraced<B: Send + 'static>(self, other: IO<B, E>) -> IO<(A, B), E> {
-        IO::uncancelable_untraced(move |poll| {
-            poll.apply_untraced(self.race_pair_untraced(other))
-                .flat_map_untraced(move |pair| match pair {
-                    Either::Left((Outcome::Succeeded(a), fb)) => poll
-                        .apply_untraced(outcome_of(&fb))
-                        .on_cancel_untraced(fb.cancel_untraced())
-                        .flat_map_untraced(move |ob| embed(poll, ob).map_untraced(move |b| (a, b))),
-                    Either::Left((oa, fb)) => fb
-                        .cancel_untraced()
-                        .product_r_untraced(embed(poll, oa).map_untraced(|_| unreachable_pair())),
-                    Either::Right((fa, Outcome::Succeeded(b))) => poll
-                        .apply_untraced(outcome_of(&fa))
-                        .on_cancel_untraced(fa.cancel_untraced())
-                        .flat_map_untraced(move |oa| embed(poll, oa).map_untraced(move |a| (a, b))),
-                    Either::Right((fa, ob)) => fa
-                        .cancel_untraced()
-                        .product_r_untraced(embed(poll, ob).map_untraced(|_| unreachable_pair())),
-                })
-        })
+        pair::both(self, other)
     }
 
     /// Runs both concurrently and combines their values with `f`.
@@ -571,12 +508,6 @@ fn outcome_of<A: Send + 'static, E: Send + 'static, E2: Send + 'static>(
     fiber: &FiberHandle<A, E>,
 ) -> IO<Outcome<A, E>, E2> {
     fiber.take_outcome()
-}
-
-/// `both` after a failed side: the failure is raised before a pair is ever
-/// needed.
-fn unreachable_pair<A, B>() -> (A, B) {
-    unreachable!("io-core: a failed side is raised before the pair is built")
 }
 
 /// The shared table of [`IO::par_sequence`].
@@ -911,5 +842,405 @@ mod timeout {
                 }
             }),
         }
+    }
+}
+
+/// `race`, `race_outcome`, `both` and `both_outcome`: two children that
+/// complete into one shared state, as `par_sequence`'s do.
+///
+/// # Protocol
+///
+/// Both sides start in one step of the parent's masked region, as child
+/// fibers whose completion callbacks (no join state, no frames around the
+/// programs) record their outcome in a [`State`] behind a lock. The parent
+/// waits for a *condition* on that state (the first side to end; both
+/// ended; both succeeded or one failed): it registers its callback with the
+/// condition, under the lock, unless the condition holds already; a
+/// completion that makes the condition hold takes the callback and resumes
+/// the parent (outside the lock). So the parent is woken exactly once per
+/// wait, never too early and never missed. Waiting is unmasked (`poll`): a
+/// parent canceled meanwhile requests the cancellation of both sides and
+/// waits, masked, until both have ended.
+///
+/// Then each combinator does what Cats Effect's derivation from
+/// `racePair` does: a loser is canceled and awaited (its finalizers have
+/// run) before the combinator returns; a side that was canceled hands the
+/// decision to the other; a failure is raised, a cancellation observed as
+/// the parent's own (`embed`). Only `race_pair`, which hands out the
+/// loser's `FiberHandle`, keeps two joinable fibers.
+mod pair {
+    use crate::Callback;
+    use crate::cancel::Poll;
+    use crate::erased::ErasedFn;
+    use crate::fiber::{CompleteK, RawFiberRef};
+    use crate::io::IO;
+    use crate::outcome::Outcome;
+    use crate::sync::{Arc, Mutex};
+
+    use super::{BothOutcome, Either, RaceOutcome, embed};
+
+    /// The two sides' outcomes and the parent's wait.
+    struct State<A, B, E> {
+        left: Option<Outcome<A, E>>,
+        right: Option<Outcome<B, E>>,
+        /// Whether the left side ended first (`None`: neither has).
+        left_first: Option<bool>,
+        left_ended: bool,
+        right_ended: bool,
+        /// The parent's callback and what it waits for.
+        waiter: Option<(Callback<(), E>, Condition)>,
+    }
+
+    /// What the parent waits for.
+    #[derive(Clone, Copy)]
+    enum Condition {
+        /// One side has ended.
+        First,
+        /// Both have ended.
+        Both,
+        /// Both have succeeded, or one has ended otherwise.
+        BothOrFailure,
+        /// The left side has ended.
+        Left,
+        /// The right side has ended.
+        Right,
+    }
+
+    impl<A, B, E> State<A, B, E> {
+        fn holds(&self, condition: Condition) -> bool {
+            match condition {
+                Condition::First => self.left_ended || self.right_ended,
+                Condition::Both => self.left_ended && self.right_ended,
+                Condition::BothOrFailure => {
+                    let failed = |ended: bool, succeeded: bool| ended && !succeeded;
+                    let left_ok = matches!(self.left, Some(Outcome::Succeeded(_)));
+                    let right_ok = matches!(self.right, Some(Outcome::Succeeded(_)));
+                    (self.left_ended && self.right_ended)
+                        || failed(self.left_ended, left_ok)
+                        || failed(self.right_ended, right_ok)
+                }
+                Condition::Left => self.left_ended,
+                Condition::Right => self.right_ended,
+            }
+        }
+    }
+
+    /// The shared state of one combinator.
+    pub(super) struct Pair<A, B, E> {
+        state: Mutex<State<A, B, E>>,
+    }
+
+    impl<A: Send + 'static, B: Send + 'static, E: Send + 'static> Pair<A, B, E> {
+        fn new() -> Self {
+            Pair {
+                state: Mutex::new(State {
+                    left: None,
+                    right: None,
+                    left_first: None,
+                    left_ended: false,
+                    right_ended: false,
+                    waiter: None,
+                }),
+            }
+        }
+
+        /// A side's completion (exactly once per side).
+        fn record(&self, record: impl FnOnce(&mut State<A, B, E>)) {
+            let waker = {
+                let mut state = self.state.lock();
+                record(&mut state);
+                match state.waiter.take() {
+                    Some((waker, condition)) if state.holds(condition) => Some(waker),
+                    other => {
+                        state.waiter = other;
+                        None
+                    }
+                }
+            };
+            // Outside the lock: completing resumes (schedules) the parent.
+            if let Some(waker) = waker {
+                waker.succeed(());
+            }
+        }
+
+        fn record_left(&self, outcome: Outcome<A, E>) {
+            self.record(move |state| {
+                state.left = Some(outcome);
+                state.left_ended = true;
+                state.left_first.get_or_insert(true);
+            });
+        }
+
+        fn record_right(&self, outcome: Outcome<B, E>) {
+            self.record(move |state| {
+                state.right = Some(outcome);
+                state.right_ended = true;
+                state.left_first.get_or_insert(false);
+            });
+        }
+    }
+
+    /// Waits until `condition` holds.
+    fn wait<A, B, E>(pair: Arc<Pair<A, B, E>>, condition: Condition) -> IO<(), E>
+    where
+        A: Send + 'static,
+        B: Send + 'static,
+        E: Send + 'static,
+    {
+        IO::from_callback_untraced(move |waker: Callback<(), E>| {
+            let ready = {
+                let mut state = pair.state.lock();
+                if state.holds(condition) {
+                    true
+                } else {
+                    state.waiter = Some((waker.clone(), condition));
+                    false
+                }
+            };
+            if ready {
+                waker.succeed(());
+            }
+            None
+        })
+    }
+
+    /// The two children, for cancellation.
+    #[derive(Clone)]
+    struct Children {
+        left: Arc<RawFiberRef>,
+        right: Arc<RawFiberRef>,
+    }
+
+    /// Requests the cancellation of `sides` and waits (masked) until
+    /// `condition` holds (the canceled sides have ended).
+    fn cancel_and_wait<A, B, E>(
+        pair: Arc<Pair<A, B, E>>,
+        children: Children,
+        left: bool,
+        right: bool,
+        condition: Condition,
+    ) -> IO<(), E>
+    where
+        A: Send + 'static,
+        B: Send + 'static,
+        E: Send + 'static,
+    {
+        IO::uncancelable_untraced(move |_| {
+            IO::delay_untraced(move || {
+                if left {
+                    children.left.request_cancel();
+                }
+                if right {
+                    children.right.request_cancel();
+                }
+            })
+            .product_r_untraced(wait(pair, condition))
+        })
+    }
+
+    /// Starts both sides (one step) and runs `then` with the shared state
+    /// and the children, inside the parent's masked region.
+    fn start_both<A, B, E, C, F>(left: IO<A, E>, right: IO<B, E>, then: F) -> IO<C, E>
+    where
+        A: Send + 'static,
+        B: Send + 'static,
+        E: Send + 'static,
+        C: Send + 'static,
+        F: FnOnce(Poll, Arc<Pair<A, B, E>>, Children) -> IO<C, E> + Send + 'static,
+    {
+        IO::uncancelable_untraced(move |poll| {
+            let pair = Arc::new(Pair::<A, B, E>::new());
+            let (on_left, on_right) = (pair.clone(), pair.clone());
+            IO::<Children, E>::with_spawner(move |spawner| {
+                let left_done = move |outcome: Outcome<A, E>,
+                                      _: alloc::vec::Vec<E>,
+                                      _: crate::tracing::Trace| {
+                    on_left.record_left(outcome)
+                };
+                let right_done = move |outcome: Outcome<B, E>,
+                                       _: alloc::vec::Vec<E>,
+                                       _: crate::tracing::Trace| {
+                    on_right.record_right(outcome)
+                };
+                let left = spawner.spawn(
+                    left.into_node(),
+                    Some(ErasedFn::new::<CompleteK<A, E>, _>(left_done)),
+                );
+                let right = spawner.spawn(
+                    right.into_node(),
+                    Some(ErasedFn::new::<CompleteK<B, E>, _>(right_done)),
+                );
+                Children {
+                    left: Arc::new(left),
+                    right: Arc::new(right),
+                }
+            })
+            .flat_map_untraced(move |children| then(poll, pair, children))
+        })
+    }
+
+    /// Waits (unmasked) until `condition` holds; a cancellation meanwhile
+    /// cancels both sides and waits until both have ended.
+    fn poll_wait<A, B, E>(
+        poll: Poll,
+        pair: &Arc<Pair<A, B, E>>,
+        children: &Children,
+        condition: Condition,
+    ) -> IO<(), E>
+    where
+        A: Send + 'static,
+        B: Send + 'static,
+        E: Send + 'static,
+    {
+        let on_cancel =
+            cancel_and_wait(pair.clone(), children.clone(), true, true, Condition::Both);
+        poll.apply_untraced(wait(pair.clone(), condition))
+            .on_cancel_untraced(on_cancel)
+    }
+
+    /// Takes the left side's outcome (it has ended).
+    fn take_left<A, B, E>(pair: &Pair<A, B, E>) -> Outcome<A, E> {
+        pair.state.lock().left.take().unwrap_or(Outcome::Canceled)
+    }
+
+    /// Takes the right side's outcome (it has ended).
+    fn take_right<A, B, E>(pair: &Pair<A, B, E>) -> Outcome<B, E> {
+        pair.state.lock().right.take().unwrap_or(Outcome::Canceled)
+    }
+
+    /// `IO::race`.
+    pub(super) fn race<A, B, E>(left: IO<A, E>, right: IO<B, E>) -> IO<Either<A, B>, E>
+    where
+        A: Send + 'static,
+        B: Send + 'static,
+        E: Send + 'static,
+    {
+        start_both(left, right, |poll, pair, children| {
+            poll_wait(poll, &pair, &children, Condition::First).flat_map_untraced(move |()| {
+                let left_first = pair.state.lock().left_first == Some(true);
+                if left_first {
+                    match take_left(&pair) {
+                        // Canceled first: the other side decides.
+                        Outcome::Canceled => poll_wait(poll, &pair, &children, Condition::Right)
+                            .flat_map_untraced(move |()| {
+                                embed(poll, take_right(&pair)).map_untraced(Either::Right)
+                            }),
+                        won => cancel_and_wait(pair, children, false, true, Condition::Right)
+                            .product_r_untraced(embed(poll, won).map_untraced(Either::Left)),
+                    }
+                } else {
+                    match take_right(&pair) {
+                        Outcome::Canceled => poll_wait(poll, &pair, &children, Condition::Left)
+                            .flat_map_untraced(move |()| {
+                                embed(poll, take_left(&pair)).map_untraced(Either::Left)
+                            }),
+                        won => cancel_and_wait(pair, children, true, false, Condition::Left)
+                            .product_r_untraced(embed(poll, won).map_untraced(Either::Right)),
+                    }
+                }
+            })
+        })
+    }
+
+    /// `IO::race_outcome`.
+    pub(super) fn race_outcome<A, B, E>(
+        left: IO<A, E>,
+        right: IO<B, E>,
+    ) -> IO<RaceOutcome<A, B, E>, E>
+    where
+        A: Send + 'static,
+        B: Send + 'static,
+        E: Send + 'static,
+    {
+        start_both(left, right, |poll, pair, children| {
+            poll_wait(poll, &pair, &children, Condition::First).flat_map_untraced(move |()| {
+                let left_first = pair.state.lock().left_first == Some(true);
+                let loser = if left_first {
+                    Condition::Right
+                } else {
+                    Condition::Left
+                };
+                cancel_and_wait(pair.clone(), children, !left_first, left_first, loser)
+                    .map_untraced(move |()| {
+                        if left_first {
+                            Either::Left(take_left(&pair))
+                        } else {
+                            Either::Right(take_right(&pair))
+                        }
+                    })
+            })
+        })
+    }
+
+    /// `IO::both`.
+    pub(super) fn both<A, B, E>(left: IO<A, E>, right: IO<B, E>) -> IO<(A, B), E>
+    where
+        A: Send + 'static,
+        B: Send + 'static,
+        E: Send + 'static,
+    {
+        start_both(left, right, |poll, pair, children| {
+            poll_wait(poll, &pair, &children, Condition::BothOrFailure).flat_map_untraced(
+                move |()| {
+                    let (left, right, left_first) = {
+                        let mut state = pair.state.lock();
+                        (state.left.take(), state.right.take(), state.left_first)
+                    };
+                    let left_failed = left.as_ref().is_some_and(|o| !o.is_succeeded());
+                    let right_failed = right.as_ref().is_some_and(|o| !o.is_succeeded());
+                    // The first failure wins (both may have ended by now).
+                    let left_wins = left_failed && (!right_failed || left_first == Some(true));
+                    match (left, right) {
+                        (Some(Outcome::Succeeded(a)), Some(Outcome::Succeeded(b))) => {
+                            IO::pure((a, b))
+                        }
+                        // A side failed: cancel the other (awaited), then
+                        // fail as it did.
+                        (Some(failed), _) if left_wins => {
+                            cancel_and_wait(pair, children, false, true, Condition::Right)
+                                .product_r_untraced(embed(poll, as_failure(failed)))
+                                .map_untraced(|()| unreachable_pair())
+                        }
+                        (_, Some(failed)) if right_failed => {
+                            cancel_and_wait(pair, children, true, false, Condition::Left)
+                                .product_r_untraced(embed(poll, as_failure(failed)))
+                                .map_untraced(|()| unreachable_pair())
+                        }
+                        _ => unreachable!("io-core: both: woken before either side decided"),
+                    }
+                },
+            )
+        })
+    }
+
+    /// `IO::both_outcome`.
+    pub(super) fn both_outcome<A, B, E>(
+        left: IO<A, E>,
+        right: IO<B, E>,
+    ) -> IO<BothOutcome<A, B, E>, E>
+    where
+        A: Send + 'static,
+        B: Send + 'static,
+        E: Send + 'static,
+    {
+        start_both(left, right, |poll, pair, children| {
+            poll_wait(poll, &pair, &children, Condition::Both)
+                .map_untraced(move |()| (take_left(&pair), take_right(&pair)))
+        })
+    }
+
+    /// A side's outcome that is not a success, without its value type.
+    fn as_failure<A, E>(outcome: Outcome<A, E>) -> Outcome<(), E> {
+        match outcome {
+            Outcome::Errored(e) => Outcome::Errored(e),
+            Outcome::Panicked(p) => Outcome::Panicked(p),
+            Outcome::Canceled | Outcome::Succeeded(_) => Outcome::Canceled,
+        }
+    }
+
+    /// `both` after a failed side: the failure is raised before a pair is
+    /// ever needed.
+    fn unreachable_pair<A, B>() -> (A, B) {
+        unreachable!("io-core: a failed side is raised before the pair is built")
     }
 }

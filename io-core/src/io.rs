@@ -643,13 +643,6 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
         self.map_at::<Named<names::MapTo>, _, _>(here(), move |_| value)
     }
 
-    /// [`IO::map_to`] for io-core's own nodes (no trace event).
-    #[inline]
-    #[allow(clippy::wrong_self_convention)]
-    pub(crate) fn map_to_untraced<B: Send + 'static>(self, value: B) -> IO<B, E> {
-        self.map_untraced(move |_| value)
-    }
-
     /// Discards the value.
     #[inline]
     #[track_caller]

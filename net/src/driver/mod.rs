@@ -72,7 +72,7 @@ use std::sync::Arc;
 
 use spindle_core::IO;
 
-mod reactor;
+pub mod reactor;
 
 pub use reactor::{EVENTS_CAPACITY, ParkState, Poller, Reactor};
 
