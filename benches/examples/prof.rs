@@ -135,6 +135,48 @@ fn start_join() -> P {
     go(0)
 }
 
+fn race() -> P {
+    fn go(i: i32) -> P {
+        if i < N / 10 {
+            P::pure(i + 1).race(P::never()).flat_map(|won| {
+                go(match won {
+                    spindle_core::Either::Left(v) => v,
+                    spindle_core::Either::Right(v) => v,
+                })
+            })
+        } else {
+            IO::pure(i)
+        }
+    }
+    go(0)
+}
+
+fn both() -> P {
+    fn go(i: i32) -> P {
+        if i < N / 10 {
+            P::pure(i + 1)
+                .both(P::pure(1))
+                .flat_map(|(a, b)| go(a + b - 1))
+        } else {
+            IO::pure(i)
+        }
+    }
+    go(0)
+}
+
+fn timeout() -> P {
+    fn go(i: i32) -> P {
+        if i < N / 10 {
+            P::pure(i + 1)
+                .timeout_to(std::time::Duration::from_secs(3600), P::pure(0))
+                .flat_map(go)
+        } else {
+            IO::pure(i)
+        }
+    }
+    go(0)
+}
+
 fn cede() -> P {
     fn go(i: i32) -> P {
         if i < N {
@@ -159,6 +201,9 @@ fn run_workload(name: &str) -> i32 {
         "shallow_async" => shallow_async,
         "start_join" => start_join,
         "cede" => cede,
+        "race" => race,
+        "both" => both,
+        "timeout" => timeout,
         other => panic!("unknown workload {other}"),
     };
     let batching = std::env::args().nth(2).as_deref() == Some("batching");
