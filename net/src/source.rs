@@ -83,11 +83,46 @@ where
     A: Send + 'static,
     F: FnMut(&T, S) -> Result<A, (S, io::Error)> + Send + 'static,
 {
+    retry_reads(source, direction, state, move |socket, state| {
+        attempt(socket, state).map(|a| (a, false))
+    })
+}
+
+/// [`retry`] for a stream's reads: `attempt` also says whether it drained
+/// the socket (a short read), which the driver records
+/// ([`Registration::drained`]) so that the next read waits for readiness
+/// instead of making a call that fails with `WouldBlock`. A try is skipped
+/// (the fiber waits at once) when the driver knows the socket is not ready
+/// ([`Registration::may_be_ready`]).
+pub(crate) fn retry_reads<T, S, A, F>(
+    source: &Arc<Source<T>>,
+    direction: Direction,
+    state: S,
+    mut attempt: F,
+) -> IO<A, io::Error>
+where
+    T: Send + Sync + 'static,
+    S: Send + 'static,
+    A: Send + 'static,
+    F: FnMut(&T, S) -> Result<(A, bool), (S, io::Error)> + Send + 'static,
+{
     let source = source.clone();
     IO::tail_rec_untraced(state, move |state| {
         let seen = source.registration.readiness();
+        if !source.registration.may_be_ready(direction, seen) {
+            return source
+                .registration
+                .clone()
+                .wait(direction, seen)
+                .map_untraced(move |()| ControlFlow::Continue(state));
+        }
         match attempt(&source.io, state) {
-            Ok(a) => IO::pure(ControlFlow::Break(a)),
+            Ok((a, drained)) => {
+                if drained {
+                    source.registration.drained(direction, seen);
+                }
+                IO::pure(ControlFlow::Break(a))
+            }
             Err((state, e)) => match e.kind() {
                 io::ErrorKind::WouldBlock => source
                     .registration

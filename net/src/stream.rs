@@ -18,7 +18,7 @@ use spindle_core::raw::Untraced as _;
 
 use crate::buffered::{ReadStream, sealed::Sealed as ReadShared};
 use crate::driver::Direction;
-use crate::source::{Source, on, retry};
+use crate::source::{Source, on, retry, retry_reads};
 use crate::sync::lock;
 
 /// A connected byte stream's non-blocking calls (std's `TcpStream` and
@@ -70,12 +70,14 @@ pub(crate) fn read_into<T: StreamIo>(
     buf: Vec<u8>,
     max: usize,
 ) -> IO<(Vec<u8>, usize), io::Error> {
-    retry(
+    retry_reads(
         source,
         Direction::Read,
         buf,
         move |socket, mut buf| match append_from(socket, &mut buf, max) {
-            Ok(n) => Ok((buf, n)),
+            // Fewer bytes than asked for (not 0: end of stream stays
+            // readable): the receive buffer is drained.
+            Ok(n) => Ok(((buf, n), n > 0 && n < max)),
             Err(e) => Err((buf, e)),
         },
     )
@@ -120,9 +122,12 @@ pub(crate) fn read_shared<T: StreamIo>(
     shared: Arc<Mutex<Vec<u8>>>,
     max: usize,
 ) -> IO<usize, io::Error> {
-    retry(source, Direction::Read, (), move |socket, ()| {
+    retry_reads(source, Direction::Read, (), move |socket, ()| {
         let mut buf = lock(&shared);
-        append_from(socket, &mut buf, max).map_err(|e| ((), e))
+        match append_from(socket, &mut buf, max) {
+            Ok(n) => Ok((n, n > 0 && n < max)),
+            Err(e) => Err(((), e)),
+        }
     })
 }
 

@@ -130,6 +130,25 @@ pub trait Registration: Send + Sync + 'static {
     /// or fails when it cannot wait (the driver is shut down or not
     /// polled). Canceling it removes the interest.
     fn wait(self: Arc<Self>, direction: Direction, seen: Readiness) -> IO<(), io::Error>;
+
+    /// Whether the snapshot `seen` leaves open that the socket is ready for
+    /// `direction`: `false` only when the driver knows it is not (a call
+    /// returned `WouldBlock`, or a read drained it, and nothing happened
+    /// since), so that the operation waits without making a call that
+    /// would fail. The default, for drivers without that knowledge: `true`.
+    fn may_be_ready(&self, direction: Direction, seen: Readiness) -> bool {
+        let _ = (direction, seen);
+        true
+    }
+
+    /// A stream read returned fewer bytes than it asked for: the socket's
+    /// receive buffer is drained, so the driver may record it as not ready
+    /// for reading (unless something happened since `seen`), and the next
+    /// read waits for readiness instead of failing with `WouldBlock` first
+    /// (tokio's `PollEvented` does the same). The default does nothing.
+    fn drained(&self, direction: Direction, seen: Readiness) {
+        let _ = (direction, seen);
+    }
 }
 
 thread_local! {

@@ -23,9 +23,27 @@
 //!   stale (the call that just failed saw it), it is cleared, and the
 //!   fiber's callback is added as a waiter.
 //!
+//! * An event that reports an end or an error (`EPOLLRDHUP`, `EPOLLHUP`,
+//!   `EPOLLERR`) also sets a *closed* bit for the direction, which nothing
+//!   clears: the end of a stream or an error is reported by one edge, and
+//!   every later call returns at once, so a wait on a closed side ends at
+//!   once instead of waiting for an edge that will not come.
+//! * A socket starts ready in both directions, so its first operation
+//!   tries its call. An operation whose snapshot has the direction's bit
+//!   clear (a call returned `WouldBlock`, or a stream read drained the
+//!   socket, and no event came since) waits without making the call.
+//! * A stream read that returns fewer bytes than it asked for has drained
+//!   the receive buffer: it clears the read bit with a compare-exchange
+//!   against its snapshot (so only if no event came since), and the next
+//!   read waits for an event instead of failing with `WouldBlock` first
+//!   (tokio's `PollEvented` makes the same inference).
+//!
 //! Because the check-and-add and the event's set-and-take both run under
 //! the lock, an event lands either before the check (the tick differs: no
-//! wait) or after the add (it takes the waiter): *no readiness is lost*.
+//! wait) or after the add (it takes the waiter): *no readiness is lost*. A
+//! bit cleared outside the lock (a drained read) is cleared only if the
+//! word is still the snapshot's, so an event that came in between keeps
+//! its bits.
 //! No system call is made per wait: interest never changes after the
 //! registration. A canceled wait removes its waiter by token; nothing
 //! else is left behind.
@@ -89,7 +107,13 @@ const MAX_INDEX: usize = INDEX_MASK - 1;
 
 const READ: u64 = 1;
 const WRITE: u64 = 2;
-const TICK: u64 = 4;
+/// Sticky: the read side reached its end (or failed). Never cleared: a
+/// read then returns at once (end of stream, or the error), and no new
+/// edge would come to end a wait.
+const READ_CLOSED: u64 = 4;
+/// Sticky: the write side is closed (or failed).
+const WRITE_CLOSED: u64 = 8;
+const TICK: u64 = 16;
 
 fn bit(direction: Direction) -> u64 {
     match direction {
@@ -98,8 +122,21 @@ fn bit(direction: Direction) -> u64 {
     }
 }
 
+fn closed_bit(direction: Direction) -> u64 {
+    match direction {
+        Direction::Read => READ_CLOSED,
+        Direction::Write => WRITE_CLOSED,
+    }
+}
+
+/// The bits that say a call in `direction` would not fail with
+/// `WouldBlock`.
+fn ready_bits(direction: Direction) -> u64 {
+    bit(direction) | closed_bit(direction)
+}
+
 fn tick(word: u64) -> u64 {
-    word >> 2
+    word >> 4
 }
 
 /// The parking states of the poller's owner (module doc).
@@ -330,7 +367,10 @@ impl IoDriver for Reactor {
     fn register(&self, socket: OwnedFd) -> io::Result<Arc<dyn Registration>> {
         let shared = &self.shared;
         let raw = socket.as_raw_fd();
-        let readiness = Arc::new(AtomicU64::new(0));
+        // Ready until a call says otherwise: the first operation tries its
+        // call (a socket accepted with its request already in, a connect
+        // that finished at once) instead of waiting for the first event.
+        let readiness = Arc::new(AtomicU64::new(READ | WRITE));
         let key = {
             let mut table = lock(&shared.table);
             let index = match table.free.pop() {
@@ -441,6 +481,10 @@ impl SocketRegistration {
         };
         let now = self.readiness.load(Ordering::Relaxed);
         let wanted = bit(direction);
+        if now & closed_bit(direction) != 0 {
+            // Closed sides stay ready: the call returns at once.
+            return Ok(Added::ReadyNow);
+        }
         if now & wanted != 0 {
             if tick(now) != tick(seen.0) {
                 return Ok(Added::ReadyNow);
@@ -489,10 +533,33 @@ impl Registration for SocketRegistration {
         Readiness(self.readiness.load(Ordering::Acquire))
     }
 
+    #[inline]
+    fn may_be_ready(&self, direction: Direction, seen: Readiness) -> bool {
+        seen.0 & ready_bits(direction) != 0
+    }
+
+    #[inline]
+    fn drained(&self, direction: Direction, seen: Readiness) {
+        // Only if nothing happened since the snapshot (the tick and the bits
+        // are the same): an event since then may have brought more bytes.
+        // Events write the word under the table's lock and this does not
+        // take it: an event that lands between its read and its write
+        // replaces the word with a newer tick, and this exchange then fails;
+        // one that lands after it sets its bits again. Either way no
+        // readiness is lost.
+        let _ = self.readiness.compare_exchange(
+            seen.0,
+            seen.0 & !bit(direction),
+            Ordering::AcqRel,
+            Ordering::Relaxed,
+        );
+    }
+
     fn wait(self: Arc<Self>, direction: Direction, seen: Readiness) -> IO<(), io::Error> {
         // Without the lock: an event came after the snapshot already.
         let now = self.readiness.load(Ordering::Acquire);
-        if now & bit(direction) != 0 && tick(now) != tick(seen.0) {
+        let new_edge = now & bit(direction) != 0 && tick(now) != tick(seen.0);
+        if new_edge || now & closed_bit(direction) != 0 {
             return IO::pure(());
         }
         IO::from_callback_untraced(move |wake: Wake| {
@@ -571,11 +638,17 @@ impl Poller {
             };
             let failed = event.is_error();
             let mut bits = 0;
-            if failed || event.is_readable() || event.is_read_closed() {
+            if event.is_readable() {
                 bits |= READ;
             }
-            if failed || event.is_writable() || event.is_write_closed() {
+            if failed || event.is_read_closed() {
+                bits |= READ | READ_CLOSED;
+            }
+            if event.is_writable() {
                 bits |= WRITE;
+            }
+            if failed || event.is_write_closed() {
+                bits |= WRITE | WRITE_CLOSED;
             }
             let now = entry.readiness.load(Ordering::Relaxed);
             entry
@@ -584,7 +657,7 @@ impl Poller {
             let before = self.ready.len();
             let mut i = 0;
             while i < entry.waiters.len() {
-                if bit(entry.waiters[i].direction) & bits != 0 {
+                if ready_bits(entry.waiters[i].direction) & bits != 0 {
                     self.ready.push(entry.waiters.swap_remove(i).wake);
                 } else {
                     i += 1;
