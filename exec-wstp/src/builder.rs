@@ -145,7 +145,9 @@ impl Builder {
         let mut reactors = Vec::with_capacity(workers);
         let mut pollers = Vec::with_capacity(workers);
         for _ in 0..workers {
-            let (reactor, poller) = Reactor::new().map_err(BuildError::Poller)?;
+            // A worker may be busy running fibers when an event comes: its
+            // sockets' operations try their calls before they wait.
+            let (reactor, poller) = Reactor::trying_calls().map_err(BuildError::Poller)?;
             reactors.push(reactor);
             pollers.push(poller);
         }

@@ -242,6 +242,9 @@ struct Shared {
     waiters: AtomicUsize,
     /// Sockets registered.
     sources: AtomicUsize,
+    /// Whether a drained read makes the next read wait without its call
+    /// ([`Reactor::new`]: yes; [`Reactor::trying_calls`]: no).
+    trust_drained: bool,
 }
 
 fn lock(table: &Mutex<Table>) -> MutexGuard<'_, Table> {
@@ -285,7 +288,25 @@ impl Reactor {
     /// A reactor (not driven yet: see [`set_driven`](Reactor::set_driven))
     /// and its poller. Fails when the system refuses a poller or its
     /// waker (out of descriptors).
+    ///
+    /// A read that drains its stream makes the next read wait for an event
+    /// without trying its call first (see the module doc): right for a
+    /// poller its owner looks at every turn (an event loop).
     pub fn new() -> io::Result<(Reactor, Poller)> {
+        Reactor::make(true)
+    }
+
+    /// Like [`new`](Reactor::new), but every operation tries its call
+    /// before it waits, whatever the last read drained: right for a poller
+    /// whose owner may be busy running fibers when an event comes (an
+    /// exec-wstp worker looks at its poller every few dozen fibers), where
+    /// waiting for the owner's next look can cost far more than one call
+    /// that fails with `WouldBlock`.
+    pub fn trying_calls() -> io::Result<(Reactor, Poller)> {
+        Reactor::make(false)
+    }
+
+    fn make(trust_drained: bool) -> io::Result<(Reactor, Poller)> {
         let poll = Poll::new()?;
         let registry = poll.registry().try_clone()?;
         let waker = Waker::new(poll.registry(), WAKE_TOKEN)?;
@@ -297,6 +318,7 @@ impl Reactor {
             table: Mutex::new(Table::default()),
             waiters: AtomicUsize::new(0),
             sources: AtomicUsize::new(0),
+            trust_drained,
         });
         let poller = Poller {
             poll,
@@ -535,11 +557,14 @@ impl Registration for SocketRegistration {
 
     #[inline]
     fn may_be_ready(&self, direction: Direction, seen: Readiness) -> bool {
-        seen.0 & ready_bits(direction) != 0
+        !self.shared.trust_drained || seen.0 & ready_bits(direction) != 0
     }
 
     #[inline]
     fn drained(&self, direction: Direction, seen: Readiness) {
+        if !self.shared.trust_drained {
+            return;
+        }
         // Only if nothing happened since the snapshot (the tick and the bits
         // are the same): an event since then may have brought more bytes.
         // Events write the word under the table's lock and this does not
