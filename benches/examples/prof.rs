@@ -177,6 +177,60 @@ fn timeout() -> P {
     go(0)
 }
 
+/// Round trips of the two ping-pong workloads.
+const ROUNDS: i32 = N / 10;
+
+fn queue_ping_pong() -> P {
+    use spindle_core::Queue;
+    let (ping, pong) = (
+        Queue::<i32>::bounded(1).expect("capacity 1"),
+        Queue::<i32>::bounded(1).expect("capacity 1"),
+    );
+    let (ping_rx, pong_tx) = (ping.clone(), pong.clone());
+    let responder: P = IO::tail_rec(0, move |n| {
+        if n == ROUNDS {
+            return IO::pure(core::ops::ControlFlow::Break(n));
+        }
+        let pong_tx = pong_tx.clone();
+        ping_rx
+            .take()
+            .flat_map(move |x| pong_tx.offer(x))
+            .map(move |()| core::ops::ControlFlow::Continue(n + 1))
+    });
+    responder.start().flat_map(move |fiber| {
+        let pinger: P = IO::tail_rec(0, move |n| {
+            if n == ROUNDS {
+                return IO::pure(core::ops::ControlFlow::Break(n));
+            }
+            let pong = pong.clone();
+            ping.offer(n)
+                .flat_map(move |()| pong.take())
+                .map(move |x| core::ops::ControlFlow::Continue(x + 1))
+        });
+        pinger.flat_map(move |n| fiber.join().map(move |_| n))
+    })
+}
+
+fn deferred_ping_pong() -> P {
+    use spindle_core::Deferred;
+    // Each round: a fresh pair; the responder waits for the ping, answers.
+    IO::tail_rec(0, |n| {
+        if n == ROUNDS {
+            return IO::pure(core::ops::ControlFlow::Break(n));
+        }
+        let (ping, pong) = (Deferred::<i32>::new(), Deferred::<i32>::new());
+        let (ping_rx, pong_tx) = (ping.clone(), pong.clone());
+        let responder: P = ping_rx
+            .get()
+            .flat_map(move |x| pong_tx.complete(x + 1).map(move |_| x));
+        responder.start().flat_map(move |_fiber| {
+            ping.complete(n)
+                .flat_map(move |_| pong.get())
+                .map(core::ops::ControlFlow::Continue)
+        })
+    })
+}
+
 fn cede() -> P {
     fn go(i: i32) -> P {
         if i < N {
@@ -204,6 +258,8 @@ fn run_workload(name: &str) -> i32 {
         "race" => race,
         "both" => both,
         "timeout" => timeout,
+        "queue_ping_pong" => queue_ping_pong,
+        "deferred_ping_pong" => deferred_ping_pong,
         other => panic!("unknown workload {other}"),
     };
     let batching = std::env::args().nth(2).as_deref() == Some("batching");

@@ -367,13 +367,23 @@ impl<A: Send + 'static> Queue<A> {
     #[track_caller]
     pub fn offer<E: Send + 'static>(&self, element: A) -> IO<(), E> {
         let shared = self.shared.clone();
-        IO::uncancelable_at::<Named<Offer>, _>(here(), move |poll| {
+        // The usual case, in one step: room in the buffer, or a waiting
+        // taker. A step is never interrupted, so it needs no mask; only a
+        // wait does.
+        IO::defer_at::<Named<Offer>, _>(here(), move || {
             let (result, woken) = shared.offer_now(element);
             wake(woken);
-            let element = match result {
-                Ok(_) => return IO::unit(),
-                Err(element) => element,
-            };
+            match result {
+                Ok(_) => IO::unit(),
+                Err(element) => Queue::offer_waiting(shared, element),
+            }
+        })
+    }
+
+    /// An offer that has to wait: masked, with the wait itself unmasked and
+    /// a cleanup if it is canceled.
+    fn offer_waiting<E: Send + 'static>(shared: Arc<Shared<A>>, element: A) -> IO<(), E> {
+        IO::uncancelable_untraced(move |poll| {
             let slot = Arc::new(Mutex::new(Some(element)));
             let id_cell = Arc::new(Mutex::new(None::<u64>));
             let (s1, s2) = (shared.clone(), shared);
@@ -434,12 +444,23 @@ impl<A: Send + 'static> Queue<A> {
     #[track_caller]
     pub fn take<E: Send + 'static>(&self) -> IO<A, E> {
         let shared = self.shared.clone();
-        IO::uncancelable_at::<Named<Take>, _>(here(), move |poll| {
+        // The usual case, in one step: an element buffered, or a waiting
+        // offerer's. A step is never interrupted, so it needs no mask; only
+        // a wait does.
+        IO::defer_at::<Named<Take>, _>(here(), move || {
             let (element, woken) = shared.take_now();
             wake(woken);
-            if let Some(element) = element {
-                return IO::pure(element);
+            match element {
+                Some(element) => IO::pure(element),
+                None => Queue::take_waiting(shared),
             }
+        })
+    }
+
+    /// A take that has to wait: masked, with the wait itself unmasked and a
+    /// cleanup if it is canceled.
+    fn take_waiting<E: Send + 'static>(shared: Arc<Shared<A>>) -> IO<A, E> {
+        IO::uncancelable_untraced(move |poll| {
             let slot = Arc::new(Mutex::new(TakerSlot::Waiting));
             let id_cell = Arc::new(Mutex::new(None::<u64>));
             let (s1, s2) = (shared.clone(), shared);
