@@ -145,6 +145,49 @@ impl Shared {
     }
 }
 
+/// The thread that runs a `block_on`'s main fiber before the workers take
+/// it over (see `Handle::run`): marked, so that a `block_on` from inside
+/// that fiber is refused as nested (it would wait on the very thread the
+/// fiber needs).
+mod inline {
+    use std::cell::Cell;
+
+    use super::Shared;
+
+    thread_local! {
+        /// The pool (its shared state's address) whose main fiber this
+        /// thread runs now; 0 when none.
+        static RUNS: Cell<usize> = const { Cell::new(0) };
+    }
+
+    /// Whether this thread runs a main fiber of `shared` now.
+    pub(super) fn runs(shared: &Shared) -> bool {
+        RUNS.try_with(|runs| runs.get() == shared as *const Shared as usize)
+            .unwrap_or(false)
+    }
+
+    /// Marks the thread for the duration of the inline run (restored when
+    /// dropped, also when unwinding).
+    pub(super) struct Enter {
+        previous: usize,
+    }
+
+    impl Enter {
+        pub(super) fn new(shared: &Shared) -> Enter {
+            let key = shared as *const Shared as usize;
+            Enter {
+                previous: RUNS.with(|runs| runs.replace(key)),
+            }
+        }
+    }
+
+    impl Drop for Enter {
+        fn drop(&mut self) {
+            let _ = RUNS.try_with(|runs| runs.set(self.previous));
+        }
+    }
+}
+
 /// The executor handle fibers hold: cheap to clone, usable from any
 /// thread; implements [`Executor`].
 #[derive(Clone)]
@@ -328,14 +371,24 @@ impl Handle {
         fail_on_deadlock: bool,
     ) -> Result<Outcome<A, E>, RunError> {
         let shared = &*self.shared;
-        if worker::with_current(shared, |ctx| ctx.is_some()) {
+        if worker::with_current(shared, |ctx| ctx.is_some()) || inline::runs(shared) {
             return Err(RunError::Nested);
         }
         if shared.is_shutdown() {
             return Err(RunError::ShutDown);
         }
         let (main, fiber) = MainFiber::new(io, self.clone(), std::thread::current());
-        self.schedule_fiber(fiber);
+        // The main fiber runs here first, on the calling thread, until it
+        // first waits, yields or ends (tokio's `block_on` runs its future
+        // on the calling thread): a program that never waits costs no
+        // hand-off to a worker and back, two thread wake-ups. Whatever
+        // resumes it later schedules it on the workers as usual. Sockets
+        // it makes meanwhile register with worker 0's poller.
+        {
+            let _inline = inline::Enter::new(shared);
+            let reactor = &shared.remotes[0].reactor;
+            spindle_net::driver::with_driver(reactor, || fiber.run());
+        }
         main.park_until_ended();
         if let Some(outcome) = main.take() {
             return Ok(outcome);

@@ -113,6 +113,34 @@ fn block_on_inside_a_fibers_delay_is_err_nested() {
 }
 
 #[test]
+fn block_on_runs_the_main_fiber_on_the_calling_thread_until_its_first_wait() {
+    let rt = runtime(2);
+    let caller = std::thread::current().id();
+    let io = IO::<_, E>::delay(|| std::thread::current().id()).flat_map(|before| {
+        IO::sleep(std::time::Duration::from_millis(1))
+            .map(move |()| (before, std::thread::current().id()))
+    });
+    let (before, after) = rt.block_on(io).expect("runs").succeeded().expect("a value");
+    assert_eq!(
+        before, caller,
+        "the part before the first wait runs on the caller"
+    );
+    assert_ne!(after, caller, "a resumed main fiber runs on a worker");
+}
+
+#[test]
+fn block_on_inside_a_main_fiber_resumed_on_a_worker_is_err_nested() {
+    let rt = runtime(2);
+    let handle = rt.handle().clone();
+    let io =
+        IO::<(), E>::cede().product_r(IO::delay(move || handle.block_on(IO::<u32, E>::pure(1))));
+    assert_eq!(
+        rt.block_on(io),
+        Ok(Outcome::Succeeded(Err(RunError::Nested)))
+    );
+}
+
+#[test]
 fn try_block_on_of_a_program_that_can_never_finish_is_err_deadlock() {
     let rt = runtime(2);
     let result = within("try_block_on(never)", HANG_LIMIT, move || {
