@@ -148,6 +148,10 @@ impl Builder {
             // A worker may be busy running fibers when an event comes: its
             // sockets' operations try their calls before they wait.
             let (reactor, poller) = Reactor::trying_calls().map_err(BuildError::Poller)?;
+            // Driven from now on: its worker thread is about to start, and
+            // a socket made before it does (by a main fiber run inline by
+            // `block_on`) waits for its first poll.
+            reactor.set_driven(true);
             reactors.push(reactor);
             pollers.push(poller);
         }

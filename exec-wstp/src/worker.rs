@@ -108,8 +108,8 @@ pub(crate) fn run_worker(
     local: Worker<Fiber<Handle>>,
     poller: Poller,
 ) {
+    // The builder marked the reactor driven already.
     let reactor = poller.reactor();
-    reactor.set_driven(true);
     let ctx = WorkerContext {
         index,
         shared,

@@ -129,6 +129,34 @@ fn block_on_runs_the_main_fiber_on_the_calling_thread_until_its_first_wait() {
 }
 
 #[test]
+fn sockets_made_by_the_main_fiber_of_a_fresh_runtime_wait_even_before_its_workers_start() {
+    // The main fiber runs inline on the caller, possibly before any worker
+    // thread has started: its sockets' waits must still be polled (they
+    // once failed with "nothing polls this socket" about once in a
+    // hundred fresh runtimes). Many fresh runtimes make the race likely.
+    use spindle_net::{TcpListener, TcpStream};
+    for round in 0..200 {
+        let rt = runtime(2);
+        let io = TcpListener::bind("127.0.0.1:0".parse().expect("an address")).flat_map(
+            |listener| {
+                listener.local_addr().flat_map(move |addr| {
+                    let server = listener
+                        .accept()
+                        .flat_map(|(stream, _)| stream.read_exact(2));
+                    let client =
+                        TcpStream::connect(addr).flat_map(|stream| stream.write_all(b"hi"));
+                    server.both(client)
+                })
+            },
+        );
+        match rt.block_on(io).expect("runs") {
+            Outcome::Succeeded((read, ())) => assert_eq!(read, b"hi", "round {round}"),
+            other => panic!("round {round}: {other:?}"),
+        }
+    }
+}
+
+#[test]
 fn block_on_inside_a_main_fiber_resumed_on_a_worker_is_err_nested() {
     let rt = runtime(2);
     let handle = rt.handle().clone();
