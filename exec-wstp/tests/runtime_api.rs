@@ -137,8 +137,8 @@ fn sockets_made_by_the_main_fiber_of_a_fresh_runtime_wait_even_before_its_worker
     use spindle_net::{TcpListener, TcpStream};
     for round in 0..200 {
         let rt = runtime(2);
-        let io = TcpListener::bind("127.0.0.1:0".parse().expect("an address")).flat_map(
-            |listener| {
+        let io =
+            TcpListener::bind("127.0.0.1:0".parse().expect("an address")).flat_map(|listener| {
                 listener.local_addr().flat_map(move |addr| {
                     let server = listener
                         .accept()
@@ -147,8 +147,7 @@ fn sockets_made_by_the_main_fiber_of_a_fresh_runtime_wait_even_before_its_worker
                         TcpStream::connect(addr).flat_map(|stream| stream.write_all(b"hi"));
                     server.both(client)
                 })
-            },
-        );
+            });
         match rt.block_on(io).expect("runs") {
             Outcome::Succeeded((read, ())) => assert_eq!(read, b"hi", "round {round}"),
             other => panic!("round {round}: {other:?}"),
