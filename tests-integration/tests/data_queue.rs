@@ -257,7 +257,7 @@ rt_test! {
     }
 
     fn an_element_handed_to_a_taker_that_is_then_canceled_is_not_lost() {
-        // The offer fills the waiting taker's slot; the cancel arrives
+        // The offer hands 7 to the waiting taker; the cancel arrives
         // before the taker runs again. The element ends up either taken by
         // that taker or back at the front of the queue, exactly once.
         let q = Queue::<u32>::unbounded();
@@ -367,7 +367,7 @@ rt_test! {
 /// The first taker's outcome, the second taker's, and what is left queued.
 type TwoTakers = (Outcome<u32, E>, Outcome<u32, E>, Vec<u32>);
 
-/// Two takers wait; 7 is offered (into the first taker's slot) and the
+/// Two takers wait; 7 is offered (handed to the first taker) and the
 /// first taker is canceled; then 0 is offered.
 fn handed_to_a_canceled_taker() -> IO<TwoTakers, E> {
     let q = Queue::<u32>::unbounded();
@@ -392,7 +392,7 @@ fn handed_to_a_canceled_taker() -> IO<TwoTakers, E> {
 
 #[test]
 fn on_the_single_threaded_executor_a_canceled_takers_element_goes_to_the_next_taker() {
-    // Deterministic order: the offer fills the first taker's slot and the
+    // Deterministic order: the offer hands 7 to the first taker and the
     // cancel is requested before that taker runs again.
     assert_eq!(
         spindle_exec_single::SingleThreaded::new()

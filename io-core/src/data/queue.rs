@@ -5,19 +5,26 @@
 //!
 //! The state (behind a short lock, never held across a suspension) is the
 //! buffer, a FIFO of waiting takers and a FIFO of waiting offerers (for a
-//! full bounded queue, or any synchronous offer). Elements never travel
-//! through a callback: a taker has a *slot*, and an offerer that finds a
-//! waiting taker puts the element in its slot under the lock, then wakes it;
-//! the taker empties its slot when it resumes. A waiting offerer's element
-//! sits in the offerer's slot until a taker moves it out, under the lock.
+//! full bounded queue, or any synchronous offer). An operation that need
+//! not wait is one step (a step is never interrupted, so it needs no mask).
+//! One that must wait is one `from_callback` suspension: its registration
+//! (which runs to its end before any cancellation is seen) checks the state
+//! again under the lock and queues the waiter's callback, and returns the
+//! cleanup that runs if the wait is canceled.
 //!
-//! Cancellation loses no element and duplicates none: each wait runs under
-//! `poll` inside an uncancelable region, with an `on_cancel` cleanup that
-//! runs under the lock. A canceled taker that is still queued leaves the
-//! queue; one whose slot was already filled gives the element to the next
-//! waiting taker, or back to the *front* of the buffer. A canceled offerer
-//! that is still queued leaves with its element (it was never offered); one
-//! whose element was already taken has offered it, once.
+//! A waiting taker is its callback only: an offerer that finds one pops it
+//! under the lock and, once the lock is released, resumes it *with the
+//! element* ([`RawCallback::complete_or_give_back`]). A waiting offerer's
+//! element sits in its entry until a taker moves it out, under the lock.
+//!
+//! Cancellation loses no element and duplicates none, because a suspension
+//! ends once, by whichever claims it first, its callback or the
+//! cancellation. A canceled taker that is still queued leaves the queue; one
+//! already popped by an offerer makes that offerer's delivery fail, and the
+//! offerer gives the element to the next waiting taker, or back to the
+//! *front* of the buffer. A canceled offerer that is still queued leaves
+//! with its element (it was never offered); one whose element was already
+//! taken has offered it, once.
 //!
 //! As in Cats Effect, a `take` that has completed is not canceled: if the
 //! fiber is canceled right after, before its program uses the element,
@@ -55,27 +62,16 @@ enum Kind {
     Synchronous,
 }
 
-enum TakerSlot<A> {
-    Waiting,
-    Filled(A),
-}
-
-struct Taker<A> {
-    slot: Arc<Mutex<TakerSlot<A>>>,
-    callback: RawCallback,
-}
-
 struct Offerer<A> {
-    /// The element; `None` once a taker moved it out.
-    slot: Arc<Mutex<Option<A>>>,
+    element: A,
     callback: RawCallback,
 }
 
 struct State<A> {
     buffer: VecDeque<A>,
-    /// Waiting takers and offerers in arrival order; a canceled one is
-    /// removed in O(log n).
-    takers: WaiterList<Taker<A>>,
+    /// Waiting takers (their callbacks) and offerers in arrival order; a
+    /// canceled one is removed in O(log n).
+    takers: WaiterList<RawCallback>,
     offerers: WaiterList<Offerer<A>>,
 }
 
@@ -85,117 +81,167 @@ struct Shared<A> {
     state: Mutex<State<A>>,
 }
 
-/// Work to do after releasing the lock: wake a fiber.
-type Wake = Option<RawCallback>;
+/// Work to do after releasing the lock: resume a fiber.
+enum Wake<A> {
+    Nobody,
+    /// An offerer whose element was taken.
+    Offerer(RawCallback),
+    /// A taker, with the element it gets.
+    Taker(RawCallback, A),
+}
 
-fn wake(callback: Wake) {
-    if let Some(callback) = callback {
-        let _ = callback.complete(Ok(Value::unit()));
+/// An element on its way to a taker: the value its suspension resumes
+/// with. If the taker's cancellation is seen before its program takes the
+/// element out (the fiber resumes with the value, then observes the cancel
+/// and drops it), dropping it gives the element back to the queue.
+struct Handed<A: Send + 'static> {
+    element: Option<A>,
+    shared: Arc<Shared<A>>,
+}
+
+impl<A: Send + 'static> Drop for Handed<A> {
+    fn drop(&mut self) {
+        if let Some(element) = self.element.take() {
+            let mut state = self.shared.state.lock();
+            match state.takers.pop() {
+                Some(next) => {
+                    drop(state);
+                    Shared::deliver(&self.shared, next, element);
+                }
+                None => state.buffer.push_front(element),
+            }
+        }
     }
 }
 
 impl<A: Send + 'static> Shared<A> {
-    /// Gives `element` to the first waiting taker, or returns it.
-    fn hand_to_taker(state: &mut State<A>, element: A) -> Result<RawCallback, A> {
+    /// Pops the first waiting taker, to resume it with `element` once the
+    /// lock is released; gives the element back if no taker waits.
+    fn hand_to_taker(state: &mut State<A>, element: A) -> Result<Wake<A>, A> {
         match state.takers.pop() {
-            Some(taker) => {
-                *taker.slot.lock() = TakerSlot::Filled(element);
-                Ok(taker.callback)
-            }
+            Some(taker) => Ok(Wake::Taker(taker, element)),
             None => Err(element),
         }
     }
 
-    /// Moves the first waiting offerer's element out (waking it), if any.
+    /// Moves the first waiting offerer's element out (its callback is to
+    /// be resumed once the lock is released), if any.
     fn take_from_offerer(state: &mut State<A>) -> Option<(A, RawCallback)> {
         let offerer = state.offerers.pop()?;
-        let element = offerer.slot.lock().take()?;
-        Some((element, offerer.callback))
+        Some((offerer.element, offerer.callback))
+    }
+
+    /// Resumes the fiber `wake` names; call it with the lock released.
+    fn finish(shared: &Arc<Self>, wake: Wake<A>) {
+        match wake {
+            Wake::Nobody => {}
+            Wake::Offerer(callback) => {
+                // An offerer canceled meanwhile has offered its element all
+                // the same (it was taken): nothing to undo.
+                let _ = callback.complete(Ok(Value::unit()));
+            }
+            Wake::Taker(callback, element) => Self::deliver(shared, callback, element),
+        }
+    }
+
+    /// Resumes the taker `callback` with `element`. If it was canceled
+    /// first, the element goes to the next waiting taker, or back to the
+    /// front of the buffer (a loop, not a recursion, through any number of
+    /// canceled takers).
+    fn deliver(shared: &Arc<Self>, mut callback: RawCallback, mut element: A) {
+        loop {
+            let handed = Handed {
+                element: Some(element),
+                shared: shared.clone(),
+            };
+            let Err(given_back) = callback.complete_or_give_back(Ok(Value::new(handed))) else {
+                return;
+            };
+            let (Ok(value) | Err(value)) = given_back;
+            // SAFETY: the value was made just above from a `Handed<A>`.
+            let mut handed = unsafe { value.take::<Handed<A>>() };
+            element = match handed.element.take() {
+                Some(element) => element,
+                None => unreachable!("io-core: a handed element is taken once"),
+            };
+            drop(handed);
+            let mut state = shared.state.lock();
+            match state.takers.pop() {
+                Some(next) => {
+                    drop(state);
+                    callback = next;
+                }
+                None => {
+                    state.buffer.push_front(element);
+                    return;
+                }
+            }
+        }
     }
 
     /// Tries to offer without waiting. `Err(element)` when the offer would
     /// have to wait (full bounded queue, synchronous queue without taker).
-    fn offer_now(&self, element: A) -> (Result<bool, A>, Wake) {
+    fn offer_now(&self, element: A) -> (Result<bool, A>, Wake<A>) {
         let mut state = self.state.lock();
         let element = match Self::hand_to_taker(&mut state, element) {
-            Ok(callback) => return (Ok(true), Some(callback)),
+            Ok(wake) => return (Ok(true), wake),
             Err(element) => element,
         };
         match self.kind {
             Kind::Unbounded => {
                 state.buffer.push_back(element);
-                (Ok(true), None)
+                (Ok(true), Wake::Nobody)
             }
             Kind::Bounded if state.buffer.len() < self.capacity => {
                 state.buffer.push_back(element);
-                (Ok(true), None)
+                (Ok(true), Wake::Nobody)
             }
-            Kind::Dropping if state.buffer.len() >= self.capacity => (Ok(false), None),
+            Kind::Dropping if state.buffer.len() >= self.capacity => (Ok(false), Wake::Nobody),
             Kind::Dropping => {
                 state.buffer.push_back(element);
-                (Ok(true), None)
+                (Ok(true), Wake::Nobody)
             }
             Kind::Circular => {
                 if state.buffer.len() >= self.capacity {
                     state.buffer.pop_front();
                 }
                 state.buffer.push_back(element);
-                (Ok(true), None)
+                (Ok(true), Wake::Nobody)
             }
-            Kind::Bounded | Kind::Synchronous => (Err(element), None),
+            Kind::Bounded | Kind::Synchronous => (Err(element), Wake::Nobody),
         }
     }
 
-    /// Tries to take without waiting.
-    fn take_now(&self) -> (Option<A>, Wake) {
-        let mut state = self.state.lock();
+    /// Tries to take without waiting, under the lock `state`.
+    fn take_locked(state: &mut State<A>) -> (Option<A>, Wake<A>) {
         if let Some(element) = state.buffer.pop_front() {
             // A waiting offerer's element moves into the freed place.
-            let wake = match Self::take_from_offerer(&mut state) {
+            let wake = match Self::take_from_offerer(state) {
                 Some((next, callback)) => {
                     state.buffer.push_back(next);
-                    Some(callback)
+                    Wake::Offerer(callback)
                 }
-                None => None,
+                None => Wake::Nobody,
             };
             return (Some(element), wake);
         }
-        match Self::take_from_offerer(&mut state) {
-            Some((element, callback)) => (Some(element), Some(callback)),
-            None => (None, None),
+        match Self::take_from_offerer(state) {
+            Some((element, callback)) => (Some(element), Wake::Offerer(callback)),
+            None => (None, Wake::Nobody),
         }
     }
 
-    /// A canceled taker's cleanup: leave the queue if still queued (`id` is
-    /// `None` if it never queued), or give back an element already handed
-    /// over: to the next waiting taker, or to the front of the buffer.
-    fn cancel_taker(&self, id: Option<u64>, slot: &Mutex<TakerSlot<A>>) -> Wake {
-        let mut state = self.state.lock();
-        if let Some(removed) = id.and_then(|id| state.takers.remove(id)) {
-            drop(state);
-            drop(removed);
-            return None;
-        }
-        let handed = core::mem::replace(&mut *slot.lock(), TakerSlot::Waiting);
-        match handed {
-            TakerSlot::Filled(element) => match Self::hand_to_taker(&mut state, element) {
-                Ok(callback) => Some(callback),
-                Err(element) => {
-                    state.buffer.push_front(element);
-                    None
-                }
-            },
-            TakerSlot::Waiting => None,
-        }
+    /// A canceled taker's cleanup: leave the queue if still queued (if not,
+    /// an offerer popped it and gives its element to another taker).
+    fn cancel_taker(&self, id: u64) {
+        let removed = self.state.lock().takers.remove(id);
+        drop(removed);
     }
 
     /// A canceled offerer's cleanup: leave the queue (the element was never
     /// offered) unless a taker already took it.
     fn cancel_offerer(&self, id: u64) {
-        let removed = {
-            let mut state = self.state.lock();
-            state.offerers.remove(id)
-        };
+        let removed = self.state.lock().offerers.remove(id);
         drop(removed);
     }
 }
@@ -224,19 +270,16 @@ impl core::error::Error for InvalidCapacity {}
 ///
 /// The state (behind a short lock, never held across a suspension) is the
 /// buffer, a FIFO of waiting takers and a FIFO of waiting offerers (for a
-/// full bounded queue, or any synchronous offer). Elements never travel
-/// through a callback: a taker has a *slot*, and an offerer that finds a
-/// waiting taker puts the element in its slot under the lock, then wakes it;
-/// the taker empties its slot when it resumes. A waiting offerer's element
-/// sits in the offerer's slot until a taker moves it out, under the lock.
+/// full bounded queue, or any synchronous offer). An offer that finds a
+/// waiting taker hands the element straight to it; a waiting offerer's
+/// element waits in the queue's list until a taker moves it out.
 ///
-/// Cancellation loses no element and duplicates none: each wait runs under
-/// `poll` inside an uncancelable region, with an `on_cancel` cleanup that
-/// runs under the lock. A canceled taker that is still queued leaves the
-/// queue; one whose slot was already filled gives the element to the next
-/// waiting taker, or back to the *front* of the buffer. A canceled offerer
-/// that is still queued leaves with its element (it was never offered); one
-/// whose element was already taken has offered it, once.
+/// Cancellation loses no element and duplicates none. A canceled taker that
+/// is still queued leaves the queue; an element already on its way to it
+/// goes to the next waiting taker, or back to the *front* of the buffer. A
+/// canceled offerer that is still queued leaves with its element (it was
+/// never offered); one whose element was already taken has offered it,
+/// once.
 ///
 /// As in Cats Effect, a `take` that has completed is not canceled: if the
 /// fiber is canceled right after, before its program uses the element,
@@ -356,8 +399,8 @@ impl<A: Send + 'static> Queue<A> {
     pub fn try_offer<E: Send + 'static>(&self, element: A) -> IO<bool, E> {
         let shared = self.shared.clone();
         IO::delay_at::<Named<TryOffer>, _>(here(), move || {
-            let (result, woken) = shared.offer_now(element);
-            wake(woken);
+            let (result, wake) = shared.offer_now(element);
+            Shared::finish(&shared, wake);
             result.unwrap_or(false)
         })
     }
@@ -371,8 +414,8 @@ impl<A: Send + 'static> Queue<A> {
         // taker. A step is never interrupted, so it needs no mask; only a
         // wait does.
         IO::defer_at::<Named<Offer>, _>(here(), move || {
-            let (result, woken) = shared.offer_now(element);
-            wake(woken);
+            let (result, wake) = shared.offer_now(element);
+            Shared::finish(&shared, wake);
             match result {
                 Ok(_) => IO::unit(),
                 Err(element) => Queue::offer_waiting(shared, element),
@@ -380,51 +423,33 @@ impl<A: Send + 'static> Queue<A> {
         })
     }
 
-    /// An offer that has to wait: masked, with the wait itself unmasked and
-    /// a cleanup if it is canceled.
+    /// An offer that has to wait: one suspension, whose registration checks
+    /// the queue again under the lock and whose cleanup leaves the list.
     fn offer_waiting<E: Send + 'static>(shared: Arc<Shared<A>>, element: A) -> IO<(), E> {
-        IO::uncancelable_untraced(move |poll| {
-            let slot = Arc::new(Mutex::new(Some(element)));
-            let id_cell = Arc::new(Mutex::new(None::<u64>));
-            let (s1, s2) = (shared.clone(), shared);
-            let (slot1, id1, id2) = (slot, id_cell.clone(), id_cell);
-            let wait = IO::from_callback_untraced(move |cb: Callback<(), E>| {
-                let mut state = s1.state.lock();
-                // The queue may have changed since `offer_now`: try again
-                // under this lock before waiting.
-                let element = slot1.lock().take();
-                if let Some(element) = element {
-                    match Shared::hand_to_taker(&mut state, element) {
-                        Ok(taker) => {
-                            drop(state);
-                            let _ = taker.complete(Ok(Value::unit()));
-                            cb.succeed(());
-                            return None;
-                        }
-                        Err(element) => {
-                            if s1.kind == Kind::Bounded && state.buffer.len() < s1.capacity {
-                                state.buffer.push_back(element);
-                                drop(state);
-                                cb.succeed(());
-                                return None;
-                            }
-                            *slot1.lock() = Some(element);
-                        }
-                    }
+        IO::from_callback_untraced(move |cb: Callback<(), E>| {
+            let mut state = shared.state.lock();
+            // The queue may have changed since `offer_now`.
+            let element = match Shared::hand_to_taker(&mut state, element) {
+                Ok(wake) => {
+                    drop(state);
+                    Shared::finish(&shared, wake);
+                    cb.succeed(());
+                    return None;
                 }
-                let id = state.offerers.push(Offerer {
-                    slot: slot1,
-                    callback: cb.into_raw(),
-                });
-                *id1.lock() = Some(id);
-                None
+                Err(element) => element,
+            };
+            if shared.kind == Kind::Bounded && state.buffer.len() < shared.capacity {
+                state.buffer.push_back(element);
+                drop(state);
+                cb.succeed(());
+                return None;
+            }
+            let id = state.offerers.push(Offerer {
+                element,
+                callback: cb.into_raw(),
             });
-            let cleanup = IO::delay_untraced(move || {
-                if let Some(id) = *id2.lock() {
-                    s2.cancel_offerer(id);
-                }
-            });
-            poll.apply_untraced(wait).on_cancel_untraced(cleanup)
+            drop(state);
+            Some(IO::delay_untraced(move || shared.cancel_offerer(id)))
         })
     }
 
@@ -433,8 +458,8 @@ impl<A: Send + 'static> Queue<A> {
     pub fn try_take<E: Send + 'static>(&self) -> IO<Option<A>, E> {
         let shared = self.shared.clone();
         IO::delay_at::<Named<TryTake>, _>(here(), move || {
-            let (element, woken) = shared.take_now();
-            wake(woken);
+            let (element, wake) = Shared::take_locked(&mut shared.state.lock());
+            Shared::finish(&shared, wake);
             element
         })
     }
@@ -448,8 +473,8 @@ impl<A: Send + 'static> Queue<A> {
         // offerer's. A step is never interrupted, so it needs no mask; only
         // a wait does.
         IO::defer_at::<Named<Take>, _>(here(), move || {
-            let (element, woken) = shared.take_now();
-            wake(woken);
+            let (element, wake) = Shared::take_locked(&mut shared.state.lock());
+            Shared::finish(&shared, wake);
             match element {
                 Some(element) => IO::pure(element),
                 None => Queue::take_waiting(shared),
@@ -457,60 +482,28 @@ impl<A: Send + 'static> Queue<A> {
         })
     }
 
-    /// A take that has to wait: masked, with the wait itself unmasked and a
-    /// cleanup if it is canceled.
+    /// A take that has to wait: one suspension, resumed with the element
+    /// by the offerer that pops it; its registration checks the queue again
+    /// under the lock, and its cleanup leaves the list.
     fn take_waiting<E: Send + 'static>(shared: Arc<Shared<A>>) -> IO<A, E> {
-        IO::uncancelable_untraced(move |poll| {
-            let slot = Arc::new(Mutex::new(TakerSlot::Waiting));
-            let id_cell = Arc::new(Mutex::new(None::<u64>));
-            let (s1, s2) = (shared.clone(), shared);
-            let (slot1, slot2, slot3) = (slot.clone(), slot.clone(), slot);
-            let (id1, id2) = (id_cell.clone(), id_cell);
-            let wait = IO::from_callback_untraced(move |cb: Callback<(), E>| {
-                // Check again under the lock before waiting.
-                let mut state = s1.state.lock();
-                let ready =
-                    state.buffer.pop_front().map(|e| (e, None)).or_else(|| {
-                        Shared::take_from_offerer(&mut state).map(|(e, w)| (e, Some(w)))
-                    });
-                if let Some((element, offerer)) = ready {
-                    let refill = if offerer.is_none() {
-                        Shared::take_from_offerer(&mut state).map(|(next, w)| {
-                            state.buffer.push_back(next);
-                            w
-                        })
-                    } else {
-                        offerer
-                    };
-                    drop(state);
-                    *slot1.lock() = TakerSlot::Filled(element);
-                    wake(refill);
-                    cb.succeed(());
-                    return None;
-                }
-                let id = state.takers.push(Taker {
-                    slot: slot1,
-                    callback: cb.into_raw(),
+        IO::from_callback_untraced(move |cb: Callback<Handed<A>, E>| {
+            let mut state = shared.state.lock();
+            if let (Some(element), wake) = Shared::take_locked(&mut state) {
+                drop(state);
+                Shared::finish(&shared, wake);
+                cb.succeed(Handed {
+                    element: Some(element),
+                    shared,
                 });
-                *id1.lock() = Some(id);
-                None
-            });
-            let cleanup = IO::delay_untraced(move || {
-                let id = *id2.lock();
-                wake(s2.cancel_taker(id, &slot2));
-            });
-            poll.apply_untraced(wait)
-                .on_cancel_untraced(cleanup)
-                .flat_map_untraced(move |()| {
-                    IO::delay_untraced(move || {
-                        match core::mem::replace(&mut *slot3.lock(), TakerSlot::Waiting) {
-                            TakerSlot::Filled(element) => element,
-                            TakerSlot::Waiting => {
-                                unreachable!("io-core: a woken taker finds its element")
-                            }
-                        }
-                    })
-                })
+                return None;
+            }
+            let id = state.takers.push(cb.into_raw());
+            drop(state);
+            Some(IO::delay_untraced(move || shared.cancel_taker(id)))
+        })
+        .map_untraced(|mut handed| match handed.element.take() {
+            Some(element) => element,
+            None => unreachable!("io-core: a handed element is taken once"),
         })
     }
 }

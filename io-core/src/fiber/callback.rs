@@ -44,9 +44,20 @@ impl RawCallback {
     /// Delivers `res` if this is the first completion of the current
     /// suspension (`Claim::Won`); otherwise changes nothing and drops it.
     pub(crate) fn complete(&self, res: Res) -> Claim {
+        match self.complete_or_give_back(res) {
+            Ok(()) => Claim::Won,
+            Err(_res) => Claim::Lost,
+        }
+    }
+
+    /// Delivers `res` if this is the first completion of the current
+    /// suspension; otherwise gives it back unchanged (for data types that
+    /// hand a waiter an element that must not be lost when the waiter was
+    /// canceled first).
+    pub(crate) fn complete_or_give_back(&self, res: Res) -> Result<(), Res> {
         let header = self.header();
         if header.claim(self.generation) == Claim::Lost {
-            return Claim::Lost;
+            return Err(res);
         }
         match header.deliver(res) {
             TransitionToDelivered::FiberNotSuspended => {}
@@ -56,7 +67,7 @@ impl RawCallback {
                 (self.vtable.schedule)(self.fiber.as_ptr())
             },
         }
-        Claim::Won
+        Ok(())
     }
 }
 
