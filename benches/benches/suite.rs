@@ -31,7 +31,7 @@
 //! once and checks its result before measuring, and drops the runtime when
 //! done (a filtered-out benchmark builds and runs nothing).
 //!
-//! # Workloads × runtimes (347 benchmarks)
+//! # Workloads × runtimes (359 benchmarks)
 //!
 //! | Group (`suite.` omitted)                     | sizes            | single wstp batching spindle_tokio | tokio | tokio_mt | count |
 //! |----------------------------------------------|------------------|:---:|:---:|:---:|---:|
@@ -52,6 +52,7 @@
 //! | Parallel `.parTraverse`                      | 100, 1000        | ✓ | ✓ | ✓ | 12 |
 //! | WorkStealing `.scheduling/.alloc/.runnableScheduling` | 10,000 / 250 / 10,000 | wstp, spindle_tokio | – | ✓ | 9 |
 //! | Rt `.spawn_many/.yield_many/.ping_pong/.chained_spawn` | 10,000 / 200 / 1,000 / 1,000 | ✓ | ✓ | ✓ | 24 |
+//! | PingPong `.queue/.deferred` (two fibers, a wake-up each way per round trip) | 1,000 round trips | ✓ | ✓ (`mpsc`/`oneshot`) | ✓ | 12 |
 //!
 //! Notes on a few rows (`benches/PORTS.md` has all of them):
 //!
@@ -484,6 +485,15 @@ fn rt_shapes(c: &mut Criterion) {
         .spindle_all(Program(p::ping_pong), p::NUM_PINGS)
         .tokio(p::NUM_PINGS, t::ping_pong)
         .tokio_mt(p::NUM_PINGS, t::ping_pong);
+    let n = u64::from(p::ROUND_TRIPS);
+    Group::new(c, "PingPong", "queue", n, n)
+        .spindle_all(Program(p::ping_pong_queue), p::ROUND_TRIPS)
+        .tokio(p::ROUND_TRIPS, t::ping_pong_queue)
+        .tokio_mt(p::ROUND_TRIPS, t::ping_pong_queue);
+    Group::new(c, "PingPong", "deferred", n, n)
+        .spindle_all(Program(p::ping_pong_deferred), p::ROUND_TRIPS)
+        .tokio(p::ROUND_TRIPS, t::ping_pong_deferred)
+        .tokio_mt(p::ROUND_TRIPS, t::ping_pong_deferred);
     let n = p::CHAIN as u64;
     Group::new(c, "Rt", "chained_spawn", n, n)
         .spindle_all(Program(p::chained_spawn), p::CHAIN)

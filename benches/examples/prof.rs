@@ -231,6 +231,53 @@ fn deferred_ping_pong() -> P {
     })
 }
 
+/// `N` steps, each `op(i)` then a bind to the next step: subtract
+/// `shallow_pure` (one `pure` and one bind per step) for the cost of `op`.
+fn steps(op: impl Fn(i32) -> P + Send + Sync + 'static) -> P {
+    fn go(i: i32, op: std::sync::Arc<dyn Fn(i32) -> P + Send + Sync>) -> P {
+        if i < N {
+            op(i).flat_map(move |j| go(j + 1, op))
+        } else {
+            IO::pure(i)
+        }
+    }
+    go(0, std::sync::Arc::new(op))
+}
+
+fn ref_modify() -> P {
+    let r = spindle_core::Ref::new(0i32);
+    steps(move |i| r.modify(move |v| {
+        *v += 1;
+        i
+    }))
+}
+
+fn mutex_lock() -> P {
+    let m = spindle_core::Mutex::new();
+    steps(move |i| m.with_lock(IO::pure(i)))
+}
+
+fn mutex_resource() -> P {
+    let m = spindle_core::Mutex::new();
+    steps(move |i| m.lock().use_with(move |()| IO::pure(i)))
+}
+
+fn deferred_get_done() -> P {
+    let d = spindle_core::Deferred::<i32>::new();
+    IO::defer(move || {
+        let _ = d.clone();
+        d.complete(0).flat_map(move |_| steps(move |i| d.get().map(move |_| i)))
+    })
+}
+
+fn queue_offer_take() -> P {
+    let q = spindle_core::Queue::<i32>::bounded(1).expect("capacity 1");
+    steps(move |i| {
+        let q2 = q.clone();
+        q.offer(i).flat_map(move |()| q2.take())
+    })
+}
+
 fn cede() -> P {
     fn go(i: i32) -> P {
         if i < N {
@@ -242,8 +289,56 @@ fn cede() -> P {
     go(0)
 }
 
+/// The tokio counterparts (current-thread runtime), for instruction
+/// counts side by side: `tokio_queue_ping_pong` (two `mpsc::channel(1)`)
+/// and `tokio_deferred_ping_pong` (a fresh pair of `oneshot`s and a
+/// spawned responder per round, as `deferred_ping_pong`).
+fn run_tokio(name: &str) -> i32 {
+    use tokio::sync::{mpsc, oneshot};
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("a runtime");
+    match name {
+        "tokio_queue_ping_pong" => rt.block_on(async {
+            let (ping_tx, mut ping_rx) = mpsc::channel::<i32>(1);
+            let (pong_tx, mut pong_rx) = mpsc::channel::<i32>(1);
+            let responder = tokio::spawn(async move {
+                for _ in 0..ROUNDS {
+                    let x = ping_rx.recv().await.expect("a ping");
+                    pong_tx.send(x).await.expect("a pinger");
+                }
+            });
+            let mut n = 0;
+            while n < ROUNDS {
+                ping_tx.send(n).await.expect("a responder");
+                n = pong_rx.recv().await.expect("a pong") + 1;
+            }
+            responder.await.expect("the responder");
+            n
+        }),
+        "tokio_deferred_ping_pong" => rt.block_on(async {
+            let mut n = 0;
+            while n < ROUNDS {
+                let (ping_tx, ping_rx) = oneshot::channel::<i32>();
+                let (pong_tx, pong_rx) = oneshot::channel::<i32>();
+                tokio::spawn(async move {
+                    let x = ping_rx.await.expect("a ping");
+                    pong_tx.send(x + 1).expect("a pinger");
+                });
+                ping_tx.send(n).expect("a responder");
+                n = pong_rx.await.expect("a pong");
+            }
+            n
+        }),
+        other => panic!("unknown workload {other}"),
+    }
+}
+
 #[inline(never)]
 fn run_workload(name: &str) -> i32 {
+    if name.starts_with("tokio_") {
+        return run_tokio(name) + run_tokio(name);
+    }
     let build: fn() -> P = match name {
         "shallow_pure" => shallow_pure,
         "shallow_delay" => shallow_delay,
@@ -260,6 +355,12 @@ fn run_workload(name: &str) -> i32 {
         "timeout" => timeout,
         "queue_ping_pong" => queue_ping_pong,
         "deferred_ping_pong" => deferred_ping_pong,
+        "ref_modify" => ref_modify,
+        "mutex_lock" => mutex_lock,
+        "mutex_resource" => mutex_resource,
+        "deferred_get_done" => deferred_get_done,
+        "queue_offer_take" => queue_offer_take,
+        "steps_pure" => || steps(IO::pure),
         other => panic!("unknown workload {other}"),
     };
     let batching = std::env::args().nth(2).as_deref() == Some("batching");

@@ -6,6 +6,7 @@
 
 use std::convert::Infallible;
 use std::hint::black_box;
+use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering::Relaxed};
 use std::time::Duration;
@@ -848,5 +849,75 @@ pub fn chained_spawn() -> Io<usize> {
     IO::defer(|| {
         let done = Deferred::<usize>::new();
         chain(done.clone(), CHAIN).product_r(done.get())
+    })
+}
+
+/// `PingPong`: round trips per operation.
+pub const ROUND_TRIPS: u32 = 1_000;
+
+/// `PingPong.queue`: two fibers pass a number back and forth through two
+/// `Queue::bounded(1)`, [`ROUND_TRIPS`] times; every take waits for the
+/// other fiber's offer (a wake-up each way per round trip).
+pub fn ping_pong_queue() -> Io<u32> {
+    IO::defer(|| {
+        let bounded = || Queue::<u32>::bounded(1).expect("capacity 1");
+        let (ping, pong) = (bounded(), bounded());
+        let (ping_rx, pong_tx) = (ping.clone(), pong.clone());
+        let responder: Io<u32> = IO::tail_rec(0, move |n| {
+            if n == ROUND_TRIPS {
+                return IO::pure(ControlFlow::Break(n));
+            }
+            let pong_tx = pong_tx.clone();
+            ping_rx
+                .take()
+                .flat_map(move |x| pong_tx.offer(x + 1))
+                .map(move |()| ControlFlow::Continue(n + 1))
+        });
+        responder.start().flat_map(move |responder| {
+            let pinger: Io<u32> = IO::tail_rec(0, move |n| {
+                if n == ROUND_TRIPS {
+                    return IO::pure(ControlFlow::Break(n));
+                }
+                let pong = pong.clone();
+                ping.offer(n)
+                    .flat_map(move |()| pong.take())
+                    .map(ControlFlow::Continue)
+            });
+            pinger.flat_map(move |n| responder.join_void().map(move |()| n))
+        })
+    })
+}
+
+/// `PingPong.deferred`: the same two fibers, each message through a fresh
+/// `Deferred` (made up front, two per round trip).
+pub fn ping_pong_deferred() -> Io<u32> {
+    IO::defer(|| {
+        let pings: Vec<Deferred<u32>> = (0..ROUND_TRIPS).map(|_| Deferred::new()).collect();
+        let pongs: Vec<Deferred<u32>> = (0..ROUND_TRIPS).map(|_| Deferred::new()).collect();
+        let (pings_rx, pongs_tx) = (Arc::new(pings.clone()), Arc::new(pongs.clone()));
+        let responder: Io<u32> = IO::tail_rec(0, move |n| {
+            if n == ROUND_TRIPS {
+                return IO::pure(ControlFlow::Break(n));
+            }
+            let pongs_tx = pongs_tx.clone();
+            pings_rx[n as usize]
+                .get()
+                .flat_map(move |x| pongs_tx[n as usize].complete(x + 1))
+                .map(move |_| ControlFlow::Continue(n + 1))
+        });
+        let (pings, pongs) = (Arc::new(pings), Arc::new(pongs));
+        responder.start().flat_map(move |responder| {
+            let pinger: Io<u32> = IO::tail_rec(0, move |n| {
+                if n == ROUND_TRIPS {
+                    return IO::pure(ControlFlow::Break(n));
+                }
+                let pongs = pongs.clone();
+                pings[n as usize]
+                    .complete(n)
+                    .flat_map(move |_| pongs[n as usize].get())
+                    .map(ControlFlow::Continue)
+            });
+            pinger.flat_map(move |n| responder.join_void().map(move |()| n))
+        })
     })
 }

@@ -19,8 +19,8 @@ use tokio::task::{JoinHandle, yield_now};
 
 use crate::programs::{
     ALLOC_FIBERS, ALLOC_LIMIT, BLOCKING_SIZE, CHAIN, CPU_TOKENS, NANO, NUM_PINGS, NUM_SPAWN,
-    NUM_YIELD, SCHED_FIBERS, SCHED_LIMIT, YIELD_TASKS, address_sum, allocation, consume_cpu,
-    countdown,
+    NUM_YIELD, ROUND_TRIPS, SCHED_FIBERS, SCHED_LIMIT, YIELD_TASKS, address_sum, allocation,
+    consume_cpu, countdown,
 };
 
 /// A boxed future that may move between workers: the unit of recursion.
@@ -788,4 +788,46 @@ pub async fn chained_spawn() -> usize {
     let (tx, rx) = oneshot::channel();
     chain(tx, CHAIN);
     rx.await.expect("the chain ended")
+}
+
+/// `PingPong.queue`: two tasks pass a number back and forth through two
+/// `mpsc::channel(1)`.
+pub async fn ping_pong_queue() -> u32 {
+    let (ping_tx, mut ping_rx) = mpsc::channel::<u32>(1);
+    let (pong_tx, mut pong_rx) = mpsc::channel::<u32>(1);
+    let responder = tokio::spawn(async move {
+        for _ in 0..ROUND_TRIPS {
+            let x = ping_rx.recv().await.expect("a ping");
+            pong_tx.send(x + 1).await.expect("the pinger listens");
+        }
+    });
+    let mut n = 0;
+    while n < ROUND_TRIPS {
+        ping_tx.send(n).await.expect("the responder listens");
+        n = pong_rx.recv().await.expect("a pong");
+    }
+    responder.await.expect("the responder");
+    n
+}
+
+/// `PingPong.deferred`: the same two tasks, each message through a fresh
+/// `oneshot` (made up front, two per round trip).
+pub async fn ping_pong_deferred() -> u32 {
+    let (ping_tx, ping_rx): (Vec<_>, Vec<_>) =
+        (0..ROUND_TRIPS).map(|_| oneshot::channel::<u32>()).unzip();
+    let (pong_tx, pong_rx): (Vec<_>, Vec<_>) =
+        (0..ROUND_TRIPS).map(|_| oneshot::channel::<u32>()).unzip();
+    let responder = tokio::spawn(async move {
+        for (rx, tx) in ping_rx.into_iter().zip(pong_tx) {
+            let x = rx.await.expect("a ping");
+            tx.send(x + 1).expect("the pinger listens");
+        }
+    });
+    let mut n = 0;
+    for (tx, rx) in ping_tx.into_iter().zip(pong_rx) {
+        tx.send(n).expect("the responder listens");
+        n = rx.await.expect("a pong");
+    }
+    responder.await.expect("the responder");
+    n
 }
