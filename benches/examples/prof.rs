@@ -246,10 +246,12 @@ fn steps(op: impl Fn(i32) -> P + Send + Sync + 'static) -> P {
 
 fn ref_modify() -> P {
     let r = spindle_core::Ref::new(0i32);
-    steps(move |i| r.modify(move |v| {
-        *v += 1;
-        i
-    }))
+    steps(move |i| {
+        r.modify(move |v| {
+            *v += 1;
+            i
+        })
+    })
 }
 
 fn mutex_lock() -> P {
@@ -266,7 +268,8 @@ fn deferred_get_done() -> P {
     let d = spindle_core::Deferred::<i32>::new();
     IO::defer(move || {
         let _ = d.clone();
-        d.complete(0).flat_map(move |_| steps(move |i| d.get().map(move |_| i)))
+        d.complete(0)
+            .flat_map(move |_| steps(move |i| d.get().map(move |_| i)))
     })
 }
 

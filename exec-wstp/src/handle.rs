@@ -149,15 +149,34 @@ impl Shared {
 /// it over (see `Handle::run`): marked, so that a `block_on` from inside
 /// that fiber is refused as nested (it would wait on the very thread the
 /// fiber needs).
+///
+/// A main fiber that yields (`cede`, or its auto-yield budget) while it runs
+/// here is kept here and run again at once, as tokio's `block_on` polls its
+/// future again on the calling thread: the other fibers run on the workers
+/// meanwhile, so nothing waits for it, and a program that only computes and
+/// yields never pays a hand-off. Only a wait (a suspension) hands it to the
+/// workers: whatever resumes it schedules it there.
 mod inline {
-    use std::cell::Cell;
+    use std::cell::{Cell, RefCell};
 
-    use super::Shared;
+    use super::{Fiber, Handle, Shared};
 
     thread_local! {
         /// The pool (its shared state's address) whose main fiber this
         /// thread runs now; 0 when none.
         static RUNS: Cell<usize> = const { Cell::new(0) };
+        /// The main fiber, when it yielded during the inline run.
+        static YIELDED: RefCell<Option<Fiber<Handle>>> = const { RefCell::new(None) };
+    }
+
+    /// Keeps the yielding main fiber for the inline run to run again.
+    pub(super) fn keep(fiber: Fiber<Handle>) {
+        YIELDED.with(|yielded| *yielded.borrow_mut() = Some(fiber));
+    }
+
+    /// The main fiber, if it yielded since the last call.
+    pub(super) fn take_yielded() -> Option<Fiber<Handle>> {
+        YIELDED.with(|yielded| yielded.borrow_mut().take())
     }
 
     /// Whether this thread runs a main fiber of `shared` now.
@@ -236,6 +255,9 @@ impl Executor for Handle {
             // Behind the local work, without waking anyone: if the queue is
             // empty this worker runs the fiber again at once.
             Some(ctx) => ctx.local.push(fiber),
+            // The main fiber, yielding while `block_on` runs it on the
+            // calling thread: run again there (see `inline`).
+            None if inline::runs(shared) => inline::keep(fiber),
             None => shared.inject(fiber),
         })
     }
@@ -379,15 +401,25 @@ impl Handle {
         }
         let (main, fiber) = MainFiber::new(io, self.clone(), std::thread::current());
         // The main fiber runs here first, on the calling thread, until it
-        // first waits, yields or ends (tokio's `block_on` runs its future
-        // on the calling thread): a program that never waits costs no
-        // hand-off to a worker and back, two thread wake-ups. Whatever
-        // resumes it later schedules it on the workers as usual. Sockets
-        // it makes meanwhile register with worker 0's poller.
+        // first waits or ends (tokio's `block_on` runs its future on the
+        // calling thread): a program that never waits costs no hand-off to
+        // a worker and back, two thread wake-ups; a yield runs it again
+        // here. Whatever resumes it after a wait schedules it on the
+        // workers as usual. Sockets it makes meanwhile register with worker
+        // 0's poller.
         {
             let _inline = inline::Enter::new(shared);
             let reactor = &shared.remotes[0].reactor;
-            spindle_net::driver::with_driver(reactor, || fiber.run());
+            spindle_net::driver::with_driver(reactor, || {
+                let mut fiber = fiber;
+                loop {
+                    fiber.run();
+                    match inline::take_yielded() {
+                        Some(yielded) => fiber = yielded,
+                        None => break,
+                    }
+                }
+            });
         }
         main.park_until_ended();
         if let Some(outcome) = main.take() {

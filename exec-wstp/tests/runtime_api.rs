@@ -129,6 +129,36 @@ fn block_on_runs_the_main_fiber_on_the_calling_thread_until_its_first_wait() {
 }
 
 #[test]
+fn a_main_fiber_that_yields_keeps_running_on_the_calling_thread_and_other_fibers_still_run() {
+    let rt = runtime(2);
+    let caller = std::thread::current().id();
+    let ran = Arc::new(AtomicBool::new(false));
+    let seen = ran.clone();
+    // The main fiber starts a fiber that runs on a worker, then yields
+    // until it has run: every yield comes back to the caller's thread.
+    let io = IO::<_, E>::delay(move || ran.store(true, Ordering::SeqCst))
+        .start::<E>()
+        .flat_map(move |_| {
+            IO::tail_rec(0u32, move |yields| {
+                if seen.load(Ordering::SeqCst) || yields > 1_000_000 {
+                    return IO::pure(ControlFlow::Break(yields));
+                }
+                IO::cede().map(move |()| {
+                    assert_eq!(std::thread::current().id(), caller, "after a yield");
+                    ControlFlow::Continue(yields + 1)
+                })
+            })
+        })
+        .map(move |yields| (yields, std::thread::current().id()));
+    let (yields, thread) = rt.block_on(io).expect("runs").succeeded().expect("a value");
+    assert_eq!(thread, caller, "the main fiber ended on the caller");
+    assert!(
+        yields <= 1_000_000,
+        "the started fiber ran on a worker meanwhile"
+    );
+}
+
+#[test]
 fn sockets_made_by_the_main_fiber_of_a_fresh_runtime_wait_even_before_its_workers_start() {
     // The main fiber runs inline on the caller, possibly before any worker
     // thread has started: its sockets' waits must still be polled (they
