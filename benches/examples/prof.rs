@@ -342,6 +342,27 @@ fn run_workload(name: &str) -> i32 {
     if name.starts_with("tokio_") {
         return run_tokio(name) + run_tokio(name);
     }
+    if let Some(executor) = name.strip_suffix("_block_on") {
+        // `N` block_ons of a one-map program, as the suite's MapCalls.one.
+        let program = || IO::<i32, i32>::delay(|| 0).map(|x| x + 1);
+        let mut total = 0;
+        match executor {
+            "wstp" => {
+                let rt = spindle_exec_wstp::Runtime::new().expect("exec-wstp");
+                for _ in 0..N {
+                    total += BLOCK_ON!(rt, program()).succeeded().expect("a value");
+                }
+            }
+            "single" => {
+                let rt = NEW_RT!();
+                for _ in 0..N {
+                    total += BLOCK_ON!(rt, program()).succeeded().expect("a value");
+                }
+            }
+            other => panic!("unknown executor {other}"),
+        }
+        return total;
+    }
     let build: fn() -> P = match name {
         "shallow_pure" => shallow_pure,
         "shallow_delay" => shallow_delay,

@@ -43,6 +43,7 @@ impl RawCallback {
 
     /// Delivers `res` if this is the first completion of the current
     /// suspension (`Claim::Won`); otherwise changes nothing and drops it.
+    #[inline]
     pub(crate) fn complete(&self, res: Res) -> Claim {
         match self.complete_or_give_back(res) {
             Ok(()) => Claim::Won,
@@ -54,6 +55,7 @@ impl RawCallback {
     /// suspension; otherwise gives it back unchanged (for data types that
     /// hand a waiter an element that must not be lost when the waiter was
     /// canceled first).
+    #[inline]
     pub(crate) fn complete_or_give_back(&self, res: Res) -> Result<(), Res> {
         let header = self.header();
         if header.claim(self.generation) == Claim::Lost {
