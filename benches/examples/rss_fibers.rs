@@ -94,7 +94,9 @@
 //! `Deferred::get`, ...) and so has a trace ring (16 events) and an entry
 //! in its executor's fiber registry. tokio has no equivalent; `none` is the
 //! like-for-like comparison. Built without the `tracing` feature
-//! (`--no-default-features`), nothing is recorded whatever the mode.
+//! (`--no-default-features`), nothing is recorded whatever the mode, and
+//! a fiber has no ring pointer or activity byte (16 bytes less): the
+//! report then says `tracing=off`.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::convert::Infallible;
@@ -286,6 +288,9 @@ impl Report {
         let hwm = per(s.hwm as f64 - b.rss as f64);
         let tracing = match self.tracing {
             None => "-",
+            // Built without the `tracing` feature: nothing is recorded,
+            // whatever the mode.
+            Some(_) if !cfg!(feature = "tracing") => "off",
             Some(TracingMode::None) => "none",
             Some(TracingMode::Cached) => "cached",
             Some(_) => "full",
