@@ -1,0 +1,143 @@
+//! A fiber's trace ring is made at its first recorded event, not when the
+//! fiber starts: a fiber that records nothing allocates no ring.
+//!
+//! A global allocator counts, per thread, the allocations of exactly the
+//! size of a ring's slots (`TRACE_CAPACITY` events of two pointers each:
+//! an operation and a call site; 2,048 bytes on a 64-bit target, a size
+//! nothing else in these runs allocates). Each run builds an exec-single
+//! executor (which runs its fibers on the thread that calls `block_on`)
+//! on a thread of its own, so that no ring freed earlier on that thread
+//! is waiting to be reused (`spare_rings` in io-core's
+//! `tracing/fiber_on.rs`) and every ring made is an allocation counted. The
+//! fiber measured is the main fiber of one `block_on`, started and run to
+//! completion while the count runs. The counts of the fibers that do record
+//! (one ring each) show that the method sees a ring when there is one.
+//!
+//! A binary of its own, so that the counting allocator serves only these
+//! tests; compiled out with tracing (no ring exists then).
+
+#![cfg(feature = "tracing")]
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+use spindle_core::{FiberConfig, IO, TracingMode};
+use spindle_exec_single::SingleThreaded;
+
+/// Events per fiber in these runs: a ring whose slots are an allocation of
+/// a size nothing else here makes.
+const TRACE_CAPACITY: usize = 128;
+
+/// The bytes of a ring's slots: an operation pointer and a call-site
+/// pointer per event (`spindle_trace::Ring`).
+const RING_SLOTS_BYTES: usize = TRACE_CAPACITY * 2 * size_of::<usize>();
+
+struct Counting;
+
+thread_local! {
+    /// Allocations of `RING_SLOTS_BYTES` on this thread, while `WATCHING`.
+    static RINGS: Cell<usize> = const { Cell::new(0) };
+    static WATCHING: Cell<bool> = const { Cell::new(false) };
+}
+
+fn note(size: usize) {
+    if size == RING_SLOTS_BYTES {
+        let _ = WATCHING.try_with(|watching| {
+            if watching.get() {
+                let _ = RINGS.try_with(|n| n.set(n.get() + 1));
+            }
+        });
+    }
+}
+
+// SAFETY: forwards every call to `System` unchanged; the count is in
+// thread-local `Cell`s (no allocation, no re-entrance).
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        note(layout.size());
+        // SAFETY: the caller's contract is `System`'s.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        note(layout.size());
+        // SAFETY: as above.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: as above.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        note(new_size);
+        // SAFETY: as above.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// The ring-sized allocations made while a fresh exec-single executor in
+/// tracing mode `mode` runs `make()`'s program as its main fiber, on a
+/// thread of its own.
+fn rings_allocated(mode: TracingMode, make: fn() -> IO<u64, ()>) -> usize {
+    std::thread::spawn(move || {
+        let config = FiberConfig::builder()
+            .tracing(mode)
+            .trace_capacity(TRACE_CAPACITY)
+            .build()
+            .unwrap();
+        let rt = SingleThreaded::builder()
+            .fiber_config(config)
+            .build()
+            .unwrap();
+        let program = make();
+        WATCHING.with(|w| w.set(true));
+        let outcome = rt.block_on(program);
+        WATCHING.with(|w| w.set(false));
+        assert!(outcome.unwrap().is_succeeded(), "the program succeeds");
+        RINGS.with(Cell::get)
+    })
+    .join()
+    .unwrap()
+}
+
+#[test]
+fn a_fiber_that_records_no_event_allocates_no_trace_ring() {
+    // Mode `cached`: the fiber traces from its start, but `pure` is no
+    // traced operation, so it never records.
+    assert_eq!(rings_allocated(TracingMode::Cached, || IO::pure(1)), 0);
+    assert_eq!(
+        rings_allocated(TracingMode::Cached, || IO::from_result(Ok(2))),
+        0
+    );
+}
+
+#[test]
+fn a_fiber_allocates_its_trace_ring_at_its_first_recorded_event_and_only_once() {
+    assert_eq!(rings_allocated(TracingMode::Cached, || IO::delay(|| 1)), 1);
+    assert_eq!(
+        rings_allocated(TracingMode::Cached, || {
+            IO::delay(|| 1).flat_map(|x| IO::delay(move || x + 1).map(|x| x * 2))
+        }),
+        1
+    );
+}
+
+#[test]
+fn a_fiber_in_mode_none_allocates_a_trace_ring_only_once_a_traced_scope_records() {
+    // Traced operations, but mode `none` and no traced scope: nothing is
+    // recorded, so no ring.
+    assert_eq!(
+        rings_allocated(TracingMode::None, || IO::delay(|| 1).map(|x| x + 1)),
+        0
+    );
+    // The same program inside `traced()`: its events are recorded, in a
+    // ring made then.
+    assert_eq!(
+        rings_allocated(TracingMode::None, || IO::delay(|| 1)
+            .map(|x| x + 1)
+            .traced()),
+        1
+    );
+}
