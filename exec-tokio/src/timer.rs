@@ -60,29 +60,25 @@ pub(crate) fn set(shared: &Shared, deadline: Duration, callback: TimerCallback) 
     TimerKey(task.abort_handle())
 }
 
-/// A timer's task: sleeps until the deadline, then fires the callback.
-/// Written out rather than as an `async` block so that it holds nothing
-/// else (see the module doc): aborted, it drops the callback unfired and
-/// the count with it.
-pub(crate) struct Fire {
-    sleep: tokio::time::Sleep,
-    callback: Option<TimerCallback>,
-    _pending: InFlight,
+pin_project_lite::pin_project! {
+    /// A timer's task: sleeps until the deadline, then fires the callback.
+    /// Written out rather than as an `async` block so that it holds nothing
+    /// else (see the module doc): aborted, it drops the callback unfired
+    /// and the count with it.
+    pub(crate) struct Fire {
+        #[pin]
+        sleep: tokio::time::Sleep,
+        callback: Option<TimerCallback>,
+        _pending: InFlight,
+    }
 }
 
 impl Future for Fire {
     type Output = ();
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        // SAFETY: `sleep` is the only pinned field (structural pinning):
-        // nothing moves it out of a `Fire` (no method takes it, and `Fire`
-        // has no `Drop` of its own), and `Fire` is `!Unpin` because the
-        // `Sleep` is; `callback` is not pinned and is only taken.
-        let this = unsafe { self.get_unchecked_mut() };
-        // SAFETY: as above: `this.sleep` stays in place until the `Fire`
-        // is dropped.
-        let sleep = unsafe { Pin::new_unchecked(&mut this.sleep) };
-        if sleep.poll(cx).is_pending() {
+        let this = self.project();
+        if this.sleep.poll(cx).is_pending() {
             return Poll::Pending;
         }
         if let Some(callback) = this.callback.take() {
