@@ -4,7 +4,7 @@
 mod common;
 
 use common::{Counter, Log, TestRuntime, eventually, rt_test};
-use spindle_core::{Deferred, IO, InvalidPermits, Outcome, Semaphore, UIO};
+use spindle_core::{Deferred, FiberConfig, IO, InvalidPermits, Outcome, Semaphore, UIO};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -13,6 +13,25 @@ type E = String;
 
 fn semaphore(permits: u64) -> Semaphore {
     Semaphore::new(permits).expect("a valid permit count")
+}
+
+/// A fiber configuration where every fiber yields after each step, so
+/// that another fiber's cancellation can land between any two steps.
+fn yield_after_every_step() -> FiberConfig {
+    FiberConfig::builder()
+        .auto_yield_after(1)
+        .build()
+        .expect("a valid configuration")
+}
+
+/// `io` after `steps` steps of its own (a `defer` each: with a yield after
+/// every step, one turn each).
+fn after_steps(steps: usize, io: IO<(), E>) -> IO<(), E> {
+    if steps == 0 {
+        io
+    } else {
+        IO::defer(move || after_steps(steps - 1, io))
+    }
 }
 
 rt_test! {
@@ -192,6 +211,35 @@ rt_test! {
         let outcome = run(io).succeeded().expect("succeeds");
         assert!(outcome.is_succeeded() || outcome.is_canceled(), "{outcome:?}");
         assert_eq!((sem.available(), sem.waiting()), (1, 0), "{outcome:?}");
+    }
+
+    fn a_with_permit_canceled_while_it_waits_or_right_after_it_is_woken_takes_no_permit() {
+        // Through the waiting path: a holder keeps the only permit for 20 of
+        // its steps, and the waiter is canceled after 0, 1, 2, ... steps of
+        // the canceler: before it asks, while it starts to wait (before its
+        // registration ran), while it waits, as it is woken with the
+        // permit, or once it holds it.
+        for steps in 0..40 {
+            let sem = semaphore(1);
+            let (holder, waiter) = (sem.clone(), sem.clone());
+            let io: IO<Outcome<(), E>, E> = holder
+                .with_permit(after_steps(20, IO::unit()))
+                .start()
+                .flat_map(move |h| {
+                    waiter.with_permit(IO::unit()).start().flat_map(move |w| {
+                        after_steps(steps, IO::unit())
+                            .product_r(w.cancel())
+                            .product_r(w.join())
+                            .flat_map(move |outcome| h.join_void().map_to(outcome))
+                    })
+                });
+            let outcome = rt_with_config(yield_after_every_step())
+                .run(io)
+                .succeeded()
+                .expect("the canceler succeeds");
+            assert!(outcome.is_succeeded() || outcome.is_canceled(), "{steps}: {outcome:?}");
+            assert_eq!((sem.available(), sem.waiting()), (1, 0), "{steps}: {outcome:?}");
+        }
     }
 
     fn many_canceled_waiters_leave_every_permit_in_place() {

@@ -13,7 +13,8 @@
 //! uncancelable region with an `on_cancel` cleanup. The cleanup finds the
 //! waiter still queued (it removes it) or finds that the permit was already
 //! handed over (the fiber was resumed, and canceled right after): it then
-//! releases that permit again.
+//! releases that permit again; a fiber canceled before its registration ran
+//! holds nothing and gives nothing back.
 
 use core::fmt;
 
@@ -93,6 +94,9 @@ impl Shared {
 /// How an `acquire` ended, for its cancellation cleanup.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Ticket {
+    /// Has not asked yet (canceled before its registration ran): holds
+    /// nothing.
+    Unasked,
     /// Queued with this id.
     Waiting(u64),
     /// Took a permit.
@@ -197,12 +201,13 @@ impl Semaphore {
     /// `acquire` when it may have to wait.
     fn acquire_slow<E: Send + 'static>(shared: Arc<Shared>) -> IO<(), E> {
         IO::uncancelable_untraced(move |poll| {
-            let ticket = Arc::new(Mutex::new(Ticket::Granted));
+            let ticket = Arc::new(Mutex::new(Ticket::Unasked));
             let (t1, t2) = (ticket.clone(), ticket);
             let (s1, s2) = (shared.clone(), shared);
             let wait: IO<(), E> = IO::from_callback_untraced(move |cb: Callback<(), E>| {
                 let mut state = s1.state.lock();
                 if state.take_free() {
+                    *t1.lock() = Ticket::Granted;
                     drop(state);
                     cb.succeed(());
                 } else {
@@ -221,6 +226,7 @@ impl Semaphore {
                     // waiter between the two reads.
                     let mut state = s2.state.lock();
                     match *t2.lock() {
+                        Ticket::Unasked => false,
                         Ticket::Waiting(id) => {
                             drop(state.waiters.remove(id));
                             false
