@@ -246,10 +246,12 @@ fn steps(op: impl Fn(i32) -> P + Send + Sync + 'static) -> P {
 
 fn ref_modify() -> P {
     let r = spindle_core::Ref::new(0i32);
-    steps(move |i| r.modify(move |v| {
-        *v += 1;
-        i
-    }))
+    steps(move |i| {
+        r.modify(move |v| {
+            *v += 1;
+            i
+        })
+    })
 }
 
 fn mutex_lock() -> P {
@@ -266,7 +268,8 @@ fn deferred_get_done() -> P {
     let d = spindle_core::Deferred::<i32>::new();
     IO::defer(move || {
         let _ = d.clone();
-        d.complete(0).flat_map(move |_| steps(move |i| d.get().map(move |_| i)))
+        d.complete(0)
+            .flat_map(move |_| steps(move |i| d.get().map(move |_| i)))
     })
 }
 
@@ -290,9 +293,10 @@ fn cede() -> P {
 }
 
 /// The tokio counterparts (current-thread runtime), for instruction
-/// counts side by side: `tokio_queue_ping_pong` (two `mpsc::channel(1)`)
-/// and `tokio_deferred_ping_pong` (a fresh pair of `oneshot`s and a
-/// spawned responder per round, as `deferred_ping_pong`).
+/// counts side by side: `tokio_queue_ping_pong` (two `mpsc::channel(1)`),
+/// `tokio_deferred_ping_pong` (a fresh pair of `oneshot`s and a
+/// spawned responder per round, as `deferred_ping_pong`) and
+/// `tokio_mutex_lock` (`N` uncontended locks, as `mutex_lock`).
 fn run_tokio(name: &str) -> i32 {
     use tokio::sync::{mpsc, oneshot};
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -327,6 +331,17 @@ fn run_tokio(name: &str) -> i32 {
                 });
                 ping_tx.send(n).expect("a responder");
                 n = pong_rx.await.expect("a pong");
+            }
+            n
+        }),
+        // `N` uncontended `Mutex::lock().await` and drops: the suite's
+        // Mutex.happyPath reference, against `mutex_lock`/`mutex_resource`.
+        "tokio_mutex_lock" => rt.block_on(async {
+            let m = tokio::sync::Mutex::new(());
+            let mut n = 0;
+            while n < N {
+                drop(black_box(&m).lock().await);
+                n += 1;
             }
             n
         }),

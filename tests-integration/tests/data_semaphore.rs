@@ -34,6 +34,15 @@ fn after_steps(steps: usize, io: IO<(), E>) -> IO<(), E> {
     }
 }
 
+/// Starts `holder` (which takes a permit) after `steps` steps of its own,
+/// cancels it at once and joins it: as `steps` grows, the cancellation
+/// lands at each step of the holder in turn.
+fn cancel_after(steps: usize, holder: IO<(), E>) -> IO<Outcome<(), E>, E> {
+    after_steps(steps, holder)
+        .start()
+        .flat_map(|h| h.cancel().product_r(h.join()))
+}
+
 rt_test! {
     fn a_semaphore_of_zero_permits_is_invalid_permits() {
         assert_eq!(Semaphore::new(0).err(), Some(InvalidPermits));
@@ -213,6 +222,22 @@ rt_test! {
         assert_eq!((sem.available(), sem.waiting()), (1, 0), "{outcome:?}");
     }
 
+    fn a_with_permit_canceled_right_after_it_takes_a_free_permit_releases_it_exactly_once() {
+        // Every fiber yields after each step, and the cancellation lands
+        // after 0, 1, 2, ... steps of the holder: one of them between the
+        // step that takes the free permit and the one that installs its
+        // release (on the single-threaded executor, deterministically).
+        for steps in 0..40 {
+            let sem = semaphore(1);
+            let outcome = rt_with_config(yield_after_every_step())
+                .run(cancel_after(steps, sem.with_permit(IO::unit())))
+                .succeeded()
+                .expect("the canceler succeeds");
+            assert!(outcome.is_succeeded() || outcome.is_canceled(), "{steps}: {outcome:?}");
+            assert_eq!((sem.available(), sem.waiting()), (1, 0), "{steps}: {outcome:?}");
+        }
+    }
+
     fn a_with_permit_canceled_while_it_waits_or_right_after_it_is_woken_takes_no_permit() {
         // Through the waiting path: a holder keeps the only permit for 20 of
         // its steps, and the waiter is canceled after 0, 1, 2, ... steps of
@@ -240,6 +265,53 @@ rt_test! {
             assert!(outcome.is_succeeded() || outcome.is_canceled(), "{steps}: {outcome:?}");
             assert_eq!((sem.available(), sem.waiting()), (1, 0), "{steps}: {outcome:?}");
         }
+    }
+
+    fn with_permit_inside_an_uncancelable_region_releases_the_permit_when_its_use_errors() {
+        let sem = semaphore(1);
+        let inner = sem.clone();
+        let io: IO<u32, E> =
+            IO::uncancelable(move |_| inner.with_permit(IO::raise_error("boom".to_string())));
+        assert_eq!(run(io), Outcome::Errored("boom".to_string()));
+        assert_eq!((sem.available(), sem.waiting()), (1, 0));
+    }
+
+    fn the_use_of_with_permit_runs_with_the_cancelability_of_its_caller() {
+        // Unmasked: a self-cancel in the use is observed at once, the rest
+        // of the use does not run.
+        let sem = semaphore(1);
+        let ran = Counter::new();
+        let io: IO<(), E> = sem.with_permit(IO::<(), E>::canceled().product_r(ran.incr_io()));
+        assert_eq!(run(io), Outcome::Canceled);
+        assert_eq!((ran.get(), sem.available()), (0, 1), "unmasked");
+        // Masked: the use runs to its end, the cancellation is observed
+        // when the region ends, and the permit is back either way.
+        let inner = sem.clone();
+        let r = ran.clone();
+        let io: IO<(), E> = IO::uncancelable(move |_| {
+            inner.with_permit(IO::<(), E>::canceled().product_r(r.incr_io()))
+        })
+        .product_r(ran.incr_io());
+        assert_eq!(run(io), Outcome::Canceled);
+        assert_eq!((ran.get(), sem.available()), (1, 1), "masked");
+        // Masked, but polled: cancelable again.
+        let inner = sem.clone();
+        let r = ran.clone();
+        let io: IO<(), E> = IO::uncancelable(move |poll| {
+            poll.apply(inner.with_permit(IO::<(), E>::canceled().product_r(r.incr_io())))
+        });
+        assert_eq!(run(io), Outcome::Canceled);
+        assert_eq!((ran.get(), sem.available()), (1, 1), "polled");
+    }
+
+    fn nested_with_permits_inside_a_masked_region_each_hold_a_permit_and_release_it() {
+        let sem = semaphore(2);
+        let (outer, inner, inside) = (sem.clone(), sem.clone(), sem.clone());
+        let io: IO<u64, E> = IO::uncancelable(move |_| {
+            outer.with_permit(inner.with_permit(IO::delay(move || inside.available())))
+        });
+        assert_eq!(run(io), Outcome::Succeeded(0));
+        assert_eq!((sem.available(), sem.waiting()), (2, 0));
     }
 
     fn many_canceled_waiters_leave_every_permit_in_place() {

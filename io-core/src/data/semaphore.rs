@@ -11,10 +11,18 @@
 //!
 //! Cancellation gives no permit away: the wait runs under `poll` inside an
 //! uncancelable region with an `on_cancel` cleanup. The cleanup finds the
-//! waiter still queued (it removes it) or finds that the permit was already
+//! waiter still queued (it removes it), or finds that the permit was already
 //! handed over (the fiber was resumed, and canceled right after): it then
 //! releases that permit again; a fiber canceled before its registration ran
 //! holds nothing and gives nothing back.
+//!
+//! `with_permit` (and so `Mutex::with_lock` and `Mutex::lock().use_with`)
+//! takes a free permit in a `defer` that returns the program guarded by its
+//! release (`use.guarantee(release)`); the run-loop installs a guarantee
+//! that a `defer` returns in the same step, before it can observe
+//! cancellation again: no masked region, no waiter, and the use runs with
+//! its caller's cancelability. The release is done while the finalizer is
+//! built, so it has no step of its own either.
 
 use core::fmt;
 
@@ -23,14 +31,14 @@ use crate::erased::Value;
 use crate::fiber::{Callback, RawCallback};
 use crate::io::IO;
 use crate::sync::{Arc, Mutex};
-use crate::tracing::{Internal, NO_SITE, Named, Op, OpMeta, Site, here};
+use crate::tracing::{Internal, NO_SITE, Named, OpMeta, Site, here};
 
 // The operations as traces name them.
 super::trace_ops! {
     Acquire = "Semaphore::acquire",
     Release = "Semaphore::release",
+    WithPermit = "Semaphore::with_permit",
 }
-static WITH_PERMIT: Op = Op::new("Semaphore::with_permit");
 
 struct Waiter {
     /// Resumes the waiting fiber (with `()`).
@@ -262,7 +270,7 @@ impl Semaphore {
     /// Runs `io` holding a permit, released whatever the outcome.
     #[track_caller]
     pub fn with_permit<A: Send + 'static, E: Send + 'static>(&self, io: IO<A, E>) -> IO<A, E> {
-        self.with_permit_untraced(io).traced_as(&WITH_PERMIT)
+        self.with_permit_at::<Named<WithPermit>, A, E>(here(), io)
     }
 
     /// [`Semaphore::with_permit`] for io-core's own nodes (no trace event).
@@ -270,11 +278,110 @@ impl Semaphore {
         &self,
         io: IO<A, E>,
     ) -> IO<A, E> {
-        let (acquire, release) = (self.clone(), self.clone());
-        IO::bracket_untraced(
-            move |poll| poll.apply_untraced(acquire.acquire_untraced()),
-            move |_: &()| io,
-            move |_, _| release.release_untraced(),
-        )
+        self.with_permit_at::<Internal, A, E>(NO_SITE, io)
+    }
+
+    /// [`Semaphore::with_permit`] recorded as the operation `M` at `site`.
+    ///
+    /// A free permit (nobody waiting) is taken in a `defer`, which returns
+    /// `io` guarded by its release: the run-loop installs that guarantee in
+    /// the same step (see `fiber/run_loop.rs`), so no cancellation comes
+    /// between the permit and its release, and `io` runs with the caller's
+    /// cancelability, unmasked or masked. Otherwise the wait is a masked
+    /// region whose `poll` lets cancellation end the wait.
+    pub(crate) fn with_permit_at<M: OpMeta, A: Send + 'static, E: Send + 'static>(
+        &self,
+        site: Option<Site>,
+        io: IO<A, E>,
+    ) -> IO<A, E> {
+        let shared = self.shared.clone();
+        IO::defer_at::<M, _>(site, move || {
+            if shared.try_take() {
+                return Semaphore::holding(shared, io);
+            }
+            IO::uncancelable_untraced(move |poll| {
+                let held = shared.clone();
+                poll.apply_untraced(Semaphore::acquire_slow(shared))
+                    .flat_map_untraced(move |()| Semaphore::holding(held, poll.apply_untraced(io)))
+            })
+        })
+    }
+
+    /// The program `f` builds from `value`, run holding a permit, as
+    /// [`Semaphore::with_permit_at`] runs `io`: `Resource::use_with` of
+    /// `Mutex::lock` (`f` is the user's, called once the permit is held).
+    /// Recorded as the operation `M` at `site` (`Resource::use_with`), then
+    /// `L` at `lock_site` (`Mutex::lock`).
+    pub(crate) fn use_permit_at<M, L, A, B, E, F>(
+        &self,
+        site: Option<Site>,
+        lock_site: Option<Site>,
+        value: A,
+        f: F,
+    ) -> IO<B, E>
+    where
+        M: OpMeta,
+        L: OpMeta,
+        A: Send + 'static,
+        B: Send + 'static,
+        E: Send + 'static,
+        F: FnOnce(&A) -> IO<B, E> + Send + 'static,
+    {
+        let shared = self.shared.clone();
+        let take = move || {
+            if shared.try_take() {
+                let used = Semaphore::build_holding(&shared, &value, f);
+                return Semaphore::holding(shared, used);
+            }
+            IO::uncancelable_untraced(move |poll| {
+                let held = shared.clone();
+                poll.apply_untraced(Semaphore::acquire_slow(shared))
+                    .flat_map_untraced(move |()| {
+                        let used = Semaphore::build_holding(&held, &value, f);
+                        Semaphore::holding(held, poll.apply_untraced(used))
+                    })
+            })
+        };
+        // Two operations to record, so two nodes (one without tracing).
+        #[cfg(feature = "tracing")]
+        let take = move || IO::defer_at::<L, _>(lock_site, take);
+        #[cfg(not(feature = "tracing"))]
+        let _ = lock_site;
+        IO::defer_at::<M, _>(site, take)
+    }
+
+    /// Calls `f` (the user's) while a permit taken for its program is not
+    /// yet guarded by its release: if `f` panics, the permit goes back at
+    /// once, and the panic goes on (the fiber ends `Panicked`).
+    fn build_holding<A, B, E, F>(shared: &Arc<Shared>, value: &A, f: F) -> IO<B, E>
+    where
+        F: FnOnce(&A) -> IO<B, E>,
+    {
+        /// Gives the permit back when dropped (by unwinding only: it is
+        /// forgotten once `f` has returned).
+        struct GiveBack<'a>(&'a Shared);
+        impl Drop for GiveBack<'_> {
+            fn drop(&mut self) {
+                self.0.release_one();
+            }
+        }
+        let give_back = GiveBack(shared);
+        let used = f(value);
+        core::mem::forget(give_back);
+        used
+    }
+
+    /// `io` holding the permit just taken: the permit is released when `io`
+    /// ends, whatever the outcome. The release is done as the finalizer is
+    /// built, so that it has no program of its own to run (the run-loop
+    /// then goes on at once).
+    fn holding<A: Send + 'static, E: Send + 'static>(
+        shared: Arc<Shared>,
+        io: IO<A, E>,
+    ) -> IO<A, E> {
+        io.guarantee_with_untraced(move || {
+            shared.release_one();
+            IO::unit()
+        })
     }
 }
