@@ -2,12 +2,14 @@
 //!
 //! # Protocol
 //!
-//! The state (behind a short lock) is the number of available permits and a
-//! FIFO queue of waiters. `acquire` takes a permit at once if one is
-//! available and nobody waits; otherwise it queues a waiter and suspends.
-//! `release` hands its permit to the first waiter whose callback accepts it
-//! (a waiter whose fiber was canceled refuses, and the permit goes on to the
-//! next) or, with no taker, makes it available.
+//! The state is the number of available permits and a FIFO queue of
+//! waiters (`permits.rs`: the count is one atomic word, with a flag for
+//! "waiters queued"; the queue is behind a short lock). `acquire` takes a
+//! permit at once if one is available and nobody waits (a compare-and-swap,
+//! no lock); otherwise it queues a waiter and suspends.
+//! `release` hands its permit to the first waiter (if its fiber was
+//! canceled meanwhile, its cleanup gives the permit back) or, with nobody
+//! waiting, makes it available (a compare-and-swap, no lock).
 //!
 //! Cancellation gives no permit away: the wait runs under `poll` inside an
 //! uncancelable region with an `on_cancel` cleanup. The cleanup finds the
@@ -26,7 +28,7 @@
 
 use core::fmt;
 
-use super::waiters::WaiterList;
+use super::permits::{MAX_PERMITS, Permits};
 use crate::erased::Value;
 use crate::fiber::{Callback, RawCallback};
 use crate::io::IO;
@@ -43,59 +45,25 @@ super::trace_ops! {
 struct Waiter {
     /// Resumes the waiting fiber (with `()`).
     callback: RawCallback,
-    /// Set to `Granted` under the state lock when a release hands this
+    /// Set to `Granted` under the queue's lock when a release hands this
     /// waiter its permit.
     ticket: Arc<Mutex<Ticket>>,
 }
 
-struct State {
-    available: u64,
-    /// In arrival order; a canceled waiter is removed in O(log n).
-    waiters: WaiterList<Waiter>,
-}
-
-impl State {
-    /// Takes a permit if one is free and nobody waits for one.
-    fn take_free(&mut self) -> bool {
-        if self.available > 0 && self.waiters.is_empty() {
-            self.available -= 1;
-            true
-        } else {
-            false
-        }
-    }
-}
-
-struct Shared {
-    state: Mutex<State>,
-}
+/// The permits and the waiters (`permits.rs`: a free permit is taken, and
+/// a permit given back with nobody waiting, without a lock).
+type Shared = Permits<Waiter>;
 
 impl Shared {
-    /// Takes a permit if one is free and nobody waits for one.
-    fn try_take(&self) -> bool {
-        self.state.lock().take_free()
-    }
-
-    /// Gives one permit to the first waiter that takes it, or makes it
-    /// available.
+    /// Gives one permit back: to the first waiter, or to the count.
+    #[inline]
     fn release_one(&self) {
-        let waiter = {
-            let mut state = self.state.lock();
-            match state.waiters.pop() {
-                Some(waiter) => {
-                    // From here on the permit is the waiter's: if its fiber
-                    // was canceled meanwhile, its cleanup gives it back.
-                    *waiter.ticket.lock() = Ticket::Granted;
-                    waiter
-                }
-                None => {
-                    state.available += 1;
-                    return;
-                }
-            }
-        };
-        // Outside the lock: completing schedules the fiber.
-        let _ = waiter.callback.complete(Ok(Value::unit()));
+        // From the grant on, the permit is the waiter's: if its fiber was
+        // canceled meanwhile, its cleanup gives it back.
+        if let Some(waiter) = self.release(|waiter| *waiter.ticket.lock() = Ticket::Granted) {
+            // Outside the lock: completing schedules the fiber.
+            let _ = waiter.callback.complete(Ok(Value::unit()));
+        }
     }
 }
 
@@ -130,10 +98,9 @@ pub struct Semaphore {
 
 impl fmt::Debug for Semaphore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let state = self.shared.state.lock();
         f.debug_struct("Semaphore")
-            .field("available", &state.available)
-            .field("waiting", &state.waiters.len())
+            .field("available", &self.available())
+            .field("waiting", &self.waiting())
             .finish()
     }
 }
@@ -151,7 +118,8 @@ impl fmt::Display for InvalidPermits {
 impl core::error::Error for InvalidPermits {}
 
 impl Semaphore {
-    /// A semaphore with `permits` permits (at least 1).
+    /// A semaphore with `permits` permits (at least 1; more than
+    /// `usize::MAX / 2`, 2^63 - 1 on 64-bit targets, count as that many).
     pub fn new(permits: u64) -> Result<Semaphore, InvalidPermits> {
         match core::num::NonZeroU64::new(permits) {
             Some(permits) => Ok(Semaphore::with_permits(permits)),
@@ -161,25 +129,21 @@ impl Semaphore {
 
     /// A semaphore with `permits` permits (which cannot be 0).
     pub(crate) fn with_permits(permits: core::num::NonZeroU64) -> Semaphore {
-        let permits = permits.get();
+        let permits = usize::try_from(permits.get()).unwrap_or(MAX_PERMITS);
         Semaphore {
-            shared: Arc::new(Shared {
-                state: Mutex::new(State {
-                    available: permits,
-                    waiters: WaiterList::new(),
-                }),
-            }),
+            shared: Arc::new(Permits::new(permits)),
         }
     }
 
     /// Permits available now.
     pub fn available(&self) -> u64 {
-        self.shared.state.lock().available
+        // A `usize` always fits in a `u64` on supported targets.
+        self.shared.available() as u64
     }
 
     /// Fibers waiting for a permit now.
     pub fn waiting(&self) -> usize {
-        self.shared.state.lock().waiters.len()
+        self.shared.queue().len()
     }
 
     /// Waits for a permit and takes it. Canceling the wait gives no permit
@@ -213,14 +177,14 @@ impl Semaphore {
             let (t1, t2) = (ticket.clone(), ticket);
             let (s1, s2) = (shared.clone(), shared);
             let wait: IO<(), E> = IO::from_callback_untraced(move |cb: Callback<(), E>| {
-                let mut state = s1.state.lock();
-                if state.take_free() {
+                let mut queue = s1.queue();
+                if queue.take_or_wait() {
                     *t1.lock() = Ticket::Granted;
-                    drop(state);
+                    drop(queue);
                     cb.succeed(());
                 } else {
                     let ticket = t1.clone();
-                    let id = state.waiters.push(Waiter {
+                    let id = queue.push(Waiter {
                         callback: cb.into_raw(),
                         ticket: t1,
                     });
@@ -230,13 +194,13 @@ impl Semaphore {
             });
             let cleanup = IO::delay_untraced(move || {
                 let granted = {
-                    // Under the state lock, so that no release pops this
+                    // Under the queue's lock, so that no release pops this
                     // waiter between the two reads.
-                    let mut state = s2.state.lock();
+                    let mut queue = s2.queue();
                     match *t2.lock() {
                         Ticket::Unasked => false,
                         Ticket::Waiting(id) => {
-                            drop(state.waiters.remove(id));
+                            drop(queue.remove(id));
                             false
                         }
                         Ticket::Granted => true,
