@@ -252,7 +252,11 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
 
     /// [`IO::guarantee_with_untraced`] recorded as the operation `M` at
     /// `site`.
-    fn guarantee_with_at<M: OpMeta, F>(self, site: Option<Site>, finalizer: F) -> IO<A, E>
+    pub(crate) fn guarantee_with_at<M: OpMeta, F>(
+        self,
+        site: Option<Site>,
+        finalizer: F,
+    ) -> IO<A, E>
     where
         F: FnOnce() -> IO<(), E> + Send + 'static,
     {

@@ -79,34 +79,55 @@ impl<W> Permits<W> {
     /// marks under the lock and which is returned, to be woken outside it.
     #[inline]
     pub(crate) fn release(&self, grant: impl FnOnce(&W)) -> Option<W> {
+        if self.release_to_count() {
+            None
+        } else {
+            self.release_to_waiter(grant)
+        }
+    }
+
+    /// Adds a permit to the count if nobody waits (`true`); a count that
+    /// would pass [`MAX_PERMITS`] stays there.
+    #[inline]
+    fn release_to_count(&self) -> bool {
         let mut current = self.word.load(Ordering::Relaxed);
-        loop {
-            if current & WAITING == 0 {
-                let next = if current == MAX_PERMITS {
-                    current
-                } else {
-                    current + 1
-                };
-                match self.word.compare_exchange_weak(
-                    current,
-                    next,
-                    Ordering::Release,
-                    Ordering::Relaxed,
-                ) {
-                    Ok(_) => return None,
-                    Err(now) => current = now,
-                }
-                continue;
+        while current & WAITING == 0 {
+            let next = if current == MAX_PERMITS {
+                current
+            } else {
+                current + 1
+            };
+            match self.word.compare_exchange_weak(
+                current,
+                next,
+                Ordering::Release,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return true,
+                Err(now) => current = now,
             }
+        }
+        false
+    }
+
+    /// [`Permits::release`] while waiters are queued: the first one gets
+    /// the permit, under the lock.
+    #[cold]
+    #[inline(never)]
+    fn release_to_waiter(&self, grant: impl FnOnce(&W)) -> Option<W> {
+        loop {
             let mut queue = self.queue();
             if let Some(waiter) = queue.waiters.pop() {
+                // Under the lock, before the guard clears the flag.
                 grant(&waiter);
                 return Some(waiter);
             }
-            // The last waiter left meanwhile (and cleared the flag): the
-            // permit goes to the count after all.
             drop(queue);
-            current = self.word.load(Ordering::Relaxed);
+            // The last waiter left meanwhile (and cleared the flag): the
+            // permit goes to the count, unless waiters came back since.
+            if self.release_to_count() {
+                return None;
+            }
         }
     }
 

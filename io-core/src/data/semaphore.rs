@@ -275,7 +275,8 @@ impl Semaphore {
     /// [`Semaphore::with_permit_at`] runs `io`: `Resource::use_with` of
     /// `Mutex::lock` (`f` is the user's, called once the permit is held).
     /// Recorded as the operation `M` at `site` (`Resource::use_with`), then
-    /// `L` at `lock_site` (`Mutex::lock`).
+    /// `L` at `lock_site` (`Mutex::lock`, by the guarantee around `f`'s
+    /// program: no node of its own).
     pub(crate) fn use_permit_at<M, L, A, B, E, F>(
         &self,
         site: Option<Site>,
@@ -292,26 +293,21 @@ impl Semaphore {
         F: FnOnce(&A) -> IO<B, E> + Send + 'static,
     {
         let shared = self.shared.clone();
-        let take = move || {
+        // The `defer` records `M`, the guarantee `L`, when it is installed.
+        IO::defer_at::<M, _>(site, move || {
             if shared.try_take() {
                 let used = Semaphore::build_holding(&shared, &value, f);
-                return Semaphore::holding(shared, used);
+                return Semaphore::holding_at::<L, _, _>(lock_site, shared, used);
             }
             IO::uncancelable_untraced(move |poll| {
                 let held = shared.clone();
                 poll.apply_untraced(Semaphore::acquire_slow(shared))
                     .flat_map_untraced(move |()| {
                         let used = Semaphore::build_holding(&held, &value, f);
-                        Semaphore::holding(held, poll.apply_untraced(used))
+                        Semaphore::holding_at::<L, _, _>(lock_site, held, poll.apply_untraced(used))
                     })
             })
-        };
-        // Two operations to record, so two nodes (one without tracing).
-        #[cfg(feature = "tracing")]
-        let take = move || IO::defer_at::<L, _>(lock_site, take);
-        #[cfg(not(feature = "tracing"))]
-        let _ = lock_site;
-        IO::defer_at::<M, _>(site, take)
+        })
     }
 
     /// Calls `f` (the user's) while a permit taken for its program is not
@@ -343,7 +339,17 @@ impl Semaphore {
         shared: Arc<Shared>,
         io: IO<A, E>,
     ) -> IO<A, E> {
-        io.guarantee_with_untraced(move || {
+        Semaphore::holding_at::<Internal, A, E>(NO_SITE, shared, io)
+    }
+
+    /// [`Semaphore::holding`], its guarantee recorded as the operation `M`
+    /// at `site` when it is installed.
+    fn holding_at<M: OpMeta, A: Send + 'static, E: Send + 'static>(
+        site: Option<Site>,
+        shared: Arc<Shared>,
+        io: IO<A, E>,
+    ) -> IO<A, E> {
+        io.guarantee_with_at::<M, _>(site, move || {
             shared.release_one();
             IO::unit()
         })
