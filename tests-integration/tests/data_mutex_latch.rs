@@ -5,7 +5,8 @@ mod common;
 
 use common::{Counter, Log, eventually, rt_test};
 use spindle_core::{
-    CountDownLatch, Deferred, FiberConfig, IO, InvalidCount, Mutex, Outcome, TimeoutError, UIO,
+    CountDownLatch, Deferred, FiberConfig, IO, InvalidCount, Mutex, Outcome, Resource,
+    TimeoutError, UIO,
 };
 use spindle_exec_single::testkit::TestControl;
 use std::sync::Arc;
@@ -306,6 +307,37 @@ rt_test! {
         assert_eq!(run(io), Outcome::Succeeded(2));
         assert_eq!(run(exactly_one_permit(&outer)), Outcome::Succeeded(true), "outer");
         assert_eq!(run(exactly_one_permit(&inner)), Outcome::Succeeded(true), "inner");
+    }
+
+    fn a_lock_composed_with_other_resources_is_held_for_the_scope_and_released_last() {
+        let mutex = Mutex::new();
+        let log = Log::new();
+        let (l1, l2, l3) = (log.clone(), log.clone(), log.clone());
+        let file = Resource::make(IO::delay(move || l1.push("open")), move |()| {
+            IO::delay(move || l2.push("close"))
+        });
+        let inner = mutex.clone();
+        let io: IO<bool, E> = mutex.lock().both(file).map(|_| 7).use_with(move |seven| {
+            assert_eq!(*seven, 7);
+            l3.push("use");
+            lock_is_held(&inner)
+        });
+        assert_eq!(run(io), Outcome::Succeeded(true), "both, map");
+        assert_eq!(log.events(), ["open", "use", "close"]);
+        assert_eq!(run(exactly_one_permit(&mutex)), Outcome::Succeeded(true), "both, map");
+
+        let inner = mutex.clone();
+        let io: IO<bool, E> = mutex.lock().allocated().flat_map(move |allocated| {
+            lock_is_held(&inner).flat_map(move |held| allocated.release().map_to(held))
+        });
+        assert_eq!(run(io), Outcome::Succeeded(true), "allocated");
+        assert_eq!(run(exactly_one_permit(&mutex)), Outcome::Succeeded(true), "allocated");
+
+        let failing = mutex.lock().flat_map(|_| {
+            Resource::make(IO::<(), E>::raise_error(Error::Failed("no")), |()| IO::unit())
+        });
+        assert_eq!(run(failing.use_with(|_| IO::unit())), Outcome::Errored(Error::Failed("no")));
+        assert_eq!(run(exactly_one_permit(&mutex)), Outcome::Succeeded(true), "flat_map");
     }
 
     fn a_lock_whose_use_panics_while_it_is_built_is_released() {
