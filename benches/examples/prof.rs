@@ -293,9 +293,10 @@ fn cede() -> P {
 }
 
 /// The tokio counterparts (current-thread runtime), for instruction
-/// counts side by side: `tokio_queue_ping_pong` (two `mpsc::channel(1)`)
-/// and `tokio_deferred_ping_pong` (a fresh pair of `oneshot`s and a
-/// spawned responder per round, as `deferred_ping_pong`).
+/// counts side by side: `tokio_queue_ping_pong` (two `mpsc::channel(1)`),
+/// `tokio_deferred_ping_pong` (a fresh pair of `oneshot`s and a
+/// spawned responder per round, as `deferred_ping_pong`) and
+/// `tokio_mutex_lock` (`N` uncontended locks, as `mutex_lock`).
 fn run_tokio(name: &str) -> i32 {
     use tokio::sync::{mpsc, oneshot};
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -330,6 +331,17 @@ fn run_tokio(name: &str) -> i32 {
                 });
                 ping_tx.send(n).expect("a responder");
                 n = pong_rx.await.expect("a pong");
+            }
+            n
+        }),
+        // `N` uncontended `Mutex::lock().await` and drops: the suite's
+        // Mutex.happyPath reference, against `mutex_lock`/`mutex_resource`.
+        "tokio_mutex_lock" => rt.block_on(async {
+            let m = tokio::sync::Mutex::new(());
+            let mut n = 0;
+            while n < N {
+                drop(black_box(&m).lock().await);
+                n += 1;
             }
             n
         }),

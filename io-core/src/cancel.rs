@@ -96,6 +96,19 @@ mod k {
         }
     }
 
+    /// A finalizer that does not look at the outcome (`guarantee`): the
+    /// outcome goes back untouched, without being typed and erased again.
+    pub(super) struct Finally<E>(PhantomData<fn() -> E>);
+    impl<E, F> Adapter<Outcome<Value, Value>, (Node, Outcome<Value, Value>), F> for Finally<E>
+    where
+        E: Send + 'static,
+        F: FnOnce() -> IO<(), E>,
+    {
+        unsafe fn call(f: F, outcome: Outcome<Value, Value>) -> (Node, Outcome<Value, Value>) {
+            (f().into_node(), outcome)
+        }
+    }
+
     /// A `Start` node's closure that starts any number of children with the
     /// spawner and produces a `T` (handles to them).
     pub(crate) struct WithSpawner<T>(PhantomData<fn() -> T>);
@@ -215,12 +228,40 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// outcome.
     #[track_caller]
     pub fn guarantee(self, finalizer: IO<(), E>) -> IO<A, E> {
-        self.guarantee_case_at::<Named<names::Guarantee>, _>(here(), move |_| finalizer)
+        self.guarantee_with_at::<Named<names::Guarantee>, _>(here(), move || finalizer)
     }
 
     /// [`IO::guarantee`] for io-core's own nodes (no trace event).
     pub(crate) fn guarantee_untraced(self, finalizer: IO<(), E>) -> IO<A, E> {
-        self.guarantee_case_untraced(move |_| finalizer)
+        self.guarantee_with_untraced(move || finalizer)
+    }
+
+    /// [`IO::guarantee`] whose finalizer is built when `self` ends (by
+    /// `finalizer`, called exactly once, masked, whatever the outcome), for
+    /// io-core's own nodes (no trace event).
+    ///
+    /// A finalizer that does its work while it is built and returns a value
+    /// (`IO::unit()`) has no program left to run: the run-loop then goes on
+    /// at once, without a masked step of its own (a semaphore's release).
+    pub(crate) fn guarantee_with_untraced<F>(self, finalizer: F) -> IO<A, E>
+    where
+        F: FnOnce() -> IO<(), E> + Send + 'static,
+    {
+        self.guarantee_with_at::<Internal, F>(NO_SITE, finalizer)
+    }
+
+    /// [`IO::guarantee_with_untraced`] recorded as the operation `M` at
+    /// `site`.
+    pub(crate) fn guarantee_with_at<M: OpMeta, F>(
+        self,
+        site: Option<Site>,
+        finalizer: F,
+    ) -> IO<A, E>
+    where
+        F: FnOnce() -> IO<(), E> + Send + 'static,
+    {
+        let finalizer: GuaranteeK = ErasedFn::new_op::<k::Finally<E>, F, M>(finalizer);
+        IO::from_node(Node::guarantee_case(self.into_node(), finalizer, site))
     }
 
     /// Acquires a resource, uses it, and releases it whatever the outcome of

@@ -4,7 +4,10 @@
 mod common;
 
 use common::{Counter, Log, eventually, rt_test};
-use spindle_core::{CountDownLatch, Deferred, IO, InvalidCount, Mutex, Outcome, TimeoutError, UIO};
+use spindle_core::{
+    CountDownLatch, Deferred, FiberConfig, IO, InvalidCount, Mutex, Outcome, Resource,
+    TimeoutError, UIO,
+};
 use spindle_exec_single::testkit::TestControl;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -41,6 +44,48 @@ fn lock_is_held(mutex: &Mutex) -> IO<bool, E> {
         .with_lock(IO::pure(false))
         .timeout(Duration::from_millis(50))
         .handle_error(|e| e == Error::TimedOut)
+}
+
+/// Whether `mutex` has exactly one permit: its lock can be taken (within a
+/// generous timeout), and is then held (no second permit was given back by
+/// a double release). A mutex has no permit count to read; its `Debug`
+/// says whether it is locked.
+fn exactly_one_permit(mutex: &Mutex) -> IO<bool, E> {
+    let inside = mutex.clone();
+    mutex
+        .with_lock(IO::delay(move || {
+            format!("{inside:?}").contains("locked: true")
+        }))
+        .timeout(Duration::from_secs(2))
+        .handle_error(|_| false)
+}
+
+/// A fiber configuration where every fiber yields after each step, so
+/// that another fiber's cancellation can land between any two steps.
+fn yield_after_every_step() -> FiberConfig {
+    FiberConfig::builder()
+        .auto_yield_after(1)
+        .build()
+        .expect("a valid configuration")
+}
+
+/// `io` after `steps` steps of its own (a `defer` each: with a yield after
+/// every step, one turn each).
+fn after_steps(steps: usize, io: IO<(), E>) -> IO<(), E> {
+    if steps == 0 {
+        io
+    } else {
+        IO::defer(move || after_steps(steps - 1, io))
+    }
+}
+
+/// Starts `holder` (which takes the lock) after `steps` steps of its own,
+/// cancels it at once and joins it: as `steps` grows, the cancellation
+/// lands at each step of the holder in turn.
+fn cancel_after(steps: usize, holder: IO<(), E>) -> IO<Outcome<(), E>, E> {
+    after_steps(steps, holder)
+        .start()
+        .flat_map(|h| h.cancel().product_r(h.join()))
 }
 
 /// Waits until `n` fibers wait for `mutex` (a `cede` does not ensure that a
@@ -187,6 +232,119 @@ rt_test! {
         });
         assert_eq!(run(io), Outcome::Succeeded(()));
         assert_eq!(log.events(), [1, 2, 3]);
+    }
+
+    fn a_lock_canceled_right_after_it_is_acquired_releases_it_exactly_once() {
+        // Every fiber yields after each step, and the cancellation lands
+        // after 0, 1, 2, ... steps of the holder: one of them between the
+        // step that takes the free lock and the one that installs its
+        // release (on the single-threaded executor, deterministically), for
+        // `with_lock` and for `lock().use_with`.
+        for steps in 0..40 {
+            let mutex = Mutex::new();
+            let rt = rt_with_config(yield_after_every_step());
+            let outcome = rt
+                .run(cancel_after(steps, mutex.with_lock(IO::unit())))
+                .succeeded()
+                .expect("the canceler succeeds");
+            assert!(outcome.is_succeeded() || outcome.is_canceled(), "{steps}: {outcome:?}");
+            assert_eq!(rt.run(exactly_one_permit(&mutex)), Outcome::Succeeded(true), "with_lock, {steps}");
+            let used = mutex.lock().use_with(|_| IO::unit());
+            let outcome = rt
+                .run(cancel_after(steps, used))
+                .succeeded()
+                .expect("the canceler succeeds");
+            assert!(outcome.is_succeeded() || outcome.is_canceled(), "{steps}: {outcome:?}");
+            assert_eq!(rt.run(exactly_one_permit(&mutex)), Outcome::Succeeded(true), "lock, {steps}");
+        }
+    }
+
+    fn with_lock_inside_an_uncancelable_region_releases_the_lock_when_its_use_errors() {
+        let mutex = Mutex::new();
+        let (m1, m2) = (mutex.clone(), mutex.clone());
+        let io: IO<u32, E> =
+            IO::uncancelable(move |_| m1.with_lock(IO::raise_error(Error::Failed("boom"))));
+        assert_eq!(run(io), Outcome::Errored(Error::Failed("boom")));
+        assert_eq!(run(exactly_one_permit(&mutex)), Outcome::Succeeded(true), "with_lock");
+        let io: IO<u32, E> = IO::uncancelable(move |_| {
+            m2.lock().use_with(|_| IO::raise_error(Error::Failed("boom")))
+        });
+        assert_eq!(run(io), Outcome::Errored(Error::Failed("boom")));
+        assert_eq!(run(exactly_one_permit(&mutex)), Outcome::Succeeded(true), "lock");
+    }
+
+    fn the_use_of_the_lock_runs_with_the_cancelability_of_its_caller() {
+        let mutex = Mutex::new();
+        let ran = Counter::new();
+        // Unmasked: a self-cancel in the use is observed at once.
+        let canceled_use = |r: &Counter| IO::<(), E>::canceled().product_r(r.incr_io());
+        assert_eq!(run(mutex.with_lock(canceled_use(&ran))), Outcome::Canceled);
+        let r = ran.clone();
+        assert_eq!(run(mutex.lock().use_with(move |_| canceled_use(&r))), Outcome::Canceled);
+        assert_eq!(ran.get(), 0, "unmasked");
+        // Masked: the use runs to its end; the cancellation is observed
+        // when the region ends (the program after it does not run).
+        let (m, r) = (mutex.clone(), ran.clone());
+        let io = IO::uncancelable(move |_| m.with_lock(canceled_use(&r))).product_r(ran.incr_io());
+        assert_eq!(run(io), Outcome::Canceled);
+        let (m, r) = (mutex.clone(), ran.clone());
+        let io = IO::uncancelable(move |_| m.lock().use_with(move |_| canceled_use(&r)))
+            .product_r(ran.incr_io());
+        assert_eq!(run(io), Outcome::Canceled);
+        assert_eq!(ran.get(), 2, "masked");
+        assert_eq!(run(exactly_one_permit(&mutex)), Outcome::Succeeded(true));
+    }
+
+    fn locks_nested_inside_a_masked_region_are_each_released() {
+        let (outer, inner) = (Mutex::new(), Mutex::new());
+        let (o, i) = (outer.clone(), inner.clone());
+        let io: IO<u32, E> =
+            IO::uncancelable(move |_| o.lock().use_with(move |_| i.with_lock(IO::pure(1))));
+        assert_eq!(run(io), Outcome::Succeeded(1));
+        let (o, i) = (outer.clone(), inner.clone());
+        let io: IO<u32, E> =
+            IO::uncancelable(move |_| o.with_lock(i.lock().use_with(|_| IO::pure(2))));
+        assert_eq!(run(io), Outcome::Succeeded(2));
+        assert_eq!(run(exactly_one_permit(&outer)), Outcome::Succeeded(true), "outer");
+        assert_eq!(run(exactly_one_permit(&inner)), Outcome::Succeeded(true), "inner");
+    }
+
+    fn a_lock_composed_with_other_resources_is_held_for_the_scope_and_released_last() {
+        let mutex = Mutex::new();
+        let log = Log::new();
+        let (l1, l2, l3) = (log.clone(), log.clone(), log.clone());
+        let file = Resource::make(IO::delay(move || l1.push("open")), move |()| {
+            IO::delay(move || l2.push("close"))
+        });
+        let inner = mutex.clone();
+        let io: IO<bool, E> = mutex.lock().both(file).map(|_| 7).use_with(move |seven| {
+            assert_eq!(*seven, 7);
+            l3.push("use");
+            lock_is_held(&inner)
+        });
+        assert_eq!(run(io), Outcome::Succeeded(true), "both, map");
+        assert_eq!(log.events(), ["open", "use", "close"]);
+        assert_eq!(run(exactly_one_permit(&mutex)), Outcome::Succeeded(true), "both, map");
+
+        let inner = mutex.clone();
+        let io: IO<bool, E> = mutex.lock().allocated().flat_map(move |allocated| {
+            lock_is_held(&inner).flat_map(move |held| allocated.release().map_to(held))
+        });
+        assert_eq!(run(io), Outcome::Succeeded(true), "allocated");
+        assert_eq!(run(exactly_one_permit(&mutex)), Outcome::Succeeded(true), "allocated");
+
+        let failing = mutex.lock().flat_map(|_| {
+            Resource::make(IO::<(), E>::raise_error(Error::Failed("no")), |()| IO::unit())
+        });
+        assert_eq!(run(failing.use_with(|_| IO::unit())), Outcome::Errored(Error::Failed("no")));
+        assert_eq!(run(exactly_one_permit(&mutex)), Outcome::Succeeded(true), "flat_map");
+    }
+
+    fn a_lock_whose_use_panics_while_it_is_built_is_released() {
+        let mutex = Mutex::new();
+        let io: IO<u32, E> = mutex.lock().use_with(|_| panic!("bad"));
+        assert!(run(io).is_panicked());
+        assert_eq!(run(exactly_one_permit(&mutex)), Outcome::Succeeded(true));
     }
 
     // ----- CountDownLatch -------------------------------------------------------------

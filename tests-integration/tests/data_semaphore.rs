@@ -4,7 +4,7 @@
 mod common;
 
 use common::{Counter, Log, TestRuntime, eventually, rt_test};
-use spindle_core::{Deferred, IO, InvalidPermits, Outcome, Semaphore, UIO};
+use spindle_core::{Deferred, FiberConfig, IO, InvalidPermits, Outcome, Semaphore, UIO};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -13,6 +13,34 @@ type E = String;
 
 fn semaphore(permits: u64) -> Semaphore {
     Semaphore::new(permits).expect("a valid permit count")
+}
+
+/// A fiber configuration where every fiber yields after each step, so
+/// that another fiber's cancellation can land between any two steps.
+fn yield_after_every_step() -> FiberConfig {
+    FiberConfig::builder()
+        .auto_yield_after(1)
+        .build()
+        .expect("a valid configuration")
+}
+
+/// `io` after `steps` steps of its own (a `defer` each: with a yield after
+/// every step, one turn each).
+fn after_steps(steps: usize, io: IO<(), E>) -> IO<(), E> {
+    if steps == 0 {
+        io
+    } else {
+        IO::defer(move || after_steps(steps - 1, io))
+    }
+}
+
+/// Starts `holder` (which takes a permit) after `steps` steps of its own,
+/// cancels it at once and joins it: as `steps` grows, the cancellation
+/// lands at each step of the holder in turn.
+fn cancel_after(steps: usize, holder: IO<(), E>) -> IO<Outcome<(), E>, E> {
+    after_steps(steps, holder)
+        .start()
+        .flat_map(|h| h.cancel().product_r(h.join()))
 }
 
 rt_test! {
@@ -192,6 +220,98 @@ rt_test! {
         let outcome = run(io).succeeded().expect("succeeds");
         assert!(outcome.is_succeeded() || outcome.is_canceled(), "{outcome:?}");
         assert_eq!((sem.available(), sem.waiting()), (1, 0), "{outcome:?}");
+    }
+
+    fn a_with_permit_canceled_right_after_it_takes_a_free_permit_releases_it_exactly_once() {
+        // Every fiber yields after each step, and the cancellation lands
+        // after 0, 1, 2, ... steps of the holder: one of them between the
+        // step that takes the free permit and the one that installs its
+        // release (on the single-threaded executor, deterministically).
+        for steps in 0..40 {
+            let sem = semaphore(1);
+            let outcome = rt_with_config(yield_after_every_step())
+                .run(cancel_after(steps, sem.with_permit(IO::unit())))
+                .succeeded()
+                .expect("the canceler succeeds");
+            assert!(outcome.is_succeeded() || outcome.is_canceled(), "{steps}: {outcome:?}");
+            assert_eq!((sem.available(), sem.waiting()), (1, 0), "{steps}: {outcome:?}");
+        }
+    }
+
+    fn a_with_permit_canceled_while_it_waits_or_right_after_it_is_woken_takes_no_permit() {
+        // Through the waiting path: a holder keeps the only permit for 20 of
+        // its steps, and the waiter is canceled after 0, 1, 2, ... steps of
+        // the canceler: before it asks, while it starts to wait (before its
+        // registration ran), while it waits, as it is woken with the
+        // permit, or once it holds it.
+        for steps in 0..40 {
+            let sem = semaphore(1);
+            let (holder, waiter) = (sem.clone(), sem.clone());
+            let io: IO<Outcome<(), E>, E> = holder
+                .with_permit(after_steps(20, IO::unit()))
+                .start()
+                .flat_map(move |h| {
+                    waiter.with_permit(IO::unit()).start().flat_map(move |w| {
+                        after_steps(steps, IO::unit())
+                            .product_r(w.cancel())
+                            .product_r(w.join())
+                            .flat_map(move |outcome| h.join_void().map_to(outcome))
+                    })
+                });
+            let outcome = rt_with_config(yield_after_every_step())
+                .run(io)
+                .succeeded()
+                .expect("the canceler succeeds");
+            assert!(outcome.is_succeeded() || outcome.is_canceled(), "{steps}: {outcome:?}");
+            assert_eq!((sem.available(), sem.waiting()), (1, 0), "{steps}: {outcome:?}");
+        }
+    }
+
+    fn with_permit_inside_an_uncancelable_region_releases_the_permit_when_its_use_errors() {
+        let sem = semaphore(1);
+        let inner = sem.clone();
+        let io: IO<u32, E> =
+            IO::uncancelable(move |_| inner.with_permit(IO::raise_error("boom".to_string())));
+        assert_eq!(run(io), Outcome::Errored("boom".to_string()));
+        assert_eq!((sem.available(), sem.waiting()), (1, 0));
+    }
+
+    fn the_use_of_with_permit_runs_with_the_cancelability_of_its_caller() {
+        // Unmasked: a self-cancel in the use is observed at once, the rest
+        // of the use does not run.
+        let sem = semaphore(1);
+        let ran = Counter::new();
+        let io: IO<(), E> = sem.with_permit(IO::<(), E>::canceled().product_r(ran.incr_io()));
+        assert_eq!(run(io), Outcome::Canceled);
+        assert_eq!((ran.get(), sem.available()), (0, 1), "unmasked");
+        // Masked: the use runs to its end, the cancellation is observed
+        // when the region ends, and the permit is back either way.
+        let inner = sem.clone();
+        let r = ran.clone();
+        let io: IO<(), E> = IO::uncancelable(move |_| {
+            inner.with_permit(IO::<(), E>::canceled().product_r(r.incr_io()))
+        })
+        .product_r(ran.incr_io());
+        assert_eq!(run(io), Outcome::Canceled);
+        assert_eq!((ran.get(), sem.available()), (1, 1), "masked");
+        // Masked, but polled: cancelable again.
+        let inner = sem.clone();
+        let r = ran.clone();
+        let io: IO<(), E> = IO::uncancelable(move |poll| {
+            poll.apply(inner.with_permit(IO::<(), E>::canceled().product_r(r.incr_io())))
+        });
+        assert_eq!(run(io), Outcome::Canceled);
+        assert_eq!((ran.get(), sem.available()), (1, 1), "polled");
+    }
+
+    fn nested_with_permits_inside_a_masked_region_each_hold_a_permit_and_release_it() {
+        let sem = semaphore(2);
+        let (outer, inner, inside) = (sem.clone(), sem.clone(), sem.clone());
+        let io: IO<u64, E> = IO::uncancelable(move |_| {
+            outer.with_permit(inner.with_permit(IO::delay(move || inside.available())))
+        });
+        assert_eq!(run(io), Outcome::Succeeded(0));
+        assert_eq!((sem.available(), sem.waiting()), (2, 0));
     }
 
     fn many_canceled_waiters_leave_every_permit_in_place() {

@@ -9,7 +9,7 @@
 mod common;
 
 use common::{Counter, Log, eventually, rt_test};
-use spindle_core::{Callback, Deferred, IO, Outcome, PanicMessage};
+use spindle_core::{Callback, Deferred, FiberConfig, IO, Outcome, PanicMessage};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -169,6 +169,35 @@ rt_test! {
             Outcome::Succeeded((Outcome::Canceled, vec![]))
         );
         assert_eq!(fin.get(), 1);
+    }
+
+    fn a_guarantee_a_defer_returns_is_in_place_before_the_fiber_can_be_canceled() {
+        // A `defer` takes something (counted) and returns a program guarded
+        // by its release: every fiber yields after each step, and the
+        // fiber is canceled after 0, 1, 2, ... steps of its own, so one
+        // cancellation lands right after the `defer`. Whatever was taken is
+        // released, exactly once.
+        fn after_steps(steps: usize, io: IO<(), E>) -> IO<(), E> {
+            if steps == 0 {
+                io
+            } else {
+                IO::defer(move || after_steps(steps - 1, io))
+            }
+        }
+        let config = FiberConfig::builder().auto_yield_after(1).build().expect("a valid configuration");
+        for steps in 0..10 {
+            let (taken, released) = (Counter::new(), Counter::new());
+            let (t, r) = (taken.clone(), released.clone());
+            let take = IO::defer(move || {
+                t.incr();
+                IO::<(), E>::unit().guarantee(r.incr_io())
+            });
+            let io: IO<Outcome<(), E>, E> = after_steps(steps, take)
+                .start()
+                .flat_map(|h| h.cancel().product_r(h.join()));
+            let outcome = rt_with_config(config.clone()).run(io).succeeded().expect("succeeds");
+            assert_eq!(taken.get(), released.get(), "{steps}: {outcome:?}");
+        }
     }
 
     fn guarantee_case_gives_its_finalizer_the_outcome() {

@@ -13,6 +13,8 @@
 
 #![cfg(feature = "tracing")]
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use spindle_core::{
@@ -440,6 +442,46 @@ fn mutex_and_latch_operations_record_their_type_and_name() {
             "Mutex::with_lock",
             "CountDownLatch::release",
             "CountDownLatch::wait"
+        ]
+    );
+}
+
+#[test]
+fn mutex_operations_record_their_name_also_when_they_wait() {
+    let mutex = Mutex::new();
+    let (m1, m2, m3, m4) = (mutex.clone(), mutex.clone(), mutex.clone(), mutex.clone());
+    // Before each use, a holder takes the lock and keeps it over a cede:
+    // the use waits for it (on the single-threaded executor, in this
+    // order; each holder counts the waiters it sees before it lets go).
+    // The waits are internal: each use records its name once.
+    let seen = Arc::new(AtomicUsize::new(0));
+    let holder = |m: Mutex, seen: Arc<AtomicUsize>| {
+        let inside = m.clone();
+        m.with_lock(IO::<(), Error>::cede().product_r(IO::delay(move || {
+            seen.fetch_add(inside.waiting(), Ordering::SeqCst);
+        })))
+    };
+    let (value, ops) = run_traced(
+        holder(m1, seen.clone())
+            .start()
+            .product_r(IO::cede())
+            .product_r(m2.lock().use_with(|_| IO::pure(1u32)))
+            .product_r(holder(m3, seen.clone()).start())
+            .product_r(IO::cede())
+            .product_r(m4.with_lock(IO::pure(2u32))),
+    );
+    assert_eq!(value, 2);
+    assert_eq!(seen.load(Ordering::SeqCst), 2, "each use waited");
+    assert_eq!(
+        ops,
+        [
+            "start",
+            "cede",
+            "Resource::use_with",
+            "Mutex::lock",
+            "start",
+            "cede",
+            "Mutex::with_lock"
         ]
     );
 }

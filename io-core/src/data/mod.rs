@@ -14,6 +14,7 @@ pub(crate) use crate::tracing::trace_ops;
 pub(crate) mod deferred;
 pub(crate) mod latch;
 pub(crate) mod mutex;
+pub(crate) mod permits;
 pub(crate) mod queue;
 pub(crate) mod reference;
 pub(crate) mod resource;

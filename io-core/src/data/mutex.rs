@@ -10,13 +10,13 @@ use core::fmt;
 use crate::data::resource::Resource;
 use crate::data::semaphore::Semaphore;
 use crate::io::IO;
-use crate::tracing::{Named, Op, here};
+use crate::tracing::{Named, here};
 
 // The operations as traces name them.
 super::trace_ops! {
     Lock = "Mutex::lock",
+    WithLock = "Mutex::with_lock",
 }
-static WITH_LOCK: Op = Op::new("Mutex::with_lock");
 
 /// Mutual exclusion between fibers.
 ///
@@ -60,12 +60,7 @@ impl Mutex {
     /// The lock as a resource: held for the scope of `use_with`.
     #[track_caller]
     pub fn lock<E: Send + 'static>(&self) -> Resource<(), E> {
-        let (acquire, release) = (self.permit.clone(), self.permit.clone());
-        Resource::make_full_at::<Named<Lock>, _, _>(
-            here(),
-            move |poll| poll.apply_untraced(acquire.acquire_untraced()),
-            move |(), _| release.release_untraced(),
-        )
+        Resource::lock_at(here(), self.permit.clone())
     }
 
     /// How many fibers wait for the lock (for diagnostics and tests).
@@ -76,6 +71,7 @@ impl Mutex {
     /// Runs `io` holding the lock.
     #[track_caller]
     pub fn with_lock<A: Send + 'static, E: Send + 'static>(&self, io: IO<A, E>) -> IO<A, E> {
-        self.permit.with_permit_untraced(io).traced_as(&WITH_LOCK)
+        self.permit
+            .with_permit_at::<Named<WithLock>, A, E>(here(), io)
     }
 }

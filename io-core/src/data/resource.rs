@@ -20,6 +20,8 @@
 use alloc::boxed::Box;
 
 use crate::cancel::Poll;
+use crate::data::mutex::Lock;
+use crate::data::semaphore::Semaphore;
 use crate::fiber::handle::FiberHandle;
 use crate::io::IO;
 use crate::outcome::Outcome;
@@ -145,14 +147,45 @@ impl<A: Send + 'static, E: Send + 'static> Allocated<A, E> {
 ///   masked, so concurrency would only help acquisitions that wait, and it
 ///   keeps the release order obvious (right, then left).
 pub struct Resource<A, E> {
-    /// Allocates, inside the masked region of `use_with` (or `allocated`), given
-    /// that region's poll: a cancelable acquisition (`make_full`) polls with
-    /// it, so that canceling the user of the resource ends the wait.
-    allocate: Allocate<A, E>,
+    repr: Repr<A, E>,
+}
+
+/// How a resource allocates.
+enum Repr<A, E> {
+    /// Allocates, inside the masked region of `use_with` (or `allocated`),
+    /// given that region's poll: a cancelable acquisition (`make_full`)
+    /// polls with it, so that canceling the user of the resource ends the
+    /// wait. Every resource but a lock.
+    Allocate(Allocate<A, E>),
+    /// [`Mutex::lock`](crate::Mutex::lock): the mutex's permit, held for the
+    /// scope, with the value the scope sees (`()`), made at `site`.
+    /// `use_with` takes a free permit and installs its release in one step
+    /// (`Semaphore::use_permit_at`), without an `Allocated`, a boxed
+    /// releaser or a masked region; composed (`map`, `flat_map`, `both`,
+    /// `allocated`), it allocates as `make_full` would.
+    Lock {
+        permit: Semaphore,
+        value: A,
+        site: Option<Site>,
+    },
 }
 
 /// How a resource allocates, given the poll of the region it runs in.
 type Allocate<A, E> = Box<dyn FnOnce(Poll) -> IO<Allocated<A, E>, E> + Send>;
+
+impl<E: Send + 'static> Resource<(), E> {
+    /// The lock of `permit`, a one-permit semaphore, as a resource (what
+    /// [`Mutex::lock`](crate::Mutex::lock) returns), made at `site`.
+    pub(crate) fn lock_at(site: Option<Site>, permit: Semaphore) -> Self {
+        Resource {
+            repr: Repr::Lock {
+                permit,
+                value: (),
+                site,
+            },
+        }
+    }
+}
 
 impl<A: Send + 'static, E: Send + 'static> Resource<A, E> {
     /// A resource that allocates with `allocate`; its allocation is
@@ -162,14 +195,31 @@ impl<A: Send + 'static, E: Send + 'static> Resource<A, E> {
     where
         F: FnOnce(Poll) -> IO<Allocated<A, E>, E> + Send + 'static,
     {
-        // Without the `tracing` feature there is no site to record, and no
-        // node is added for it.
-        #[cfg(feature = "tracing")]
-        let allocate = move |poll| IO::defer_at::<M, _>(site, move || allocate(poll));
-        #[cfg(not(feature = "tracing"))]
-        let _ = site;
         Resource {
-            allocate: Box::new(allocate),
+            repr: Repr::Allocate(allocate_at::<M, _, _, _>(site, allocate)),
+        }
+    }
+
+    /// How the resource allocates (a lock as `make_full` would: `poll`ed
+    /// acquire, release).
+    fn into_allocate(self) -> Allocate<A, E> {
+        match self.repr {
+            Repr::Allocate(allocate) => allocate,
+            Repr::Lock {
+                permit,
+                value,
+                site,
+            } => {
+                let release = permit.clone();
+                make_full_allocate_at::<Named<Lock>, _, _, _, _>(
+                    site,
+                    move |poll| {
+                        poll.apply_untraced(permit.acquire_untraced())
+                            .map_untraced(move |()| value)
+                    },
+                    move |_, _| release.release_untraced(),
+                )
+            }
         }
     }
 
@@ -217,12 +267,11 @@ impl<A: Send + 'static, E: Send + 'static> Resource<A, E> {
         Acq: FnOnce(Poll) -> IO<A, E> + Send + 'static,
         R: FnOnce(A, ExitCase) -> IO<(), E> + Send + 'static,
     {
-        Resource::from_fn_at::<M, _>(site, move |poll| {
-            acquire(poll).map_untraced(move |value| Allocated {
-                value,
-                release: Box::new(release),
-            })
-        })
+        Resource {
+            repr: Repr::Allocate(make_full_allocate_at::<M, _, _, _, _>(
+                site, acquire, release,
+            )),
+        }
     }
 
     /// A value without release.
@@ -250,8 +299,23 @@ impl<A: Send + 'static, E: Send + 'static> Resource<A, E> {
         B: Send + 'static,
         F: FnOnce(&A) -> IO<B, E> + Send + 'static,
     {
+        let allocate = match self.repr {
+            Repr::Allocate(allocate) => allocate,
+            Repr::Lock {
+                permit,
+                value,
+                site,
+            } => {
+                return permit.use_permit_at::<WithClosure<UseWith, F>, Named<Lock>, _, _, _, _>(
+                    here(),
+                    site,
+                    value,
+                    f,
+                );
+            }
+        };
         IO::uncancelable_at::<WithClosure<UseWith, F>, _>(here(), move |poll| {
-            (self.allocate)(poll).flat_map_untraced(move |allocated| {
+            allocate(poll).flat_map_untraced(move |allocated| {
                 let used = f(&allocated.value);
                 poll.apply_untraced(used)
                     .guarantee_case_untraced(move |outcome| {
@@ -266,7 +330,8 @@ impl<A: Send + 'static, E: Send + 'static> Resource<A, E> {
     /// polls.
     #[track_caller]
     pub fn allocated(self) -> IO<Allocated<A, E>, E> {
-        IO::uncancelable_at::<Named<AllocatedOp>, _>(here(), move |poll| (self.allocate)(poll))
+        let allocate = self.into_allocate();
+        IO::uncancelable_at::<Named<AllocatedOp>, _>(here(), allocate)
     }
 
     /// Transforms the value; the release still gets the original.
@@ -277,7 +342,7 @@ impl<A: Send + 'static, E: Send + 'static> Resource<A, E> {
         F: FnOnce(&A) -> B + Send + 'static,
     {
         Resource::from_fn_at::<WithClosure<Map, F>, _>(here(), move |poll| {
-            (self.allocate)(poll).map_untraced(move |allocated| {
+            (self.into_allocate())(poll).map_untraced(move |allocated| {
                 let mapped = f(&allocated.value);
                 let Allocated { value, release } = allocated;
                 Allocated {
@@ -298,7 +363,7 @@ impl<A: Send + 'static, E: Send + 'static> Resource<A, E> {
         F: FnOnce(&A) -> Resource<B, E> + Send + 'static,
     {
         Resource::from_fn_at::<WithClosure<FlatMap, F>, _>(here(), move |poll| {
-            (self.allocate)(poll).flat_map_untraced(move |outer| {
+            (self.into_allocate())(poll).flat_map_untraced(move |outer| {
                 let inner = f(&outer.value);
                 nest(poll, outer, inner, |outer, inner| Allocated {
                     value: inner.value,
@@ -315,7 +380,7 @@ impl<A: Send + 'static, E: Send + 'static> Resource<A, E> {
     #[track_caller]
     pub fn both<B: Send + 'static>(self, other: Resource<B, E>) -> Resource<(A, B), E> {
         Resource::from_fn_at::<Named<Both>, _>(here(), move |poll| {
-            (self.allocate)(poll).flat_map_untraced(move |outer| {
+            (self.into_allocate())(poll).flat_map_untraced(move |outer| {
                 nest(poll, outer, other, |outer, inner| Allocated {
                     value: (outer.value, inner.value),
                     release: Box::new(move |(a, b), exit| {
@@ -325,6 +390,47 @@ impl<A: Send + 'static, E: Send + 'static> Resource<A, E> {
             })
         })
     }
+}
+
+/// `allocate` as a resource's allocation, recorded as the operation `M` at
+/// `site` (the call that made the resource: resources are values, built
+/// before they allocate).
+fn allocate_at<M, A, E, F>(site: Option<Site>, allocate: F) -> Allocate<A, E>
+where
+    M: OpMeta,
+    A: Send + 'static,
+    E: Send + 'static,
+    F: FnOnce(Poll) -> IO<Allocated<A, E>, E> + Send + 'static,
+{
+    // Without the `tracing` feature there is no site to record, and no
+    // node is added for it.
+    #[cfg(feature = "tracing")]
+    let allocate = move |poll| IO::defer_at::<M, _>(site, move || allocate(poll));
+    #[cfg(not(feature = "tracing"))]
+    let _ = site;
+    Box::new(allocate)
+}
+
+/// The allocation of [`Resource::make_full`], recorded as the operation `M`
+/// at `site`.
+fn make_full_allocate_at<M, A, E, Acq, R>(
+    site: Option<Site>,
+    acquire: Acq,
+    release: R,
+) -> Allocate<A, E>
+where
+    M: OpMeta,
+    A: Send + 'static,
+    E: Send + 'static,
+    Acq: FnOnce(Poll) -> IO<A, E> + Send + 'static,
+    R: FnOnce(A, ExitCase) -> IO<(), E> + Send + 'static,
+{
+    allocate_at::<M, _, _, _>(site, move |poll| {
+        acquire(poll).map_untraced(move |value| Allocated {
+            value,
+            release: Box::new(release),
+        })
+    })
 }
 
 /// Allocates `inner` after `outer`, combining the two on success; if the
@@ -347,7 +453,7 @@ where
     // a slot hands it to the first (and only) taker.
     let slot = Arc::new(Mutex::new(Some(outer)));
     let on_failure = slot.clone();
-    (inner.allocate)(poll)
+    (inner.into_allocate())(poll)
         .guarantee_case_untraced(move |outcome| {
             if outcome.is_succeeded() {
                 return IO::unit();

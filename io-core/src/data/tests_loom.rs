@@ -1,6 +1,8 @@
 //! Loom model checks of `Deferred`'s cell (`fiber::join::JoinCell`): `complete`
 //! racing `on_value` (a `get` registering its waiter), `remove_waiter` (a
-//! canceled `get` leaving) and a second `complete`.
+//! canceled `get` leaving) and a second `complete`; and of a semaphore's
+//! permit word (`data::permits`): takes and releases without the lock
+//! racing waiters that queue and leave.
 //! `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p spindle-core --lib --release -- loom`.
 //!
 //! Every waiter is a closure that counts its calls and the drops of what it
@@ -10,9 +12,10 @@
 
 use alloc::boxed::Box;
 use loom::sync::Arc;
-use loom::sync::atomic::{AtomicUsize, Ordering};
+use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use loom::thread;
 
+use crate::data::permits::Permits;
 use crate::fiber::join::{JoinCell as Cell, Waiter};
 
 /// Counts a waiter's calls (and the values it saw) and its drop.
@@ -177,6 +180,117 @@ fn loom_completing_twice_gives_the_second_value_back() {
             cell.with_value(|v| v.copied()),
             Some(winner),
             "the first value stays"
+        );
+    });
+}
+
+// ----- Semaphore permits ------------------------------------------------------
+
+/// A waiter of the model: the flag a release sets (under the queue's lock,
+/// as `Semaphore` marks its ticket) when it hands the waiter its permit.
+type Granted = Arc<AtomicBool>;
+
+/// Takes a permit as `Semaphore` does: without the lock if one is free;
+/// otherwise under the lock, taking one freed meanwhile or queueing; then
+/// waits until a release hands it over.
+fn acquire(permits: &Permits<Granted>) {
+    if permits.try_take() {
+        return;
+    }
+    let granted = Arc::new(AtomicBool::new(false));
+    {
+        let mut queue = permits.queue();
+        if queue.take_or_wait() {
+            return;
+        }
+        queue.push(granted.clone());
+    }
+    while !granted.load(Ordering::SeqCst) {
+        thread::yield_now();
+    }
+}
+
+/// Gives a permit back as `Semaphore` does.
+fn release(permits: &Permits<Granted>) {
+    let woken = permits.release(|granted| granted.store(true, Ordering::SeqCst));
+    drop(woken);
+}
+
+/// Two threads take the only permit and give it back, each through the
+/// lock-free path or the queue, whatever the interleaving: never both
+/// inside at once, nobody waits forever (a release never misses a queued
+/// waiter), and the permit is back, with nobody queued, at the end.
+#[test]
+fn loom_permits_exclude_each_other_and_come_back() {
+    loom::model(|| {
+        let permits = Arc::new(Permits::<Granted>::new(1));
+        let inside = Arc::new(AtomicUsize::new(0));
+        let use_permit = |permits: &Permits<Granted>, inside: &AtomicUsize| {
+            acquire(permits);
+            assert_eq!(
+                inside.fetch_add(1, Ordering::SeqCst),
+                0,
+                "one holder at a time"
+            );
+            inside.fetch_sub(1, Ordering::SeqCst);
+            release(permits);
+        };
+        let other = {
+            let (permits, inside) = (permits.clone(), inside.clone());
+            thread::spawn(move || use_permit(&permits, &inside))
+        };
+        use_permit(&permits, &inside);
+        other.join().unwrap();
+
+        assert_eq!(permits.available(), 1);
+        assert_eq!(permits.queue().len(), 0);
+        assert!(
+            permits.try_take(),
+            "the flag is clear: the permit can be taken"
+        );
+    });
+}
+
+/// A queued waiter leaves (its fiber was canceled) while the holder gives
+/// the permit back: it is either removed before the release (the permit
+/// goes to the count) or was handed the permit first (then it gives it
+/// back). Either way the permit is back, once, and nobody is queued.
+#[test]
+fn loom_a_waiter_leaving_as_the_permit_is_released_gives_no_permit_away() {
+    loom::model(|| {
+        // The only permit is held by this thread.
+        let permits = Arc::new(Permits::<Granted>::new(0));
+        let leaving = {
+            let permits = permits.clone();
+            thread::spawn(move || {
+                let granted = Arc::new(AtomicBool::new(false));
+                let id = {
+                    let mut queue = permits.queue();
+                    if queue.take_or_wait() {
+                        // The permit was already back: take it, give it back.
+                        drop(queue);
+                        release(&permits);
+                        return;
+                    }
+                    queue.push(granted.clone())
+                };
+                // Canceled: leave the queue, or give back what was granted
+                // (read under the lock, as the cleanup reads its ticket).
+                let removed = permits.queue().remove(id).is_some();
+                if !removed {
+                    assert!(granted.load(Ordering::SeqCst), "popped means granted");
+                    release(&permits);
+                }
+            })
+        };
+        release(&permits);
+        leaving.join().unwrap();
+
+        assert_eq!(permits.available(), 1);
+        assert_eq!(permits.queue().len(), 0);
+        assert!(
+            permits.try_take(),
+            "the flag is clear: the permit can be taken"
         );
     });
 }

@@ -28,11 +28,19 @@
 //! then resumes without a result, runs the async registration's finalizer
 //! (or cancels its timer) and unwinds.
 //!
+//! A `guarantee_case` node that a `defer` thunk returns is installed (its
+//! frame pushed) in the same step as the thunk runs, with no chance to
+//! observe cancellation in between: `IO::defer(|| { take(); use_.guarantee(
+//! release) })` never loses what it took, unmasked and without a region
+//! (`Semaphore::with_permit` takes a free permit that way).
+//!
 //! Finalizers that run on success or error (`guarantee_case`) run masked; a
-//! `RestoreOk`/`RestoreErr` frame then restores the original result. A
-//! finalizer's own error replaces a success, and is *suppressed* (kept in
-//! `core.suppressed` and handed to the completion callback, never lost) when
-//! the fiber was already failing, canceled or panicking.
+//! `RestoreOk`/`RestoreErr` frame then restores the original result (at
+//! once, without a step of the finalizer's own, when the finalizer did its
+//! work as it was built and is a plain value). A finalizer's own error
+//! replaces a success, and is *suppressed* (kept in `core.suppressed` and
+//! handed to the completion callback, never lost) when the fiber was
+//! already failing, canceled or panicking.
 //!
 //! # Panics
 //!
@@ -47,7 +55,7 @@ use super::run_state::{Core, Ending, Next};
 use super::state::TransitionToSuspended;
 use crate::erased::Value;
 use crate::executor::{Executor, TimerCallback};
-use crate::node::{Frame, FrameKind, Kind, Node, Tag};
+use crate::node::{Frame, FrameKind, GuaranteeK, Kind, Node, Tag};
 use crate::outcome::Outcome;
 use crate::sync::Arc;
 
@@ -283,15 +291,7 @@ fn run_loop<X: Executor, const TRACING: bool>(inner: &Arc<FiberInner<X>>, core: 
                         core.masks += 1;
                         Node::pure(value)
                     }
-                    Some(FrameKind::GuaranteeCase(f)) => {
-                        let (finalizer, outcome) = unsafe { f.call(Outcome::Succeeded(value)) };
-                        let Outcome::Succeeded(value) = outcome else {
-                            unreachable!("io-core: a guarantee gives its outcome back")
-                        };
-                        core.stack.push(Frame::restore_ok(value));
-                        core.masks += 1;
-                        finalizer
-                    }
+                    Some(FrameKind::GuaranteeCase(f)) => finalize_value(core, header, f, value),
                     Some(FrameKind::RestoreOk(original)) => {
                         // The finalizer succeeded: the original value again
                         // (and the end of its masked region, where a
@@ -389,7 +389,17 @@ fn run_loop<X: Executor, const TRACING: bool>(inner: &Arc<FiberInner<X>>, core: 
             }
             Kind::Defer(thunk) => {
                 record!(core, header, executor, thunk.op(), thunk.site());
-                unsafe { thunk.call(()) }
+                // A `guarantee_case` it returns is installed in this same
+                // step (see the module doc).
+                match unsafe { thunk.call(()) }.into_guarantee_case() {
+                    Ok(bind) => {
+                        record!(core, header, executor, bind.k().op(), bind.site());
+                        let (source, finalizer) = bind.into_parts();
+                        core.stack.push(Frame::guarantee_case(finalizer));
+                        source
+                    }
+                    Err(node) => node,
+                }
             }
             // Fast paths: a source that is already a value or an error is
             // applied (or skipped) at once, without a frame.
@@ -773,6 +783,31 @@ fn begin_cancel(core: &mut Core, node: Node) -> Node {
     drop(node);
     core.ending = Some(Ending::Canceled);
     Node::unwind()
+}
+
+/// A value reached a `guarantee_case` frame: runs its finalizer masked,
+/// then restores the value (a `RestoreOk` frame). A finalizer with nothing
+/// left to run (it did its work when it was built, and is a value) ends its
+/// masked region at once, as that frame would. Out of line, so that the
+/// loop's code for other steps stays as it is.
+#[inline(never)]
+fn finalize_value(core: &mut Core, header: &super::Header, f: GuaranteeK, value: Value) -> Node {
+    // SAFETY: the finalizer takes the erased outcome of its source.
+    let (finalizer, outcome) = unsafe { f.call(Outcome::Succeeded(value)) };
+    let Outcome::Succeeded(value) = outcome else {
+        unreachable!("io-core: a guarantee gives its outcome back")
+    };
+    match finalizer.into_value() {
+        Ok(done) => {
+            drop(done);
+            unmasked(core, header, Node::pure(value), true)
+        }
+        Err(finalizer) => {
+            core.stack.push(Frame::restore_ok(value));
+            core.masks += 1;
+            finalizer
+        }
+    }
 }
 
 /// Runs `finalizer` masked, then goes on unwinding.

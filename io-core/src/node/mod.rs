@@ -340,6 +340,35 @@ impl Node {
         }
     }
 
+    /// The source and finalizer of a `guarantee_case` node; any other node
+    /// itself.
+    #[inline(always)]
+    pub(crate) fn into_guarantee_case(self) -> Result<BindBox<GuaranteeK>, Node> {
+        if self.tag() == Tag::GuaranteeCase {
+            let this = ManuallyDrop::new(self);
+            // SAFETY: a `GuaranteeCase` node's word is the block of a
+            // `BindBox<GuaranteeK>` (`Node::guarantee_case`), moved out
+            // once (`this` is not dropped).
+            Ok(unsafe { BindBox::from_word(this.word) })
+        } else {
+            Err(self)
+        }
+    }
+
+    /// The value, if the node is a plain value; the node itself otherwise.
+    #[inline(always)]
+    pub(crate) fn into_value(self) -> Result<Value, Node> {
+        if self.tag() == Tag::Pure {
+            let this = ManuallyDrop::new(self);
+            // SAFETY: a `Pure` node was made by `Node::pure` from a value's
+            // raw parts (its tag, 0, leaves the vtable pointer as it was);
+            // they are moved out once (`this` is not dropped).
+            Ok(unsafe { Value::from_raw(this.word, &*this.vtable.cast::<ValueVTable>()) })
+        } else {
+            Err(self)
+        }
+    }
+
     #[inline(always)]
     pub(crate) fn pure(value: Value) -> Node {
         Node::from_value(value, Tag::Pure)
