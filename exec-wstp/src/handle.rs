@@ -369,6 +369,13 @@ impl Handle {
     /// instead. On one of this runtime's own worker threads (inside a
     /// fiber) it returns `Err(RunError::Nested)`: waiting there could
     /// deadlock the pool; start and join the program instead.
+    ///
+    /// The fiber runs on the calling thread until its first wait (a yield
+    /// runs it again there, as tokio's `block_on` polls its future on the
+    /// calling thread): a program that never waits costs no hand-off to a
+    /// worker. After a wait, whatever resumes it schedules it on the
+    /// workers; a `block_on` from inside the part that runs on the calling
+    /// thread is `Err(RunError::Nested)` too.
     pub fn block_on<A: Send + 'static, E: Send + 'static>(
         &self,
         io: IO<A, E>,
