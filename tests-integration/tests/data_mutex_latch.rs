@@ -3,10 +3,9 @@
 
 mod common;
 
-use common::{Counter, Log, eventually, rt_test};
+use common::{Counter, Log, eventually, rt_test, yield_after_every_step};
 use spindle_core::{
-    CountDownLatch, Deferred, FiberConfig, IO, InvalidCount, Mutex, Outcome, Resource,
-    TimeoutError, UIO,
+    CountDownLatch, Deferred, IO, InvalidCount, Mutex, Outcome, Resource, TimeoutError, UIO,
 };
 use spindle_exec_single::testkit::TestControl;
 use std::sync::Arc;
@@ -26,6 +25,11 @@ impl From<TimeoutError> for Error {
 }
 
 type E = Error;
+
+/// [`common::cancel_after`] for this file's error type.
+fn cancel_after(steps: usize, holder: IO<(), E>) -> IO<Outcome<(), E>, E> {
+    common::cancel_after(steps, holder)
+}
 
 /// Whether the lock can be taken now: succeeds at once on a free lock,
 /// times out (generously) on a held one. (Through `with_lock`: a wait in
@@ -58,34 +62,6 @@ fn exactly_one_permit(mutex: &Mutex) -> IO<bool, E> {
         }))
         .timeout(Duration::from_secs(2))
         .handle_error(|_| false)
-}
-
-/// A fiber configuration where every fiber yields after each step, so
-/// that another fiber's cancellation can land between any two steps.
-fn yield_after_every_step() -> FiberConfig {
-    FiberConfig::builder()
-        .auto_yield_after(1)
-        .build()
-        .expect("a valid configuration")
-}
-
-/// `io` after `steps` steps of its own (a `defer` each: with a yield after
-/// every step, one turn each).
-fn after_steps(steps: usize, io: IO<(), E>) -> IO<(), E> {
-    if steps == 0 {
-        io
-    } else {
-        IO::defer(move || after_steps(steps - 1, io))
-    }
-}
-
-/// Starts `holder` (which takes the lock) after `steps` steps of its own,
-/// cancels it at once and joins it: as `steps` grows, the cancellation
-/// lands at each step of the holder in turn.
-fn cancel_after(steps: usize, holder: IO<(), E>) -> IO<Outcome<(), E>, E> {
-    after_steps(steps, holder)
-        .start()
-        .flat_map(|h| h.cancel().product_r(h.join()))
 }
 
 /// Waits until `n` fibers wait for `mutex` (a `cede` does not ensure that a

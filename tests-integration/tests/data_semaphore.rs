@@ -3,44 +3,26 @@
 
 mod common;
 
-use common::{Counter, Log, TestRuntime, eventually, rt_test};
-use spindle_core::{Deferred, FiberConfig, IO, InvalidPermits, Outcome, Semaphore, UIO};
+use common::{Counter, Log, TestRuntime, eventually, rt_test, yield_after_every_step};
+use spindle_core::{Deferred, IO, InvalidPermits, Outcome, Semaphore, UIO};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 type E = String;
 
+/// [`common::after_steps`] for this file's error type.
+fn after_steps(steps: usize, io: IO<(), E>) -> IO<(), E> {
+    common::after_steps(steps, io)
+}
+
+/// [`common::cancel_after`] for this file's error type.
+fn cancel_after(steps: usize, holder: IO<(), E>) -> IO<Outcome<(), E>, E> {
+    common::cancel_after(steps, holder)
+}
+
 fn semaphore(permits: u64) -> Semaphore {
     Semaphore::new(permits).expect("a valid permit count")
-}
-
-/// A fiber configuration where every fiber yields after each step, so
-/// that another fiber's cancellation can land between any two steps.
-fn yield_after_every_step() -> FiberConfig {
-    FiberConfig::builder()
-        .auto_yield_after(1)
-        .build()
-        .expect("a valid configuration")
-}
-
-/// `io` after `steps` steps of its own (a `defer` each: with a yield after
-/// every step, one turn each).
-fn after_steps(steps: usize, io: IO<(), E>) -> IO<(), E> {
-    if steps == 0 {
-        io
-    } else {
-        IO::defer(move || after_steps(steps - 1, io))
-    }
-}
-
-/// Starts `holder` (which takes a permit) after `steps` steps of its own,
-/// cancels it at once and joins it: as `steps` grows, the cancellation
-/// lands at each step of the holder in turn.
-fn cancel_after(steps: usize, holder: IO<(), E>) -> IO<Outcome<(), E>, E> {
-    after_steps(steps, holder)
-        .start()
-        .flat_map(|h| h.cancel().product_r(h.join()))
 }
 
 rt_test! {

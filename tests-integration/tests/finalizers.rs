@@ -195,7 +195,7 @@ rt_test! {
             let io: IO<Outcome<(), E>, E> = after_steps(steps, take)
                 .start()
                 .flat_map(|h| h.cancel().product_r(h.join()));
-            let outcome = rt_with_config(config.clone()).run(io).succeeded().expect("succeeds");
+            let outcome = rt_with_config(config).run(io).succeeded().expect("succeeds");
             assert_eq!(taken.get(), released.get(), "{steps}: {outcome:?}");
         }
     }

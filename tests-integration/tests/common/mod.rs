@@ -475,3 +475,36 @@ pub fn within<R: Send + 'static>(
 
 /// The generous limit for [`within`].
 pub const HANG_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+// ----- cancellation at every step -----------------------------------------------
+
+/// A fiber configuration where every fiber yields after each step, so
+/// that another fiber's cancellation can land between any two steps.
+pub fn yield_after_every_step() -> spindle_core::FiberConfig {
+    spindle_core::FiberConfig::builder()
+        .auto_yield_after(1)
+        .build()
+        .expect("a valid configuration")
+}
+
+/// `io` after `steps` steps of its own (a `defer` each: with a yield after
+/// every step, one turn each).
+pub fn after_steps<E: Send + 'static>(steps: usize, io: IO<(), E>) -> IO<(), E> {
+    if steps == 0 {
+        io
+    } else {
+        IO::defer(move || after_steps(steps - 1, io))
+    }
+}
+
+/// Starts `holder` after `steps` steps of its own, cancels it at once and
+/// joins it: as `steps` grows, the cancellation lands at each step of the
+/// holder in turn.
+pub fn cancel_after<E: Send + 'static>(
+    steps: usize,
+    holder: IO<(), E>,
+) -> IO<spindle_core::Outcome<(), E>, E> {
+    after_steps(steps, holder)
+        .start()
+        .flat_map(|h| h.cancel().product_r(h.join()))
+}
