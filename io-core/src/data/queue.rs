@@ -101,15 +101,10 @@ struct Handed<A: Send + 'static> {
 
 impl<A: Send + 'static> Drop for Handed<A> {
     fn drop(&mut self) {
-        if let Some(element) = self.element.take() {
-            let mut state = self.shared.state.lock();
-            match state.takers.pop() {
-                Some(next) => {
-                    drop(state);
-                    Shared::deliver(&self.shared, next, element);
-                }
-                None => state.buffer.push_front(element),
-            }
+        if let Some(element) = self.element.take()
+            && let Some((next, element)) = self.shared.pass_on(element)
+        {
+            Shared::deliver(&self.shared, next, element);
         }
     }
 }
@@ -148,8 +143,9 @@ impl<A: Send + 'static> Shared<A> {
     /// first, the element goes to the next waiting taker, or back to the
     /// front of the buffer (a loop, not a recursion, through any number of
     /// canceled takers).
-    fn deliver(shared: &Arc<Self>, mut callback: RawCallback, mut element: A) {
-        loop {
+    fn deliver(shared: &Arc<Self>, callback: RawCallback, element: A) {
+        let mut next = Some((callback, element));
+        while let Some((callback, element)) = next {
             let handed = Handed {
                 element: Some(element),
                 shared: shared.clone(),
@@ -160,21 +156,23 @@ impl<A: Send + 'static> Shared<A> {
             let (Ok(value) | Err(value)) = given_back;
             // SAFETY: the value was made just above from a `Handed<A>`.
             let mut handed = unsafe { value.take::<Handed<A>>() };
-            element = match handed.element.take() {
-                Some(element) => element,
-                None => unreachable!("io-core: a handed element is taken once"),
-            };
-            drop(handed);
-            let mut state = shared.state.lock();
-            match state.takers.pop() {
-                Some(next) => {
-                    drop(state);
-                    callback = next;
-                }
-                None => {
-                    state.buffer.push_front(element);
-                    return;
-                }
+            next = handed
+                .element
+                .take()
+                .and_then(|element| shared.pass_on(element));
+        }
+    }
+
+    /// An element whose taker was canceled before it reached it: the next
+    /// waiting taker, to deliver it to once the lock is released, or, with
+    /// none, the front of the buffer.
+    fn pass_on(&self, element: A) -> Option<(RawCallback, A)> {
+        let mut state = self.state.lock();
+        match state.takers.pop() {
+            Some(next) => Some((next, element)),
+            None => {
+                state.buffer.push_front(element);
+                None
             }
         }
     }
