@@ -258,17 +258,7 @@ impl Semaphore {
         site: Option<Site>,
         io: IO<A, E>,
     ) -> IO<A, E> {
-        let shared = self.shared.clone();
-        IO::defer_at::<M, _>(site, move || {
-            if shared.try_take() {
-                return Semaphore::holding(shared, io);
-            }
-            IO::uncancelable_untraced(move |poll| {
-                let held = shared.clone();
-                poll.apply_untraced(Semaphore::acquire_slow(shared))
-                    .flat_map_untraced(move |()| Semaphore::holding(held, poll.apply_untraced(io)))
-            })
-        })
+        self.use_permit_at::<M, Internal, (), A, E, _>(site, NO_SITE, (), move |()| io)
     }
 
     /// The program `f` builds from `value`, run holding a permit, as
@@ -331,19 +321,11 @@ impl Semaphore {
         used
     }
 
-    /// `io` holding the permit just taken: the permit is released when `io`
-    /// ends, whatever the outcome. The release is done as the finalizer is
-    /// built, so that it has no program of its own to run (the run-loop
-    /// then goes on at once).
-    fn holding<A: Send + 'static, E: Send + 'static>(
-        shared: Arc<Shared>,
-        io: IO<A, E>,
-    ) -> IO<A, E> {
-        Semaphore::holding_at::<Internal, A, E>(NO_SITE, shared, io)
-    }
-
-    /// [`Semaphore::holding`], its guarantee recorded as the operation `M`
-    /// at `site` when it is installed.
+    /// `io` holding the permit just taken, its guarantee recorded as the
+    /// operation `M` at `site` when it is installed: the permit is released
+    /// when `io` ends, whatever the outcome. The release is done as the
+    /// finalizer is built, so that it has no program of its own to run (the
+    /// run-loop then goes on at once).
     fn holding_at<M: OpMeta, A: Send + 'static, E: Send + 'static>(
         site: Option<Site>,
         shared: Arc<Shared>,
