@@ -58,7 +58,8 @@ done
 python3 - "$out" <<'PY'
 import json, os, statistics, sys
 rows = [json.loads(l) for l in open(os.path.join(sys.argv[1], "results.jsonl"))]
-steps = {"shallow_bind": 10000, "deep_bind": 10000, "delay_bind": 10000, "async": 100}
+steps = {"shallow_bind": 10000, "deep_bind": 10000, "delay_bind": 10000, "async": 100,
+         "map_calls": 10000, "attempt": 10000, "start_join": 1000, "cede": 1000, "spawn": 10000}
 variants = ["compiled_out", "none", "cached", "full"]
 med = {}
 rounds = sorted({r["run"][-1] for r in rows})

@@ -18,6 +18,19 @@
 //!   `flat_map`).
 //! * `async`: AsyncBenchmark's `async` (a callback completed during
 //!   registration): `async` and `flat_map` events per step.
+//! * `map_calls`: a chain of [`SIZE`] `map`s built ahead, then run: one
+//!   `map` event per step.
+//! * `attempt`: `pure(i).attempt().flat_map(..)`: `attempt` and `flat_map`
+//!   events per step.
+//! * `start_join`: [`START_JOIN`] rounds of starting a fiber of one
+//!   `delay` and joining it: the parent records `start`, `flat_map` and
+//!   the join's events, the child its `delay`, and every child is a fiber
+//!   that traces (its ring, its registration for dumps).
+//! * `cede`: [`CEDES`] `cede`s, each a new run of the fiber: `cede` and
+//!   `flat_map` events per step, and the ring's per-run bracket.
+//! * `spawn`: the main fiber starts [`SPAWN`] fibers of one `delay` each,
+//!   then joins them all (the "spawn 10,000 fibers"; one step per
+//!   fiber).
 //!
 //! Full mode also captures a backtrace where each traced node is built: it
 //! is reported, not held to a budget (it is a debugging mode, as in Cats
@@ -34,6 +47,59 @@ type Io<A> = IO<A, Infallible>;
 
 /// A workload: its name, how to build one operation's program, its steps.
 type Workload = (&'static str, fn() -> Io<i32>, i32);
+
+/// Rounds of `start_join`.
+const START_JOIN: i32 = 1_000;
+/// Steps of `cede`.
+const CEDES: i32 = 1_000;
+/// Fibers of `spawn`.
+const SPAWN: i32 = 10_000;
+
+fn map_calls() -> Io<i32> {
+    (0..SIZE).fold(IO::pure(0), |io, _| io.map(|x| x + 1))
+}
+
+fn attempt() -> Io<i32> {
+    fn go(i: i32) -> Io<i32> {
+        if i < SIZE {
+            IO::pure(i).attempt().flat_map(|r| go(r.unwrap_or(0) + 1))
+        } else {
+            IO::pure(i)
+        }
+    }
+    go(0)
+}
+
+fn start_join() -> Io<i32> {
+    fn go(i: i32) -> Io<i32> {
+        if i < START_JOIN {
+            IO::delay(move || i + 1)
+                .start()
+                .flat_map(|h| h.join_with_never())
+                .flat_map(go)
+        } else {
+            IO::pure(i)
+        }
+    }
+    go(0)
+}
+
+fn cede() -> Io<i32> {
+    fn go(i: i32) -> Io<i32> {
+        if i < CEDES {
+            IO::cede().flat_map(move |()| go(i + 1))
+        } else {
+            IO::pure(i)
+        }
+    }
+    go(0)
+}
+
+fn spawn() -> Io<i32> {
+    IO::traverse((0..SPAWN).collect(), |i| IO::delay(move || i).start())
+        .flat_map(|handles| IO::traverse(handles, |h| h.join_with_never()))
+        .map(|values| values.len() as i32)
+}
 
 fn delay_bind() -> Io<i32> {
     fn go(i: i32) -> Io<i32> {
@@ -76,11 +142,16 @@ fn variants() -> Vec<(&'static str, TracingMode)> {
 }
 
 fn tracing(c: &mut Criterion) {
-    let workloads: [Workload; 4] = [
+    let workloads: [Workload; 9] = [
         ("shallow_bind", bind_loops::shallow_pure, SIZE),
         ("deep_bind", bind_loops::deep_pure, SIZE),
         ("delay_bind", delay_bind, SIZE),
         ("async", async_chain, ASYNC_SIZE),
+        ("map_calls", map_calls, SIZE),
+        ("attempt", attempt, SIZE),
+        ("start_join", start_join, START_JOIN),
+        ("cede", cede, CEDES),
+        ("spawn", spawn, SPAWN),
     ];
     for (name, build, steps) in workloads {
         let mut group = c.benchmark_group(format!("Tracing/{name}"));

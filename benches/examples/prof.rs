@@ -3,8 +3,10 @@
 //! ```text
 //! cargo build --release -p benches --example prof
 //! valgrind --tool=callgrind --collect-atstart=no --toggle-collect='*prof*run_workload*' \
-//!     target/release/examples/prof shallow_pure [batching]
+//!     target/release/examples/prof shallow_pure [batching|wstp]
 //! ```
+//!
+//! The executors read the tracing mode from `SPINDLE_TRACING` (`from_env`).
 //!
 //! Each workload runs twice in `run_workload` (instructions are counted
 //! inside it only, so process start-up is left out). BENCHMARKS.md,
@@ -25,7 +27,7 @@ macro_rules! NEW_BATCHING {
 }
 macro_rules! NEW_RT {
     () => {
-        SingleThreaded::new().expect("an executor")
+        SingleThreaded::from_env().expect("an executor")
     };
 }
 macro_rules! BLOCK_ON {
@@ -281,6 +283,13 @@ fn queue_offer_take() -> P {
     })
 }
 
+/// 10,000 fibers of one `delay` each, started, then joined.
+fn spawn() -> P {
+    IO::traverse((0..N).collect(), |i| IO::delay(move || i).start())
+        .flat_map(|handles| IO::traverse(handles, |h| h.join_with_never()))
+        .map(|values| values.len() as i32)
+}
+
 fn cede() -> P {
     fn go(i: i32) -> P {
         if i < N {
@@ -386,6 +395,7 @@ fn run_workload(name: &str) -> i32 {
         "shallow_async" => shallow_async,
         "start_join" => start_join,
         "cede" => cede,
+        "spawn" => spawn,
         "race" => race,
         "both" => both,
         "timeout" => timeout,
@@ -399,11 +409,16 @@ fn run_workload(name: &str) -> i32 {
         "steps_pure" => || steps(IO::pure),
         other => panic!("unknown workload {other}"),
     };
-    let batching = std::env::args().nth(2).as_deref() == Some("batching");
+    let second = std::env::args().nth(2);
+    let batching = second.as_deref() == Some("batching");
+    let wstp = second.as_deref() == Some("wstp");
     let mut total = 0;
     for _ in 0..2 {
         total += if batching {
             let rt = NEW_BATCHING!();
+            BLOCK_ON!(rt, build())
+        } else if wstp {
+            let rt = spindle_exec_wstp::Runtime::from_env().expect("exec-wstp");
             BLOCK_ON!(rt, build())
         } else {
             let rt = NEW_RT!();

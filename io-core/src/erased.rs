@@ -302,9 +302,22 @@ pub(crate) struct FnVTable<I, O> {
     /// The traced operation this closure belongs to (`tracing/mod.rs`).
     #[cfg(feature = "tracing")]
     op: &'static crate::tracing::Op,
-    /// Reads the site stored next to the closure (`Sited`), if it has one.
+    /// Where the site stored next to the closure (`Sited`) is, if it has
+    /// one: read with a load, not a call.
     #[cfg(feature = "tracing")]
-    site: Option<unsafe fn(&Word) -> Option<&crate::tracing::Site>>,
+    site: SiteAt,
+}
+
+/// Where an erased closure's site is (see `Sited`).
+#[cfg(feature = "tracing")]
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SiteAt {
+    /// The closure has no site.
+    Nowhere,
+    /// In the word itself (a zero-sized closure: the word is the site).
+    InWord,
+    /// At the start of the block the word points at.
+    InBlock,
 }
 
 /// An erased `FnOnce(I) -> O + Send + 'static`, inline when one word or less.
@@ -343,7 +356,7 @@ where
         #[cfg(feature = "tracing")]
         op: M::OP,
         #[cfg(feature = "tracing")]
-        site: None,
+        site: SiteAt::Nowhere,
     };
 
     /// # Safety
@@ -358,9 +371,11 @@ where
 /// A closure stored with the call site of the operation that made it (the
 /// leaves of `tracing/mod.rs`).
 #[cfg(feature = "tracing")]
+#[repr(C)]
 struct Sited<F> {
-    f: F,
+    /// First, so that it is found without knowing `F` (`SiteAt`).
     site: crate::tracing::Site,
+    f: F,
 }
 
 #[cfg(feature = "tracing")]
@@ -377,7 +392,11 @@ where
         drop: drop_fn::<Sited<F>>(),
         call: Self::call,
         op: M::OP,
-        site: Some(Self::site),
+        site: if fits_inline::<Sited<F>>() {
+            SiteAt::InWord
+        } else {
+            SiteAt::InBlock
+        },
     };
 
     /// # Safety
@@ -390,19 +409,6 @@ where
         drop(sited.site);
         // SAFETY: forwarded precondition.
         unsafe { A::call(sited.f, input) }
-    }
-
-    /// # Safety
-    /// * `word` holds an unread `Sited<F>`.
-    unsafe fn site(word: &Word) -> Option<&crate::tracing::Site> {
-        let sited: &Sited<F> = if fits_inline::<Sited<F>>() {
-            // SAFETY: an inline `Sited<F>`, alive as long as the word.
-            unsafe { &*word.as_ptr().cast::<Sited<F>>() }
-        } else {
-            // SAFETY: the word points at a live `Sited<F>` it owns.
-            unsafe { &*word.assume_init().cast::<Sited<F>>().cast_const() }
-        };
-        Some(&sited.site)
     }
 }
 
@@ -480,11 +486,20 @@ impl<I: 'static, O: 'static> ErasedFn<I, O> {
     #[cfg(feature = "tracing")]
     #[inline(always)]
     pub(crate) fn site(&self) -> Option<&crate::tracing::Site> {
-        // SAFETY: the site reader belongs to this vtable, so the word holds
-        // the `Sited<F>` it reads; it is not moved out (`&self`).
-        self.vtable
-            .site
-            .and_then(|read| unsafe { read(&self.word) })
+        match self.vtable.site {
+            SiteAt::Nowhere => None,
+            // SAFETY: this vtable's closure is a `Sited<F>` stored in the
+            // word (`repr(C)`, the site first), not moved out (`&self`).
+            SiteAt::InWord => Some(unsafe { &*self.word.as_ptr().cast::<crate::tracing::Site>() }),
+            // SAFETY: as above, in the block the word points at.
+            SiteAt::InBlock => Some(unsafe {
+                &*self
+                    .word
+                    .assume_init()
+                    .cast::<crate::tracing::Site>()
+                    .cast_const()
+            }),
+        }
     }
 
     /// Calls the closure, consuming it.

@@ -130,6 +130,43 @@ rt_test! {
     }
 
     #[cfg(feature = "tracing")]
+    fn a_dump_marks_the_trace_of_the_fiber_running_it_in_motion_and_no_waiting_fibers_trace() {
+        let rt = rt();
+        let dump = rt.dumper();
+        let gate = Deferred::<()>::new();
+        let (open, counted) = (gate.clone(), gate.clone());
+        // A waiting fiber, then a dump taken by the main fiber while it
+        // runs (after a first wait, so that it has a ring of its own).
+        let program = gate.get::<E>().start::<E>().flat_map(move |waiter| {
+            eventually::<E>(move || counted.waiters() == 1)
+                .product_r(IO::cede())
+                .product_r(take_dump(&dump))
+                .flat_map(move |listed| {
+                    open.complete(())
+                        .product_r(waiter.join_void())
+                        .map_to(listed)
+                })
+        });
+        let listed = rt.run(program).succeeded().expect("the program succeeds");
+        assert_eq!(listed.fibers.len(), 2, "{listed}");
+        let waiting = listed
+            .in_state(FiberState::Waiting)
+            .next()
+            .unwrap_or_else(|| panic!("a waiting fiber:\n{listed}"));
+        let waiting_trace = waiting.trace.as_ref().expect("the waiter traced");
+        assert!(!waiting_trace.in_motion(), "{listed}");
+        assert!(!waiting_trace.is_empty(), "{listed}");
+        let main = listed
+            .fibers
+            .iter()
+            .find(|f| f.id != waiting.id)
+            .expect("the main fiber is listed");
+        let main_trace = main.trace.as_ref().expect("the main fiber traced");
+        assert!(main_trace.in_motion(), "{listed}");
+        assert!(listed.to_string().contains("in motion"), "{listed}");
+    }
+
+    #[cfg(feature = "tracing")]
     fn fibers_that_have_completed_are_not_listed() {
         let rt = rt();
         let dump = rt.dumper();

@@ -1,9 +1,14 @@
-//! A fiber's trace ring is made at its first recorded event, not when the
-//! fiber starts: a fiber that records nothing allocates no ring.
+//! Trace rings are not made per fiber: a run of a fiber without a ring of
+//! its own records into its thread's scratch ring (made once per thread,
+//! at the first run that traces), and the fiber adopts that ring only if
+//! it recorded and lives on after the run (it suspended or yielded). A
+//! fiber that ends within its first run, however much it recorded,
+//! allocates no ring; a fiber in mode `none` allocates none until a traced
+//! scope runs.
 //!
 //! A global allocator counts, per thread, the allocations of exactly the
 //! size of a ring's slots (`TRACE_CAPACITY` events of two pointers each:
-//! an operation and a call site; 2,048 bytes on a 64-bit target, a size
+//! an operation and a call site; 8 KiB on a 64-bit target, a size
 //! nothing else in these runs allocates). Each run builds an exec-single
 //! executor (which runs its fibers on the thread that calls `block_on`)
 //! on a thread of its own, so that no ring freed earlier on that thread
@@ -26,7 +31,7 @@ use spindle_exec_single::SingleThreaded;
 
 /// Events per fiber in these runs: a ring whose slots are an allocation of
 /// a size nothing else here makes.
-const TRACE_CAPACITY: usize = 128;
+const TRACE_CAPACITY: usize = 512;
 
 /// The bytes of a ring's slots: an operation pointer and a call-site
 /// pointer per event (`spindle_trace::Ring`).
@@ -81,6 +86,12 @@ static GLOBAL: Counting = Counting;
 /// tracing mode `mode` runs `make()`'s program as its main fiber, on a
 /// thread of its own.
 fn rings_allocated(mode: TracingMode, make: fn() -> IO<u64, ()>) -> usize {
+    rings_allocated_by_runs(mode, make, 1)
+}
+
+/// As [`rings_allocated`], for `runs` programs run one after the other by
+/// one executor on one thread.
+fn rings_allocated_by_runs(mode: TracingMode, make: fn() -> IO<u64, ()>, runs: usize) -> usize {
     std::thread::spawn(move || {
         let config = FiberConfig::builder()
             .tracing(mode)
@@ -91,11 +102,13 @@ fn rings_allocated(mode: TracingMode, make: fn() -> IO<u64, ()>) -> usize {
             .fiber_config(config)
             .build()
             .unwrap();
-        let program = make();
-        WATCHING.with(|w| w.set(true));
-        let outcome = rt.block_on(program);
-        WATCHING.with(|w| w.set(false));
-        assert!(outcome.unwrap().is_succeeded(), "the program succeeds");
+        for _ in 0..runs {
+            let program = make();
+            WATCHING.with(|w| w.set(true));
+            let outcome = rt.block_on(program);
+            WATCHING.with(|w| w.set(false));
+            assert!(outcome.unwrap().is_succeeded(), "the program succeeds");
+        }
         RINGS.with(Cell::get)
     })
     .join()
@@ -103,25 +116,36 @@ fn rings_allocated(mode: TracingMode, make: fn() -> IO<u64, ()>) -> usize {
 }
 
 #[test]
-fn a_fiber_that_records_no_event_allocates_no_trace_ring() {
-    // Mode `cached`: the fiber traces from its start, but `pure` is no
-    // traced operation, so it never records.
-    assert_eq!(rings_allocated(TracingMode::Cached, || IO::pure(1)), 0);
+fn fibers_that_end_within_their_first_run_share_the_scratch_ring_of_their_thread() {
+    // A hundred main fibers, one after the other, each recording two
+    // events and ending in its first run: one ring in all, the thread's.
     assert_eq!(
-        rings_allocated(TracingMode::Cached, || IO::from_result(Ok(2))),
-        0
+        rings_allocated_by_runs(
+            TracingMode::Cached,
+            || IO::delay(|| 1).flat_map(|x| IO::delay(move || x + 1)),
+            100
+        ),
+        1
+    );
+    // Fibers that record nothing do not even make the thread's ring twice.
+    assert_eq!(
+        rings_allocated_by_runs(TracingMode::Cached, || IO::pure(1), 10),
+        1
     );
 }
 
 #[test]
-fn a_fiber_allocates_its_trace_ring_at_its_first_recorded_event_and_only_once() {
-    assert_eq!(rings_allocated(TracingMode::Cached, || IO::delay(|| 1)), 1);
-    assert_eq!(
-        rings_allocated(TracingMode::Cached, || {
-            IO::delay(|| 1).flat_map(|x| IO::delay(move || x + 1).map(|x| x * 2))
-        }),
-        1
-    );
+fn a_fiber_that_suspends_after_recording_keeps_the_ring_and_its_children_share_another() {
+    // The main fiber records (`start`) and suspends in its first `join`:
+    // it adopts the scratch ring. Its hundred children, each ending in its
+    // first run on the same thread, share one new scratch ring.
+    fn program() -> IO<u64, ()> {
+        IO::traverse((0..100u64).collect(), |i| IO::delay(move || i).start())
+            .flat_map(|handles| IO::traverse(handles, |h| h.join_with_never()))
+            .map(|values| values.into_iter().sum())
+    }
+    // (Before the scratch ring, each of the 101 fibers made one.)
+    assert_eq!(rings_allocated(TracingMode::Cached, program), 2);
 }
 
 #[test]

@@ -16,9 +16,10 @@
 //! * [`Event`]: an operation at a site (two words).
 //! * [`Ring`]: a fiber's last N events, a fixed-capacity ring buffer whose
 //!   capacity is chosen at run time (a power of two, indexed with a mask);
-//!   recording an event stores two words and never allocates. Its one
-//!   writer is the fiber; a fiber dump on another thread reads it through a
-//!   sequence lock (see `ring.rs`), so a dump never stops a fiber.
+//!   recording an event stores two words and a count and never allocates.
+//!   Its one writer is the fiber; a fiber dump on another thread reads it
+//!   without stopping the fiber, and marks the copy *in motion* if the
+//!   fiber ran meanwhile (see `ring.rs`).
 //! * [`Trace`]: a snapshot of a ring, oldest event first, rendered one line
 //!   per event like Cats Effect's `Trace.pretty`, or on one line
 //!   ([`Trace::compact`]).
@@ -391,7 +392,7 @@ pub const fn ring_capacity(requested: usize) -> Result<usize, CapacityError> {
     }
 }
 
-pub use ring::Ring;
+pub use ring::{Ring, RunToken};
 
 // ---------------------------------------------------------------------------
 // Traces
@@ -414,6 +415,7 @@ pub use ring::Ring;
 pub struct Trace {
     events: Vec<Event>,
     omitted: usize,
+    in_motion: bool,
 }
 
 impl Trace {
@@ -422,6 +424,7 @@ impl Trace {
         Trace {
             events: Vec::new(),
             omitted: 0,
+            in_motion: false,
         }
     }
 
@@ -438,6 +441,15 @@ impl Trace {
     /// How many older events the ring had already overwritten.
     pub fn omitted(&self) -> usize {
         self.omitted
+    }
+
+    /// Whether the fiber was running while this copy was read (a fiber
+    /// dump of a running fiber): then an event's operation may be paired
+    /// with a neighbouring event's location. A trace read from a fiber
+    /// that is suspended, queued or done, or by the fiber itself, is never
+    /// in motion (see the ring's protocol).
+    pub fn in_motion(&self) -> bool {
+        self.in_motion
     }
 
     /// The operation names, oldest first (handy in tests).
@@ -480,6 +492,9 @@ impl fmt::Display for Trace {
         )?;
         if self.omitted > 0 {
             write!(f, "; {} older omitted", self.omitted)?;
+        }
+        if self.in_motion {
+            f.write_str("; in motion: read while the fiber ran")?;
         }
         f.write_str("):")?;
         for event in &self.events {

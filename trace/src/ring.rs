@@ -1,26 +1,39 @@
 //! A fiber's ring buffer of trace events, written by the fiber and read by
 //! fiber dumps on any thread.
 //!
-//! # Protocol (a sequence lock with one writer)
+//! # Protocol (one writer; a sequence count per run, not per event)
 //!
-//! `seq` is twice the number of events written, plus one while a write is
-//! in progress. Each slot is a pair of atomic pointers to static data (the
-//! operation and the location), so a reader that races a write reads two
-//! valid pointers, never freed memory; the sequence tells it whether the
-//! pair belongs together.
+//! Each slot is a pair of atomic pointers to static data (the operation and
+//! the location), so a reader that races a write reads two valid pointers,
+//! never freed memory: at worst an operation paired with a neighbouring
+//! event's location. Recording an event is therefore two relaxed stores
+//! into the slot and one into `written` (plain stores on every target): no
+//! fence, no sequence lock per event.
 //!
-//! * Writer (only the fiber, on the thread running it): `seq = s + 1`
-//!   (relaxed), release fence, store the slot's two pointers (relaxed),
-//!   `seq = s + 2` (release). On x86 and Arm the stores are plain stores.
-//! * Reader: `s1 = seq` (acquire); odd means a write is in progress, so try
-//!   again; copy the slots (relaxed); acquire fence; `s2 = seq`. If
-//!   `s1 == s2` no write overlapped the copy and the copy is the ring as of
-//!   `s1`. A reader gives up after a bounded number of tries, so a dump of a
-//!   busy fiber never waits for it: it reports no trace instead.
+//! Whether a copy is *consistent* is decided per run of the fiber, not per
+//! event. `runs` is twice the number of runs that ended, plus one while the
+//! fiber runs (records):
 //!
-//! The writer's release fence orders `seq = s + 1` before the slot stores,
-//! so a reader whose copy saw a new slot value also sees (after its acquire
-//! fence) a sequence that moved on. Loom checks this (`loom` tests below).
+//! * Writer (only the fiber, on the thread running it):
+//!   [`begin_run`](Ring::begin_run) when a run-loop call that records
+//!   starts (`runs` made odd, relaxed, then a release fence), events, then
+//!   [`end_run`](Ring::end_run) before the fiber leaves its thread (`runs`
+//!   made even, release).
+//! * Reader: `r1 = runs` (acquire); copy `written` and the slots (relaxed);
+//!   acquire fence; `r2 = runs`. If `r1` is even and `r2 == r1`, no run
+//!   overlapped the copy, and the copy is the ring as the last run left
+//!   it. Otherwise the trace is marked *in motion*
+//!   ([`Trace::in_motion`](crate::Trace::in_motion)): the fiber was running,
+//!   and its events may be paired with a neighbour's location. A reader
+//!   never waits for the writer.
+//!
+//! The release fence of `begin_run` orders the odd `runs` before the run's
+//! slot stores, so a reader whose copy saw one of them also sees (after its
+//! acquire fence) a `runs` that moved on. The release store of `end_run`
+//! makes a run's events visible to a reader that reads its even `runs`.
+//! Loom checks both (`loom` tests below). Fibers synchronize with their
+//! executor whenever they start or stop running, so a fiber dump, which
+//! reads suspended fibers, nearly always gets consistent traces.
 //!
 //! Full mode's backtraces are not in the ring: they are owned data, which a
 //! racing reader could see freed. The fiber keeps them next to it (one
@@ -34,21 +47,26 @@ use core::panic::Location;
 use crate::sync::{AtomicPtr, AtomicUsize, Ordering, fence};
 use crate::{Event, Op, Site, Trace};
 
-/// How often a reader tries to copy a ring that its writer keeps changing.
-const READ_TRIES: usize = 64;
-
 struct Slot {
     op: AtomicPtr<Op>,
     location: AtomicPtr<Location<'static>>,
 }
 
+/// What [`Ring::begin_run`] hands to [`Ring::end_run`]: the run's count.
+#[derive(Debug)]
+#[must_use = "a run must be ended with `Ring::end_run`"]
+pub struct RunToken(usize);
+
 /// A fiber's last events: a fixed-capacity ring buffer with one writer.
 ///
-/// Made once, with all its slots, when the fiber records its first event;
+/// Made once, with all its slots, when the fiber first records;
 /// [`push`](Ring::push) then overwrites the oldest slot and never
 /// allocates.
 pub struct Ring {
-    seq: AtomicUsize,
+    /// How many events were recorded in all.
+    written: AtomicUsize,
+    /// Twice the runs that ended, plus one during a run (module doc).
+    runs: AtomicUsize,
     /// `slots.len() - 1` (the length is a power of two).
     mask: usize,
     slots: Box<[Slot]>,
@@ -69,23 +87,42 @@ impl Ring {
             })
             .collect();
         Ring {
-            seq: AtomicUsize::new(0),
+            written: AtomicUsize::new(0),
+            runs: AtomicUsize::new(0),
             mask: capacity - 1,
             slots: slots.into_boxed_slice(),
         }
     }
 
+    /// The fiber starts a run that records (see the module doc); returns
+    /// the token to hand to [`end_run`](Ring::end_run) when the run ends.
+    /// Runs do not nest: every `begin_run` is followed by its `end_run`
+    /// before the next `begin_run` (also when a panic ends the run).
+    #[inline(always)]
+    pub fn begin_run(&self) -> RunToken {
+        let runs = self.runs.load(Ordering::Relaxed) | 1;
+        self.runs.store(runs, Ordering::Relaxed);
+        fence(Ordering::Release);
+        RunToken(runs)
+    }
+
+    /// The run ends: readers may now copy the ring consistently.
+    #[inline(always)]
+    pub fn end_run(&self, token: RunToken) {
+        self.runs.store(token.0.wrapping_add(1), Ordering::Release);
+    }
+
     /// Records an event, replacing the oldest once the ring is full, and
     /// returns the slot it used.
     ///
-    /// Only one thread may push at a time (the fiber that owns the ring);
+    /// Only one thread may push at a time (the fiber that owns the ring),
+    /// between [`begin_run`](Ring::begin_run) and
+    /// [`end_run`](Ring::end_run) for readers to see consistent copies;
     /// concurrent pushes are memory-safe but garble the ring.
-    #[inline]
+    #[inline(always)]
     pub fn push(&self, op: &'static Op, location: &'static Location<'static>) -> usize {
-        let s = self.seq.load(Ordering::Relaxed);
-        self.seq.store(s.wrapping_add(1), Ordering::Relaxed);
-        fence(Ordering::Release);
-        let index = (s >> 1) & self.mask;
+        let n = self.written.load(Ordering::Relaxed);
+        let index = n & self.mask;
         debug_assert!(index < self.slots.len());
         // SAFETY: `mask` is `slots.len() - 1`, so `index` is in bounds.
         let slot = unsafe { self.slots.get_unchecked(index) };
@@ -95,14 +132,15 @@ impl Ring {
             (location as *const Location<'static>).cast_mut(),
             Ordering::Relaxed,
         );
-        self.seq.store(s.wrapping_add(2), Ordering::Release);
+        self.written.store(n.wrapping_add(1), Ordering::Relaxed);
         index
     }
 
     /// Forgets every event, for reuse by another fiber (the caller owns
     /// the ring: nobody else reads it).
     pub fn reset(&mut self) {
-        self.seq.store(0, Ordering::Relaxed);
+        self.written.store(0, Ordering::Relaxed);
+        self.runs.store(0, Ordering::Relaxed);
     }
 
     /// How many events the ring keeps at most.
@@ -110,9 +148,10 @@ impl Ring {
         self.slots.len()
     }
 
-    /// How many events were recorded in all (including overwritten ones).
+    /// How many events were recorded in all (including overwritten ones),
+    /// as of the last run that ended (or now, on the fiber's own thread).
     pub fn recorded(&self) -> usize {
-        self.seq.load(Ordering::Acquire) / 2
+        self.written.load(Ordering::Relaxed)
     }
 
     /// How many events it holds now.
@@ -125,48 +164,44 @@ impl Ring {
         self.recorded() == 0
     }
 
-    /// The events, oldest first, copied consistently from any thread; `None`
-    /// if the writer kept changing the ring while this tried to copy it.
-    pub fn snapshot(&self) -> Option<Trace> {
-        for _ in 0..READ_TRIES {
-            let s1 = self.seq.load(Ordering::Acquire);
-            if s1 % 2 == 1 {
-                core::hint::spin_loop();
-                continue;
+    /// The events, oldest first, copied from any thread without waiting
+    /// for the writer; the trace is [in motion](Trace::in_motion) if the
+    /// fiber ran while this copied it (module doc).
+    pub fn snapshot(&self) -> Trace {
+        let r1 = self.runs.load(Ordering::Acquire);
+        let written = self.written.load(Ordering::Relaxed);
+        let copy: Vec<(*mut Op, *mut Location<'static>)> = self
+            .slots
+            .iter()
+            .map(|s| {
+                (
+                    s.op.load(Ordering::Relaxed),
+                    s.location.load(Ordering::Relaxed),
+                )
+            })
+            .collect();
+        fence(Ordering::Acquire);
+        let r2 = self.runs.load(Ordering::Relaxed);
+        let mut trace = self.assemble(written, |i| {
+            let (op, location) = copy[i];
+            // SAFETY: both pointers were stored by `push` from `&'static`
+            // references (or are null: a slot never written), whatever the
+            // writer did meanwhile: each word is stored whole.
+            unsafe {
+                Some(Event::new(
+                    op.as_ref()?,
+                    Site::from_location(location.as_ref()?),
+                ))
             }
-            let copy: Vec<(*mut Op, *mut Location<'static>)> = self
-                .slots
-                .iter()
-                .map(|s| {
-                    (
-                        s.op.load(Ordering::Relaxed),
-                        s.location.load(Ordering::Relaxed),
-                    )
-                })
-                .collect();
-            fence(Ordering::Acquire);
-            if self.seq.load(Ordering::Relaxed) == s1 {
-                return Some(self.assemble(s1 / 2, |i| {
-                    let (op, location) = copy[i];
-                    // SAFETY: both pointers were stored by `push` from
-                    // `&'static` references (the sequence check shows the
-                    // slot was written before `s1` and not since).
-                    unsafe {
-                        Some(Event::new(
-                            op.as_ref()?,
-                            Site::from_location(location.as_ref()?),
-                        ))
-                    }
-                }));
-            }
-        }
-        None
+        });
+        trace.in_motion = r1 % 2 == 1 || r1 != r2;
+        trace
     }
 
     /// The owner's snapshot: its own ring (no race: it is the writer), with
     /// the site kept for each slot (full mode's backtraces) where one is.
     pub fn snapshot_with_sites(&self, sites: &[Option<Site>]) -> Trace {
-        let written = self.seq.load(Ordering::Relaxed) / 2;
+        let written = self.written.load(Ordering::Relaxed);
         self.assemble(written, |i| {
             let op = self.slots[i].op.load(Ordering::Relaxed);
             let location = self.slots[i].location.load(Ordering::Relaxed);
@@ -191,6 +226,7 @@ impl Ring {
         Trace {
             events,
             omitted: written - len,
+            in_motion: false,
         }
     }
 }
@@ -213,26 +249,54 @@ mod loom_tests {
     static B: Op = Op::new("b");
 
     #[test]
-    fn a_reader_racing_the_writer_sees_whole_events_or_gives_up() {
+    fn a_copy_not_marked_in_motion_is_the_ring_as_a_finished_run_left_it() {
         loom::model(|| {
             let ring = Arc::new(Ring::new(1));
             let la: &'static Location<'static> = Location::caller();
+            let run = ring.begin_run();
             ring.push(&A, la);
+            ring.end_run(run);
             let writer = {
                 let ring = ring.clone();
                 loom::thread::spawn(move || {
+                    let run = ring.begin_run();
                     ring.push(&B, la);
+                    ring.end_run(run);
                 })
             };
-            if let Some(trace) = ring.snapshot() {
-                // One slot: the event is `a` (before the write) or `b`
-                // (after), and the count matches it.
+            let trace = ring.snapshot();
+            if !trace.in_motion() {
+                // One slot: the event is `a` (before the second run) or
+                // `b` (after it), and the count matches it.
                 let names = trace.op_names();
                 assert_eq!(names.len(), 1);
                 assert_eq!(names[0] == "b", trace.omitted() == 1);
             }
             writer.join().unwrap();
-            assert_eq!(ring.snapshot().unwrap().op_names(), ["b"]);
+            let trace = ring.snapshot();
+            assert!(!trace.in_motion());
+            assert_eq!(trace.op_names(), ["b"]);
+        });
+    }
+
+    #[test]
+    fn a_reader_during_a_run_marks_the_trace_in_motion_and_reads_valid_events() {
+        loom::model(|| {
+            let ring = Arc::new(Ring::new(2));
+            let la: &'static Location<'static> = Location::caller();
+            let run = ring.begin_run();
+            let reader = {
+                let ring = ring.clone();
+                loom::thread::spawn(move || ring.snapshot())
+            };
+            ring.push(&A, la);
+            ring.push(&B, la);
+            let trace = reader.join().unwrap();
+            assert!(trace.in_motion());
+            for name in trace.op_names() {
+                assert!(name == "a" || name == "b");
+            }
+            ring.end_run(run);
         });
     }
 }

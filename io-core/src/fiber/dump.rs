@@ -102,9 +102,11 @@ pub struct FiberInfo {
     pub status: FiberStatus,
     /// What it is doing.
     pub state: FiberState,
-    /// Its last trace events, oldest first: `None` if it never traced (mode
-    /// `none`, or tracing compiled out), or if it was recording so busily
-    /// that no consistent copy could be read.
+    /// Its last trace events, oldest first: `None` if it has no ring (mode
+    /// `none`, tracing compiled out, or a fiber still in its first run,
+    /// whose events are in its thread's scratch ring until it first
+    /// suspends or yields). [In motion](Trace::in_motion) if the fiber ran
+    /// while the dump read it.
     pub trace: Option<Trace>,
 }
 
@@ -144,6 +146,9 @@ impl core::fmt::Display for FiberDump {
             write!(f, "fiber #{:x} {}", fiber.id, fiber.state.name())?;
             if fiber.status == FiberStatus::SuspendedMasked {
                 f.write_str(" (uncancelable)")?;
+            }
+            if fiber.trace.as_ref().is_some_and(Trace::in_motion) {
+                f.write_str(" (trace in motion: read while it ran)")?;
             }
             match &fiber.trace {
                 Some(trace) if !trace.is_empty() => {
@@ -357,7 +362,7 @@ impl Header {
                 _ => FiberState::Waiting,
             },
         };
-        let trace = self.ring.get().and_then(spindle_trace::Ring::snapshot);
+        let trace = self.ring.get().map(spindle_trace::Ring::snapshot);
         Some(FiberInfo {
             id,
             status,

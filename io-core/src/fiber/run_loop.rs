@@ -58,6 +58,7 @@ use crate::executor::{Executor, TimerCallback};
 use crate::node::{Frame, FrameKind, GuaranteeK, Kind, Node, Tag};
 use crate::outcome::Outcome;
 use crate::sync::Arc;
+use crate::tracing::OwnedRing;
 
 /// Why the run-loop stopped.
 enum Exit {
@@ -147,12 +148,24 @@ fn run_either<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit 
         // feature): then the tracing instantiation is never even built.
         #[cfg(feature = "tracing")]
         let exit = if core.tracing.on {
-            run_loop::<X, true>(inner, core)
+            // The ring is found once per run, not per event (the fiber's
+            // own, or the thread's scratch ring until the fiber outlives
+            // a run with events); the run brackets its events for fiber
+            // dumps (`ring.rs`), also when a panic ends it.
+            let mut run = inner
+                .header
+                .ring
+                .begin_run(|| inner.executor.config().trace_capacity());
+            let exit = run_loop::<X, true>(inner, core, Some(run.ring()));
+            if matches!(exit, Exit::Completed) {
+                run.completed();
+            }
+            exit
         } else {
-            run_loop::<X, false>(inner, core)
+            run_loop::<X, false>(inner, core, None)
         };
         #[cfg(not(feature = "tracing"))]
-        let exit = run_loop::<X, false>(inner, core);
+        let exit = run_loop::<X, false>(inner, core, None);
         match exit {
             Exit::Switch => continue,
             exit => return exit,
@@ -171,19 +184,16 @@ macro_rules! activity {
     };
 }
 
-/// Records a traced operation in the tracing loop (`tracing/fiber_on.rs`); nothing
-/// in the plain loop, nothing at all without the `tracing` feature.
+/// Records a traced operation in the tracing loop (`tracing/fiber_on.rs`);
+/// nothing in the plain loop, nothing at all without the `tracing` feature.
 macro_rules! record {
-    ($core:expr, $header:expr, $executor:expr, $op:expr, $site:expr) => {
+    ($ring:expr, $op:expr, $site:expr) => {
         #[cfg(feature = "tracing")]
         if TRACING {
             if let Some(site) = $site {
-                $core.tracing.record(
-                    $op,
-                    site,
-                    || $executor.config().trace_capacity(),
-                    &$header.ring,
-                );
+                // SAFETY: the tracing instantiation is always given the
+                // fiber's ring (`run_either`).
+                unsafe { $ring.unwrap_unchecked() }.record($op, site);
             }
         }
     };
@@ -191,7 +201,14 @@ macro_rules! record {
 
 /// The run-loop; `TRACING`: the fiber traces (`core.tracing.on`), for as
 /// long as this call runs (it returns [`Exit::Switch`] when that changes).
-fn run_loop<X: Executor, const TRACING: bool>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
+fn run_loop<X: Executor, const TRACING: bool>(
+    inner: &Arc<FiberInner<X>>,
+    core: &mut Core,
+    ring: Option<&OwnedRing>,
+) -> Exit {
+    // The plain loop has no ring (a constant `None`, so it keeps nothing
+    // live for it).
+    let ring = if TRACING { ring } else { None };
     let executor = &inner.executor;
     let header = &inner.header;
     let mut budget = executor.config().auto_yield_after();
@@ -276,7 +293,7 @@ fn run_loop<X: Executor, const TRACING: bool>(inner: &Arc<FiberInner<X>>, core: 
                 };
                 match frame.map(Frame::into_kind) {
                     None => {
-                        complete(inner, core, Outcome::Succeeded(value));
+                        complete(inner, core, Outcome::Succeeded(value), ring);
                         return Exit::Completed;
                     }
                     Some(FrameKind::FlatMap(f)) => unsafe { f.call(value) },
@@ -329,7 +346,7 @@ fn run_loop<X: Executor, const TRACING: bool>(inner: &Arc<FiberInner<X>>, core: 
             }
             Kind::Error(error) => match unwind_error(core) {
                 None => {
-                    complete(inner, core, Outcome::Errored(error));
+                    complete(inner, core, Outcome::Errored(error), ring);
                     return Exit::Completed;
                 }
                 Some(FrameKind::HandleErrorWith(f)) => unsafe { f.call(error) },
@@ -384,16 +401,16 @@ fn run_loop<X: Executor, const TRACING: bool>(inner: &Arc<FiberInner<X>>, core: 
                 }
             },
             Kind::Delay(thunk) => {
-                record!(core, header, executor, thunk.op(), thunk.site());
+                record!(ring, thunk.op(), thunk.site());
                 Node::pure(unsafe { thunk.call(()) })
             }
             Kind::Defer(thunk) => {
-                record!(core, header, executor, thunk.op(), thunk.site());
+                record!(ring, thunk.op(), thunk.site());
                 // A `guarantee_case` it returns is installed in this same
                 // step (see the module doc).
                 match unsafe { thunk.call(()) }.into_guarantee_case() {
                     Ok(bind) => {
-                        record!(core, header, executor, bind.k().op(), bind.site());
+                        record!(ring, bind.k().op(), bind.site());
                         let (source, finalizer) = bind.into_parts();
                         core.stack.push(Frame::guarantee_case(finalizer));
                         source
@@ -404,7 +421,7 @@ fn run_loop<X: Executor, const TRACING: bool>(inner: &Arc<FiberInner<X>>, core: 
             // Fast paths: a source that is already a value or an error is
             // applied (or skipped) at once, without a frame.
             Kind::FlatMap(bind) => {
-                record!(core, header, executor, bind.k().op(), bind.site());
+                record!(ring, bind.k().op(), bind.site());
                 let (source, k) = bind.into_parts();
                 match source.into_settled() {
                     Ok(Ok(value)) => unsafe { k.call(value) },
@@ -416,7 +433,7 @@ fn run_loop<X: Executor, const TRACING: bool>(inner: &Arc<FiberInner<X>>, core: 
                 }
             }
             Kind::Map(bind) => {
-                record!(core, header, executor, bind.k().op(), bind.site());
+                record!(ring, bind.k().op(), bind.site());
                 let (source, k) = bind.into_parts();
                 match source.into_settled() {
                     Ok(Ok(value)) => Node::pure(unsafe { k.call(value) }),
@@ -428,7 +445,7 @@ fn run_loop<X: Executor, const TRACING: bool>(inner: &Arc<FiberInner<X>>, core: 
                 }
             }
             Kind::HandleErrorWith(bind) => {
-                record!(core, header, executor, bind.k().op(), bind.site());
+                record!(ring, bind.k().op(), bind.site());
                 let (source, k) = bind.into_parts();
                 match source.into_settled() {
                     Ok(Ok(value)) => Node::pure(value),
@@ -440,7 +457,7 @@ fn run_loop<X: Executor, const TRACING: bool>(inner: &Arc<FiberInner<X>>, core: 
                 }
             }
             Kind::MapError(bind) => {
-                record!(core, header, executor, bind.k().op(), bind.site());
+                record!(ring, bind.k().op(), bind.site());
                 let (source, k) = bind.into_parts();
                 match source.into_settled() {
                     Ok(Ok(value)) => Node::pure(value),
@@ -452,7 +469,7 @@ fn run_loop<X: Executor, const TRACING: bool>(inner: &Arc<FiberInner<X>>, core: 
                 }
             }
             Kind::Fold(bind) => {
-                record!(core, header, executor, bind.k().op(), bind.site());
+                record!(ring, bind.k().op(), bind.site());
                 let (source, k) = bind.into_parts();
                 match source.into_settled() {
                     Ok(res) => Node::from_res(unsafe { k.call(res) }),
@@ -463,7 +480,7 @@ fn run_loop<X: Executor, const TRACING: bool>(inner: &Arc<FiberInner<X>>, core: 
                 }
             }
             Kind::FoldWith(bind) => {
-                record!(core, header, executor, bind.k().op(), bind.site());
+                record!(ring, bind.k().op(), bind.site());
                 let (source, k) = bind.into_parts();
                 match source.into_settled() {
                     Ok(res) => unsafe { k.call(res) },
@@ -474,7 +491,7 @@ fn run_loop<X: Executor, const TRACING: bool>(inner: &Arc<FiberInner<X>>, core: 
                 }
             }
             Kind::Async(register) => {
-                record!(core, header, executor, register.op(), register.site());
+                record!(ring, register.op(), register.site());
                 if should_cancel(core, header) {
                     begin_cancel(core, Node::unwind())
                 } else {
@@ -499,7 +516,7 @@ fn run_loop<X: Executor, const TRACING: bool>(inner: &Arc<FiberInner<X>>, core: 
                 }
             }
             Kind::AsyncUntil(deadline, register) => {
-                record!(core, header, executor, register.op(), register.site());
+                record!(ring, register.op(), register.site());
                 if should_cancel(core, header) {
                     begin_cancel(core, Node::unwind())
                 } else {
@@ -529,13 +546,7 @@ fn run_loop<X: Executor, const TRACING: bool>(inner: &Arc<FiberInner<X>>, core: 
                 }
             }
             Kind::Sleep(duration, _site) => {
-                record!(
-                    core,
-                    header,
-                    executor,
-                    &crate::tracing::SLEEP,
-                    _site.as_ref()
-                );
+                record!(ring, &crate::tracing::SLEEP, _site.as_ref());
                 if should_cancel(core, header) {
                     begin_cancel(core, Node::unwind())
                 } else {
@@ -556,7 +567,7 @@ fn run_loop<X: Executor, const TRACING: bool>(inner: &Arc<FiberInner<X>>, core: 
                 }
             }
             Kind::Blocking(thunk) => {
-                record!(core, header, executor, thunk.op(), thunk.site());
+                record!(ring, thunk.op(), thunk.site());
                 if should_cancel(core, header) {
                     begin_cancel(core, Node::unwind())
                 } else {
@@ -578,13 +589,7 @@ fn run_loop<X: Executor, const TRACING: bool>(inner: &Arc<FiberInner<X>>, core: 
                 }
             }
             Kind::Cede(_site) => {
-                record!(
-                    core,
-                    header,
-                    executor,
-                    &crate::tracing::CEDE,
-                    _site.as_ref()
-                );
+                record!(ring, &crate::tracing::CEDE, _site.as_ref());
                 let next = Node::pure(Value::unit());
                 core.next = Next::Node(if should_cancel(core, header) {
                     begin_cancel(core, next)
@@ -595,13 +600,7 @@ fn run_loop<X: Executor, const TRACING: bool>(inner: &Arc<FiberInner<X>>, core: 
                 return Exit::Yield;
             }
             Kind::Never(_site) => {
-                record!(
-                    core,
-                    header,
-                    executor,
-                    &crate::tracing::NEVER,
-                    _site.as_ref()
-                );
+                record!(ring, &crate::tracing::NEVER, _site.as_ref());
                 if should_cancel(core, header) {
                     begin_cancel(core, Node::unwind())
                 } else {
@@ -614,7 +613,7 @@ fn run_loop<X: Executor, const TRACING: bool>(inner: &Arc<FiberInner<X>>, core: 
             Kind::Monotonic => Node::pure(Value::new(executor.monotonic())),
             Kind::RealTime => Node::pure(Value::new(executor.real_time())),
             Kind::Uncancelable(body) => {
-                record!(core, header, executor, body.op(), body.site());
+                record!(ring, body.op(), body.site());
                 core.masks += 1;
                 core.stack.push(Frame::unmask());
                 unsafe { body.call(core.masks) }
@@ -635,13 +634,7 @@ fn run_loop<X: Executor, const TRACING: bool>(inner: &Arc<FiberInner<X>>, core: 
                 }
             }
             Kind::Canceled(_site) => {
-                record!(
-                    core,
-                    header,
-                    executor,
-                    &crate::tracing::CANCELED,
-                    _site.as_ref()
-                );
+                record!(ring, &crate::tracing::CANCELED, _site.as_ref());
                 header.request_self_cancel();
                 if should_cancel(core, header) {
                     begin_cancel(core, Node::unwind())
@@ -650,19 +643,19 @@ fn run_loop<X: Executor, const TRACING: bool>(inner: &Arc<FiberInner<X>>, core: 
                 }
             }
             Kind::OnCancel(bind) => {
-                record!(core, header, executor, bind.k().op(), bind.site());
+                record!(ring, bind.k().op(), bind.site());
                 let (source, finalizer) = bind.into_parts();
                 core.stack.push(Frame::on_cancel(finalizer));
                 source
             }
             Kind::GuaranteeCase(bind) => {
-                record!(core, header, executor, bind.k().op(), bind.site());
+                record!(ring, bind.k().op(), bind.site());
                 let (source, finalizer) = bind.into_parts();
                 core.stack.push(Frame::guarantee_case(finalizer));
                 source
             }
             Kind::Start(start) => {
-                record!(core, header, executor, start.op(), start.site());
+                record!(ring, start.op(), start.site());
                 let handles = unsafe { start.call(super::Spawner::new(executor, core)) };
                 Node::pure(handles)
             }
@@ -670,13 +663,13 @@ fn run_loop<X: Executor, const TRACING: bool>(inner: &Arc<FiberInner<X>>, core: 
             Kind::Mark(bind) => {
                 use crate::tracing::MarkKind;
                 let kind = bind.k().kind;
-                record!(core, header, executor, bind.k().op, bind.site());
+                record!(ring, bind.k().op, bind.site());
                 let (source, _) = bind.into_parts();
                 match kind {
                     MarkKind::Record => source,
                     MarkKind::Snapshot => {
                         drop(source);
-                        Node::pure(Value::new(core.tracing.snapshot(&header.ring)))
+                        Node::pure(Value::new(core.tracing.snapshot(ring, &header.ring)))
                     }
                     MarkKind::Scope => {
                         core.stack.push(Frame::trace_scope(core.tracing.on));
@@ -699,7 +692,7 @@ fn run_loop<X: Executor, const TRACING: bool>(inner: &Arc<FiberInner<X>>, core: 
                 None => {
                     let outcome = core.ending_outcome();
                     core.ending = None;
-                    complete(inner, core, outcome);
+                    complete(inner, core, outcome, ring);
                     return Exit::Completed;
                 }
             },
@@ -858,16 +851,21 @@ fn unwind_error(core: &mut Core) -> Option<FrameKind> {
     None
 }
 
-fn complete<X: Executor>(inner: &FiberInner<X>, core: &mut Core, outcome: Outcome<Value, Value>) {
+fn complete<X: Executor>(
+    inner: &FiberInner<X>,
+    core: &mut Core,
+    outcome: Outcome<Value, Value>,
+    #[cfg_attr(not(feature = "tracing"), allow(unused_variables))] ring: Option<&OwnedRing>,
+) {
     crate::pool::stacks::give(core::mem::take(&mut core.stack));
     inner.header.mark_completed();
     inner.executor.fiber_ended();
     let suppressed = core.take_suppressed();
     #[cfg(feature = "tracing")]
     let (outcome, trace) = match outcome {
-        Outcome::Errored(_) => (outcome, core.tracing.snapshot(&inner.header.ring)),
+        Outcome::Errored(_) => (outcome, core.tracing.snapshot(ring, &inner.header.ring)),
         Outcome::Panicked(message) => {
-            let trace = core.tracing.snapshot(&inner.header.ring);
+            let trace = core.tracing.snapshot(ring, &inner.header.ring);
             (Outcome::Panicked(message.with_trace(trace.clone())), trace)
         }
         other => (other, crate::tracing::Trace::empty()),

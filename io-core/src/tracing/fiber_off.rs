@@ -5,7 +5,7 @@
 
 use crate::config::FiberConfig;
 use crate::fiber::FiberState;
-use spindle_trace::{Op, Site, Trace};
+use spindle_trace::Trace;
 
 /// A new fiber never traces.
 #[inline(always)]
@@ -49,25 +49,16 @@ impl FiberTracing {
     #[inline(always)]
     pub(crate) fn set_on(&mut self, _on: bool) {}
 
-    /// Does nothing.
-    #[inline(always)]
-    #[allow(dead_code)]
-    pub(crate) fn record(
-        &mut self,
-        _op: &'static Op,
-        _site: &Site,
-        _capacity: impl FnOnce() -> usize,
-        _slot: &RingSlot,
-    ) {
-    }
-
     /// The empty trace.
     #[inline(always)]
     #[allow(dead_code)]
-    pub(crate) fn snapshot(&self, _slot: &RingSlot) -> Trace {
+    pub(crate) fn snapshot(&self, _run: Option<&OwnedRing>, _slot: &RingSlot) -> Trace {
         Trace::empty()
     }
 }
+
+/// No ring to record into (the run-loop is given `None`).
+pub(crate) struct OwnedRing;
 
 /// No ring.
 pub(crate) struct RingSlot;

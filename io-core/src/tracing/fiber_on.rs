@@ -68,30 +68,13 @@ impl FiberTracing {
         self.on = on;
     }
 
-    /// Records `op` at `site` (the caller checked `on`); the first event
-    /// makes the ring and publishes it in `slot` (the fiber's header).
-    #[inline]
-    pub(crate) fn record(
-        &mut self,
-        op: &'static Op,
-        site: &Site,
-        capacity: impl FnOnce() -> usize,
-        slot: &RingSlot,
-    ) {
-        let owned = slot.own(capacity);
-        let _index = owned.ring.push(op, site.location());
-        #[cfg(feature = "tracing-full")]
-        if site.has_backtrace() {
-            owned.keep_site(_index, site);
-        }
-    }
-
     /// The fiber's trace now, as the fiber itself sees it (with full mode's
-    /// backtraces).
-    pub(crate) fn snapshot(&self, slot: &RingSlot) -> Trace {
+    /// backtraces): `run`'s ring while a run records (it may be the
+    /// thread's scratch ring, not yet the fiber's), its own ring otherwise.
+    pub(crate) fn snapshot(&self, run: Option<&OwnedRing>, slot: &RingSlot) -> Trace {
         // SAFETY: called by the fiber (on the thread running it), the only
         // one that touches the sites.
-        slot.get_owned()
+        run.or_else(|| slot.get_owned())
             .map_or_else(Trace::empty, |owned| unsafe { owned.snapshot() })
     }
 }
@@ -106,6 +89,33 @@ pub(crate) struct OwnedRing {
 }
 
 impl OwnedRing {
+    /// Records `op` at `site`: two relaxed stores into the ring and its
+    /// count (`ring.rs`), and in full mode the site with its backtrace.
+    #[inline(always)]
+    pub(crate) fn record(&self, op: &'static Op, site: &Site) {
+        let _index = self.ring.push(op, site.location());
+        #[cfg(feature = "tracing-full")]
+        if site.has_backtrace() {
+            self.keep_site(_index, site);
+        }
+    }
+
+    fn new_boxed(capacity: usize) -> alloc::boxed::Box<OwnedRing> {
+        alloc::boxed::Box::new(OwnedRing {
+            ring: spindle_trace::Ring::new(capacity),
+            #[cfg(feature = "tracing-full")]
+            sites: crate::sync::UnsafeCell::new(alloc::vec::Vec::new()),
+        })
+    }
+
+    /// Empties the ring for another fiber (the caller owns it).
+    fn reset(&mut self) {
+        self.ring.reset();
+        #[cfg(feature = "tracing-full")]
+        // SAFETY: the ring is owned here (`&mut`), by no fiber.
+        self.sites.with_mut(|sites| unsafe { (*sites).clear() });
+    }
+
     #[cfg(feature = "tracing-full")]
     #[cold]
     fn keep_site(&self, index: usize, site: &Site) {
@@ -156,36 +166,36 @@ impl RingSlot {
         }
     }
 
-    /// Makes the ring (or takes a spare one of this thread) and publishes
-    /// it (Release: a dump that sees the pointer sees an initialised ring).
-    #[cold]
-    fn install(&self, capacity: usize) -> core::ptr::NonNull<OwnedRing> {
-        let owned = spare_rings::take(capacity).unwrap_or_else(|| {
-            alloc::boxed::Box::new(OwnedRing {
-                ring: spindle_trace::Ring::new(capacity),
-                #[cfg(feature = "tracing-full")]
-                sites: crate::sync::UnsafeCell::new(alloc::vec::Vec::new()),
-            })
-        });
-        let ptr = alloc::boxed::Box::into_raw(owned);
-        self.ring.store(ptr, crate::sync::Ordering::Release);
-        // SAFETY: `Box::into_raw` never returns null.
-        unsafe { core::ptr::NonNull::new_unchecked(ptr) }
+    /// Starts a run of the fiber that records (`ring.rs`'s protocol): into
+    /// the fiber's own ring if it has one, otherwise into the thread's
+    /// scratch ring, which the fiber adopts only if it recorded and is
+    /// still alive when the run ends ([`Run`]'s `Drop`). A fiber that ends
+    /// within its first run (most short fibers) never gets a ring of its
+    /// own, and is traced all the same.
+    #[inline]
+    pub(crate) fn begin_run(&self, capacity: impl FnOnce() -> usize) -> Run<'_> {
+        let own = self.ring.load(crate::sync::Ordering::Relaxed);
+        let (ring, scratch) = match core::ptr::NonNull::new(own) {
+            Some(own) => (own, false),
+            None => scratch::take(capacity()),
+        };
+        // SAFETY: the fiber's own ring lives as long as its header; a
+        // scratch ring is owned by the `Run` until it is dropped.
+        let token = unsafe { ring.as_ref() }.ring.begin_run();
+        Run {
+            ring,
+            token: core::mem::ManuallyDrop::new(token),
+            scratch,
+            slot: self,
+            completed: false,
+        }
     }
 
-    /// The ring, made on first use: for the fiber itself (the only
-    /// writer).
-    #[inline(always)]
-    fn own(&self, capacity: impl FnOnce() -> usize) -> &OwnedRing {
-        let ring = self.ring.load(crate::sync::Ordering::Relaxed);
-        if ring.is_null() {
-            // SAFETY: `install` returns a live ring owned by `self`.
-            unsafe { self.install(capacity()).as_ref() }
-        } else {
-            // SAFETY: only the fiber installs the ring (this thread); it
-            // lives until `self` is dropped.
-            unsafe { &*ring }
-        }
+    /// Publishes `ring` as the fiber's own (Release: a dump that sees the
+    /// pointer sees an initialised ring).
+    fn publish(&self, ring: core::ptr::NonNull<OwnedRing>) {
+        self.ring
+            .store(ring.as_ptr(), crate::sync::Ordering::Release);
     }
 
     fn get_owned(&self) -> Option<&OwnedRing> {
@@ -211,6 +221,113 @@ impl Drop for RingSlot {
             // the fiber is being freed, so no dump can read it any more.
             spare_rings::give(unsafe { alloc::boxed::Box::from_raw(ring) });
         }
+    }
+}
+
+/// One run of a fiber that records (from [`RingSlot::begin_run`]): the
+/// ring it records into, and what becomes of it when the run ends (also by
+/// a panic): the ring's run is closed for dumps, and a scratch ring is
+/// adopted by the fiber (it recorded and lives on) or given back to the
+/// thread.
+pub(crate) struct Run<'a> {
+    ring: core::ptr::NonNull<OwnedRing>,
+    token: core::mem::ManuallyDrop<spindle_trace::RunToken>,
+    scratch: bool,
+    slot: &'a RingSlot,
+    completed: bool,
+}
+
+impl Run<'_> {
+    /// The ring this run records into.
+    #[inline(always)]
+    pub(crate) fn ring(&self) -> &OwnedRing {
+        // SAFETY: see `begin_run`: alive as long as `self`.
+        unsafe { self.ring.as_ref() }
+    }
+
+    /// The fiber completed in this run: it will never record again.
+    #[inline(always)]
+    pub(crate) fn completed(&mut self) {
+        self.completed = true;
+    }
+}
+
+impl Drop for Run<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        // SAFETY: taken once, here.
+        let token = unsafe { core::mem::ManuallyDrop::take(&mut self.token) };
+        self.ring().ring.end_run(token);
+        if self.scratch {
+            if !self.completed && !self.ring().ring.is_empty() {
+                // The fiber lives on with events: the ring becomes its own.
+                self.slot.publish(self.ring);
+            } else {
+                // SAFETY: a scratch ring comes from `Box::into_raw`
+                // (`scratch::take`) and is owned by this run alone: it was
+                // never published.
+                scratch::give(unsafe { alloc::boxed::Box::from_raw(self.ring.as_ptr()) });
+            }
+        }
+    }
+}
+
+/// The scratch ring of a thread: a fiber without a ring of its own records
+/// its run into it (see [`RingSlot::begin_run`]). Without `std` there are
+/// no thread-locals: a fiber gets a ring of its own on its first run.
+mod scratch {
+    use super::{OwnedRing, spare_rings};
+    use alloc::boxed::Box;
+    use core::ptr::NonNull;
+
+    #[cfg(all(feature = "std", not(loom)))]
+    std::thread_local! {
+        static SCRATCH: core::cell::Cell<Option<Box<OwnedRing>>> =
+            const { core::cell::Cell::new(None) };
+    }
+
+    /// A ring of `capacity` for a run, and whether it is a scratch ring.
+    #[inline]
+    pub(super) fn take(capacity: usize) -> (NonNull<OwnedRing>, bool) {
+        #[cfg(all(feature = "std", not(loom)))]
+        {
+            // `None` inside a nested run on the same thread (a fiber that
+            // blocks on another executor): that run gets a ring of its own.
+            let ring = SCRATCH
+                .try_with(core::cell::Cell::take)
+                .ok()
+                .flatten()
+                .filter(|ring| ring.ring.capacity() == capacity)
+                .or_else(|| spare_rings::take(capacity))
+                .unwrap_or_else(|| OwnedRing::new_boxed(capacity));
+            (NonNull::from(Box::leak(ring)), true)
+        }
+        #[cfg(not(all(feature = "std", not(loom))))]
+        {
+            let ring =
+                spare_rings::take(capacity).unwrap_or_else(|| OwnedRing::new_boxed(capacity));
+            (NonNull::from(Box::leak(ring)), true)
+        }
+    }
+
+    /// A scratch ring whose run ended with nothing to keep: emptied and
+    /// kept for the thread's next run.
+    pub(super) fn give(mut ring: Box<OwnedRing>) {
+        ring.reset();
+        #[cfg(all(feature = "std", not(loom)))]
+        {
+            let mut ring = Some(ring);
+            let _ = SCRATCH.try_with(|slot| {
+                if let Some(old) = slot.replace(ring.take()) {
+                    spare_rings::give(old);
+                }
+            });
+            if let Some(ring) = ring {
+                spare_rings::give(ring);
+            }
+        }
+        #[cfg(not(all(feature = "std", not(loom))))]
+        spare_rings::give(ring);
     }
 }
 
@@ -245,10 +362,7 @@ mod spare_rings {
             if owned.ring.capacity() != capacity {
                 return None;
             }
-            owned.ring.reset();
-            #[cfg(feature = "tracing-full")]
-            // SAFETY: the spare ring is owned here (`Box`), by no fiber.
-            owned.sites.with_mut(|sites| unsafe { (*sites).clear() });
+            owned.reset();
             Some(owned)
         }
         #[cfg(not(all(feature = "std", not(loom))))]

@@ -80,7 +80,7 @@ pub use spindle_trace::{Op, Site, Trace, TracingMode};
 #[cfg_attr(feature = "tracing", path = "fiber_on.rs")]
 #[cfg_attr(not(feature = "tracing"), path = "fiber_off.rs")]
 mod fiber;
-pub(crate) use fiber::{Activity, FiberTracing, RingSlot, fiber_traces};
+pub(crate) use fiber::{Activity, FiberTracing, OwnedRing, RingSlot, fiber_traces};
 
 /// The operation a closure's vtable names (see the module doc).
 #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
