@@ -182,10 +182,13 @@ impl Executor for Handle {
     }
 
     #[inline]
-    fn fiber_created(&self, fiber: &Fiber<Self>) {
-        let shared = &*self.shared;
-        shared.created.fetch_add(1, Ordering::Relaxed);
-        shared.fibers.register(0, fiber);
+    fn fiber_created(&self, _fiber: &Fiber<Self>) {
+        self.shared.created.fetch_add(1, Ordering::Relaxed);
+    }
+
+    #[inline]
+    fn fiber_listed(&self, fiber: &Fiber<Self>) {
+        self.shared.fibers.register(0, fiber);
     }
 
     #[inline]

@@ -123,7 +123,8 @@
 //! live fibers, timers and sockets (always on, a few relaxed atomics).
 //! While fibers trace (io-core's `tracing` feature and a tracing mode other
 //! than `none`), or with [`Builder::track_fibers`], the loop lists every
-//! live fiber through io-core's `fiber_created` hook and weak fiber
+//! live fiber that has waited or yielded once (io-core's `fiber_listed`
+//! hook; a fiber still in its first run is not listed) with weak fiber
 //! references, without wrapping fibers: [`EventLoop::fiber_dump`] (or
 //! [`Executor::fiber_dump`](spindle_core::Executor::fiber_dump) on a [`Handle`],
 //! from any thread) gives each fiber's state and trace with the loop's

@@ -14,8 +14,8 @@
 //! `none`), or with [`Builder::track_fibers`](crate::Builder::track_fibers),
 //! the loop keeps io-core's fiber registry
 //! (`spindle_core::executor::support::FiberRegistry`) of every fiber made
-//! on it, from its
-//! [`Executor::fiber_created`](spindle_core::Executor::fiber_created) hook:
+//! on it that has waited or yielded once, from its
+//! [`Executor::fiber_listed`](spindle_core::Executor::fiber_listed) hook:
 //! weak references that never keep a fiber's program alive and report
 //! nothing once the fiber has completed, so no fiber is wrapped and nothing
 //! is added to the scheduling path. The list drops the references of

@@ -175,7 +175,7 @@ impl<C: Clock> Executor for Handle<C> {
     }
 
     #[inline]
-    fn fiber_created(&self, fiber: &Fiber<Self>) {
+    fn fiber_listed(&self, fiber: &Fiber<Self>) {
         self.shared.fibers.register(0, fiber);
     }
 

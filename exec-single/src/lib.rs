@@ -93,7 +93,8 @@
 //! every live fiber with its state and trace, and the loop's state: the
 //! ready queue, the remote queue, the timers and the fibers waiting for a
 //! socket (`io waiters`). The executor lists its fibers (io-core's
-//! `FiberRegistry`, filled from [`Executor::fiber_created`]) while they
+//! `FiberRegistry`, filled from [`Executor::fiber_listed`]: fibers that
+//! have waited or yielded once) while they
 //! trace (io-core's `tracing` feature on and a mode other than `none`) or
 //! when built with [`Builder::track_fibers`]; otherwise it keeps nothing
 //! per fiber and a dump lists no fiber. On the loop thread a dump reads the

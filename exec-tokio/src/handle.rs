@@ -156,10 +156,13 @@ impl Executor for Handle {
     }
 
     #[inline]
-    fn fiber_created(&self, fiber: &Fiber<Self>) {
-        let shared = &*self.shared;
-        shared.counters.created.fetch_add(1, Ordering::Relaxed);
-        shared.fibers.register(shard_of(fiber), fiber);
+    fn fiber_created(&self, _fiber: &Fiber<Self>) {
+        self.shared.counters.created.fetch_add(1, Ordering::Relaxed);
+    }
+
+    #[inline]
+    fn fiber_listed(&self, fiber: &Fiber<Self>) {
+        self.shared.fibers.register(shard_of(fiber), fiber);
     }
 
     #[inline]

@@ -310,19 +310,27 @@ impl Executor for Handle {
     }
 
     #[inline]
-    fn fiber_created(&self, fiber: &Fiber<Self>) {
+    fn fiber_created(&self, _fiber: &Fiber<Self>) {
         let shared = &*self.shared;
         worker::with_current(shared, |ctx| match ctx {
-            Some(ctx) => {
-                let remote = &shared.remotes[ctx.index];
-                bump(&remote.counters.created);
-                shared.fibers.register(ctx.index, fiber);
-            }
+            Some(ctx) => bump(&shared.remotes[ctx.index].counters.created),
             None => {
                 shared.external.created.fetch_add(1, Ordering::Relaxed);
-                shared.fibers.register(shared.remotes.len(), fiber);
             }
         })
+    }
+
+    #[inline]
+    fn fiber_listed(&self, fiber: &Fiber<Self>) {
+        let shared = &*self.shared;
+        if shared.fibers.is_enabled() {
+            // The shard of the worker that ran the fiber, or the shared
+            // one for a thread outside the pool (an inline `block_on`).
+            let shard = worker::with_current(shared, |ctx| {
+                ctx.map_or(shared.remotes.len(), |ctx| ctx.index)
+            });
+            shared.fibers.register(shard, fiber);
+        }
     }
 
     /// Every live fiber (while fibers are listed: see

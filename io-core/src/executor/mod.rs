@@ -17,6 +17,7 @@
 //! | [`Executor::spawn_blocking`] | the fiber, on `IO::blocking` | the thread running the fiber |
 //! | [`BlockingTask::run`] | the executor (once) | any thread that may block |
 //! | [`Executor::fiber_created`] / [`Executor::fiber_ended`] | io-core, once per fiber each | the thread making the fiber / the thread completing or freeing it |
+//! | [`Executor::fiber_listed`] | io-core, once per fiber that lives on after a run (it waits or yields), never for a fiber that ends within its first run | the thread that ran it, before it can run elsewhere |
 //! | [`Executor::fiber_dump`] | whoever wants a fiber dump: an entry point on a signal, a test, a fiber | any thread |
 //! | `block_on` / `try_block_on` (each executor's, on a [`support::MainFiber`]) | the application | a thread that is **not** one of the executor's own (else [`RunError::Nested`](support::RunError::Nested)) |
 //! | the main fiber's completion ([`support::WakeWaiter::wake`]) | io-core, when the main fiber completes or is freed without completing | any thread |
@@ -135,11 +136,24 @@ pub trait Executor: Clone + Send + Sync + Sized + 'static {
     }
 
     /// Called once for every fiber made on this executor, before it is
-    /// first scheduled, on the thread that makes it. An executor that lists
-    /// its live fibers keeps a [`WeakFiber`](support::WeakFiber) of it here
-    /// (`fiber.downgrade()`). The default does nothing, at no cost.
+    /// first scheduled, on the thread that makes it (to count fibers;
+    /// listing them for dumps is [`fiber_listed`](Executor::fiber_listed)).
+    /// The default does nothing, at no cost.
     #[inline(always)]
     fn fiber_created(&self, fiber: &Fiber<Self>) {
+        let _ = fiber;
+    }
+
+    /// Called once for a fiber that lives on after one of its runs (it
+    /// waits or yields for the first time), on the thread that ran it,
+    /// before it can run anywhere else. An executor that lists its live
+    /// fibers for dumps keeps a [`WeakFiber`](support::WeakFiber) of it
+    /// here (`fiber.downgrade()`, in a [`support::FiberRegistry`]). A
+    /// fiber that ends within its first run (most short fibers) is never
+    /// listed: spawning many of them costs no listing at all. The default
+    /// does nothing, at no cost.
+    #[inline(always)]
+    fn fiber_listed(&self, fiber: &Fiber<Self>) {
         let _ = fiber;
     }
 

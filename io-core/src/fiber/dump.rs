@@ -266,7 +266,7 @@ impl WeakFiber {
 }
 
 /// Weak references to many fibers, for an executor's fiber listing
-/// (executors push one from [`Executor::fiber_created`]).
+/// (executors push one from [`Executor::fiber_listed`]).
 ///
 /// Pushing sweeps out the references of fibers that are gone whenever the
 /// list has doubled since the last sweep (amortized O(1) per push), so it

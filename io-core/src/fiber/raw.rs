@@ -311,6 +311,7 @@ impl<X: Executor> Fiber<X> {
             ending: None,
             cold: None,
             tracing: crate::tracing::FiberTracing::new(traces),
+            listed: false,
         };
         let fiber = Fiber {
             inner: Arc::new(FiberInner {

@@ -96,11 +96,15 @@ impl<X: Executor> Fiber<X> {
             match exit {
                 Exit::Completed => return,
                 Exit::Yield => {
+                    self.list_once();
                     let executor = self.inner.executor.clone();
                     executor.reschedule_fiber(self);
                     return;
                 }
-                Exit::Suspend { interruptible } => match self.inner.header.suspend(interruptible) {
+                Exit::Suspend { interruptible } => match {
+                    self.list_once();
+                    self.inner.header.suspend(interruptible)
+                } {
                     // The result arrived while we were saving our state, or
                     // a cancel we must finalize for: continue here rather
                     // than through the queue.
@@ -111,6 +115,25 @@ impl<X: Executor> Fiber<X> {
                 // `run_either` switches loops itself.
                 Exit::Switch => unreachable!("io-core: a loop switch left run_either"),
             }
+        }
+    }
+}
+
+impl<X: Executor> Fiber<X> {
+    /// After the first run the fiber outlives (it yields or waits), tells
+    /// the executor, which may list it for dumps; fibers that end within
+    /// their first run, most short ones, are never listed.
+    #[inline(always)]
+    fn list_once(&self) {
+        // SAFETY: as in `run`: the unique `Fiber` handle, before the
+        // fiber is rescheduled or its suspension published.
+        let listed = self
+            .inner
+            .core
+            .with_mut(|core| unsafe { &mut (*core).listed });
+        if !*listed {
+            *listed = true;
+            self.inner.executor.fiber_listed(self);
         }
     }
 }

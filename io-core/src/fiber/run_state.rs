@@ -46,6 +46,9 @@ pub(crate) struct Core {
     /// Whether the fiber traces now (`tracing/fiber_on.rs`; zero-sized
     /// without the `tracing` feature).
     pub(super) tracing: crate::tracing::FiberTracing,
+    /// Whether the executor was told that the fiber lives on after a run
+    /// ([`Executor::fiber_listed`](crate::Executor::fiber_listed)).
+    pub(super) listed: bool,
 }
 
 /// Where a fiber's next run starts.

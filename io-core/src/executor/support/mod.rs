@@ -19,7 +19,7 @@
 //! | [`MainFiber`] | the slot where `block_on`'s main fiber leaves its outcome, and the completion guard that marks it *abandoned* when the fiber is freed without finishing, waking the waiter either way | every executor's `block_on` / `try_block_on` |
 //! | [`RunError`] | the one error of `block_on`, `try_block_on` and `spawn`: [`Deadlock`](RunError::Deadlock), [`ShutDown`](RunError::ShutDown), [`Nested`](RunError::Nested) | every executor |
 //! | [`ConfigSource`] | "explicit config or the environment": the builder's [`FiberConfig`], the defaults, or [`FiberConfig::from_env`] | every `Builder` |
-//! | [`FiberRegistry`] | the list of live fibers behind fiber dumps and `live_fibers()` (weak references, in shards), kept only while fibers trace or when asked | every executor's `fiber_created` and `fiber_dump` |
+//! | [`FiberRegistry`] | the list of live fibers behind fiber dumps and `live_fibers()` (weak references, in shards), kept only while fibers trace or when asked | every executor's `fiber_listed` and `fiber_dump` |
 //! | [`RemoteQueue`], [`Published`] | fibers scheduled from outside the loop thread, with a `pending` hint that keeps the lock off the loop's fast path; queue lengths the loop publishes for dumps taken off its thread | the single-threaded loops |
 //! | [`TimerHeap`], [`TimerId`] | deadlines over a slab of callbacks, O(1) cancellation | every executor's `set_timer` |
 //! | [`nanos`], [`wall_clock`], [`Origin`] | duration conversions without 128-bit division; the wall clock; a monotonic origin | every executor's clock |

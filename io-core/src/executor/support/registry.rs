@@ -16,7 +16,8 @@ use crate::sync::Lock;
 /// Weak references to an executor's live fibers, in shards.
 ///
 /// An executor makes one [`FiberRegistry`] when it is built, registers
-/// every fiber from [`Executor::fiber_created`](crate::Executor::fiber_created)
+/// every fiber that lives on after a run, from
+/// [`Executor::fiber_listed`](crate::Executor::fiber_listed),
 /// and reads it for [`Executor::fiber_dump`](crate::Executor::fiber_dump).
 /// The registry is *enabled* while fibers trace ([`lists_fibers`]) or when
 /// the builder asked for it (`track_fibers(true)`); disabled, it keeps
