@@ -130,16 +130,40 @@ fn the_failure_is_printed_with_the_trace_of_the_three_nested_calls() {
         closures,
         [
             "trace_demo::reserve",
-            "trace_demo::checkout::{{closure}}",
+            "trace_demo::checkout",
             "trace_demo::charge",
-            "trace_demo::reserve::{{closure}}",
-            "trace_demo::charge::{{closure}}",
-            "trace_demo::charge::{{closure}}",
+            "trace_demo::reserve",
+            "trace_demo::charge",
+            "trace_demo::charge",
         ],
         "{out}"
     );
     let numbers = line_numbers(&events);
     assert!(numbers.windows(2).all(|w| w[0] <= w[1]), "{out}");
+}
+
+#[test]
+fn closures_are_named_by_the_function_they_were_written_in() {
+    let out = cached_output();
+    assert!(!out.contains("{{closure}}"), "{out}");
+    let lines = section(out, "the seed's program");
+    let mut functions: Vec<&str> = event_lines(&lines)
+        .iter()
+        .filter(|e| e.ends_with(')'))
+        .map(|e| e.rsplit('(').next().unwrap().trim_end_matches(')'))
+        .collect();
+    functions.sort_unstable();
+    functions.dedup();
+    // `program`'s closures are nested four deep: each event names `program`.
+    assert_eq!(
+        functions,
+        [
+            "trace_demo::program",
+            "trace_demo::program2",
+            "trace_demo::traced_run"
+        ],
+        "{out}"
+    );
 }
 
 #[test]
