@@ -74,7 +74,7 @@
 //! spindle runtime dump
 //! live fibers: 1, workers: 8, parked workers: 8, ...
 //!
-//! fiber #7f3a2c001e40 WAITING
+//! fiber #1 WAITING
 //!  ├ bracket @ src/main.rs:20:5
 //!  ╰ never @ src/main.rs:22:19
 //!

@@ -1,7 +1,8 @@
 //! `examples/trace_demo.rs` as a process: its traces point into the
 //! example's own file, in the order the program ran, never into Spindle's
 //! files; its failure is printed with its trace; its fiber dump shows the
-//! three deadlocked fibers waiting in `Deferred::get`.
+//! three deadlocked fibers waiting in `Deferred::get`, numbered as their
+//! handles show them.
 
 #![cfg(feature = "tracing")]
 
@@ -175,8 +176,19 @@ fn the_fiber_dump_shows_three_fibers_waiting_in_deferred_get() {
         .copied()
         .filter(|l| l.starts_with("fiber #"))
         .collect();
-    assert_eq!(fibers.len(), 3, "{out}");
-    assert!(fibers.iter().all(|f| f.ends_with(" WAITING")), "{out}");
+    // The three programs' main fibers were #1 to #3; the fibers the third
+    // started are the next three, and their handles say so.
+    assert_eq!(
+        fibers,
+        ["fiber #4 WAITING", "fiber #5 WAITING", "fiber #6 WAITING"],
+        "{out}"
+    );
+    assert!(
+        lines.contains(
+            &"started: [FiberHandle { fiber: #4 }, FiberHandle { fiber: #5 }, FiberHandle { fiber: #6 }]"
+        ),
+        "{out}"
+    );
     let gets: Vec<&str> = lines
         .iter()
         .copied()
@@ -199,6 +211,8 @@ fn the_fiber_dump_shows_three_fibers_waiting_in_deferred_get() {
 #[test]
 fn full_mode_names_the_function_that_built_each_operation() {
     let out = run("full");
+    // Operations built inside closures name the function around them.
+    assert!(!out.contains("{{closure}}"), "{out}");
     let lines = section(&out, "a failure deep inside");
     let events = event_lines(&lines);
     let functions: Vec<&str> = events

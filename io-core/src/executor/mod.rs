@@ -16,6 +16,7 @@
 //! | [`TimerCallback::fire`] | the executor, once the deadline has passed | any thread |
 //! | [`Executor::spawn_blocking`] | the fiber, on `IO::blocking` | the thread running the fiber |
 //! | [`BlockingTask::run`] | the executor (once) | any thread that may block |
+//! | [`Executor::next_fiber_id`] | io-core, once per fiber, just before `fiber_created` | the thread making the fiber |
 //! | [`Executor::fiber_created`] / [`Executor::fiber_ended`] | io-core, once per fiber each | the thread making the fiber / the thread completing or freeing it |
 //! | [`Executor::fiber_dump`] | whoever wants a fiber dump: an entry point on a signal, a test, a fiber | any thread |
 //! | `block_on` / `try_block_on` (each executor's, on a [`support::MainFiber`]) | the application | a thread that is **not** one of the executor's own (else [`RunError::Nested`](support::RunError::Nested)) |
@@ -78,7 +79,7 @@
 use core::time::Duration;
 
 use crate::config::FiberConfig;
-pub use crate::fiber::{BlockingTask, Fiber, TimerCallback};
+pub use crate::fiber::{BlockingTask, Fiber, FiberId, TimerCallback};
 
 pub mod support;
 pub(crate) mod timers;
@@ -132,6 +133,25 @@ pub trait Executor: Clone + Send + Sync + Sized + 'static {
     #[inline]
     fn spawn_blocking(&self, task: BlockingTask) {
         task.run()
+    }
+
+    /// The number of a fiber being made on this executor ([`FiberId`]), as
+    /// dumps and `Debug` show it: called once for every fiber made on this
+    /// executor, before its allocation is made and before
+    /// [`fiber_created`](Executor::fiber_created), on the thread that
+    /// makes it (any thread).
+    ///
+    /// Number fibers `#1`, `#2`, ... in the order they are made, with one
+    /// counter for the whole executor (shared by all its handles): a
+    /// [`support::FiberIds`] (one relaxed atomic add), or, for an executor
+    /// that counts the fibers it makes anyway, [`FiberId::nth`] of that
+    /// count (then counting here, not in `fiber_created`, costs nothing
+    /// more). Keep it cheap and lock-free: every fiber start calls it. The
+    /// default numbers nothing: every fiber is [`FiberId::UNNUMBERED`]
+    /// (`#0`).
+    #[inline(always)]
+    fn next_fiber_id(&self) -> FiberId {
+        FiberId::UNNUMBERED
     }
 
     /// Called once for every fiber made on this executor, before it is
