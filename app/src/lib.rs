@@ -49,8 +49,8 @@
 //! ```text
 //! error: "the order was refused"
 //!     at raise_error @ src/main.rs:14:9
-//!     at flat_map @ src/main.rs:13:10 (main::place_order::{{closure}})
-//!     at delay @ src/main.rs:12:5 (main::place_order::{{closure}})
+//!     at flat_map @ src/main.rs:13:10 (main::place_order)
+//!     at delay @ src/main.rs:12:5 (main::place_order)
 //! ```
 //!
 //! The main fiber runs as
@@ -74,7 +74,7 @@
 //! spindle runtime dump
 //! live fibers: 1, workers: 8, parked workers: 8, ...
 //!
-//! fiber #7f3a2c001e40 WAITING
+//! fiber #1 WAITING
 //!  ├ bracket @ src/main.rs:20:5
 //!  ╰ never @ src/main.rs:22:19
 //!

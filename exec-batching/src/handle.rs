@@ -9,7 +9,7 @@ use spindle_core::executor::support::{
     FiberRegistry, Origin, Published, RemoteQueue, RunError, TimerHeap, nanos, wall_clock,
 };
 use spindle_core::{
-    BlockingTask, Executor, Fiber, FiberConfig, FiberDump, FiberHandle, FiberInfo, IO,
+    BlockingTask, Executor, Fiber, FiberConfig, FiberDump, FiberHandle, FiberId, FiberInfo, IO,
     TimerCallback,
 };
 
@@ -36,6 +36,7 @@ pub(crate) struct Shared {
     pub(crate) closed: AtomicBool,
     /// The live fibers, while they are listed.
     pub(crate) fibers: FiberRegistry,
+    /// Fibers made (bumped by `next_fiber_id`, which numbers them from it).
     pub(crate) created: AtomicU64,
     pub(crate) ended: AtomicU64,
     pub(crate) turns: AtomicU64,
@@ -181,9 +182,12 @@ impl Executor for Handle {
         }
     }
 
+    /// The count of fibers made, which this bumps (one relaxed add), is
+    /// also where the numbers come from.
     #[inline]
-    fn fiber_created(&self, _fiber: &Fiber<Self>) {
-        self.shared.created.fetch_add(1, Ordering::Relaxed);
+    fn next_fiber_id(&self) -> FiberId {
+        let made = self.shared.created.fetch_add(1, Ordering::Relaxed);
+        FiberId::nth(made.wrapping_add(1))
     }
 
     #[inline]

@@ -9,9 +9,9 @@ use core::fmt;
 use core::time::Duration;
 
 use spindle_core::executor::support::{
-    FiberRegistry, Published, RemoteQueue, RunError, TimerHeap, TimerId, nanos,
+    FiberIds, FiberRegistry, Published, RemoteQueue, RunError, TimerHeap, TimerId, nanos,
 };
-use spindle_core::{Executor, Fiber, FiberConfig, FiberHandle, IO, TimerCallback};
+use spindle_core::{Executor, Fiber, FiberConfig, FiberHandle, FiberId, IO, TimerCallback};
 #[cfg(not(loom))]
 use spindle_core::{FiberDump, FiberInfo};
 
@@ -62,6 +62,8 @@ pub(crate) struct Shared<C: Clock> {
     /// The live fibers, for dumps: only while fibers trace or with
     /// `Builder::track_fibers` (see the crate documentation).
     pub(crate) fibers: FiberRegistry,
+    /// Numbers the fibers `#1`, `#2`, ... in the order they are made.
+    pub(crate) ids: FiberIds,
     /// The ready queue's length and the number of timers at the end of the
     /// last turn (for dumps taken off the loop thread).
     pub(crate) published: Published<2>,
@@ -75,7 +77,7 @@ pub(crate) struct Shared<C: Clock> {
 // `platform::on_loop_thread` identifies (with `std`: a thread-local marker
 // set for the duration of `block_on`; without `std` there is one context
 // that runs the loop, and everything from interrupt handlers goes through
-// `remote`). `remote`, `fibers` and `published` are locks and atomics;
+// `remote`). `remote`, `fibers`, `ids` and `published` are locks and atomics;
 // `io` is a reactor handle (`Send + Sync`) or nothing. The clock is
 // `Send + Sync`.
 unsafe impl<C: Clock> Sync for Shared<C> {}
@@ -98,6 +100,7 @@ impl<C: Clock> Shared<C> {
             }),
             remote: RemoteQueue::new(),
             fibers,
+            ids: FiberIds::new(),
             published: Published::new(),
             io,
         }
@@ -172,6 +175,11 @@ impl<C: Clock> Executor for Handle<C> {
 
     fn config(&self) -> &FiberConfig {
         &self.shared.config
+    }
+
+    #[inline]
+    fn next_fiber_id(&self) -> FiberId {
+        self.shared.ids.next()
     }
 
     #[inline]

@@ -185,7 +185,7 @@ impl Builder {
             tokio::time::Instant::now()
         };
         // One registry shard per worker and one more: fibers spread over
-        // them by address.
+        // them by number (round robin).
         let shards = tokio.metrics().num_workers() + 1;
         let shared = Arc::new(Shared {
             owns_runtime: owned.is_some(),

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use spindle_core::executor::support::{FiberRegistry, MainFiber, RunError, WakeWaiter, wall_clock};
 use spindle_core::{
-    BlockingTask, Executor, Fiber, FiberConfig, FiberDump, FiberHandle, FiberInfo, IO, Outcome,
-    TimerCallback,
+    BlockingTask, Executor, Fiber, FiberConfig, FiberDump, FiberHandle, FiberId, FiberInfo, IO,
+    Outcome, TimerCallback,
 };
 
 use crate::metrics::{self, Metrics};
@@ -19,6 +19,7 @@ use crate::timer::{self, TimerKey};
 /// Counters for metrics and dumps (relaxed; a picture of a moving system).
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
+    /// Fibers made (bumped by `next_fiber_id`, which numbers them from it).
     pub(crate) created: AtomicU64,
     pub(crate) ended: AtomicU64,
     /// Timer tasks not yet fired or cancelled.
@@ -36,7 +37,7 @@ pub(crate) struct Shared {
     /// The origin of [`Executor::monotonic`], on tokio's clock.
     pub(crate) origin: tokio::time::Instant,
     /// The live fibers, while they are listed (`Builder::track_fibers`, or
-    /// they trace), in shards chosen by fiber address.
+    /// they trace), in shards chosen by fiber number.
     pub(crate) fibers: FiberRegistry,
     pub(crate) counters: Counters,
     pub(crate) shutdown: AtomicBool,
@@ -96,11 +97,12 @@ impl WakeWaiter for NotifyWaiter {
     }
 }
 
-/// The registry shard of a fiber: its address, past the bits that every
-/// allocation of its size shares.
+/// The registry shard of a fiber: its number (the registry takes it modulo
+/// its shards), so that fibers made one after the other list in different
+/// shards.
 #[inline]
 fn shard_of<X: Executor>(fiber: &Fiber<X>) -> usize {
-    fiber.id() >> 8
+    fiber.id().get() as usize
 }
 
 impl Executor for Handle {
@@ -155,9 +157,12 @@ impl Executor for Handle {
         task::spawn_blocking(&self.shared, task);
     }
 
+    /// The count of fibers made, which this bumps (one relaxed add), is
+    /// also where the numbers come from.
     #[inline]
-    fn fiber_created(&self, _fiber: &Fiber<Self>) {
-        self.shared.counters.created.fetch_add(1, Ordering::Relaxed);
+    fn next_fiber_id(&self) -> FiberId {
+        let made = self.shared.counters.created.fetch_add(1, Ordering::Relaxed);
+        FiberId::nth(made.wrapping_add(1))
     }
 
     #[inline]

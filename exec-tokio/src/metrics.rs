@@ -6,7 +6,7 @@
 //! tell of the runtime underneath (workers, alive tasks, the global
 //! queue). Fibers are listed with io-core's `FiberRegistry` while they
 //! trace or with [`Builder::track_fibers`](crate::Builder::track_fibers),
-//! in shards chosen by fiber address (tokio does not tell a task which
+//! in shards chosen by fiber number (tokio does not tell a task which
 //! worker runs it), so a fiber dump lists them like on every executor.
 
 use std::fmt;

@@ -134,6 +134,9 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     };
     // Let the three fibers reach their waits.
     std::thread::sleep(Duration::from_millis(50));
+    // Their handles show the numbers the dump shows (the runtime numbers
+    // its fibers #1, #2, ... in the order it makes them).
+    println!("started: {fibers:?}");
     println!("{}", rt.fiber_dump());
 
     // Cancel them, so that the runtime shuts down cleanly.

@@ -15,7 +15,7 @@ use crate::error::BuildError;
 use crate::handle::{Counters, Handle, Remote, Shared};
 use crate::idle::Idle;
 use crate::runtime::Runtime;
-use crate::sync::{Arc, AtomicBool, Condvar, Mutex};
+use crate::sync::{Arc, AtomicBool, AtomicU64, Condvar, Mutex};
 use crate::worker;
 use spindle_net::driver::Reactor;
 
@@ -180,6 +180,7 @@ impl Builder {
             )),
             origin: Origin::now(),
             fibers,
+            created: CachePadded::new(AtomicU64::new(0)),
             external: CachePadded::new(Counters::default()),
             running_workers: Mutex::new(workers),
             workers_exited: Condvar::new(),

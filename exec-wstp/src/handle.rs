@@ -10,8 +10,8 @@ use spindle_core::executor::support::{
     FiberRegistry, MainFiber, Origin, RunError, TimerHeap, nanos, wall_clock,
 };
 use spindle_core::{
-    BlockingTask, Executor, Fiber, FiberConfig, FiberDump, FiberHandle, FiberInfo, IO, Outcome,
-    TimerCallback,
+    BlockingTask, Executor, Fiber, FiberConfig, FiberDump, FiberHandle, FiberId, FiberInfo, IO,
+    Outcome, TimerCallback,
 };
 use spindle_net::driver::Reactor;
 
@@ -23,10 +23,10 @@ use crate::timer::TimerKey;
 use crate::worker;
 
 /// Fiber counters of one worker (written by that worker only) or of the
-/// threads outside the pool (written with atomic adds).
+/// threads outside the pool (written with atomic adds). (Fibers made are
+/// counted once for the pool, `Shared::created`, which numbers them.)
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
-    pub(crate) created: AtomicU64,
     pub(crate) ended: AtomicU64,
 }
 
@@ -55,6 +55,10 @@ pub(crate) struct Shared {
     /// The live fibers, while they are listed (`Builder::track_fibers`, or
     /// they trace): shard `i` for worker `i`, the last for other threads.
     pub(crate) fibers: FiberRegistry,
+    /// Fibers made, on any thread: one relaxed add per fiber, in
+    /// `next_fiber_id`, which numbers the fiber from it (`#1`, `#2`, ... in
+    /// the order the pool made them).
+    pub(crate) created: CachePadded<AtomicU64>,
     pub(crate) external: CachePadded<Counters>,
     pub(crate) running_workers: Mutex<usize>,
     pub(crate) workers_exited: Condvar,
@@ -135,10 +139,9 @@ impl Shared {
     }
 
     pub(crate) fn live_fibers_count(&self) -> u64 {
-        let mut created = self.external.created.load(Ordering::Relaxed);
+        let created = self.created.load(Ordering::Relaxed);
         let mut ended = self.external.ended.load(Ordering::Relaxed);
         for remote in self.remotes.iter() {
-            created += remote.counters.created.load(Ordering::Relaxed);
             ended += remote.counters.ended.load(Ordering::Relaxed);
         }
         created.saturating_sub(ended)
@@ -309,15 +312,13 @@ impl Executor for Handle {
         BlockingPool::spawn(&self.shared.blocking, task);
     }
 
+    /// The pool's count of fibers made, which this bumps (one relaxed
+    /// add, the only read-modify-write of a fiber start shared by the
+    /// workers), is also where the numbers come from.
     #[inline]
-    fn fiber_created(&self, _fiber: &Fiber<Self>) {
-        let shared = &*self.shared;
-        worker::with_current(shared, |ctx| match ctx {
-            Some(ctx) => bump(&shared.remotes[ctx.index].counters.created),
-            None => {
-                shared.external.created.fetch_add(1, Ordering::Relaxed);
-            }
-        })
+    fn next_fiber_id(&self) -> FiberId {
+        let made = self.shared.created.fetch_add(1, Ordering::Relaxed);
+        FiberId::nth(made.wrapping_add(1))
     }
 
     #[inline]

@@ -1,9 +1,11 @@
 //! Runtime metrics and the list of live fibers.
 //!
 //! A [`Metrics`] snapshot reads counters the scheduler keeps anyway (queue
-//! lengths, the idle word, the blocking pool's state) plus two fiber
-//! counters per worker, written by that worker alone (a plain load and
-//! store, no atomic read-modify-write, on a cache line of its own).
+//! lengths, the idle word, the blocking pool's state), the pool's count of
+//! fibers made (one relaxed add per fiber, which also numbers the fiber:
+//! `#1`, `#2`, ... in dumps), and a count of fibers ended per worker,
+//! written by that worker alone (a plain load and store, no atomic
+//! read-modify-write, on a cache line of its own).
 //!
 //! # Live fibers
 //!

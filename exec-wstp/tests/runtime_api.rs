@@ -351,7 +351,7 @@ fn live_fibers_lists_suspended_fibers_and_forgets_them_once_complete() {
     );
     // (Where each fiber was started is not part of the listing: every
     // executor lists io-core's one `FiberInfo`.)
-    let mut ids: Vec<usize> = listed.iter().map(|f| f.id).collect();
+    let mut ids: Vec<spindle_core::FiberId> = listed.iter().map(|f| f.id).collect();
     ids.sort_unstable();
     ids.dedup();
     assert_eq!(ids.len(), 5, "distinct ids: {listed:?}");

@@ -1,7 +1,8 @@
 //! `examples/trace_demo.rs` as a process: its traces point into the
 //! example's own file, in the order the program ran, never into Spindle's
 //! files; its failure is printed with its trace; its fiber dump shows the
-//! three deadlocked fibers waiting in `Deferred::get`.
+//! three deadlocked fibers waiting in `Deferred::get`, numbered as their
+//! handles show them.
 
 #![cfg(feature = "tracing")]
 
@@ -130,16 +131,40 @@ fn the_failure_is_printed_with_the_trace_of_the_three_nested_calls() {
         closures,
         [
             "trace_demo::reserve",
-            "trace_demo::checkout::{{closure}}",
+            "trace_demo::checkout",
             "trace_demo::charge",
-            "trace_demo::reserve::{{closure}}",
-            "trace_demo::charge::{{closure}}",
-            "trace_demo::charge::{{closure}}",
+            "trace_demo::reserve",
+            "trace_demo::charge",
+            "trace_demo::charge",
         ],
         "{out}"
     );
     let numbers = line_numbers(&events);
     assert!(numbers.windows(2).all(|w| w[0] <= w[1]), "{out}");
+}
+
+#[test]
+fn closures_are_named_by_the_function_they_were_written_in() {
+    let out = cached_output();
+    assert!(!out.contains("{{closure}}"), "{out}");
+    let lines = section(out, "the seed's program");
+    let mut functions: Vec<&str> = event_lines(&lines)
+        .iter()
+        .filter(|e| e.ends_with(')'))
+        .map(|e| e.rsplit('(').next().unwrap().trim_end_matches(')'))
+        .collect();
+    functions.sort_unstable();
+    functions.dedup();
+    // `program`'s closures are nested four deep: each event names `program`.
+    assert_eq!(
+        functions,
+        [
+            "trace_demo::program",
+            "trace_demo::program2",
+            "trace_demo::traced_run"
+        ],
+        "{out}"
+    );
 }
 
 #[test]
@@ -151,8 +176,19 @@ fn the_fiber_dump_shows_three_fibers_waiting_in_deferred_get() {
         .copied()
         .filter(|l| l.starts_with("fiber #"))
         .collect();
-    assert_eq!(fibers.len(), 3, "{out}");
-    assert!(fibers.iter().all(|f| f.ends_with(" WAITING")), "{out}");
+    // The three programs' main fibers were #1 to #3; the fibers the third
+    // started are the next three, and their handles say so.
+    assert_eq!(
+        fibers,
+        ["fiber #4 WAITING", "fiber #5 WAITING", "fiber #6 WAITING"],
+        "{out}"
+    );
+    assert!(
+        lines.contains(
+            &"started: [FiberHandle { fiber: #4 }, FiberHandle { fiber: #5 }, FiberHandle { fiber: #6 }]"
+        ),
+        "{out}"
+    );
     let gets: Vec<&str> = lines
         .iter()
         .copied()
@@ -175,6 +211,8 @@ fn the_fiber_dump_shows_three_fibers_waiting_in_deferred_get() {
 #[test]
 fn full_mode_names_the_function_that_built_each_operation() {
     let out = run("full");
+    // Operations built inside closures name the function around them.
+    assert!(!out.contains("{{closure}}"), "{out}");
     let lines = section(&out, "a failure deep inside");
     let events = event_lines(&lines);
     let functions: Vec<&str> = events

@@ -114,10 +114,10 @@ pub use data::semaphore::{InvalidPermits, Semaphore};
 pub use executor::support::RunError;
 pub use executor::{BlockingTask, Executor, Fiber, TimerCallback};
 pub use fiber::Callback;
-pub use fiber::FiberState;
 pub use fiber::handle::{CancelHandle, FiberHandle};
 #[cfg(not(loom))]
 pub use fiber::{FiberDump, FiberInfo, FiberStatus};
+pub use fiber::{FiberId, FiberState};
 pub use future::JoinFuture;
 pub use io::{IO, UIO};
 pub use outcome::{Outcome, PanicMessage};

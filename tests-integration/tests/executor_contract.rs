@@ -5,7 +5,8 @@
 //! [`spindle_core::Executor`]: a FIFO run queue of [`Fiber`] handles, timers in a
 //! map ordered by (deadline, sequence number), and a *virtual* clock that
 //! jumps to the next deadline when nothing is runnable (as Cats Effect's
-//! `TestControl` does), so sleeping costs no real time. It counts the calls
+//! `TestControl` does), so sleeping costs no real time. It numbers its
+//! fibers with io-core's `FiberIds`. It counts the calls
 //! fibers make into it, which is how these tests observe auto-yield and
 //! cede.
 
@@ -19,9 +20,10 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::{Counter, DropCounter, HANG_LIMIT, Log, rt_test};
+use spindle_core::executor::support::FiberIds;
 use spindle_core::{
-    Callback, ConfigError, DEFAULT_AUTO_YIELD_AFTER, Executor, Fiber, FiberConfig, IO, Outcome,
-    TimerCallback, UIO,
+    Callback, ConfigError, DEFAULT_AUTO_YIELD_AFTER, Executor, Fiber, FiberConfig, FiberId, IO,
+    Outcome, TimerCallback, UIO,
 };
 
 // ---------------------------------------------------------------------------
@@ -42,6 +44,7 @@ struct Shared {
     now: Mutex<Duration>,
     schedules: AtomicUsize,
     reschedules: AtomicUsize,
+    ids: FiberIds,
 }
 
 impl Executor for QueueExecutor {
@@ -80,6 +83,10 @@ impl Executor for QueueExecutor {
     fn config(&self) -> &FiberConfig {
         &self.shared.config
     }
+
+    fn next_fiber_id(&self) -> FiberId {
+        self.shared.ids.next()
+    }
 }
 
 impl QueueExecutor {
@@ -93,6 +100,7 @@ impl QueueExecutor {
                 now: Mutex::new(Duration::ZERO),
                 schedules: AtomicUsize::new(0),
                 reschedules: AtomicUsize::new(0),
+                ids: FiberIds::new(),
             }),
         }
     }
@@ -480,12 +488,17 @@ fn real_time_defaults_to_the_monotonic_clock_of_the_executor() {
 // ---------------------------------------------------------------------------
 
 #[test]
-fn a_fiber_reports_its_executor_and_a_distinct_id() {
+fn a_fiber_reports_its_executor_and_its_number_in_the_order_fibers_were_made() {
     let executor = QueueExecutor::new(FiberConfig::default());
     let a = Fiber::new(UIO::unit(), executor.clone(), |_| {});
     let b = Fiber::new(UIO::unit(), executor.clone(), |_| {});
-    assert_ne!(a.id(), b.id());
+    assert_eq!((a.id().get(), b.id().get()), (1, 2));
+    assert_eq!(format!("{a:?}"), "Fiber { id: #1 }");
     assert!(Arc::ptr_eq(&a.executor().shared, &executor.shared));
+    // Another executor numbers its own fibers from 1.
+    let other = QueueExecutor::new(FiberConfig::default());
+    let c = Fiber::new(UIO::unit(), other, |_| {});
+    assert_eq!(c.id().get(), 1);
 }
 
 #[test]

@@ -16,8 +16,8 @@ use std::time::Duration;
 
 use common::{Dumper, TestRuntime, eventually, rt_test};
 use spindle_core::{
-    Deferred, FiberConfig, FiberDump, FiberHandle, FiberInfo, FiberState, IO, Outcome, Trace,
-    TracingMode, UIO,
+    Deferred, FiberConfig, FiberDump, FiberHandle, FiberId, FiberInfo, FiberState, IO, Outcome,
+    Trace, TracingMode, UIO,
 };
 
 type E = ();
@@ -49,11 +49,11 @@ fn last_event<'a>(fiber: &'a FiberInfo, dump: &FiberDump) -> &'a spindle_core::T
     let trace: &Trace = fiber
         .trace
         .as_ref()
-        .unwrap_or_else(|| panic!("fiber #{:x} has no trace:\n{dump}", fiber.id));
+        .unwrap_or_else(|| panic!("fiber {} has no trace:\n{dump}", fiber.id));
     trace
         .events()
         .last()
-        .unwrap_or_else(|| panic!("fiber #{:x} has an empty trace:\n{dump}", fiber.id))
+        .unwrap_or_else(|| panic!("fiber {} has an empty trace:\n{dump}", fiber.id))
 }
 
 /// Cancels every fiber of `handles` (their finalizers have run after).
@@ -113,13 +113,13 @@ rt_test! {
         assert_eq!(event.location().line(), SLEEP_LINE, "{dump}");
 
         // Distinct fibers, each named in the text with its state.
-        let mut ids: Vec<usize> = dump.fibers.iter().map(|f| f.id).collect();
+        let mut ids: Vec<FiberId> = dump.fibers.iter().map(|f| f.id).collect();
         ids.sort_unstable();
         ids.dedup();
         assert_eq!(ids.len(), 5, "{dump}");
         let text = dump.to_string();
         for fiber in &dump.fibers {
-            let header = format!("fiber #{:x} {}", fiber.id, fiber.state.name());
+            let header = format!("fiber {} {}", fiber.id, fiber.state.name());
             assert!(text.contains(&header), "{header:?} in:\n{text}");
         }
         let get_site = format!("{}:{get_line}:", file!());

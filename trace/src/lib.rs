@@ -3,9 +3,10 @@
 //! Spindle records, per fiber, the last N operations it ran ("fiber
 //! tracing", as in Cats Effect): the operation's name (`flat_map`, `delay`,
 //! `Deferred::get`, ...), the place in the user's code that built it, and the
-//! user's closure type where there is one. This crate holds that data and
-//! nothing else: it never names io-core, which records events while fibers
-//! run (see `DESIGN.md`).
+//! user's closure type where there is one (rendered as the function the
+//! closure was written in, [`enclosing_function`]). This crate holds that
+//! data and nothing else: it never names io-core, which records events
+//! while fibers run (see `DESIGN.md`).
 //!
 //! * [`Op`]: what an operation is, known at compile time (a `static` per
 //!   operation and closure type).
@@ -101,10 +102,55 @@ impl Op {
         self.name
     }
 
-    /// The type name of the user's closure, if the operation has one.
+    /// The type name of the user's closure, if the operation has one, in
+    /// full (`app::main::{{closure}}::{{closure}}`); renderings show
+    /// [`Op::closure_function`] instead.
     pub fn closure(&self) -> Option<&'static str> {
         self.closure.map(|f| f())
     }
+
+    /// The function the user's closure was written in, if the operation
+    /// has a closure: its type name with the trailing `::{{closure}}`
+    /// segments left out (see [`enclosing_function`]), as every rendering
+    /// of a trace shows it. `app::main::{{closure}}::{{closure}}` is
+    /// `app::main`; a function passed by name (`flat_map(charge)`) is
+    /// its own name.
+    pub fn closure_function(&self) -> Option<&'static str> {
+        self.closure().map(enclosing_function)
+    }
+}
+
+/// The closure segment of a type name, as `core::any::type_name` writes it.
+const CLOSURE_SEGMENT: &str = "{{closure}}";
+
+/// The function a closure was written in, from the closure's type name:
+/// the name without its trailing `::{{closure}}` segments, a sub-slice of
+/// it (no allocation).
+///
+/// | type name | enclosing function |
+/// |---|---|
+/// | `app::main::{{closure}}` | `app::main` |
+/// | `app::main::{{closure}}::{{closure}}` | `app::main` |
+/// | `<app::S<u8> as app::Tr>::method::{{closure}}` | `<app::S<u8> as app::Tr>::method` |
+/// | `app::retry<app::main::{{closure}}>::{{closure}}` | `app::retry<app::main::{{closure}}>` |
+/// | `app::charge` (a function item) | `app::charge` |
+/// | `{{closure}}` | `{{closure}}` |
+///
+/// Only segments at the end of the name go: a closure type in generic
+/// arguments stays, since the brackets around it must stay balanced, and
+/// so does a closure a named function is nested in
+/// (`app::main::{{closure}}::helper::{{closure}}` is
+/// `app::main::{{closure}}::helper`). A name made only of closure segments
+/// keeps its last one.
+pub fn enclosing_function(type_name: &str) -> &str {
+    let mut name = type_name;
+    while let Some(outer) = name.strip_suffix(CLOSURE_SEGMENT) {
+        match outer.strip_suffix("::") {
+            Some(function) if !function.is_empty() => name = function,
+            _ => break,
+        }
+    }
+    name
 }
 
 impl fmt::Debug for Op {
@@ -404,13 +450,16 @@ pub use ring::{Ring, RunToken};
 ///
 /// ```text
 /// trace (3 events, oldest first):
-///   delay @ examples/trace_demo.rs:20:9 (trace_demo::inner::{{closure}})
-///   flat_map @ examples/trace_demo.rs:21:10 (trace_demo::inner::{{closure}})
+///   delay @ examples/trace_demo.rs:20:9 (trace_demo::inner)
+///   flat_map @ examples/trace_demo.rs:21:10 (trace_demo::inner)
 ///   cede @ examples/trace_demo.rs:22:13
 /// ```
 ///
-/// In full mode each line names the first user function of the backtrace
-/// captured when the operation was built.
+/// A closure is named by the function it was written in
+/// ([`Op::closure_function`]; the event keeps its full type name,
+/// [`Op::closure`]). In full mode each line names the first user function
+/// of the backtrace captured when the operation was built, its closure
+/// segments left out likewise.
 #[derive(Clone, Debug, Default)]
 pub struct Trace {
     events: Vec<Event>,
@@ -513,7 +562,7 @@ fn write_event(f: &mut fmt::Formatter<'_>, event: &Event) -> fmt::Result {
             f,
             "{} @ {} ({}:{}:{})",
             event.op().name(),
-            frame.function,
+            enclosing_function(&frame.function),
             location.file(),
             location.line(),
             location.column()
@@ -527,8 +576,8 @@ fn write_event(f: &mut fmt::Formatter<'_>, event: &Event) -> fmt::Result {
         location.line(),
         location.column()
     )?;
-    if let Some(closure) = event.op().closure() {
-        write!(f, " ({closure})")?;
+    if let Some(function) = event.op().closure_function() {
+        write!(f, " ({function})")?;
     }
     Ok(())
 }

@@ -104,6 +104,139 @@ fn pretty_rendering_has_one_line_per_event_with_site_and_closure() {
     );
 }
 
+/// An operation that runs the closure (or function) `f`, as io-core
+/// builds one: its closure name is `F`'s type name.
+fn op_running<F>(_f: &F) -> Op {
+    Op::with_closure("delay", core::any::type_name::<F>)
+}
+
+fn a_named_function() {}
+
+fn an_op_in_a_generic_function<T>(_value: T) -> Op {
+    let closure = || ();
+    op_running(&closure)
+}
+
+fn an_op_around<F: Fn()>(f: F) -> Op {
+    let closure = move || f();
+    op_running(&closure)
+}
+
+trait Handler {
+    fn handle(&self) -> Op;
+}
+
+struct Server;
+
+impl Handler for Server {
+    fn handle(&self) -> Op {
+        let closure = || ();
+        op_running(&closure)
+    }
+}
+
+#[test]
+fn a_closure_is_named_by_the_function_it_was_written_in() {
+    let closure = || ();
+    let op = op_running(&closure);
+    let here = "spindle_trace::tests::a_closure_is_named_by_the_function_it_was_written_in";
+    assert_eq!(
+        op.closure(),
+        Some(format!("{here}::{{{{closure}}}}").as_str())
+    );
+    assert_eq!(op.closure_function(), Some(here));
+}
+
+#[test]
+fn nested_closures_collapse_into_their_enclosing_function() {
+    let outer = || {
+        let inner = || ();
+        op_running(&inner)
+    };
+    let op = outer();
+    let here = "spindle_trace::tests::nested_closures_collapse_into_their_enclosing_function";
+    assert_eq!(
+        op.closure(),
+        Some(format!("{here}::{{{{closure}}}}::{{{{closure}}}}").as_str())
+    );
+    assert_eq!(op.closure_function(), Some(here));
+}
+
+#[test]
+fn a_closure_in_a_generic_function_or_a_trait_method_keeps_the_type_path() {
+    assert_eq!(
+        an_op_in_a_generic_function(1u8).closure_function(),
+        Some("spindle_trace::tests::an_op_in_a_generic_function<u8>")
+    );
+    assert_eq!(
+        Server.handle().closure_function(),
+        Some("<spindle_trace::tests::Server as spindle_trace::tests::Handler>::handle")
+    );
+}
+
+#[test]
+fn a_closure_in_generic_arguments_stays_and_only_trailing_closures_go() {
+    let op = an_op_around(|| ());
+    let argument = "spindle_trace::tests::a_closure_in_generic_arguments_stays_and_only_trailing_closures_go::{{closure}}";
+    assert_eq!(
+        op.closure_function(),
+        Some(format!("spindle_trace::tests::an_op_around<{argument}>").as_str())
+    );
+    assert_eq!(
+        enclosing_function("app::main::{{closure}}::helper::{{closure}}"),
+        "app::main::{{closure}}::helper"
+    );
+}
+
+#[test]
+fn a_function_passed_by_name_keeps_its_name() {
+    let op = op_running(&a_named_function);
+    assert_eq!(op.closure(), Some("spindle_trace::tests::a_named_function"));
+    assert_eq!(
+        op.closure_function(),
+        Some("spindle_trace::tests::a_named_function")
+    );
+    assert_eq!(MAP.closure_function(), None);
+}
+
+#[test]
+fn a_name_made_only_of_closures_keeps_its_last_closure_segment() {
+    assert_eq!(enclosing_function("{{closure}}"), "{{closure}}");
+    assert_eq!(
+        enclosing_function("{{closure}}::{{closure}}"),
+        "{{closure}}"
+    );
+    assert_eq!(enclosing_function("::{{closure}}"), "::{{closure}}");
+    assert_eq!(enclosing_function(""), "");
+}
+
+#[test]
+fn the_enclosing_function_is_a_slice_of_the_type_name() {
+    let name = "app::main::{{closure}}::{{closure}}";
+    let function = enclosing_function(name);
+    assert_eq!(function, "app::main");
+    assert_eq!(function.as_ptr(), name.as_ptr());
+}
+
+static NESTED: Op = Op::with_closure("delay", || "demo::main::{{closure}}::{{closure}}");
+
+#[test]
+fn events_and_traces_render_the_enclosing_function_of_a_closure() {
+    let ring = Ring::new(4);
+    ring.push(&NESTED, here().location());
+    let trace = ring.snapshot().unwrap();
+    let event = &trace.events()[0];
+    assert!(event.to_string().ends_with(" (demo::main)"), "{event}");
+    let text = trace.to_string();
+    assert!(text.ends_with(" (demo::main)"), "{text}");
+    assert!(!text.contains("{{closure}}"), "{text}");
+    // The structured data keeps the full type name.
+    assert_eq!(
+        event.op().closure(),
+        Some("demo::main::{{closure}}::{{closure}}")
+    );
+}
+
 #[test]
 fn modes_parse_from_their_names_and_reject_others_naming_the_valid_ones() {
     assert_eq!("none".parse(), Ok(TracingMode::None));

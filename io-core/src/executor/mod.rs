@@ -16,6 +16,7 @@
 //! | [`TimerCallback::fire`] | the executor, once the deadline has passed | any thread |
 //! | [`Executor::spawn_blocking`] | the fiber, on `IO::blocking` | the thread running the fiber |
 //! | [`BlockingTask::run`] | the executor (once) | any thread that may block |
+//! | [`Executor::next_fiber_id`] | io-core, once per fiber, just before `fiber_created` | the thread making the fiber |
 //! | [`Executor::fiber_created`] / [`Executor::fiber_ended`] | io-core, once per fiber each | the thread making the fiber / the thread completing or freeing it |
 //! | [`Executor::fiber_listed`] | io-core, once per fiber that lives on after a run (it waits or yields), never for a fiber that ends within its first run | the thread that ran it, before it can run elsewhere |
 //! | [`Executor::fiber_dump`] | whoever wants a fiber dump: an entry point on a signal, a test, a fiber | any thread |
@@ -79,7 +80,7 @@
 use core::time::Duration;
 
 use crate::config::FiberConfig;
-pub use crate::fiber::{BlockingTask, Fiber, TimerCallback};
+pub use crate::fiber::{BlockingTask, Fiber, FiberId, TimerCallback};
 
 pub mod support;
 pub(crate) mod timers;
@@ -135,6 +136,25 @@ pub trait Executor: Clone + Send + Sync + Sized + 'static {
         task.run()
     }
 
+    /// The number of a fiber being made on this executor ([`FiberId`]), as
+    /// dumps and `Debug` show it: called once for every fiber made on this
+    /// executor, before its allocation is made and before
+    /// [`fiber_created`](Executor::fiber_created), on the thread that
+    /// makes it (any thread).
+    ///
+    /// Number fibers `#1`, `#2`, ... in the order they are made, with one
+    /// counter for the whole executor (shared by all its handles): a
+    /// [`support::FiberIds`] (one relaxed atomic add), or, for an executor
+    /// that counts the fibers it makes anyway, [`FiberId::nth`] of that
+    /// count (then counting here, not in `fiber_created`, costs nothing
+    /// more). Keep it cheap and lock-free: every fiber start calls it. The
+    /// default numbers nothing: every fiber is [`FiberId::UNNUMBERED`]
+    /// (`#0`).
+    #[inline(always)]
+    fn next_fiber_id(&self) -> FiberId {
+        FiberId::UNNUMBERED
+    }
+
     /// Called once for every fiber made on this executor, before it is
     /// first scheduled, on the thread that makes it (to count fibers;
     /// listing them for dumps is [`fiber_listed`](Executor::fiber_listed)).
@@ -174,7 +194,7 @@ pub trait Executor: Clone + Send + Sync + Sized + 'static {
     /// executor. Each number is read at a slightly different moment: a
     /// picture of a moving system, not a transaction.
     ///
-    /// Executors list their fibers from [`fiber_created`](Executor::fiber_created)
+    /// Executors list their fibers from [`fiber_listed`](Executor::fiber_listed)
     /// (a [`WeakFibers`](support::WeakFibers) list) only when
     /// [`support::lists_fibers`] holds for their configuration, or when asked to
     /// explicitly (a [`support::FiberRegistry`] does both), so that dumps cost nothing when tracing is off: the

@@ -19,6 +19,8 @@ use alloc::vec::Vec;
 #[cfg(not(loom))]
 use super::header::Header;
 #[cfg(not(loom))]
+use super::id::FiberId;
+#[cfg(not(loom))]
 use super::raw::{Fiber, FiberInner};
 #[cfg(not(loom))]
 use crate::executor::Executor;
@@ -96,8 +98,9 @@ impl FiberState {
 #[derive(Debug, Clone)]
 #[cfg(not(loom))]
 pub struct FiberInfo {
-    /// The fiber's identifier ([`Fiber::id`]).
-    pub id: usize,
+    /// The fiber's number on its executor ([`Fiber::id`]): `#1` for the
+    /// first fiber the executor made.
+    pub id: FiberId,
     /// Whether it is active or waiting, and whether a wait is cancelable.
     pub status: FiberStatus,
     /// What it is doing.
@@ -111,12 +114,21 @@ pub struct FiberInfo {
 }
 
 /// A snapshot of an executor's live fibers and its state, printed like Cats
-/// Effect's fiber dump (one block per fiber: identifier, state, trace; then
+/// Effect's fiber dump (one block per fiber: number, state, trace; then
 /// the executor's counters).
+///
+/// ```text
+/// fiber #2 WAITING
+///  ├ flat_map @ src/main.rs:89:28 (app::deadlock)
+///  ╰ Deferred::get @ src/main.rs:89:48
+///
+/// live fibers: 1, ...
+/// ```
 #[derive(Debug, Clone, Default)]
 #[cfg(not(loom))]
 pub struct FiberDump {
-    /// The live fibers.
+    /// The live fibers (Spindle's executors list them in the order they
+    /// were made: by number).
     pub fibers: Vec<FiberInfo>,
     /// Executor state as name and value (queue lengths, workers, ...).
     pub executor: Vec<(&'static str, u64)>,
@@ -143,7 +155,7 @@ impl FiberDump {
 impl core::fmt::Display for FiberDump {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         for fiber in &self.fibers {
-            write!(f, "fiber #{:x} {}", fiber.id, fiber.state.name())?;
+            write!(f, "fiber {} {}", fiber.id, fiber.state.name())?;
             if fiber.status == FiberStatus::SuspendedMasked {
                 f.write_str(" (uncancelable)")?;
             }
@@ -179,6 +191,9 @@ pub struct WeakFiber {
     /// From `Weak::into_raw` of a `Weak<FiberInner<X>>`.
     fiber: NonNull<()>,
     vtable: &'static WeakVTable,
+    /// The fiber's number, copied when the reference was made: known
+    /// also once the fiber is gone.
+    id: FiberId,
 }
 
 /// Type-erased operations on a `Weak<FiberInner<X>>`.
@@ -212,9 +227,7 @@ impl<X: Executor> FiberInner<X> {
         // weak reference as it was.
         let weak =
             core::mem::ManuallyDrop::new(unsafe { Weak::from_raw(ptr.cast::<FiberInner<X>>()) });
-        let fiber = weak.upgrade()?;
-        let id = crate::sync::Arc::as_ptr(&fiber) as *const () as usize;
-        fiber.header.info(id)
+        weak.upgrade()?.header.info()
     }
 
     /// # Safety
@@ -238,9 +251,9 @@ impl<X: Executor> FiberInner<X> {
 
 #[cfg(not(loom))]
 impl WeakFiber {
-    /// The fiber's identifier (the same as [`Fiber::id`]) and status, or
+    /// The fiber's number (the same as [`Fiber::id`]) and status, or
     /// `None` once it has completed or been freed.
-    pub fn snapshot(&self) -> Option<(usize, FiberStatus)> {
+    pub fn snapshot(&self) -> Option<(FiberId, FiberStatus)> {
         // SAFETY: we own the weak reference behind `fiber`.
         let status = unsafe { (self.vtable.status)(self.fiber.as_ptr()) }?;
         Some((self.id(), status))
@@ -259,9 +272,10 @@ impl WeakFiber {
         self.snapshot().is_none()
     }
 
-    /// The fiber's identifier, also after it is gone.
-    pub fn id(&self) -> usize {
-        self.fiber.as_ptr() as usize
+    /// The fiber's number on its executor (the same as [`Fiber::id`]),
+    /// also after it is gone.
+    pub fn id(&self) -> FiberId {
+        self.id
     }
 }
 
@@ -297,8 +311,8 @@ impl WeakFibers {
         self.fibers.push(fiber);
     }
 
-    /// Identifier and status of every fiber of the list still alive.
-    pub fn live(&self) -> impl Iterator<Item = (usize, FiberStatus)> + '_ {
+    /// Number and status of every fiber of the list still alive.
+    pub fn live(&self) -> impl Iterator<Item = (FiberId, FiberStatus)> + '_ {
         self.fibers.iter().filter_map(WeakFiber::snapshot)
     }
 
@@ -342,9 +356,9 @@ impl Header {
         }
     }
 
-    /// What a fiber dump shows of this fiber: its state (`None` once it has
-    /// completed), whether a wait is cancelable, and its trace.
-    fn info(&self, id: usize) -> Option<FiberInfo> {
+    /// What a fiber dump shows of this fiber: its number, its state (`None`
+    /// once it has completed), whether a wait is cancelable, and its trace.
+    fn info(&self) -> Option<FiberInfo> {
         let status = self.status()?;
         let state = match status {
             FiberStatus::Active => match self.recorded_state() {
@@ -364,7 +378,7 @@ impl Header {
         };
         let trace = self.ring.get().map(spindle_trace::Ring::snapshot);
         Some(FiberInfo {
-            id,
+            id: self.id,
             status,
             state,
             trace,
@@ -386,6 +400,7 @@ impl<X: Executor> Fiber<X> {
             // SAFETY: the weak reference points at a live allocation.
             fiber: unsafe { NonNull::new_unchecked(ptr) },
             vtable: FiberInner::<X>::WEAK_VTABLE,
+            id: self.id(),
         }
     }
 }

@@ -48,7 +48,7 @@ use core::marker::PhantomData;
 use super::join::{CellOwner, Completed, Presence, Read, wait_for};
 use super::raw::{RawFiberRef, Spawn};
 use super::run_state::typed_outcome;
-use crate::executor::Executor;
+use crate::executor::{Executor, FiberId};
 use crate::io::IO;
 use crate::outcome::Outcome;
 use crate::tracing::{Internal, NO_SITE, Named, OpMeta, Site, here};
@@ -136,6 +136,13 @@ impl<A: Send + 'static, E: Send + 'static> FiberHandle<A, E> {
             fiber,
             _types: PhantomData,
         }
+    }
+
+    /// The fiber's number on its executor (`#1` for the first fiber the
+    /// executor made; see [`FiberId`]): the number fiber dumps and this
+    /// handle's `Debug` (`FiberHandle { fiber: #2 }`) show.
+    pub fn id(&self) -> FiberId {
+        self.fiber.id()
     }
 
     /// The fiber reference (for the handle's future, `future/join.rs`),

@@ -4,9 +4,11 @@
 //! so that a callback, a handle or a weak reference reaches it through a
 //! type-erased pointer. It holds the state word (`state.rs`), the slot the
 //! winning completer writes its result into, the join state (`join.rs`),
-//! and, with tracing, the ring and the activity byte that fiber dumps read.
+//! the fiber's number, and, with tracing, the ring and the activity byte
+//! that fiber dumps read.
 //! Which thread may touch which field, and when: the `fiber` module doc.
 
+use super::id::FiberId;
 use super::join::{Completed, JoinCell};
 use super::state::{
     Claim, State, TransitionToCancelRequested, TransitionToDelivered, TransitionToSuspended,
@@ -28,6 +30,10 @@ pub(crate) struct Header {
     ///
     /// [`FiberHandle::spawn`]: super::handle::FiberHandle::spawn
     pub(crate) join: JoinCell<Completed>,
+    /// The fiber's number on its executor, for dumps and `Debug`: set
+    /// when the fiber is made, never written again, never read by the
+    /// run-loop.
+    pub(crate) id: FiberId,
     /// The fiber's trace ring, once it records (`tracing/fiber_on.rs`):
     /// here, in the part other threads may read, for fiber dumps.
     /// Zero-sized without the `tracing` feature.
@@ -50,11 +56,12 @@ unsafe impl Sync for Header {}
 unsafe impl Send for Header {}
 
 impl Header {
-    pub(super) fn new() -> Self {
+    pub(super) fn new(id: FiberId) -> Self {
         Header {
             state: State::new(),
             slot: UnsafeCell::new(None),
             join: JoinCell::new(),
+            id,
             ring: RingSlot::new(),
             activity: Activity::new(super::FiberState::Queued),
         }

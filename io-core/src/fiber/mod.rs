@@ -9,7 +9,8 @@
 //! | file          | what it holds                                              |
 //! |---------------|------------------------------------------------------------|
 //! | `state.rs`    | the state word and its transitions, each returning a `#[must_use]` enum that says what happened |
-//! | `header.rs`   | [`Header`]: the state word, the result slot, the join state, the tracing ring |
+//! | `header.rs`   | [`Header`]: the state word, the result slot, the join state, the fiber's number, the tracing ring |
+//! | `id.rs`       | [`FiberId`], the fiber's number on its executor, and [`FiberIds`], the counter executors number with |
 //! | `run_state.rs`| `Core`, `Next`, `Ending`, `Cold`: what only the running thread touches; the completion callback |
 //! | `raw.rs`      | `FiberInner<X>` (the one allocation), its vtable, `RawFiberRef`, [`Fiber`], the `Spawner` |
 //! | `callback.rs` | `RawCallback`, [`Callback`], [`TimerCallback`], [`BlockingTask`] |
@@ -25,7 +26,8 @@
 //! * `header` (first field, `repr(C)`): the suspension state word, the
 //!   slot where a callback leaves its result, and the join state (the
 //!   outcome and the joiners of a fiber started with `IO::start`; see
-//!   `join.rs`). It is the only part touched by other threads, and it does
+//!   `join.rs`), and the fiber's number (`id.rs`). It is the only part
+//!   touched by other threads, and it does
 //!   not depend on the executor type, so a [`Callback`] or a fiber handle
 //!   can reach it through a type-erased pointer.
 //! * `core`: the run-loop state (where the next run starts, the explicit
@@ -48,6 +50,7 @@
 //! | `header.slot`         | the completer whose claim won          | between its won claim (step 2) and its `DONE` |
 //! | `header.slot`         | the fiber                              | after it observed `DONE` (`Acquire`), before its next suspension |
 //! | `header.join`         | anyone (a short lock)                  | the run-loop completes it once; joiners read it or wait |
+//! | `header.id`           | anyone holding a reference             | always (written once, before the fiber is shared) |
 //! | `header.ring`, `header.activity` | the running fiber writes; dumps read | always (a seqlock-style ring and a relaxed byte, `tracing/fiber_on.rs`) |
 //! | `executor`            | anyone holding a reference             | always (`Executor: Send + Sync`) |
 //!
@@ -126,6 +129,7 @@ mod callback;
 mod dump;
 pub(crate) mod handle;
 mod header;
+mod id;
 pub(crate) mod join;
 mod raw;
 mod run_loop;
@@ -142,6 +146,7 @@ pub use dump::FiberState;
 #[cfg(not(loom))]
 pub use dump::{FiberDump, FiberInfo, FiberStatus, WeakFiber, WeakFibers};
 pub(crate) use header::Header;
+pub use id::{FiberId, FiberIds};
 pub use raw::Fiber;
 pub(crate) use raw::{RawFiberRef, Spawner};
 pub(crate) use run_state::{CompleteK, typed_outcome};

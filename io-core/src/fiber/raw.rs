@@ -18,6 +18,7 @@ use alloc::vec::Vec;
 
 use super::callback::RawCallback;
 use super::header::Header;
+use super::id::FiberId;
 use super::run_state::{CompleteK, Completion, Core, Next};
 use super::state::TransitionToCancelRequested;
 use crate::erased::ErasedFn;
@@ -147,9 +148,9 @@ impl RawFiberRef {
         }
     }
 
-    /// An identifier of the fiber (its address).
-    pub(crate) fn id(&self) -> usize {
-        self.fiber.as_ptr() as usize
+    /// The fiber's number on its executor ([`Fiber::id`]).
+    pub(crate) fn id(&self) -> FiberId {
+        self.header().id
     }
 }
 
@@ -303,6 +304,7 @@ impl<X: Executor> Fiber<X> {
         traced: bool,
     ) -> Fiber<X> {
         let traces = crate::tracing::fiber_traces(traced, executor.config());
+        let id = executor.next_fiber_id();
         let core = Core {
             next: Next::Node(node),
             stack: Vec::new(),
@@ -315,7 +317,7 @@ impl<X: Executor> Fiber<X> {
         };
         let fiber = Fiber {
             inner: Arc::new(FiberInner {
-                header: Header::new(),
+                header: Header::new(id),
                 core: UnsafeCell::new(core),
                 executor,
             }),
@@ -339,9 +341,12 @@ impl<X: Executor> Fiber<X> {
         &self.inner.executor
     }
 
-    /// An identifier of this fiber, stable while it lives (its address).
-    pub fn id(&self) -> usize {
-        Arc::as_ptr(&self.inner) as *const () as usize
+    /// The fiber's number on its executor (`#1` for the first fiber the
+    /// executor made, then `#2`, ...; see [`FiberId`]), given when the
+    /// fiber was made and kept for its whole life: what fiber dumps, this
+    /// type's `Debug` and [`FiberHandle`](crate::FiberHandle)'s show.
+    pub fn id(&self) -> FiberId {
+        self.inner.header.id
     }
 }
 

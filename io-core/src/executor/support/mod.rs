@@ -19,6 +19,7 @@
 //! | [`MainFiber`] | the slot where `block_on`'s main fiber leaves its outcome, and the completion guard that marks it *abandoned* when the fiber is freed without finishing, waking the waiter either way | every executor's `block_on` / `try_block_on` |
 //! | [`RunError`] | the one error of `block_on`, `try_block_on` and `spawn`: [`Deadlock`](RunError::Deadlock), [`ShutDown`](RunError::ShutDown), [`Nested`](RunError::Nested) | every executor |
 //! | [`ConfigSource`] | "explicit config or the environment": the builder's [`FiberConfig`], the defaults, or [`FiberConfig::from_env`] | every `Builder` |
+//! | [`FiberIds`] | the counter that numbers an executor's fibers `#1`, `#2`, ... in the order they are made (one relaxed atomic add per fiber) | [`Executor::next_fiber_id`](super::Executor::next_fiber_id) of an executor that does not count its fibers already |
 //! | [`FiberRegistry`] | the list of live fibers behind fiber dumps and `live_fibers()` (weak references, in shards), kept only while fibers trace or when asked | every executor's `fiber_listed` and `fiber_dump` |
 //! | [`RemoteQueue`], [`Published`] | fibers scheduled from outside the loop thread, with a `pending` hint that keeps the lock off the loop's fast path; queue lengths the loop publishes for dumps taken off its thread | the single-threaded loops |
 //! | [`TimerHeap`], [`TimerId`] | deadlines over a slab of callbacks, O(1) cancellation | every executor's `set_timer` |
@@ -63,6 +64,7 @@ pub use registry::FiberRegistry;
 pub use remote::{Published, RemoteQueue};
 
 pub use super::timers::{TimerHeap, TimerId};
+pub use crate::fiber::FiberIds;
 #[cfg(not(loom))]
 pub use crate::fiber::{WeakFiber, WeakFibers};
 

@@ -86,8 +86,9 @@ impl FiberRegistry {
         let _ = (shard, fiber);
     }
 
-    /// State and trace of every listed fiber still alive (empty when the
-    /// registry is disabled), shard by shard.
+    /// Number, state and trace of every listed fiber still alive (empty
+    /// when the registry is disabled), by number: in the order the
+    /// executor made them, whichever shard lists them.
     #[cfg(not(loom))]
     pub fn live_fibers(&self) -> Vec<FiberInfo> {
         let mut list = Vec::new();
@@ -95,6 +96,7 @@ impl FiberRegistry {
             for shard in self.shards.iter() {
                 shard.with(|fibers| list.extend(fibers.infos()));
             }
+            list.sort_unstable_by_key(|fiber| fiber.id);
         }
         list
     }

@@ -7,6 +7,8 @@
 mod loom;
 
 #[cfg(not(loom))]
+mod id;
+#[cfg(not(loom))]
 mod run;
 #[cfg(not(loom))]
 mod state;
