@@ -97,6 +97,15 @@ pub(crate) fn allocate_in(class: Class) -> NonNull<u8> {
     if let Some(block) = cache::pop(class) {
         return block;
     }
+    allocate_new(class)
+}
+
+/// A block from the global allocator: out of line, so that the code that
+/// builds a node inlines only the free list's fast path (and stays small
+/// enough for the compiler to inline the user's function that builds it).
+#[cold]
+#[inline(never)]
+fn allocate_new(class: Class) -> NonNull<u8> {
     let layout = class.layout();
     // SAFETY: both layouts have a non-zero size.
     let ptr = unsafe { alloc(layout) };
