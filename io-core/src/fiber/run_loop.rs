@@ -101,17 +101,17 @@ impl<X: Executor> Fiber<X> {
                     executor.reschedule_fiber(self);
                     return;
                 }
-                Exit::Suspend { interruptible } => match {
+                Exit::Suspend { interruptible } => {
                     self.list_once();
-                    self.inner.header.suspend(interruptible)
-                } {
-                    // The result arrived while we were saving our state, or
-                    // a cancel we must finalize for: continue here rather
-                    // than through the queue.
-                    TransitionToSuspended::ResultArrived
-                    | TransitionToSuspended::CanceledBeforeSuspending => continue,
-                    TransitionToSuspended::Suspended => return,
-                },
+                    match self.inner.header.suspend(interruptible) {
+                        // The result arrived while we were saving our state, or
+                        // a cancel we must finalize for: continue here rather
+                        // than through the queue.
+                        TransitionToSuspended::ResultArrived
+                        | TransitionToSuspended::CanceledBeforeSuspending => continue,
+                        TransitionToSuspended::Suspended => return,
+                    }
+                }
                 // `run_either` switches loops itself.
                 Exit::Switch => unreachable!("io-core: a loop switch left run_either"),
             }

@@ -30,8 +30,15 @@
 //! A running fiber records an event when it evaluates a node that has a
 //! site, if its tracing flag is on: the executor's mode is `cached` or
 //! `full`, or the fiber is inside `io.traced()`. The event goes into the
-//! fiber's [`spindle_trace::Ring`], made on the first event (or reused from a
-//! fiber freed on the same thread).
+//! ring of the run ([`spindle_trace::Ring`]), found once per run of the
+//! fiber, not per event: its own ring, or, for a fiber that has none yet,
+//! its thread's *scratch* ring. When the run ends (`fiber_on.rs`'s `Run`),
+//! a fiber that recorded and lives on (it waits or yields) adopts the
+//! scratch ring as its own; a fiber that ended gives it back to the thread.
+//! Most short fibers end within their first run, so they never get a ring
+//! of their own, and executors list a fiber for dumps only when it first
+//! outlives a run (`Executor::fiber_listed`): spawning thousands of short
+//! fibers allocates and registers nothing for tracing.
 //!
 //! # What it costs
 //!
@@ -44,8 +51,14 @@
 //!   would need an allocation to keep its site; in a process where nothing
 //!   traces (a mode-`none` configuration built first), it is built without
 //!   one (`spindle_trace::call_sites_for`).
-//! * **Mode `cached`**: per traced node, a few loads and four stores into
-//!   the ring (its sequence lock), no allocation.
+//! * **Mode `cached`**: per traced node, the site and operation loaded
+//!   from the node, and three relaxed stores into the ring (operation,
+//!   location, count): about 15 instructions on x86-64, no fence, no
+//!   allocation. Per run of the fiber, the ring's run count is bracketed
+//!   (two stores and a release fence) so that dumps can tell a consistent
+//!   copy from one read while the fiber ran. A leaf whose closure is one
+//!   word keeps its site in a pooled block (the node has no room for it).
+//!   BENCHMARKS.md, "Issue 19", has the measured cost event by event.
 //! * **Mode `full`** (the `tracing-full` feature): a backtrace captured per
 //!   traced node where it is built; the feature also makes a site an owned
 //!   value (an `Arc` in full mode) and adds a check wherever one is built,
@@ -69,7 +82,12 @@
 //! * Nodes built by io-core for its own plumbing carry no site, so a trace
 //!   shows only the user's call sites, never io-core's files.
 //! * The ring has one writer, the thread running the fiber (`Core`); fiber
-//!   dumps read it through its sequence lock from any thread.
+//!   dumps read it from any thread without stopping the fiber, consistent
+//!   for a fiber between runs and marked in motion otherwise (`ring.rs`).
+//! * A scratch ring is owned by one run at a time (taken out of its
+//!   thread-local slot for the run), never published in a header: a dump
+//!   never reads it, so it can be reused or freed at any time. A fiber in
+//!   its first run shows no trace in a dump.
 
 pub use spindle_trace::{Op, Site, Trace, TracingMode};
 
