@@ -84,6 +84,7 @@ impl<X: Executor> Fiber<X> {
     ///
     /// On a yield the fiber hands itself to [`Executor::reschedule_fiber`];
     /// on a suspension it is held by whatever will resume it.
+    #[inline]
     pub fn run(self) {
         loop {
             let exit = self
@@ -133,8 +134,15 @@ impl<X: Executor> Fiber<X> {
             .with_mut(|core| unsafe { &mut (*core).listed });
         if !*listed {
             *listed = true;
-            self.inner.executor.fiber_listed(self);
+            self.list();
         }
+    }
+
+    /// Lists the fiber (once per fiber: kept out of the run's path).
+    #[cold]
+    #[inline(never)]
+    fn list(&self) {
+        self.inner.executor.fiber_listed(self);
     }
 }
 
@@ -171,29 +179,29 @@ fn run_either<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit 
         // feature): then the tracing instantiation is never even built.
         #[cfg(feature = "tracing")]
         let exit = if core.tracing.on {
-            // The ring is found once per run, not per event (the fiber's
-            // own, or the thread's scratch ring until the fiber outlives
-            // a run with events); the run brackets its events for fiber
-            // dumps (`ring.rs`), also when a panic ends it.
-            let mut run = inner
-                .header
-                .ring
-                .begin_run(|| inner.executor.config().trace_capacity());
-            let exit = run_loop::<X, true>(inner, core, Some(run.ring()));
-            if matches!(exit, Exit::Completed) {
-                run.completed();
-            }
-            exit
+            run_loop::<X, true>(inner, core)
         } else {
-            run_loop::<X, false>(inner, core, None)
+            run_loop::<X, false>(inner, core)
         };
         #[cfg(not(feature = "tracing"))]
-        let exit = run_loop::<X, false>(inner, core, None);
+        let exit = run_loop::<X, false>(inner, core);
         match exit {
             Exit::Switch => continue,
             exit => return exit,
         }
     }
+}
+
+/// The fiber completed in this run of the tracing loop: its scratch ring,
+/// if it used one, goes back to the thread (nothing without the `tracing`
+/// feature).
+macro_rules! completed {
+    ($run:expr) => {
+        #[cfg(feature = "tracing")]
+        if let Some(run) = &$run {
+            run.completed();
+        }
+    };
 }
 
 /// Records what the fiber does now, for fiber dumps, in the tracing loop.
@@ -224,16 +232,24 @@ macro_rules! record {
 
 /// The run-loop; `TRACING`: the fiber traces (`core.tracing.on`), for as
 /// long as this call runs (it returns [`Exit::Switch`] when that changes).
-fn run_loop<X: Executor, const TRACING: bool>(
-    inner: &Arc<FiberInner<X>>,
-    core: &mut Core,
-    ring: Option<&OwnedRing>,
-) -> Exit {
-    // The plain loop has no ring (a constant `None`, so it keeps nothing
-    // live for it).
-    let ring = if TRACING { ring } else { None };
+fn run_loop<X: Executor, const TRACING: bool>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit {
     let executor = &inner.executor;
     let header = &inner.header;
+    // The tracing loop's run: the ring is found once per run, not per
+    // event (the fiber's own, or the thread's scratch ring until the fiber
+    // outlives a run with events), and the run brackets its events for
+    // fiber dumps (`ring.rs`), also when a panic ends it (`Run`'s `Drop`).
+    // The plain loop has none.
+    #[cfg(feature = "tracing")]
+    let run = if TRACING {
+        Some(header.ring.begin_run(|| executor.config().trace_capacity()))
+    } else {
+        None
+    };
+    #[cfg(feature = "tracing")]
+    let ring: Option<&OwnedRing> = run.as_ref().map(crate::tracing::Run::ring);
+    #[cfg(not(feature = "tracing"))]
+    let ring: Option<&OwnedRing> = None;
     let mut budget = executor.config().auto_yield_after();
     if core.stack.capacity() == 0 {
         core.stack = crate::pool::stacks::take();
@@ -317,6 +333,7 @@ fn run_loop<X: Executor, const TRACING: bool>(
                 match frame.map(Frame::into_kind) {
                     None => {
                         complete(inner, core, Outcome::Succeeded(value), ring);
+                        completed!(run);
                         return Exit::Completed;
                     }
                     Some(FrameKind::FlatMap(f)) => unsafe { f.call(value) },
@@ -370,6 +387,7 @@ fn run_loop<X: Executor, const TRACING: bool>(
             Kind::Error(error) => match unwind_error(core) {
                 None => {
                     complete(inner, core, Outcome::Errored(error), ring);
+                    completed!(run);
                     return Exit::Completed;
                 }
                 Some(FrameKind::HandleErrorWith(f)) => unsafe { f.call(error) },
@@ -716,6 +734,7 @@ fn run_loop<X: Executor, const TRACING: bool>(
                     let outcome = core.ending_outcome();
                     core.ending = None;
                     complete(inner, core, outcome, ring);
+                    completed!(run);
                     return Exit::Completed;
                 }
             },

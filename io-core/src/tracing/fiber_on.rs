@@ -187,7 +187,7 @@ impl RingSlot {
             token: core::mem::ManuallyDrop::new(token),
             scratch,
             slot: self,
-            completed: false,
+            completed: core::cell::Cell::new(false),
         }
     }
 
@@ -234,7 +234,7 @@ pub(crate) struct Run<'a> {
     token: core::mem::ManuallyDrop<spindle_trace::RunToken>,
     scratch: bool,
     slot: &'a RingSlot,
-    completed: bool,
+    completed: core::cell::Cell<bool>,
 }
 
 impl Run<'_> {
@@ -247,8 +247,8 @@ impl Run<'_> {
 
     /// The fiber completed in this run: it will never record again.
     #[inline(always)]
-    pub(crate) fn completed(&mut self) {
-        self.completed = true;
+    pub(crate) fn completed(&self) {
+        self.completed.set(true);
     }
 }
 
@@ -259,7 +259,7 @@ impl Drop for Run<'_> {
         let token = unsafe { core::mem::ManuallyDrop::take(&mut self.token) };
         self.ring().ring.end_run(token);
         if self.scratch {
-            if !self.completed && !self.ring().ring.is_empty() {
+            if !self.completed.get() && !self.ring().ring.is_empty() {
                 // The fiber lives on with events: the ring becomes its own.
                 self.slot.publish(self.ring);
             } else {

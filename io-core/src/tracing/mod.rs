@@ -98,6 +98,8 @@ pub use spindle_trace::{Op, Site, Trace, TracingMode};
 #[cfg_attr(feature = "tracing", path = "fiber_on.rs")]
 #[cfg_attr(not(feature = "tracing"), path = "fiber_off.rs")]
 mod fiber;
+#[cfg(feature = "tracing")]
+pub(crate) use fiber::Run;
 pub(crate) use fiber::{Activity, FiberTracing, OwnedRing, RingSlot, fiber_traces};
 
 /// The operation a closure's vtable names (see the module doc).
