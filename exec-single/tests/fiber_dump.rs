@@ -31,18 +31,25 @@ fn a_dump_inside_a_fiber_shows_queued_and_sleeping_fibers_the_ready_queue_and_th
     let handle = rt.handle().clone();
     let dump = move || handle.fiber_dump();
     let (first, second) = (dump.clone(), dump);
-    // A sleeper runs (and sets its timer) at the cede; the second fiber is
-    // started right before the second dump and is still in the ready queue.
+    // A sleeper runs (and sets its timer) at the first cede; a yielder runs
+    // at the second and yields (it is listed, and queued again); a third
+    // fiber, started right before the dump, is in the ready queue but not
+    // listed: a fiber is listed once it first waits or yields.
     let program = UIO::sleep(Duration::from_secs(3600))
         .start()
         .flat_map(move |sleeper| {
             UIO::cede()
-                .product_r(UIO::unit().start())
-                .flat_map(move |queued| {
-                    IO::delay(first).flat_map(move |d| sleeper.cancel().map_to((d, queued)))
+                .product_r(UIO::cede().start())
+                .flat_map(move |yielder| {
+                    UIO::cede()
+                        .product_r(UIO::unit().start())
+                        .flat_map(move |queued| {
+                            IO::delay(first)
+                                .flat_map(move |d| sleeper.cancel().map_to((d, yielder, queued)))
+                        })
                 })
         })
-        .map(move |(d, _queued)| (d, second()));
+        .map(move |(d, _yielder, _queued)| (d, second()));
     let (during, after) = rt
         .block_on(program)
         .expect("block_on")
@@ -51,7 +58,7 @@ fn a_dump_inside_a_fiber_shows_queued_and_sleeping_fibers_the_ready_queue_and_th
     assert_eq!(during.fibers.len(), 3, "{during}");
     assert_eq!(during.in_state(FiberState::Sleeping).count(), 1, "{during}");
     assert_eq!(during.in_state(FiberState::Queued).count(), 1, "{during}");
-    assert_eq!(counter(&during, "ready queue"), 1, "{during}");
+    assert_eq!(counter(&during, "ready queue"), 2, "{during}");
     assert_eq!(counter(&during, "timers"), 1, "{during}");
     assert_eq!(counter(&during, "remote queue"), 0, "{during}");
     // The sleeper was canceled and its timer removed; the quick fiber ran.
@@ -59,7 +66,7 @@ fn a_dump_inside_a_fiber_shows_queued_and_sleeping_fibers_the_ready_queue_and_th
     assert_eq!(counter(&after, "timers"), 0, "{after}");
     let text = during.to_string();
     assert!(text.contains(" SLEEPING\n"), "{text}");
-    assert!(text.contains("ready queue: 1"), "{text}");
+    assert!(text.contains("ready queue: 2"), "{text}");
 }
 
 #[cfg(feature = "tracing")]
