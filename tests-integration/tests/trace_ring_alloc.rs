@@ -89,6 +89,20 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
+/// An exec-single executor in tracing mode `mode`, keeping
+/// `TRACE_CAPACITY` events per fiber.
+fn runtime(mode: TracingMode) -> SingleThreaded<spindle_exec_single::StdClock> {
+    let config = FiberConfig::builder()
+        .tracing(mode)
+        .trace_capacity(TRACE_CAPACITY)
+        .build()
+        .unwrap();
+    SingleThreaded::builder()
+        .fiber_config(config)
+        .build()
+        .unwrap()
+}
+
 /// The ring-sized allocations made while a fresh exec-single executor in
 /// tracing mode `mode` runs `make()`'s program as its main fiber, on a
 /// thread of its own.
@@ -100,15 +114,7 @@ fn rings_allocated(mode: TracingMode, make: fn() -> IO<u64, ()>) -> usize {
 /// one executor on one thread.
 fn rings_allocated_by_runs(mode: TracingMode, make: fn() -> IO<u64, ()>, runs: usize) -> usize {
     std::thread::spawn(move || {
-        let config = FiberConfig::builder()
-            .tracing(mode)
-            .trace_capacity(TRACE_CAPACITY)
-            .build()
-            .unwrap();
-        let rt = SingleThreaded::builder()
-            .fiber_config(config)
-            .build()
-            .unwrap();
+        let rt = runtime(mode);
         for _ in 0..runs {
             let program = make();
             WATCHING.with(|w| w.set(true));
@@ -187,15 +193,7 @@ fn recording_twenty_thousand_events_allocates_nothing_per_event() {
         }
     }
     let allocations = std::thread::spawn(|| {
-        let config = FiberConfig::builder()
-            .tracing(TracingMode::Cached)
-            .trace_capacity(TRACE_CAPACITY)
-            .build()
-            .unwrap();
-        let rt = SingleThreaded::builder()
-            .fiber_config(config)
-            .build()
-            .unwrap();
+        let rt = runtime(TracingMode::Cached);
         let program = steps(0);
         WATCHING.with(|w| w.set(true));
         let outcome = rt.block_on(program);

@@ -177,7 +177,7 @@ impl RingSlot {
         let own = self.ring.load(crate::sync::Ordering::Relaxed);
         let (ring, scratch) = match core::ptr::NonNull::new(own) {
             Some(own) => (own, false),
-            None => scratch::take(capacity()),
+            None => (scratch::take(capacity()), true),
         };
         // SAFETY: the fiber's own ring lives as long as its header; a
         // scratch ring is owned by the `Run` until it is dropped.
@@ -286,28 +286,24 @@ mod scratch {
             const { core::cell::Cell::new(None) };
     }
 
-    /// A ring of `capacity` for a run, and whether it is a scratch ring.
+    /// A scratch ring of `capacity` for a run: the thread's, a spare one,
+    /// or a new one.
     #[inline]
-    pub(super) fn take(capacity: usize) -> (NonNull<OwnedRing>, bool) {
+    pub(super) fn take(capacity: usize) -> NonNull<OwnedRing> {
+        // `None` inside a nested run on the same thread (a fiber that
+        // blocks on another executor): that run gets a ring of its own.
         #[cfg(all(feature = "std", not(loom)))]
-        {
-            // `None` inside a nested run on the same thread (a fiber that
-            // blocks on another executor): that run gets a ring of its own.
-            let ring = SCRATCH
-                .try_with(core::cell::Cell::take)
-                .ok()
-                .flatten()
-                .filter(|ring| ring.ring.capacity() == capacity)
-                .or_else(|| spare_rings::take(capacity))
-                .unwrap_or_else(|| OwnedRing::new_boxed(capacity));
-            (NonNull::from(Box::leak(ring)), true)
-        }
+        let kept = SCRATCH
+            .try_with(core::cell::Cell::take)
+            .ok()
+            .flatten()
+            .filter(|ring| ring.ring.capacity() == capacity);
         #[cfg(not(all(feature = "std", not(loom))))]
-        {
-            let ring =
-                spare_rings::take(capacity).unwrap_or_else(|| OwnedRing::new_boxed(capacity));
-            (NonNull::from(Box::leak(ring)), true)
-        }
+        let kept: Option<Box<OwnedRing>> = None;
+        let ring = kept
+            .or_else(|| spare_rings::take(capacity))
+            .unwrap_or_else(|| OwnedRing::new_boxed(capacity));
+        NonNull::from(Box::leak(ring))
     }
 
     /// A scratch ring whose run ended with nothing to keep: emptied and
