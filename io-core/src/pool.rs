@@ -57,6 +57,8 @@ pub(crate) enum Class {
 }
 
 impl Class {
+    /// Every class, in index order (the std free lists are one per class).
+    #[cfg(feature = "std")]
     const ALL: [Class; 3] = [Class::Small, Class::Large, Class::Huge];
 
     #[inline(always)]
