@@ -1,5 +1,5 @@
 //! `examples/trace_demo.rs` as a process: its traces point into the
-//! example's own file, in the order the program ran, never into Spindle's
+//! example's own file, most recent event first, never into Spindle's
 //! files; its failure is printed with its trace; its fiber dump shows the
 //! three deadlocked fibers waiting in `Deferred::get`.
 
@@ -76,7 +76,7 @@ fn line_numbers(events: &[&str]) -> Vec<u32> {
 }
 
 #[test]
-fn the_seed_programs_trace_points_into_the_example_in_the_order_it_ran() {
+fn the_seed_programs_trace_points_into_the_example_most_recent_event_first() {
     let out = cached_output();
     let lines = section(out, "the seed's program");
     let printed: Vec<&str> = lines.iter().copied().filter(|l| l.len() == 1).collect();
@@ -94,23 +94,22 @@ fn the_seed_programs_trace_points_into_the_example_in_the_order_it_ran() {
         .iter()
         .map(|e| e.split(" @ ").next().unwrap().trim())
         .collect();
-    // The async boundary and the bracket are there, in the order they ran.
+    // The async boundary and the bracket are there, the one that ran last
+    // first.
     let cede = ops.iter().position(|&o| o == "cede").expect("cede");
     let bracket = ops.iter().position(|&o| o == "bracket").expect("bracket");
-    assert!(cede < bracket, "{out}");
+    assert!(bracket < cede, "{out}");
     // `program2` (near the top of the file) ran inside the bracket's use:
-    // between the bracket and the steps after it.
+    // after the bracket began, so it is printed above it.
     let numbers = line_numbers(&events);
     let program2 = numbers
         .iter()
         .position(|&n| n < 30)
         .expect("program2's events");
-    assert!(bracket < program2, "{out}");
-    assert_eq!(
-        *numbers.last().unwrap(),
-        numbers[numbers.len() - 2],
-        "{out}"
-    );
+    assert!(program2 < bracket, "{out}");
+    // The last step, on one line (its bind and its source), is on top.
+    assert_eq!(numbers[0], numbers[1], "{out}");
+    assert_eq!(ops[..2], ["delay", "flat_map"], "{out}");
 }
 
 #[test]
@@ -126,20 +125,22 @@ fn the_failure_is_printed_with_the_trace_of_the_three_nested_calls() {
         .iter()
         .map(|e| e.rsplit('(').next().unwrap().trim_end_matches(')'))
         .collect();
+    // Most recent first: where `charge` failed, then the calls that led
+    // there.
     assert_eq!(
         closures,
         [
-            "trace_demo::reserve",
-            "trace_demo::checkout::{{closure}}",
-            "trace_demo::charge",
+            "trace_demo::charge::{{closure}}",
+            "trace_demo::charge::{{closure}}",
             "trace_demo::reserve::{{closure}}",
-            "trace_demo::charge::{{closure}}",
-            "trace_demo::charge::{{closure}}",
+            "trace_demo::charge",
+            "trace_demo::checkout::{{closure}}",
+            "trace_demo::reserve",
         ],
         "{out}"
     );
     let numbers = line_numbers(&events);
-    assert!(numbers.windows(2).all(|w| w[0] <= w[1]), "{out}");
+    assert!(numbers.windows(2).all(|w| w[0] >= w[1]), "{out}");
 }
 
 #[test]
@@ -153,10 +154,13 @@ fn the_fiber_dump_shows_three_fibers_waiting_in_deferred_get() {
         .collect();
     assert_eq!(fibers.len(), 3, "{out}");
     assert!(fibers.iter().all(|f| f.ends_with(" WAITING")), "{out}");
+    // Each fiber's most recent event, on the line under its header, is
+    // the wait.
     let gets: Vec<&str> = lines
-        .iter()
-        .copied()
-        .filter(|l| l.contains("╰ Deferred::get @ exec-wstp/examples/trace_demo.rs:"))
+        .windows(2)
+        .filter(|w| w[0].starts_with("fiber #"))
+        .map(|w| w[1])
+        .filter(|l| l.contains("├ Deferred::get @ exec-wstp/examples/trace_demo.rs:"))
         .collect();
     assert_eq!(gets.len(), 3, "{out}");
     let mut numbers = line_numbers(&gets);
@@ -184,12 +188,12 @@ fn full_mode_names_the_function_that_built_each_operation() {
     assert_eq!(
         functions,
         [
-            "trace_demo::checkout",
-            "trace_demo::checkout",
-            "trace_demo::reserve",
-            "trace_demo::reserve",
             "trace_demo::charge",
             "trace_demo::charge",
+            "trace_demo::reserve",
+            "trace_demo::reserve",
+            "trace_demo::checkout",
+            "trace_demo::checkout",
         ],
         "{out}"
     );

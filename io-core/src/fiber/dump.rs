@@ -102,7 +102,8 @@ pub struct FiberInfo {
     pub status: FiberStatus,
     /// What it is doing.
     pub state: FiberState,
-    /// Its last trace events, oldest first: `None` if it never traced (mode
+    /// Its last trace events (in the order they happened; the dump's
+    /// `Display` prints them most recent first): `None` if it never traced (mode
     /// `none`, or tracing compiled out), or if it was recording so busily
     /// that no consistent copy could be read.
     pub trace: Option<Trace>,
@@ -147,8 +148,9 @@ impl core::fmt::Display for FiberDump {
             }
             match &fiber.trace {
                 Some(trace) if !trace.is_empty() => {
+                    // Most recent first: what the fiber does now on top.
                     let n = trace.events().len();
-                    for (i, event) in trace.events().iter().enumerate() {
+                    for (i, event) in trace.events().iter().rev().enumerate() {
                         let branch = if i + 1 == n { '╰' } else { '├' };
                         write!(f, "\n {branch} {event}")?;
                     }
