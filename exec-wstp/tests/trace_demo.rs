@@ -1,7 +1,8 @@
 //! `examples/trace_demo.rs` as a process: its traces point into the
 //! example's own file, most recent event first, never into Spindle's
-//! files; its failure is printed with its trace; its fiber dump shows the
-//! three deadlocked fibers waiting in `Deferred::get`.
+//! files; its failure, raised in a child fiber, is printed with the child's
+//! trace first (where it failed) and then its parent's; its fiber dump
+//! shows the three deadlocked fibers waiting in `Deferred::get`.
 
 #![cfg(feature = "tracing")]
 
@@ -112,21 +113,40 @@ fn the_seed_programs_trace_points_into_the_example_most_recent_event_first() {
     assert_eq!(ops[..2], ["delay", "flat_map"], "{out}");
 }
 
+/// The failure section, split into the child's trace (the lines under
+/// `trace of a child fiber`) and the parent's (under `trace (`).
+fn failure_traces(out: &str) -> (Vec<&str>, Vec<&str>) {
+    let lines = section(out, "a failure deep inside a child fiber");
+    let child_at = lines
+        .iter()
+        .position(|l| l.starts_with("trace of a child fiber ("))
+        .unwrap_or_else(|| panic!("no child trace in\n{out}"));
+    let parent_at = lines
+        .iter()
+        .position(|l| l.starts_with("trace ("))
+        .unwrap_or_else(|| panic!("no parent trace in\n{out}"));
+    assert!(child_at < parent_at, "{out}");
+    (
+        event_lines(&lines[child_at..parent_at]),
+        event_lines(&lines[parent_at..]),
+    )
+}
+
 #[test]
-fn the_failure_is_printed_with_the_trace_of_the_three_nested_calls() {
+fn the_failure_in_a_child_is_printed_with_its_three_nested_calls_then_the_parents_trace() {
     let out = cached_output();
-    let lines = section(out, "a failure deep inside");
+    let lines = section(out, "a failure deep inside a child fiber");
     assert!(
         lines[1].starts_with("error: card declined for 1205 cents"),
         "{out}"
     );
-    let events = event_lines(&lines);
-    let closures: Vec<&str> = events
+    let (child, parent) = failure_traces(out);
+    let closures: Vec<&str> = child
         .iter()
         .map(|e| e.rsplit('(').next().unwrap().trim_end_matches(')'))
         .collect();
     // Most recent first: where `charge` failed, then the calls that led
-    // there.
+    // there, back to the child's first step.
     assert_eq!(
         closures,
         [
@@ -139,8 +159,17 @@ fn the_failure_is_printed_with_the_trace_of_the_three_nested_calls() {
         ],
         "{out}"
     );
-    let numbers = line_numbers(&events);
+    let numbers = line_numbers(&child);
     assert!(numbers.windows(2).all(|w| w[0] >= w[1]), "{out}");
+    // The parent's trace: the `par_traverse` that raised the error again on
+    // top, then the steps that led to it; none of the child's.
+    let ops: Vec<&str> = parent
+        .iter()
+        .map(|e| e.split(" @ ").next().unwrap().trim())
+        .collect();
+    assert_eq!(ops, ["par_traverse", "delay", "flat_map"], "{out}");
+    let parent_numbers = line_numbers(&parent);
+    assert!(parent_numbers.iter().all(|n| !numbers.contains(n)), "{out}");
 }
 
 #[test]
@@ -179,8 +208,7 @@ fn the_fiber_dump_shows_three_fibers_waiting_in_deferred_get() {
 #[test]
 fn full_mode_names_the_function_that_built_each_operation() {
     let out = run("full");
-    let lines = section(&out, "a failure deep inside");
-    let events = event_lines(&lines);
+    let (events, _) = failure_traces(&out);
     let functions: Vec<&str> = events
         .iter()
         .map(|e| e.split(" @ ").nth(1).unwrap().split(" (").next().unwrap())
@@ -207,7 +235,8 @@ fn mode_none_prints_empty_traces() {
         "{out}"
     );
     assert!(
-        section(&out, "a failure deep inside")[1] == "error: card declined for 1205 cents",
+        section(&out, "a failure deep inside a child fiber")[1]
+            == "error: card declined for 1205 cents",
         "{out}"
     );
 }
