@@ -53,10 +53,24 @@
 //!     at delay @ src/main.rs:12:5 (main::place_order)
 //! ```
 //!
+//! An error that a child fiber raised and the main fiber raised again
+//! (`race`, `both`, `par_traverse`, `join_with_never`, ...) is printed with
+//! the child's trace first, where it failed, then, after a line `in the
+//! fiber that joined it:`, the main fiber's (and so on for a grandchild):
+//!
+//! ```text
+//! error: "card declined"
+//!     at flat_map @ src/main.rs:31:10 (main::charge)
+//!     at delay @ src/main.rs:30:5 (main::charge)
+//!   in the fiber that joined it:
+//!     at par_traverse @ src/main.rs:14:9
+//!     at delay @ src/main.rs:13:5 (main::main)
+//! ```
+//!
 //! The main fiber runs as
 //! [`main.trace_errors()`](spindle_core::IO::trace_errors), so an error comes
-//! with the trace as it was raised; a panic's message carries the trace
-//! the fiber ended with ([`PanicMessage::trace`](spindle_core::PanicMessage::trace)).
+//! with the traces as it was raised ([`Traced`]); a panic's message carries
+//! the trace the fiber ended with ([`PanicMessage::trace`](spindle_core::PanicMessage::trace)).
 //! Neither adds an event, so the printed trace never shows this crate.
 //!
 //! # Signals (Unix)
@@ -75,8 +89,8 @@
 //! live fibers: 1, workers: 8, parked workers: 8, ...
 //!
 //! fiber #1 WAITING
-//!  ├ bracket @ src/main.rs:20:5
-//!  ╰ never @ src/main.rs:22:19
+//!  ├ never @ src/main.rs:22:19
+//!  ╰ bracket @ src/main.rs:20:5
 //!
 //! live fibers: 1, workers: 8, parked workers: 8, local queues: 0, ...
 //! ```
@@ -241,13 +255,33 @@ where
 /// The lines printed under a failure: the trace's events, most recent
 /// first; empty if there are none.
 fn trace_lines(trace: &Trace) -> String {
-    use fmt::Write as _;
     let mut out = String::new();
+    write_trace_lines(&mut out, trace);
+    out
+}
+
+/// Appends [`trace_lines`] to `out`.
+fn write_trace_lines(out: &mut String, trace: &Trace) {
+    use fmt::Write as _;
     for event in trace.events().iter().rev() {
         let _ = writeln!(out, "    at {event}");
     }
-    if !out.is_empty() && trace.omitted() > 0 {
+    if !trace.is_empty() && trace.omitted() > 0 {
         let _ = writeln!(out, "    ... {} older events omitted", trace.omitted());
+    }
+}
+
+/// The lines printed under an error: the traces of the child fibers it
+/// came from, innermost first, then the main fiber's, each most recent
+/// event first, with a line between two fibers' traces; empty if no fiber
+/// recorded an event.
+fn failure_lines<E>(failure: &Traced<E>) -> String {
+    let mut out = String::new();
+    for (_, trace) in failure.fibers().filter(|(_, trace)| !trace.is_empty()) {
+        if !out.is_empty() {
+            out.push_str("  in the fiber that joined it:\n");
+        }
+        write_trace_lines(&mut out, trace);
     }
     out
 }
@@ -257,9 +291,9 @@ fn trace_lines(trace: &Trace) -> String {
 fn exit_code_of<A: MainValue, E: fmt::Debug>(outcome: Outcome<A, Traced<E>>) -> ExitCode {
     match outcome {
         Outcome::Succeeded(a) => a.exit_code(),
-        Outcome::Errored(Traced { error, trace }) => {
-            // One write, so that the error and its trace stay together.
-            eprint!("error: {error:?}\n{}", trace_lines(&trace));
+        Outcome::Errored(failure) => {
+            // One write, so that the error and its traces stay together.
+            eprint!("error: {:?}\n{}", failure.error, failure_lines(&failure));
             ExitCode::from(ERROR_EXIT_CODE)
         }
         Outcome::Canceled => {

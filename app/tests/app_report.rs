@@ -52,6 +52,18 @@ fn failing_main() -> IO<(), String> {
         .flat_map(|n| IO::raise_error(format!("order {n} was refused")))
 }
 
+/// The line of the main fiber's `both` in [`main_failing_in_a_child`].
+const BOTH_LINE: u32 = line!() + 7;
+
+/// A main fiber that runs [`failing_main`] in a child fiber (`both`, with
+/// a side that never ends): the child's error is raised again in the main
+/// fiber.
+fn main_failing_in_a_child() -> IO<(), String> {
+    IO::delay(|| 1)
+        .flat_map(|_| failing_main().both(IO::<(), String>::never()))
+        .map(|_| ())
+}
+
 /// Checks that the child exited with `code`, and returns its stderr.
 fn stderr_with_code(output: &Output, code: u8) -> String {
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
@@ -102,6 +114,29 @@ every_executor! {
             exit_with(run_app(failing_main()));
         }
         check_error_and_trace(&run_child(TEST, Some("cached")));
+    }
+
+    fn a_main_whose_child_fiber_errors_prints_the_childs_trace_then_the_main_fibers() {
+        if is_child(TEST) {
+            exit_with(run_app(main_failing_in_a_child()));
+        }
+        let output = run_child(TEST, Some("cached"));
+        // The child's trace first: where the error was raised.
+        check_error_and_trace(&output);
+        if !traces() {
+            return;
+        }
+        let stderr = stderr_with_code(&output, ERROR_EXIT_CODE);
+        let lines = lines_from(&stderr, "    at ");
+        let joined = lines
+            .iter()
+            .position(|line| *line == "  in the fiber that joined it:")
+            .unwrap_or_else(|| panic!("no line between the two traces in:\n{stderr}"));
+        assert_eq!(joined, 4, "{stderr}");
+        // Then the main fiber's, from the `both` that raised it again.
+        let both = format!("    at both @ {}:{BOTH_LINE}:", file!());
+        assert!(lines[joined + 1].starts_with(&both), "{stderr}");
+        assert!(lines[joined + 1..].iter().all(|l| l.starts_with("    at ")), "{stderr}");
     }
 
     fn a_main_that_panics_prints_the_message_then_its_trace() {

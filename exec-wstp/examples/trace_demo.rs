@@ -1,6 +1,8 @@
 //! Fiber tracing, shown on the program of Cats Effect's "Fiber tracing"
-//! design discussion, then on a failure deep inside a program, then in a
-//! fiber dump of three fibers deadlocked on `Deferred`s.
+//! design discussion, then on a failure deep inside a child fiber (raised
+//! again by its parent: the child's trace comes first, then the parent's),
+//! then in a fiber dump of three fibers deadlocked on `Deferred`s. Every
+//! trace is printed most recent event first.
 //!
 //! ```sh
 //! cargo run --release -p spindle-exec-wstp --example trace_demo
@@ -55,6 +57,14 @@ fn traced_run() -> Io<Trace> {
         IO::delay(|| "10").flat_map(|_| {
             IO::trace() //
         })
+    })
+}
+
+/// Three orders checked out in parallel, one child fiber each; the second
+/// one fails three calls deep, in its own fiber.
+fn checkout_all(orders: Vec<u32>) -> Io<Vec<u32>> {
+    IO::delay(move || orders).flat_map(|orders| {
+        IO::par_traverse(orders, checkout) //
     })
 }
 
@@ -121,8 +131,8 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         other => return Err(format!("the traced program did not succeed: {other:?}").into()),
     }
 
-    println!("\n== a failure deep inside, with its trace ==");
-    match rt.block_on(checkout(12).trace_errors())? {
+    println!("\n== a failure deep inside a child fiber, with its trace and its parent's ==");
+    match rt.block_on(checkout_all(vec![3, 12, 5]).trace_errors())? {
         Outcome::Errored(failure) => println!("error: {failure}"),
         other => return Err(format!("the checkout should fail: {other:?}").into()),
     }

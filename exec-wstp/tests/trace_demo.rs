@@ -1,8 +1,10 @@
 //! `examples/trace_demo.rs` as a process: its traces point into the
-//! example's own file, in the order the program ran, never into Spindle's
-//! files; its failure is printed with its trace; its fiber dump shows the
-//! three deadlocked fibers waiting in `Deferred::get`, numbered as their
-//! handles show them.
+//! example's own file, most recent event first, never into Spindle's
+//! files; its failure, raised in a child fiber, is printed with the child's
+//! trace first (where it failed) and then its parent's; closures are named
+//! by the function they were written in; its fiber dump shows the three
+//! deadlocked fibers waiting in `Deferred::get`, numbered as their handles
+//! show them.
 
 #![cfg(feature = "tracing")]
 
@@ -77,7 +79,7 @@ fn line_numbers(events: &[&str]) -> Vec<u32> {
 }
 
 #[test]
-fn the_seed_programs_trace_points_into_the_example_in_the_order_it_ran() {
+fn the_seed_programs_trace_points_into_the_example_most_recent_event_first() {
     let out = cached_output();
     let lines = section(out, "the seed's program");
     let printed: Vec<&str> = lines.iter().copied().filter(|l| l.len() == 1).collect();
@@ -95,52 +97,81 @@ fn the_seed_programs_trace_points_into_the_example_in_the_order_it_ran() {
         .iter()
         .map(|e| e.split(" @ ").next().unwrap().trim())
         .collect();
-    // The async boundary and the bracket are there, in the order they ran.
+    // The async boundary and the bracket are there, the one that ran last
+    // first.
     let cede = ops.iter().position(|&o| o == "cede").expect("cede");
     let bracket = ops.iter().position(|&o| o == "bracket").expect("bracket");
-    assert!(cede < bracket, "{out}");
+    assert!(bracket < cede, "{out}");
     // `program2` (near the top of the file) ran inside the bracket's use:
-    // between the bracket and the steps after it.
+    // after the bracket began, so it is printed above it.
     let numbers = line_numbers(&events);
     let program2 = numbers
         .iter()
         .position(|&n| n < 30)
         .expect("program2's events");
-    assert!(bracket < program2, "{out}");
-    assert_eq!(
-        *numbers.last().unwrap(),
-        numbers[numbers.len() - 2],
-        "{out}"
-    );
+    assert!(program2 < bracket, "{out}");
+    // The last step, on one line (its bind and its source), is on top.
+    assert_eq!(numbers[0], numbers[1], "{out}");
+    assert_eq!(ops[..2], ["delay", "flat_map"], "{out}");
+}
+
+/// The failure section, split into the child's trace (the lines under
+/// `trace of a child fiber`) and the parent's (under `trace (`).
+fn failure_traces(out: &str) -> (Vec<&str>, Vec<&str>) {
+    let lines = section(out, "a failure deep inside a child fiber");
+    let child_at = lines
+        .iter()
+        .position(|l| l.starts_with("trace of a child fiber ("))
+        .unwrap_or_else(|| panic!("no child trace in\n{out}"));
+    let parent_at = lines
+        .iter()
+        .position(|l| l.starts_with("trace ("))
+        .unwrap_or_else(|| panic!("no parent trace in\n{out}"));
+    assert!(child_at < parent_at, "{out}");
+    (
+        event_lines(&lines[child_at..parent_at]),
+        event_lines(&lines[parent_at..]),
+    )
 }
 
 #[test]
-fn the_failure_is_printed_with_the_trace_of_the_three_nested_calls() {
+fn the_failure_in_a_child_is_printed_with_its_three_nested_calls_then_the_parents_trace() {
     let out = cached_output();
-    let lines = section(out, "a failure deep inside");
+    let lines = section(out, "a failure deep inside a child fiber");
     assert!(
         lines[1].starts_with("error: card declined for 1205 cents"),
         "{out}"
     );
-    let events = event_lines(&lines);
-    let closures: Vec<&str> = events
+    let (child, parent) = failure_traces(out);
+    let closures: Vec<&str> = child
         .iter()
         .map(|e| e.rsplit('(').next().unwrap().trim_end_matches(')'))
         .collect();
+    // Most recent first: where `charge` failed, then the calls that led
+    // there, back to the child's first step.
     assert_eq!(
         closures,
         [
+            "trace_demo::charge",
+            "trace_demo::charge",
             "trace_demo::reserve",
+            "trace_demo::charge",
             "trace_demo::checkout",
-            "trace_demo::charge",
             "trace_demo::reserve",
-            "trace_demo::charge",
-            "trace_demo::charge",
         ],
         "{out}"
     );
-    let numbers = line_numbers(&events);
-    assert!(numbers.windows(2).all(|w| w[0] <= w[1]), "{out}");
+    let numbers = line_numbers(&child);
+    assert!(numbers.windows(2).all(|w| w[0] >= w[1]), "{out}");
+    // The parent's trace: the `par_traverse` that raised the error again on
+    // top, then the steps that led to it; none of the child's.
+    let ops: Vec<&str> = parent
+        .iter()
+        .map(|e| e.split(" @ ").next().unwrap().trim())
+        .collect();
+    assert_eq!(ops, ["par_traverse", "delay", "flat_map"], "{out}");
+    let parent_numbers = line_numbers(&parent);
+    assert!(parent_numbers.iter().all(|n| !numbers.contains(n)), "{out}");
 }
 
 #[test]
@@ -176,23 +207,28 @@ fn the_fiber_dump_shows_three_fibers_waiting_in_deferred_get() {
         .copied()
         .filter(|l| l.starts_with("fiber #"))
         .collect();
-    // The three programs' main fibers were #1 to #3; the fibers the third
-    // started are the next three, and their handles say so.
+    // The first two programs' main fibers are #1 and #2, the children of
+    // the second's `par_traverse` over three orders #3 to #5, the third
+    // program's main fiber #6; the fibers it started are the next three,
+    // and their handles say so.
     assert_eq!(
         fibers,
-        ["fiber #4 WAITING", "fiber #5 WAITING", "fiber #6 WAITING"],
+        ["fiber #7 WAITING", "fiber #8 WAITING", "fiber #9 WAITING"],
         "{out}"
     );
     assert!(
         lines.contains(
-            &"started: [FiberHandle { fiber: #4 }, FiberHandle { fiber: #5 }, FiberHandle { fiber: #6 }]"
+            &"started: [FiberHandle { fiber: #7 }, FiberHandle { fiber: #8 }, FiberHandle { fiber: #9 }]"
         ),
         "{out}"
     );
+    // Each fiber's most recent event, on the line under its header, is
+    // the wait.
     let gets: Vec<&str> = lines
-        .iter()
-        .copied()
-        .filter(|l| l.contains("╰ Deferred::get @ exec-wstp/examples/trace_demo.rs:"))
+        .windows(2)
+        .filter(|w| w[0].starts_with("fiber #"))
+        .map(|w| w[1])
+        .filter(|l| l.contains("├ Deferred::get @ exec-wstp/examples/trace_demo.rs:"))
         .collect();
     assert_eq!(gets.len(), 3, "{out}");
     let mut numbers = line_numbers(&gets);
@@ -213,8 +249,7 @@ fn full_mode_names_the_function_that_built_each_operation() {
     let out = run("full");
     // Operations built inside closures name the function around them.
     assert!(!out.contains("{{closure}}"), "{out}");
-    let lines = section(&out, "a failure deep inside");
-    let events = event_lines(&lines);
+    let (events, _) = failure_traces(&out);
     let functions: Vec<&str> = events
         .iter()
         .map(|e| e.split(" @ ").nth(1).unwrap().split(" (").next().unwrap())
@@ -222,12 +257,12 @@ fn full_mode_names_the_function_that_built_each_operation() {
     assert_eq!(
         functions,
         [
-            "trace_demo::checkout",
-            "trace_demo::checkout",
-            "trace_demo::reserve",
-            "trace_demo::reserve",
             "trace_demo::charge",
             "trace_demo::charge",
+            "trace_demo::reserve",
+            "trace_demo::reserve",
+            "trace_demo::checkout",
+            "trace_demo::checkout",
         ],
         "{out}"
     );
@@ -241,7 +276,8 @@ fn mode_none_prints_empty_traces() {
         "{out}"
     );
     assert!(
-        section(&out, "a failure deep inside")[1] == "error: card declined for 1205 cents",
+        section(&out, "a failure deep inside a child fiber")[1]
+            == "error: card declined for 1205 cents",
         "{out}"
     );
 }

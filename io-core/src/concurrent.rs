@@ -49,7 +49,7 @@ use crate::fiber::CompleteK;
 use crate::fiber::handle::FiberHandle;
 use crate::io::IO;
 use crate::outcome::Outcome;
-use crate::tracing::Op;
+use crate::tracing::{ChildTraces, Op};
 
 /// One of two things: the result of a race.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -137,15 +137,16 @@ impl<A: Send + 'static, E: Send + 'static> Outcome<A, E> {
 
     /// [`Outcome::embed`] for io-core's own nodes (no trace event).
     pub(crate) fn embed_untraced(self, on_cancel: IO<A, E>) -> IO<A, E> {
-        self.embed_or(move || on_cancel)
+        self.embed_or(ChildTraces::none(), move || on_cancel)
     }
 
     /// The program of this outcome, with `on_cancel()` for a canceled one
-    /// (built only then).
-    fn embed_or(self, on_cancel: impl FnOnce() -> IO<A, E>) -> IO<A, E> {
+    /// (built only then). An error is raised with `traces`, the traces of
+    /// the child fiber it came from (see `ChildTraces`).
+    fn embed_or(self, traces: ChildTraces, on_cancel: impl FnOnce() -> IO<A, E>) -> IO<A, E> {
         match self {
             Outcome::Succeeded(a) => IO::pure(a),
-            Outcome::Errored(e) => IO::raise_error(e),
+            Outcome::Errored(e) => traces.raise(e),
             Outcome::Canceled => on_cancel(),
             Outcome::Panicked(p) => IO::delay_untraced(move || -> A { panic!("{}", p.message()) }),
         }
@@ -160,15 +161,27 @@ impl<A: Send + 'static, E: Send + 'static> Outcome<A, E> {
 
     /// [`Outcome::embed_never`] for io-core's own nodes (no trace event).
     pub(crate) fn embed_never_untraced(self) -> IO<A, E> {
+        self.embed_never_from_child(ChildTraces::none())
+    }
+
+    /// [`Outcome::embed_never_untraced`] of a child fiber's outcome: an
+    /// error is raised with the traces it came from.
+    pub(crate) fn embed_never_from_child(self, traces: ChildTraces) -> IO<A, E> {
         // The `never` is built only when needed (a node built and dropped
         // on every join would be wasted work).
-        self.embed_or(IO::never_untraced)
+        self.embed_or(traces, IO::never_untraced)
     }
 }
 
-/// Turns an outcome back into a program with the same result, inside the
-/// uncancelable region that `poll` belongs to.
-fn embed<A: Send + 'static, E: Send + 'static>(poll: Poll, outcome: Outcome<A, E>) -> IO<A, E> {
+/// Turns a child's outcome back into a program with the same result, inside
+/// the uncancelable region that `poll` belongs to; an error is raised with
+/// `traces`, the child's failure traces (so that the parent's failure shows
+/// where the child failed).
+fn embed<A: Send + 'static, E: Send + 'static>(
+    poll: Poll,
+    outcome: Outcome<A, E>,
+    traces: ChildTraces,
+) -> IO<A, E> {
     match outcome {
         // The parent observes a canceled child as its own cancellation (Cats
         // Effect's `poll(canceled) *> never`): unmasked, so that it is
@@ -176,7 +189,7 @@ fn embed<A: Send + 'static, E: Send + 'static>(poll: Poll, outcome: Outcome<A, E
         Outcome::Canceled => poll
             .apply_untraced(IO::canceled_untraced())
             .product_r_untraced(IO::never_untraced()),
-        other => other.embed_never_untraced(),
+        other => other.embed_never_from_child(traces),
     }
 }
 
@@ -356,8 +369,10 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
                             let on_complete =
                                 move |outcome: Outcome<A, E>,
                                       _: Vec<E>,
-                                      _: crate::tracing::Trace| {
-                                    table.record(index, outcome)
+                                      trace: crate::tracing::Trace,
+                                      children: ChildTraces| {
+                                    let traces = ChildTraces::of_failure(&outcome, trace, children);
+                                    table.record(index, outcome, traces)
                                 };
                             let on_complete = ErasedFn::new::<CompleteK<A, E>, _>(on_complete);
                             spawner.spawn(program.into_node(), Some(on_complete))
@@ -371,10 +386,11 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
                         .on_cancel_untraced(on_cancel)
                         .flat_map_untraced(move |()| match table.take() {
                             Ok(values) => IO::pure(values),
-                            Err(failure) => par::cancel_all(children, table.ended.clone())
-                                .product_r_untraced(
-                                    embed(poll, failure).map_untraced(|()| Vec::new()),
-                                ),
+                            Err((failure, traces)) => {
+                                par::cancel_all(children, table.ended.clone()).product_r_untraced(
+                                    embed(poll, failure, traces).map_untraced(|()| Vec::new()),
+                                )
+                            }
                         })
                 })
             })
@@ -519,6 +535,7 @@ mod par {
     use crate::io::IO;
     use crate::outcome::Outcome;
     use crate::sync::{Arc, Mutex};
+    use crate::tracing::ChildTraces;
 
     /// The started children (shared by the cancel paths).
     #[derive(Clone)]
@@ -528,8 +545,9 @@ mod par {
         values: Vec<Option<A>>,
         succeeded: usize,
         ended: usize,
-        /// The first failure (an error, a cancellation or a panic).
-        failure: Option<Outcome<(), E>>,
+        /// The first failure (an error, a cancellation or a panic), and
+        /// the failure traces of the child it came from.
+        failure: Option<(Outcome<(), E>, ChildTraces)>,
     }
 
     pub(super) struct Table<A, E> {
@@ -558,7 +576,7 @@ mod par {
 
         /// A child's outcome (its completion callback: exactly once per
         /// child).
-        pub(super) fn record(&self, index: usize, outcome: Outcome<A, E>) {
+        pub(super) fn record(&self, index: usize, outcome: Outcome<A, E>, traces: ChildTraces) {
             let (finished, all_ended) = {
                 let mut state = self.state.lock();
                 let n = state.values.len();
@@ -568,9 +586,9 @@ mod par {
                         state.succeeded += 1;
                         state.succeeded == n
                     }
-                    Outcome::Errored(e) => first_failure(&mut state, Outcome::Errored(e)),
-                    Outcome::Canceled => first_failure(&mut state, Outcome::Canceled),
-                    Outcome::Panicked(p) => first_failure(&mut state, Outcome::Panicked(p)),
+                    Outcome::Errored(e) => first_failure(&mut state, Outcome::Errored(e), traces),
+                    Outcome::Canceled => first_failure(&mut state, Outcome::Canceled, traces),
+                    Outcome::Panicked(p) => first_failure(&mut state, Outcome::Panicked(p), traces),
                 };
                 state.ended += 1;
                 (finished, state.ended == n)
@@ -586,8 +604,8 @@ mod par {
             }
         }
 
-        /// The values in order, or the first failure.
-        pub(super) fn take(&self) -> Result<Vec<A>, Outcome<(), E>> {
+        /// The values in order, or the first failure (with its traces).
+        pub(super) fn take(&self) -> Result<Vec<A>, (Outcome<(), E>, ChildTraces)> {
             let mut state = self.state.lock();
             match state.failure.take() {
                 Some(failure) => Err(failure),
@@ -600,11 +618,15 @@ mod par {
     }
 
     /// Records `failure` if it is the first; true if it is.
-    fn first_failure<A, E>(state: &mut State<A, E>, failure: Outcome<(), E>) -> bool {
+    fn first_failure<A, E>(
+        state: &mut State<A, E>,
+        failure: Outcome<(), E>,
+        traces: ChildTraces,
+    ) -> bool {
         if state.failure.is_some() || state.succeeded == state.values.len() {
             return false;
         }
-        state.failure = Some(failure);
+        state.failure = Some((failure, traces));
         true
     }
 
@@ -669,6 +691,7 @@ mod timeout {
     use crate::io::IO;
     use crate::outcome::Outcome;
     use crate::sync::{Arc, Mutex};
+    use crate::tracing::ChildTraces;
 
     /// What the parent does when the deadline comes first.
     #[derive(Clone, Copy, PartialEq, Eq)]
@@ -680,8 +703,8 @@ mod timeout {
     }
 
     struct State<A, E> {
-        /// The child's outcome, once it has ended.
-        outcome: Option<Outcome<A, E>>,
+        /// The child's outcome, once it has ended, and its failure traces.
+        outcome: Option<(Outcome<A, E>, ChildTraces)>,
         /// Whether it has ended (the outcome may have been taken since).
         ended: bool,
         /// The parent's wait, if one is registered.
@@ -706,10 +729,10 @@ mod timeout {
         }
 
         /// The child's completion callback (exactly once).
-        fn complete(&self, outcome: Outcome<A, E>) {
+        fn complete(&self, outcome: Outcome<A, E>, traces: ChildTraces) {
             let waker = {
                 let mut state = self.state.lock();
-                state.outcome = Some(outcome);
+                state.outcome = Some((outcome, traces));
                 state.ended = true;
                 state.waker.take()
             };
@@ -729,7 +752,7 @@ mod timeout {
             false
         }
 
-        fn take(&self) -> Option<Outcome<A, E>> {
+        fn take(&self) -> Option<(Outcome<A, E>, ChildTraces)> {
             self.state.lock().outcome.take()
         }
     }
@@ -790,8 +813,10 @@ mod timeout {
                     let on_complete =
                         move |outcome: Outcome<A, E>,
                               _: alloc::vec::Vec<E>,
-                              _: crate::tracing::Trace| {
-                            recorder.complete(outcome)
+                              trace: crate::tracing::Trace,
+                              children: ChildTraces| {
+                            let traces = ChildTraces::of_failure(&outcome, trace, children);
+                            recorder.complete(outcome, traces)
                         };
                     let on_complete = ErasedFn::new::<CompleteK<A, E>, _>(on_complete);
                     spawner.spawn(io.into_node(), Some(on_complete))
@@ -824,10 +849,10 @@ mod timeout {
     {
         match slot.take() {
             // It canceled itself before the deadline: the timer decides.
-            Some(Outcome::Canceled) => poll
+            Some((Outcome::Canceled, _)) => poll
                 .apply_untraced(IO::from_callback_until_untraced(deadline, |_| None))
                 .flat_map_untraced(move |()| fallback()),
-            Some(outcome) => super::embed(poll, outcome),
+            Some((outcome, traces)) => super::embed(poll, outcome, traces),
             None if late == Late::Forget => {
                 child.request_cancel();
                 fallback()
@@ -835,10 +860,10 @@ mod timeout {
             None => cancel_and_wait(slot.clone(), child).flat_map_untraced(move |()| {
                 match slot.take() {
                     // Canceled, as asked: the deadline's verdict.
-                    Some(Outcome::Canceled) | None => fallback(),
+                    Some((Outcome::Canceled, _)) | None => fallback(),
                     // It ended otherwise (it did not honour the
                     // cancellation, or finished meanwhile): that stands.
-                    Some(outcome) => super::embed(poll, outcome),
+                    Some((outcome, traces)) => super::embed(poll, outcome, traces),
                 }
             }),
         }
@@ -876,6 +901,7 @@ mod pair {
     use crate::io::IO;
     use crate::outcome::Outcome;
     use crate::sync::{Arc, Mutex};
+    use crate::tracing::ChildTraces;
 
     use super::{BothOutcome, Either, RaceOutcome, embed};
 
@@ -883,6 +909,9 @@ mod pair {
     struct State<A, B, E> {
         left: Option<Outcome<A, E>>,
         right: Option<Outcome<B, E>>,
+        /// The failure traces of each side (see `ChildTraces`).
+        left_traces: ChildTraces,
+        right_traces: ChildTraces,
         /// Whether the left side ended first (`None`: neither has).
         left_first: Option<bool>,
         left_ended: bool,
@@ -936,6 +965,8 @@ mod pair {
                 state: Mutex::new(State {
                     left: None,
                     right: None,
+                    left_traces: ChildTraces::none(),
+                    right_traces: ChildTraces::none(),
                     left_first: None,
                     left_ended: false,
                     right_ended: false,
@@ -963,17 +994,19 @@ mod pair {
             }
         }
 
-        fn record_left(&self, outcome: Outcome<A, E>) {
+        fn record_left(&self, outcome: Outcome<A, E>, traces: ChildTraces) {
             self.record(move |state| {
                 state.left = Some(outcome);
+                state.left_traces = traces;
                 state.left_ended = true;
                 state.left_first.get_or_insert(true);
             });
         }
 
-        fn record_right(&self, outcome: Outcome<B, E>) {
+        fn record_right(&self, outcome: Outcome<B, E>, traces: ChildTraces) {
             self.record(move |state| {
                 state.right = Some(outcome);
+                state.right_traces = traces;
                 state.right_ended = true;
                 state.left_first.get_or_insert(false);
             });
@@ -1054,13 +1087,17 @@ mod pair {
             IO::<Children, E>::with_spawner(move |spawner| {
                 let left_done = move |outcome: Outcome<A, E>,
                                       _: alloc::vec::Vec<E>,
-                                      _: crate::tracing::Trace| {
-                    on_left.record_left(outcome)
+                                      trace: crate::tracing::Trace,
+                                      children: ChildTraces| {
+                    let traces = ChildTraces::of_failure(&outcome, trace, children);
+                    on_left.record_left(outcome, traces)
                 };
                 let right_done = move |outcome: Outcome<B, E>,
                                        _: alloc::vec::Vec<E>,
-                                       _: crate::tracing::Trace| {
-                    on_right.record_right(outcome)
+                                       trace: crate::tracing::Trace,
+                                       children: ChildTraces| {
+                    let traces = ChildTraces::of_failure(&outcome, trace, children);
+                    on_right.record_right(outcome, traces)
                 };
                 let left = spawner.spawn(
                     left.into_node(),
@@ -1108,6 +1145,22 @@ mod pair {
         pair.state.lock().right.take().unwrap_or(Outcome::Canceled)
     }
 
+    /// Takes the left side's outcome (it has ended) and its failure traces,
+    /// to raise its error again.
+    fn take_left_failure<A, B, E>(pair: &Pair<A, B, E>) -> (Outcome<A, E>, ChildTraces) {
+        let mut state = pair.state.lock();
+        let outcome = state.left.take().unwrap_or(Outcome::Canceled);
+        (outcome, core::mem::take(&mut state.left_traces))
+    }
+
+    /// Takes the right side's outcome (it has ended) and its failure
+    /// traces, to raise its error again.
+    fn take_right_failure<A, B, E>(pair: &Pair<A, B, E>) -> (Outcome<B, E>, ChildTraces) {
+        let mut state = pair.state.lock();
+        let outcome = state.right.take().unwrap_or(Outcome::Canceled);
+        (outcome, core::mem::take(&mut state.right_traces))
+    }
+
     /// `IO::race`.
     pub(super) fn race<A, B, E>(left: IO<A, E>, right: IO<B, E>) -> IO<Either<A, B>, E>
     where
@@ -1119,23 +1172,39 @@ mod pair {
             poll_wait(poll, &pair, &children, Condition::First).flat_map_untraced(move |()| {
                 let left_first = pair.state.lock().left_first == Some(true);
                 if left_first {
-                    match take_left(&pair) {
+                    match take_left_failure(&pair) {
                         // Canceled first: the other side decides.
-                        Outcome::Canceled => poll_wait(poll, &pair, &children, Condition::Right)
-                            .flat_map_untraced(move |()| {
-                                embed(poll, take_right(&pair)).map_untraced(Either::Right)
-                            }),
-                        won => cancel_and_wait(pair, children, false, true, Condition::Right)
-                            .product_r_untraced(embed(poll, won).map_untraced(Either::Left)),
+                        (Outcome::Canceled, _) => {
+                            poll_wait(poll, &pair, &children, Condition::Right).flat_map_untraced(
+                                move |()| {
+                                    let (right, traces) = take_right_failure(&pair);
+                                    embed(poll, right, traces).map_untraced(Either::Right)
+                                },
+                            )
+                        }
+                        (won, traces) => {
+                            cancel_and_wait(pair, children, false, true, Condition::Right)
+                                .product_r_untraced(
+                                    embed(poll, won, traces).map_untraced(Either::Left),
+                                )
+                        }
                     }
                 } else {
-                    match take_right(&pair) {
-                        Outcome::Canceled => poll_wait(poll, &pair, &children, Condition::Left)
-                            .flat_map_untraced(move |()| {
-                                embed(poll, take_left(&pair)).map_untraced(Either::Left)
-                            }),
-                        won => cancel_and_wait(pair, children, true, false, Condition::Left)
-                            .product_r_untraced(embed(poll, won).map_untraced(Either::Right)),
+                    match take_right_failure(&pair) {
+                        (Outcome::Canceled, _) => {
+                            poll_wait(poll, &pair, &children, Condition::Left).flat_map_untraced(
+                                move |()| {
+                                    let (left, traces) = take_left_failure(&pair);
+                                    embed(poll, left, traces).map_untraced(Either::Left)
+                                },
+                            )
+                        }
+                        (won, traces) => {
+                            cancel_and_wait(pair, children, true, false, Condition::Left)
+                                .product_r_untraced(
+                                    embed(poll, won, traces).map_untraced(Either::Right),
+                                )
+                        }
                     }
                 }
             })
@@ -1182,9 +1251,15 @@ mod pair {
         start_both(left, right, |poll, pair, children| {
             poll_wait(poll, &pair, &children, Condition::BothOrFailure).flat_map_untraced(
                 move |()| {
-                    let (left, right, left_first) = {
+                    let (left, right, left_first, left_traces, right_traces) = {
                         let mut state = pair.state.lock();
-                        (state.left.take(), state.right.take(), state.left_first)
+                        (
+                            state.left.take(),
+                            state.right.take(),
+                            state.left_first,
+                            core::mem::take(&mut state.left_traces),
+                            core::mem::take(&mut state.right_traces),
+                        )
                     };
                     let left_failed = left.as_ref().is_some_and(|o| !o.is_succeeded());
                     let right_failed = right.as_ref().is_some_and(|o| !o.is_succeeded());
@@ -1198,12 +1273,12 @@ mod pair {
                         // fail as it did.
                         (Some(failed), _) if left_wins => {
                             cancel_and_wait(pair, children, false, true, Condition::Right)
-                                .product_r_untraced(embed(poll, as_failure(failed)))
+                                .product_r_untraced(embed(poll, as_failure(failed), left_traces))
                                 .map_untraced(|()| unreachable_pair())
                         }
                         (_, Some(failed)) if right_failed => {
                             cancel_and_wait(pair, children, true, false, Condition::Left)
-                                .product_r_untraced(embed(poll, as_failure(failed)))
+                                .product_r_untraced(embed(poll, as_failure(failed), right_traces))
                                 .map_untraced(|()| unreachable_pair())
                         }
                         _ => unreachable!("io-core: both: woken before either side decided"),

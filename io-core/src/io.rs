@@ -1020,9 +1020,11 @@ impl<A: Send + 'static, E: Send + 'static> IO<Result<A, E>, E> {
 
 impl<E: Send + 'static> IO<crate::tracing::Trace, E> {
     /// Reads the running fiber's trace: its last events (up to the
-    /// configured capacity), oldest first. Empty when the fiber has not
-    /// traced (mode `none` outside `traced()`, or io-core's `tracing`
-    /// feature off). Reading the trace is not itself an event.
+    /// configured capacity), in the order they happened
+    /// ([`Trace::events`](crate::Trace::events); its renderings show them
+    /// most recent first). Empty when the fiber has not traced (mode `none`
+    /// outside `traced()`, or io-core's `tracing` feature off). Reading the
+    /// trace is not itself an event.
     ///
     /// ```
     /// use spindle_core::IO;
@@ -1033,8 +1035,9 @@ impl<E: Send + 'static> IO<crate::tracing::Trace, E> {
     /// // A bind is recorded when it is evaluated, before its source.
     /// if cfg!(feature = "tracing") {
     ///     assert_eq!(trace.op_names(), ["flat_map", "delay"]);
+    ///     // Rendered most recent first.
     ///     let line = trace.compact().to_string();
-    ///     assert!(line.starts_with("flat_map@"), "{line}");
+    ///     assert!(line.starts_with("delay@"), "{line}");
     /// }
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```

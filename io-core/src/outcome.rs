@@ -146,8 +146,8 @@ impl PanicMessage {
     }
 
     /// The trace of the fiber at the point of the panic: its last events,
-    /// oldest first (`None` if the fiber did not trace: mode `none`, or
-    /// tracing compiled out).
+    /// in the order they happened (`None` if the fiber did not trace: mode
+    /// `none`, or tracing compiled out).
     pub fn trace(&self) -> Option<&crate::tracing::Trace> {
         self.inner.trace.as_ref()
     }

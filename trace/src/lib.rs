@@ -21,9 +21,9 @@
 //!   Its one writer is the fiber; a fiber dump on another thread reads it
 //!   without stopping the fiber, and marks the copy *in motion* if the
 //!   fiber ran meanwhile (see `ring.rs`).
-//! * [`Trace`]: a snapshot of a ring, oldest event first, rendered one line
-//!   per event like Cats Effect's `Trace.pretty`, or on one line
-//!   ([`Trace::compact`]).
+//! * [`Trace`]: a snapshot of a ring (its events in the order they
+//!   happened), rendered most recent event first, one line per event like
+//!   Cats Effect's `Trace.pretty`, or on one line ([`Trace::compact`]).
 //! * [`TracingMode`]: `none`, `cached`, `full`, parsed from configuration or
 //!   from the `SPINDLE_TRACING` environment variable ([`ENV_VAR`]).
 //!
@@ -444,15 +444,20 @@ pub use ring::{Ring, RunToken};
 // Traces
 // ---------------------------------------------------------------------------
 
-/// A snapshot of a fiber's last events, oldest first.
+/// A snapshot of a fiber's last events.
 ///
-/// `Display` renders one line per event, like Cats Effect's `Trace.pretty`:
+/// [`events`](Trace::events) keeps them in the order they happened (oldest
+/// first), the order of time in which a program reads them; every
+/// rendering shows them the other way round, most recent first, like a
+/// stack trace and Cats Effect's `Trace.pretty`: the operation the fiber was
+/// running when the trace was taken (where it failed, where it waits) is on
+/// the first line. `Display` renders one line per event:
 ///
 /// ```text
-/// trace (3 events, oldest first):
-///   delay @ examples/trace_demo.rs:20:9 (trace_demo::inner)
-///   flat_map @ examples/trace_demo.rs:21:10 (trace_demo::inner)
+/// trace (3 events, most recent first):
 ///   cede @ examples/trace_demo.rs:22:13
+///   flat_map @ examples/trace_demo.rs:21:10 (trace_demo::inner)
+///   delay @ examples/trace_demo.rs:20:9 (trace_demo::inner)
 /// ```
 ///
 /// A closure is named by the function it was written in
@@ -477,7 +482,9 @@ impl Trace {
         }
     }
 
-    /// The events, oldest first.
+    /// The events in the order they happened, oldest first (renderings
+    /// show them most recent first; iterate with `.iter().rev()` to do the
+    /// same).
     pub fn events(&self) -> &[Event] {
         &self.events
     }
@@ -501,15 +508,31 @@ impl Trace {
         self.in_motion
     }
 
-    /// The operation names, oldest first (handy in tests).
+    /// The operation names, in the order of [`events`](Trace::events)
+    /// (oldest first; handy in tests).
     pub fn op_names(&self) -> Vec<&'static str> {
         self.events.iter().map(|e| e.op().name()).collect()
     }
 
-    /// One-line rendering: `op@file:line` per event, oldest first,
+    /// One-line rendering: `op@file:line` per event, most recent first,
     /// separated by `, ` (file names without their directories).
     pub fn compact(&self) -> Compact<'_> {
         Compact(self)
+    }
+
+    /// The `Display` rendering under another title than `trace`: the
+    /// header line reads `{title} (N events, most recent first):` (a
+    /// failure that crossed fibers titles the traces of the child fibers it
+    /// came from this way).
+    ///
+    /// ```
+    /// use spindle_trace::Trace;
+    ///
+    /// let text = Trace::empty().titled("trace of a child fiber").to_string();
+    /// assert_eq!(text, "trace of a child fiber (0 events, most recent first):");
+    /// ```
+    pub fn titled<'a>(&'a self, title: &'a str) -> Titled<'a> {
+        Titled { trace: self, title }
     }
 }
 
@@ -518,7 +541,7 @@ pub struct Compact<'a>(&'a Trace);
 
 impl fmt::Display for Compact<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, event) in self.0.events.iter().enumerate() {
+        for (i, event) in self.0.events.iter().rev().enumerate() {
             if i > 0 {
                 f.write_str(", ")?;
             }
@@ -531,26 +554,41 @@ impl fmt::Display for Compact<'_> {
     }
 }
 
-impl fmt::Display for Trace {
+/// A [`Trace`] rendered under a title of the caller's (see
+/// [`Trace::titled`]).
+pub struct Titled<'a> {
+    trace: &'a Trace,
+    title: &'a str,
+}
+
+impl fmt::Display for Titled<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let n = self.events.len();
+        let trace = self.trace;
+        let n = trace.events.len();
         write!(
             f,
-            "trace ({n} event{}, oldest first",
+            "{} ({n} event{}, most recent first",
+            self.title,
             if n == 1 { "" } else { "s" }
         )?;
-        if self.omitted > 0 {
-            write!(f, "; {} older omitted", self.omitted)?;
+        if trace.omitted > 0 {
+            write!(f, "; {} older omitted", trace.omitted)?;
         }
-        if self.in_motion {
+        if trace.in_motion {
             f.write_str("; in motion: read while the fiber ran")?;
         }
         f.write_str("):")?;
-        for event in &self.events {
+        for event in trace.events.iter().rev() {
             f.write_str("\n  ")?;
             write_event(f, event)?;
         }
         Ok(())
+    }
+}
+
+impl fmt::Display for Trace {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.titled("trace").fmt(f)
     }
 }
 

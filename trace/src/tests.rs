@@ -78,29 +78,56 @@ fn a_ring_of_one_keeps_the_last_event() {
 }
 
 #[test]
-fn pretty_rendering_has_one_line_per_event_with_site_and_closure() {
+fn pretty_rendering_has_one_line_per_event_most_recent_first_with_site_and_closure() {
     let ring = Ring::new(16);
     let a = here();
     let b = here();
     let (la, lb) = (a.location().line(), b.location().line());
     ring.push(&MAP, a.location());
     ring.push(&FLAT_MAP, b.location());
-    let text = ring.snapshot().to_string();
+    let trace = ring.snapshot();
+    // The structured events keep the order of time.
+    assert_eq!(trace.op_names(), ["map", "flat_map"]);
+    let text = trace.to_string();
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines[0], "trace (2 events, oldest first):");
+    assert_eq!(lines[0], "trace (2 events, most recent first):");
     assert!(
-        lines[1].starts_with(&format!("  map @ {}:{la}:", file!())),
+        lines[1].starts_with(&format!("  flat_map @ {}:{lb}:", file!())),
         "{text}"
     );
+    assert!(lines[1].ends_with("(demo::step)"), "{text}");
     assert!(
-        lines[2].starts_with(&format!("  flat_map @ {}:{lb}:", file!())),
+        lines[2].starts_with(&format!("  map @ {}:{la}:", file!())),
         "{text}"
     );
-    assert!(lines[2].ends_with("(demo::step)"), "{text}");
-    let compact = ring.snapshot().compact().to_string();
+    let compact = trace.compact().to_string();
     assert_eq!(
         compact,
-        format!("map@tests.rs:{la}, flat_map@tests.rs:{lb}")
+        format!("flat_map@tests.rs:{lb}, map@tests.rs:{la}")
+    );
+}
+
+#[test]
+fn a_titled_rendering_changes_only_the_header_and_counts_omitted_events() {
+    let ring = Ring::new(2);
+    for _ in 0..3 {
+        ring.push(&MAP, here().location());
+    }
+    let trace = ring.snapshot();
+    let text = trace.titled("trace of a child fiber").to_string();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[0],
+        "trace of a child fiber (2 events, most recent first; 1 older omitted):"
+    );
+    assert_eq!(lines.len(), 3, "{text}");
+    assert_eq!(
+        trace.to_string().lines().skip(1).collect::<Vec<_>>(),
+        lines[1..]
+    );
+    assert_eq!(
+        Trace::empty().to_string(),
+        "trace (0 events, most recent first):"
     );
 }
 

@@ -302,7 +302,8 @@ fn heap_per_suspended_fiber(n: u32) -> Io<u32> {
 /// expected.
 fn report(failure: Traced<Error>) -> bool {
     say!("failure: ", failure.error);
-    for event in failure.trace.events() {
+    // Most recent first, as every trace is printed.
+    for event in failure.trace.events().iter().rev() {
         let l = event.location();
         say!("  at ", event.op().name(), " @ ", l.file(), ":", l.line());
     }

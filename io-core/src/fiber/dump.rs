@@ -105,9 +105,10 @@ pub struct FiberInfo {
     pub status: FiberStatus,
     /// What it is doing.
     pub state: FiberState,
-    /// Its last trace events, oldest first: `None` if it has no ring (mode
-    /// `none`, tracing compiled out, or a fiber still in its first run,
-    /// whose events are in its thread's scratch ring until it first
+    /// Its last trace events (in the order they happened; the dump's
+    /// `Display` prints them most recent first): `None` if it has no ring
+    /// (mode `none`, tracing compiled out, or a fiber still in its first
+    /// run, whose events are in its thread's scratch ring until it first
     /// suspends or yields). [In motion](Trace::in_motion) if the fiber ran
     /// while the dump read it.
     pub trace: Option<Trace>,
@@ -164,8 +165,9 @@ impl core::fmt::Display for FiberDump {
             }
             match &fiber.trace {
                 Some(trace) if !trace.is_empty() => {
+                    // Most recent first: what the fiber does now on top.
                     let n = trace.events().len();
-                    for (i, event) in trace.events().iter().enumerate() {
+                    for (i, event) in trace.events().iter().rev().enumerate() {
                         let branch = if i + 1 == n { '╰' } else { '├' };
                         write!(f, "\n {branch} {event}")?;
                     }

@@ -51,7 +51,7 @@ use super::run_state::typed_outcome;
 use crate::executor::{Executor, FiberId};
 use crate::io::IO;
 use crate::outcome::Outcome;
-use crate::tracing::{Internal, NO_SITE, Named, OpMeta, Site, here};
+use crate::tracing::{ChildTraces, Internal, NO_SITE, Named, OpMeta, Site, here};
 
 // The handle's operations as traces name them.
 crate::data::trace_ops! {
@@ -79,6 +79,28 @@ where
         // SAFETY: this reader waits only on the join state of a fiber whose
         // program is an `IO<A, E>` (see the type's doc).
         unsafe { typed_outcome::<A, E>(taken) }
+    }
+}
+
+/// Moves a joined fiber's outcome out of its join state, with the traces
+/// its error came from (for [`FiberHandle::join_with_never`], which raises
+/// the error again with them); as [`TakeOutcome`] otherwise.
+struct TakeFailure<A, E>(PhantomData<fn() -> (A, E)>);
+
+impl<A, E> Read<Completed> for TakeFailure<A, E>
+where
+    A: Send + 'static,
+    E: Send + 'static,
+{
+    type Out = (Outcome<A, E>, ChildTraces);
+
+    fn read(completed: &mut Completed) -> (Outcome<A, E>, ChildTraces) {
+        let traces = completed
+            .1
+            .as_mut()
+            .map(|leftovers| core::mem::take(&mut leftovers.traces))
+            .unwrap_or_default();
+        (TakeOutcome::<A, E>::read(completed), traces)
     }
 }
 
@@ -164,6 +186,11 @@ impl<A: Send + 'static, E: Send + 'static> FiberHandle<A, E> {
     /// of the fiber (no `Clone` needed). Consumes the handle: a fiber is
     /// joined once; [`join_void`](FiberHandle::join_void) and
     /// [`cancel`](FiberHandle::cancel) borrow it and may come before.
+    ///
+    /// An error in the outcome is a plain value, without the child's trace
+    /// (an `E` cannot carry it): raise it again with
+    /// [`join_with_never`](FiberHandle::join_with_never) to keep the trace,
+    /// or run the child as `io.trace_errors()`.
     #[track_caller]
     pub fn join<E2: Send + 'static>(self) -> IO<Outcome<A, E>, E2> {
         wait_for::<Completed, TakeOutcome<A, E>, E2, _, Named<Join>>(here(), self.fiber)
@@ -172,10 +199,16 @@ impl<A: Send + 'static, E: Send + 'static> FiberHandle<A, E> {
     /// Like [`join`](FiberHandle::join), but a canceled fiber makes the
     /// joiner wait forever (Cats Effect's `joinWithNever`), and an error is
     /// raised in the joiner; a panic is raised as well (as a panic).
+    ///
+    /// An error raised again here keeps the child's trace at the point of
+    /// failure: [`trace_errors`](IO::trace_errors) in the joiner shows it
+    /// before the joiner's own ([`Traced::child_traces`](crate::Traced::child_traces)).
+    /// ([`join`](FiberHandle::join) hands the outcome over as a value,
+    /// without the child's trace.)
     #[track_caller]
     pub fn join_with_never(self) -> IO<A, E> {
-        wait_for::<Completed, TakeOutcome<A, E>, E, _, Named<JoinWithNever>>(here(), self.fiber)
-            .flat_map_untraced(Outcome::embed_never_untraced)
+        wait_for::<Completed, TakeFailure<A, E>, E, _, Named<JoinWithNever>>(here(), self.fiber)
+            .flat_map_untraced(|(outcome, traces)| outcome.embed_never_from_child(traces))
     }
 
     /// Waits for the fiber to complete, without reading its outcome.
@@ -242,7 +275,8 @@ impl<A: Send + 'static, E: Send + 'static> FiberHandle<A, E> {
         E: Clone,
     {
         self.fiber.cell().with_value(|completed| match completed {
-            Some((_, Some(suppressed))) => suppressed
+            Some((_, Some(leftovers))) => leftovers
+                .suppressed
                 .iter()
                 // SAFETY: suppressed errors are values of the fiber's error
                 // type `E` (`from_fiber`).

@@ -27,7 +27,9 @@
 //! # The join protocol
 //!
 //! The fiber's cell holds, once the fiber has completed, its erased outcome
-//! and the errors its finalizers suppressed ([`Completed`]). The run-loop
+//! and the errors its finalizers suppressed, and, if it failed with an
+//! error, the traces that a joiner raising the error again hands on
+//! ([`Completed`]). The run-loop
 //! completes it exactly once ([`complete_join`]), waking every joiner. The
 //! outcome is stored erased (`Outcome<Value, Value>`): the header does not
 //! know the fiber's types. The handle does (it is made only for a fiber of
@@ -51,7 +53,7 @@ use crate::erased::Value;
 use crate::io::IO;
 use crate::outcome::Outcome;
 use crate::sync::Mutex;
-use crate::tracing::{OpMeta, Site};
+use crate::tracing::{ChildTraces, OpMeta, Site};
 
 /// One waiting reader of a cell.
 pub(crate) enum Waiter<A> {
@@ -308,24 +310,35 @@ where
     })
 }
 
-/// What a completed fiber leaves: its erased outcome and the errors its
-/// finalizers suppressed (boxed, and only if there are any: the join state
-/// is part of every fiber).
-pub(crate) type Completed = (Outcome<Value, Value>, Option<alloc::boxed::Box<Vec<Value>>>);
+/// What a completed fiber leaves besides its outcome, when there is
+/// anything: the errors its finalizers suppressed, and, when it failed with
+/// an error, the traces a joiner that raises the error again hands on
+/// (`ChildTraces`: zero-sized without the `tracing` feature).
+#[derive(Default)]
+pub(crate) struct Leftovers {
+    pub(crate) suppressed: Vec<Value>,
+    pub(crate) traces: ChildTraces,
+}
+
+/// What a completed fiber leaves: its erased outcome and its
+/// [`Leftovers`] (boxed, and only if there are any: the join state is part
+/// of every fiber).
+pub(crate) type Completed = (Outcome<Value, Value>, Option<alloc::boxed::Box<Leftovers>>);
 
 /// Completes a fiber's join state (from the run-loop, once).
 pub(crate) fn complete_join(
     join: &JoinCell<Completed>,
     outcome: Outcome<Value, Value>,
     suppressed: Vec<Value>,
+    traces: ChildTraces,
 ) {
-    let suppressed = if suppressed.is_empty() {
+    let leftovers = if suppressed.is_empty() && traces.is_empty() {
         None
     } else {
-        Some(alloc::boxed::Box::new(suppressed))
+        Some(alloc::boxed::Box::new(Leftovers { suppressed, traces }))
     };
     // A fiber completes once, so the cell is empty here.
-    let _ = join.complete((outcome, suppressed));
+    let _ = join.complete((outcome, leftovers));
 }
 
 impl CellOwner<Completed> for RawFiberRef {

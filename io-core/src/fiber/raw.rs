@@ -27,7 +27,7 @@ use crate::io::IO;
 use crate::node::Node;
 use crate::outcome::Outcome;
 use crate::sync::{Arc, UnsafeCell};
-use crate::tracing::Trace;
+use crate::tracing::{ChildTraces, Trace};
 
 /// One fiber, shared by its handle, the thread running it and its callbacks.
 #[repr(C)]
@@ -248,7 +248,10 @@ impl<X: Executor> Fiber<X> {
         F: FnOnce(Outcome<A, E>) + Send + 'static,
     {
         let on_complete =
-            move |outcome: Outcome<A, E>, _suppressed: Vec<E>, _trace: Trace| on_complete(outcome);
+            move |outcome: Outcome<A, E>,
+                  _suppressed: Vec<E>,
+                  _trace: Trace,
+                  _children: ChildTraces| on_complete(outcome);
         Fiber::from_parts(
             io.into_node(),
             Some(ErasedFn::new::<CompleteK<A, E>, _>(on_complete)),
@@ -275,16 +278,24 @@ impl<X: Executor> Fiber<X> {
     /// fiber's trace at the point of failure, when it ended with an error
     /// or a panic and recorded events (tracing on); an empty trace
     /// otherwise. Entry points print it under the error, like Cats Effect's
-    /// enhanced exceptions.
+    /// enhanced exceptions. (An error that came from a child fiber also
+    /// has the child's trace: run the program as
+    /// [`io.trace_errors()`](IO::trace_errors) to get both, in
+    /// [`Traced::child_traces`](crate::Traced::child_traces).)
     pub fn with_report<A, E, F>(io: IO<A, E>, executor: X, on_complete: F) -> Fiber<X>
     where
         A: Send + 'static,
         E: Send + 'static,
         F: FnOnce(Outcome<A, E>, Vec<E>, Trace) + Send + 'static,
     {
+        let on_complete =
+            move |outcome: Outcome<A, E>,
+                  suppressed: Vec<E>,
+                  trace: Trace,
+                  _children: ChildTraces| { on_complete(outcome, suppressed, trace) };
         Fiber::from_parts(
             io.into_node(),
-            Some(ErasedFn::new::<CompleteK<A, E>, F>(on_complete)),
+            Some(ErasedFn::new::<CompleteK<A, E>, _>(on_complete)),
             executor,
         )
     }

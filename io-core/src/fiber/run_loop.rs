@@ -360,6 +360,7 @@ fn run_loop<X: Executor, const TRACING: bool>(inner: &Arc<FiberInner<X>>, core: 
                     Some(FrameKind::RestoreErr(original)) => {
                         drop(value);
                         core.masks -= 1;
+                        core.unpark_cause(true);
                         unmasked(core, header, Node::error(original), false)
                     }
                     Some(FrameKind::ResumeUnwind) => {
@@ -384,7 +385,7 @@ fn run_loop<X: Executor, const TRACING: bool>(inner: &Arc<FiberInner<X>>, core: 
                     }
                 }
             }
-            Kind::Error(error) => match unwind_error(core) {
+            Kind::Error(error) => match unwind_error_with_cause(core) {
                 None => {
                     complete(inner, core, Outcome::Errored(error), ring);
                     completed!(run);
@@ -407,6 +408,8 @@ fn run_loop<X: Executor, const TRACING: bool>(inner: &Arc<FiberInner<X>>, core: 
                     let Outcome::Errored(error) = outcome else {
                         unreachable!("io-core: a guarantee gives its outcome back")
                     };
+                    // The error's cause waits with it for the finalizer.
+                    core.park_cause();
                     core.stack.push(Frame::restore_err(error));
                     core.masks += 1;
                     finalizer
@@ -422,10 +425,12 @@ fn run_loop<X: Executor, const TRACING: bool>(inner: &Arc<FiberInner<X>>, core: 
                     // suppress the finalizer's.
                     core.suppress(error);
                     core.masks -= 1;
+                    core.unpark_cause(true);
                     unmasked(core, header, Node::error(original), false)
                 }
                 Some(FrameKind::ResumeUnwind) => {
                     core.suppress(error);
+                    core.error_dropped();
                     core.masks -= 1;
                     Node::unwind()
                 }
@@ -712,6 +717,23 @@ fn run_loop<X: Executor, const TRACING: bool>(inner: &Arc<FiberInner<X>>, core: 
                         drop(source);
                         Node::pure(Value::new(core.tracing.snapshot(ring, &header.ring)))
                     }
+                    MarkKind::FailureSnapshot => {
+                        drop(source);
+                        let children = core.take_handled_cause().into_vec();
+                        let trace = core.tracing.snapshot(ring, &header.ring);
+                        Node::pure(Value::new((trace, children)))
+                    }
+                    MarkKind::Cause => match source.into_value() {
+                        Ok(pair) => {
+                            // SAFETY: a cause mark's source is the pair of
+                            // an error and its traces (`ChildTraces::raise`).
+                            let (error, traces) =
+                                unsafe { pair.take::<(Value, crate::tracing::ChildTraces)>() };
+                            core.set_cause(traces);
+                            Node::error(error)
+                        }
+                        Err(source) => source,
+                    },
                     MarkKind::Scope => {
                         core.stack.push(Frame::trace_scope(core.tracing.on));
                         core.tracing.on = true;
@@ -816,6 +838,8 @@ fn passed_before_next_program(stack: &[Frame], mut ok: bool) -> Option<usize> {
 #[cold]
 fn begin_cancel(core: &mut Core, node: Node) -> Node {
     drop(node);
+    // An error in flight, if any, is dropped: so is its cause.
+    core.error_dropped();
     core.ending = Some(Ending::Canceled);
     Node::unwind()
 }
@@ -873,12 +897,25 @@ fn unwind_step(core: &mut Core) -> Option<Node> {
             }
             // An error a finalizer was about to restore when the fiber began
             // to finalize (a panic in that finalizer): kept, never lost.
-            FrameKind::RestoreErr(original) => core.suppress(original),
+            FrameKind::RestoreErr(original) => {
+                core.unpark_cause(false);
+                core.suppress(original);
+            }
             // Everything else is dropped: continuations do not run.
             _ => {}
         }
     }
     None
+}
+
+/// [`unwind_error`], where a handler that takes the error takes its cause
+/// too: the traces of the child fibers it came from, if any (see
+/// `Core::before_unwind_error`, and why the check is not in
+/// `unwind_error`'s loop).
+#[inline(always)]
+fn unwind_error_with_cause(core: &mut Core) -> Option<FrameKind> {
+    core.before_unwind_error();
+    unwind_error(core)
 }
 
 /// Pops frames until one that acts on an error; `None` if the stack ran out.
@@ -903,6 +940,8 @@ fn complete<X: Executor>(
     inner.header.mark_completed();
     inner.executor.fiber_ended();
     let suppressed = core.take_suppressed();
+    // The cause of the error the fiber ends with (empty otherwise).
+    let children = core.take_cause();
     #[cfg(feature = "tracing")]
     let (outcome, trace) = match outcome {
         Outcome::Errored(_) => (outcome, core.tracing.snapshot(ring, &inner.header.ring)),
@@ -916,12 +955,12 @@ fn complete<X: Executor>(
     let trace = crate::tracing::Trace::empty();
     match core.on_complete.take() {
         // SAFETY: the adapter expects the erased outcome of this fiber's
-        // program, its suppressed errors (values of its error type) and
-        // its trace.
-        Some(on_complete) => unsafe { on_complete.call((outcome, suppressed, trace)) },
+        // program, its suppressed errors (values of its error type), its
+        // trace and the traces its error came from.
+        Some(on_complete) => unsafe { on_complete.call((outcome, suppressed, trace, children)) },
         None => {
-            drop(trace);
-            super::join::complete_join(&inner.header.join, outcome, suppressed)
+            let traces = crate::tracing::ChildTraces::of_failure(&outcome, trace, children);
+            super::join::complete_join(&inner.header.join, outcome, suppressed, traces)
         }
     }
 }

@@ -16,13 +16,14 @@ use alloc::vec::Vec;
 use crate::erased::{Adapter, ErasedFn, Value};
 use crate::node::{Frame, Node};
 use crate::outcome::Outcome;
-use crate::tracing::Trace;
+use crate::tracing::{ChildTraces, Trace};
 
 /// The run-loop state of a fiber, touched only by the thread running it.
 ///
 /// Kept small, since every suspended fiber holds one: what is needed only
-/// while a fiber finalizes after a panic, or when a finalizer's error is
-/// suppressed, lives in a separate allocation made then ([`Cold`]).
+/// while a fiber finalizes after a panic, when a finalizer's error is
+/// suppressed, or when an error came from a traced child fiber, lives in a
+/// separate allocation made then ([`Cold`]).
 pub(crate) struct Core {
     /// Where the next run starts.
     pub(super) next: Next,
@@ -95,6 +96,37 @@ pub(crate) struct Cold {
     /// Errors of finalizers that could not be propagated (the fiber was
     /// already failing, canceled or panicking): handed over with the outcome.
     suppressed: Vec<Value>,
+    /// The traces of the child fibers errors came from (see [`Causes`]).
+    #[cfg(feature = "tracing")]
+    causes: Causes,
+}
+
+/// The traces of the child fibers an error came from, kept next to the
+/// error while it travels through the fiber's frames (an error that a
+/// combinator raises again after a child failed with it: `race`, `both`,
+/// `par_sequence`, `join_with_never`; see `ChildTraces`).
+///
+/// Kept in [`Cold`], made when a first such error is raised: a fiber whose
+/// errors never came from a traced child pays one check of `Core::cold` per
+/// error step (`Core::before_unwind_error`) and per finalizer that an error
+/// reaches, nothing per other step. The invariant: `in_flight` is not
+/// empty only while the error it belongs to is in flight (a `Cause` mark
+/// set it, and no handler, completion or cancellation took the error yet).
+#[cfg(feature = "tracing")]
+#[derive(Default)]
+struct Causes {
+    /// The cause of the error in flight.
+    in_flight: ChildTraces,
+    /// The cause of the error the last error handler received: read by
+    /// `trace_errors`' snapshot (`MarkKind::FailureSnapshot`), which its
+    /// handler evaluates in the steps right after it received the error
+    /// (every handler replaces it, so it is never read for another error).
+    handled: ChildTraces,
+    /// The causes of errors waiting for a finalizer (`guarantee_case`) to
+    /// run, each with the index of its `RestoreErr` frame on the stack:
+    /// the finalizer's own errors must not take them, and the error gets
+    /// its cause back when the finalizer is done.
+    parked: Vec<(usize, ChildTraces)>,
 }
 
 impl Core {
@@ -108,6 +140,120 @@ impl Core {
             self.ending = Some(Ending::Panicked);
             self.cold().panic = Some(message);
         }
+        // An error in flight, if any, is dropped.
+        self.error_dropped();
+    }
+
+    /// The error in flight came from child fibers with these traces (a
+    /// `Cause` mark).
+    #[cfg(feature = "tracing")]
+    pub(super) fn set_cause(&mut self, traces: ChildTraces) {
+        self.cold().causes.in_flight = traces;
+    }
+
+    /// An error is about to pop frames (`unwind_error`, in the run-loop's
+    /// error step): if the first frame that acts on it is a handler
+    /// (`handle_error_with`, a fold: `attempt`, `redeem_with`,
+    /// `trace_errors`, ...), the handler takes the error, and its cause
+    /// becomes the handled one (see [`Causes::handled`]).
+    ///
+    /// This is the one place where a handler takes an error that may have a
+    /// cause: the fast paths of the handler nodes take errors raised right
+    /// there (a `Cause` mark is never a settled source, and
+    /// `trace_errors` never reads the handled cause from a fast path). One
+    /// check of `Core::cold` per error step, out of the way of the other
+    /// steps (a check in `unwind_error` or in each handler arm made the
+    /// compiler lay out the whole loop worse, 2 to 3 instructions per step
+    /// of every program); nothing without the `tracing` feature.
+    #[inline(always)]
+    pub(super) fn before_unwind_error(&mut self) {
+        #[cfg(feature = "tracing")]
+        if self.cold.is_some() {
+            self.handler_takes_cause();
+        }
+    }
+
+    #[cfg(feature = "tracing")]
+    #[cold]
+    #[inline(never)]
+    fn handler_takes_cause(&mut self) {
+        use crate::node::Tag;
+        let handler = self.stack.iter().rev().find_map(|frame| match frame.tag() {
+            Tag::Map | Tag::FlatMap | Tag::OnCancel => None,
+            tag => Some(matches!(
+                tag,
+                Tag::HandleErrorWith | Tag::Fold | Tag::FoldWith
+            )),
+        });
+        if let (Some(true), Some(cold)) = (handler, &mut self.cold) {
+            cold.causes.handled = core::mem::take(&mut cold.causes.in_flight);
+        }
+    }
+
+    /// The error in flight is dropped without a handler (cancellation, a
+    /// panic, a finalizer's error suppressed while unwinding): so is its
+    /// cause.
+    #[inline(always)]
+    pub(super) fn error_dropped(&mut self) {
+        #[cfg(feature = "tracing")]
+        if let Some(cold) = &mut self.cold {
+            cold.causes.in_flight = ChildTraces::none();
+        }
+    }
+
+    /// The error in flight reaches a finalizer (`guarantee_case`), whose
+    /// `RestoreErr` frame is pushed next: its cause waits with the frame.
+    #[inline(always)]
+    pub(super) fn park_cause(&mut self) {
+        #[cfg(feature = "tracing")]
+        {
+            let frame = self.stack.len();
+            if let Some(cold) = &mut self.cold {
+                cold.park(frame);
+            }
+        }
+    }
+
+    /// A `RestoreErr` frame was just popped: the error it restores gets its
+    /// cause back (`restore`), or, when the error is suppressed instead,
+    /// the cause goes with it. Either way the cause of the finalizer's own
+    /// error, if it failed, is dropped. Out of line: inlined in the
+    /// run-loop's error step, it made the compiler lay out the whole loop
+    /// worse (3 instructions per step of every program).
+    #[cfg_attr(feature = "tracing", inline(never))]
+    #[cfg_attr(not(feature = "tracing"), inline(always))]
+    #[cfg_attr(not(feature = "tracing"), allow(unused_variables))]
+    pub(super) fn unpark_cause(&mut self, restore: bool) {
+        #[cfg(feature = "tracing")]
+        {
+            let frame = self.stack.len();
+            if let Some(cold) = &mut self.cold {
+                cold.unpark(frame, restore);
+            }
+        }
+    }
+
+    /// The cause of the error the fiber completes with, if it had one, and
+    /// the end of every kept cause (the fiber is done).
+    #[inline(always)]
+    pub(super) fn take_cause(&mut self) -> ChildTraces {
+        #[cfg(feature = "tracing")]
+        if let Some(cold) = &mut self.cold {
+            cold.causes.handled = ChildTraces::none();
+            cold.causes.parked = Vec::new();
+            return core::mem::take(&mut cold.causes.in_flight);
+        }
+        ChildTraces::none()
+    }
+
+    /// The cause of the error the last handler received (for
+    /// `trace_errors`' snapshot).
+    #[cfg(feature = "tracing")]
+    pub(super) fn take_handled_cause(&mut self) -> ChildTraces {
+        self.cold
+            .as_mut()
+            .map(|cold| core::mem::take(&mut cold.causes.handled))
+            .unwrap_or_default()
     }
 
     /// Keeps a finalizer error that could not be propagated.
@@ -138,18 +284,52 @@ impl Core {
     }
 }
 
-/// The erased completion callback of a fiber: its outcome, the errors of
-/// finalizers that were suppressed on the way, and its trace at the point
-/// of failure (empty on success, cancellation, or without tracing).
-pub(crate) type Completion = ErasedFn<(Outcome<Value, Value>, Vec<Value>, Trace), ()>;
+#[cfg(feature = "tracing")]
+impl Cold {
+    #[cold]
+    #[inline(never)]
+    fn park(&mut self, frame: usize) {
+        if !self.causes.in_flight.is_empty() {
+            let cause = core::mem::take(&mut self.causes.in_flight);
+            self.causes.parked.push((frame, cause));
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn unpark(&mut self, frame: usize, restore: bool) {
+        let parked = &mut self.causes.parked;
+        // Frames above this one are gone: so are their causes.
+        while parked.last().is_some_and(|(at, _)| *at > frame) {
+            parked.pop();
+        }
+        let mine = match parked.last() {
+            Some((at, _)) if *at == frame => parked.pop().map(|(_, cause)| cause),
+            _ => None,
+        };
+        self.causes.in_flight = match mine {
+            Some(cause) if restore => cause,
+            _ => ChildTraces::none(),
+        };
+    }
+}
+
+/// What a completion callback receives: the fiber's outcome, the errors of
+/// finalizers that were suppressed on the way, its trace at the point of
+/// failure (empty on success, cancellation, or without tracing), and, when
+/// its error came from child fibers, their traces.
+pub(crate) type Report = (Outcome<Value, Value>, Vec<Value>, Trace, ChildTraces);
+
+/// The erased completion callback of a fiber (see [`Report`]).
+pub(crate) type Completion = ErasedFn<Report, ()>;
 
 /// Adapter of the completion callback: erased outcome to typed outcome.
 pub(crate) struct CompleteK<A, E>(PhantomData<fn(A, E)>);
 
-impl<A: 'static, E: 'static, F: FnOnce(Outcome<A, E>, Vec<E>, Trace)>
-    Adapter<(Outcome<Value, Value>, Vec<Value>, Trace), (), F> for CompleteK<A, E>
+impl<A: 'static, E: 'static, F: FnOnce(Outcome<A, E>, Vec<E>, Trace, ChildTraces)>
+    Adapter<Report, (), F> for CompleteK<A, E>
 {
-    unsafe fn call(f: F, (outcome, suppressed, trace): (Outcome<Value, Value>, Vec<Value>, Trace)) {
+    unsafe fn call(f: F, (outcome, suppressed, trace, children): Report) {
         // SAFETY: the fiber's program is an `IO<A, E>`, so its final value is
         // an `A`, and its final error and every suppressed finalizer error an
         // `E` (the typed API guarantees it).
@@ -163,7 +343,7 @@ impl<A: 'static, E: 'static, F: FnOnce(Outcome<A, E>, Vec<E>, Trace)>
                 .map(|e| unsafe { e.take::<E>() })
                 .collect()
         };
-        f(outcome, suppressed, trace)
+        f(outcome, suppressed, trace, children)
     }
 }
 

@@ -67,7 +67,10 @@
 //! # Files
 //!
 //! `mod.rs` (this file): call sites, operation names, `Mark` nodes,
-//! [`Traced`] and `IO::trace`, in every build. What a fiber holds and does
+//! [`Traced`] and `IO::trace`, and the traces that travel with an error
+//! from a child fiber to the parent that raises it again (`ChildTraces`,
+//! kept next to the error in flight by the run-loop: `fiber/run_state.rs`),
+//! in every build. What a fiber holds and does
 //! to trace is in `fiber_on.rs` (the ring slot its header keeps for dumps,
 //! its recording flag, its activity byte, the spare rings of a thread) or,
 //! without the `tracing` feature, `fiber_off.rs`: the same API, zero-sized
@@ -90,6 +93,8 @@
 //!   its first run shows no trace in a dump.
 
 pub use spindle_trace::{Op, Site, Trace, TracingMode};
+
+use alloc::vec::Vec;
 
 // A fiber's tracing state, its ring slot and its activity byte: two whole
 // files with one API (embassy's way of swapping code by `cfg`), so the
@@ -235,12 +240,24 @@ pub(crate) enum MarkKind {
     Scope,
     /// `IO::trace()`: produce the fiber's trace (the source is `unit`).
     Snapshot,
+    /// `IO::trace_errors()`' handler: produce the fiber's trace and the
+    /// traces of the child fibers the error it received came from (the
+    /// source is `unit`; see [`ChildTraces`]).
+    FailureSnapshot,
+    /// An error raised again in the fiber that joined the child it came
+    /// from: the source is the pure pair of the error and the
+    /// [`ChildTraces`] (made by [`ChildTraces::raise`]); the run-loop keeps
+    /// the traces as the cause of the error in flight and goes on with the
+    /// error.
+    Cause,
 }
 
 #[cfg(feature = "tracing")]
 static TRACED: Op = Op::new("traced");
 #[cfg(feature = "tracing")]
 static TRACE: Op = Op::new("trace");
+#[cfg(feature = "tracing")]
+static RAISE: Op = Op::new("raise_error");
 
 #[cfg(feature = "tracing")]
 impl MarkK {
@@ -262,6 +279,18 @@ impl MarkK {
             kind: MarkKind::Snapshot,
         }
     }
+    pub(crate) fn failure_snapshot() -> Self {
+        MarkK {
+            op: &TRACE,
+            kind: MarkKind::FailureSnapshot,
+        }
+    }
+    pub(crate) fn cause() -> Self {
+        MarkK {
+            op: &RAISE,
+            kind: MarkKind::Cause,
+        }
+    }
 }
 
 /// An error together with the trace of its fiber at the point where the
@@ -269,28 +298,98 @@ impl MarkK {
 /// (an `E` cannot carry the trace itself, so it travels next to it). Made
 /// by [`IO::trace_errors`](crate::IO::trace_errors).
 ///
-/// `Display` prints the error, then the trace under it.
+/// An error that a child fiber raised and its parent raised again (`race`,
+/// `both`, `par_traverse` and their variants, `timeout`,
+/// `FiberHandle::join_with_never`) also keeps the child's trace, and, if
+/// the child had it from a grandchild, the grandchild's:
+/// [`child_traces`](Traced::child_traces), innermost first.
+///
+/// `Display` prints the error, then the traces under it, each most recent
+/// event first: the child fibers' first (innermost first, so the failing
+/// call site is the first line under the error), then this fiber's.
+///
+/// ```
+/// use spindle_core::{IO, Outcome};
+/// use spindle_exec_single::SingleThreaded;
+///
+/// let child: IO<u32, String> = IO::delay(|| 1)
+///     .flat_map(|_| IO::raise_error("no such user".to_string()));
+/// let parent = IO::delay(|| 2).flat_map(move |_| child.start()).flat_map(|f| f.join_with_never());
+/// let Outcome::Errored(failure) = SingleThreaded::new()?.block_on(parent.trace_errors())? else {
+///     panic!("the program fails")
+/// };
+/// assert_eq!(failure.error, "no such user");
+/// if cfg!(feature = "tracing") {
+///     // The child's last operation first: where the error was raised.
+///     assert_eq!(failure.origin().op_names(), ["flat_map", "delay"]);
+///     assert_eq!(failure.child_traces.len(), 1);
+///     let text = failure.to_string();
+///     assert!(text.starts_with("no such user\ntrace of a child fiber (2 events, most recent first):"), "{text}");
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct Traced<E> {
     /// The error.
     pub error: E,
-    /// The fiber's last events when the error was raised, oldest first
-    /// (empty when the fiber did not trace).
+    /// This fiber's last events when the error reached `trace_errors`
+    /// (where it was raised, or where it was raised again after a child
+    /// fiber failed with it), in the order they happened ([`Trace`]'s
+    /// renderings show them most recent first); empty when the fiber did
+    /// not trace.
     pub trace: Trace,
+    /// The traces of the child fibers the error came from, innermost first:
+    /// the trace of the fiber that raised it, at that point, then the trace
+    /// of the fiber that joined that one and raised it again, and so on up
+    /// to a child of this fiber. Empty when the error was raised in this
+    /// fiber (or when the child fibers did not trace).
+    pub child_traces: Vec<Trace>,
 }
 
 impl<E> Traced<E> {
-    /// The error, without its trace.
+    /// The error, without its traces.
     pub fn into_error(self) -> E {
         self.error
+    }
+
+    /// The trace of the fiber that raised the error: the innermost of
+    /// [`child_traces`](Traced::child_traces), or this fiber's own
+    /// [`trace`](Traced::trace) when the error was raised here.
+    pub fn origin(&self) -> &Trace {
+        self.child_traces.first().unwrap_or(&self.trace)
+    }
+
+    /// Every trace with its depth below this fiber (0 for this fiber's own
+    /// [`trace`](Traced::trace), 1 for a child's, ...), in the order they
+    /// are printed: innermost first, this fiber's last.
+    pub fn fibers(&self) -> impl Iterator<Item = (usize, &Trace)> {
+        let n = self.child_traces.len();
+        self.child_traces
+            .iter()
+            .enumerate()
+            .map(move |(i, trace)| (n - i, trace))
+            .chain(core::iter::once((0, &self.trace)))
+    }
+}
+
+/// The title of a trace `depth` fibers below the one that prints it (see
+/// [`Traced`]'s `Display`).
+fn fiber_title(depth: usize) -> alloc::borrow::Cow<'static, str> {
+    match depth {
+        0 => "trace".into(),
+        1 => "trace of a child fiber".into(),
+        2 => "trace of a grandchild fiber".into(),
+        n => alloc::format!("trace of a fiber {n} levels down").into(),
     }
 }
 
 impl<E: core::fmt::Display> core::fmt::Display for Traced<E> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         write!(f, "{}", self.error)?;
-        if !self.trace.is_empty() {
-            write!(f, "\n{}", self.trace)?;
+        for (depth, trace) in self.fibers() {
+            if !trace.is_empty() {
+                write!(f, "\n{}", trace.titled(&fiber_title(depth)))?;
+            }
         }
         Ok(())
     }
@@ -307,6 +406,11 @@ impl<A: Send + 'static, E: Send + 'static> crate::IO<A, E> {
     /// with [`Traced`], whose trace is the fiber's last events at the point
     /// where the error was raised (an error travelling to its handler
     /// records nothing on the way, so the trace ends where it was raised).
+    /// An error that came from a child fiber (raised again by `race`,
+    /// `both`, `par_traverse`, `join_with_never`, ...) also brings the
+    /// child's trace ([`Traced::child_traces`]), as long as no handler took
+    /// it on the way (`map_err` and finalizers keep it; a handler that
+    /// raises the error again raises it as a new error of this fiber).
     /// Success is unchanged. Not itself a trace event.
     ///
     /// ```
@@ -319,29 +423,170 @@ impl<A: Send + 'static, E: Send + 'static> crate::IO<A, E> {
     ///     panic!("the program fails")
     /// };
     /// assert_eq!(failure.error, "no such user");
+    /// assert!(failure.child_traces.is_empty());
     /// if cfg!(feature = "tracing") {
     ///     assert_eq!(failure.trace.op_names(), ["flat_map", "delay"]);
     /// }
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn trace_errors(self) -> crate::IO<A, Traced<E>> {
-        let k = |result: crate::node::Res| -> crate::node::Node {
+        let source = self.into_node();
+        // An error raised right here (a settled source) reaches the handler
+        // without passing a frame, where the run-loop hands a handler the
+        // cause of its error: it has none (see `failure_snapshot`).
+        let from_frames = !source.is_settled();
+        let k = move |result: crate::node::Res| -> crate::node::Node {
             match result {
                 Ok(value) => crate::node::Node::pure(value),
-                Err(error) => crate::IO::<Trace, Traced<E>>::trace()
-                    .flat_map_untraced(move |trace| {
+                Err(error) => {
+                    crate::IO::<(Trace, Vec<Trace>), Traced<E>>::from_node(failure_snapshot(
+                        from_frames,
+                    ))
+                    .flat_map_untraced(move |(trace, child_traces)| {
                         // SAFETY: the error of `self`, an `IO<A, E>`, is an `E`.
                         let error = unsafe { error.take::<E>() };
-                        crate::IO::<A, Traced<E>>::raise_error(Traced { error, trace })
+                        crate::IO::<A, Traced<E>>::raise_error(Traced {
+                            error,
+                            trace,
+                            child_traces,
+                        })
                     })
-                    .into_node(),
+                    .into_node()
+                }
             }
         };
         crate::IO::from_node(crate::node::Node::fold_with(
-            self.into_node(),
+            source,
             crate::erased::ErasedFn::new::<RawFoldWith, _>(k),
             NO_SITE,
         ))
+    }
+}
+
+/// The node that produces a `(Trace, Vec<Trace>)`: the fiber's trace and,
+/// if the error that `trace_errors`' handler has just received reached it
+/// through the fiber's frames (`from_frames`), the traces of the child
+/// fibers it came from (the run-loop handed them to the handler in the
+/// step before: `Core::before_unwind_error`); none otherwise.
+#[cfg(feature = "tracing")]
+fn failure_snapshot(from_frames: bool) -> crate::node::Node {
+    let unit = crate::node::Node::pure(crate::erased::Value::unit());
+    if from_frames {
+        crate::node::Node::mark(unit, MarkK::failure_snapshot(), NO_SITE)
+    } else {
+        crate::IO::<Trace, ()>::from_node(crate::node::Node::mark(unit, MarkK::snapshot(), NO_SITE))
+            .map_untraced(|trace| (trace, Vec::<Trace>::new()))
+            .into_node()
+    }
+}
+
+/// Without tracing: two empty lists.
+#[cfg(not(feature = "tracing"))]
+fn failure_snapshot(_from_frames: bool) -> crate::node::Node {
+    crate::node::Node::pure(crate::erased::Value::new((
+        Trace::empty(),
+        Vec::<Trace>::new(),
+    )))
+}
+
+/// The failure traces of the child fibers an error came from, innermost
+/// first: the trace of the fiber that raised it, then that of each fiber
+/// that joined the previous one and raised the error again. What travels
+/// with a child's error to the parent that raises it again (`race`, `both`,
+/// `par_sequence`, `timeout`, `join_with_never`), and what the parent's
+/// run-loop keeps next to the error in flight (`Cold::causes` in
+/// `fiber/run_state.rs`) until [`IO::trace_errors`](crate::IO::trace_errors)
+/// reads it into [`Traced::child_traces`], a handler takes the error, or the
+/// fiber ends with it (then it is handed on with the fiber's own trace).
+///
+/// One word, `None` (no allocation) when nothing traced, so that the
+/// completions of children that succeed pay one null check for it;
+/// zero-sized, and every function a no-op, without the `tracing` feature.
+#[cfg(feature = "tracing")]
+#[derive(Default)]
+pub(crate) struct ChildTraces(Option<alloc::boxed::Box<Traces>>);
+
+/// The traces of [`ChildTraces`] (never empty), behind its one word.
+#[cfg(feature = "tracing")]
+struct Traces(Vec<Trace>);
+
+/// Without the `tracing` feature: nothing.
+#[cfg(not(feature = "tracing"))]
+#[derive(Default)]
+pub(crate) struct ChildTraces;
+
+impl ChildTraces {
+    /// No traces.
+    #[inline(always)]
+    pub(crate) fn none() -> Self {
+        ChildTraces::default()
+    }
+
+    /// What a fiber that ended with `outcome` hands to the fiber that
+    /// raises its error again: for an error, the traces the error came from
+    /// (`children`) and then the fiber's own trace at the point of failure
+    /// (`own`); nothing otherwise, or if none of them recorded an event.
+    #[cfg_attr(not(feature = "tracing"), allow(unused_variables))]
+    #[inline(always)]
+    pub(crate) fn of_failure<A, E>(
+        outcome: &crate::Outcome<A, E>,
+        own: Trace,
+        children: ChildTraces,
+    ) -> Self {
+        #[cfg(feature = "tracing")]
+        if let crate::Outcome::Errored(_) = outcome {
+            return ChildTraces::of_error(own, children);
+        }
+        ChildTraces::none()
+    }
+
+    /// [`ChildTraces::of_failure`] for an error.
+    #[cfg(feature = "tracing")]
+    #[inline(never)]
+    fn of_error(own: Trace, children: ChildTraces) -> Self {
+        if own.is_empty() && children.is_empty() {
+            return ChildTraces::none();
+        }
+        let mut traces = children.into_vec();
+        // An empty trace of its own is kept under its children's, so that
+        // each trace keeps its depth.
+        traces.push(own);
+        ChildTraces(Some(alloc::boxed::Box::new(Traces(traces))))
+    }
+
+    /// Whether there is no trace.
+    #[inline(always)]
+    pub(crate) fn is_empty(&self) -> bool {
+        #[cfg(feature = "tracing")]
+        {
+            self.0.is_none()
+        }
+        #[cfg(not(feature = "tracing"))]
+        true
+    }
+
+    /// The traces, innermost first.
+    #[cfg(feature = "tracing")]
+    pub(crate) fn into_vec(self) -> Vec<Trace> {
+        self.0.map(|traces| traces.0).unwrap_or_default()
+    }
+
+    /// A program that fails with `error`, which came from the child fibers
+    /// of these traces: the fiber that runs it keeps them as the cause of
+    /// the error (a `Cause` mark); a plain `raise_error` when there are
+    /// none.
+    #[inline]
+    pub(crate) fn raise<A: Send + 'static, E: Send + 'static>(self, error: E) -> crate::IO<A, E> {
+        #[cfg(feature = "tracing")]
+        if !self.is_empty() {
+            let pair = crate::erased::Value::new((crate::erased::Value::new(error), self));
+            return crate::IO::from_node(crate::node::Node::mark(
+                crate::node::Node::pure(pair),
+                MarkK::cause(),
+                NO_SITE,
+            ));
+        }
+        crate::IO::raise_error(error)
     }
 }
 
