@@ -220,6 +220,14 @@ impl Value {
         }
     }
 
+    /// Whether the value was made by `Value::new::<T>` (for readers that
+    /// cannot know the type statically: the suppressed errors of a fiber,
+    /// which may come from a scope whose error type is not the fiber's).
+    #[inline]
+    pub(crate) fn is<T: 'static>(&self) -> bool {
+        (self.vtable.type_id)() == core::any::TypeId::of::<T>()
+    }
+
     /// Takes the value back as the type it was made from.
     ///
     /// # Safety

@@ -346,6 +346,31 @@ rt_test! {
         );
     }
 
+    fn a_finalizer_error_suppressed_under_map_err_is_left_out_and_the_others_stay() {
+        // The inner scope's errors are `usize`s; the fiber's are `String`s.
+        let inner = IO::<u32, usize>::raise_error(7)
+            .guarantee(IO::raise_error(8))
+            .map_err(|n| format!("inner {n}"));
+        let child = inner.guarantee(IO::raise_error("outer finalizer".to_string()));
+        let io: IO<(Outcome<u32, E>, Vec<E>), E> = child.start().flat_map(|h| {
+            h.join_void().map(move |()| (h.try_take_outcome().expect("joined"), h.suppressed_errors()))
+        });
+        assert_eq!(
+            run(io),
+            Outcome::Succeeded((
+                Outcome::Errored("inner 7".to_string()),
+                vec!["outer finalizer".to_string()]
+            ))
+        );
+    }
+
+    fn a_main_fiber_whose_finalizer_error_was_suppressed_under_map_err_ends_with_its_error() {
+        let inner = IO::<u32, usize>::raise_error(7)
+            .guarantee(IO::raise_error(8))
+            .map_err(|n| format!("inner {n}"));
+        assert_eq!(run(inner), Outcome::Errored("inner 7".to_string()));
+    }
+
     fn suppressed_errors_holds_a_finalizer_error_raised_after_a_panic() {
         let child = IO::<u32, E>::delay(|| panic!("child panicked"))
             .guarantee(IO::raise_error("finalizer failed".to_string()));

@@ -270,6 +270,10 @@ impl<A: Send + 'static, E: Send + 'static> FiberHandle<A, E> {
 
     /// The errors the fiber's finalizers suppressed (ran while the fiber was
     /// already failing, canceled or panicking), once it has completed.
+    ///
+    /// Only errors of the fiber's error type `E`: one suppressed inside a
+    /// scope of another error type (under `map_err`, before it became an
+    /// `E`) cannot be expressed as an `E` and is left out.
     pub fn suppressed_errors(&self) -> Vec<E>
     where
         E: Clone,
@@ -278,8 +282,11 @@ impl<A: Send + 'static, E: Send + 'static> FiberHandle<A, E> {
             Some((_, Some(leftovers))) => leftovers
                 .suppressed
                 .iter()
-                // SAFETY: suppressed errors are values of the fiber's error
-                // type `E` (`from_fiber`).
+                // An error suppressed inside a scope of another error type
+                // (under `map_err`) is not an `E`: left out (see
+                // `run_state::typed_suppressed`).
+                .filter(|e| e.is::<E>())
+                // SAFETY: the filter above checked that the value is an `E`.
                 .map(|e| unsafe { e.peek::<E>() }.clone())
                 .collect(),
             _ => Vec::new(),

@@ -331,20 +331,32 @@ impl<A: 'static, E: 'static, F: FnOnce(Outcome<A, E>, Vec<E>, Trace, ChildTraces
 {
     unsafe fn call(f: F, (outcome, suppressed, trace, children): Report) {
         // SAFETY: the fiber's program is an `IO<A, E>`, so its final value is
-        // an `A`, and its final error and every suppressed finalizer error an
-        // `E` (the typed API guarantees it).
+        // an `A` and its final error an `E` (the typed API guarantees it).
         let outcome = unsafe { typed_outcome::<A, E>(outcome) };
         let suppressed = if suppressed.is_empty() {
             Vec::new()
         } else {
-            suppressed
-                .into_iter()
-                // SAFETY: a suppressed error is an `E` (as above).
-                .map(|e| unsafe { e.take::<E>() })
-                .collect()
+            typed_suppressed::<E>(suppressed)
         };
         f(outcome, suppressed, trace, children)
     }
+}
+
+/// The suppressed errors of a fiber whose error type is `E`, as `E`s.
+///
+/// A finalizer's error is suppressed in the scope where it happens, whose
+/// error type is the fiber's unless the scope is inside a `map_err` or
+/// `trace_errors` (an `IO<A, E1>` turned into an `IO<A, E>`): such an error
+/// is an `E1`, which the fiber's completion cannot express as an `E`. It is
+/// dropped here (its type is checked, never assumed); the others are kept
+/// in the order they happened.
+pub(crate) fn typed_suppressed<E: 'static>(suppressed: Vec<Value>) -> Vec<E> {
+    suppressed
+        .into_iter()
+        .filter(Value::is::<E>)
+        // SAFETY: the filter above checked that the value is an `E`.
+        .map(|e| unsafe { e.take::<E>() })
+        .collect()
 }
 
 /// Takes the values of an erased outcome back as their types.
