@@ -93,7 +93,9 @@ mod io;
 mod node;
 mod outcome;
 mod pool;
+mod random;
 pub mod raw;
+mod retry;
 mod sync;
 /// The timer heap, under its old crate path (crate-visible only; executors
 /// reach it through [`executor::support`]).
@@ -121,5 +123,7 @@ pub use fiber::{FiberId, FiberState};
 pub use future::JoinFuture;
 pub use io::{IO, UIO};
 pub use outcome::{Outcome, PanicMessage};
+pub use random::{EmptyRange, Random};
+pub use retry::{Delays, FixedRate, InvalidSchedule, Jitter, Schedule, Tick};
 pub use spindle_trace::Event as TraceEvent;
 pub use tracing::{Trace, Traced, TracingMode};
