@@ -89,8 +89,15 @@ pub(crate) fn unit_f64(bits: u64) -> f64 {
     (bits >> 11) as f64 * SCALE
 }
 
-/// A seeded pseudo-random number generator, shared by its clones (see the
-/// [module documentation](self) for the generator and its guarantees).
+/// A seeded pseudo-random number generator, shared by its clones.
+///
+/// The generator is SplitMix64: fast, one word of state, good statistical
+/// quality, and *not* cryptographically secure (never use it for keys or
+/// tokens). Clones share one state behind a short lock, so fibers drawing
+/// from the same handle never get the same output twice, and the whole
+/// sequence is determined by the seed; which fiber gets which number
+/// depends on their interleaving. For per-fiber reproducible streams,
+/// [`split`](Random::split) a generator off for each fiber.
 ///
 /// ```
 /// use spindle_core::{IO, Random};

@@ -13,6 +13,9 @@ use std::time::Duration;
 
 type E = String;
 
+/// Before, during, taken out, and the length afterwards.
+type Seen = (Option<String>, Option<String>, Option<String>, usize);
+
 /// Waits until `n` fibers wait at `barrier`.
 fn waiting_at(barrier: &CyclicBarrier, n: usize) -> IO<(), E> {
     let barrier = barrier.clone();
@@ -223,7 +226,7 @@ rt_test! {
     fn a_map_ref_key_starts_absent_and_none_removes_it() {
         let map: MapRef<u32, String> = MapRef::new();
         let (k, m) = (map.at(7), map.clone());
-        let io: IO<(Option<String>, Option<String>, Option<String>, usize), E> = k
+        let io: IO<Seen, E> = k
             .get()
             .flat_map({
                 let k = k.clone();

@@ -44,7 +44,14 @@ struct Shared<K, V> {
     shard_of: fn(&K, usize) -> usize,
 }
 
-/// A map of shared cells, one per key (see the [module documentation](self)).
+/// A map of shared cells, one per key: [`at`](MapRef::at) gives a key's
+/// [`KeyRef`], whose operations are atomic for that key. Entries are
+/// `Option<V>` (`None`: absent; setting `None` removes the key). The
+/// entries live in `BTreeMap` shards, each behind a short lock; with `std`,
+/// [`MapRef::sharded`] spreads the keys over several shards by hash, so
+/// fibers on different keys rarely contend. Operations across keys
+/// ([`keys`](MapRef::keys), [`len`](MapRef::len)) visit the shards one
+/// after another: not a snapshot while other fibers write.
 ///
 /// ```
 /// use spindle_core::{IO, MapRef};
@@ -88,8 +95,8 @@ impl<K: Ord + Clone + Send + 'static, V: Send + 'static> Default for MapRef<K, V
 }
 
 impl<K, V> MapRef<K, V> {
-    /// The number of entries now (for diagnostics and tests; see the
-    /// module documentation on operations across keys).
+    /// The number of entries now (for diagnostics and tests; not a
+    /// snapshot while other fibers write).
     pub fn len(&self) -> usize {
         self.shared.shards.iter().map(|s| s.lock().len()).sum()
     }
