@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{Counter, Log, eventually, rt_test};
+use common::{Counter, Log, eventually, rt_test, yield_after_every_step};
 use spindle_core::{AtomicCell, CyclicBarrier, IO, InvalidParties, MapRef, Outcome, UIO};
 use std::num::NonZeroUsize;
 use std::sync::Arc;
@@ -12,6 +12,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 type E = String;
+
+/// The outcomes of two fibers.
+type TwoOutcomes = (Outcome<(), E>, Outcome<(), E>);
 
 /// Before, during, taken out, and the length afterwards.
 type Seen = (Option<String>, Option<String>, Option<String>, usize);
@@ -26,6 +29,11 @@ fn waiting_at(barrier: &CyclicBarrier, n: usize) -> IO<(), E> {
 fn still_blocked(io: IO<(), E>) -> IO<bool, E> {
     io.map(|()| false)
         .timeout_to(Duration::from_millis(30), IO::pure(true))
+}
+
+/// Adds 10 through the writer lock and reads the value back.
+fn add_ten(cell: &AtomicCell<u32>) -> IO<u32, E> {
+    cell.eval_update_and_get(|n| IO::pure(n + 10))
 }
 
 /// Counts programs inside a region at once, and the most ever seen.
@@ -120,6 +128,35 @@ rt_test! {
         assert_eq!(run(io), Outcome::Succeeded(vec![(), (), ()]));
     }
 
+    fn a_wait_canceled_at_any_step_leaves_a_barrier_that_still_completes_its_rounds() {
+        for steps in 0..30 {
+            let barrier = CyclicBarrier::new(2).unwrap();
+            let rt = rt_with_config(yield_after_every_step());
+            // A partner that arrives concurrently, so that the cancellation
+            // lands before, during and after the release of the round.
+            let (b1, b2) = (barrier.clone(), barrier.clone());
+            let io: IO<TwoOutcomes, E> = b1
+                .wait::<E>()
+                .timeout_to(Duration::from_millis(20), IO::unit())
+                .start()
+                .flat_map(move |partner| {
+                    common::cancel_after(steps, b2.wait())
+                        .flat_map(move |canceled| partner.join().map(move |p| (canceled, p)))
+                });
+            let (canceled, partner) = rt.run(io).succeeded().expect("the test program succeeds");
+            assert!(canceled.is_succeeded() || canceled.is_canceled(), "{steps}: {canceled:?}");
+            assert!(partner.is_succeeded(), "{steps}: {partner:?}");
+            assert_eq!(barrier.waiting(), 0, "{steps}: a canceled or timed-out waiter left");
+            // The barrier still works: a full round goes through.
+            let (b3, b4) = (barrier.clone(), barrier.clone());
+            let round: IO<(), E> = b3
+                .wait::<E>()
+                .start()
+                .flat_map(move |f| b4.wait().product_r(f.join_with_never()));
+            assert_eq!(rt.run(round.timeout_to(Duration::from_secs(5), IO::raise_error("stuck".into()))), Outcome::Succeeded(()), "{steps}");
+        }
+    }
+
     // ----- AtomicCell ---------------------------------------------------------
 
     fn eval_updates_of_an_atomic_cell_never_overlap() {
@@ -173,6 +210,27 @@ rt_test! {
                     .product_r(cell.get())
             });
         assert_eq!(run(io), Outcome::Succeeded(2));
+    }
+
+    fn an_eval_update_canceled_at_any_step_stores_all_or_nothing_and_frees_the_cell() {
+        for steps in 0..30 {
+            let cell = AtomicCell::new(0u32);
+            let rt = rt_with_config(yield_after_every_step());
+            let c = cell.clone();
+            let update = c
+                .eval_update(|n| IO::<(), E>::cede().product_r(IO::cede()).map(move |()| n + 1))
+                .product_r(IO::unit());
+            let outcome = rt.run(common::cancel_after(steps, update)).succeeded().expect("the canceler succeeds");
+            let value = rt.run(cell.get::<E>()).succeeded().unwrap();
+            match outcome {
+                Outcome::Succeeded(()) => assert_eq!(value, 1, "{steps}"),
+                Outcome::Canceled => assert!(value <= 1, "{steps}: {value}"),
+                other => panic!("{steps}: {other:?}"),
+            }
+            // The cell is free: another writer gets in at once.
+            let next = add_ten(&cell);
+            assert_eq!(rt.run(next.timeout_to(Duration::from_secs(5), IO::raise_error("stuck".into()))), Outcome::Succeeded(value + 10), "{steps}");
+        }
     }
 
     fn set_on_an_atomic_cell_waits_for_the_eval_update_in_progress() {
