@@ -318,6 +318,9 @@ impl Iterator for Delays {
     }
 }
 
+/// Once a limited schedule has run out, it stays out.
+impl core::iter::FusedIterator for Delays {}
+
 impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// Runs the program `make` builds; after each failure, sleeps the
     /// `schedule`'s next delay and runs a new one, until one succeeds.
