@@ -31,7 +31,13 @@
 //! * **Concurrency and time**: [`IO::race`], [`IO::both`],
 //!   [`IO::par_traverse`], [`IO::timeout`], [`IO::sleep`], [`IO::cede`].
 //! * **Shared state**: [`Ref`], [`Deferred`], [`Semaphore`], [`Queue`],
-//!   [`Mutex`], [`CountDownLatch`].
+//!   [`Mutex`], [`CountDownLatch`], [`CyclicBarrier`], [`AtomicCell`]
+//!   (updates that run effects), [`MapRef`] (a cell per key).
+//! * **Retry and repetition**: [`Schedule`] (fixed, exponential backoff,
+//!   cap, [`Jitter`], limit), [`IO::retry`], [`IO::retry_if`],
+//!   [`IO::repeat`], [`FixedRate`] (runs on a grid without drift).
+//! * **Services**: [`Clock`], [`Random`] (seeded SplitMix64), and with
+//!   `std` [`Console`].
 //! * **Futures**: [`IO::from_future`] and [`IO::from_try_future`] (and
 //!   their lazy `_with` forms) await a `Future` on a fiber; a
 //!   [`FiberHandle`] can be `.await`ed ([`JoinFuture`]), and
@@ -67,7 +73,10 @@
 //! * [`future`]: futures as steps of an `IO` (the waker and its wake
 //!   cell), and fibers as futures ([`JoinFuture`]).
 //! * Data types (`data/`): [`Ref`], [`Deferred`], [`Semaphore`], [`Queue`], [`Mutex`],
-//!   [`CountDownLatch`], [`Resource`].
+//!   [`CountDownLatch`], [`CyclicBarrier`], [`AtomicCell`], [`MapRef`], [`Resource`].
+//! * Schedules, retry, repeat and fixed rates (`retry.rs`); the services
+//!   [`Clock`] (`clock.rs`), [`Random`] (`random.rs`), [`Console`]
+//!   (`console.rs`, `std`).
 //!
 //! Design credits: the run-loop follows the shape of Cats Effect's `IOFiber`
 //! (continuation stack, error frames skipped on success, auto-yield); the
@@ -82,8 +91,11 @@ extern crate alloc;
 extern crate std;
 
 mod cancel;
+mod clock;
 mod concurrent;
 mod config;
+#[cfg(feature = "std")]
+mod console;
 mod data;
 mod erased;
 pub mod executor;
@@ -93,7 +105,9 @@ mod io;
 mod node;
 mod outcome;
 mod pool;
+mod random;
 pub mod raw;
+mod retry;
 mod sync;
 /// The timer heap, under its old crate path (crate-visible only; executors
 /// reach it through [`executor::support`]).
@@ -102,10 +116,16 @@ pub(crate) use executor::timers;
 mod tracing;
 
 pub use cancel::Poll;
+pub use clock::Clock;
 pub use concurrent::{BothOutcome, Either, RaceOutcome, RacePair, TimeoutError};
 pub use config::{ConfigError, DEFAULT_AUTO_YIELD_AFTER, FiberConfig, FiberConfigBuilder};
+#[cfg(feature = "std")]
+pub use console::Console;
+pub use data::atomic_cell::AtomicCell;
+pub use data::barrier::{CyclicBarrier, InvalidParties};
 pub use data::deferred::{AlreadyCompleted, Deferred};
 pub use data::latch::{CountDownLatch, InvalidCount};
+pub use data::map_ref::{KeyRef, MapRef};
 pub use data::mutex::Mutex;
 pub use data::queue::{InvalidCapacity, Queue};
 pub use data::reference::Ref;
@@ -121,5 +141,7 @@ pub use fiber::{FiberId, FiberState};
 pub use future::JoinFuture;
 pub use io::{IO, UIO};
 pub use outcome::{Outcome, PanicMessage};
+pub use random::{EmptyRange, Random};
+pub use retry::{Delays, FixedRate, InvalidSchedule, Jitter, Schedule, Tick};
 pub use spindle_trace::Event as TraceEvent;
 pub use tracing::{Trace, Traced, TracingMode};

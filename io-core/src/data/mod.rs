@@ -1,7 +1,9 @@
 //! Concurrent data types for fibers (`no_std`): [`Deferred`](deferred::Deferred),
 //! [`Ref`](reference::Ref), [`Semaphore`](semaphore::Semaphore),
 //! [`Queue`](queue::Queue), [`Mutex`](mutex::Mutex),
-//! [`CountDownLatch`](latch::CountDownLatch) and [`Resource`](resource::Resource).
+//! [`CountDownLatch`](latch::CountDownLatch), [`CyclicBarrier`](barrier::CyclicBarrier),
+//! [`AtomicCell`](atomic_cell::AtomicCell), [`MapRef`](map_ref::MapRef) and
+//! [`Resource`](resource::Resource).
 //!
 //! Each type keeps its state behind a short lock of the sync shim (held for
 //! a few instructions, never across a suspension); a fiber that must wait
@@ -11,8 +13,11 @@
 
 pub(crate) use crate::tracing::trace_ops;
 
+pub(crate) mod atomic_cell;
+pub(crate) mod barrier;
 pub(crate) mod deferred;
 pub(crate) mod latch;
+pub(crate) mod map_ref;
 pub(crate) mod mutex;
 pub(crate) mod permits;
 pub(crate) mod queue;
