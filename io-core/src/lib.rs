@@ -90,10 +90,12 @@ pub mod executor;
 mod fiber;
 pub mod future;
 mod io;
+
 mod node;
 mod outcome;
 mod pool;
 pub mod raw;
+mod supervisor;
 mod sync;
 /// The timer heap, under its old crate path (crate-visible only; executors
 /// reach it through [`executor::support`]).
@@ -122,4 +124,5 @@ pub use future::JoinFuture;
 pub use io::{IO, UIO};
 pub use outcome::{Outcome, PanicMessage};
 pub use spindle_trace::Event as TraceEvent;
+pub use supervisor::{JoinSet, Supervisor, SupervisorClosed};
 pub use tracing::{Trace, Traced, TracingMode};
