@@ -177,7 +177,7 @@ impl<A: Send + 'static, E: Send + 'static> Outcome<A, E> {
 /// the uncancelable region that `poll` belongs to; an error is raised with
 /// `traces`, the child's failure traces (so that the parent's failure shows
 /// where the child failed).
-fn embed<A: Send + 'static, E: Send + 'static>(
+pub(crate) fn embed<A: Send + 'static, E: Send + 'static>(
     poll: Poll,
     outcome: Outcome<A, E>,
     traces: ChildTraces,

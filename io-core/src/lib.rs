@@ -90,7 +90,7 @@ pub mod executor;
 mod fiber;
 pub mod future;
 mod io;
-
+mod many;
 mod node;
 mod outcome;
 mod pool;
