@@ -285,6 +285,14 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
         pair::both_outcome(self, other).traced_as(&BOTH_OUTCOME)
     }
 
+    /// [`IO::both_outcome`] for io-core's own nodes (no trace event).
+    pub(crate) fn both_outcome_untraced<B: Send + 'static>(
+        self,
+        other: IO<B, E>,
+    ) -> IO<BothOutcome<A, B, E>, E> {
+        pair::both_outcome(self, other)
+    }
+
     /// Runs both concurrently and produces both values. If one fails (or is
     /// canceled, or panics), the other is canceled and the failure is the
     /// result.

@@ -9,7 +9,7 @@
 mod common;
 
 use common::{Counter, Log, rt_test};
-use spindle_core::{CountDownLatch, Deferred, IO, Outcome, UIO};
+use spindle_core::{CountDownLatch, Deferred, ExitCase, IO, Outcome, Resource, UIO};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -74,6 +74,16 @@ impl Concurrency {
         self.peak.load(Ordering::SeqCst)
     }
 }
+
+/// A resource whose acquisition is `acquire` and whose release counts on
+/// `released` (and logs the exit case).
+fn counted(acquire: IO<u32, E>, released: &Counter, exits: &Log<ExitCase>) -> Resource<u32, E> {
+    let (r, x) = (released.clone(), exits.clone());
+    Resource::make_case(acquire, move |_, exit| {
+        x.record(exit).product_r(r.incr_io())
+    })
+}
+
 
 rt_test! {
     // ----- race_all ------------------------------------------------------------
@@ -207,5 +217,116 @@ rt_test! {
 
     fn par_sequence_n_of_no_programs_produces_an_empty_vec() {
         assert_eq!(run(IO::<u32, E>::par_sequence_n(nz(2), Vec::new())), Outcome::Succeeded(vec![]));
+    }
+
+    // ----- Resource::par_zip -----------------------------------------------------
+
+    fn par_zip_acquires_both_resources_concurrently_and_releases_each_once() {
+        // The left acquisition can only finish once the right one has
+        // started: sequential acquisition would never finish.
+        let gate = Deferred::<()>::new();
+        let (released, exits) = (Counter::new(), Log::new());
+        let left = counted(gate.get().map_to(1), &released, &exits);
+        let right = counted(gate.complete(()).map_to(2), &released, &exits);
+        let seen = released.clone();
+        let io = left
+            .par_zip(right)
+            .use_with(move |(a, b)| {
+                // Nothing is released while the pair is in use.
+                let during = seen.get();
+                IO::pure((*a, *b, during))
+            });
+        assert_eq!(run(io), Outcome::Succeeded((1, 2, 0)));
+        assert_eq!(released.get(), 2);
+        assert_eq!(exits.events(), [ExitCase::Succeeded, ExitCase::Succeeded]);
+    }
+
+    fn par_zip_releases_the_acquired_part_when_the_other_acquisition_fails() {
+        // The right acquisition fails once the left one has started (a
+        // fiber canceled before it ever ran acquires nothing).
+        let (released, exits, started) = (Counter::new(), Log::new(), ready(1));
+        let left = counted(started.release().product_r(IO::sleep(ms(5))).map_to(1), &released, &exits);
+        let right = counted(
+            once_ready(&started, IO::raise_error("no".to_string())),
+            &released,
+            &exits,
+        );
+        let used = Counter::new();
+        let u = used.clone();
+        let io = left.par_zip(right).use_with(move |_| u.incr_io());
+        assert_eq!(run(io), Outcome::Errored("no".to_string()));
+        assert_eq!(used.get(), 0);
+        assert_eq!(released.get(), 1);
+        assert_eq!(exits.events(), [ExitCase::Errored]);
+    }
+
+    fn par_zip_releases_the_acquired_part_when_the_other_acquisition_panics() {
+        let (released, exits, started) = (Counter::new(), Log::new(), ready(1));
+        let left = counted(started.release().product_r(IO::sleep(ms(5))).map_to(1), &released, &exits);
+        let panics = once_ready(&started, IO::delay(|| -> u32 { panic!("acquire panics") }));
+        let right = counted(panics, &released, &exits);
+        let io = left.par_zip(right).use_with(|_| IO::unit());
+        assert!(run(io).is_panicked());
+        assert_eq!(released.get(), 1);
+        assert_eq!(exits.events(), [ExitCase::Panicked]);
+    }
+
+    fn par_zip_releases_every_acquired_part_when_the_user_is_canceled_while_acquiring() {
+        // The left part is acquired at once; the right acquisition waits,
+        // cancelably (it polls), and is never acquired.
+        let (released, exits, left_in) = (Counter::new(), Log::new(), ready(1));
+        let left = counted(left_in.release().map_to(1), &released, &exits);
+        let r = released.clone();
+        let right: Resource<u32, E> = Resource::make_full(
+            |poll| poll.apply(IO::never()),
+            move |_, _| r.incr_io(),
+        );
+        let user: IO<(), E> = left.par_zip(right).use_with(|_| IO::unit());
+        let seen = released.clone();
+        let io: IO<(Outcome<(), E>, usize), E> = user.start().flat_map(move |h| {
+            left_in
+                .wait()
+                .product_r(IO::sleep(ms(2)))
+                .product_r(h.cancel())
+                .product_r(IO::delay(move || seen.get()))
+                .flat_map(move |n| h.join().map(move |o| (o, n)))
+        });
+        assert_eq!(run(io), Outcome::Succeeded((Outcome::Canceled, 1)));
+        assert_eq!(released.get(), 1);
+        assert_eq!(exits.events(), [ExitCase::Canceled]);
+    }
+
+    fn par_zip_releases_both_parts_when_the_user_is_canceled_during_masked_acquisitions() {
+        // Both acquisitions are masked: canceling the user waits for them,
+        // then releases both.
+        let (released, exits, started) = (Counter::new(), Log::new(), ready(2));
+        let left = counted(started.release().product_r(IO::sleep(ms(10))).map_to(1), &released, &exits);
+        let right = counted(started.release().product_r(IO::sleep(ms(10))).map_to(2), &released, &exits);
+        let used = Counter::new();
+        let u = used.clone();
+        let user: IO<(), E> = left.par_zip(right).use_with(move |_| u.incr_io());
+        let io: IO<Outcome<(), E>, E> = user
+            .start()
+            .flat_map(move |h| started.wait().product_r(h.cancel()).product_r(h.join()));
+        assert_eq!(run(io), Outcome::Succeeded(Outcome::Canceled));
+        assert_eq!(used.get(), 0);
+        assert_eq!(released.get(), 2);
+        assert_eq!(exits.events(), [ExitCase::Canceled, ExitCase::Canceled]);
+    }
+
+    fn par_zip_releases_both_parts_concurrently_and_both_even_when_one_release_fails() {
+        // The left release can only finish once the right one has started.
+        let gate = Deferred::<()>::new();
+        let (g1, g2) = (gate.clone(), gate);
+        let released = Counter::new();
+        let (r1, r2) = (released.clone(), released.clone());
+        let left: Resource<u32, E> = Resource::make(IO::pure(1), move |_| {
+            g1.get().product_r(r1.incr_io()).product_r(IO::raise_error("left release".to_string()))
+        });
+        let right: Resource<u32, E> =
+            Resource::make(IO::pure(2), move |_| g2.complete(()).product_r(r2.incr_io()));
+        let io = left.par_zip(right).use_with(|(a, b)| IO::pure(a + b));
+        assert_eq!(run(io), Outcome::Errored("left release".to_string()));
+        assert_eq!(released.get(), 2);
     }
 }
