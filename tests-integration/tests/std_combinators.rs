@@ -198,21 +198,34 @@ rt_test! {
     }
 
     fn par_sequence_n_fails_with_the_first_failure_and_finalizes_every_started_program_once() {
-        let (started, canceled) = (Counter::new(), Counter::new());
+        // The others take a while (so that permits cycle whatever order the
+        // programs take them in) and are canceled by the failure.
+        let (started, completed, canceled) = (Counter::new(), Counter::new(), Counter::new());
         let mut programs: Vec<IO<u32, E>> = (0..6)
             .map(|_| {
-                started
-                    .incr_io()
-                    .product_r(IO::never())
-                    .on_cancel(canceled.incr_io())
+                let (s, d, c) = (started.clone(), completed.clone(), canceled.clone());
+                // Masked, so that a program that counts as started also
+                // counts how it ended.
+                IO::uncancelable(move |poll| {
+                    s.incr_io().product_r(poll.apply(IO::sleep(ms(20))).guarantee_case(
+                        move |outcome| match outcome {
+                            Outcome::Canceled => c.incr_io(),
+                            _ => d.incr_io(),
+                        },
+                    ))
+                })
+                .map_to(0)
             })
             .collect();
-        programs.insert(0, IO::sleep(ms(2)).product_r(IO::raise_error("boom".to_string())));
+        programs.insert(3, IO::sleep(ms(2)).product_r(IO::raise_error("boom".to_string())));
         let io = IO::par_sequence_n(nz(3), programs);
         assert_eq!(run(io), Outcome::Errored("boom".to_string()));
-        // Each program that started (took a permit, possibly one given back
-        // by the failure or by a canceled sibling) was canceled once.
-        assert_eq!(canceled.get(), started.get());
+        // Each program that started (took a permit) either completed or was
+        // canceled, once; nothing runs after `par_sequence_n` returned.
+        let (s, d, c) = (started.get(), completed.get(), canceled.get());
+        assert_eq!(s, d + c, "started {s}, completed {d}, canceled {c}");
+        std::thread::sleep(ms(30));
+        assert_eq!((started.get(), completed.get(), canceled.get()), (s, d, c));
     }
 
     fn par_sequence_n_of_no_programs_produces_an_empty_vec() {
@@ -328,5 +341,187 @@ rt_test! {
         let io = left.par_zip(right).use_with(|(a, b)| IO::pure(a + b));
         assert_eq!(run(io), Outcome::Errored("left release".to_string()));
         assert_eq!(released.get(), 2);
+    }
+
+    // ----- memoize ---------------------------------------------------------------
+
+    fn memoize_runs_the_program_once_and_shares_its_value_with_every_caller() {
+        let runs = Counter::new();
+        let r = runs.clone();
+        let expensive: IO<u32, E> = IO::sleep(ms(2)).product_r(IO::delay(move || {
+            r.incr();
+            42
+        }));
+        let io = expensive.memoize().flat_map(|memo| {
+            let callers = (0..8).map(|_| memo.get()).collect();
+            IO::par_sequence(callers).flat_map(move |first| memo.get().map(move |late| (first, late)))
+        });
+        assert_eq!(run(io), Outcome::Succeeded((vec![42; 8], 42)));
+        assert_eq!(runs.get(), 1);
+    }
+
+    fn memoize_shares_an_error_with_every_caller_without_running_again() {
+        let runs = Counter::new();
+        let r = runs.clone();
+        let failing: IO<u32, E> = r.incr_io().product_r(IO::raise_error("once".to_string()));
+        let io = failing.memoize().flat_map(|memo| {
+            let again = memo.clone();
+            memo.get().attempt().flat_map(move |a| again.get().attempt().map(move |b| (a, b)))
+        });
+        let once = Err("once".to_string());
+        assert_eq!(run(io), Outcome::Succeeded((once.clone(), once)));
+        assert_eq!(runs.get(), 1);
+    }
+
+    fn memoize_runs_nothing_until_the_first_get() {
+        let runs = Counter::new();
+        let io = runs.incr_io::<E>().memoize::<E>().void();
+        assert_eq!(run(io), Outcome::Succeeded(()));
+        assert_eq!(runs.get(), 0);
+    }
+
+    fn memoize_keeps_evaluating_when_the_first_caller_is_canceled_and_serves_the_next() {
+        let (started, gate, runs) = (ready(1), Deferred::<()>::new(), Counter::new());
+        let (s, g, r) = (started.clone(), gate.clone(), runs.clone());
+        let program: IO<u32, E> = s.release().product_r(g.get()).product_r(r.incr_io()).map_to(7);
+        let io: IO<(Outcome<u32, E>, u32), E> = program.memoize().flat_map(move |memo| {
+            let later = memo.clone();
+            memo.get().start().flat_map(move |first| {
+                started
+                    .wait()
+                    .product_r(first.cancel())
+                    .product_r(gate.complete(()))
+                    .product_r(later.get())
+                    .flat_map(move |v| first.join().map(move |o| (o, v)))
+            })
+        });
+        assert_eq!(run(io), Outcome::Succeeded((Outcome::Canceled, 7)));
+        assert_eq!(runs.get(), 1);
+    }
+
+    fn memoize_of_a_program_that_cancels_itself_cancels_every_caller() {
+        let io = IO::<(), E>::canceled().map_to(1u32).memoize().flat_map(|memo| memo.get());
+        assert_eq!(try_run(io), Ok(Outcome::Canceled));
+    }
+
+    fn memoize_with_shares_the_first_value_without_calling_the_factory_again() {
+        let calls = Counter::new();
+        let c = calls.clone();
+        let io = IO::<u32, E>::memoize_with(move || {
+            c.incr();
+            IO::sleep(ms(1)).map_to(5)
+        })
+        .flat_map(|memo| IO::par_sequence((0..4).map(|_| memo.get()).collect()));
+        assert_eq!(run(io), Outcome::Succeeded(vec![5; 4]));
+        assert_eq!(calls.get(), 1);
+    }
+
+    fn memoize_with_evaluates_again_when_the_first_evaluation_was_canceled() {
+        // The first evaluation hangs until canceled; the second produces 9.
+        let (started, calls, canceled) = (ready(1), Counter::new(), Counter::new());
+        let (s, c, k) = (started.clone(), calls.clone(), canceled.clone());
+        let io: IO<(Outcome<u32, E>, u32), E> = IO::memoize_with(move || {
+            if c.incr() == 0 {
+                s.release().product_r(IO::never()).on_cancel(k.incr_io())
+            } else {
+                IO::pure(9)
+            }
+        })
+        .flat_map(move |memo| {
+            let later = memo.clone();
+            memo.get().start().flat_map(move |first| {
+                started
+                    .wait()
+                    .product_r(first.cancel())
+                    .product_r(later.get())
+                    .flat_map(move |v| first.join().map(move |o| (o, v)))
+            })
+        });
+        assert_eq!(run(io), Outcome::Succeeded((Outcome::Canceled, 9)));
+        assert_eq!(calls.get(), 2);
+        assert_eq!(canceled.get(), 1);
+    }
+
+    fn memoize_with_waiters_take_over_when_the_evaluating_caller_is_canceled() {
+        let (started, calls) = (ready(1), Counter::new());
+        let (s, c) = (started.clone(), calls.clone());
+        let io: IO<u32, E> = IO::memoize_with(move || {
+            if c.incr() == 0 {
+                s.release().product_r(IO::never())
+            } else {
+                IO::pure(3)
+            }
+        })
+        .flat_map(move |memo| {
+            let waiter = memo.clone();
+            memo.get().start().flat_map(move |evaluator| {
+                // The evaluator is under way: the waiter waits for it.
+                started.wait().product_r(waiter.get().start()).flat_map(move |waiting| {
+                    IO::sleep(ms(2))
+                        .product_r(evaluator.cancel())
+                        .product_r(waiting.join_with_never())
+                })
+            })
+        });
+        assert_eq!(run(io), Outcome::Succeeded(3));
+        assert_eq!(calls.get(), 2);
+    }
+
+    // ----- cancelable ------------------------------------------------------------
+
+    fn cancelable_runs_its_finalizer_on_cancel_and_waits_until_the_program_has_ended() {
+        // The program cannot be canceled; only `stop` ends it.
+        let (started, stop, log) = (ready(1), Deferred::<()>::new(), Log::new());
+        let (s, st, l) = (started.clone(), stop.clone(), log.clone());
+        let stubborn: IO<u32, E> = IO::uncancelable(move |_| {
+            s.release()
+                .product_r(st.get())
+                .product_r(l.record("program ends".to_string()))
+                .map_to(1)
+        });
+        let fin = log.record("fin".to_string()).product_r(stop.complete(()).void());
+        let l2 = log.clone();
+        let io: IO<Outcome<u32, E>, E> = stubborn.cancelable(fin).start().flat_map(move |h| {
+            started
+                .wait()
+                .product_r(h.cancel())
+                .product_r(l2.record("cancel returned".to_string()))
+                .product_r(h.join())
+        });
+        assert_eq!(run(io), Outcome::Succeeded(Outcome::Canceled));
+        assert_eq!(log.events(), ["fin", "program ends", "cancel returned"]);
+    }
+
+    fn cancelable_cancels_a_cancelable_program_after_its_finalizer() {
+        let (started, log) = (ready(1), Log::new());
+        let program: IO<u32, E> = started
+            .release()
+            .product_r(IO::never())
+            .on_cancel(log.record("program canceled".to_string()));
+        let io: IO<Outcome<u32, E>, E> = program
+            .cancelable(log.record("fin".to_string()))
+            .start()
+            .flat_map(move |h| started.wait().product_r(h.cancel()).product_r(h.join()));
+        assert_eq!(run(io), Outcome::Succeeded(Outcome::Canceled));
+        assert_eq!(log.events(), ["fin", "program canceled"]);
+    }
+
+    fn cancelable_gives_the_programs_value_or_error_and_runs_no_finalizer_without_cancel() {
+        let fins = Counter::new();
+        assert_eq!(run(after(ms(1), 3).cancelable(fins.incr_io())), Outcome::Succeeded(3));
+        let failing = IO::<u32, E>::raise_error("no".to_string()).cancelable(fins.incr_io());
+        assert_eq!(run(failing), Outcome::Errored("no".to_string()));
+        assert_eq!(fins.get(), 0);
+    }
+
+    fn cancelable_cancels_the_program_even_when_the_finalizer_fails() {
+        let (started, canceled) = (ready(1), Counter::new());
+        let program = hanging(&started, &canceled);
+        let io: IO<Outcome<u32, E>, E> = program
+            .cancelable(IO::raise_error("fin fails".to_string()))
+            .start()
+            .flat_map(move |h| started.wait().product_r(h.cancel()).product_r(h.join()));
+        assert_eq!(run(io), Outcome::Succeeded(Outcome::Canceled));
+        assert_eq!(canceled.get(), 1);
     }
 }
