@@ -28,8 +28,13 @@
 //! * **Fibers and cancellation**: [`IO::start`] gives a [`FiberHandle`]
 //!   (join it, cancel it); [`IO::uncancelable`], [`IO::on_cancel`],
 //!   [`IO::guarantee`], [`IO::bracket`], [`Resource`].
-//! * **Concurrency and time**: [`IO::race`], [`IO::both`],
-//!   [`IO::par_traverse`], [`IO::timeout`], [`IO::sleep`], [`IO::cede`].
+//! * **Concurrency and time**: [`IO::race`], [`IO::race_all`], [`IO::both`],
+//!   [`IO::par_traverse`], [`IO::par_sequence_n`], [`IO::timeout`],
+//!   [`IO::sleep`], [`IO::cede`]; [`IO::cancelable`] (cancel a program
+//!   that ignores cancellation by telling it to stop); [`IO::memoize`].
+//! * **Scopes for fibers**: [`Supervisor`] (children canceled, or awaited,
+//!   when the scope ends) and [`JoinSet`] (children's outcomes in order of
+//!   completion), both [`Resource`]s; [`Resource::par_zip`].
 //! * **Shared state**: [`Ref`], [`Deferred`], [`Semaphore`], [`Queue`],
 //!   [`Mutex`], [`CountDownLatch`].
 //! * **Futures**: [`IO::from_future`] and [`IO::from_try_future`] (and
@@ -64,6 +69,8 @@
 //!   [`IO::guarantee_case`], the bracket family.
 //! * Concurrency and time (`concurrent.rs`): races, `both`, parallel
 //!   traversals, timeouts.
+//! * More combinators: `many.rs` (`race_all`, `par_sequence_n`),
+//!   `cancelable.rs`, `memoize.rs`; fiber scopes (`supervisor.rs`).
 //! * [`future`]: futures as steps of an `IO` (the waker and its wake
 //!   cell), and fibers as futures ([`JoinFuture`]).
 //! * Data types (`data/`): [`Ref`], [`Deferred`], [`Semaphore`], [`Queue`], [`Mutex`],

@@ -8,13 +8,18 @@
 //! program in one step of its masked region, each with a completion callback
 //! (no join state, no frames around its program) that records the child's
 //! outcome in a shared [`Table`] behind a short lock. The first outcome
-//! that is not a cancellation is the *winner* and completes `decided`; if
-//! every child ends canceled, the last one completes `decided` with no
-//! winner. The last child to end, whatever its outcome, completes `ended`.
+//! that is not a cancellation is the *winner*. The parent waits for a
+//! condition on the table (as `race`'s parent does on its pair):
+//! *decided* (a winner, or every child ended, all canceled) or *all
+//! ended*. It registers its callback with the condition under the lock,
+//! unless the condition holds already; the completion that makes it hold
+//! takes the callback and resumes the parent outside the lock: woken once
+//! per wait, never early, never missed.
 //!
-//! The parent waits for `decided` unmasked; canceled meanwhile, it requests
-//! the cancellation of every child and waits (masked) for `ended`. Decided,
-//! it requests the cancellation of the others and waits for `ended` (so the
+//! The parent waits until decided, unmasked; canceled meanwhile, it
+//! requests the cancellation of every child and waits (masked) until all
+//! have ended. Decided, it requests the cancellation of the others and
+//! waits until all have ended (so the
 //! losers' finalizers have run when `race_all` returns), then embeds the
 //! winner's outcome: a value, an error raised again with the child's
 //! failure traces, a panic raised again. No winner: every program canceled
@@ -30,7 +35,7 @@ use alloc::vec::Vec;
 use core::num::{NonZeroU64, NonZeroUsize};
 
 use crate::concurrent::embed;
-use crate::data::deferred::Deferred;
+use crate::Callback;
 use crate::data::semaphore::Semaphore;
 use crate::erased::ErasedFn;
 use crate::fiber::{CompleteK, RawFiberRef};
@@ -50,54 +55,102 @@ struct State<A, E> {
     ended: usize,
     /// Children started.
     n: usize,
+    /// The parent's callback and what it waits for.
+    waiter: Option<(Callback<(), E>, Until)>,
+}
+
+/// What the parent waits for.
+#[derive(Clone, Copy)]
+enum Until {
+    /// A winner, or every child ended (all canceled themselves).
+    Decided,
+    /// Every child ended.
+    AllEnded,
+}
+
+impl<A, E> State<A, E> {
+    fn holds(&self, until: Until) -> bool {
+        match until {
+            Until::Decided => self.winner.is_some() || self.ended == self.n,
+            Until::AllEnded => self.ended == self.n,
+        }
+    }
 }
 
 /// The shared table of one `race_all`.
 struct Table<A, E> {
     state: Mutex<State<A, E>>,
-    /// Completed by the winner, or by the last child if all were canceled.
-    decided: Deferred<()>,
-    /// Completed by the last child to end.
-    ended: Deferred<()>,
 }
 
 impl<A: Send + 'static, E: Send + 'static> Table<A, E> {
     /// A child's completion callback (exactly once per child).
     fn record(&self, outcome: Outcome<A, E>, traces: ChildTraces) {
-        let (decided, all_ended, loser) = {
+        let (waker, loser) = {
             let mut state = self.state.lock();
             state.ended += 1;
-            let all_ended = state.ended == state.n;
-            if state.winner.is_none() && !outcome.is_canceled() {
+            let loser = if state.winner.is_none() && !outcome.is_canceled() {
                 state.winner = Some((outcome, traces));
-                (true, all_ended, None)
+                None
             } else {
-                // No winner by the last end: all were canceled.
-                let decided = all_ended && state.winner.is_none();
-                (decided, all_ended, Some(outcome))
-            }
+                Some(outcome)
+            };
+            let waker = match state.waiter.take() {
+                Some((waker, until)) if state.holds(until) => Some(waker),
+                other => {
+                    state.waiter = other;
+                    None
+                }
+            };
+            (waker, loser)
         };
-        // A loser's value is dropped outside the lock (user code).
+        // A loser's value is dropped outside the lock (user code), and
+        // completing the wait resumes (schedules) the parent.
         drop(loser);
-        if decided {
-            let _ = self.decided.complete_now(());
-        }
-        if all_ended {
-            let _ = self.ended.complete_now(());
+        if let Some(waker) = waker {
+            waker.succeed(());
         }
     }
 }
 
+/// Waits until `until` holds: registers the parent's callback under the
+/// lock unless it holds already; the completion that makes it hold takes
+/// the callback (so the wake-up is neither early nor missed).
+fn wait<A, E>(table: Arc<Table<A, E>>, until: Until) -> IO<(), E>
+where
+    A: Send + 'static,
+    E: Send + 'static,
+{
+    IO::from_callback_untraced(move |waker: Callback<(), E>| {
+        let ready = {
+            let mut state = table.state.lock();
+            if state.holds(until) {
+                true
+            } else {
+                state.waiter = Some((waker.clone(), until));
+                false
+            }
+        };
+        if ready {
+            waker.succeed(());
+        }
+        None
+    })
+}
+
 /// Requests the cancellation of every child, then waits (masked) until all
 /// have ended.
-fn cancel_all<E: Send + 'static>(children: Arc<Vec<RawFiberRef>>, ended: Deferred<()>) -> IO<(), E> {
+fn cancel_all<A, E>(table: Arc<Table<A, E>>, children: Arc<Vec<RawFiberRef>>) -> IO<(), E>
+where
+    A: Send + 'static,
+    E: Send + 'static,
+{
     IO::uncancelable_untraced(move |_| {
         IO::delay_untraced(move || {
             for child in children.iter() {
                 child.request_cancel();
             }
         })
-        .product_r_untraced(ended.get_untraced())
+        .product_r_untraced(wait(table, Until::AllEnded))
     })
 }
 
@@ -176,9 +229,8 @@ fn race_all<A: Send + 'static, E: Send + 'static>(mut programs: Vec<IO<A, E>>) -
             winner: None,
             ended: 0,
             n,
+            waiter: None,
         }),
-        decided: Deferred::new(),
-        ended: Deferred::new(),
     });
     IO::uncancelable_untraced(move |poll| {
         let spawning = table.clone();
@@ -201,13 +253,13 @@ fn race_all<A: Send + 'static, E: Send + 'static>(mut programs: Vec<IO<A, E>>) -
             Arc::new(children)
         })
         .flat_map_untraced(move |children| {
-            let on_cancel = cancel_all(children.clone(), table.ended.clone());
-            poll.apply_untraced(table.decided.get_untraced())
+            let on_cancel = cancel_all(table.clone(), children.clone());
+            poll.apply_untraced(wait(table.clone(), Until::Decided))
                 .on_cancel_untraced(on_cancel)
                 .flat_map_untraced(move |()| {
                     let winner = table.state.lock().winner.take();
                     match winner {
-                        Some((outcome, traces)) => cancel_all(children, table.ended.clone())
+                        Some((outcome, traces)) => cancel_all(table, children)
                             .product_r_untraced(embed(poll, outcome, traces)),
                         // Every child canceled itself (and all have ended).
                         None => embed(poll, Outcome::Canceled, ChildTraces::none()),

@@ -214,23 +214,29 @@ where
 
     fn get_untraced(&self) -> IO<A, E> {
         let memo = self.clone();
-        let again = self.clone();
-        let decided = if memo.is_once() {
-            IO::with_spawner(move |spawner| memo.decide_once(spawner))
-        } else {
-            memo.decide_with()
-        };
-        decided.flat_map_untraced(move |step| match step {
-            Step::Finished(outcome) => outcome
-                .embed_untraced(IO::canceled_untraced().product_r_untraced(IO::never_untraced())),
-            Step::Wait(latch) => latch
-                .get_untraced()
-                .flat_map_untraced(move |()| again.get_untraced()),
+        IO::defer_untraced(move || {
+            let once = {
+                let state = memo.memo.lock();
+                // The common case, a result already there: one lock, no
+                // decision step.
+                if let State::Done(outcome) = &state.state {
+                    return finish(outcome.clone());
+                }
+                matches!(state.source, Source::Once(_))
+            };
+            let again = memo.clone();
+            let decided = if once {
+                IO::with_spawner(move |spawner| memo.decide_once(spawner))
+            } else {
+                memo.decide_with()
+            };
+            decided.flat_map_untraced(move |step| match step {
+                Step::Finished(outcome) => finish(outcome),
+                Step::Wait(latch) => latch
+                    .get_untraced()
+                    .flat_map_untraced(move |()| again.get_untraced()),
+            })
         })
-    }
-
-    fn is_once(&self) -> bool {
-        matches!(self.memo.lock().source, Source::Once(_))
     }
 
     /// `memoize`: decides in one step (the spawner's), starting the
@@ -338,6 +344,17 @@ where
         drop(dropped);
         if let Some(latch) = latch {
             let _ = latch.complete_now(());
+        }
+    }
+}
+
+/// The program of a memoized outcome: its value, its error, its panic
+/// raised again, or the caller's cancellation.
+fn finish<A: Send + 'static, E: Send + 'static>(outcome: Outcome<A, E>) -> IO<A, E> {
+    match outcome {
+        Outcome::Succeeded(a) => IO::pure(a),
+        other => {
+            other.embed_untraced(IO::canceled_untraced().product_r_untraced(IO::never_untraced()))
         }
     }
 }
