@@ -60,9 +60,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
                     let stop = fin.guarantee_untraced(fiber.cancel_untraced());
                     poll.apply_untraced(fiber.take_outcome())
                         .on_cancel_untraced(stop)
-                        .flat_map_untraced(move |outcome| {
-                            embed(poll, outcome, ChildTraces::none())
-                        })
+                        .flat_map_untraced(move |outcome| embed(poll, outcome, ChildTraces::none()))
                 })
         })
         .traced_as(&CANCELABLE)

@@ -34,8 +34,8 @@
 use alloc::vec::Vec;
 use core::num::{NonZeroU64, NonZeroUsize};
 
-use crate::concurrent::embed;
 use crate::Callback;
+use crate::concurrent::embed;
 use crate::data::semaphore::Semaphore;
 use crate::erased::ErasedFn;
 use crate::fiber::{CompleteK, RawFiberRef};
@@ -239,13 +239,14 @@ fn race_all<A: Send + 'static, E: Send + 'static>(mut programs: Vec<IO<A, E>>) -
                 .into_iter()
                 .map(|program| {
                     let table = spawning.clone();
-                    let on_complete = move |outcome: Outcome<A, E>,
-                                            _: Vec<E>,
-                                            trace: crate::tracing::Trace,
-                                            children: ChildTraces| {
-                        let traces = ChildTraces::of_failure(&outcome, trace, children);
-                        table.record(outcome, traces)
-                    };
+                    let on_complete =
+                        move |outcome: Outcome<A, E>,
+                              _: Vec<E>,
+                              trace: crate::tracing::Trace,
+                              children: ChildTraces| {
+                            let traces = ChildTraces::of_failure(&outcome, trace, children);
+                            table.record(outcome, traces)
+                        };
                     let on_complete = ErasedFn::new::<CompleteK<A, E>, _>(on_complete);
                     spawner.spawn(program.into_node(), Some(on_complete))
                 })

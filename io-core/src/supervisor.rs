@@ -71,7 +71,15 @@ use crate::fiber::{CompleteK, FiberId, RawFiberRef};
 use crate::io::IO;
 use crate::outcome::Outcome;
 use crate::sync::{Arc, Mutex};
-use crate::tracing::{ChildTraces, Internal, NO_SITE};
+use crate::tracing::{ChildTraces, Internal, NO_SITE, Op};
+
+// The operations as traces name them.
+static SUPERVISE: Op = Op::new("Supervisor::supervise");
+static TRY_SUPERVISE: Op = Op::new("Supervisor::try_supervise");
+static SPAWN: Op = Op::new("JoinSet::spawn");
+static TRY_SPAWN: Op = Op::new("JoinSet::try_spawn");
+static JOIN_NEXT: Op = Op::new("JoinSet::join_next");
+static JOIN_NEXT_WITH_ID: Op = Op::new("JoinSet::join_next_with_id");
 
 /// A child was started in a scope that has closed ([`Supervisor`],
 /// [`JoinSet`]): the child was not started (its program was dropped).
@@ -224,19 +232,34 @@ impl Supervisor {
     /// with `E::from(SupervisorClosed)` if the scope has closed; see
     /// [`try_supervise`](Supervisor::try_supervise) for the error as a
     /// value of its own.
+    #[track_caller]
     pub fn supervise<A, E>(&self, io: IO<A, E>) -> IO<FiberHandle<A, E>, E>
     where
         A: Send + 'static,
         E: From<SupervisorClosed> + Send + 'static,
     {
-        self.try_supervise(io)
+        self.try_supervise_untraced(io)
             .flat_map_untraced(|started| IO::from_result(started.map_err(E::from)))
+            .traced_as(&SUPERVISE)
     }
 
     /// Starts `io` as a child of this scope: its handle, or
     /// `Err(SupervisorClosed)` (and `io` is dropped, not run) if the scope
     /// has closed.
+    #[track_caller]
     pub fn try_supervise<A, E, E2>(
+        &self,
+        io: IO<A, E>,
+    ) -> IO<Result<FiberHandle<A, E>, SupervisorClosed>, E2>
+    where
+        A: Send + 'static,
+        E: Send + 'static,
+        E2: Send + 'static,
+    {
+        self.try_supervise_untraced(io).traced_as(&TRY_SUPERVISE)
+    }
+
+    fn try_supervise_untraced<A, E, E2>(
         &self,
         io: IO<A, E>,
     ) -> IO<Result<FiberHandle<A, E>, SupervisorClosed>, E2>
@@ -285,11 +308,9 @@ impl Supervisor {
                         child.request_cancel();
                     }
                 }
-                children
-                    .into_iter()
-                    .fold(IO::unit(), |waited, child| {
-                        waited.product_r_untraced(completion(child))
-                    })
+                children.into_iter().fold(IO::unit(), |waited, child| {
+                    waited.product_r_untraced(completion(child))
+                })
             })
         })
     }
@@ -404,18 +425,28 @@ impl<A: Send + 'static, E: Send + 'static> JoinSet<A, E> {
     /// [`join_next_with_id`](JoinSet::join_next_with_id) gives with its
     /// outcome). Fails with `E2::from(SupervisorClosed)` if the scope has
     /// closed.
+    #[track_caller]
     pub fn spawn<E2>(&self, io: IO<A, E>) -> IO<FiberId, E2>
     where
         E2: From<SupervisorClosed> + Send + 'static,
     {
-        self.try_spawn(io)
+        self.try_spawn_untraced(io)
             .flat_map_untraced(|started| IO::from_result(started.map_err(E2::from)))
+            .traced_as(&SPAWN)
     }
 
     /// Starts `io` as a child of the set: its fiber's number, or
     /// `Err(SupervisorClosed)` (and `io` is dropped, not run) if the scope
     /// has closed.
+    #[track_caller]
     pub fn try_spawn<E2: Send + 'static>(
+        &self,
+        io: IO<A, E>,
+    ) -> IO<Result<FiberId, SupervisorClosed>, E2> {
+        self.try_spawn_untraced(io).traced_as(&TRY_SPAWN)
+    }
+
+    fn try_spawn_untraced<E2: Send + 'static>(
         &self,
         io: IO<A, E>,
     ) -> IO<Result<FiberId, SupervisorClosed>, E2> {
@@ -467,7 +498,7 @@ impl<A: Send + 'static, E: Send + 'static> JoinSet<A, E> {
                 _ => Some(outcome),
             };
             let signal = if core::mem::take(&mut joining.wanted) {
-                Some(core::mem::replace(&mut joining.signal, Deferred::new()))
+                Some(core::mem::take(&mut joining.signal))
             } else {
                 None
             };
@@ -483,16 +514,26 @@ impl<A: Send + 'static, E: Send + 'static> JoinSet<A, E> {
     /// of completion; an outcome that was already there first), or `None`
     /// when the set has no child left (none running, none unjoined).
     /// Cancelable while it waits; a canceled `join_next` takes nothing.
+    #[track_caller]
     pub fn join_next<E2: Send + 'static>(&self) -> IO<Option<Outcome<A, E>>, E2> {
-        self.join_next_with_id()
+        self.join_next_untraced()
             .map_untraced(|next| next.map(|(_, outcome)| outcome))
+            .traced_as(&JOIN_NEXT)
     }
 
     /// Like [`join_next`](JoinSet::join_next), with the child's fiber
     /// number (as [`spawn`](JoinSet::spawn) gave it).
+    // The pair reads better spelled out than behind an alias.
+    #[allow(clippy::type_complexity)]
+    #[track_caller]
     pub fn join_next_with_id<E2: Send + 'static>(
         &self,
     ) -> IO<Option<(FiberId, Outcome<A, E>)>, E2> {
+        self.join_next_untraced().traced_as(&JOIN_NEXT_WITH_ID)
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn join_next_untraced<E2: Send + 'static>(&self) -> IO<Option<(FiberId, Outcome<A, E>)>, E2> {
         let set = self.clone();
         IO::defer_untraced(move || {
             let signal = {
@@ -507,7 +548,7 @@ impl<A: Send + 'static, E: Send + 'static> JoinSet<A, E> {
             };
             signal
                 .get_untraced()
-                .flat_map_untraced(move |()| set.join_next_with_id())
+                .flat_map_untraced(move |()| set.join_next_untraced())
         })
     }
 

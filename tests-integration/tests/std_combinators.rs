@@ -84,7 +84,6 @@ fn counted(acquire: IO<u32, E>, released: &Counter, exits: &Log<ExitCase>) -> Re
     })
 }
 
-
 rt_test! {
     // ----- race_all ------------------------------------------------------------
 

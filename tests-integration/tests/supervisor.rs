@@ -295,6 +295,32 @@ rt_test! {
         assert_eq!(canceled.get(), 2);
     }
 
+    fn concurrent_join_next_calls_each_take_a_different_outcome() {
+        let gate = Deferred::<()>::new();
+        let io: IO<Vec<u32>, E> = JoinSet::<u32, E>::scoped().use_with(move |set| {
+            let (spawner, a, b) = (set.clone(), set.clone(), set.clone());
+            let g = gate.clone();
+            IO::traverse(vec![1u32, 2], move |i| spawner.spawn::<E>(g.get().map_to(i)))
+                // Both joiners wait before either child completes.
+                .product_r(a.join_next().start())
+                .flat_map(move |first| {
+                    b.join_next().start().flat_map(move |second| {
+                        IO::sleep(ms(2))
+                            .product_r(gate.complete(()))
+                            .product_r(first.join_with_never())
+                            .flat_map(move |x| second.join_with_never().map(move |y| (x, y)))
+                    })
+                })
+                .map(|(x, y)| {
+                    let mut got: Vec<u32> =
+                        [x, y].into_iter().flatten().filter_map(Outcome::succeeded).collect();
+                    got.sort_unstable();
+                    got
+                })
+        });
+        assert_eq!(run(io), Outcome::Succeeded(vec![1, 2]));
+    }
+
     fn join_set_spawn_after_its_scope_has_closed_is_an_error_value_and_runs_nothing() {
         let ran = Counter::new();
         let (r1, r2) = (ran.clone(), ran.clone());
@@ -312,4 +338,3 @@ rt_test! {
         assert_eq!(ran.get(), 0);
     }
 }
-

@@ -143,10 +143,7 @@ where
                     Allocated {
                         value: (a, b),
                         release: Box::new(move |(a, b), exit| {
-                            release_both(
-                                move || release_a(a, exit),
-                                move || release_b(b, exit),
-                            )
+                            release_both(move || release_a(a, exit), move || release_b(b, exit))
                         }),
                     }
                 }
@@ -188,11 +185,12 @@ where
 {
     let left = IO::uncancelable_untraced(move |_| left());
     let right = IO::uncancelable_untraced(move |_| right());
-    left.both_outcome_untraced(right)
-        .flat_map_untraced(|(left, right): (Outcome<(), E>, Outcome<(), E>)| {
+    left.both_outcome_untraced(right).flat_map_untraced(
+        |(left, right): (Outcome<(), E>, Outcome<(), E>)| {
             // A masked release cannot be canceled from outside; one that
             // canceled itself has nothing to report.
             left.embed_untraced(IO::unit())
                 .guarantee_untraced(right.embed_untraced(IO::unit()))
-        })
+        },
+    )
 }
