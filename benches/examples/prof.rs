@@ -153,6 +153,28 @@ fn race() -> P {
     go(0)
 }
 
+/// `race_all` of `width` programs: one that wins at once, the others
+/// `never` (canceled), `N / 10` times (compare with `race`, width 2).
+fn race_all(width: usize) -> P {
+    fn go(i: i32, width: usize) -> P {
+        if i < N / 10 {
+            let mut programs = vec![P::pure(i + 1)];
+            programs.extend((1..width).map(|_| P::never()));
+            IO::race_all(programs).flat_map(move |v| go(v, width))
+        } else {
+            IO::pure(i)
+        }
+    }
+    go(0, width)
+}
+
+/// `N` reads of a memoized value (evaluated by the first read).
+fn memoize_get() -> P {
+    P::delay(|| 1)
+        .memoize()
+        .flat_map(|memo| steps(move |i| memo.get().map(move |one| i + one - 1)))
+}
+
 fn both() -> P {
     fn go(i: i32) -> P {
         if i < N / 10 {
@@ -398,6 +420,9 @@ fn run_workload(name: &str) -> i32 {
         "spawn" => spawn,
         "race" => race,
         "both" => both,
+        "race_all2" => || race_all(2),
+        "race_all3" => || race_all(3),
+        "memoize_get" => memoize_get,
         "timeout" => timeout,
         "queue_ping_pong" => queue_ping_pong,
         "deferred_ping_pong" => deferred_ping_pong,

@@ -177,7 +177,7 @@ impl<A: Send + 'static, E: Send + 'static> Outcome<A, E> {
 /// the uncancelable region that `poll` belongs to; an error is raised with
 /// `traces`, the child's failure traces (so that the parent's failure shows
 /// where the child failed).
-fn embed<A: Send + 'static, E: Send + 'static>(
+pub(crate) fn embed<A: Send + 'static, E: Send + 'static>(
     poll: Poll,
     outcome: Outcome<A, E>,
     traces: ChildTraces,
@@ -283,6 +283,14 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     #[track_caller]
     pub fn both_outcome<B: Send + 'static>(self, other: IO<B, E>) -> IO<BothOutcome<A, B, E>, E> {
         pair::both_outcome(self, other).traced_as(&BOTH_OUTCOME)
+    }
+
+    /// [`IO::both_outcome`] for io-core's own nodes (no trace event).
+    pub(crate) fn both_outcome_untraced<B: Send + 'static>(
+        self,
+        other: IO<B, E>,
+    ) -> IO<BothOutcome<A, B, E>, E> {
+        pair::both_outcome(self, other)
     }
 
     /// Runs both concurrently and produces both values. If one fails (or is

@@ -28,8 +28,13 @@
 //! * **Fibers and cancellation**: [`IO::start`] gives a [`FiberHandle`]
 //!   (join it, cancel it); [`IO::uncancelable`], [`IO::on_cancel`],
 //!   [`IO::guarantee`], [`IO::bracket`], [`Resource`].
-//! * **Concurrency and time**: [`IO::race`], [`IO::both`],
-//!   [`IO::par_traverse`], [`IO::timeout`], [`IO::sleep`], [`IO::cede`].
+//! * **Concurrency and time**: [`IO::race`], [`IO::race_all`], [`IO::both`],
+//!   [`IO::par_traverse`], [`IO::par_sequence_n`], [`IO::timeout`],
+//!   [`IO::sleep`], [`IO::cede`]; [`IO::cancelable`] (cancel a program
+//!   that ignores cancellation by telling it to stop); [`IO::memoize`].
+//! * **Scopes for fibers**: [`Supervisor`] (children canceled, or awaited,
+//!   when the scope ends) and [`JoinSet`] (children's outcomes in order of
+//!   completion), both [`Resource`]s; [`Resource::par_zip`].
 //! * **Shared state**: [`Ref`], [`Deferred`], [`Semaphore`], [`Queue`],
 //!   [`Mutex`], [`CountDownLatch`], [`CyclicBarrier`], [`AtomicCell`]
 //!   (updates that run effects), [`MapRef`] (a cell per key).
@@ -70,6 +75,8 @@
 //!   [`IO::guarantee_case`], the bracket family.
 //! * Concurrency and time (`concurrent.rs`): races, `both`, parallel
 //!   traversals, timeouts.
+//! * More combinators: `many.rs` (`race_all`, `par_sequence_n`),
+//!   `cancelable.rs`, `memoize.rs`; fiber scopes (`supervisor.rs`).
 //! * [`future`]: futures as steps of an `IO` (the waker and its wake
 //!   cell), and fibers as futures ([`JoinFuture`]).
 //! * Data types (`data/`): [`Ref`], [`Deferred`], [`Semaphore`], [`Queue`], [`Mutex`],
@@ -92,6 +99,7 @@ extern crate std;
 
 mod cancel;
 mod clock;
+mod cancelable;
 mod concurrent;
 mod config;
 #[cfg(feature = "std")]
@@ -102,12 +110,15 @@ pub mod executor;
 mod fiber;
 pub mod future;
 mod io;
+mod many;
+mod memoize;
 mod node;
 mod outcome;
 mod pool;
 mod random;
 pub mod raw;
 mod retry;
+mod supervisor;
 mod sync;
 /// The timer heap, under its old crate path (crate-visible only; executors
 /// reach it through [`executor::support`]).
@@ -140,8 +151,10 @@ pub use fiber::{FiberDump, FiberInfo, FiberStatus};
 pub use fiber::{FiberId, FiberState};
 pub use future::JoinFuture;
 pub use io::{IO, UIO};
+pub use memoize::Memoized;
 pub use outcome::{Outcome, PanicMessage};
 pub use random::{EmptyRange, Random};
 pub use retry::{Delays, FixedRate, InvalidSchedule, Jitter, Schedule, Tick};
 pub use spindle_trace::Event as TraceEvent;
+pub use supervisor::{JoinSet, Supervisor, SupervisorClosed};
 pub use tracing::{Trace, Traced, TracingMode};

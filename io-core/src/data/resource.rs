@@ -16,8 +16,12 @@
 //! * `both` acquires left then right (not concurrently): acquisition runs
 //!   masked, so concurrency would only help acquisitions that wait, and it
 //!   keeps the release order obvious (right, then left).
+//!   [`Resource::par_zip`] acquires concurrently, for acquisitions that
+//!   wait (module `par`).
 
 use alloc::boxed::Box;
+
+mod par;
 
 use crate::cancel::Poll;
 use crate::data::mutex::Lock;
@@ -146,6 +150,8 @@ impl<A: Send + 'static, E: Send + 'static> Allocated<A, E> {
 /// * `both` acquires left then right (not concurrently): acquisition runs
 ///   masked, so concurrency would only help acquisitions that wait, and it
 ///   keeps the release order obvious (right, then left).
+///   [`par_zip`](Resource::par_zip) acquires concurrently, for acquisitions
+///   that wait.
 pub struct Resource<A, E> {
     repr: Repr<A, E>,
 }
