@@ -40,10 +40,11 @@ use std::fmt;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub struct Metrics {
-    /// Turns the loop has started (each: timers, I/O, macrotasks, one
-    /// microtask batch).
+    /// Turns the loop has started (each: timers, I/O, macrotasks, with
+    /// microtask checkpoints after each).
     pub turns: u64,
-    /// Microtask batches that ran at least one fiber.
+    /// Turns whose microtask batch ran at least one fiber (at any of the
+    /// turn's checkpoints).
     pub batches: u64,
     /// Fiber runs from the microtask batch (fibers started or resumed).
     pub microtasks_run: u64,
