@@ -299,6 +299,7 @@ impl Shared {
             (micro, macro_)
         });
         let remote = self.remote.len();
+        let blocking = self.blocking.counts();
         FiberDump {
             fibers,
             executor: vec![
@@ -307,6 +308,8 @@ impl Shared {
                 ("remote queue", remote as u64),
                 ("timers", lock(&self.timers).len() as u64),
                 ("io waiters", self.reactor.waiters() as u64),
+                ("blocking threads", blocking.threads as u64),
+                ("queued blocking calls", blocking.queued as u64),
             ],
         }
     }
@@ -314,6 +317,7 @@ impl Shared {
     pub(crate) fn metrics(&self) -> Metrics {
         let created = self.created.load(Ordering::Relaxed);
         let ended = self.ended.load(Ordering::Relaxed);
+        let blocking = self.blocking.counts();
         Metrics {
             turns: self.turns.load(Ordering::Relaxed),
             batches: self.batches.load(Ordering::Relaxed),
@@ -323,6 +327,9 @@ impl Shared {
             timers: lock(&self.timers).len(),
             io_sources: self.reactor.sources(),
             io_waiters: self.reactor.waiters(),
+            blocking_threads: blocking.threads,
+            idle_blocking_threads: blocking.idle,
+            blocking_queue_len: blocking.queued,
         }
     }
 }
@@ -351,7 +358,10 @@ pub(crate) struct Scratch {
 /// the [crate documentation](crate).
 ///
 /// Dropping it drops every fiber still queued, sleeping or waiting for I/O
-/// (their finalizers do not run: cancel fibers first for that).
+/// (their finalizers do not run: cancel fibers first for that), and stops
+/// its blocking pool: idle threads exit at once, busy ones after their
+/// current call (the drop does not wait for them), queued blocking calls
+/// are dropped with their fibers.
 ///
 /// `Send` but not `Sync` (its queues are `RefCell`s between runs): one
 /// thread at a time runs the loop, and fibers hold [`Handle`]s, never the
@@ -544,6 +554,11 @@ impl Drop for EventLoop {
         let remote = shared.remote.close();
         let timers = lock(&shared.timers).drain();
         let waiters = shared.reactor.close();
+        // Idle blocking threads exit now, busy ones after their current
+        // call (not waited for: a call may block for as long as it likes);
+        // queued calls are dropped here, with their fibers.
+        let blocking_threads = shared.blocking.shutdown();
+        drop(blocking_threads);
         let local = std::mem::take(self.local.get_mut());
         drop(remote);
         drop(timers);

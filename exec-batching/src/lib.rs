@@ -28,7 +28,7 @@
 //!
 //! | item | here |
 //! |---|---|
-//! | [`Builder`] | `EventLoop::builder()`; setters `fiber_config`, `track_fibers`, and this executor's own `batch_size`, `mode`; `build() -> Result<EventLoop, BuildError>` |
+//! | [`Builder`] | `EventLoop::builder()`; setters `fiber_config`, `track_fibers`, `max_blocking_threads`, `blocking_keep_alive` (as exec-wstp's), and this executor's own `batch_size`, `mode`; `build() -> Result<EventLoop, BuildError>` |
 //! | constructors | [`EventLoop::new`] (defaults, reads no environment) and [`EventLoop::from_env`] (the fiber configuration from `SPINDLE_TRACING`; empty means unset), both `Result<_, BuildError>` |
 //! | running | [`block_on`](EventLoop::block_on) and [`try_block_on`](EventLoop::try_block_on) take `&self` and return `Result<Outcome<A, E>, RunError>`: `block_on` keeps waiting on a main fiber that can never finish, `try_block_on` returns [`RunError::Deadlock`]; both return [`RunError::Nested`] when called from one of this loop's fibers |
 //! | spawning | [`spawn`](EventLoop::spawn) (and [`Handle::spawn`]) `-> Result<FiberHandle<A, E>, RunError>`, [`RunError::ShutDown`] once the loop was dropped |
@@ -124,8 +124,29 @@
 //! `Send + Sync`: a callback completed on another thread (a blocking call,
 //! a test thread) schedules its fiber into a locked *remote* queue and
 //! wakes the loop through its reactor (`Reactor::notify`: a system call
-//! only when the loop sleeps in its poller). `IO::blocking` runs its work on a
-//! thread of its own so that the loop keeps serving timers and I/O.
+//! only when the loop sleeps in its poller).
+//!
+//! # Blocking work
+//!
+//! `IO::blocking` never runs on the loop thread: the loop hands it to a
+//! bounded pool of blocking threads (io-core's
+//! `executor::support::BlockingPool`, the same pool as exec-wstp's), so
+//! that it keeps serving timers, I/O and other fibers; the thunk's value
+//! or error resumes the fiber on the loop through the remote queue.
+//!
+//! * At most [`Builder::max_blocking_threads`] thunks run at once (default
+//!   [`DEFAULT_MAX_BLOCKING_THREADS`]); further calls wait in a FIFO queue.
+//!   Threads start on demand and exit after [`Builder::blocking_keep_alive`]
+//!   idle (default [`DEFAULT_BLOCKING_KEEP_ALIVE`]).
+//! * `max_blocking_threads(0)` is refused by `build` with
+//!   [`BuildError::ZeroBlockingThreads`].
+//! * If the operating system refuses to start a thread, the call is not
+//!   run on the loop thread and not lost: it waits in the queue for a
+//!   running blocking thread, or, if none runs, for the next call that
+//!   manages to start one (as on exec-wstp; [`Metrics::blocking_queue_len`]
+//!   shows it waiting).
+//! * Dropping the loop stops the pool: idle threads exit, busy ones after
+//!   their current call, queued calls are dropped with their fibers.
 //!
 //! # I/O
 //!
@@ -176,8 +197,8 @@
 //! `Executor` implementation), `event_loop.rs` ([`EventLoop`] and its turn),
 //! `metrics.rs` ([`Metrics`]), `sync.rs`
 //! (the sync shim). What every executor shares (the main-fiber slot, the
-//! remote queue, the fiber registry, the timer heap) is io-core's
-//! `executor::support`.
+//! remote queue, the fiber registry, the timer heap, the blocking pool) is
+//! io-core's `executor::support`.
 //!
 //! # Loom builds
 //!
@@ -208,7 +229,9 @@ mod sync;
 pub use spindle_net as net;
 
 #[cfg(not(loom))]
-pub use crate::builder::{Builder, DEFAULT_BATCH_SIZE, Mode};
+pub use crate::builder::{
+    Builder, DEFAULT_BATCH_SIZE, DEFAULT_BLOCKING_KEEP_ALIVE, DEFAULT_MAX_BLOCKING_THREADS, Mode,
+};
 #[cfg(not(loom))]
 pub use crate::error::{BuildError, RunError};
 #[cfg(not(loom))]

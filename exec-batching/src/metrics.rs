@@ -60,6 +60,12 @@ pub struct Metrics {
     pub io_sources: usize,
     /// Fibers suspended until a socket is ready.
     pub io_waiters: usize,
+    /// Threads of the blocking pool (busy or idle).
+    pub blocking_threads: usize,
+    /// Blocking threads waiting for work.
+    pub idle_blocking_threads: usize,
+    /// `IO::blocking` calls waiting for a thread.
+    pub blocking_queue_len: usize,
 }
 
 impl Metrics {
@@ -74,7 +80,8 @@ impl fmt::Display for Metrics {
         write!(
             f,
             "turns: {}; batches: {}; runs: {} microtask, {} macrotask; live fibers: {}; \
-             timers: {}; sockets: {} ({} waiters)",
+             timers: {}; sockets: {} ({} waiters); blocking threads: {} ({} idle), \
+             queued blocking calls: {}",
             self.turns,
             self.batches,
             self.microtasks_run,
@@ -82,7 +89,10 @@ impl fmt::Display for Metrics {
             self.live_fibers,
             self.timers,
             self.io_sources,
-            self.io_waiters
+            self.io_waiters,
+            self.blocking_threads,
+            self.idle_blocking_threads,
+            self.blocking_queue_len
         )
     }
 }
