@@ -1,52 +1,8 @@
 //! [`BlockingPool`]: the bounded pool of threads behind `IO::blocking`,
 //! shared by the std executors that hand blocking work off their own
-//! threads (exec-wstp, exec-batching).
-//!
-//! # Why a separate pool
-//!
-//! A fiber that calls `IO::blocking` suspends; the executor hands the
-//! [`BlockingTask`] to this pool ([`Executor::spawn_blocking`]); a pool
-//! thread runs the thunk and resumes the fiber through the executor's
-//! `schedule_fiber`, so the fiber goes back to the executor's own threads.
-//! The executor's threads (a work-stealing pool's workers, an event loop's
-//! one thread) never run blocking work and never block on it. Cats Effect
-//! instead hands a compute worker's role to a new thread when a fiber
-//! blocks; in Rust a worker's state (its deque handle, timer shard, place
-//! in the parking protocol, or an event loop's queues) is tied to its
-//! thread, so moving it mid-run would put a hand-off on the scheduling
-//! path. A separate pool (tokio's `spawn_blocking` design, written anew
-//! here) leaves those threads untouched, for one hand-off per blocking call
-//! in each direction.
-//!
-//! # Threads
-//!
-//! * Threads start on demand, up to `max_threads` alive at once; calls
-//!   beyond that wait in a FIFO queue. So at most `max_threads` thunks run
-//!   at any moment, however many fibers call `IO::blocking`.
-//! * An idle thread exits after `keep_alive` without work.
-//! * A call is handed to an idle thread if one waits (one wake-up per
-//!   call: `notified` counts wake-ups sent and not yet taken, so two calls
-//!   never count on the same idle thread); otherwise a new thread starts if
-//!   the bound allows; otherwise the call waits for a busy thread to finish.
-//!
-//! # When the operating system refuses a thread
-//!
-//! The call is not lost and never runs on the caller's thread: it stays
-//! queued, and a running pool thread takes it when it finishes its current
-//! call. If no pool thread is running, it waits for the next call that
-//! manages to start one (every call tries again while the pool is below its
-//! bound). `IO::blocking` has no error of its own to report (its error
-//! type is the caller's), so the refusal is not an error value: the fiber
-//! waits, and [`BlockingCounts::queued`] shows the call waiting.
-//!
-//! # Shutdown
-//!
-//! [`BlockingPool::shutdown`]: idle threads exit at once, busy ones after
-//! their current call; queued calls are dropped (their fibers can then
-//! never resume and are freed), and later calls are dropped at once. The
-//! queued tasks hold fibers, which hold executor handles, which hold the
-//! pool: shutting down breaks that cycle (see the
-//! [support module](super#breaking-the-executorfiber-cycle)).
+//! threads (exec-wstp, exec-batching). The protocol is documented on
+//! [`BlockingPool`] (this module is private; the type is re-exported by
+//! the support module).
 //!
 //! # Locks
 //!
@@ -56,6 +12,11 @@
 //! scheduling protocols). Poisoning is ignored: no user code runs under the
 //! lock (thunks run after it is released), so the state is always
 //! consistent.
+//!
+//! Design credit: tokio's `spawn_blocking` pool (threads on demand up to a
+//! cap, an idle keep-alive, a queue beyond the cap); this is Spindle's own
+//! code, moved here from exec-wstp so that exec-batching uses the same
+//! pool.
 
 use std::collections::VecDeque;
 use std::num::NonZeroUsize;
@@ -104,8 +65,56 @@ struct State<T> {
     refuse_threads: bool,
 }
 
-/// A bounded pool of threads for blocking work. See the
-/// [module documentation](self) for the protocol.
+/// A bounded pool of threads for blocking work (the executors' pools run
+/// [`BlockingTask`]s).
+///
+/// # Why a separate pool
+///
+/// A fiber that calls `IO::blocking` suspends; the executor hands the
+/// [`BlockingTask`] to this pool
+/// ([`Executor::spawn_blocking`](crate::Executor::spawn_blocking)); a pool
+/// thread runs the thunk and resumes the fiber through the executor's
+/// `schedule_fiber`, so the fiber goes back to the executor's own threads.
+/// The executor's threads (a work-stealing pool's workers, an event loop's
+/// one thread) never run blocking work and never block on it. Cats Effect
+/// instead hands a compute worker's role to a new thread when a fiber
+/// blocks; in Rust a worker's state (its deque handle, timer shard, place
+/// in the parking protocol, or an event loop's queues) is tied to its
+/// thread, so moving it mid-run would put a hand-off on the scheduling
+/// path. A separate pool (tokio's `spawn_blocking` design, written anew
+/// here) leaves those threads untouched, for one hand-off per blocking call
+/// in each direction.
+///
+/// # Threads
+///
+/// * Threads start on demand, up to `max_threads` alive at once; calls
+///   beyond that wait in a FIFO queue. So at most `max_threads` thunks run
+///   at any moment, however many fibers call `IO::blocking`.
+/// * An idle thread exits after `keep_alive` without work.
+/// * A call is handed to an idle thread if one waits (one wake-up per
+///   call: `notified` counts wake-ups sent and not yet taken, so two calls
+///   never count on the same idle thread); otherwise a new thread starts if
+///   the bound allows; otherwise the call waits for a busy thread to finish.
+///
+/// # When the operating system refuses a thread
+///
+/// The call is not lost and never runs on the caller's thread: it stays
+/// queued, and a running pool thread takes it when it finishes its current
+/// call. If no pool thread is running, it waits for the next call that
+/// manages to start one (every call tries again while the pool is below its
+/// bound). `IO::blocking` has no error of its own to report (its error
+/// type is the caller's), so the refusal is not an error value: the fiber
+/// waits, and [`BlockingCounts::queued`] shows the call waiting.
+///
+/// # Shutdown
+///
+/// [`BlockingPool::shutdown`]: idle threads exit at once, busy ones after
+/// their current call; queued calls are dropped (their fibers can then
+/// never resume and are freed), and later calls are dropped at once. The
+/// queued tasks hold fibers, which hold executor handles, which hold the
+/// pool: shutting down breaks that cycle (see the
+/// [support module](crate::executor::support#breaking-the-executorfiber-cycle)).
+///
 pub struct BlockingPool<T: BlockingWork = BlockingTask> {
     state: Mutex<State<T>>,
     condvar: Condvar,
