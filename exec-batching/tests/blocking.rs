@@ -39,7 +39,14 @@ fn many_concurrent_blocking_calls_never_run_more_thunks_at_once_than_the_bound()
             IO::<usize, ()>::blocking(move || {
                 let now = running.fetch_add(1, Ordering::SeqCst) + 1;
                 most.fetch_max(now, Ordering::SeqCst);
-                std::thread::sleep(Duration::from_millis(10));
+                // Stay until the bound was reached once (or 10 s passed),
+                // so that the pool is full at least once whatever the
+                // machine's load; then a little longer.
+                let deadline = Instant::now() + Duration::from_secs(10);
+                while most.load(Ordering::SeqCst) < BOUND && Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                std::thread::sleep(Duration::from_millis(1));
                 running.fetch_sub(1, Ordering::SeqCst);
                 i
             })
@@ -48,7 +55,7 @@ fn many_concurrent_blocking_calls_never_run_more_thunks_at_once_than_the_bound()
     let outcome = rt.block_on(IO::par_sequence(calls)).expect("block_on");
     // Every call completed with its own value, in order.
     assert_eq!(outcome, Outcome::Succeeded((0..CALLS).collect::<Vec<_>>()));
-    // The bound held, and was reached (24 calls of 10 ms, started at once).
+    // The bound held, and was reached.
     assert_eq!(most.load(Ordering::SeqCst), BOUND);
     let metrics = rt.metrics();
     assert!(metrics.blocking_threads <= BOUND, "{metrics}");
@@ -140,34 +147,43 @@ fn blocking_calls_complete_with_their_values_errors_and_panics() {
 #[test]
 fn a_blocking_call_beyond_the_bound_waits_in_the_queue_while_the_loop_goes_on() {
     let rt = with_blocking_threads(1);
+    let (started, has_started) = mpsc::channel::<()>();
     let (release, released) = mpsc::channel::<()>();
     let first: IO<&'static str, ()> = IO::blocking(move || {
+        started.send(()).unwrap_or(());
         released.recv().unwrap_or(());
         "first"
     });
     let second: IO<&'static str, ()> = IO::blocking(|| "second");
     let queue_len =
         || IO::delay(|| Handle::current().map_or(usize::MAX, |h| h.metrics().blocking_queue_len));
+    // (Blocks the loop thread until the first call runs on the pool's one
+    // thread: a test's shortcut, not something a program should do.)
+    let first_runs = IO::delay(move || has_started.recv_timeout(Duration::from_secs(10)).is_ok());
+    // The cede lets the first fiber (a microtask) run and hand its call to
+    // the pool.
     let program = first.start().flat_map(move |first| {
-        // Let the first call take the one thread.
-        IO::sleep(Duration::from_millis(5))
-            .product_r(second.start())
-            .flat_map(move |second| {
-                // The loop still runs fibers and timers: the second call waits.
+        IO::cede().product_r(first_runs).flat_map(move |first_ran| {
+            second.start().flat_map(move |second| {
+                // The loop still runs fibers and timers while the second
+                // call waits in the queue.
                 IO::sleep(Duration::from_millis(5))
                     .product_r(queue_len())
                     .flat_map(move |waiting| {
                         IO::delay(move || release.send(()).unwrap_or(()))
                             .product_r(first.join_with_never())
                             .flat_map(move |a| {
-                                second.join_with_never().map(move |b| (waiting, a, b))
+                                second
+                                    .join_with_never()
+                                    .map(move |b| (first_ran, waiting, a, b))
                             })
                     })
             })
+        })
     });
     assert_eq!(
         rt.block_on(program).expect("block_on"),
-        Outcome::Succeeded((1, "first", "second"))
+        Outcome::Succeeded((true, 1, "first", "second"))
     );
 }
 
