@@ -1,10 +1,15 @@
 //! [`Builder`]: configures and builds an [`EventLoop`], with the setter
 //! names every Spindle executor's builder has (`fiber_config`,
-//! `track_fibers`, `build`) and exec-batching's own (`batch_size`, `mode`).
+//! `track_fibers`, `build`), those it shares with exec-wstp for the
+//! blocking pool (`max_blocking_threads`, `blocking_keep_alive`) and
+//! exec-batching's own (`batch_size`, `mode`).
+
+use std::num::NonZeroUsize;
+use std::time::Duration;
 
 use spindle_core::FiberConfig;
 use spindle_core::executor::support::{
-    ConfigSource, FiberRegistry, Origin, Published, RemoteQueue, TimerHeap,
+    self, BlockingPool, ConfigSource, FiberRegistry, Origin, Published, RemoteQueue, TimerHeap,
 };
 
 use crate::error::BuildError;
@@ -16,6 +21,17 @@ use spindle_net::driver::Reactor;
 /// The default bound of a microtask batch: 64 fibers (Cats Effect's
 /// `BatchingMacrotaskExecutor` default).
 pub const DEFAULT_BATCH_SIZE: usize = 64;
+
+/// The default cap on the threads running `IO::blocking` work: 512 (as
+/// exec-wstp's; tokio's default).
+pub const DEFAULT_MAX_BLOCKING_THREADS: usize = support::DEFAULT_MAX_BLOCKING_THREADS;
+
+/// How long an idle blocking thread waits for work before it exits, by
+/// default: 10 seconds (as exec-wstp's).
+pub const DEFAULT_BLOCKING_KEEP_ALIVE: Duration = support::DEFAULT_BLOCKING_KEEP_ALIVE;
+
+/// The name of the blocking pool's threads.
+const BLOCKING_THREAD_NAME: &str = "exec-batching-blocking";
 
 /// How fibers made ready are queued. See the [crate documentation](crate).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -38,6 +54,8 @@ pub struct Builder {
     mode: Mode,
     pub(crate) fiber_config: ConfigSource,
     track_fibers: bool,
+    max_blocking_threads: usize,
+    blocking_keep_alive: Duration,
 }
 
 impl Default for Builder {
@@ -50,13 +68,16 @@ impl Builder {
     /// The defaults: batches of [`DEFAULT_BATCH_SIZE`] fibers,
     /// [`Mode::Batching`], io-core's default fiber configuration (the
     /// environment is not read: see [`EventLoop::from_env`]), fibers listed
-    /// for dumps while they trace.
+    /// for dumps while they trace, up to [`DEFAULT_MAX_BLOCKING_THREADS`]
+    /// blocking threads kept [`DEFAULT_BLOCKING_KEEP_ALIVE`] when idle.
     pub fn new() -> Builder {
         Builder {
             batch_size: DEFAULT_BATCH_SIZE,
             mode: Mode::Batching,
             fiber_config: ConfigSource::Default,
             track_fibers: false,
+            max_blocking_threads: DEFAULT_MAX_BLOCKING_THREADS,
+            blocking_keep_alive: DEFAULT_BLOCKING_KEEP_ALIVE,
         }
     }
 
@@ -92,11 +113,29 @@ impl Builder {
         self
     }
 
-    /// Checks the configuration and makes the loop (and its poller).
+    /// The cap on threads running `IO::blocking` work at once (at least
+    /// 1): further calls wait for one of them. Blocking work never runs on
+    /// the loop thread. See the [crate documentation](crate#blocking-work).
+    pub fn max_blocking_threads(mut self, n: usize) -> Builder {
+        self.max_blocking_threads = n;
+        self
+    }
+
+    /// How long an idle blocking thread waits for work before it exits.
+    pub fn blocking_keep_alive(mut self, keep_alive: Duration) -> Builder {
+        self.blocking_keep_alive = keep_alive;
+        self
+    }
+
+    /// Checks the configuration and makes the loop (and its poller; the
+    /// blocking pool starts its threads on demand).
     pub fn build(self) -> Result<EventLoop, BuildError> {
         if self.batch_size == 0 {
             return Err(BuildError::ZeroBatchSize);
         }
+        let Some(max_blocking_threads) = NonZeroUsize::new(self.max_blocking_threads) else {
+            return Err(BuildError::ZeroBlockingThreads);
+        };
         let config = self.fiber_config.resolve().map_err(BuildError::Config)?;
         let fibers = FiberRegistry::new(&config, self.track_fibers, 1);
         let (reactor, poller) = Reactor::new().map_err(BuildError::Poller)?;
@@ -117,6 +156,11 @@ impl Builder {
             microtasks_run: AtomicU64::new(0),
             macrotasks_run: AtomicU64::new(0),
             published: Published::new(),
+            blocking: Arc::new(BlockingPool::new(
+                max_blocking_threads,
+                self.blocking_keep_alive,
+                String::from(BLOCKING_THREAD_NAME),
+            )),
         });
         Ok(EventLoop::from_parts(
             Handle { shared },

@@ -16,6 +16,9 @@ pub enum BuildError {
     /// `batch_size(0)`: a microtask batch must be allowed to run at least
     /// one fiber, or fibers started or resumed would never run.
     ZeroBatchSize,
+    /// `max_blocking_threads(0)`: `IO::blocking` needs at least one thread
+    /// (it never runs on the loop thread).
+    ZeroBlockingThreads,
     /// The operating system refused to make the I/O poller (for instance:
     /// too many open files).
     Poller(io::Error),
@@ -33,6 +36,10 @@ impl fmt::Display for BuildError {
                 "exec-batching: batch_size must be at least 1 (got 0): \
                  a microtask batch of 0 fibers would never run a started or resumed fiber",
             ),
+            BuildError::ZeroBlockingThreads => f.write_str(
+                "exec-batching: max_blocking_threads must be at least 1 (got 0): \
+                 IO::blocking runs on blocking threads, never on the loop thread",
+            ),
             BuildError::Poller(e) => write!(f, "exec-batching: could not make the I/O poller: {e}"),
             BuildError::Config(e) => write!(f, "exec-batching: {e}"),
         }
@@ -44,7 +51,7 @@ impl std::error::Error for BuildError {
         match self {
             BuildError::Poller(e) => Some(e),
             BuildError::Config(e) => Some(e),
-            BuildError::ZeroBatchSize => None,
+            BuildError::ZeroBatchSize | BuildError::ZeroBlockingThreads => None,
         }
     }
 }

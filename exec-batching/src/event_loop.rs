@@ -2,6 +2,30 @@
 //! the turn, and the `Drop` that frees what it holds. See the crate
 //! documentation for the design.
 //!
+//! # The turn, as the code runs it
+//!
+//! ```text
+//! turn:
+//!   budget = batch_size; macrotasks = unknown
+//!   fire due timers                      -> their fibers: microtask queue
+//!   checkpoint
+//!   poll I/O (look, or wait if nothing is queued); drain the remote queue
+//!   checkpoint
+//!   repeat `macrotasks` times: run the next macrotask; checkpoint
+//!
+//! checkpoint:
+//!   while budget > 0 and a microtask is queued:
+//!     if macrotasks is unknown: macrotasks = length of the macrotask queue
+//!     budget -= 1; run the microtask
+//! ```
+//!
+//! `macrotasks` is read when the turn runs its first fiber: everything in
+//! the macrotask queue then was queued by an earlier turn (in
+//! [`Mode::Macrotask`] no microtask ever runs, so it is read at the
+//! macrotask step and also takes the fibers the turn's timers, I/O and
+//! remote queue made ready). A fiber that cedes during the turn
+//! is queued after that count and waits for the next turn.
+//!
 //! # Who may touch what
 //!
 //! * The microtask and macrotask queues (`Local`) belong to the thread that
@@ -160,7 +184,30 @@ impl Shared {
         }
     }
 
-    /// One turn of the loop. See the crate documentation.
+    /// A microtask checkpoint: runs fibers from the microtask queue, in
+    /// order, while the turn's microtask budget lasts (fibers started or
+    /// resumed meanwhile join the queue and run here too).
+    fn microtask_checkpoint(&self, turn: &mut Turn) {
+        while turn.budget > 0 {
+            let Some((fiber, queued_macrotasks)) = with_local(self, |local| {
+                let fiber = local.microtasks.pop_front()?;
+                Some((fiber, local.macrotasks.len()))
+            })
+            .flatten() else {
+                break;
+            };
+            // The turn's first fiber run: what waits in the macrotask
+            // queue now is what the turn's macrotask step runs.
+            turn.macrotasks.get_or_insert(queued_macrotasks);
+            turn.budget -= 1;
+            turn.microtasks_run += 1;
+            fiber.run();
+        }
+    }
+
+    /// One turn of the loop: timers, I/O, the macrotasks queued before
+    /// its first fiber ran, with a microtask checkpoint after each of
+    /// them. See the [crate documentation](crate#the-turn).
     fn turn(
         &self,
         scratch: &mut Scratch,
@@ -168,11 +215,19 @@ impl Shared {
         fail_on_deadlock: bool,
     ) -> Result<(), RunError> {
         add(&self.turns, 1);
+        let mut turn = Turn {
+            budget: self.batch_size,
+            microtasks_run: 0,
+            macrotasks: None,
+        };
 
-        // 1. Timers.
+        // 1. Timers, then a checkpoint: fibers they woke run now, before
+        //    any macrotask.
         self.fire_due_timers(&mut scratch.due);
+        self.microtask_checkpoint(&mut turn);
 
-        // 2. I/O readiness and wake-ups from other threads.
+        // 2. I/O readiness and wake-ups from other threads, then a
+        //    checkpoint.
         let queued = with_local(self, |local| {
             !local.microtasks.is_empty() || !local.macrotasks.is_empty()
         })
@@ -202,10 +257,17 @@ impl Shared {
             self.poll_io(scratch, timeout);
         }
         self.drain_remote();
+        self.microtask_checkpoint(&mut turn);
 
-        // 3. The macrotasks queued before this step (a fiber that cedes
-        //    now runs next turn, after timers and I/O).
-        let macrotasks = with_local(self, |local| local.macrotasks.len()).unwrap_or(0);
+        // 3. The macrotasks queued before the turn's first fiber ran, each
+        //    followed by a checkpoint (a fiber one of them starts or
+        //    resumes runs before the next macrotask while the budget
+        //    lasts). A fiber that cedes during this turn waits for the
+        //    next one.
+        let macrotasks = match turn.macrotasks {
+            Some(n) => n,
+            None => with_local(self, |local| local.macrotasks.len()).unwrap_or(0),
+        };
         let mut ran = 0;
         while ran < macrotasks {
             let Some(fiber) = with_local(self, |local| local.macrotasks.pop_front()).flatten()
@@ -214,23 +276,13 @@ impl Shared {
             };
             fiber.run();
             ran += 1;
+            self.microtask_checkpoint(&mut turn);
         }
         add(&self.macrotasks_run, ran as u64);
 
-        // 4. One microtask batch: at most `batch_size` fibers, counting
-        //    those started or resumed while it runs.
-        let mut ran = 0;
-        while ran < self.batch_size {
-            let Some(fiber) = with_local(self, |local| local.microtasks.pop_front()).flatten()
-            else {
-                break;
-            };
-            fiber.run();
-            ran += 1;
-        }
-        if ran > 0 {
+        if turn.microtasks_run > 0 {
             add(&self.batches, 1);
-            add(&self.microtasks_run, ran as u64);
+            add(&self.microtasks_run, turn.microtasks_run);
         }
         if let Some((micro, macro_)) = with_local(self, Local::lengths) {
             self.published.store([micro, macro_]);
@@ -247,6 +299,7 @@ impl Shared {
             (micro, macro_)
         });
         let remote = self.remote.len();
+        let blocking = self.blocking.counts();
         FiberDump {
             fibers,
             executor: vec![
@@ -255,6 +308,8 @@ impl Shared {
                 ("remote queue", remote as u64),
                 ("timers", lock(&self.timers).len() as u64),
                 ("io waiters", self.reactor.waiters() as u64),
+                ("blocking threads", blocking.threads as u64),
+                ("queued blocking calls", blocking.queued as u64),
             ],
         }
     }
@@ -262,6 +317,7 @@ impl Shared {
     pub(crate) fn metrics(&self) -> Metrics {
         let created = self.created.load(Ordering::Relaxed);
         let ended = self.ended.load(Ordering::Relaxed);
+        let blocking = self.blocking.counts();
         Metrics {
             turns: self.turns.load(Ordering::Relaxed),
             batches: self.batches.load(Ordering::Relaxed),
@@ -271,8 +327,23 @@ impl Shared {
             timers: lock(&self.timers).len(),
             io_sources: self.reactor.sources(),
             io_waiters: self.reactor.waiters(),
+            blocking_threads: blocking.threads,
+            idle_blocking_threads: blocking.idle,
+            blocking_queue_len: blocking.queued,
         }
     }
+}
+
+/// The state of one turn ([`Shared::turn`]).
+struct Turn {
+    /// Microtask runs left in this turn's batch (starts at `batch_size`,
+    /// shared by all of the turn's checkpoints).
+    budget: usize,
+    /// Microtask runs so far.
+    microtasks_run: u64,
+    /// The length of the macrotask queue when the turn ran its first
+    /// fiber (`None`: no fiber ran yet): how many macrotasks step 3 runs.
+    macrotasks: Option<usize>,
 }
 
 /// Buffers the loop reuses from turn to turn.
@@ -287,7 +358,10 @@ pub(crate) struct Scratch {
 /// the [crate documentation](crate).
 ///
 /// Dropping it drops every fiber still queued, sleeping or waiting for I/O
-/// (their finalizers do not run: cancel fibers first for that).
+/// (their finalizers do not run: cancel fibers first for that), and stops
+/// its blocking pool: idle threads exit at once, busy ones after their
+/// current call (the drop does not wait for them), queued blocking calls
+/// are dropped with their fibers.
 ///
 /// `Send` but not `Sync` (its queues are `RefCell`s between runs): one
 /// thread at a time runs the loop, and fibers hold [`Handle`]s, never the
@@ -480,6 +554,11 @@ impl Drop for EventLoop {
         let remote = shared.remote.close();
         let timers = lock(&shared.timers).drain();
         let waiters = shared.reactor.close();
+        // Idle blocking threads exit now, busy ones after their current
+        // call (not waited for: a call may block for as long as it likes);
+        // queued calls are dropped here, with their fibers.
+        let blocking_threads = shared.blocking.shutdown();
+        drop(blocking_threads);
         let local = std::mem::take(self.local.get_mut());
         drop(remote);
         drop(timers);

@@ -6,7 +6,8 @@ use std::fmt;
 use std::time::Duration;
 
 use spindle_core::executor::support::{
-    FiberRegistry, Origin, Published, RemoteQueue, RunError, TimerHeap, nanos, wall_clock,
+    BlockingPool, FiberRegistry, Origin, Published, RemoteQueue, RunError, TimerHeap, nanos,
+    wall_clock,
 };
 use spindle_core::{
     BlockingTask, Executor, Fiber, FiberConfig, FiberDump, FiberHandle, FiberId, FiberInfo, IO,
@@ -46,6 +47,8 @@ pub(crate) struct Shared {
     /// The microtask and macrotask queue lengths at the end of the last
     /// turn, for dumps taken off the loop thread.
     pub(crate) published: Published<2>,
+    /// The threads of `IO::blocking` (shut down when the loop is dropped).
+    pub(crate) blocking: Arc<BlockingPool>,
 }
 
 impl Shared {
@@ -158,28 +161,13 @@ impl Executor for Handle {
         &self.shared.config
     }
 
-    /// Runs the blocking work on a thread of its own, so that the loop
-    /// keeps serving timers and I/O; the fiber resumes on the loop through
-    /// the remote queue. There is no pool: a thread costs tens of
-    /// microseconds to start, and an event loop should rarely block. If the
-    /// thread cannot be started, the work runs inline (it still completes).
+    /// Hands the blocking work to the loop's blocking pool (io-core's
+    /// `BlockingPool`: at most `max_blocking_threads` threads, further
+    /// calls queued), never to the loop thread, so that the loop keeps
+    /// serving timers and I/O; the fiber resumes on the loop through the
+    /// remote queue. See the [crate documentation](crate#blocking-work).
     fn spawn_blocking(&self, task: BlockingTask) {
-        let cell = Arc::new(Mutex::new(Some(task)));
-        let on_thread = cell.clone();
-        let spawned = std::thread::Builder::new()
-            .name(String::from("exec-batching-blocking"))
-            .spawn(move || {
-                let task = lock(&on_thread).take();
-                if let Some(task) = task {
-                    task.run();
-                }
-            });
-        if spawned.is_err() {
-            let task = lock(&cell).take();
-            if let Some(task) = task {
-                task.run();
-            }
-        }
+        BlockingPool::spawn(&self.shared.blocking, task);
     }
 
     /// The count of fibers made, which this bumps (one relaxed add), is
@@ -202,7 +190,8 @@ impl Executor for Handle {
 
     /// Every live fiber (while fibers are listed: see
     /// [`Builder::track_fibers`](crate::Builder::track_fibers)) and the loop's `microtask queue`,
-    /// `macrotask queue`, `remote queue`, `timers` and `io waiters`. On
+    /// `macrotask queue`, `remote queue`, `timers`, `io waiters`,
+    /// `blocking threads` and `queued blocking calls`. On
     /// the loop thread the queue lengths are exact; elsewhere they are
     /// those at the end of the last turn.
     fn fiber_dump(&self) -> FiberDump {

@@ -28,7 +28,7 @@
 //!
 //! | item | here |
 //! |---|---|
-//! | [`Builder`] | `EventLoop::builder()`; setters `fiber_config`, `track_fibers`, and this executor's own `batch_size`, `mode`; `build() -> Result<EventLoop, BuildError>` |
+//! | [`Builder`] | `EventLoop::builder()`; setters `fiber_config`, `track_fibers`, `max_blocking_threads`, `blocking_keep_alive` (as exec-wstp's), and this executor's own `batch_size`, `mode`; `build() -> Result<EventLoop, BuildError>` |
 //! | constructors | [`EventLoop::new`] (defaults, reads no environment) and [`EventLoop::from_env`] (the fiber configuration from `SPINDLE_TRACING`; empty means unset), both `Result<_, BuildError>` |
 //! | running | [`block_on`](EventLoop::block_on) and [`try_block_on`](EventLoop::try_block_on) take `&self` and return `Result<Outcome<A, E>, RunError>`: `block_on` keeps waiting on a main fiber that can never finish, `try_block_on` returns [`RunError::Deadlock`]; both return [`RunError::Nested`] when called from one of this loop's fibers |
 //! | spawning | [`spawn`](EventLoop::spawn) (and [`Handle::spawn`]) `-> Result<FiberHandle<A, E>, RunError>`, [`RunError::ShutDown`] once the loop was dropped |
@@ -40,23 +40,41 @@
 //!
 //! # The turn
 //!
-//! [`EventLoop::block_on`] runs turns until the main fiber ends. Each turn:
+//! [`EventLoop::block_on`] runs turns until the main fiber ends. A turn has
+//! a *microtask batch* of at most `batch_size` fiber runs (default 64),
+//! spent at *microtask checkpoints*: a checkpoint runs fibers from the
+//! microtask queue, in order, until the queue is empty or the batch is
+//! spent; fibers started or resumed meanwhile join the queue and run in
+//! the same checkpoint. Each turn, in this order:
 //!
 //! 1. **Timers**: fires every timer whose deadline has passed (deadline
-//!    order, ties in the order they were set). Their fibers become ready.
+//!    order, ties in the order they were set); their fibers join the
+//!    microtask queue. Then a **checkpoint**: a fiber a timer woke runs
+//!    before any macrotask.
 //! 2. **I/O**: asks the poller which sockets are ready and resumes the
 //!    fibers waiting for them; takes in fibers scheduled from other
 //!    threads. If any fiber is queued the poller is only *looked at*
 //!    (timeout 0, and skipped when no fiber waits for I/O); otherwise the
 //!    thread *waits* in the poller until the next timer's deadline, a
-//!    socket is ready, or another thread wakes it (`Poller::notify`).
-//! 3. **Macrotasks**: runs the fibers that were in the macrotask queue when
-//!    this step began, in order. A fiber that cedes now waits for the next
+//!    socket is ready, or another thread wakes it (`Poller::notify`). Then
+//!    a **checkpoint**.
+//! 3. **Macrotasks**: runs the fibers that were in the macrotask queue
+//!    when the turn ran its first fiber, in order, with a **checkpoint**
+//!    after each one: a fiber a macrotask starts or resumes runs before the
+//!    next macrotask. A fiber that cedes during the turn waits for the next
 //!    turn.
-//! 4. **Microtask batch**: runs fibers from the microtask queue, at most
-//!    `batch_size` of them (default 64), counting fibers started or resumed
-//!    while the batch runs: they *join* the batch while the bound allows.
-//!    Fibers beyond the bound stay queued for the next turn's batch.
+//!
+//! Microtasks the batch had no room for stay queued and run at the next
+//! turn's first checkpoint, after its timers.
+//!
+//! This is the order of JavaScript's event loop, where the microtask queue
+//! (promise callbacks) is drained after every macrotask (a timer callback,
+//! an I/O callback, a `setImmediate` callback) before the next one runs;
+//! and of Cats Effect's `BatchingMacrotaskExecutor`, which runs its batch
+//! of fibers as a JavaScript microtask and sends a batch that overflowed to
+//! the macrotask queue. So a fiber a due timer woke runs before a fiber
+//! that ceded, even if the cede came first; and a fiber that cedes once
+//! gives way to everything that became ready meanwhile.
 //!
 //! # Microtasks and macrotasks
 //!
@@ -67,7 +85,8 @@
 //!
 //! Microtask semantics means a fiber started from an I/O callback (a
 //! connection handler started by the fiber that accepted) runs within the
-//! same turn, instead of after a whole round of timers and I/O: in Cats
+//! same turn, at the next checkpoint, instead of after a whole round of
+//! timers and I/O: in Cats
 //! Effect's measurements a single-connection HTTP server served 60% more
 //! requests per second, and fairness under many connections was unchanged,
 //! because reacting to an event usually starts or resumes a few short
@@ -76,19 +95,24 @@
 //!
 //! [`Mode::Macrotask`] is the baseline without batching, like Cats Effect's
 //! plain `MacrotaskExecutor` (Node's `setImmediate`): every started or
-//! resumed fiber waits for the macrotask step; one started by a running
-//! fiber therefore waits a full turn.
+//! resumed fiber waits for the macrotask step (the checkpoints find the
+//! microtask queue empty); one started by a running fiber therefore waits a
+//! full turn.
 //!
 //! ## The bound and its invariants
 //!
-//! * A turn runs at most `batch_size` microtasks, however many fibers are
-//!   started or resumed meanwhile; so the time between two looks at timers
-//!   and I/O is bounded by `batch_size` fiber runs plus the macrotasks
-//!   queued at the start of the turn, each fiber run itself bounded by the
-//!   fiber's auto-yield budget ([`FiberConfig`](spindle_core::FiberConfig)). A
+//! * A turn runs at most `batch_size` microtasks, over all of its
+//!   checkpoints, however many fibers are started or resumed meanwhile; so
+//!   the time between two looks at timers and I/O is bounded by
+//!   `batch_size` fiber runs plus the macrotasks queued when the turn ran
+//!   its first fiber, each fiber run itself bounded by the fiber's
+//!   auto-yield budget ([`FiberConfig`](spindle_core::FiberConfig)). A
 //!   loop of fibers that start fibers cannot starve timers or I/O.
 //! * Macrotasks queued during a turn run in a later turn, never the same:
 //!   a cede always passes through timers and I/O.
+//! * While the batch lasts, no macrotask runs while a microtask is queued:
+//!   every fiber run is followed by a checkpoint (microtasks run before the
+//!   next macrotask).
 //! * Within each queue, fibers run in FIFO order; a fiber is in at most one
 //!   queue and runs on the loop thread only (io-core's `Fiber` handle is
 //!   unique; queues move it).
@@ -100,8 +124,29 @@
 //! `Send + Sync`: a callback completed on another thread (a blocking call,
 //! a test thread) schedules its fiber into a locked *remote* queue and
 //! wakes the loop through its reactor (`Reactor::notify`: a system call
-//! only when the loop sleeps in its poller). `IO::blocking` runs its work on a
-//! thread of its own so that the loop keeps serving timers and I/O.
+//! only when the loop sleeps in its poller).
+//!
+//! # Blocking work
+//!
+//! `IO::blocking` never runs on the loop thread: the loop hands it to a
+//! bounded pool of blocking threads (io-core's
+//! `executor::support::BlockingPool`, the same pool as exec-wstp's), so
+//! that it keeps serving timers, I/O and other fibers; the thunk's value
+//! or error resumes the fiber on the loop through the remote queue.
+//!
+//! * At most [`Builder::max_blocking_threads`] thunks run at once (default
+//!   [`DEFAULT_MAX_BLOCKING_THREADS`]); further calls wait in a FIFO queue.
+//!   Threads start on demand and exit after [`Builder::blocking_keep_alive`]
+//!   idle (default [`DEFAULT_BLOCKING_KEEP_ALIVE`]).
+//! * `max_blocking_threads(0)` is refused by `build` with
+//!   [`BuildError::ZeroBlockingThreads`].
+//! * If the operating system refuses to start a thread, the call is not
+//!   run on the loop thread and not lost: it waits in the queue for a
+//!   running blocking thread, or, if none runs, for the next call that
+//!   manages to start one (as on exec-wstp; [`Metrics::blocking_queue_len`]
+//!   shows it waiting).
+//! * Dropping the loop stops the pool: idle threads exit, busy ones after
+//!   their current call, queued calls are dropped with their fibers.
 //!
 //! # I/O
 //!
@@ -152,8 +197,8 @@
 //! `Executor` implementation), `event_loop.rs` ([`EventLoop`] and its turn),
 //! `metrics.rs` ([`Metrics`]), `sync.rs`
 //! (the sync shim). What every executor shares (the main-fiber slot, the
-//! remote queue, the fiber registry, the timer heap) is io-core's
-//! `executor::support`.
+//! remote queue, the fiber registry, the timer heap, the blocking pool) is
+//! io-core's `executor::support`.
 //!
 //! # Loom builds
 //!
@@ -184,7 +229,9 @@ mod sync;
 pub use spindle_net as net;
 
 #[cfg(not(loom))]
-pub use crate::builder::{Builder, DEFAULT_BATCH_SIZE, Mode};
+pub use crate::builder::{
+    Builder, DEFAULT_BATCH_SIZE, DEFAULT_BLOCKING_KEEP_ALIVE, DEFAULT_MAX_BLOCKING_THREADS, Mode,
+};
 #[cfg(not(loom))]
 pub use crate::error::{BuildError, RunError};
 #[cfg(not(loom))]

@@ -40,10 +40,11 @@ use std::fmt;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub struct Metrics {
-    /// Turns the loop has started (each: timers, I/O, macrotasks, one
-    /// microtask batch).
+    /// Turns the loop has started (each: timers, I/O, macrotasks, with
+    /// microtask checkpoints after each).
     pub turns: u64,
-    /// Microtask batches that ran at least one fiber.
+    /// Turns whose microtask batch ran at least one fiber (at any of the
+    /// turn's checkpoints).
     pub batches: u64,
     /// Fiber runs from the microtask batch (fibers started or resumed).
     pub microtasks_run: u64,
@@ -59,6 +60,12 @@ pub struct Metrics {
     pub io_sources: usize,
     /// Fibers suspended until a socket is ready.
     pub io_waiters: usize,
+    /// Threads of the blocking pool (busy or idle).
+    pub blocking_threads: usize,
+    /// Blocking threads waiting for work.
+    pub idle_blocking_threads: usize,
+    /// `IO::blocking` calls waiting for a thread.
+    pub blocking_queue_len: usize,
 }
 
 impl Metrics {
@@ -73,7 +80,8 @@ impl fmt::Display for Metrics {
         write!(
             f,
             "turns: {}; batches: {}; runs: {} microtask, {} macrotask; live fibers: {}; \
-             timers: {}; sockets: {} ({} waiters)",
+             timers: {}; sockets: {} ({} waiters); blocking threads: {} ({} idle), \
+             queued blocking calls: {}",
             self.turns,
             self.batches,
             self.microtasks_run,
@@ -81,7 +89,10 @@ impl fmt::Display for Metrics {
             self.live_fibers,
             self.timers,
             self.io_sources,
-            self.io_waiters
+            self.io_waiters,
+            self.blocking_threads,
+            self.idle_blocking_threads,
+            self.blocking_queue_len
         )
     }
 }

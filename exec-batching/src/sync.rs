@@ -4,7 +4,7 @@
 //! The loop is one thread that owns its queues; what crosses threads is a
 //! few mutexes (timers, the reactor's table), counters, the poller's
 //! notify and io-core's `executor::support` (remote queue, main fiber,
-//! fiber registry). The crate has no loom models of its own and compiles
+//! fiber registry, blocking pool). The crate has no loom models of its own and compiles
 //! to nothing under `--cfg loom` (see the crate documentation), so this
 //! shim has only its `std` side.
 //!

@@ -467,3 +467,71 @@ fn the_handle_and_the_sockets_may_cross_threads() {
         Outcome::Succeeded(Outcome::Succeeded(9))
     );
 }
+
+/// How long fiber A sleeps in the microtask-order tests: long enough that
+/// its timer cannot be due before fiber B's blocking step begins (the step
+/// right after A set it), short enough to keep the test quick.
+const A_SLEEPS: Duration = Duration::from_millis(200);
+
+#[test]
+fn a_fiber_woken_by_a_due_timer_runs_before_a_ceding_fiber_runs_again() {
+    let rt = batching();
+    let log = Log::default();
+    // A: sleeps, then records its wake-up.
+    let a: IO<(), ()> = IO::sleep(A_SLEEPS).product_r(log.record("A woke"));
+    // B: a loop of steps; each records itself and cedes. Step 1 keeps the
+    // loop thread past A's deadline, so the timer is due when B cedes.
+    let b_log = log.clone();
+    let b: IO<(), ()> = IO::tail_rec(0u32, move |step| {
+        let log = b_log.clone();
+        IO::delay(move || {
+            log.push(format!("B {step}"));
+            if step == 1 {
+                std::thread::sleep(A_SLEEPS + Duration::from_millis(50));
+            }
+        })
+        .product_r(IO::cede())
+        .map(move |()| {
+            if step == 3 {
+                std::ops::ControlFlow::Break(())
+            } else {
+                std::ops::ControlFlow::Continue(step + 1)
+            }
+        })
+    });
+    let program: IO<(), ()> = a.start().flat_map(move |a| {
+        b.start()
+            .flat_map(move |b| a.join_with_never().product_r(b.join_with_never()))
+    });
+    assert_eq!(
+        rt.block_on(program).expect("block_on"),
+        Outcome::Succeeded(())
+    );
+    // The turn after B's step 1 fires A's timer; A (a microtask) runs
+    // before B's next step (a macrotask).
+    assert_eq!(log.events(), ["B 0", "B 1", "A woke", "B 2", "B 3"]);
+}
+
+#[test]
+fn a_fiber_started_by_a_macrotask_runs_before_the_next_macrotask() {
+    let rt = batching();
+    let log = Log::default();
+    let child = log.record::<()>("child");
+    let p: IO<(), ()> = IO::cede()
+        .product_r(log.record("P"))
+        .product_r(child.start())
+        .flat_map(|child| child.join_with_never());
+    let q: IO<(), ()> = IO::cede().product_r(log.record("Q"));
+    let program: IO<(), ()> = p.start().flat_map(move |p| {
+        q.start()
+            .flat_map(move |q| p.join_with_never().product_r(q.join_with_never()))
+    });
+    assert_eq!(
+        rt.block_on(program).expect("block_on"),
+        Outcome::Succeeded(())
+    );
+    // P and Q ceded in the same turn: both are macrotasks of the next one.
+    // The child P starts is a microtask: it runs before Q, as a promise
+    // callback runs before the next `setImmediate` callback in Node.
+    assert_eq!(log.events(), ["P", "child", "Q"]);
+}

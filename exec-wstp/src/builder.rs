@@ -3,14 +3,16 @@
 //! `build`) and exec-wstp's own (`worker_threads`, `global_queue_interval`,
 //! `max_blocking_threads`, `blocking_keep_alive`, `thread_name`).
 
+use std::num::NonZeroUsize;
 use std::time::Duration;
 
 use crossbeam_deque::{Injector, Worker};
 use crossbeam_utils::CachePadded;
-use spindle_core::executor::support::{ConfigSource, FiberRegistry, Origin, TimerHeap};
+use spindle_core::executor::support::{
+    self, BlockingPool, ConfigSource, FiberRegistry, Origin, TimerHeap,
+};
 use spindle_core::{Fiber, FiberConfig};
 
-use crate::blocking::BlockingPool;
 use crate::error::BuildError;
 use crate::handle::{Counters, Handle, Remote, Shared};
 use crate::idle::Idle;
@@ -22,10 +24,13 @@ use spindle_net::driver::Reactor;
 /// The default number of global-queue checks: one every 61 local ticks
 /// (tokio's default; a prime, so it does not beat with loops of even size).
 pub const DEFAULT_GLOBAL_QUEUE_INTERVAL: u32 = 61;
-/// The default cap on blocking threads (tokio's default).
-pub const DEFAULT_MAX_BLOCKING_THREADS: usize = 512;
-/// How long an idle blocking thread waits for work before it exits.
-pub const DEFAULT_BLOCKING_KEEP_ALIVE: Duration = Duration::from_secs(10);
+/// The default cap on blocking threads (tokio's default; io-core's
+/// `executor::support::DEFAULT_MAX_BLOCKING_THREADS`, shared with
+/// exec-batching).
+pub const DEFAULT_MAX_BLOCKING_THREADS: usize = support::DEFAULT_MAX_BLOCKING_THREADS;
+/// How long an idle blocking thread waits for work before it exits
+/// (io-core's `executor::support::DEFAULT_BLOCKING_KEEP_ALIVE`).
+pub const DEFAULT_BLOCKING_KEEP_ALIVE: Duration = support::DEFAULT_BLOCKING_KEEP_ALIVE;
 
 /// Configures and builds a [`Runtime`].
 #[derive(Debug, Clone)]
@@ -134,9 +139,9 @@ impl Builder {
         if self.global_queue_interval == 0 {
             return Err(BuildError::ZeroGlobalQueueInterval);
         }
-        if self.max_blocking_threads == 0 {
+        let Some(max_blocking_threads) = NonZeroUsize::new(self.max_blocking_threads) else {
             return Err(BuildError::ZeroBlockingThreads);
-        }
+        };
         let fiber_config = self.fiber_config.resolve().map_err(BuildError::Config)?;
         // One shard per worker (pushed to by that worker only) and one for
         // threads outside the pool.
@@ -174,7 +179,7 @@ impl Builder {
             global_queue_interval: self.global_queue_interval,
             shutdown: AtomicBool::new(false),
             blocking: Arc::new(BlockingPool::new(
-                self.max_blocking_threads,
+                max_blocking_threads,
                 self.blocking_keep_alive,
                 format!("{}-blocking", self.thread_name),
             )),

@@ -7,7 +7,7 @@ use std::time::Duration;
 use crossbeam_deque::{Injector, Stealer};
 use crossbeam_utils::CachePadded;
 use spindle_core::executor::support::{
-    FiberRegistry, MainFiber, Origin, RunError, TimerHeap, nanos, wall_clock,
+    BlockingPool, FiberRegistry, MainFiber, Origin, RunError, TimerHeap, nanos, wall_clock,
 };
 use spindle_core::{
     BlockingTask, Executor, Fiber, FiberConfig, FiberDump, FiberHandle, FiberId, FiberInfo, IO,
@@ -15,7 +15,6 @@ use spindle_core::{
 };
 use spindle_net::driver::Reactor;
 
-use crate::blocking::BlockingPool;
 use crate::idle::Idle;
 use crate::metrics::{self, Metrics};
 use crate::sync::{self, Arc, AtomicBool, AtomicU64, Condvar, Mutex, Ordering, fence};

@@ -31,9 +31,10 @@
 //! every executor. Layout: `builder.rs`, `error.rs`, `handle.rs` (the
 //! shared state and the `Executor` implementation), `runtime.rs` (the pool
 //! and its shutdown), `worker.rs` (the loop), `idle.rs` (parking),
-//! `timer.rs`, `blocking.rs`, `metrics.rs`, `sync.rs` (the sync shim).
+//! `timer.rs`, `metrics.rs`, `sync.rs` (the sync shim).
 //! What every executor shares (the main-fiber slot, the fiber registry,
-//! the timer heap, the clocks) is io-core's `executor::support`.
+//! the timer heap, the clocks, the blocking pool) is io-core's
+//! `executor::support`.
 //!
 //! # Design
 //!
@@ -41,7 +42,8 @@
 //! `WorkStealingThreadPool` (itself modelled on tokio's); this crate is our
 //! own implementation of their shared design. The source modules document
 //! each part in full: `worker` (the loop), `idle` (parking, with the
-//! argument why no wake-up is lost), `timer`, `blocking`, `metrics`.
+//! argument why no wake-up is lost), `timer`, `metrics`; the blocking pool
+//! is io-core's `executor::support::BlockingPool`.
 //!
 //! ## The worker loop
 //!
@@ -97,7 +99,12 @@
 //! entries are cleaned in amortized O(1)). `IO::blocking` runs on a separate
 //! pool of blocking threads (tokio's `spawn_blocking` design rather than
 //! Cats Effect's worker hand-off: a worker's queue, timers and parking slot
-//! are tied to its thread), so compute workers never stall.
+//! are tied to its thread), so compute workers never stall. The pool is
+//! io-core's `executor::support::BlockingPool`, shared with exec-batching:
+//! at most `max_blocking_threads` threads, each exiting after
+//! `blocking_keep_alive` idle, calls beyond the bound queued; a call the
+//! operating system refuses a thread for waits for a running blocking
+//! thread (or the next call that starts one).
 //!
 //! # Invariants
 //!
@@ -121,7 +128,6 @@
 #[cfg(not(loom))]
 pub mod app;
 #[cfg(not(loom))]
-mod blocking;
 #[cfg(not(loom))]
 mod builder;
 #[cfg(not(loom))]

@@ -24,6 +24,7 @@
 //! | [`RemoteQueue`], [`Published`] | fibers scheduled from outside the loop thread, with a `pending` hint that keeps the lock off the loop's fast path; queue lengths the loop publishes for dumps taken off its thread | the single-threaded loops |
 //! | [`TimerHeap`], [`TimerId`] | deadlines over a slab of callbacks, O(1) cancellation | every executor's `set_timer` |
 //! | [`nanos`], [`wall_clock`], [`Origin`] | duration conversions without 128-bit division; the wall clock; a monotonic origin | every executor's clock |
+//! | `BlockingPool` (std) | the bounded pool of threads behind `IO::blocking` (`BlockingCounts` for metrics, the defaults `DEFAULT_MAX_BLOCKING_THREADS` and `DEFAULT_BLOCKING_KEEP_ALIVE`): threads on demand up to a bound, an idle keep-alive, a FIFO queue beyond the bound, never the caller's thread | exec-wstp and exec-batching's `spawn_blocking` |
 //! | `AppRuntime` (std) | what the application entry point (the `spindle-app` crate) needs of an executor: its handle, `block_on`, metrics, whether it lists fibers | every std executor |
 //! | [`adopt_config`], [`lists_fibers`], [`WeakFiber`], [`WeakFibers`] | the tracing decisions an executor makes once, and the weak fiber references a registry holds | [`FiberRegistry`]; custom registries |
 //!
@@ -44,6 +45,8 @@
 
 #[cfg(all(feature = "std", not(loom)))]
 mod app;
+#[cfg(all(feature = "std", not(loom)))]
+mod blocking;
 #[cfg(feature = "std")]
 mod clock_std;
 mod main_fiber;
@@ -57,6 +60,11 @@ use crate::config::{ConfigError, FiberConfig};
 
 #[cfg(all(feature = "std", not(loom)))]
 pub use app::AppRuntime;
+#[cfg(all(feature = "std", not(loom)))]
+pub use blocking::{
+    BlockingCounts, BlockingPool, BlockingWork, DEFAULT_BLOCKING_KEEP_ALIVE,
+    DEFAULT_MAX_BLOCKING_THREADS,
+};
 #[cfg(feature = "std")]
 pub use clock_std::{Origin, wall_clock};
 pub use main_fiber::{MainFiber, WakeWaiter};

@@ -1,0 +1,484 @@
+//! [`BlockingPool`]: the bounded pool of threads behind `IO::blocking`,
+//! shared by the std executors that hand blocking work off their own
+//! threads (exec-wstp, exec-batching). The protocol is documented on
+//! [`BlockingPool`] (this module is private; the type is re-exported by
+//! the support module).
+//!
+//! # Locks
+//!
+//! One `std` mutex and condition variable, taken directly rather than from
+//! io-core's sync shim: this module is std only and is not built under
+//! loom (no model checks it; the executors' loom models cover their
+//! scheduling protocols). Poisoning is ignored: no user code runs under the
+//! lock (thunks run after it is released), so the state is always
+//! consistent.
+//!
+//! Design credit: tokio's `spawn_blocking` pool (threads on demand up to a
+//! cap, an idle keep-alive, a queue beyond the cap); this is Spindle's own
+//! code, moved here from exec-wstp so that exec-batching uses the same
+//! pool.
+
+use std::collections::VecDeque;
+use std::num::NonZeroUsize;
+use std::string::String;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
+use std::time::Duration;
+use std::vec::Vec;
+
+use crate::fiber::BlockingTask;
+
+/// The default bound on blocking threads: 512 (tokio's default).
+pub const DEFAULT_MAX_BLOCKING_THREADS: usize = 512;
+
+/// How long an idle blocking thread waits for work before it exits, by
+/// default: 10 seconds (tokio's default).
+pub const DEFAULT_BLOCKING_KEEP_ALIVE: Duration = Duration::from_secs(10);
+
+/// Work a [`BlockingPool`] runs once on one of its threads. The executors'
+/// pools run [`BlockingTask`]s; the trait lets the pool be tested (and
+/// reused) with other work.
+pub trait BlockingWork: Send + 'static {
+    /// Runs the work (it may block its thread).
+    fn run(self);
+}
+
+impl BlockingWork for BlockingTask {
+    #[inline]
+    fn run(self) {
+        BlockingTask::run(self);
+    }
+}
+
+struct State<T> {
+    queue: VecDeque<T>,
+    /// Threads alive.
+    threads: usize,
+    /// Threads waiting for work.
+    idle: usize,
+    /// Wake-ups sent to idle threads and not yet consumed.
+    notified: usize,
+    shutdown: bool,
+    handles: Vec<JoinHandle<()>>,
+    /// Tests only: act as if the operating system refused every thread.
+    #[cfg(test)]
+    refuse_threads: bool,
+}
+
+/// A bounded pool of threads for blocking work (the executors' pools run
+/// [`BlockingTask`]s).
+///
+/// # Why a separate pool
+///
+/// A fiber that calls `IO::blocking` suspends; the executor hands the
+/// [`BlockingTask`] to this pool
+/// ([`Executor::spawn_blocking`](crate::Executor::spawn_blocking)); a pool
+/// thread runs the thunk and resumes the fiber through the executor's
+/// `schedule_fiber`, so the fiber goes back to the executor's own threads.
+/// The executor's threads (a work-stealing pool's workers, an event loop's
+/// one thread) never run blocking work and never block on it. Cats Effect
+/// instead hands a compute worker's role to a new thread when a fiber
+/// blocks; in Rust a worker's state (its deque handle, timer shard, place
+/// in the parking protocol, or an event loop's queues) is tied to its
+/// thread, so moving it mid-run would put a hand-off on the scheduling
+/// path. A separate pool (tokio's `spawn_blocking` design, written anew
+/// here) leaves those threads untouched, for one hand-off per blocking call
+/// in each direction.
+///
+/// # Threads
+///
+/// * Threads start on demand, up to `max_threads` alive at once; calls
+///   beyond that wait in a FIFO queue. So at most `max_threads` thunks run
+///   at any moment, however many fibers call `IO::blocking`.
+/// * An idle thread exits after `keep_alive` without work.
+/// * A call is handed to an idle thread if one waits (one wake-up per
+///   call: `notified` counts wake-ups sent and not yet taken, so two calls
+///   never count on the same idle thread); otherwise a new thread starts if
+///   the bound allows; otherwise the call waits for a busy thread to finish.
+///
+/// # When the operating system refuses a thread
+///
+/// The call is not lost and never runs on the caller's thread: it stays
+/// queued, and a running pool thread takes it when it finishes its current
+/// call. If no pool thread is running, it waits for the next call that
+/// manages to start one (every call tries again while the pool is below its
+/// bound). `IO::blocking` has no error of its own to report (its error
+/// type is the caller's), so the refusal is not an error value: the fiber
+/// waits, and [`BlockingCounts::queued`] shows the call waiting.
+///
+/// # Shutdown
+///
+/// [`BlockingPool::shutdown`]: idle threads exit at once, busy ones after
+/// their current call; queued calls are dropped (their fibers can then
+/// never resume and are freed), and later calls are dropped at once. The
+/// queued tasks hold fibers, which hold executor handles, which hold the
+/// pool: shutting down breaks that cycle (see the
+/// [support module](crate::executor::support#breaking-the-executorfiber-cycle)).
+///
+pub struct BlockingPool<T: BlockingWork = BlockingTask> {
+    state: Mutex<State<T>>,
+    condvar: Condvar,
+    max_threads: usize,
+    keep_alive: Duration,
+    thread_name: String,
+}
+
+impl<T: BlockingWork> core::fmt::Debug for BlockingPool<T> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("BlockingPool")
+            .field("max_threads", &self.max_threads)
+            .field("keep_alive", &self.keep_alive)
+            .field("thread_name", &self.thread_name)
+            .field("counts", &self.counts())
+            .finish()
+    }
+}
+
+/// What a [`BlockingPool`] reports for metrics and fiber dumps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct BlockingCounts {
+    /// Threads alive (busy or idle).
+    pub threads: usize,
+    /// Threads waiting for work.
+    pub idle: usize,
+    /// Calls waiting for a thread.
+    pub queued: usize,
+}
+
+impl<T: BlockingWork> BlockingPool<T> {
+    /// A pool of at most `max_threads` threads named `thread_name`, each
+    /// exiting after `keep_alive` without work. Starts no thread.
+    pub fn new(max_threads: NonZeroUsize, keep_alive: Duration, thread_name: String) -> Self {
+        BlockingPool {
+            state: Mutex::new(State {
+                queue: VecDeque::new(),
+                threads: 0,
+                idle: 0,
+                notified: 0,
+                shutdown: false,
+                handles: Vec::new(),
+                #[cfg(test)]
+                refuse_threads: false,
+            }),
+            condvar: Condvar::new(),
+            max_threads: max_threads.get(),
+            keep_alive,
+            thread_name,
+        }
+    }
+
+    /// The bound on threads alive at once.
+    pub fn max_threads(&self) -> usize {
+        self.max_threads
+    }
+
+    /// How long an idle thread waits for work before it exits.
+    pub fn keep_alive(&self) -> Duration {
+        self.keep_alive
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State<T>> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Queues `task` and makes sure a thread will run it: an idle one, a
+    /// new one if the bound allows, or else the next busy one to finish.
+    /// `this` is the pool itself (its threads hold a reference while they
+    /// live). After [`shutdown`](BlockingPool::shutdown), drops `task`.
+    pub fn spawn(this: &Arc<Self>, task: T) {
+        let mut state = this.lock();
+        if state.shutdown {
+            // The fiber can never resume; it is freed with the task
+            // (outside the lock).
+            drop(state);
+            drop(task);
+            return;
+        }
+        state.queue.push_back(task);
+        if state.idle > state.notified {
+            state.notified += 1;
+            drop(state);
+            this.condvar.notify_one();
+            return;
+        }
+        if state.threads < this.max_threads {
+            state.threads += 1;
+            state.handles.retain(|handle| !handle.is_finished());
+            match Self::start_thread(this, &state) {
+                Ok(handle) => state.handles.push(handle),
+                // The OS refused a thread: the task waits for a running one,
+                // or for the next call that can start one (module doc).
+                Err(_) => state.threads -= 1,
+            }
+        }
+    }
+
+    /// Starts a pool thread (called with the state locked: the new thread
+    /// waits for the lock before it looks at the queue).
+    fn start_thread(this: &Arc<Self>, state: &State<T>) -> std::io::Result<JoinHandle<()>> {
+        #[cfg(test)]
+        if state.refuse_threads {
+            return Err(std::io::Error::other("refused by a test"));
+        }
+        #[cfg(not(test))]
+        let _ = state;
+        let pool = this.clone();
+        std::thread::Builder::new()
+            .name(this.thread_name.clone())
+            .spawn(move || pool.run())
+    }
+
+    /// A pool thread: runs queued calls until it has waited `keep_alive`
+    /// without work, or the pool shuts down.
+    fn run(&self) {
+        let mut state = self.lock();
+        loop {
+            if let Some(task) = state.queue.pop_front() {
+                drop(state);
+                task.run();
+                state = self.lock();
+                continue;
+            }
+            if state.shutdown {
+                break;
+            }
+            state.idle += 1;
+            state = match self.condvar.wait_timeout(state, self.keep_alive) {
+                Ok((state, _)) => state,
+                Err(poisoned) => poisoned.into_inner().0,
+            };
+            state.idle -= 1;
+            if state.notified > 0 {
+                state.notified -= 1;
+            } else if state.queue.is_empty() && !state.shutdown {
+                // Timed out (or woke spuriously) with nothing to do.
+                break;
+            }
+        }
+        state.threads -= 1;
+    }
+
+    /// Stops the pool: idle threads exit, queued tasks are dropped, later
+    /// [`spawn`](BlockingPool::spawn)s drop their task. Returns the threads,
+    /// for the caller to join (a thread busy in a call that never returns
+    /// never finishes: join with a deadline, or not at all).
+    pub fn shutdown(&self) -> Vec<JoinHandle<()>> {
+        let mut state = self.lock();
+        state.shutdown = true;
+        let queued: Vec<T> = state.queue.drain(..).collect();
+        let handles = core::mem::take(&mut state.handles);
+        drop(state);
+        self.condvar.notify_all();
+        drop(queued);
+        handles
+    }
+
+    /// Threads alive, idle threads, and calls waiting for a thread.
+    pub fn counts(&self) -> BlockingCounts {
+        let state = self.lock();
+        BlockingCounts {
+            threads: state.threads,
+            idle: state.idle,
+            queued: state.queue.len(),
+        }
+    }
+
+    /// Tests only: makes every later thread start fail (`true`) or succeed.
+    #[cfg(test)]
+    fn refuse_threads(&self, refuse: bool) {
+        self.lock().refuse_threads = refuse;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The pool with plain closures as work: the bound, hand-off to idle
+    //! threads, refused threads, keep-alive and shutdown.
+
+    use std::boxed::Box;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::mpsc;
+    use std::time::Instant;
+
+    use super::*;
+
+    struct Job(Box<dyn FnOnce() + Send>);
+
+    impl BlockingWork for Job {
+        fn run(self) {
+            (self.0)()
+        }
+    }
+
+    fn pool(max: usize, keep_alive: Duration) -> Arc<BlockingPool<Job>> {
+        Arc::new(BlockingPool::new(
+            NonZeroUsize::new(max).unwrap(),
+            keep_alive,
+            String::from("test-blocking"),
+        ))
+    }
+
+    /// Joins the threads `shutdown` returned (they exit once idle).
+    fn join(threads: Vec<JoinHandle<()>>) {
+        for thread in threads {
+            thread.join().unwrap();
+        }
+    }
+
+    fn job(f: impl FnOnce() + Send + 'static) -> Job {
+        Job(Box::new(f))
+    }
+
+    /// Waits (at most 10 s) until `done` holds.
+    fn eventually(mut done: impl FnMut() -> bool) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !done() {
+            if Instant::now() > deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        true
+    }
+
+    #[test]
+    fn no_more_than_max_threads_calls_run_at_once_and_every_call_runs() {
+        const CALLS: usize = if cfg!(miri) { 8 } else { 64 };
+        let pool = pool(3, DEFAULT_BLOCKING_KEEP_ALIVE);
+        let running = Arc::new(AtomicUsize::new(0));
+        let most = Arc::new(AtomicUsize::new(0));
+        let (done, finished) = mpsc::channel();
+        for _ in 0..CALLS {
+            let (running, most, done) = (running.clone(), most.clone(), done.clone());
+            BlockingPool::spawn(
+                &pool,
+                job(move || {
+                    let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                    most.fetch_max(now, Ordering::SeqCst);
+                    // Stay until the pool was full once, whatever the
+                    // machine's load (or Miri's scheduling).
+                    assert!(eventually(|| most.load(Ordering::SeqCst) >= 3));
+                    running.fetch_sub(1, Ordering::SeqCst);
+                    done.send(()).unwrap();
+                }),
+            );
+            assert!(pool.counts().threads <= 3);
+        }
+        for _ in 0..CALLS {
+            finished.recv_timeout(Duration::from_secs(10)).unwrap();
+        }
+        assert_eq!(most.load(Ordering::SeqCst), 3);
+        join(pool.shutdown());
+        assert_eq!(pool.counts().threads, 0);
+    }
+
+    #[test]
+    fn a_call_the_os_refuses_a_thread_for_waits_for_the_next_call_that_starts_one() {
+        let pool = pool(2, DEFAULT_BLOCKING_KEEP_ALIVE);
+        pool.refuse_threads(true);
+        let (sender, receiver) = mpsc::channel();
+        let first = sender.clone();
+        BlockingPool::spawn(&pool, job(move || first.send("first").unwrap()));
+        // Not run on the caller's thread, not lost: queued, no thread.
+        assert_eq!(receiver.try_recv(), Err(mpsc::TryRecvError::Empty));
+        let counts = pool.counts();
+        assert_eq!((counts.threads, counts.queued), (0, 1));
+        pool.refuse_threads(false);
+        BlockingPool::spawn(&pool, job(move || sender.send("second").unwrap()));
+        let order: Vec<_> = (0..2)
+            .map(|_| receiver.recv_timeout(Duration::from_secs(10)).unwrap())
+            .collect();
+        assert!(order.contains(&"first") && order.contains(&"second"));
+        join(pool.shutdown());
+    }
+
+    #[test]
+    fn a_call_the_os_refuses_a_thread_for_is_run_by_a_busy_thread_once_it_is_free() {
+        let pool = pool(2, DEFAULT_BLOCKING_KEEP_ALIVE);
+        let (release, released) = mpsc::channel::<()>();
+        let (sender, receiver) = mpsc::channel();
+        let first = sender.clone();
+        let (started, first_thread) = mpsc::channel();
+        BlockingPool::spawn(
+            &pool,
+            job(move || {
+                started.send(std::thread::current().id()).unwrap();
+                released.recv().unwrap();
+                first.send(std::thread::current().id()).unwrap();
+            }),
+        );
+        // The one thread is busy with the first call.
+        let first_thread = first_thread.recv_timeout(Duration::from_secs(10)).unwrap();
+        pool.refuse_threads(true);
+        BlockingPool::spawn(
+            &pool,
+            job(move || sender.send(std::thread::current().id()).unwrap()),
+        );
+        assert_eq!(pool.counts().threads, 1);
+        assert_eq!(pool.counts().queued, 1);
+        release.send(()).unwrap();
+        let a = receiver.recv_timeout(Duration::from_secs(10)).unwrap();
+        let b = receiver.recv_timeout(Duration::from_secs(10)).unwrap();
+        // The one thread ran both.
+        assert_eq!(a, b);
+        assert_eq!(first_thread, a);
+        assert_ne!(a, std::thread::current().id());
+        join(pool.shutdown());
+    }
+
+    #[test]
+    fn a_call_goes_to_an_idle_thread_instead_of_starting_another() {
+        let pool = pool(4, DEFAULT_BLOCKING_KEEP_ALIVE);
+        let (sender, receiver) = mpsc::channel();
+        for _ in 0..3 {
+            let sender = sender.clone();
+            BlockingPool::spawn(
+                &pool,
+                job(move || sender.send(std::thread::current().id()).unwrap()),
+            );
+            receiver.recv_timeout(Duration::from_secs(10)).unwrap();
+            assert!(eventually(|| pool.counts().idle == 1));
+        }
+        assert_eq!(pool.counts().threads, 1);
+        join(pool.shutdown());
+    }
+
+    #[test]
+    fn an_idle_thread_exits_after_the_keep_alive() {
+        let pool = pool(2, Duration::from_millis(5));
+        let (sender, receiver) = mpsc::channel();
+        BlockingPool::spawn(&pool, job(move || sender.send(()).unwrap()));
+        receiver.recv_timeout(Duration::from_secs(10)).unwrap();
+        assert!(eventually(|| pool.counts().threads == 0));
+        join(pool.shutdown());
+    }
+
+    #[test]
+    fn shutdown_drops_queued_calls_and_later_ones() {
+        let pool = pool(1, DEFAULT_BLOCKING_KEEP_ALIVE);
+        let (release, released) = mpsc::channel::<()>();
+        BlockingPool::spawn(&pool, job(move || released.recv().unwrap_or(())));
+        let ran = Arc::new(AtomicUsize::new(0));
+        let (queued, later) = (ran.clone(), ran.clone());
+        BlockingPool::spawn(
+            &pool,
+            job(move || {
+                queued.fetch_add(1, Ordering::SeqCst);
+            }),
+        );
+        let threads = pool.shutdown();
+        BlockingPool::spawn(
+            &pool,
+            job(move || {
+                later.fetch_add(1, Ordering::SeqCst);
+            }),
+        );
+        // (The first call may have been dropped by the shutdown, before its
+        // thread took it.)
+        let _ = release.send(());
+        join(threads);
+        assert_eq!(ran.load(Ordering::SeqCst), 0);
+        assert_eq!(pool.counts(), BlockingCounts::default());
+    }
+}
