@@ -5,9 +5,8 @@
 //! The semantics are Cats Effect 3's `MonadCancel` and `GenSpawn`:
 //!
 //! * Inside `uncancelable(|poll| body)` cancellation is not observed, except
-//!   within `poll.apply(io)`. A poll unmasks only if it belongs to the
-//!   innermost region: polls carry the depth of the region that made them,
-//!   so an outer region's poll used inside an inner region does nothing.
+//!   within `poll.apply(io)`. A poll unmasks only where it belongs (see
+//!   below); anywhere else `poll.apply(io)` is `io`, unchanged.
 //! * Finalizers (`on_cancel`, `guarantee_case`, a bracket's release) run
 //!   masked, exactly once, in reverse order of installation.
 //! * Where Spindle differs: a Rust panic is not an error value. It runs the
@@ -22,6 +21,35 @@
 //!   ([`FiberHandle::suppressed_errors`](crate::FiberHandle::suppressed_errors),
 //!   [`Fiber::with_suppressed`](crate::Fiber::with_suppressed)), never lost,
 //!   and the remaining finalizers still run.
+//!
+//! # Where a poll belongs
+//!
+//! A [`Poll`] belongs to the fiber that made it and to the mask depth its
+//! region was entered at (the design of Cats Effect's `IOFiber`, whose
+//! polls carry the region's mask count and the fiber itself). It is a
+//! `Copy` value that user code may keep, hand to a child, send to another
+//! fiber through a `Deferred`, or apply after its region has ended; so the
+//! run-loop checks, when a `poll.apply(io)` node runs, that both hold:
+//!
+//! 1. *The fiber is the poll's.* Each fiber takes a number when it first
+//!    enters a region (`Core::poll_owner`: a process-wide counter, so no
+//!    two fibers, living or finished, share one until it wraps, which
+//!    takes 2^32 fibers with regions on a 32-bit target and never happens
+//!    on a 64-bit one), and its polls carry it.
+//!    A poll of the parent applied inside a child's region, or of any other
+//!    fiber, leaves the region masked: a region is masked for its own
+//!    fiber, and no other fiber can lift that.
+//! 2. *The depth is the current one.* The poll carries the depth of its
+//!    region; inside a nested region the depth is greater, so an outer
+//!    region's poll does nothing there, and the inner region stays masked.
+//!    Once the inner region has ended (or inside the inner region's own
+//!    poll, which brings the depth back), the outer poll unmasks again.
+//!
+//! A matching poll unmasks one level (`masks - 1`, a `Remask` frame to
+//! restore it); a poll that does not match adds nothing, not even a frame.
+//! Neither check can be done when the poll is made or applied as a value
+//! (`Poll::apply` only builds a node): only the run-loop knows which fiber
+//! runs the node, and at which depth.
 
 use core::marker::PhantomData;
 
@@ -35,15 +63,39 @@ use crate::tracing::{Internal, NO_SITE, Named, Op, OpMeta, Site, WithClosure, he
 
 /// Unmasks a program inside the `uncancelable` region that made it.
 ///
+/// A poll belongs to the fiber that made it and to its region's mask depth
+/// (see the [module doc](self)): applied on another fiber, or inside a
+/// region nested in its own, it runs its program as it is, still masked.
+///
 /// See [`IO::uncancelable`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Poll {
+    /// The number of the fiber that made the poll (`Core::poll_owner`;
+    /// never 0).
+    owner: usize,
+    /// The mask depth of its region (1 for the outermost).
     depth: u32,
 }
 
 impl Poll {
-    /// Makes `io` cancelable again, if this poll belongs to the innermost
-    /// uncancelable region around it; otherwise runs `io` as it is.
+    /// The poll of a region entered at mask depth `depth` by the fiber
+    /// numbered `owner` (the run-loop's `Uncancelable` step).
+    #[inline(always)]
+    pub(crate) fn new(owner: usize, depth: u32) -> Poll {
+        Poll { owner, depth }
+    }
+
+    /// Whether this poll unmasks on the fiber numbered `owner`, now at mask
+    /// depth `masks`: the fiber is the poll's, and its innermost region is
+    /// the poll's region (see the module doc).
+    #[inline(always)]
+    pub(crate) fn unmasks(&self, owner: usize, masks: u32) -> bool {
+        self.depth == masks && self.owner == owner
+    }
+
+    /// Makes `io` cancelable again, if this poll belongs to the fiber that
+    /// runs it and to the innermost uncancelable region around it;
+    /// otherwise runs `io` as it is.
     #[track_caller]
     pub fn apply<A: Send + 'static, E: Send + 'static>(&self, io: IO<A, E>) -> IO<A, E> {
         self.apply_untraced(io).traced_as(&POLL_APPLY)
@@ -54,7 +106,7 @@ impl Poll {
         &self,
         io: IO<A, E>,
     ) -> IO<A, E> {
-        IO::from_node(Node::poll(io.into_node(), self.depth))
+        IO::from_node(Node::poll(io.into_node(), *self))
     }
 }
 
@@ -62,9 +114,9 @@ mod k {
     use super::*;
 
     pub(super) struct Uncancelable<A, E>(PhantomData<fn() -> (A, E)>);
-    impl<A, E, F: FnOnce(Poll) -> IO<A, E>> Adapter<u32, Node, F> for Uncancelable<A, E> {
-        unsafe fn call(f: F, depth: u32) -> Node {
-            f(Poll { depth }).into_node()
+    impl<A, E, F: FnOnce(Poll) -> IO<A, E>> Adapter<Poll, Node, F> for Uncancelable<A, E> {
+        unsafe fn call(f: F, poll: Poll) -> Node {
+            f(poll).into_node()
         }
     }
 
@@ -126,6 +178,12 @@ mod k {
 impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// Runs the program `body` builds with cancellation masked, except
     /// inside `poll.apply(..)`.
+    ///
+    /// The poll unmasks only on this fiber, and only where this region is
+    /// the innermost one: applied on another fiber (a child it starts, a
+    /// fiber it is sent to), inside a region nested in this one, or by a
+    /// fiber after this one has ended, it runs its program as it is
+    /// (see [`Poll`]).
     ///
     /// ```
     /// use spindle_core::IO;

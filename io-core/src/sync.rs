@@ -84,6 +84,14 @@ pub(crate) use loom::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 #[cfg(loom)]
 pub(crate) use loom::cell::UnsafeCell;
 
+/// The atomic of io-core's process-wide counters (`static`s): the real
+/// one in every build, loom's included, since loom's atomics cannot be
+/// `static`. Only for counters that hand out distinct numbers and order
+/// nothing else (the owners of polls, `fiber/run_state.rs`): any
+/// read-modify-write hands each number out once, whatever the
+/// interleaving, so there is nothing for loom to explore.
+pub(crate) use portable_atomic::AtomicUsize as StaticAtomicUsize;
+
 /// The global lock of the bare-metal drop trampoline (`node/drop_bare.rs`):
 /// a critical section, safe from interrupt handlers (the final binary picks
 /// the implementation).

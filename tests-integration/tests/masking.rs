@@ -8,7 +8,7 @@
 mod common;
 
 use common::{Counter, Log, rt_test};
-use spindle_core::{Deferred, IO, Outcome};
+use spindle_core::{Deferred, IO, Outcome, Poll};
 use std::time::Duration;
 
 type E = String;
@@ -286,5 +286,274 @@ rt_test! {
             .on_cancel(pause().product_r(log.record("finalizer finished")));
         assert_eq!(run(cancel_when_started(child, started)), Outcome::Succeeded(Outcome::Canceled));
         assert_eq!(log.events(), ["finalizer finished"]);
+    }
+
+    // A `Poll` belongs to the fiber and the region that made it (Cats
+    // Effect: a poll unmasks only on its own fiber, at its own depth);
+    // anywhere else it runs its program as it is.
+
+    fn a_parent_poll_applied_inside_a_child_region_leaves_a_self_cancel_masked() {
+        let log = Log::new();
+        let (l1, l2) = (log.clone(), log.clone());
+        let io: IO<Outcome<(), E>, E> = IO::uncancelable(move |parent_poll| {
+            IO::uncancelable(move |_| {
+                parent_poll
+                    .apply(IO::canceled())
+                    .product_r(l1.record("rest of the child's region"))
+            })
+            .product_r(l2.record("after the child's region"))
+            .start()
+            .flat_map(|child| child.join())
+        });
+        assert_eq!(run(io), Outcome::Succeeded(Outcome::Canceled));
+        assert_eq!(log.events(), ["rest of the child's region"]);
+    }
+
+    fn a_parent_poll_applied_inside_a_child_region_does_not_let_the_child_be_canceled_there() {
+        let fin = Counter::new();
+        let log = Log::new();
+        let started = Deferred::new();
+        let gate = Deferred::<()>::new();
+        let (s, g, f, l1, l2) = (started.clone(), gate.clone(), fin.clone(), log.clone(), log.clone());
+        let io: IO<Outcome<(), E>, E> = IO::uncancelable(move |parent_poll| {
+            let child = IO::uncancelable(move |_| {
+                parent_poll
+                    .apply(s.complete::<E>(()).product_r(g.get::<E>()))
+                    .on_cancel(f.incr_io())
+                    .product_r(l1.record("end of the child's region"))
+            })
+            .product_r(l2.record("after the child's region"));
+            child.start().flat_map(move |h| {
+                started
+                    .get()
+                    .product_r(h.cancel_handle().cancel::<E>().start())
+                    .flat_map(move |canceler| {
+                        // The cancel waits for the region to end: give it
+                        // time to (wrongly) interrupt the wait first.
+                        pause()
+                            .product_r(gate.complete(()))
+                            .product_r(canceler.join_void())
+                            .product_r(h.join())
+                    })
+            })
+        });
+        assert_eq!(run(io), Outcome::Succeeded(Outcome::Canceled));
+        assert_eq!(fin.get(), 0, "the on_cancel inside the masked region ran");
+        assert_eq!(log.events(), ["end of the child's region"]);
+    }
+
+    fn a_poll_handed_to_another_fiber_does_not_unmask_that_fibers_region() {
+        let fin = Counter::new();
+        let log = Log::new();
+        let polls = Deferred::<Poll>::new();
+        let owner_done = Deferred::<()>::new();
+        let started = Deferred::new();
+        let gate = Deferred::<()>::new();
+        let (p, od) = (polls.clone(), owner_done.clone());
+        // The owner stays inside its region (so it is alive) until the end.
+        let owner: IO<(), E> = IO::uncancelable(move |poll| {
+            p.complete::<E>(poll).product_r(od.get())
+        });
+        let (s, g, f, l1, l2) = (started.clone(), gate.clone(), fin.clone(), log.clone(), log.clone());
+        let victim: IO<(), E> = polls.get().flat_map(move |foreign| {
+            IO::uncancelable(move |_| {
+                foreign
+                    .apply(s.complete::<E>(()).product_r(g.get::<E>()))
+                    .on_cancel(f.incr_io())
+                    .product_r(l1.record("end of the victim's region"))
+            })
+            .product_r(l2.record("after the victim's region"))
+        });
+        let io: IO<Outcome<(), E>, E> = owner.start().flat_map(move |o| {
+            victim.start().flat_map(move |v| {
+                started
+                    .get()
+                    .product_r(v.cancel_handle().cancel::<E>().start())
+                    .flat_map(move |canceler| {
+                        pause()
+                            .product_r(gate.complete(()))
+                            .product_r(canceler.join_void())
+                            .product_r(v.join())
+                            .flat_map(move |outcome| {
+                                owner_done.complete(()).product_r(o.join_void()).map_to(outcome)
+                            })
+                    })
+            })
+        });
+        assert_eq!(run(io), Outcome::Succeeded(Outcome::Canceled));
+        assert_eq!(fin.get(), 0, "the foreign poll unmasked the victim");
+        assert_eq!(log.events(), ["end of the victim's region"]);
+    }
+
+    fn a_poll_whose_fiber_has_ended_does_nothing_in_a_later_fiber() {
+        // The later fibers may well be allocated where the first one was:
+        // a poll must not take them for its own.
+        let log = Log::new();
+        let l = log.clone();
+        let io: IO<Vec<Outcome<(), E>>, E> = IO::uncancelable(IO::pure)
+            .start()
+            .flat_map(|h| h.join_with_never())
+            .flat_map(move |stale: Poll| {
+                let runs: Vec<IO<Outcome<(), E>, E>> = (0..8)
+                    .map(|_| {
+                        let l = l.clone();
+                        IO::uncancelable(move |_| {
+                            stale.apply(IO::canceled()).product_r(l.record("rest of region"))
+                        })
+                        .product_r(IO::unit())
+                        .start()
+                        .flat_map(|h| h.join())
+                    })
+                    .collect();
+                IO::sequence(runs)
+            });
+        let outcomes = run(io);
+        assert_eq!(outcomes, Outcome::Succeeded(vec![Outcome::Canceled; 8]));
+        assert_eq!(log.events().len(), 8, "a stale poll unmasked a later fiber");
+    }
+
+    fn a_parent_poll_of_the_same_depth_does_not_unmask_a_childs_nested_region() {
+        // The child is two regions deep, like the parent's inner poll: the
+        // depths match, the fibers do not. Inside the parent's poll, the
+        // child's own outer poll is at the wrong depth, and does nothing.
+        let log = Log::new();
+        let (l1, l2) = (log.clone(), log.clone());
+        let io: IO<Outcome<(), E>, E> = IO::uncancelable(move |_| {
+            IO::uncancelable(move |parent_inner| {
+                IO::uncancelable(move |child_outer| {
+                    IO::uncancelable(move |_| {
+                        parent_inner
+                            .apply(child_outer.apply(IO::canceled()))
+                            .product_r(l1.record("rest of the child's inner region"))
+                    })
+                })
+                .product_r(l2.record("after the child's regions"))
+                .start()
+                .flat_map(|child| child.join())
+            })
+        });
+        assert_eq!(run(io), Outcome::Succeeded(Outcome::Canceled));
+        assert_eq!(log.events(), ["rest of the child's inner region"]);
+    }
+
+    fn an_outer_poll_applied_inside_an_inner_region_leaves_a_self_cancel_masked() {
+        let log = Log::new();
+        let (l1, l2) = (log.clone(), log.clone());
+        let io: IO<(), E> = IO::uncancelable(move |outer| {
+            IO::uncancelable(move |_inner| {
+                outer.apply(IO::canceled()).product_r(l1.record("rest of the inner region"))
+            })
+            .product_r(l2.record("rest of the outer region"))
+        })
+        .product_r(log.record("after the regions"));
+        assert_eq!(run(io), Outcome::Canceled);
+        assert_eq!(log.events(), ["rest of the inner region", "rest of the outer region"]);
+    }
+
+    // A region that has ended is over: a cancellation requested inside it
+    // is observed after it, where the next program would start, and an
+    // `on_cancel` its result has already passed does not run (Cats
+    // Effect's "not finalize after uncancelable with suppressed
+    // cancelation"). Finalizers still on the stack run, once.
+
+    fn the_on_cancel_of_a_region_that_ended_after_a_self_cancel_does_not_run() {
+        let fin = Counter::new();
+        let mapped = Counter::new();
+        let continued = Counter::new();
+        let (m, c) = (mapped.clone(), continued.clone());
+        let io: IO<u32, E> = IO::uncancelable(|_| IO::canceled().product_r(IO::pure(42u32)))
+            .on_cancel(fin.incr_io())
+            .map(move |x| {
+                m.incr();
+                x + 1
+            })
+            .flat_map(move |x| {
+                c.incr();
+                IO::pure(x)
+            });
+        assert_eq!(run(io), Outcome::Canceled);
+        assert_eq!(fin.get(), 0, "the on_cancel the region's value had passed ran");
+        assert_eq!(continued.get(), 0, "the program after the region ran");
+        assert!(mapped.get() <= 1);
+    }
+
+    fn the_on_cancel_of_a_region_that_failed_after_a_self_cancel_does_not_run() {
+        let fin = Counter::new();
+        let handled = Counter::new();
+        let h = handled.clone();
+        let io: IO<u32, E> = IO::uncancelable(|_| {
+            IO::canceled().product_r(IO::<u32, E>::raise_error("boom".to_string()))
+        })
+        .on_cancel(fin.incr_io())
+        .map(|x| x + 1)
+        .flat_map(IO::pure)
+        .handle_error_with(move |_| {
+            h.incr();
+            IO::pure(0)
+        })
+        .flat_map(IO::pure);
+        assert_eq!(run(io), Outcome::Canceled);
+        assert_eq!(fin.get(), 0, "the on_cancel the region's error had passed ran");
+        assert_eq!(handled.get(), 0, "the handler after the region ran");
+    }
+
+    fn finalizers_outside_a_region_that_ended_after_a_self_cancel_run_once() {
+        let fin = Counter::new();
+        let released = Log::new();
+        let guaranteed = Log::new();
+        let outer_on_cancel = Counter::new();
+        let (r, g) = (released.clone(), guaranteed.clone());
+        let inner: IO<u32, E> = IO::uncancelable(|_| IO::canceled().product_r(IO::pure(42u32)))
+            .on_cancel(fin.incr_io())
+            .map(|x| x + 1)
+            .flat_map(IO::pure);
+        let io: IO<u32, E> = IO::bracket_case(IO::unit(), move |_| inner, move |(), o: &Outcome<u32, E>| {
+            r.record(if o.is_canceled() { "canceled" } else { "not canceled" })
+        })
+        .on_cancel(outer_on_cancel.incr_io())
+        .guarantee_case(move |o: &Outcome<u32, E>| {
+            g.record(if o.is_canceled() { "canceled" } else { "not canceled" })
+        });
+        assert_eq!(run(io), Outcome::Canceled);
+        assert_eq!(fin.get(), 0, "the on_cancel the region's value had passed ran");
+        assert_eq!(released.events(), ["canceled"]);
+        assert_eq!(outer_on_cancel.get(), 1);
+        assert_eq!(guaranteed.events(), ["canceled"]);
+    }
+
+    fn finalizers_outside_a_region_that_failed_after_a_self_cancel_run_once() {
+        // The error passes the region's on_cancel and the bracket's end
+        // (whose release sees it), and the cancellation is observed where
+        // the handler would start: the finalizers around that run, once.
+        let fin = Counter::new();
+        let released = Log::new();
+        let guaranteed = Log::new();
+        let outer_on_cancel = Counter::new();
+        let handled = Counter::new();
+        let (r, g, h) = (released.clone(), guaranteed.clone(), handled.clone());
+        let inner: IO<u32, E> = IO::uncancelable(|_| {
+            IO::canceled().product_r(IO::<u32, E>::raise_error("boom".to_string()))
+        })
+        .on_cancel(fin.incr_io())
+        .map(|x| x + 1)
+        .flat_map(IO::pure);
+        let io: IO<u32, E> = IO::bracket_case(IO::unit(), move |_| inner, move |(), o: &Outcome<u32, E>| {
+            r.record(if o.is_errored() { "errored" } else { "not errored" })
+        })
+        .handle_error_with(move |e| {
+            h.incr();
+            IO::raise_error(e)
+        })
+        .flat_map(IO::pure)
+        .on_cancel(outer_on_cancel.incr_io())
+        .guarantee_case(move |o: &Outcome<u32, E>| {
+            g.record(if o.is_canceled() { "canceled" } else { "not canceled" })
+        });
+        assert_eq!(run(io), Outcome::Canceled);
+        assert_eq!(fin.get(), 0, "the on_cancel the region's error had passed ran");
+        assert_eq!(handled.get(), 0, "the handler after the region ran");
+        assert_eq!(released.events(), ["errored"]);
+        assert_eq!(outer_on_cancel.get(), 1);
+        assert_eq!(guaranteed.events(), ["canceled"]);
     }
 }

@@ -31,15 +31,16 @@
 //!   not depend on the executor type, so a [`Callback`] or a fiber handle
 //!   can reach it through a type-erased pointer.
 //! * `core`: the run-loop state (where the next run starts, the explicit
-//!   continuation stack, the completion callback, the mask depth). Only the
-//!   thread that runs the fiber touches it.
+//!   continuation stack, the completion callback, the mask depth, the
+//!   number its polls carry). Only the thread that runs the fiber touches
+//!   it.
 //! * `executor`: the fiber's executor `X`, for scheduling and timers.
 //!
 //! Starting a fiber is this one allocation. A suspended fiber holds it, its
 //! continuation stack's buffer only if frames are pending (an empty stack's
 //! buffer goes back to the thread when the fiber waits), and what its
 //! pending frames and its suspension (a waiter entry, a timer) hold: with a
-//! one-word executor, 216 bytes for the fiber (a unit test keeps it so).
+//! one-word executor, 224 bytes for the fiber (a unit test keeps it so).
 //!
 //! # Who may touch which field, and when
 //!

@@ -321,6 +321,7 @@ impl<X: Executor> Fiber<X> {
             stack: Vec::new(),
             on_complete,
             masks: 0,
+            poll_owner: 0,
             ending: None,
             cold: None,
             tracing: crate::tracing::FiberTracing::new(traces),

@@ -16,7 +16,9 @@
 //! Cancellation (requested by another fiber through the header, or by the
 //! fiber itself with `IO::canceled`) is *observed* only at depth 0, at these
 //! points: when the run-loop starts or resumes, before a suspension, at
-//! auto-yield and cede, when a region ends or a `poll` unmasks. Observing it
+//! auto-yield and cede, when a region ends or a `poll` unmasks. (A `poll`
+//! unmasks only if it is this fiber's and of the current depth: `Core`
+//! keeps the number the fiber's polls carry; see `cancel.rs`.) Observing it
 //! sets `core.ending` and evaluates the internal `Unwind` node: frames are
 //! popped without running continuations, and each finalizer frame
 //! (`on_cancel`, `guarantee_case`) runs its finalizer masked, after which a
@@ -53,6 +55,7 @@
 use super::raw::{Fiber, FiberInner};
 use super::run_state::{Core, Ending, Next};
 use super::state::TransitionToSuspended;
+use crate::cancel::Poll;
 use crate::erased::Value;
 use crate::executor::{Executor, TimerCallback};
 use crate::node::{Frame, FrameKind, GuaranteeK, Kind, Node, Tag};
@@ -662,12 +665,14 @@ fn run_loop<X: Executor, const TRACING: bool>(inner: &Arc<FiberInner<X>>, core: 
                 record!(ring, body.op(), body.site());
                 core.masks += 1;
                 core.stack.push(Frame::unmask());
-                unsafe { body.call(core.masks) }
+                let poll = Poll::new(core.poll_owner(), core.masks);
+                unsafe { body.call(poll) }
             }
             Kind::Poll(bind) => {
                 let (source, k) = bind.into_parts();
-                if k.depth == core.masks && core.ending.is_none() {
-                    // The poll of the innermost region: unmask its source.
+                if k.poll.unmasks(core.poll_owner, core.masks) && core.ending.is_none() {
+                    // The poll of this fiber's innermost region: unmask its
+                    // source. Any other poll runs its source as it is.
                     core.masks -= 1;
                     core.stack.push(Frame::remask());
                     if should_cancel(core, header) {

@@ -16,6 +16,7 @@ use alloc::vec::Vec;
 use crate::erased::{Adapter, ErasedFn, Value};
 use crate::node::{Frame, Node};
 use crate::outcome::Outcome;
+use crate::sync::{Ordering, StaticAtomicUsize};
 use crate::tracing::{ChildTraces, Trace};
 
 /// The run-loop state of a fiber, touched only by the thread running it.
@@ -39,6 +40,9 @@ pub(crate) struct Core {
     /// Depth of nested uncancelable regions around the current node
     /// (cancellation is observed only at depth 0).
     pub(super) masks: u32,
+    /// The number that marks this fiber's polls as its own
+    /// ([`Core::poll_owner`]); 0 until its first uncancelable region.
+    pub(super) poll_owner: usize,
     /// Set once the fiber finalizes (canceled or panicked): the remaining
     /// frames are popped, running only finalizers.
     pub(super) ending: Option<Ending>,
@@ -129,7 +133,41 @@ struct Causes {
     parked: Vec<(usize, ChildTraces)>,
 }
 
+/// Hands out the numbers that tell fibers' polls apart: each fiber takes
+/// one, the first time it enters an uncancelable region, and no two fibers
+/// of the process ever hold the same one (until the counter wraps, after
+/// `usize::MAX` fibers with regions: never on 64-bit targets, after 2^32 on
+/// 32-bit ones). A fiber's address would not do: once the fiber is freed, a
+/// later fiber may be allocated at the same place, and a poll kept from the
+/// first would take the second for its owner.
+static POLL_OWNERS: StaticAtomicUsize = StaticAtomicUsize::new(1);
+
+/// A number no other fiber holds (see [`POLL_OWNERS`]); never 0. Out of
+/// line: once per fiber that uses a region, not per region.
+#[cold]
+#[inline(never)]
+fn fresh_poll_owner() -> usize {
+    loop {
+        let owner = POLL_OWNERS.fetch_add(1, Ordering::Relaxed);
+        if owner != 0 {
+            return owner;
+        }
+    }
+}
+
 impl Core {
+    /// The number of this fiber for its polls: a poll unmasks only on the
+    /// fiber whose number it carries (`cancel.rs`). Taken the first time the
+    /// fiber enters an uncancelable region; a fiber that never does has
+    /// none (0, which no poll carries).
+    #[inline(always)]
+    pub(super) fn poll_owner(&mut self) -> usize {
+        if self.poll_owner == 0 {
+            self.poll_owner = fresh_poll_owner();
+        }
+        self.poll_owner
+    }
+
     fn cold(&mut self) -> &mut Cold {
         self.cold.get_or_insert_with(Default::default)
     }

@@ -62,6 +62,7 @@ use core::mem::ManuallyDrop;
 use core::ptr;
 use core::time::Duration;
 
+use crate::cancel::Poll;
 use crate::erased::{EMPTY_WORD, ErasedFn, FnVTable, Value, ValueVTable, Word};
 use crate::fiber::RawCallback;
 use crate::outcome::{Outcome, PanicMessage};
@@ -194,10 +195,11 @@ pub(crate) enum Kind {
     #[cfg_attr(not(feature = "std"), allow(dead_code))]
     Panicked(PanicMessage),
     /// `uncancelable(body)`: mask cancellation, run what `body` builds from
-    /// the mask depth (its `Poll`).
-    Uncancelable(ErasedFn<u32, Node>),
-    /// `poll(source)`: unmask `source` if the poll belongs to the innermost
-    /// uncancelable region (its depth is the current one).
+    /// the region's `Poll` (the fiber's number and the new mask depth).
+    Uncancelable(ErasedFn<Poll, Node>),
+    /// `poll(source)`: unmask `source` if the poll belongs to the running
+    /// fiber and to its innermost uncancelable region (its depth is the
+    /// current one).
     Poll(BindBox<PollK>),
     /// Request the fiber's own cancellation.
     Canceled(Option<Site>),
@@ -217,17 +219,11 @@ pub(crate) enum Kind {
     Mark(BindBox<crate::tracing::MarkK>),
 }
 
-/// The continuation of a `Poll` node: the mask depth of the region it
-/// belongs to (padded to the common block layout).
+/// The continuation of a `Poll` node: the poll itself, the fiber and the
+/// mask depth of the region it belongs to (two words: the common block
+/// layout, checked in `bind.rs`).
 pub(crate) struct PollK {
-    pub(crate) depth: u32,
-    _pad: [usize; 1],
-}
-
-impl PollK {
-    pub(crate) fn new(depth: u32) -> Self {
-        PollK { depth, _pad: [0] }
-    }
+    pub(crate) poll: Poll,
 }
 
 /// A guarantee finalizer: given the outcome of its source, builds the
@@ -480,12 +476,12 @@ impl Node {
         Node::from_value(Value::new(message), Tag::Panicked)
     }
     #[inline(always)]
-    pub(crate) fn uncancelable(body: ErasedFn<u32, Node>) -> Node {
+    pub(crate) fn uncancelable(body: ErasedFn<Poll, Node>) -> Node {
         Node::from_fn(body, Tag::Uncancelable)
     }
     #[inline(always)]
-    pub(crate) fn poll(source: Node, depth: u32) -> Node {
-        Node::from_bind(BindBox::new(source, PollK::new(depth), None), Tag::Poll)
+    pub(crate) fn poll(source: Node, poll: Poll) -> Node {
+        Node::from_bind(BindBox::new(source, PollK { poll }, None), Tag::Poll)
     }
     #[inline(always)]
     pub(crate) fn canceled(site: Option<Site>) -> Node {

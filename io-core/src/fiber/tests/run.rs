@@ -423,7 +423,7 @@ fn an_executor_that_numbers_nothing_gives_every_fiber_number_0() {
 
 #[test]
 #[cfg(target_pointer_width = "64")]
-fn a_fiber_with_a_one_word_executor_and_its_join_state_is_one_allocation_of_at_most_216_bytes() {
+fn a_fiber_with_a_one_word_executor_and_its_join_state_is_one_allocation_of_at_most_224_bytes() {
     // The per-fiber cost of a million suspended fibers: reference counts,
     // header (with the join state), run-loop state and executor handle.
     let size =
@@ -436,8 +436,9 @@ fn a_fiber_with_a_one_word_executor_and_its_join_state_is_one_allocation_of_at_m
     );
     // Tracing adds the ring pointer and the dump state byte (header). The
     // fiber's number (4 bytes, header) fits beside that byte; without
-    // tracing it takes 8 (with padding).
-    let limit = if cfg!(feature = "tracing") { 232 } else { 224 };
+    // tracing it takes 8 (with padding). The number that marks the fiber's
+    // polls as its own (`Core::poll_owner`) takes 8.
+    let limit = if cfg!(feature = "tracing") { 240 } else { 232 };
     assert!(
         core::mem::size_of::<crate::fiber::raw::FiberInner<TestExecutor>>() + 16 <= limit,
         "FiberInner is {} bytes",
