@@ -110,7 +110,7 @@ pub use data::mutex::Mutex;
 pub use data::queue::{InvalidCapacity, Queue};
 pub use data::reference::Ref;
 pub use data::resource::{Allocated, ExitCase, Resource};
-pub use data::semaphore::{InvalidPermits, Semaphore};
+pub use data::semaphore::{InvalidPermits, PermitOverflow, Semaphore};
 pub use executor::support::RunError;
 pub use executor::{BlockingTask, Executor, Fiber, TimerCallback};
 pub use fiber::Callback;

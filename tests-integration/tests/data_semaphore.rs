@@ -4,7 +4,7 @@
 mod common;
 
 use common::{Counter, Log, TestRuntime, eventually, rt_test, yield_after_every_step};
-use spindle_core::{Deferred, IO, InvalidPermits, Outcome, Semaphore, UIO};
+use spindle_core::{Deferred, IO, InvalidPermits, Outcome, PermitOverflow, Semaphore, UIO};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -26,8 +26,35 @@ fn semaphore(permits: u64) -> Semaphore {
 }
 
 rt_test! {
+    fn a_semaphore_of_more_permits_than_it_can_count_is_an_error_not_a_silent_clamp() {
+        assert!(Semaphore::new(u64::MAX).is_err());
+        assert_eq!(
+            Semaphore::new(Semaphore::MAX_PERMITS + 1).err(),
+            Some(InvalidPermits::TooMany { requested: Semaphore::MAX_PERMITS + 1, max: Semaphore::MAX_PERMITS })
+        );
+        let sem = semaphore(Semaphore::MAX_PERMITS);
+        assert_eq!(sem.available(), Semaphore::MAX_PERMITS);
+    }
+
+    fn a_release_past_the_largest_count_is_a_permit_overflow_value_and_changes_nothing() {
+        let max = Semaphore::MAX_PERMITS;
+        let sem = semaphore(max);
+        let (s1, s2, s3) = (sem.clone(), sem.clone(), sem.clone());
+        let io: IO<(Result<(), PermitOverflow>, Result<(), PermitOverflow>, u64), E> =
+            s1.acquire().flat_map(move |()| {
+                s2.release().flat_map(move |first| {
+                    s3.release().map(move |second| (first, second, s3.available()))
+                })
+            });
+        let overflow = PermitOverflow { released: 1, available: max, max };
+        assert_eq!(run(io), Outcome::Succeeded((Ok(()), Err(overflow), max)));
+        let many = sem.release_n::<E>(u64::MAX);
+        assert!(matches!(run(many), Outcome::Succeeded(Err(PermitOverflow { .. }))));
+        assert_eq!(sem.available(), max);
+    }
+
     fn a_semaphore_of_zero_permits_is_invalid_permits() {
-        assert_eq!(Semaphore::new(0).err(), Some(InvalidPermits));
+        assert_eq!(Semaphore::new(0).err(), Some(InvalidPermits::Zero));
         assert_eq!(semaphore(3).available(), 3);
     }
 
@@ -36,7 +63,7 @@ rt_test! {
         let (s1, s2, s3) = (sem.clone(), sem.clone(), sem.clone());
         let io: IO<(u64, u64), E> = sem.acquire().product_r(s1.acquire()).flat_map(move |()| {
             let held = s2.available();
-            s3.release().map(move |()| (held, s3.available()))
+            s3.release().map(move |released| { assert_eq!(released, Ok(())); (held, s3.available()) })
         });
         assert_eq!(run(io), Outcome::Succeeded((0, 1)));
         assert_eq!(sem.available(), 1);
@@ -44,7 +71,7 @@ rt_test! {
 
     fn release_without_a_waiter_adds_a_permit() {
         let sem = semaphore(1);
-        assert_eq!(run(sem.release::<E>()), Outcome::Succeeded(()));
+        assert_eq!(run(sem.release::<E>()), Outcome::Succeeded(Ok(())));
         assert_eq!(sem.available(), 2);
     }
 
@@ -57,7 +84,7 @@ rt_test! {
         let io: IO<(usize, Outcome<(), E>), E> = sem.acquire().product_r(waiter.start()).flat_map(move |h| {
             eventually(move || counted.waiting() == 1)
                 .map(move |()| acquired.get())
-                .flat_map(move |before| releaser.release().product_r(h.join()).map(move |o| (before, o)))
+                .flat_map(move |before| releaser.release().void().product_r(h.join()).map(move |o| (before, o)))
         });
         assert_eq!(run(io), Outcome::Succeeded((0, Outcome::Succeeded(()))));
         assert_eq!(sem.available(), 0, "the waiter holds the released permit");
@@ -67,7 +94,7 @@ rt_test! {
     fn waiters_are_served_in_fifo_order() {
         let sem = semaphore(1);
         let log = Log::new();
-        let waiter = |i: u32| sem.acquire::<E>().product_r(log.record(i)).product_r(sem.release());
+        let waiter = |i: u32| sem.acquire::<E>().product_r(log.record(i)).product_r(sem.release().void());
         let (counted, releaser) = (sem.clone(), sem.clone());
         let starts = vec![waiter(1).start(), waiter(2).start(), waiter(3).start()];
         let io: IO<(), E> = sem.acquire().product_r(IO::cede()).flat_map(move |()| {
@@ -156,7 +183,7 @@ rt_test! {
         });
         assert_eq!(run(io), Outcome::Succeeded((Outcome::Canceled, 0)));
         assert_eq!(sem.available(), 0, "the first acquire still holds the only permit");
-        assert_eq!(run(sem.release::<E>()), Outcome::Succeeded(()));
+        assert_eq!(run(sem.release::<E>()), Outcome::Succeeded(Ok(())));
         assert_eq!(sem.available(), 1, "the released permit was not given to the canceled waiter");
     }
 
@@ -173,7 +200,7 @@ rt_test! {
                 .product_r(canceler.cancel::<E>().start())
                 .flat_map(move |c| {
                     IO::cede()
-                        .product_r(releaser.release())
+                        .product_r(releaser.release().void())
                         .product_r(c.join_void())
                         .product_r(h.join())
                 })
@@ -195,7 +222,7 @@ rt_test! {
             .product_r(w.with_permit(IO::unit()).start())
             .flat_map(move |h| {
                 eventually(move || counted.waiting() == 1)
-                    .product_r(releaser.release())
+                    .product_r(releaser.release().void())
                     .product_r(h.cancel())
                     .product_r(h.join())
             });
@@ -303,8 +330,8 @@ rt_test! {
             IO::sequence((0..20).map(|_| w.acquire::<E>().start()).collect()).flat_map(move |hs| {
                 eventually(move || counted.waiting() == 20)
                     .product_r(IO::traverse(hs, |h| h.cancel()))
-                    .product_r(after.release())
-                    .product_r(after.release())
+                    .product_r(after.release().void())
+                    .product_r(after.release().void())
             })
         });
         assert_eq!(run(io), Outcome::Succeeded(()));
@@ -325,7 +352,7 @@ fn on_the_single_threaded_executor_a_woken_then_canceled_waiter_is_canceled_and_
             .product_r(w.acquire().start())
             .flat_map(move |h| {
                 IO::cede()
-                    .product_r(releaser.release())
+                    .product_r(releaser.release().void())
                     .product_r(h.cancel())
                     .product_r(h.join())
             });
@@ -353,7 +380,7 @@ fn a_waiter_woken_and_canceled_before_it_ran_gives_its_permit_back_on<R: TestRun
             .product_r(w.acquire().start())
             .flat_map(move |h| {
                 eventually(move || counted.waiting() == 1)
-                    .product_r(releaser.release())
+                    .product_r(releaser.release().void())
                     .product_r(h.cancel())
                     .product_r(h.join())
             });

@@ -56,6 +56,17 @@ impl<T> WaiterList<T> {
         None
     }
 
+    /// The oldest waiter, left in the list.
+    pub(crate) fn first_mut(&mut self) -> Option<&mut T> {
+        // A pop may have left a tombstone at the front.
+        while matches!(self.entries.front(), Some((_, None))) {
+            self.entries.pop_front();
+        }
+        self.entries
+            .front_mut()
+            .and_then(|(_, waiter)| waiter.as_mut())
+    }
+
     /// Removes the waiter `id` if it is still listed, and returns it (for the
     /// caller to drop once its lock is released).
     pub(crate) fn remove(&mut self, id: u64) -> Option<T> {
