@@ -107,7 +107,7 @@ pub use config::{ConfigError, DEFAULT_AUTO_YIELD_AFTER, FiberConfig, FiberConfig
 pub use data::deferred::{AlreadyCompleted, Deferred};
 pub use data::latch::{CountDownLatch, InvalidCount};
 pub use data::mutex::Mutex;
-pub use data::queue::{InvalidCapacity, Queue};
+pub use data::queue::{InvalidCapacity, Queue, QueueClosed};
 pub use data::reference::Ref;
 pub use data::resource::{Allocated, ExitCase, Resource};
 pub use data::semaphore::{InvalidPermits, PermitOverflow, Semaphore};

@@ -673,3 +673,98 @@ fn under_a_cancel_storm_a_bounded_queue_keeps_its_capacity_and_every_completed_o
         "the storm offered too little"
     );
 }
+
+mod closing {
+    use super::common::{eventually, rt_test};
+    use spindle_core::{IO, Outcome, Queue, QueueClosed};
+
+    type E = String;
+
+    rt_test! {
+        fn after_close_receive_drains_what_is_left_in_order_then_sees_the_end() {
+            let q = Queue::<u32>::bounded(4).expect("valid");
+            let (q1, q2) = (q.clone(), q.clone());
+            let io: IO<Vec<Option<u32>>, E> = IO::traverse(vec![1, 2, 3], move |x| q1.offer(x))
+                .product_r(q.close())
+                .product_r(IO::replicate(5, move || q2.receive()));
+            assert_eq!(run(io), Outcome::Succeeded(vec![Some(1), Some(2), Some(3), None, None]));
+        }
+
+        fn an_offer_after_close_is_refused_with_its_element_given_back() {
+            for q in [
+                Queue::<u32>::bounded(2).expect("valid"),
+                Queue::<u32>::unbounded(),
+                Queue::<u32>::dropping(2).expect("valid"),
+                Queue::<u32>::circular_buffer(2).expect("valid"),
+                Queue::<u32>::synchronous(),
+            ] {
+                let (q1, q2, q3) = (q.clone(), q.clone(), q.clone());
+                let io: IO<(bool, bool, Result<(), QueueClosed<u32>>, bool), E> = q.close().flat_map(move |first| {
+                    q1.close().flat_map(move |second| {
+                        q2.send(7).flat_map(move |sent| q3.try_offer(8).map(move |tried| (first, second, sent, tried)))
+                    })
+                });
+                assert_eq!(run(io), Outcome::Succeeded((true, false, Err(QueueClosed(7)), false)), "{q:?}");
+                assert!(q.is_closed());
+                assert!(q.is_empty(), "{q:?}");
+            }
+        }
+
+        fn a_receive_waiting_when_the_queue_is_closed_ends_with_none() {
+            let q = Queue::<u32>::unbounded();
+            let (receiver, closer) = (q.clone(), q.clone());
+            let io: IO<Outcome<Option<u32>, E>, E> = receiver.receive().start().flat_map(move |h| {
+                let counted = closer.clone();
+                eventually(move || counted.waiting_takers() == 1)
+                    .product_r(closer.close())
+                    .product_r(h.join())
+            });
+            assert_eq!(run(io), Outcome::Succeeded(Outcome::Succeeded(None)));
+        }
+
+        fn a_send_waiting_for_room_when_the_queue_is_closed_gets_its_element_back() {
+            let q = Queue::<u32>::bounded(1).expect("valid");
+            let (sender, closer, rest) = (q.clone(), q.clone(), q.clone());
+            let io: IO<(Outcome<Result<(), QueueClosed<u32>>, E>, Vec<Option<u32>>), E> =
+                q.offer(1).product_r(sender.send(2).start()).flat_map(move |h| {
+                    let counted = closer.clone();
+                    eventually(move || counted.waiting_offerers() == 1)
+                        .product_r(closer.close())
+                        .product_r(h.join())
+                        .flat_map(move |o| {
+                            IO::replicate(2, move || rest.receive()).map(move |left| (o, left))
+                        })
+                });
+            assert_eq!(
+                run(io),
+                Outcome::Succeeded((Outcome::Succeeded(Err(QueueClosed(2))), vec![Some(1), None]))
+            );
+        }
+
+        fn waiting_synchronous_offers_are_what_is_left_after_close_and_are_drained() {
+            let q = Queue::<u32>::synchronous();
+            let (sender, closer, rest) = (q.clone(), q.clone(), q.clone());
+            let io: IO<(Vec<Option<u32>>, Outcome<Result<(), QueueClosed<u32>>, E>), E> =
+                sender.send(5).start().flat_map(move |h| {
+                    let counted = closer.clone();
+                    eventually(move || counted.waiting_offerers() == 1)
+                        .product_r(closer.close())
+                        .product_r(IO::replicate(2, move || rest.receive()))
+                        .flat_map(move |got| h.join().map(move |o| (got, o)))
+                });
+            assert_eq!(
+                run(io),
+                Outcome::Succeeded((vec![Some(5), None], Outcome::Succeeded(Ok(()))))
+            );
+        }
+
+        fn a_plain_take_still_drains_a_closed_queue() {
+            let q = Queue::<u32>::unbounded();
+            let (q1, q2) = (q.clone(), q.clone());
+            let io: IO<(u32, Option<u32>), E> = q.offer(4).product_r(q1.close()).product_r(q1.take()).flat_map(move |x| {
+                q2.try_take().map(move |rest| (x, rest))
+            });
+            assert_eq!(run(io), Outcome::Succeeded((4, None)));
+        }
+    }
+}

@@ -26,6 +26,126 @@ fn semaphore(permits: u64) -> Semaphore {
 }
 
 rt_test! {
+    fn acquire_n_takes_all_its_permits_at_once_or_waits_for_them_all() {
+        let sem = semaphore(3);
+        let (s1, s2, s3, counted) = (sem.clone(), sem.clone(), sem.clone(), sem.clone());
+        // 2 of 3 held: a wait for 2 gathers the one free permit and waits.
+        let io: IO<(u64, u64, Outcome<(), E>), E> = s1.acquire_n(2).flat_map(move |()| {
+            s2.acquire_n(2).start().flat_map(move |h| {
+                eventually(move || counted.waiting() == 1).flat_map(move |()| {
+                    let while_waiting = s3.available();
+                    s3.release_n(2).flat_map(move |released| {
+                        assert_eq!(released, Ok(()));
+                        h.join().map(move |o| (while_waiting, s3.available(), o))
+                    })
+                })
+            })
+        });
+        assert_eq!(run(io), Outcome::Succeeded((0, 1, Outcome::Succeeded(()))));
+    }
+
+    fn a_canceled_acquire_n_gives_back_exactly_the_permits_it_had_gathered() {
+        let sem = semaphore(2);
+        let (s1, s2, counted) = (sem.clone(), sem.clone(), sem.clone());
+        // One permit held; a wait for 2 gathers the other, then is canceled.
+        let io: IO<(u64, Outcome<(), E>, u64), E> = s1.acquire().flat_map(move |()| {
+            s2.acquire_n(2).start().flat_map(move |h| {
+                let waiting = counted.clone();
+                eventually(move || waiting.waiting() == 1).flat_map(move |()| {
+                    let gathered = counted.available();
+                    h.cancel().product_r(h.join()).map(move |o| (gathered, o, counted.available()))
+                })
+            })
+        });
+        assert_eq!(run(io), Outcome::Succeeded((0, Outcome::Canceled, 1)));
+        assert_eq!(sem.available(), 1, "the held permit is still held");
+    }
+
+    fn a_waiter_for_many_permits_is_not_overtaken_by_a_later_waiter_for_one() {
+        let sem = semaphore(2);
+        let log = Log::<&str>::new();
+        let (s1, s2, s3, s4, counted) = (sem.clone(), sem.clone(), sem.clone(), sem.clone(), sem.clone());
+        let (l1, l2, events) = (log.clone(), log.clone(), log.clone());
+        let io: IO<Vec<&str>, E> = s1.acquire_n(2).flat_map(move |()| {
+            s2.acquire_n::<E>(2).product_r(l1.record("two")).start().flat_map(move |big| {
+                let waiting = counted.clone();
+                eventually(move || waiting.waiting() == 1)
+                    .product_r(s3.acquire::<E>().product_r(l2.record("one")).start())
+                    .flat_map(move |small| {
+                        eventually(move || counted.waiting() == 2)
+                            // One permit back: the first waiter (for two)
+                            // keeps it; the later waiter for one gets none.
+                            .product_r(s4.release())
+                            .product_r(IO::cede())
+                            .product_r(IO::cede())
+                            .flat_map(move |_| {
+                                let so_far = events.events();
+                                s4.release_n(3).flat_map(move |_| {
+                                    big.join_void().product_r(small.join_void()).map(move |()| so_far)
+                                })
+                            })
+                    })
+            })
+        });
+        assert_eq!(run(io), Outcome::Succeeded(Vec::<&str>::new()));
+        let mut all = log.events();
+        all.sort_unstable();
+        assert_eq!(all, ["one", "two"]);
+    }
+
+    fn acquire_n_of_zero_takes_nothing_and_never_waits() {
+        let sem = semaphore(1);
+        let s1 = sem.clone();
+        let io: IO<u64, E> = sem.acquire().product_r(s1.acquire_n(0)).map(move |()| s1.available());
+        assert_eq!(run(io), Outcome::Succeeded(0));
+    }
+
+    fn try_acquire_takes_a_free_permit_and_is_false_without_waiting_when_none_is_free() {
+        let sem = semaphore(1);
+        let s1 = sem.clone();
+        let io: IO<(bool, bool), E> = sem.try_acquire().flat_map(move |first| s1.try_acquire().map(move |second| (first, second)));
+        assert_eq!(run(io), Outcome::Succeeded((true, false)));
+        assert_eq!(sem.available(), 0);
+    }
+
+    fn try_acquire_n_is_all_or_nothing() {
+        let sem = semaphore(3);
+        let (s1, s2) = (sem.clone(), sem.clone());
+        let io: IO<(bool, u64, bool), E> = sem.try_acquire_n(4).flat_map(move |four| {
+            let after = s1.available();
+            s2.try_acquire_n(3).map(move |three| (four, after, three))
+        });
+        assert_eq!(run(io), Outcome::Succeeded((false, 3, true)));
+        assert_eq!(sem.available(), 0);
+        assert_eq!(run(sem.try_acquire_n::<E>(u64::MAX)), Outcome::Succeeded(false));
+    }
+
+    fn permit_is_a_resource_that_holds_one_permit_for_its_scope_whatever_the_outcome() {
+        let sem = semaphore(2);
+        let (inside, failing) = (sem.clone(), sem.clone());
+        let io: IO<u64, E> = sem.permit().use_with(move |()| IO::pure(inside.available()));
+        assert_eq!(run(io), Outcome::Succeeded(1));
+        assert_eq!(sem.available(), 2);
+        let failed: IO<u64, E> = failing.permit().use_with(|()| IO::raise_error("boom".to_string()));
+        assert_eq!(run(failed), Outcome::Errored("boom".to_string()));
+        assert_eq!(sem.available(), 2);
+    }
+
+    fn a_permit_resource_waits_cancelably_and_gives_nothing_away_when_canceled() {
+        let sem = semaphore(1);
+        let (holder, waiter, counted) = (sem.clone(), sem.clone(), sem.clone());
+        let io: IO<(Outcome<(), E>, u64), E> = holder.acquire().flat_map(move |()| {
+            waiter.permit::<E>().use_with(|()| IO::unit()).start().flat_map(move |h| {
+                let waiting = counted.clone();
+                eventually(move || waiting.waiting() == 1)
+                    .product_r(h.cancel())
+                    .product_r(h.join())
+                    .flat_map(move |o| holder.release().map(move |_| (o, counted.available())))
+            })
+        });
+        assert_eq!(run(io), Outcome::Succeeded((Outcome::Canceled, 1)));
+    }
+
     fn a_semaphore_of_more_permits_than_it_can_count_is_an_error_not_a_silent_clamp() {
         assert!(Semaphore::new(u64::MAX).is_err());
         assert_eq!(

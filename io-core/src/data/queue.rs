@@ -64,6 +64,19 @@
 //! and a waiting offerer canceled after a take moved its element out has
 //! offered it, although its fiber ends `Canceled`.
 //!
+//! # Closing
+//!
+//! `close` (not in Cats Effect's `Queue`; chosen over a channel with
+//! sender-drop detection because a `Queue` is a cloned handle with no
+//! sender/receiver roles, so dropping handles says nothing) sets a flag
+//! under the lock: offers are refused from then on (`send` gives the
+//! element back in `QueueClosed`), waiting bounded offerers are woken with
+//! an empty promise (their elements never left them), and waiting
+//! `receive`s, which only wait on an empty buffer, are woken with no
+//! element. What is left is still taken in order, then `receive` gives
+//! `None`. Plain `take` and `offer` keep their signatures: `take` waits on
+//! a closed, drained queue, `offer` drops its element (documented on each).
+//!
 //! As in Cats Effect, a `take` that has completed is not canceled: if the
 //! fiber is canceled right after, before its program uses the element,
 //! the element is gone with the fiber. (Wrap the take and its use in one
@@ -86,6 +99,9 @@ super::trace_ops! {
     TryOffer = "Queue::try_offer",
     Take = "Queue::take",
     TryTake = "Queue::try_take",
+    SendElement = "Queue::send",
+    Receive = "Queue::receive",
+    Close = "Queue::close",
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,6 +126,25 @@ impl Kind {
     }
 }
 
+/// A waiting taker: its callback, and whether it ends when the queue is
+/// closed (`receive`, resumed with no element) or waits on (`take`).
+struct Taker {
+    callback: RawCallback,
+    closable: bool,
+}
+
+/// What an offer that does not wait did.
+enum OfferNow<A> {
+    /// The element is in (or on its way to a taker).
+    Done,
+    /// A full dropping queue dropped it.
+    Dropped,
+    /// It has to wait (full bounded queue, synchronous queue without taker).
+    Wait(A),
+    /// The queue is closed: the element is given back.
+    Closed(A),
+}
+
 /// A synchronous offerer waiting for a taker, with its element.
 struct Offerer<A> {
     element: A,
@@ -125,12 +160,14 @@ struct State<A> {
     promised: usize,
     /// Waiting takers (their callbacks) and offerers in arrival order; a
     /// canceled one is removed in O(log n).
-    takers: WaiterList<RawCallback>,
+    takers: WaiterList<Taker>,
     /// Offerers of a full bounded queue, waiting for room (their callbacks:
     /// their elements stay in their own programs).
     offerers: WaiterList<RawCallback>,
     /// Offerers of a synchronous queue, waiting for a taker.
     rendezvous: WaiterList<Offerer<A>>,
+    /// Closed: offers are refused; takes drain what is left.
+    closed: bool,
 }
 
 struct Shared<A> {
@@ -198,17 +235,22 @@ struct Promise<A: Send + 'static> {
 
 impl<A: Send + 'static> Promise<A> {
     /// Puts `element` in the promised place (or hands it to a waiting
-    /// taker).
-    fn fill(mut self, element: A) {
+    /// taker); gives it back if the queue was closed meanwhile (a promise
+    /// without a queue is the answer `close` gives waiting offerers).
+    fn fill(mut self, element: A) -> Result<(), A> {
         let Some(shared) = self.shared.take() else {
-            return;
+            return Err(element);
         };
         let wake = {
             let mut state = shared.state.lock();
             state.promised -= 1;
+            if state.closed {
+                return Err(element);
+            }
             shared.place(&mut state, element)
         };
         Shared::finish(&shared, wake);
+        Ok(())
     }
 }
 
@@ -241,7 +283,7 @@ impl<A: Send + 'static> Shared<A> {
             if self.kind.counts_in_flight() {
                 state.handed += 1;
             }
-            return Wake::Taker(taker, element);
+            return Wake::Taker(taker.callback, element);
         }
         if self.kind == Kind::Circular && state.buffer.len() >= self.capacity {
             state.buffer.pop_front();
@@ -354,7 +396,7 @@ impl<A: Send + 'static> Shared<A> {
         let mut state = self.state.lock();
         if let Some(next) = state.takers.pop() {
             // Still handed (and counted, if it was).
-            return Some((next, element));
+            return Some((next.callback, element));
         }
         if counted {
             state.handed -= 1;
@@ -368,22 +410,54 @@ impl<A: Send + 'static> Shared<A> {
         None
     }
 
-    /// Tries to offer without waiting. `Err(element)` when the offer would
-    /// have to wait (full bounded queue, synchronous queue without taker).
-    fn offer_now(&self, element: A) -> (Result<bool, A>, Wake<A>) {
+    /// Tries to offer without waiting.
+    fn offer_now(&self, element: A) -> (OfferNow<A>, Wake<A>) {
         let mut state = self.state.lock();
+        if state.closed {
+            return (OfferNow::Closed(element), Wake::Nobody);
+        }
         match self.kind {
             Kind::Synchronous => match state.takers.pop() {
-                Some(taker) => (Ok(true), Wake::Taker(taker, element)),
-                None => (Err(element), Wake::Nobody),
+                Some(taker) => (OfferNow::Done, Wake::Taker(taker.callback, element)),
+                None => (OfferNow::Wait(element), Wake::Nobody),
             },
             _ if self.has_room(&state) => {
                 let wake = self.place(&mut state, element);
-                (Ok(true), wake)
+                (OfferNow::Done, wake)
             }
-            Kind::Dropping => (Ok(false), Wake::Nobody),
-            _ => (Err(element), Wake::Nobody),
+            Kind::Dropping => (OfferNow::Dropped, Wake::Nobody),
+            _ => (OfferNow::Wait(element), Wake::Nobody),
         }
+    }
+
+    /// Closes the queue (`false` if it was closed already): waiting
+    /// `receive`s (the buffer is empty if they wait) end with no element,
+    /// and waiting bounded offerers are refused (their elements never
+    /// left them). Waiting synchronous offerers stay: their elements are
+    /// what is left, for takes to drain.
+    fn close(shared: &Arc<Self>) -> bool {
+        let (receivers, offerers) = {
+            let mut state = shared.state.lock();
+            if state.closed {
+                return false;
+            }
+            state.closed = true;
+            let receivers = state.takers.take_where(|taker| taker.closable);
+            let offerers: alloc::vec::Vec<RawCallback> = state.offerers.take_all().collect();
+            (receivers, offerers)
+        };
+        for receiver in receivers {
+            // Canceled meanwhile: nothing was on its way to it.
+            let _ = receiver.callback.complete(Ok(Value::new(Handed::<A> {
+                element: None,
+                counted: false,
+                shared: shared.clone(),
+            })));
+        }
+        for offerer in offerers {
+            let _ = offerer.complete(Ok(Value::new(Promise::<A> { shared: None })));
+        }
+        true
     }
 
     /// Tries to take without waiting, under the lock `state`.
@@ -401,7 +475,12 @@ impl<A: Send + 'static> Shared<A> {
     /// A canceled taker's cleanup: leave the queue if still queued (if not,
     /// an offerer popped it and gives its element to another taker).
     fn cancel_taker(&self, id: u64) {
-        let removed = self.state.lock().takers.remove(id);
+        let removed = self
+            .state
+            .lock()
+            .takers
+            .remove(id)
+            .map(|taker| taker.callback);
         drop(removed);
     }
 
@@ -509,6 +588,7 @@ impl<A: Send + 'static> Queue<A> {
                     takers: WaiterList::new(),
                     offerers: WaiterList::new(),
                     rendezvous: WaiterList::new(),
+                    closed: false,
                 }),
             }),
         }
@@ -587,14 +667,15 @@ impl<A: Send + 'static> Queue<A> {
     }
 
     /// Offers without waiting: `false` if the element was not taken in (a
-    /// full bounded or dropping queue, a synchronous queue without taker).
+    /// full bounded or dropping queue, a synchronous queue without taker,
+    /// a closed queue).
     #[track_caller]
     pub fn try_offer<E: Send + 'static>(&self, element: A) -> IO<bool, E> {
         let shared = self.shared.clone();
         IO::delay_at::<Named<TryOffer>, _>(here(), move || {
             let (result, wake) = shared.offer_now(element);
             Shared::finish(&shared, wake);
-            result.unwrap_or(false)
+            matches!(result, OfferNow::Done)
         })
     }
 
@@ -602,6 +683,10 @@ impl<A: Send + 'static> Queue<A> {
     /// queue, until a taker takes the element). An offer canceled while it
     /// waits has not enqueued its element (a synchronous one: see
     /// [`Queue::synchronous`]).
+    ///
+    /// On a closed queue the element is dropped (so is that of an offer
+    /// waiting when the queue is closed); use [`Queue::send`] to get it
+    /// back with the news.
     #[track_caller]
     pub fn offer<E: Send + 'static>(&self, element: A) -> IO<(), E> {
         let shared = self.shared.clone();
@@ -612,11 +697,51 @@ impl<A: Send + 'static> Queue<A> {
             let (result, wake) = shared.offer_now(element);
             Shared::finish(&shared, wake);
             match result {
-                Ok(_) => IO::unit(),
-                Err(element) if shared.kind == Kind::Synchronous => {
+                OfferNow::Done | OfferNow::Dropped | OfferNow::Closed(_) => IO::unit(),
+                OfferNow::Wait(element) if shared.kind == Kind::Synchronous => {
                     Queue::offer_rendezvous(shared, element)
                 }
-                Err(element) => Queue::offer_waiting(shared, element),
+                OfferNow::Wait(element) => {
+                    Queue::offer_waiting(shared, element).map_untraced(|_refused| ())
+                }
+            }
+        })
+    }
+
+    /// [`Queue::offer`] that tells a closed queue: `Err(QueueClosed(element))`
+    /// if the queue was closed before the element got in (also while the
+    /// offer waited for room), with the element given back. Like `offer`, it
+    /// waits while a bounded queue is full.
+    ///
+    /// ```
+    /// use spindle_core::{IO, Queue, QueueClosed};
+    /// use spindle_exec_single::SingleThreaded;
+    ///
+    /// let q = Queue::<u32>::bounded(4)?;
+    /// let (q1, q2, q3) = (q.clone(), q.clone(), q.clone());
+    /// let io: IO<(Result<(), QueueClosed<u32>>, Option<u32>, Option<u32>), ()> =
+    ///     q.send(1).product_r(q1.close()).product_r(q1.send(2)).flat_map(move |refused| {
+    ///         q2.receive().flat_map(move |first| q3.receive().map(move |end| (refused, first, end)))
+    ///     });
+    /// let rt = SingleThreaded::new()?;
+    /// assert_eq!(rt.block_on(io)?.succeeded(), Some((Err(QueueClosed(2)), Some(1), None)));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[track_caller]
+    pub fn send<E: Send + 'static>(&self, element: A) -> IO<Result<(), QueueClosed<A>>, E> {
+        let shared = self.shared.clone();
+        IO::defer_at::<Named<SendElement>, _>(here(), move || {
+            let (result, wake) = shared.offer_now(element);
+            Shared::finish(&shared, wake);
+            match result {
+                OfferNow::Done | OfferNow::Dropped => IO::pure(Ok(())),
+                OfferNow::Closed(element) => IO::pure(Err(QueueClosed(element))),
+                OfferNow::Wait(element) if shared.kind == Kind::Synchronous => {
+                    Queue::offer_rendezvous(shared, element).map_untraced(Ok)
+                }
+                OfferNow::Wait(element) => {
+                    Queue::offer_waiting(shared, element).map_untraced(|r| r.map_err(QueueClosed))
+                }
             }
         })
     }
@@ -624,11 +749,20 @@ impl<A: Send + 'static> Queue<A> {
     /// A bounded offer that has to wait for room: one suspension, whose
     /// registration checks the queue again under the lock and whose cleanup
     /// leaves the list. It resumes with a promised place, which its program
-    /// fills with the element (which never left it).
-    fn offer_waiting<E: Send + 'static>(shared: Arc<Shared<A>>, element: A) -> IO<(), E> {
+    /// fills with the element (which never left it); `Err(element)` if the
+    /// queue was closed first.
+    fn offer_waiting<E: Send + 'static>(
+        shared: Arc<Shared<A>>,
+        element: A,
+    ) -> IO<Result<(), A>, E> {
         IO::from_callback_untraced(move |cb: Callback<Promise<A>, E>| {
             let mut state = shared.state.lock();
             // The queue may have changed since `offer_now`.
+            if state.closed {
+                drop(state);
+                cb.succeed(Promise { shared: None });
+                return None;
+            }
             if shared.has_room(&state) {
                 state.promised += 1;
                 drop(state);
@@ -645,14 +779,15 @@ impl<A: Send + 'static> Queue<A> {
     }
 
     /// A synchronous offer that has to wait for a taker: one suspension,
-    /// its element in its entry until a take moves it out.
+    /// its element in its entry until a take moves it out (also after the
+    /// queue is closed: it is then part of what takes drain).
     fn offer_rendezvous<E: Send + 'static>(shared: Arc<Shared<A>>, element: A) -> IO<(), E> {
         IO::from_callback_untraced(move |cb: Callback<(), E>| {
             let mut state = shared.state.lock();
             // A taker may have come since `offer_now`.
             if let Some(taker) = state.takers.pop() {
                 drop(state);
-                Shared::deliver(&shared, taker, element);
+                Shared::deliver(&shared, taker.callback, element);
                 cb.succeed(());
                 return None;
             }
@@ -678,6 +813,10 @@ impl<A: Send + 'static> Queue<A> {
 
     /// Takes the first element, waiting while the queue is empty. A take
     /// canceled while waiting takes nothing.
+    ///
+    /// On a closed queue, a `take` still gets what is left; once nothing is
+    /// left it waits (cancelably) for ever. Use [`Queue::receive`] to learn
+    /// that the queue is closed and drained.
     #[track_caller]
     pub fn take<E: Send + 'static>(&self) -> IO<A, E> {
         let shared = self.shared.clone();
@@ -689,34 +828,99 @@ impl<A: Send + 'static> Queue<A> {
             Shared::finish(&shared, wake);
             match element {
                 Some(element) => IO::pure(element),
-                None => Queue::take_waiting(shared),
+                None => Queue::take_waiting(shared, false).map_untraced(|element| match element {
+                    Some(element) => element,
+                    None => unreachable!("io-core: only a receive is woken by close"),
+                }),
             }
         })
     }
 
+    /// [`Queue::take`] that tells a closed queue: the first element, waiting
+    /// while the queue is empty and open; `None` once the queue is closed
+    /// and nothing is left (buffered elements, waiting synchronous offers).
+    /// A `receive` waiting when the queue is closed ends with `None`.
+    #[track_caller]
+    pub fn receive<E: Send + 'static>(&self) -> IO<Option<A>, E> {
+        let shared = self.shared.clone();
+        IO::defer_at::<Named<Receive>, _>(here(), move || {
+            let (element, closed, wake) = {
+                let mut state = shared.state.lock();
+                let (element, wake) = shared.take_locked(&mut state);
+                (element, state.closed, wake)
+            };
+            Shared::finish(&shared, wake);
+            match element {
+                Some(element) => IO::pure(Some(element)),
+                None if closed => IO::pure(None),
+                None => Queue::take_waiting(shared, true),
+            }
+        })
+    }
+
+    /// Closes the queue; `true` if this call closed it, `false` if it was
+    /// closed already.
+    ///
+    /// From then on offers are refused ([`Queue::send`] gives the element
+    /// back in `Err(QueueClosed)`, [`Queue::try_offer`] is `false`,
+    /// [`Queue::offer`] drops it), also those waiting for room in a full
+    /// bounded queue, which are woken. What is left (buffered elements,
+    /// elements of synchronous offers already waiting) is still taken, in
+    /// order; then [`Queue::receive`] gives `None`, and waiting `receive`s
+    /// are woken with `None`.
+    ///
+    /// One race is not closed: an element on its way to a taker that is
+    /// canceled at the moment the queue is closed comes back to the queue,
+    /// possibly after a waiting `receive` was told `None`; a later
+    /// `receive` or `try_take` still gets it.
+    #[track_caller]
+    pub fn close<E: Send + 'static>(&self) -> IO<bool, E> {
+        let shared = self.shared.clone();
+        IO::delay_at::<Named<Close>, _>(here(), move || Shared::close(&shared))
+    }
+
+    /// Whether the queue was closed ([`Queue::close`]).
+    pub fn is_closed(&self) -> bool {
+        self.shared.state.lock().closed
+    }
+
     /// A take that has to wait: one suspension, resumed with the element
-    /// by the offerer that pops it; its registration checks the queue again
-    /// under the lock, and its cleanup leaves the list.
-    fn take_waiting<E: Send + 'static>(shared: Arc<Shared<A>>) -> IO<A, E> {
+    /// by the offerer that pops it (or, for a `receive`, with none when the
+    /// queue is closed); its registration checks the queue again under the
+    /// lock, and its cleanup leaves the list.
+    fn take_waiting<E: Send + 'static>(shared: Arc<Shared<A>>, closable: bool) -> IO<Option<A>, E> {
         IO::from_callback_untraced(move |cb: Callback<Handed<A>, E>| {
             let mut state = shared.state.lock();
-            if let (Some(element), wake) = shared.take_locked(&mut state) {
+            let (element, wake) = shared.take_locked(&mut state);
+            if element.is_some() || (closable && state.closed) {
                 drop(state);
                 Shared::finish(&shared, wake);
                 cb.succeed(Handed {
-                    element: Some(element),
+                    element,
                     counted: false,
                     shared,
                 });
                 return None;
             }
-            let id = state.takers.push(cb.into_raw());
+            let id = state.takers.push(Taker {
+                callback: cb.into_raw(),
+                closable,
+            });
             drop(state);
             Some(IO::delay_untraced(move || shared.cancel_taker(id)))
         })
-        .map_untraced(|handed| match handed.receive() {
-            Some(element) => element,
-            None => unreachable!("io-core: a handed element is taken once"),
-        })
+        .map_untraced(Handed::receive)
     }
 }
+
+/// [`Queue::send`] to a closed queue: the element is given back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueClosed<A>(pub A);
+
+impl<A> fmt::Display for QueueClosed<A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("the queue is closed; the element was not offered")
+    }
+}
+
+impl<A: fmt::Debug> core::error::Error for QueueClosed<A> {}

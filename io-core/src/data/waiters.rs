@@ -96,6 +96,25 @@ impl<T> WaiterList<T> {
             .filter_map(|(_, waiter)| waiter)
     }
 
+    /// Takes the waiters that `select` picks, oldest first, leaving the
+    /// others listed under their ids.
+    pub(crate) fn take_where(&mut self, mut select: impl FnMut(&T) -> bool) -> alloc::vec::Vec<T> {
+        let mut taken = alloc::vec::Vec::new();
+        for (_, entry) in self.entries.iter_mut() {
+            if entry.as_ref().is_some_and(&mut select) {
+                taken.extend(entry.take());
+            }
+        }
+        // Keep the ends free of tombstones (see `remove`).
+        while matches!(self.entries.back(), Some((_, None))) {
+            self.entries.pop_back();
+        }
+        while matches!(self.entries.front(), Some((_, None))) {
+            self.entries.pop_front();
+        }
+        taken
+    }
+
     /// How many waiters are listed.
     pub(crate) fn len(&self) -> usize {
         self.entries
