@@ -1,6 +1,11 @@
 //! `Queue` in its five kinds: bounded, unbounded, dropping, circular buffer
 //! and synchronous. FIFO order; a full bounded queue makes offers wait; a
-//! canceled `offer` or `take` loses no element and duplicates none.
+//! canceled `offer` or `take` loses no element and duplicates none; a
+//! bounded queue never holds more than its capacity; a canceled offer never
+//! enqueued; a closed queue refuses offers and drains what is left.
+
+// Tests spell out the nested outcome types they expect.
+#![allow(clippy::type_complexity)]
 
 mod common;
 

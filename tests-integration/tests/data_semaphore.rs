@@ -160,7 +160,8 @@ rt_test! {
         let max = Semaphore::MAX_PERMITS;
         let sem = semaphore(max);
         let (s1, s2, s3) = (sem.clone(), sem.clone(), sem.clone());
-        let io: IO<(Result<(), PermitOverflow>, Result<(), PermitOverflow>, u64), E> =
+        type Released = Result<(), PermitOverflow>;
+        let io: IO<(Released, Released, u64), E> =
             s1.acquire().flat_map(move |()| {
                 s2.release().flat_map(move |first| {
                     s3.release().map(move |second| (first, second, s3.available()))

@@ -210,6 +210,27 @@ impl<A: Send + 'static> Deferred<A> {
     }
 }
 
+/// [`Deferred::get`] of a deferred whose value was `taken` (there is
+/// nothing to read, ever), or that is not complete yet (wait). Out of line:
+/// the complete case stays small.
+#[cold]
+#[inline(never)]
+fn get_slow<A: Clone + Send + 'static, E: Send + 'static>(
+    cell: Arc<Cell<A>>,
+    taken: bool,
+) -> IO<A, E> {
+    if taken {
+        return IO::never_untraced();
+    }
+    wait_for::<Option<A>, CloneValue, E, _, Internal>(NO_SITE, cell).flat_map_untraced(|value| {
+        match value {
+            Some(value) => IO::pure(value),
+            // Completed and taken between the check and the registration.
+            None => IO::never_untraced(),
+        }
+    })
+}
+
 /// Completes `cell` with `value`; gives the value back if it was already
 /// completed (even if a `take` emptied it since).
 fn complete_cell<A>(cell: &Cell<A>, value: A) -> Result<(), A> {
@@ -245,13 +266,7 @@ impl<A: Clone + Send + 'static> Deferred<A> {
         IO::defer_at::<M, _>(site, move || match cell.with_value(|v| v.cloned()) {
             // Already complete: one step, no waiter, no suspension.
             Some(Some(value)) => IO::pure(value),
-            // Taken (`take`): there is nothing to read, ever.
-            Some(None) => IO::never_untraced(),
-            None => wait_for::<Option<A>, CloneValue, E, _, Internal>(NO_SITE, cell)
-                .flat_map_untraced(|value| match value {
-                    Some(value) => IO::pure(value),
-                    None => IO::never_untraced(),
-                }),
+            taken_or_not_yet => get_slow(cell, taken_or_not_yet.is_some()),
         })
     }
 

@@ -701,9 +701,8 @@ impl<A: Send + 'static> Queue<A> {
                 OfferNow::Wait(element) if shared.kind == Kind::Synchronous => {
                     Queue::offer_rendezvous(shared, element)
                 }
-                OfferNow::Wait(element) => {
-                    Queue::offer_waiting(shared, element).map_untraced(|_refused| ())
-                }
+                // Refused by a close while it waited: the element is dropped.
+                OfferNow::Wait(element) => Queue::offer_waiting(shared, element, |_refused| ()),
             }
         })
     }
@@ -740,7 +739,7 @@ impl<A: Send + 'static> Queue<A> {
                     Queue::offer_rendezvous(shared, element).map_untraced(Ok)
                 }
                 OfferNow::Wait(element) => {
-                    Queue::offer_waiting(shared, element).map_untraced(|r| r.map_err(QueueClosed))
+                    Queue::offer_waiting(shared, element, |r| r.map_err(QueueClosed))
                 }
             }
         })
@@ -749,12 +748,13 @@ impl<A: Send + 'static> Queue<A> {
     /// A bounded offer that has to wait for room: one suspension, whose
     /// registration checks the queue again under the lock and whose cleanup
     /// leaves the list. It resumes with a promised place, which its program
-    /// fills with the element (which never left it); `Err(element)` if the
-    /// queue was closed first.
-    fn offer_waiting<E: Send + 'static>(
+    /// fills with the element (which never left it); `out` makes the result
+    /// of that (`Err(element)` if the queue was closed first).
+    fn offer_waiting<B: Send + 'static, E: Send + 'static>(
         shared: Arc<Shared<A>>,
         element: A,
-    ) -> IO<Result<(), A>, E> {
+        out: fn(Result<(), A>) -> B,
+    ) -> IO<B, E> {
         IO::from_callback_untraced(move |cb: Callback<Promise<A>, E>| {
             let mut state = shared.state.lock();
             // The queue may have changed since `offer_now`.
@@ -775,7 +775,7 @@ impl<A: Send + 'static> Queue<A> {
             drop(state);
             Some(IO::delay_untraced(move || shared.cancel_offerer(id)))
         })
-        .map_untraced(move |promise| promise.fill(element))
+        .map_untraced(move |promise| out(promise.fill(element)))
     }
 
     /// A synchronous offer that has to wait for a taker: one suspension,
@@ -828,7 +828,7 @@ impl<A: Send + 'static> Queue<A> {
             Shared::finish(&shared, wake);
             match element {
                 Some(element) => IO::pure(element),
-                None => Queue::take_waiting(shared, false).map_untraced(|element| match element {
+                None => Queue::take_waiting(shared, false, |element| match element {
                     Some(element) => element,
                     None => unreachable!("io-core: only a receive is woken by close"),
                 }),
@@ -853,7 +853,7 @@ impl<A: Send + 'static> Queue<A> {
             match element {
                 Some(element) => IO::pure(Some(element)),
                 None if closed => IO::pure(None),
-                None => Queue::take_waiting(shared, true),
+                None => Queue::take_waiting(shared, true, core::convert::identity),
             }
         })
     }
@@ -887,8 +887,13 @@ impl<A: Send + 'static> Queue<A> {
     /// A take that has to wait: one suspension, resumed with the element
     /// by the offerer that pops it (or, for a `receive`, with none when the
     /// queue is closed); its registration checks the queue again under the
-    /// lock, and its cleanup leaves the list.
-    fn take_waiting<E: Send + 'static>(shared: Arc<Shared<A>>, closable: bool) -> IO<Option<A>, E> {
+    /// lock, and its cleanup leaves the list. `out` makes the result of
+    /// what it received (in the same step: no extra node).
+    fn take_waiting<B: Send + 'static, E: Send + 'static>(
+        shared: Arc<Shared<A>>,
+        closable: bool,
+        out: fn(Option<A>) -> B,
+    ) -> IO<B, E> {
         IO::from_callback_untraced(move |cb: Callback<Handed<A>, E>| {
             let mut state = shared.state.lock();
             let (element, wake) = shared.take_locked(&mut state);
@@ -909,7 +914,7 @@ impl<A: Send + 'static> Queue<A> {
             drop(state);
             Some(IO::delay_untraced(move || shared.cancel_taker(id)))
         })
-        .map_untraced(Handed::receive)
+        .map_untraced(move |handed| out(handed.receive()))
     }
 }
 
