@@ -47,6 +47,12 @@ fn offer_all(q: &Queue<u32>, elements: Vec<u32>) -> IO<Vec<()>, E> {
 }
 
 rt_test! {
+    fn a_bounded_queue_of_capacity_usize_max_takes_elements_without_reserving_room_for_them() {
+        let q = Queue::<u32>::bounded(usize::MAX).expect("valid");
+        let io = offer_all(&q, (0..1000).collect()).product_r(drain(&q));
+        assert_eq!(run(io), Outcome::Succeeded((0..1000).collect()));
+    }
+
     fn a_bounded_dropping_or_circular_queue_of_capacity_zero_is_invalid_capacity() {
         assert_eq!(Queue::<u32>::bounded(0).err(), Some(InvalidCapacity));
         assert_eq!(Queue::<u32>::dropping(0).err(), Some(InvalidCapacity));
@@ -772,4 +778,33 @@ mod closing {
             assert_eq!(run(io), Outcome::Succeeded((4, None)));
         }
     }
+}
+
+#[test]
+fn on_the_single_threaded_executor_offers_woken_one_after_another_enter_in_arrival_order() {
+    // Two places freed in a row wake two waiting offers; on one thread they
+    // run in the order they were woken, which is their arrival order.
+    let q = Queue::<u32>::bounded(2).expect("valid");
+    let (oq, tq, rest) = (q.clone(), q.clone(), q.clone());
+    let io: IO<(Vec<u32>, Vec<u32>), E> = offer_all(&q, vec![100, 101])
+        .product_r(IO::traverse((0..4u32).collect(), move |i| {
+            let counted = oq.clone();
+            oq.offer::<E>(i)
+                .start()
+                .flat_map(move |h| offerers_waiting(&counted, i as usize + 1).map_to(h))
+        }))
+        .flat_map(move |offerers| {
+            IO::replicate(2, move || tq.take()).flat_map(move |first| {
+                IO::replicate(4, move || rest.take()).flat_map(move |then| {
+                    IO::traverse(offerers, |h| h.join_void::<E>()).map(move |_| (first, then))
+                })
+            })
+        });
+    assert_eq!(
+        spindle_exec_single::SingleThreaded::new()
+            .expect("an executor")
+            .block_on(io)
+            .expect("block_on"),
+        Outcome::Succeeded((vec![100, 101], vec![0, 1, 2, 3]))
+    );
 }
