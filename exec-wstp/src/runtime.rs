@@ -109,14 +109,17 @@ impl Runtime {
     /// exit, queued and sleeping fibers are dropped (their finalizers do not
     /// run: cancel fibers first for that), blocking threads exit after their
     /// current call. Waits at most `timeout` for the threads; those still
-    /// running then (blocked in user code) are detached.
+    /// running then (blocked in user code) are detached. A `timeout` too
+    /// large for `Instant` (`Duration::MAX`) waits without a deadline.
     pub fn shutdown(self, timeout: Duration) -> Result<(), ShutdownTimedOut> {
         self.stop(Some(timeout))
     }
 
     fn stop(&self, timeout: Option<Duration>) -> Result<(), ShutdownTimedOut> {
         let shared = &*self.handle.shared;
-        let deadline = timeout.map(|t| Instant::now() + t);
+        // A deadline past what `Instant` can hold (`Duration::MAX`) is no
+        // deadline: wait as long as it takes, never panic on the addition.
+        let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
         shared.begin_shutdown();
         let blocking_threads = shared.blocking.shutdown();
         let on_own_worker = worker::with_current(shared, |ctx| ctx.is_some());

@@ -13,6 +13,88 @@ use std::time::Duration;
 type E = String;
 
 rt_test! {
+    fn take_moves_a_value_that_is_not_clone_out_once_and_later_takes_get_none() {
+        // Not `Clone`: only `take` can read it.
+        #[derive(Debug, PartialEq)]
+        struct Token(u32);
+        let d = Deferred::<Token>::new();
+        let (d1, d2, d3) = (d.clone(), d.clone(), d.clone());
+        let io: IO<(Option<Token>, Option<Token>, Option<Token>), E> = d.complete(Token(3)).flat_map(move |_| {
+            d1.take().flat_map(move |first| {
+                d2.take().flat_map(move |second| d3.try_take().map(move |third| (first, second, third)))
+            })
+        });
+        assert_eq!(run(io), Outcome::Succeeded((Some(Token(3)), None, None)));
+    }
+
+    fn of_several_waiting_takers_exactly_one_gets_the_value() {
+        let d = Deferred::<String>::new();
+        let (takers, completer, counted) = (d.clone(), d.clone(), d.clone());
+        let io: IO<Vec<Outcome<Option<String>, E>>, E> = IO::traverse((0..4).collect(), move |_: i32| takers.take().start())
+            .flat_map(move |handles| {
+                eventually(move || counted.waiters() == 4)
+                    .product_r(completer.complete("once".to_string()))
+                    .product_r(IO::traverse(handles, |h| h.join()))
+            });
+        let outcomes = run(io).succeeded().expect("succeeds");
+        let got: Vec<String> = outcomes
+            .into_iter()
+            .filter_map(|o| o.succeeded().expect("every taker ends"))
+            .collect();
+        assert_eq!(got, ["once".to_string()]);
+    }
+
+    fn a_take_canceled_while_waiting_takes_nothing_and_the_value_stays_for_another() {
+        let d = Deferred::<String>::new();
+        let (taker, completer, later, counted) = (d.clone(), d.clone(), d.clone(), d.clone());
+        let io: IO<(Outcome<Option<String>, E>, Option<String>), E> = taker.take().start().flat_map(move |h| {
+            eventually(move || counted.waiters() == 1)
+                .product_r(h.cancel())
+                .product_r(h.join())
+                .flat_map(move |o| completer.complete("kept".to_string()).product_r(later.take()).map(move |v| (o, v)))
+        });
+        assert_eq!(run(io), Outcome::Succeeded((Outcome::Canceled, Some("kept".to_string()))));
+    }
+
+    fn a_taker_canceled_as_the_value_arrives_either_took_it_or_left_it() {
+        const ROUNDS: usize = if cfg!(miri) { 5 } else { 200 };
+        for _ in 0..ROUNDS {
+            let d = Deferred::<String>::new();
+            let (taker, completer, later) = (d.clone(), d.clone(), d.clone());
+            // The record runs exactly when the take completed.
+            let taken = std::sync::Arc::new(std::sync::Mutex::new(None));
+            let record = taken.clone();
+            let take = IO::uncancelable(move |poll| {
+                poll.apply(taker.take::<E>()).map(move |v| {
+                    *record.lock().unwrap() = v;
+                })
+            });
+            let io: IO<Option<String>, E> = take.start().flat_map(move |h| {
+                completer
+                    .complete("one".to_string())
+                    .product_r(h.cancel())
+                    .product_r(h.join())
+                    .product_r(later.try_take())
+            });
+            let left = run(io).succeeded().expect("succeeds");
+            let took = taken.lock().unwrap().take();
+            let mut seen: Vec<String> = left.into_iter().chain(took).collect();
+            seen.sort();
+            assert_eq!(seen, ["one".to_string()], "the value exactly once");
+        }
+    }
+
+    fn get_after_a_take_never_ends_and_try_get_is_none() {
+        let d = Deferred::<u32>::new();
+        let (d1, d2, d3) = (d.clone(), d.clone(), d.clone());
+        let io: IO<(Option<u32>, Option<u32>, Option<u32>), E> = d.complete(1).product_r(d1.take()).flat_map(move |taken| {
+            d2.try_get().flat_map(move |got| {
+                d3.get().timeout_to(Duration::from_millis(20), IO::pure(99)).map(move |late| (taken, got, Some(late)))
+            })
+        });
+        assert_eq!(run(io), Outcome::Succeeded((Some(1), None, Some(99))));
+    }
+
     fn get_waits_until_complete_and_produces_the_value() {
         let d = Deferred::<u32>::new();
         let got = Counter::new();

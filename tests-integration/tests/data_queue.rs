@@ -1,6 +1,11 @@
 //! `Queue` in its five kinds: bounded, unbounded, dropping, circular buffer
 //! and synchronous. FIFO order; a full bounded queue makes offers wait; a
-//! canceled `offer` or `take` loses no element and duplicates none.
+//! canceled `offer` or `take` loses no element and duplicates none; a
+//! bounded queue never holds more than its capacity; a canceled offer never
+//! enqueued; a closed queue refuses offers and drains what is left.
+
+// Tests spell out the nested outcome types they expect.
+#![allow(clippy::type_complexity)]
 
 mod common;
 
@@ -42,6 +47,12 @@ fn offer_all(q: &Queue<u32>, elements: Vec<u32>) -> IO<Vec<()>, E> {
 }
 
 rt_test! {
+    fn a_bounded_queue_of_capacity_usize_max_takes_elements_without_reserving_room_for_them() {
+        let q = Queue::<u32>::bounded(usize::MAX).expect("valid");
+        let io = offer_all(&q, (0..1000).collect()).product_r(drain(&q));
+        assert_eq!(run(io), Outcome::Succeeded((0..1000).collect()));
+    }
+
     fn a_bounded_dropping_or_circular_queue_of_capacity_zero_is_invalid_capacity() {
         assert_eq!(Queue::<u32>::bounded(0).err(), Some(InvalidCapacity));
         assert_eq!(Queue::<u32>::dropping(0).err(), Some(InvalidCapacity));
@@ -317,25 +328,103 @@ rt_test! {
         assert_eq!(run(io), Outcome::Succeeded((Outcome::Canceled, None)));
     }
 
-    fn an_offer_whose_element_was_taken_before_its_cancel_has_offered_it_once() {
+    fn an_offer_canceled_after_a_take_made_room_for_it_has_enqueued_nothing() {
         // A full bounded queue [1], an offer of 2 waiting; a take makes room
-        // and moves 2 in; then the offer is canceled. 2 is in the queue
-        // exactly once, whatever the offerer's outcome.
+        // and the offer is canceled before (or after) it runs again. Its
+        // element is in the queue exactly when the offer completed.
         let q = Queue::<u32>::bounded(1).expect("valid");
         let (offerer, taker, rest) = (q.clone(), q.clone(), q.clone());
-        let io: IO<(u32, Vec<u32>), E> = q.offer(1).product_r(offerer.offer::<E>(2).start()).flat_map(move |h| {
+        let io: IO<(u32, Outcome<(), E>, Vec<u32>), E> = q.offer(1).product_r(offerer.offer::<E>(2).start()).flat_map(move |h| {
             offerers_waiting(&taker, 1)
                 .product_r(taker.take())
                 .flat_map(move |first| {
                     h.cancel()
-                        .product_r(drain(&rest))
-                        .map(move |left| (first, left))
+                        .product_r(h.join())
+                        .flat_map(move |o| drain(&rest).map(move |left| (first, o, left)))
                 })
         });
-        assert_eq!(run(io), Outcome::Succeeded((1, vec![2])));
+        let (first, outcome, left) = run(io).succeeded().expect("succeeds");
+        assert_eq!(first, 1);
+        match outcome {
+            Outcome::Canceled => assert_eq!(left, Vec::<u32>::new(), "a canceled offer enqueued its element"),
+            Outcome::Succeeded(()) => assert_eq!(left, [2]),
+            other => panic!("unexpected {other:?}"),
+        }
     }
 
-    fn canceled_waiting_offers_offer_nothing_and_the_others_arrive_once_in_order() {
+    fn a_bounded_queue_never_holds_more_than_its_capacity_when_a_canceled_takers_element_comes_back() {
+        // bounded(1): 7 is handed to a waiting taker, then a second element
+        // is offered without waiting, then the taker is canceled. The
+        // handed element is still the queue's until the taker has it: the
+        // second offer finds no room, and the queue never holds two.
+        let q = Queue::<u32>::bounded(1).expect("valid");
+        let (taker, offerer, rest) = (q.clone(), q.clone(), q.clone());
+        let io: IO<(Outcome<u32, E>, bool, usize, Vec<u32>), E> = taker.take().start().flat_map(move |h| {
+            takers_waiting(&offerer, 1)
+                .product_r(offerer.offer(7))
+                .product_r(offerer.try_offer(8))
+                .flat_map(move |accepted| {
+                    h.cancel().product_r(h.join()).flat_map(move |o| {
+                        let held = rest.len();
+                        drain(&rest).map(move |left| (o, accepted, held, left))
+                    })
+                })
+        });
+        let (outcome, accepted, held, left) = run(io).succeeded().expect("succeeds");
+        assert!(held <= 1, "a bounded(1) queue held {held} elements");
+        let mut seen = left.clone();
+        if let Outcome::Succeeded(x) = outcome {
+            seen.push(x);
+        }
+        seen.sort_unstable();
+        let expected: Vec<u32> = if accepted { vec![7, 8] } else { vec![7] };
+        assert_eq!(seen, expected, "every element exactly once ({outcome:?}, left {left:?})");
+    }
+
+    fn len_never_exceeds_the_capacity_of_a_bounded_queue_under_canceled_takers() {
+        const ROUNDS: u32 = if cfg!(miri) { 5 } else { 200 };
+        let q = Queue::<u32>::bounded(2).expect("valid");
+        let (rounds_q, rest) = (q.clone(), q.clone());
+        let io: IO<(usize, Vec<u32>, Vec<u32>), E> = IO::traverse((0..ROUNDS).collect(), move |i| {
+            let q = rounds_q.clone();
+            let (offerer, counted) = (q.clone(), q.clone());
+            // A waiting taker, an element handed to it, a cancel racing its
+            // resumption, and two offers that must not overflow.
+            q.take::<E>().start().flat_map(move |h| {
+                takers_waiting(&counted, 1)
+                    .product_r(offerer.offer(3 * i))
+                    .product_r(offerer.try_offer(3 * i + 1))
+                    .product_r(offerer.try_offer(3 * i + 2))
+                    .product_r(h.cancel())
+                    .product_r(h.join())
+                    .flat_map(move |o| {
+                        let held = counted.len();
+                        let q = counted.clone();
+                        // Empty the queue for the next round.
+                        drain(&q).map(move |left| (held, o.succeeded(), left))
+                    })
+            })
+        })
+        .map(|rounds| {
+            let max_held = rounds.iter().map(|(held, _, _)| *held).max().unwrap_or(0);
+            let taken = rounds.iter().filter_map(|(_, taken, _)| *taken).collect();
+            let left = rounds.into_iter().flat_map(|(_, _, left)| left).collect();
+            (max_held, taken, left)
+        })
+        .flat_map(move |r| drain(&rest).map(move |_| r));
+        let (max_held, taken, left) = run(io).succeeded().expect("succeeds");
+        assert!(max_held <= 2, "a bounded(2) queue held {max_held} elements");
+        let mut all: Vec<u32> = taken.into_iter().chain(left).collect();
+        let n = all.len();
+        all.sort_unstable();
+        all.dedup();
+        assert_eq!(all.len(), n, "an element came out twice");
+        for i in 0..ROUNDS {
+            assert!(all.contains(&(3 * i)), "element {} lost", 3 * i);
+        }
+    }
+
+    fn canceled_waiting_offers_offer_nothing_and_the_others_arrive_once() {
         let q = Queue::<u32>::bounded(2).expect("valid");
         let (oq, tq, rest) = (q.clone(), q.clone(), q.clone());
         let io: IO<(Vec<u32>, Option<u32>), E> = offer_all(&q, vec![100, 101])
@@ -357,10 +446,14 @@ rt_test! {
                             .map(move |extra| (taken, extra))
                     })
             });
-        assert_eq!(
-            run(io),
-            Outcome::Succeeded((vec![100, 101, 0, 2, 4, 6, 8], None))
-        );
+        // The places are promised in arrival order, but an offerer woken
+        // for a place puts its element in when it runs: two woken at once
+        // (here by two takes in a row) may complete in either order. Each
+        // offer's element sits where its offer completed.
+        let (mut taken, extra) = run(io).succeeded().expect("succeeds");
+        assert_eq!(taken[..2], [100, 101]);
+        taken[2..].sort_unstable();
+        assert_eq!((taken, extra), (vec![100, 101, 0, 2, 4, 6, 8], None));
     }
 }
 
@@ -421,5 +514,297 @@ fn on_the_single_threaded_executor_a_canceled_takers_element_goes_back_to_the_fr
             .block_on(io)
             .expect("block_on"),
         Outcome::Succeeded((Outcome::Canceled, vec![7, 8]))
+    );
+}
+
+/// A small deterministic generator (xorshift), one per fiber of the storm.
+fn next_random(state: &mut u64) -> u64 {
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    *state
+}
+
+/// `io` as a fiber canceled after `cedes` turns, or joined when `cedes` is
+/// `None`; `()` either way (what it did, it recorded itself).
+fn attempt(io: IO<(), E>, cedes: Option<u64>) -> IO<(), E> {
+    io.start().flat_map(move |h| match cedes {
+        Some(n) => IO::traverse((0..n).collect(), |_| IO::cede())
+            .product_r(h.cancel())
+            .product_r(h.join())
+            .void(),
+        None => h.join().void(),
+    })
+}
+
+#[test]
+fn under_a_cancel_storm_a_bounded_queue_keeps_its_capacity_and_every_completed_offer_arrives_exactly_once()
+ {
+    use std::collections::HashSet;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex};
+
+    const CAPACITY: usize = 8;
+    const PRODUCERS: u64 = 8;
+    const CONSUMERS: u64 = 8;
+    const PER_PRODUCER: u64 = if cfg!(miri) { 20 } else { 400 };
+
+    let q = Queue::<u64>::bounded(CAPACITY).expect("valid");
+    let offered = Arc::new(Mutex::new(Vec::<u64>::new()));
+    let taken = Arc::new(Mutex::new(Vec::<u64>::new()));
+    let max_held = Arc::new(AtomicUsize::new(0));
+    let producers_done = Arc::new(AtomicUsize::new(0));
+    let stop_watching = Arc::new(AtomicBool::new(false));
+
+    let observe = {
+        let (q, max_held) = (q.clone(), max_held.clone());
+        move || {
+            max_held.fetch_max(q.len(), Ordering::Relaxed);
+        }
+    };
+
+    let producers = {
+        let (q, offered, observe, done) = (
+            q.clone(),
+            offered.clone(),
+            observe.clone(),
+            producers_done.clone(),
+        );
+        IO::<(), E>::par_traverse((0..PRODUCERS).collect(), move |p| {
+            let (q, offered, observe, done) =
+                (q.clone(), offered.clone(), observe.clone(), done.clone());
+            let mut seed = 0x9E37_79B9_7F4A_7C15 ^ (p + 1);
+            IO::traverse((0..PER_PRODUCER).collect(), move |i| {
+                let x = p * PER_PRODUCER + i;
+                let r = next_random(&mut seed);
+                let cancel = (r % 3 == 0).then_some((r >> 8) % 4);
+                let (q, offered, observe) = (q.clone(), offered.clone(), observe.clone());
+                // The record runs exactly when the offer completed: a
+                // completed `poll` hands its value to the masked code.
+                let offer = IO::uncancelable(move |poll| {
+                    poll.apply(q.offer(x)).map(move |()| {
+                        offered.lock().unwrap().push(x);
+                        observe();
+                    })
+                });
+                attempt(offer, cancel)
+            })
+            .map(move |_| {
+                done.fetch_add(1, Ordering::SeqCst);
+            })
+        })
+        .void()
+    };
+
+    let consumers = {
+        let (q, taken, observe, done) = (
+            q.clone(),
+            taken.clone(),
+            observe.clone(),
+            producers_done.clone(),
+        );
+        IO::<(), E>::par_traverse((0..CONSUMERS).collect(), move |c| {
+            let (q, taken, observe, done) =
+                (q.clone(), taken.clone(), observe.clone(), done.clone());
+            let mut seed = 0xD1B5_4A32_D192_ED03 ^ (c + 1);
+            IO::tail_rec((), move |()| {
+                if done.load(Ordering::SeqCst) == PRODUCERS as usize && q.is_empty() {
+                    return IO::pure(std::ops::ControlFlow::Break(()));
+                }
+                let r = next_random(&mut seed);
+                // Every take is canceled after a few turns (a no-op if it
+                // completed): no consumer waits forever at the end.
+                let cancel = Some(r % 6);
+                let (q2, taken, observe) = (q.clone(), taken.clone(), observe.clone());
+                let take = IO::uncancelable(move |poll| {
+                    poll.apply(q2.take()).map(move |x| {
+                        taken.lock().unwrap().push(x);
+                        observe();
+                    })
+                });
+                attempt(take, cancel).map(|()| std::ops::ControlFlow::Continue(()))
+            })
+        })
+        .void()
+    };
+
+    let watcher = {
+        let (observe, stop) = (observe.clone(), stop_watching.clone());
+        IO::<(), E>::tail_rec((), move |()| {
+            observe();
+            if stop.load(Ordering::SeqCst) {
+                IO::pure(std::ops::ControlFlow::Break(()))
+            } else {
+                IO::cede().map(|()| std::ops::ControlFlow::Continue(()))
+            }
+        })
+    };
+
+    let stop = stop_watching.clone();
+    let io = watcher.start().flat_map(move |w| {
+        producers.both(consumers).flat_map(move |_| {
+            IO::delay(move || stop.store(true, Ordering::SeqCst)).product_r(w.join_void())
+        })
+    });
+    let rt = spindle_exec_wstp::Runtime::builder()
+        .worker_threads(common::WSTP_WORKERS)
+        .build()
+        .expect("an executor");
+    assert_eq!(rt.block_on(io).expect("block_on"), Outcome::Succeeded(()));
+    let mut left = Vec::new();
+    while let Some(x) = rt
+        .block_on(q.try_take::<E>())
+        .expect("block_on")
+        .succeeded()
+        .flatten()
+    {
+        left.push(x);
+    }
+
+    let max_held = max_held.load(Ordering::Relaxed);
+    assert!(
+        max_held <= CAPACITY,
+        "a bounded({CAPACITY}) queue held {max_held} elements"
+    );
+    let offered: Vec<u64> = offered.lock().unwrap().clone();
+    let mut out: Vec<u64> = taken.lock().unwrap().clone();
+    out.extend(left);
+    let out_set: HashSet<u64> = out.iter().copied().collect();
+    assert_eq!(out_set.len(), out.len(), "an element came out twice");
+    let offered_set: HashSet<u64> = offered.iter().copied().collect();
+    let never_offered: Vec<u64> = out_set.difference(&offered_set).copied().collect();
+    assert!(
+        never_offered.is_empty(),
+        "elements of canceled offers came out: {never_offered:?}"
+    );
+    let lost: Vec<u64> = offered_set.difference(&out_set).copied().collect();
+    assert!(lost.is_empty(), "offered elements were lost: {lost:?}");
+    assert!(
+        offered.len() > (PRODUCERS * PER_PRODUCER / 2) as usize,
+        "the storm offered too little"
+    );
+}
+
+mod closing {
+    use super::common::{eventually, rt_test};
+    use spindle_core::{IO, Outcome, Queue, QueueClosed};
+
+    type E = String;
+
+    rt_test! {
+        fn after_close_receive_drains_what_is_left_in_order_then_sees_the_end() {
+            let q = Queue::<u32>::bounded(4).expect("valid");
+            let (q1, q2) = (q.clone(), q.clone());
+            let io: IO<Vec<Option<u32>>, E> = IO::traverse(vec![1, 2, 3], move |x| q1.offer(x))
+                .product_r(q.close())
+                .product_r(IO::replicate(5, move || q2.receive()));
+            assert_eq!(run(io), Outcome::Succeeded(vec![Some(1), Some(2), Some(3), None, None]));
+        }
+
+        fn an_offer_after_close_is_refused_with_its_element_given_back() {
+            for q in [
+                Queue::<u32>::bounded(2).expect("valid"),
+                Queue::<u32>::unbounded(),
+                Queue::<u32>::dropping(2).expect("valid"),
+                Queue::<u32>::circular_buffer(2).expect("valid"),
+                Queue::<u32>::synchronous(),
+            ] {
+                let (q1, q2, q3) = (q.clone(), q.clone(), q.clone());
+                let io: IO<(bool, bool, Result<(), QueueClosed<u32>>, bool), E> = q.close().flat_map(move |first| {
+                    q1.close().flat_map(move |second| {
+                        q2.send(7).flat_map(move |sent| q3.try_offer(8).map(move |tried| (first, second, sent, tried)))
+                    })
+                });
+                assert_eq!(run(io), Outcome::Succeeded((true, false, Err(QueueClosed(7)), false)), "{q:?}");
+                assert!(q.is_closed());
+                assert!(q.is_empty(), "{q:?}");
+            }
+        }
+
+        fn a_receive_waiting_when_the_queue_is_closed_ends_with_none() {
+            let q = Queue::<u32>::unbounded();
+            let (receiver, closer) = (q.clone(), q.clone());
+            let io: IO<Outcome<Option<u32>, E>, E> = receiver.receive().start().flat_map(move |h| {
+                let counted = closer.clone();
+                eventually(move || counted.waiting_takers() == 1)
+                    .product_r(closer.close())
+                    .product_r(h.join())
+            });
+            assert_eq!(run(io), Outcome::Succeeded(Outcome::Succeeded(None)));
+        }
+
+        fn a_send_waiting_for_room_when_the_queue_is_closed_gets_its_element_back() {
+            let q = Queue::<u32>::bounded(1).expect("valid");
+            let (sender, closer, rest) = (q.clone(), q.clone(), q.clone());
+            let io: IO<(Outcome<Result<(), QueueClosed<u32>>, E>, Vec<Option<u32>>), E> =
+                q.offer(1).product_r(sender.send(2).start()).flat_map(move |h| {
+                    let counted = closer.clone();
+                    eventually(move || counted.waiting_offerers() == 1)
+                        .product_r(closer.close())
+                        .product_r(h.join())
+                        .flat_map(move |o| {
+                            IO::replicate(2, move || rest.receive()).map(move |left| (o, left))
+                        })
+                });
+            assert_eq!(
+                run(io),
+                Outcome::Succeeded((Outcome::Succeeded(Err(QueueClosed(2))), vec![Some(1), None]))
+            );
+        }
+
+        fn waiting_synchronous_offers_are_what_is_left_after_close_and_are_drained() {
+            let q = Queue::<u32>::synchronous();
+            let (sender, closer, rest) = (q.clone(), q.clone(), q.clone());
+            let io: IO<(Vec<Option<u32>>, Outcome<Result<(), QueueClosed<u32>>, E>), E> =
+                sender.send(5).start().flat_map(move |h| {
+                    let counted = closer.clone();
+                    eventually(move || counted.waiting_offerers() == 1)
+                        .product_r(closer.close())
+                        .product_r(IO::replicate(2, move || rest.receive()))
+                        .flat_map(move |got| h.join().map(move |o| (got, o)))
+                });
+            assert_eq!(
+                run(io),
+                Outcome::Succeeded((vec![Some(5), None], Outcome::Succeeded(Ok(()))))
+            );
+        }
+
+        fn a_plain_take_still_drains_a_closed_queue() {
+            let q = Queue::<u32>::unbounded();
+            let (q1, q2) = (q.clone(), q.clone());
+            let io: IO<(u32, Option<u32>), E> = q.offer(4).product_r(q1.close()).product_r(q1.take()).flat_map(move |x| {
+                q2.try_take().map(move |rest| (x, rest))
+            });
+            assert_eq!(run(io), Outcome::Succeeded((4, None)));
+        }
+    }
+}
+
+#[test]
+fn on_the_single_threaded_executor_offers_woken_one_after_another_enter_in_arrival_order() {
+    // Two places freed in a row wake two waiting offers; on one thread they
+    // run in the order they were woken, which is their arrival order.
+    let q = Queue::<u32>::bounded(2).expect("valid");
+    let (oq, tq, rest) = (q.clone(), q.clone(), q.clone());
+    let io: IO<(Vec<u32>, Vec<u32>), E> = offer_all(&q, vec![100, 101])
+        .product_r(IO::traverse((0..4u32).collect(), move |i| {
+            let counted = oq.clone();
+            oq.offer::<E>(i)
+                .start()
+                .flat_map(move |h| offerers_waiting(&counted, i as usize + 1).map_to(h))
+        }))
+        .flat_map(move |offerers| {
+            IO::replicate(2, move || tq.take()).flat_map(move |first| {
+                IO::replicate(4, move || rest.take()).flat_map(move |then| {
+                    IO::traverse(offerers, |h| h.join_void::<E>()).map(move |_| (first, then))
+                })
+            })
+        });
+    assert_eq!(
+        spindle_exec_single::SingleThreaded::new()
+            .expect("an executor")
+            .block_on(io)
+            .expect("block_on"),
+        Outcome::Succeeded((vec![100, 101], vec![0, 1, 2, 3]))
     );
 }

@@ -4,7 +4,7 @@
 mod common;
 
 use common::{Counter, Log, TestRuntime, eventually, rt_test, yield_after_every_step};
-use spindle_core::{Deferred, IO, InvalidPermits, Outcome, Semaphore, UIO};
+use spindle_core::{Deferred, IO, InvalidPermits, Outcome, PermitOverflow, Semaphore, UIO};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -26,8 +26,156 @@ fn semaphore(permits: u64) -> Semaphore {
 }
 
 rt_test! {
+    fn acquire_n_takes_all_its_permits_at_once_or_waits_for_them_all() {
+        let sem = semaphore(3);
+        let (s1, s2, s3, counted) = (sem.clone(), sem.clone(), sem.clone(), sem.clone());
+        // 2 of 3 held: a wait for 2 gathers the one free permit and waits.
+        let io: IO<(u64, u64, Outcome<(), E>), E> = s1.acquire_n(2).flat_map(move |()| {
+            s2.acquire_n(2).start().flat_map(move |h| {
+                eventually(move || counted.waiting() == 1).flat_map(move |()| {
+                    let while_waiting = s3.available();
+                    s3.release_n(2).flat_map(move |released| {
+                        assert_eq!(released, Ok(()));
+                        h.join().map(move |o| (while_waiting, s3.available(), o))
+                    })
+                })
+            })
+        });
+        assert_eq!(run(io), Outcome::Succeeded((0, 1, Outcome::Succeeded(()))));
+    }
+
+    fn a_canceled_acquire_n_gives_back_exactly_the_permits_it_had_gathered() {
+        let sem = semaphore(2);
+        let (s1, s2, counted) = (sem.clone(), sem.clone(), sem.clone());
+        // One permit held; a wait for 2 gathers the other, then is canceled.
+        let io: IO<(u64, Outcome<(), E>, u64), E> = s1.acquire().flat_map(move |()| {
+            s2.acquire_n(2).start().flat_map(move |h| {
+                let waiting = counted.clone();
+                eventually(move || waiting.waiting() == 1).flat_map(move |()| {
+                    let gathered = counted.available();
+                    h.cancel().product_r(h.join()).map(move |o| (gathered, o, counted.available()))
+                })
+            })
+        });
+        assert_eq!(run(io), Outcome::Succeeded((0, Outcome::Canceled, 1)));
+        assert_eq!(sem.available(), 1, "the held permit is still held");
+    }
+
+    fn a_waiter_for_many_permits_is_not_overtaken_by_a_later_waiter_for_one() {
+        let sem = semaphore(2);
+        let log = Log::<&str>::new();
+        let (s1, s2, s3, s4, counted) = (sem.clone(), sem.clone(), sem.clone(), sem.clone(), sem.clone());
+        let (l1, l2, events) = (log.clone(), log.clone(), log.clone());
+        let io: IO<Vec<&str>, E> = s1.acquire_n(2).flat_map(move |()| {
+            s2.acquire_n::<E>(2).product_r(l1.record("two")).start().flat_map(move |big| {
+                let waiting = counted.clone();
+                eventually(move || waiting.waiting() == 1)
+                    .product_r(s3.acquire::<E>().product_r(l2.record("one")).start())
+                    .flat_map(move |small| {
+                        eventually(move || counted.waiting() == 2)
+                            // One permit back: the first waiter (for two)
+                            // keeps it; the later waiter for one gets none.
+                            .product_r(s4.release())
+                            .product_r(IO::cede())
+                            .product_r(IO::cede())
+                            .flat_map(move |_| {
+                                let so_far = events.events();
+                                s4.release_n(3).flat_map(move |_| {
+                                    big.join_void().product_r(small.join_void()).map(move |()| so_far)
+                                })
+                            })
+                    })
+            })
+        });
+        assert_eq!(run(io), Outcome::Succeeded(Vec::<&str>::new()));
+        let mut all = log.events();
+        all.sort_unstable();
+        assert_eq!(all, ["one", "two"]);
+    }
+
+    fn acquire_n_of_zero_takes_nothing_and_never_waits() {
+        let sem = semaphore(1);
+        let s1 = sem.clone();
+        let io: IO<u64, E> = sem.acquire().product_r(s1.acquire_n(0)).map(move |()| s1.available());
+        assert_eq!(run(io), Outcome::Succeeded(0));
+    }
+
+    fn try_acquire_takes_a_free_permit_and_is_false_without_waiting_when_none_is_free() {
+        let sem = semaphore(1);
+        let s1 = sem.clone();
+        let io: IO<(bool, bool), E> = sem.try_acquire().flat_map(move |first| s1.try_acquire().map(move |second| (first, second)));
+        assert_eq!(run(io), Outcome::Succeeded((true, false)));
+        assert_eq!(sem.available(), 0);
+    }
+
+    fn try_acquire_n_is_all_or_nothing() {
+        let sem = semaphore(3);
+        let (s1, s2) = (sem.clone(), sem.clone());
+        let io: IO<(bool, u64, bool), E> = sem.try_acquire_n(4).flat_map(move |four| {
+            let after = s1.available();
+            s2.try_acquire_n(3).map(move |three| (four, after, three))
+        });
+        assert_eq!(run(io), Outcome::Succeeded((false, 3, true)));
+        assert_eq!(sem.available(), 0);
+        assert_eq!(run(sem.try_acquire_n::<E>(u64::MAX)), Outcome::Succeeded(false));
+    }
+
+    fn permit_is_a_resource_that_holds_one_permit_for_its_scope_whatever_the_outcome() {
+        let sem = semaphore(2);
+        let (inside, failing) = (sem.clone(), sem.clone());
+        let io: IO<u64, E> = sem.permit().use_with(move |()| IO::pure(inside.available()));
+        assert_eq!(run(io), Outcome::Succeeded(1));
+        assert_eq!(sem.available(), 2);
+        let failed: IO<u64, E> = failing.permit().use_with(|()| IO::raise_error("boom".to_string()));
+        assert_eq!(run(failed), Outcome::Errored("boom".to_string()));
+        assert_eq!(sem.available(), 2);
+    }
+
+    fn a_permit_resource_waits_cancelably_and_gives_nothing_away_when_canceled() {
+        let sem = semaphore(1);
+        let (holder, waiter, counted) = (sem.clone(), sem.clone(), sem.clone());
+        let io: IO<(Outcome<(), E>, u64), E> = holder.acquire().flat_map(move |()| {
+            waiter.permit::<E>().use_with(|()| IO::unit()).start().flat_map(move |h| {
+                let waiting = counted.clone();
+                eventually(move || waiting.waiting() == 1)
+                    .product_r(h.cancel())
+                    .product_r(h.join())
+                    .flat_map(move |o| holder.release().map(move |_| (o, counted.available())))
+            })
+        });
+        assert_eq!(run(io), Outcome::Succeeded((Outcome::Canceled, 1)));
+    }
+
+    fn a_semaphore_of_more_permits_than_it_can_count_is_an_error_not_a_silent_clamp() {
+        assert!(Semaphore::new(u64::MAX).is_err());
+        assert_eq!(
+            Semaphore::new(Semaphore::MAX_PERMITS + 1).err(),
+            Some(InvalidPermits::TooMany { requested: Semaphore::MAX_PERMITS + 1, max: Semaphore::MAX_PERMITS })
+        );
+        let sem = semaphore(Semaphore::MAX_PERMITS);
+        assert_eq!(sem.available(), Semaphore::MAX_PERMITS);
+    }
+
+    fn a_release_past_the_largest_count_is_a_permit_overflow_value_and_changes_nothing() {
+        let max = Semaphore::MAX_PERMITS;
+        let sem = semaphore(max);
+        let (s1, s2, s3) = (sem.clone(), sem.clone(), sem.clone());
+        type Released = Result<(), PermitOverflow>;
+        let io: IO<(Released, Released, u64), E> =
+            s1.acquire().flat_map(move |()| {
+                s2.release().flat_map(move |first| {
+                    s3.release().map(move |second| (first, second, s3.available()))
+                })
+            });
+        let overflow = PermitOverflow { released: 1, available: max, max };
+        assert_eq!(run(io), Outcome::Succeeded((Ok(()), Err(overflow), max)));
+        let many = sem.release_n::<E>(u64::MAX);
+        assert!(matches!(run(many), Outcome::Succeeded(Err(PermitOverflow { .. }))));
+        assert_eq!(sem.available(), max);
+    }
+
     fn a_semaphore_of_zero_permits_is_invalid_permits() {
-        assert_eq!(Semaphore::new(0).err(), Some(InvalidPermits));
+        assert_eq!(Semaphore::new(0).err(), Some(InvalidPermits::Zero));
         assert_eq!(semaphore(3).available(), 3);
     }
 
@@ -36,7 +184,7 @@ rt_test! {
         let (s1, s2, s3) = (sem.clone(), sem.clone(), sem.clone());
         let io: IO<(u64, u64), E> = sem.acquire().product_r(s1.acquire()).flat_map(move |()| {
             let held = s2.available();
-            s3.release().map(move |()| (held, s3.available()))
+            s3.release().map(move |released| { assert_eq!(released, Ok(())); (held, s3.available()) })
         });
         assert_eq!(run(io), Outcome::Succeeded((0, 1)));
         assert_eq!(sem.available(), 1);
@@ -44,7 +192,7 @@ rt_test! {
 
     fn release_without_a_waiter_adds_a_permit() {
         let sem = semaphore(1);
-        assert_eq!(run(sem.release::<E>()), Outcome::Succeeded(()));
+        assert_eq!(run(sem.release::<E>()), Outcome::Succeeded(Ok(())));
         assert_eq!(sem.available(), 2);
     }
 
@@ -57,7 +205,7 @@ rt_test! {
         let io: IO<(usize, Outcome<(), E>), E> = sem.acquire().product_r(waiter.start()).flat_map(move |h| {
             eventually(move || counted.waiting() == 1)
                 .map(move |()| acquired.get())
-                .flat_map(move |before| releaser.release().product_r(h.join()).map(move |o| (before, o)))
+                .flat_map(move |before| releaser.release().void().product_r(h.join()).map(move |o| (before, o)))
         });
         assert_eq!(run(io), Outcome::Succeeded((0, Outcome::Succeeded(()))));
         assert_eq!(sem.available(), 0, "the waiter holds the released permit");
@@ -67,7 +215,7 @@ rt_test! {
     fn waiters_are_served_in_fifo_order() {
         let sem = semaphore(1);
         let log = Log::new();
-        let waiter = |i: u32| sem.acquire::<E>().product_r(log.record(i)).product_r(sem.release());
+        let waiter = |i: u32| sem.acquire::<E>().product_r(log.record(i)).product_r(sem.release().void());
         let (counted, releaser) = (sem.clone(), sem.clone());
         let starts = vec![waiter(1).start(), waiter(2).start(), waiter(3).start()];
         let io: IO<(), E> = sem.acquire().product_r(IO::cede()).flat_map(move |()| {
@@ -156,7 +304,7 @@ rt_test! {
         });
         assert_eq!(run(io), Outcome::Succeeded((Outcome::Canceled, 0)));
         assert_eq!(sem.available(), 0, "the first acquire still holds the only permit");
-        assert_eq!(run(sem.release::<E>()), Outcome::Succeeded(()));
+        assert_eq!(run(sem.release::<E>()), Outcome::Succeeded(Ok(())));
         assert_eq!(sem.available(), 1, "the released permit was not given to the canceled waiter");
     }
 
@@ -173,7 +321,7 @@ rt_test! {
                 .product_r(canceler.cancel::<E>().start())
                 .flat_map(move |c| {
                     IO::cede()
-                        .product_r(releaser.release())
+                        .product_r(releaser.release().void())
                         .product_r(c.join_void())
                         .product_r(h.join())
                 })
@@ -195,7 +343,7 @@ rt_test! {
             .product_r(w.with_permit(IO::unit()).start())
             .flat_map(move |h| {
                 eventually(move || counted.waiting() == 1)
-                    .product_r(releaser.release())
+                    .product_r(releaser.release().void())
                     .product_r(h.cancel())
                     .product_r(h.join())
             });
@@ -303,8 +451,8 @@ rt_test! {
             IO::sequence((0..20).map(|_| w.acquire::<E>().start()).collect()).flat_map(move |hs| {
                 eventually(move || counted.waiting() == 20)
                     .product_r(IO::traverse(hs, |h| h.cancel()))
-                    .product_r(after.release())
-                    .product_r(after.release())
+                    .product_r(after.release().void())
+                    .product_r(after.release().void())
             })
         });
         assert_eq!(run(io), Outcome::Succeeded(()));
@@ -325,7 +473,7 @@ fn on_the_single_threaded_executor_a_woken_then_canceled_waiter_is_canceled_and_
             .product_r(w.acquire().start())
             .flat_map(move |h| {
                 IO::cede()
-                    .product_r(releaser.release())
+                    .product_r(releaser.release().void())
                     .product_r(h.cancel())
                     .product_r(h.join())
             });
@@ -353,7 +501,7 @@ fn a_waiter_woken_and_canceled_before_it_ran_gives_its_permit_back_on<R: TestRun
             .product_r(w.acquire().start())
             .flat_map(move |h| {
                 eventually(move || counted.waiting() == 1)
-                    .product_r(releaser.release())
+                    .product_r(releaser.release().void())
                     .product_r(h.cancel())
                     .product_r(h.join())
             });

@@ -8,7 +8,9 @@
 mod common;
 
 use common::{Counter, Log, rt_test};
-use spindle_core::{IO, Outcome, TimeoutError, UIO};
+use spindle_core::{Either, IO, Outcome, TimeoutError, UIO};
+
+type E2 = ();
 use spindle_exec_single::testkit::TestControl;
 use std::time::{Duration, Instant};
 
@@ -46,6 +48,16 @@ fn ends_at<A: Send + 'static>(io: IO<A, Error>) -> Outcome<(A, Duration), Error>
 }
 
 rt_test! {
+    fn a_sleep_of_duration_max_never_ends_and_neither_panics_nor_wraps() {
+        let io: IO<Either<(), &str>, E2> = IO::sleep(Duration::MAX).race(IO::sleep(Duration::from_millis(5)).map_to("short"));
+        assert_eq!(run(io), Outcome::Succeeded(Either::Right("short")));
+    }
+
+    fn a_timeout_of_duration_max_lets_the_program_finish() {
+        let io: IO<u32, TimeoutError> = IO::sleep(Duration::from_millis(1)).map_to(3).timeout(Duration::MAX);
+        assert_eq!(run(io), Outcome::Succeeded(3));
+    }
+
     fn sleep_suspends_for_at_least_its_duration() {
         let started = Instant::now();
         assert_eq!(run(UIO::sleep(ms(20))), Outcome::Succeeded(()));
@@ -376,4 +388,17 @@ fn a_sleep_canceled_by_its_fiber_never_fires_and_leaves_no_timer() {
 /// A parallelism for `par_traverse_n` (tests pass literals that are not 0).
 fn nz(n: usize) -> core::num::NonZeroUsize {
     core::num::NonZeroUsize::new(n).expect("a parallelism of at least 1")
+}
+
+#[test]
+fn a_wstp_shutdown_with_a_timeout_of_duration_max_waits_without_panicking() {
+    let rt = spindle_exec_wstp::Runtime::builder()
+        .worker_threads(common::WSTP_WORKERS)
+        .build()
+        .expect("an executor");
+    assert_eq!(
+        rt.block_on(IO::<u32, ()>::pure(1)).expect("block_on"),
+        Outcome::Succeeded(1)
+    );
+    assert!(rt.shutdown(Duration::MAX).is_ok());
 }

@@ -18,6 +18,21 @@
 //! releases that permit again; a fiber canceled before its registration ran
 //! holds nothing and gives nothing back.
 //!
+//! `acquire_n(n)` is all or nothing towards the program (Cats Effect's
+//! `acquireN`), but a waiter gathers its permits in its queue entry as
+//! releases come, first come first served (`permits.rs`): a waiter for
+//! many permits is not overtaken by later waiters for fewer. Its
+//! cancellation cleanup gives back exactly what it had gathered (all `n`
+//! once granted). `release_n(n)` fills the waiters' entries in arrival
+//! order and puts the rest in the count.
+//!
+//! No count overflows: `new` refuses more than `MAX_PERMITS` with
+//! `InvalidPermits::TooMany`, and a release that would take the free
+//! permits past `MAX_PERMITS` releases nothing and returns
+//! `PermitOverflow` as its value (the program's error type is the user's:
+//! the refusal is a value the program can match on, never a panic, a wrap
+//! or a silent clamp).
+//!
 //! `with_permit` (and so `Mutex::with_lock` and `Mutex::lock().use_with`)
 //! takes a free permit in a `defer` that returns the program guarded by its
 //! release (`use.guarantee(release)`); the run-loop installs a guarantee
@@ -28,7 +43,8 @@
 
 use core::fmt;
 
-use super::permits::{MAX_PERMITS, Permits};
+use super::permits::{MAX_PERMITS, Overflow, Permits, Waiting};
+use crate::data::resource::Resource;
 use crate::erased::Value;
 use crate::fiber::{Callback, RawCallback};
 use crate::io::IO;
@@ -38,16 +54,45 @@ use crate::tracing::{Internal, NO_SITE, Named, OpMeta, Site, here};
 // The operations as traces name them.
 super::trace_ops! {
     Acquire = "Semaphore::acquire",
+    AcquireN = "Semaphore::acquire_n",
+    TryAcquire = "Semaphore::try_acquire",
+    TryAcquireN = "Semaphore::try_acquire_n",
     Release = "Semaphore::release",
+    ReleaseN = "Semaphore::release_n",
     WithPermit = "Semaphore::with_permit",
 }
 
 struct Waiter {
     /// Resumes the waiting fiber (with `()`).
     callback: RawCallback,
-    /// Set to `Granted` under the queue's lock when a release hands this
-    /// waiter its permit.
+    /// Set to `Granted` under the queue's lock when a release gives this
+    /// waiter its last missing permit.
     ticket: Arc<Mutex<Ticket>>,
+    /// The permits it asked for.
+    wanted: usize,
+    /// The permits given to it so far (by `take_or_wait_n` and releases).
+    got: usize,
+}
+
+impl Waiting for Waiter {
+    fn missing(&self) -> usize {
+        self.wanted - self.got
+    }
+
+    fn give(&mut self, n: usize) {
+        self.got += n;
+        if self.got == self.wanted {
+            // From the grant on, the permits are the waiter's: if its fiber
+            // was canceled meanwhile, its cleanup gives them back.
+            *self.ticket.lock() = Ticket::Granted;
+        }
+    }
+}
+
+/// Wakes a waiter that has all its permits (outside the lock: completing
+/// schedules the fiber).
+fn wake(waiter: Waiter) {
+    let _ = waiter.callback.complete(Ok(Value::unit()));
 }
 
 /// The permits and the waiters (`permits.rs`: a free permit is taken, and
@@ -57,13 +102,23 @@ type Shared = Permits<Waiter>;
 impl Shared {
     /// Gives one permit back: to the first waiter, or to the count.
     #[inline]
-    fn release_one(&self) {
-        // From the grant on, the permit is the waiter's: if its fiber was
-        // canceled meanwhile, its cleanup gives it back.
-        if let Some(waiter) = self.release(|waiter| *waiter.ticket.lock() = Ticket::Granted) {
-            // Outside the lock: completing schedules the fiber.
-            let _ = waiter.callback.complete(Ok(Value::unit()));
-        }
+    fn release_one(&self) -> Result<(), Overflow> {
+        self.release(wake)
+    }
+
+    /// Gives `n` permits back: to the waiters in arrival order, then to
+    /// the count.
+    fn release_many(&self, n: usize) -> Result<(), Overflow> {
+        self.release_n(n, wake)
+    }
+
+    /// Gives back permits that a fiber of this semaphore took (a `with_permit`
+    /// ending, a canceled `acquire_n`). They can only overflow the count if
+    /// releases without an acquire filled it meanwhile; they are then not
+    /// added (the count stays at its largest value), which is documented on
+    /// [`Semaphore::release_n`].
+    fn give_back(&self, n: usize) {
+        let _ = self.release_many(n);
     }
 }
 
@@ -73,9 +128,9 @@ enum Ticket {
     /// Has not asked yet (canceled before its registration ran): holds
     /// nothing.
     Unasked,
-    /// Queued with this id.
+    /// Queued with this id (possibly with some permits in its entry).
     Waiting(u64),
-    /// Took a permit.
+    /// Took all its permits.
     Granted,
 }
 
@@ -89,6 +144,7 @@ enum Ticket {
 /// let guarded: IO<u32, ()> = sem.with_permit(IO::pure(5));
 /// assert_eq!(SingleThreaded::new()?.block_on(guarded)?.succeeded(), Some(5));
 /// assert!(Semaphore::new(0).is_err());
+/// assert!(Semaphore::new(u64::MAX).is_err());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone)]
@@ -105,29 +161,103 @@ impl fmt::Debug for Semaphore {
     }
 }
 
-/// A semaphore was asked for 0 permits: nobody could ever acquire one.
+/// A semaphore was asked for a number of permits it cannot have.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct InvalidPermits;
+pub enum InvalidPermits {
+    /// 0 permits: nobody could ever acquire one.
+    Zero,
+    /// More permits than a semaphore can count ([`Semaphore::MAX_PERMITS`]).
+    TooMany {
+        /// The number asked for.
+        requested: u64,
+        /// The largest valid number on this target.
+        max: u64,
+    },
+}
 
 impl fmt::Display for InvalidPermits {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a semaphore needs at least 1 permit (0 would block every acquire forever)")
+        match self {
+            InvalidPermits::Zero => f.write_str(
+                "a semaphore needs at least 1 permit (0 would block every acquire forever)",
+            ),
+            InvalidPermits::TooMany { requested, max } => write!(
+                f,
+                "a semaphore can count at most {max} permits; {requested} were asked for"
+            ),
+        }
     }
 }
 
 impl core::error::Error for InvalidPermits {}
 
+/// A release would have taken a semaphore's count of free permits past
+/// [`Semaphore::MAX_PERMITS`]: nothing was released (the count is
+/// unchanged).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PermitOverflow {
+    /// The permits the release gave back.
+    pub released: u64,
+    /// The free permits when it was refused.
+    pub available: u64,
+    /// The largest count on this target.
+    pub max: u64,
+}
+
+impl fmt::Display for PermitOverflow {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "releasing {} permits would take the semaphore's free permits ({}) past \
+             their maximum ({}); nothing was released",
+            self.released, self.available, self.max
+        )
+    }
+}
+
+impl core::error::Error for PermitOverflow {}
+
+/// A `usize` always fits in a `u64` on supported targets (16- to 64-bit).
+fn to_u64(n: usize) -> u64 {
+    n as u64
+}
+
 impl Semaphore {
-    /// A semaphore with `permits` permits (at least 1; more than
-    /// `usize::MAX / 2`, 2^63 - 1 on 64-bit targets, count as that many).
+    /// The most permits a semaphore can count: 2^63 - 1 on 64-bit
+    /// targets, 2^31 - 1 on 32-bit ones (one bit of the permit word is a
+    /// flag, `permits.rs`).
+    pub const MAX_PERMITS: u64 = MAX_PERMITS as u64;
+
+    /// A semaphore with `permits` permits: at least 1, at most
+    /// [`Semaphore::MAX_PERMITS`] (`Err(InvalidPermits::TooMany)` beyond:
+    /// nothing is clamped).
+    ///
+    /// ```
+    /// use spindle_core::{InvalidPermits, Semaphore};
+    ///
+    /// assert_eq!(Semaphore::new(0).err(), Some(InvalidPermits::Zero));
+    /// assert!(matches!(Semaphore::new(u64::MAX), Err(InvalidPermits::TooMany { .. })));
+    /// assert_eq!(Semaphore::new(Semaphore::MAX_PERMITS)?.available(), Semaphore::MAX_PERMITS);
+    /// # Ok::<(), InvalidPermits>(())
+    /// ```
     pub fn new(permits: u64) -> Result<Semaphore, InvalidPermits> {
-        match core::num::NonZeroU64::new(permits) {
-            Some(permits) => Ok(Semaphore::with_permits(permits)),
-            None => Err(InvalidPermits),
+        if permits == 0 {
+            return Err(InvalidPermits::Zero);
+        }
+        match usize::try_from(permits) {
+            Ok(count) if count <= MAX_PERMITS => Ok(Semaphore {
+                shared: Arc::new(Permits::new(count)),
+            }),
+            _ => Err(InvalidPermits::TooMany {
+                requested: permits,
+                max: Semaphore::MAX_PERMITS,
+            }),
         }
     }
 
-    /// A semaphore with `permits` permits (which cannot be 0).
+    /// A semaphore with `permits` permits (which cannot be 0), for io-core's
+    /// own bounds of parallelism: more than [`Semaphore::MAX_PERMITS`] are
+    /// as good as unbounded there, and count as that many.
     pub(crate) fn with_permits(permits: core::num::NonZeroU64) -> Semaphore {
         let permits = usize::try_from(permits.get()).unwrap_or(MAX_PERMITS);
         Semaphore {
@@ -137,8 +267,7 @@ impl Semaphore {
 
     /// Permits available now.
     pub fn available(&self) -> u64 {
-        // A `usize` always fits in a `u64` on supported targets.
-        self.shared.available() as u64
+        to_u64(self.shared.available())
     }
 
     /// Fibers waiting for a permit now.
@@ -166,19 +295,86 @@ impl Semaphore {
             if shared.try_take() {
                 return IO::unit();
             }
-            Semaphore::acquire_slow(shared)
+            Semaphore::acquire_slow(shared, 1)
         })
     }
 
-    /// `acquire` when it may have to wait.
-    fn acquire_slow<E: Send + 'static>(shared: Arc<Shared>) -> IO<(), E> {
+    /// Waits until `n` permits can be taken, and takes them all at once
+    /// (all or nothing, Cats Effect's `acquireN`). Waiters are served in
+    /// arrival order: a waiter for many permits is not overtaken by later
+    /// waiters for fewer. Canceling the wait gives back the permits it had
+    /// gathered so far, and no more. `acquire_n(0)` takes nothing and never
+    /// waits; more than [`Semaphore::MAX_PERMITS`] can never be had, and
+    /// such a wait only ends by cancellation.
+    ///
+    /// ```
+    /// use spindle_core::{IO, Semaphore};
+    /// use spindle_exec_single::SingleThreaded;
+    ///
+    /// let sem = Semaphore::new(5)?;
+    /// let (s1, s2) = (sem.clone(), sem.clone());
+    /// let io: IO<u64, ()> = sem.acquire_n(3).map(move |()| s1.available())
+    ///     .flat_map(move |left| s2.release_n(3).map(move |_| left));
+    /// assert_eq!(SingleThreaded::new()?.block_on(io)?.succeeded(), Some(2));
+    /// assert_eq!(sem.available(), 5);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[track_caller]
+    pub fn acquire_n<E: Send + 'static>(&self, n: u64) -> IO<(), E> {
+        let shared = self.shared.clone();
+        IO::defer_at::<Named<AcquireN>, _>(here(), move || {
+            // More than any count can hold: wait, cancelably, forever.
+            let n = usize::try_from(n).unwrap_or(usize::MAX);
+            if shared.try_take_n(n) {
+                return IO::unit();
+            }
+            Semaphore::acquire_slow(shared, n)
+        })
+    }
+
+    /// Takes a permit if one is free and nobody waits (`true`), without
+    /// waiting.
+    #[track_caller]
+    pub fn try_acquire<E: Send + 'static>(&self) -> IO<bool, E> {
+        let shared = self.shared.clone();
+        IO::delay_at::<Named<TryAcquire>, _>(here(), move || shared.try_take())
+    }
+
+    /// Takes `n` permits if that many are free and nobody waits (`true`),
+    /// without waiting; all or nothing. `try_acquire_n(0)` is `true`.
+    ///
+    /// ```
+    /// use spindle_core::{IO, Semaphore};
+    /// use spindle_exec_single::SingleThreaded;
+    ///
+    /// let sem = Semaphore::new(2)?;
+    /// let (s1, s2) = (sem.clone(), sem.clone());
+    /// let io: IO<(bool, bool), ()> = s1.try_acquire_n(3).flat_map(move |three| {
+    ///     s2.try_acquire_n(2).map(move |two| (three, two))
+    /// });
+    /// assert_eq!(SingleThreaded::new()?.block_on(io)?.succeeded(), Some((false, true)));
+    /// assert_eq!(sem.available(), 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[track_caller]
+    pub fn try_acquire_n<E: Send + 'static>(&self, n: u64) -> IO<bool, E> {
+        let shared = self.shared.clone();
+        IO::delay_at::<Named<TryAcquireN>, _>(here(), move || match usize::try_from(n) {
+            Ok(n) => shared.try_take_n(n),
+            Err(_) => false,
+        })
+    }
+
+    /// `acquire` (of `n` permits, at least 1) when it may have to wait.
+    fn acquire_slow<E: Send + 'static>(shared: Arc<Shared>, n: usize) -> IO<(), E> {
         IO::uncancelable_untraced(move |poll| {
             let ticket = Arc::new(Mutex::new(Ticket::Unasked));
             let (t1, t2) = (ticket.clone(), ticket);
             let (s1, s2) = (shared.clone(), shared);
             let wait: IO<(), E> = IO::from_callback_untraced(move |cb: Callback<(), E>| {
                 let mut queue = s1.queue();
-                if queue.take_or_wait() {
+                let took = queue.take_or_wait_n(n);
+                if took == n {
                     *t1.lock() = Ticket::Granted;
                     drop(queue);
                     cb.succeed(());
@@ -187,28 +383,28 @@ impl Semaphore {
                     let id = queue.push(Waiter {
                         callback: cb.into_raw(),
                         ticket: t1,
+                        wanted: n,
+                        got: took,
                     });
                     *ticket.lock() = Ticket::Waiting(id);
                 }
                 None
             });
             let cleanup = IO::delay_untraced(move || {
-                let granted = {
+                let held = {
                     // Under the queue's lock, so that no release pops this
                     // waiter between the two reads.
                     let mut queue = s2.queue();
                     match *t2.lock() {
-                        Ticket::Unasked => false,
-                        Ticket::Waiting(id) => {
-                            drop(queue.remove(id));
-                            false
-                        }
-                        Ticket::Granted => true,
+                        Ticket::Unasked => 0,
+                        // Still queued: what it gathered so far.
+                        Ticket::Waiting(id) => queue.remove(id).map_or(0, |waiter| waiter.got),
+                        Ticket::Granted => n,
                     }
                 };
-                if granted {
-                    // The permit was ours already: give it back.
-                    s2.release_one();
+                if held > 0 {
+                    // The permits were ours already: give them back.
+                    s2.give_back(held);
                 }
             });
             poll.apply_untraced(wait).on_cancel_untraced(cleanup)
@@ -216,19 +412,85 @@ impl Semaphore {
     }
 
     /// Returns a permit (to the first waiter, or to the pool).
+    ///
+    /// `Err(PermitOverflow)`, with nothing released, if the free permits
+    /// are at [`Semaphore::MAX_PERMITS`] already (a release without an
+    /// acquire can get them there): the count never wraps and never
+    /// saturates silently.
+    ///
+    /// ```
+    /// use spindle_core::{IO, Semaphore};
+    /// use spindle_exec_single::SingleThreaded;
+    ///
+    /// let sem = Semaphore::new(Semaphore::MAX_PERMITS)?;
+    /// let overflow = SingleThreaded::new()?.block_on(sem.release::<()>())?.succeeded();
+    /// assert!(matches!(overflow, Some(Err(_))));
+    /// assert_eq!(sem.available(), Semaphore::MAX_PERMITS);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[track_caller]
-    pub fn release<E: Send + 'static>(&self) -> IO<(), E> {
-        self.release_at::<Named<Release>, E>(here())
-    }
-
-    /// [`Semaphore::release`] for io-core's own nodes (no trace event).
-    pub(crate) fn release_untraced<E: Send + 'static>(&self) -> IO<(), E> {
-        self.release_at::<Internal, E>(NO_SITE)
-    }
-
-    fn release_at<M: OpMeta, E: Send + 'static>(&self, site: Option<Site>) -> IO<(), E> {
+    pub fn release<E: Send + 'static>(&self) -> IO<Result<(), PermitOverflow>, E> {
         let shared = self.shared.clone();
-        IO::delay_at::<M, _>(site, move || shared.release_one())
+        IO::delay_at::<Named<Release>, _>(here(), move || {
+            shared.release_one().map_err(|Overflow| PermitOverflow {
+                released: 1,
+                available: to_u64(shared.available()),
+                max: Semaphore::MAX_PERMITS,
+            })
+        })
+    }
+
+    /// [`Semaphore::release`] for io-core's own nodes (no trace event), of
+    /// a permit that was acquired (see `Shared::give_back`).
+    pub(crate) fn release_untraced<E: Send + 'static>(&self) -> IO<(), E> {
+        let shared = self.shared.clone();
+        IO::delay_at::<Internal, _>(NO_SITE, move || shared.give_back(1))
+    }
+
+    /// Returns `n` permits at once: to the waiters in arrival order (each
+    /// woken once it has all it asked for), then to the pool.
+    ///
+    /// `Err(PermitOverflow)`, with nothing released, if the free permits
+    /// would pass [`Semaphore::MAX_PERMITS`]. Permits that a `with_permit`,
+    /// a [`Semaphore::permit`] or a canceled [`Semaphore::acquire_n`] give
+    /// back can only overflow if such releases filled the count meanwhile;
+    /// they are then not added (the count stays at its largest value).
+    #[track_caller]
+    pub fn release_n<E: Send + 'static>(&self, n: u64) -> IO<Result<(), PermitOverflow>, E> {
+        let shared = self.shared.clone();
+        IO::delay_at::<Named<ReleaseN>, _>(here(), move || {
+            let refused = |shared: &Shared| PermitOverflow {
+                released: n,
+                available: to_u64(shared.available()),
+                max: Semaphore::MAX_PERMITS,
+            };
+            match usize::try_from(n) {
+                Ok(count) => shared
+                    .release_many(count)
+                    .map_err(|Overflow| refused(&shared)),
+                Err(_) => Err(refused(&shared)),
+            }
+        })
+    }
+
+    /// One permit as a [`Resource`]: acquired (waiting, cancelably, as
+    /// [`Semaphore::acquire`]) when the resource is used, released when
+    /// its scope ends, whatever the outcome.
+    ///
+    /// ```
+    /// use spindle_core::{IO, Semaphore};
+    /// use spindle_exec_single::SingleThreaded;
+    ///
+    /// let sem = Semaphore::new(2)?;
+    /// let inside = sem.clone();
+    /// let io: IO<u64, ()> = sem.permit().use_with(move |()| IO::pure(inside.available()));
+    /// assert_eq!(SingleThreaded::new()?.block_on(io)?.succeeded(), Some(1));
+    /// assert_eq!(sem.available(), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[track_caller]
+    pub fn permit<E: Send + 'static>(&self) -> Resource<(), E> {
+        Resource::lock_at(here(), self.clone())
     }
 
     /// Runs `io` holding a permit, released whatever the outcome.
@@ -291,7 +553,7 @@ impl Semaphore {
             }
             IO::uncancelable_untraced(move |poll| {
                 let held = shared.clone();
-                poll.apply_untraced(Semaphore::acquire_slow(shared))
+                poll.apply_untraced(Semaphore::acquire_slow(shared, 1))
                     .flat_map_untraced(move |()| {
                         let used = Semaphore::build_holding(&held, &value, f);
                         Semaphore::holding_at::<L, _, _>(lock_site, held, poll.apply_untraced(used))
@@ -312,7 +574,7 @@ impl Semaphore {
         struct GiveBack<'a>(&'a Shared);
         impl Drop for GiveBack<'_> {
             fn drop(&mut self) {
-                self.0.release_one();
+                self.0.give_back(1);
             }
         }
         let give_back = GiveBack(shared);
@@ -332,7 +594,7 @@ impl Semaphore {
         io: IO<A, E>,
     ) -> IO<A, E> {
         io.guarantee_with_at::<M, _>(site, move || {
-            shared.release_one();
+            shared.give_back(1);
             IO::unit()
         })
     }

@@ -15,7 +15,7 @@ use loom::sync::Arc;
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use loom::thread;
 
-use crate::data::permits::Permits;
+use crate::data::permits::{Permits, Waiting};
 use crate::fiber::join::{JoinCell as Cell, Waiter};
 
 /// Counts a waiter's calls (and the values it saw) and its drop.
@@ -188,7 +188,51 @@ fn loom_completing_twice_gives_the_second_value_back() {
 
 /// A waiter of the model: the flag a release sets (under the queue's lock,
 /// as `Semaphore` marks its ticket) when it hands the waiter its permit.
-type Granted = Arc<AtomicBool>;
+#[derive(Clone)]
+struct Granted(Arc<AtomicBool>);
+
+impl Granted {
+    fn new() -> Self {
+        Granted(Arc::new(AtomicBool::new(false)))
+    }
+
+    fn load(&self, order: Ordering) -> bool {
+        self.0.load(order)
+    }
+}
+
+impl Waiting for Granted {
+    fn missing(&self) -> usize {
+        usize::from(!self.0.load(Ordering::SeqCst))
+    }
+
+    fn give(&mut self, n: usize) {
+        if n > 0 {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+}
+
+/// A waiter of the model for several permits: what it gathered so far,
+/// and the flag set once it has all of them.
+struct Gathering {
+    wanted: usize,
+    got: usize,
+    done: Arc<AtomicBool>,
+}
+
+impl Waiting for Gathering {
+    fn missing(&self) -> usize {
+        self.wanted - self.got
+    }
+
+    fn give(&mut self, n: usize) {
+        self.got += n;
+        if self.got == self.wanted {
+            self.done.store(true, Ordering::SeqCst);
+        }
+    }
+}
 
 /// Takes a permit as `Semaphore` does: without the lock if one is free;
 /// otherwise under the lock, taking one freed meanwhile or queueing; then
@@ -197,10 +241,10 @@ fn acquire(permits: &Permits<Granted>) {
     if permits.try_take() {
         return;
     }
-    let granted = Arc::new(AtomicBool::new(false));
+    let granted = Granted::new();
     {
         let mut queue = permits.queue();
-        if queue.take_or_wait() {
+        if queue.take_or_wait_n(1) == 1 {
             return;
         }
         queue.push(granted.clone());
@@ -212,8 +256,7 @@ fn acquire(permits: &Permits<Granted>) {
 
 /// Gives a permit back as `Semaphore` does.
 fn release(permits: &Permits<Granted>) {
-    let woken = permits.release(|granted| granted.store(true, Ordering::SeqCst));
-    drop(woken);
+    permits.release(drop).expect("no overflow in the model");
 }
 
 /// Two threads take the only permit and give it back, each through the
@@ -263,10 +306,10 @@ fn loom_a_waiter_leaving_as_the_permit_is_released_gives_no_permit_away() {
         let leaving = {
             let permits = permits.clone();
             thread::spawn(move || {
-                let granted = Arc::new(AtomicBool::new(false));
+                let granted = Granted::new();
                 let id = {
                     let mut queue = permits.queue();
-                    if queue.take_or_wait() {
+                    if queue.take_or_wait_n(1) == 1 {
                         // The permit was already back: take it, give it back.
                         drop(queue);
                         release(&permits);
@@ -292,5 +335,73 @@ fn loom_a_waiter_leaving_as_the_permit_is_released_gives_no_permit_away() {
             permits.try_take(),
             "the flag is clear: the permit can be taken"
         );
+    });
+}
+
+/// A waiter for two permits of a semaphore that has none, and two threads
+/// that each release one, while the waiter may leave (canceled): the
+/// waiter gets both or gives back what it gathered, so both permits end up
+/// either with it or in the count, never lost or doubled, and nobody is
+/// queued at the end.
+#[test]
+fn loom_a_waiter_for_two_permits_gathers_them_from_two_releases_or_gives_them_back() {
+    loom::model(|| {
+        let permits = Arc::new(Permits::<Gathering>::new(0));
+        let done = Arc::new(AtomicBool::new(false));
+        let id = {
+            let mut queue = permits.queue();
+            assert_eq!(queue.take_or_wait_n(2), 0);
+            queue.push(Gathering {
+                wanted: 2,
+                got: 0,
+                done: done.clone(),
+            })
+        };
+        let releasers: alloc::vec::Vec<_> = (0..2)
+            .map(|_| {
+                let permits = permits.clone();
+                thread::spawn(move || permits.release(drop).expect("no overflow"))
+            })
+            .collect();
+        // Canceled: leave with what was gathered, or, granted, give both.
+        let held = {
+            let mut queue = permits.queue();
+            match queue.remove(id) {
+                Some(waiter) => waiter.got,
+                None => {
+                    assert!(done.load(Ordering::SeqCst), "popped means granted");
+                    2
+                }
+            }
+        };
+        permits.release_n(held, drop).expect("no overflow");
+        for releaser in releasers {
+            releaser.join().unwrap();
+        }
+        assert_eq!(permits.available(), 2);
+        assert_eq!(permits.queue().len(), 0);
+        assert!(
+            permits.try_take_n(2),
+            "the flag is clear: both can be taken"
+        );
+    });
+}
+
+/// The count never passes `MAX_PERMITS`: a release onto a full count is
+/// refused and changes nothing, also racing a take.
+#[test]
+fn loom_a_release_onto_a_full_count_is_refused_and_changes_nothing() {
+    use crate::data::permits::MAX_PERMITS;
+    loom::model(|| {
+        let permits = Arc::new(Permits::<Granted>::new(MAX_PERMITS));
+        let taker = {
+            let permits = permits.clone();
+            thread::spawn(move || permits.try_take())
+        };
+        let released = permits.release(drop).is_ok();
+        let took = taker.join().unwrap();
+        assert!(took);
+        // The release fits only after the take.
+        assert_eq!(permits.available(), MAX_PERMITS - 1 + usize::from(released));
     });
 }

@@ -56,6 +56,17 @@ impl<T> WaiterList<T> {
         None
     }
 
+    /// The oldest waiter, left in the list.
+    pub(crate) fn first_mut(&mut self) -> Option<&mut T> {
+        // A pop may have left a tombstone at the front.
+        while matches!(self.entries.front(), Some((_, None))) {
+            self.entries.pop_front();
+        }
+        self.entries
+            .front_mut()
+            .and_then(|(_, waiter)| waiter.as_mut())
+    }
+
     /// Removes the waiter `id` if it is still listed, and returns it (for the
     /// caller to drop once its lock is released).
     pub(crate) fn remove(&mut self, id: u64) -> Option<T> {
@@ -83,6 +94,25 @@ impl<T> WaiterList<T> {
         core::mem::take(&mut self.entries)
             .into_iter()
             .filter_map(|(_, waiter)| waiter)
+    }
+
+    /// Takes the waiters that `select` picks, oldest first, leaving the
+    /// others listed under their ids.
+    pub(crate) fn take_where(&mut self, mut select: impl FnMut(&T) -> bool) -> alloc::vec::Vec<T> {
+        let mut taken = alloc::vec::Vec::new();
+        for (_, entry) in self.entries.iter_mut() {
+            if entry.as_ref().is_some_and(&mut select) {
+                taken.extend(entry.take());
+            }
+        }
+        // Keep the ends free of tombstones (see `remove`).
+        while matches!(self.entries.back(), Some((_, None))) {
+            self.entries.pop_back();
+        }
+        while matches!(self.entries.front(), Some((_, None))) {
+            self.entries.pop_front();
+        }
+        taken
     }
 
     /// How many waiters are listed.
