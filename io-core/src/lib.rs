@@ -98,8 +98,8 @@ extern crate alloc;
 extern crate std;
 
 mod cancel;
-mod clock;
 mod cancelable;
+mod clock;
 mod concurrent;
 mod config;
 #[cfg(feature = "std")]
