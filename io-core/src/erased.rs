@@ -168,12 +168,14 @@ const fn drop_fn<T>() -> Option<unsafe fn(Word)> {
 // Values
 // ---------------------------------------------------------------------------
 
-/// Vtable of an erased value: how to drop it (and, in debug builds, its type).
+/// Vtable of an erased value: how to drop it, and its type (checked by
+/// debug builds on every read, and by readers that cannot know the type
+/// statically: [`Value::is`]). The type is a constant in the vtable, which
+/// is padded to 32 bytes anyway: no code and no space per type.
 #[repr(C, align(32))]
 pub(crate) struct ValueVTable {
     pub(crate) drop: Option<unsafe fn(Word)>,
-    #[cfg(debug_assertions)]
-    type_id: fn() -> core::any::TypeId,
+    type_id: core::any::TypeId,
 }
 
 trait HasValueVTable {
@@ -183,8 +185,7 @@ trait HasValueVTable {
 impl<T: 'static> HasValueVTable for T {
     const VTABLE: &'static ValueVTable = &ValueVTable {
         drop: drop_fn::<T>(),
-        #[cfg(debug_assertions)]
-        type_id: core::any::TypeId::of::<T>,
+        type_id: core::any::TypeId::of::<T>(),
     };
 }
 
@@ -225,7 +226,7 @@ impl Value {
     /// which may come from a scope whose error type is not the fiber's).
     #[inline]
     pub(crate) fn is<T: 'static>(&self) -> bool {
-        (self.vtable.type_id)() == core::any::TypeId::of::<T>()
+        self.vtable.type_id == core::any::TypeId::of::<T>()
     }
 
     /// Takes the value back as the type it was made from.
@@ -236,7 +237,7 @@ impl Value {
     pub(crate) unsafe fn take<T: 'static>(self) -> T {
         #[cfg(debug_assertions)]
         assert!(
-            (self.vtable.type_id)() == core::any::TypeId::of::<T>(),
+            self.vtable.type_id == core::any::TypeId::of::<T>(),
             "io-core: a value was read back as `{}`, which is not its type",
             core::any::type_name::<T>()
         );
@@ -255,7 +256,7 @@ impl Value {
     pub(crate) unsafe fn peek<T: 'static>(&self) -> &T {
         #[cfg(debug_assertions)]
         assert!(
-            (self.vtable.type_id)() == core::any::TypeId::of::<T>(),
+            self.vtable.type_id == core::any::TypeId::of::<T>(),
             "io-core: a value was read back as `{}`, which is not its type",
             core::any::type_name::<T>()
         );
