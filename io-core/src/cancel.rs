@@ -64,7 +64,7 @@ use crate::tracing::{Internal, NO_SITE, Named, Op, OpMeta, Site, WithClosure, he
 /// Unmasks a program inside the `uncancelable` region that made it.
 ///
 /// A poll belongs to the fiber that made it and to its region's mask depth
-/// (see the [module doc](self)): applied on another fiber, or inside a
+/// (see [`IO::uncancelable`]): applied on another fiber, or inside a
 /// region nested in its own, it runs its program as it is, still masked.
 ///
 /// See [`IO::uncancelable`].
