@@ -447,7 +447,15 @@ impl<A: Send + 'static> Queue<A> {
                 callback: cb.into_raw(),
             });
             drop(state);
-            Some(IO::delay_untraced(move || shared.cancel_offerer(id)))
+            // The cleanup holds the queue weakly (`fiber/join.rs`, "Waits
+            // nobody can end"): a queue gone meanwhile took the waiter with it.
+            let queue = crate::sync::downgrade(&shared);
+            drop(shared);
+            Some(IO::delay_untraced(move || {
+                if let Some(shared) = queue.upgrade() {
+                    shared.cancel_offerer(id);
+                }
+            }))
         })
     }
 
@@ -497,7 +505,15 @@ impl<A: Send + 'static> Queue<A> {
             }
             let id = state.takers.push(cb.into_raw());
             drop(state);
-            Some(IO::delay_untraced(move || shared.cancel_taker(id)))
+            // The cleanup holds the queue weakly (`fiber/join.rs`, "Waits
+            // nobody can end"): a queue gone meanwhile took the waiter with it.
+            let queue = crate::sync::downgrade(&shared);
+            drop(shared);
+            Some(IO::delay_untraced(move || {
+                if let Some(shared) = queue.upgrade() {
+                    shared.cancel_taker(id);
+                }
+            }))
         })
         .map_untraced(|mut handed| match handed.element.take() {
             Some(element) => element,

@@ -210,7 +210,9 @@ impl<A: Send + 'static, E: Send + 'static> Resource<A, E> {
                 value,
                 site,
             } => {
-                let release = permit.clone();
+                // Weakly while the fiber waits for the permit (`fiber/join.rs`,
+                // "Waits nobody can end").
+                let release = permit.downgrade();
                 make_full_allocate_at::<Named<Lock>, _, _, _, _>(
                     site,
                     move |poll| {

@@ -32,7 +32,7 @@ use super::permits::{MAX_PERMITS, Permits};
 use crate::erased::Value;
 use crate::fiber::{Callback, RawCallback};
 use crate::io::IO;
-use crate::sync::{Arc, Mutex};
+use crate::sync::{Arc, Mutex, Weak};
 use crate::tracing::{Internal, NO_SITE, Named, OpMeta, Site, here};
 
 // The operations as traces name them.
@@ -105,6 +105,24 @@ impl fmt::Debug for Semaphore {
     }
 }
 
+/// A reference to a [`Semaphore`] that does not keep it alive: what a
+/// lock's release holds while its fiber waits for the permit (`Mutex::lock`
+/// as a resource; `fiber/join.rs`, "Waits nobody can end").
+pub(crate) struct WeakSemaphore(Weak<Shared>);
+
+impl WeakSemaphore {
+    /// [`Semaphore::release`] (no trace event), if the semaphore is still
+    /// alive; nothing to give back otherwise (nobody can acquire it).
+    pub(crate) fn release_untraced<E: Send + 'static>(&self) -> IO<(), E> {
+        let shared = self.0.upgrade();
+        IO::delay_untraced(move || {
+            if let Some(shared) = shared {
+                shared.release_one();
+            }
+        })
+    }
+}
+
 /// A semaphore was asked for 0 permits: nobody could ever acquire one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct InvalidPermits;
@@ -133,6 +151,11 @@ impl Semaphore {
         Semaphore {
             shared: Arc::new(Permits::new(permits)),
         }
+    }
+
+    /// A reference that does not keep the semaphore alive.
+    pub(crate) fn downgrade(&self) -> WeakSemaphore {
+        WeakSemaphore(crate::sync::downgrade(&self.shared))
     }
 
     /// Permits available now.
@@ -175,7 +198,10 @@ impl Semaphore {
         IO::uncancelable_untraced(move |poll| {
             let ticket = Arc::new(Mutex::new(Ticket::Unasked));
             let (t1, t2) = (ticket.clone(), ticket);
-            let (s1, s2) = (shared.clone(), shared);
+            // The cleanup holds the semaphore weakly (`fiber/join.rs`, "Waits
+            // nobody can end"): one gone meanwhile took the waiter with it.
+            let (s1, s2) = (shared.clone(), crate::sync::downgrade(&shared));
+            drop(shared);
             let wait: IO<(), E> = IO::from_callback_untraced(move |cb: Callback<(), E>| {
                 let mut queue = s1.queue();
                 if queue.take_or_wait() {
@@ -193,6 +219,7 @@ impl Semaphore {
                 None
             });
             let cleanup = IO::delay_untraced(move || {
+                let Some(s2) = s2.upgrade() else { return };
                 let granted = {
                     // Under the queue's lock, so that no release pops this
                     // waiter between the two reads.
@@ -219,11 +246,6 @@ impl Semaphore {
     #[track_caller]
     pub fn release<E: Send + 'static>(&self) -> IO<(), E> {
         self.release_at::<Named<Release>, E>(here())
-    }
-
-    /// [`Semaphore::release`] for io-core's own nodes (no trace event).
-    pub(crate) fn release_untraced<E: Send + 'static>(&self) -> IO<(), E> {
-        self.release_at::<Internal, E>(NO_SITE)
     }
 
     fn release_at<M: OpMeta, E: Send + 'static>(&self, site: Option<Site>) -> IO<(), E> {
@@ -290,11 +312,22 @@ impl Semaphore {
                 return Semaphore::holding_at::<L, _, _>(lock_site, shared, used);
             }
             IO::uncancelable_untraced(move |poll| {
-                let held = shared.clone();
+                // Weakly while waiting, as the wait's cleanup does: a
+                // semaphore gone by the time the permit arrives can be
+                // acquired by nobody else, so the program runs without a
+                // release to guard it.
+                let held = crate::sync::downgrade(&shared);
                 poll.apply_untraced(Semaphore::acquire_slow(shared))
-                    .flat_map_untraced(move |()| {
-                        let used = Semaphore::build_holding(&held, &value, f);
-                        Semaphore::holding_at::<L, _, _>(lock_site, held, poll.apply_untraced(used))
+                    .flat_map_untraced(move |()| match held.upgrade() {
+                        Some(held) => {
+                            let used = Semaphore::build_holding(&held, &value, f);
+                            Semaphore::holding_at::<L, _, _>(
+                                lock_site,
+                                held,
+                                poll.apply_untraced(used),
+                            )
+                        }
+                        None => poll.apply_untraced(f(&value)),
                     })
             })
         })
@@ -326,13 +359,24 @@ impl Semaphore {
     /// when `io` ends, whatever the outcome. The release is done as the
     /// finalizer is built, so that it has no program of its own to run (the
     /// run-loop then goes on at once).
+    ///
+    /// The release holds the semaphore weakly: a fiber that holds a permit
+    /// and waits for another of the same semaphore (or, with another fiber,
+    /// for each other's: a deadlock) is freed once nothing else references
+    /// the semaphores (`fiber/join.rs`, "Waits nobody can end"). A
+    /// semaphore gone by the time of the release has nobody to give the
+    /// permit to.
     fn holding_at<M: OpMeta, A: Send + 'static, E: Send + 'static>(
         site: Option<Site>,
         shared: Arc<Shared>,
         io: IO<A, E>,
     ) -> IO<A, E> {
+        let weak = crate::sync::downgrade(&shared);
+        drop(shared);
         io.guarantee_with_at::<M, _>(site, move || {
-            shared.release_one();
+            if let Some(shared) = weak.upgrade() {
+                shared.release_one();
+            }
             IO::unit()
         })
     }
