@@ -157,6 +157,38 @@ rt_test! {
         assert_eq!(rt.run(IO::<u32, E>::pure(7)), Outcome::Succeeded(7));
     }
 
+    fn dropping_a_runtime_frees_its_sleeping_fibers_and_those_waiting_on_structures_dropped_since() {
+        // Half the fibers sleep (the runtime's timers hold them), half wait
+        // on a deferred the test holds until the runtime is gone.
+        const EACH: usize = if cfg!(miri) { 50 } else { 5_000 };
+        let freed = Counter::new();
+        let d = Deferred::<u32>::new();
+        let rt = rt();
+        let (f, gate) = (freed.clone(), d.clone());
+        let start_all: IO<(), E> = IO::tail_rec(0usize, move |i| {
+            if i == 2 * EACH {
+                return IO::pure(std::ops::ControlFlow::Break(()));
+            }
+            let token = DropCounter(f.clone());
+            let wait = if i % 2 == 0 {
+                IO::<(), E>::sleep(std::time::Duration::from_secs(3600))
+            } else {
+                gate.get().void()
+            };
+            wait.map(move |()| drop(token))
+                .start()
+                .map(move |_handle| std::ops::ControlFlow::Continue(i + 1))
+        });
+        assert_eq!(rt.run(start_all), Outcome::Succeeded(()));
+        drop(rt);
+        drop(d);
+        let deadline = std::time::Instant::now() + HANG_LIMIT;
+        while freed.get() < 2 * EACH && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert_eq!(freed.get(), 2 * EACH);
+    }
+
     fn a_fiber_that_can_still_be_woken_is_kept() {
         // The deferred is held by the program that completes it later: the
         // waiter is not freed, and gets the value.

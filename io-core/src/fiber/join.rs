@@ -51,7 +51,11 @@
 //! keeps a cycle if it is reachable from them: a continuation of the
 //! waiting fiber that captures a clone of the `Deferred` (or a handle of
 //! the fiber it joins) keeps it, and so itself, alive, as does a waiting
-//! fiber's `FiberHandle` kept by a fiber that waits for it. Such fibers
+//! fiber's `FiberHandle` kept by a fiber that waits for it. The
+//! combinators that keep their children to cancel them (`race`, `both`,
+//! `par_sequence` and their variants) hold them strongly while they wait
+//! for them, and the children hold the parent's callback: a parent racing
+//! two waits that nobody can end is such a cycle too. Such fibers
 //! are never freed, not even by dropping their executor (each holds the
 //! executor's shared state, which then outlives it too): drop the handle,
 //! or write the continuation so that it does not capture what it waits on
