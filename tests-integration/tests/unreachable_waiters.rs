@@ -46,9 +46,10 @@ fn wait_forever(kind: usize) -> IO<(), E> {
             sem.acquire().product_r(sem.acquire())
         }
         4 => {
-            // A fiber that waits for the mutex it holds itself.
+            // A fiber that holds a mutex while it waits on a deferred that
+            // nobody else holds (its release is a finalizer: not run).
             let mutex = Mutex::new();
-            mutex.with_lock(mutex.with_lock(IO::unit()))
+            mutex.with_lock(Deferred::<u32>::new().get().void())
         }
         5 => CountDownLatch::new(1).expect("a count of 1").wait(),
         _ => IO::<(), E>::never().start().flat_map(|h| h.join().void()),
@@ -91,14 +92,17 @@ rt_test! {
         assert_eq!(try_run_within::<Rt>(held_forever), Err(RunError::Deadlock));
     }
 
-    fn a_main_fiber_waiting_for_a_mutex_it_holds_itself_is_a_deadlock() {
+    fn a_main_fiber_holding_a_mutex_while_it_waits_on_what_nobody_holds_is_a_deadlock() {
         assert_eq!(try_run_within::<Rt>(|| wait_forever(4)), Err(RunError::Deadlock));
-        // The same through the lock as a resource.
+        // The same while it waits for the lock as a resource, held by a
+        // fiber that never ends.
         assert_eq!(
             try_run_within::<Rt>(|| {
                 let mutex = Mutex::new();
                 let inner = mutex.lock::<E>();
-                mutex.lock().use_with(move |_| inner.use_with(|_| IO::unit()))
+                mutex.lock().use_with(move |_| {
+                    held_forever().product_r(inner.use_with(|_| IO::unit()))
+                })
             }),
             Err(RunError::Deadlock)
         );

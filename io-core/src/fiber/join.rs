@@ -51,7 +51,12 @@
 //! keeps a cycle if it is reachable from them: a continuation of the
 //! waiting fiber that captures a clone of the `Deferred` (or a handle of
 //! the fiber it joins) keeps it, and so itself, alive, as does a waiting
-//! fiber's `FiberHandle` kept by a fiber that waits for it. The
+//! fiber's `FiberHandle` kept by a fiber that waits for it. A fiber that
+//! holds a permit of a `Semaphore` or a `Mutex` (inside `with_permit`,
+//! `with_lock`, `lock().use_with`) keeps it until it releases it: one that
+//! waits for a mutex it holds itself, or two that wait for each other's
+//! mutex, are such a cycle (`Semaphore::holding_at` says what freeing them
+//! would cost on the uncontended path). The
 //! combinators that keep their children to cancel them (`race`, `both`,
 //! `par_sequence` and their variants) hold them strongly while they wait
 //! for them, and the children hold the parent's callback: a parent racing
