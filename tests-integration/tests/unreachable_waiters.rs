@@ -1,10 +1,11 @@
 //! A fiber that can never be woken is not kept forever: a fiber waiting on
-//! a `Deferred`, `Queue`, `Semaphore`, `Mutex`, `CountDownLatch`, or on the
-//! join of a fiber that nothing else references, is freed once the last
-//! thing that could wake it is gone (its finalizers are not run, as a
+//! a `Deferred`, a `Queue`, a bare `Semaphore::acquire`, a `CountDownLatch`,
+//! or on the join of a fiber that nothing else references (or holding a
+//! `Mutex` while it waits on one of those) is freed once the last thing
+//! that could wake it is gone (its finalizers are not run, as a
 //! garbage-collected fiber's are not), and a main fiber freed that way is a
-//! `RunError::Deadlock`, as `IO::never()` is (`fiber/join.rs`, "Waits
-//! nobody can end").
+//! `RunError::Deadlock`, as `IO::never()` is. A wait *for* a mutex keeps it
+//! (`fiber/join.rs`, "Waits nobody can end", says why).
 
 mod common;
 
@@ -56,23 +57,6 @@ fn wait_forever(kind: usize) -> IO<(), E> {
     }
 }
 
-/// Waits for a mutex held by a fiber that waits on nothing that can end
-/// (it says so through a flag, not through anything that would hold the
-/// mutex).
-fn held_forever() -> IO<(), E> {
-    let mutex = Mutex::new();
-    let locked = Arc::new(AtomicBool::new(false));
-    let flag = locked.clone();
-    let holder = mutex.lock::<E>().use_with(move |_| {
-        IO::delay(move || flag.store(true, Ordering::SeqCst)).product_r(IO::<(), E>::never())
-    });
-    let waiter = mutex.lock().use_with(|_| IO::unit());
-    holder
-        .start()
-        .product_r(eventually(move || locked.load(Ordering::SeqCst)))
-        .product_r(waiter)
-}
-
 rt_test! {
     fn a_main_fiber_waiting_on_a_deferred_nobody_else_holds_is_a_deadlock() {
         let got = try_run_within::<Rt>(|| Deferred::<u32>::new().get().void());
@@ -88,24 +72,8 @@ rt_test! {
         assert_eq!(try_run_within::<Rt>(|| wait_forever(3)), Err(RunError::Deadlock));
     }
 
-    fn a_main_fiber_waiting_for_a_mutex_whose_holder_never_ends_is_a_deadlock() {
-        assert_eq!(try_run_within::<Rt>(held_forever), Err(RunError::Deadlock));
-    }
-
     fn a_main_fiber_holding_a_mutex_while_it_waits_on_what_nobody_holds_is_a_deadlock() {
         assert_eq!(try_run_within::<Rt>(|| wait_forever(4)), Err(RunError::Deadlock));
-        // The same while it waits for the lock as a resource, held by a
-        // fiber that never ends.
-        assert_eq!(
-            try_run_within::<Rt>(|| {
-                let mutex = Mutex::new();
-                let inner = mutex.lock::<E>();
-                mutex.lock().use_with(move |_| {
-                    held_forever().product_r(inner.use_with(|_| IO::unit()))
-                })
-            }),
-            Err(RunError::Deadlock)
-        );
     }
 
     fn a_main_fiber_waiting_on_a_latch_nobody_else_holds_is_a_deadlock() {

@@ -210,9 +210,7 @@ impl<A: Send + 'static, E: Send + 'static> Resource<A, E> {
                 value,
                 site,
             } => {
-                // Weakly while the fiber waits for the permit (`fiber/join.rs`,
-                // "Waits nobody can end").
-                let release = permit.downgrade();
+                let release = permit.clone();
                 make_full_allocate_at::<Named<Lock>, _, _, _, _>(
                     site,
                     move |poll| {

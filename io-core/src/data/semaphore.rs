@@ -32,7 +32,7 @@ use super::permits::{MAX_PERMITS, Permits};
 use crate::erased::Value;
 use crate::fiber::{Callback, RawCallback};
 use crate::io::IO;
-use crate::sync::{Arc, Mutex, Weak};
+use crate::sync::{Arc, Mutex};
 use crate::tracing::{Internal, NO_SITE, Named, OpMeta, Site, here};
 
 // The operations as traces name them.
@@ -105,24 +105,6 @@ impl fmt::Debug for Semaphore {
     }
 }
 
-/// A reference to a [`Semaphore`] that does not keep it alive: what a
-/// lock's release holds while its fiber waits for the permit (`Mutex::lock`
-/// as a resource; `fiber/join.rs`, "Waits nobody can end").
-pub(crate) struct WeakSemaphore(Weak<Shared>);
-
-impl WeakSemaphore {
-    /// [`Semaphore::release`] (no trace event), if the semaphore is still
-    /// alive; nothing to give back otherwise (nobody can acquire it).
-    pub(crate) fn release_untraced<E: Send + 'static>(&self) -> IO<(), E> {
-        let shared = self.0.upgrade();
-        IO::delay_untraced(move || {
-            if let Some(shared) = shared {
-                shared.release_one();
-            }
-        })
-    }
-}
-
 /// A semaphore was asked for 0 permits: nobody could ever acquire one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct InvalidPermits;
@@ -151,11 +133,6 @@ impl Semaphore {
         Semaphore {
             shared: Arc::new(Permits::new(permits)),
         }
-    }
-
-    /// A reference that does not keep the semaphore alive.
-    pub(crate) fn downgrade(&self) -> WeakSemaphore {
-        WeakSemaphore(crate::sync::downgrade(&self.shared))
     }
 
     /// Permits available now.
@@ -248,6 +225,11 @@ impl Semaphore {
         self.release_at::<Named<Release>, E>(here())
     }
 
+    /// [`Semaphore::release`] for io-core's own nodes (no trace event).
+    pub(crate) fn release_untraced<E: Send + 'static>(&self) -> IO<(), E> {
+        self.release_at::<Internal, E>(NO_SITE)
+    }
+
     fn release_at<M: OpMeta, E: Send + 'static>(&self, site: Option<Site>) -> IO<(), E> {
         let shared = self.shared.clone();
         IO::delay_at::<M, _>(site, move || shared.release_one())
@@ -312,22 +294,15 @@ impl Semaphore {
                 return Semaphore::holding_at::<L, _, _>(lock_site, shared, used);
             }
             IO::uncancelable_untraced(move |poll| {
-                // Weakly while waiting, as the wait's cleanup does: a
-                // semaphore gone by the time the permit arrives can be
-                // acquired by nobody else, so the program runs without a
-                // release to guard it.
-                let held = crate::sync::downgrade(&shared);
+                // Strongly: once granted, this fiber is the one that gives
+                // the permit back to the fibers queued behind it (a weak
+                // reference here lost them when the last handle went while
+                // the permit was on its way: `par_traverse_n`'s hang).
+                let held = shared.clone();
                 poll.apply_untraced(Semaphore::acquire_slow(shared))
-                    .flat_map_untraced(move |()| match held.upgrade() {
-                        Some(held) => {
-                            let used = Semaphore::build_holding(&held, &value, f);
-                            Semaphore::holding_at::<L, _, _>(
-                                lock_site,
-                                held,
-                                poll.apply_untraced(used),
-                            )
-                        }
-                        None => poll.apply_untraced(f(&value)),
+                    .flat_map_untraced(move |()| {
+                        let used = Semaphore::build_holding(&held, &value, f);
+                        Semaphore::holding_at::<L, _, _>(lock_site, held, poll.apply_untraced(used))
                     })
             })
         })

@@ -53,10 +53,14 @@
 //! the fiber it joins) keeps it, and so itself, alive, as does a waiting
 //! fiber's `FiberHandle` kept by a fiber that waits for it. A fiber that
 //! holds a permit of a `Semaphore` or a `Mutex` (inside `with_permit`,
-//! `with_lock`, `lock().use_with`) keeps it until it releases it: one that
-//! waits for a mutex it holds itself, or two that wait for each other's
-//! mutex, are such a cycle (`Semaphore::holding_at` says what freeing them
-//! would cost on the uncontended path). The
+//! `with_lock`, `lock()`) keeps it until it releases it, and so does one
+//! that *waits* in `with_permit`, `with_lock` or `lock()`: once granted,
+//! it is the one that gives the permit on to the fibers queued behind it,
+//! and between the grant and its resumption nothing else may hold the
+//! semaphore. So a fiber waiting for a mutex whose holder never ends, one
+//! that waits for a mutex it holds, and two that wait for each other's are
+//! such cycles; only a bare `Semaphore::acquire` waits weakly (its caller
+//! releases through its own handle). The
 //! combinators that keep their children to cancel them (`race`, `both`,
 //! `par_sequence` and their variants) hold them strongly while they wait
 //! for them, and the children hold the parent's callback: a parent racing
