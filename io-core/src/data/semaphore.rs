@@ -336,13 +336,10 @@ impl Semaphore {
     /// run-loop then goes on at once).
     ///
     /// The release holds the semaphore strongly, as a fiber holds what it
-    /// has captured: a fiber that holds a permit and waits for another of
-    /// the same semaphore (or, with another fiber, for each other's) keeps
-    /// the semaphore, and so itself (`fiber/join.rs`, "Waits nobody can
-    /// end"). A weak reference here would free those too, at about 100
-    /// instructions per uncontended `with_permit` (`mutex_lock`: +9%, a
-    /// downgrade, an upgrade and two more reference-count updates); the
-    /// waits themselves hold it weakly at no cost to this path.
+    /// has captured: a holder gives the permit on to the fibers queued
+    /// behind it (`fiber/join.rs`, "Waits nobody can end", lists the cycles
+    /// this leaves). A weak one also cost about 100 instructions per
+    /// uncontended `with_permit` (`mutex_lock`: +9%).
     fn holding_at<M: OpMeta, A: Send + 'static, E: Send + 'static>(
         site: Option<Site>,
         shared: Arc<Shared>,
