@@ -8,8 +8,9 @@
 //!   implemented by the final binary) and `portable-atomic-util`'s `Arc`
 //!   and `Weak` (`alloc::sync::Arc` does not exist on such targets).
 //! * `--cfg loom` builds use loom's types, which explore every interleaving
-//!   allowed by the memory model. (Fiber dumps, the only users of `Weak`,
-//!   are not built under loom.)
+//!   allowed by the memory model. loom's `Arc` has no weak references:
+//!   there, [`Weak`] is a strong reference (its doc says why that is
+//!   enough); fiber dumps, which need real ones, are not built under loom.
 //!
 //! [`UnsafeCell`] follows loom's closure-based API (`with`, `with_mut`), so
 //! that loom can track every access to the cell.
@@ -73,6 +74,38 @@ pub(crate) use portable_atomic::AtomicU8;
 pub(crate) use portable_atomic::{AtomicPtr, AtomicUsize, Ordering};
 #[cfg(not(loom))]
 pub(crate) use portable_atomic_util::{Arc, Weak};
+
+/// A weak reference to `arc`'s value (`Arc::downgrade`; a free function so
+/// that the loom build, whose `Arc` has no weak references, can stand in).
+#[cfg(not(loom))]
+#[inline]
+pub(crate) fn downgrade<T>(arc: &Arc<T>) -> Weak<T> {
+    Arc::downgrade(arc)
+}
+
+/// Under loom, a *strong* reference standing in for a weak one: loom's
+/// `Arc` has no weak references. Weak references are what lets a wait
+/// that nobody can end be freed (`fiber/join.rs`, "Waits nobody can
+/// end"): a question of memory, not of interleavings. No protocol of ours
+/// depends on an upgrade failing (a failed upgrade means only "the
+/// structure and its waiter list are gone"), so the models check every
+/// interleaving of the code that runs when it succeeds.
+#[cfg(loom)]
+pub(crate) struct Weak<T>(Arc<T>);
+
+#[cfg(loom)]
+impl<T> Weak<T> {
+    /// The value (always there under loom: see the type doc).
+    pub(crate) fn upgrade(&self) -> Option<Arc<T>> {
+        Some(self.0.clone())
+    }
+}
+
+/// See the non-loom variant.
+#[cfg(loom)]
+pub(crate) fn downgrade<T>(arc: &Arc<T>) -> Weak<T> {
+    Weak(arc.clone())
+}
 
 #[cfg(loom)]
 pub(crate) use loom::sync::Arc;

@@ -56,15 +56,43 @@ pub fn wait_until(what: &str, limit: Duration, mut condition: impl FnMut() -> bo
 /// the `tracing-full` feature when the tests have it) if it is not up to
 /// date: cargo usually builds examples with the tests, but not when a
 /// single test target is asked for.
+///
+/// The example is built the way this test binary was: into the same target
+/// directory, and for the same target triple when the tests were built
+/// with `--target` (their binary then sits in `<target-dir>/<triple>/`, as
+/// under the CI's AddressSanitizer step). The rest comes through the
+/// environment cargo ran the tests in: `RUSTFLAGS`, the toolchain
+/// (`RUSTUP_TOOLCHAIN`, `CARGO`) and unstable settings given as
+/// `CARGO_UNSTABLE_*` (the sanitizer step's `CARGO_UNSTABLE_BUILD_STD`).
 pub fn example(name: &str) -> std::path::PathBuf {
     let exe = std::env::current_exe().expect("test binary path");
+    // `<profile dir>/deps/<test binary>`.
     let dir = exe
         .parent()
         .and_then(|deps| deps.parent())
         .expect("target dir");
+    let parent = dir.parent().expect("target dir");
+    // Built with `--target`: the profile directory sits in a directory
+    // named for the triple (`x86_64-unknown-linux-gnu`), inside the target
+    // directory; otherwise directly in the target directory.
+    let triple = parent
+        .file_name()
+        .and_then(|name| name.to_str())
+        .filter(|name| {
+            name.starts_with(&format!("{}-", std::env::consts::ARCH))
+                && name.contains(std::env::consts::OS)
+        });
+    let target_dir = match (triple, parent.parent()) {
+        (Some(_), Some(root)) => root,
+        _ => parent,
+    };
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| String::from("cargo"));
     let mut build = std::process::Command::new(cargo);
     build.args(["build", "-q", "-p", "spindle-exec-wstp", "--example", name]);
+    build.arg("--target-dir").arg(target_dir);
+    if let Some(triple) = triple {
+        build.args(["--target", triple]);
+    }
     if cfg!(feature = "tracing-full") {
         build.args(["--features", "tracing-full"]);
     }

@@ -27,7 +27,7 @@ use core::fmt;
 
 use crate::fiber::join::{CellOwner, JoinCell, Presence, Read, wait_for};
 use crate::io::IO;
-use crate::sync::Arc;
+use crate::sync::{Arc, Weak};
 use crate::tracing::{Internal, NO_SITE, Named, OpMeta, Site, here};
 
 // The operations as traces name them.
@@ -54,8 +54,18 @@ impl<A: Clone + Send + 'static> Read<Option<A>> for CloneValue {
 type Cell<A> = JoinCell<Option<A>>;
 
 impl<A: Send + 'static> CellOwner<A> for Arc<JoinCell<A>> {
+    type Weak = Weak<JoinCell<A>>;
+
     fn cell(&self) -> &JoinCell<A> {
         self
+    }
+
+    fn downgrade(&self) -> Weak<JoinCell<A>> {
+        crate::sync::downgrade(self)
+    }
+
+    fn upgrade(weak: &Weak<JoinCell<A>>) -> Option<Self> {
+        weak.upgrade()
     }
 }
 

@@ -8,7 +8,13 @@
 //! Each type keeps its state behind a short lock of the sync shim (held for
 //! a few instructions, never across a suspension); a fiber that must wait
 //! registers a waiter and suspends with `IO::from_callback`, whose cancellation
-//! finalizer removes the waiter again. Credits: the shapes follow Cats
+//! finalizer removes the waiter again. That finalizer references the
+//! structure weakly: the waiter list holds the
+//! fiber, so a strong reference back would make a cycle that keeps a fiber
+//! nobody can wake, and its executor, forever; with it weak, dropping the
+//! last handle of a structure frees the fibers waiting on it
+//! (`fiber/join.rs`, "Waits nobody can end", also says where this cannot
+//! be known). Credits: the shapes follow Cats
 //! Effect's `std` and `kernel` data types; no code is copied.
 
 pub(crate) use crate::tracing::trace_ops;

@@ -796,7 +796,15 @@ impl<A: Send + 'static> Queue<A> {
                 callback: cb.into_raw(),
             });
             drop(state);
-            Some(IO::delay_untraced(move || shared.cancel_rendezvous(id)))
+            // The cleanup holds the queue weakly (`fiber/join.rs`, "Waits
+            // nobody can end"): a queue gone meanwhile took the waiter with it.
+            let queue = crate::sync::downgrade(&shared);
+            drop(shared);
+            Some(IO::delay_untraced(move || {
+                if let Some(shared) = queue.upgrade() {
+                    shared.cancel_rendezvous(id);
+                }
+            }))
         })
     }
 
@@ -912,7 +920,15 @@ impl<A: Send + 'static> Queue<A> {
                 closable,
             });
             drop(state);
-            Some(IO::delay_untraced(move || shared.cancel_taker(id)))
+            // The cleanup holds the queue weakly (`fiber/join.rs`, "Waits
+            // nobody can end"): a queue gone meanwhile took the waiter with it.
+            let queue = crate::sync::downgrade(&shared);
+            drop(shared);
+            Some(IO::delay_untraced(move || {
+                if let Some(shared) = queue.upgrade() {
+                    shared.cancel_taker(id);
+                }
+            }))
         })
         .map_untraced(move |handed| out(handed.receive()))
     }

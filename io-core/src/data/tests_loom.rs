@@ -116,6 +116,34 @@ fn loom_a_removed_waiter_is_called_at_most_once_and_dropped_exactly_once() {
     });
 }
 
+/// A `get`'s wait as `wait_for` leaves it: registered, its strong
+/// reference given up for a weak one (its cleanup's). Another thread drops
+/// the last handle while the wait is canceled: the cleanup either reaches
+/// the cell and removes the waiter, or finds it gone with its waiter list;
+/// either way the waiter is dropped exactly once and never called. (Under
+/// loom the shim's `Weak` is strong, `sync.rs`: this checks the cleanup's
+/// lock against the handle's drop, not a failed upgrade, which only means
+/// that the list, and the waiter with it, was dropped.)
+#[test]
+fn loom_a_waiter_whose_cell_is_dropped_while_it_is_canceled_is_dropped_once_never_called() {
+    loom::model(|| {
+        let handle = Arc::new(Cell::<usize>::new());
+        let probe = Arc::new(Probe::default());
+        let waiting = handle.clone();
+        let id = waiting.on_value(Probe::waiter(&probe));
+        let cleanup_ref = crate::sync::downgrade(&waiting);
+        drop(waiting);
+        let dropper = thread::spawn(move || drop(handle));
+        if let (Some(id), Some(cell)) = (id, cleanup_ref.upgrade()) {
+            cell.remove_waiter(id);
+        }
+        dropper.join().unwrap();
+        drop(cleanup_ref);
+        assert_eq!(probe.calls(), 0, "never called");
+        assert_eq!(probe.drops(), 1, "dropped exactly once");
+    });
+}
+
 /// Two waiters on two threads, one of them canceled, and a completion: the
 /// waiter that stays is called exactly once; the canceled one at most once;
 /// each is dropped exactly once.

@@ -69,7 +69,11 @@
 //!   `schedule_fiber`, from the thread that saw the readiness.
 //! * Dropping (or shutting down) an executor frees every fiber and timer
 //!   callback it still holds (they hold handles to it: see
-//!   [`support`](support#breaking-the-executorfiber-cycle)).
+//!   [`support`](support#breaking-the-executorfiber-cycle)). A fiber that
+//!   waits on a data type or a join is held by what it waits on, not by
+//!   the executor: it is freed (and counted by `fiber_ended`) when the
+//!   last reference to that goes, which no longer waits for the fiber
+//!   itself to go (io-core's `fiber/join.rs`, "Waits nobody can end").
 //!
 //! # Writing an executor
 //!

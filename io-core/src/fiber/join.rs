@@ -24,6 +24,52 @@
 //! A second `complete` finds the state complete and gives its value back;
 //! the first value stays.
 //!
+//! # Waits nobody can end
+//!
+//! A waiting reader is referenced by the cell's waiter list (its callback
+//! holds the fiber), and the wait's cleanup (which removes the waiter if
+//! the reader is canceled) is part of the fiber. If that cleanup held the
+//! cell strongly, a fiber waiting on a `Deferred` that nobody else can
+//! reach, or joining a fiber that nothing else references, would keep
+//! itself alive through the cell forever: a cycle of reference counts,
+//! which Cats Effect's garbage collector frees and a reference count
+//! never does. So the cleanup holds the cell's owner *weakly*
+//! ([`CellOwner::Weak`]: a `Weak` of the deferred's `Arc`, a
+//! [`WeakFiberRef`] of the joined fiber), and [`wait_for`] lets go of its
+//! strong reference once the waiter is registered. When the last strong
+//! reference goes (the last `Deferred` handle and every program built
+//! from one; the joined fiber's last handle, callback or queue entry),
+//! the cell is dropped with its waiter list, which drops the callbacks,
+//! which frees the waiting fibers that nothing else holds: their
+//! continuations are dropped and their finalizers are **not** run (as a
+//! garbage-collected fiber's are not), and their executor counts them as
+//! ended (`FiberInner`'s `Drop`), so that a `block_on` whose main fiber is
+//! freed this way returns `RunError::Deadlock`.
+//!
+//! Where it cannot be known: reference counting sees only references.
+//! Anything else that holds the cell strongly keeps the waiters, and so
+//! keeps a cycle if it is reachable from them: a continuation of the
+//! waiting fiber that captures a clone of the `Deferred` (or a handle of
+//! the fiber it joins) keeps it, and so itself, alive, as does a waiting
+//! fiber's `FiberHandle` kept by a fiber that waits for it. A fiber that
+//! holds a permit of a `Semaphore` or a `Mutex` (inside `with_permit`,
+//! `with_lock`, `lock()`) keeps it until it releases it, and so does one
+//! that *waits* in `with_permit`, `with_lock` or `lock()`: once granted,
+//! it is the one that gives the permit on to the fibers queued behind it,
+//! and between the grant and its resumption nothing else may hold the
+//! semaphore. So a fiber waiting for a mutex whose holder never ends, one
+//! that waits for a mutex it holds, and two that wait for each other's are
+//! such cycles; only a bare `Semaphore::acquire` waits weakly (its caller
+//! releases through its own handle). The
+//! combinators that keep their children to cancel them (`race`, `both`,
+//! `par_sequence` and their variants) hold them strongly while they wait
+//! for them, and the children hold the parent's callback: a parent racing
+//! two waits that nobody can end is such a cycle too. Such fibers
+//! are never freed, not even by dropping their executor (each holds the
+//! executor's shared state, which then outlives it too): drop the handle,
+//! or write the continuation so that it does not capture what it waits on
+//! (take what it needs through the value it waits for, or a `Weak`).
+//!
 //! # The join protocol
 //!
 //! The fiber's cell holds, once the fiber has completed, its erased outcome
@@ -47,7 +93,7 @@ use alloc::vec::Vec;
 use core::task::{Poll, Waker};
 
 use super::callback::RawCallback;
-use super::raw::RawFiberRef;
+use super::raw::{RawFiberRef, WeakFiberRef};
 use crate::data::waiters::WaiterList;
 use crate::erased::Value;
 use crate::io::IO;
@@ -286,9 +332,16 @@ impl<A> JoinCell<A> {
 
 /// Something that owns a cell (a deferred's `Arc`, or a reference to a
 /// fiber, whose join state is a cell inside the fiber).
-pub(crate) trait CellOwner<A>: Send + 'static {
+pub(crate) trait CellOwner<A>: Send + Sized + 'static {
+    /// A reference that does not keep the cell alive: what a waiting
+    /// reader's cleanup holds (module doc, "Waits nobody can end").
+    type Weak: Send + 'static;
     /// The cell.
     fn cell(&self) -> &JoinCell<A>;
+    /// A weak reference to the cell's owner.
+    fn downgrade(&self) -> Self::Weak;
+    /// The owner again, if it is still alive.
+    fn upgrade(weak: &Self::Weak) -> Option<Self>;
 }
 
 /// An IO that waits for the cell's value and produces what `R` reads of it,
@@ -305,8 +358,17 @@ where
         let id = owner.cell().on_value(Waiter::Resume {
             callback: cb.into_raw(),
             read: read_erased::<A, R>,
-        });
-        id.map(|id| IO::delay_untraced(move || owner.cell().remove_waiter(id)))
+        })?;
+        // The cleanup holds the cell weakly, and `owner` is dropped here:
+        // the wait keeps nothing alive that only its own waiter would keep
+        // (module doc, "Waits nobody can end"). A cell gone by the time
+        // the wait is canceled took the waiter with it.
+        let weak = owner.downgrade();
+        Some(IO::delay_untraced(move || {
+            if let Some(owner) = C::upgrade(&weak) {
+                owner.cell().remove_waiter(id);
+            }
+        }))
     })
 }
 
@@ -342,7 +404,17 @@ pub(crate) fn complete_join(
 }
 
 impl CellOwner<Completed> for RawFiberRef {
+    type Weak = WeakFiberRef;
+
     fn cell(&self) -> &JoinCell<Completed> {
         &self.header().join
+    }
+
+    fn downgrade(&self) -> WeakFiberRef {
+        RawFiberRef::downgrade(self)
+    }
+
+    fn upgrade(weak: &WeakFiberRef) -> Option<Self> {
+        weak.upgrade()
     }
 }

@@ -61,7 +61,14 @@
 //! executor queue (as a [`Fiber`] handle), the thread running it, or, while
 //! it is suspended, the callbacks that can resume it (each [`Callback`] holds
 //! a strong reference). A suspended fiber whose callbacks have all been
-//! dropped can never resume; it is freed like any other garbage.
+//! dropped can never resume; it is freed like any other garbage: its
+//! continuations are dropped, its finalizers are not run, and its executor
+//! counts it as ended (`Executor::fiber_ended`; a main fiber freed so is a
+//! `RunError::Deadlock`). A wait on a data type or a join holds what it
+//! waits on *weakly* (its cancellation cleanup), so that the waiter lists
+//! of a structure nothing else references do not keep their fibers, and
+//! the fibers do not keep the structure (`join.rs`, "Waits nobody can
+//! end").
 //!
 //! # The suspension protocol
 //!

@@ -83,7 +83,11 @@ pub use crate::fiber::{WeakFiber, WeakFibers};
 pub enum RunError {
     /// `try_block_on`: the main fiber can never finish. It was freed while
     /// suspended, with nothing left that could resume it (for instance
-    /// `IO::never()`, or an async callback dropped without being called).
+    /// `IO::never()`, an async callback dropped without being called, or a
+    /// wait on a `Deferred`, `Queue`, `Semaphore`, `Mutex` or
+    /// `CountDownLatch` that nothing else references, or on the join of a
+    /// fiber that nothing else references: see `fiber/join.rs`, "Waits
+    /// nobody can end", for what cannot be known).
     /// (`block_on` keeps waiting instead, as Cats Effect's `unsafeRunSync`
     /// does on `IO.never`.)
     Deadlock,

@@ -412,6 +412,47 @@ fn races_and_data_types_work_on_a_plain_executor() {
 }
 
 #[test]
+fn a_fiber_waiting_on_what_nothing_else_references_is_freed_without_its_finalizers() {
+    /// Counts its drop: captured by the waiting fiber's continuation.
+    struct Token(Arc<AtomicUsize>);
+    impl Drop for Token {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    let waits: Vec<fn() -> IO<(), ()>> = vec![
+        || crate::Deferred::<u64>::new().get().void(),
+        || IO::<(), ()>::never().start().flat_map(|h| h.join().void()),
+        || crate::Queue::<u64>::unbounded().take().void(),
+        || {
+            let sem = crate::Semaphore::new(1).unwrap();
+            sem.acquire().product_r(sem.acquire())
+        },
+    ];
+    for wait in waits {
+        let (freed, finalized) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let (token, fin) = (Token(freed.clone()), finalized.clone());
+        let io = wait()
+            .map(move |()| drop(token))
+            .guarantee(IO::delay(move || {
+                fin.fetch_add(1, Ordering::SeqCst);
+            }));
+        // The main fiber is freed as it suspends: nothing can resume it.
+        assert_eq!(rt().run(io), None);
+        assert_eq!(
+            freed.load(Ordering::SeqCst),
+            1,
+            "the waiting fiber is freed"
+        );
+        assert_eq!(
+            finalized.load(Ordering::SeqCst),
+            0,
+            "its finalizers do not run"
+        );
+    }
+}
+
+#[test]
 fn an_executor_that_numbers_nothing_gives_every_fiber_number_0() {
     // `TestExecutor` keeps `Executor::next_fiber_id`'s default.
     let ex = rt();
