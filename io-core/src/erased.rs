@@ -170,12 +170,13 @@ const fn drop_fn<T>() -> Option<unsafe fn(Word)> {
 
 /// Vtable of an erased value: how to drop it, and its type (checked by
 /// debug builds on every read, and by readers that cannot know the type
-/// statically: [`Value::is`]). The type is a constant in the vtable, which
-/// is padded to 32 bytes anyway: no code and no space per type.
+/// statically: [`Value::is`]). A function, since `TypeId::of` is not
+/// `const` at the crate's minimum Rust version; the vtable is padded to 32
+/// bytes anyway, so it takes no space.
 #[repr(C, align(32))]
 pub(crate) struct ValueVTable {
     pub(crate) drop: Option<unsafe fn(Word)>,
-    type_id: core::any::TypeId,
+    type_id: fn() -> core::any::TypeId,
 }
 
 trait HasValueVTable {
@@ -185,7 +186,7 @@ trait HasValueVTable {
 impl<T: 'static> HasValueVTable for T {
     const VTABLE: &'static ValueVTable = &ValueVTable {
         drop: drop_fn::<T>(),
-        type_id: core::any::TypeId::of::<T>(),
+        type_id: core::any::TypeId::of::<T>,
     };
 }
 
@@ -226,7 +227,7 @@ impl Value {
     /// which may come from a scope whose error type is not the fiber's).
     #[inline]
     pub(crate) fn is<T: 'static>(&self) -> bool {
-        self.vtable.type_id == core::any::TypeId::of::<T>()
+        (self.vtable.type_id)() == core::any::TypeId::of::<T>()
     }
 
     /// Takes the value back as the type it was made from.
@@ -237,7 +238,7 @@ impl Value {
     pub(crate) unsafe fn take<T: 'static>(self) -> T {
         #[cfg(debug_assertions)]
         assert!(
-            self.vtable.type_id == core::any::TypeId::of::<T>(),
+            (self.vtable.type_id)() == core::any::TypeId::of::<T>(),
             "io-core: a value was read back as `{}`, which is not its type",
             core::any::type_name::<T>()
         );
@@ -256,7 +257,7 @@ impl Value {
     pub(crate) unsafe fn peek<T: 'static>(&self) -> &T {
         #[cfg(debug_assertions)]
         assert!(
-            self.vtable.type_id == core::any::TypeId::of::<T>(),
+            (self.vtable.type_id)() == core::any::TypeId::of::<T>(),
             "io-core: a value was read back as `{}`, which is not its type",
             core::any::type_name::<T>()
         );
