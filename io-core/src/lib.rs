@@ -142,6 +142,7 @@ pub use data::queue::{InvalidCapacity, Queue, QueueClosed};
 pub use data::reference::Ref;
 pub use data::resource::{Allocated, ExitCase, Resource};
 pub use data::semaphore::{InvalidPermits, PermitOverflow, Semaphore};
+pub use data::signal::Signal;
 pub use executor::support::RunError;
 pub use executor::{BlockingTask, Executor, Fiber, TimerCallback};
 pub use fiber::Callback;

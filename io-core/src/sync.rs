@@ -258,3 +258,70 @@ impl<T> Lock<T> {
         critical_section::with(|cs| f(&mut self.0.borrow_ref_mut(cs)))
     }
 }
+
+// ----- the lock an interrupt handler may take --------------------------------
+
+/// The lock of state that an interrupt handler touches (`data::signal`):
+/// held for a few instructions, never across a call out of io-core, never
+/// while allocating on the handler's side.
+///
+/// * **no std** (firmware): a `critical-section` (on a single-core
+///   Cortex-M, interrupts masked). Never a spin lock: a handler that
+///   interrupts the loop while the loop holds a spin lock would spin
+///   forever. The final binary picks the implementation.
+/// * **std**: a `std` mutex (an "interrupt handler" is then another thread,
+///   which may wait for the holder). Poisoning is ignored: nothing that runs
+///   under it can panic halfway through an update.
+/// * **loom**: loom's mutex, so that the models explore every order of the
+///   sections.
+pub(crate) struct IrqLock<T>(IrqLockInner<T>);
+
+#[cfg(all(not(loom), feature = "std"))]
+type IrqLockInner<T> = std::sync::Mutex<T>;
+#[cfg(all(not(loom), not(feature = "std")))]
+type IrqLockInner<T> = critical_section::Mutex<core::cell::RefCell<T>>;
+#[cfg(loom)]
+type IrqLockInner<T> = loom::sync::Mutex<T>;
+
+impl<T> IrqLock<T> {
+    /// Wraps `value`.
+    #[cfg(all(not(loom), feature = "std"))]
+    pub(crate) const fn new(value: T) -> Self {
+        IrqLock(std::sync::Mutex::new(value))
+    }
+
+    /// Wraps `value`.
+    #[cfg(all(not(loom), not(feature = "std")))]
+    pub(crate) const fn new(value: T) -> Self {
+        IrqLock(critical_section::Mutex::new(core::cell::RefCell::new(
+            value,
+        )))
+    }
+
+    /// Wraps `value` (loom's mutex is not `const`).
+    #[cfg(loom)]
+    pub(crate) fn new(value: T) -> Self {
+        IrqLock(loom::sync::Mutex::new(value))
+    }
+
+    /// Runs `f` with the value locked. `f` never takes this lock again
+    /// (so the `RefCell` of the no-std variant is never borrowed twice).
+    #[inline]
+    pub(crate) fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
+        #[cfg(all(not(loom), feature = "std"))]
+        {
+            f(&mut self
+                .0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner))
+        }
+        #[cfg(all(not(loom), not(feature = "std")))]
+        {
+            critical_section::with(|cs| f(&mut self.0.borrow_ref_mut(cs)))
+        }
+        #[cfg(loom)]
+        {
+            f(&mut self.0.lock().unwrap())
+        }
+    }
+}

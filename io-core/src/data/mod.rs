@@ -2,8 +2,10 @@
 //! [`Ref`](reference::Ref), [`Semaphore`](semaphore::Semaphore),
 //! [`Queue`](queue::Queue), [`Mutex`](mutex::Mutex),
 //! [`CountDownLatch`](latch::CountDownLatch), [`CyclicBarrier`](barrier::CyclicBarrier),
-//! [`AtomicCell`](atomic_cell::AtomicCell), [`MapRef`](map_ref::MapRef) and
-//! [`Resource`](resource::Resource).
+//! [`AtomicCell`](atomic_cell::AtomicCell), [`MapRef`](map_ref::MapRef),
+//! [`Resource`](resource::Resource) and [`Signal`](signal::Signal) (a
+//! value an interrupt handler hands to a fiber; its lock is a critical
+//! section, see its module doc).
 //!
 //! Each type keeps its state behind a short lock of the sync shim (held for
 //! a few instructions, never across a suspension); a fiber that must wait
@@ -30,6 +32,7 @@ pub(crate) mod queue;
 pub(crate) mod reference;
 pub(crate) mod resource;
 pub(crate) mod semaphore;
+pub(crate) mod signal;
 pub(crate) mod waiters;
 
 #[cfg(all(test, loom))]

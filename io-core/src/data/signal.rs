@@ -1,0 +1,386 @@
+//! `Signal`: a value an interrupt handler hands to a waiting fiber.
+//!
+//! # What it is for
+//!
+//! Firmware: a fiber waits for a peripheral (a timer, a DMA transfer, a
+//! software-pended interrupt); the interrupt handler calls
+//! [`Signal::signal`], which stores the value and makes the waiting fiber
+//! runnable; the fiber resumes at the executor's next turn. The handler
+//! allocates nothing and takes no lock the interrupted code may hold: its
+//! only lock is a short critical section (`sync::IrqLock`). The idea of a
+//! static, latest-value-wins signal completed from interrupt handlers is
+//! embassy's `Signal` (embassy-sync); the code here is written for
+//! Spindle's fibers, none of it is copied.
+//!
+//! # Contract
+//!
+//! * **Fired before any wait.** The value is kept; the next
+//!   [`wait`](Signal::wait) takes it at once, without suspending.
+//! * **Fired twice (or more) before a wait takes the value.** The latest
+//!   value wins; each value replaced before a wait took it is dropped (in
+//!   the caller of `signal`, so its `Drop` runs in the interrupt handler:
+//!   prefer `Copy` values, or values whose drop frees nothing) and counted:
+//!   [`overwritten`](Signal::overwritten) says how many. Nothing is lost
+//!   without being counted.
+//! * **Fired after the waiting fiber was canceled.** The canceled wait
+//!   removed its waiter (a removal from a list, no allocation); the value
+//!   stays for the next wait. A wait canceled *after* it was woken but
+//!   before it took the value takes nothing: the value stays, and the
+//!   wake-up is passed on to the next waiter, if any.
+//! * **Several fibers waiting at once.** Allowed: they are woken one per
+//!   value, oldest waiter first (FIFO). The value goes to the first wait
+//!   that *runs* after the signal: a wait that starts while the value is
+//!   there takes it at once, even if an older waiter was woken for it; a
+//!   woken waiter that finds the value gone waits again, at the back. No
+//!   panic, no hang: every value is taken by some wait, stays for the next
+//!   one, or is counted as overwritten.
+//! * **A value is taken once.** A value a wait returned is that fiber's;
+//!   if the fiber is canceled after its wait returned, the value goes with
+//!   it, as any value a canceled fiber holds.
+//!
+//! # Protocol
+//!
+//! State under the lock: the value slot (`Option<T>`), the counters, and
+//! the waiters (a [`WaiterList`] of fiber callbacks). Two rules make
+//! "no lost wake-up" hold:
+//!
+//! 1. `signal` stores the value, then (in a second section) pops waiters
+//!    while the value is there, waking them (outside the lock) until one
+//!    wake wins (a waiter whose fiber was canceled meanwhile loses the
+//!    claim; the next one is tried).
+//! 2. A wait registers only under the lock and only if the slot is empty;
+//!    if the value is there it resumes at once instead.
+//!
+//! So either the registration sees the value, or the signal's second
+//! section sees the waiter. A woken fiber takes the value in its next step
+//! (under the lock): the value never travels inside the wake-up, so a
+//! fiber canceled between its wake-up and that step leaves the value in
+//! the slot (and its cancel finalizer wakes the next waiter).
+//!
+//! # The interrupt handler's side: no allocation
+//!
+//! `signal` stores the value (replacing, never growing anything), pops a
+//! waiter (`VecDeque::pop_front` never allocates), and completes the
+//! fiber's callback: a claim on the fiber's state word, the unit result
+//! written in the fiber's own slot, and the executor's `schedule_fiber`.
+//! Registering a waiter (the fiber's side) is where the list may grow.
+//! What `schedule_fiber` does from an interrupt is the executor's: exec-single
+//! pushes to its remote queue, which does not allocate as long as its
+//! reserved capacity is not exceeded (exec-single's `Builder::remote_capacity`).
+//! Dropping the popped callback releases a reference to the fiber; on a
+//! single core it is never the last one (the fiber is queued, or, having
+//! lost the claim to a cancellation, is running its finalizer and holds its
+//! own), except when the executor is gone and refuses the fiber: the fiber
+//! is then freed by the handler.
+//!
+//! The `Drop` of a replaced value runs in `signal`'s caller, outside the
+//! lock.
+
+use core::fmt;
+
+use super::waiters::WaiterList;
+use crate::erased::Value;
+use crate::fiber::{Callback, RawCallback};
+use crate::io::IO;
+use crate::sync::IrqLock;
+use crate::tracing::{Named, here};
+
+// The operations as traces name them.
+super::trace_ops! {
+    Wait = "Signal::wait",
+}
+
+/// What a waiter is to the protocol: something to wake once. `true` if this
+/// wake-up won (the waiter had not been canceled): then its fiber will run
+/// its next step and look at the slot.
+pub(crate) trait Wake {
+    fn wake(&self) -> bool;
+}
+
+impl Wake for RawCallback {
+    #[inline]
+    fn wake(&self) -> bool {
+        self.complete_or_give_back(Ok(Value::unit())).is_ok()
+    }
+}
+
+/// The state behind the lock.
+struct State<T, W> {
+    value: Option<T>,
+    /// Values replaced before a wait took them.
+    overwritten: u64,
+    /// Calls of `signal`.
+    signaled: u64,
+    waiters: WaiterList<W>,
+}
+
+/// The protocol, generic over the waiter (fiber callbacks in the crate,
+/// probes in the loom models).
+pub(crate) struct Core<T, W> {
+    state: IrqLock<State<T, W>>,
+}
+
+impl<T, W: Wake> Core<T, W> {
+    /// An empty signal, no waiter, no allocation.
+    #[cfg(not(loom))]
+    pub(crate) const fn new() -> Self {
+        Core {
+            state: IrqLock::new(State {
+                value: None,
+                overwritten: 0,
+                signaled: 0,
+                waiters: WaiterList::new(),
+            }),
+        }
+    }
+
+    /// An empty signal (loom's lock is not `const`).
+    #[cfg(loom)]
+    pub(crate) fn new() -> Self {
+        Core {
+            state: IrqLock::new(State {
+                value: None,
+                overwritten: 0,
+                signaled: 0,
+                waiters: WaiterList::new(),
+            }),
+        }
+    }
+
+    /// Stores `value` (counting the one it replaces, dropped after the
+    /// lock is released) and wakes one waiter (module doc, rule 1).
+    pub(crate) fn signal(&self, value: T) {
+        let replaced = self.state.with(|state| {
+            state.signaled = state.signaled.saturating_add(1);
+            let replaced = state.value.replace(value);
+            if replaced.is_some() {
+                state.overwritten = state.overwritten.saturating_add(1);
+            }
+            replaced
+        });
+        drop(replaced);
+        self.wake_one();
+    }
+
+    /// While a value is there, pops waiters and wakes them (outside the
+    /// lock) until one wake-up wins. Allocates nothing.
+    pub(crate) fn wake_one(&self) {
+        loop {
+            let waiter = self.state.with(|state| {
+                if state.value.is_some() {
+                    state.waiters.pop()
+                } else {
+                    None
+                }
+            });
+            let Some(waiter) = waiter else { return };
+            let won = waiter.wake();
+            drop(waiter);
+            if won {
+                return;
+            }
+        }
+    }
+
+    /// Lists `waiter` if the slot is empty (its id, for the removal), or
+    /// gives it back if the value is there (module doc, rule 2).
+    pub(crate) fn register(&self, waiter: W) -> Result<u64, W> {
+        self.state.with(|state| {
+            if state.value.is_some() {
+                Err(waiter)
+            } else {
+                Ok(state.waiters.push(waiter))
+            }
+        })
+    }
+
+    /// Removes the waiter `id` if it is still listed (a canceled wait);
+    /// `true` if it was. It is dropped outside the lock.
+    pub(crate) fn deregister(&self, id: u64) -> bool {
+        let removed = self.state.with(|state| state.waiters.remove(id));
+        removed.is_some()
+    }
+
+    /// Moves the value out, if it is there.
+    pub(crate) fn take(&self) -> Option<T> {
+        self.state.with(|state| state.value.take())
+    }
+
+    /// Whether a value is there.
+    pub(crate) fn is_signaled(&self) -> bool {
+        self.state.with(|state| state.value.is_some())
+    }
+
+    /// Values replaced before a wait took them.
+    pub(crate) fn overwritten(&self) -> u64 {
+        self.state.with(|state| state.overwritten)
+    }
+
+    /// Calls of `signal`.
+    pub(crate) fn signaled(&self) -> u64 {
+        self.state.with(|state| state.signaled)
+    }
+
+    /// Waiters listed.
+    pub(crate) fn waiters(&self) -> usize {
+        self.state.with(|state| state.waiters.len())
+    }
+}
+
+/// A value that an interrupt handler (or any thread) hands to a waiting
+/// fiber: the latest value wins, replaced values are counted.
+///
+/// Made with a `const fn`, so that it can live in a `static` shared by a
+/// fiber and an interrupt handler. [`signal`](Signal::signal) never
+/// allocates, blocks, or panics, and takes only a short critical section
+/// (with `std`, a mutex); [`wait`](Signal::wait) is a program that takes
+/// the value, suspending until there is one. The contract (a signal before
+/// the wait, two signals, a signal after a canceled wait, several waiters)
+/// is in the [module documentation](self); in short: the value is kept
+/// until a wait takes it, the latest value wins, replaced values are
+/// counted by [`overwritten`](Signal::overwritten), canceled waits leave
+/// the value for the next, and waiters are woken one per value, oldest
+/// first.
+///
+/// ```
+/// use spindle_core::{IO, Signal};
+/// use spindle_exec_single::SingleThreaded;
+///
+/// static DONE: Signal<u32> = Signal::new();
+///
+/// // Plays the interrupt handler: fires twice before anyone waits.
+/// DONE.signal(1);
+/// DONE.signal(2);
+/// let io: IO<u32, ()> = DONE.wait();
+/// assert_eq!(SingleThreaded::new()?.block_on(io)?.succeeded(), Some(2));
+/// assert_eq!(DONE.overwritten(), 1);
+///
+/// // Now a wait that suspends until a thread signals.
+/// let io: IO<u32, ()> = DONE.wait();
+/// std::thread::spawn(|| DONE.signal(7));
+/// assert_eq!(SingleThreaded::new()?.block_on(io)?.succeeded(), Some(7));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct Signal<T> {
+    core: Core<T, RawCallback>,
+}
+
+impl<T> fmt::Debug for Signal<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Signal")
+            .field("signaled", &self.core.is_signaled())
+            .field("overwritten", &self.core.overwritten())
+            .field("waiters", &self.core.waiters())
+            .finish()
+    }
+}
+
+#[cfg(not(loom))]
+impl<T> Default for Signal<T> {
+    fn default() -> Self {
+        Signal::new()
+    }
+}
+
+impl<T> Signal<T> {
+    /// An empty signal: no value, no waiter. `const`, for `static`s; it
+    /// allocates nothing.
+    #[cfg(not(loom))]
+    pub const fn new() -> Signal<T> {
+        Signal { core: Core::new() }
+    }
+
+    /// An empty signal (loom's lock is not `const`).
+    #[cfg(loom)]
+    pub fn new() -> Signal<T> {
+        Signal { core: Core::new() }
+    }
+
+    /// Stores `value` and makes the oldest waiting fiber runnable (it
+    /// takes the value at its next step). If a value was there still, it is
+    /// replaced: dropped here, and counted by
+    /// [`overwritten`](Signal::overwritten).
+    ///
+    /// Safe to call from an interrupt handler, any number of times: no
+    /// allocation, no blocking, no panic; the only lock is a short
+    /// critical section. Waking the fiber is the executor's
+    /// `schedule_fiber` (on exec-single without `std`: a push to its remote
+    /// queue within its reserved capacity, then the clock's `notify`).
+    pub fn signal(&self, value: T) {
+        self.core.signal(value)
+    }
+
+    /// Moves the value out if it is there, without waiting (`None` if not):
+    /// for polling code, or to clear a stale value before waiting.
+    pub fn try_take(&self) -> Option<T> {
+        self.core.take()
+    }
+
+    /// Whether a value is there (not yet taken by a wait).
+    pub fn is_signaled(&self) -> bool {
+        self.core.is_signaled()
+    }
+
+    /// How many values were replaced by a later [`signal`](Signal::signal)
+    /// before a wait took them (saturating).
+    pub fn overwritten(&self) -> u64 {
+        self.core.overwritten()
+    }
+
+    /// How many times [`signal`](Signal::signal) was called (saturating).
+    pub fn signaled(&self) -> u64 {
+        self.core.signaled()
+    }
+
+    /// How many fibers are waiting in [`wait`](Signal::wait) (for
+    /// diagnostics and tests).
+    pub fn waiters(&self) -> usize {
+        self.core.waiters()
+    }
+}
+
+impl<T: Send + 'static> Signal<T> {
+    /// Waits for a value and takes it: at once if one is there, otherwise
+    /// when a [`signal`](Signal::signal) comes (at the executor's next turn
+    /// after it). Waiters are woken one per value, oldest first.
+    ///
+    /// Canceling the wait removes its waiter (no allocation); a value that
+    /// comes after is kept for the next wait. A wait canceled between its
+    /// wake-up and its next step takes nothing, and passes the wake-up on
+    /// to the next waiter.
+    #[track_caller]
+    pub fn wait<E: Send + 'static>(&'static self) -> IO<T, E> {
+        IO::defer_at::<Named<Wait>, _>(here(), move || wait_untraced(self))
+            // A wait woken but canceled before it took the value: the
+            // value is still there, wake the next waiter for it (a no-op
+            // if the slot is empty or nobody waits).
+            .on_cancel_untraced(IO::delay_untraced(move || self.core.wake_one()))
+    }
+}
+
+/// The wait's loop: take the value, or register and take it after the
+/// wake-up; a woken wait that finds the slot empty again waits again.
+fn wait_untraced<T: Send + 'static, E: Send + 'static>(signal: &'static Signal<T>) -> IO<T, E> {
+    IO::defer_untraced(move || {
+        if let Some(value) = signal.core.take() {
+            return IO::pure(value);
+        }
+        let suspend: IO<(), E> = IO::from_callback_untraced(move |callback: Callback<(), E>| {
+            match signal.core.register(callback.into_raw()) {
+                // Signaled meanwhile: resume now, take it in the next step.
+                Err(raw) => {
+                    let _ = raw.wake();
+                    None
+                }
+                // The finalizer of a wait canceled while listed.
+                Ok(id) => Some(IO::delay_untraced(move || {
+                    let _ = signal.core.deregister(id);
+                })),
+            }
+        });
+        suspend.flat_map_untraced(move |()| match signal.core.take() {
+            Some(value) => IO::pure(value),
+            None => wait_untraced(signal),
+        })
+    })
+}
