@@ -1,7 +1,7 @@
 //! [`Builder`]: configures and builds a [`SingleThreaded`] executor, with
 //! the setter names every Spindle executor's builder has
 //! (`fiber_config`, `track_fibers`, `build`) and exec-single's own
-//! (`clock`).
+//! (`clock`, `remote_capacity`).
 
 use spindle_core::FiberConfig;
 use spindle_core::executor::support::{ConfigSource, FiberRegistry};
@@ -31,6 +31,7 @@ pub struct Builder<C: Clock> {
     clock: C,
     pub(crate) fiber_config: ConfigSource,
     track_fibers: bool,
+    remote_capacity: usize,
 }
 
 #[cfg(feature = "std")]
@@ -59,6 +60,7 @@ impl<C: Clock> Builder<C> {
             clock,
             fiber_config: ConfigSource::Default,
             track_fibers: false,
+            remote_capacity: 0,
         }
     }
 
@@ -68,6 +70,7 @@ impl<C: Clock> Builder<C> {
             clock,
             fiber_config: self.fiber_config,
             track_fibers: self.track_fibers,
+            remote_capacity: self.remote_capacity,
         }
     }
 
@@ -89,6 +92,31 @@ impl<C: Clock> Builder<C> {
         self
     }
 
+    /// Room in the remote queue, made when the executor is built, for `n`
+    /// fibers woken from outside the loop (other threads, interrupt
+    /// handlers) between two turns: up to that many wake-ups never
+    /// allocate. The queue keeps its buffer, so it only ever grows past
+    /// `n` (once, by allocating in the pusher) if more fibers than that are
+    /// woken at once. Firmware whose interrupt handlers wake fibers
+    /// (`spindle_core::Signal::signal`, a `Callback`, a future's waker)
+    /// sets it to the number of fibers its handlers may wake between two
+    /// turns (at most the number of fibers that wait on them); then no
+    /// handler allocates. Default: 0 (the buffer grows on first use).
+    ///
+    /// ```
+    /// # #[cfg(feature = "std")] { // The system clock needs `std`.
+    /// use spindle_exec_single::SingleThreaded;
+    ///
+    /// let rt = SingleThreaded::builder().remote_capacity(8).build()?;
+    /// # let _ = rt;
+    /// # }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn remote_capacity(mut self, n: usize) -> Self {
+        self.remote_capacity = n;
+        self
+    }
+
     /// Checks the configuration and makes the executor. On the system
     /// clock (with `std`, on Unix) this makes its I/O poller too, and fails
     /// with `BuildError::Poller` if the system refuses one (out of
@@ -97,6 +125,14 @@ impl<C: Clock> Builder<C> {
         let config = self.fiber_config.resolve().map_err(BuildError::Config)?;
         let fibers = FiberRegistry::new(&config, self.track_fibers, 1);
         let io = platform::io_for(&self.clock)?;
-        Ok(SingleThreaded::from_parts(self.clock, config, fibers, io))
+        let executor = SingleThreaded::from_parts(self.clock, config, fibers, io);
+        if self.remote_capacity > 0 {
+            executor
+                .handle()
+                .shared
+                .remote
+                .reserve(self.remote_capacity);
+        }
+        Ok(executor)
     }
 }

@@ -40,6 +40,16 @@ pub trait Clock: Send + Sync + 'static {
     /// spins once. With `std` the loop waits in its I/O poller (on the
     /// system clock, on Unix) or parks its thread instead, and this is not
     /// called.
+    ///
+    /// It is called **inside a critical section** (`critical_section::with`;
+    /// on a single-core Cortex-M or RISC-V: interrupts masked), right after
+    /// the loop saw that no wake-up is pending, so that an interrupt
+    /// between that check and the sleep is not lost. So its body should
+    /// sleep until an interrupt is *pending*, which `wfi` does even while
+    /// interrupts are masked (the handler runs when the loop leaves the
+    /// section); it must not wait for something an interrupt handler has
+    /// to do first (a loop on a flag a handler sets would never end), nor
+    /// enable interrupts itself.
     fn wait(&self, deadline: Option<Duration>) {
         let _ = deadline;
         core::hint::spin_loop();

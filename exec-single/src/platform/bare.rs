@@ -2,6 +2,23 @@
 //! cores) wake fibers through io-core's `RemoteQueue` (behind a
 //! `critical-section`), and idle waiting is the clock's `wait` hook (for
 //! instance `wfi`), ended by its `notify` hook after a push.
+//!
+//! # No lost wake-up before `wfi`
+//!
+//! The loop decides to sleep when nothing is runnable and the remote
+//! queue's `pending` flag is clear. An interrupt between that check and
+//! `wfi` would push a fiber, set the flag and return; a `wfi` after it
+//! would then sleep until some *other* interrupt (the next SysTick, or
+//! never). So the check and the wait happen inside one critical section
+//! ([`idle`]): with the single-core implementation, interrupts are masked
+//! from before the check until after `wfi` returns. `wfi` wakes on an
+//! interrupt that becomes *pending* even while masked; the handler then
+//! runs as the critical section ends, its push is drained at the next turn.
+//! Either the check sees the flag (the interrupt ran before the section),
+//! or the interrupt is pending during the section and ends the `wfi`.
+//! That is why [`Clock::wait`] runs inside a critical section and must
+//! only sleep until an interrupt is pending (`wfi`, `wfe`), never wait for
+//! something a handler must do first.
 
 use core::time::Duration;
 
@@ -52,9 +69,13 @@ pub(crate) fn after_push<C: Clock>(clock: &C) {
     clock.notify();
 }
 
-/// Asks the clock to wait until `deadline` or a notification.
+/// Asks the clock to wait until `deadline` or a notification, unless a
+/// wake-up is pending: the check and the wait in one critical section
+/// (module doc, "No lost wake-up before `wfi`").
 pub(crate) fn idle<T, C: Clock>(remote: &RemoteQueue<T>, clock: &C, deadline: Option<Duration>) {
-    if !remote.has_pending() {
-        clock.wait(deadline);
-    }
+    critical_section::with(|_| {
+        if !remote.has_pending() {
+            clock.wait(deadline);
+        }
+    });
 }

@@ -33,6 +33,19 @@ struct State<T> {
 ///
 /// The loop's fast path takes no lock: [`drain_into`](RemoteQueue::drain_into)
 /// swaps `pending` and locks only if something came.
+///
+/// # When a push allocates (interrupt handlers)
+///
+/// A push appends to a `VecDeque`, which allocates only when it is full.
+/// Its buffer never shrinks while the queue is open: [`drain_into`](RemoteQueue::drain_into)
+/// empties it with `VecDeque::drain`, which keeps the buffer. So the
+/// invariant is: *a push allocates only if more items are queued at once
+/// (between two drains) than ever before, and more than
+/// [`reserve`](RemoteQueue::reserve) asked for.* A firmware that wakes
+/// fibers from interrupt handlers reserves, when it builds its executor,
+/// room for as many fibers as its handlers may wake between two turns of
+/// the loop (at most one entry per suspended fiber: a suspension is
+/// resumed once), and its handlers never allocate here.
 pub struct RemoteQueue<T> {
     state: Lock<State<T>>,
     /// 1 while something was pushed or notified since the last drain.
@@ -65,6 +78,18 @@ impl<T> RemoteQueue<T> {
             }),
             pending: AtomicUsize::new(0),
         }
+    }
+
+    /// Makes room for `additional` more items than are queued now, so that
+    /// that many pushes do not allocate (the buffer is kept from then on:
+    /// see the type doc). Allocates here, in the caller, if it must.
+    pub fn reserve(&self, additional: usize) {
+        self.state.with(|state| state.queue.reserve(additional));
+    }
+
+    /// How many items the queue holds without allocating (for tests).
+    pub fn capacity(&self) -> usize {
+        self.state.with(|state| state.queue.capacity())
     }
 
     /// Queues `item` and unparks the registered waiter, if any; once the
