@@ -1,0 +1,542 @@
+//! An IO program without std, on a microcontroller: Spindle's
+//! `exec-single` driven by a 1 ms tick interrupt, output through
+//! semihosting, run under QEMU by `run.sh` on Cortex-M (thumbv7m,
+//! thumbv7em, thumbv6m) and RISC-V (riscv32imac, riscv32imc).
+//!
+//! One program for every target; what differs is in one file per
+//! architecture, chosen by `cfg(target_arch)`: `arch/cortex_m.rs` and
+//! `arch/riscv.rs`. Each provides the entry point (which sets up the heap
+//! and the tick, then calls [`run`] and exits with its verdict), console
+//! output, the exit status, the tick interrupt (calling [`on_tick`]), a
+//! software interrupt that the program can pend (its handler calls
+//! [`on_soft_interrupt`]), and `wfi`.
+//!
+//! The program: two fibers hand a value over through a `Deferred` (the
+//! producer sleeps 20 ms first, on tick time), a `Future` is awaited with
+//! `IO::from_future` and woken from the tick interrupt handler, a fiber
+//! waits five times on a `static` `Signal` that the software interrupt's
+//! handler completes (the executor sleeping in `wfi` meanwhile), an error
+//! is recovered with `handle_error_with`, sixteen fibers are left waiting
+//! on a `Deferred` to measure the heap cost of a suspended fiber, and a
+//! deliberate failure three calls deep is printed with its trace (cached
+//! tracing, when compiled in). It exits with status 0 when every check
+//! passed, 1 otherwise.
+//!
+//! Output goes through a small formatter of its own (text and `u32`s)
+//! rather than `core::fmt`, and errors are static strings: on a
+//! microcontroller the formatting machinery would cost more flash than
+//! the runtime.
+
+#![no_std]
+#![no_main]
+
+extern crate alloc;
+
+use core::cell::RefCell;
+use core::future::Future;
+use core::pin::Pin;
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use core::task::{Context, Poll, Waker};
+use core::time::Duration;
+
+use critical_section::Mutex;
+use embedded_alloc::LlffHeap as Heap;
+use spindle_core::{Deferred, FiberHandle, IO, Outcome, Signal, Traced};
+use spindle_exec_single::{Builder, Clock};
+
+/// The per-architecture glue (module doc): one whole file per architecture.
+#[cfg(target_arch = "arm")]
+#[path = "arch/cortex_m.rs"]
+mod arch;
+#[cfg(target_arch = "riscv32")]
+#[path = "arch/riscv.rs"]
+mod arch;
+
+/// Output (the architecture's console) without `core::fmt` (whose formatting
+/// machinery would be most of a small image): text and `u32`s only.
+mod out {
+    /// A piece of a line.
+    pub trait Piece {
+        fn put(&self, line: &mut Line);
+    }
+    impl Piece for &str {
+        fn put(&self, line: &mut Line) {
+            line.push(self.as_bytes());
+        }
+    }
+    impl Piece for u32 {
+        fn put(&self, line: &mut Line) {
+            let mut digits = [0u8; 10];
+            let mut i = digits.len();
+            let mut n = *self;
+            loop {
+                i -= 1;
+                digits[i] = b'0' + (n % 10) as u8;
+                n /= 10;
+                if n == 0 {
+                    break;
+                }
+            }
+            line.push(&digits[i..]);
+        }
+    }
+
+    /// A line being built (longer lines are cut).
+    pub struct Line {
+        buf: [u8; 160],
+        len: usize,
+    }
+
+    impl Line {
+        pub fn new() -> Self {
+            Line {
+                buf: [0; 160],
+                len: 0,
+            }
+        }
+        fn push(&mut self, bytes: &[u8]) {
+            let n = bytes.len().min(self.buf.len() - self.len);
+            self.buf[self.len..self.len + n].copy_from_slice(&bytes[..n]);
+            self.len += n;
+        }
+        pub fn print(mut self) {
+            self.push(b"\n");
+            super::arch::write(&self.buf[..self.len]);
+        }
+    }
+}
+
+/// Prints its pieces (text and `u32`s) as one line.
+macro_rules! say {
+    ($($piece:expr),* $(,)?) => {{
+        let mut line = out::Line::new();
+        $( out::Piece::put(&$piece, &mut line); )*
+        line.print();
+    }};
+}
+
+/// The heap; the architecture's entry point gives it its memory.
+#[global_allocator]
+static HEAP: Heap = Heap::empty();
+
+/// Tick interrupts since boot (written only by the tick handler).
+static TICKS: AtomicU32 = AtomicU32::new(0);
+
+/// Highest heap use seen at the checkpoints (`checkpoint`).
+static PEAK: AtomicU32 = AtomicU32::new(0);
+
+/// The waker of the future waiting for a tick ([`TickAt`]), if any: left
+/// by `poll`, taken and woken by the tick handler.
+static TICK_WAKER: Mutex<RefCell<Option<Waker>>> = Mutex::new(RefCell::new(None));
+
+/// Called by the architecture's tick interrupt handler, every 1 ms.
+pub fn on_tick() {
+    // One writer (this handler): a load and a store, no read-modify-write
+    // (which thumbv6m and riscv32imc do not have).
+    let now = TICKS.load(Ordering::Relaxed).wrapping_add(1);
+    TICKS.store(now, Ordering::Relaxed);
+    // Wake the waiting future from the interrupt handler: the fiber is
+    // queued on exec-single's remote queue, and `wfi` returns.
+    let waker = critical_section::with(|cs| TICK_WAKER.borrow(cs).borrow_mut().take());
+    if let Some(waker) = waker {
+        waker.wake();
+    }
+    // The interrupt wake-ups: the software interrupt, when its tick comes.
+    let at = FIRE_AT.load(Ordering::Relaxed);
+    if at != 0 && now >= at {
+        FIRE_AT.store(0, Ordering::Relaxed);
+        arch::pend_soft_interrupt();
+    }
+}
+
+/// A future that is ready once the tick count has reached its tick: each
+/// poll before that leaves its waker for the handler (a device driver's
+/// future has this shape).
+struct TickAt(u32);
+
+impl Future for TickAt {
+    type Output = u32;
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<u32> {
+        critical_section::with(|cs| {
+            let now = TICKS.load(Ordering::Relaxed);
+            if now >= self.0 {
+                Poll::Ready(now)
+            } else {
+                *TICK_WAKER.borrow(cs).borrow_mut() = Some(cx.waker().clone());
+                Poll::Pending
+            }
+        })
+    }
+}
+
+/// Set by the clock's `notify` (a fiber was woken from an interrupt
+/// handler), cleared by its `wait`.
+static NOTIFIED: AtomicBool = AtomicBool::new(false);
+
+/// Times the executor went to sleep in the clock's `wait` (only the loop
+/// writes it).
+static SLEEPS: AtomicU32 = AtomicU32::new(0);
+
+/// exec-single's clock: ticks as milliseconds; waiting is `wfi` (the next
+/// tick, or any other interrupt, wakes the core).
+///
+/// No lost wake-up: the loop looks at its queue, then calls `wait`; an
+/// interrupt in between queues a fiber and calls `notify`. So `wait`
+/// decides to sleep with interrupts masked, and only if no `notify` came
+/// since the last `wait`: `wfi` still wakes on an interrupt that becomes
+/// pending while masked, and the handler runs once the critical section
+/// ends.
+struct TickClock;
+
+impl Clock for TickClock {
+    fn now(&self) -> Duration {
+        // 32-bit arithmetic: `Duration::from_millis` divides a u64, which
+        // these cores do in software.
+        let ms = TICKS.load(Ordering::Relaxed);
+        Duration::new(u64::from(ms / 1000), (ms % 1000) * 1_000_000)
+    }
+
+    fn wait(&self, _deadline: Option<Duration>) {
+        critical_section::with(|_| {
+            if !NOTIFIED.load(Ordering::Relaxed) {
+                SLEEPS.store(
+                    SLEEPS.load(Ordering::Relaxed).wrapping_add(1),
+                    Ordering::Relaxed,
+                );
+                arch::wait_for_interrupt();
+            }
+            NOTIFIED.store(false, Ordering::Relaxed);
+        });
+    }
+
+    fn notify(&self) {
+        NOTIFIED.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Errors are static messages: no formatting machinery in the image.
+type Error = &'static str;
+type Io<A> = IO<A, Error>;
+
+/// Records the heap in use (for the peak), and returns it.
+fn checkpoint() -> u32 {
+    let used = HEAP.used() as u32;
+    if used > PEAK.load(Ordering::Relaxed) {
+        PEAK.store(used, Ordering::Relaxed);
+    }
+    used
+}
+
+/// Two fibers: the producer sleeps 20 ms (tick time), then completes the
+/// `Deferred` the consumer waits on; the main fiber joins both.
+fn handshake() -> Io<u32> {
+    let ready = Deferred::<u32>::new();
+    let (tx, rx) = (ready.clone(), ready);
+    // The clock is read before the producer starts sleeping: the wait the
+    // consumer sees is then at least the 20 ms of the sleep.
+    IO::monotonic().flat_map(move |start| {
+        let producer: Io<()> = IO::sleep(Duration::from_millis(20))
+            .flat_map(move |_| tx.complete::<Error>(42))
+            .void();
+        let consumer: Io<u32> = rx.get().flat_map(move |v| {
+            IO::monotonic().map(move |end| {
+                let waited = millis(end) - millis(start);
+                say!("handshake: consumer got ", v, " after ", waited, " ms");
+                if waited >= 20 { v } else { 0 }
+            })
+        });
+        producer
+            .start()
+            .flat_map(|producer: FiberHandle<(), Error>| {
+                consumer
+                    .start()
+                    .flat_map(move |consumer: FiberHandle<u32, Error>| {
+                        producer
+                            .join_with_never()
+                            .flat_map(move |_| consumer.join_with_never())
+                    })
+            })
+    })
+}
+
+/// Milliseconds of a clock reading (no 128-bit arithmetic).
+fn millis(d: Duration) -> u32 {
+    (d.as_secs() as u32) * 1000 + d.subsec_millis()
+}
+
+/// A future awaited by a fiber (`IO::from_future_with`, built when the step
+/// runs), woken from the tick interrupt 10 ms later.
+fn awaited_future() -> Io<u32> {
+    IO::delay(|| TICKS.load(Ordering::Relaxed)).flat_map(|start| {
+        IO::from_future_with(move || TickAt(start + 10)).map(move |end| {
+            let waited = end - start;
+            say!(
+                "future: woken by ",
+                arch::TICK_SOURCE,
+                " after ",
+                waited,
+                " ms"
+            );
+            waited
+        })
+    })
+}
+
+/// Interrupt wake-ups: how many.
+const WAKE_UPS: u32 = 5;
+
+/// Ticks from arming the software interrupt to its firing.
+const FIRE_AFTER: u32 = 2;
+
+/// The tick at which the tick handler pends the software interrupt; 0 when
+/// not armed. Written by the fiber when 0, by the handler to disarm.
+static FIRE_AT: AtomicU32 = AtomicU32::new(0);
+
+/// Software interrupts taken (written only by their handler).
+static FIRED: AtomicU32 = AtomicU32::new(0);
+
+/// What the software interrupt's handler hands to the waiting fiber: its
+/// sequence number (1, 2, ...) and the tick it ran at.
+static WAKE_UP: Signal<(u32, u32)> = Signal::new();
+
+/// Called by the architecture's software interrupt handler: numbers the
+/// interrupt, stamps it with the tick count and completes the signal. No
+/// allocation, no lock but the signal's short critical section.
+pub fn on_soft_interrupt() {
+    let seq = FIRED.load(Ordering::Relaxed).wrapping_add(1);
+    FIRED.store(seq, Ordering::Relaxed);
+    WAKE_UP.signal((seq, TICKS.load(Ordering::Relaxed)));
+}
+
+/// Wake-ups `k` to `n`: each arms the software interrupt [`FIRE_AFTER`]
+/// ticks ahead and waits on [`WAKE_UP`]; the executor sleeps in `wfi`
+/// until the interrupt completes it. Each is printed with its latency (the
+/// ticks from the handler's stamp to the fiber running again) and checked:
+/// the value is `k`, the interrupt came no earlier than armed, the fiber
+/// resumed within a tick, and the executor slept meanwhile. A wake-up that
+/// never comes fails after 100 ms instead of hanging.
+fn interrupt_wake_ups(k: u32, n: u32) -> Io<bool> {
+    if k > n {
+        return IO::delay(|| {
+            let overwritten = WAKE_UP.overwritten();
+            say!(
+                "interrupt wake-ups: ",
+                FIRED.load(Ordering::Relaxed),
+                " of ",
+                WAKE_UPS,
+                " from ",
+                arch::SOFT_INTERRUPT,
+                ", ",
+                overwritten as u32,
+                " overwritten"
+            );
+            overwritten == 0 && FIRED.load(Ordering::Relaxed) == WAKE_UPS
+        });
+    }
+    IO::delay(|| {
+        let armed = TICKS.load(Ordering::Relaxed);
+        FIRE_AT.store(armed + FIRE_AFTER, Ordering::Relaxed);
+        (armed, SLEEPS.load(Ordering::Relaxed))
+    })
+    .flat_map(move |(armed, slept_before)| {
+        WAKE_UP
+            .wait::<Error>()
+            .timeout_to(Duration::from_millis(100), IO::pure((0, 0)))
+            .map(move |(value, stamped)| {
+                let resumed = TICKS.load(Ordering::Relaxed);
+                let slept = SLEEPS.load(Ordering::Relaxed).wrapping_sub(slept_before);
+                if value == 0 {
+                    say!("interrupt wake-up ", k, " of ", n, ": missing");
+                    return false;
+                }
+                let latency = resumed.wrapping_sub(stamped);
+                say!(
+                    "interrupt wake-up ",
+                    k,
+                    " of ",
+                    n,
+                    ": value ",
+                    value,
+                    " after ",
+                    latency,
+                    " ticks (",
+                    slept,
+                    " wfi)"
+                );
+                value == k && stamped >= armed + FIRE_AFTER && latency <= 1 && slept > 0
+            })
+    })
+    .flat_map(move |ok| {
+        if ok {
+            interrupt_wake_ups(k + 1, n)
+        } else {
+            IO::pure(false)
+        }
+    })
+}
+
+/// An error recovered by `handle_error_with`.
+fn recovered() -> Io<u32> {
+    IO::<u32, Error>::raise_error("sensor timeout")
+        .handle_error_with(|e| IO::delay(move || if e == "sensor timeout" { 7 } else { 0 }))
+}
+
+/// A deliberate failure three calls deep (`read` → `scale` → `check`).
+fn read(raw: u32) -> Io<u32> {
+    IO::delay(move || raw * 2).flat_map(scale)
+}
+
+fn scale(value: u32) -> Io<u32> {
+    IO::delay(move || value + 1).flat_map(check)
+}
+
+fn check(value: u32) -> Io<u32> {
+    IO::delay(move || value).flat_map(|v| {
+        if v > 100 {
+            IO::raise_error("reading out of range")
+        } else {
+            IO::pure(v)
+        }
+    })
+}
+
+/// Starts `n` fibers that wait on `gate` (their handles are dropped: the
+/// fibers run on, as Cats Effect's do).
+fn start_waiters(n: u32, gate: Deferred<()>) -> Io<()> {
+    if n == 0 {
+        IO::unit()
+    } else {
+        let next = gate.clone();
+        gate.get::<Error>()
+            .start()
+            .flat_map(move |_| start_waiters(n - 1, next))
+    }
+}
+
+/// The heap cost of one suspended fiber: `n` fibers started and left
+/// waiting on one `Deferred`; heap in use after (once they all wait),
+/// minus before, over `n`. Then they are released and end.
+fn heap_per_suspended_fiber(n: u32) -> Io<u32> {
+    let gate = Deferred::<()>::new();
+    let release = gate.clone();
+    IO::delay(checkpoint).flat_map(move |before| {
+        start_waiters(n, gate)
+            // Let them all run to their wait.
+            .product_r(IO::cede())
+            .flat_map(move |_| {
+                let after = checkpoint();
+                release
+                    .complete::<Error>(())
+                    .product_r(IO::cede())
+                    .map_to((after - before) / n)
+            })
+    })
+}
+
+/// Prints the deliberate failure and its trace; whether both are as
+/// expected.
+fn report(failure: Traced<Error>) -> bool {
+    say!("failure: ", failure.error);
+    // Most recent first, as every trace is printed.
+    for event in failure.trace.events().iter().rev() {
+        let l = event.location();
+        say!("  at ", event.op().name(), " @ ", l.file(), ":", l.line());
+    }
+    // The fiber's last events (it traced the whole program): they end with
+    // the three calls that led to the failure, all in this file.
+    let names = failure.trace.op_names();
+    failure.error == "reading out of range"
+        && (cfg!(not(feature = "tracing"))
+            || (names.len() >= 6
+                && names[names.len() - 6..]
+                    == [
+                        "flat_map", "delay", "flat_map", "delay", "flat_map", "delay",
+                    ]
+                && failure
+                    .trace
+                    .events()
+                    .iter()
+                    .all(|e| e.location().file().ends_with("src/main.rs"))))
+}
+
+/// The whole program: `Ok` when every check passed. The last step fails on
+/// purpose; its error and trace are checked, so the program's own error
+/// type is `Traced`.
+fn program() -> IO<bool, Traced<Error>> {
+    // The interrupt wake-ups come after the heap measurement: each
+    // wait's 100 ms guard timer stays queued until its deadline.
+    let checks: Io<bool> = handshake().flat_map(|v| {
+        awaited_future().flat_map(move |waited| {
+            recovered().flat_map(move |r| {
+                say!("recovered: ", r);
+                heap_per_suspended_fiber(16).flat_map(move |bytes| {
+                    say!("heap per suspended fiber: ", bytes, " bytes");
+                    interrupt_wake_ups(1, WAKE_UPS).map(move |woken| {
+                        // The budget holds with tracing compiled out; a
+                        // fiber that traces also has its ring of events.
+                        v == 42
+                            && waited >= 10
+                            && r == 7
+                            && bytes > 0
+                            && (cfg!(feature = "tracing") || bytes < 256)
+                            && woken
+                    })
+                })
+            })
+        })
+    });
+    checks.trace_errors().flat_map(|ok| {
+        read(60)
+            .trace_errors()
+            .redeem(move |failure| ok && report(failure), |_| false)
+    })
+}
+
+#[panic_handler]
+fn panic(info: &core::panic::PanicInfo) -> ! {
+    if let Some(l) = info.location() {
+        say!("panic at ", l.file(), ":", l.line());
+    }
+    arch::exit(false)
+}
+
+/// The whole run, called by the architecture's entry point once the heap
+/// and the tick are set up: builds the executor, runs [`program`], prints
+/// the verdict; whether every check passed.
+pub fn run() -> bool {
+    say!("spindle on ", arch::NAME, ": start");
+    let passed = match Builder::with_clock(TickClock)
+        .build()
+        .map_err(|_| "the executor could not be built")
+        .and_then(|rt| {
+            rt.block_on(program())
+                .map_err(|_| "block_on refused the program")
+        }) {
+        Err(why) => {
+            say!("no run: ", why);
+            false
+        }
+        Ok(Outcome::Succeeded(passed)) => passed,
+        Ok(Outcome::Errored(e)) => {
+            say!("program failed: ", e.error);
+            false
+        }
+        Ok(Outcome::Canceled) => {
+            say!("program canceled");
+            false
+        }
+        Ok(Outcome::Panicked(p)) => {
+            say!("program panicked: ", p.message());
+            false
+        }
+    };
+    checkpoint();
+    say!("heap peak: ", PEAK.load(Ordering::Relaxed), " bytes");
+    say!(
+        "spindle on ",
+        arch::NAME,
+        ": ",
+        if passed { "ok" } else { "FAILED" }
+    );
+    passed
+}
