@@ -53,6 +53,7 @@ expect_common=(
   "interrupt wake-ups: $wake_ups of $wake_ups from "
   "failure: reading out of range"
   "heap peak: "
+  "allocations in interrupt handlers: 0"
 )
 for k in $(seq 1 "$wake_ups"); do
   expect_common+=("interrupt wake-up $k of $wake_ups: value $k after ")

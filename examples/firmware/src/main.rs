@@ -32,6 +32,7 @@
 
 extern crate alloc;
 
+use core::alloc::{GlobalAlloc, Layout};
 use core::cell::RefCell;
 use core::future::Future;
 use core::pin::Pin;
@@ -40,7 +41,7 @@ use core::task::{Context, Poll, Waker};
 use core::time::Duration;
 
 use critical_section::Mutex;
-use embedded_alloc::LlffHeap as Heap;
+use embedded_alloc::LlffHeap;
 use spindle_core::{Deferred, FiberHandle, IO, Outcome, Signal, Traced};
 use spindle_exec_single::{Builder, Clock};
 
@@ -57,6 +58,7 @@ mod arch;
 mod out {
     /// A piece of a line.
     pub trait Piece {
+        /// Appends itself to `line`.
         fn put(&self, line: &mut Line);
     }
     impl Piece for &str {
@@ -88,17 +90,20 @@ mod out {
     }
 
     impl Line {
+        /// An empty line.
         pub fn new() -> Self {
             Line {
                 buf: [0; 160],
                 len: 0,
             }
         }
+        /// Appends `bytes`, as many as fit.
         fn push(&mut self, bytes: &[u8]) {
             let n = bytes.len().min(self.buf.len() - self.len);
             self.buf[self.len..self.len + n].copy_from_slice(&bytes[..n]);
             self.len += n;
         }
+        /// Writes the line and a newline to the console.
         pub fn print(mut self) {
             self.push(b"\n");
             super::arch::write(&self.buf[..self.len]);
@@ -117,7 +122,59 @@ macro_rules! say {
 
 /// The heap; the architecture's entry point gives it its memory.
 #[global_allocator]
-static HEAP: Heap = Heap::empty();
+static HEAP: Heap = Heap(LlffHeap::empty());
+
+/// Whether an interrupt handler of this program is running (set and
+/// cleared by [`on_tick`] and [`on_soft_interrupt`], which do not nest).
+static IN_HANDLER: AtomicBool = AtomicBool::new(false);
+
+/// Allocations made while an interrupt handler ran: the handlers must make
+/// none (`run` checks it).
+static HANDLER_ALLOCS: AtomicU32 = AtomicU32::new(0);
+
+/// embedded-alloc's heap, counting the allocations made in interrupt
+/// handlers.
+struct Heap(LlffHeap);
+
+impl Heap {
+    /// Gives the heap its memory.
+    ///
+    /// # Safety
+    ///
+    /// As `LlffHeap::init`: called once, before any allocation, with memory
+    /// used by nothing else.
+    unsafe fn init(&self, start: usize, size: usize) {
+        // SAFETY: the caller's contract is `LlffHeap::init`'s.
+        unsafe { self.0.init(start, size) }
+    }
+
+    /// Bytes in use.
+    fn used(&self) -> usize {
+        self.0.used()
+    }
+}
+
+// SAFETY: every call is forwarded unchanged to embedded-alloc's heap; the
+// count beside it touches no memory of the heap's.
+unsafe impl GlobalAlloc for Heap {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if IN_HANDLER.load(Ordering::Relaxed) {
+            // Only handlers write it, and they do not nest.
+            HANDLER_ALLOCS.store(
+                HANDLER_ALLOCS.load(Ordering::Relaxed).wrapping_add(1),
+                Ordering::Relaxed,
+            );
+        }
+        // SAFETY: the caller's contract is `GlobalAlloc::alloc`'s.
+        unsafe { self.0.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: the caller's contract is `GlobalAlloc::dealloc`'s; `ptr`
+        // came from `alloc` above, that is from the same heap.
+        unsafe { self.0.dealloc(ptr, layout) }
+    }
+}
 
 /// Tick interrupts since boot (written only by the tick handler).
 static TICKS: AtomicU32 = AtomicU32::new(0);
@@ -129,8 +186,10 @@ static PEAK: AtomicU32 = AtomicU32::new(0);
 /// by `poll`, taken and woken by the tick handler.
 static TICK_WAKER: Mutex<RefCell<Option<Waker>>> = Mutex::new(RefCell::new(None));
 
-/// Called by the architecture's tick interrupt handler, every 1 ms.
+/// Called by the architecture's tick interrupt handler, every tick (1 ms,
+/// or about: see the architecture's file).
 pub fn on_tick() {
+    IN_HANDLER.store(true, Ordering::Relaxed);
     // One writer (this handler): a load and a store, no read-modify-write
     // (which thumbv6m and riscv32imc do not have).
     let now = TICKS.load(Ordering::Relaxed).wrapping_add(1);
@@ -147,6 +206,18 @@ pub fn on_tick() {
         FIRE_AT.store(0, Ordering::Relaxed);
         arch::pend_soft_interrupt();
     }
+    let give_up = GIVE_UP_AT.load(Ordering::Relaxed);
+    if give_up != 0 && now >= give_up {
+        say!(
+            "interrupt wake-up ",
+            FIRED.load(Ordering::Relaxed) + 1,
+            ": missing after ",
+            GIVE_UP_AFTER,
+            " ticks"
+        );
+        arch::exit(false);
+    }
+    IN_HANDLER.store(false, Ordering::Relaxed);
 }
 
 /// A future that is ready once the tick count has reached its tick: each
@@ -169,10 +240,6 @@ impl Future for TickAt {
     }
 }
 
-/// Set by the clock's `notify` (a fiber was woken from an interrupt
-/// handler), cleared by its `wait`.
-static NOTIFIED: AtomicBool = AtomicBool::new(false);
-
 /// Times the executor went to sleep in the clock's `wait` (only the loop
 /// writes it).
 static SLEEPS: AtomicU32 = AtomicU32::new(0);
@@ -180,12 +247,12 @@ static SLEEPS: AtomicU32 = AtomicU32::new(0);
 /// exec-single's clock: ticks as milliseconds; waiting is `wfi` (the next
 /// tick, or any other interrupt, wakes the core).
 ///
-/// No lost wake-up: the loop looks at its queue, then calls `wait`; an
-/// interrupt in between queues a fiber and calls `notify`. So `wait`
-/// decides to sleep with interrupts masked, and only if no `notify` came
-/// since the last `wait`: `wfi` still wakes on an interrupt that becomes
-/// pending while masked, and the handler runs once the critical section
-/// ends.
+/// No lost wake-up: exec-single calls `wait` inside a critical section
+/// (interrupts masked), right after it saw no fiber woken from outside;
+/// `wfi` still returns when an interrupt becomes pending while masked, and
+/// the handler runs once the loop leaves the section. So a fiber woken by
+/// an interrupt between the check and the sleep runs at the next turn,
+/// not at the next tick.
 struct TickClock;
 
 impl Clock for TickClock {
@@ -197,20 +264,11 @@ impl Clock for TickClock {
     }
 
     fn wait(&self, _deadline: Option<Duration>) {
-        critical_section::with(|_| {
-            if !NOTIFIED.load(Ordering::Relaxed) {
-                SLEEPS.store(
-                    SLEEPS.load(Ordering::Relaxed).wrapping_add(1),
-                    Ordering::Relaxed,
-                );
-                arch::wait_for_interrupt();
-            }
-            NOTIFIED.store(false, Ordering::Relaxed);
-        });
-    }
-
-    fn notify(&self) {
-        NOTIFIED.store(true, Ordering::Relaxed);
+        SLEEPS.store(
+            SLEEPS.load(Ordering::Relaxed).wrapping_add(1),
+            Ordering::Relaxed,
+        );
+        arch::wait_for_interrupt();
     }
 }
 
@@ -292,6 +350,14 @@ const FIRE_AFTER: u32 = 2;
 /// not armed. Written by the fiber when 0, by the handler to disarm.
 static FIRE_AT: AtomicU32 = AtomicU32::new(0);
 
+/// Ticks after arming at which a wake-up that has not come fails the run
+/// (from the tick handler: a missing wake-up does not hang the program).
+const GIVE_UP_AFTER: u32 = 100;
+
+/// The tick at which the tick handler fails the run, the awaited wake-up
+/// not having come; 0 when no wake-up is awaited. Written by the fiber.
+static GIVE_UP_AT: AtomicU32 = AtomicU32::new(0);
+
 /// Software interrupts taken (written only by their handler).
 static FIRED: AtomicU32 = AtomicU32::new(0);
 
@@ -303,9 +369,11 @@ static WAKE_UP: Signal<(u32, u32)> = Signal::new();
 /// interrupt, stamps it with the tick count and completes the signal. No
 /// allocation, no lock but the signal's short critical section.
 pub fn on_soft_interrupt() {
+    IN_HANDLER.store(true, Ordering::Relaxed);
     let seq = FIRED.load(Ordering::Relaxed).wrapping_add(1);
     FIRED.store(seq, Ordering::Relaxed);
     WAKE_UP.signal((seq, TICKS.load(Ordering::Relaxed)));
+    IN_HANDLER.store(false, Ordering::Relaxed);
 }
 
 /// Wake-ups `k` to `n`: each arms the software interrupt [`FIRE_AFTER`]
@@ -314,7 +382,7 @@ pub fn on_soft_interrupt() {
 /// ticks from the handler's stamp to the fiber running again) and checked:
 /// the value is `k`, the interrupt came no earlier than armed, the fiber
 /// resumed within a tick, and the executor slept meanwhile. A wake-up that
-/// never comes fails after 100 ms instead of hanging.
+/// never comes fails the run from the tick handler ([`GIVE_UP_AFTER`]).
 fn interrupt_wake_ups(k: u32, n: u32) -> Io<bool> {
     if k > n {
         return IO::delay(|| {
@@ -335,43 +403,35 @@ fn interrupt_wake_ups(k: u32, n: u32) -> Io<bool> {
     }
     IO::delay(|| {
         let armed = TICKS.load(Ordering::Relaxed);
+        GIVE_UP_AT.store(armed + GIVE_UP_AFTER, Ordering::Relaxed);
         FIRE_AT.store(armed + FIRE_AFTER, Ordering::Relaxed);
         (armed, SLEEPS.load(Ordering::Relaxed))
     })
     .flat_map(move |(armed, slept_before)| {
-        WAKE_UP
-            .wait::<Error>()
-            .timeout_to(Duration::from_millis(100), IO::pure((0, 0)))
-            .map(move |(value, stamped)| {
-                let resumed = TICKS.load(Ordering::Relaxed);
-                let slept = SLEEPS.load(Ordering::Relaxed).wrapping_sub(slept_before);
-                if value == 0 {
-                    say!("interrupt wake-up ", k, " of ", n, ": missing");
-                    return false;
-                }
-                let latency = resumed.wrapping_sub(stamped);
-                say!(
-                    "interrupt wake-up ",
-                    k,
-                    " of ",
-                    n,
-                    ": value ",
-                    value,
-                    " after ",
-                    latency,
-                    " ticks (",
-                    slept,
-                    " wfi)"
-                );
-                value == k && stamped >= armed + FIRE_AFTER && latency <= 1 && slept > 0
-            })
-    })
-    .flat_map(move |ok| {
-        if ok {
-            interrupt_wake_ups(k + 1, n)
-        } else {
-            IO::pure(false)
-        }
+        WAKE_UP.wait::<Error>().flat_map(move |(value, stamped)| {
+            let resumed = TICKS.load(Ordering::Relaxed);
+            GIVE_UP_AT.store(0, Ordering::Relaxed);
+            let slept = SLEEPS.load(Ordering::Relaxed).wrapping_sub(slept_before);
+            let latency = resumed.wrapping_sub(stamped);
+            say!(
+                "interrupt wake-up ",
+                k,
+                " of ",
+                n,
+                ": value ",
+                value,
+                " after ",
+                latency,
+                " ticks (",
+                slept,
+                " wfi)"
+            );
+            if value == k && stamped >= armed + FIRE_AFTER && latency <= 1 && slept > 0 {
+                interrupt_wake_ups(k + 1, n)
+            } else {
+                IO::pure(false)
+            }
+        })
     })
 }
 
@@ -463,8 +523,6 @@ fn report(failure: Traced<Error>) -> bool {
 /// purpose; its error and trace are checked, so the program's own error
 /// type is `Traced`.
 fn program() -> IO<bool, Traced<Error>> {
-    // The interrupt wake-ups come after the heap measurement: each
-    // wait's 100 ms guard timer stays queued until its deadline.
     let checks: Io<bool> = handshake().flat_map(|v| {
         awaited_future().flat_map(move |waited| {
             recovered().flat_map(move |r| {
@@ -505,7 +563,10 @@ fn panic(info: &core::panic::PanicInfo) -> ! {
 /// the verdict; whether every check passed.
 pub fn run() -> bool {
     say!("spindle on ", arch::NAME, ": start");
+    // Room for the fibers the handlers wake between two turns (the tick's
+    // future and the signal's waiter): their wake-ups never allocate.
     let passed = match Builder::with_clock(TickClock)
+        .remote_capacity(2)
         .build()
         .map_err(|_| "the executor could not be built")
         .and_then(|rt| {
@@ -532,6 +593,9 @@ pub fn run() -> bool {
     };
     checkpoint();
     say!("heap peak: ", PEAK.load(Ordering::Relaxed), " bytes");
+    let handler_allocs = HANDLER_ALLOCS.load(Ordering::Relaxed);
+    say!("allocations in interrupt handlers: ", handler_allocs);
+    let passed = passed && handler_allocs == 0;
     say!(
         "spindle on ",
         arch::NAME,
