@@ -491,8 +491,13 @@ mod signal {
                 Err(_) => assert!(!waiter.woken(), "resumed at once, not also woken"),
                 Ok(_) => assert!(waiter.woken(), "listed: the signal woke it"),
             }
-            assert_eq!(core.take(), Some(5), "the value waits for its step");
+            assert_eq!(
+                core.take_and_sweep(),
+                Some(5),
+                "the value waits for its step"
+            );
             assert_eq!(core.waiters(), 0);
+            assert_eq!(core.entries(), 0, "the fiber side swept the woken entry");
         });
     }
 
@@ -516,8 +521,9 @@ mod signal {
                 core.wake_one();
             }
             handler.join().unwrap();
-            assert_eq!(core.take(), Some(5));
+            assert_eq!(core.take_and_sweep(), Some(5));
             assert_eq!(core.waiters(), 0);
+            assert_eq!(core.entries(), 0, "removed, or woken and swept");
             assert_eq!(core.overwritten(), 0);
         });
     }
@@ -578,7 +584,12 @@ mod signal {
             } else {
                 assert!(a.woken() && !b.woken(), "one wake-up per value");
             }
-            assert_eq!(core.take(), Some(7));
+            assert_eq!(core.take_and_sweep(), Some(7));
+            assert_eq!(
+                core.entries(),
+                usize::from(!a_canceled),
+                "the second still waits"
+            );
         });
     }
 }
