@@ -295,15 +295,35 @@ impl<T, W: Wake> Core<T, W> {
 ///
 /// Made with a `const fn`, so that it can live in a `static` shared by a
 /// fiber and an interrupt handler. [`signal`](Signal::signal) never
-/// allocates, blocks, or panics, and takes only a short critical section
-/// (with `std`, a mutex); [`wait`](Signal::wait) is a program that takes
-/// the value, suspending until there is one. The contract (a signal before
-/// the wait, two signals, a signal after a canceled wait, several waiters)
-/// is in the [module documentation](self); in short: the value is kept
-/// until a wait takes it, the latest value wins, replaced values are
-/// counted by [`overwritten`](Signal::overwritten), canceled waits leave
-/// the value for the next, and waiters are woken one per value, oldest
-/// first.
+/// allocates, blocks, panics or frees a fiber, and takes only a short
+/// critical section (with `std`, a mutex); [`wait`](Signal::wait) is a
+/// program that takes the value, suspending until there is one. The idea
+/// (a static, latest-value-wins signal completed from interrupt handlers)
+/// is embassy's `Signal`; none of its code is used.
+///
+/// # Contract
+///
+/// * **Fired before any wait**: the value is kept; the next `wait` takes
+///   it at once, without suspending.
+/// * **Fired twice before a wait took the value**: the latest value wins;
+///   each replaced value is dropped inside `signal` (so in the interrupt
+///   handler: prefer `Copy` values) and counted by
+///   [`overwritten`](Signal::overwritten). Nothing is lost uncounted.
+/// * **Fired after the waiting fiber was canceled**: the canceled wait
+///   removed its waiter (no allocation); the value stays for the next
+///   wait. A wait canceled after its wake-up but before it took the value
+///   takes nothing and passes the wake-up on to the next waiter.
+/// * **Several fibers waiting at once**: allowed; one is woken per value,
+///   oldest first. The value goes to the first wait that *runs*: a wait
+///   that starts while the value is there takes it at once; a woken
+///   waiter that finds it gone waits again, at the back. No panic, no
+///   hang.
+/// * **Waking from an interrupt handler**: the woken fiber runs at its
+///   executor's next turn. On exec-single without `std`, the wake-up is a
+///   push to the remote queue, which does not allocate within the room
+///   reserved with its builder's `remote_capacity`, and the loop's idle
+///   check and `Clock::wait` (`wfi`) run in one critical section, so the
+///   wake-up is never lost.
 ///
 /// ```
 /// use spindle_core::{IO, Signal};
