@@ -358,7 +358,6 @@ impl<T> fmt::Debug for Signal<T> {
     }
 }
 
-#[cfg(not(loom))]
 impl<T> Default for Signal<T> {
     fn default() -> Self {
         Signal::new()
