@@ -87,6 +87,21 @@
 //! then wakes the loop: through its reactor, by unparking its thread, or
 //! with [`Clock::notify`].
 //!
+//! For firmware, two guarantees make interrupt-driven fibers (for instance
+//! a fiber waiting on a `spindle_core::Signal` that a handler completes)
+//! safe:
+//!
+//! * **No allocation in the handler.** The remote queue keeps its buffer
+//!   once grown; [`Builder::remote_capacity`] reserves room up front for
+//!   as many fibers as handlers may wake between two turns, and a push
+//!   within that room never allocates.
+//! * **No lost wake-up before `wfi`.** Without `std`, the loop checks
+//!   "nothing pending" and calls [`Clock::wait`] inside one critical
+//!   section (interrupts masked on a single core). `wfi` returns on a
+//!   *pending* interrupt even while masked; the handler runs as the
+//!   section ends and its wake-up is drained at the next turn. So
+//!   `Clock::wait` should be just `wfi` (see its documentation).
+//!
 //! # Fiber dumps
 //!
 //! [`Executor::fiber_dump`] (also [`SingleThreaded::fiber_dump`]) lists

@@ -37,7 +37,8 @@
 //!   completion), both [`Resource`]s; [`Resource::par_zip`].
 //! * **Shared state**: [`Ref`], [`Deferred`], [`Semaphore`], [`Queue`],
 //!   [`Mutex`], [`CountDownLatch`], [`CyclicBarrier`], [`AtomicCell`]
-//!   (updates that run effects), [`MapRef`] (a cell per key).
+//!   (updates that run effects), [`MapRef`] (a cell per key), [`Signal`]
+//!   (a value an interrupt handler hands to a waiting fiber, in a `static`).
 //! * **Retry and repetition**: [`Schedule`] (fixed, exponential backoff,
 //!   cap, [`Jitter`], limit), [`IO::retry`], [`IO::retry_if`],
 //!   [`IO::repeat`], [`FixedRate`] (runs on a grid without drift).
@@ -80,7 +81,8 @@
 //! * [`future`]: futures as steps of an `IO` (the waker and its wake
 //!   cell), and fibers as futures ([`JoinFuture`]).
 //! * Data types (`data/`): [`Ref`], [`Deferred`], [`Semaphore`], [`Queue`], [`Mutex`],
-//!   [`CountDownLatch`], [`CyclicBarrier`], [`AtomicCell`], [`MapRef`], [`Resource`].
+//!   [`CountDownLatch`], [`CyclicBarrier`], [`AtomicCell`], [`MapRef`], [`Resource`],
+//!   [`Signal`].
 //! * Schedules, retry, repeat and fixed rates (`retry.rs`); the services
 //!   [`Clock`] (`clock.rs`), [`Random`] (`random.rs`), [`Console`]
 //!   (`console.rs`, `std`).

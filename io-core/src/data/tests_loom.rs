@@ -2,7 +2,10 @@
 //! racing `on_value` (a `get` registering its waiter), `remove_waiter` (a
 //! canceled `get` leaving) and a second `complete`; and of a semaphore's
 //! permit word (`data::permits`): takes and releases without the lock
-//! racing waiters that queue and leave.
+//! racing waiters that queue and leave; and of `Signal`'s protocol
+//! (`data::signal::Core`): a signal racing a wait's registration, its
+//! cancellation, a second signal, and a cancellation that must pass the
+//! wake-up on.
 //! `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p spindle-core --lib --release -- loom`.
 //!
 //! Every waiter is a closure that counts its calls and the drops of what it
@@ -432,4 +435,161 @@ fn loom_a_release_onto_a_full_count_is_refused_and_changes_nothing() {
         // The release fits only after the take.
         assert_eq!(permits.available(), MAX_PERMITS - 1 + usize::from(released));
     });
+}
+
+// ----- Signal ----------------------------------------------------------------
+
+mod signal {
+    use loom::sync::Arc;
+    use loom::sync::atomic::{AtomicUsize, Ordering};
+    use loom::thread;
+
+    use crate::data::signal::{Core, Wake};
+
+    /// A fiber's wait as the protocol sees it: its state word claimed
+    /// once, by a wake-up (1) or a cancellation (2); 0 while it waits.
+    #[derive(Default)]
+    struct Waiter(AtomicUsize);
+
+    impl Wake for Arc<Waiter> {
+        fn wake(&self) -> bool {
+            self.0
+                .compare_exchange(0, 1, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok()
+        }
+    }
+
+    impl Waiter {
+        fn cancel(&self) -> bool {
+            self.0
+                .compare_exchange(0, 2, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok()
+        }
+        fn woken(&self) -> bool {
+            self.0.load(Ordering::SeqCst) == 1
+        }
+    }
+
+    type SignalCore = Core<usize, Arc<Waiter>>;
+
+    /// The interrupt handler signals while the fiber registers: the fiber
+    /// either sees the value and resumes at once, or is listed and woken.
+    /// Never both, never neither (no lost wake-up); the value is there for
+    /// its next step.
+    #[test]
+    fn loom_a_signal_racing_a_registration_is_never_lost() {
+        loom::model(|| {
+            let core = Arc::new(SignalCore::new());
+            let waiter = Arc::new(Waiter::default());
+            let handler = {
+                let core = core.clone();
+                thread::spawn(move || core.signal(5))
+            };
+            let registered = core.register(waiter.clone());
+            handler.join().unwrap();
+            match registered {
+                Err(_) => assert!(!waiter.woken(), "resumed at once, not also woken"),
+                Ok(_) => assert!(waiter.woken(), "listed: the signal woke it"),
+            }
+            assert_eq!(
+                core.take_and_sweep(),
+                Some(5),
+                "the value waits for its step"
+            );
+            assert_eq!(core.waiters(), 0);
+            assert_eq!(core.entries(), 0, "the fiber side swept the woken entry");
+        });
+    }
+
+    /// The handler signals while the listed wait is canceled (its claim,
+    /// then its removal): either the wake-up won (the fiber takes the
+    /// value) or the cancellation did (the value stays for the next wait);
+    /// in both cases the value is there once and nothing stays listed.
+    #[test]
+    fn loom_a_signal_racing_a_cancellation_leaves_the_value_and_no_waiter() {
+        loom::model(|| {
+            let core = Arc::new(SignalCore::new());
+            let waiter = Arc::new(Waiter::default());
+            let id = core.register(waiter.clone()).ok().expect("empty: listed");
+            let handler = {
+                let core = core.clone();
+                thread::spawn(move || core.signal(5))
+            };
+            if waiter.cancel() {
+                // The wait's finalizer, then `wait`'s on_cancel.
+                let _ = core.deregister(id);
+                core.wake_one();
+            }
+            handler.join().unwrap();
+            assert_eq!(core.take_and_sweep(), Some(5));
+            assert_eq!(core.waiters(), 0);
+            assert_eq!(core.entries(), 0, "removed, or woken and swept");
+            assert_eq!(core.overwritten(), 0);
+        });
+    }
+
+    /// Two signals race a wait that takes as soon as it can: every value
+    /// is taken or counted as overwritten, and the latest is never lost.
+    #[test]
+    fn loom_two_signals_racing_a_wait_lose_nothing_uncounted() {
+        loom::model(|| {
+            let core = Arc::new(SignalCore::new());
+            let waiter = Arc::new(Waiter::default());
+            let handler = {
+                let core = core.clone();
+                thread::spawn(move || {
+                    core.signal(1);
+                    core.signal(2);
+                })
+            };
+            // The fiber's step: take now if it can, else wait listed.
+            let first = match core.register(waiter.clone()) {
+                Err(_) => core.take(),
+                Ok(_) => None,
+            };
+            handler.join().unwrap();
+            let rest = core.take();
+            let taken: usize = [first, rest].iter().flatten().count();
+            assert_eq!(taken as u64 + core.overwritten(), 2, "taken or counted");
+            assert!(
+                first == Some(2) || rest == Some(2),
+                "the latest value stays until taken"
+            );
+            assert_eq!(core.signaled(), 2);
+        });
+    }
+
+    /// Two waiters; a signal races the cancellation of the first. The
+    /// canceled wait's finalizer passes the wake-up on, so the value always
+    /// ends with a woken, uncanceled waiter (no hang).
+    #[test]
+    fn loom_a_canceled_first_waiter_passes_the_wake_up_to_the_second() {
+        loom::model(|| {
+            let core = Arc::new(SignalCore::new());
+            let (a, b) = (Arc::new(Waiter::default()), Arc::new(Waiter::default()));
+            let id = core.register(a.clone()).ok().expect("listed");
+            core.register(b.clone()).ok().expect("listed");
+            let handler = {
+                let core = core.clone();
+                thread::spawn(move || core.signal(7))
+            };
+            let a_canceled = a.cancel();
+            if a_canceled {
+                let _ = core.deregister(id);
+                core.wake_one();
+            }
+            handler.join().unwrap();
+            if a_canceled {
+                assert!(b.woken(), "the wake-up went on to the second waiter");
+            } else {
+                assert!(a.woken() && !b.woken(), "one wake-up per value");
+            }
+            assert_eq!(core.take_and_sweep(), Some(7));
+            assert_eq!(
+                core.entries(),
+                usize::from(!a_canceled),
+                "the second still waits"
+            );
+        });
+    }
 }

@@ -89,6 +89,21 @@ impl<T> WaiterList<T> {
         self.entries[index].1.as_mut()
     }
 
+    /// The listed waiters, oldest first, in place (no allocation, no
+    /// change to the list).
+    pub(crate) fn iter_mut(&mut self) -> impl Iterator<Item = &mut T> {
+        self.entries
+            .iter_mut()
+            .filter_map(|(_, waiter)| waiter.as_mut())
+    }
+
+    /// The listed waiters, oldest first.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &T> {
+        self.entries
+            .iter()
+            .filter_map(|(_, waiter)| waiter.as_ref())
+    }
+
     /// Takes every waiter, oldest first, leaving the list empty.
     pub(crate) fn take_all(&mut self) -> impl Iterator<Item = T> + use<T> {
         core::mem::take(&mut self.entries)
