@@ -39,6 +39,9 @@ fn main() {
     };
     let out = PathBuf::from(env::var("OUT_DIR").expect("OUT_DIR"));
     fs::write(out.join("memory.x"), memory).expect("write memory.x");
+    // cortex-m-rt's `device` feature includes `device.x` (a device crate's
+    // default handlers); src/arch/cortex_m.rs names every vector itself.
+    fs::write(out.join("device.x"), "").expect("write device.x");
     println!("cargo:rustc-link-search={}", out.display());
     println!("cargo:rerun-if-changed=build.rs");
 }

@@ -1,17 +1,24 @@
 //! The Cortex-M glue: cortex-m-rt's entry, output and exit through
 //! semihosting, the 1 ms tick from SysTick, the software interrupt from
-//! PendSV, and the heap in `.uninit`.
+//! the NVIC, and the heap in `.uninit`.
 //!
-//! The software interrupt is the PendSV exception (pended by writing
-//! `ICSR.PENDSVSET`), not an NVIC device interrupt: cortex-m-rt lays out
-//! device vectors only with a device crate (a PAC), and this firmware runs
-//! on three boards without one. PendSV is pended and taken exactly as a
-//! software-pended NVIC interrupt would be (it tail-chains after SysTick at
-//! the same priority).
+//! The software interrupt is a device interrupt, IRQ 20, pended through the
+//! NVIC (`NVIC::pend`, a write to its set-pending register) as a peripheral
+//! would raise it. No device crate (PAC) covers the three boards, so this
+//! file lays out the device part of the vector table itself
+//! (`__INTERRUPTS`, with cortex-m-rt's `device` feature; build.rs writes
+//! the empty `device.x` that feature includes): IRQs 0 to 19 go to
+//! cortex-m-rt's `DefaultHandler`, IRQ 20 to `soft_irq`. IRQ 20 is SWI0,
+//! an interrupt for software, on the nRF51 of `microbit`; on `lm3s6965evb`
+//! and `mps2-an386` it belongs to a peripheral whose interrupts the
+//! firmware never enables, so only the pend raises it. At the reset priority
+//! (0, as SysTick) it never preempts the tick handler: it tail-chains
+//! after it.
 
 use core::mem::MaybeUninit;
 
-use cortex_m::peripheral::SCB;
+use cortex_m::interrupt::InterruptNumber;
+use cortex_m::peripheral::NVIC;
 use cortex_m::peripheral::syst::SystClkSource;
 use cortex_m_rt::{entry, exception};
 use cortex_m_semihosting::{debug, hio};
@@ -25,7 +32,35 @@ pub const NAME: &str = "cortex-m";
 pub const TICK_SOURCE: &str = "SysTick";
 
 /// The interrupt [`pend_soft_interrupt`] fires.
-pub const SOFT_INTERRUPT: &str = "PendSV";
+pub const SOFT_INTERRUPT: &str = "NVIC IRQ 20";
+
+/// The device interrupt that plays the software interrupt (module doc).
+#[derive(Clone, Copy)]
+struct SoftIrq;
+
+// SAFETY: 20 is a valid device interrupt number on the three boards (the
+// nRF51 has 32, the lm3s6965 and the MPS2 more), and `__INTERRUPTS` below
+// has an entry for it.
+unsafe impl InterruptNumber for SoftIrq {
+    fn number(self) -> u16 {
+        20
+    }
+}
+
+unsafe extern "C" {
+    /// cortex-m-rt's handler of interrupts nobody handles (its link.x
+    /// provides the symbol).
+    fn DefaultHandler();
+}
+
+/// The device part of the vector table, up to IRQ 20 (module doc).
+#[unsafe(link_section = ".vector_table.interrupts")]
+#[unsafe(no_mangle)]
+static __INTERRUPTS: [unsafe extern "C" fn(); 21] = {
+    let mut vectors = [DefaultHandler as unsafe extern "C" fn(); 21];
+    vectors[20] = soft_irq;
+    vectors
+};
 
 /// The heap: 32 KiB, or 8 KiB on the Cortex-M0 (16 KiB of RAM in all).
 #[cfg(target_has_atomic = "ptr")]
@@ -66,7 +101,7 @@ pub fn wait_for_interrupt() {
 /// Pends the software interrupt: its handler runs as soon as the running
 /// code (or handler) lets it, and calls [`crate::on_soft_interrupt`].
 pub fn pend_soft_interrupt() {
-    SCB::set_pendsv();
+    NVIC::pend(SoftIrq);
 }
 
 #[exception]
@@ -74,8 +109,8 @@ fn SysTick() {
     crate::on_tick();
 }
 
-#[exception]
-fn PendSV() {
+/// IRQ 20's handler.
+unsafe extern "C" fn soft_irq() {
     crate::on_soft_interrupt();
 }
 
@@ -96,5 +131,8 @@ fn main() -> ! {
     core.SYST.clear_current();
     core.SYST.enable_counter();
     core.SYST.enable_interrupt();
+    // SAFETY: IRQ 20's handler is in the vector table and takes no lock the
+    // code it interrupts may hold (only critical sections).
+    unsafe { NVIC::unmask(SoftIrq) }
     exit(crate::run())
 }
