@@ -33,6 +33,8 @@ use cortex_m::peripheral::syst::SystClkSource;
 use cortex_m_rt::{entry, exception};
 use cortex_m_semihosting::debug;
 use embedded_alloc::LlffHeap as Heap;
+#[cfg(feature = "tracing")]
+use spindle_core::FiberConfig;
 use spindle_core::{Deferred, FiberHandle, IO, Outcome, Traced};
 use spindle_exec_single::{Builder, Clock};
 
@@ -109,6 +111,12 @@ static HEAP: Heap = Heap::empty();
 const HEAP_SIZE: usize = 32 * 1024;
 #[cfg(not(target_has_atomic = "ptr"))]
 const HEAP_SIZE: usize = 8 * 1024;
+
+/// Trace events each fiber keeps with cached tracing: 8 (the default is
+/// 16) halves each tracing fiber's ring, to 64 bytes on these targets, and
+/// still holds the failure's last six events that `report` checks.
+#[cfg(feature = "tracing")]
+const TRACE_EVENTS: usize = 8;
 
 /// SysTick interrupts since boot (written only by the SysTick handler).
 static TICKS: AtomicU32 = AtomicU32::new(0);
@@ -352,11 +360,28 @@ fn program() -> IO<bool, Traced<Error>> {
     })
 }
 
+/// The executor: SysTick time; with cached tracing, rings of
+/// [`TRACE_EVENTS`] events.
+fn executor() -> Result<spindle_exec_single::SingleThreaded<SysTickClock>, Error> {
+    let builder = Builder::with_clock(SysTickClock);
+    #[cfg(feature = "tracing")]
+    let builder = builder.fiber_config(
+        FiberConfig::builder()
+            .trace_capacity(TRACE_EVENTS)
+            .build()
+            .map_err(|_| "the fiber configuration is invalid")?,
+    );
+    builder
+        .build()
+        .map_err(|_| "the executor could not be built")
+}
+
 #[panic_handler]
-fn panic(info: &core::panic::PanicInfo) -> ! {
-    if let Some(l) = info.location() {
-        say!("panic at ", l.file(), ":", l.line());
-    }
+fn panic(_: &core::panic::PanicInfo) -> ! {
+    // Neither the panic's location nor its message: reading either keeps,
+    // for every panic site in the image, its location record, file name
+    // and message, and core's formatting code behind them (6 KB of flash).
+    say!("panic");
     debug::exit(debug::EXIT_FAILURE);
     loop {
         cortex_m::asm::wfi();
@@ -382,13 +407,10 @@ fn main() -> ! {
     core.SYST.enable_interrupt();
 
     say!("spindle on cortex-m: start");
-    let passed = match Builder::with_clock(SysTickClock)
-        .build()
-        .map_err(|_| "the executor could not be built")
-        .and_then(|rt| {
-            rt.block_on(program())
-                .map_err(|_| "block_on refused the program")
-        }) {
+    let passed = match executor().and_then(|rt| {
+        rt.block_on(program())
+            .map_err(|_| "block_on refused the program")
+    }) {
         Err(why) => {
             say!("no run: ", why);
             false
