@@ -39,12 +39,12 @@ super::trace_ops! {
     TryTake = "Deferred::try_take",
 }
 
-/// Reads a clone of the value (`Deferred::get`); `None` if a `take` moved
-/// it out.
+/// Reads a clone of the value (`Deferred::get`); finds nothing if a
+/// `take` moved it out (the getter then waits forever: `Read::read`).
 pub(crate) struct CloneValue;
 
 impl<A: Clone + Send + 'static> Read<Option<A>> for CloneValue {
-    type Out = Option<A>;
+    type Out = A;
     fn read(value: &mut Option<A>) -> Option<A> {
         value.clone()
     }
@@ -232,13 +232,9 @@ fn get_slow<A: Clone + Send + 'static, E: Send + 'static>(
     if taken {
         return IO::never_untraced();
     }
-    wait_for::<Option<A>, CloneValue, E, _, Internal>(NO_SITE, cell).flat_map_untraced(|value| {
-        match value {
-            Some(value) => IO::pure(value),
-            // Completed and taken between the check and the registration.
-            None => IO::never_untraced(),
-        }
-    })
+    // Completed and taken between the check and the registration: the
+    // reader finds nothing and waits forever (`CloneValue`).
+    wait_for::<Option<A>, CloneValue, E, _, Internal>(NO_SITE, cell)
 }
 
 /// Completes `cell` with `value`; gives the value back if it was already

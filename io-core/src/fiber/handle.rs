@@ -67,6 +67,16 @@ crate::data::trace_ops! {
 /// that is what makes the typed reads sound.
 struct TakeOutcome<A, E>(PhantomData<fn() -> (A, E)>);
 
+impl<A: Send + 'static, E: Send + 'static> TakeOutcome<A, E> {
+    /// Moves the outcome out (every completed fiber has one).
+    fn take((outcome, _): &mut Completed) -> Outcome<A, E> {
+        let taken = core::mem::replace(outcome, Outcome::Canceled);
+        // SAFETY: this reader waits only on the join state of a fiber whose
+        // program is an `IO<A, E>` (see the type's doc).
+        unsafe { typed_outcome::<A, E>(taken) }
+    }
+}
+
 impl<A, E> Read<Completed> for TakeOutcome<A, E>
 where
     A: Send + 'static,
@@ -74,11 +84,8 @@ where
 {
     type Out = Outcome<A, E>;
 
-    fn read((outcome, _): &mut Completed) -> Outcome<A, E> {
-        let taken = core::mem::replace(outcome, Outcome::Canceled);
-        // SAFETY: this reader waits only on the join state of a fiber whose
-        // program is an `IO<A, E>` (see the type's doc).
-        unsafe { typed_outcome::<A, E>(taken) }
+    fn read(completed: &mut Completed) -> Option<Outcome<A, E>> {
+        Some(Self::take(completed))
     }
 }
 
@@ -94,13 +101,13 @@ where
 {
     type Out = (Outcome<A, E>, ChildTraces);
 
-    fn read(completed: &mut Completed) -> (Outcome<A, E>, ChildTraces) {
+    fn read(completed: &mut Completed) -> Option<(Outcome<A, E>, ChildTraces)> {
         let traces = completed
             .1
             .as_mut()
             .map(|leftovers| core::mem::take(&mut leftovers.traces))
             .unwrap_or_default();
-        (TakeOutcome::<A, E>::read(completed), traces)
+        Some((TakeOutcome::<A, E>::take(completed), traces))
     }
 }
 

@@ -87,7 +87,6 @@
 //! (whose program and stack are gone by then) rather than a smaller
 //! separate one, as tokio's `JoinHandle` keeps its task.
 
-#[cfg(all(loom, test))]
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::task::{Poll, Waker};
@@ -104,11 +103,12 @@ use crate::tracing::{ChildTraces, OpMeta, Site};
 /// One waiting reader of a cell.
 pub(crate) enum Waiter<A> {
     /// A fiber (a `get`, a join) to resume with what `read` makes of the
-    /// value. Stored inline in the waiter list: waiting is no allocation
-    /// beyond the list's entry.
+    /// value (never resumed if `read` finds nothing: see [`Read::read`]).
+    /// Stored inline in the waiter list: waiting is no allocation beyond
+    /// the list's entry.
     Resume {
         callback: RawCallback,
-        read: fn(&mut A) -> Value,
+        read: fn(&mut A) -> Option<Value>,
     },
     /// A task awaiting the value as a future (`future/join.rs`): woken once
     /// the value is there, to poll again and read it itself.
@@ -145,7 +145,14 @@ pub(crate) trait Read<A>: 'static {
     /// What the waiting fiber receives.
     type Out: Send + 'static;
     /// Reads the value (or moves it out, for the value's one owner).
-    fn read(value: &mut A) -> Self::Out;
+    /// `None`: there is nothing this reader can ever read (a `Deferred`'s
+    /// value a `take` moved out): the waiting fiber is never resumed, as
+    /// if it had gone on with `IO::never` (its callback is dropped, after
+    /// the cell's lock). Deciding that here, in the read, rather than in a
+    /// step after the wake-up, spares the waiting fiber a frame, and so
+    /// the continuation buffer a suspended fiber with no other frame would
+    /// keep.
+    fn read(value: &mut A) -> Option<Self::Out>;
 }
 
 /// Reads nothing: the waiter only waits for the value to be there.
@@ -153,18 +160,24 @@ pub(crate) struct Presence;
 
 impl<A> Read<A> for Presence {
     type Out = ();
-    fn read(_: &mut A) {}
+    fn read(_: &mut A) -> Option<()> {
+        Some(())
+    }
 }
 
 /// The erased reading function of a `Waiter::Resume` for `R`.
-fn read_erased<A, R: Read<A>>(value: &mut A) -> Value {
-    Value::new(R::read(value))
+fn read_erased<A, R: Read<A>>(value: &mut A) -> Option<Value> {
+    R::read(value).map(Value::new)
 }
 
 /// A fiber to resume with a value, or a task to wake, once no lock is held.
 pub(crate) enum Wake {
-    /// A waiting fiber and what it read.
-    Fiber { callback: RawCallback, value: Value },
+    /// A waiting fiber and what it read; `None`: nothing to read, the
+    /// fiber is never resumed ([`Read::read`]).
+    Fiber {
+        callback: RawCallback,
+        value: Option<Value>,
+    },
     /// A waiting future's task.
     Task(Waker),
 }
@@ -176,9 +189,15 @@ impl Wake {
         match self {
             // A lost claim means cancellation ended the wait first: the
             // value is dropped, as the canceled reader no longer wants it.
-            Wake::Fiber { callback, value } => {
+            Wake::Fiber {
+                callback,
+                value: Some(value),
+            } => {
                 let _ = callback.complete(Ok(value));
             }
+            // Dropped here, outside the cell's lock: it may hold the last
+            // reference to the fiber, whose drop runs user code.
+            Wake::Fiber { value: None, .. } => {}
             Wake::Task(waker) => waker.wake(),
         }
     }
@@ -187,8 +206,12 @@ impl Wake {
 struct CellState<A> {
     value: Option<A>,
     /// In registration order: woken in that order, removed in O(log n)
-    /// when a reader is canceled (see `data/waiters.rs`).
-    waiters: WaiterList<Waiter<A>>,
+    /// when a reader is canceled (see `data/waiters.rs`). Out of line, and
+    /// made by the first waiter: every fiber has a cell (its join state)
+    /// and most are never joined, so the list costs a fiber one word
+    /// instead of the list's three (and its 8-byte alignment on 32-bit
+    /// targets); the list goes when the cell completes.
+    waiters: Option<Box<WaiterList<Waiter<A>>>>,
 }
 
 /// A value set once, awaited by fibers: a fiber's join state, and the cell
@@ -202,7 +225,7 @@ impl<A> JoinCell<A> {
         JoinCell {
             state: Mutex::new(CellState {
                 value: None,
-                waiters: WaiterList::new(),
+                waiters: None,
             }),
         }
     }
@@ -216,8 +239,15 @@ impl<A> JoinCell<A> {
                 return Err(value);
             }
             state.value = Some(value);
-            state.waiters.take_all()
+            state.waiters.take()
         };
+        let Some(mut list) = waiters else {
+            return Ok(());
+        };
+        let waiters = list.take_all();
+        // Its entries moved to the iterator: the empty list's box goes now,
+        // after the lock.
+        drop(list);
         let mut waiters = waiters.peekable();
         if waiters.peek().is_some() {
             // The waiters read the value under the lock (it may be moved out
@@ -256,7 +286,12 @@ impl<A> JoinCell<A> {
                 }
                 None
             }
-            None => Some(state.waiters.push(f)),
+            None => Some(
+                state
+                    .waiters
+                    .get_or_insert_with(|| Box::new(WaiterList::new()))
+                    .push(f),
+            ),
         }
     }
 
@@ -278,7 +313,9 @@ impl<A> JoinCell<A> {
                 *waiter = None;
                 return Poll::Ready(read(value));
             }
-            if let Some(Waiter::Task(stored)) = waiter.and_then(|id| state.waiters.get_mut(id)) {
+            if let Some(Waiter::Task(stored)) =
+                waiter.and_then(|id| state.waiters.as_mut()?.get_mut(id))
+            {
                 if stored.will_wake(waker) {
                     return Poll::Pending;
                 }
@@ -293,10 +330,13 @@ impl<A> JoinCell<A> {
             drop(fresh);
             return Poll::Ready(out);
         }
-        let replaced = match waiter.and_then(|id| state.waiters.get_mut(id)) {
+        let replaced = match waiter.and_then(|id| state.waiters.as_mut()?.get_mut(id)) {
             Some(stored) => Some(core::mem::replace(stored, Waiter::Task(fresh))),
             None => {
-                *waiter = Some(state.waiters.push(Waiter::Task(fresh)));
+                let list = state
+                    .waiters
+                    .get_or_insert_with(|| Box::new(WaiterList::new()));
+                *waiter = Some(list.push(Waiter::Task(fresh)));
                 None
             }
         };
@@ -309,7 +349,7 @@ impl<A> JoinCell<A> {
     pub(crate) fn remove_waiter(&self, id: u64) {
         let removed = {
             let mut state = self.state.lock();
-            state.waiters.remove(id)
+            state.waiters.as_mut().and_then(|list| list.remove(id))
         };
         drop(removed);
     }
@@ -326,7 +366,11 @@ impl<A> JoinCell<A> {
 
     /// How many waiters are registered (for tests of cancellation).
     pub(crate) fn waiter_count(&self) -> usize {
-        self.state.lock().waiters.len()
+        self.state
+            .lock()
+            .waiters
+            .as_ref()
+            .map_or(0, |list| list.len())
     }
 }
 

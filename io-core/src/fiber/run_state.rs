@@ -77,11 +77,6 @@ pub(crate) enum Next {
     /// timer that fired is not affected); the finalizer runs if
     /// cancellation ends the suspension.
     ResumeUntil(Value),
-    /// The fiber started or stopped tracing in the middle of a turn: evaluate
-    /// this node in the other instantiation of the run-loop, with the steps
-    /// left of the turn's auto-yield budget (a switch is not a turn).
-    #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
-    Switch(Node, u32),
 }
 
 /// Why a fiber finalizes instead of completing normally (the panic message
