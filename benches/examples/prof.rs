@@ -288,6 +288,29 @@ fn mutex_resource() -> P {
     steps(move |i| m.lock().use_with(move |()| IO::pure(i)))
 }
 
+/// `N` fibers that each take the lock once and cede while holding it: all
+/// but the first wait (the contended path: queue, grant, hand-over).
+fn mutex_contended() -> P {
+    let m = spindle_core::Mutex::new();
+    IO::par_sequence(
+        (0..N)
+            .map(|i| m.with_lock(IO::cede().map(move |()| i)))
+            .collect(),
+    )
+    .map(|v| v.len() as i32)
+}
+
+/// `mutex_contended` through `lock().use_with`.
+fn mutex_resource_contended() -> P {
+    let m = spindle_core::Mutex::new();
+    IO::par_sequence(
+        (0..N)
+            .map(|i| m.lock().use_with(move |()| IO::cede().map(move |()| i)))
+            .collect(),
+    )
+    .map(|v| v.len() as i32)
+}
+
 fn deferred_get_done() -> P {
     let d = spindle_core::Deferred::<i32>::new();
     IO::defer(move || {
@@ -429,6 +452,8 @@ fn run_workload(name: &str) -> i32 {
         "ref_modify" => ref_modify,
         "mutex_lock" => mutex_lock,
         "mutex_resource" => mutex_resource,
+        "mutex_contended" => mutex_contended,
+        "mutex_resource_contended" => mutex_resource_contended,
         "deferred_get_done" => deferred_get_done,
         "queue_offer_take" => queue_offer_take,
         "steps_pure" => || steps(IO::pure),
