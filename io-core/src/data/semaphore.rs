@@ -40,6 +40,24 @@
 //! cancellation again: no masked region, no waiter, and the use runs with
 //! its caller's cancelability. The release is done while the finalizer is
 //! built, so it has no step of its own either.
+//!
+//! # Waiters nobody can wake
+//!
+//! A waiting fiber holds the semaphore only weakly (its cleanup's
+//! reference): the queue holds the waiter's callback, and so the fiber,
+//! and a strong reference back would be a cycle that nothing frees. The
+//! release that completes a waiter grants it under the queue's lock, and
+//! the grant hands it a strong reference together with its permits (its
+//! ticket, `waiters.rs`, "Holding what one waits on"): resumed, the fiber
+//! holds the semaphore while it holds the permit (`with_permit`,
+//! `with_lock`, `lock()`) and releases it to the fibers queued behind it,
+//! even if every other handle is gone by then; canceled before it resumes,
+//! its cleanup gives the permits back through that reference. So when the
+//! last handle of a semaphore (and every program built from one, and every
+//! holder of a permit) is gone, the semaphore is dropped with its queue,
+//! and the fibers waiting in it are freed without running their finalizers
+//! (`fiber/join.rs`, "Waits nobody can end", which also lists the cycles
+//! that reference counting cannot see).
 
 use core::fmt;
 
@@ -138,6 +156,12 @@ impl Releases for Arc<Shared> {
 }
 
 /// A counting semaphore for fibers (Cats Effect's `Semaphore`).
+///
+/// A fiber waiting for a permit does not keep the semaphore alive: once
+/// nothing else can release one (no handle, no holder), the semaphore is
+/// dropped and its waiting fibers are freed, their finalizers not run (a
+/// main fiber so blocked makes `block_on` return a deadlock error). See
+/// the module doc, "Waiters nobody can wake".
 ///
 /// ```
 /// use spindle_core::{IO, Semaphore};

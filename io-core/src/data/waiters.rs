@@ -262,6 +262,44 @@ mod tests {
     }
 
     #[test]
+    fn a_ticket_holds_nothing_while_waiting_and_a_strong_reference_once_granted() {
+        use super::{Claim, Ticket};
+        use crate::sync::Arc;
+        let owner = Arc::new(5u8);
+        let ticket = Ticket::new();
+        assert!(matches!(ticket.take(), Claim::Unasked));
+        ticket.waiting(3);
+        assert_eq!(
+            Arc::strong_count(&owner),
+            1,
+            "a waiting ticket holds nothing"
+        );
+        assert!(matches!(ticket.take(), Claim::Waiting(3)));
+        ticket.grant(&owner);
+        assert_eq!(
+            Arc::strong_count(&owner),
+            2,
+            "the grant hands over a reference"
+        );
+        let Claim::Granted(held) = ticket.take() else {
+            panic!("granted")
+        };
+        assert!(Arc::ptr_eq(&held, &owner));
+        assert!(matches!(ticket.take(), Claim::Ended), "taken once");
+        drop(held);
+        assert_eq!(Arc::strong_count(&owner), 1);
+    }
+
+    #[test]
+    fn a_weak_cleanup_keeps_nothing_alive() {
+        use crate::sync::Arc;
+        let owner = Arc::new(7u8);
+        let cleanup = super::cleanup_weakly::<_, (), _>(owner.clone(), |_| {});
+        assert_eq!(Arc::strong_count(&owner), 1);
+        drop(cleanup);
+    }
+
+    #[test]
     fn the_first_waiter_gets_a_buffer_of_one_entry() {
         let mut list = WaiterList::new();
         let id = list.push(1u8);
