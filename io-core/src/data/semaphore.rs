@@ -62,7 +62,7 @@
 use core::fmt;
 
 use super::permits::{MAX_PERMITS, Overflow, Permits, Waiting};
-use super::waiters::{Claim, Ticket};
+use super::waiters::{Claim, Ticket, cleanup_through};
 use crate::cancel::Poll;
 use crate::data::resource::Resource;
 use crate::erased::Value;
@@ -462,10 +462,9 @@ impl Semaphore {
             // the queue only by the semaphore's other holders.
             None
         });
-        let cleanup = IO::delay_untraced(move || {
-            // A semaphore gone meanwhile took the waiter with it (a granted
-            // waiter's ticket holds it: then it is not gone).
-            let Some(shared) = weak.upgrade() else { return };
+        // A semaphore gone meanwhile took the waiter with it (a granted
+        // waiter's ticket holds it: then it is not gone).
+        let cleanup = cleanup_through(weak, move |shared: &Arc<Shared>| {
             let held = {
                 // Under the queue's lock, so that no release grants this
                 // waiter between the read and the removal.

@@ -54,7 +54,7 @@
 use alloc::collections::VecDeque;
 
 use crate::io::IO;
-use crate::sync::{Arc, Mutex};
+use crate::sync::{Arc, Mutex, Weak};
 
 /// A wait's cancellation cleanup that holds `owner` weakly (module doc):
 /// `cleanup` runs with the owner if it is still alive when the wait is
@@ -69,8 +69,20 @@ where
 {
     let weak = crate::sync::downgrade(&owner);
     drop(owner);
+    cleanup_through(weak, cleanup)
+}
+
+/// [`cleanup_weakly`] given the weak reference (for a wait that gives its
+/// strong one to its registration).
+#[inline]
+pub(crate) fn cleanup_through<T, E, F>(owner: Weak<T>, cleanup: F) -> IO<(), E>
+where
+    T: Send + Sync + 'static,
+    E: Send + 'static,
+    F: FnOnce(&Arc<T>) + Send + 'static,
+{
     IO::delay_untraced(move || {
-        if let Some(owner) = weak.upgrade() {
+        if let Some(owner) = owner.upgrade() {
             cleanup(&owner);
         }
     })
