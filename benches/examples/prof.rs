@@ -311,6 +311,30 @@ fn mutex_resource_contended() -> P {
     .map(|v| v.len() as i32)
 }
 
+/// The suite's `Mutex.cancellation` shape: a holder keeps the lock while
+/// `N / 100` rounds of 100 fibers each start to wait for it and are
+/// canceled (the waiting path's registration and cleanup).
+fn mutex_cancellation() -> P {
+    let m = spindle_core::Mutex::new();
+    steps(move |i| {
+        if i % 100 != 0 {
+            return IO::pure(i);
+        }
+        let lockers = m.clone();
+        m.with_lock(IO::defer(move || {
+            let cancels = (0..100)
+                .map(|_| {
+                    lockers
+                        .with_lock(IO::<(), i32>::unit())
+                        .start()
+                        .flat_map(|fiber| IO::cede().product_r(fiber.cancel()))
+                })
+                .collect();
+            IO::par_sequence(cancels).map(move |_| i)
+        }))
+    })
+}
+
 fn deferred_get_done() -> P {
     let d = spindle_core::Deferred::<i32>::new();
     IO::defer(move || {
@@ -453,6 +477,7 @@ fn run_workload(name: &str) -> i32 {
         "mutex_lock" => mutex_lock,
         "mutex_resource" => mutex_resource,
         "mutex_contended" => mutex_contended,
+        "mutex_cancellation" => mutex_cancellation,
         "mutex_resource_contended" => mutex_resource_contended,
         "deferred_get_done" => deferred_get_done,
         "queue_offer_take" => queue_offer_take,
