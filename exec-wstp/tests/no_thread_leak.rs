@@ -73,6 +73,12 @@ fn dropping_the_runtime_stops_every_worker_and_blocking_thread() {
         let blocking = rt.metrics().blocking_threads;
         assert!(blocking >= 1, "round {round}: blocking threads started");
         // Workers are named `leakchk-<i>`, blocking threads `leakchk-blocking`.
+        // A thread names itself once it runs: a worker the program did not
+        // need may not have run yet, so the count is awaited (10 s at most).
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while named(WORKERS) < 4 + blocking && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
         assert!(
             named(WORKERS) >= 4 + blocking,
             "round {round}: {:?}",
