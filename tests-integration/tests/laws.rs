@@ -299,14 +299,19 @@ fn handler_fn() -> impl Strategy<Value = HandlerFn> {
     handler_fn_with(prog())
 }
 
-/// Checks `test` on 256 generated cases; panics with the shrunk
-/// counterexample on failure. Nothing is written to disk.
+/// Checks `test` on 256 generated cases (or `PROPTEST_CASES`, as proptest
+/// reads it: the instrumented run of `.ci/asan` checks fewer); panics with
+/// the shrunk counterexample on failure. Nothing is written to disk.
 fn check<S: Strategy>(strategy: S, test: impl Fn(S::Value) -> Result<(), TestCaseError>)
 where
     S::Value: std::fmt::Debug,
 {
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|cases| cases.parse().ok())
+        .unwrap_or(256);
     let config = Config {
-        cases: 256,
+        cases,
         failure_persistence: None,
         ..Config::default()
     };
