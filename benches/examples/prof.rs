@@ -288,6 +288,53 @@ fn mutex_resource() -> P {
     steps(move |i| m.lock().use_with(move |()| IO::pure(i)))
 }
 
+/// `N` fibers that each take the lock once and cede while holding it: all
+/// but the first wait (the contended path: queue, grant, hand-over).
+fn mutex_contended() -> P {
+    let m = spindle_core::Mutex::new();
+    IO::par_sequence(
+        (0..N)
+            .map(|i| m.with_lock(IO::cede().map(move |()| i)))
+            .collect(),
+    )
+    .map(|v| v.len() as i32)
+}
+
+/// `mutex_contended` through `lock().use_with`.
+fn mutex_resource_contended() -> P {
+    let m = spindle_core::Mutex::new();
+    IO::par_sequence(
+        (0..N)
+            .map(|i| m.lock().use_with(move |()| IO::cede().map(move |()| i)))
+            .collect(),
+    )
+    .map(|v| v.len() as i32)
+}
+
+/// The suite's `Mutex.cancellation` shape: a holder keeps the lock while
+/// `N / 100` rounds of 100 fibers each start to wait for it and are
+/// canceled (the waiting path's registration and cleanup).
+fn mutex_cancellation() -> P {
+    let m = spindle_core::Mutex::new();
+    steps(move |i| {
+        if i % 100 != 0 {
+            return IO::pure(i);
+        }
+        let lockers = m.clone();
+        m.with_lock(IO::defer(move || {
+            let cancels = (0..100)
+                .map(|_| {
+                    lockers
+                        .with_lock(IO::<(), i32>::unit())
+                        .start()
+                        .flat_map(|fiber| IO::cede().product_r(fiber.cancel()))
+                })
+                .collect();
+            IO::par_sequence(cancels).map(move |_| i)
+        }))
+    })
+}
+
 fn deferred_get_done() -> P {
     let d = spindle_core::Deferred::<i32>::new();
     IO::defer(move || {
@@ -429,6 +476,9 @@ fn run_workload(name: &str) -> i32 {
         "ref_modify" => ref_modify,
         "mutex_lock" => mutex_lock,
         "mutex_resource" => mutex_resource,
+        "mutex_contended" => mutex_contended,
+        "mutex_cancellation" => mutex_cancellation,
+        "mutex_resource_contended" => mutex_resource_contended,
         "deferred_get_done" => deferred_get_done,
         "queue_offer_take" => queue_offer_take,
         "steps_pure" => || steps(IO::pure),

@@ -444,6 +444,128 @@ rt_test! {
         assert_eq!((sem.available(), sem.waiting()), (2, 0));
     }
 
+    fn a_with_permit_waiter_whose_cancel_was_requested_before_its_grant_never_starts_its_body() {
+        // The holder requests the cancellation of every waiter (a canceler
+        // fiber each), then ends its use, whose release grants the first
+        // waiter the permit: on the single-threaded executors the grant
+        // reaches each waiter after its cancel was requested and before
+        // its cleanup ran (the race of a cancel storm, made deterministic);
+        // on the multi-threaded ones the release waits until the requests
+        // were made. A waiter whose cancel came first never starts its
+        // body, and every permit comes back.
+        const WAITERS: usize = 20;
+        for round in 0..5 {
+            let sem = semaphore(1);
+            let started = Counter::new();
+            let requested = Counter::new();
+            let (holder, waiters, counted) = (sem.clone(), sem.clone(), sem.clone());
+            let (st, rq) = (started.clone(), requested.clone());
+            let io: IO<(), E> = holder
+                .acquire()
+                .product_r(IO::traverse((0..WAITERS).collect(), move |_| {
+                    waiters.with_permit(st.incr_io::<E>()).start()
+                }))
+                .flat_map(move |handles| {
+                    let (rq2, hs) = (rq.clone(), handles);
+                    let cancels = hs.iter().map(|h| {
+                        let (h, rq) = (h.cancel_handle(), rq.clone());
+                        IO::defer(move || {
+                            rq.incr();
+                            h.cancel::<E>()
+                        })
+                        .start()
+                    });
+                    let cancels: Vec<_> = cancels.collect();
+                    eventually(move || counted.waiting() == WAITERS)
+                        .product_r(IO::sequence(cancels))
+                        .flat_map(move |cancelers| {
+                            // Each canceler makes its request in the step
+                            // after it counted itself.
+                            eventually(move || rq2.get() == WAITERS)
+                                .product_r(IO::sleep(Duration::from_millis(50)))
+                                .product_r(holder.release().void())
+                                .product_r(IO::traverse(cancelers, |c| c.join_void()))
+                                .product_r(IO::traverse(hs, |h| h.join_void()))
+                                .void()
+                        })
+                });
+            assert_eq!(run(io), Outcome::Succeeded(()));
+            assert_eq!(started.get(), 0, "round {round}: bodies of canceled waiters started");
+            assert_eq!(requested.get(), WAITERS);
+            assert_eq!((sem.available(), sem.waiting()), (1, 0), "round {round}");
+        }
+    }
+
+    fn with_permit_with_lock_and_lock_conserve_every_permit_under_a_cancel_storm() {
+        // Many fibers contend for 3 permits through `with_permit`, and for a
+        // mutex through `with_lock`, `lock().use_with` and a composed
+        // `lock()`; half of them are canceled at once, while they wait, as
+        // they are granted or while they hold. Afterwards every permit is
+        // back (a full acquire succeeds at once), nobody waits, and no more
+        // bodies ran at once than there are permits.
+        const FIBERS: usize = if cfg!(miri) { 40 } else { 2_000 };
+        const PERMITS: u64 = 3;
+        let sem = semaphore(PERMITS);
+        let mutex = spindle_core::Mutex::new();
+        let inside = Arc::new(AtomicUsize::new(0));
+        let most = Arc::new(AtomicUsize::new(0));
+        let locked = Arc::new(AtomicUsize::new(0));
+        let (s, m, i, mo, l) = (sem.clone(), mutex.clone(), inside.clone(), most.clone(), locked.clone());
+        let io: IO<(), E> = IO::traverse((0..FIBERS).collect(), move |n| {
+            let (i, mo, l) = (i.clone(), mo.clone(), l.clone());
+            let body: IO<(), E> = IO::delay(move || {
+                let now = i.fetch_add(1, Ordering::SeqCst) + 1;
+                mo.fetch_max(now, Ordering::SeqCst);
+            })
+            .product_r(IO::cede())
+            .guarantee(IO::delay({
+                let i = inside.clone();
+                move || {
+                    i.fetch_sub(1, Ordering::SeqCst);
+                }
+            }));
+            let lock_body: IO<(), E> = IO::delay(move || {
+                assert_eq!(l.fetch_add(1, Ordering::SeqCst), 0, "two fibers inside the mutex");
+            })
+            .product_r(IO::cede())
+            .guarantee(IO::delay({
+                let l = locked.clone();
+                move || {
+                    l.fetch_sub(1, Ordering::SeqCst);
+                }
+            }));
+            let program = match n % 4 {
+                0 => s.with_permit(body),
+                1 => m.with_lock(lock_body),
+                2 => m.lock().use_with(move |()| lock_body),
+                _ => m.lock().map(|_| ()).use_with(move |()| lock_body),
+            };
+            program.start()
+        })
+        .flat_map(|handles| {
+            let cancels = handles
+                .into_iter()
+                .enumerate()
+                .map(|(n, h)| {
+                    if n % 2 == 0 {
+                        IO::cede().product_r(h.cancel()).product_r(h.join_void())
+                    } else {
+                        h.join_void()
+                    }
+                })
+                .collect();
+            IO::par_sequence(cancels).void()
+        });
+        assert_eq!(run(io), Outcome::Succeeded(()));
+        assert!(most.load(Ordering::SeqCst) <= PERMITS as usize, "{most:?}");
+        assert_eq!((sem.available(), sem.waiting()), (PERMITS, 0));
+        assert_eq!(mutex.waiting(), 0);
+        let full: IO<bool, E> = sem.try_acquire_n(PERMITS);
+        assert_eq!(run(full), Outcome::Succeeded(true), "a full acquire succeeds at once");
+        let relock: IO<u32, E> = mutex.with_lock(IO::pure(1));
+        assert_eq!(run(relock), Outcome::Succeeded(1), "the mutex is free");
+    }
+
     fn many_canceled_waiters_leave_every_permit_in_place() {
         let sem = semaphore(2);
         let (w, counted, after) = (sem.clone(), sem.clone(), sem.clone());

@@ -14,8 +14,10 @@
 //! structure weakly: the waiter list holds the
 //! fiber, so a strong reference back would make a cycle that keeps a fiber
 //! nobody can wake, and its executor, forever; with it weak, dropping the
-//! last handle of a structure frees the fibers waiting on it
-//! (`fiber/join.rs`, "Waits nobody can end", also says where this cannot
+//! last handle of a structure frees the fibers waiting on it. A wait that
+//! is granted something it must pass on (a semaphore's permit) is handed a
+//! strong reference with it (`waiters.rs`, "Holding what one waits on";
+//! `fiber/join.rs`, "Waits nobody can end", also says where this cannot
 //! be known). Credits: the shapes follow Cats
 //! Effect's `std` and `kernel` data types; no code is copied.
 

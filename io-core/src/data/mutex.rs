@@ -3,7 +3,11 @@
 //! A binary [`Semaphore`]: `lock` is a [`Resource`] that holds the single
 //! permit for its scope; waiting for it is cancelable and gives nothing
 //! away when canceled; the permit is released exactly once, whatever the
-//! outcome of the scope (error, cancellation, panic).
+//! outcome of the scope (error, cancellation, panic). A fiber waiting for
+//! the lock holds the mutex weakly, and is handed a strong reference with
+//! the lock (`semaphore.rs`, "Waiters nobody can wake"): fibers waiting
+//! for a mutex that nobody else can reach (no handle, and no holder) are
+//! freed with it.
 
 use core::fmt;
 
@@ -19,6 +23,10 @@ super::trace_ops! {
 }
 
 /// Mutual exclusion between fibers.
+///
+/// A fiber waiting for the lock does not keep the mutex alive: once no
+/// handle and no holder is left, the mutex is dropped and the fibers
+/// waiting for it are freed, their finalizers not run.
 ///
 /// ```
 /// use spindle_core::{IO, Mutex};

@@ -56,8 +56,9 @@ pub(crate) struct Overflow;
 pub(crate) trait Waiting {
     /// Permits it still misses (at least 1 while it is queued).
     fn missing(&self) -> usize;
-    /// Gives it `n` permits (`n <= missing()`), under the lock; it is woken
-    /// (returned by the release) once it misses none.
+    /// Gives it `n` permits (`n <= missing()`), under the lock; once it
+    /// misses none, it is taken out of the queue and handed to the
+    /// release's `woken`, still under the lock.
     fn give(&mut self, n: usize);
 }
 
@@ -128,9 +129,10 @@ impl<W: Waiting> Permits<W> {
     }
 
     /// Gives a permit back: to the count if nobody waits (one
-    /// compare-and-swap); otherwise to the first waiter, which is returned
-    /// (through `woken`) to be woken outside the lock once it has all it
-    /// wants. `Err(Overflow)`, with nothing changed, if the count is at
+    /// compare-and-swap); otherwise to the first waiter, which is taken
+    /// out of the queue and handed to `woken` once it has all it wants
+    /// (under the queue's lock, right after the release that completed it:
+    /// a cleanup that takes the lock sees it either queued or granted). `Err(Overflow)`, with nothing changed, if the count is at
     /// [`MAX_PERMITS`] already.
     #[inline]
     pub(crate) fn release(&self, woken: impl FnMut(W)) -> Result<(), Overflow> {
@@ -141,9 +143,9 @@ impl<W: Waiting> Permits<W> {
         }
     }
 
-    /// Gives `n` permits back: to the waiters in arrival order, each woken
-    /// (through `woken`, to be woken outside the lock) once it has all it
-    /// wants, and what nobody waits for to the count. `Err(Overflow)`,
+    /// Gives `n` permits back: to the waiters in arrival order, each handed
+    /// to `woken` (under the lock, as by [`Permits::release`]) once it has
+    /// all it wants, and what nobody waits for to the count. `Err(Overflow)`,
     /// with nothing changed, if the count would pass [`MAX_PERMITS`].
     pub(crate) fn release_n(&self, n: usize, woken: impl FnMut(W)) -> Result<(), Overflow> {
         if n == 0 {

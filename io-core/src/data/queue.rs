@@ -86,7 +86,7 @@
 use alloc::collections::VecDeque;
 use core::fmt;
 
-use super::waiters::WaiterList;
+use super::waiters::{WaiterList, cleanup_weakly};
 use crate::erased::Value;
 use crate::fiber::{Callback, RawCallback};
 use crate::io::IO;
@@ -796,14 +796,10 @@ impl<A: Send + 'static> Queue<A> {
                 callback: cb.into_raw(),
             });
             drop(state);
-            // The cleanup holds the queue weakly (`fiber/join.rs`, "Waits
-            // nobody can end"): a queue gone meanwhile took the waiter with it.
-            let queue = crate::sync::downgrade(&shared);
-            drop(shared);
-            Some(IO::delay_untraced(move || {
-                if let Some(shared) = queue.upgrade() {
-                    shared.cancel_rendezvous(id);
-                }
+            // The cleanup holds the queue weakly (`waiters.rs`): a queue
+            // gone meanwhile took the waiter with it.
+            Some(cleanup_weakly(shared, move |shared| {
+                shared.cancel_rendezvous(id)
             }))
         })
     }
@@ -920,14 +916,10 @@ impl<A: Send + 'static> Queue<A> {
                 closable,
             });
             drop(state);
-            // The cleanup holds the queue weakly (`fiber/join.rs`, "Waits
-            // nobody can end"): a queue gone meanwhile took the waiter with it.
-            let queue = crate::sync::downgrade(&shared);
-            drop(shared);
-            Some(IO::delay_untraced(move || {
-                if let Some(shared) = queue.upgrade() {
-                    shared.cancel_taker(id);
-                }
+            // The cleanup holds the queue weakly (`waiters.rs`): a queue
+            // gone meanwhile took the waiter with it.
+            Some(cleanup_weakly(shared, move |shared| {
+                shared.cancel_taker(id)
             }))
         })
         .map_untraced(move |handed| out(handed.receive()))

@@ -216,15 +216,18 @@ impl<A: Send + 'static, E: Send + 'static> Resource<A, E> {
                 value,
                 site,
             } => {
-                let release = permit.clone();
-                make_full_allocate_at::<Named<Lock>, _, _, _, _>(
-                    site,
-                    move |poll| {
-                        poll.apply_untraced(permit.acquire_untraced())
-                            .map_untraced(move |()| value)
-                    },
-                    move |_, _| release.release_untraced(),
-                )
+                // The release holds the semaphore that the acquisition hands
+                // over, not a handle captured while it waits: a fiber waiting
+                // for a lock nobody else can reach is freed with it
+                // (`waiters.rs`, "Holding what one waits on").
+                allocate_at::<Named<Lock>, _, _, _>(site, move |poll| {
+                    permit
+                        .acquire_held_untraced(poll)
+                        .map_untraced(move |held: Semaphore| Allocated {
+                            value,
+                            release: Box::new(move |_, _| held.release_untraced()),
+                        })
+                })
             }
         }
     }

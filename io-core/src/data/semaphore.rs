@@ -40,15 +40,35 @@
 //! cancellation again: no masked region, no waiter, and the use runs with
 //! its caller's cancelability. The release is done while the finalizer is
 //! built, so it has no step of its own either.
+//!
+//! # Waiters nobody can wake
+//!
+//! A waiting fiber holds the semaphore only weakly (its cleanup's
+//! reference): the queue holds the waiter's callback, and so the fiber,
+//! and a strong reference back would be a cycle that nothing frees. The
+//! release that completes a waiter grants it under the queue's lock, and
+//! the grant hands it a strong reference together with its permits (its
+//! ticket, `waiters.rs`, "Holding what one waits on"): resumed, the fiber
+//! holds the semaphore while it holds the permit (`with_permit`,
+//! `with_lock`, `lock()`) and releases it to the fibers queued behind it,
+//! even if every other handle is gone by then; canceled before it resumes,
+//! its cleanup gives the permits back through that reference. So when the
+//! last handle of a semaphore (and every program built from one, and every
+//! holder of a permit) is gone, the semaphore is dropped with its queue,
+//! and the fibers waiting in it are freed without running their finalizers
+//! (`fiber/join.rs`, "Waits nobody can end", which also lists the cycles
+//! that reference counting cannot see).
 
 use core::fmt;
 
 use super::permits::{MAX_PERMITS, Overflow, Permits, Waiting};
+use super::waiters::{Claim, Ticket, cleanup_through};
+use crate::cancel::Poll;
 use crate::data::resource::Resource;
 use crate::erased::Value;
 use crate::fiber::{Callback, RawCallback};
 use crate::io::IO;
-use crate::sync::{Arc, Mutex};
+use crate::sync::Arc;
 use crate::tracing::{Internal, NO_SITE, Named, OpMeta, Site, here};
 
 // The operations as traces name them.
@@ -65,9 +85,10 @@ super::trace_ops! {
 struct Waiter {
     /// Resumes the waiting fiber (with `()`).
     callback: RawCallback,
-    /// Set to `Granted` under the queue's lock when a release gives this
-    /// waiter its last missing permit.
-    ticket: Arc<Mutex<Ticket>>,
+    /// Granted (with a strong reference to the semaphore) under the
+    /// queue's lock when a release gives this waiter its last missing
+    /// permit (`wake`).
+    ticket: Arc<Ticket<Shared>>,
     /// The permits it asked for.
     wanted: usize,
     /// The permits given to it so far (by `take_or_wait_n` and releases).
@@ -81,17 +102,21 @@ impl Waiting for Waiter {
 
     fn give(&mut self, n: usize) {
         self.got += n;
-        if self.got == self.wanted {
-            // From the grant on, the permits are the waiter's: if its fiber
-            // was canceled meanwhile, its cleanup gives them back.
-            *self.ticket.lock() = Ticket::Granted;
-        }
     }
 }
 
-/// Wakes a waiter that has all its permits (outside the lock: completing
-/// schedules the fiber).
-fn wake(waiter: Waiter) {
+/// Grants a waiter that has all its permits, and wakes it: called under
+/// the queue's lock by the release that gave it its last permit
+/// (`permits.rs`), which holds `shared`. From the grant on, the permits
+/// and a strong reference to the semaphore are the waiter's
+/// (`waiters.rs`, "Holding what one waits on"): resumed, its fiber holds
+/// the semaphore while it holds the permits; canceled meanwhile, its
+/// cleanup gives them back through that reference.
+fn wake(shared: &Arc<Shared>, waiter: Waiter) {
+    waiter.ticket.grant(shared);
+    // The fiber, suspended until the callback completes, holds its own
+    // references to the ticket: this one is never the last.
+    drop(waiter.ticket);
     let _ = waiter.callback.complete(Ok(Value::unit()));
 }
 
@@ -99,17 +124,25 @@ fn wake(waiter: Waiter) {
 /// a permit given back with nobody waiting, without a lock).
 type Shared = Permits<Waiter>;
 
-impl Shared {
+/// The releases, on the semaphore's `Arc`: a release that grants a waiter
+/// hands it a strong reference (`wake`).
+trait Releases {
+    fn release_one(&self) -> Result<(), Overflow>;
+    fn release_many(&self, n: usize) -> Result<(), Overflow>;
+    fn give_back(&self, n: usize);
+}
+
+impl Releases for Arc<Shared> {
     /// Gives one permit back: to the first waiter, or to the count.
     #[inline]
     fn release_one(&self) -> Result<(), Overflow> {
-        self.release(wake)
+        self.release(|waiter| wake(self, waiter))
     }
 
     /// Gives `n` permits back: to the waiters in arrival order, then to
     /// the count.
     fn release_many(&self, n: usize) -> Result<(), Overflow> {
-        self.release_n(n, wake)
+        self.release_n(n, |waiter| wake(self, waiter))
     }
 
     /// Gives back permits that a fiber of this semaphore took (a `with_permit`
@@ -122,19 +155,13 @@ impl Shared {
     }
 }
 
-/// How an `acquire` ended, for its cancellation cleanup.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Ticket {
-    /// Has not asked yet (canceled before its registration ran): holds
-    /// nothing.
-    Unasked,
-    /// Queued with this id (possibly with some permits in its entry).
-    Waiting(u64),
-    /// Took all its permits.
-    Granted,
-}
-
 /// A counting semaphore for fibers (Cats Effect's `Semaphore`).
+///
+/// A fiber waiting for a permit does not keep the semaphore alive: once
+/// nothing else can release one (no handle, no holder), the semaphore is
+/// dropped and its waiting fibers are freed, their finalizers not run (a
+/// main fiber so blocked makes `block_on` return a deadlock error). See
+/// the module doc, "Waiters nobody can wake".
 ///
 /// ```
 /// use spindle_core::{IO, Semaphore};
@@ -282,9 +309,19 @@ impl Semaphore {
         self.acquire_at::<Named<Acquire>, E>(here())
     }
 
-    /// [`Semaphore::acquire`] for io-core's own nodes (no trace event).
-    pub(crate) fn acquire_untraced<E: Send + 'static>(&self) -> IO<(), E> {
-        self.acquire_at::<Internal, E>(NO_SITE)
+    /// A permit, waited for (cancelably where `poll`, of the caller's masked
+    /// region, unmasks) and taken, with a handle to the semaphore to release
+    /// it: what a lock's composed allocation holds (`Resource`'s
+    /// `into_allocate`), instead of a handle captured while it waits
+    /// (`waiters.rs`, "Holding what one waits on").
+    pub(crate) fn acquire_held_untraced<E: Send + 'static>(&self, poll: Poll) -> IO<Semaphore, E> {
+        let shared = self.shared.clone();
+        IO::defer_untraced(move || {
+            if shared.try_take() {
+                return IO::pure(Semaphore { shared });
+            }
+            Semaphore::acquire_slow_held(shared, poll).map_untraced(|shared| Semaphore { shared })
+        })
     }
 
     fn acquire_at<M: OpMeta, E: Send + 'static>(&self, site: Option<Site>) -> IO<(), E> {
@@ -368,51 +405,83 @@ impl Semaphore {
     /// `acquire` (of `n` permits, at least 1) when it may have to wait.
     fn acquire_slow<E: Send + 'static>(shared: Arc<Shared>, n: usize) -> IO<(), E> {
         IO::uncancelable_untraced(move |poll| {
-            let ticket = Arc::new(Mutex::new(Ticket::Unasked));
-            let (t1, t2) = (ticket.clone(), ticket);
-            // The cleanup holds the semaphore weakly (`fiber/join.rs`, "Waits
-            // nobody can end"): one gone meanwhile took the waiter with it.
-            let (s1, s2) = (shared.clone(), crate::sync::downgrade(&shared));
-            drop(shared);
-            let wait: IO<(), E> = IO::from_callback_untraced(move |cb: Callback<(), E>| {
-                let mut queue = s1.queue();
-                let took = queue.take_or_wait_n(n);
-                if took == n {
-                    *t1.lock() = Ticket::Granted;
-                    drop(queue);
-                    cb.succeed(());
-                } else {
-                    let ticket = t1.clone();
-                    let id = queue.push(Waiter {
-                        callback: cb.into_raw(),
-                        ticket: t1,
-                        wanted: n,
-                        got: took,
-                    });
-                    *ticket.lock() = Ticket::Waiting(id);
-                }
-                None
-            });
-            let cleanup = IO::delay_untraced(move || {
-                let Some(s2) = s2.upgrade() else { return };
-                let held = {
-                    // Under the queue's lock, so that no release pops this
-                    // waiter between the two reads.
-                    let mut queue = s2.queue();
-                    match *t2.lock() {
-                        Ticket::Unasked => 0,
-                        // Still queued: what it gathered so far.
-                        Ticket::Waiting(id) => queue.remove(id).map_or(0, |waiter| waiter.got),
-                        Ticket::Granted => n,
-                    }
-                };
-                if held > 0 {
-                    // The permits were ours already: give them back.
-                    s2.give_back(held);
-                }
-            });
-            poll.apply_untraced(wait).on_cancel_untraced(cleanup)
+            Semaphore::wait_for(shared, n, Arc::new(Ticket::new()), poll)
         })
+    }
+
+    /// `acquire` of one permit when it may have to wait, producing the
+    /// strong reference to the semaphore that its grant handed over
+    /// (`waiters.rs`, "Holding what one waits on"), for the release.
+    /// Returned masked: the caller installs the release before it unmasks.
+    fn acquire_slow_held<E: Send + 'static>(shared: Arc<Shared>, poll: Poll) -> IO<Arc<Shared>, E> {
+        let ticket = Arc::new(Ticket::new());
+        let granted = ticket.clone();
+        Semaphore::wait_for(shared, 1, ticket, poll).flat_map_untraced(move |()| {
+            match granted.take() {
+                Claim::Granted(held) => IO::pure(held),
+                // The wait ends only once granted, and only the cleanup of a
+                // canceled wait (which then does not come here) takes the
+                // ticket too: never reached.
+                Claim::Unasked | Claim::Waiting(_) | Claim::Ended => IO::never_untraced(),
+            }
+        })
+    }
+
+    /// The wait for `n` permits (at least 1), cancelable by `poll` (that of
+    /// the caller's masked region), its cleanup run masked: takes them at once or queues
+    /// a waiter with `ticket`, which the grant fills. While it waits, only
+    /// its cleanup refers to the semaphore, and weakly (`fiber/join.rs`,
+    /// "Waits nobody can end"): a semaphore nobody else can reach is freed
+    /// with its waiters.
+    fn wait_for<E: Send + 'static>(
+        shared: Arc<Shared>,
+        n: usize,
+        ticket: Arc<Ticket<Shared>>,
+        poll: Poll,
+    ) -> IO<(), E> {
+        let t1 = ticket.clone();
+        let weak = crate::sync::downgrade(&shared);
+        let wait: IO<(), E> = IO::from_callback_untraced(move |cb: Callback<(), E>| {
+            let mut queue = shared.queue();
+            let took = queue.take_or_wait_n(n);
+            if took == n {
+                t1.grant(&shared);
+                drop(queue);
+                cb.succeed(());
+            } else {
+                let ticket = t1.clone();
+                let id = queue.push(Waiter {
+                    callback: cb.into_raw(),
+                    ticket: t1,
+                    wanted: n,
+                    got: took,
+                });
+                ticket.waiting(id);
+            }
+            // `shared` is dropped here: the waiter is held by the queue,
+            // the queue only by the semaphore's other holders.
+            None
+        });
+        // A semaphore gone meanwhile took the waiter with it (a granted
+        // waiter's ticket holds it: then it is not gone).
+        let cleanup = cleanup_through(weak, move |shared: &Arc<Shared>| {
+            let held = {
+                // Under the queue's lock, so that no release grants this
+                // waiter between the read and the removal.
+                let mut queue = shared.queue();
+                match ticket.take() {
+                    Claim::Unasked | Claim::Ended => 0,
+                    // Still queued: what it gathered so far.
+                    Claim::Waiting(id) => queue.remove(id).map_or(0, |waiter| waiter.got),
+                    Claim::Granted(_) => n,
+                }
+            };
+            if held > 0 {
+                // The permits were ours already: give them back.
+                shared.give_back(held);
+            }
+        });
+        poll.apply_untraced(wait).on_cancel_untraced(cleanup)
     }
 
     /// Returns a permit (to the first waiter, or to the pool).
@@ -556,16 +625,14 @@ impl Semaphore {
                 return Semaphore::holding_at::<L, _, _>(lock_site, shared, used);
             }
             IO::uncancelable_untraced(move |poll| {
-                // Strongly: once granted, this fiber is the one that gives
-                // the permit back to the fibers queued behind it (a weak
-                // reference here lost them when the last handle went while
-                // the permit was on its way: `par_traverse_n`'s hang).
-                let held = shared.clone();
-                poll.apply_untraced(Semaphore::acquire_slow(shared, 1))
-                    .flat_map_untraced(move |()| {
-                        let used = Semaphore::build_holding(&held, &value, f);
-                        Semaphore::holding_at::<L, _, _>(lock_site, held, poll.apply_untraced(used))
-                    })
+                // Weakly while it waits, strongly once granted: the grant
+                // hands this fiber the semaphore with the permit, so that it
+                // gives the permit on to the fibers queued behind it even if
+                // every other handle is gone by then (`waiters.rs`).
+                Semaphore::acquire_slow_held(shared, poll).flat_map_untraced(move |held| {
+                    let used = Semaphore::build_holding(&held, &value, f);
+                    Semaphore::holding_at::<L, _, _>(lock_site, held, poll.apply_untraced(used))
+                })
             })
         })
     }
@@ -579,7 +646,7 @@ impl Semaphore {
     {
         /// Gives the permit back when dropped (by unwinding only: it is
         /// forgotten once `f` has returned).
-        struct GiveBack<'a>(&'a Shared);
+        struct GiveBack<'a>(&'a Arc<Shared>);
         impl Drop for GiveBack<'_> {
             fn drop(&mut self) {
                 self.0.give_back(1);

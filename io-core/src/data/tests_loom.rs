@@ -2,10 +2,11 @@
 //! racing `on_value` (a `get` registering its waiter), `remove_waiter` (a
 //! canceled `get` leaving) and a second `complete`; and of a semaphore's
 //! permit word (`data::permits`): takes and releases without the lock
-//! racing waiters that queue and leave; and of `Signal`'s protocol
-//! (`data::signal::Core`): a signal racing a wait's registration, its
-//! cancellation, a second signal, and a cancellation that must pass the
-//! wake-up on.
+//! racing waiters that queue and leave, and a grant that hands the waiter
+//! a strong reference (`data::waiters::Ticket`) racing its cancellation;
+//! and of `Signal`'s protocol (`data::signal::Core`): a signal racing a
+//! wait's registration, its cancellation, a second signal, and a
+//! cancellation that must pass the wake-up on.
 //! `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p spindle-core --lib --release -- loom`.
 //!
 //! Every waiter is a closure that counts its calls and the drops of what it
@@ -19,6 +20,7 @@ use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use loom::thread;
 
 use crate::data::permits::{Permits, Waiting};
+use crate::data::waiters::{Claim, Ticket};
 use crate::fiber::join::{JoinCell as Cell, Waiter};
 
 /// Counts a waiter's calls (and the values it saw) and its drop.
@@ -592,4 +594,86 @@ mod signal {
             );
         });
     }
+}
+
+// ----- Handing the semaphore over with its permit (`waiters.rs`) --------------
+
+/// A waiter of the model as `Semaphore` queues it: a [`Ticket`] that the
+/// release that completes it grants, under the queue's lock, with a strong
+/// reference to the permits.
+struct Ticketed {
+    got: bool,
+    ticket: Arc<Ticket<Permits<Ticketed>>>,
+}
+
+impl Waiting for Ticketed {
+    fn missing(&self) -> usize {
+        usize::from(!self.got)
+    }
+
+    fn give(&mut self, n: usize) {
+        self.got |= n > 0;
+    }
+}
+
+/// A release as `Semaphore`'s: the waiter it completes is granted, with a
+/// strong reference, while the queue is still locked.
+fn release_granting(permits: &Arc<Permits<Ticketed>>) {
+    permits
+        .release(|waiter| waiter.ticket.grant(permits))
+        .expect("no overflow in the model");
+}
+
+/// A queued waiter is canceled while the holder releases the only permit
+/// and then lets go of its handle: the cleanup either removes the waiter
+/// (the permit went to the count) or finds it granted, and then gives the
+/// permit back through the reference the grant handed it. The permit is
+/// back exactly once, nobody is queued, and the ticket is taken once.
+#[test]
+fn loom_a_waiter_canceled_as_it_is_granted_gives_the_permit_back_through_its_grant() {
+    loom::model(|| {
+        // The only permit is held by this thread.
+        let permits = Arc::new(Permits::<Ticketed>::new(0));
+        let ticket = Arc::new(Ticket::new());
+        {
+            let mut queue = permits.queue();
+            assert_eq!(queue.take_or_wait_n(1), 0);
+            let id = queue.push(Ticketed {
+                got: false,
+                ticket: ticket.clone(),
+            });
+            ticket.waiting(id);
+        }
+        // The cleanup holds the permits weakly (strongly under loom).
+        let weak = crate::sync::downgrade(&permits);
+        let cleanup = {
+            let ticket = ticket.clone();
+            thread::spawn(move || {
+                let Some(permits) = weak.upgrade() else {
+                    return;
+                };
+                let claim = {
+                    let mut queue = permits.queue();
+                    match ticket.take() {
+                        Claim::Waiting(id) => {
+                            assert!(queue.remove(id).is_some(), "waiting means queued");
+                            None
+                        }
+                        Claim::Granted(owner) => Some(owner),
+                        Claim::Unasked | Claim::Ended => panic!("the ticket is taken once"),
+                    }
+                };
+                if let Some(owner) = claim {
+                    release_granting(&owner);
+                }
+            })
+        };
+        release_granting(&permits);
+        cleanup.join().unwrap();
+
+        assert!(matches!(ticket.take(), Claim::Ended));
+        assert_eq!(permits.available(), 1);
+        assert_eq!(permits.queue().len(), 0);
+        assert!(permits.try_take(), "the permit can be taken");
+    });
 }

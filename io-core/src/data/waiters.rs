@@ -13,8 +13,130 @@
 //! The first waiter of an empty list gets a buffer of exactly one entry: a
 //! deferred or fiber handle awaited by one fiber (the common case) costs one
 //! small allocation, not a node of a tree or a four-entry buffer.
+//!
+//! # Holding what one waits on: weakly while waiting, strongly once granted
+//!
+//! A waiter in a structure's list holds its fiber (through its callback),
+//! and the fiber holds its wait's cancellation cleanup. If that cleanup
+//! held the structure strongly, a fiber waiting on a structure nobody else
+//! can reach would keep itself alive through the structure forever (a cycle
+//! of reference counts; `fiber/join.rs`, "Waits nobody can end"). So:
+//!
+//! * [`cleanup_weakly`] makes a wait's cleanup that holds the structure
+//!   *weakly*, and lets go of the strong reference it is given: a
+//!   structure gone by the time the wait is canceled took the waiter with
+//!   it, and there is nothing to clean up (`Queue`'s take and offer waits;
+//!   `Deferred` and `join` do the same through `fiber/join.rs`'s
+//!   `CellOwner`).
+//! * A [`Ticket`] is for a wait that is *granted* something it must pass
+//!   on later (a semaphore's permit, which the granted fiber releases to
+//!   the fibers queued behind it). While the fiber waits, its ticket says
+//!   `Waiting(id)` and holds nothing: the structure is held only weakly, by
+//!   the cleanup. The grant, made under the structure's lock by a fiber
+//!   that holds the structure strongly (the releaser), puts a strong
+//!   reference in the ticket ([`Ticket::grant`]) together with what it
+//!   grants. From then on the granted fiber owns both: resumed, it takes
+//!   the reference out ([`Ticket::take`]) to hold the structure while it
+//!   holds the permit, and to release it; canceled before it resumes, its
+//!   cleanup finds `Granted` and gives the permit back through that
+//!   reference. Nothing is lost (the reference cannot be gone when the
+//!   permit has to be given back) and nothing is duplicated (the ticket is
+//!   taken once, under the structure's lock, by whichever of the cleanup and
+//!   the continuation runs; `take` leaves `Ended`).
+//!
+//! The ticket never makes a cycle: the list holds a waiter's ticket only
+//! while it is `Waiting` (and then it holds nothing); the grant pops the
+//! waiter first. A fiber that its executor drops (at shutdown) between its
+//! grant and its resumption runs no cleanup, and the permit it was granted
+//! is not given back, as a permit held by a fiber dropped in the middle of
+//! `with_permit` is not (finalizers do not run on a dropped fiber).
 
 use alloc::collections::VecDeque;
+
+use crate::io::IO;
+use crate::sync::{Arc, Mutex, Weak};
+
+/// A wait's cancellation cleanup that holds `owner` weakly (module doc):
+/// `cleanup` runs with the owner if it is still alive when the wait is
+/// canceled; a gone owner took the waiter with it. The strong `owner` is
+/// dropped here.
+#[inline]
+pub(crate) fn cleanup_weakly<T, E, F>(owner: Arc<T>, cleanup: F) -> IO<(), E>
+where
+    T: Send + Sync + 'static,
+    E: Send + 'static,
+    F: FnOnce(&Arc<T>) + Send + 'static,
+{
+    let weak = crate::sync::downgrade(&owner);
+    drop(owner);
+    cleanup_through(weak, cleanup)
+}
+
+/// [`cleanup_weakly`] given the weak reference (for a wait that gives its
+/// strong one to its registration).
+#[inline]
+pub(crate) fn cleanup_through<T, E, F>(owner: Weak<T>, cleanup: F) -> IO<(), E>
+where
+    T: Send + Sync + 'static,
+    E: Send + 'static,
+    F: FnOnce(&Arc<T>) + Send + 'static,
+{
+    IO::delay_untraced(move || {
+        if let Some(owner) = owner.upgrade() {
+            cleanup(&owner);
+        }
+    })
+}
+
+/// Where a granted wait stands (module doc, "Holding what one waits on").
+pub(crate) enum Claim<T> {
+    /// Has not registered yet (canceled before its registration ran):
+    /// holds nothing.
+    Unasked,
+    /// Listed under this id; holds nothing (possibly part of what it
+    /// waits for, counted in its entry).
+    Waiting(u64),
+    /// Granted: the grant, and a strong reference to the structure it
+    /// came from, are the fiber's.
+    Granted(Arc<T>),
+    /// Taken by the continuation or the cleanup.
+    Ended,
+}
+
+/// A granted wait's claim, shared by its list entry, its cleanup and its
+/// continuation (module doc). `T` is the structure waited on.
+pub(crate) struct Ticket<T> {
+    claim: Mutex<Claim<T>>,
+}
+
+impl<T> Ticket<T> {
+    /// A ticket of a wait that has not registered yet.
+    pub(crate) fn new() -> Self {
+        Ticket {
+            claim: Mutex::new(Claim::Unasked),
+        }
+    }
+
+    /// The wait is listed under `id` (under the structure's lock).
+    pub(crate) fn waiting(&self, id: u64) {
+        *self.claim.lock() = Claim::Waiting(id);
+    }
+
+    /// Grants the wait, handing it a strong reference to `owner` (under the
+    /// structure's lock, by a fiber that holds `owner`; or at registration,
+    /// when what it wants is there at once).
+    pub(crate) fn grant(&self, owner: &Arc<T>) {
+        *self.claim.lock() = Claim::Granted(owner.clone());
+    }
+
+    /// Takes the claim, leaving `Ended`: called once, by the continuation
+    /// (after the wait ended) or by the cleanup (under the structure's
+    /// lock, so that no grant comes between its read and its removal of
+    /// the entry).
+    pub(crate) fn take(&self) -> Claim<T> {
+        core::mem::replace(&mut *self.claim.lock(), Claim::Ended)
+    }
+}
 
 /// Waiters in arrival order, removable by id.
 pub(crate) struct WaiterList<T> {
@@ -164,6 +286,44 @@ mod tests {
         assert_eq!(rest, [2, 4, 5, 6, 7, 8]);
         assert!(list.is_empty());
         assert_eq!(list.pop(), None);
+    }
+
+    #[test]
+    fn a_ticket_holds_nothing_while_waiting_and_a_strong_reference_once_granted() {
+        use super::{Claim, Ticket};
+        use crate::sync::Arc;
+        let owner = Arc::new(5u8);
+        let ticket = Ticket::new();
+        assert!(matches!(ticket.take(), Claim::Unasked));
+        ticket.waiting(3);
+        assert_eq!(
+            Arc::strong_count(&owner),
+            1,
+            "a waiting ticket holds nothing"
+        );
+        assert!(matches!(ticket.take(), Claim::Waiting(3)));
+        ticket.grant(&owner);
+        assert_eq!(
+            Arc::strong_count(&owner),
+            2,
+            "the grant hands over a reference"
+        );
+        let Claim::Granted(held) = ticket.take() else {
+            panic!("granted")
+        };
+        assert!(Arc::ptr_eq(&held, &owner));
+        assert!(matches!(ticket.take(), Claim::Ended), "taken once");
+        drop(held);
+        assert_eq!(Arc::strong_count(&owner), 1);
+    }
+
+    #[test]
+    fn a_weak_cleanup_keeps_nothing_alive() {
+        use crate::sync::Arc;
+        let owner = Arc::new(7u8);
+        let cleanup = super::cleanup_weakly::<_, (), _>(owner.clone(), |_| {});
+        assert_eq!(Arc::strong_count(&owner), 1);
+        drop(cleanup);
     }
 
     #[test]

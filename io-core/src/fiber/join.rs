@@ -51,16 +51,19 @@
 //! keeps a cycle if it is reachable from them: a continuation of the
 //! waiting fiber that captures a clone of the `Deferred` (or a handle of
 //! the fiber it joins) keeps it, and so itself, alive, as does a waiting
-//! fiber's `FiberHandle` kept by a fiber that waits for it. A fiber that
-//! holds a permit of a `Semaphore` or a `Mutex` (inside `with_permit`,
-//! `with_lock`, `lock()`) keeps it until it releases it, and so does one
-//! that *waits* in `with_permit`, `with_lock` or `lock()`: once granted,
-//! it is the one that gives the permit on to the fibers queued behind it,
-//! and between the grant and its resumption nothing else may hold the
-//! semaphore. So a fiber waiting for a mutex whose holder never ends, one
-//! that waits for a mutex it holds, and two that wait for each other's are
-//! such cycles; only a bare `Semaphore::acquire` waits weakly (its caller
-//! releases through its own handle). The
+//! fiber's `FiberHandle` kept by a fiber that waits for it. Every wait for
+//! a permit (`Semaphore::acquire`, `acquire_n`, `with_permit`, `permit()`,
+//! `Mutex::with_lock`, `lock()`, used or composed) holds its semaphore
+//! weakly while it waits, and the grant hands the fiber a strong reference
+//! with the permit (`data/waiters.rs`, "Holding what one waits on"): a
+//! fiber waiting for a semaphore or a mutex that nobody else can reach is
+//! freed with it. A fiber that *holds* a permit (inside `with_permit`,
+//! `with_lock`, `lock()`) keeps the semaphore until it releases it: a
+//! fiber waiting for a mutex whose holder never ends, one that waits for a
+//! mutex it holds itself, and two that wait for each other's are such
+//! cycles (a holder that is itself freed, because it waits on what nobody
+//! can reach, lets go of it, and the fibers waiting for it are freed
+//! next). The
 //! combinators that keep their children to cancel them (`race`, `both`,
 //! `par_sequence` and their variants) hold them strongly while they wait
 //! for them, and the children hold the parent's callback: a parent racing
