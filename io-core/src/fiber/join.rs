@@ -95,11 +95,11 @@ use core::task::{Poll, Waker};
 
 use super::callback::RawCallback;
 use super::raw::{RawFiberRef, WeakFiberRef};
-use crate::data::waiters::WaiterList;
-use crate::pool::PoolBox;
+use crate::data::waiters::{WaiterId, WaiterList};
 use crate::erased::Value;
 use crate::io::IO;
 use crate::outcome::Outcome;
+use crate::pool::PoolBox;
 use crate::sync::Mutex;
 use crate::tracing::{ChildTraces, OpMeta, Site};
 
@@ -311,7 +311,7 @@ impl<A> JoinCell<A> {
 
     /// Calls `f` with the value now if there is one (returns `None`), or
     /// registers it as a waiter (returns its id).
-    pub(crate) fn on_value(&self, f: Waiter<A>) -> Option<u64> {
+    pub(crate) fn on_value(&self, f: Waiter<A>) -> Option<WaiterId> {
         let mut state = self.state.lock();
         match &mut *state {
             CellState::Done(value) => {
@@ -322,7 +322,10 @@ impl<A> JoinCell<A> {
                 }
                 None
             }
-            CellState::Waiting(list) => Some(list.get_or_insert_with(|| PoolBox::new(WaiterList::new())).push(f)),
+            CellState::Waiting(list) => Some(
+                list.get_or_insert_with(|| PoolBox::new(WaiterList::new()))
+                    .push(f),
+            ),
         }
     }
 
@@ -333,7 +336,7 @@ impl<A> JoinCell<A> {
     /// the lock (they are user code).
     pub(crate) fn poll_value<R>(
         &self,
-        waiter: &mut Option<u64>,
+        waiter: &mut Option<WaiterId>,
         waker: &Waker,
         read: impl FnOnce(&mut A) -> R,
     ) -> Poll<R> {
@@ -344,9 +347,7 @@ impl<A> JoinCell<A> {
                 *waiter = None;
                 return Poll::Ready(read(value));
             }
-            if let Some(Waiter::Task(stored)) =
-                waiter.and_then(|id| state.waiters()?.get_mut(id))
-            {
+            if let Some(Waiter::Task(stored)) = waiter.and_then(|id| state.waiters()?.get_mut(id)) {
                 if stored.will_wake(waker) {
                     return Poll::Pending;
                 }
@@ -378,7 +379,7 @@ impl<A> JoinCell<A> {
     }
 
     /// Removes a waiter that has not been woken (its reader was canceled).
-    pub(crate) fn remove_waiter(&self, id: u64) {
+    pub(crate) fn remove_waiter(&self, id: WaiterId) {
         let removed = {
             let mut state = self.state.lock();
             state.waiters().and_then(|list| list.remove(id))

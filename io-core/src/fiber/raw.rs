@@ -436,11 +436,7 @@ impl<X: Executor> Fiber<X> {
     ) -> Fiber<X> {
         let traces = crate::tracing::fiber_traces(traced, executor.config());
         let id = executor.next_fiber_id();
-        let core = Core::new(
-            node,
-            on_complete,
-            crate::tracing::FiberTracing::new(traces),
-        );
+        let core = Core::new(node, on_complete, crate::tracing::FiberTracing::new(traces));
         let fiber = Fiber {
             inner: Arc::new(FiberInner {
                 header: Header::new(id),

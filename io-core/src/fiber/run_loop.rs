@@ -680,7 +680,9 @@ fn run_loop<X: Executor, const TRACING: bool>(
             }
             Kind::Poll(bind) => {
                 let (source, k) = bind.into_parts();
-                if k.poll.unmasks(core.current_poll_owner(), core.mask_depth()) && core.ending.is_none() {
+                if k.poll.unmasks(core.current_poll_owner(), core.mask_depth())
+                    && core.ending.is_none()
+                {
                     // The poll of this fiber's innermost region: unmask its
                     // source. Any other poll runs its source as it is.
                     core.unmask();

@@ -165,6 +165,7 @@ fn fresh_poll_owner() -> usize {
 impl Core {
     /// A fiber's run state, about to evaluate `node`; its outcome goes to
     /// `on_complete`, or without one to its join state.
+    #[inline]
     pub(super) fn new(
         node: Node,
         on_complete: Option<Completion>,
@@ -269,7 +270,8 @@ impl Core {
     }
 
     fn cold(&mut self) -> &mut Cold {
-        self.cold.get_or_insert_with(|| crate::pool::PoolBox::new(Cold::default()))
+        self.cold
+            .get_or_insert_with(|| crate::pool::PoolBox::new(Cold::default()))
     }
 
     /// Starts finalizing after a panic (unless already finalizing).
