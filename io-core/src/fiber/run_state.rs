@@ -81,7 +81,7 @@ pub(crate) enum Next {
 }
 
 /// Why a fiber finalizes instead of completing normally (the panic message
-/// itself is in [`Cold`]).
+/// itself is in [`Rare`]).
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Ending {
     Canceled,
@@ -102,6 +102,16 @@ pub(crate) struct Cold {
     /// Mask levels beyond `u16::MAX` ([`Core::masks`]); 0 for any program
     /// that nests fewer regions.
     deep_masks: u32,
+    /// The rarer rest, made when first needed: a fiber with a completion
+    /// callback or a poll owner keeps a small `Cold` (a block of the pool)
+    /// and no `Rare`.
+    rare: Option<alloc::boxed::Box<Rare>>,
+}
+
+/// What a fiber needs only after a panic, a suppressed finalizer error, or
+/// an error from a traced child fiber.
+#[derive(Default)]
+struct Rare {
     /// The message of the panic the fiber finalizes after.
     panic: Option<crate::outcome::PanicMessage>,
     /// Errors of finalizers that could not be propagated (the fiber was
@@ -117,8 +127,8 @@ pub(crate) struct Cold {
 /// combinator raises again after a child failed with it: `race`, `both`,
 /// `par_sequence`, `join_with_never`; see `ChildTraces`).
 ///
-/// Kept in [`Cold`], made when a first such error is raised: a fiber whose
-/// errors never came from a traced child pays one check of `Core::cold` per
+/// Kept in [`Rare`] (inside [`Cold`]), made when a first such error is raised: a fiber whose
+/// errors never came from a traced child pays one check of `Core::cold` (and its `rare`) per
 /// error step (`Core::before_unwind_error`) and per finalizer that an error
 /// reaches, nothing per other step. The invariant: `in_flight` is not
 /// empty only while the error it belongs to is in flight (a `Cause` mark
@@ -269,6 +279,18 @@ impl Core {
         }
     }
 
+    fn rare(&mut self) -> &mut Rare {
+        self.cold().rare.get_or_insert_with(Default::default)
+    }
+
+    fn rare_mut(&mut self) -> Option<&mut Rare> {
+        self.cold.as_mut()?.rare.as_deref_mut()
+    }
+
+    fn rare_ref(&self) -> Option<&Rare> {
+        self.cold.as_ref()?.rare.as_deref()
+    }
+
     fn cold(&mut self) -> &mut Cold {
         self.cold
             .get_or_insert_with(|| crate::pool::PoolBox::new(Cold::default()))
@@ -278,7 +300,7 @@ impl Core {
     pub(super) fn set_panicked(&mut self, message: crate::outcome::PanicMessage) {
         if self.ending.is_none() {
             self.ending = Some(Ending::Panicked);
-            self.cold().panic = Some(message);
+            self.rare().panic = Some(message);
         }
         // An error in flight, if any, is dropped.
         self.error_dropped();
@@ -288,7 +310,7 @@ impl Core {
     /// `Cause` mark).
     #[cfg(feature = "tracing")]
     pub(super) fn set_cause(&mut self, traces: ChildTraces) {
-        self.cold().causes.in_flight = traces;
+        self.rare().causes.in_flight = traces;
     }
 
     /// An error is about to pop frames (`unwind_error`, in the run-loop's
@@ -308,7 +330,7 @@ impl Core {
     #[inline(always)]
     pub(super) fn before_unwind_error(&mut self) {
         #[cfg(feature = "tracing")]
-        if self.cold.is_some() {
+        if self.rare_ref().is_some() {
             self.handler_takes_cause();
         }
     }
@@ -325,7 +347,7 @@ impl Core {
                 Tag::HandleErrorWith | Tag::Fold | Tag::FoldWith
             )),
         });
-        if let (Some(true), Some(cold)) = (handler, &mut self.cold) {
+        if let (Some(true), Some(cold)) = (handler, self.rare_mut()) {
             cold.causes.handled = core::mem::take(&mut cold.causes.in_flight);
         }
     }
@@ -336,7 +358,7 @@ impl Core {
     #[inline(always)]
     pub(super) fn error_dropped(&mut self) {
         #[cfg(feature = "tracing")]
-        if let Some(cold) = &mut self.cold {
+        if let Some(cold) = self.rare_mut() {
             cold.causes.in_flight = ChildTraces::none();
         }
     }
@@ -348,7 +370,7 @@ impl Core {
         #[cfg(feature = "tracing")]
         {
             let frame = self.stack.len();
-            if let Some(cold) = &mut self.cold {
+            if let Some(cold) = self.rare_mut() {
                 cold.park(frame);
             }
         }
@@ -367,7 +389,7 @@ impl Core {
         #[cfg(feature = "tracing")]
         {
             let frame = self.stack.len();
-            if let Some(cold) = &mut self.cold {
+            if let Some(cold) = self.rare_mut() {
                 cold.unpark(frame, restore);
             }
         }
@@ -378,7 +400,7 @@ impl Core {
     #[inline(always)]
     pub(super) fn take_cause(&mut self) -> ChildTraces {
         #[cfg(feature = "tracing")]
-        if let Some(cold) = &mut self.cold {
+        if let Some(cold) = self.rare_mut() {
             cold.causes.handled = ChildTraces::none();
             cold.causes.parked = Vec::new();
             return core::mem::take(&mut cold.causes.in_flight);
@@ -390,21 +412,19 @@ impl Core {
     /// `trace_errors`' snapshot).
     #[cfg(feature = "tracing")]
     pub(super) fn take_handled_cause(&mut self) -> ChildTraces {
-        self.cold
-            .as_mut()
+        self.rare_mut()
             .map(|cold| core::mem::take(&mut cold.causes.handled))
             .unwrap_or_default()
     }
 
     /// Keeps a finalizer error that could not be propagated.
     pub(super) fn suppress(&mut self, error: Value) {
-        self.cold().suppressed.push(error);
+        self.rare().suppressed.push(error);
     }
 
     /// Takes the suppressed errors (when the fiber completes).
     pub(super) fn take_suppressed(&mut self) -> Vec<Value> {
-        self.cold
-            .as_mut()
+        self.rare_mut()
             .map(|cold| core::mem::take(&mut cold.suppressed))
             .unwrap_or_default()
     }
@@ -414,8 +434,7 @@ impl Core {
         match self.ending {
             Some(Ending::Canceled) => Outcome::Canceled,
             Some(Ending::Panicked) => Outcome::Panicked(
-                self.cold
-                    .as_ref()
+                self.rare_ref()
                     .and_then(|cold| cold.panic.clone())
                     .unwrap_or_else(|| crate::outcome::PanicMessage::new("")),
             ),
@@ -425,7 +444,7 @@ impl Core {
 }
 
 #[cfg(feature = "tracing")]
-impl Cold {
+impl Rare {
     #[cold]
     #[inline(never)]
     fn park(&mut self, frame: usize) {
