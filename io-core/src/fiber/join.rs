@@ -119,7 +119,7 @@ pub(crate) enum Waiter<A> {
     /// Any reader (the loom models' probes): reads the value, and returns
     /// the fiber to resume, if any.
     #[cfg(all(loom, test))]
-    Call(Box<dyn FnOnce(&A) -> Option<Wake> + Send>),
+    Call(alloc::boxed::Box<dyn FnOnce(&A) -> Option<Wake> + Send>),
 }
 
 impl<A> Waiter<A> {
