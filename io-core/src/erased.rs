@@ -73,10 +73,26 @@ pub(crate) const fn fits_huge_block<T>() -> bool {
         && mem::align_of::<T>() <= crate::pool::HUGE_BLOCK.align()
 }
 
+/// Whether payloads too large for the word go to the pool's blocks: only
+/// with `std`, whose pool keeps per-thread free lists. Without it, a block
+/// comes from the global allocator like a `Box`, but with the block's size:
+/// a payload of two words took a four-word block (a suspended fiber's wait
+/// cleanup, on the firmware: 16 bytes instead of 8), so there each payload
+/// is boxed at its own size.
+const POOL: bool = cfg!(feature = "std");
+
+/// Whether a `T` too large for the word goes to a pooled block.
+#[inline(always)]
+const fn pooled_block<T>() -> bool {
+    POOL && fits_block::<T>()
+}
+
 /// The pool class of a `T` that fits no smaller block (`None`: boxed).
 #[inline(always)]
 const fn outer_class<T>() -> Option<crate::pool::Class> {
-    if fits_large_block::<T>() {
+    if !POOL {
+        None
+    } else if fits_large_block::<T>() {
         Some(crate::pool::Class::Large)
     } else if fits_huge_block::<T>() {
         Some(crate::pool::Class::Huge)
@@ -94,7 +110,7 @@ pub(crate) fn store<T>(t: T) -> Word {
         // SAFETY: `T` fits in the word in size and alignment (checked just
         // above), and the word is uninitialised, so nothing is overwritten.
         unsafe { ptr::write(word.as_mut_ptr().cast::<T>(), t) };
-    } else if fits_block::<T>() {
+    } else if pooled_block::<T>() {
         let block = crate::pool::allocate().cast::<T>();
         // SAFETY: a fresh block, large and aligned enough for `T` (checked).
         unsafe { block.as_ptr().write(t) };
@@ -120,7 +136,7 @@ pub(crate) unsafe fn load<T>(word: Word) -> T {
     if fits_inline::<T>() {
         // SAFETY: by the precondition the word holds an inline `T`.
         unsafe { ptr::read(word.as_ptr().cast::<T>()) }
-    } else if fits_block::<T>() {
+    } else if pooled_block::<T>() {
         // SAFETY: by the precondition the word holds a pooled block with a
         // `T` in it, read once; the block is then released, never reused here.
         unsafe {

@@ -253,6 +253,96 @@ mod cache {
     }
 }
 
+/// An owned `T` in a block of the pool, as a `Box` holds one in its own
+/// allocation: for the small structures made and dropped on hot paths
+/// whose size is not a node's (a joined fiber's waiter list, a fiber's
+/// rarely used state), so that making one is, with `std`, a thread-local
+/// pointer swap rather than a `malloc`. A `T` that fits no block (or any
+/// `T` without `std`, where the pool keeps no free lists and a block would
+/// only be larger than the `T`) is in a `Box`.
+pub(crate) struct PoolBox<T> {
+    ptr: NonNull<T>,
+    _owns: core::marker::PhantomData<T>,
+}
+
+// SAFETY: a `PoolBox` owns its `T` as a `Box` does.
+unsafe impl<T: Send> Send for PoolBox<T> {}
+// SAFETY: as above: shared access gives only `&T`.
+unsafe impl<T: Sync> Sync for PoolBox<T> {}
+
+impl<T> PoolBox<T> {
+    /// The class of the `T`'s block; `None`: a `Box`.
+    const CLASS: Option<Class> = if !cfg!(feature = "std") {
+        None
+    } else if fits(BLOCK, Layout::new::<T>()) {
+        Some(Class::Small)
+    } else if fits(LARGE_BLOCK, Layout::new::<T>()) {
+        Some(Class::Large)
+    } else if fits(HUGE_BLOCK, Layout::new::<T>()) {
+        Some(Class::Huge)
+    } else {
+        None
+    };
+
+    /// Moves `t` into a block (or a `Box`).
+    #[inline]
+    pub(crate) fn new(t: T) -> Self {
+        let ptr = match Self::CLASS {
+            Some(class) => {
+                let block = allocate_in(class).cast::<T>();
+                // SAFETY: a fresh block of `class`, large and aligned enough
+                // for a `T` (checked by `CLASS`).
+                unsafe { block.as_ptr().write(t) };
+                block
+            }
+            None => NonNull::from(alloc::boxed::Box::leak(alloc::boxed::Box::new(t))),
+        };
+        PoolBox {
+            ptr,
+            _owns: core::marker::PhantomData,
+        }
+    }
+}
+
+/// Whether a value of `layout` fits in a block of `block`.
+const fn fits(block: Layout, layout: Layout) -> bool {
+    layout.size() <= block.size() && layout.align() <= block.align()
+}
+
+impl<T> core::ops::Deref for PoolBox<T> {
+    type Target = T;
+    #[inline(always)]
+    fn deref(&self) -> &T {
+        // SAFETY: the `T` is alive and owned by this box until its drop.
+        unsafe { self.ptr.as_ref() }
+    }
+}
+
+impl<T> core::ops::DerefMut for PoolBox<T> {
+    #[inline(always)]
+    fn deref_mut(&mut self) -> &mut T {
+        // SAFETY: as above, and `&mut self` makes the access unique.
+        unsafe { self.ptr.as_mut() }
+    }
+}
+
+impl<T> Drop for PoolBox<T> {
+    #[inline]
+    fn drop(&mut self) {
+        match Self::CLASS {
+            // SAFETY: `new` wrote the `T` into a block of `class` (the same
+            // `CLASS`); it is dropped once here, and the block is not used
+            // again.
+            Some(class) => unsafe {
+                core::ptr::drop_in_place(self.ptr.as_ptr());
+                release_in(class, self.ptr.cast());
+            },
+            // SAFETY: made by `Box::leak` in `new`, freed once here.
+            None => drop(unsafe { alloc::boxed::Box::from_raw(self.ptr.as_ptr()) }),
+        }
+    }
+}
+
 /// Reuse of fiber stacks: a fiber that completes, or suspends with an
 /// empty continuation stack, leaves the stack's buffer to its thread, and
 /// the next fiber to run there with no buffer takes it. Programs of many
@@ -316,5 +406,53 @@ pub(crate) mod stacks {
             return;
         }
         drop(stack);
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::{Class, PoolBox};
+    use alloc::sync::Arc;
+    use core::sync::atomic::{AtomicUsize, Ordering};
+
+    /// Counts its drops.
+    struct Counted(Arc<AtomicUsize>, [usize; 2]);
+
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn a_pool_box_holds_its_value_and_drops_it_once() {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let mut small = PoolBox::new(Counted(drops.clone(), [1, 2]));
+        small.1[0] = 7;
+        assert_eq!(small.1, [7, 2]);
+        // Too large for any block: a `Box`, with the same behaviour.
+        let large = PoolBox::new((Counted(drops.clone(), [3, 4]), [0u8; 1024]));
+        assert_eq!(large.0.1, [3, 4]);
+        drop(small);
+        assert_eq!(drops.load(Ordering::SeqCst), 1);
+        drop(large);
+        assert_eq!(drops.load(Ordering::SeqCst), 2);
+    }
+
+    #[test]
+    fn a_pool_box_takes_the_smallest_block_that_fits_and_a_box_beyond() {
+        assert!(matches!(PoolBox::<[usize; 2]>::CLASS, Some(Class::Small)));
+        assert!(matches!(
+            PoolBox::<[usize; 7]>::CLASS,
+            Some(Class::Large | Class::Huge)
+        ));
+        assert!(PoolBox::<[u8; 4096]>::CLASS.is_none());
+        // A block freed by one box is taken again by the next.
+        let first = PoolBox::new([1usize, 2]);
+        let at = (&*first as *const [usize; 2]).addr();
+        drop(first);
+        let second = PoolBox::new([3usize, 4]);
+        assert_eq!((&*second as *const [usize; 2]).addr(), at);
+        assert_eq!(*second, [3, 4]);
     }
 }

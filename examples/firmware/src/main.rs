@@ -530,13 +530,18 @@ fn program() -> IO<bool, Traced<Error>> {
                 heap_per_suspended_fiber(16).flat_map(move |bytes| {
                     say!("heap per suspended fiber: ", bytes, " bytes");
                     interrupt_wake_ups(1, WAKE_UPS).map(move |woken| {
-                        // The budget holds with tracing compiled out; a
-                        // fiber that traces also has its ring of events.
+                        // The budget: 128 bytes per suspended fiber with
+                        // tracing compiled out. A fiber that traces also
+                        // has its ring of 16 events (128 bytes here) and
+                        // the ring's header and listing: that budget (256)
+                        // is not met yet, so the check is today's size, to
+                        // catch a regression.
+                        let budget = if cfg!(feature = "tracing") { 312 } else { 128 };
                         v == 42
                             && waited >= 10
                             && r == 7
                             && bytes > 0
-                            && (cfg!(feature = "tracing") || bytes < 256)
+                            && bytes <= budget
                             && woken
                     })
                 })

@@ -36,7 +36,7 @@
 //!
 //! Loom checks the protocol with plain waiters (`tests_loom.rs`).
 
-use super::waiters::WaiterList;
+use super::waiters::{WaiterId, WaiterList};
 use crate::sync::{AtomicUsize, Mutex, MutexGuard, Ordering};
 
 /// The flag of the permit word: waiters are queued.
@@ -268,13 +268,13 @@ impl<W> Queue<'_, W> {
 
     /// Queues `waiter` last (after [`Queue::take_or_wait_n`] said not
     /// enough); returns its id, for [`Queue::remove`].
-    pub(crate) fn push(&mut self, waiter: W) -> u64 {
+    pub(crate) fn push(&mut self, waiter: W) -> WaiterId {
         self.waiters.push(waiter)
     }
 
     /// Takes the waiter `id` out of the queue, if it is still there (a
     /// canceled waiter leaving).
-    pub(crate) fn remove(&mut self, id: u64) -> Option<W> {
+    pub(crate) fn remove(&mut self, id: WaiterId) -> Option<W> {
         self.waiters.remove(id)
     }
 

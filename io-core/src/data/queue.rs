@@ -86,7 +86,7 @@
 use alloc::collections::VecDeque;
 use core::fmt;
 
-use super::waiters::{WaiterList, cleanup_weakly};
+use super::waiters::{WaiterId, WaiterList, cleanup_weakly};
 use crate::erased::Value;
 use crate::fiber::{Callback, RawCallback};
 use crate::io::IO;
@@ -474,7 +474,7 @@ impl<A: Send + 'static> Shared<A> {
 
     /// A canceled taker's cleanup: leave the queue if still queued (if not,
     /// an offerer popped it and gives its element to another taker).
-    fn cancel_taker(&self, id: u64) {
+    fn cancel_taker(&self, id: WaiterId) {
         let removed = self
             .state
             .lock()
@@ -487,14 +487,14 @@ impl<A: Send + 'static> Shared<A> {
     /// A canceled bounded offerer's cleanup: leave the queue if still
     /// queued (if not, a take promised it a place, and the promise, given
     /// back or dropped, goes to the next offerer).
-    fn cancel_offerer(&self, id: u64) {
+    fn cancel_offerer(&self, id: WaiterId) {
         let removed = self.state.lock().offerers.remove(id);
         drop(removed);
     }
 
     /// A canceled synchronous offerer's cleanup: leave the queue (the
     /// element was never offered) unless a taker already took it.
-    fn cancel_rendezvous(&self, id: u64) {
+    fn cancel_rendezvous(&self, id: WaiterId) {
         let removed = self.state.lock().rendezvous.remove(id);
         drop(removed);
     }

@@ -87,7 +87,7 @@
 
 use core::fmt;
 
-use super::waiters::WaiterList;
+use super::waiters::{WaiterId, WaiterList};
 use crate::erased::Value;
 use crate::fiber::{Callback, RawCallback};
 use crate::io::IO;
@@ -204,7 +204,7 @@ impl<T, W: Wake> Core<T, W> {
     /// Lists `waiter` if the slot is empty (its id, for the removal), or
     /// gives it back if the value is there (module doc, rule 2). The fiber
     /// side: sweeps spent entries first.
-    pub(crate) fn register(&self, waiter: W) -> Result<u64, W> {
+    pub(crate) fn register(&self, waiter: W) -> Result<WaiterId, W> {
         self.sweep();
         self.state.with(|state| {
             if state.value.is_some() {
@@ -221,7 +221,7 @@ impl<T, W: Wake> Core<T, W> {
     /// Removes the waiter `id` if it is still listed (a canceled wait),
     /// and sweeps spent entries; `true` if it was listed. What is removed
     /// is dropped outside the lock (the fiber side).
-    pub(crate) fn deregister(&self, id: u64) -> bool {
+    pub(crate) fn deregister(&self, id: WaiterId) -> bool {
         let removed = self.state.with(|state| state.waiters.remove(id));
         let listed = removed.is_some();
         drop(removed);

@@ -10,6 +10,18 @@
 //! and would grow (each sweep is paid for by the removals that made the
 //! tombstones, or by the growth it replaces).
 //!
+//! Ids are 32 bits ([`WaiterId`]): an entry is 24 bytes on 32-bit targets
+//! instead of 32 (and a wait's cleanup, which keeps its id, 8 instead of
+//! 16). They wrap after 2^32 waits on one structure, so "sorted" means
+//! sorted by distance from the front entry's id (`id - front`, wrapping):
+//! entries are pushed in id order, so that distance grows from 0 at the
+//! front to the back, across a wrap as anywhere else, as long as the list
+//! spans fewer than 2^32 ids (it holds fewer than 2^32 entries). An id
+//! older than the front entry's is at a distance larger than the back's,
+//! and is not found. The one id that could be taken for another is a
+//! removal that comes 2^32 waits late: a canceled wait's cleanup that runs
+//! after 4 billion other waits on the same structure since its own.
+//!
 //! The first waiter of an empty list gets a buffer of exactly one entry: a
 //! deferred or fiber handle awaited by one fiber (the common case) costs one
 //! small allocation, not a node of a tree or a four-entry buffer.
@@ -95,7 +107,7 @@ pub(crate) enum Claim<T> {
     Unasked,
     /// Listed under this id; holds nothing (possibly part of what it
     /// waits for, counted in its entry).
-    Waiting(u64),
+    Waiting(WaiterId),
     /// Granted: the grant, and a strong reference to the structure it
     /// came from, are the fiber's.
     Granted(Arc<T>),
@@ -118,7 +130,7 @@ impl<T> Ticket<T> {
     }
 
     /// The wait is listed under `id` (under the structure's lock).
-    pub(crate) fn waiting(&self, id: u64) {
+    pub(crate) fn waiting(&self, id: WaiterId) {
         *self.claim.lock() = Claim::Waiting(id);
     }
 
@@ -138,10 +150,13 @@ impl<T> Ticket<T> {
     }
 }
 
+/// The id of a listed waiter: 32 bits, wrapping (module doc).
+pub(crate) type WaiterId = u32;
+
 /// Waiters in arrival order, removable by id.
 pub(crate) struct WaiterList<T> {
-    entries: VecDeque<(u64, Option<T>)>,
-    next_id: u64,
+    entries: VecDeque<(WaiterId, Option<T>)>,
+    next_id: WaiterId,
 }
 
 impl<T> WaiterList<T> {
@@ -154,7 +169,7 @@ impl<T> WaiterList<T> {
     }
 
     /// Adds a waiter at the back; returns its id.
-    pub(crate) fn push(&mut self, waiter: T) -> u64 {
+    pub(crate) fn push(&mut self, waiter: T) -> WaiterId {
         if self.entries.len() == self.entries.capacity() {
             if self.entries.capacity() == 0 {
                 self.entries.reserve_exact(1);
@@ -163,7 +178,7 @@ impl<T> WaiterList<T> {
             }
         }
         let id = self.next_id;
-        self.next_id += 1;
+        self.next_id = self.next_id.wrapping_add(1);
         self.entries.push_back((id, Some(waiter)));
         id
     }
@@ -191,8 +206,8 @@ impl<T> WaiterList<T> {
 
     /// Removes the waiter `id` if it is still listed, and returns it (for the
     /// caller to drop once its lock is released).
-    pub(crate) fn remove(&mut self, id: u64) -> Option<T> {
-        let index = self.entries.binary_search_by_key(&id, |(id, _)| *id).ok()?;
+    pub(crate) fn remove(&mut self, id: WaiterId) -> Option<T> {
+        let index = self.find(id)?;
         let waiter = self.entries[index].1.take();
         // Keep the ends free of tombstones, so that `is_empty` and `pop` stay
         // cheap for the usual one-waiter list.
@@ -206,9 +221,20 @@ impl<T> WaiterList<T> {
     }
 
     /// The waiter `id`, if it is still listed.
-    pub(crate) fn get_mut(&mut self, id: u64) -> Option<&mut T> {
-        let index = self.entries.binary_search_by_key(&id, |(id, _)| *id).ok()?;
+    pub(crate) fn get_mut(&mut self, id: WaiterId) -> Option<&mut T> {
+        let index = self.find(id)?;
         self.entries[index].1.as_mut()
+    }
+
+    /// The index of the entry `id`: a binary search by distance from the
+    /// front entry's id, which grows along the list across a wrap of the
+    /// ids (module doc).
+    fn find(&self, id: WaiterId) -> Option<usize> {
+        let front = self.entries.front()?.0;
+        let distance = id.wrapping_sub(front);
+        self.entries
+            .binary_search_by_key(&distance, |(id, _)| id.wrapping_sub(front))
+            .ok()
     }
 
     /// The listed waiters, oldest first, in place (no allocation, no
@@ -269,13 +295,13 @@ impl<T> WaiterList<T> {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    use super::WaiterList;
+    use super::{WaiterId, WaiterList};
     use alloc::vec::Vec;
 
     #[test]
     fn waiters_come_out_in_arrival_order_without_the_removed_ones() {
         let mut list = WaiterList::new();
-        let ids: Vec<u64> = (0..10).map(|i| list.push(i)).collect();
+        let ids: Vec<WaiterId> = (0..10).map(|i| list.push(i)).collect();
         assert_eq!(list.remove(ids[3]), Some(3));
         assert_eq!(list.remove(ids[0]), Some(0));
         assert_eq!(list.remove(ids[9]), Some(9));
@@ -327,6 +353,54 @@ mod tests {
     }
 
     #[test]
+    fn ids_that_wrap_around_still_find_remove_and_order_their_waiters() {
+        let mut list = WaiterList::new();
+        // As after 2^32 - 3 earlier waits on one structure.
+        list.next_id = WaiterId::MAX - 2;
+        let ids: Vec<WaiterId> = (0..8).map(|i| list.push(i)).collect();
+        assert_eq!(
+            ids[..4],
+            [WaiterId::MAX - 2, WaiterId::MAX - 1, WaiterId::MAX, 0]
+        );
+        // Found on both sides of the wrap, by removal and by lookup.
+        assert_eq!(list.remove(ids[4]), Some(4));
+        assert_eq!(list.remove(ids[1]), Some(1));
+        assert_eq!(list.get_mut(ids[3]).copied(), Some(3));
+        assert_eq!(list.get_mut(ids[2]).copied(), Some(2));
+        assert_eq!(list.remove(ids[4]), None, "a second removal finds nothing");
+        // Ids older than the front, and ids not handed out yet, are not found.
+        assert_eq!(list.remove(ids[0]), Some(0));
+        assert_eq!(list.remove(ids[0]), None);
+        assert_eq!(list.get_mut(ids[0]), None);
+        assert_eq!(list.get_mut(ids[7].wrapping_add(1)), None);
+        assert_eq!(list.get_mut(WaiterId::MAX - 10), None);
+        // Arrival order is kept across the wrap.
+        assert_eq!(list.pop(), Some(2));
+        let rest: Vec<i32> = list.take_all().collect();
+        assert_eq!(rest, [3, 5, 6, 7]);
+    }
+
+    #[test]
+    fn a_cancel_storm_across_the_wrap_of_the_ids_removes_every_waiter() {
+        let mut list = WaiterList::new();
+        list.next_id = WaiterId::MAX - 100;
+        let n = if cfg!(miri) { 150 } else { 1000 };
+        let ids: Vec<WaiterId> = (0..n).map(|i| list.push(i)).collect();
+        // Every other waiter leaves, from the back, then the rest in a
+        // scrambled order: each removal finds its own waiter.
+        for (i, id) in ids.iter().enumerate().rev().step_by(2) {
+            assert_eq!(list.remove(*id), Some(i), "waiter {i}");
+        }
+        let mut left: Vec<usize> = (0..n).rev().skip(1).step_by(2).collect();
+        assert_eq!(list.len(), left.len());
+        left.sort_by_key(|i| (i * 7919) % 1009);
+        for i in left {
+            assert_eq!(list.remove(ids[i]), Some(i), "waiter {i}");
+        }
+        assert!(list.is_empty());
+    }
+
+    #[test]
     fn the_first_waiter_gets_a_buffer_of_one_entry() {
         let mut list = WaiterList::new();
         let id = list.push(1u8);
@@ -342,7 +416,11 @@ mod tests {
         assert_eq!(list.take_all().count(), 1);
         assert_eq!(list.remove(id), None);
         let later = list.push(2);
-        assert!(later > id, "ids keep increasing after the list was emptied");
+        assert_eq!(
+            later,
+            id.wrapping_add(1),
+            "ids keep increasing after the list was emptied"
+        );
         assert_eq!(list.pop(), Some(2));
     }
 
@@ -361,7 +439,7 @@ mod tests {
         }
         assert!(list.entries.capacity() <= 4, "{}", list.entries.capacity());
         // Removals in the middle leave tombstones; pushing sweeps them.
-        let ids: Vec<u64> = (0..64).map(|i| list.push(i)).collect();
+        let ids: Vec<WaiterId> = (0..64).map(|i| list.push(i)).collect();
         for id in &ids[..63] {
             assert!(list.remove(*id).is_some());
         }

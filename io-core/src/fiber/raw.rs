@@ -19,7 +19,7 @@ use alloc::vec::Vec;
 use super::callback::RawCallback;
 use super::header::Header;
 use super::id::FiberId;
-use super::run_state::{CompleteK, Completion, Core, Next};
+use super::run_state::{CompleteK, Completion, Core};
 use super::state::TransitionToCancelRequested;
 use crate::erased::ErasedFn;
 use crate::executor::Executor;
@@ -436,17 +436,7 @@ impl<X: Executor> Fiber<X> {
     ) -> Fiber<X> {
         let traces = crate::tracing::fiber_traces(traced, executor.config());
         let id = executor.next_fiber_id();
-        let core = Core {
-            next: Next::Node(node),
-            stack: Vec::new(),
-            on_complete,
-            masks: 0,
-            poll_owner: 0,
-            ending: None,
-            cold: None,
-            tracing: crate::tracing::FiberTracing::new(traces),
-            listed: false,
-        };
+        let core = Core::new(node, on_complete, crate::tracing::FiberTracing::new(traces));
         let fiber = Fiber {
             inner: Arc::new(FiberInner {
                 header: Header::new(id),

@@ -354,11 +354,11 @@ fn run_loop<X: Executor, const TRACING: bool>(
                     Some(FrameKind::Fold(f)) => Node::from_res(unsafe { f.call(Ok(value)) }),
                     Some(FrameKind::FoldWith(f)) => unsafe { f.call(Ok(value)) },
                     Some(FrameKind::Unmask) => {
-                        core.masks -= 1;
+                        core.unmask();
                         unmasked(core, header, Node::pure(value), true)
                     }
                     Some(FrameKind::Remask) => {
-                        core.masks += 1;
+                        core.mask();
                         Node::pure(value)
                     }
                     Some(FrameKind::GuaranteeCase(f)) => finalize_value(core, header, f, value),
@@ -367,18 +367,18 @@ fn run_loop<X: Executor, const TRACING: bool>(
                         // (and the end of its masked region, where a
                         // cancellation requested meanwhile is observed).
                         drop(value);
-                        core.masks -= 1;
+                        core.unmask();
                         unmasked(core, header, Node::pure(original), true)
                     }
                     Some(FrameKind::RestoreErr(original)) => {
                         drop(value);
-                        core.masks -= 1;
+                        core.unmask();
                         core.unpark_cause(true);
                         unmasked(core, header, Node::error(original), false)
                     }
                     Some(FrameKind::ResumeUnwind) => {
                         drop(value);
-                        core.masks -= 1;
+                        core.unmask();
                         Node::unwind()
                     }
                     Some(FrameKind::TraceScope(was_on)) => {
@@ -409,11 +409,11 @@ fn run_loop<X: Executor, const TRACING: bool>(
                 Some(FrameKind::Fold(f)) => Node::from_res(unsafe { f.call(Err(error)) }),
                 Some(FrameKind::FoldWith(f)) => unsafe { f.call(Err(error)) },
                 Some(FrameKind::Unmask) => {
-                    core.masks -= 1;
+                    core.unmask();
                     unmasked(core, header, Node::error(error), false)
                 }
                 Some(FrameKind::Remask) => {
-                    core.masks += 1;
+                    core.mask();
                     Node::error(error)
                 }
                 Some(FrameKind::GuaranteeCase(f)) => {
@@ -424,27 +424,27 @@ fn run_loop<X: Executor, const TRACING: bool>(
                     // The error's cause waits with it for the finalizer.
                     core.park_cause();
                     core.stack.push(Frame::restore_err(error));
-                    core.masks += 1;
+                    core.mask();
                     finalizer
                 }
                 Some(FrameKind::RestoreOk(original)) => {
                     // The finalizer failed after a success: its error wins.
                     drop(original);
-                    core.masks -= 1;
+                    core.unmask();
                     unmasked(core, header, Node::error(error), false)
                 }
                 Some(FrameKind::RestoreErr(original)) => {
                     // The finalizer failed after an error: keep the first,
                     // suppress the finalizer's.
                     core.suppress(error);
-                    core.masks -= 1;
+                    core.unmask();
                     core.unpark_cause(true);
                     unmasked(core, header, Node::error(original), false)
                 }
                 Some(FrameKind::ResumeUnwind) => {
                     core.suppress(error);
                     core.error_dropped();
-                    core.masks -= 1;
+                    core.unmask();
                     Node::unwind()
                 }
                 Some(FrameKind::TraceScope(was_on)) => {
@@ -673,17 +673,19 @@ fn run_loop<X: Executor, const TRACING: bool>(
             Kind::RealTime => Node::pure(Value::new(executor.real_time())),
             Kind::Uncancelable(body) => {
                 record!(ring, body.op(), body.site());
-                core.masks += 1;
+                core.mask();
                 core.stack.push(Frame::unmask());
-                let poll = Poll::new(core.poll_owner(), core.masks);
+                let poll = Poll::new(core.poll_owner(), core.mask_depth());
                 unsafe { body.call(poll) }
             }
             Kind::Poll(bind) => {
                 let (source, k) = bind.into_parts();
-                if k.poll.unmasks(core.poll_owner, core.masks) && core.ending.is_none() {
+                if k.poll.unmasks(core.current_poll_owner(), core.mask_depth())
+                    && core.ending.is_none()
+                {
                     // The poll of this fiber's innermost region: unmask its
                     // source. Any other poll runs its source as it is.
-                    core.masks -= 1;
+                    core.unmask();
                     core.stack.push(Frame::remask());
                     if should_cancel(core, header) {
                         begin_cancel(core, source)
@@ -878,7 +880,7 @@ fn finalize_value(core: &mut Core, header: &super::Header, f: GuaranteeK, value:
         }
         Err(finalizer) => {
             core.stack.push(Frame::restore_ok(value));
-            core.masks += 1;
+            core.mask();
             finalizer
         }
     }
@@ -886,7 +888,7 @@ fn finalize_value(core: &mut Core, header: &super::Header, f: GuaranteeK, value:
 
 /// Runs `finalizer` masked, then goes on unwinding.
 fn run_finalizer(core: &mut Core, finalizer: Node) -> Node {
-    core.masks += 1;
+    core.mask();
     core.stack.push(Frame::resume_unwind());
     finalizer
 }
@@ -968,7 +970,7 @@ fn complete<X: Executor>(
     };
     #[cfg(not(feature = "tracing"))]
     let trace = crate::tracing::Trace::empty();
-    match core.on_complete.take() {
+    match core.take_on_complete() {
         // SAFETY: the adapter expects the erased outcome of this fiber's
         // program, its suppressed errors (values of its error type), its
         // trace and the traces its error came from.

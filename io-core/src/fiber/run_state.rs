@@ -24,7 +24,10 @@ use crate::tracing::{ChildTraces, Trace};
 /// Kept small, since every suspended fiber holds one: what is needed only
 /// while a fiber finalizes after a panic, when a finalizer's error is
 /// suppressed, or when an error came from a traced child fiber, lives in a
-/// separate allocation made then ([`Cold`]).
+/// separate allocation made then ([`Cold`]); so do the completion callback
+/// (made with the fiber, for the few fibers that have one: children of
+/// `race`, `both` and `par_sequence`, fibers an executor runs for a caller)
+/// and the poll owner (made at the fiber's first uncancelable region).
 pub(crate) struct Core {
     /// Where the next run starts.
     pub(super) next: Next,
@@ -34,20 +37,18 @@ pub(crate) struct Core {
     /// an empty stack (`pool::stacks`), so that a million fibers suspended
     /// between two programs hold no stacks.
     pub(super) stack: Vec<Frame>,
-    /// Receives the outcome; taken when the fiber completes. `None` for a
-    /// fiber whose outcome goes to its join state (`Header::join`).
-    pub(super) on_complete: Option<Completion>,
     /// Depth of nested uncancelable regions around the current node
-    /// (cancellation is observed only at depth 0).
-    pub(super) masks: u32,
-    /// The number that marks this fiber's polls as its own
-    /// ([`Core::poll_owner`]); 0 until its first uncancelable region.
-    pub(super) poll_owner: usize,
+    /// (cancellation is observed only at depth 0), up to `u16::MAX`; the
+    /// levels beyond (a program nesting more than 65,535 regions) are
+    /// counted in [`Cold::deep_masks`]. Two bytes, beside `ending` and
+    /// `listed`, in the word a `u32` depth took alone.
+    pub(super) masks: u16,
     /// Set once the fiber finalizes (canceled or panicked): the remaining
     /// frames are popped, running only finalizers.
     pub(super) ending: Option<Ending>,
-    /// The panic message and suppressed errors, once there are any.
-    pub(super) cold: Option<alloc::boxed::Box<Cold>>,
+    /// The rarely used rest: the completion callback, the poll owner, the
+    /// panic message and suppressed errors, once there are any.
+    pub(super) cold: Option<crate::pool::PoolBox<Cold>>,
     /// Whether the fiber traces now (`tracing/fiber_on.rs`; zero-sized
     /// without the `tracing` feature).
     pub(super) tracing: crate::tracing::FiberTracing,
@@ -80,7 +81,7 @@ pub(crate) enum Next {
 }
 
 /// Why a fiber finalizes instead of completing normally (the panic message
-/// itself is in [`Cold`]).
+/// itself is in [`Rare`]).
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Ending {
     Canceled,
@@ -90,6 +91,27 @@ pub(crate) enum Ending {
 /// The rarely used part of a fiber's state.
 #[derive(Default)]
 pub(crate) struct Cold {
+    /// Receives the outcome; taken when the fiber completes. `None` for a
+    /// fiber whose outcome goes to its join state (`Header::join`): every
+    /// fiber started with `IO::start`, which has no `Cold` unless it needs
+    /// one for something else.
+    on_complete: Option<Completion>,
+    /// The number that marks this fiber's polls as its own
+    /// ([`Core::poll_owner`]); 0 until its first uncancelable region.
+    poll_owner: usize,
+    /// Mask levels beyond `u16::MAX` ([`Core::masks`]); 0 for any program
+    /// that nests fewer regions.
+    deep_masks: u32,
+    /// The rarer rest, made when first needed: a fiber with a completion
+    /// callback or a poll owner keeps a small `Cold` (a block of the pool)
+    /// and no `Rare`.
+    rare: Option<alloc::boxed::Box<Rare>>,
+}
+
+/// What a fiber needs only after a panic, a suppressed finalizer error, or
+/// an error from a traced child fiber.
+#[derive(Default)]
+struct Rare {
     /// The message of the panic the fiber finalizes after.
     panic: Option<crate::outcome::PanicMessage>,
     /// Errors of finalizers that could not be propagated (the fiber was
@@ -105,8 +127,8 @@ pub(crate) struct Cold {
 /// combinator raises again after a child failed with it: `race`, `both`,
 /// `par_sequence`, `join_with_never`; see `ChildTraces`).
 ///
-/// Kept in [`Cold`], made when a first such error is raised: a fiber whose
-/// errors never came from a traced child pays one check of `Core::cold` per
+/// Kept in [`Rare`] (inside [`Cold`]), made when a first such error is raised: a fiber whose
+/// errors never came from a traced child pays one check of `Core::cold` (and its `rare`) per
 /// error step (`Core::before_unwind_error`) and per finalizer that an error
 /// reaches, nothing per other step. The invariant: `in_flight` is not
 /// empty only while the error it belongs to is in flight (a `Cause` mark
@@ -151,27 +173,134 @@ fn fresh_poll_owner() -> usize {
 }
 
 impl Core {
+    /// A fiber's run state, about to evaluate `node`; its outcome goes to
+    /// `on_complete`, or without one to its join state.
+    #[inline]
+    pub(super) fn new(
+        node: Node,
+        on_complete: Option<Completion>,
+        tracing: crate::tracing::FiberTracing,
+    ) -> Self {
+        Core {
+            next: Next::Node(node),
+            stack: Vec::new(),
+            masks: 0,
+            ending: None,
+            cold: on_complete.map(|on_complete| {
+                crate::pool::PoolBox::new(Cold {
+                    on_complete: Some(on_complete),
+                    ..Cold::default()
+                })
+            }),
+            tracing,
+            listed: false,
+        }
+    }
+
     /// The number of this fiber for its polls: a poll unmasks only on the
     /// fiber whose number it carries (`cancel.rs`). Taken the first time the
     /// fiber enters an uncancelable region; a fiber that never does has
-    /// none (0, which no poll carries).
-    #[inline(always)]
+    /// none (0, which no poll carries). Kept in [`Cold`]: a fiber that uses
+    /// regions pays for it once, a fiber that does not pays nothing.
+    #[inline]
     pub(super) fn poll_owner(&mut self) -> usize {
-        if self.poll_owner == 0 {
-            self.poll_owner = fresh_poll_owner();
+        let cold = self.cold();
+        if cold.poll_owner == 0 {
+            cold.poll_owner = fresh_poll_owner();
         }
-        self.poll_owner
+        cold.poll_owner
+    }
+
+    /// The fiber's poll number if it has one (0 otherwise), without taking
+    /// one.
+    #[inline(always)]
+    pub(super) fn current_poll_owner(&self) -> usize {
+        self.cold.as_ref().map_or(0, |cold| cold.poll_owner)
+    }
+
+    /// Takes the completion callback (when the fiber completes).
+    #[inline]
+    pub(super) fn take_on_complete(&mut self) -> Option<Completion> {
+        self.cold.as_mut().and_then(|cold| cold.on_complete.take())
+    }
+
+    /// Whether the fiber's outcome goes to a completion callback rather
+    /// than to its join state.
+    #[cfg(test)]
+    pub(super) fn has_on_complete(&self) -> bool {
+        self.cold
+            .as_ref()
+            .is_some_and(|cold| cold.on_complete.is_some())
+    }
+
+    /// Enters a mask level (an uncancelable region, a finalizer).
+    #[inline(always)]
+    pub(super) fn mask(&mut self) {
+        if self.masks < u16::MAX {
+            self.masks += 1;
+        } else {
+            self.mask_deep();
+        }
+    }
+
+    /// Leaves a mask level.
+    #[inline(always)]
+    pub(super) fn unmask(&mut self) {
+        if self.masks < u16::MAX {
+            self.masks -= 1;
+        } else {
+            self.unmask_deep();
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn mask_deep(&mut self) {
+        self.cold().deep_masks += 1;
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn unmask_deep(&mut self) {
+        match &mut self.cold {
+            Some(cold) if cold.deep_masks > 0 => cold.deep_masks -= 1,
+            _ => self.masks -= 1,
+        }
+    }
+
+    /// The mask depth: 0 outside any uncancelable region.
+    #[inline(always)]
+    pub(super) fn mask_depth(&self) -> u32 {
+        let depth = u32::from(self.masks);
+        if self.masks < u16::MAX {
+            depth
+        } else {
+            depth + self.cold.as_ref().map_or(0, |cold| cold.deep_masks)
+        }
+    }
+
+    fn rare(&mut self) -> &mut Rare {
+        self.cold().rare.get_or_insert_with(Default::default)
+    }
+
+    fn rare_mut(&mut self) -> Option<&mut Rare> {
+        self.cold.as_mut()?.rare.as_deref_mut()
+    }
+
+    fn rare_ref(&self) -> Option<&Rare> {
+        self.cold.as_ref()?.rare.as_deref()
     }
 
     fn cold(&mut self) -> &mut Cold {
-        self.cold.get_or_insert_with(Default::default)
+        self.cold
+            .get_or_insert_with(|| crate::pool::PoolBox::new(Cold::default()))
     }
 
     /// Starts finalizing after a panic (unless already finalizing).
     pub(super) fn set_panicked(&mut self, message: crate::outcome::PanicMessage) {
         if self.ending.is_none() {
             self.ending = Some(Ending::Panicked);
-            self.cold().panic = Some(message);
+            self.rare().panic = Some(message);
         }
         // An error in flight, if any, is dropped.
         self.error_dropped();
@@ -181,7 +310,7 @@ impl Core {
     /// `Cause` mark).
     #[cfg(feature = "tracing")]
     pub(super) fn set_cause(&mut self, traces: ChildTraces) {
-        self.cold().causes.in_flight = traces;
+        self.rare().causes.in_flight = traces;
     }
 
     /// An error is about to pop frames (`unwind_error`, in the run-loop's
@@ -201,7 +330,7 @@ impl Core {
     #[inline(always)]
     pub(super) fn before_unwind_error(&mut self) {
         #[cfg(feature = "tracing")]
-        if self.cold.is_some() {
+        if self.rare_ref().is_some() {
             self.handler_takes_cause();
         }
     }
@@ -218,7 +347,7 @@ impl Core {
                 Tag::HandleErrorWith | Tag::Fold | Tag::FoldWith
             )),
         });
-        if let (Some(true), Some(cold)) = (handler, &mut self.cold) {
+        if let (Some(true), Some(cold)) = (handler, self.rare_mut()) {
             cold.causes.handled = core::mem::take(&mut cold.causes.in_flight);
         }
     }
@@ -229,7 +358,7 @@ impl Core {
     #[inline(always)]
     pub(super) fn error_dropped(&mut self) {
         #[cfg(feature = "tracing")]
-        if let Some(cold) = &mut self.cold {
+        if let Some(cold) = self.rare_mut() {
             cold.causes.in_flight = ChildTraces::none();
         }
     }
@@ -241,7 +370,7 @@ impl Core {
         #[cfg(feature = "tracing")]
         {
             let frame = self.stack.len();
-            if let Some(cold) = &mut self.cold {
+            if let Some(cold) = self.rare_mut() {
                 cold.park(frame);
             }
         }
@@ -260,7 +389,7 @@ impl Core {
         #[cfg(feature = "tracing")]
         {
             let frame = self.stack.len();
-            if let Some(cold) = &mut self.cold {
+            if let Some(cold) = self.rare_mut() {
                 cold.unpark(frame, restore);
             }
         }
@@ -271,7 +400,7 @@ impl Core {
     #[inline(always)]
     pub(super) fn take_cause(&mut self) -> ChildTraces {
         #[cfg(feature = "tracing")]
-        if let Some(cold) = &mut self.cold {
+        if let Some(cold) = self.rare_mut() {
             cold.causes.handled = ChildTraces::none();
             cold.causes.parked = Vec::new();
             return core::mem::take(&mut cold.causes.in_flight);
@@ -283,21 +412,19 @@ impl Core {
     /// `trace_errors`' snapshot).
     #[cfg(feature = "tracing")]
     pub(super) fn take_handled_cause(&mut self) -> ChildTraces {
-        self.cold
-            .as_mut()
+        self.rare_mut()
             .map(|cold| core::mem::take(&mut cold.causes.handled))
             .unwrap_or_default()
     }
 
     /// Keeps a finalizer error that could not be propagated.
     pub(super) fn suppress(&mut self, error: Value) {
-        self.cold().suppressed.push(error);
+        self.rare().suppressed.push(error);
     }
 
     /// Takes the suppressed errors (when the fiber completes).
     pub(super) fn take_suppressed(&mut self) -> Vec<Value> {
-        self.cold
-            .as_mut()
+        self.rare_mut()
             .map(|cold| core::mem::take(&mut cold.suppressed))
             .unwrap_or_default()
     }
@@ -307,8 +434,7 @@ impl Core {
         match self.ending {
             Some(Ending::Canceled) => Outcome::Canceled,
             Some(Ending::Panicked) => Outcome::Panicked(
-                self.cold
-                    .as_ref()
+                self.rare_ref()
                     .and_then(|cold| cold.panic.clone())
                     .unwrap_or_else(|| crate::outcome::PanicMessage::new("")),
             ),
@@ -318,7 +444,7 @@ impl Core {
 }
 
 #[cfg(feature = "tracing")]
-impl Cold {
+impl Rare {
     #[cold]
     #[inline(never)]
     fn park(&mut self, frame: usize) {

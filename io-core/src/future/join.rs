@@ -53,7 +53,7 @@ pub struct JoinFuture<A, E> {
     /// A fiber whose program is an `IO<A, E>`.
     pub(super) fiber: RawFiberRef,
     /// The id of this future's waiter in the fiber's join cell, if any.
-    waiter: Option<u64>,
+    waiter: Option<crate::data::waiters::WaiterId>,
     cancel_on_drop: bool,
     /// The outcome was moved out.
     done: bool,

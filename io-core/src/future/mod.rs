@@ -125,8 +125,9 @@ struct PinnedFuture<Fut> {
 unsafe impl<Fut: Send> Send for PinnedFuture<Fut> {}
 
 impl<Fut> PinnedFuture<Fut> {
-    /// Whether `Fut` goes in a pool block (decided at compile time).
-    const POOLED: bool = size_of::<Fut>() != 0 && fits_block::<Fut>();
+    /// Whether `Fut` goes in a pool block (decided at compile time; never
+    /// without `std`, where a block would only be larger than a `Box`).
+    const POOLED: bool = cfg!(feature = "std") && size_of::<Fut>() != 0 && fits_block::<Fut>();
 
     fn new(future: Fut) -> Self {
         let ptr = if Self::POOLED {

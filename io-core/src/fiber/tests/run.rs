@@ -366,6 +366,60 @@ fn cancellation_waits_for_the_end_of_an_uncancelable_region() {
     );
 }
 
+/// `depth` uncancelable regions nested around `inner`.
+fn nested_regions(depth: u32, inner: IO<(), ()>) -> IO<(), ()> {
+    (0..depth).fold(inner, |io, _| IO::uncancelable(move |_| io))
+}
+
+#[test]
+fn cancellation_waits_for_the_end_of_more_nested_regions_than_a_u16_counts() {
+    // The mask depth is a `u16` in the fiber, the levels beyond it counted
+    // aside (`Core::mask`): the deepest region still runs to its end, and
+    // cancellation is observed once the outermost region ends, not before.
+    let depth = if cfg!(miri) { 300 } else { 70_000 };
+    let ran = Arc::new(AtomicUsize::new(0));
+    let (r1, r2) = (ran.clone(), ran.clone());
+    let inner = IO::canceled().product_r(IO::delay(move || {
+        r1.fetch_add(1, Ordering::SeqCst);
+    }));
+    let io = nested_regions(depth, inner).product_r(IO::delay(move || {
+        r2.fetch_add(10, Ordering::SeqCst);
+    }));
+    assert_eq!(rt().run(io), Some(Outcome::Canceled));
+    assert_eq!(
+        ran.load(Ordering::SeqCst),
+        1,
+        "the regions finish, what follows does not run"
+    );
+}
+
+#[test]
+fn a_poll_more_than_a_u16_of_regions_deep_unmasks_only_its_own_region() {
+    // The innermost region's poll, 70,000 regions deep, unmasks that one
+    // region: the regions around it still mask, so a cancellation
+    // requested inside the poll is observed only after the outermost ends.
+    let depth = if cfg!(miri) { 300 } else { 70_000 };
+    let ran = Arc::new(AtomicUsize::new(0));
+    let (r1, r2, r3) = (ran.clone(), ran.clone(), ran.clone());
+    let inner: IO<(), ()> = IO::uncancelable(move |poll| {
+        poll.apply(IO::canceled().product_r(IO::delay(move || {
+            r1.fetch_add(1, Ordering::SeqCst);
+        })))
+        .product_r(IO::delay(move || {
+            r2.fetch_add(10, Ordering::SeqCst);
+        }))
+    });
+    let io = nested_regions(depth, inner).product_r(IO::delay(move || {
+        r3.fetch_add(100, Ordering::SeqCst);
+    }));
+    assert_eq!(rt().run(io), Some(Outcome::Canceled));
+    assert_eq!(
+        ran.load(Ordering::SeqCst),
+        11,
+        "everything inside the regions runs, nothing after them"
+    );
+}
+
 #[test]
 fn an_async_wait_canceled_runs_its_finalizer_and_ignores_a_late_callback() {
     let slot: Arc<Mutex<Option<crate::Callback<u64, ()>>>> = Arc::new(Mutex::new(None));
@@ -464,7 +518,7 @@ fn an_executor_that_numbers_nothing_gives_every_fiber_number_0() {
 
 #[test]
 #[cfg(target_pointer_width = "64")]
-fn a_fiber_with_a_one_word_executor_and_its_join_state_is_one_allocation_of_at_most_208_bytes() {
+fn a_fiber_with_a_one_word_executor_and_its_join_state_is_one_allocation_of_at_most_176_bytes() {
     // The per-fiber cost of a million suspended fibers: reference counts,
     // header (with the join state), run-loop state and executor handle.
     let size =
@@ -477,10 +531,12 @@ fn a_fiber_with_a_one_word_executor_and_its_join_state_is_one_allocation_of_at_m
     );
     // With or without tracing: its ring pointer and dump state byte
     // (header) take what padding leaves free beside the fiber's number.
-    // The number that marks the fiber's polls as its own
-    // (`Core::poll_owner`) takes 8. The join state's waiter list is out of
-    // line (one word, not four: 232 bytes before).
-    let limit = 208;
+    // The join state's waiter list is out of line (one word, not four:
+    // 232 bytes before), and shares its word with the outcome's slot; the
+    // completion callback and the poll owner are in the rarely used part
+    // (`Cold`); the mask depth is a `u16` beside the two flags (208 bytes
+    // before these three).
+    let limit = 176;
     assert!(
         core::mem::size_of::<crate::fiber::raw::FiberInner<TestExecutor>>() + 16 <= limit,
         "FiberInner is {} bytes",
@@ -526,7 +582,7 @@ fn a_fiber_suspended_with_an_empty_stack_holds_no_stack_buffer() {
     // SAFETY: the fiber completed; nothing else touches its core.
     let completed = inner
         .core
-        .with_mut(|core| unsafe { (*core).on_complete.is_none() });
+        .with_mut(|core| unsafe { !(*core).has_on_complete() });
     assert!(completed, "the resumed fiber ran to its end");
 }
 
