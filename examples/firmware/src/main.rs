@@ -537,12 +537,7 @@ fn program() -> IO<bool, Traced<Error>> {
                         // is not met yet, so the check is today's size, to
                         // catch a regression.
                         let budget = if cfg!(feature = "tracing") { 312 } else { 128 };
-                        v == 42
-                            && waited >= 10
-                            && r == 7
-                            && bytes > 0
-                            && bytes <= budget
-                            && woken
+                        v == 42 && waited >= 10 && r == 7 && bytes > 0 && bytes <= budget && woken
                     })
                 })
             })
