@@ -342,7 +342,11 @@ fn live_fibers_lists_suspended_fibers_and_forgets_them_once_complete() {
         .map(|(a, b)| vec![a, b])
         .expect("succeeds");
     let counted = gate.clone();
-    wait_until("the five fibers wait", SETTLE, || counted.waiters() == 5);
+    // A fiber is listed once it has suspended, a moment after its wait is
+    // registered: await both.
+    wait_until("the five fibers wait", SETTLE, || {
+        counted.waiters() == 5 && rt.live_fibers().len() == 5
+    });
     let listed = rt.live_fibers();
     assert_eq!(listed.len(), 5, "{listed:?}");
     assert!(
