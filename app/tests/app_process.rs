@@ -197,11 +197,17 @@ every_executor! {
                 break;
             }
             // The main fiber waits in the `never` of its bracket, and its
-            // trace shows where the program was built.
-            let main = dump
+            // trace shows where the program was built. A fiber is listed
+            // once its first run ends (`Executor::fiber_listed`), so a
+            // dump taken while that run still goes on may not show it yet.
+            let Some(main) = dump
                 .split("\n\n")
                 .find(|block| block.contains("tests/common/lifecycle.rs"))
-                .unwrap_or_else(|| panic!("no fiber traced in the program:\n{dump}"));
+            else {
+                assert!(attempt < 100, "no fiber traced in the program:\n{dump}");
+                std::thread::sleep(Duration::from_millis(10));
+                continue;
+            };
             assert!(main.starts_with("fiber #"), "{main}");
             if main.lines().next().unwrap().ends_with("WAITING") {
                 assert!(main.contains("never @ "), "{main}");

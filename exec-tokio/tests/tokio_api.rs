@@ -355,8 +355,15 @@ fn a_fiber_dump_lists_the_waiting_fibers_and_the_executors_state() {
     for _ in 0..3 {
         executor.spawn(gate.get::<()>()).unwrap();
     }
-    // Fibers are listed once they first wait (or yield).
-    while gate.waiters() < 3 {
+    // Fibers are listed once their first run ends (they wait): a moment
+    // after their wait is registered.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while gate.waiters() < 3 || executor.live_fibers().len() < 3 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the three fibers are never listed: {:?}",
+            executor.live_fibers()
+        );
         std::thread::sleep(Duration::from_millis(1));
     }
     let handle = executor.handle().clone();
