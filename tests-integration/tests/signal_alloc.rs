@@ -6,45 +6,15 @@
 //! tests. The waiting fiber runs on exec-single (its remote queue is the
 //! path a firmware's interrupt handlers take).
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-
 use spindle_core::{IO, Outcome, Signal};
 use spindle_exec_single::{SingleThreaded, StdClock};
 
-struct Counting;
-
-thread_local! {
-    static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
-    static FREES: Cell<usize> = const { Cell::new(0) };
-}
-
-// SAFETY: forwards to `System`; the count is a thread-local `Cell` (no
-// allocation, no re-entrance).
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
-        // SAFETY: the caller's contract is `System`'s.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        let _ = FREES.try_with(|n| n.set(n.get() + 1));
-        // SAFETY: as above.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
-        // SAFETY: as above.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
+#[path = "common/counting_alloc.rs"]
+mod counting_alloc;
 
 /// Allocations (reallocations included) plus frees on this thread so far.
 fn allocations() -> usize {
-    ALLOCATIONS.with(Cell::get) + FREES.with(Cell::get)
+    counting_alloc::allocations() + counting_alloc::frees()
 }
 
 /// Runs a fiber waiting on `signal` on `rt`; a thread plays the interrupt
