@@ -15,6 +15,16 @@
 //!   with `Outcome::Panicked`. And an `IO` is single-use, so the bracket's
 //!   `use` step borrows the resource (`&R`) to build its program while the
 //!   release takes it by value.
+//! * And a wait that *resumes* inside `poll.apply(..)` while a cancellation
+//!   is pending does not hand its value on: the fiber is canceled right
+//!   there, at the resumption. In Cats Effect the value may pass the end of
+//!   the poll and of the region first. Spindle's data types rely on it to
+//!   lose nothing: a `Queue` taker, a `Semaphore`/`Mutex` waiter or a
+//!   `Deferred` reader canceled between being served and running again
+//!   gives the element or permit back (to the next waiter, or the front of
+//!   the queue) in its cancel cleanup, where Cats Effect's `Queue.take` can
+//!   drop the element in that window (tests-integration's `data_queue`,
+//!   `an_element_handed_to_a_taker_that_is_then_canceled_is_not_lost`).
 //! * A finalizer's own error replaces a success (as in Cats Effect); when
 //!   the program was already failing, canceled or panicking it cannot, so it
 //!   is *suppressed*: kept with the fiber's outcome

@@ -519,7 +519,10 @@ impl ChildTraces {
     /// No traces.
     #[inline(always)]
     pub(crate) fn none() -> Self {
-        ChildTraces::default()
+        #[cfg(feature = "tracing")]
+        return ChildTraces(None);
+        #[cfg(not(feature = "tracing"))]
+        ChildTraces
     }
 
     /// What a fiber that ended with `outcome` hands to the fiber that

@@ -96,6 +96,8 @@ impl<T> RemoteQueue<T> {
     /// queue is [closed](RemoteQueue::close), hands `item` back (the caller
     /// drops it, outside any lock of its own).
     pub fn push(&self, item: T) -> Result<(), T> {
+        // Without std there is no waiter to unpark: `woken` is `()`.
+        #[cfg_attr(not(feature = "std"), allow(clippy::let_unit_value))]
         let woken = self.state.with(|state| {
             if state.closed {
                 return Err(item);
