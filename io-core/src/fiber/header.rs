@@ -4,8 +4,8 @@
 //! so that a callback, a handle or a weak reference reaches it through a
 //! type-erased pointer. It holds the state word (`state.rs`), the slot the
 //! winning completer writes its result into, the join state (`join.rs`),
-//! the fiber's number, and, with tracing, the ring and the activity byte
-//! that fiber dumps read.
+//! the fiber's number, and, with tracing, the pointer to the ring (which
+//! also keeps the activity byte) that fiber dumps read.
 //! Which thread may touch which field, and when: the `fiber` module doc.
 
 use super::id::FiberId;
@@ -15,7 +15,7 @@ use super::state::{
 };
 use crate::node::Res;
 use crate::sync::UnsafeCell;
-use crate::tracing::{Activity, RingSlot};
+use crate::tracing::RingSlot;
 
 /// The part of a fiber shared with callbacks and handles on other threads.
 pub(crate) struct Header {
@@ -35,15 +35,11 @@ pub(crate) struct Header {
     /// run-loop.
     pub(crate) id: FiberId,
     /// The fiber's trace ring, once it records (`tracing/fiber_on.rs`):
-    /// here, in the part other threads may read, for fiber dumps.
-    /// Zero-sized without the `tracing` feature.
+    /// here, in the part other threads may read, for fiber dumps. One
+    /// word, pointing at the ring's one allocation, which also keeps what
+    /// the fiber does now for dumps (its activity byte, set only while the
+    /// fiber traces). Zero-sized without the `tracing` feature.
     pub(crate) ring: RingSlot,
-    /// What the fiber does now, for fiber dumps ([`FiberState`] as a
-    /// byte); kept only while the fiber traces. Zero-sized without the
-    /// `tracing` feature.
-    ///
-    /// [`FiberState`]: super::FiberState
-    pub(crate) activity: Activity,
 }
 
 // SAFETY: `slot` is written only by the single completer that won the CAS to
@@ -63,7 +59,6 @@ impl Header {
             join: JoinCell::new(),
             id,
             ring: RingSlot::new(),
-            activity: Activity::new(super::FiberState::Queued),
         }
     }
 
@@ -133,13 +128,6 @@ impl Header {
     #[inline(always)]
     pub(super) fn mark_completed(&self) {
         self.state.mark_completed()
-    }
-
-    /// Records what the fiber does now (for dumps; nothing without the
-    /// `tracing` feature).
-    #[inline(always)]
-    pub(crate) fn set_activity(&self, state: super::FiberState) {
-        self.activity.set(state);
     }
 
     /// Delivers the result after a won claim (the rest of step 2).

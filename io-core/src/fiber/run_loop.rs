@@ -214,11 +214,16 @@ macro_rules! completed {
 
 /// Records what the fiber does now, for fiber dumps, in the tracing loop.
 macro_rules! activity {
-    ($header:expr, $state:ident) => {
+    ($ring:expr, $state:ident) => {
         // Without the `tracing` feature, `TRACING` is always false and
-        // `set_activity` empty (`tracing/fiber_off.rs`).
+        // `Activity::set` empty (`tracing/fiber_off.rs`).
         if TRACING {
-            $header.set_activity(super::FiberState::$state);
+            // SAFETY: the tracing instantiation is always given the
+            // fiber's ring (`run_either`).
+            crate::tracing::Activity::set(
+                unsafe { $ring.unwrap_unchecked() },
+                super::FiberState::$state,
+            );
         }
     };
 }
@@ -231,8 +236,9 @@ macro_rules! record {
         if TRACING {
             if let Some(site) = $site {
                 // SAFETY: the tracing instantiation is always given the
-                // fiber's ring (`run_either`).
-                unsafe { $ring.unwrap_unchecked() }.record($op, site);
+                // fiber's ring (`run_either`), and the fiber, running on
+                // this thread, is its only writer.
+                unsafe { $ring.unwrap_unchecked().record($op, site) };
             }
         }
     };
@@ -311,7 +317,7 @@ fn run_loop<X: Executor, const TRACING: bool>(
             }
         }
     };
-    activity!(header, Running);
+    activity!(ring, Running);
     if should_cancel(core, header) {
         node = begin_cancel(core, node);
     }
@@ -328,7 +334,7 @@ fn run_loop<X: Executor, const TRACING: bool>(
                     node = begin_cancel(core, node);
                 }
                 core.next = Next::Node(node);
-                activity!(header, Queued);
+                activity!(ring, Queued);
                 return Exit::Yield;
             }
         } else {
@@ -568,7 +574,7 @@ fn run_loop<X: Executor, const TRACING: bool>(
                                 Some(finalizer) => Next::ResumeWithFinalizer(finalizer),
                                 None => Next::Resume,
                             };
-                            activity!(header, Waiting);
+                            activity!(ring, Waiting);
                             return suspend(core, core.masks == 0);
                         }
                     }
@@ -598,7 +604,7 @@ fn run_loop<X: Executor, const TRACING: bool>(
                         }
                         _ => {
                             core.next = Next::ResumeUntil(Value::new((key, finalizer)));
-                            activity!(header, Waiting);
+                            activity!(ring, Waiting);
                             return suspend(core, core.masks == 0);
                         }
                     }
@@ -619,7 +625,7 @@ fn run_loop<X: Executor, const TRACING: bool>(
                         Some(Some(res)) => Node::from_res(res),
                         _ => {
                             core.next = Next::Wake(Value::new(key));
-                            activity!(header, Sleeping);
+                            activity!(ring, Sleeping);
                             return suspend(core, core.masks == 0);
                         }
                     }
@@ -639,7 +645,7 @@ fn run_loop<X: Executor, const TRACING: bool>(
                         Some(Some(res)) => Node::from_res(res),
                         _ => {
                             core.next = Next::Resume;
-                            activity!(header, Blocked);
+                            activity!(ring, Blocked);
                             // Blocking work cannot be interrupted: the fiber
                             // waits for it even when canceled (then finalizes).
                             return suspend(core, false);
@@ -655,7 +661,7 @@ fn run_loop<X: Executor, const TRACING: bool>(
                 } else {
                     next
                 });
-                activity!(header, Queued);
+                activity!(ring, Queued);
                 return Exit::Yield;
             }
             Kind::Never(_site) => {
@@ -665,7 +671,7 @@ fn run_loop<X: Executor, const TRACING: bool>(
                 } else {
                     header.begin_suspension();
                     core.next = Next::Resume;
-                    activity!(header, Waiting);
+                    activity!(ring, Waiting);
                     return suspend(core, core.masks == 0);
                 }
             }

@@ -17,16 +17,12 @@ pub(crate) fn fiber_traces(_traced: bool, _config: &FiberConfig) -> bool {
 pub(crate) struct Activity;
 
 impl Activity {
-    pub(crate) fn new(_state: FiberState) -> Self {
-        Activity
-    }
-
     /// Does nothing.
     #[inline(always)]
-    pub(crate) fn set(&self, _state: FiberState) {}
+    pub(crate) fn set(_ring: &OwnedRing, _state: FiberState) {}
 
     /// Nothing was recorded.
-    pub(crate) fn get(&self) -> Option<FiberState> {
+    pub(crate) fn get(_slot: &RingSlot) -> Option<FiberState> {
         None
     }
 }
