@@ -27,12 +27,15 @@ impl Activity {
     }
 }
 
-/// A fiber's tracing state: never on.
-pub(crate) struct FiberTracing;
+/// A fiber's flags: never tracing; whether its executor was told that it
+/// lives on after a run.
+pub(crate) struct FiberFlags {
+    listed: bool,
+}
 
-impl FiberTracing {
+impl FiberFlags {
     pub(crate) fn new(_on: bool) -> Self {
-        FiberTracing
+        FiberFlags { listed: false }
     }
 
     /// Never.
@@ -44,6 +47,18 @@ impl FiberTracing {
     /// Does nothing (there are no traced scopes to switch).
     #[inline(always)]
     pub(crate) fn set_on(&mut self, _on: bool) {}
+
+    /// Whether the executor was told that the fiber lives on after a run.
+    #[inline(always)]
+    pub(crate) fn is_listed(&self) -> bool {
+        self.listed
+    }
+
+    /// Records that the executor was told.
+    #[inline(always)]
+    pub(crate) fn set_listed(&mut self) {
+        self.listed = true;
+    }
 
     /// The empty trace.
     #[inline(always)]

@@ -42,29 +42,45 @@ impl Activity {
     }
 }
 
-/// A fiber's tracing state (in `Core`): whether it records now. The ring
-/// itself is in the fiber's header ([`RingSlot`]), so that fiber dumps can
-/// read it.
-pub(crate) struct FiberTracing {
-    /// Records events now (mode, or inside `traced()`).
-    pub(crate) on: bool,
-}
+/// A fiber's flags (in `Core`): whether it records now, and whether its
+/// executor was told that it lives on after a run (`Core::flags`), one bit
+/// each in one byte, so that tracing adds no byte to the fiber's run
+/// state. The ring itself is in the fiber's header ([`RingSlot`]), so that
+/// fiber dumps can read it.
+pub(crate) struct FiberFlags(u8);
 
-impl FiberTracing {
+impl FiberFlags {
+    const ON: u8 = 1;
+    const LISTED: u8 = 2;
+
+    /// A new fiber's flags: records from its start if `on`; not listed.
     pub(crate) fn new(on: bool) -> Self {
-        FiberTracing { on }
+        FiberFlags(if on { Self::ON } else { 0 })
     }
 
-    /// Whether the fiber records now.
+    /// Whether the fiber records now (mode, or inside `traced()`).
     #[inline(always)]
     pub(crate) fn is_on(&self) -> bool {
-        self.on
+        self.0 & Self::ON != 0
     }
 
     /// Switches recording (a traced scope begins or ends).
     #[inline(always)]
     pub(crate) fn set_on(&mut self, on: bool) {
-        self.on = on;
+        self.0 = (self.0 & !Self::ON) | if on { Self::ON } else { 0 };
+    }
+
+    /// Whether the executor was told that the fiber lives on after a run
+    /// ([`Executor::fiber_listed`](crate::Executor::fiber_listed)).
+    #[inline(always)]
+    pub(crate) fn is_listed(&self) -> bool {
+        self.0 & Self::LISTED != 0
+    }
+
+    /// Records that the executor was told.
+    #[inline(always)]
+    pub(crate) fn set_listed(&mut self) {
+        self.0 |= Self::LISTED;
     }
 
     /// The fiber's trace now, as the fiber itself sees it (with full mode's

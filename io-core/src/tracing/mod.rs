@@ -105,7 +105,7 @@ use alloc::vec::Vec;
 mod fiber;
 #[cfg(feature = "tracing")]
 pub(crate) use fiber::Run;
-pub(crate) use fiber::{Activity, FiberTracing, OwnedRing, RingSlot, fiber_traces};
+pub(crate) use fiber::{Activity, FiberFlags, OwnedRing, RingSlot, fiber_traces};
 
 /// The operation a closure's vtable names (see the module doc).
 #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
