@@ -13,6 +13,7 @@ use super::join::{Completed, JoinCell};
 use super::state::{
     Claim, State, TransitionToCancelRequested, TransitionToDelivered, TransitionToSuspended,
 };
+use crate::erased::ResSlot;
 use crate::node::Res;
 use crate::sync::UnsafeCell;
 use crate::tracing::RingSlot;
@@ -21,8 +22,9 @@ use crate::tracing::RingSlot;
 pub(crate) struct Header {
     pub(super) state: State,
     /// Written by the completer that won the claim, read by the fiber after
-    /// it saw `DONE`.
-    slot: UnsafeCell<Option<Res>>,
+    /// it saw `DONE`. Two words: the result's side is a bit of its vtable
+    /// pointer ([`ResSlot`]).
+    slot: UnsafeCell<ResSlot>,
     /// The join state: the outcome once the fiber has completed (for a
     /// fiber started with `IO::start` or [`FiberHandle::spawn`]), and the
     /// joiners waiting for it. Inside the fiber, so that starting a fiber is
@@ -55,7 +57,7 @@ impl Header {
     pub(super) fn new(id: FiberId) -> Self {
         Header {
             state: State::new(),
-            slot: UnsafeCell::new(None),
+            slot: UnsafeCell::new(ResSlot::empty()),
             join: JoinCell::new(),
             id,
             ring: RingSlot::new(),
@@ -135,7 +137,7 @@ impl Header {
     pub(super) fn deliver(&self, res: Res) -> TransitionToDelivered {
         // SAFETY: the caller won the claim for the current generation, so it
         // is the only writer, and the fiber reads only after `DONE`.
-        self.slot.with_mut(|slot| unsafe { *slot = Some(res) });
+        self.slot.with_mut(|slot| unsafe { (*slot).put(res) });
         self.state.transition_to_delivered()
     }
 }
