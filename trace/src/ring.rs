@@ -1,39 +1,46 @@
 //! A fiber's ring buffer of trace events, written by the fiber and read by
 //! fiber dumps on any thread.
 //!
-//! # Protocol (one writer; a sequence count per run, not per event)
+//! # Protocol (one writer; one word that counts events and marks runs)
 //!
 //! Each slot is a pair of atomic pointers to static data (the operation and
 //! the location), so a reader that races a write reads two valid pointers,
 //! never freed memory: at worst an operation paired with a neighbouring
 //! event's location. Recording an event is therefore two relaxed stores
-//! into the slot and one into `written` (plain stores on every target): no
-//! fence, no sequence lock per event.
+//! into the slot and one into the ring's `state` word (plain stores on
+//! every target): no fence, no sequence lock per event.
 //!
-//! Whether a copy is *consistent* is decided per run of the fiber, not per
-//! event. `runs` is twice the number of runs that ended, plus one while the
-//! fiber runs (records):
+//! `state` is twice the number of events recorded, plus one while the
+//! fiber runs (records). Whether a copy is *consistent* is decided per run
+//! of the fiber, not per event:
 //!
 //! * Writer (only the fiber, on the thread running it):
 //!   [`begin_run`](Ring::begin_run) when a run-loop call that records
-//!   starts (`runs` made odd, relaxed, then a release fence), events, then
-//!   [`end_run`](Ring::end_run) before the fiber leaves its thread (`runs`
+//!   starts (`state` made odd, relaxed, then a release fence); each event
+//!   ([`push`](Ring::push)) stores its slot, then `state + 2` (relaxed);
+//!   [`end_run`](Ring::end_run) before the fiber leaves its thread (`state`
 //!   made even, release).
-//! * Reader: `r1 = runs` (acquire); copy `written` and the slots (relaxed);
-//!   acquire fence; `r2 = runs`. If `r1` is even and `r2 == r1`, no run
-//!   overlapped the copy, and the copy is the ring as the last run left
-//!   it. Otherwise the trace is marked *in motion*
-//!   ([`Trace::in_motion`](crate::Trace::in_motion)): the fiber was running,
-//!   and its events may be paired with a neighbour's location. A reader
-//!   never waits for the writer.
+//! * Reader: `r1 = state` (acquire; the event count is `r1 / 2`); copy the
+//!   slots (relaxed); acquire fence; `r2 = state`. If `r1` is even and
+//!   `r2 == r1`, no event was recorded while it copied, and the copy is the
+//!   ring as the last run left it. Otherwise the trace is marked *in
+//!   motion* ([`Trace::in_motion`](crate::Trace::in_motion)): the fiber was
+//!   running, and its events may be paired with a neighbour's location. A
+//!   reader never waits for the writer.
 //!
-//! The release fence of `begin_run` orders the odd `runs` before the run's
-//! slot stores, so a reader whose copy saw one of them also sees (after its
-//! acquire fence) a `runs` that moved on. The release store of `end_run`
-//! makes a run's events visible to a reader that reads its even `runs`.
-//! Loom checks both (`loom` tests below). Fibers synchronize with their
+//! The release fence of `begin_run` orders the odd `state` before the
+//! run's slot stores, so a reader whose copy saw one of them also sees
+//! (after its acquire fence) a `state` at or after that odd value: odd, or
+//! even with a larger count (the run recorded the event the reader saw),
+//! never `r1` again. A run that records nothing takes `state` from `r1` to
+//! `r1 + 1` and back: a reader may then take its copy for consistent, and
+//! it is, since no slot changed. The release store of `end_run` makes a
+//! run's events visible to a reader that reads its even `state`. Loom
+//! checks both (`loom` tests below). Fibers synchronize with their
 //! executor whenever they start or stop running, so a fiber dump, which
-//! reads suspended fibers, nearly always gets consistent traces.
+//! reads suspended fibers, nearly always gets consistent traces. (The count
+//! wraps after `usize::MAX / 2` events; a reader then sees fewer events
+//! until the ring has been filled again.)
 //!
 //! Full mode's backtraces are not in the slots: they are owned data, which
 //! a racing reader could see freed. The writer keeps them beside the slots
@@ -42,12 +49,12 @@
 //!
 //! # Layout: one allocation behind one word
 //!
-//! A ring is a header (the two counts, the mask, the owner's byte and, with
+//! A ring is a header (the state word, the mask, the owner's byte and, with
 //! `full`, the sites) followed by its slots, in one allocation:
 //! [`Ring`] is that unsized struct (its slots a trailing slice), and its
 //! owner, [`RingBox`], is one thin pointer to it, since the header knows
 //! the slots' number (a fiber keeps one word, not a `Box`'s two, and no
-//! separate header allocation: 12 bytes of header on 32-bit targets
+//! separate header allocation: 8 bytes of header on 32-bit targets
 //! instead of a 20-byte box beside the slots).
 
 use alloc::alloc::{Layout, alloc, dealloc, handle_alloc_error};
@@ -64,10 +71,10 @@ struct Slot {
     location: AtomicPtr<Location<'static>>,
 }
 
-/// What [`Ring::begin_run`] hands to [`Ring::end_run`]: the run's count.
+/// What [`Ring::begin_run`] hands to [`Ring::end_run`]: a run is open.
 #[derive(Debug)]
 #[must_use = "a run must be ended with `Ring::end_run`"]
-pub struct RunToken(usize);
+pub struct RunToken(());
 
 /// A fiber's last events: a fixed-capacity ring buffer with one writer.
 ///
@@ -84,10 +91,9 @@ pub struct Ring {
 /// The fixed-size part of a [`Ring`], before its slots.
 #[repr(C)]
 struct Header {
-    /// How many events were recorded in all.
-    written: AtomicUsize,
-    /// Twice the runs that ended, plus one during a run (module doc).
-    runs: AtomicUsize,
+    /// Twice the events recorded in all, plus one during a run (module
+    /// doc).
+    state: AtomicUsize,
     /// `slots.len() - 1` (the length is a power of two, at most
     /// [`MAX_CAPACITY`]): what a thin pointer needs to find the slots.
     mask: u16,
@@ -197,8 +203,7 @@ impl Ring {
         // written once before anything reads it.
         unsafe {
             ptr.as_ptr().write(Header {
-                written: AtomicUsize::new(0),
-                runs: AtomicUsize::new(0),
+                state: AtomicUsize::new(0),
                 mask: (capacity - 1) as u16,
                 mark: AtomicU8::new(0),
                 #[cfg(feature = "full")]
@@ -283,16 +288,19 @@ impl Ring {
     /// before the next `begin_run` (also when a panic ends the run).
     #[inline(always)]
     pub fn begin_run(&self) -> RunToken {
-        let runs = self.header.runs.load(Ordering::Relaxed) | 1;
-        self.header.runs.store(runs, Ordering::Relaxed);
+        let state = self.header.state.load(Ordering::Relaxed) | 1;
+        self.header.state.store(state, Ordering::Relaxed);
         fence(Ordering::Release);
-        RunToken(runs)
+        RunToken(())
     }
 
     /// The run ends: readers may now copy the ring consistently.
     #[inline(always)]
     pub fn end_run(&self, token: RunToken) {
-        self.header.runs.store(token.0.wrapping_add(1), Ordering::Release);
+        let RunToken(()) = token;
+        // Only the writer stores `state`: its own last value.
+        let state = self.header.state.load(Ordering::Relaxed);
+        self.header.state.store(state & !1, Ordering::Release);
     }
 
     /// Records an event, replacing the oldest once the ring is full, and
@@ -304,8 +312,8 @@ impl Ring {
     /// concurrent pushes are memory-safe but garble the ring.
     #[inline(always)]
     pub fn push(&self, op: &'static Op, location: &'static Location<'static>) -> usize {
-        let n = self.header.written.load(Ordering::Relaxed);
-        let index = n & usize::from(self.header.mask);
+        let state = self.header.state.load(Ordering::Relaxed);
+        let index = (state >> 1) & usize::from(self.header.mask);
         debug_assert!(index < self.slots.len());
         // SAFETY: `mask` is `slots.len() - 1`, so `index` is in bounds.
         let slot = unsafe { self.slots.get_unchecked(index) };
@@ -315,15 +323,14 @@ impl Ring {
             (location as *const Location<'static>).cast_mut(),
             Ordering::Relaxed,
         );
-        self.header.written.store(n.wrapping_add(1), Ordering::Relaxed);
+        self.header.state.store(state.wrapping_add(2), Ordering::Relaxed);
         index
     }
 
     /// Forgets every event, for reuse by another fiber (the caller owns
     /// the ring: nobody else reads it).
     pub fn reset(&mut self) {
-        self.header.written.store(0, Ordering::Relaxed);
-        self.header.runs.store(0, Ordering::Relaxed);
+        self.header.state.store(0, Ordering::Relaxed);
         self.header.mark.store(0, Ordering::Relaxed);
         #[cfg(feature = "full")]
         self.header.sites.get_mut().clear();
@@ -386,7 +393,7 @@ impl Ring {
     /// How many events were recorded in all (including overwritten ones),
     /// as of the last run that ended (or now, on the fiber's own thread).
     pub fn recorded(&self) -> usize {
-        self.header.written.load(Ordering::Relaxed)
+        self.header.state.load(Ordering::Relaxed) >> 1
     }
 
     /// How many events it holds now.
@@ -403,8 +410,8 @@ impl Ring {
     /// for the writer; the trace is [in motion](Trace::in_motion) if the
     /// fiber ran while this copied it (module doc).
     pub fn snapshot(&self) -> Trace {
-        let r1 = self.header.runs.load(Ordering::Acquire);
-        let written = self.header.written.load(Ordering::Relaxed);
+        let r1 = self.header.state.load(Ordering::Acquire);
+        let written = r1 >> 1;
         let copy: Vec<(*mut Op, *mut Location<'static>)> = self
             .slots
             .iter()
@@ -416,7 +423,7 @@ impl Ring {
             })
             .collect();
         fence(Ordering::Acquire);
-        let r2 = self.header.runs.load(Ordering::Relaxed);
+        let r2 = self.header.state.load(Ordering::Relaxed);
         let mut trace = self.assemble(written, |i| {
             let (op, location) = copy[i];
             // SAFETY: both pointers were stored by `push` from `&'static`
@@ -436,7 +443,7 @@ impl Ring {
     /// The owner's snapshot: its own ring (no race: it is the writer), with
     /// the site kept for each slot (full mode's backtraces) where one is.
     pub fn snapshot_with_sites(&self, sites: &[Option<Site>]) -> Trace {
-        let written = self.header.written.load(Ordering::Relaxed);
+        let written = self.recorded();
         self.assemble(written, |i| {
             let op = self.slots[i].op.load(Ordering::Relaxed);
             let location = self.slots[i].location.load(Ordering::Relaxed);
