@@ -740,4 +740,32 @@ mod tests {
         drop(back);
         assert_eq!(Arc::strong_count(&counter), 1);
     }
+
+    #[test]
+    fn a_result_slot_is_two_words_and_gives_back_each_side_once() {
+        assert_eq!(mem::size_of::<ResSlot>(), 2 * mem::size_of::<usize>());
+        let mut slot = ResSlot::empty();
+        assert!(slot.take().is_none());
+        slot.put(Ok(Value::new(String::from("ok"))));
+        let ok = slot.take().expect("the value");
+        assert!(slot.take().is_none(), "taken once");
+        slot.put(Err(Value::new(7u64)));
+        let err = slot.take().expect("the error");
+        // SAFETY: each value is read back as the type it was made from.
+        unsafe {
+            assert_eq!(ok.ok().expect("Ok").take::<String>(), "ok");
+            assert_eq!(err.err().expect("Err").take::<u64>(), 7);
+        }
+    }
+
+    #[test]
+    fn a_result_slot_drops_what_it_holds_when_refilled_or_dropped() {
+        let counter = Arc::new(());
+        let mut slot = ResSlot::empty();
+        slot.put(Err(Value::new(counter.clone())));
+        slot.put(Ok(Value::new(counter.clone())));
+        assert_eq!(Arc::strong_count(&counter), 2, "the first one was dropped");
+        drop(slot);
+        assert_eq!(Arc::strong_count(&counter), 1);
+    }
 }

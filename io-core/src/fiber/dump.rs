@@ -402,6 +402,13 @@ impl WeakFibers {
             .chain(self.others.iter().filter_map(WeakFiber::info))
     }
 
+    /// How many fibers are kept as one word and how many as a whole
+    /// [`WeakFiber`] (for tests).
+    #[cfg(test)]
+    pub(crate) fn entries(&self) -> (usize, usize) {
+        (self.thin.len(), self.others.len())
+    }
+
     fn thin_infos(&self) -> impl Iterator<Item = FiberInfo> + '_ {
         self.thin.iter().filter_map(|fiber| {
             let vtable = self.vtable?;
