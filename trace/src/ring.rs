@@ -10,37 +10,42 @@
 //! into the slot and one into the ring's `state` word (plain stores on
 //! every target): no fence, no sequence lock per event.
 //!
-//! `state` is twice the number of events recorded, plus one while the
-//! fiber runs (records). Whether a copy is *consistent* is decided per run
-//! of the fiber, not per event:
+//! `state` is the number of events recorded, with its top bit
+//! (`RUNNING`) set while the fiber runs (records). Whether a copy is
+//! *consistent* is decided per run of the fiber, not per event:
 //!
 //! * Writer (only the fiber, on the thread running it):
 //!   [`begin_run`](Ring::begin_run) when a run-loop call that records
-//!   starts (`state` made odd, relaxed, then a release fence); each event
-//!   ([`push`](Ring::push)) stores its slot, then `state + 2` (relaxed);
-//!   [`end_run`](Ring::end_run) before the fiber leaves its thread (`state`
-//!   made even, release).
-//! * Reader: `r1 = state` (acquire; the event count is `r1 / 2`); copy the
-//!   slots (relaxed); acquire fence; `r2 = state`. If `r1` is even and
-//!   `r2 == r1`, no event was recorded while it copied, and the copy is the
-//!   ring as the last run left it. Otherwise the trace is marked *in
-//!   motion* ([`Trace::in_motion`](crate::Trace::in_motion)): the fiber was
+//!   starts (`RUNNING` set, relaxed, then a release fence); each event
+//!   ([`push`](Ring::push)) stores its slot, then `state + 1` (relaxed; the
+//!   slot is `state & mask`, the mask below the top bit); [`end_run`](Ring::end_run)
+//!   before the fiber leaves its thread (`RUNNING` cleared, release).
+//! * Reader: `r1 = state` (acquire; the event count is `r1` without
+//!   `RUNNING`); copy the slots (relaxed); acquire fence; `r2 = state`. If
+//!   `r1` has no `RUNNING` and `r2 == r1`, no event was recorded while it
+//!   copied, and the copy is the ring as the last run left it. Otherwise
+//!   the trace is marked *in motion*
+//!   ([`Trace::in_motion`](crate::Trace::in_motion)): the fiber was
 //!   running, and its events may be paired with a neighbour's location. A
 //!   reader never waits for the writer.
 //!
-//! The release fence of `begin_run` orders the odd `state` before the
+//! The release fence of `begin_run` orders the set `RUNNING` before the
 //! run's slot stores, so a reader whose copy saw one of them also sees
-//! (after its acquire fence) a `state` at or after that odd value: odd, or
-//! even with a larger count (the run recorded the event the reader saw),
-//! never `r1` again. A run that records nothing takes `state` from `r1` to
-//! `r1 + 1` and back: a reader may then take its copy for consistent, and
-//! it is, since no slot changed. The release store of `end_run` makes a
-//! run's events visible to a reader that reads its even `state`. Loom
-//! checks both (`loom` tests below). Fibers synchronize with their
-//! executor whenever they start or stop running, so a fiber dump, which
-//! reads suspended fibers, nearly always gets consistent traces. (The count
-//! wraps after `usize::MAX / 2` events; a reader then sees fewer events
-//! until the ring has been filled again.)
+//! (after its acquire fence) a `state` at or after that store: running, or
+//! not running with a larger count (the run recorded the event the reader
+//! saw), never `r1` again. A run that records nothing takes `state` from
+//! `r1` to `r1 | RUNNING` and back: a reader may then take its copy for
+//! consistent, and it is, since no slot changed. The release store of
+//! `end_run` makes a run's events visible to a reader that reads its
+//! `state`. Loom checks both (`loom` tests below). Fibers synchronize with
+//! their executor whenever they start or stop running, so a fiber dump,
+//! which reads suspended fibers, nearly always gets consistent traces.
+//!
+//! After `usize::MAX / 2` events (2^31 on 32-bit targets) the count wraps:
+//! its carry clears `RUNNING` (or, between runs, sets it until the next
+//! `end_run`), and a reader sees fewer events until the ring has been
+//! filled again. Copies stay memory-safe, and a copy that overlapped an
+//! event is still marked in motion (the event changed `state`).
 //!
 //! Full mode's backtraces are not in the slots: they are owned data, which
 //! a racing reader could see freed. The writer keeps them beside the slots
@@ -91,7 +96,7 @@ pub struct Ring {
 /// The fixed-size part of a [`Ring`], before its slots.
 #[repr(C)]
 struct Header {
-    /// Twice the events recorded in all, plus one during a run (module
+    /// The events recorded in all, with [`RUNNING`] during a run (module
     /// doc).
     state: AtomicUsize,
     /// `slots.len() - 1` (the length is a power of two, at most
@@ -106,6 +111,11 @@ struct Header {
 }
 
 const _: () = assert!(MAX_CAPACITY - 1 <= u16::MAX as usize);
+
+/// The bit of [`Header::state`] set while the fiber runs (module doc):
+/// the top one, above any slot index, so that an event's slot is
+/// `state & mask`.
+const RUNNING: usize = 1 << (usize::BITS - 1);
 
 /// The owner of a [`Ring`]: one pointer to its one allocation (header and
 /// slots), dereferencing to the ring.
@@ -288,7 +298,7 @@ impl Ring {
     /// before the next `begin_run` (also when a panic ends the run).
     #[inline(always)]
     pub fn begin_run(&self) -> RunToken {
-        let state = self.header.state.load(Ordering::Relaxed) | 1;
+        let state = self.header.state.load(Ordering::Relaxed) | RUNNING;
         self.header.state.store(state, Ordering::Relaxed);
         fence(Ordering::Release);
         RunToken(())
@@ -300,7 +310,7 @@ impl Ring {
         let RunToken(()) = token;
         // Only the writer stores `state`: its own last value.
         let state = self.header.state.load(Ordering::Relaxed);
-        self.header.state.store(state & !1, Ordering::Release);
+        self.header.state.store(state & !RUNNING, Ordering::Release);
     }
 
     /// Records an event, replacing the oldest once the ring is full, and
@@ -313,7 +323,7 @@ impl Ring {
     #[inline(always)]
     pub fn push(&self, op: &'static Op, location: &'static Location<'static>) -> usize {
         let state = self.header.state.load(Ordering::Relaxed);
-        let index = (state >> 1) & usize::from(self.header.mask);
+        let index = state & usize::from(self.header.mask);
         debug_assert!(index < self.slots.len());
         // SAFETY: `mask` is `slots.len() - 1`, so `index` is in bounds.
         let slot = unsafe { self.slots.get_unchecked(index) };
@@ -323,7 +333,7 @@ impl Ring {
             (location as *const Location<'static>).cast_mut(),
             Ordering::Relaxed,
         );
-        self.header.state.store(state.wrapping_add(2), Ordering::Relaxed);
+        self.header.state.store(state.wrapping_add(1), Ordering::Relaxed);
         index
     }
 
@@ -393,7 +403,7 @@ impl Ring {
     /// How many events were recorded in all (including overwritten ones),
     /// as of the last run that ended (or now, on the fiber's own thread).
     pub fn recorded(&self) -> usize {
-        self.header.state.load(Ordering::Relaxed) >> 1
+        self.header.state.load(Ordering::Relaxed) & !RUNNING
     }
 
     /// How many events it holds now.
@@ -411,7 +421,7 @@ impl Ring {
     /// fiber ran while this copied it (module doc).
     pub fn snapshot(&self) -> Trace {
         let r1 = self.header.state.load(Ordering::Acquire);
-        let written = r1 >> 1;
+        let written = r1 & !RUNNING;
         let copy: Vec<(*mut Op, *mut Location<'static>)> = self
             .slots
             .iter()
@@ -436,7 +446,7 @@ impl Ring {
                 ))
             }
         });
-        trace.in_motion = r1 % 2 == 1 || r1 != r2;
+        trace.in_motion = r1 & RUNNING != 0 || r1 != r2;
         trace
     }
 
