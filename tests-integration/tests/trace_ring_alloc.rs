@@ -38,9 +38,9 @@ const TRACE_CAPACITY: usize = 512;
 /// pointer per event (`spindle_trace::Ring`).
 const RING_SLOTS_BYTES: usize = TRACE_CAPACITY * 2 * size_of::<usize>();
 
-/// The most a ring's header adds to its slots in its allocation (two
-/// words; with full mode's sites a `Vec` more).
-const RING_HEADER_MAX: usize = 8 * size_of::<usize>();
+/// The most a ring's header adds to its slots in its allocation: two
+/// words, with full mode's sites a `Vec` more; eight words is room enough.
+const RING_HEADER_MAX: usize = 8 * size_of::<[usize; 1]>();
 
 struct Counting;
 

@@ -200,6 +200,9 @@ impl Ring {
     /// `capacity` should come from [`ring_capacity`](crate::ring_capacity)
     /// (a power of two); any other value is rounded up to one, 0 becomes 1
     /// and more than [`MAX_CAPACITY`] becomes `MAX_CAPACITY`.
+    // An unsized `Ring` cannot be returned by value: it is made behind its
+    // owner.
+    #[allow(clippy::new_ret_no_self)]
     pub fn new(capacity: usize) -> RingBox {
         let capacity = capacity.clamp(1, MAX_CAPACITY).next_power_of_two();
         let layout = Ring::layout(capacity);
@@ -333,7 +336,9 @@ impl Ring {
             (location as *const Location<'static>).cast_mut(),
             Ordering::Relaxed,
         );
-        self.header.state.store(state.wrapping_add(1), Ordering::Relaxed);
+        self.header
+            .state
+            .store(state.wrapping_add(1), Ordering::Relaxed);
         index
     }
 

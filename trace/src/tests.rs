@@ -363,6 +363,7 @@ fn the_owners_mark_is_kept_beside_the_events_and_cleared_by_reset() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "a 1 MiB ring: slow under Miri")]
 fn a_capacity_above_the_maximum_is_clamped_to_it() {
     assert_eq!(Ring::new(MAX_CAPACITY * 2).capacity(), MAX_CAPACITY);
 }

@@ -2,9 +2,10 @@
 //! references executors keep to make one.
 //!
 //! A dump never keeps a fiber alive and costs nothing while no one asks:
-//! executors keep a [`WeakFiber`] per fiber in a [`WeakFibers`] list, and a
-//! dump upgrades each for a moment to read its header (the state word, and
-//! with tracing the activity byte and the trace ring). The state word
+//! executors keep a [`WeakFiber`] per fiber in a [`WeakFibers`] list (one
+//! word per fiber), and a dump upgrades each for a moment to read its
+//! header (the state word, and with tracing the trace ring, which also
+//! keeps the activity byte). The state word
 //! tells active from suspended and a cancelable wait from a masked one
 //! ([`FiberStatus`]); the activity byte, written by the tracing run-loop,
 //! tells running, queued, sleeping, blocked and waiting apart

@@ -690,7 +690,12 @@ fn a_listing_keeps_one_word_per_fiber_of_one_executor_type_and_lists_every_live_
     assert_eq!(list.infos().count(), 4);
     // One ends: it is no longer listed.
     assert!(callbacks.pop().unwrap().succeed(1));
-    ex.0.queue.lock().unwrap().pop_front().expect("resumed").run();
+    ex.0.queue
+        .lock()
+        .unwrap()
+        .pop_front()
+        .expect("resumed")
+        .run();
     assert_eq!(list.live().count(), 3);
     assert_eq!(list.infos().count(), 3);
     // The other executor's fiber is freed with its callback.
@@ -703,12 +708,14 @@ fn a_listing_keeps_one_word_per_fiber_of_one_executor_type_and_lists_every_live_
         drop(cb);
     }
     let (thin, others) = list.entries();
-    assert!(thin < 64 && others == 0, "swept: {thin} thin, {others} others");
+    assert!(
+        thin < 64 && others == 0,
+        "swept: {thin} thin, {others} others"
+    );
     assert_eq!(list.live().count(), 2);
     drop(list);
     drop(callbacks);
 }
-
 
 #[test]
 #[cfg(feature = "tracing")]
