@@ -305,6 +305,67 @@ impl Value {
     }
 }
 
+/// An `Option<Result<Value, Value>>` in a value's two words, not three:
+/// the result's side is the low bit of the vtable pointer (vtables are
+/// 32-aligned, so the bit is free) and "empty" is a null vtable pointer.
+/// A fiber's header keeps the result a callback delivers in one, so that
+/// every fiber is a word smaller.
+pub(crate) struct ResSlot {
+    word: Word,
+    /// Null: empty; otherwise the value's vtable, with `ERR` set for an
+    /// error.
+    vtable: *const ValueVTable,
+}
+
+const _: () = assert!(mem::align_of::<ValueVTable>() > ResSlot::ERR);
+
+impl ResSlot {
+    const ERR: usize = 1;
+
+    /// An empty slot.
+    pub(crate) const fn empty() -> ResSlot {
+        ResSlot {
+            word: EMPTY_WORD,
+            vtable: ptr::null(),
+        }
+    }
+
+    /// Puts `res` in the slot (dropping what was there).
+    #[inline]
+    pub(crate) fn put(&mut self, res: crate::node::Res) {
+        drop(self.take());
+        let (err, value) = match res {
+            Ok(value) => (0, value),
+            Err(error) => (Self::ERR, error),
+        };
+        let (word, vtable) = value.into_raw();
+        self.word = word;
+        self.vtable = ptr::from_ref(vtable).map_addr(|addr| addr | err);
+    }
+
+    /// Takes the result out, if there is one.
+    #[inline]
+    pub(crate) fn take(&mut self) -> Option<crate::node::Res> {
+        if self.vtable.is_null() {
+            return None;
+        }
+        let tagged = mem::replace(&mut self.vtable, ptr::null());
+        let err = tagged.addr() & Self::ERR != 0;
+        let vtable = tagged.map_addr(|addr| addr & !Self::ERR);
+        // SAFETY: a non-null pointer is, once untagged, the `&'static`
+        // vtable `put` stored with `word`, whose value is taken once (the
+        // slot is empty from now on).
+        let value = unsafe { Value::from_raw(self.word, &*vtable) };
+        Some(if err { Err(value) } else { Ok(value) })
+    }
+}
+
+impl Drop for ResSlot {
+    fn drop(&mut self) {
+        drop(self.take());
+    }
+}
+
 impl Drop for Value {
     #[inline(always)]
     fn drop(&mut self) {
@@ -677,6 +738,34 @@ mod tests {
         let back = unsafe { Value::new(many).take::<[Arc<()>; 32]>() };
         assert_eq!(Arc::strong_count(&counter), 33);
         drop(back);
+        assert_eq!(Arc::strong_count(&counter), 1);
+    }
+
+    #[test]
+    fn a_result_slot_is_two_words_and_gives_back_each_side_once() {
+        assert_eq!(mem::size_of::<ResSlot>(), 2 * mem::size_of::<usize>());
+        let mut slot = ResSlot::empty();
+        assert!(slot.take().is_none());
+        slot.put(Ok(Value::new(String::from("ok"))));
+        let ok = slot.take().expect("the value");
+        assert!(slot.take().is_none(), "taken once");
+        slot.put(Err(Value::new(7u64)));
+        let err = slot.take().expect("the error");
+        // SAFETY: each value is read back as the type it was made from.
+        unsafe {
+            assert_eq!(ok.ok().expect("Ok").take::<String>(), "ok");
+            assert_eq!(err.err().expect("Err").take::<u64>(), 7);
+        }
+    }
+
+    #[test]
+    fn a_result_slot_drops_what_it_holds_when_refilled_or_dropped() {
+        let counter = Arc::new(());
+        let mut slot = ResSlot::empty();
+        slot.put(Err(Value::new(counter.clone())));
+        slot.put(Ok(Value::new(counter.clone())));
+        assert_eq!(Arc::strong_count(&counter), 2, "the first one was dropped");
+        drop(slot);
         assert_eq!(Arc::strong_count(&counter), 1);
     }
 }

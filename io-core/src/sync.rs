@@ -68,8 +68,6 @@
 //!
 //! [loom]: https://docs.rs/loom
 
-#[cfg(all(not(loom), feature = "tracing"))]
-pub(crate) use portable_atomic::AtomicU8;
 #[cfg(not(loom))]
 pub(crate) use portable_atomic::{AtomicPtr, AtomicUsize, Ordering};
 #[cfg(not(loom))]
@@ -109,8 +107,6 @@ pub(crate) fn downgrade<T>(arc: &Arc<T>) -> Weak<T> {
 
 #[cfg(loom)]
 pub(crate) use loom::sync::Arc;
-#[cfg(all(loom, feature = "tracing"))]
-pub(crate) use loom::sync::atomic::AtomicU8;
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 

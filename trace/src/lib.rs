@@ -438,7 +438,7 @@ pub const fn ring_capacity(requested: usize) -> Result<usize, CapacityError> {
     }
 }
 
-pub use ring::{Ring, RunToken};
+pub use ring::{Ring, RingBox, RunToken};
 
 // ---------------------------------------------------------------------------
 // Traces

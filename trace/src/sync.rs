@@ -4,7 +4,7 @@
 //!
 //! Two kinds of atomics, on purpose:
 //!
-//! * the ring's ([`AtomicPtr`], [`AtomicUsize`], [`fence`]): loom's under
+//! * the ring's ([`AtomicPtr`], [`AtomicUsize`], [`AtomicU8`], [`fence`]): loom's under
 //!   `--cfg loom`, so the sequence-lock protocol of `ring.rs` is
 //!   model-checked;
 //! * process-wide flags in `static`s ([`StaticAtomicBool`]: whether call
@@ -18,10 +18,10 @@
 //! sites are process-global values, never part of a loom model.
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicPtr, AtomicUsize, Ordering, fence};
+pub(crate) use loom::sync::atomic::{AtomicPtr, AtomicU8, AtomicUsize, Ordering, fence};
 
 #[cfg(not(loom))]
-pub(crate) use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering, fence};
+pub(crate) use core::sync::atomic::{AtomicPtr, AtomicU8, AtomicUsize, Ordering, fence};
 
 /// An atomic flag for a `static` (see the module doc).
 pub(crate) use core::sync::atomic::AtomicBool as StaticAtomicBool;

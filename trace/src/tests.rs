@@ -316,3 +316,81 @@ fn the_owner_snapshot_joins_the_sites_kept_for_full_mode() {
     // A reader on another thread gets the same event without it.
     assert!(!ring.snapshot().events()[0].site().has_backtrace());
 }
+
+#[test]
+#[cfg(not(feature = "full"))] // full mode's sites add a `Vec` to the header
+fn a_ring_is_one_allocation_of_a_two_word_header_and_its_slots_behind_one_word() {
+    let word = core::mem::size_of::<usize>();
+    assert_eq!(core::mem::size_of::<RingBox>(), word, "a thin pointer");
+    for capacity in [1, 16, 1024] {
+        let ring = Ring::new(capacity);
+        // The header (state word, then mask and mark in a second word) and
+        // two pointers per slot, in the one allocation the box owns.
+        assert_eq!(
+            core::mem::size_of_val::<Ring>(&ring),
+            2 * word + capacity * 2 * word,
+            "capacity {capacity}"
+        );
+        assert_eq!(ring.capacity(), capacity);
+    }
+}
+
+#[test]
+fn a_ring_handed_through_its_raw_pointer_keeps_its_events_and_capacity() {
+    let ring = Ring::new(8);
+    ring.push(&MAP, here().location());
+    let raw = ring.into_raw();
+    // SAFETY: `raw` comes from `into_raw`; the ring lives until taken back.
+    let borrowed = unsafe { Ring::from_raw(raw) };
+    assert_eq!(borrowed.capacity(), 8);
+    assert_eq!(borrowed.snapshot().op_names(), ["map"]);
+    // SAFETY: taken back once.
+    let ring = unsafe { RingBox::from_raw(raw) };
+    assert_eq!(ring.recorded(), 1);
+}
+
+#[test]
+fn the_owners_mark_is_kept_beside_the_events_and_cleared_by_reset() {
+    let mut ring = Ring::new(2);
+    assert_eq!(ring.mark(), 0);
+    ring.set_mark(3);
+    ring.push(&MAP, here().location());
+    assert_eq!(ring.mark(), 3);
+    assert_eq!(ring.snapshot().op_names(), ["map"], "the mark is no event");
+    ring.reset();
+    assert_eq!(ring.mark(), 0);
+    assert!(ring.is_empty());
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "a 1 MiB ring: slow under Miri")]
+fn a_capacity_above_the_maximum_is_clamped_to_it() {
+    assert_eq!(Ring::new(MAX_CAPACITY * 2).capacity(), MAX_CAPACITY);
+}
+
+#[test]
+fn a_run_that_records_nothing_leaves_copies_consistent_and_the_count_as_it_was() {
+    let ring = Ring::new(4);
+    ring.push(&MAP, here().location());
+    let run = ring.begin_run();
+    assert!(ring.snapshot().in_motion(), "read during the run");
+    ring.end_run(run);
+    let trace = ring.snapshot();
+    assert!(!trace.in_motion());
+    assert_eq!(trace.op_names(), ["map"]);
+    assert_eq!(ring.recorded(), 1);
+}
+
+#[test]
+fn the_writers_record_and_snapshot_keep_the_events_in_order() {
+    let ring = Ring::new(2);
+    // SAFETY: this thread is the ring's only writer.
+    unsafe {
+        ring.record(&MAP, &here());
+        ring.record(&FLAT_MAP, &here());
+        ring.record(&MAP, &here());
+        let trace = ring.owner_snapshot();
+        assert_eq!(trace.op_names(), ["flat_map", "map"]);
+        assert_eq!(trace.omitted(), 1);
+    }
+}

@@ -2,9 +2,10 @@
 //! references executors keep to make one.
 //!
 //! A dump never keeps a fiber alive and costs nothing while no one asks:
-//! executors keep a [`WeakFiber`] per fiber in a [`WeakFibers`] list, and a
-//! dump upgrades each for a moment to read its header (the state word, and
-//! with tracing the activity byte and the trace ring). The state word
+//! executors keep a [`WeakFiber`] per fiber in a [`WeakFibers`] list (one
+//! word per fiber), and a dump upgrades each for a moment to read its
+//! header (the state word, and with tracing the trace ring, which also
+//! keeps the activity byte). The state word
 //! tells active from suspended and a cancelable wait from a masked one
 //! ([`FiberStatus`]); the activity byte, written by the tracing run-loop,
 //! tells running, queued, sleeping, blocked and waiting apart
@@ -201,7 +202,8 @@ pub struct WeakFiber {
 /// Type-erased operations on a `Weak<FiberInner<X>>`.
 #[cfg(not(loom))]
 struct WeakVTable {
-    status: unsafe fn(*const ()) -> Option<FiberStatus>,
+    /// Number and status (the number from the header).
+    status: unsafe fn(*const ()) -> Option<(FiberId, FiberStatus)>,
     info: unsafe fn(*const ()) -> Option<FiberInfo>,
     drop: unsafe fn(*const ()),
 }
@@ -235,12 +237,13 @@ impl<X: Executor> FiberInner<X> {
     /// # Safety
     /// * `ptr` comes from `Weak::into_raw` of a `Weak<FiberInner<X>>` that
     ///   the caller still owns.
-    unsafe fn weak_status(ptr: *const ()) -> Option<FiberStatus> {
+    unsafe fn weak_status(ptr: *const ()) -> Option<(FiberId, FiberStatus)> {
         // SAFETY: forwarded precondition; `ManuallyDrop` leaves the caller's
         // weak reference as it was.
         let weak =
             core::mem::ManuallyDrop::new(unsafe { Weak::from_raw(ptr.cast::<FiberInner<X>>()) });
-        weak.upgrade()?.header.status()
+        let fiber = weak.upgrade()?;
+        Some((fiber.header.id, fiber.header.status()?))
     }
 
     /// # Safety
@@ -257,8 +260,7 @@ impl WeakFiber {
     /// `None` once it has completed or been freed.
     pub fn snapshot(&self) -> Option<(FiberId, FiberStatus)> {
         // SAFETY: we own the weak reference behind `fiber`.
-        let status = unsafe { (self.vtable.status)(self.fiber.as_ptr()) }?;
-        Some((self.id(), status))
+        unsafe { (self.vtable.status)(self.fiber.as_ptr()) }
     }
 
     /// What a fiber dump shows of the fiber (state and trace), or `None`
@@ -287,11 +289,52 @@ impl WeakFiber {
 /// Pushing sweeps out the references of fibers that are gone whenever the
 /// list has doubled since the last sweep (amortized O(1) per push), so it
 /// holds at most about twice the live fibers. It never keeps a fiber alive.
+///
+/// # Layout: one word per fiber
+///
+/// An executor's fibers all have one type, `FiberInner<X>`, so they share
+/// one [`WeakFiber`] vtable: the list keeps that vtable once and, per
+/// fiber, only the weak pointer (4 bytes on 32-bit targets, not a
+/// [`WeakFiber`]'s 12). A fiber's number is read from its header when it
+/// is listed (a fiber that is gone is not listed). A fiber pushed with
+/// another vtable (a list shared by two executor types, or the same type's
+/// vtable constant instantiated twice by the compiler) goes to a second
+/// list of whole [`WeakFiber`]s: correct, only larger.
 #[cfg(not(loom))]
-#[derive(Debug, Default)]
 pub struct WeakFibers {
-    fibers: Vec<WeakFiber>,
+    /// The vtable of every entry of `thin` (the first pushed fiber's).
+    vtable: Option<&'static WeakVTable>,
+    /// Weak references (`Weak::into_raw`) whose vtable is `vtable`; each
+    /// owns its weak count.
+    thin: Vec<NonNull<()>>,
+    /// Fibers with another vtable (rare; see the type's doc).
+    others: Vec<WeakFiber>,
     sweep_at: usize,
+}
+
+// SAFETY: as for `WeakFiber`: a thin entry is a weak reference, which only
+// touches the reference counts (atomic) and, after an upgrade, the header
+// (shared by protocol); the list is mutated only through `&mut self`.
+#[cfg(not(loom))]
+unsafe impl Send for WeakFibers {}
+// SAFETY: as above; `&self` methods only read.
+#[cfg(not(loom))]
+unsafe impl Sync for WeakFibers {}
+
+#[cfg(not(loom))]
+impl Default for WeakFibers {
+    fn default() -> Self {
+        WeakFibers::new()
+    }
+}
+
+#[cfg(not(loom))]
+impl core::fmt::Debug for WeakFibers {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("WeakFibers")
+            .field("len", &(self.thin.len() + self.others.len()))
+            .finish_non_exhaustive()
+    }
 }
 
 #[cfg(not(loom))]
@@ -299,29 +342,94 @@ impl WeakFibers {
     /// An empty list (no allocation).
     pub const fn new() -> Self {
         WeakFibers {
-            fibers: Vec::new(),
+            vtable: None,
+            thin: Vec::new(),
+            others: Vec::new(),
             sweep_at: 0,
         }
     }
 
     /// Adds a fiber.
     pub fn push(&mut self, fiber: WeakFiber) {
-        if self.fibers.len() >= self.sweep_at {
-            self.fibers.retain(|fiber| !fiber.is_gone());
-            self.sweep_at = (self.fibers.len() * 2).max(64);
+        if self.thin.len() + self.others.len() >= self.sweep_at {
+            self.sweep();
+            self.sweep_at = ((self.thin.len() + self.others.len()) * 2).max(64);
         }
-        self.fibers.push(fiber);
+        let vtable = *self.vtable.get_or_insert(fiber.vtable);
+        if core::ptr::eq(vtable, fiber.vtable) {
+            // The list takes over the weak reference (not dropped here).
+            let fiber = core::mem::ManuallyDrop::new(fiber);
+            self.thin.push(fiber.fiber);
+        } else {
+            self.others.push(fiber);
+        }
+    }
+
+    /// Drops the references of fibers that are gone.
+    fn sweep(&mut self) {
+        if let Some(vtable) = self.vtable {
+            self.thin.retain(|&fiber| {
+                // SAFETY: the list owns the weak reference behind `fiber`,
+                // and `vtable` is its vtable (`push`).
+                let live = unsafe { (vtable.status)(fiber.as_ptr()) }.is_some();
+                if !live {
+                    // SAFETY: as above; the entry leaves the list, and with
+                    // it its weak reference, released once here.
+                    unsafe { (vtable.drop)(fiber.as_ptr()) }
+                }
+                live
+            });
+        }
+        self.others.retain(|fiber| !fiber.is_gone());
     }
 
     /// Number and status of every fiber of the list still alive.
     pub fn live(&self) -> impl Iterator<Item = (FiberId, FiberStatus)> + '_ {
-        self.fibers.iter().filter_map(WeakFiber::snapshot)
+        self.thin
+            .iter()
+            .filter_map(|fiber| {
+                let vtable = self.vtable?;
+                // SAFETY: the list owns the weak reference behind `fiber`,
+                // and `vtable` is its vtable (`push`).
+                unsafe { (vtable.status)(fiber.as_ptr()) }
+            })
+            .chain(self.others.iter().filter_map(WeakFiber::snapshot))
     }
 
     /// State and trace of every fiber of the list still alive (for fiber
     /// dumps).
     pub fn infos(&self) -> impl Iterator<Item = FiberInfo> + '_ {
-        self.fibers.iter().filter_map(WeakFiber::info)
+        self.thin_infos()
+            .chain(self.others.iter().filter_map(WeakFiber::info))
+    }
+
+    /// How many fibers are kept as one word and how many as a whole
+    /// [`WeakFiber`] (for tests).
+    #[cfg(test)]
+    pub(crate) fn entries(&self) -> (usize, usize) {
+        (self.thin.len(), self.others.len())
+    }
+
+    fn thin_infos(&self) -> impl Iterator<Item = FiberInfo> + '_ {
+        self.thin.iter().filter_map(|fiber| {
+            let vtable = self.vtable?;
+            // SAFETY: the list owns the weak reference behind `fiber`, and
+            // `vtable` is its vtable (`push`).
+            unsafe { (vtable.info)(fiber.as_ptr()) }
+        })
+    }
+}
+
+#[cfg(not(loom))]
+impl Drop for WeakFibers {
+    fn drop(&mut self) {
+        if let Some(vtable) = self.vtable {
+            for fiber in self.thin.drain(..) {
+                // SAFETY: releases the weak reference this entry owns (its
+                // vtable is `vtable`: `push`).
+                unsafe { (vtable.drop)(fiber.as_ptr()) }
+            }
+        }
     }
 }
 
@@ -388,7 +496,7 @@ impl Header {
     }
 
     fn recorded_state(&self) -> Option<FiberState> {
-        self.activity.get()
+        crate::tracing::Activity::get(&self.ring)
     }
 }
 

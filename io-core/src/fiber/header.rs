@@ -4,8 +4,8 @@
 //! so that a callback, a handle or a weak reference reaches it through a
 //! type-erased pointer. It holds the state word (`state.rs`), the slot the
 //! winning completer writes its result into, the join state (`join.rs`),
-//! the fiber's number, and, with tracing, the ring and the activity byte
-//! that fiber dumps read.
+//! the fiber's number, and, with tracing, the pointer to the ring (which
+//! also keeps the activity byte) that fiber dumps read.
 //! Which thread may touch which field, and when: the `fiber` module doc.
 
 use super::id::FiberId;
@@ -13,16 +13,18 @@ use super::join::{Completed, JoinCell};
 use super::state::{
     Claim, State, TransitionToCancelRequested, TransitionToDelivered, TransitionToSuspended,
 };
+use crate::erased::ResSlot;
 use crate::node::Res;
 use crate::sync::UnsafeCell;
-use crate::tracing::{Activity, RingSlot};
+use crate::tracing::RingSlot;
 
 /// The part of a fiber shared with callbacks and handles on other threads.
 pub(crate) struct Header {
     pub(super) state: State,
     /// Written by the completer that won the claim, read by the fiber after
-    /// it saw `DONE`.
-    slot: UnsafeCell<Option<Res>>,
+    /// it saw `DONE`. Two words: the result's side is a bit of its vtable
+    /// pointer ([`ResSlot`]).
+    slot: UnsafeCell<ResSlot>,
     /// The join state: the outcome once the fiber has completed (for a
     /// fiber started with `IO::start` or [`FiberHandle::spawn`]), and the
     /// joiners waiting for it. Inside the fiber, so that starting a fiber is
@@ -35,15 +37,11 @@ pub(crate) struct Header {
     /// run-loop.
     pub(crate) id: FiberId,
     /// The fiber's trace ring, once it records (`tracing/fiber_on.rs`):
-    /// here, in the part other threads may read, for fiber dumps.
-    /// Zero-sized without the `tracing` feature.
+    /// here, in the part other threads may read, for fiber dumps. One
+    /// word, pointing at the ring's one allocation, which also keeps what
+    /// the fiber does now for dumps (its activity byte, set only while the
+    /// fiber traces). Zero-sized without the `tracing` feature.
     pub(crate) ring: RingSlot,
-    /// What the fiber does now, for fiber dumps ([`FiberState`] as a
-    /// byte); kept only while the fiber traces. Zero-sized without the
-    /// `tracing` feature.
-    ///
-    /// [`FiberState`]: super::FiberState
-    pub(crate) activity: Activity,
 }
 
 // SAFETY: `slot` is written only by the single completer that won the CAS to
@@ -59,11 +57,10 @@ impl Header {
     pub(super) fn new(id: FiberId) -> Self {
         Header {
             state: State::new(),
-            slot: UnsafeCell::new(None),
+            slot: UnsafeCell::new(ResSlot::empty()),
             join: JoinCell::new(),
             id,
             ring: RingSlot::new(),
-            activity: Activity::new(super::FiberState::Queued),
         }
     }
 
@@ -135,19 +132,12 @@ impl Header {
         self.state.mark_completed()
     }
 
-    /// Records what the fiber does now (for dumps; nothing without the
-    /// `tracing` feature).
-    #[inline(always)]
-    pub(crate) fn set_activity(&self, state: super::FiberState) {
-        self.activity.set(state);
-    }
-
     /// Delivers the result after a won claim (the rest of step 2).
     #[inline]
     pub(super) fn deliver(&self, res: Res) -> TransitionToDelivered {
         // SAFETY: the caller won the claim for the current generation, so it
         // is the only writer, and the fiber reads only after `DONE`.
-        self.slot.with_mut(|slot| unsafe { *slot = Some(res) });
+        self.slot.with_mut(|slot| unsafe { (*slot).put(res) });
         self.state.transition_to_delivered()
     }
 }

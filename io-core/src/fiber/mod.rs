@@ -52,7 +52,7 @@
 //! | `header.slot`         | the fiber                              | after it observed `DONE` (`Acquire`), before its next suspension |
 //! | `header.join`         | anyone (a short lock)                  | the run-loop completes it once; joiners read it or wait |
 //! | `header.id`           | anyone holding a reference             | always (written once, before the fiber is shared) |
-//! | `header.ring`, `header.activity` | the running fiber writes; dumps read | always (a seqlock-style ring and a relaxed byte, `tracing/fiber_on.rs`) |
+//! | `header.ring` (the ring and its activity byte) | the running fiber writes; dumps read | always (a seqlock-style ring and a relaxed byte, `tracing/fiber_on.rs`) |
 //! | `executor`            | anyone holding a reference             | always (`Executor: Send + Sync`) |
 //!
 //! # Who owns the fiber

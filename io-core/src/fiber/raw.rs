@@ -335,7 +335,7 @@ impl Spawner {
     pub(super) fn new<X: Executor>(executor: &X, core: &Core) -> Self {
         Spawner {
             executor: executor as &dyn Spawn,
-            traced: core.tracing.is_on(),
+            traced: core.flags.is_on(),
         }
     }
 
@@ -436,7 +436,7 @@ impl<X: Executor> Fiber<X> {
     ) -> Fiber<X> {
         let traces = crate::tracing::fiber_traces(traced, executor.config());
         let id = executor.next_fiber_id();
-        let core = Core::new(node, on_complete, crate::tracing::FiberTracing::new(traces));
+        let core = Core::new(node, on_complete, crate::tracing::FiberFlags::new(traces));
         let fiber = Fiber {
             inner: Arc::new(FiberInner {
                 header: Header::new(id),

@@ -133,12 +133,12 @@ impl<X: Executor> Fiber<X> {
     fn list_once(&self) {
         // SAFETY: as in `run`: the unique `Fiber` handle, before the
         // fiber is rescheduled or its suspension published.
-        let listed = self
+        let flags = self
             .inner
             .core
-            .with_mut(|core| unsafe { &mut (*core).listed });
-        if !*listed {
-            *listed = true;
+            .with_mut(|core| unsafe { &mut (*core).flags });
+        if !flags.is_listed() {
+            flags.set_listed();
             self.list();
         }
     }
@@ -183,10 +183,10 @@ fn run_either<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit 
     // budget over.
     let mut budget = None;
     loop {
-        // A `cfg`, not `core.tracing.is_on()` (always false without the
+        // A `cfg`, not `core.flags.is_on()` (always false without the
         // feature): then the tracing instantiation is never even built.
         #[cfg(feature = "tracing")]
-        let exit = if core.tracing.on {
+        let exit = if core.flags.is_on() {
             run_loop::<X, true>(inner, core, budget)
         } else {
             run_loop::<X, false>(inner, core, budget)
@@ -214,11 +214,16 @@ macro_rules! completed {
 
 /// Records what the fiber does now, for fiber dumps, in the tracing loop.
 macro_rules! activity {
-    ($header:expr, $state:ident) => {
+    ($ring:expr, $state:ident) => {
         // Without the `tracing` feature, `TRACING` is always false and
-        // `set_activity` empty (`tracing/fiber_off.rs`).
+        // `Activity::set` empty (`tracing/fiber_off.rs`).
         if TRACING {
-            $header.set_activity(super::FiberState::$state);
+            // SAFETY: the tracing instantiation is always given the
+            // fiber's ring (`run_either`).
+            crate::tracing::Activity::set(
+                unsafe { $ring.unwrap_unchecked() },
+                super::FiberState::$state,
+            );
         }
     };
 }
@@ -231,14 +236,15 @@ macro_rules! record {
         if TRACING {
             if let Some(site) = $site {
                 // SAFETY: the tracing instantiation is always given the
-                // fiber's ring (`run_either`).
-                unsafe { $ring.unwrap_unchecked() }.record($op, site);
+                // fiber's ring (`run_either`), and the fiber, running on
+                // this thread, is its only writer.
+                unsafe { $ring.unwrap_unchecked().record($op, site) };
             }
         }
     };
 }
 
-/// The run-loop; `TRACING`: the fiber traces (`core.tracing.on`), for as
+/// The run-loop; `TRACING`: the fiber traces (`core.flags.is_on()`), for as
 /// long as this call runs (it returns [`Exit::Switch`] when that changes).
 /// `budget`: the steps left before the next auto-yield, when a switch
 /// carries them over (`None`: the configured number).
@@ -311,7 +317,7 @@ fn run_loop<X: Executor, const TRACING: bool>(
             }
         }
     };
-    activity!(header, Running);
+    activity!(ring, Running);
     if should_cancel(core, header) {
         node = begin_cancel(core, node);
     }
@@ -328,7 +334,7 @@ fn run_loop<X: Executor, const TRACING: bool>(
                     node = begin_cancel(core, node);
                 }
                 core.next = Next::Node(node);
-                activity!(header, Queued);
+                activity!(ring, Queued);
                 return Exit::Yield;
             }
         } else {
@@ -382,7 +388,7 @@ fn run_loop<X: Executor, const TRACING: bool>(
                         Node::unwind()
                     }
                     Some(FrameKind::TraceScope(was_on)) => {
-                        core.tracing.set_on(was_on);
+                        core.flags.set_on(was_on);
                         if was_on != TRACING {
                             core.next = Next::Node(Node::pure(value));
                             return Exit::Switch(budget);
@@ -448,7 +454,7 @@ fn run_loop<X: Executor, const TRACING: bool>(
                     Node::unwind()
                 }
                 Some(FrameKind::TraceScope(was_on)) => {
-                    core.tracing.set_on(was_on);
+                    core.flags.set_on(was_on);
                     if was_on != TRACING {
                         core.next = Next::Node(Node::error(error));
                         return Exit::Switch(budget);
@@ -568,7 +574,7 @@ fn run_loop<X: Executor, const TRACING: bool>(
                                 Some(finalizer) => Next::ResumeWithFinalizer(finalizer),
                                 None => Next::Resume,
                             };
-                            activity!(header, Waiting);
+                            activity!(ring, Waiting);
                             return suspend(core, core.masks == 0);
                         }
                     }
@@ -598,7 +604,7 @@ fn run_loop<X: Executor, const TRACING: bool>(
                         }
                         _ => {
                             core.next = Next::ResumeUntil(Value::new((key, finalizer)));
-                            activity!(header, Waiting);
+                            activity!(ring, Waiting);
                             return suspend(core, core.masks == 0);
                         }
                     }
@@ -619,7 +625,7 @@ fn run_loop<X: Executor, const TRACING: bool>(
                         Some(Some(res)) => Node::from_res(res),
                         _ => {
                             core.next = Next::Wake(Value::new(key));
-                            activity!(header, Sleeping);
+                            activity!(ring, Sleeping);
                             return suspend(core, core.masks == 0);
                         }
                     }
@@ -639,7 +645,7 @@ fn run_loop<X: Executor, const TRACING: bool>(
                         Some(Some(res)) => Node::from_res(res),
                         _ => {
                             core.next = Next::Resume;
-                            activity!(header, Blocked);
+                            activity!(ring, Blocked);
                             // Blocking work cannot be interrupted: the fiber
                             // waits for it even when canceled (then finalizes).
                             return suspend(core, false);
@@ -655,7 +661,7 @@ fn run_loop<X: Executor, const TRACING: bool>(
                 } else {
                     next
                 });
-                activity!(header, Queued);
+                activity!(ring, Queued);
                 return Exit::Yield;
             }
             Kind::Never(_site) => {
@@ -665,7 +671,7 @@ fn run_loop<X: Executor, const TRACING: bool>(
                 } else {
                     header.begin_suspension();
                     core.next = Next::Resume;
-                    activity!(header, Waiting);
+                    activity!(ring, Waiting);
                     return suspend(core, core.masks == 0);
                 }
             }
@@ -732,12 +738,12 @@ fn run_loop<X: Executor, const TRACING: bool>(
                     MarkKind::Record => source,
                     MarkKind::Snapshot => {
                         drop(source);
-                        Node::pure(Value::new(core.tracing.snapshot(ring, &header.ring)))
+                        Node::pure(Value::new(core.flags.snapshot(ring, &header.ring)))
                     }
                     MarkKind::FailureSnapshot => {
                         drop(source);
                         let children = core.take_handled_cause().into_vec();
-                        let trace = core.tracing.snapshot(ring, &header.ring);
+                        let trace = core.flags.snapshot(ring, &header.ring);
                         Node::pure(Value::new((trace, children)))
                     }
                     MarkKind::Cause => match source.into_value() {
@@ -752,8 +758,8 @@ fn run_loop<X: Executor, const TRACING: bool>(
                         Err(source) => source,
                     },
                     MarkKind::Scope => {
-                        core.stack.push(Frame::trace_scope(core.tracing.on));
-                        core.tracing.on = true;
+                        core.stack.push(Frame::trace_scope(core.flags.is_on()));
+                        core.flags.set_on(true);
                         if TRACING {
                             source
                         } else {
@@ -961,9 +967,9 @@ fn complete<X: Executor>(
     let children = core.take_cause();
     #[cfg(feature = "tracing")]
     let (outcome, trace) = match outcome {
-        Outcome::Errored(_) => (outcome, core.tracing.snapshot(ring, &inner.header.ring)),
+        Outcome::Errored(_) => (outcome, core.flags.snapshot(ring, &inner.header.ring)),
         Outcome::Panicked(message) => {
-            let trace = core.tracing.snapshot(ring, &inner.header.ring);
+            let trace = core.flags.snapshot(ring, &inner.header.ring);
             (Outcome::Panicked(message.with_trace(trace.clone())), trace)
         }
         other => (other, crate::tracing::Trace::empty()),

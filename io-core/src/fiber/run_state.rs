@@ -41,7 +41,7 @@ pub(crate) struct Core {
     /// (cancellation is observed only at depth 0), up to `u16::MAX`; the
     /// levels beyond (a program nesting more than 65,535 regions) are
     /// counted in [`Cold::deep_masks`]. Two bytes, beside `ending` and
-    /// `listed`, in the word a `u32` depth took alone.
+    /// `flags`, in the word a `u32` depth took alone.
     pub(super) masks: u16,
     /// Set once the fiber finalizes (canceled or panicked): the remaining
     /// frames are popped, running only finalizers.
@@ -49,12 +49,11 @@ pub(crate) struct Core {
     /// The rarely used rest: the completion callback, the poll owner, the
     /// panic message and suppressed errors, once there are any.
     pub(super) cold: Option<crate::pool::PoolBox<Cold>>,
-    /// Whether the fiber traces now (`tracing/fiber_on.rs`; zero-sized
-    /// without the `tracing` feature).
-    pub(super) tracing: crate::tracing::FiberTracing,
-    /// Whether the executor was told that the fiber lives on after a run
-    /// ([`Executor::fiber_listed`](crate::Executor::fiber_listed)).
-    pub(super) listed: bool,
+    /// Whether the fiber traces now and whether the executor was told that
+    /// the fiber lives on after a run
+    /// ([`Executor::fiber_listed`](crate::Executor::fiber_listed)): one
+    /// byte, beside `masks` and `ending` (`tracing/fiber_on.rs`).
+    pub(super) flags: crate::tracing::FiberFlags,
 }
 
 /// Where a fiber's next run starts.
@@ -179,7 +178,7 @@ impl Core {
     pub(super) fn new(
         node: Node,
         on_complete: Option<Completion>,
-        tracing: crate::tracing::FiberTracing,
+        flags: crate::tracing::FiberFlags,
     ) -> Self {
         Core {
             next: Next::Node(node),
@@ -192,8 +191,7 @@ impl Core {
                     ..Cold::default()
                 })
             }),
-            tracing,
-            listed: false,
+            flags,
         }
     }
 

@@ -17,26 +17,25 @@ pub(crate) fn fiber_traces(_traced: bool, _config: &FiberConfig) -> bool {
 pub(crate) struct Activity;
 
 impl Activity {
-    pub(crate) fn new(_state: FiberState) -> Self {
-        Activity
-    }
-
     /// Does nothing.
     #[inline(always)]
-    pub(crate) fn set(&self, _state: FiberState) {}
+    pub(crate) fn set(_ring: &OwnedRing, _state: FiberState) {}
 
     /// Nothing was recorded.
-    pub(crate) fn get(&self) -> Option<FiberState> {
+    pub(crate) fn get(_slot: &RingSlot) -> Option<FiberState> {
         None
     }
 }
 
-/// A fiber's tracing state: never on.
-pub(crate) struct FiberTracing;
+/// A fiber's flags: never tracing; whether its executor was told that it
+/// lives on after a run.
+pub(crate) struct FiberFlags {
+    listed: bool,
+}
 
-impl FiberTracing {
+impl FiberFlags {
     pub(crate) fn new(_on: bool) -> Self {
-        FiberTracing
+        FiberFlags { listed: false }
     }
 
     /// Never.
@@ -48,6 +47,18 @@ impl FiberTracing {
     /// Does nothing (there are no traced scopes to switch).
     #[inline(always)]
     pub(crate) fn set_on(&mut self, _on: bool) {}
+
+    /// Whether the executor was told that the fiber lives on after a run.
+    #[inline(always)]
+    pub(crate) fn is_listed(&self) -> bool {
+        self.listed
+    }
+
+    /// Records that the executor was told.
+    #[inline(always)]
+    pub(crate) fn set_listed(&mut self) {
+        self.listed = true;
+    }
 
     /// The empty trace.
     #[inline(always)]

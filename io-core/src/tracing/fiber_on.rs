@@ -5,8 +5,7 @@
 
 use crate::config::FiberConfig;
 use crate::fiber::FiberState;
-use crate::sync::{AtomicU8, Ordering};
-use spindle_trace::{Op, Site, Trace};
+use spindle_trace::Trace;
 
 /// Whether a new fiber traces from its start: a child of a traced scope
 /// (`traced`), or the executor's mode records. If it does, programs built
@@ -21,51 +20,67 @@ pub(crate) fn fiber_traces(traced: bool, config: &FiberConfig) -> bool {
     traces
 }
 
-/// What a fiber does now, for fiber dumps ([`FiberState`] as a byte, in
-/// the fiber's header); kept only while the fiber traces.
-pub(crate) struct Activity(AtomicU8);
+/// What a fiber does now, for fiber dumps: [`FiberState`] as a byte,
+/// kept in the ring's owner byte ([`spindle_trace::Ring::mark`]: state + 1,
+/// 0 for nothing recorded), so that it costs the fiber no byte of its own.
+/// Written by the tracing run-loop into the ring of its run (the scratch
+/// ring's byte travels with it when the fiber adopts it).
+pub(crate) struct Activity;
 
 impl Activity {
-    pub(crate) fn new(state: FiberState) -> Self {
-        Activity(AtomicU8::new(state as u8))
-    }
-
     /// Records what the fiber does now (the fiber itself, relaxed).
     #[inline(always)]
-    pub(crate) fn set(&self, state: FiberState) {
-        self.0.store(state as u8, Ordering::Relaxed);
+    pub(crate) fn set(ring: &OwnedRing, state: FiberState) {
+        ring.set_mark(state as u8 + 1);
     }
 
-    /// What the fiber last recorded (a dump, on any thread).
+    /// What the fiber last recorded (a dump, on any thread): `None` if it
+    /// has no ring of its own.
     #[cfg_attr(loom, allow(dead_code))] // fiber dumps are left out of loom builds
-    pub(crate) fn get(&self) -> Option<FiberState> {
-        FiberState::from_byte(self.0.load(Ordering::Relaxed))
+    pub(crate) fn get(slot: &RingSlot) -> Option<FiberState> {
+        FiberState::from_byte(slot.get()?.mark().checked_sub(1)?)
     }
 }
 
-/// A fiber's tracing state (in `Core`): whether it records now. The ring
-/// itself is in the fiber's header ([`RingSlot`]), so that fiber dumps can
-/// read it.
-pub(crate) struct FiberTracing {
-    /// Records events now (mode, or inside `traced()`).
-    pub(crate) on: bool,
-}
+/// A fiber's flags (in `Core`): whether it records now, and whether its
+/// executor was told that it lives on after a run (`Core::flags`), one bit
+/// each in one byte, so that tracing adds no byte to the fiber's run
+/// state. The ring itself is in the fiber's header ([`RingSlot`]), so that
+/// fiber dumps can read it.
+pub(crate) struct FiberFlags(u8);
 
-impl FiberTracing {
+impl FiberFlags {
+    const ON: u8 = 1;
+    const LISTED: u8 = 2;
+
+    /// A new fiber's flags: records from its start if `on`; not listed.
     pub(crate) fn new(on: bool) -> Self {
-        FiberTracing { on }
+        FiberFlags(if on { Self::ON } else { 0 })
     }
 
-    /// Whether the fiber records now.
+    /// Whether the fiber records now (mode, or inside `traced()`).
     #[inline(always)]
     pub(crate) fn is_on(&self) -> bool {
-        self.on
+        self.0 & Self::ON != 0
     }
 
     /// Switches recording (a traced scope begins or ends).
     #[inline(always)]
     pub(crate) fn set_on(&mut self, on: bool) {
-        self.on = on;
+        self.0 = (self.0 & !Self::ON) | if on { Self::ON } else { 0 };
+    }
+
+    /// Whether the executor was told that the fiber lives on after a run
+    /// ([`Executor::fiber_listed`](crate::Executor::fiber_listed)).
+    #[inline(always)]
+    pub(crate) fn is_listed(&self) -> bool {
+        self.0 & Self::LISTED != 0
+    }
+
+    /// Records that the executor was told.
+    #[inline(always)]
+    pub(crate) fn set_listed(&mut self) {
+        self.0 |= Self::LISTED;
     }
 
     /// The fiber's trace now, as the fiber itself sees it (with full mode's
@@ -74,90 +89,26 @@ impl FiberTracing {
     pub(crate) fn snapshot(&self, run: Option<&OwnedRing>, slot: &RingSlot) -> Trace {
         // SAFETY: called by the fiber (on the thread running it), the only
         // one that touches the sites.
-        run.or_else(|| slot.get_owned())
-            .map_or_else(Trace::empty, |owned| unsafe { owned.snapshot() })
+        run.or_else(|| slot.get())
+            .map_or_else(Trace::empty, |ring| unsafe { ring.owner_snapshot() })
     }
 }
 
-/// A fiber's ring and, in full mode, the sites (with backtraces) of the
-/// events in it, which only the fiber touches: a dump on another thread
-/// reads only the ring.
-pub(crate) struct OwnedRing {
-    pub(crate) ring: spindle_trace::Ring,
-    #[cfg(feature = "tracing-full")]
-    sites: crate::sync::UnsafeCell<alloc::vec::Vec<Option<Site>>>,
-}
+/// A fiber's ring: header and slots in one allocation
+/// ([`spindle_trace::Ring`]), which also keeps full mode's sites (with
+/// backtraces), touched only by the fiber.
+pub(crate) type OwnedRing = spindle_trace::Ring;
 
-impl OwnedRing {
-    /// Records `op` at `site`: two relaxed stores into the ring and its
-    /// count (`ring.rs`), and in full mode the site with its backtrace.
-    #[inline(always)]
-    pub(crate) fn record(&self, op: &'static Op, site: &Site) {
-        let _index = self.ring.push(op, site.location());
-        #[cfg(feature = "tracing-full")]
-        if site.has_backtrace() {
-            self.keep_site(_index, site);
-        }
-    }
-
-    fn new_boxed(capacity: usize) -> alloc::boxed::Box<OwnedRing> {
-        alloc::boxed::Box::new(OwnedRing {
-            ring: spindle_trace::Ring::new(capacity),
-            #[cfg(feature = "tracing-full")]
-            sites: crate::sync::UnsafeCell::new(alloc::vec::Vec::new()),
-        })
-    }
-
-    /// Empties the ring for another fiber (the caller owns it).
-    fn reset(&mut self) {
-        self.ring.reset();
-        #[cfg(feature = "tracing-full")]
-        // SAFETY: the ring is owned here (`&mut`), by no fiber.
-        self.sites.with_mut(|sites| unsafe { (*sites).clear() });
-    }
-
-    #[cfg(feature = "tracing-full")]
-    #[cold]
-    fn keep_site(&self, index: usize, site: &Site) {
-        self.sites.with_mut(|sites| {
-            // SAFETY: only the fiber records (the thread running it), and
-            // no reference to the sites outlives this call.
-            let sites = unsafe { &mut *sites };
-            if sites.is_empty() {
-                sites.resize_with(self.ring.capacity(), || None);
-            }
-            sites[index] = Some(site.clone());
-        })
-    }
-
-    /// # Safety
-    /// * Called by the fiber itself (the thread running it).
-    unsafe fn snapshot(&self) -> Trace {
-        #[cfg(feature = "tracing-full")]
-        {
-            self.sites.with(|sites| {
-                // SAFETY: forwarded precondition: the fiber is the only one
-                // that touches the sites, and the reference ends with the call.
-                self.ring.snapshot_with_sites(unsafe { &*sites })
-            })
-        }
-        #[cfg(not(feature = "tracing-full"))]
-        {
-            self.ring.snapshot_with_sites(&[])
-        }
-    }
-}
+/// The one owner of a ring not published in a fiber's header (a scratch
+/// or spare ring).
+type RingBox = spindle_trace::RingBox;
 
 /// The fiber header's pointer to its ring: null until the fiber records
 /// its first event; read by fiber dumps on any thread.
+/// (A [`RingBox::into_raw`] pointer: one word.)
 pub(crate) struct RingSlot {
-    ring: crate::sync::AtomicPtr<OwnedRing>,
+    ring: crate::sync::AtomicPtr<()>,
 }
-
-// SAFETY: the ring is atomics only; the sites (`UnsafeCell`) are touched
-// only by the thread running the fiber (see `OwnedRing`), and `Site`s are
-// `Send + Sync`.
-unsafe impl Sync for OwnedRing {}
 
 impl RingSlot {
     pub(crate) fn new() -> Self {
@@ -177,11 +128,11 @@ impl RingSlot {
         let own = self.ring.load(crate::sync::Ordering::Relaxed);
         let (ring, scratch) = match core::ptr::NonNull::new(own) {
             Some(own) => (own, false),
-            None => (scratch::take(capacity()), true),
+            None => (scratch::take(capacity()).into_raw(), true),
         };
         // SAFETY: the fiber's own ring lives as long as its header; a
         // scratch ring is owned by the `Run` until it is dropped.
-        let token = unsafe { ring.as_ref() }.ring.begin_run();
+        let token = unsafe { OwnedRing::from_raw(ring) }.begin_run();
         Run {
             ring,
             token: core::mem::ManuallyDrop::new(token),
@@ -193,33 +144,29 @@ impl RingSlot {
 
     /// Publishes `ring` as the fiber's own (Release: a dump that sees the
     /// pointer sees an initialised ring).
-    fn publish(&self, ring: core::ptr::NonNull<OwnedRing>) {
+    fn publish(&self, ring: core::ptr::NonNull<()>) {
         self.ring
             .store(ring.as_ptr(), crate::sync::Ordering::Release);
     }
 
-    fn get_owned(&self) -> Option<&OwnedRing> {
-        let ring = self.ring.load(crate::sync::Ordering::Acquire);
-        // SAFETY: a non-null pointer is a published, live ring, freed only
-        // when the header is dropped (not while `&self` lives).
-        unsafe { ring.as_ref() }
-    }
-
     /// The ring, if made (the caller keeps the fiber alive; a dump on
     /// another thread reads it through its sequence lock).
-    #[cfg_attr(loom, allow(dead_code))] // fiber dumps are left out of loom builds
-    pub(crate) fn get(&self) -> Option<&spindle_trace::Ring> {
-        self.get_owned().map(|owned| &owned.ring)
+    pub(crate) fn get(&self) -> Option<&OwnedRing> {
+        let ring = core::ptr::NonNull::new(self.ring.load(crate::sync::Ordering::Acquire))?;
+        // SAFETY: a non-null pointer is a published, live ring, freed only
+        // when the header is dropped (not while `&self` lives).
+        Some(unsafe { OwnedRing::from_raw(ring) })
     }
 }
 
 impl Drop for RingSlot {
     fn drop(&mut self) {
         let ring = self.ring.load(crate::sync::Ordering::Acquire);
-        if !ring.is_null() {
-            // SAFETY: made by `Box::into_raw` in `install`, taken once here;
-            // the fiber is being freed, so no dump can read it any more.
-            spare_rings::give(unsafe { alloc::boxed::Box::from_raw(ring) });
+        if let Some(ring) = core::ptr::NonNull::new(ring) {
+            // SAFETY: made by `RingBox::into_raw` (`begin_run`) and
+            // published once, taken once here; the fiber is being freed, so
+            // no dump can read it any more.
+            spare_rings::give(unsafe { RingBox::from_raw(ring) });
         }
     }
 }
@@ -230,7 +177,9 @@ impl Drop for RingSlot {
 /// adopted by the fiber (it recorded and lives on) or given back to the
 /// thread.
 pub(crate) struct Run<'a> {
-    ring: core::ptr::NonNull<OwnedRing>,
+    /// A `RingBox::into_raw` pointer: the fiber's own ring, or a scratch
+    /// ring this run owns.
+    ring: core::ptr::NonNull<()>,
     token: core::mem::ManuallyDrop<spindle_trace::RunToken>,
     scratch: bool,
     slot: &'a RingSlot,
@@ -242,7 +191,7 @@ impl Run<'_> {
     #[inline(always)]
     pub(crate) fn ring(&self) -> &OwnedRing {
         // SAFETY: see `begin_run`: alive as long as `self`.
-        unsafe { self.ring.as_ref() }
+        unsafe { OwnedRing::from_raw(self.ring) }
     }
 
     /// The fiber completed in this run: it will never record again.
@@ -257,16 +206,16 @@ impl Drop for Run<'_> {
     fn drop(&mut self) {
         // SAFETY: taken once, here.
         let token = unsafe { core::mem::ManuallyDrop::take(&mut self.token) };
-        self.ring().ring.end_run(token);
+        self.ring().end_run(token);
         if self.scratch {
-            if !self.completed.get() && !self.ring().ring.is_empty() {
+            if !self.completed.get() && !self.ring().is_empty() {
                 // The fiber lives on with events: the ring becomes its own.
                 self.slot.publish(self.ring);
             } else {
-                // SAFETY: a scratch ring comes from `Box::into_raw`
-                // (`scratch::take`) and is owned by this run alone: it was
+                // SAFETY: a scratch ring comes from `RingBox::into_raw`
+                // (`begin_run`) and is owned by this run alone: it was
                 // never published.
-                scratch::give(unsafe { alloc::boxed::Box::from_raw(self.ring.as_ptr()) });
+                scratch::give(unsafe { RingBox::from_raw(self.ring) });
             }
         }
     }
@@ -276,20 +225,18 @@ impl Drop for Run<'_> {
 /// its run into it (see [`RingSlot::begin_run`]). Without `std` there are
 /// no thread-locals: a fiber gets a ring of its own on its first run.
 mod scratch {
-    use super::{OwnedRing, spare_rings};
-    use alloc::boxed::Box;
-    use core::ptr::NonNull;
+    use super::{OwnedRing, RingBox, spare_rings};
 
     #[cfg(all(feature = "std", not(loom)))]
     std::thread_local! {
-        static SCRATCH: core::cell::Cell<Option<Box<OwnedRing>>> =
+        static SCRATCH: core::cell::Cell<Option<RingBox>> =
             const { core::cell::Cell::new(None) };
     }
 
     /// A scratch ring of `capacity` for a run: the thread's, a spare one,
     /// or a new one.
     #[inline]
-    pub(super) fn take(capacity: usize) -> NonNull<OwnedRing> {
+    pub(super) fn take(capacity: usize) -> RingBox {
         // `None` inside a nested run on the same thread (a fiber that
         // blocks on another executor): that run gets a ring of its own.
         #[cfg(all(feature = "std", not(loom)))]
@@ -297,18 +244,16 @@ mod scratch {
             .try_with(core::cell::Cell::take)
             .ok()
             .flatten()
-            .filter(|ring| ring.ring.capacity() == capacity);
+            .filter(|ring| ring.capacity() == capacity);
         #[cfg(not(all(feature = "std", not(loom))))]
-        let kept: Option<Box<OwnedRing>> = None;
-        let ring = kept
-            .or_else(|| spare_rings::take(capacity))
-            .unwrap_or_else(|| OwnedRing::new_boxed(capacity));
-        NonNull::from(Box::leak(ring))
+        let kept: Option<RingBox> = None;
+        kept.or_else(|| spare_rings::take(capacity))
+            .unwrap_or_else(|| OwnedRing::new(capacity))
     }
 
     /// A scratch ring whose run ended with nothing to keep: emptied and
     /// kept for the thread's next run.
-    pub(super) fn give(mut ring: Box<OwnedRing>) {
+    pub(super) fn give(mut ring: RingBox) {
         ring.reset();
         #[cfg(all(feature = "std", not(loom)))]
         {
@@ -331,31 +276,29 @@ mod scratch {
 /// that starts fibers by the thousand reuses a few rings instead of
 /// allocating one per fiber), as `pool::stacks` keeps stack buffers.
 mod spare_rings {
-    use super::OwnedRing;
-    use alloc::boxed::Box;
+    use super::RingBox;
 
     #[cfg(all(feature = "std", not(loom)))]
     const MAX_KEPT: usize = 64;
 
-    // Boxes, not values: a ring is handed out as a fiber's published ring
-    // pointer, so it keeps its allocation from fiber to fiber.
+    // A ring is handed out as a fiber's published ring pointer, so it
+    // keeps its allocation from fiber to fiber.
     #[cfg(all(feature = "std", not(loom)))]
     std::thread_local! {
-        #[allow(clippy::vec_box)]
-        static SPARE: core::cell::RefCell<alloc::vec::Vec<Box<OwnedRing>>> =
+        static SPARE: core::cell::RefCell<alloc::vec::Vec<RingBox>> =
             const { core::cell::RefCell::new(alloc::vec::Vec::new()) };
     }
 
     /// A spare ring of `capacity` events, emptied.
     #[cfg_attr(not(all(feature = "std", not(loom))), allow(unused_variables))]
-    pub(super) fn take(capacity: usize) -> Option<Box<OwnedRing>> {
+    pub(super) fn take(capacity: usize) -> Option<RingBox> {
         #[cfg(all(feature = "std", not(loom)))]
         {
             let mut owned = SPARE
                 .try_with(|spare| spare.try_borrow_mut().ok()?.pop())
                 .ok()
                 .flatten()?;
-            if owned.ring.capacity() != capacity {
+            if owned.capacity() != capacity {
                 return None;
             }
             owned.reset();
@@ -367,7 +310,7 @@ mod spare_rings {
 
     /// Keeps a freed fiber's ring for the next fiber of this thread (or
     /// frees it).
-    pub(super) fn give(owned: Box<OwnedRing>) {
+    pub(super) fn give(owned: RingBox) {
         #[cfg(all(feature = "std", not(loom)))]
         {
             let mut slot = Some(owned);

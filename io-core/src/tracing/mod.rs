@@ -72,7 +72,8 @@
 //! kept next to the error in flight by the run-loop: `fiber/run_state.rs`),
 //! in every build. What a fiber holds and does
 //! to trace is in `fiber_on.rs` (the ring slot its header keeps for dumps,
-//! its recording flag, its activity byte, the spare rings of a thread) or,
+//! its recording flag, its activity byte in the ring, the spare rings of a
+//! thread) or,
 //! without the `tracing` feature, `fiber_off.rs`: the same API, zero-sized
 //! types and empty `#[inline(always)]` functions. The file is chosen once,
 //! at the module declaration (embassy's style), so the fiber's code holds
@@ -96,7 +97,7 @@ pub use spindle_trace::{Op, Site, Trace, TracingMode};
 
 use alloc::vec::Vec;
 
-// A fiber's tracing state, its ring slot and its activity byte: two whole
+// A fiber's flags, its ring slot and its activity byte: two whole
 // files with one API (embassy's way of swapping code by `cfg`), so the
 // fiber's code (`fiber/`) holds and calls them without a `cfg` of its own.
 // Off, every type is a zero-sized stand-in and every call does nothing.
@@ -105,7 +106,7 @@ use alloc::vec::Vec;
 mod fiber;
 #[cfg(feature = "tracing")]
 pub(crate) use fiber::Run;
-pub(crate) use fiber::{Activity, FiberTracing, OwnedRing, RingSlot, fiber_traces};
+pub(crate) use fiber::{Activity, FiberFlags, OwnedRing, RingSlot, fiber_traces};
 
 /// The operation a closure's vtable names (see the module doc).
 #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
