@@ -53,7 +53,7 @@
 //! fiber with [`Outcome::Panicked`].
 
 use super::raw::{Fiber, FiberInner};
-use super::run_state::{Core, Ending, Next};
+use super::run_state::{Core, Ending, LISTED, Next};
 use super::state::TransitionToSuspended;
 use crate::cancel::Poll;
 use crate::erased::Value;
@@ -133,12 +133,12 @@ impl<X: Executor> Fiber<X> {
     fn list_once(&self) {
         // SAFETY: as in `run`: the unique `Fiber` handle, before the
         // fiber is rescheduled or its suspension published.
-        let listed = self
+        let flags = self
             .inner
             .core
-            .with_mut(|core| unsafe { &mut (*core).listed });
-        if !*listed {
-            *listed = true;
+            .with_mut(|core| unsafe { &mut (*core).flags });
+        if *flags & LISTED == 0 {
+            *flags |= LISTED;
             self.list();
         }
     }
@@ -970,14 +970,20 @@ fn complete<X: Executor>(
     };
     #[cfg(not(feature = "tracing"))]
     let trace = crate::tracing::Trace::empty();
-    match core.take_on_complete() {
-        // SAFETY: the adapter expects the erased outcome of this fiber's
-        // program, its suppressed errors (values of its error type), its
-        // trace and the traces its error came from.
-        Some(on_complete) => unsafe { on_complete.call((outcome, suppressed, trace, children)) },
-        None => {
-            let traces = crate::tracing::ChildTraces::of_failure(&outcome, trace, children);
-            super::join::complete_join(&inner.header.join, outcome, suppressed, traces)
+    if core.has_callback() {
+        // SAFETY: the fiber was made with a completion callback (its run
+        // state says so), and this thread runs it.
+        if let Some(on_complete) = unsafe { inner.header.join.take_callback() } {
+            // SAFETY: the adapter expects the erased outcome of this
+            // fiber's program, its suppressed errors (values of its error
+            // type), its trace and the traces its error came from.
+            unsafe { on_complete.call((outcome, suppressed, trace, children)) }
         }
+    } else {
+        let traces = crate::tracing::ChildTraces::of_failure(&outcome, trace, children);
+        // SAFETY: the fiber was made without a completion callback (its
+        // run state says so).
+        let join = unsafe { inner.header.join.cell() };
+        super::join::complete_join(join, outcome, suppressed, traces)
     }
 }

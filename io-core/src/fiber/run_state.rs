@@ -2,10 +2,11 @@
 //!
 //! [`Core`] is the part of the fiber that only the thread holding the
 //! unique `Fiber` handle touches (module doc of `fiber`): where the next run
-//! starts ([`Next`]), the explicit continuation stack, the completion
-//! callback, the mask depth, why the fiber finalizes ([`Ending`]) and the
-//! rarely used rest ([`Cold`]). Also here: the erased completion callback
-//! and its typed adapter. (tokio calls the same part `Core`, in `core.rs`;
+//! starts ([`Next`]), the explicit continuation stack, the mask depth, why
+//! the fiber finalizes ([`Ending`]) and the rarely used rest ([`Cold`]).
+//! Also here: the erased completion callback (kept in the fiber's join
+//! state, `join.rs`, [`FiberJoin`](super::join::FiberJoin)) and its typed
+//! adapter. (tokio calls the same part `Core`, in `core.rs`;
 //! here the file is `run_state.rs`, since a module named `core` would make
 //! every `core::` path in `fiber/` ambiguous in a `no_std` crate.)
 
@@ -24,10 +25,11 @@ use crate::tracing::{ChildTraces, Trace};
 /// Kept small, since every suspended fiber holds one: what is needed only
 /// while a fiber finalizes after a panic, when a finalizer's error is
 /// suppressed, or when an error came from a traced child fiber, lives in a
-/// separate allocation made then ([`Cold`]); so do the completion callback
-/// (made with the fiber, for the few fibers that have one: children of
-/// `race`, `both` and `par_sequence`, fibers an executor runs for a caller)
-/// and the poll owner (made at the fiber's first uncancelable region).
+/// separate allocation made then ([`Cold`]); so does the poll owner (made
+/// at the fiber's first uncancelable region). The completion callback of
+/// the fibers that have one (children of `race`, `both` and
+/// `par_sequence`, fibers an executor runs for a caller) is not here but
+/// in the join state's free bytes ([`FiberJoin`](super::join::FiberJoin)).
 pub(crate) struct Core {
     /// Where the next run starts.
     pub(super) next: Next,
@@ -41,21 +43,32 @@ pub(crate) struct Core {
     /// (cancellation is observed only at depth 0), up to `u16::MAX`; the
     /// levels beyond (a program nesting more than 65,535 regions) are
     /// counted in [`Cold::deep_masks`]. Two bytes, beside `ending` and
-    /// `listed`, in the word a `u32` depth took alone.
+    /// `flags`, in the word a `u32` depth took alone.
     pub(super) masks: u16,
     /// Set once the fiber finalizes (canceled or panicked): the remaining
     /// frames are popped, running only finalizers.
     pub(super) ending: Option<Ending>,
-    /// The rarely used rest: the completion callback, the poll owner, the
-    /// panic message and suppressed errors, once there are any.
+    /// The rarely used rest: the poll owner, the panic message and
+    /// suppressed errors, once there are any.
     pub(super) cold: Option<crate::pool::PoolBox<Cold>>,
     /// Whether the fiber traces now (`tracing/fiber_on.rs`; zero-sized
     /// without the `tracing` feature).
     pub(super) tracing: crate::tracing::FiberTracing,
-    /// Whether the executor was told that the fiber lives on after a run
-    /// ([`Executor::fiber_listed`](crate::Executor::fiber_listed)).
-    pub(super) listed: bool,
+    /// [`LISTED`] and [`CALLBACK`]: one byte for both, so that the run
+    /// state is no larger than with `listed` alone.
+    pub(super) flags: u8,
 }
+
+/// A flag of [`Core::flags`]: the executor was told that the fiber lives
+/// on after a run ([`Executor::fiber_listed`](crate::Executor::fiber_listed)).
+pub(super) const LISTED: u8 = 1;
+
+/// A flag of [`Core::flags`]: the fiber's outcome goes to a completion
+/// callback, kept in its join state until it completes
+/// ([`FiberJoin`](super::join::FiberJoin)); without it, the outcome goes to
+/// the join state itself. Set when the fiber is made, never changed: the
+/// run-loop reads it without the join state's lock.
+pub(super) const CALLBACK: u8 = 2;
 
 /// Where a fiber's next run starts.
 pub(crate) enum Next {
@@ -91,20 +104,14 @@ pub(crate) enum Ending {
 /// The rarely used part of a fiber's state.
 #[derive(Default)]
 pub(crate) struct Cold {
-    /// Receives the outcome; taken when the fiber completes. `None` for a
-    /// fiber whose outcome goes to its join state (`Header::join`): every
-    /// fiber started with `IO::start`, which has no `Cold` unless it needs
-    /// one for something else.
-    on_complete: Option<Completion>,
     /// The number that marks this fiber's polls as its own
     /// ([`Core::poll_owner`]); 0 until its first uncancelable region.
     poll_owner: usize,
     /// Mask levels beyond `u16::MAX` ([`Core::masks`]); 0 for any program
     /// that nests fewer regions.
     deep_masks: u32,
-    /// The rarer rest, made when first needed: a fiber with a completion
-    /// callback or a poll owner keeps a small `Cold` (a block of the pool)
-    /// and no `Rare`.
+    /// The rarer rest, made when first needed: a fiber with a poll owner
+    /// keeps a small `Cold` (a block of the pool) and no `Rare`.
     rare: Option<alloc::boxed::Box<Rare>>,
 }
 
@@ -173,27 +180,18 @@ fn fresh_poll_owner() -> usize {
 }
 
 impl Core {
-    /// A fiber's run state, about to evaluate `node`; its outcome goes to
-    /// `on_complete`, or without one to its join state.
+    /// A fiber's run state, about to evaluate `node`; `callback`: its
+    /// outcome goes to a completion callback ([`CALLBACK`]).
     #[inline]
-    pub(super) fn new(
-        node: Node,
-        on_complete: Option<Completion>,
-        tracing: crate::tracing::FiberTracing,
-    ) -> Self {
+    pub(super) fn new(node: Node, callback: bool, tracing: crate::tracing::FiberTracing) -> Self {
         Core {
             next: Next::Node(node),
             stack: Vec::new(),
             masks: 0,
             ending: None,
-            cold: on_complete.map(|on_complete| {
-                crate::pool::PoolBox::new(Cold {
-                    on_complete: Some(on_complete),
-                    ..Cold::default()
-                })
-            }),
+            cold: None,
             tracing,
-            listed: false,
+            flags: if callback { CALLBACK } else { 0 },
         }
     }
 
@@ -211,26 +209,18 @@ impl Core {
         cold.poll_owner
     }
 
+    /// Whether the fiber's outcome goes to a completion callback (kept in
+    /// its join state) rather than to the join state itself.
+    #[inline(always)]
+    pub(super) fn has_callback(&self) -> bool {
+        self.flags & CALLBACK != 0
+    }
+
     /// The fiber's poll number if it has one (0 otherwise), without taking
     /// one.
     #[inline(always)]
     pub(super) fn current_poll_owner(&self) -> usize {
         self.cold.as_ref().map_or(0, |cold| cold.poll_owner)
-    }
-
-    /// Takes the completion callback (when the fiber completes).
-    #[inline]
-    pub(super) fn take_on_complete(&mut self) -> Option<Completion> {
-        self.cold.as_mut().and_then(|cold| cold.on_complete.take())
-    }
-
-    /// Whether the fiber's outcome goes to a completion callback rather
-    /// than to its join state.
-    #[cfg(test)]
-    pub(super) fn has_on_complete(&self) -> bool {
-        self.cold
-            .as_ref()
-            .is_some_and(|cold| cold.on_complete.is_some())
     }
 
     /// Enters a mask level (an uncancelable region, a finalizer).
