@@ -482,7 +482,12 @@ impl<A: 'static, E: 'static, F: FnOnce(Outcome<A, E>, Vec<E>, Trace, ChildTraces
         // SAFETY: the fiber's program is an `IO<A, E>`, so its final value is
         // an `A` and its final error an `E` (the typed API guarantees it).
         let outcome = unsafe { typed_outcome::<A, E>(outcome) };
-        let suppressed = if suppressed.is_empty() {
+        let suppressed = if suppressed.capacity() == 0 {
+            // No elements and no buffer: nothing to drop. Forgotten rather
+            // than dropped, so that no out-of-line drop of a `Vec<Value>`
+            // (about 19 instructions) is called for every fiber that
+            // completes without suppressed errors, nearly all of them.
+            core::mem::forget(suppressed);
             Vec::new()
         } else {
             typed_suppressed::<E>(suppressed)
