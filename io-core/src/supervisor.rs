@@ -66,6 +66,7 @@ use crate::data::deferred::Deferred;
 use crate::data::resource::{ExitCase, Resource};
 use crate::erased::ErasedFn;
 use crate::fiber::handle::FiberHandle;
+use crate::fiber::join::JoinRef;
 use crate::fiber::join::{Completed, Presence, wait_for};
 use crate::fiber::{CompleteK, FiberId, RawFiberRef};
 use crate::io::IO;
@@ -107,12 +108,12 @@ impl From<SupervisorClosed> for std::io::Error {
 
 /// Waits (on any fiber) until `fiber` has completed, without reading its
 /// outcome.
-fn completion<E: Send + 'static>(fiber: RawFiberRef) -> IO<(), E> {
+fn completion<E: Send + 'static>(fiber: JoinRef) -> IO<(), E> {
     wait_for::<Completed, Presence, E, _, Internal>(NO_SITE, fiber)
 }
 
 /// Whether `fiber` has completed (its join state holds its outcome).
-fn has_completed(fiber: &RawFiberRef) -> bool {
+fn has_completed(fiber: &JoinRef) -> bool {
     use crate::fiber::join::CellOwner;
     fiber.cell().with_value(|completed| completed.is_some())
 }
@@ -123,7 +124,7 @@ fn has_completed(fiber: &RawFiberRef) -> bool {
 struct Supervised {
     closed: bool,
     /// Children started and not yet known to have completed.
-    children: Vec<RawFiberRef>,
+    children: Vec<JoinRef>,
     /// Sweep completed children out of `children` when it reaches this.
     sweep_at: usize,
 }
@@ -278,7 +279,10 @@ impl Supervisor {
             // Spawned under the lock (see the module doc): the close
             // cannot come between the start and the record.
             let child = spawner.spawn(io.into_node(), None);
-            supervised.children.push(child.clone());
+            // SAFETY: spawned just above without a completion callback.
+            supervised
+                .children
+                .push(unsafe { JoinRef::new(child.clone()) });
             drop(supervised);
             // SAFETY: the child runs `io`, an `IO<A, E>`, without a
             // completion callback (its outcome goes to its join state).

@@ -45,7 +45,7 @@ use alloc::vec::Vec;
 use core::fmt;
 use core::marker::PhantomData;
 
-use super::join::{CellOwner, Completed, Presence, Read, wait_for};
+use super::join::{CellOwner, Completed, JoinRef, Presence, Read, wait_for};
 use super::raw::{RawFiberRef, Spawn};
 use super::run_state::typed_outcome;
 use crate::executor::{Executor, FiberId};
@@ -142,7 +142,7 @@ where
 /// when dropped unless asked to cancel it).
 pub struct FiberHandle<A, E> {
     /// A fiber whose program is an `IO<A, E>`.
-    fiber: RawFiberRef,
+    fiber: JoinRef,
     _types: PhantomData<fn() -> (A, E)>,
 }
 
@@ -162,7 +162,9 @@ impl<A: Send + 'static, E: Send + 'static> FiberHandle<A, E> {
     ///   join state (it was made without a completion callback).
     pub(crate) unsafe fn from_fiber(fiber: RawFiberRef) -> Self {
         FiberHandle {
-            fiber,
+            // SAFETY: forwarded precondition: made without a completion
+            // callback.
+            fiber: unsafe { JoinRef::new(fiber) },
             _types: PhantomData,
         }
     }
@@ -176,7 +178,7 @@ impl<A: Send + 'static, E: Send + 'static> FiberHandle<A, E> {
 
     /// The fiber reference (for the handle's future, `future/join.rs`),
     /// whose program is an `IO<A, E>`.
-    pub(crate) fn into_raw(self) -> RawFiberRef {
+    pub(crate) fn into_raw(self) -> JoinRef {
         self.fiber
     }
 
@@ -303,7 +305,7 @@ impl<A: Send + 'static, E: Send + 'static> FiberHandle<A, E> {
 
 /// Requests the cancellation of `fiber` and waits until it has completed
 /// (shared by [`FiberHandle::cancel`] and [`CancelHandle::cancel`]).
-fn cancel_at<M: OpMeta, E2: Send + 'static>(fiber: &RawFiberRef, site: Option<Site>) -> IO<(), E2> {
+fn cancel_at<M: OpMeta, E2: Send + 'static>(fiber: &JoinRef, site: Option<Site>) -> IO<(), E2> {
     let wait = wait_for::<Completed, Presence, E2, _, Internal>(NO_SITE, fiber.clone());
     let fiber = fiber.clone();
     IO::uncancelable_at::<M, _>(site, move |_| {
@@ -330,7 +332,7 @@ fn cancel_at<M: OpMeta, E2: Send + 'static>(fiber: &RawFiberRef, site: Option<Si
 /// ```
 #[derive(Clone)]
 pub struct CancelHandle {
-    fiber: RawFiberRef,
+    fiber: JoinRef,
 }
 
 impl fmt::Debug for CancelHandle {

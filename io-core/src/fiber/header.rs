@@ -9,7 +9,8 @@
 //! Which thread may touch which field, and when: the `fiber` module doc.
 
 use super::id::FiberId;
-use super::join::{Completed, JoinCell};
+use super::join::FiberJoin;
+use super::run_state::Completion;
 use super::state::{
     Claim, State, TransitionToCancelRequested, TransitionToDelivered, TransitionToSuspended,
 };
@@ -27,11 +28,14 @@ pub(crate) struct Header {
     slot: UnsafeCell<ResSlot>,
     /// The join state: the outcome once the fiber has completed (for a
     /// fiber started with `IO::start` or [`FiberHandle::spawn`]), and the
-    /// joiners waiting for it. Inside the fiber, so that starting a fiber is
-    /// one allocation (see `join.rs`).
+    /// joiners waiting for it; or, in its place, the completion callback
+    /// of a fiber whose outcome goes to one ([`FiberJoin`]: which one, the
+    /// run state says; dropped by `FiberInner`'s drop).
+    /// Inside the fiber, so that starting a fiber is one allocation (see
+    /// `join.rs`).
     ///
     /// [`FiberHandle::spawn`]: super::handle::FiberHandle::spawn
-    pub(crate) join: JoinCell<Completed>,
+    pub(crate) join: FiberJoin,
     /// The fiber's number on its executor, for dumps and `Debug`: set
     /// when the fiber is made, never written again, never read by the
     /// run-loop.
@@ -54,11 +58,13 @@ unsafe impl Sync for Header {}
 unsafe impl Send for Header {}
 
 impl Header {
-    pub(super) fn new(id: FiberId) -> Self {
+    /// The header of a new fiber numbered `id`, whose outcome goes to
+    /// `on_complete`, or, without one, to its join state.
+    pub(super) fn new(id: FiberId, on_complete: Option<Completion>) -> Self {
         Header {
             state: State::new(),
             slot: UnsafeCell::new(ResSlot::empty()),
-            join: JoinCell::new(),
+            join: FiberJoin::new(on_complete),
             id,
             ring: RingSlot::new(),
         }

@@ -11,10 +11,10 @@
 //! | `state.rs`    | the state word and its transitions, each returning a `#[must_use]` enum that says what happened |
 //! | `header.rs`   | [`Header`]: the state word, the result slot, the join state, the fiber's number, the tracing ring |
 //! | `id.rs`       | [`FiberId`], the fiber's number on its executor, and [`FiberIds`], the counter executors number with |
-//! | `run_state.rs`| `Core`, `Next`, `Ending`, `Cold`: what only the running thread touches; the completion callback |
+//! | `run_state.rs`| `Core`, `Next`, `Ending`, `Cold`: what only the running thread touches; the completion callback's type |
 //! | `raw.rs`      | `FiberInner<X>` (the one allocation), its vtable, `RawFiberRef`, [`Fiber`], the `Spawner` |
 //! | `callback.rs` | `RawCallback`, [`Callback`], [`TimerCallback`], [`BlockingTask`] |
-//! | `join.rs`     | the join cell (also the cell behind `Deferred`) and its waiters |
+//! | `join.rs`     | the join cell (also the cell behind `Deferred`) and its waiters; `FiberJoin`, the cell or the completion callback in its place; `JoinRef` |
 //! | `handle.rs`   | [`FiberHandle`](handle::FiberHandle): join and cancel a started fiber |
 //! | `dump.rs`     | [`FiberDump`], [`FiberInfo`], [`FiberStatus`], [`FiberState`], [`WeakFiber`], [`WeakFibers`] |
 //! | `run_loop.rs` | `Fiber::run`: the interpreter                              |
@@ -25,14 +25,15 @@
 //!
 //! * `header` (first field, `repr(C)`): the suspension state word, the
 //!   slot where a callback leaves its result, and the join state (the
-//!   outcome and the joiners of a fiber started with `IO::start`; see
-//!   `join.rs`), and the fiber's number (`id.rs`). It is the only part
+//!   outcome and the joiners of a fiber started with `IO::start`, or, in
+//!   the same bytes, the completion callback of a fiber whose outcome goes
+//!   to one; see `join.rs`, `FiberJoin`), and the fiber's number (`id.rs`). It is the only part
 //!   touched by other threads, and it does
 //!   not depend on the executor type, so a [`Callback`] or a fiber handle
 //!   can reach it through a type-erased pointer.
 //! * `core`: the run-loop state (where the next run starts, the explicit
-//!   continuation stack, the completion callback, the mask depth, the
-//!   number its polls carry). Only the thread that runs the fiber touches
+//!   continuation stack, the mask depth, whether the outcome goes to a
+//!   completion callback, the number its polls carry). Only the thread that runs the fiber touches
 //!   it.
 //! * `executor`: the fiber's executor `X`, for scheduling and timers.
 //!
@@ -50,7 +51,8 @@
 //! | `header.state`        | anyone holding a reference             | always (atomic); the transitions below say who may do what |
 //! | `header.slot`         | the completer whose claim won          | between its won claim (step 2) and its `DONE` |
 //! | `header.slot`         | the fiber                              | after it observed `DONE` (`Acquire`), before its next suspension |
-//! | `header.join`         | anyone (a short lock)                  | the run-loop completes it once; joiners read it or wait |
+//! | `header.join` (cell)  | anyone holding a `JoinRef` (a short lock) | the run-loop completes it once; joiners read it or wait |
+//! | `header.join` (callback) | the holder of the unique [`Fiber`]  | the run-loop takes it once, when the fiber completes; the fiber's drop drops what is left |
 //! | `header.id`           | anyone holding a reference             | always (written once, before the fiber is shared) |
 //! | `header.ring` (the ring and its activity byte) | the running fiber writes; dumps read | always (a seqlock-style ring and a relaxed byte, `tracing/fiber_on.rs`) |
 //! | `executor`            | anyone holding a reference             | always (`Executor: Send + Sync`) |

@@ -54,6 +54,13 @@ impl<X: Executor> Drop for FiberInner<X> {
         if !self.header.is_completed() {
             self.executor.fiber_ended();
         }
+        // SAFETY: the last reference is gone; nothing else touches the run
+        // state.
+        let callback = self.core.with_mut(|core| unsafe { (*core).has_callback() });
+        // SAFETY: the run state says which field of the join state is in
+        // use (set when the fiber was made, never changed); dropped once,
+        // here.
+        unsafe { self.header.join.drop_in_place(callback) }
     }
 }
 
@@ -436,10 +443,13 @@ impl<X: Executor> Fiber<X> {
     ) -> Fiber<X> {
         let traces = crate::tracing::fiber_traces(traced, executor.config());
         let id = executor.next_fiber_id();
-        let core = Core::new(node, on_complete, crate::tracing::FiberFlags::new(traces));
+        let core = Core::new(
+            node,
+            crate::tracing::FiberFlags::new(traces, on_complete.is_some()),
+        );
         let fiber = Fiber {
             inner: Arc::new(FiberInner {
-                header: Header::new(id),
+                header: Header::new(id, on_complete),
                 core: UnsafeCell::new(core),
                 executor,
             }),

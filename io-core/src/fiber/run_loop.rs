@@ -976,14 +976,20 @@ fn complete<X: Executor>(
     };
     #[cfg(not(feature = "tracing"))]
     let trace = crate::tracing::Trace::empty();
-    match core.take_on_complete() {
-        // SAFETY: the adapter expects the erased outcome of this fiber's
-        // program, its suppressed errors (values of its error type), its
-        // trace and the traces its error came from.
-        Some(on_complete) => unsafe { on_complete.call((outcome, suppressed, trace, children)) },
-        None => {
-            let traces = crate::tracing::ChildTraces::of_failure(&outcome, trace, children);
-            super::join::complete_join(&inner.header.join, outcome, suppressed, traces)
+    if core.has_callback() {
+        // SAFETY: the fiber was made with a completion callback (its run
+        // state says so), and this thread runs it.
+        if let Some(on_complete) = unsafe { inner.header.join.take_callback() } {
+            // SAFETY: the adapter expects the erased outcome of this
+            // fiber's program, its suppressed errors (values of its error
+            // type), its trace and the traces its error came from.
+            unsafe { on_complete.call((outcome, suppressed, trace, children)) }
         }
+    } else {
+        let traces = crate::tracing::ChildTraces::of_failure(&outcome, trace, children);
+        // SAFETY: the fiber was made without a completion callback (its
+        // run state says so).
+        let join = unsafe { inner.header.join.cell() };
+        super::join::complete_join(join, outcome, suppressed, traces)
     }
 }

@@ -2,10 +2,11 @@
 //!
 //! [`Core`] is the part of the fiber that only the thread holding the
 //! unique `Fiber` handle touches (module doc of `fiber`): where the next run
-//! starts ([`Next`]), the explicit continuation stack, the completion
-//! callback, the mask depth, why the fiber finalizes ([`Ending`]) and the
-//! rarely used rest ([`Cold`]). Also here: the erased completion callback
-//! and its typed adapter. (tokio calls the same part `Core`, in `core.rs`;
+//! starts ([`Next`]), the explicit continuation stack, the mask depth, why
+//! the fiber finalizes ([`Ending`]) and the rarely used rest ([`Cold`]).
+//! Also here: the erased completion callback (kept in the fiber's join
+//! state, `join.rs`, [`FiberJoin`](super::join::FiberJoin)) and its typed
+//! adapter. (tokio calls the same part `Core`, in `core.rs`;
 //! here the file is `run_state.rs`, since a module named `core` would make
 //! every `core::` path in `fiber/` ambiguous in a `no_std` crate.)
 
@@ -24,10 +25,11 @@ use crate::tracing::{ChildTraces, Trace};
 /// Kept small, since every suspended fiber holds one: what is needed only
 /// while a fiber finalizes after a panic, when a finalizer's error is
 /// suppressed, or when an error came from a traced child fiber, lives in a
-/// separate allocation made then ([`Cold`]); so do the completion callback
-/// (made with the fiber, for the few fibers that have one: children of
-/// `race`, `both` and `par_sequence`, fibers an executor runs for a caller)
-/// and the poll owner (made at the fiber's first uncancelable region).
+/// separate allocation made then ([`Cold`]); so does the poll owner (made
+/// at the fiber's first uncancelable region). The completion callback of
+/// the fibers that have one (children of `race`, `both` and
+/// `par_sequence`, fibers an executor runs for a caller) is not here but
+/// in the join state's free bytes ([`FiberJoin`](super::join::FiberJoin)).
 pub(crate) struct Core {
     /// Where the next run starts.
     pub(super) next: Next,
@@ -46,13 +48,17 @@ pub(crate) struct Core {
     /// Set once the fiber finalizes (canceled or panicked): the remaining
     /// frames are popped, running only finalizers.
     pub(super) ending: Option<Ending>,
-    /// The rarely used rest: the completion callback, the poll owner, the
-    /// panic message and suppressed errors, once there are any.
+    /// The rarely used rest: the poll owner, the panic message and
+    /// suppressed errors, once there are any.
     pub(super) cold: Option<crate::pool::PoolBox<Cold>>,
-    /// Whether the fiber traces now and whether the executor was told that
+    /// Whether the fiber traces now, whether the executor was told that
     /// the fiber lives on after a run
-    /// ([`Executor::fiber_listed`](crate::Executor::fiber_listed)): one
-    /// byte, beside `masks` and `ending` (`tracing/fiber_on.rs`).
+    /// ([`Executor::fiber_listed`](crate::Executor::fiber_listed)), and
+    /// whether its outcome goes to a completion callback kept in its join
+    /// state ([`FiberJoin`](super::join::FiberJoin); set when the fiber
+    /// is made, never changed: the run-loop reads it without the join
+    /// state's lock): one byte, beside `masks` and `ending`
+    /// (`tracing/fiber_on.rs`).
     pub(super) flags: crate::tracing::FiberFlags,
 }
 
@@ -90,20 +96,14 @@ pub(crate) enum Ending {
 /// The rarely used part of a fiber's state.
 #[derive(Default)]
 pub(crate) struct Cold {
-    /// Receives the outcome; taken when the fiber completes. `None` for a
-    /// fiber whose outcome goes to its join state (`Header::join`): every
-    /// fiber started with `IO::start`, which has no `Cold` unless it needs
-    /// one for something else.
-    on_complete: Option<Completion>,
     /// The number that marks this fiber's polls as its own
     /// ([`Core::poll_owner`]); 0 until its first uncancelable region.
     poll_owner: usize,
     /// Mask levels beyond `u16::MAX` ([`Core::masks`]); 0 for any program
     /// that nests fewer regions.
     deep_masks: u32,
-    /// The rarer rest, made when first needed: a fiber with a completion
-    /// callback or a poll owner keeps a small `Cold` (a block of the pool)
-    /// and no `Rare`.
+    /// The rarer rest, made when first needed: a fiber with a poll owner
+    /// keeps a small `Cold` (a block of the pool) and no `Rare`.
     rare: Option<alloc::boxed::Box<Rare>>,
 }
 
@@ -172,25 +172,16 @@ fn fresh_poll_owner() -> usize {
 }
 
 impl Core {
-    /// A fiber's run state, about to evaluate `node`; its outcome goes to
-    /// `on_complete`, or without one to its join state.
+    /// A fiber's run state, about to evaluate `node`, with `flags` (which
+    /// also say whether its outcome goes to a completion callback).
     #[inline]
-    pub(super) fn new(
-        node: Node,
-        on_complete: Option<Completion>,
-        flags: crate::tracing::FiberFlags,
-    ) -> Self {
+    pub(super) fn new(node: Node, flags: crate::tracing::FiberFlags) -> Self {
         Core {
             next: Next::Node(node),
             stack: Vec::new(),
             masks: 0,
             ending: None,
-            cold: on_complete.map(|on_complete| {
-                crate::pool::PoolBox::new(Cold {
-                    on_complete: Some(on_complete),
-                    ..Cold::default()
-                })
-            }),
+            cold: None,
             flags,
         }
     }
@@ -209,26 +200,18 @@ impl Core {
         cold.poll_owner
     }
 
+    /// Whether the fiber's outcome goes to a completion callback (kept in
+    /// its join state) rather than to the join state itself.
+    #[inline(always)]
+    pub(super) fn has_callback(&self) -> bool {
+        self.flags.has_callback()
+    }
+
     /// The fiber's poll number if it has one (0 otherwise), without taking
     /// one.
     #[inline(always)]
     pub(super) fn current_poll_owner(&self) -> usize {
         self.cold.as_ref().map_or(0, |cold| cold.poll_owner)
-    }
-
-    /// Takes the completion callback (when the fiber completes).
-    #[inline]
-    pub(super) fn take_on_complete(&mut self) -> Option<Completion> {
-        self.cold.as_mut().and_then(|cold| cold.on_complete.take())
-    }
-
-    /// Whether the fiber's outcome goes to a completion callback rather
-    /// than to its join state.
-    #[cfg(test)]
-    pub(super) fn has_on_complete(&self) -> bool {
-        self.cold
-            .as_ref()
-            .is_some_and(|cold| cold.on_complete.is_some())
     }
 
     /// Enters a mask level (an uncancelable region, a finalizer).
@@ -490,7 +473,12 @@ impl<A: 'static, E: 'static, F: FnOnce(Outcome<A, E>, Vec<E>, Trace, ChildTraces
         // SAFETY: the fiber's program is an `IO<A, E>`, so its final value is
         // an `A` and its final error an `E` (the typed API guarantees it).
         let outcome = unsafe { typed_outcome::<A, E>(outcome) };
-        let suppressed = if suppressed.is_empty() {
+        let suppressed = if suppressed.capacity() == 0 {
+            // No elements and no buffer: nothing to drop. Forgotten rather
+            // than dropped, so that no out-of-line drop of a `Vec<Value>`
+            // (about 19 instructions) is called for every fiber that
+            // completes without suppressed errors, nearly all of them.
+            core::mem::forget(suppressed);
             Vec::new()
         } else {
             typed_suppressed::<E>(suppressed)

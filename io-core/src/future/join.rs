@@ -15,7 +15,8 @@ use core::task::{Context, Poll};
 
 use crate::fiber::handle::FiberHandle;
 use crate::fiber::join::CellOwner;
-use crate::fiber::{RawFiberRef, typed_outcome};
+use crate::fiber::join::JoinRef;
+use crate::fiber::typed_outcome;
 use crate::outcome::Outcome;
 
 /// A future of a started fiber's [`Outcome`]: what `.await` on a
@@ -51,7 +52,7 @@ use crate::outcome::Outcome;
 #[must_use = "a JoinFuture does nothing unless polled; dropping it detaches the fiber"]
 pub struct JoinFuture<A, E> {
     /// A fiber whose program is an `IO<A, E>`.
-    pub(super) fiber: RawFiberRef,
+    pub(super) fiber: JoinRef,
     /// The id of this future's waiter in the fiber's join cell, if any.
     waiter: Option<crate::data::waiters::WaiterId>,
     cancel_on_drop: bool,

@@ -27,15 +27,25 @@ impl Activity {
     }
 }
 
-/// A fiber's flags: never tracing; whether its executor was told that it
-/// lives on after a run.
-pub(crate) struct FiberFlags {
-    listed: bool,
-}
+/// A fiber's flags, one byte: never tracing; whether its executor was told
+/// that it lives on after a run, and whether its outcome goes to a
+/// completion callback.
+pub(crate) struct FiberFlags(u8);
 
 impl FiberFlags {
-    pub(crate) fn new(_on: bool) -> Self {
-        FiberFlags { listed: false }
+    const LISTED: u8 = 2;
+    const CALLBACK: u8 = 4;
+
+    /// A new fiber's flags (`on` is ignored: nothing records).
+    pub(crate) fn new(_on: bool, callback: bool) -> Self {
+        FiberFlags(if callback { Self::CALLBACK } else { 0 })
+    }
+
+    /// Whether the fiber's outcome goes to a completion callback kept in
+    /// its join state (set when the fiber is made, never changed).
+    #[inline(always)]
+    pub(crate) fn has_callback(&self) -> bool {
+        self.0 & Self::CALLBACK != 0
     }
 
     /// Never.
@@ -51,13 +61,13 @@ impl FiberFlags {
     /// Whether the executor was told that the fiber lives on after a run.
     #[inline(always)]
     pub(crate) fn is_listed(&self) -> bool {
-        self.listed
+        self.0 & Self::LISTED != 0
     }
 
     /// Records that the executor was told.
     #[inline(always)]
     pub(crate) fn set_listed(&mut self) {
-        self.listed = true;
+        self.0 |= Self::LISTED;
     }
 
     /// The empty trace.

@@ -52,10 +52,19 @@ pub(crate) struct FiberFlags(u8);
 impl FiberFlags {
     const ON: u8 = 1;
     const LISTED: u8 = 2;
+    const CALLBACK: u8 = 4;
 
-    /// A new fiber's flags: records from its start if `on`; not listed.
-    pub(crate) fn new(on: bool) -> Self {
-        FiberFlags(if on { Self::ON } else { 0 })
+    /// A new fiber's flags: records from its start if `on`; its outcome
+    /// goes to a completion callback if `callback`; not listed.
+    pub(crate) fn new(on: bool, callback: bool) -> Self {
+        FiberFlags(if on { Self::ON } else { 0 } | if callback { Self::CALLBACK } else { 0 })
+    }
+
+    /// Whether the fiber's outcome goes to a completion callback kept in
+    /// its join state (set when the fiber is made, never changed).
+    #[inline(always)]
+    pub(crate) fn has_callback(&self) -> bool {
+        self.0 & Self::CALLBACK != 0
     }
 
     /// Whether the fiber records now (mode, or inside `traced()`).

@@ -60,7 +60,7 @@ fn model(f: impl Fn() + Sync + Send + 'static) {
 #[test]
 fn loom_racing_completers_and_suspension_resume_the_fiber_exactly_once() {
     loom::model(|| {
-        let header = Arc::new(Header::new(crate::fiber::FiberId::UNNUMBERED));
+        let header = Arc::new(Header::new(crate::fiber::FiberId::UNNUMBERED, None));
         let generation = header.begin_suspension();
         let scheduled = Arc::new(AtomicUsize::new(0));
         let wins = Arc::new(AtomicUsize::new(0));
@@ -106,7 +106,7 @@ fn loom_racing_completers_and_suspension_resume_the_fiber_exactly_once() {
 #[test]
 fn loom_a_stale_callback_is_ignored_by_the_next_suspension() {
     loom::model(|| {
-        let header = Arc::new(Header::new(crate::fiber::FiberId::UNNUMBERED));
+        let header = Arc::new(Header::new(crate::fiber::FiberId::UNNUMBERED, None));
         let first = header.begin_suspension();
         assert_eq!(header.claim(first), Claim::Won);
         assert_eq!(
@@ -162,7 +162,7 @@ impl Suspended {
     /// Starts a suspension (what the run-loop does before registering).
     fn new() -> (Arc<Suspended>, usize) {
         let s = Arc::new(Suspended {
-            header: Header::new(crate::fiber::FiberId::UNNUMBERED),
+            header: Header::new(crate::fiber::FiberId::UNNUMBERED, None),
             saved: UnsafeCell::new(0),
         });
         let generation = s.header.begin_suspension();

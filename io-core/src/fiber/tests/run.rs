@@ -533,10 +533,11 @@ fn a_fiber_with_a_one_word_executor_and_its_join_state_is_one_allocation_of_at_m
     // (header) take what padding leaves free beside the fiber's number.
     // The join state's waiter list is out of line (one word, not four:
     // 232 bytes before), and shares its word with the outcome's slot; the
-    // completion callback and the poll owner are in the rarely used part
-    // (`Cold`); the mask depth is a `u16` beside the two flags (208 bytes
-    // before these three). The result slot is two words, the result's
-    // side in its vtable pointer (176 bytes before).
+    // poll owner is in the rarely used part (`Cold`), and the completion
+    // callback in the join state's bytes (`FiberJoin`); the mask depth
+    // is a `u16` beside the flags (208 bytes before these three). The
+    // result slot is two words, the result's side in its vtable pointer
+    // (176 bytes before).
     let limit = 168;
     assert!(
         core::mem::size_of::<crate::fiber::raw::FiberInner<TestExecutor>>() + 16 <= limit,
@@ -580,11 +581,13 @@ fn a_fiber_suspended_with_an_empty_stack_holds_no_stack_buffer() {
     assert!(cb.succeed(7));
     let fiber = ex.0.queue.lock().unwrap().pop_front().expect("resumed");
     fiber.run();
-    // SAFETY: the fiber completed; nothing else touches its core.
-    let completed = inner
-        .core
-        .with_mut(|core| unsafe { !(*core).has_on_complete() });
-    assert!(completed, "the resumed fiber ran to its end");
+    // SAFETY: the fiber has a completion callback, and it completed:
+    // nothing else touches it.
+    let callback_left = unsafe { inner.header.join.has_callback() };
+    assert!(
+        !callback_left,
+        "the resumed fiber ran to its end: its completion callback was taken"
+    );
 }
 
 #[test]
@@ -728,4 +731,82 @@ fn tracing_adds_one_word_to_a_fiber_its_ring_pointer_and_no_byte_to_its_run_stat
         core::mem::size_of::<usize>()
     );
     assert_eq!(core::mem::size_of::<crate::tracing::FiberFlags>(), 1);
+}
+
+#[test]
+fn a_fiber_with_a_completion_callback_keeps_it_in_its_join_state_without_a_separate_block() {
+    // A race or `both` child: its callback waits in the bytes its join
+    // state leaves free, so that making the fiber allocates nothing
+    // beside the fiber (a pool block per child before).
+    let ex = rt();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let fiber = Fiber::new(IO::<u64, ()>::pure(5), ex.clone(), move |outcome| {
+        tx.send(outcome).unwrap()
+    });
+    let inner = fiber.inner.clone();
+    // SAFETY: the fiber has not run; nothing else touches its core.
+    let (has_cold, has_callback) = inner
+        .core
+        .with_mut(|core| unsafe { ((*core).cold.is_some(), (*core).has_callback()) });
+    assert!(!has_cold, "no separate block for the callback");
+    assert!(has_callback, "the run state says where the outcome goes");
+    // SAFETY: made with a callback; the fiber has not run.
+    assert!(unsafe { inner.header.join.has_callback() });
+    fiber.run();
+    assert_eq!(rx.recv().unwrap(), Outcome::Succeeded(5));
+    // SAFETY: made with a callback; the fiber completed.
+    assert!(!unsafe { inner.header.join.has_callback() }, "taken once");
+}
+
+#[test]
+fn a_fiber_dropped_before_it_completes_drops_its_completion_callback_once() {
+    // The join state is a union of the cell and the callback: the fiber's
+    // drop drops the one in use (Miri checks that it is dropped once and
+    // that nothing leaks).
+    let ex = rt();
+    let witness = Arc::new(());
+    let held = witness.clone();
+    let fiber = Fiber::new(IO::<u64, ()>::never(), ex.clone(), move |_| drop(held));
+    assert_eq!(Arc::strong_count(&witness), 2, "the callback holds it");
+    drop(fiber);
+    assert_eq!(Arc::strong_count(&witness), 1, "dropped with the fiber");
+}
+
+#[test]
+fn a_started_fiber_freed_with_a_joiner_waiting_frees_the_joiner_once() {
+    // A fiber made without a callback: its join cell (with its waiter
+    // list) is the join state's field in use, dropped with the fiber.
+    let ex = rt();
+    let gate = crate::Deferred::<u64>::new();
+    let witness = Arc::new(());
+    let held = witness.clone();
+    let io: IO<(), ()> = gate
+        .get::<()>()
+        .start()
+        .flat_map(move |child| child.join().map(move |_| drop(held)));
+    let fiber = Fiber::new(io, ex.clone(), |_| {});
+    fiber.run();
+    let child = ex.0.queue.lock().unwrap().pop_front().expect("the child");
+    child.run();
+    assert_eq!(
+        Arc::strong_count(&witness),
+        2,
+        "the parent waits in the join"
+    );
+    // Nothing else holds the gate: the child waiting on it is freed, with
+    // its join cell and the parent waiting in it.
+    drop(gate);
+    assert_eq!(
+        Arc::strong_count(&witness),
+        1,
+        "the child's join cell and the joiner in it were dropped"
+    );
+}
+
+#[test]
+fn the_completion_callback_takes_no_bytes_beside_the_join_cell() {
+    assert_eq!(
+        core::mem::size_of::<crate::fiber::join::FiberJoin>(),
+        core::mem::size_of::<crate::fiber::join::JoinCell<crate::fiber::join::Completed>>(),
+    );
 }
