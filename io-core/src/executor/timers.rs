@@ -220,9 +220,10 @@ impl TimerHeap {
         self.heap.clear();
         self.stale = 0;
         self.free.clear();
-        self.slots
-            .drain(..)
-            .filter_map(|slot| slot.callback)
-            .collect()
+        let mut callbacks = Vec::new();
+        for slot in core::mem::take(&mut self.slots) {
+            callbacks.extend(slot.callback);
+        }
+        callbacks
     }
 }

@@ -376,12 +376,14 @@ impl<A> JoinCell<A> {
         let Some(mut list) = waiters else {
             return Ok(());
         };
+        // A list that is not empty has a waiter (its ends are never
+        // tombstones).
+        let any = !list.is_empty();
         let waiters = list.take_all();
         // Its entries moved to the iterator: the empty list's box goes now,
         // after the lock.
         drop(list);
-        let mut waiters = waiters.peekable();
-        if waiters.peek().is_some() {
+        if any {
             // The waiters read the value under the lock (it may be moved out
             // by a handle's owner later, so it is not read without it); the
             // fibers are resumed once the lock is released.
