@@ -189,7 +189,8 @@ const fn drop_fn<T>() -> Option<unsafe fn(Word)> {
 /// statically: [`Value::is`]). A function, since `TypeId::of` is not
 /// `const` at the crate's minimum Rust version; the vtable is padded to 32
 /// bytes anyway, so it takes no space.
-#[repr(C, align(32))]
+#[cfg_attr(target_pointer_width = "64", repr(C, align(32)))]
+#[cfg_attr(not(target_pointer_width = "64"), repr(C, align(16)))]
 pub(crate) struct ValueVTable {
     pub(crate) drop: Option<unsafe fn(Word)>,
     type_id: fn() -> core::any::TypeId,
@@ -321,7 +322,8 @@ impl Drop for Value {
 // ---------------------------------------------------------------------------
 
 /// Vtable of an erased `FnOnce(I) -> O`.
-#[repr(C, align(32))]
+#[cfg_attr(target_pointer_width = "64", repr(C, align(32)))]
+#[cfg_attr(not(target_pointer_width = "64"), repr(C, align(16)))]
 pub(crate) struct FnVTable<I, O> {
     pub(crate) drop: Option<unsafe fn(Word)>,
     call: unsafe fn(Word, I) -> O,

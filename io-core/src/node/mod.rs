@@ -71,41 +71,49 @@ use crate::tracing::Site;
 /// The result of a step: a value or an error, both erased.
 pub(crate) type Res = Result<Value, Value>;
 
-/// The kind of a node or frame, kept in the low bits of its vtable pointer.
+/// The kind of a node or frame, kept in its vtable word (see [`Node::tag`]).
+///
+/// Numbered in three groups, which the encoding relies on: the node kinds
+/// that keep a vtable (0 to 10), the frame kinds that keep one (11 to 20;
+/// as nodes, the first six and the two finalizers are bare: their word is
+/// a `Bind` block), and the kinds that never keep one.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 #[repr(usize)]
 pub(crate) enum Tag {
+    // Nodes with a vtable.
     Pure = 0,
     Error,
     Delay,
     Defer,
+    Async,
+    Sleep,
+    AsyncUntil,
+    Panicked,
+    Uncancelable,
+    Start,
+    Blocking,
+    // Frames with a vtable.
     FlatMap,
     Map,
     HandleErrorWith,
     MapError,
     Fold,
     FoldWith,
-    Async,
-    Cede,
-    Never,
-    Sleep,
-    /// Both clocks: the word says which (see [`Node::monotonic`]).
-    Clock,
-    AsyncUntil,
-    Panicked,
-    Uncancelable,
-    Poll,
-    Canceled,
     OnCancel,
     GuaranteeCase,
-    Start,
+    RestoreOk,
+    RestoreErr,
+    // Never with a vtable.
+    Cede,
+    Never,
+    /// Both clocks: the word says which (see [`Node::monotonic`]).
+    Clock,
+    Poll,
+    Canceled,
     Unwind,
-    Blocking,
     // Frame-only tags.
     Unmask,
     Remask,
-    RestoreOk,
-    RestoreErr,
     ResumeUnwind,
     // Tracing: a node that records an operation (or opens a traced scope,
     // or reads the trace), and the frame that closes a traced scope.
@@ -114,11 +122,27 @@ pub(crate) enum Tag {
     TraceScope,
 }
 
-const TAG_BITS: usize = 0b1_1111;
+/// Whether vtable words use the compact encoding (module doc, "Encoding"):
+/// on targets narrower than 64 bits, where flash is scarce.
+const COMPACT: bool = cfg!(not(target_pointer_width = "64"));
+/// The low bits of a vtable word that hold a tag next to a vtable pointer:
+/// vtables are 32-byte aligned, or 16-byte in the compact encoding
+/// (`erased.rs`).
+const LOW_BITS: usize = if COMPACT { 0b1111 } else { 0b1_1111 };
+/// The compact encoding's low bits of a *bare* vtable word (no vtable):
+/// the tag is in the bits above them. No vtable kind is stored with this
+/// code.
+const BARE: usize = 0b1111;
+/// The first frame kind with a vtable: in the compact encoding, frames
+/// store their tag minus this, so that their ten vtable kinds fit the low
+/// bits as the nodes' eleven do.
+const FRAME_VTABLE_FIRST: usize = if COMPACT { Tag::FlatMap as usize } else { 0 };
 const LAST_TAG: Tag = Tag::TraceScope;
-const _: () = assert!(LAST_TAG as usize <= TAG_BITS);
-const _: () = assert!(core::mem::align_of::<ValueVTable>() > TAG_BITS);
-const _: () = assert!(core::mem::align_of::<FnVTable<Value, Value>>() > TAG_BITS);
+const _: () = assert!(COMPACT || LAST_TAG as usize <= LOW_BITS);
+const _: () = assert!(!COMPACT || (Tag::Blocking as usize) < FRAME_VTABLE_FIRST);
+const _: () = assert!(!COMPACT || (Tag::RestoreErr as usize) - FRAME_VTABLE_FIRST < BARE);
+const _: () = assert!(core::mem::align_of::<ValueVTable>() > LOW_BITS);
+const _: () = assert!(core::mem::align_of::<FnVTable<Value, Value>>() > LOW_BITS);
 
 impl Tag {
     /// # Safety
@@ -231,14 +255,56 @@ pub(crate) struct PollK {
 /// once the finalizer has run).
 pub(crate) type GuaranteeK = ErasedFn<Outcome<Value, Value>, (Node, Outcome<Value, Value>)>;
 
+/// A node's vtable word: the vtable pointer with the tag (a node kind with
+/// a vtable, below [`FRAME_VTABLE_FIRST`]) in its low bits.
 #[inline(always)]
 fn tagged<T>(vtable: *const T, tag: Tag) -> *const () {
+    debug_assert!((tag as usize) < Tag::FlatMap as usize);
     vtable.cast::<()>().map_addr(|a| a | tag as usize)
 }
 
+/// A frame's vtable word: the vtable pointer with the tag (a frame kind
+/// with a vtable), counted from [`FRAME_VTABLE_FIRST`], in its low bits.
+#[inline(always)]
+fn tagged_frame<T>(vtable: *const T, tag: Tag) -> *const () {
+    debug_assert!((Tag::FlatMap as usize..=Tag::RestoreErr as usize).contains(&(tag as usize)));
+    vtable
+        .cast::<()>()
+        .map_addr(|a| a | (tag as usize - FRAME_VTABLE_FIRST))
+}
+
+/// The vtable word of a node or frame without a vtable: the tag itself, or
+/// in the compact encoding the tag above the [`BARE`] code.
 #[inline(always)]
 fn bare(tag: Tag) -> *const () {
-    ptr::without_provenance(tag as usize)
+    if COMPACT {
+        ptr::without_provenance(((tag as usize) << BARE.count_ones()) | BARE)
+    } else {
+        ptr::without_provenance(tag as usize)
+    }
+}
+
+/// The tag of a vtable word; `vtable_first`: the tag stored as 0 in the
+/// low bits (`Pure` for a node, [`FRAME_VTABLE_FIRST`] for a frame).
+#[inline(always)]
+fn tag_of(word: *const (), vtable_first: usize) -> Tag {
+    let low = word.addr() & LOW_BITS;
+    let bits = if !COMPACT {
+        low
+    } else if low == BARE {
+        word.addr() >> BARE.count_ones()
+    } else {
+        low + vtable_first
+    };
+    // SAFETY: every constructor stores a valid tag, in one of the two
+    // encodings read here.
+    unsafe { Tag::from_bits(bits) }
+}
+
+/// The vtable pointer of a vtable word (meaningless for a bare one).
+#[inline(always)]
+fn untagged(word: *const ()) -> *const () {
+    word.map_addr(|a| a & !LOW_BITS)
 }
 
 /// The payload word of a leaf that keeps only a call site: the site's word,
@@ -300,11 +366,10 @@ impl Node {
         )
     }
 
-    /// The node's kind.
+    /// The node's kind (module doc, "Encoding").
     #[inline(always)]
     pub(crate) fn tag(&self) -> Tag {
-        // SAFETY: every constructor below stores a valid tag.
-        unsafe { Tag::from_bits(self.vtable.addr() & TAG_BITS) }
+        tag_of(self.vtable, 0)
     }
 
     /// Decodes the node, giving up ownership of its payload to the result.
@@ -545,13 +610,13 @@ impl Node {
 ///   and are decoded once.
 #[inline(always)]
 unsafe fn decode(word: Word, vtable: *const ()) -> Kind {
-    let tag = vtable.addr() & TAG_BITS;
-    let vt = vtable.map_addr(|a| a & !TAG_BITS);
+    let tag = tag_of(vtable, 0);
+    let vt = untagged(vtable);
     // SAFETY (every arm): the tag says which constructor stored the parts,
     // so the vtable has the type named here and the word holds its payload.
     unsafe {
         let value = || Value::from_raw(word, &*vt.cast::<ValueVTable>());
-        match Tag::from_bits(tag) {
+        match tag {
             Tag::Pure => Kind::Pure(value()),
             Tag::Error => Kind::Error(value()),
             Tag::Delay => Kind::Delay(ErasedFn::from_raw(word, &*vt.cast())),
