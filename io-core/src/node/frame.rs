@@ -7,8 +7,8 @@ use core::mem::ManuallyDrop;
 use core::ptr;
 
 use super::{
-    BARE, FRAME_VTABLE_FIRST, GuaranteeK, LOW_BITS, Node, Res, Tag, bare, tag_of, tagged_frame,
-    untagged,
+    BARE, FRAME_VTABLE_FIRST, FRAME_VTABLE_KINDS, GuaranteeK, LOW_BITS, Node, Res, Tag, bare,
+    has_tag, tag_of, tagged_frame, untagged,
 };
 use crate::erased::{EMPTY_WORD, ErasedFn, FnVTable, Value, Word};
 
@@ -151,10 +151,13 @@ impl Frame {
     /// Whether popping this frame on success does nothing but drop it.
     #[inline(always)]
     pub(crate) fn is_error_handler_only(&self) -> bool {
-        matches!(
-            self.tag(),
-            Tag::HandleErrorWith | Tag::MapError | Tag::OnCancel
-        )
+        self.is(Tag::HandleErrorWith) || self.is(Tag::MapError) || self.is(Tag::OnCancel)
+    }
+
+    /// Whether the frame is of kind `tag` (cheaper than `tag() == tag`).
+    #[inline(always)]
+    fn is(&self, tag: Tag) -> bool {
+        has_tag(self.vtable, tag, FRAME_VTABLE_KINDS)
     }
 
     /// Whether a result passes this frame without a new program being
@@ -176,14 +179,14 @@ impl Frame {
     /// or an error into a value (both of its constructors return `Ok`).
     #[inline]
     pub(crate) fn is_fold(&self) -> bool {
-        matches!(self.tag(), Tag::Fold)
+        self.is(Tag::Fold)
     }
 
     /// Whether this frame masks again what reaches it: the end of a `poll`,
     /// or a `guarantee_case` finalizer (which runs masked).
     #[inline]
     pub(crate) fn masks_again(&self) -> bool {
-        matches!(self.tag(), Tag::Remask | Tag::GuaranteeCase)
+        self.is(Tag::Remask) || self.is(Tag::GuaranteeCase)
     }
 
     /// Whether the frame has no payload (its vtable pointer is a bare tag).

@@ -301,6 +301,28 @@ fn tag_of(word: *const (), vtable_first: usize) -> Tag {
     unsafe { Tag::from_bits(bits) }
 }
 
+/// Whether a vtable word holds `tag`, without decoding it: one mask and
+/// compare. `vtable_kinds`: the tags stored next to a vtable pointer (for
+/// a node or a frame), the first of them stored as 0.
+#[inline(always)]
+fn has_tag(word: *const (), tag: Tag, vtable_kinds: core::ops::RangeInclusive<usize>) -> bool {
+    let t = tag as usize;
+    if !COMPACT {
+        word.addr() & LOW_BITS == t
+    } else if vtable_kinds.contains(&t) {
+        word.addr() & LOW_BITS == t - vtable_kinds.start()
+    } else {
+        // A bare word is the tag and the `BARE` code, nothing else.
+        word.addr() == bare(tag).addr()
+    }
+}
+
+/// The tags a node stores next to a vtable pointer.
+const NODE_VTABLE_KINDS: core::ops::RangeInclusive<usize> = 0..=Tag::Blocking as usize;
+/// The tags a frame stores next to a vtable pointer.
+const FRAME_VTABLE_KINDS: core::ops::RangeInclusive<usize> =
+    Tag::FlatMap as usize..=Tag::RestoreErr as usize;
+
 /// The vtable pointer of a vtable word (meaningless for a bare one).
 #[inline(always)]
 fn untagged(word: *const ()) -> *const () {
@@ -384,20 +406,28 @@ impl Node {
     /// through continuations).
     #[inline(always)]
     pub(crate) fn is_settled(&self) -> bool {
-        matches!(self.tag(), Tag::Pure | Tag::Error)
+        self.is(Tag::Pure) || self.is(Tag::Error)
+    }
+
+    /// Whether the node is of kind `tag` (cheaper than `tag() == tag`).
+    #[inline(always)]
+    fn is(&self, tag: Tag) -> bool {
+        has_tag(self.vtable, tag, NODE_VTABLE_KINDS)
     }
 
     /// The result, if the node is a plain value or error; the node itself
     /// otherwise.
     #[inline(always)]
     pub(crate) fn into_settled(self) -> Result<Res, Node> {
-        match self.tag() {
-            Tag::Pure | Tag::Error => match self.into_kind() {
-                Kind::Pure(value) => Ok(Ok(value)),
+        if self.is(Tag::Pure) {
+            self.into_value().map(Ok)
+        } else if self.is(Tag::Error) {
+            match self.into_kind() {
                 Kind::Error(error) => Ok(Err(error)),
                 _ => unreachable!(),
-            },
-            _ => Err(self),
+            }
+        } else {
+            Err(self)
         }
     }
 
@@ -405,7 +435,7 @@ impl Node {
     /// itself.
     #[inline(always)]
     pub(crate) fn into_guarantee_case(self) -> Result<BindBox<GuaranteeK>, Node> {
-        if self.tag() == Tag::GuaranteeCase {
+        if self.is(Tag::GuaranteeCase) {
             let this = ManuallyDrop::new(self);
             // SAFETY: a `GuaranteeCase` node's word is the block of a
             // `BindBox<GuaranteeK>` (`Node::guarantee_case`), moved out
@@ -419,7 +449,7 @@ impl Node {
     /// The value, if the node is a plain value; the node itself otherwise.
     #[inline(always)]
     pub(crate) fn into_value(self) -> Result<Value, Node> {
-        if self.tag() == Tag::Pure {
+        if self.is(Tag::Pure) {
             let this = ManuallyDrop::new(self);
             // SAFETY: a `Pure` node was made by `Node::pure` from a value's
             // raw parts (its tag, 0, leaves the vtable pointer as it was);
