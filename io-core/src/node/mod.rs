@@ -5,12 +5,31 @@
 //! # Encoding
 //!
 //! `IO<A, E>` (in `io.rs`) is a typed handle over one [`Node`]. A node is two
-//! words: a payload word and a vtable pointer whose five low bits hold the
-//! node's [`Tag`] (vtables are 32-byte aligned; see `erased.rs`). Two words
-//! travel in registers, so a continuation returns the next node without a
-//! round trip through memory. [`Node::into_kind`] decodes a node into the
-//! [`Kind`] enum the run-loop matches on; after inlining, that is a switch on
-//! the tag.
+//! words: a payload word and a *vtable word* that holds the node's [`Tag`]
+//! and, for the kinds that have one, a vtable pointer. Two words travel in
+//! registers, so a continuation returns the next node without a round trip
+//! through memory. [`Node::into_kind`] decodes a node into the [`Kind`] enum
+//! the run-loop matches on; after inlining, that is a switch on the tag.
+//!
+//! The vtable word has two encodings, chosen by the target's pointer width:
+//!
+//! * 64-bit targets: vtables are 32-byte aligned (`erased.rs`) and the five
+//!   low bits hold the tag; a kind without a vtable (a `Bind`, whose word is
+//!   its block) stores the tag alone. Decoding is one mask.
+//! * Narrower targets (*compact*): vtables are 16-byte aligned, which saves
+//!   8 of a 32-bit vtable's 24 bytes of padding (on a microcontroller, flash
+//!   is what is scarce). Four low bits cannot name 32 kinds, but a node has
+//!   only 11 kinds with a vtable, and a frame 10: those store their tag (a
+//!   frame's counted from [`Tag::FlatMap`]) in the low bits; every other
+//!   kind stores the code `BARE` (15) there and its tag above it (its
+//!   word is no pointer). Decoding is a mask, a compare and a shift; a test
+//!   for one kind (`Node::is`) stays one mask and compare.
+//!
+//! The tags are numbered so that both encodings hold (the three groups of
+//! [`Tag`]); the layout asserts below check it. Hosts keep the first
+//! encoding because a step's decoding is on the run-loop's hottest path:
+//! the compact one cost 3 to 9% more instructions on the small benchmark
+//! workloads (callgrind, `benches/examples/prof.rs`).
 //!
 //! Leaves carry their payload in the word ([`Value`], [`ErasedFn`]: no
 //! allocation for word-sized payloads). A node that has a *source* program
@@ -765,6 +784,54 @@ fn drain(mut next: impl FnMut() -> Option<Node>) {
         let mut current = Some(node);
         while let Some(n) = current {
             current = n.dismantle();
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::{
+        FRAME_VTABLE_FIRST, FRAME_VTABLE_KINDS, LAST_TAG, NODE_VTABLE_KINDS, Tag, bare, has_tag,
+        tag_of, tagged, tagged_frame, untagged,
+    };
+    use crate::erased::ValueVTable;
+
+    /// Every tag, in order.
+    fn all_tags() -> impl Iterator<Item = Tag> {
+        // SAFETY: `Tag` is `repr(usize)` with the discriminants 0 to
+        // `LAST_TAG`, without gaps.
+        (0..=LAST_TAG as usize).map(|bits| unsafe { Tag::from_bits(bits) })
+    }
+
+    /// Checks the encoding of the target it runs on: the five-bit tags on
+    /// a 64-bit host, the compact encoding under Miri for a 32-bit target
+    /// (`--target i686-unknown-linux-gnu`).
+    #[test]
+    fn every_tag_survives_the_vtable_word_of_a_node_and_of_a_frame() {
+        let vtable: *const ValueVTable = crate::erased::UNIT_VTABLE;
+        for (kinds, first, frame) in [
+            (NODE_VTABLE_KINDS, 0, false),
+            (FRAME_VTABLE_KINDS, FRAME_VTABLE_FIRST, true),
+        ] {
+            for tag in all_tags() {
+                let with_vtable = kinds.contains(&(tag as usize));
+                let word = match (with_vtable, frame) {
+                    (false, _) => bare(tag),
+                    (true, false) => tagged(vtable, tag),
+                    (true, true) => tagged_frame(vtable, tag),
+                };
+                assert_eq!(tag_of(word, first), tag, "{tag:?} (frame: {frame})");
+                for other in all_tags() {
+                    assert_eq!(
+                        has_tag(word, other, kinds.clone()),
+                        other == tag,
+                        "{tag:?} tested for {other:?} (frame: {frame})"
+                    );
+                }
+                if with_vtable {
+                    assert_eq!(untagged(word), vtable.cast::<()>(), "{tag:?}");
+                }
+            }
         }
     }
 }

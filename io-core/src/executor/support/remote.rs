@@ -140,6 +140,9 @@ impl<T> RemoteQueue<T> {
         // copies are 0.7 KB of code on a microcontroller; a drain moves the
         // few items pushed since the last turn.
         self.state.with(|state| {
+            // Room for all at once, as `extend` reserves it (the queue's
+            // growth, and so the heap it holds, stay what they were).
+            out.reserve(state.queue.len());
             while let Some(item) = state.queue.pop_front() {
                 out.push_back(item);
             }
