@@ -1,5 +1,6 @@
 //! A timer heap for executors: a min-heap of deadlines over a slab of
-//! [`TimerCallback`]s, with O(1) cancellation.
+//! [`TimerCallback`]s, with O(1) cancellation (O(log n) amortized with the
+//! cleanup of the heap).
 //!
 //! Executors implement [`Executor::set_timer`](crate::Executor::set_timer)
 //! and [`cancel_timer`](crate::Executor::cancel_timer) with one of these
@@ -27,7 +28,8 @@
 //!   skipped when it reaches the top. When stale entries are more than half
 //!   the heap (and more than a few), the heap is rebuilt without them: O(n
 //!   log n) once per n/2 cancellations, O(log n) amortized (as an insert;
-//!   the rebuild is written to be small), and the heap never holds
+//!   the rebuild is written to be small, and allocates a buffer for the
+//!   live entries while it runs), and the heap never holds
 //!   more than about twice the live timers. (`timeout` cancels its timer
 //!   whenever the guarded program wins, which is most of the time.)
 //! * [`take_due`](TimerHeap::take_due): O(log n) per timer fired or stale
