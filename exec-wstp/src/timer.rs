@@ -13,7 +13,7 @@
 //! A fiber may be resumed (and cancel its timer) on another worker than the
 //! one that set it; the key names the shard and the timer within it.
 //! Cancelling frees the timer's slot at once and leaves its heap entry
-//! behind as stale, rebuilt away in amortized O(1) (see [`TimerHeap`]). Cats Effect keeps per-worker timer structures for
+//! behind as stale, rebuilt away in amortized O(log n) (see [`TimerHeap`]). Cats Effect keeps per-worker timer structures for
 //! the same reason (the owner sets them without synchronization).
 
 use spindle_core::executor::support::TimerId;

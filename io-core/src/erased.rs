@@ -16,8 +16,13 @@
 //! boxed. Two words travel in two registers: a value
 //! returned by a continuation never goes through memory.
 //!
-//! Vtables are aligned to 32 bytes, so that `node.rs` can keep a node's kind
-//! in the five low bits of the vtable pointer (a node is then two words too).
+//! Vtables are aligned to 32 bytes on 64-bit targets, 16 on narrower ones,
+//! so that `node.rs` can keep a node's kind in the low bits of the vtable
+//! pointer (a node is then two words too). The alignment is padding: a
+//! vtable is two words, 8 bytes on a 32-bit microcontroller, where 32-byte
+//! alignment cost 24 bytes of flash per vtable (about 2 KB in the
+//! firmware example); 16 costs 8, for a slightly longer tag decoding there
+//! (`node/mod.rs`, "Encoding").
 //!
 //! # Invariants
 //!
@@ -187,9 +192,10 @@ const fn drop_fn<T>() -> Option<unsafe fn(Word)> {
 /// Vtable of an erased value: how to drop it, and its type (checked by
 /// debug builds on every read, and by readers that cannot know the type
 /// statically: [`Value::is`]). A function, since `TypeId::of` is not
-/// `const` at the crate's minimum Rust version; the vtable is padded to 32
-/// bytes anyway, so it takes no space.
-#[repr(C, align(32))]
+/// `const` at the crate's minimum Rust version; the vtable is padded to its
+/// alignment anyway, so it takes no space.
+#[cfg_attr(target_pointer_width = "64", repr(C, align(32)))]
+#[cfg_attr(not(target_pointer_width = "64"), repr(C, align(16)))]
 pub(crate) struct ValueVTable {
     pub(crate) drop: Option<unsafe fn(Word)>,
     type_id: fn() -> core::any::TypeId,
@@ -382,7 +388,8 @@ impl Drop for Value {
 // ---------------------------------------------------------------------------
 
 /// Vtable of an erased `FnOnce(I) -> O`.
-#[repr(C, align(32))]
+#[cfg_attr(target_pointer_width = "64", repr(C, align(32)))]
+#[cfg_attr(not(target_pointer_width = "64"), repr(C, align(16)))]
 pub(crate) struct FnVTable<I, O> {
     pub(crate) drop: Option<unsafe fn(Word)>,
     call: unsafe fn(Word, I) -> O,

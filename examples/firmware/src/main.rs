@@ -53,6 +53,9 @@ mod arch;
 #[path = "arch/riscv.rs"]
 mod arch;
 
+/// `memcpy` and its kin, byte by byte (smaller than compiler_builtins').
+mod mem;
+
 /// Output (the architecture's console) without `core::fmt` (whose formatting
 /// machinery would be most of a small image): text and `u32`s only.
 mod out {

@@ -44,7 +44,7 @@ impl Drop for DropToken {
 impl Probe {
     fn waiter(probe: &Arc<Probe>) -> Waiter<usize> {
         let token = DropToken(probe.clone());
-        Waiter::Call(Box::new(move |value: &usize| {
+        Waiter::call(Box::new(move |value: &usize| {
             token.0.calls.fetch_add(1, Ordering::SeqCst);
             token.0.seen.fetch_add(*value, Ordering::SeqCst);
             None

@@ -174,13 +174,29 @@ impl<T> WaiterList<T> {
             if self.entries.capacity() == 0 {
                 self.entries.reserve_exact(1);
             } else {
-                self.entries.retain(|(_, waiter)| waiter.is_some());
+                self.sweep();
             }
         }
         let id = self.next_id;
         self.next_id = self.next_id.wrapping_add(1);
         self.entries.push_back((id, Some(waiter)));
         id
+    }
+
+    /// Moves the listed waiters to the front, in order, and drops the
+    /// tombstones behind them (a full buffer's sweep, instead of growing).
+    /// One turn of the ring: each entry is popped from the front and, if
+    /// listed, pushed back (never beyond the capacity: one out, at most one
+    /// in). The same result as `VecDeque::retain` in a fraction of its
+    /// code, of which every waiter type has a copy.
+    #[cold]
+    #[inline(never)]
+    fn sweep(&mut self) {
+        for _ in 0..self.entries.len() {
+            if let Some(entry @ (_, Some(_))) = self.entries.pop_front() {
+                self.entries.push_back(entry);
+            }
+        }
     }
 
     /// Takes the oldest waiter.
@@ -452,6 +468,8 @@ mod tests {
             list.entries.capacity()
         );
         assert_eq!(list.len(), 66);
+        // The sweep kept the ids in order: they are still found.
+        assert_eq!(list.get_mut(ids[63]).copied(), Some(63));
         assert_eq!(list.pop(), Some(usize::MAX));
         assert_eq!(list.pop(), Some(63));
         assert_eq!(list.pop(), Some(1000));

@@ -97,6 +97,7 @@
 //! separate one, as tokio's `JoinHandle` keeps its task.
 
 use alloc::vec::Vec;
+use core::marker::PhantomData;
 use core::task::{Poll, Waker};
 
 use core::mem::ManuallyDrop;
@@ -112,37 +113,87 @@ use crate::pool::PoolBox;
 use crate::sync::{Mutex, UnsafeCell};
 use crate::tracing::{ChildTraces, OpMeta, Site};
 
-/// One waiting reader of a cell.
-pub(crate) enum Waiter<A> {
-    /// A fiber (a `get`, a join) to resume with what `read` makes of the
-    /// value (never resumed if `read` finds nothing: see [`Read::read`]).
-    /// Stored inline in the waiter list: waiting is no allocation beyond
-    /// the list's entry.
-    Resume {
-        callback: RawCallback,
-        read: fn(&mut A) -> Option<Value>,
-    },
-    /// A task awaiting the value as a future (`future/join.rs`): woken once
-    /// the value is there, to poll again and read it itself.
-    Task(Waker),
-    /// Any reader (the loom models' probes): reads the value, and returns
-    /// the fiber to resume, if any.
-    #[cfg(all(loom, test))]
-    Call(alloc::boxed::Box<dyn FnOnce(&A) -> Option<Wake> + Send>),
+/// One waiting reader of a cell whose value is an `A`: what the cell's
+/// users make. The cell lists it as a [`Listed`], the same type for every
+/// `A`, so that the waiter list's code (`data/waiters.rs`) exists once,
+/// not once per type of value a program waits for (on a microcontroller,
+/// that code is most of what a cell costs in flash).
+pub(crate) struct Waiter<A> {
+    listed: Listed,
+    /// What `listed`'s reading function reads.
+    _reads: PhantomData<fn(&mut A)>,
 }
 
 impl<A> Waiter<A> {
+    /// A fiber (a `get`, a join) to resume with what `R` reads of the
+    /// value (never resumed if `R` finds nothing: see [`Read::read`]).
+    /// Stored inline in the waiter list: waiting is no allocation beyond
+    /// the list's entry.
+    pub(crate) fn resume<R: Read<A>>(callback: RawCallback) -> Self {
+        Waiter {
+            listed: Listed::Resume {
+                callback,
+                read: read_erased::<A, R>,
+            },
+            _reads: PhantomData,
+        }
+    }
+
+    /// Any reader (the loom models' probes): reads the value, and returns
+    /// the fiber to resume, if any.
+    #[cfg(all(loom, test))]
+    pub(crate) fn call(f: alloc::boxed::Box<dyn FnOnce(&A) -> Option<Wake> + Send>) -> Self
+    where
+        A: 'static,
+    {
+        Waiter {
+            listed: Listed::Call(alloc::boxed::Box::new(move |value: *mut ()| {
+                // SAFETY: `Listed::read`'s caller passes the `A` this
+                // waiter was made for.
+                f(unsafe { &*value.cast::<A>() })
+            })),
+            _reads: PhantomData,
+        }
+    }
+}
+
+/// A [`Waiter`] as its cell lists it: the type of the value is erased from
+/// the reading function, which is only ever called with the value of the
+/// cell it was made for (`JoinCell<A>` takes only `Waiter<A>`s).
+pub(crate) enum Listed {
+    /// See [`Waiter::resume`]; `read` is `read_erased::<A, R>`.
+    Resume {
+        callback: RawCallback,
+        read: unsafe fn(*mut ()) -> Option<Value>,
+    },
+    /// A task awaiting the value as a future (`future/join.rs`): woken once
+    /// the value is there, to poll again and read it itself (it reads
+    /// nothing here, so `poll_value` lists it directly).
+    Task(Waker),
+    /// See `Waiter::call`.
+    #[cfg(all(loom, test))]
+    Call(alloc::boxed::Box<dyn FnOnce(*mut ()) -> Option<Wake> + Send>),
+}
+
+impl Listed {
     /// Reads the value; returns the fiber to resume (once the cell's lock is
     /// released) with what it read.
-    fn read(self, value: &mut A) -> Option<Wake> {
+    ///
+    /// # Safety
+    /// * `value` points to the value of the cell the waiter was made for
+    ///   (an `A` of its `Waiter<A>`), valid and not otherwise borrowed for
+    ///   the call.
+    unsafe fn read(self, value: *mut ()) -> Option<Wake> {
         match self {
-            Waiter::Resume { callback, read } => Some(Wake::Fiber {
+            Listed::Resume { callback, read } => Some(Wake::Fiber {
                 callback,
-                value: read(value),
+                // SAFETY: forwarded precondition: `read` reads the `A`
+                // that `value` points to.
+                value: unsafe { read(value) },
             }),
-            Waiter::Task(waker) => Some(Wake::Task(waker)),
+            Listed::Task(waker) => Some(Wake::Task(waker)),
             #[cfg(all(loom, test))]
-            Waiter::Call(f) => f(value),
+            Listed::Call(f) => f(value),
         }
     }
 }
@@ -177,9 +228,13 @@ impl<A> Read<A> for Presence {
     }
 }
 
-/// The erased reading function of a `Waiter::Resume` for `R`.
-fn read_erased<A, R: Read<A>>(value: &mut A) -> Option<Value> {
-    R::read(value).map(Value::new)
+/// The erased reading function of a `Waiter::resume` for `R`.
+///
+/// # Safety
+/// * `value` points to a valid `A`, not otherwise borrowed for the call.
+unsafe fn read_erased<A, R: Read<A>>(value: *mut ()) -> Option<Value> {
+    // SAFETY: the caller's precondition.
+    R::read(unsafe { &mut *value.cast::<A>() }).map(Value::new)
 }
 
 /// A fiber to resume with a value, or a task to wake, once no lock is held.
@@ -231,7 +286,7 @@ enum CellState<A> {
     /// of io-core's pool ([`PoolBox`]): with `std`, the first joiner of a
     /// fiber pays a thread-local pointer swap, not a `malloc` (and the
     /// completion not a `free`).
-    Waiting(Option<PoolBox<WaiterList<Waiter<A>>>>),
+    Waiting(Option<PoolBox<WaiterList<Listed>>>),
     /// The value, set once.
     Done(A),
 }
@@ -252,12 +307,53 @@ impl<A> CellState<A> {
     }
 
     /// The waiter list, if the cell waits and has one.
-    fn waiters(&mut self) -> Option<&mut WaiterList<Waiter<A>>> {
+    fn waiters(&mut self) -> Option<&mut WaiterList<Listed>> {
         match self {
             CellState::Waiting(Some(list)) => Some(list),
             _ => None,
         }
     }
+}
+
+/// The fibers and tasks a completion wakes, in the order they waited.
+struct Wakes {
+    /// The first (most completions wake one waiter: no allocation).
+    first: Option<Wake>,
+    rest: Vec<Wake>,
+}
+
+impl Wakes {
+    /// Resumes or wakes them, in order (once no lock is held).
+    #[inline(never)]
+    fn run(self) {
+        self.first.into_iter().chain(self.rest).for_each(Wake::run);
+    }
+}
+
+/// Has every waiter read the value. Not generic over the cell's value:
+/// one copy for every `JoinCell<A>` (the iterator is always the one of a
+/// `WaiterList<Listed>`).
+///
+/// # Safety
+/// * Every waiter was made for the value `value` points to (an `A` of its
+///   `Waiter<A>`), which is valid and not otherwise borrowed for the call.
+#[inline(never)]
+unsafe fn read_all(waiters: impl Iterator<Item = Listed>, value: *mut ()) -> Wakes {
+    let mut wakes = Wakes {
+        first: None,
+        rest: Vec::new(),
+    };
+    for waiter in waiters {
+        // SAFETY: forwarded precondition.
+        if let Some(wake) = unsafe { waiter.read(value) } {
+            if wakes.first.is_none() {
+                wakes.first = Some(wake);
+            } else {
+                wakes.rest.push(wake);
+            }
+        }
+    }
+    wakes
 }
 
 /// A value set once, awaited by fibers: a fiber's join state, and the cell
@@ -289,31 +385,26 @@ impl<A> JoinCell<A> {
         let Some(mut list) = waiters else {
             return Ok(());
         };
+        // A list that is not empty has a waiter (its ends are never
+        // tombstones).
+        let any = !list.is_empty();
         let waiters = list.take_all();
         // Its entries moved to the iterator: the empty list's box goes now,
         // after the lock.
         drop(list);
-        let mut waiters = waiters.peekable();
-        if waiters.peek().is_some() {
+        if any {
             // The waiters read the value under the lock (it may be moved out
             // by a handle's owner later, so it is not read without it); the
             // fibers are resumed once the lock is released.
-            let mut first = None;
-            let mut rest = Vec::new();
-            {
+            let wakes = {
                 let mut state = self.state.lock();
                 let value = state.value_mut().expect("set just above");
-                for waiter in waiters {
-                    if let Some(wake) = waiter.read(value) {
-                        if first.is_none() {
-                            first = Some(wake);
-                        } else {
-                            rest.push(wake);
-                        }
-                    }
-                }
-            }
-            first.into_iter().chain(rest).for_each(Wake::run);
+                // SAFETY: the list of a `JoinCell<A>` holds only the
+                // waiters of `Waiter<A>`s (`on_value`, `poll_value`), and
+                // `value` is its `A`, borrowed only for the call.
+                unsafe { read_all(waiters, core::ptr::from_mut(value).cast()) }
+            };
+            wakes.run();
         }
         Ok(())
     }
@@ -324,7 +415,9 @@ impl<A> JoinCell<A> {
         let mut state = self.state.lock();
         match &mut *state {
             CellState::Done(value) => {
-                let wake = f.read(value);
+                // SAFETY: `f` is a `Waiter<A>` and `value` this cell's `A`,
+                // borrowed only here.
+                let wake = unsafe { f.listed.read(core::ptr::from_mut(value).cast()) };
                 drop(state);
                 if let Some(wake) = wake {
                     wake.run();
@@ -333,7 +426,7 @@ impl<A> JoinCell<A> {
             }
             CellState::Waiting(list) => Some(
                 list.get_or_insert_with(|| PoolBox::new(WaiterList::new()))
-                    .push(f),
+                    .push(f.listed),
             ),
         }
     }
@@ -356,7 +449,7 @@ impl<A> JoinCell<A> {
                 *waiter = None;
                 return Poll::Ready(read(value));
             }
-            if let Some(Waiter::Task(stored)) = waiter.and_then(|id| state.waiters()?.get_mut(id)) {
+            if let Some(Listed::Task(stored)) = waiter.and_then(|id| state.waiters()?.get_mut(id)) {
                 if stored.will_wake(waker) {
                     return Poll::Pending;
                 }
@@ -372,11 +465,11 @@ impl<A> JoinCell<A> {
             return Poll::Ready(out);
         }
         let replaced = match waiter.and_then(|id| state.waiters()?.get_mut(id)) {
-            Some(stored) => Some(core::mem::replace(stored, Waiter::Task(fresh))),
+            Some(stored) => Some(core::mem::replace(stored, Listed::Task(fresh))),
             None => match &mut *state {
                 CellState::Waiting(list) => {
                     let list = list.get_or_insert_with(|| PoolBox::new(WaiterList::new()));
-                    *waiter = Some(list.push(Waiter::Task(fresh)));
+                    *waiter = Some(list.push(Listed::Task(fresh)));
                     None
                 }
                 CellState::Done(_) => unreachable!("io-core: checked just above"),
@@ -437,10 +530,7 @@ where
     M: OpMeta,
 {
     IO::from_callback_at::<M, _>(site, move |cb| {
-        let id = owner.cell().on_value(Waiter::Resume {
-            callback: cb.into_raw(),
-            read: read_erased::<A, R>,
-        })?;
+        let id = owner.cell().on_value(Waiter::resume::<R>(cb.into_raw()))?;
         // The cleanup holds the cell weakly, and `owner` is dropped here:
         // the wait keeps nothing alive that only its own waiter would keep
         // (module doc, "Waits nobody can end"). A cell gone by the time

@@ -816,7 +816,10 @@ fn should_cancel(core: &Core, header: &super::Header) -> bool {
 /// loser's handle) to the masked code that cancels the loser, and a fiber
 /// whose last step was an uncancelable acquisition completes with what it
 /// acquired instead of dropping it.
-#[inline(always)]
+// Inlined into each of its calls on 64-bit hosts (speed); one copy on
+// narrower targets (flash: the run-loop calls it from several steps).
+#[cfg_attr(target_pointer_width = "64", inline(always))]
+#[cfg_attr(not(target_pointer_width = "64"), inline(never))]
 fn unmasked(core: &mut Core, header: &super::Header, next: Node, ok: bool) -> Node {
     if !should_cancel(core, header) {
         return next;

@@ -6,7 +6,10 @@
 use core::mem::ManuallyDrop;
 use core::ptr;
 
-use super::{GuaranteeK, Node, Res, TAG_BITS, Tag, bare, tagged};
+use super::{
+    BARE, FRAME_VTABLE_FIRST, FRAME_VTABLE_KINDS, GuaranteeK, LOW_BITS, Node, Res, Tag, bare,
+    has_tag, tag_of, tagged_frame, untagged,
+};
 use crate::erased::{EMPTY_WORD, ErasedFn, FnVTable, Value, Word};
 
 /// A continuation waiting on the explicit stack of a fiber: two words, the
@@ -59,7 +62,7 @@ impl Frame {
         let (word, vtable) = value.into_raw();
         Frame {
             word,
-            vtable: tagged(vtable, tag),
+            vtable: tagged_frame(vtable, tag),
         }
     }
     #[inline(always)]
@@ -111,7 +114,7 @@ impl Frame {
         let (word, vtable) = f.into_raw();
         Frame {
             word,
-            vtable: tagged(vtable, tag),
+            vtable: tagged_frame(vtable, tag),
         }
     }
     #[inline(always)]
@@ -142,17 +145,19 @@ impl Frame {
     /// The frame's kind.
     #[inline(always)]
     pub(crate) fn tag(&self) -> Tag {
-        // SAFETY: every constructor stores a valid tag.
-        unsafe { Tag::from_bits(self.vtable.addr() & TAG_BITS) }
+        tag_of(self.vtable, FRAME_VTABLE_FIRST)
     }
 
     /// Whether popping this frame on success does nothing but drop it.
     #[inline(always)]
     pub(crate) fn is_error_handler_only(&self) -> bool {
-        matches!(
-            self.tag(),
-            Tag::HandleErrorWith | Tag::MapError | Tag::OnCancel
-        )
+        self.is(Tag::HandleErrorWith) || self.is(Tag::MapError) || self.is(Tag::OnCancel)
+    }
+
+    /// Whether the frame is of kind `tag` (cheaper than `tag() == tag`).
+    #[inline(always)]
+    fn is(&self, tag: Tag) -> bool {
+        has_tag(self.vtable, tag, FRAME_VTABLE_KINDS)
     }
 
     /// Whether a result passes this frame without a new program being
@@ -174,34 +179,38 @@ impl Frame {
     /// or an error into a value (both of its constructors return `Ok`).
     #[inline]
     pub(crate) fn is_fold(&self) -> bool {
-        matches!(self.tag(), Tag::Fold)
+        self.is(Tag::Fold)
     }
 
     /// Whether this frame masks again what reaches it: the end of a `poll`,
     /// or a `guarantee_case` finalizer (which runs masked).
     #[inline]
     pub(crate) fn masks_again(&self) -> bool {
-        matches!(self.tag(), Tag::Remask | Tag::GuaranteeCase)
+        self.is(Tag::Remask) || self.is(Tag::GuaranteeCase)
     }
 
     /// Whether the frame has no payload (its vtable pointer is a bare tag).
     #[inline(always)]
     fn is_bare(&self) -> bool {
-        matches!(
-            self.tag(),
-            Tag::Unmask | Tag::Remask | Tag::ResumeUnwind | Tag::TraceScope
-        )
+        if super::COMPACT {
+            self.vtable.addr() & LOW_BITS == BARE
+        } else {
+            matches!(
+                self.tag(),
+                Tag::Unmask | Tag::Remask | Tag::ResumeUnwind | Tag::TraceScope
+            )
+        }
     }
 
     /// Decodes the frame, giving up ownership of its closure.
     #[inline(always)]
     pub(crate) fn into_kind(self) -> FrameKind {
         let this = ManuallyDrop::new(self);
-        let vt = this.vtable.map_addr(|a| a & !TAG_BITS);
+        let vt = untagged(this.vtable);
         // SAFETY: the tag says which constructor stored the closure, so the
         // vtable has the type named in each arm; the closure is moved once.
         unsafe {
-            match Tag::from_bits(this.vtable.addr() & TAG_BITS) {
+            match tag_of(this.vtable, FRAME_VTABLE_FIRST) {
                 Tag::Map => FrameKind::Map(ErasedFn::from_raw(this.word, &*vt.cast())),
                 Tag::FlatMap => FrameKind::FlatMap(ErasedFn::from_raw(this.word, &*vt.cast())),
                 Tag::HandleErrorWith => {
@@ -235,7 +244,7 @@ impl Frame {
         }
         let vt = self
             .vtable
-            .map_addr(|a| a & !TAG_BITS)
+            .map_addr(|a| a & !LOW_BITS)
             .cast::<FnVTable<Value, Value>>();
         // SAFETY: a frame with a payload has an `FnVTable<I, O>` or a
         // `ValueVTable`, both `repr(C)` with `drop: Option<unsafe fn(Word)>`

@@ -5,12 +5,31 @@
 //! # Encoding
 //!
 //! `IO<A, E>` (in `io.rs`) is a typed handle over one [`Node`]. A node is two
-//! words: a payload word and a vtable pointer whose five low bits hold the
-//! node's [`Tag`] (vtables are 32-byte aligned; see `erased.rs`). Two words
-//! travel in registers, so a continuation returns the next node without a
-//! round trip through memory. [`Node::into_kind`] decodes a node into the
-//! [`Kind`] enum the run-loop matches on; after inlining, that is a switch on
-//! the tag.
+//! words: a payload word and a *vtable word* that holds the node's [`Tag`]
+//! and, for the kinds that have one, a vtable pointer. Two words travel in
+//! registers, so a continuation returns the next node without a round trip
+//! through memory. [`Node::into_kind`] decodes a node into the [`Kind`] enum
+//! the run-loop matches on; after inlining, that is a switch on the tag.
+//!
+//! The vtable word has two encodings, chosen by the target's pointer width:
+//!
+//! * 64-bit targets: vtables are 32-byte aligned (`erased.rs`) and the five
+//!   low bits hold the tag; a kind without a vtable (a `Bind`, whose word is
+//!   its block) stores the tag alone. Decoding is one mask.
+//! * Narrower targets (*compact*): vtables are 16-byte aligned, which saves
+//!   8 of a 32-bit vtable's 24 bytes of padding (on a microcontroller, flash
+//!   is what is scarce). Four low bits cannot name 32 kinds, but a node has
+//!   only 11 kinds with a vtable, and a frame 10: those store their tag (a
+//!   frame's counted from [`Tag::FlatMap`]) in the low bits; every other
+//!   kind stores the code `BARE` (15) there and its tag above it (its
+//!   word is no pointer). Decoding is a mask, a compare and a shift; a test
+//!   for one kind (`Node::is`) stays one mask and compare.
+//!
+//! The tags are numbered so that both encodings hold (the three groups of
+//! [`Tag`]); the layout asserts below check it. Hosts keep the first
+//! encoding because a step's decoding is on the run-loop's hottest path:
+//! the compact one cost 3 to 9% more instructions on the small benchmark
+//! workloads (callgrind, `benches/examples/prof.rs`).
 //!
 //! Leaves carry their payload in the word ([`Value`], [`ErasedFn`]: no
 //! allocation for word-sized payloads). A node that has a *source* program
@@ -71,41 +90,49 @@ use crate::tracing::Site;
 /// The result of a step: a value or an error, both erased.
 pub(crate) type Res = Result<Value, Value>;
 
-/// The kind of a node or frame, kept in the low bits of its vtable pointer.
+/// The kind of a node or frame, kept in its vtable word (see [`Node::tag`]).
+///
+/// Numbered in three groups, which the encoding relies on: the node kinds
+/// that keep a vtable (0 to 10), the frame kinds that keep one (11 to 20;
+/// as nodes, the first six and the two finalizers are bare: their word is
+/// a `Bind` block), and the kinds that never keep one.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 #[repr(usize)]
 pub(crate) enum Tag {
+    // Nodes with a vtable.
     Pure = 0,
     Error,
     Delay,
     Defer,
+    Async,
+    Sleep,
+    AsyncUntil,
+    Panicked,
+    Uncancelable,
+    Start,
+    Blocking,
+    // Frames with a vtable.
     FlatMap,
     Map,
     HandleErrorWith,
     MapError,
     Fold,
     FoldWith,
-    Async,
-    Cede,
-    Never,
-    Sleep,
-    /// Both clocks: the word says which (see [`Node::monotonic`]).
-    Clock,
-    AsyncUntil,
-    Panicked,
-    Uncancelable,
-    Poll,
-    Canceled,
     OnCancel,
     GuaranteeCase,
-    Start,
+    RestoreOk,
+    RestoreErr,
+    // Never with a vtable.
+    Cede,
+    Never,
+    /// Both clocks: the word says which (see [`Node::monotonic`]).
+    Clock,
+    Poll,
+    Canceled,
     Unwind,
-    Blocking,
     // Frame-only tags.
     Unmask,
     Remask,
-    RestoreOk,
-    RestoreErr,
     ResumeUnwind,
     // Tracing: a node that records an operation (or opens a traced scope,
     // or reads the trace), and the frame that closes a traced scope.
@@ -114,11 +141,27 @@ pub(crate) enum Tag {
     TraceScope,
 }
 
-const TAG_BITS: usize = 0b1_1111;
+/// Whether vtable words use the compact encoding (module doc, "Encoding"):
+/// on targets narrower than 64 bits, where flash is scarce.
+const COMPACT: bool = cfg!(not(target_pointer_width = "64"));
+/// The low bits of a vtable word that hold a tag next to a vtable pointer:
+/// vtables are 32-byte aligned, or 16-byte in the compact encoding
+/// (`erased.rs`).
+const LOW_BITS: usize = if COMPACT { 0b1111 } else { 0b1_1111 };
+/// The compact encoding's low bits of a *bare* vtable word (no vtable):
+/// the tag is in the bits above them. No vtable kind is stored with this
+/// code.
+const BARE: usize = 0b1111;
+/// The first frame kind with a vtable: in the compact encoding, frames
+/// store their tag minus this, so that their ten vtable kinds fit the low
+/// bits as the nodes' eleven do.
+const FRAME_VTABLE_FIRST: usize = if COMPACT { Tag::FlatMap as usize } else { 0 };
 const LAST_TAG: Tag = Tag::TraceScope;
-const _: () = assert!(LAST_TAG as usize <= TAG_BITS);
-const _: () = assert!(core::mem::align_of::<ValueVTable>() > TAG_BITS);
-const _: () = assert!(core::mem::align_of::<FnVTable<Value, Value>>() > TAG_BITS);
+const _: () = assert!(COMPACT || LAST_TAG as usize <= LOW_BITS);
+const _: () = assert!(!COMPACT || (Tag::Blocking as usize) < FRAME_VTABLE_FIRST);
+const _: () = assert!(!COMPACT || (Tag::RestoreErr as usize) - FRAME_VTABLE_FIRST < BARE);
+const _: () = assert!(core::mem::align_of::<ValueVTable>() > LOW_BITS);
+const _: () = assert!(core::mem::align_of::<FnVTable<Value, Value>>() > LOW_BITS);
 
 impl Tag {
     /// # Safety
@@ -231,14 +274,78 @@ pub(crate) struct PollK {
 /// once the finalizer has run).
 pub(crate) type GuaranteeK = ErasedFn<Outcome<Value, Value>, (Node, Outcome<Value, Value>)>;
 
+/// A node's vtable word: the vtable pointer with the tag (a node kind with
+/// a vtable, below [`FRAME_VTABLE_FIRST`]) in its low bits.
 #[inline(always)]
 fn tagged<T>(vtable: *const T, tag: Tag) -> *const () {
+    debug_assert!((tag as usize) < Tag::FlatMap as usize);
     vtable.cast::<()>().map_addr(|a| a | tag as usize)
 }
 
+/// A frame's vtable word: the vtable pointer with the tag (a frame kind
+/// with a vtable), counted from [`FRAME_VTABLE_FIRST`], in its low bits.
+#[inline(always)]
+fn tagged_frame<T>(vtable: *const T, tag: Tag) -> *const () {
+    debug_assert!((Tag::FlatMap as usize..=Tag::RestoreErr as usize).contains(&(tag as usize)));
+    vtable
+        .cast::<()>()
+        .map_addr(|a| a | (tag as usize - FRAME_VTABLE_FIRST))
+}
+
+/// The vtable word of a node or frame without a vtable: the tag itself, or
+/// in the compact encoding the tag above the [`BARE`] code.
 #[inline(always)]
 fn bare(tag: Tag) -> *const () {
-    ptr::without_provenance(tag as usize)
+    if COMPACT {
+        ptr::without_provenance(((tag as usize) << BARE.count_ones()) | BARE)
+    } else {
+        ptr::without_provenance(tag as usize)
+    }
+}
+
+/// The tag of a vtable word; `vtable_first`: the tag stored as 0 in the
+/// low bits (`Pure` for a node, [`FRAME_VTABLE_FIRST`] for a frame).
+#[inline(always)]
+fn tag_of(word: *const (), vtable_first: usize) -> Tag {
+    let low = word.addr() & LOW_BITS;
+    let bits = if !COMPACT {
+        low
+    } else if low == BARE {
+        word.addr() >> BARE.count_ones()
+    } else {
+        low + vtable_first
+    };
+    // SAFETY: every constructor stores a valid tag, in one of the two
+    // encodings read here.
+    unsafe { Tag::from_bits(bits) }
+}
+
+/// Whether a vtable word holds `tag`, without decoding it: one mask and
+/// compare. `vtable_kinds`: the tags stored next to a vtable pointer (for
+/// a node or a frame), the first of them stored as 0.
+#[inline(always)]
+fn has_tag(word: *const (), tag: Tag, vtable_kinds: core::ops::RangeInclusive<usize>) -> bool {
+    let t = tag as usize;
+    if !COMPACT {
+        word.addr() & LOW_BITS == t
+    } else if vtable_kinds.contains(&t) {
+        word.addr() & LOW_BITS == t - vtable_kinds.start()
+    } else {
+        // A bare word is the tag and the `BARE` code, nothing else.
+        word.addr() == bare(tag).addr()
+    }
+}
+
+/// The tags a node stores next to a vtable pointer.
+const NODE_VTABLE_KINDS: core::ops::RangeInclusive<usize> = 0..=Tag::Blocking as usize;
+/// The tags a frame stores next to a vtable pointer.
+const FRAME_VTABLE_KINDS: core::ops::RangeInclusive<usize> =
+    Tag::FlatMap as usize..=Tag::RestoreErr as usize;
+
+/// The vtable pointer of a vtable word (meaningless for a bare one).
+#[inline(always)]
+fn untagged(word: *const ()) -> *const () {
+    word.map_addr(|a| a & !LOW_BITS)
 }
 
 /// The payload word of a leaf that keeps only a call site: the site's word,
@@ -300,11 +407,10 @@ impl Node {
         )
     }
 
-    /// The node's kind.
+    /// The node's kind (module doc, "Encoding").
     #[inline(always)]
     pub(crate) fn tag(&self) -> Tag {
-        // SAFETY: every constructor below stores a valid tag.
-        unsafe { Tag::from_bits(self.vtable.addr() & TAG_BITS) }
+        tag_of(self.vtable, 0)
     }
 
     /// Decodes the node, giving up ownership of its payload to the result.
@@ -319,20 +425,28 @@ impl Node {
     /// through continuations).
     #[inline(always)]
     pub(crate) fn is_settled(&self) -> bool {
-        matches!(self.tag(), Tag::Pure | Tag::Error)
+        self.is(Tag::Pure) || self.is(Tag::Error)
+    }
+
+    /// Whether the node is of kind `tag` (cheaper than `tag() == tag`).
+    #[inline(always)]
+    fn is(&self, tag: Tag) -> bool {
+        has_tag(self.vtable, tag, NODE_VTABLE_KINDS)
     }
 
     /// The result, if the node is a plain value or error; the node itself
     /// otherwise.
     #[inline(always)]
     pub(crate) fn into_settled(self) -> Result<Res, Node> {
-        match self.tag() {
-            Tag::Pure | Tag::Error => match self.into_kind() {
-                Kind::Pure(value) => Ok(Ok(value)),
+        if self.is(Tag::Pure) {
+            self.into_value().map(Ok)
+        } else if self.is(Tag::Error) {
+            match self.into_kind() {
                 Kind::Error(error) => Ok(Err(error)),
                 _ => unreachable!(),
-            },
-            _ => Err(self),
+            }
+        } else {
+            Err(self)
         }
     }
 
@@ -340,7 +454,7 @@ impl Node {
     /// itself.
     #[inline(always)]
     pub(crate) fn into_guarantee_case(self) -> Result<BindBox<GuaranteeK>, Node> {
-        if self.tag() == Tag::GuaranteeCase {
+        if self.is(Tag::GuaranteeCase) {
             let this = ManuallyDrop::new(self);
             // SAFETY: a `GuaranteeCase` node's word is the block of a
             // `BindBox<GuaranteeK>` (`Node::guarantee_case`), moved out
@@ -354,7 +468,7 @@ impl Node {
     /// The value, if the node is a plain value; the node itself otherwise.
     #[inline(always)]
     pub(crate) fn into_value(self) -> Result<Value, Node> {
-        if self.tag() == Tag::Pure {
+        if self.is(Tag::Pure) {
             let this = ManuallyDrop::new(self);
             // SAFETY: a `Pure` node was made by `Node::pure` from a value's
             // raw parts (its tag, 0, leaves the vtable pointer as it was);
@@ -545,13 +659,13 @@ impl Node {
 ///   and are decoded once.
 #[inline(always)]
 unsafe fn decode(word: Word, vtable: *const ()) -> Kind {
-    let tag = vtable.addr() & TAG_BITS;
-    let vt = vtable.map_addr(|a| a & !TAG_BITS);
+    let tag = tag_of(vtable, 0);
+    let vt = untagged(vtable);
     // SAFETY (every arm): the tag says which constructor stored the parts,
     // so the vtable has the type named here and the word holds its payload.
     unsafe {
         let value = || Value::from_raw(word, &*vt.cast::<ValueVTable>());
-        match Tag::from_bits(tag) {
+        match tag {
             Tag::Pure => Kind::Pure(value()),
             Tag::Error => Kind::Error(value()),
             Tag::Delay => Kind::Delay(ErasedFn::from_raw(word, &*vt.cast())),
@@ -670,6 +784,54 @@ fn drain(mut next: impl FnMut() -> Option<Node>) {
         let mut current = Some(node);
         while let Some(n) = current {
             current = n.dismantle();
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::{
+        FRAME_VTABLE_FIRST, FRAME_VTABLE_KINDS, LAST_TAG, NODE_VTABLE_KINDS, Tag, bare, has_tag,
+        tag_of, tagged, tagged_frame, untagged,
+    };
+    use crate::erased::ValueVTable;
+
+    /// Every tag, in order.
+    fn all_tags() -> impl Iterator<Item = Tag> {
+        // SAFETY: `Tag` is `repr(usize)` with the discriminants 0 to
+        // `LAST_TAG`, without gaps.
+        (0..=LAST_TAG as usize).map(|bits| unsafe { Tag::from_bits(bits) })
+    }
+
+    /// Checks the encoding of the target it runs on: the five-bit tags on
+    /// a 64-bit host, the compact encoding under Miri for a 32-bit target
+    /// (`--target i686-unknown-linux-gnu`).
+    #[test]
+    fn every_tag_survives_the_vtable_word_of_a_node_and_of_a_frame() {
+        let vtable: *const ValueVTable = crate::erased::UNIT_VTABLE;
+        for (kinds, first, frame) in [
+            (NODE_VTABLE_KINDS, 0, false),
+            (FRAME_VTABLE_KINDS, FRAME_VTABLE_FIRST, true),
+        ] {
+            for tag in all_tags() {
+                let with_vtable = kinds.contains(&(tag as usize));
+                let word = match (with_vtable, frame) {
+                    (false, _) => bare(tag),
+                    (true, false) => tagged(vtable, tag),
+                    (true, true) => tagged_frame(vtable, tag),
+                };
+                assert_eq!(tag_of(word, first), tag, "{tag:?} (frame: {frame})");
+                for other in all_tags() {
+                    assert_eq!(
+                        has_tag(word, other, kinds.clone()),
+                        other == tag,
+                        "{tag:?} tested for {other:?} (frame: {frame})"
+                    );
+                }
+                if with_vtable {
+                    assert_eq!(untagged(word), vtable.cast::<()>(), "{tag:?}");
+                }
+            }
         }
     }
 }

@@ -136,7 +136,17 @@ impl<T> RemoteQueue<T> {
         if self.pending.swap(0, Ordering::SeqCst) == 0 {
             return;
         }
-        self.state.with(|state| out.extend(state.queue.drain(..)));
+        // One by one rather than `extend(drain(..))`, whose wrap-around
+        // copies are 0.7 KB of code on a microcontroller; a drain moves the
+        // few items pushed since the last turn.
+        self.state.with(|state| {
+            // Room for all at once, as `extend` reserves it (the queue's
+            // growth, and so the heap it holds, stay what they were).
+            out.reserve(state.queue.len());
+            while let Some(item) = state.queue.pop_front() {
+                out.push_back(item);
+            }
+        });
     }
 
     /// Whether something was pushed or notified since the last drain.

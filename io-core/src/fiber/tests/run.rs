@@ -347,6 +347,60 @@ fn a_started_fiber_is_joined_and_a_sleeping_one_is_canceled_with_its_finalizers(
 }
 
 #[test]
+fn canceled_timers_are_rebuilt_away_and_the_live_ones_fire_in_deadline_order() {
+    let rt = rt();
+    let fired = Arc::new(Mutex::new(Vec::new()));
+    let n: u64 = if cfg!(miri) { 120 } else { 400 };
+    // `n` sleepers, the latest deadline started first; every fourth one is
+    // kept, the others canceled: more than the 64 stale entries and half
+    // the heap that make `cancel` rebuild it.
+    let mut start: IO<Vec<(u64, crate::FiberHandle<(), ()>)>, ()> = IO::pure(Vec::new());
+    for i in 0..n {
+        let f = fired.clone();
+        start = start.flat_map(move |mut handles| {
+            IO::sleep(Duration::from_millis(n - i))
+                .map(move |_| f.lock().unwrap().push(n - i))
+                .start()
+                .map(move |h| {
+                    handles.push((i, h));
+                    handles
+                })
+        });
+    }
+    let timers = rt.clone();
+    let io: IO<(), ()> = start.flat_map(move |handles| {
+        // Let every sleeper reach its timer before any is canceled.
+        let mut end: IO<(), ()> = IO::cede();
+        let mut kept = Vec::new();
+        for (i, h) in handles {
+            if i % 4 == 0 {
+                kept.push(h);
+            } else {
+                end = end.product_r(h.cancel());
+            }
+        }
+        end.flat_map(move |()| {
+            let t = timers.0.timers.lock().unwrap();
+            assert_eq!(t.len(), kept.len(), "the live timers");
+            assert!(
+                t.entries() <= 2 * t.len(),
+                "the stale entries were rebuilt away: {} entries for {} timers",
+                t.entries(),
+                t.len()
+            );
+            drop(t);
+            kept.into_iter()
+                .fold(IO::unit(), |io, h| io.product_r(h.join_void()))
+        })
+    });
+    assert_eq!(rt.run(io), Some(Outcome::Succeeded(())));
+    let fired = fired.lock().unwrap();
+    let expected: Vec<u64> = (0..n).rev().filter(|i| i % 4 == 0).map(|i| n - i).collect();
+    assert_eq!(*fired, expected, "the kept sleepers fire in deadline order");
+    assert!(rt.0.timers.lock().unwrap().is_empty());
+}
+
+#[test]
 fn cancellation_waits_for_the_end_of_an_uncancelable_region() {
     let ran = Arc::new(AtomicUsize::new(0));
     let (r1, r2) = (ran.clone(), ran.clone());
