@@ -354,7 +354,8 @@ fn canceled_timers_are_rebuilt_away_and_the_live_ones_fire_in_deadline_order() {
     // `n` sleepers, the latest deadline started first; every fourth one is
     // kept, the others canceled: more than the 64 stale entries and half
     // the heap that make `cancel` rebuild it.
-    let mut start: IO<Vec<(u64, crate::FiberHandle<(), ()>)>, ()> = IO::pure(Vec::new());
+    type Sleepers = Vec<(u64, crate::FiberHandle<(), ()>)>;
+    let mut start: IO<Sleepers, ()> = IO::pure(Vec::new());
     for i in 0..n {
         let f = fired.clone();
         start = start.flat_map(move |mut handles| {
