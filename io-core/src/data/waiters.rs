@@ -366,7 +366,10 @@ impl<T> WaiterList<T> {
 
     /// How many waiters are listed.
     pub(crate) fn len(&self) -> usize {
-        self.entries.iter().filter(|entry| entry.is_listed()).count()
+        self.entries
+            .iter()
+            .filter(|entry| entry.is_listed())
+            .count()
     }
 
     /// Whether no waiter is listed.
@@ -443,7 +446,12 @@ mod tests {
         let ids: Vec<WaiterId> = (0..8).map(|i| list.push(i)).collect();
         assert_eq!(
             ids[..4],
-            [0u32.wrapping_sub(6), 0u32.wrapping_sub(4), 0u32.wrapping_sub(2), 0]
+            [
+                0u32.wrapping_sub(6),
+                0u32.wrapping_sub(4),
+                0u32.wrapping_sub(2),
+                0
+            ]
         );
         // Found on both sides of the wrap, by removal and by lookup.
         assert_eq!(list.remove(ids[4]), Some(4));
@@ -549,7 +557,9 @@ mod tests {
         type JoinWaiter = crate::fiber::join::Waiter<u8>;
         assert_eq!(size_of::<JoinWaiter>(), 4 * word);
         assert_eq!(size_of::<super::Entry<JoinWaiter>>(), 5 * word);
-        assert!(size_of::<super::Entry<JoinWaiter>>() < size_of::<(WaiterId, Option<JoinWaiter>)>());
+        assert!(
+            size_of::<super::Entry<JoinWaiter>>() < size_of::<(WaiterId, Option<JoinWaiter>)>()
+        );
     }
 
     #[test]
@@ -561,7 +571,11 @@ mod tests {
         assert_eq!(Arc::strong_count(&probe), 7);
         drop(list.remove(ids[2]));
         drop(list.pop());
-        assert_eq!(Arc::strong_count(&probe), 5, "taken waiters are the caller's");
+        assert_eq!(
+            Arc::strong_count(&probe),
+            5,
+            "taken waiters are the caller's"
+        );
         // Tombstones in the middle, then a list dropped with waiters in it.
         let mut other = WaiterList::new();
         let more: Vec<WaiterId> = (0..4).map(|_| other.push(probe.clone())).collect();
