@@ -538,7 +538,7 @@ fn program() -> IO<bool, Traced<Error>> {
                         // has its ring of 16 events (128 bytes here, in
                         // one allocation with its 8-byte header), its ring
                         // pointer and its listing entry: that budget (256)
-                        // is not met yet (269 bytes), so the check is
+                        // is not met yet (265 bytes), so the check is
                         // today's size, to catch a regression.
                         let budget = if cfg!(feature = "tracing") { 272 } else { 128 };
                         v == 42 && waited >= 10 && r == 7 && bytes > 0 && bytes <= budget && woken
