@@ -137,8 +137,13 @@ rt_test! {
         let (open, counted) = (gate.clone(), gate.clone());
         // A waiting fiber, then a dump taken by the main fiber while it
         // runs (after a first wait, so that it has a ring of its own).
+        // A fiber is listed once its first run has ended (a moment after
+        // its wait is registered): wait for both.
+        let listing = dump.clone();
         let program = gate.get::<E>().start::<E>().flat_map(move |waiter| {
-            eventually::<E>(move || counted.waiters() == 1)
+            eventually::<E>(move || {
+                counted.waiters() == 1 && listing().in_state(FiberState::Waiting).count() == 1
+            })
                 .product_r(IO::cede())
                 .product_r(take_dump(&dump))
                 .flat_map(move |listed| {
@@ -174,9 +179,15 @@ rt_test! {
         let (done, counted) = (gate.clone(), gate.clone());
         let (before, after) = (dump.clone(), dump.clone());
         // Two fibers: one that ends at once, one that waits for the gate.
+        // A fiber is listed once its first run has ended (a moment after
+        // its wait is registered): wait for both.
+        let listing = dump.clone();
         let program = UIO::unit().start().flat_map(move |quick| {
             gate.get::<E>().start::<E>().flat_map(move |waiter| {
-                eventually::<E>(move || counted.waiters() == 1)
+                eventually::<E>(move || {
+                    counted.waiters() == 1
+                        && listing().in_state(FiberState::Waiting).count() == 1
+                })
                     .product_r(quick.join_void())
                     .product_r(take_dump(&before))
                     .flat_map(move |listed| {
