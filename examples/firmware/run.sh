@@ -147,6 +147,17 @@ size_of() { # target elf -> "flash static-ram"
     END{print t+r+i+e, d+b}'
 }
 
+# The flash budget: at most 32 KiB for the thumbv7m image with tracing
+# compiled out, stable toolchain (the build the runs above left there).
+if [[ " ${machines[*]} " == *" thumbv7m-none-eabi "* ]]; then
+  read -r flash _ < <(size_of thumbv7m-none-eabi "$CARGO_TARGET_DIR/thumbv7m-none-eabi/release/spindle-firmware")
+  echo "flash, thumbv7m-none-eabi, tracing compiled out: $flash B (budget 32768 B)"
+  if [ "$flash" -gt 32768 ]; then
+    echo "FAILED: the thumbv7m image with tracing compiled out is $flash B, over its 32 KiB budget" >&2
+    exit 1
+  fi
+fi
+
 if [ "$sizes" = yes ]; then
   echo
   echo "| target | tracing | flash (.text + .rodata; RISC-V: + .init.rust + .eh_frame) | static RAM (.data + .bss) | flash, size-optimized build |"
