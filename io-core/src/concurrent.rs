@@ -406,7 +406,9 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     }
 
     /// Like [`par_traverse`](IO::par_traverse), with at most `parallelism`
-    /// programs running at once. The parallelism is a [`NonZeroUsize`]
+    /// programs running at once. They start in the order of `items`: the
+    /// first `parallelism` at once, then the next one each time one ends
+    /// (whichever worker their fibers land on). The parallelism is a [`NonZeroUsize`]
     /// (what [`std::thread::available_parallelism`] returns), so that a
     /// program that could never make progress cannot be written:
     ///
@@ -438,9 +440,30 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
         let semaphore = crate::data::semaphore::Semaphore::with_permits(permits);
         let mut f = f;
         let program = IO::defer_untraced(move || {
+            // The programs take their permits in the order of `items`: each
+            // child waits until the one before it holds a permit (its
+            // `turn`), then waits for one itself. Without that, a child
+            // started later on another worker could take a permit first,
+            // and a program whose first item must run for the others to end
+            // (an item that fails while later ones never end) would wait
+            // forever on a multi-threaded executor.
+            let mut previous: Option<Deferred<()>> = None;
             let programs = items
                 .into_iter()
-                .map(|item| semaphore.with_permit_untraced(f(item)))
+                .map(|item| {
+                    let turn: Deferred<()> = Deferred::new();
+                    let took = turn.clone();
+                    let body = f(item);
+                    let holding = IO::delay_untraced(move || {
+                        let _ = took.complete_now(());
+                    })
+                    .product_r_untraced(body);
+                    let in_turn = semaphore.with_permit_untraced(holding);
+                    match previous.replace(turn) {
+                        Some(before) => before.get_untraced().product_r_untraced(in_turn),
+                        None => in_turn,
+                    }
+                })
                 .collect();
             IO::par_sequence_untraced(programs)
         });

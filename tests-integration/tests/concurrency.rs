@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{Counter, Log, TestRuntime, rt_test};
+use common::{Counter, HANG_LIMIT, Log, TestRuntime, rt_test, within};
 use spindle_core::{CountDownLatch, Deferred, Either, FiberHandle, IO, Outcome, UIO};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -444,6 +444,54 @@ rt_test! {
         assert_eq!(calls.get(), 0, "building runs nothing");
         assert_eq!(run(io), Outcome::Succeeded(vec![1, 2, 3]));
         assert_eq!(calls.get(), 3);
+    }
+
+    fn par_traverse_n_starts_its_programs_in_the_order_of_the_items() {
+        // With a parallelism of 1 the items run one at a time, so the order
+        // they start in is the order of the list, on every executor (each
+        // item's fiber may land on any worker of a pool). Many rounds, so
+        // that a pool that lets a later item take the permit first shows it.
+        let order = within(HANG_LIMIT, || {
+            let rt = rt();
+            (0..200)
+                .map(|_| {
+                    let log = Log::new();
+                    let l = log.clone();
+                    let io = IO::<u32, E>::par_traverse_n(nz(1), (0..4u32).collect(), move |i| {
+                        l.record(i).product_r(IO::cede()).map_to(i)
+                    });
+                    assert_eq!(rt.run(io), Outcome::Succeeded(vec![0, 1, 2, 3]));
+                    log.events()
+                })
+                .find(|order| order != &[0, 1, 2, 3])
+        });
+        let order = order.expect("200 rounds of par_traverse_n finish within the hang limit");
+        assert_eq!(order, None, "the items started out of order");
+    }
+
+    fn par_traverse_n_runs_its_first_items_first_even_when_the_later_ones_never_end() {
+        // The first item fails; the others never end. Only if the first item
+        // is among the first two to take a permit does the failure end the
+        // program (canceling the others): a later item taking a permit first
+        // left both permits with items that never end, and the program hung.
+        let outcomes = within(HANG_LIMIT, || {
+            let rt = rt();
+            (0..500)
+                .map(|_| {
+                    let io = IO::<u32, E>::par_traverse_n(nz(2), (0..3u32).collect(), |i| {
+                        if i == 0 {
+                            IO::cede().product_r(IO::raise_error("declined".to_string()))
+                        } else {
+                            IO::never()
+                        }
+                    });
+                    rt.run(io)
+                })
+                .filter(|outcome| outcome != &Outcome::Errored("declined".to_string()))
+                .count()
+        });
+        let others = outcomes.expect("500 rounds of par_traverse_n finish within the hang limit");
+        assert_eq!(others, 0, "every round fails with the first item's error");
     }
 
     // ----- background ----------------------------------------------------------------------

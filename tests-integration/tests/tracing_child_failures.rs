@@ -57,13 +57,6 @@ const EVERY_WAY: [Via; 7] = [
     Via::Timeout,
 ];
 
-/// The ways the tests that run many programs on one executor go through:
-/// `start`/`join`, `both`, `race` and `par_traverse`. (Many `timeout_to`
-/// and `par_traverse_n` programs in a row on one exec-wstp runtime
-/// sometimes hang, with or without tracing, also before these traces
-/// existed: a problem of its own, left out of these tests.)
-const FOUR_WAYS: [Via; 4] = [Via::Join, Via::Both, Via::Race, Via::ParTraverse];
-
 /// The error type of `timeout` (the error stays a `String`).
 fn never<A: Send + 'static>() -> Io<A> {
     IO::never()
@@ -229,7 +222,7 @@ rt_test! {
 
     fn a_handled_child_error_leaves_no_cause_on_a_later_unrelated_error() {
         let rt = rt_with_config(cached());
-        for how in FOUR_WAYS {
+        for how in EVERY_WAY {
             let handlers: [fn(Io<u32>) -> Io<u32>; 4] = [
                 |io| io.handle_error_with(|_| IO::pure(0)),
                 |io| io.attempt().map(|_| 0),
@@ -255,7 +248,7 @@ rt_test! {
 
     fn a_handled_child_error_is_not_the_cause_of_an_error_traced_right_where_it_is_raised() {
         let rt = rt_with_config(cached());
-        for how in FOUR_WAYS {
+        for how in EVERY_WAY {
             let program = via(how, failing_child())
                 .handle_error_with(|_| IO::pure(0))
                 .flat_map(|_| {
@@ -356,7 +349,7 @@ rt_test! {
 
     fn with_mode_none_a_childs_error_has_no_traces() {
         let rt = rt_with_config(FiberConfig::builder().tracing(TracingMode::None).build().unwrap());
-        for how in FOUR_WAYS {
+        for how in EVERY_WAY {
             let failure = failure_in(&rt, via(how, failing_child()));
             assert_eq!(failure.error, "card declined");
             assert!(failure.child_traces.is_empty(), "{how:?}: {failure}");
