@@ -54,9 +54,22 @@ impl<X: Executor> Drop for FiberInner<X> {
         if !self.header.is_completed() {
             self.executor.fiber_ended();
         }
+        // The program goes first (its node, its continuation frames and
+        // whatever its wait holds: a future, a finalizer), then the
+        // completion callback: whoever the callback tells that the fiber is
+        // gone (a `block_on` that returns `Deadlock`) finds the program's
+        // resources already released.
         // SAFETY: the last reference is gone; nothing else touches the run
         // state.
-        let callback = self.core.with_mut(|core| unsafe { (*core).has_callback() });
+        let callback = self.core.with_mut(|core| unsafe {
+            let run = &mut *core;
+            drop(core::mem::replace(
+                &mut run.next,
+                super::run_state::Next::Resume,
+            ));
+            drop(core::mem::take(&mut run.stack));
+            run.has_callback()
+        });
         // SAFETY: the run state says which field of the join state is in
         // use (set when the fiber was made, never changed); dropped once,
         // here.
