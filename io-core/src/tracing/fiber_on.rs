@@ -42,65 +42,15 @@ impl Activity {
     }
 }
 
-/// A fiber's flags (in `Core`): whether it records now, and whether its
-/// executor was told that it lives on after a run (`Core::flags`), one bit
-/// each in one byte, so that tracing adds no byte to the fiber's run
-/// state. The ring itself is in the fiber's header ([`RingSlot`]), so that
-/// fiber dumps can read it.
-pub(crate) struct FiberFlags(u8);
-
-impl FiberFlags {
-    const ON: u8 = 1;
-    const LISTED: u8 = 2;
-    const CALLBACK: u8 = 4;
-
-    /// A new fiber's flags: records from its start if `on`; its outcome
-    /// goes to a completion callback if `callback`; not listed.
-    pub(crate) fn new(on: bool, callback: bool) -> Self {
-        FiberFlags(if on { Self::ON } else { 0 } | if callback { Self::CALLBACK } else { 0 })
-    }
-
-    /// Whether the fiber's outcome goes to a completion callback kept in
-    /// its join state (set when the fiber is made, never changed).
-    #[inline(always)]
-    pub(crate) fn has_callback(&self) -> bool {
-        self.0 & Self::CALLBACK != 0
-    }
-
-    /// Whether the fiber records now (mode, or inside `traced()`).
-    #[inline(always)]
-    pub(crate) fn is_on(&self) -> bool {
-        self.0 & Self::ON != 0
-    }
-
-    /// Switches recording (a traced scope begins or ends).
-    #[inline(always)]
-    pub(crate) fn set_on(&mut self, on: bool) {
-        self.0 = (self.0 & !Self::ON) | if on { Self::ON } else { 0 };
-    }
-
-    /// Whether the executor was told that the fiber lives on after a run
-    /// ([`Executor::fiber_listed`](crate::Executor::fiber_listed)).
-    #[inline(always)]
-    pub(crate) fn is_listed(&self) -> bool {
-        self.0 & Self::LISTED != 0
-    }
-
-    /// Records that the executor was told.
-    #[inline(always)]
-    pub(crate) fn set_listed(&mut self) {
-        self.0 |= Self::LISTED;
-    }
-
-    /// The fiber's trace now, as the fiber itself sees it (with full mode's
-    /// backtraces): `run`'s ring while a run records (it may be the
-    /// thread's scratch ring, not yet the fiber's), its own ring otherwise.
-    pub(crate) fn snapshot(&self, run: Option<&OwnedRing>, slot: &RingSlot) -> Trace {
-        // SAFETY: called by the fiber (on the thread running it), the only
-        // one that touches the sites.
-        run.or_else(|| slot.get())
-            .map_or_else(Trace::empty, |ring| unsafe { ring.owner_snapshot() })
-    }
+/// The fiber's trace now, as the fiber itself sees it (with full mode's
+/// backtraces): `run`'s ring while a run records (it may be the thread's
+/// scratch ring, not yet the fiber's), its own ring otherwise
+/// ([`FiberFlags::snapshot`](super::FiberFlags::snapshot)).
+pub(crate) fn snapshot(run: Option<&OwnedRing>, slot: &RingSlot) -> Trace {
+    // SAFETY: called by the fiber (on the thread running it), the only
+    // one that touches the sites.
+    run.or_else(|| slot.get())
+        .map_or_else(Trace::empty, |ring| unsafe { ring.owner_snapshot() })
 }
 
 /// A fiber's ring: header and slots in one allocation

@@ -106,7 +106,73 @@ use alloc::vec::Vec;
 mod fiber;
 #[cfg(feature = "tracing")]
 pub(crate) use fiber::Run;
-pub(crate) use fiber::{Activity, FiberFlags, OwnedRing, RingSlot, fiber_traces};
+
+/// A fiber's flags (in `Core`), one bit each in one byte: whether it
+/// records now (never without the `tracing` feature), whether its executor
+/// was told that it lives on after a run
+/// ([`Executor::fiber_listed`](crate::Executor::fiber_listed)), and whether
+/// its outcome goes to a completion callback kept in its join state. The
+/// ring itself is in the fiber's header ([`RingSlot`]), so that fiber
+/// dumps can read it.
+pub(crate) struct FiberFlags(u8);
+
+impl FiberFlags {
+    const ON: u8 = 1;
+    const LISTED: u8 = 2;
+    const CALLBACK: u8 = 4;
+
+    /// A new fiber's flags: records from its start if `on` (and tracing is
+    /// compiled in); its outcome goes to a completion callback if
+    /// `callback`; not listed.
+    pub(crate) fn new(on: bool, callback: bool) -> Self {
+        let on = cfg!(feature = "tracing") && on;
+        FiberFlags(if on { Self::ON } else { 0 } | if callback { Self::CALLBACK } else { 0 })
+    }
+
+    /// Whether the fiber's outcome goes to a completion callback kept in
+    /// its join state (set when the fiber is made, never changed).
+    #[inline(always)]
+    pub(crate) fn has_callback(&self) -> bool {
+        self.0 & Self::CALLBACK != 0
+    }
+
+    /// Whether the fiber records now (mode, or inside `traced()`); a
+    /// constant `false` without the `tracing` feature.
+    #[inline(always)]
+    pub(crate) fn is_on(&self) -> bool {
+        cfg!(feature = "tracing") && self.0 & Self::ON != 0
+    }
+
+    /// Switches recording (a traced scope begins or ends); does nothing
+    /// without the `tracing` feature.
+    #[inline(always)]
+    pub(crate) fn set_on(&mut self, on: bool) {
+        if cfg!(feature = "tracing") {
+            self.0 = (self.0 & !Self::ON) | if on { Self::ON } else { 0 };
+        }
+    }
+
+    /// Whether the executor was told that the fiber lives on after a run.
+    #[inline(always)]
+    pub(crate) fn is_listed(&self) -> bool {
+        self.0 & Self::LISTED != 0
+    }
+
+    /// Records that the executor was told.
+    #[inline(always)]
+    pub(crate) fn set_listed(&mut self) {
+        self.0 |= Self::LISTED;
+    }
+
+    /// The fiber's trace now, as the fiber itself sees it: `run`'s ring
+    /// while a run records, its own ring otherwise (empty without the
+    /// `tracing` feature).
+    #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
+    pub(crate) fn snapshot(&self, run: Option<&OwnedRing>, slot: &RingSlot) -> Trace {
+        fiber::snapshot(run, slot)
+    }
+}
+pub(crate) use fiber::{Activity, OwnedRing, RingSlot, fiber_traces};
 
 /// The operation a closure's vtable names (see the module doc).
 #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
