@@ -146,7 +146,7 @@ use std::fmt;
 use std::process::ExitCode;
 
 pub use spindle_core::executor::support::AppRuntime;
-use spindle_core::raw::UntracedJoin as _;
+use spindle_core::untraced::UntracedJoin as _;
 use spindle_core::{FiberHandle, IO, Outcome, Trace, Traced};
 
 use crate::signals::{MainCancel, SignalWatch};

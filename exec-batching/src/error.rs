@@ -5,8 +5,8 @@
 use std::fmt;
 use std::io;
 
-use spindle_core::ConfigError;
-pub use spindle_core::RunError;
+use spindle_core::error::ConfigError;
+pub use spindle_core::error::RunError;
 
 /// A configuration the [`Builder`](crate::Builder) refused, or a poller it
 /// could not make.

@@ -4,8 +4,8 @@
 
 use core::fmt;
 
-use spindle_core::ConfigError;
-pub use spindle_core::RunError;
+use spindle_core::error::ConfigError;
+pub use spindle_core::error::RunError;
 
 /// A configuration the [`Builder`](crate::Builder) refused, or an I/O
 /// poller it could not make.

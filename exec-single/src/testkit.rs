@@ -39,8 +39,9 @@
 use core::fmt;
 use core::time::Duration;
 
+use spindle_core::error::RunError;
 use spindle_core::executor::support::MainFiber;
-use spindle_core::{FiberConfig, IO, Outcome, RunError};
+use spindle_core::{FiberConfig, IO, Outcome};
 
 use crate::sync::Arc;
 use crate::{Clock, SingleThreaded};

@@ -11,9 +11,8 @@
 use std::process::Command;
 use std::time::Duration;
 
-use spindle_core::{
-    ConfigError, Executor, FiberConfig, FiberDump, FiberState, IO, TracingMode, UIO,
-};
+use spindle_core::error::ConfigError;
+use spindle_core::{Executor, FiberConfig, FiberDump, FiberState, IO, TracingMode, UIO};
 use spindle_exec_single::{BuildError, SingleThreaded};
 
 type E = ();

@@ -4,8 +4,8 @@
 
 use std::fmt;
 
-use spindle_core::ConfigError;
-pub use spindle_core::RunError;
+use spindle_core::error::ConfigError;
+pub use spindle_core::error::RunError;
 
 /// A configuration the [`Builder`](crate::Builder) refused, or a runtime
 /// or thread it could not start.

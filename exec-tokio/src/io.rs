@@ -91,7 +91,7 @@ use std::sync::Arc;
 use std::task::Poll;
 
 use spindle_core::IO;
-use spindle_core::raw::Untraced as _;
+use spindle_core::untraced::Untraced as _;
 use spindle_net::driver::{self, Direction, IoDriver, Readiness, Registration};
 use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;

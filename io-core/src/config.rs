@@ -3,7 +3,7 @@
 use core::fmt;
 use core::num::NonZeroU32;
 
-use crate::tracing::TracingMode;
+use crate::engine::tracing::TracingMode;
 
 /// How fibers run: set once per executor, read by each fiber when it runs.
 ///
@@ -11,7 +11,8 @@ use crate::tracing::TracingMode;
 /// [`ConfigError`] at construction, never a hang at run time.
 ///
 /// ```
-/// use spindle_core::{ConfigError, FiberConfig};
+/// use spindle_core::FiberConfig;
+/// use spindle_core::error::ConfigError;
 ///
 /// let config = FiberConfig::builder().auto_yield_after(256).build()?;
 /// assert_eq!(config.auto_yield_after(), 256);

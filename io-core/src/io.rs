@@ -8,10 +8,12 @@ use core::time::Duration;
 
 use alloc::vec::Vec;
 
-use crate::erased::{Adapter, ErasedFn, Value};
+use crate::engine::erased::{Adapter, ErasedFn, Value};
+use crate::engine::node::{Node, Res};
+use crate::engine::tracing::{
+    Internal, NO_SITE, Named, Op, OpMeta, Site, WithClosure, here, names,
+};
 use crate::fiber::{Callback, RawCallback};
-use crate::node::{Node, Res};
-use crate::tracing::{Internal, NO_SITE, Named, Op, OpMeta, Site, WithClosure, here, names};
 
 /// A description of a computation that produces an `A` or fails with an `E`.
 ///
@@ -82,7 +84,7 @@ impl<A, E> Drop for IO<A, E> {
         let node = unsafe { ManuallyDrop::take(&mut self.node) };
         // Through the trampoline: a program nested in a closure nested in a
         // program... drops in constant native stack.
-        crate::node::drop_node(node);
+        crate::engine::node::drop_node(node);
     }
 }
 
@@ -556,7 +558,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
         IO::from_node(Node::mark(
             self.into_node(),
             #[cfg(feature = "tracing")]
-            crate::tracing::MarkK::record(op),
+            crate::engine::tracing::MarkK::record(op),
             here(),
         ))
     }
@@ -593,7 +595,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
         IO::from_node(Node::mark(
             self.into_node(),
             #[cfg(feature = "tracing")]
-            crate::tracing::MarkK::scope(),
+            crate::engine::tracing::MarkK::scope(),
             NO_SITE,
         ))
     }
@@ -1018,7 +1020,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<Result<A, E>, E> {
     }
 }
 
-impl<E: Send + 'static> IO<crate::tracing::Trace, E> {
+impl<E: Send + 'static> IO<crate::engine::tracing::Trace, E> {
     /// Reads the running fiber's trace: its last events (up to the
     /// configured capacity), in the order they happened
     /// ([`Trace::events`](crate::Trace::events); its renderings show them
@@ -1046,14 +1048,14 @@ impl<E: Send + 'static> IO<crate::tracing::Trace, E> {
         #[cfg(feature = "tracing")]
         {
             IO::from_node(Node::mark(
-                Node::pure(crate::erased::Value::unit()),
-                crate::tracing::MarkK::snapshot(),
+                Node::pure(crate::engine::erased::Value::unit()),
+                crate::engine::tracing::MarkK::snapshot(),
                 NO_SITE,
             ))
         }
         #[cfg(not(feature = "tracing"))]
         {
-            IO::pure(crate::tracing::Trace::empty())
+            IO::pure(crate::engine::tracing::Trace::empty())
         }
     }
 }

@@ -63,29 +63,30 @@
 //!
 //! ## Map of the crate (for maintainers)
 //!
-//! * [`IO`]: constructors and combinators (`io.rs`).
-//! * The run-loop and the suspension protocol (`fiber/`): a fiber interprets
-//!   one untyped node enum with an explicit continuation stack, so binds and
-//!   error handlers of any depth run in constant native stack.
-//! * [`executor`]: the [`Executor`] trait and its contract, and the [`Fiber`]
-//!   handles executors run; [`executor::support`] is for executor authors
-//!   (the main-fiber slot, the fiber registry, [`RunError`], timers).
-//! * [`Outcome`], [`FiberConfig`] (auto-yield), [`Callback`].
-//! * Fibers and cancellation (`cancel.rs`): [`IO::start`] and
-//!   [`FiberHandle`], [`IO::uncancelable`] and [`Poll`], [`IO::on_cancel`],
-//!   [`IO::guarantee_case`], the bracket family.
-//! * Concurrency and time (`concurrent.rs`): races, `both`, parallel
-//!   traversals, timeouts.
-//! * More combinators: `many.rs` (`race_all`, `par_sequence_n`),
-//!   `cancelable.rs`, `memoize.rs`; fiber scopes (`supervisor.rs`).
-//! * [`future`]: futures as steps of an `IO` (the waker and its wake
-//!   cell), and fibers as futures ([`JoinFuture`]).
-//! * Data types (`data/`): [`Ref`], [`Deferred`], [`Semaphore`], [`Queue`], [`Mutex`],
-//!   [`CountDownLatch`], [`CyclicBarrier`], [`AtomicCell`], [`MapRef`], [`Resource`],
-//!   [`Signal`].
-//! * Schedules, retry, repeat and fixed rates (`retry.rs`); the services
-//!   [`Clock`] (`clock.rs`), [`Random`] (`random.rs`), [`Console`]
-//!   (`console.rs`, `std`).
+//! The folders are the layers, each using only the ones above it in this
+//! list (the repository's `ARCHITECTURE.md` has the whole picture):
+//!
+//! * `engine/`: what the run-loop interprets: nodes and frames (two
+//!   words, tagged), erased values and closures, the block allocator,
+//!   fiber tracing. Knows no user type.
+//! * `fiber/`: a fiber (one allocation), its state word and suspension
+//!   protocol, the run-loop (`run_loop.rs`), join state, handles, dumps.
+//! * `wait/`: the waiter list and the join cell every wait goes through
+//!   (a fiber's join, `Deferred`, `Queue`, `Semaphore`, ...).
+//! * [`executor`]: the [`Executor`] trait (what a fiber needs of the
+//!   executor that runs it) and its contract, and [`executor::support`]
+//!   for executor authors (the main-fiber slot, the fiber registry,
+//!   timers).
+//! * `io.rs`, `combinators/`: the typed API that builds nodes: [`IO`] and
+//!   its basic combinators; `MonadCancel` and `start`, races, `both`,
+//!   parallel traversals, timeouts, `cancelable`, `memoize`.
+//! * [`future`]: futures as steps of an `IO`, and fibers as futures.
+//! * `stdlib/`: the standard library: data types, [`Resource`],
+//!   [`Supervisor`], schedules and retries, [`Random`], [`Clock`],
+//!   [`Console`].
+//! * [`error`]: every error type; [`untraced`]: untraced constructors for
+//!   crates that build operations of their own.
+//! * `sync.rs`: the sync shim (loom in model checks), used by every layer.
 //!
 //! Design credits: the run-loop follows the shape of Cats Effect's `IOFiber`
 //! (continuation stack, error frames skipped on success, auto-yield); the
@@ -99,53 +100,25 @@ extern crate alloc;
 #[cfg(feature = "std")]
 extern crate std;
 
-mod cancel;
-mod cancelable;
-mod clock;
-mod concurrent;
+mod combinators;
 mod config;
-#[cfg(feature = "std")]
-mod console;
-mod data;
-mod erased;
+mod engine;
+pub mod error;
 pub mod executor;
 mod fiber;
 pub mod future;
 mod io;
-mod many;
-mod memoize;
-mod node;
 mod outcome;
-mod pool;
-mod random;
-pub mod raw;
-mod retry;
-mod supervisor;
+mod stdlib;
 mod sync;
-/// The timer heap, under its old crate path (crate-visible only; executors
-/// reach it through [`executor::support`]).
-#[allow(unused_imports)]
-pub(crate) use executor::timers;
-mod tracing;
+pub mod untraced;
+mod wait;
 
-pub use cancel::Poll;
-pub use clock::Clock;
-pub use concurrent::{BothOutcome, Either, RaceOutcome, RacePair, TimeoutError};
-pub use config::{ConfigError, DEFAULT_AUTO_YIELD_AFTER, FiberConfig, FiberConfigBuilder};
-#[cfg(feature = "std")]
-pub use console::Console;
-pub use data::atomic_cell::AtomicCell;
-pub use data::barrier::{CyclicBarrier, InvalidParties};
-pub use data::deferred::{AlreadyCompleted, Deferred};
-pub use data::latch::{CountDownLatch, InvalidCount};
-pub use data::map_ref::{KeyRef, MapRef};
-pub use data::mutex::Mutex;
-pub use data::queue::{InvalidCapacity, Queue, QueueClosed};
-pub use data::reference::Ref;
-pub use data::resource::{Allocated, ExitCase, Resource};
-pub use data::semaphore::{InvalidPermits, PermitOverflow, Semaphore};
-pub use data::signal::Signal;
-pub use executor::support::RunError;
+pub use combinators::concurrent::{BothOutcome, Either, RaceOutcome, RacePair};
+pub use combinators::memoize::Memoized;
+pub use combinators::monad_cancel::Poll;
+pub use config::{DEFAULT_AUTO_YIELD_AFTER, FiberConfig, FiberConfigBuilder};
+pub use engine::tracing::{Trace, Traced, TracingMode};
 pub use executor::{BlockingTask, Executor, Fiber, TimerCallback};
 pub use fiber::Callback;
 pub use fiber::handle::{CancelHandle, FiberHandle};
@@ -154,10 +127,22 @@ pub use fiber::{FiberDump, FiberInfo, FiberStatus};
 pub use fiber::{FiberId, FiberState};
 pub use future::JoinFuture;
 pub use io::{IO, UIO};
-pub use memoize::Memoized;
 pub use outcome::{Outcome, PanicMessage};
-pub use random::{EmptyRange, Random};
-pub use retry::{Delays, FixedRate, InvalidSchedule, Jitter, Schedule, Tick};
 pub use spindle_trace::Event as TraceEvent;
-pub use supervisor::{JoinSet, Supervisor, SupervisorClosed};
-pub use tracing::{Trace, Traced, TracingMode};
+pub use stdlib::clock::Clock;
+#[cfg(feature = "std")]
+pub use stdlib::console::Console;
+pub use stdlib::data::atomic_cell::AtomicCell;
+pub use stdlib::data::barrier::CyclicBarrier;
+pub use stdlib::data::deferred::Deferred;
+pub use stdlib::data::latch::CountDownLatch;
+pub use stdlib::data::map_ref::{KeyRef, MapRef};
+pub use stdlib::data::mutex::Mutex;
+pub use stdlib::data::queue::Queue;
+pub use stdlib::data::reference::Ref;
+pub use stdlib::data::semaphore::Semaphore;
+pub use stdlib::data::signal::Signal;
+pub use stdlib::random::Random;
+pub use stdlib::resource::{Allocated, ExitCase, Resource};
+pub use stdlib::retry::{Delays, FixedRate, Jitter, Schedule, Tick};
+pub use stdlib::supervisor::{JoinSet, Supervisor};

@@ -105,7 +105,7 @@ pub struct PanicMessage {
 struct PanicInner {
     message: alloc::boxed::Box<str>,
     /// `None` when the fiber did not trace.
-    trace: Option<crate::tracing::Trace>,
+    trace: Option<crate::engine::tracing::Trace>,
 }
 
 impl PartialEq for PanicMessage {
@@ -148,13 +148,13 @@ impl PanicMessage {
     /// The trace of the fiber at the point of the panic: its last events,
     /// in the order they happened (`None` if the fiber did not trace: mode
     /// `none`, or tracing compiled out).
-    pub fn trace(&self) -> Option<&crate::tracing::Trace> {
+    pub fn trace(&self) -> Option<&crate::engine::tracing::Trace> {
         self.inner.trace.as_ref()
     }
 
     /// Attaches the fiber's trace (when the fiber ends with this panic).
     #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
-    pub(crate) fn with_trace(mut self, trace: crate::tracing::Trace) -> Self {
+    pub(crate) fn with_trace(mut self, trace: crate::engine::tracing::Trace) -> Self {
         if !trace.is_empty() {
             self.inner.trace = Some(trace);
         }

@@ -83,7 +83,7 @@ pub(crate) fn downgrade<T>(arc: &Arc<T>) -> Weak<T> {
 
 /// Under loom, a *strong* reference standing in for a weak one: loom's
 /// `Arc` has no weak references. Weak references are what lets a wait
-/// that nobody can end be freed (`fiber/join.rs`, "Waits nobody can
+/// that nobody can end be freed (`wait/cell.rs`, "Waits nobody can
 /// end"): a question of memory, not of interleavings. No protocol of ours
 /// depends on an upgrade failing (a failed upgrade means only "the
 /// structure and its waiter list are gone"), so the models check every
@@ -121,7 +121,7 @@ pub(crate) use loom::cell::UnsafeCell;
 /// interleaving, so there is nothing for loom to explore.
 pub(crate) use portable_atomic::AtomicUsize as StaticAtomicUsize;
 
-/// The global lock of the bare-metal drop trampoline (`node/drop_bare.rs`):
+/// The global lock of the bare-metal drop trampoline (`engine/node/drop_bare.rs`):
 /// a critical section, safe from interrupt handlers (the final binary picks
 /// the implementation).
 #[cfg(not(feature = "std"))]

@@ -6,12 +6,12 @@ use std::ops::ControlFlow;
 use std::sync::{Arc, Mutex};
 
 use spindle_core::IO;
-use spindle_core::raw::Untraced as _;
+use spindle_core::untraced::Untraced as _;
 
 use crate::sync::lock;
 
 mod ops {
-    use spindle_core::raw::Op;
+    use spindle_core::untraced::Op;
 
     pub(super) static READ_UNTIL: Op = Op::new("BufReader::read_until");
     pub(super) static READ_LINE: Op = Op::new("BufReader::read_line");

@@ -10,7 +10,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::Arc;
 
 use spindle_core::IO;
-use spindle_core::raw::Untraced as _;
+use spindle_core::untraced::Untraced as _;
 
 use crate::driver::{self, Direction, Registration};
 

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use spindle_core::IO;
-use spindle_core::raw::Untraced as _;
+use spindle_core::untraced::Untraced as _;
 
 use crate::buffered::{ReadStream, sealed::Sealed as ReadShared};
 use crate::driver::Direction;
@@ -179,7 +179,7 @@ pub(crate) fn shutdown<T: StreamIo>(source: &Arc<Source<T>>, how: Shutdown) -> I
 
 /// The operations as traces name them.
 mod ops {
-    use spindle_core::raw::Op;
+    use spindle_core::untraced::Op;
 
     pub(super) static READ: Op = Op::new("ReadHalf::read");
     pub(super) static READ_INTO: Op = Op::new("ReadHalf::read_into");

@@ -7,7 +7,7 @@ use std::ops::ControlFlow;
 use std::sync::{Arc, Mutex};
 
 use spindle_core::IO;
-use spindle_core::raw::Untraced as _;
+use spindle_core::untraced::Untraced as _;
 
 use crate::buffered::{ReadStream, sealed::Sealed as ReadShared};
 use crate::driver::Direction;
@@ -17,7 +17,7 @@ use crate::stream::{self, ReadHalf, Split, WriteHalf};
 /// The operations as traces name them: each public operation records one
 /// event, at its caller's site.
 mod ops {
-    use spindle_core::raw::Op;
+    use spindle_core::untraced::Op;
 
     pub(super) static BIND: Op = Op::new("TcpListener::bind");
     pub(super) static ACCEPT: Op = Op::new("TcpListener::accept");

@@ -5,7 +5,7 @@ use std::io;
 use std::net::SocketAddr;
 
 use spindle_core::IO;
-use spindle_core::raw::Untraced as _;
+use spindle_core::untraced::Untraced as _;
 
 use std::sync::Arc;
 
@@ -13,7 +13,7 @@ use crate::driver::Direction;
 use crate::source::{Source, check_driver, immediate, on, retry};
 
 mod ops {
-    use spindle_core::raw::Op;
+    use spindle_core::untraced::Op;
 
     pub(super) static BIND: Op = Op::new("UdpSocket::bind");
     pub(super) static LOCAL_ADDR: Op = Op::new("UdpSocket::local_addr");

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use spindle_core::IO;
-use spindle_core::raw::Untraced as _;
+use spindle_core::untraced::Untraced as _;
 
 use crate::buffered::{ReadStream, sealed::Sealed as ReadShared};
 use crate::driver::Direction;
@@ -16,7 +16,7 @@ use crate::source::{Source, check_driver, connect_in_progress, immediate, on, re
 use crate::stream::{self, ReadHalf, Split, WriteHalf};
 
 mod ops {
-    use spindle_core::raw::Op;
+    use spindle_core::untraced::Op;
 
     pub(super) static BIND: Op = Op::new("UnixListener::bind");
     pub(super) static ACCEPT: Op = Op::new("UnixListener::accept");

@@ -5,7 +5,8 @@
 mod common;
 
 use common::{Counter, Log, eventually, rt_test, yield_after_every_step};
-use spindle_core::{AtomicCell, CyclicBarrier, IO, InvalidParties, MapRef, Outcome, UIO};
+use spindle_core::error::InvalidParties;
+use spindle_core::{AtomicCell, CyclicBarrier, IO, MapRef, Outcome, UIO};
 use std::num::NonZeroUsize;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -7,7 +7,8 @@
 mod common;
 
 use common::{Counter, eventually, rt_test};
-use spindle_core::{AlreadyCompleted, Deferred, FiberHandle, IO, Outcome};
+use spindle_core::error::AlreadyCompleted;
+use spindle_core::{Deferred, FiberHandle, IO, Outcome};
 use std::time::Duration;
 
 type E = String;

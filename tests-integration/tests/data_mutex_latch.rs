@@ -4,9 +4,8 @@
 mod common;
 
 use common::{Counter, Log, eventually, rt_test, yield_after_every_step};
-use spindle_core::{
-    CountDownLatch, Deferred, IO, InvalidCount, Mutex, Outcome, Resource, TimeoutError, UIO,
-};
+use spindle_core::error::{InvalidCount, TimeoutError};
+use spindle_core::{CountDownLatch, Deferred, IO, Mutex, Outcome, Resource, UIO};
 use spindle_exec_single::testkit::TestControl;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

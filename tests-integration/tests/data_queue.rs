@@ -10,7 +10,8 @@
 mod common;
 
 use common::{Counter, eventually, rt_test};
-use spindle_core::{IO, InvalidCapacity, Outcome, Queue};
+use spindle_core::error::InvalidCapacity;
+use spindle_core::{IO, Outcome, Queue};
 
 type E = String;
 
@@ -687,7 +688,8 @@ fn under_a_cancel_storm_a_bounded_queue_keeps_its_capacity_and_every_completed_o
 
 mod closing {
     use super::common::{eventually, rt_test};
-    use spindle_core::{IO, Outcome, Queue, QueueClosed};
+    use spindle_core::error::QueueClosed;
+    use spindle_core::{IO, Outcome, Queue};
 
     type E = String;
 

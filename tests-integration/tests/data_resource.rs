@@ -390,7 +390,7 @@ rt_test! {
 /// the fiber using it is canceled after a second of virtual time.
 /// Produces the fiber's outcome and the log.
 fn cancel_a_waiting_make_full_acquisition() -> (
-    Result<Outcome<Outcome<u32, E>, E>, spindle_core::RunError>,
+    Result<Outcome<Outcome<u32, E>, E>, spindle_core::error::RunError>,
     Vec<String>,
 ) {
     let log = Log::new();

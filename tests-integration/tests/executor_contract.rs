@@ -20,10 +20,11 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::{Counter, DropCounter, HANG_LIMIT, Log, rt_test};
+use spindle_core::error::ConfigError;
 use spindle_core::executor::support::FiberIds;
 use spindle_core::{
-    Callback, ConfigError, DEFAULT_AUTO_YIELD_AFTER, Executor, Fiber, FiberConfig, FiberId, IO,
-    Outcome, TimerCallback, UIO,
+    Callback, DEFAULT_AUTO_YIELD_AFTER, Executor, Fiber, FiberConfig, FiberId, IO, Outcome,
+    TimerCallback, UIO,
 };
 
 // ---------------------------------------------------------------------------

@@ -5,7 +5,8 @@
 mod common;
 
 use common::rt_test;
-use spindle_core::{IO, Outcome, TimeoutError};
+use spindle_core::error::TimeoutError;
+use spindle_core::{IO, Outcome};
 use std::io::ErrorKind;
 use std::time::Duration;
 

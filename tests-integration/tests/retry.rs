@@ -7,7 +7,8 @@
 mod common;
 
 use common::{Counter, Log, rt_test};
-use spindle_core::{FixedRate, IO, InvalidSchedule, Jitter, Outcome, Schedule, Tick, UIO};
+use spindle_core::error::InvalidSchedule;
+use spindle_core::{FixedRate, IO, Jitter, Outcome, Schedule, Tick, UIO};
 use spindle_exec_single::testkit::TestControl;
 use std::num::NonZeroU64;
 use std::time::Duration;

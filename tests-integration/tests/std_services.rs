@@ -5,7 +5,8 @@
 mod common;
 
 use common::rt_test;
-use spindle_core::{Clock, Console, EmptyRange, IO, Random};
+use spindle_core::error::EmptyRange;
+use spindle_core::{Clock, Console, IO, Random};
 use std::io::{self, Cursor, Write};
 use std::num::NonZeroU64;
 use std::sync::{Arc, Mutex};

@@ -10,9 +10,8 @@
 mod common;
 
 use common::{Counter, Log, rt_test};
-use spindle_core::{
-    CountDownLatch, Deferred, FiberHandle, IO, JoinSet, Outcome, Supervisor, SupervisorClosed,
-};
+use spindle_core::error::SupervisorClosed;
+use spindle_core::{CountDownLatch, Deferred, FiberHandle, IO, JoinSet, Outcome, Supervisor};
 use std::time::Duration;
 
 /// The tests' error type: a closed scope is one of its errors.

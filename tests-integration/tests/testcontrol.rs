@@ -7,7 +7,7 @@
 mod common;
 
 use common::{Counter, Log};
-use spindle_core::RunError::{self, Deadlock};
+use spindle_core::error::RunError::{self, Deadlock};
 use spindle_core::{Deferred, IO, Outcome, UIO};
 use spindle_exec_single::testkit::TestControl;
 use std::time::{Duration, Instant};

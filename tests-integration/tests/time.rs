@@ -8,7 +8,8 @@
 mod common;
 
 use common::{Counter, Log, rt_test};
-use spindle_core::{Either, IO, Outcome, TimeoutError, UIO};
+use spindle_core::error::TimeoutError;
+use spindle_core::{Either, IO, Outcome, UIO};
 
 type E2 = ();
 use spindle_exec_single::testkit::TestControl;

@@ -14,7 +14,7 @@
 //! executor (which runs its fibers on the thread that calls `block_on`)
 //! on a thread of its own, so that no ring freed earlier on that thread
 //! is waiting to be reused (`spare_rings` in io-core's
-//! `tracing/fiber_on.rs`) and every ring made is an allocation counted. The
+//! `engine/tracing/fiber_on.rs`) and every ring made is an allocation counted. The
 //! fiber measured is the main fiber of one `block_on`, started and run to
 //! completion while the count runs. The counts of the fibers that do record
 //! (one ring each) show that the method sees a ring when there is one.

@@ -247,7 +247,10 @@ fn full_mode_without_its_feature_is_a_configuration_error_naming_the_feature() {
         .tracing(TracingMode::Full)
         .build()
         .unwrap_err();
-    assert_eq!(err, spindle_core::ConfigError::FullTracingNotCompiled);
+    assert_eq!(
+        err,
+        spindle_core::error::ConfigError::FullTracingNotCompiled
+    );
     assert!(err.to_string().contains("tracing-full"), "{err}");
 }
 

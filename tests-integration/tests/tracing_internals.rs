@@ -17,9 +17,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use spindle_core::error::TimeoutError;
 use spindle_core::{
     CountDownLatch, Deferred, Either, FiberConfig, IO, Mutex, Outcome, Queue, Ref, Resource,
-    Semaphore, TimeoutError, Trace, TracingMode, UIO,
+    Semaphore, Trace, TracingMode, UIO,
 };
 use spindle_exec_single::SingleThreaded;
 

@@ -5,7 +5,7 @@
 //! (or holding a `Mutex` while it waits on one of those) is freed once the
 //! last thing that could wake it is gone (its finalizers are not run, as a
 //! garbage-collected fiber's are not), and a main fiber freed that way is a
-//! `RunError::Deadlock`, as `IO::never()` is (`fiber/join.rs`, "Waits
+//! `RunError::Deadlock`, as `IO::never()` is (`wait/cell.rs`, "Waits
 //! nobody can end").
 
 mod common;

@@ -38,7 +38,8 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
-use spindle_core::{Either, ExitCase, IO, Resource, TimeoutError};
+use spindle_core::error::TimeoutError;
+use spindle_core::{Either, ExitCase, IO, Resource};
 use spindle_exec_tokio::TokioExecutor;
 use tokio::net::TcpListener;
 

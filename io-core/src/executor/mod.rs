@@ -73,7 +73,7 @@
 //!   waits on a data type or a join is held by what it waits on, not by
 //!   the executor: it is freed (and counted by `fiber_ended`) when the
 //!   last reference to that goes, which no longer waits for the fiber
-//!   itself to go (io-core's `fiber/join.rs`, "Waits nobody can end").
+//!   itself to go (io-core's `wait/cell.rs`, "Waits nobody can end").
 //!
 //! # Writing an executor
 //!

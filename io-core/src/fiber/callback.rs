@@ -1,7 +1,7 @@
 //! Callbacks: what resumes a suspended fiber from outside.
 //!
 //! [`RawCallback`] is the erased completion handle: a strong reference to
-//! the fiber (through its vtable, `raw.rs`) and the generation of the
+//! the fiber (through its vtable, `vtable.rs`) and the generation of the
 //! suspension it may end. The typed faces over it are [`Callback`]
 //! (`IO::from_callback`), [`TimerCallback`] (`IO::sleep`, handed to the
 //! executor's timers) and [`BlockingTask`] (`IO::blocking`, handed to
@@ -14,10 +14,10 @@ use core::marker::PhantomData;
 use core::ptr::NonNull;
 
 use super::header::Header;
-use super::raw::RawFiberVTable;
 use super::state::{Claim, TransitionToDelivered};
-use crate::erased::{ErasedFn, Value};
-use crate::node::Res;
+use super::vtable::RawFiberVTable;
+use crate::engine::erased::{ErasedFn, Value};
+use crate::engine::node::Res;
 
 /// The erased completion handle behind [`Callback`] and [`TimerCallback`]:
 /// a strong reference to the fiber and the generation it may complete.

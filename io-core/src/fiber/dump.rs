@@ -22,13 +22,13 @@ use super::header::Header;
 #[cfg(not(loom))]
 use super::id::FiberId;
 #[cfg(not(loom))]
-use super::raw::{Fiber, FiberInner};
+use super::vtable::{Fiber, FiberInner};
+#[cfg(not(loom))]
+use crate::engine::tracing::Trace;
 #[cfg(not(loom))]
 use crate::executor::Executor;
 #[cfg(not(loom))]
 use crate::sync::Weak;
-#[cfg(not(loom))]
-use crate::tracing::Trace;
 
 /// What a fiber listing shows of a live fiber's state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,7 +69,7 @@ pub enum FiberState {
 
 impl FiberState {
     /// The state of its byte (`as u8`), if it is one (read by
-    /// `tracing/fiber_on.rs`, which alone keeps the byte).
+    /// `engine/tracing/fiber_on.rs`, which alone keeps the byte).
     #[cfg_attr(any(loom, not(feature = "tracing")), allow(dead_code))]
     pub(crate) fn from_byte(b: u8) -> Option<FiberState> {
         Some(match b {
@@ -496,7 +496,7 @@ impl Header {
     }
 
     fn recorded_state(&self) -> Option<FiberState> {
-        crate::tracing::Activity::get(&self.ring)
+        crate::engine::tracing::Activity::get(&self.ring)
     }
 }
 

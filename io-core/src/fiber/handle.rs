@@ -45,16 +45,17 @@ use alloc::vec::Vec;
 use core::fmt;
 use core::marker::PhantomData;
 
-use super::join::{CellOwner, Completed, JoinRef, Presence, Read, wait_for};
-use super::raw::{RawFiberRef, Spawn};
+use super::join::{Completed, JoinRef};
 use super::run_state::typed_outcome;
+use super::vtable::{RawFiberRef, Spawn};
+use crate::engine::tracing::{ChildTraces, Internal, NO_SITE, Named, OpMeta, Site, here};
 use crate::executor::{Executor, FiberId};
 use crate::io::IO;
 use crate::outcome::Outcome;
-use crate::tracing::{ChildTraces, Internal, NO_SITE, Named, OpMeta, Site, here};
+use crate::wait::{CellOwner, Presence, Read, wait_for};
 
 // The handle's operations as traces name them.
-crate::data::trace_ops! {
+crate::engine::tracing::trace_ops! {
     Join = "join",
     JoinVoid = "join_void",
     JoinWithNever = "join_with_never",

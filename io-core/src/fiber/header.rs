@@ -14,10 +14,10 @@ use super::run_state::Completion;
 use super::state::{
     Claim, State, TransitionToCancelRequested, TransitionToDelivered, TransitionToSuspended,
 };
-use crate::erased::ResSlot;
-use crate::node::Res;
+use crate::engine::erased::ResSlot;
+use crate::engine::node::Res;
+use crate::engine::tracing::RingSlot;
 use crate::sync::UnsafeCell;
-use crate::tracing::RingSlot;
 
 /// The part of a fiber shared with callbacks and handles on other threads.
 pub(crate) struct Header {
@@ -40,7 +40,7 @@ pub(crate) struct Header {
     /// when the fiber is made, never written again, never read by the
     /// run-loop.
     pub(crate) id: FiberId,
-    /// The fiber's trace ring, once it records (`tracing/fiber_on.rs`):
+    /// The fiber's trace ring, once it records (`engine/tracing/fiber_on.rs`):
     /// here, in the part other threads may read, for fiber dumps. One
     /// word, pointing at the ring's one allocation, which also keeps what
     /// the fiber does now for dumps (its activity byte, set only while the

@@ -12,9 +12,9 @@
 //! | `header.rs`   | [`Header`]: the state word, the result slot, the join state, the fiber's number, the tracing ring |
 //! | `id.rs`       | [`FiberId`], the fiber's number on its executor, and [`FiberIds`], the counter executors number with |
 //! | `run_state.rs`| `Core`, `Next`, `Ending`, `Cold`: what only the running thread touches; the completion callback's type |
-//! | `raw.rs`      | `FiberInner<X>` (the one allocation), its vtable, `RawFiberRef`, [`Fiber`], the `Spawner` |
+//! | `vtable.rs`   | `FiberInner<X>` (the one allocation), its vtable, `RawFiberRef`, [`Fiber`], the `Spawner` |
 //! | `callback.rs` | `RawCallback`, [`Callback`], [`TimerCallback`], [`BlockingTask`] |
-//! | `join.rs`     | the join cell (also the cell behind `Deferred`) and its waiters; `FiberJoin`, the cell or the completion callback in its place; `JoinRef` |
+//! | `join.rs`     | the join state: `FiberJoin`, the join cell (`wait/cell.rs`) or the completion callback in its place; `JoinRef`, `complete_join` |
 //! | `handle.rs`   | [`FiberHandle`](handle::FiberHandle): join and cancel a started fiber |
 //! | `dump.rs`     | [`FiberDump`], [`FiberInfo`], [`FiberStatus`], [`FiberState`], [`WeakFiber`], [`WeakFibers`] |
 //! | `run_loop.rs` | `Fiber::run`: the interpreter                              |
@@ -54,7 +54,7 @@
 //! | `header.join` (cell)  | anyone holding a `JoinRef` (a short lock) | the run-loop completes it once; joiners read it or wait |
 //! | `header.join` (callback) | the holder of the unique [`Fiber`]  | the run-loop takes it once, when the fiber completes; the fiber's drop drops what is left |
 //! | `header.id`           | anyone holding a reference             | always (written once, before the fiber is shared) |
-//! | `header.ring` (the ring and its activity byte) | the running fiber writes; dumps read | always (a seqlock-style ring and a relaxed byte, `tracing/fiber_on.rs`) |
+//! | `header.ring` (the ring and its activity byte) | the running fiber writes; dumps read | always (a seqlock-style ring and a relaxed byte, `engine/tracing/fiber_on.rs`) |
 //! | `executor`            | anyone holding a reference             | always (`Executor: Send + Sync`) |
 //!
 //! # Who owns the fiber
@@ -69,7 +69,7 @@
 //! `RunError::Deadlock`). A wait on a data type or a join holds what it
 //! waits on *weakly* (its cancellation cleanup), so that the waiter lists
 //! of a structure nothing else references do not keep their fibers, and
-//! the fibers do not keep the structure (`join.rs`, "Waits nobody can
+//! the fibers do not keep the structure (`wait/cell.rs`, "Waits nobody can
 //! end").
 //!
 //! # The suspension protocol
@@ -131,7 +131,7 @@
 //! The run-loop dispatches statically on `X`. Two things cross a
 //! type-erased boundary, each through one small vtable: what resumes a
 //! fiber from outside (`RawCallback`, `RawFiberRef`: `RawFiberVTable` in
-//! `raw.rs`) and what starts children (`Spawner`, a `dyn Spawn`). Weak
+//! `vtable.rs`) and what starts children (`Spawner`, a `dyn Spawn`). Weak
 //! references for dumps have a third (`WeakVTable`, `dump.rs`), used only
 //! when a dump is taken.
 
@@ -141,12 +141,12 @@ pub(crate) mod handle;
 mod header;
 mod id;
 pub(crate) mod join;
-mod raw;
 mod run_loop;
 mod run_state;
 mod state;
 #[cfg(test)]
 mod tests;
+mod vtable;
 
 // The names other modules of io-core and the crate root use, at the paths
 // they used before the split.
@@ -157,6 +157,6 @@ pub use dump::FiberState;
 pub use dump::{FiberDump, FiberInfo, FiberStatus, WeakFiber, WeakFibers};
 pub(crate) use header::Header;
 pub use id::{FiberId, FiberIds};
-pub use raw::Fiber;
-pub(crate) use raw::{RawFiberRef, Spawner};
 pub(crate) use run_state::{CompleteK, typed_outcome};
+pub use vtable::Fiber;
+pub(crate) use vtable::{RawFiberRef, Spawner};

@@ -18,7 +18,7 @@
 //! points: when the run-loop starts or resumes, before a suspension, at
 //! auto-yield and cede, when a region ends or a `poll` unmasks. (A `poll`
 //! unmasks only if it is this fiber's and of the current depth: `Core`
-//! keeps the number the fiber's polls carry; see `cancel.rs`.) Observing it
+//! keeps the number the fiber's polls carry; see `combinators/monad_cancel.rs`.) Observing it
 //! sets `core.ending` and evaluates the internal `Unwind` node: frames are
 //! popped without running continuations, and each finalizer frame
 //! (`on_cancel`, `guarantee_case`) runs its finalizer masked, after which a
@@ -52,16 +52,16 @@
 //! finalizers (not `on_cancel` ones) with `Outcome::Panicked`, and ends the
 //! fiber with [`Outcome::Panicked`].
 
-use super::raw::{Fiber, FiberInner};
 use super::run_state::{Core, Ending, Next};
 use super::state::TransitionToSuspended;
-use crate::cancel::Poll;
-use crate::erased::Value;
+use super::vtable::{Fiber, FiberInner};
+use crate::combinators::monad_cancel::Poll;
+use crate::engine::erased::Value;
+use crate::engine::node::{Frame, FrameKind, GuaranteeK, Kind, Node, Tag};
+use crate::engine::tracing::OwnedRing;
 use crate::executor::{Executor, TimerCallback};
-use crate::node::{Frame, FrameKind, GuaranteeK, Kind, Node, Tag};
 use crate::outcome::Outcome;
 use crate::sync::Arc;
-use crate::tracing::OwnedRing;
 
 /// Why the run-loop stopped.
 enum Exit {
@@ -216,11 +216,11 @@ macro_rules! completed {
 macro_rules! activity {
     ($ring:expr, $state:ident) => {
         // Without the `tracing` feature, `TRACING` is always false and
-        // `Activity::set` empty (`tracing/fiber_off.rs`).
+        // `Activity::set` empty (`engine/tracing/fiber_off.rs`).
         if TRACING {
             // SAFETY: the tracing instantiation is always given the
             // fiber's ring (`run_either`).
-            crate::tracing::Activity::set(
+            crate::engine::tracing::Activity::set(
                 unsafe { $ring.unwrap_unchecked() },
                 super::FiberState::$state,
             );
@@ -228,7 +228,7 @@ macro_rules! activity {
     };
 }
 
-/// Records a traced operation in the tracing loop (`tracing/fiber_on.rs`);
+/// Records a traced operation in the tracing loop (`engine/tracing/fiber_on.rs`);
 /// nothing in the plain loop, nothing at all without the `tracing` feature.
 macro_rules! record {
     ($ring:expr, $op:expr, $site:expr) => {
@@ -267,7 +267,7 @@ fn run_loop<X: Executor, const TRACING: bool>(
         None
     };
     #[cfg(feature = "tracing")]
-    let ring: Option<&OwnedRing> = run.as_ref().map(crate::tracing::Run::ring);
+    let ring: Option<&OwnedRing> = run.as_ref().map(crate::engine::tracing::Run::ring);
     #[cfg(not(feature = "tracing"))]
     let ring: Option<&OwnedRing> = None;
     let mut budget = match budget {
@@ -275,7 +275,7 @@ fn run_loop<X: Executor, const TRACING: bool>(
         None => executor.config().auto_yield_after(),
     };
     if core.stack.capacity() == 0 {
-        core.stack = crate::pool::stacks::take();
+        core.stack = crate::engine::blocks::stacks::take();
     }
     let mut node = match core::mem::replace(&mut core.next, Next::Resume) {
         Next::Node(node) => node,
@@ -611,7 +611,7 @@ fn run_loop<X: Executor, const TRACING: bool>(
                 }
             }
             Kind::Sleep(duration, _site) => {
-                record!(ring, &crate::tracing::SLEEP, _site.as_ref());
+                record!(ring, &crate::engine::tracing::SLEEP, _site.as_ref());
                 if should_cancel(core, header) {
                     begin_cancel(core, Node::unwind())
                 } else {
@@ -654,7 +654,7 @@ fn run_loop<X: Executor, const TRACING: bool>(
                 }
             }
             Kind::Cede(_site) => {
-                record!(ring, &crate::tracing::CEDE, _site.as_ref());
+                record!(ring, &crate::engine::tracing::CEDE, _site.as_ref());
                 let next = Node::pure(Value::unit());
                 core.next = Next::Node(if should_cancel(core, header) {
                     begin_cancel(core, next)
@@ -665,7 +665,7 @@ fn run_loop<X: Executor, const TRACING: bool>(
                 return Exit::Yield;
             }
             Kind::Never(_site) => {
-                record!(ring, &crate::tracing::NEVER, _site.as_ref());
+                record!(ring, &crate::engine::tracing::NEVER, _site.as_ref());
                 if should_cancel(core, header) {
                     begin_cancel(core, Node::unwind())
                 } else {
@@ -703,7 +703,7 @@ fn run_loop<X: Executor, const TRACING: bool>(
                 }
             }
             Kind::Canceled(_site) => {
-                record!(ring, &crate::tracing::CANCELED, _site.as_ref());
+                record!(ring, &crate::engine::tracing::CANCELED, _site.as_ref());
                 header.request_self_cancel();
                 if should_cancel(core, header) {
                     begin_cancel(core, Node::unwind())
@@ -730,7 +730,7 @@ fn run_loop<X: Executor, const TRACING: bool>(
             }
             #[cfg(feature = "tracing")]
             Kind::Mark(bind) => {
-                use crate::tracing::MarkKind;
+                use crate::engine::tracing::MarkKind;
                 let kind = bind.k().kind;
                 record!(ring, bind.k().op, bind.site());
                 let (source, _) = bind.into_parts();
@@ -750,8 +750,9 @@ fn run_loop<X: Executor, const TRACING: bool>(
                         Ok(pair) => {
                             // SAFETY: a cause mark's source is the pair of
                             // an error and its traces (`ChildTraces::raise`).
-                            let (error, traces) =
-                                unsafe { pair.take::<(Value, crate::tracing::ChildTraces)>() };
+                            let (error, traces) = unsafe {
+                                pair.take::<(Value, crate::engine::tracing::ChildTraces)>()
+                            };
                             core.set_cause(traces);
                             Node::error(error)
                         }
@@ -792,7 +793,7 @@ fn run_loop<X: Executor, const TRACING: bool>(
 #[inline(always)]
 fn suspend(core: &mut Core, interruptible: bool) -> Exit {
     if core.stack.is_empty() {
-        crate::pool::stacks::give(core::mem::take(&mut core.stack));
+        crate::engine::blocks::stacks::give(core::mem::take(&mut core.stack));
     }
     Exit::Suspend { interruptible }
 }
@@ -962,7 +963,7 @@ fn complete<X: Executor>(
     outcome: Outcome<Value, Value>,
     #[cfg_attr(not(feature = "tracing"), allow(unused_variables))] ring: Option<&OwnedRing>,
 ) {
-    crate::pool::stacks::give(core::mem::take(&mut core.stack));
+    crate::engine::blocks::stacks::give(core::mem::take(&mut core.stack));
     inner.header.mark_completed();
     inner.executor.fiber_ended();
     let suppressed = core.take_suppressed();
@@ -975,10 +976,10 @@ fn complete<X: Executor>(
             let trace = core.flags.snapshot(ring, &inner.header.ring);
             (Outcome::Panicked(message.with_trace(trace.clone())), trace)
         }
-        other => (other, crate::tracing::Trace::empty()),
+        other => (other, crate::engine::tracing::Trace::empty()),
     };
     #[cfg(not(feature = "tracing"))]
-    let trace = crate::tracing::Trace::empty();
+    let trace = crate::engine::tracing::Trace::empty();
     if core.has_callback() {
         // SAFETY: the fiber was made with a completion callback (its run
         // state says so), and this thread runs it.
@@ -989,7 +990,7 @@ fn complete<X: Executor>(
             unsafe { on_complete.call((outcome, suppressed, trace, children)) }
         }
     } else {
-        let traces = crate::tracing::ChildTraces::of_failure(&outcome, trace, children);
+        let traces = crate::engine::tracing::ChildTraces::of_failure(&outcome, trace, children);
         // SAFETY: the fiber was made without a completion callback (its
         // run state says so).
         let join = unsafe { inner.header.join.cell() };

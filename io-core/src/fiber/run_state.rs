@@ -14,11 +14,11 @@ use core::marker::PhantomData;
 
 use alloc::vec::Vec;
 
-use crate::erased::{Adapter, ErasedFn, Value};
-use crate::node::{Frame, Node};
+use crate::engine::erased::{Adapter, ErasedFn, Value};
+use crate::engine::node::{Frame, Node};
+use crate::engine::tracing::{ChildTraces, Trace};
 use crate::outcome::Outcome;
 use crate::sync::{Ordering, StaticAtomicUsize};
-use crate::tracing::{ChildTraces, Trace};
 
 /// The run-loop state of a fiber, touched only by the thread running it.
 ///
@@ -50,7 +50,7 @@ pub(crate) struct Core {
     pub(super) ending: Option<Ending>,
     /// The rarely used rest: the poll owner, the panic message and
     /// suppressed errors, once there are any.
-    pub(super) cold: Option<crate::pool::PoolBox<Cold>>,
+    pub(super) cold: Option<crate::engine::blocks::PoolBox<Cold>>,
     /// Whether the fiber traces now, whether the executor was told that
     /// the fiber lives on after a run
     /// ([`Executor::fiber_listed`](crate::Executor::fiber_listed)), and
@@ -58,8 +58,8 @@ pub(crate) struct Core {
     /// state ([`FiberJoin`](super::join::FiberJoin); set when the fiber
     /// is made, never changed: the run-loop reads it without the join
     /// state's lock): one byte, beside `masks` and `ending`
-    /// (`tracing/fiber_on.rs`).
-    pub(super) flags: crate::tracing::FiberFlags,
+    /// (`engine/tracing/fiber_on.rs`).
+    pub(super) flags: crate::engine::tracing::FiberFlags,
 }
 
 /// Where a fiber's next run starts.
@@ -175,7 +175,7 @@ impl Core {
     /// A fiber's run state, about to evaluate `node`, with `flags` (which
     /// also say whether its outcome goes to a completion callback).
     #[inline]
-    pub(super) fn new(node: Node, flags: crate::tracing::FiberFlags) -> Self {
+    pub(super) fn new(node: Node, flags: crate::engine::tracing::FiberFlags) -> Self {
         Core {
             next: Next::Node(node),
             stack: Vec::new(),
@@ -187,7 +187,7 @@ impl Core {
     }
 
     /// The number of this fiber for its polls: a poll unmasks only on the
-    /// fiber whose number it carries (`cancel.rs`). Taken the first time the
+    /// fiber whose number it carries (`combinators/monad_cancel.rs`). Taken the first time the
     /// fiber enters an uncancelable region; a fiber that never does has
     /// none (0, which no poll carries). Kept in [`Cold`]: a fiber that uses
     /// regions pays for it once, a fiber that does not pays nothing.
@@ -274,7 +274,7 @@ impl Core {
 
     fn cold(&mut self) -> &mut Cold {
         self.cold
-            .get_or_insert_with(|| crate::pool::PoolBox::new(Cold::default()))
+            .get_or_insert_with(|| crate::engine::blocks::PoolBox::new(Cold::default()))
     }
 
     /// Starts finalizing after a panic (unless already finalizing).
@@ -320,7 +320,7 @@ impl Core {
     #[cold]
     #[inline(never)]
     fn handler_takes_cause(&mut self) {
-        use crate::node::Tag;
+        use crate::engine::node::Tag;
         let handler = self.stack.iter().rev().find_map(|frame| match frame.tag() {
             Tag::Map | Tag::FlatMap | Tag::OnCancel => None,
             tag => Some(matches!(

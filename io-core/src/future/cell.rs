@@ -93,7 +93,7 @@ use core::mem::ManuallyDrop;
 use core::ptr;
 use core::task::{Context, RawWaker, RawWakerVTable, Waker};
 
-use crate::erased::Value;
+use crate::engine::erased::Value;
 use crate::fiber::RawCallback;
 use crate::sync::{Arc, AtomicPtr, AtomicUsize, Ordering, UnsafeCell};
 

@@ -14,10 +14,10 @@ use core::pin::Pin;
 use core::task::{Context, Poll};
 
 use crate::fiber::handle::FiberHandle;
-use crate::fiber::join::CellOwner;
 use crate::fiber::join::JoinRef;
 use crate::fiber::typed_outcome;
 use crate::outcome::Outcome;
+use crate::wait::CellOwner;
 
 /// A future of a started fiber's [`Outcome`]: what `.await` on a
 /// [`FiberHandle`] gives (`FiberHandle: IntoFuture`), and what
@@ -54,7 +54,7 @@ pub struct JoinFuture<A, E> {
     /// A fiber whose program is an `IO<A, E>`.
     pub(super) fiber: JoinRef,
     /// The id of this future's waiter in the fiber's join cell, if any.
-    waiter: Option<crate::data::waiters::WaiterId>,
+    waiter: Option<crate::wait::list::WaiterId>,
     cancel_on_drop: bool,
     /// The outcome was moved out.
     done: bool,

@@ -81,9 +81,7 @@
 
 mod cell;
 mod join;
-#[cfg(all(test, loom))]
-mod loom;
-#[cfg(all(test, not(loom)))]
+#[cfg(test)]
 mod tests;
 
 pub use join::JoinFuture;
@@ -95,23 +93,23 @@ use core::pin::Pin;
 use core::ptr::{self, NonNull};
 use core::task::Poll;
 
-use crate::erased::fits_block;
+use crate::engine::blocks;
+use crate::engine::erased::fits_block;
+use crate::engine::node::Node;
+use crate::engine::tracing::{NO_SITE, Named, here};
 use crate::executor::Executor;
 use crate::fiber::handle::FiberHandle;
 use crate::io::IO;
-use crate::node::Node;
-use crate::pool;
 use crate::sync::Arc;
-use crate::tracing::{NO_SITE, Named, here};
 use cell::{FiberCell, LazyWake};
 
-crate::data::trace_ops! {
+crate::engine::tracing::trace_ops! {
     FromFuture = "from_future",
     FromTryFuture = "from_try_future",
 }
 
 /// A future pinned where it will stay until it is dropped: in a block of
-/// io-core's per-thread pool (`pool.rs`: a thread-local pointer swap, where
+/// io-core's per-thread pool (`engine/blocks.rs`: a thread-local pointer swap, where
 /// a `Box` would be a `malloc` and a `free`) when it fits one, otherwise in
 /// a `Box` (no allocation at all for a zero-sized future).
 struct PinnedFuture<Fut> {
@@ -131,7 +129,7 @@ impl<Fut> PinnedFuture<Fut> {
 
     fn new(future: Fut) -> Self {
         let ptr = if Self::POOLED {
-            let block = pool::allocate().cast::<Fut>();
+            let block = blocks::allocate().cast::<Fut>();
             // SAFETY: a fresh block, large and aligned enough for `Fut`
             // (`fits_block`), uninitialised: nothing is overwritten.
             unsafe { block.as_ptr().write(future) };
@@ -158,7 +156,7 @@ impl<Fut> Drop for PinnedFuture<Fut> {
             // never used again.
             unsafe {
                 ptr::drop_in_place(self.ptr.as_ptr());
-                pool::release(self.ptr.cast());
+                blocks::release(self.ptr.cast());
             }
         } else {
             // SAFETY: `ptr` came from `Box::into_raw` (`Box::leak`) and is
@@ -390,7 +388,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     }
 
     /// [`IO::from_try_future_with`] for io-core's own nodes and
-    /// [`raw::Untraced`](crate::raw::Untraced) (no trace event).
+    /// [`raw::Untraced`](crate::untraced::Untraced) (no trace event).
     pub(crate) fn from_try_future_with_untraced<F, Fut>(make: F) -> Self
     where
         F: FnOnce() -> Fut + Send + 'static,
@@ -410,7 +408,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// that is shut down drops the fiber unrun and the future never
     /// completes; to find out first, spawn through the executor's own
     /// `handle().spawn(io)`, which says
-    /// [`RunError::ShutDown`](crate::RunError::ShutDown), and await the
+    /// [`RunError::ShutDown`](crate::error::RunError::ShutDown), and await the
     /// handle it returns.
     ///
     /// ```

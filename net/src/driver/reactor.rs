@@ -82,7 +82,7 @@ use std::time::Duration;
 
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token, Waker};
-use spindle_core::raw::Untraced as _;
+use spindle_core::untraced::Untraced as _;
 use spindle_core::{Callback, IO};
 
 use super::{Direction, IoDriver, Readiness, Registration};

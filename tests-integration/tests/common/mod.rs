@@ -40,7 +40,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 pub type Dumper = Arc<dyn Fn() -> FiberDump + Send + Sync>;
 
 /// The one error of every executor's `block_on`, `try_block_on`, `spawn`.
-pub use spindle_core::RunError;
+pub use spindle_core::error::RunError;
 
 #[cfg(unix)]
 pub mod net;

@@ -86,7 +86,7 @@ pub enum RunError {
     /// `IO::never()`, an async callback dropped without being called, or a
     /// wait on a `Deferred`, `Queue`, `Semaphore`, `Mutex` or
     /// `CountDownLatch` that nothing else references, or on the join of a
-    /// fiber that nothing else references: see `fiber/join.rs`, "Waits
+    /// fiber that nothing else references: see `wait/cell.rs`, "Waits
     /// nobody can end", for what cannot be known).
     /// (`block_on` keeps waiting instead, as Cats Effect's `unsafeRunSync`
     /// does on `IO.never`.)

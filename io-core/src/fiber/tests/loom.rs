@@ -32,7 +32,7 @@ use loom::sync::{Arc, Mutex};
 use loom::thread;
 
 use crate::config::FiberConfig;
-use crate::erased::Value;
+use crate::engine::erased::Value;
 use crate::executor::{Executor, Fiber, TimerCallback};
 use crate::fiber::Header;
 use crate::fiber::state::{

@@ -18,14 +18,14 @@ struct TestExecutor(Arc<State>);
 struct State {
     queue: Mutex<VecDeque<Fiber<TestExecutor>>>,
     /// io-core's own timer heap, so that these tests (and Miri) cover it.
-    timers: Mutex<crate::timers::TimerHeap>,
+    timers: Mutex<crate::executor::timers::TimerHeap>,
     now: Mutex<Duration>,
     reschedules: AtomicUsize,
     config: FiberConfig,
 }
 
 impl Executor for TestExecutor {
-    type TimerKey = crate::timers::TimerId;
+    type TimerKey = crate::executor::timers::TimerId;
 
     fn schedule_fiber(&self, fiber: Fiber<Self>) {
         self.0.queue.lock().unwrap().push_back(fiber);
@@ -40,12 +40,16 @@ impl Executor for TestExecutor {
         *self.0.now.lock().unwrap()
     }
 
-    fn set_timer(&self, deadline: Duration, callback: TimerCallback) -> crate::timers::TimerId {
+    fn set_timer(
+        &self,
+        deadline: Duration,
+        callback: TimerCallback,
+    ) -> crate::executor::timers::TimerId {
         let deadline_ns = u64::try_from(deadline.as_nanos()).unwrap_or(u64::MAX);
         self.0.timers.lock().unwrap().insert(deadline_ns, callback)
     }
 
-    fn cancel_timer(&self, key: crate::timers::TimerId) {
+    fn cancel_timer(&self, key: crate::executor::timers::TimerId) {
         let callback = self.0.timers.lock().unwrap().cancel(key);
         drop(callback);
     }
@@ -59,7 +63,7 @@ impl TestExecutor {
     fn new(config: FiberConfig) -> Self {
         TestExecutor(Arc::new(State {
             queue: Mutex::new(VecDeque::new()),
-            timers: Mutex::new(crate::timers::TimerHeap::new()),
+            timers: Mutex::new(crate::executor::timers::TimerHeap::new()),
             now: Mutex::new(Duration::ZERO),
             reschedules: AtomicUsize::new(0),
             config,
@@ -577,7 +581,7 @@ fn a_fiber_with_a_one_word_executor_and_its_join_state_is_one_allocation_of_at_m
     // The per-fiber cost of a million suspended fibers: reference counts,
     // header (with the join state), run-loop state and executor handle.
     let size =
-        core::mem::size_of::<crate::sync::Arc<crate::fiber::raw::FiberInner<TestExecutor>>>();
+        core::mem::size_of::<crate::sync::Arc<crate::fiber::vtable::FiberInner<TestExecutor>>>();
     assert_eq!(size, 8, "a fiber handle is one pointer");
     assert_eq!(
         core::mem::size_of::<crate::FiberHandle<u64, ()>>(),
@@ -595,9 +599,9 @@ fn a_fiber_with_a_one_word_executor_and_its_join_state_is_one_allocation_of_at_m
     // (176 bytes before).
     let limit = 168;
     assert!(
-        core::mem::size_of::<crate::fiber::raw::FiberInner<TestExecutor>>() + 16 <= limit,
+        core::mem::size_of::<crate::fiber::vtable::FiberInner<TestExecutor>>() + 16 <= limit,
         "FiberInner is {} bytes",
-        core::mem::size_of::<crate::fiber::raw::FiberInner<TestExecutor>>()
+        core::mem::size_of::<crate::fiber::vtable::FiberInner<TestExecutor>>()
     );
 }
 
@@ -684,7 +688,7 @@ fn a_fiber_waiting_in_a_deferreds_get_holds_no_stack_buffer() {
 struct OtherExecutor(TestExecutor);
 
 impl Executor for OtherExecutor {
-    type TimerKey = crate::timers::TimerId;
+    type TimerKey = crate::executor::timers::TimerId;
 
     fn schedule_fiber(&self, fiber: Fiber<Self>) {
         drop(fiber);
@@ -698,11 +702,15 @@ impl Executor for OtherExecutor {
         self.0.monotonic()
     }
 
-    fn set_timer(&self, deadline: Duration, callback: TimerCallback) -> crate::timers::TimerId {
+    fn set_timer(
+        &self,
+        deadline: Duration,
+        callback: TimerCallback,
+    ) -> crate::executor::timers::TimerId {
         self.0.set_timer(deadline, callback)
     }
 
-    fn cancel_timer(&self, key: crate::timers::TimerId) {
+    fn cancel_timer(&self, key: crate::executor::timers::TimerId) {
         self.0.cancel_timer(key)
     }
 
@@ -782,10 +790,13 @@ fn tracing_adds_one_word_to_a_fiber_its_ring_pointer_and_no_byte_to_its_run_stat
     // elsewhere (the ring's one allocation, one word in the listing); the
     // recording flag shares a byte with the listed flag.
     assert_eq!(
-        core::mem::size_of::<crate::tracing::RingSlot>(),
+        core::mem::size_of::<crate::engine::tracing::RingSlot>(),
         core::mem::size_of::<usize>()
     );
-    assert_eq!(core::mem::size_of::<crate::tracing::FiberFlags>(), 1);
+    assert_eq!(
+        core::mem::size_of::<crate::engine::tracing::FiberFlags>(),
+        1
+    );
 }
 
 #[test]
@@ -862,6 +873,6 @@ fn a_started_fiber_freed_with_a_joiner_waiting_frees_the_joiner_once() {
 fn the_completion_callback_takes_no_bytes_beside_the_join_cell() {
     assert_eq!(
         core::mem::size_of::<crate::fiber::join::FiberJoin>(),
-        core::mem::size_of::<crate::fiber::join::JoinCell<crate::fiber::join::Completed>>(),
+        core::mem::size_of::<crate::wait::JoinCell<crate::fiber::join::Completed>>(),
     );
 }

@@ -1,0 +1,785 @@
+//! Type-erased values and closures in two machine words.
+//!
+//! The run-loop interprets one untyped node type, so every value that flows
+//! between steps and every continuation closure is stored with its type
+//! erased. A `Box<dyn Any>` per value and per closure would cost a heap
+//! allocation per step; the seed discussion "Optimize IO's encoding" shows
+//! that this is where an effect runtime's speed is won or lost.
+//!
+//! So [`Value`] and [`ErasedFn`] are two words: a payload word and a pointer
+//! to a static vtable generated per type. A payload of at most one word (and
+//! at most word alignment) lives *in* the payload word: integers, pointers,
+//! `Box`, `Arc`, closures capturing one such thing, and every zero-sized
+//! type (functions, non-capturing closures). A payload of up to four words
+//! (`String`, `Vec`, `Result<u64, E>`, closures capturing a few things) goes
+//! to a block of the per-thread pool of `engine/blocks.rs`; only larger ones are
+//! boxed. Two words travel in two registers: a value
+//! returned by a continuation never goes through memory.
+//!
+//! Vtables are aligned to 32 bytes on 64-bit targets, 16 on narrower ones,
+//! so that `engine/node/` can keep a node's kind in the low bits of the vtable
+//! pointer (a node is then two words too). The alignment is padding: a
+//! vtable is two words, 8 bytes on a 32-bit microcontroller, where 32-byte
+//! alignment cost 24 bytes of flash per vtable (about 2 KB in the
+//! firmware example); 16 costs 8, for a slightly longer tag decoding there
+//! (`engine/node/mod.rs`, "Encoding").
+//!
+//! # Invariants
+//!
+//! * A [`Value`] made by `Value::new::<T>` is only ever read back as `T`
+//!   (`take::<T>`). The typed `IO<A, E>` handle guarantees this statically;
+//!   debug builds check it with the stored `TypeId`.
+//! * An [`ErasedFn<I, O>`] made from `F` is called at most once: `call`
+//!   consumes it. Dropping it without a call drops `F`.
+//! * Everything stored is `Send + 'static`, which is why the containers are
+//!   `Send` (they are not `Sync`: nothing shares them).
+
+use core::marker::PhantomData;
+use core::mem::{self, ManuallyDrop, MaybeUninit};
+use core::ptr;
+
+use alloc::boxed::Box;
+
+/// One payload word. `MaybeUninit` keeps padding and unused bytes legal, and
+/// being `repr(transparent)` over a pointer it is passed in a register (with
+/// its provenance, so that boxed payloads stay valid under strict provenance).
+pub(crate) type Word = MaybeUninit<*mut ()>;
+
+/// An uninitialised word, for nodes without payload.
+pub(crate) const EMPTY_WORD: Word = MaybeUninit::uninit();
+
+/// Whether `T` is stored in the word itself (decided at compile time).
+#[inline(always)]
+pub(crate) const fn fits_inline<T>() -> bool {
+    mem::size_of::<T>() <= mem::size_of::<Word>() && mem::align_of::<T>() <= mem::align_of::<Word>()
+}
+
+/// Whether a `T` too large for the word fits in a pooled block (`engine/blocks.rs`):
+/// then it takes a block from the per-thread free list instead of a `Box`.
+#[inline(always)]
+pub(crate) const fn fits_block<T>() -> bool {
+    mem::size_of::<T>() <= crate::engine::blocks::BLOCK.size()
+        && mem::align_of::<T>() <= crate::engine::blocks::BLOCK.align()
+}
+
+/// Whether a `T` too large for a pooled block fits in a large one
+/// (`pool::LARGE_BLOCK`, eight words).
+#[inline(always)]
+pub(crate) const fn fits_large_block<T>() -> bool {
+    mem::size_of::<T>() <= crate::engine::blocks::LARGE_BLOCK.size()
+        && mem::align_of::<T>() <= crate::engine::blocks::LARGE_BLOCK.align()
+}
+
+/// Whether a `T` too large for a large block fits in a huge one
+/// (`pool::HUGE_BLOCK`).
+#[inline(always)]
+pub(crate) const fn fits_huge_block<T>() -> bool {
+    mem::size_of::<T>() <= crate::engine::blocks::HUGE_BLOCK.size()
+        && mem::align_of::<T>() <= crate::engine::blocks::HUGE_BLOCK.align()
+}
+
+/// Whether payloads too large for the word go to the pool's blocks: only
+/// with `std`, whose pool keeps per-thread free lists. Without it, a block
+/// comes from the global allocator like a `Box`, but with the block's size:
+/// a payload of two words took a four-word block (a suspended fiber's wait
+/// cleanup, on the firmware: 16 bytes instead of 8), so there each payload
+/// is boxed at its own size.
+const POOL: bool = cfg!(feature = "std");
+
+/// Whether a `T` too large for the word goes to a pooled block.
+#[inline(always)]
+const fn pooled_block<T>() -> bool {
+    POOL && fits_block::<T>()
+}
+
+/// The pool class of a `T` that fits no smaller block (`None`: boxed).
+#[inline(always)]
+const fn outer_class<T>() -> Option<crate::engine::blocks::Class> {
+    if !POOL {
+        None
+    } else if fits_large_block::<T>() {
+        Some(crate::engine::blocks::Class::Large)
+    } else if fits_huge_block::<T>() {
+        Some(crate::engine::blocks::Class::Huge)
+    } else {
+        None
+    }
+}
+
+/// Stores `t` in a word: inline, in a pooled block (of one of the three
+/// sizes), or boxed.
+#[inline(always)]
+pub(crate) fn store<T>(t: T) -> Word {
+    let mut word = EMPTY_WORD;
+    if fits_inline::<T>() {
+        // SAFETY: `T` fits in the word in size and alignment (checked just
+        // above), and the word is uninitialised, so nothing is overwritten.
+        unsafe { ptr::write(word.as_mut_ptr().cast::<T>(), t) };
+    } else if pooled_block::<T>() {
+        let block = crate::engine::blocks::allocate().cast::<T>();
+        // SAFETY: a fresh block, large and aligned enough for `T` (checked).
+        unsafe { block.as_ptr().write(t) };
+        word = MaybeUninit::new(block.as_ptr().cast::<()>());
+    } else if let Some(class) = outer_class::<T>() {
+        let block = crate::engine::blocks::allocate_in(class).cast::<T>();
+        // SAFETY: a fresh block of `class`, large and aligned enough for `T`
+        // (checked by `outer_class`).
+        unsafe { block.as_ptr().write(t) };
+        word = MaybeUninit::new(block.as_ptr().cast::<()>());
+    } else {
+        word = MaybeUninit::new(Box::into_raw(Box::new(t)).cast::<()>());
+    }
+    word
+}
+
+/// Moves the `T` out of a word.
+///
+/// # Safety
+/// * `word` was filled by `store::<T>` and is read once.
+#[inline(always)]
+pub(crate) unsafe fn load<T>(word: Word) -> T {
+    if fits_inline::<T>() {
+        // SAFETY: by the precondition the word holds an inline `T`.
+        unsafe { ptr::read(word.as_ptr().cast::<T>()) }
+    } else if pooled_block::<T>() {
+        // SAFETY: by the precondition the word holds a pooled block with a
+        // `T` in it, read once; the block is then released, never reused here.
+        unsafe {
+            let block = word.assume_init().cast::<T>();
+            let t = ptr::read(block);
+            crate::engine::blocks::release(core::ptr::NonNull::new_unchecked(block.cast()));
+            t
+        }
+    } else if let Some(class) = outer_class::<T>() {
+        // SAFETY: as above, with a block of `class` (`store` chose the same
+        // class for the same `T`).
+        unsafe {
+            let block = word.assume_init().cast::<T>();
+            let t = ptr::read(block);
+            crate::engine::blocks::release_in(
+                class,
+                core::ptr::NonNull::new_unchecked(block.cast()),
+            );
+            t
+        }
+    } else {
+        // SAFETY: by the precondition the word holds a pointer made by
+        // `Box::into_raw(Box<T>)`, read here exactly once.
+        unsafe { *Box::from_raw(word.assume_init().cast::<T>()) }
+    }
+}
+
+/// Drops the `T` in a word.
+///
+/// # Safety
+/// * `word` was filled by `store::<T>` and is not read again.
+unsafe fn drop_stored<T>(word: Word) {
+    // SAFETY: forwarded precondition.
+    drop(unsafe { load::<T>(word) });
+}
+
+/// The drop entry of a vtable: `None` when dropping a `T` does nothing and
+/// the storage is inline, so that dropping such an erased value is free.
+const fn drop_fn<T>() -> Option<unsafe fn(Word)> {
+    if fits_inline::<T>() && !mem::needs_drop::<T>() {
+        None
+    } else {
+        Some(drop_stored::<T>)
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Values
+// ---------------------------------------------------------------------------
+
+/// Vtable of an erased value: how to drop it, and its type (checked by
+/// debug builds on every read, and by readers that cannot know the type
+/// statically: [`Value::is`]). A function, since `TypeId::of` is not
+/// `const` at the crate's minimum Rust version; the vtable is padded to its
+/// alignment anyway, so it takes no space.
+#[cfg_attr(target_pointer_width = "64", repr(C, align(32)))]
+#[cfg_attr(not(target_pointer_width = "64"), repr(C, align(16)))]
+pub(crate) struct ValueVTable {
+    pub(crate) drop: Option<unsafe fn(Word)>,
+    type_id: fn() -> core::any::TypeId,
+}
+
+trait HasValueVTable {
+    const VTABLE: &'static ValueVTable;
+}
+
+impl<T: 'static> HasValueVTable for T {
+    const VTABLE: &'static ValueVTable = &ValueVTable {
+        drop: drop_fn::<T>(),
+        type_id: core::any::TypeId::of::<T>,
+    };
+}
+
+/// The vtable of `()`, also used by nodes without payload.
+pub(crate) const UNIT_VTABLE: &ValueVTable = <() as HasValueVTable>::VTABLE;
+
+/// A value of some `Send + 'static` type, with the type erased.
+pub(crate) struct Value {
+    word: Word,
+    vtable: &'static ValueVTable,
+}
+
+// SAFETY: `Value::new` only accepts `Send` types, and a `Value` is never
+// shared (it has no `&self` access to its contents).
+unsafe impl Send for Value {}
+
+impl Value {
+    /// Erases `t`. No allocation when `T` fits in one word.
+    #[inline(always)]
+    pub(crate) fn new<T: Send + 'static>(t: T) -> Value {
+        Value {
+            word: store(t),
+            vtable: <T as HasValueVTable>::VTABLE,
+        }
+    }
+
+    /// The unit value, the result of effects that produce nothing.
+    #[inline(always)]
+    pub(crate) fn unit() -> Value {
+        Value {
+            word: EMPTY_WORD,
+            vtable: UNIT_VTABLE,
+        }
+    }
+
+    /// Whether the value was made by `Value::new::<T>` (for readers that
+    /// cannot know the type statically: the suppressed errors of a fiber,
+    /// which may come from a scope whose error type is not the fiber's).
+    #[inline]
+    pub(crate) fn is<T: 'static>(&self) -> bool {
+        (self.vtable.type_id)() == core::any::TypeId::of::<T>()
+    }
+
+    /// Takes the value back as the type it was made from.
+    ///
+    /// # Safety
+    /// * The value was made by `Value::new::<T>` (debug builds check this).
+    #[inline(always)]
+    pub(crate) unsafe fn take<T: 'static>(self) -> T {
+        #[cfg(debug_assertions)]
+        assert!(
+            (self.vtable.type_id)() == core::any::TypeId::of::<T>(),
+            "io-core: a value was read back as `{}`, which is not its type",
+            core::any::type_name::<T>()
+        );
+        let this = ManuallyDrop::new(self);
+        // SAFETY: the word holds an unread `T` (precondition), and
+        // `ManuallyDrop` keeps `Drop` from touching it again.
+        unsafe { load::<T>(this.word) }
+    }
+
+    /// Borrows the value as the type it was made from (for readers that
+    /// clone it, such as the joiners of a fiber).
+    ///
+    /// # Safety
+    /// * The value was made by `Value::new::<T>` (debug builds check this).
+    #[inline]
+    pub(crate) unsafe fn peek<T: 'static>(&self) -> &T {
+        #[cfg(debug_assertions)]
+        assert!(
+            (self.vtable.type_id)() == core::any::TypeId::of::<T>(),
+            "io-core: a value was read back as `{}`, which is not its type",
+            core::any::type_name::<T>()
+        );
+        if fits_inline::<T>() {
+            // SAFETY: by the precondition the word holds an inline `T`, alive
+            // as long as `self`.
+            unsafe { &*self.word.as_ptr().cast::<T>() }
+        } else {
+            // SAFETY: by the precondition the word points at a live `T` (in a
+            // pooled block or a box) owned by `self`.
+            unsafe { &*self.word.assume_init().cast::<T>().cast_const() }
+        }
+    }
+
+    /// Splits into the raw parts (for nodes); the caller owns the payload.
+    #[inline(always)]
+    pub(crate) fn into_raw(self) -> (Word, &'static ValueVTable) {
+        let this = ManuallyDrop::new(self);
+        (this.word, this.vtable)
+    }
+
+    /// Rebuilds a value from [`into_raw`](Value::into_raw)'s parts.
+    ///
+    /// # Safety
+    /// * The parts come from `into_raw` and are used once.
+    #[inline(always)]
+    pub(crate) unsafe fn from_raw(word: Word, vtable: &'static ValueVTable) -> Value {
+        Value { word, vtable }
+    }
+}
+
+/// An `Option<Result<Value, Value>>` in a value's two words, not three:
+/// the result's side is the low bit of the vtable pointer (vtables are
+/// 32-aligned, so the bit is free) and "empty" is a null vtable pointer.
+/// A fiber's header keeps the result a callback delivers in one, so that
+/// every fiber is a word smaller.
+pub(crate) struct ResSlot {
+    word: Word,
+    /// Null: empty; otherwise the value's vtable, with `ERR` set for an
+    /// error.
+    vtable: *const ValueVTable,
+}
+
+const _: () = assert!(mem::align_of::<ValueVTable>() > ResSlot::ERR);
+
+impl ResSlot {
+    const ERR: usize = 1;
+
+    /// An empty slot.
+    pub(crate) const fn empty() -> ResSlot {
+        ResSlot {
+            word: EMPTY_WORD,
+            vtable: ptr::null(),
+        }
+    }
+
+    /// Puts `res` in the slot (dropping what was there).
+    #[inline]
+    pub(crate) fn put(&mut self, res: crate::engine::node::Res) {
+        drop(self.take());
+        let (err, value) = match res {
+            Ok(value) => (0, value),
+            Err(error) => (Self::ERR, error),
+        };
+        let (word, vtable) = value.into_raw();
+        self.word = word;
+        self.vtable = ptr::from_ref(vtable).map_addr(|addr| addr | err);
+    }
+
+    /// Takes the result out, if there is one.
+    #[inline]
+    pub(crate) fn take(&mut self) -> Option<crate::engine::node::Res> {
+        if self.vtable.is_null() {
+            return None;
+        }
+        let tagged = mem::replace(&mut self.vtable, ptr::null());
+        let err = tagged.addr() & Self::ERR != 0;
+        let vtable = tagged.map_addr(|addr| addr & !Self::ERR);
+        // SAFETY: a non-null pointer is, once untagged, the `&'static`
+        // vtable `put` stored with `word`, whose value is taken once (the
+        // slot is empty from now on).
+        let value = unsafe { Value::from_raw(self.word, &*vtable) };
+        Some(if err { Err(value) } else { Ok(value) })
+    }
+}
+
+impl Drop for ResSlot {
+    fn drop(&mut self) {
+        drop(self.take());
+    }
+}
+
+impl Drop for Value {
+    #[inline(always)]
+    fn drop(&mut self) {
+        if let Some(drop) = self.vtable.drop {
+            // SAFETY: the word holds the value the vtable was made for and it
+            // has not been taken (`take`/`into_raw` forget `self`).
+            unsafe { drop(self.word) }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Closures
+// ---------------------------------------------------------------------------
+
+/// Vtable of an erased `FnOnce(I) -> O`.
+#[cfg_attr(target_pointer_width = "64", repr(C, align(32)))]
+#[cfg_attr(not(target_pointer_width = "64"), repr(C, align(16)))]
+pub(crate) struct FnVTable<I, O> {
+    pub(crate) drop: Option<unsafe fn(Word)>,
+    call: unsafe fn(Word, I) -> O,
+    /// The traced operation this closure belongs to (`engine/tracing/mod.rs`).
+    #[cfg(feature = "tracing")]
+    op: &'static crate::engine::tracing::Op,
+    /// Where the site stored next to the closure (`Sited`) is, if it has
+    /// one: read with a load, not a call.
+    #[cfg(feature = "tracing")]
+    site: SiteAt,
+}
+
+/// Where an erased closure's site is (see `Sited`).
+#[cfg(feature = "tracing")]
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SiteAt {
+    /// The closure has no site.
+    Nowhere,
+    /// In the word itself (a zero-sized closure: the word is the site).
+    InWord,
+    /// At the start of the block the word points at.
+    InBlock,
+}
+
+/// An erased `FnOnce(I) -> O + Send + 'static`, inline when one word or less.
+pub(crate) struct ErasedFn<I: 'static, O: 'static> {
+    word: Word,
+    vtable: &'static FnVTable<I, O>,
+}
+
+// SAFETY: `ErasedFn` is only made from `Send` closures and never shared.
+unsafe impl<I: 'static, O: 'static> Send for ErasedFn<I, O> {}
+
+/// Adapts a typed closure to the erased calling convention.
+///
+/// `Adapter` turns the erased input into the closure's own argument and its
+/// result into the erased output, so one generic `ErasedFn` serves every
+/// frame kind of the run-loop.
+pub(crate) trait Adapter<I, O, F> {
+    /// Calls `f` with the erased input.
+    ///
+    /// # Safety
+    /// * `input` holds what `F` expects (the typed API guarantees it).
+    unsafe fn call(f: F, input: I) -> O;
+}
+
+struct VTableFor<A, F, I, O, M>(PhantomData<(A, F, I, O, M)>);
+
+impl<A, F, I: 'static, O: 'static, M> VTableFor<A, F, I, O, M>
+where
+    A: Adapter<I, O, F>,
+    F: Send + 'static,
+    M: crate::engine::tracing::OpMeta,
+{
+    const VTABLE: &'static FnVTable<I, O> = &FnVTable {
+        drop: drop_fn::<F>(),
+        call: Self::call,
+        #[cfg(feature = "tracing")]
+        op: M::OP,
+        #[cfg(feature = "tracing")]
+        site: SiteAt::Nowhere,
+    };
+
+    /// # Safety
+    /// * `word` holds an unread `F`; the input satisfies `A::call`.
+    #[inline(always)]
+    unsafe fn call(word: Word, input: I) -> O {
+        // SAFETY: forwarded preconditions; the closure is read exactly once.
+        unsafe { A::call(load::<F>(word), input) }
+    }
+}
+
+/// A closure stored with the call site of the operation that made it (the
+/// leaves of `engine/tracing/mod.rs`).
+#[cfg(feature = "tracing")]
+#[repr(C)]
+struct Sited<F> {
+    /// First, so that it is found without knowing `F` (`SiteAt`).
+    site: crate::engine::tracing::Site,
+    f: F,
+}
+
+#[cfg(feature = "tracing")]
+struct SitedVTableFor<A, F, I, O, M>(PhantomData<(A, F, I, O, M)>);
+
+#[cfg(feature = "tracing")]
+impl<A, F, I: 'static, O: 'static, M> SitedVTableFor<A, F, I, O, M>
+where
+    A: Adapter<I, O, F>,
+    F: Send + 'static,
+    M: crate::engine::tracing::OpMeta,
+{
+    const VTABLE: &'static FnVTable<I, O> = &FnVTable {
+        drop: drop_fn::<Sited<F>>(),
+        call: Self::call,
+        op: M::OP,
+        site: if fits_inline::<Sited<F>>() {
+            SiteAt::InWord
+        } else {
+            SiteAt::InBlock
+        },
+    };
+
+    /// # Safety
+    /// * `word` holds an unread `Sited<F>`; the input satisfies `A::call`.
+    #[inline(always)]
+    unsafe fn call(word: Word, input: I) -> O {
+        // SAFETY: forwarded preconditions; read exactly once.
+        let sited = unsafe { load::<Sited<F>>(word) };
+        #[cfg(feature = "tracing-full")]
+        drop(sited.site);
+        // SAFETY: forwarded precondition.
+        unsafe { A::call(sited.f, input) }
+    }
+}
+
+impl<I: 'static, O: 'static> ErasedFn<I, O> {
+    /// Erases `f`, to be called through the adapter `A`.
+    #[inline(always)]
+    pub(crate) fn new<A, F>(f: F) -> Self
+    where
+        A: Adapter<I, O, F>,
+        F: Send + 'static,
+    {
+        ErasedFn::new_op::<A, F, crate::engine::tracing::Internal>(f)
+    }
+
+    /// Erases `f`, to be called through `A`, as part of the traced
+    /// operation `M` (its site is stored elsewhere: in the node's block).
+    #[inline(always)]
+    pub(crate) fn new_op<A, F, M>(f: F) -> Self
+    where
+        A: Adapter<I, O, F>,
+        F: Send + 'static,
+        M: crate::engine::tracing::OpMeta,
+    {
+        ErasedFn {
+            word: store(f),
+            vtable: VTableFor::<A, F, I, O, M>::VTABLE,
+        }
+    }
+
+    /// Erases `f` together with the call site of the traced operation `M`
+    /// that made it (for leaves, whose node has no block).
+    #[inline(always)]
+    pub(crate) fn new_sited<A, F, M>(f: F, site: Option<crate::engine::tracing::Site>) -> Self
+    where
+        A: Adapter<I, O, F>,
+        F: Send + 'static,
+        M: crate::engine::tracing::OpMeta,
+    {
+        #[cfg(feature = "tracing")]
+        {
+            match site {
+                // A one-word closure stored with its site no longer fits
+                // the node's word: keep the site only where sites are kept
+                // (`spindle_trace::call_sites_for`).
+                Some(_)
+                    if fits_inline::<F>()
+                        && !fits_inline::<Sited<F>>()
+                        && !crate::engine::tracing::Site::call_sites_kept() =>
+                {
+                    ErasedFn::new_op::<A, F, M>(f)
+                }
+                Some(site) => ErasedFn {
+                    word: store(Sited { f, site }),
+                    vtable: SitedVTableFor::<A, F, I, O, M>::VTABLE,
+                },
+                // No site: the closure alone, as without tracing.
+                None => ErasedFn::new_op::<A, F, M>(f),
+            }
+        }
+        #[cfg(not(feature = "tracing"))]
+        {
+            let _ = site;
+            ErasedFn::new_op::<A, F, M>(f)
+        }
+    }
+
+    /// The traced operation this closure belongs to.
+    #[cfg(feature = "tracing")]
+    #[inline(always)]
+    pub(crate) fn op(&self) -> &'static crate::engine::tracing::Op {
+        self.vtable.op
+    }
+
+    /// The call site stored with the closure, if any.
+    #[cfg(feature = "tracing")]
+    #[inline(always)]
+    pub(crate) fn site(&self) -> Option<&crate::engine::tracing::Site> {
+        match self.vtable.site {
+            SiteAt::Nowhere => None,
+            // SAFETY: this vtable's closure is a `Sited<F>` stored in the
+            // word (`repr(C)`, the site first), not moved out (`&self`).
+            SiteAt::InWord => {
+                Some(unsafe { &*self.word.as_ptr().cast::<crate::engine::tracing::Site>() })
+            }
+            // SAFETY: as above, in the block the word points at.
+            SiteAt::InBlock => Some(unsafe {
+                &*self
+                    .word
+                    .assume_init()
+                    .cast::<crate::engine::tracing::Site>()
+                    .cast_const()
+            }),
+        }
+    }
+
+    /// Calls the closure, consuming it.
+    ///
+    /// # Safety
+    /// * `input` has the type the adapter of this closure expects.
+    #[inline(always)]
+    pub(crate) unsafe fn call(self, input: I) -> O {
+        let this = ManuallyDrop::new(self);
+        // SAFETY: the word holds the closure the vtable was made for, not yet
+        // read; `ManuallyDrop` keeps `Drop` from touching it again.
+        unsafe { (this.vtable.call)(this.word, input) }
+    }
+
+    /// Splits into the raw parts (for nodes and frames).
+    #[inline(always)]
+    pub(crate) fn into_raw(self) -> (Word, &'static FnVTable<I, O>) {
+        let this = ManuallyDrop::new(self);
+        (this.word, this.vtable)
+    }
+
+    /// Rebuilds a closure from [`into_raw`](ErasedFn::into_raw)'s parts.
+    ///
+    /// # Safety
+    /// * The parts come from `into_raw` of an `ErasedFn<I, O>` and are used once.
+    #[inline(always)]
+    pub(crate) unsafe fn from_raw(word: Word, vtable: &'static FnVTable<I, O>) -> Self {
+        ErasedFn { word, vtable }
+    }
+}
+
+impl<I: 'static, O: 'static> Drop for ErasedFn<I, O> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        if let Some(drop) = self.vtable.drop {
+            // SAFETY: the closure has not been called (`call` forgets `self`).
+            unsafe { drop(self.word) }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::string::String;
+    use alloc::sync::Arc;
+    use alloc::vec;
+    use alloc::vec::Vec;
+
+    struct Plain;
+    impl<F: FnOnce(u64) -> u64> Adapter<u64, u64, F> for Plain {
+        unsafe fn call(f: F, input: u64) -> u64 {
+            f(input)
+        }
+    }
+
+    #[test]
+    fn word_sized_values_round_trip_inline_and_larger_values_round_trip_boxed() {
+        assert!(fits_inline::<usize>());
+        // A `u64` is a word on 64-bit targets, two on 32-bit ones.
+        assert_eq!(fits_inline::<u64>(), mem::size_of::<usize>() >= 8);
+        assert!(fits_inline::<Box<[u64; 100]>>());
+        assert!(!fits_inline::<String>());
+        assert_eq!(mem::size_of::<Value>(), 2 * mem::size_of::<usize>());
+        assert_eq!(
+            mem::size_of::<ErasedFn<Value, Value>>(),
+            2 * mem::size_of::<usize>()
+        );
+        // SAFETY: each value is read back as the type it was made from.
+        unsafe {
+            assert_eq!(Value::new(7u8).take::<u8>(), 7);
+            assert_eq!(Value::new((1u8, 2u16)).take::<(u8, u16)>(), (1, 2));
+            assert_eq!(
+                Value::new(String::from("spindle")).take::<String>(),
+                "spindle"
+            );
+            assert_eq!(Value::new([1u64, 2, 3, 4]).take::<[u64; 4]>(), [1, 2, 3, 4]);
+            assert_eq!(Value::new(vec![1u32; 100]).take::<Vec<u32>>().len(), 100);
+            Value::unit().take::<()>();
+        }
+    }
+
+    #[test]
+    fn dropping_an_unread_value_drops_its_contents_exactly_once() {
+        let counter = Arc::new(());
+        drop(Value::new(counter.clone()));
+        drop(Value::new([
+            counter.clone(),
+            counter.clone(),
+            counter.clone(),
+            counter.clone(),
+        ]));
+        assert_eq!(Arc::strong_count(&counter), 1);
+    }
+
+    #[test]
+    fn erased_closures_run_once_and_drop_their_captures_when_not_called() {
+        let counter = Arc::new(());
+        let c = counter.clone();
+        let small = ErasedFn::<u64, u64>::new::<Plain, _>(move |x| {
+            let _keep = &c;
+            x + 1
+        });
+        // SAFETY: the adapter expects a `u64`.
+        assert_eq!(unsafe { small.call(41) }, 42);
+        assert_eq!(Arc::strong_count(&counter), 1);
+
+        let big = [
+            counter.clone(),
+            counter.clone(),
+            counter.clone(),
+            counter.clone(),
+        ];
+        let f = ErasedFn::<u64, u64>::new::<Plain, _>(move |x| x + big.len() as u64);
+        assert_eq!(Arc::strong_count(&counter), 5);
+        drop(f);
+        assert_eq!(Arc::strong_count(&counter), 1);
+    }
+
+    #[test]
+    fn payloads_larger_than_a_block_round_trip_through_the_larger_blocks_or_a_box() {
+        let counter = Arc::new(());
+        // Eight words: too large for a block, fits a large one.
+        let eight = [(); 8].map(|()| counter.clone());
+        assert!(!fits_block::<[Arc<()>; 8]>() || crate::engine::blocks::BLOCK.size() >= 64);
+        assert!(fits_large_block::<[Arc<()>; 8]>());
+        // SAFETY: read back as the type it was made from.
+        let back = unsafe { Value::new(eight).take::<[Arc<()>; 8]>() };
+        assert_eq!(Arc::strong_count(&counter), 9);
+        drop(back);
+        // A closure of that size, called, and one dropped without a call.
+        let captures = [(); 6].map(|()| counter.clone());
+        let f = ErasedFn::<u64, u64>::new::<Plain, _>(move |x| x + captures.len() as u64);
+        // SAFETY: the adapter expects a `u64`.
+        assert_eq!(unsafe { f.call(1) }, 7);
+        let captures = [(); 6].map(|()| counter.clone());
+        drop(ErasedFn::<u64, u64>::new::<Plain, _>(move |x| {
+            x + captures.len() as u64
+        }));
+        assert_eq!(Arc::strong_count(&counter), 1);
+        // Sixteen words: a huge block.
+        let sixteen = [(); 16].map(|()| counter.clone());
+        assert!(!fits_large_block::<[Arc<()>; 16]>());
+        assert!(fits_huge_block::<[Arc<()>; 16]>());
+        drop(Value::new(sixteen));
+        assert_eq!(Arc::strong_count(&counter), 1);
+        // Larger than a huge block: boxed, and still exact.
+        let many = [(); 32].map(|()| counter.clone());
+        assert!(!fits_huge_block::<[Arc<()>; 32]>());
+        // SAFETY: read back as the type it was made from.
+        let back = unsafe { Value::new(many).take::<[Arc<()>; 32]>() };
+        assert_eq!(Arc::strong_count(&counter), 33);
+        drop(back);
+        assert_eq!(Arc::strong_count(&counter), 1);
+    }
+
+    #[test]
+    fn a_result_slot_is_two_words_and_gives_back_each_side_once() {
+        assert_eq!(mem::size_of::<ResSlot>(), 2 * mem::size_of::<usize>());
+        let mut slot = ResSlot::empty();
+        assert!(slot.take().is_none());
+        slot.put(Ok(Value::new(String::from("ok"))));
+        let ok = slot.take().expect("the value");
+        assert!(slot.take().is_none(), "taken once");
+        slot.put(Err(Value::new(7u64)));
+        let err = slot.take().expect("the error");
+        // SAFETY: each value is read back as the type it was made from.
+        unsafe {
+            assert_eq!(ok.ok().expect("Ok").take::<String>(), "ok");
+            assert_eq!(err.err().expect("Err").take::<u64>(), 7);
+        }
+    }
+
+    #[test]
+    fn a_result_slot_drops_what_it_holds_when_refilled_or_dropped() {
+        let counter = Arc::new(());
+        let mut slot = ResSlot::empty();
+        slot.put(Err(Value::new(counter.clone())));
+        slot.put(Ok(Value::new(counter.clone())));
+        assert_eq!(Arc::strong_count(&counter), 2, "the first one was dropped");
+        drop(slot);
+        assert_eq!(Arc::strong_count(&counter), 1);
+    }
+}

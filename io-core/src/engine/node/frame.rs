@@ -1,0 +1,266 @@
+//! Frames: the continuations on a fiber's explicit stack, two words each
+//! (the closure and its tagged vtable, tagged like a node's). Success pops
+//! error-handler frames without a call; an error skips `map` and
+//! `flat_map` frames until the nearest handler (`run_loop.rs`).
+
+use core::mem::ManuallyDrop;
+use core::ptr;
+
+use super::{
+    BARE, FRAME_VTABLE_FIRST, FRAME_VTABLE_KINDS, GuaranteeK, LOW_BITS, Node, Res, Tag, bare,
+    has_tag, tag_of, tagged_frame, untagged,
+};
+use crate::engine::erased::{EMPTY_WORD, ErasedFn, FnVTable, Value, Word};
+
+/// A continuation waiting on the explicit stack of a fiber: two words, the
+/// closure and its tagged vtable.
+pub(crate) struct Frame {
+    word: Word,
+    vtable: *const (),
+}
+
+// SAFETY: frames hold `Send` closures.
+unsafe impl Send for Frame {}
+
+/// A frame decoded for matching.
+pub(crate) enum FrameKind {
+    /// Apply to a success.
+    Map(ErasedFn<Value, Value>),
+    /// Continue with a program on success.
+    FlatMap(ErasedFn<Value, Node>),
+    /// Recover from an error with a program; popped for free on success.
+    HandleErrorWith(ErasedFn<Value, Node>),
+    /// Transform an error; popped for free on success.
+    MapError(ErasedFn<Value, Value>),
+    /// Fold either outcome into a result.
+    Fold(ErasedFn<Res, Res>),
+    /// Fold either outcome into a program.
+    FoldWith(ErasedFn<Res, Node>),
+    /// End of an uncancelable region: unmask one level.
+    Unmask,
+    /// End of a `poll`: mask again.
+    Remask,
+    /// Run on cancellation only; popped for free otherwise.
+    OnCancel(ErasedFn<(), Node>),
+    /// Run a finalizer with the outcome, whatever it is.
+    GuaranteeCase(GuaranteeK),
+    /// After a finalizer that ran on success: produce this value again (or
+    /// the finalizer's error, if it failed).
+    RestoreOk(Value),
+    /// After a finalizer that ran on an error: fail with this error again
+    /// (a finalizer error is then suppressed, not lost).
+    RestoreErr(Value),
+    /// After a finalizer that ran while the fiber finalizes: go on finalizing.
+    ResumeUnwind,
+    /// The end of a traced scope: tracing goes back to this state.
+    TraceScope(bool),
+}
+
+impl Frame {
+    #[inline(always)]
+    fn from_value(value: Value, tag: Tag) -> Frame {
+        let (word, vtable) = value.into_raw();
+        Frame {
+            word,
+            vtable: tagged_frame(vtable, tag),
+        }
+    }
+    #[inline(always)]
+    fn bare(tag: Tag) -> Frame {
+        Frame {
+            word: EMPTY_WORD,
+            vtable: bare(tag),
+        }
+    }
+    #[inline(always)]
+    pub(crate) fn unmask() -> Frame {
+        Frame::bare(Tag::Unmask)
+    }
+    #[inline(always)]
+    pub(crate) fn remask() -> Frame {
+        Frame::bare(Tag::Remask)
+    }
+    #[inline(always)]
+    pub(crate) fn resume_unwind() -> Frame {
+        Frame::bare(Tag::ResumeUnwind)
+    }
+    /// The end of a traced scope; `was_on`: tracing before the scope.
+    #[inline(always)]
+    #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
+    pub(crate) fn trace_scope(was_on: bool) -> Frame {
+        Frame {
+            word: core::mem::MaybeUninit::new(ptr::without_provenance_mut(was_on as usize)),
+            vtable: bare(Tag::TraceScope),
+        }
+    }
+    #[inline(always)]
+    pub(crate) fn on_cancel(finalizer: ErasedFn<(), Node>) -> Frame {
+        Frame::from_fn(finalizer, Tag::OnCancel)
+    }
+    #[inline(always)]
+    pub(crate) fn guarantee_case(finalizer: GuaranteeK) -> Frame {
+        Frame::from_fn(finalizer, Tag::GuaranteeCase)
+    }
+    #[inline(always)]
+    pub(crate) fn restore_ok(value: Value) -> Frame {
+        Frame::from_value(value, Tag::RestoreOk)
+    }
+    #[inline(always)]
+    pub(crate) fn restore_err(error: Value) -> Frame {
+        Frame::from_value(error, Tag::RestoreErr)
+    }
+    #[inline(always)]
+    fn from_fn<I, O>(f: ErasedFn<I, O>, tag: Tag) -> Frame {
+        let (word, vtable) = f.into_raw();
+        Frame {
+            word,
+            vtable: tagged_frame(vtable, tag),
+        }
+    }
+    #[inline(always)]
+    pub(crate) fn map(k: ErasedFn<Value, Value>) -> Frame {
+        Frame::from_fn(k, Tag::Map)
+    }
+    #[inline(always)]
+    pub(crate) fn flat_map(k: ErasedFn<Value, Node>) -> Frame {
+        Frame::from_fn(k, Tag::FlatMap)
+    }
+    #[inline(always)]
+    pub(crate) fn handle_error_with(k: ErasedFn<Value, Node>) -> Frame {
+        Frame::from_fn(k, Tag::HandleErrorWith)
+    }
+    #[inline(always)]
+    pub(crate) fn map_err(k: ErasedFn<Value, Value>) -> Frame {
+        Frame::from_fn(k, Tag::MapError)
+    }
+    #[inline(always)]
+    pub(crate) fn fold(k: ErasedFn<Res, Res>) -> Frame {
+        Frame::from_fn(k, Tag::Fold)
+    }
+    #[inline(always)]
+    pub(crate) fn fold_with(k: ErasedFn<Res, Node>) -> Frame {
+        Frame::from_fn(k, Tag::FoldWith)
+    }
+
+    /// The frame's kind.
+    #[inline(always)]
+    pub(crate) fn tag(&self) -> Tag {
+        tag_of(self.vtable, FRAME_VTABLE_FIRST)
+    }
+
+    /// Whether popping this frame on success does nothing but drop it.
+    #[inline(always)]
+    pub(crate) fn is_error_handler_only(&self) -> bool {
+        self.is(Tag::HandleErrorWith) || self.is(Tag::MapError) || self.is(Tag::OnCancel)
+    }
+
+    /// Whether the frame is of kind `tag` (cheaper than `tag() == tag`).
+    #[inline(always)]
+    fn is(&self, tag: Tag) -> bool {
+        has_tag(self.vtable, tag, FRAME_VTABLE_KINDS)
+    }
+
+    /// Whether a result passes this frame without a new program being
+    /// evaluated: a value passes error handlers, `map` and `fold`
+    /// (`attempt`, `redeem`); an error passes `map`, `flat_map` (skipped),
+    /// `map_err`, `fold` and `on_cancel`. (Used to place the cancellation
+    /// check at the end of an uncancelable region; see `run_loop.rs`.)
+    #[inline]
+    pub(crate) fn is_passed_through(&self, ok: bool) -> bool {
+        match self.tag() {
+            Tag::Map | Tag::Fold | Tag::MapError | Tag::OnCancel | Tag::TraceScope => true,
+            Tag::HandleErrorWith => ok,
+            Tag::FlatMap => !ok,
+            _ => false,
+        }
+    }
+
+    /// Whether this is a fold frame (`attempt`, `redeem`): it turns a value
+    /// or an error into a value (both of its constructors return `Ok`).
+    #[inline]
+    pub(crate) fn is_fold(&self) -> bool {
+        self.is(Tag::Fold)
+    }
+
+    /// Whether this frame masks again what reaches it: the end of a `poll`,
+    /// or a `guarantee_case` finalizer (which runs masked).
+    #[inline]
+    pub(crate) fn masks_again(&self) -> bool {
+        self.is(Tag::Remask) || self.is(Tag::GuaranteeCase)
+    }
+
+    /// Whether the frame has no payload (its vtable pointer is a bare tag).
+    #[inline(always)]
+    fn is_bare(&self) -> bool {
+        if super::COMPACT {
+            self.vtable.addr() & LOW_BITS == BARE
+        } else {
+            matches!(
+                self.tag(),
+                Tag::Unmask | Tag::Remask | Tag::ResumeUnwind | Tag::TraceScope
+            )
+        }
+    }
+
+    /// Decodes the frame, giving up ownership of its closure.
+    #[inline(always)]
+    pub(crate) fn into_kind(self) -> FrameKind {
+        let this = ManuallyDrop::new(self);
+        let vt = untagged(this.vtable);
+        // SAFETY: the tag says which constructor stored the closure, so the
+        // vtable has the type named in each arm; the closure is moved once.
+        unsafe {
+            match tag_of(this.vtable, FRAME_VTABLE_FIRST) {
+                Tag::Map => FrameKind::Map(ErasedFn::from_raw(this.word, &*vt.cast())),
+                Tag::FlatMap => FrameKind::FlatMap(ErasedFn::from_raw(this.word, &*vt.cast())),
+                Tag::HandleErrorWith => {
+                    FrameKind::HandleErrorWith(ErasedFn::from_raw(this.word, &*vt.cast()))
+                }
+                Tag::MapError => FrameKind::MapError(ErasedFn::from_raw(this.word, &*vt.cast())),
+                Tag::Fold => FrameKind::Fold(ErasedFn::from_raw(this.word, &*vt.cast())),
+                Tag::FoldWith => FrameKind::FoldWith(ErasedFn::from_raw(this.word, &*vt.cast())),
+                Tag::Unmask => FrameKind::Unmask,
+                Tag::Remask => FrameKind::Remask,
+                Tag::ResumeUnwind => FrameKind::ResumeUnwind,
+                Tag::TraceScope => FrameKind::TraceScope(this.word.assume_init().addr() != 0),
+                Tag::OnCancel => FrameKind::OnCancel(ErasedFn::from_raw(this.word, &*vt.cast())),
+                Tag::GuaranteeCase => {
+                    FrameKind::GuaranteeCase(ErasedFn::from_raw(this.word, &*vt.cast()))
+                }
+                Tag::RestoreOk => FrameKind::RestoreOk(Value::from_raw(this.word, &*vt.cast())),
+                Tag::RestoreErr => FrameKind::RestoreErr(Value::from_raw(this.word, &*vt.cast())),
+                _ => unreachable!("io-core: a node tag on a frame"),
+            }
+        }
+    }
+
+    /// Drops the payload without decoding the frame's full kind: every
+    /// frame vtable (`FnVTable`, `ValueVTable`, both `repr(C)`) starts with
+    /// the drop entry.
+    #[inline(always)]
+    fn drop_closure(&mut self) {
+        if self.is_bare() {
+            return;
+        }
+        let vt = self
+            .vtable
+            .map_addr(|a| a & !LOW_BITS)
+            .cast::<FnVTable<Value, Value>>();
+        // SAFETY: a frame with a payload has an `FnVTable<I, O>` or a
+        // `ValueVTable`, both `repr(C)` with `drop: Option<unsafe fn(Word)>`
+        // first; the payload has not been moved out (`into_kind` forgets
+        // the frame).
+        unsafe {
+            if let Some(drop) = (*vt).drop {
+                drop(self.word)
+            }
+        }
+    }
+}
+
+impl Drop for Frame {
+    #[inline(always)]
+    fn drop(&mut self) {
+        self.drop_closure();
+    }
+}

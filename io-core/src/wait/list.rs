@@ -1,0 +1,622 @@
+//! A FIFO list of waiters, each with an id for removal when its wait is
+//! canceled.
+//!
+//! Ids are handed out in increasing order, so the list (a `VecDeque` of
+//! entries, each an id and a waiter) is always sorted by id: removal finds
+//! its entry by binary search and leaves a tombstone, without moving the
+//! other entries, so a cancel storm of `n` waiters costs `O(n log n)`, not
+//! the `O(n²)` of removing from the middle. Tombstones at the front are
+//! popped as the list is consumed; the others are swept out when the buffer
+//! is full and would grow (each sweep is paid for by the removals that made
+//! the tombstones, or by the growth it replaces).
+//!
+//! # Entries
+//!
+//! Ids are 32 bits ([`WaiterId`]) and even: an entry's tag is its id, with
+//! the low bit set once its waiter was taken (a tombstone). The waiter
+//! itself is a `MaybeUninit`, initialized exactly while that bit is clear
+//! (`Entry`, whose `Drop` drops a waiter still there). So an entry is the
+//! id and the waiter, with no tag of an `Option` beside them: 20 bytes
+//! for a `Deferred`'s or a join's waiter on 32-bit targets instead of 24
+//! (a waiter is a callback and a reading function, and a task's `Waker`
+//! already takes the only niche these have), and a wait's cleanup, which
+//! keeps its id, 8 bytes instead of 16 with 64-bit ids.
+//!
+//! Ids wrap after 2^31 waits on one structure, so "sorted" means sorted by
+//! distance from the front entry's id (`id - front`, wrapping): entries are
+//! pushed in id order, so that distance grows from 0 at the front to the
+//! back, across a wrap as anywhere else, as long as the list spans fewer
+//! than 2^31 ids (it holds fewer than 2^31 entries). An id older than the
+//! front entry's is at a distance larger than the back's, and is not
+//! found. The one id that could be taken for another is a removal that
+//! comes 2^31 waits late: a canceled wait's cleanup that runs after 2
+//! billion other waits on the same structure since its own.
+//!
+//! The first waiter of an empty list gets a buffer of exactly one entry: a
+//! deferred or fiber handle awaited by one fiber (the common case) costs one
+//! small allocation, not a node of a tree or a four-entry buffer.
+//!
+//! # Holding what one waits on: weakly while waiting, strongly once granted
+//!
+//! A waiter in a structure's list holds its fiber (through its callback),
+//! and the fiber holds its wait's cancellation cleanup. If that cleanup
+//! held the structure strongly, a fiber waiting on a structure nobody else
+//! can reach would keep itself alive through the structure forever (a cycle
+//! of reference counts; `wait/cell.rs`, "Waits nobody can end"). So:
+//!
+//! * [`cleanup_weakly`] makes a wait's cleanup that holds the structure
+//!   *weakly*, and lets go of the strong reference it is given: a
+//!   structure gone by the time the wait is canceled took the waiter with
+//!   it, and there is nothing to clean up (`Queue`'s take and offer waits;
+//!   `Deferred` and `join` do the same through `fiber/join.rs`'s
+//!   `CellOwner`).
+//! * A [`Ticket`] is for a wait that is *granted* something it must pass
+//!   on later (a semaphore's permit, which the granted fiber releases to
+//!   the fibers queued behind it). While the fiber waits, its ticket says
+//!   `Waiting(id)` and holds nothing: the structure is held only weakly, by
+//!   the cleanup. The grant, made under the structure's lock by a fiber
+//!   that holds the structure strongly (the releaser), puts a strong
+//!   reference in the ticket ([`Ticket::grant`]) together with what it
+//!   grants. From then on the granted fiber owns both: resumed, it takes
+//!   the reference out ([`Ticket::take`]) to hold the structure while it
+//!   holds the permit, and to release it; canceled before it resumes, its
+//!   cleanup finds `Granted` and gives the permit back through that
+//!   reference. Nothing is lost (the reference cannot be gone when the
+//!   permit has to be given back) and nothing is duplicated (the ticket is
+//!   taken once, under the structure's lock, by whichever of the cleanup and
+//!   the continuation runs; `take` leaves `Ended`).
+//!
+//! The ticket never makes a cycle: the list holds a waiter's ticket only
+//! while it is `Waiting` (and then it holds nothing); the grant pops the
+//! waiter first. A fiber that its executor drops (at shutdown) between its
+//! grant and its resumption runs no cleanup, and the permit it was granted
+//! is not given back, as a permit held by a fiber dropped in the middle of
+//! `with_permit` is not (finalizers do not run on a dropped fiber).
+
+use alloc::collections::VecDeque;
+
+use crate::io::IO;
+use crate::sync::{Arc, Mutex, Weak};
+
+/// A wait's cancellation cleanup that holds `owner` weakly (module doc):
+/// `cleanup` runs with the owner if it is still alive when the wait is
+/// canceled; a gone owner took the waiter with it. The strong `owner` is
+/// dropped here.
+#[inline]
+pub(crate) fn cleanup_weakly<T, E, F>(owner: Arc<T>, cleanup: F) -> IO<(), E>
+where
+    T: Send + Sync + 'static,
+    E: Send + 'static,
+    F: FnOnce(&Arc<T>) + Send + 'static,
+{
+    let weak = crate::sync::downgrade(&owner);
+    drop(owner);
+    cleanup_through(weak, cleanup)
+}
+
+/// [`cleanup_weakly`] given the weak reference (for a wait that gives its
+/// strong one to its registration).
+#[inline]
+pub(crate) fn cleanup_through<T, E, F>(owner: Weak<T>, cleanup: F) -> IO<(), E>
+where
+    T: Send + Sync + 'static,
+    E: Send + 'static,
+    F: FnOnce(&Arc<T>) + Send + 'static,
+{
+    IO::delay_untraced(move || {
+        if let Some(owner) = owner.upgrade() {
+            cleanup(&owner);
+        }
+    })
+}
+
+/// Where a granted wait stands (module doc, "Holding what one waits on").
+pub(crate) enum Claim<T> {
+    /// Has not registered yet (canceled before its registration ran):
+    /// holds nothing.
+    Unasked,
+    /// Listed under this id; holds nothing (possibly part of what it
+    /// waits for, counted in its entry).
+    Waiting(WaiterId),
+    /// Granted: the grant, and a strong reference to the structure it
+    /// came from, are the fiber's.
+    Granted(Arc<T>),
+    /// Taken by the continuation or the cleanup.
+    Ended,
+}
+
+/// A granted wait's claim, shared by its list entry, its cleanup and its
+/// continuation (module doc). `T` is the structure waited on.
+pub(crate) struct Ticket<T> {
+    claim: Mutex<Claim<T>>,
+}
+
+impl<T> Ticket<T> {
+    /// A ticket of a wait that has not registered yet.
+    pub(crate) fn new() -> Self {
+        Ticket {
+            claim: Mutex::new(Claim::Unasked),
+        }
+    }
+
+    /// The wait is listed under `id` (under the structure's lock).
+    pub(crate) fn waiting(&self, id: WaiterId) {
+        *self.claim.lock() = Claim::Waiting(id);
+    }
+
+    /// Grants the wait, handing it a strong reference to `owner` (under the
+    /// structure's lock, by a fiber that holds `owner`; or at registration,
+    /// when what it wants is there at once).
+    pub(crate) fn grant(&self, owner: &Arc<T>) {
+        *self.claim.lock() = Claim::Granted(owner.clone());
+    }
+
+    /// Takes the claim, leaving `Ended`: called once, by the continuation
+    /// (after the wait ended) or by the cleanup (under the structure's
+    /// lock, so that no grant comes between its read and its removal of
+    /// the entry).
+    pub(crate) fn take(&self) -> Claim<T> {
+        core::mem::replace(&mut *self.claim.lock(), Claim::Ended)
+    }
+}
+
+/// The id of a listed waiter: 32 bits, wrapping, always even (module doc,
+/// "Entries").
+pub(crate) type WaiterId = u32;
+
+/// The bit of an entry's tag that marks it a tombstone: ids are even, so an
+/// id's own low bit is free to say that its waiter was taken.
+const TAKEN: WaiterId = 1;
+
+/// How far apart consecutive ids are (the low bit belongs to [`TAKEN`]).
+const ID_STEP: WaiterId = 2;
+
+/// One entry of a [`WaiterList`]: a waiter and its id, or, once the waiter
+/// was taken, a tombstone that keeps the id (module doc, "Entries").
+struct Entry<T> {
+    /// The id, with [`TAKEN`] set once the waiter is taken.
+    tag: WaiterId,
+    /// Initialized while [`TAKEN`] is clear; moved out (never to be read
+    /// or dropped again) when it is set.
+    waiter: core::mem::MaybeUninit<T>,
+}
+
+impl<T> Entry<T> {
+    #[inline]
+    fn new(id: WaiterId, waiter: T) -> Self {
+        Entry {
+            tag: id,
+            waiter: core::mem::MaybeUninit::new(waiter),
+        }
+    }
+
+    /// The entry's id (a tombstone keeps it).
+    #[inline]
+    fn id(&self) -> WaiterId {
+        self.tag & !TAKEN
+    }
+
+    /// Whether the entry still holds its waiter.
+    #[inline]
+    fn is_listed(&self) -> bool {
+        self.tag & TAKEN == 0
+    }
+
+    #[inline]
+    fn get(&self) -> Option<&T> {
+        if self.is_listed() {
+            // SAFETY: `TAKEN` is clear, so the waiter is initialized (it is
+            // set only when the waiter is moved out, by `take`).
+            Some(unsafe { self.waiter.assume_init_ref() })
+        } else {
+            None
+        }
+    }
+
+    #[inline]
+    fn get_mut(&mut self) -> Option<&mut T> {
+        if self.is_listed() {
+            // SAFETY: as in `get`.
+            Some(unsafe { self.waiter.assume_init_mut() })
+        } else {
+            None
+        }
+    }
+
+    /// Moves the waiter out, leaving a tombstone; `None` for a tombstone.
+    #[inline]
+    fn take(&mut self) -> Option<T> {
+        if !self.is_listed() {
+            return None;
+        }
+        self.tag |= TAKEN;
+        // SAFETY: `TAKEN` was clear, so the waiter is initialized; it is set
+        // now, so this entry never reads or drops the moved-out value again.
+        Some(unsafe { self.waiter.assume_init_read() })
+    }
+}
+
+impl<T> Drop for Entry<T> {
+    fn drop(&mut self) {
+        drop(self.take());
+    }
+}
+
+/// Waiters in arrival order, removable by id.
+pub(crate) struct WaiterList<T> {
+    entries: VecDeque<Entry<T>>,
+    next_id: WaiterId,
+}
+
+impl<T> WaiterList<T> {
+    /// An empty list (no allocation).
+    pub(crate) const fn new() -> Self {
+        WaiterList {
+            entries: VecDeque::new(),
+            next_id: 0,
+        }
+    }
+
+    /// Adds a waiter at the back; returns its id.
+    pub(crate) fn push(&mut self, waiter: T) -> WaiterId {
+        if self.entries.len() == self.entries.capacity() {
+            if self.entries.capacity() == 0 {
+                self.entries.reserve_exact(1);
+            } else {
+                self.sweep();
+            }
+        }
+        let id = self.next_id;
+        self.next_id = self.next_id.wrapping_add(ID_STEP);
+        self.entries.push_back(Entry::new(id, waiter));
+        id
+    }
+
+    /// Moves the listed waiters to the front, in order, and drops the
+    /// tombstones behind them (a full buffer's sweep, instead of growing).
+    /// One turn of the ring: each entry is popped from the front and, if
+    /// listed, pushed back (never beyond the capacity: one out, at most one
+    /// in). The same result as `VecDeque::retain` in a fraction of its
+    /// code, of which every waiter type has a copy.
+    #[cold]
+    #[inline(never)]
+    fn sweep(&mut self) {
+        for _ in 0..self.entries.len() {
+            if let Some(entry) = self.entries.pop_front()
+                && entry.is_listed()
+            {
+                self.entries.push_back(entry);
+            }
+        }
+    }
+
+    /// Takes the oldest waiter.
+    pub(crate) fn pop(&mut self) -> Option<T> {
+        while let Some(mut entry) = self.entries.pop_front() {
+            if let Some(waiter) = entry.take() {
+                return Some(waiter);
+            }
+        }
+        None
+    }
+
+    /// The oldest waiter, left in the list.
+    pub(crate) fn first_mut(&mut self) -> Option<&mut T> {
+        // A pop may have left a tombstone at the front.
+        self.trim_front();
+        self.entries.front_mut().and_then(Entry::get_mut)
+    }
+
+    /// Removes the waiter `id` if it is still listed, and returns it (for the
+    /// caller to drop once its lock is released).
+    pub(crate) fn remove(&mut self, id: WaiterId) -> Option<T> {
+        let index = self.find(id)?;
+        let waiter = self.entries[index].take();
+        // Keep the ends free of tombstones, so that `is_empty` and `pop` stay
+        // cheap for the usual one-waiter list.
+        self.trim_ends();
+        waiter
+    }
+
+    /// The waiter `id`, if it is still listed.
+    pub(crate) fn get_mut(&mut self, id: WaiterId) -> Option<&mut T> {
+        let index = self.find(id)?;
+        self.entries[index].get_mut()
+    }
+
+    /// The index of the entry `id`: a binary search by distance from the
+    /// front entry's id, which grows along the list across a wrap of the
+    /// ids (module doc).
+    fn find(&self, id: WaiterId) -> Option<usize> {
+        let front = self.entries.front()?.id();
+        let distance = id.wrapping_sub(front);
+        self.entries
+            .binary_search_by_key(&distance, |entry| entry.id().wrapping_sub(front))
+            .ok()
+    }
+
+    /// Pops the tombstones at the front.
+    fn trim_front(&mut self) {
+        while self.entries.front().is_some_and(|entry| !entry.is_listed()) {
+            self.entries.pop_front();
+        }
+    }
+
+    /// Pops the tombstones at both ends.
+    fn trim_ends(&mut self) {
+        while self.entries.back().is_some_and(|entry| !entry.is_listed()) {
+            self.entries.pop_back();
+        }
+        self.trim_front();
+    }
+
+    /// The listed waiters, oldest first, in place (no allocation, no
+    /// change to the list).
+    pub(crate) fn iter_mut(&mut self) -> impl Iterator<Item = &mut T> {
+        self.entries.iter_mut().filter_map(Entry::get_mut)
+    }
+
+    /// The listed waiters, oldest first.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &T> {
+        self.entries.iter().filter_map(Entry::get)
+    }
+
+    /// Takes every waiter, oldest first, leaving the list empty.
+    pub(crate) fn take_all(&mut self) -> impl Iterator<Item = T> + use<T> {
+        core::mem::take(&mut self.entries)
+            .into_iter()
+            .filter_map(|mut entry| entry.take())
+    }
+
+    /// Takes the waiters that `select` picks, oldest first, leaving the
+    /// others listed under their ids.
+    pub(crate) fn take_where(&mut self, mut select: impl FnMut(&T) -> bool) -> alloc::vec::Vec<T> {
+        let mut taken = alloc::vec::Vec::new();
+        for entry in self.entries.iter_mut() {
+            if entry.get().is_some_and(&mut select) {
+                taken.extend(entry.take());
+            }
+        }
+        // Keep the ends free of tombstones (see `remove`).
+        self.trim_ends();
+        taken
+    }
+
+    /// How many waiters are listed.
+    pub(crate) fn len(&self) -> usize {
+        self.entries
+            .iter()
+            .filter(|entry| entry.is_listed())
+            .count()
+    }
+
+    /// Whether no waiter is listed.
+    pub(crate) fn is_empty(&self) -> bool {
+        // The ends are never tombstones, so a non-empty deque has a waiter.
+        self.entries.is_empty()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::{WaiterId, WaiterList};
+    use alloc::vec::Vec;
+
+    #[test]
+    fn waiters_come_out_in_arrival_order_without_the_removed_ones() {
+        let mut list = WaiterList::new();
+        let ids: Vec<WaiterId> = (0..10).map(|i| list.push(i)).collect();
+        assert_eq!(list.remove(ids[3]), Some(3));
+        assert_eq!(list.remove(ids[0]), Some(0));
+        assert_eq!(list.remove(ids[9]), Some(9));
+        assert_eq!(list.remove(ids[3]), None, "a second removal finds nothing");
+        assert_eq!(list.len(), 7);
+        assert_eq!(list.pop(), Some(1));
+        let rest: Vec<i32> = list.take_all().collect();
+        assert_eq!(rest, [2, 4, 5, 6, 7, 8]);
+        assert!(list.is_empty());
+        assert_eq!(list.pop(), None);
+    }
+
+    #[test]
+    fn a_ticket_holds_nothing_while_waiting_and_a_strong_reference_once_granted() {
+        use super::{Claim, Ticket};
+        use crate::sync::Arc;
+        let owner = Arc::new(5u8);
+        let ticket = Ticket::new();
+        assert!(matches!(ticket.take(), Claim::Unasked));
+        ticket.waiting(3);
+        assert_eq!(
+            Arc::strong_count(&owner),
+            1,
+            "a waiting ticket holds nothing"
+        );
+        assert!(matches!(ticket.take(), Claim::Waiting(3)));
+        ticket.grant(&owner);
+        assert_eq!(
+            Arc::strong_count(&owner),
+            2,
+            "the grant hands over a reference"
+        );
+        let Claim::Granted(held) = ticket.take() else {
+            panic!("granted")
+        };
+        assert!(Arc::ptr_eq(&held, &owner));
+        assert!(matches!(ticket.take(), Claim::Ended), "taken once");
+        drop(held);
+        assert_eq!(Arc::strong_count(&owner), 1);
+    }
+
+    #[test]
+    fn a_weak_cleanup_keeps_nothing_alive() {
+        use crate::sync::Arc;
+        let owner = Arc::new(7u8);
+        let cleanup = super::cleanup_weakly::<_, (), _>(owner.clone(), |_| {});
+        assert_eq!(Arc::strong_count(&owner), 1);
+        drop(cleanup);
+    }
+
+    #[test]
+    fn ids_that_wrap_around_still_find_remove_and_order_their_waiters() {
+        let mut list = WaiterList::new();
+        // As after 2^31 - 3 earlier waits on one structure.
+        list.next_id = 0u32.wrapping_sub(6);
+        let ids: Vec<WaiterId> = (0..8).map(|i| list.push(i)).collect();
+        assert_eq!(
+            ids[..4],
+            [
+                0u32.wrapping_sub(6),
+                0u32.wrapping_sub(4),
+                0u32.wrapping_sub(2),
+                0
+            ]
+        );
+        // Found on both sides of the wrap, by removal and by lookup.
+        assert_eq!(list.remove(ids[4]), Some(4));
+        assert_eq!(list.remove(ids[1]), Some(1));
+        assert_eq!(list.get_mut(ids[3]).copied(), Some(3));
+        assert_eq!(list.get_mut(ids[2]).copied(), Some(2));
+        assert_eq!(list.remove(ids[4]), None, "a second removal finds nothing");
+        // Ids older than the front, and ids not handed out yet, are not found.
+        assert_eq!(list.remove(ids[0]), Some(0));
+        assert_eq!(list.remove(ids[0]), None);
+        assert_eq!(list.get_mut(ids[0]), None);
+        assert_eq!(list.get_mut(ids[7].wrapping_add(super::ID_STEP)), None);
+        assert_eq!(list.get_mut(0u32.wrapping_sub(20)), None);
+        // Arrival order is kept across the wrap.
+        assert_eq!(list.pop(), Some(2));
+        let rest: Vec<i32> = list.take_all().collect();
+        assert_eq!(rest, [3, 5, 6, 7]);
+    }
+
+    #[test]
+    fn a_cancel_storm_across_the_wrap_of_the_ids_removes_every_waiter() {
+        let mut list = WaiterList::new();
+        list.next_id = 0u32.wrapping_sub(200);
+        let n = if cfg!(miri) { 150 } else { 1000 };
+        let ids: Vec<WaiterId> = (0..n).map(|i| list.push(i)).collect();
+        // Every other waiter leaves, from the back, then the rest in a
+        // scrambled order: each removal finds its own waiter.
+        for (i, id) in ids.iter().enumerate().rev().step_by(2) {
+            assert_eq!(list.remove(*id), Some(i), "waiter {i}");
+        }
+        let mut left: Vec<usize> = (0..n).rev().skip(1).step_by(2).collect();
+        assert_eq!(list.len(), left.len());
+        left.sort_by_key(|i| (i * 7919) % 1009);
+        for i in left {
+            assert_eq!(list.remove(ids[i]), Some(i), "waiter {i}");
+        }
+        assert!(list.is_empty());
+    }
+
+    #[test]
+    fn the_first_waiter_gets_a_buffer_of_one_entry() {
+        let mut list = WaiterList::new();
+        let id = list.push(1u8);
+        assert_eq!(list.entries.capacity(), 1);
+        assert_eq!(list.remove(id), Some(1));
+        assert!(list.is_empty());
+    }
+
+    #[test]
+    fn a_removed_waiter_of_an_already_taken_list_is_not_found() {
+        let mut list = WaiterList::new();
+        let id = list.push(1u8);
+        assert_eq!(list.take_all().count(), 1);
+        assert_eq!(list.remove(id), None);
+        let later = list.push(2);
+        assert_eq!(
+            later,
+            id.wrapping_add(super::ID_STEP),
+            "ids keep increasing after the list was emptied"
+        );
+        assert_eq!(list.pop(), Some(2));
+    }
+
+    #[test]
+    fn tombstones_are_swept_instead_of_growing_the_buffer_forever() {
+        let mut list = WaiterList::new();
+        let n = if cfg!(miri) { 200 } else { 100_000 };
+        // One long-lived waiter at the front, and a stream of waiters that
+        // are removed again: the buffer stays small.
+        list.push(usize::MAX);
+        for i in 0..n {
+            let keep = list.push(i);
+            let id = list.push(i);
+            assert_eq!(list.remove(id), Some(i));
+            assert_eq!(list.remove(keep), Some(i));
+        }
+        assert!(list.entries.capacity() <= 4, "{}", list.entries.capacity());
+        // Removals in the middle leave tombstones; pushing sweeps them.
+        let ids: Vec<WaiterId> = (0..64).map(|i| list.push(i)).collect();
+        for id in &ids[..63] {
+            assert!(list.remove(*id).is_some());
+        }
+        for i in 0..64 {
+            list.push(1000 + i);
+        }
+        assert!(
+            list.entries.capacity() <= 128,
+            "{}",
+            list.entries.capacity()
+        );
+        assert_eq!(list.len(), 66);
+        // The sweep kept the ids in order: they are still found.
+        assert_eq!(list.get_mut(ids[63]).copied(), Some(63));
+        assert_eq!(list.pop(), Some(usize::MAX));
+        assert_eq!(list.pop(), Some(63));
+        assert_eq!(list.pop(), Some(1000));
+    }
+
+    #[test]
+    fn an_entry_is_its_id_and_its_waiter_with_no_tag_beside_them() {
+        use core::mem::size_of;
+        let word = size_of::<usize>();
+        // A `Deferred`'s or a join's waiter: 20 bytes on 32-bit targets (an
+        // `Option` beside the id made it 24), 40 on 64-bit.
+        type JoinWaiter = crate::wait::cell::Listed;
+        assert_eq!(size_of::<JoinWaiter>(), 4 * word);
+        assert_eq!(size_of::<super::Entry<JoinWaiter>>(), 5 * word);
+        assert!(
+            size_of::<super::Entry<JoinWaiter>>() < size_of::<(WaiterId, Option<JoinWaiter>)>()
+        );
+    }
+
+    #[test]
+    fn waiters_left_in_the_list_or_its_iterators_are_dropped_once() {
+        use crate::sync::Arc;
+        let probe = Arc::new(());
+        let mut list = WaiterList::new();
+        let ids: Vec<WaiterId> = (0..6).map(|_| list.push(probe.clone())).collect();
+        assert_eq!(Arc::strong_count(&probe), 7);
+        drop(list.remove(ids[2]));
+        drop(list.pop());
+        assert_eq!(
+            Arc::strong_count(&probe),
+            5,
+            "taken waiters are the caller's"
+        );
+        // Tombstones in the middle, then a list dropped with waiters in it.
+        let mut other = WaiterList::new();
+        let more: Vec<WaiterId> = (0..4).map(|_| other.push(probe.clone())).collect();
+        drop(other.remove(more[1]));
+        drop(other);
+        assert_eq!(Arc::strong_count(&probe), 5);
+        // A `take_all` iterator dropped half way drops the rest.
+        let mut all = list.take_all();
+        drop(all.next());
+        drop(all);
+        assert_eq!(Arc::strong_count(&probe), 1);
+        assert!(list.is_empty());
+        // `take_where` leaves the others listed under their ids.
+        let kept = list.push(probe.clone());
+        list.push(probe.clone());
+        let mut first = true;
+        let taken = list.take_where(|_| !core::mem::take(&mut first));
+        assert_eq!(taken.len(), 1);
+        assert!(list.get_mut(kept).is_some());
+        drop(taken);
+        drop(list);
+        assert_eq!(Arc::strong_count(&probe), 1);
+    }
+}
