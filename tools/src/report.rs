@@ -49,6 +49,7 @@ pub const END_MARKER: &str = "<!-- suite:end -->";
 pub const GROUP_PREFIX: &str = "suite.";
 /// The runtimes (criterion function ids) in column order: Spindle's four
 /// executors (`spindle_tokio` is exec-tokio), then the tokio references.
+/// The chart draws these, each in its color (`report/svg.rs`).
 pub const RUNTIMES: [&str; 6] = [
     "single",
     "wstp",

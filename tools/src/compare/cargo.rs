@@ -13,22 +13,41 @@ use serde_json::Value;
 use super::error::{CompareError, io_error};
 use super::worktree::Side;
 
+/// How many of cargo's last lines a build failure quotes.
+const TAIL_LINES: usize = 40;
+
+/// The messages of `reason` (`compiler-artifact`, `compiler-message`) among
+/// cargo's JSON lines, in order; lines that are not JSON are skipped.
+fn messages<'a>(
+    json_lines: &'a str,
+    reason: &'a str,
+) -> impl DoubleEndedIterator<Item = Value> + 'a {
+    json_lines
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(move |msg| msg.get("reason").and_then(Value::as_str) == Some(reason))
+}
+
+/// The name of a target in cargo's JSON (an artifact's `target`, or one of
+/// `cargo metadata`'s `targets`) when it is a bench target.
+fn bench_name(target: &Value) -> Option<&str> {
+    let is_bench = target
+        .get("kind")
+        .and_then(Value::as_array)
+        .is_some_and(|kinds| kinds.iter().any(|k| k.as_str() == Some("bench")));
+    if is_bench {
+        target.get("name")?.as_str()
+    } else {
+        None
+    }
+}
+
 /// The executable of bench target `name` in the JSON lines of `cargo bench
 /// --no-run --message-format=json` (the last `compiler-artifact` of a
 /// `bench` target of that name that names one).
 pub fn bench_executable(json_lines: &str, name: &str) -> Option<PathBuf> {
-    json_lines
-        .lines()
-        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-        .filter(|msg| msg.get("reason").and_then(Value::as_str) == Some("compiler-artifact"))
-        .filter(|msg| {
-            let target = msg.get("target");
-            target.and_then(|t| t.get("name")).and_then(Value::as_str) == Some(name)
-                && target
-                    .and_then(|t| t.get("kind"))
-                    .and_then(Value::as_array)
-                    .is_some_and(|kinds| kinds.iter().any(|k| k.as_str() == Some("bench")))
-        })
+    messages(json_lines, "compiler-artifact")
+        .filter(|msg| msg.get("target").and_then(bench_name) == Some(name))
         .filter_map(|msg| msg.get("executable")?.as_str().map(PathBuf::from))
         .next_back()
 }
@@ -36,10 +55,7 @@ pub fn bench_executable(json_lines: &str, name: &str) -> Option<PathBuf> {
 /// The rendered error messages among cargo's JSON lines (what a failed
 /// build would have printed).
 pub fn compiler_errors(json_lines: &str) -> Vec<String> {
-    json_lines
-        .lines()
-        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-        .filter(|msg| msg.get("reason").and_then(Value::as_str) == Some("compiler-message"))
+    messages(json_lines, "compiler-message")
         .filter_map(|msg| {
             let message = msg.get("message")?;
             let level = message.get("level")?.as_str()?;
@@ -64,12 +80,8 @@ pub fn bench_targets(metadata_json: &str, package: &str) -> Option<Vec<String>> 
         .get("targets")?
         .as_array()?
         .iter()
-        .filter(|t| {
-            t.get("kind")
-                .and_then(Value::as_array)
-                .is_some_and(|kinds| kinds.iter().any(|k| k.as_str() == Some("bench")))
-        })
-        .filter_map(|t| t.get("name")?.as_str().map(str::to_owned))
+        .filter_map(bench_name)
+        .map(str::to_owned)
         .collect();
     names.sort();
     Some(names)
@@ -97,7 +109,7 @@ pub(super) fn build_side(side: &Side, bench: &str) -> Result<PathBuf, CompareErr
     if !metadata.status.success() {
         return Err(CompareError::BuildFailed {
             side: side.name,
-            tail: tail(&String::from_utf8_lossy(&metadata.stderr), 40),
+            tail: tail(&String::from_utf8_lossy(&metadata.stderr), TAIL_LINES),
         });
     }
     let targets = bench_targets(&String::from_utf8_lossy(&metadata.stdout), "benches");
@@ -136,7 +148,7 @@ pub(super) fn build_side(side: &Side, bench: &str) -> Result<PathBuf, CompareErr
         if let Some(stderr) = stderr {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
                 eprintln!("{line}");
-                if last.len() == 40 {
+                if last.len() == TAIL_LINES {
                     last.pop_front();
                 }
                 last.push_back(line);
@@ -161,7 +173,7 @@ pub(super) fn build_side(side: &Side, bench: &str) -> Result<PathBuf, CompareErr
         text.push_str(&stderr_tail);
         return Err(CompareError::BuildFailed {
             side: side.name,
-            tail: tail(&text, 40),
+            tail: tail(&text, TAIL_LINES),
         });
     }
     bench_executable(&stdout, bench).ok_or_else(|| CompareError::NoExecutable {

@@ -71,7 +71,7 @@
 //!   [`reference_drift`].
 //! * `render.rs`: the JMH-style tables ([`render_tables`], [`workload_of`],
 //!   [`Tally`]) and the whole output with its summary ([`report`]).
-//! * `run.rs`: [`run`], the comparison from end to end: the sides, the
+//! * `run.rs`: [`run()`], the comparison from end to end: the sides, the
 //!   builds and the alternating rounds.
 
 mod args;

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use super::rounds::{Rounds, by_id};
 use super::stats::{
-    VERDICT_STANDARD_ERRORS, Verdict, own_noise, reference_drift, round_noise, score, verdict,
+    VERDICT_STANDARD_ERRORS, Verdict, reference_drift, round_noise, row_noise, score, verdict,
 };
 use crate::results::BenchId;
 
@@ -28,12 +28,19 @@ pub fn workload_of(group: &str) -> (&str, &str) {
 /// alphabetically.
 const RUNTIME_ORDER: [&str; 6] = ["spindle", "single", "wstp", "batching", "tokio", "tokio_mt"];
 
+/// A runtime's place in [`RUNTIME_ORDER`] (after them for the others).
+fn runtime_rank(runtime: &str) -> usize {
+    RUNTIME_ORDER
+        .iter()
+        .position(|r| *r == runtime)
+        .unwrap_or(RUNTIME_ORDER.len())
+}
+
+/// A row's place in its table: by name, runtime, then size (numeric
+/// sizes in numeric order).
 fn row_key(id: &BenchId) -> (String, usize, String, u64, String) {
     let (_, name) = workload_of(&id.group);
-    let rank = RUNTIME_ORDER
-        .iter()
-        .position(|r| *r == id.function)
-        .unwrap_or(RUNTIME_ORDER.len());
+    let rank = runtime_rank(&id.function);
     let param = id.param.clone().unwrap_or_default();
     let numeric = param.parse::<u64>().unwrap_or(u64::MAX);
     (name.to_owned(), rank, id.function.clone(), numeric, param)
@@ -107,14 +114,11 @@ pub fn render_tables(rounds: &Rounds) -> (String, Tally) {
             let h = head.get(id).and_then(|ms| score(ms));
             let (ratio, verdict) = match (&b, &h) {
                 (Some(b), Some(h)) => {
-                    let own = match (base.get(id), head.get(id)) {
-                        (Some(bs), Some(hs)) => own_noise(bs, hs),
-                        _ => None,
-                    };
-                    let noise = match (noise_by_runtime.get(&id.function).copied(), own) {
-                        (Some(a), Some(b)) => Some(a.max(b)),
-                        (a, b) => a.or(b),
-                    };
+                    let noise = row_noise(
+                        noise_by_runtime.get(&id.function).copied(),
+                        base.get(id).map(Vec::as_slice),
+                        head.get(id).map(Vec::as_slice),
+                    );
                     let (ratio, verdict) = verdict(b, h, noise);
                     match verdict {
                         Verdict::Faster => tally.faster += 1,
@@ -248,12 +252,7 @@ pub fn report(header: &str, rounds: &Rounds, runs: &Path) -> String {
     let noise = round_noise(rounds);
     if !noise.is_empty() {
         let mut runtimes: Vec<(&String, &f64)> = noise.iter().collect();
-        runtimes.sort_by_key(|(rt, _)| {
-            RUNTIME_ORDER
-                .iter()
-                .position(|r| r == rt)
-                .unwrap_or(RUNTIME_ORDER.len())
-        });
+        runtimes.sort_by_key(|(rt, _)| runtime_rank(rt));
         let list: Vec<String> = runtimes
             .iter()
             .map(|(rt, sd)| format!("{rt} {:.1}%", *sd * 100.0))

@@ -1,7 +1,8 @@
 //! The measurements of a comparison: [`Rounds`] holds both sides'
 //! criterion results, one set per round, as the rounds ran or as
 //! [`read_runs`] reads them back from `target/bench-compare/runs`
-//! (`--from-runs`).
+//! (`--from-runs`), where each round's results lie in a directory of its
+//! own ([`round_dir`]).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -16,6 +17,23 @@ pub struct Rounds {
     pub base: Vec<Vec<Measurement>>,
     /// The head side.
     pub head: Vec<Vec<Measurement>>,
+}
+
+impl Rounds {
+    /// Adds the next round of side `side` (`base` or `head`).
+    pub(super) fn push(&mut self, side: &str, round: Vec<Measurement>) {
+        if side == "base" {
+            self.base.push(round);
+        } else {
+            self.head.push(round);
+        }
+    }
+}
+
+/// Where criterion writes side `side`'s results of round `round` (from 1)
+/// under `runs`: `<side>-round<round>`, as [`read_runs`] finds them.
+pub(super) fn round_dir(runs: &Path, side: &str, round: u32) -> PathBuf {
+    runs.join(format!("{side}-round{round}"))
 }
 
 /// A side's measurements grouped by benchmark, in round order.
@@ -54,11 +72,7 @@ pub fn read_runs(runs: &Path) -> Result<Rounds, CompareError> {
     let mut rounds = Rounds::default();
     for (_, side, dir) in dirs {
         let found = read_results(&dir)?;
-        if side == "base" {
-            rounds.base.push(found);
-        } else {
-            rounds.head.push(found);
-        }
+        rounds.push(side, found);
     }
     if rounds.base.is_empty() || rounds.head.is_empty() {
         return Err(CompareError::NoRuns(runs.to_path_buf()));

@@ -12,7 +12,7 @@ use super::cargo::build_side;
 use super::error::{CompareError, io_error};
 use super::git::git;
 use super::render::report;
-use super::rounds::{Rounds, read_runs};
+use super::rounds::{Rounds, read_runs, round_dir};
 use super::worktree::{Side, prepare_side, remove_stale_worktrees};
 use crate::results::read_results;
 
@@ -119,7 +119,7 @@ pub fn run(args: &Args) -> Result<String, CompareError> {
             [(&head, &head_exe), (&base, &base_exe)]
         };
         for (side, exe) in order {
-            let home = runs.join(format!("{}-round{round}", side.name));
+            let home = round_dir(&runs, side.name, round);
             eprintln!(
                 "bench-compare: round {round}/{}: {} ({})",
                 args.rounds, side.name, side.label
@@ -133,11 +133,7 @@ pub fn run(args: &Args) -> Result<String, CompareError> {
                     filter: args.filter.clone(),
                 });
             }
-            if side.name == "base" {
-                rounds.base.push(found);
-            } else {
-                rounds.head.push(found);
-            }
+            rounds.push(side.name, found);
         }
     }
 

@@ -28,15 +28,11 @@ pub struct Score {
 /// (`None` when there are none). One iteration is one operation, so a
 /// round scores `1e9 / median_ns` ops/s.
 pub fn score(rounds: &[&Measurement]) -> Option<Score> {
-    let mut ops: Vec<f64> = rounds.iter().map(|m| 1e9 / m.median_ns).collect();
+    let mut ops: Vec<f64> = rounds.iter().map(|m| m.ops_per_sec()).collect();
     ops.sort_by(f64::total_cmp);
     let (&low, &high) = (ops.first()?, ops.last()?);
     let n = ops.len();
-    let score = if n % 2 == 1 {
-        ops[n / 2]
-    } else {
-        (ops[n / 2 - 1] + ops[n / 2]) / 2.0
-    };
+    let score = median(&ops)?;
     let (low, high) = if n == 1 {
         let (lower_ns, upper_ns) = rounds[0].median_ci_ns;
         let low = if upper_ns > 0.0 { 1e9 / upper_ns } else { low };
@@ -52,6 +48,16 @@ pub fn score(rounds: &[&Measurement]) -> Option<Score> {
         low,
         high,
     })
+}
+
+/// The median of `sorted` (in ascending order), `None` when it is empty.
+fn median(sorted: &[f64]) -> Option<f64> {
+    let n = sorted.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(sorted[n / 2]),
+        _ => Some((sorted[n / 2 - 1] + sorted[n / 2]) / 2.0),
+    }
 }
 
 /// Head against base.
@@ -93,7 +99,7 @@ fn log_spread(ms: &[&Measurement]) -> Option<(f64, usize)> {
     if ms.len() < 2 {
         return None;
     }
-    let logs: Vec<f64> = ms.iter().map(|m| (1e9 / m.median_ns).ln()).collect();
+    let logs: Vec<f64> = ms.iter().map(|m| m.ops_per_sec().ln()).collect();
     let mean = logs.iter().sum::<f64>() / logs.len() as f64;
     let squares = logs.iter().map(|x| (x - mean).powi(2)).sum();
     Some((squares, logs.len() - 1))
@@ -129,13 +135,31 @@ pub fn round_noise(rounds: &Rounds) -> BTreeMap<String, f64> {
 
 /// One benchmark's own round-to-round noise, pooled over its two sides,
 /// like [`round_noise`] for one row.
-pub(super) fn own_noise(base: &[&Measurement], head: &[&Measurement]) -> Option<f64> {
+fn own_noise(base: &[&Measurement], head: &[&Measurement]) -> Option<f64> {
     let (mut squares, mut dof) = (0.0, 0);
     for (s, d) in [log_spread(base), log_spread(head)].into_iter().flatten() {
         squares += s;
         dof += d;
     }
     (dof > 0).then(|| (squares / dof as f64).sqrt())
+}
+
+/// The noise to assume for one benchmark in [`verdict`]: the larger of its
+/// runtime's pooled [`round_noise`] (`runtime`) and its own rounds' on the
+/// two sides, or whichever of them is known.
+pub(super) fn row_noise(
+    runtime: Option<f64>,
+    base: Option<&[&Measurement]>,
+    head: Option<&[&Measurement]>,
+) -> Option<f64> {
+    let own = match (base, head) {
+        (Some(bs), Some(hs)) => own_noise(bs, hs),
+        _ => None,
+    };
+    match (runtime, own) {
+        (Some(a), Some(b)) => Some(a.max(b)),
+        (a, b) => a.or(b),
+    }
 }
 
 /// `head.score / base.score` (above 1: head is faster) and the verdict.
@@ -192,12 +216,7 @@ pub fn reference_drift(rounds: &Rounds) -> Option<(usize, f64, f64, f64)> {
         .collect();
     ratios.sort_by(f64::total_cmp);
     let n = ratios.len();
-    let median = match n {
-        0 => return None,
-        _ if n % 2 == 1 => ratios[n / 2],
-        _ => (ratios[n / 2 - 1] + ratios[n / 2]) / 2.0,
-    };
-    Some((n, median, ratios[0], ratios[n - 1]))
+    Some((n, median(&ratios)?, ratios[0], ratios[n - 1]))
 }
 
 #[cfg(test)]

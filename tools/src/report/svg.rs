@@ -10,16 +10,17 @@ use std::fmt;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::{Measurement, ReportError, Workload, format_si, group};
+use super::{Measurement, RUNTIMES, ReportError, Workload, format_si, group};
 
-/// The runtimes the chart draws, with their colors.
-const CHART_RUNTIMES: [(&str, RGBColor); 6] = [
-    ("single", RGBColor(31, 119, 180)),
-    ("wstp", RGBColor(44, 160, 44)),
-    ("batching", RGBColor(148, 103, 189)),
-    ("spindle_tokio", RGBColor(140, 86, 75)),
-    ("tokio", RGBColor(255, 127, 14)),
-    ("tokio_mt", RGBColor(214, 39, 40)),
+/// The color of each of [`RUNTIMES`] (the runtimes the chart draws), in
+/// that order.
+const COLORS: [RGBColor; RUNTIMES.len()] = [
+    RGBColor(31, 119, 180),  // single
+    RGBColor(44, 160, 44),   // wstp
+    RGBColor(148, 103, 189), // batching
+    RGBColor(140, 86, 75),   // spindle_tokio
+    RGBColor(255, 127, 14),  // tokio
+    RGBColor(214, 39, 40),   // tokio_mt
 ];
 
 /// [`ReportError::Chart`] for what plotters reports.
@@ -33,9 +34,9 @@ fn chart_error(e: impl fmt::Display) -> ReportError {
 /// log scale.
 pub fn render_svg(results: &[Measurement]) -> Result<String, ReportError> {
     let workloads: Vec<Workload<'_>> = group(results);
-    let present: Vec<(&str, RGBColor)> = CHART_RUNTIMES
-        .iter()
-        .copied()
+    let present: Vec<(&str, RGBColor)> = RUNTIMES
+        .into_iter()
+        .zip(COLORS)
         .filter(|(rt, _)| workloads.iter().any(|w| w.runtimes.contains(rt)))
         .collect();
     let max_rows = workloads.iter().map(|w| w.rows.len()).max().unwrap_or(1);
