@@ -211,8 +211,22 @@ pub fn read_results(dir: &Path) -> Result<Vec<Measurement>, ResultsError> {
     Ok(found)
 }
 
+/// Criterion's files and a scratch directory for the tests of the tools
+/// that read them.
 #[cfg(test)]
 pub(crate) mod fixtures {
+    use std::path::PathBuf;
+
+    /// A fresh, empty directory under the system's temporary directory,
+    /// unique to this process and `name`.
+    pub(crate) fn a_fresh_dir(name: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("bench-compare-test-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        dir
+    }
+
     pub(crate) const ESTIMATES: &str = r#"{"mean":{"confidence_interval":{"confidence_level":0.95,"lower_bound":270204.9,"upper_bound":273793.9},"point_estimate":271840.8,"standard_error":922.3},"median":{"confidence_interval":{"confidence_level":0.95,"lower_bound":250000.0,"upper_bound":400000.0},"point_estimate":320000.0,"standard_error":748.9},"median_abs_dev":{"confidence_interval":{"confidence_level":0.95,"lower_bound":1334.0,"upper_bound":3999.7},"point_estimate":2776.8,"standard_error":732.9},"slope":null,"std_dev":{"confidence_interval":{"confidence_level":0.95,"lower_bound":1835.2,"upper_bound":5801.3},"point_estimate":4240.9,"standard_error":1050.2}}"#;
 
     pub(crate) const BENCHMARK: &str = r#"{"group_id":"suite.ShallowBind.pure","function_id":"single","value_str":"10000","throughput":{"Elements":10000},"full_id":"suite.ShallowBind.pure/single/10000","directory_name":"suite.ShallowBind.pure/single/10000","title":"suite.ShallowBind.pure/single/10000"}"#;
@@ -220,7 +234,7 @@ pub(crate) mod fixtures {
 
 #[cfg(test)]
 mod tests {
-    use super::fixtures::{BENCHMARK, ESTIMATES};
+    use super::fixtures::{BENCHMARK, ESTIMATES, a_fresh_dir};
     use super::*;
 
     #[test]
@@ -264,7 +278,7 @@ mod tests {
 
     #[test]
     fn results_are_read_from_every_new_directory_under_criterion_home() {
-        let home = crate::compare::tests::a_fresh_dir("results");
+        let home = a_fresh_dir("results");
         for (function, median) in [("single", 320000.0), ("tokio", 640000.0)] {
             let new = home
                 .join("suite.ShallowBind.pure")
@@ -304,7 +318,7 @@ mod tests {
 
     #[test]
     fn a_broken_estimates_file_is_an_error_naming_the_file() {
-        let home = crate::compare::tests::a_fresh_dir("broken");
+        let home = a_fresh_dir("broken");
         let new = home.join("g").join("f").join("new");
         std::fs::create_dir_all(&new).expect("dirs");
         std::fs::write(new.join("benchmark.json"), BENCHMARK).expect("write");
