@@ -16,13 +16,15 @@
 //! boxed. Two words travel in two registers: a value
 //! returned by a continuation never goes through memory.
 //!
-//! Vtables are aligned to 32 bytes on 64-bit targets, 16 on narrower ones,
-//! so that `engine/node/` can keep a node's kind in the low bits of the vtable
-//! pointer (a node is then two words too). The alignment is padding: a
-//! vtable is two words, 8 bytes on a 32-bit microcontroller, where 32-byte
-//! alignment cost 24 bytes of flash per vtable (about 2 KB in the
-//! firmware example); 16 costs 8, for a slightly longer tag decoding there
-//! (`engine/node/mod.rs`, "Encoding").
+//! Vtables are aligned to 64 bytes on 64-bit targets, 16 on narrower ones,
+//! so that `engine/node/` can keep a node's kind in the low bits of the
+//! vtable pointer (a node is then two words too): six bits, 64 kinds, on a
+//! host. The alignment is padding in read-only data, never on the heap or
+//! in a step's instructions: a host vtable takes 64 bytes instead of its 24
+//! to 40. On a 32-bit microcontroller, where a vtable is 8 to 20 bytes and
+//! flash is scarce, 32-byte alignment cost 24 bytes of flash per vtable
+//! (about 2 KB in the firmware example); 16 costs 8, for a slightly longer
+//! tag decoding there (`engine/node/mod.rs`, "Encoding").
 //!
 //! # Invariants
 //!
@@ -197,7 +199,7 @@ const fn drop_fn<T>() -> Option<unsafe fn(Word)> {
 /// statically: [`Value::is`]). A function, since `TypeId::of` is not
 /// `const` at the crate's minimum Rust version; the vtable is padded to its
 /// alignment anyway, so it takes no space.
-#[cfg_attr(target_pointer_width = "64", repr(C, align(32)))]
+#[cfg_attr(target_pointer_width = "64", repr(C, align(64)))]
 #[cfg_attr(not(target_pointer_width = "64"), repr(C, align(16)))]
 pub(crate) struct ValueVTable {
     pub(crate) drop: Option<unsafe fn(Word)>,
@@ -316,7 +318,7 @@ impl Value {
 
 /// An `Option<Result<Value, Value>>` in a value's two words, not three:
 /// the result's side is the low bit of the vtable pointer (vtables are
-/// 32-aligned, so the bit is free) and "empty" is a null vtable pointer.
+/// 16-aligned at least, so the bit is free) and "empty" is a null vtable pointer.
 /// A fiber's header keeps the result a callback delivers in one, so that
 /// every fiber is a word smaller.
 pub(crate) struct ResSlot {
@@ -391,7 +393,7 @@ impl Drop for Value {
 // ---------------------------------------------------------------------------
 
 /// Vtable of an erased `FnOnce(I) -> O`.
-#[cfg_attr(target_pointer_width = "64", repr(C, align(32)))]
+#[cfg_attr(target_pointer_width = "64", repr(C, align(64)))]
 #[cfg_attr(not(target_pointer_width = "64"), repr(C, align(16)))]
 pub(crate) struct FnVTable<I, O> {
     pub(crate) drop: Option<unsafe fn(Word)>,

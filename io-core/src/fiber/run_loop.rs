@@ -57,7 +57,7 @@ use super::state::TransitionToSuspended;
 use super::vtable::{Fiber, FiberInner};
 use crate::combinators::monad_cancel::Poll;
 use crate::engine::erased::Value;
-use crate::engine::node::{Frame, FrameKind, GuaranteeK, Kind, Node, Tag};
+use crate::engine::node::{Frame, FrameKind, Kind, Node, OnOutcome, Tag};
 use crate::engine::tracing::OwnedRing;
 use crate::executor::{Executor, TimerCallback};
 use crate::outcome::Outcome;
@@ -244,6 +244,57 @@ macro_rules! record {
     };
 }
 
+/// The shape every step that waits shares (`from_callback`, its form with
+/// a deadline, `sleep`, `blocking`, `never`), run in the loop's own body:
+///
+/// 1. a cancellation the fiber can observe now ends the step before it
+///    starts anything (it unwinds instead);
+/// 2. a new suspension generation begins, and `$start` sets up what will
+///    end the wait (a callback registration, a timer, a blocking task) with
+///    callbacks of that generation, giving what the fiber keeps while it
+///    waits;
+/// 3. if a completer delivered the result during the setup, `$undo`
+///    releases what was kept (a finalizer, a timer; without `undo` it is
+///    dropped) and the fiber goes on
+///    with the result at once, on this thread; otherwise `$keep` turns it
+///    into where the fiber resumes (`core.next`), the fiber's `$state` is
+///    recorded for dumps, and it leaves the loop to suspend,
+///    `$interruptible` by cancellation.
+///
+/// A macro rather than a function: the run-loop's hottest steps (binds)
+/// share its body, and a function here, even inlined, changed how the
+/// compiler laid out the whole loop (2 to 3% more instructions per bind,
+/// callgrind); out of line it cost a suspension 12%.
+macro_rules! wait {
+    ($core:ident, $header:ident, $ring:ident, $state:ident, $interruptible:expr,
+     start: |$generation:ident| $start:expr,
+     $(undo: |$undo_kept:pat_param| $undo:expr,)?
+     keep: |$keep_kept:pat_param| $keep:expr $(,)?) => {
+        if should_cancel($core, $header) {
+            begin_cancel($core, Node::unwind())
+        } else {
+            let $generation = $header.begin_suspension();
+            let kept = $start;
+            match $header.take_if_done() {
+                Some(Some(res)) => {
+                    $(
+                        let $undo_kept = kept;
+                        $undo;
+                    )?
+                    Node::from_res(res)
+                }
+                _ => {
+                    let $keep_kept = kept;
+                    $core.next = $keep;
+                    activity!($ring, $state);
+                    let interruptible = $interruptible;
+                    return suspend($core, interruptible);
+                }
+            }
+        }
+    };
+}
+
 /// The run-loop; `TRACING`: the fiber traces (`core.flags.is_on()`), for as
 /// long as this call runs (it returns [`Exit::Switch`] when that changes).
 /// `budget`: the steps left before the next auto-yield, when a switch
@@ -321,9 +372,8 @@ fn run_loop<X: Executor, const TRACING: bool>(
     if should_cancel(core, header) {
         node = begin_cancel(core, node);
     }
-    // SAFETY (for every `call` below): each frame and node was built by the
-    // typed API, whose adapters expect exactly the erased input they get:
-    // the value or error of the source program they were attached to.
+    // Every continuation is called through a safe method of its role
+    // (`engine/node/cont.rs` says why each is given what it expects).
     loop {
         if budget == 0 {
             // Yield (and observe cancellation) where a new program starts,
@@ -355,10 +405,10 @@ fn run_loop<X: Executor, const TRACING: bool>(
                         completed!(run);
                         return Exit::Completed;
                     }
-                    Some(FrameKind::FlatMap(f)) => unsafe { f.call(value) },
-                    Some(FrameKind::Map(f)) => Node::pure(unsafe { f.call(value) }),
-                    Some(FrameKind::Fold(f)) => Node::from_res(unsafe { f.call(Ok(value)) }),
-                    Some(FrameKind::FoldWith(f)) => unsafe { f.call(Ok(value)) },
+                    Some(FrameKind::FlatMap(f)) => f.apply(value),
+                    Some(FrameKind::Map(f)) => Node::pure(f.apply(value)),
+                    Some(FrameKind::Fold(f)) => Node::from_res(f.apply(Ok(value))),
+                    Some(FrameKind::FoldWith(f)) => f.apply(Ok(value)),
                     Some(FrameKind::Unmask) => {
                         core.unmask();
                         unmasked(core, header, Node::pure(value), true)
@@ -410,10 +460,10 @@ fn run_loop<X: Executor, const TRACING: bool>(
                     completed!(run);
                     return Exit::Completed;
                 }
-                Some(FrameKind::HandleErrorWith(f)) => unsafe { f.call(error) },
-                Some(FrameKind::MapError(f)) => Node::error(unsafe { f.call(error) }),
-                Some(FrameKind::Fold(f)) => Node::from_res(unsafe { f.call(Err(error)) }),
-                Some(FrameKind::FoldWith(f)) => unsafe { f.call(Err(error)) },
+                Some(FrameKind::HandleErrorWith(f)) => f.apply(error),
+                Some(FrameKind::MapError(f)) => Node::error(f.apply(error)),
+                Some(FrameKind::Fold(f)) => Node::from_res(f.apply(Err(error))),
+                Some(FrameKind::FoldWith(f)) => f.apply(Err(error)),
                 Some(FrameKind::Unmask) => {
                     core.unmask();
                     unmasked(core, header, Node::error(error), false)
@@ -423,7 +473,7 @@ fn run_loop<X: Executor, const TRACING: bool>(
                     Node::error(error)
                 }
                 Some(FrameKind::GuaranteeCase(f)) => {
-                    let (finalizer, outcome) = unsafe { f.call(Outcome::Errored(error)) };
+                    let (finalizer, outcome) = f.apply(Outcome::Errored(error));
                     let Outcome::Errored(error) = outcome else {
                         unreachable!("io-core: a guarantee gives its outcome back")
                     };
@@ -467,13 +517,13 @@ fn run_loop<X: Executor, const TRACING: bool>(
             },
             Kind::Delay(thunk) => {
                 record!(ring, thunk.op(), thunk.site());
-                Node::pure(unsafe { thunk.call(()) })
+                Node::pure(thunk.invoke(()))
             }
             Kind::Defer(thunk) => {
                 record!(ring, thunk.op(), thunk.site());
                 // A `guarantee_case` it returns is installed in this same
                 // step (see the module doc).
-                match unsafe { thunk.call(()) }.into_guarantee_case() {
+                match thunk.invoke(()).into_guarantee_case() {
                     Ok(bind) => {
                         record!(ring, bind.k().op(), bind.site());
                         let (source, finalizer) = bind.into_parts();
@@ -489,7 +539,7 @@ fn run_loop<X: Executor, const TRACING: bool>(
                 record!(ring, bind.k().op(), bind.site());
                 let (source, k) = bind.into_parts();
                 match source.into_settled() {
-                    Ok(Ok(value)) => unsafe { k.call(value) },
+                    Ok(Ok(value)) => k.apply(value),
                     Ok(Err(error)) => Node::error(error),
                     Err(source) => {
                         core.stack.push(Frame::flat_map(k));
@@ -501,7 +551,7 @@ fn run_loop<X: Executor, const TRACING: bool>(
                 record!(ring, bind.k().op(), bind.site());
                 let (source, k) = bind.into_parts();
                 match source.into_settled() {
-                    Ok(Ok(value)) => Node::pure(unsafe { k.call(value) }),
+                    Ok(Ok(value)) => Node::pure(k.apply(value)),
                     Ok(Err(error)) => Node::error(error),
                     Err(source) => {
                         core.stack.push(Frame::map(k));
@@ -514,7 +564,7 @@ fn run_loop<X: Executor, const TRACING: bool>(
                 let (source, k) = bind.into_parts();
                 match source.into_settled() {
                     Ok(Ok(value)) => Node::pure(value),
-                    Ok(Err(error)) => unsafe { k.call(error) },
+                    Ok(Err(error)) => k.apply(error),
                     Err(source) => {
                         core.stack.push(Frame::handle_error_with(k));
                         source
@@ -526,7 +576,7 @@ fn run_loop<X: Executor, const TRACING: bool>(
                 let (source, k) = bind.into_parts();
                 match source.into_settled() {
                     Ok(Ok(value)) => Node::pure(value),
-                    Ok(Err(error)) => Node::error(unsafe { k.call(error) }),
+                    Ok(Err(error)) => Node::error(k.apply(error)),
                     Err(source) => {
                         core.stack.push(Frame::map_err(k));
                         source
@@ -537,7 +587,7 @@ fn run_loop<X: Executor, const TRACING: bool>(
                 record!(ring, bind.k().op(), bind.site());
                 let (source, k) = bind.into_parts();
                 match source.into_settled() {
-                    Ok(res) => Node::from_res(unsafe { k.call(res) }),
+                    Ok(res) => Node::from_res(k.apply(res)),
                     Err(source) => {
                         core.stack.push(Frame::fold(k));
                         source
@@ -548,7 +598,7 @@ fn run_loop<X: Executor, const TRACING: bool>(
                 record!(ring, bind.k().op(), bind.site());
                 let (source, k) = bind.into_parts();
                 match source.into_settled() {
-                    Ok(res) => unsafe { k.call(res) },
+                    Ok(res) => k.apply(res),
                     Err(source) => {
                         core.stack.push(Frame::fold_with(k));
                         source
@@ -557,101 +607,66 @@ fn run_loop<X: Executor, const TRACING: bool>(
             }
             Kind::Async(register) => {
                 record!(ring, register.op(), register.site());
-                if should_cancel(core, header) {
-                    begin_cancel(core, Node::unwind())
-                } else {
-                    let generation = header.begin_suspension();
-                    let callback = FiberInner::callback(inner, generation);
-                    let finalizer = unsafe { register.call(callback) };
-                    match header.take_if_done() {
-                        // Completed during registration: go on synchronously.
-                        Some(Some(res)) => {
-                            drop(finalizer);
-                            Node::from_res(res)
-                        }
-                        _ => {
-                            core.next = match finalizer {
-                                Some(finalizer) => Next::ResumeWithFinalizer(finalizer),
-                                None => Next::Resume,
-                            };
-                            activity!(ring, Waiting);
-                            return suspend(core, core.masks == 0);
-                        }
-                    }
-                }
+                wait!(core, header, ring, Waiting, core.masks == 0,
+                    start: |generation| register.invoke(FiberInner::callback(inner, generation)),
+                    undo: |finalizer| drop(finalizer),
+                    keep: |finalizer| match finalizer {
+                        Some(finalizer) => Next::ResumeWithFinalizer(finalizer),
+                        None => Next::Resume,
+                    },
+                )
             }
             Kind::AsyncUntil(deadline, register) => {
                 record!(ring, register.op(), register.site());
-                if should_cancel(core, header) {
-                    begin_cancel(core, Node::unwind())
-                } else {
-                    let generation = header.begin_suspension();
-                    // Two completers of the one suspension: the timer and
-                    // the registration's callback; the first one wins.
-                    let timer = TimerCallback {
-                        raw: FiberInner::callback(inner, generation),
-                    };
-                    let key = executor.set_timer(deadline, timer);
-                    let callback = FiberInner::callback(inner, generation);
-                    let finalizer = unsafe { register.call(callback) };
-                    match header.take_if_done() {
-                        // Completed during registration (or the deadline had
-                        // passed already): go on synchronously.
-                        Some(Some(res)) => {
-                            drop(finalizer);
-                            executor.cancel_timer(key);
-                            Node::from_res(res)
-                        }
-                        _ => {
-                            core.next = Next::ResumeUntil(Value::new((key, finalizer)));
-                            activity!(ring, Waiting);
-                            return suspend(core, core.masks == 0);
-                        }
-                    }
-                }
+                wait!(core, header, ring, Waiting, core.masks == 0,
+                    start: |generation| {
+                        // Two completers of the one suspension: the timer
+                        // and the registration's callback; the first one
+                        // wins.
+                        let timer = TimerCallback {
+                            raw: FiberInner::callback(inner, generation),
+                        };
+                        let key = executor.set_timer(deadline, timer);
+                        let callback = FiberInner::callback(inner, generation);
+                        (key, register.invoke(callback))
+                    },
+                    // Completed during registration (or the deadline had
+                    // passed already).
+                    undo: |(key, finalizer)| {
+                        drop(finalizer);
+                        executor.cancel_timer(key);
+                    },
+                    keep: |kept| Next::ResumeUntil(Value::new(kept)),
+                )
             }
             Kind::Sleep(duration, _site) => {
                 record!(ring, &crate::engine::tracing::SLEEP, _site.as_ref());
-                if should_cancel(core, header) {
-                    begin_cancel(core, Node::unwind())
-                } else {
-                    let generation = header.begin_suspension();
-                    let callback = TimerCallback {
-                        raw: FiberInner::callback(inner, generation),
-                    };
-                    let deadline = executor.monotonic().saturating_add(duration);
-                    let key = executor.set_timer(deadline, callback);
-                    match header.take_if_done() {
-                        Some(Some(res)) => Node::from_res(res),
-                        _ => {
-                            core.next = Next::Wake(Value::new(key));
-                            activity!(ring, Sleeping);
-                            return suspend(core, core.masks == 0);
-                        }
-                    }
-                }
+                wait!(core, header, ring, Sleeping, core.masks == 0,
+                    start: |generation| {
+                        let callback = TimerCallback {
+                            raw: FiberInner::callback(inner, generation),
+                        };
+                        let deadline = executor.monotonic().saturating_add(duration);
+                        executor.set_timer(deadline, callback)
+                    },
+                    // (A deadline already past fires the timer at once: the
+                    // fiber goes on without suspending.)
+                    keep: |key| Next::Wake(Value::new(key)),
+                )
             }
             Kind::Blocking(thunk) => {
                 record!(ring, thunk.op(), thunk.site());
-                if should_cancel(core, header) {
-                    begin_cancel(core, Node::unwind())
-                } else {
-                    let generation = header.begin_suspension();
-                    let callback = FiberInner::callback(inner, generation);
-                    executor.spawn_blocking(super::BlockingTask { thunk, callback });
-                    match header.take_if_done() {
-                        // Run inline (the default `spawn_blocking`), or done
-                        // already on another thread.
-                        Some(Some(res)) => Node::from_res(res),
-                        _ => {
-                            core.next = Next::Resume;
-                            activity!(ring, Blocked);
-                            // Blocking work cannot be interrupted: the fiber
-                            // waits for it even when canceled (then finalizes).
-                            return suspend(core, false);
-                        }
-                    }
-                }
+                // Blocking work cannot be interrupted: the fiber waits for
+                // it even when canceled (then finalizes).
+                wait!(core, header, ring, Blocked, false,
+                    start: |generation| {
+                        let callback = FiberInner::callback(inner, generation);
+                        executor.spawn_blocking(super::BlockingTask { thunk, callback });
+                    },
+                    // (Run inline, by the default `spawn_blocking`, or done
+                    // already on another thread: the fiber goes on.)
+                    keep: |()| Next::Resume,
+                )
             }
             Kind::Cede(_site) => {
                 record!(ring, &crate::engine::tracing::CEDE, _site.as_ref());
@@ -666,14 +681,11 @@ fn run_loop<X: Executor, const TRACING: bool>(
             }
             Kind::Never(_site) => {
                 record!(ring, &crate::engine::tracing::NEVER, _site.as_ref());
-                if should_cancel(core, header) {
-                    begin_cancel(core, Node::unwind())
-                } else {
-                    header.begin_suspension();
-                    core.next = Next::Resume;
-                    activity!(ring, Waiting);
-                    return suspend(core, core.masks == 0);
-                }
+                // Nothing but a cancellation can end this wait.
+                wait!(core, header, ring, Waiting, core.masks == 0,
+                    start: |_generation| (),
+                    keep: |()| Next::Resume,
+                )
             }
             Kind::Monotonic => Node::pure(Value::new(executor.monotonic())),
             Kind::RealTime => Node::pure(Value::new(executor.real_time())),
@@ -682,7 +694,7 @@ fn run_loop<X: Executor, const TRACING: bool>(
                 core.mask();
                 core.stack.push(Frame::unmask());
                 let poll = Poll::new(core.poll_owner(), core.mask_depth());
-                unsafe { body.call(poll) }
+                body.invoke(poll)
             }
             Kind::Poll(bind) => {
                 let (source, k) = bind.into_parts();
@@ -725,7 +737,7 @@ fn run_loop<X: Executor, const TRACING: bool>(
             }
             Kind::Start(start) => {
                 record!(ring, start.op(), start.site());
-                let handles = unsafe { start.call(super::Spawner::new(executor, core)) };
+                let handles = start.invoke(super::Spawner::new(executor, core));
                 Node::pure(handles)
             }
             #[cfg(feature = "tracing")]
@@ -877,9 +889,8 @@ fn begin_cancel(core: &mut Core, node: Node) -> Node {
 /// masked region at once, as that frame would. Out of line, so that the
 /// loop's code for other steps stays as it is.
 #[inline(never)]
-fn finalize_value(core: &mut Core, header: &super::Header, f: GuaranteeK, value: Value) -> Node {
-    // SAFETY: the finalizer takes the erased outcome of its source.
-    let (finalizer, outcome) = unsafe { f.call(Outcome::Succeeded(value)) };
+fn finalize_value(core: &mut Core, header: &super::Header, f: OnOutcome, value: Value) -> Node {
+    let (finalizer, outcome) = f.apply(Outcome::Succeeded(value));
     let Outcome::Succeeded(value) = outcome else {
         unreachable!("io-core: a guarantee gives its outcome back")
     };
@@ -910,15 +921,13 @@ fn unwind_step(core: &mut Core) -> Option<Node> {
         match frame.into_kind() {
             FrameKind::OnCancel(finalizer) => {
                 if matches!(core.ending, Some(Ending::Canceled)) {
-                    // SAFETY: an `on_cancel` finalizer is a `() -> IO` thunk.
-                    let node = unsafe { finalizer.call(()) };
+                    let node = finalizer.invoke(());
                     return Some(run_finalizer(core, node));
                 }
             }
             FrameKind::GuaranteeCase(f) => {
                 let outcome = core.ending_outcome();
-                // SAFETY: the finalizer takes the erased outcome of its source.
-                let (node, outcome) = unsafe { f.call(outcome) };
+                let (node, outcome) = f.apply(outcome);
                 drop(outcome);
                 return Some(run_finalizer(core, node));
             }

@@ -7,7 +7,7 @@
 use core::mem::ManuallyDrop;
 use core::ptr::{self, NonNull};
 
-use super::{GuaranteeK, Node, PollK, Res, drop_node};
+use super::{GuaranteeK, Node, OnError, OnOutcome, OnResult, OnSuccess, PollK, Res, drop_node};
 use crate::engine::erased::{ErasedFn, Value, Word};
 use crate::engine::tracing::Site;
 
@@ -39,7 +39,14 @@ const _: () = {
         ErasedFn<Res, Node>,
         ErasedFn<(), Node>,
         GuaranteeK,
-        PollK
+        PollK,
+        OnSuccess<Node>,
+        OnSuccess<Value>,
+        OnError<Node>,
+        OnError<Value>,
+        OnResult<Res>,
+        OnResult<Node>,
+        OnOutcome
     );
     #[cfg(feature = "tracing")]
     same_layout!(crate::engine::tracing::MarkK);

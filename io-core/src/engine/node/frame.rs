@@ -7,8 +7,8 @@ use core::mem::ManuallyDrop;
 use core::ptr;
 
 use super::{
-    BARE, FRAME_VTABLE_FIRST, FRAME_VTABLE_KINDS, GuaranteeK, LOW_BITS, Node, Res, Tag, bare,
-    has_tag, tag_of, tagged_frame, untagged,
+    BARE, FRAME_VTABLE_FIRST, FRAME_VTABLE_KINDS, LOW_BITS, Node, OnError, OnOutcome, OnResult,
+    OnSuccess, Res, Tag, bare, has_tag, tag_of, tagged_frame, untagged,
 };
 use crate::engine::erased::{EMPTY_WORD, ErasedFn, FnVTable, Value, Word};
 
@@ -25,17 +25,17 @@ unsafe impl Send for Frame {}
 /// A frame decoded for matching.
 pub(crate) enum FrameKind {
     /// Apply to a success.
-    Map(ErasedFn<Value, Value>),
+    Map(OnSuccess<Value>),
     /// Continue with a program on success.
-    FlatMap(ErasedFn<Value, Node>),
+    FlatMap(OnSuccess<Node>),
     /// Recover from an error with a program; popped for free on success.
-    HandleErrorWith(ErasedFn<Value, Node>),
+    HandleErrorWith(OnError<Node>),
     /// Transform an error; popped for free on success.
-    MapError(ErasedFn<Value, Value>),
+    MapError(OnError<Value>),
     /// Fold either outcome into a result.
-    Fold(ErasedFn<Res, Res>),
+    Fold(OnResult<Res>),
     /// Fold either outcome into a program.
-    FoldWith(ErasedFn<Res, Node>),
+    FoldWith(OnResult<Node>),
     /// End of an uncancelable region: unmask one level.
     Unmask,
     /// End of a `poll`: mask again.
@@ -43,7 +43,7 @@ pub(crate) enum FrameKind {
     /// Run on cancellation only; popped for free otherwise.
     OnCancel(ErasedFn<(), Node>),
     /// Run a finalizer with the outcome, whatever it is.
-    GuaranteeCase(GuaranteeK),
+    GuaranteeCase(OnOutcome),
     /// After a finalizer that ran on success: produce this value again (or
     /// the finalizer's error, if it failed).
     RestoreOk(Value),
@@ -98,8 +98,8 @@ impl Frame {
         Frame::from_fn(finalizer, Tag::OnCancel)
     }
     #[inline(always)]
-    pub(crate) fn guarantee_case(finalizer: GuaranteeK) -> Frame {
-        Frame::from_fn(finalizer, Tag::GuaranteeCase)
+    pub(crate) fn guarantee_case(finalizer: OnOutcome) -> Frame {
+        Frame::from_fn(finalizer.0, Tag::GuaranteeCase)
     }
     #[inline(always)]
     pub(crate) fn restore_ok(value: Value) -> Frame {
@@ -118,28 +118,28 @@ impl Frame {
         }
     }
     #[inline(always)]
-    pub(crate) fn map(k: ErasedFn<Value, Value>) -> Frame {
-        Frame::from_fn(k, Tag::Map)
+    pub(crate) fn map(k: OnSuccess<Value>) -> Frame {
+        Frame::from_fn(k.0, Tag::Map)
     }
     #[inline(always)]
-    pub(crate) fn flat_map(k: ErasedFn<Value, Node>) -> Frame {
-        Frame::from_fn(k, Tag::FlatMap)
+    pub(crate) fn flat_map(k: OnSuccess<Node>) -> Frame {
+        Frame::from_fn(k.0, Tag::FlatMap)
     }
     #[inline(always)]
-    pub(crate) fn handle_error_with(k: ErasedFn<Value, Node>) -> Frame {
-        Frame::from_fn(k, Tag::HandleErrorWith)
+    pub(crate) fn handle_error_with(k: OnError<Node>) -> Frame {
+        Frame::from_fn(k.0, Tag::HandleErrorWith)
     }
     #[inline(always)]
-    pub(crate) fn map_err(k: ErasedFn<Value, Value>) -> Frame {
-        Frame::from_fn(k, Tag::MapError)
+    pub(crate) fn map_err(k: OnError<Value>) -> Frame {
+        Frame::from_fn(k.0, Tag::MapError)
     }
     #[inline(always)]
-    pub(crate) fn fold(k: ErasedFn<Res, Res>) -> Frame {
-        Frame::from_fn(k, Tag::Fold)
+    pub(crate) fn fold(k: OnResult<Res>) -> Frame {
+        Frame::from_fn(k.0, Tag::Fold)
     }
     #[inline(always)]
-    pub(crate) fn fold_with(k: ErasedFn<Res, Node>) -> Frame {
-        Frame::from_fn(k, Tag::FoldWith)
+    pub(crate) fn fold_with(k: OnResult<Node>) -> Frame {
+        Frame::from_fn(k.0, Tag::FoldWith)
     }
 
     /// The frame's kind.
@@ -211,21 +211,27 @@ impl Frame {
         // vtable has the type named in each arm; the closure is moved once.
         unsafe {
             match tag_of(this.vtable, FRAME_VTABLE_FIRST) {
-                Tag::Map => FrameKind::Map(ErasedFn::from_raw(this.word, &*vt.cast())),
-                Tag::FlatMap => FrameKind::FlatMap(ErasedFn::from_raw(this.word, &*vt.cast())),
-                Tag::HandleErrorWith => {
-                    FrameKind::HandleErrorWith(ErasedFn::from_raw(this.word, &*vt.cast()))
+                Tag::Map => FrameKind::Map(OnSuccess(ErasedFn::from_raw(this.word, &*vt.cast()))),
+                Tag::FlatMap => {
+                    FrameKind::FlatMap(OnSuccess(ErasedFn::from_raw(this.word, &*vt.cast())))
                 }
-                Tag::MapError => FrameKind::MapError(ErasedFn::from_raw(this.word, &*vt.cast())),
-                Tag::Fold => FrameKind::Fold(ErasedFn::from_raw(this.word, &*vt.cast())),
-                Tag::FoldWith => FrameKind::FoldWith(ErasedFn::from_raw(this.word, &*vt.cast())),
+                Tag::HandleErrorWith => {
+                    FrameKind::HandleErrorWith(OnError(ErasedFn::from_raw(this.word, &*vt.cast())))
+                }
+                Tag::MapError => {
+                    FrameKind::MapError(OnError(ErasedFn::from_raw(this.word, &*vt.cast())))
+                }
+                Tag::Fold => FrameKind::Fold(OnResult(ErasedFn::from_raw(this.word, &*vt.cast()))),
+                Tag::FoldWith => {
+                    FrameKind::FoldWith(OnResult(ErasedFn::from_raw(this.word, &*vt.cast())))
+                }
                 Tag::Unmask => FrameKind::Unmask,
                 Tag::Remask => FrameKind::Remask,
                 Tag::ResumeUnwind => FrameKind::ResumeUnwind,
                 Tag::TraceScope => FrameKind::TraceScope(this.word.assume_init().addr() != 0),
                 Tag::OnCancel => FrameKind::OnCancel(ErasedFn::from_raw(this.word, &*vt.cast())),
                 Tag::GuaranteeCase => {
-                    FrameKind::GuaranteeCase(ErasedFn::from_raw(this.word, &*vt.cast()))
+                    FrameKind::GuaranteeCase(OnOutcome(ErasedFn::from_raw(this.word, &*vt.cast())))
                 }
                 Tag::RestoreOk => FrameKind::RestoreOk(Value::from_raw(this.word, &*vt.cast())),
                 Tag::RestoreErr => FrameKind::RestoreErr(Value::from_raw(this.word, &*vt.cast())),

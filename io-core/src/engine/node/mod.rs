@@ -13,23 +13,44 @@
 //!
 //! The vtable word has two encodings, chosen by the target's pointer width:
 //!
-//! * 64-bit targets: vtables are 32-byte aligned (`engine/erased.rs`) and the five
-//!   low bits hold the tag; a kind without a vtable (a `Bind`, whose word is
-//!   its block) stores the tag alone. Decoding is one mask.
+//! * 64-bit targets: vtables are 64-byte aligned (`engine/erased.rs`) and
+//!   the six low bits hold the tag; a kind without a vtable (a `Bind`,
+//!   whose word is its block) stores the tag alone. Decoding is one mask.
 //! * Narrower targets (*compact*): vtables are 16-byte aligned, which saves
 //!   8 of a 32-bit vtable's 24 bytes of padding (on a microcontroller, flash
-//!   is what is scarce). Four low bits cannot name 32 kinds, but a node has
-//!   only 11 kinds with a vtable, and a frame 10: those store their tag (a
-//!   frame's counted from [`Tag::FlatMap`]) in the low bits; every other
-//!   kind stores the code `BARE` (15) there and its tag above it (its
-//!   word is no pointer). Decoding is a mask, a compare and a shift; a test
-//!   for one kind (`Node::is`) stays one mask and compare.
+//!   is what is scarce). Four low bits cannot name every kind, but a node
+//!   has only 11 kinds with a vtable, and a frame 10: those store their tag
+//!   (a frame's counted from [`Tag::FlatMap`]) in the low bits; every other
+//!   kind stores the code `BARE` (15) there and its tag above it (its word
+//!   is no pointer). Decoding is a mask, a compare and a shift; a test for
+//!   one kind (`Node::is`) stays one mask and compare.
 //!
 //! The tags are numbered so that both encodings hold (the three groups of
 //! [`Tag`]); the layout asserts below check it. Hosts keep the first
 //! encoding because a step's decoding is on the run-loop's hottest path:
 //! the compact one cost 3 to 9% more instructions on the small benchmark
 //! workloads (callgrind, `benches/examples/prof.rs`).
+//!
+//! ## Room for more kinds
+//!
+//! 32 tags are in use. On 64-bit targets there are 64 (six bits): 32 more
+//! kinds, of any group, cost nothing but a number; the assert on
+//! `LAST_TAG` says when they run out. (Five bits, with 32-byte vtables,
+//! were full; freeing a tag by merging two kinds measured 7 to 8% slower
+//! binds, and a second-level tag, the compact decoding, 3 to 9%. Aligning
+//! vtables to 64 bytes costs read-only data, not instructions.) In the
+//! compact encoding a kind is added by its group:
+//!
+//! * without a vtable (its word is a `Bind` block, a site or nothing): any
+//!   number (the tag is stored above the `BARE` code);
+//! * a node kind with a vtable: 4 codes are free (11 of 15 used; insert it
+//!   at the end of the first group);
+//! * a frame kind with a vtable: 5 codes are free (10 of 15 used).
+//!
+//! A kind that would need a vtable once those are taken keeps its payload
+//! in a `Bind` block instead (one pooled block, as `map` does), and is
+//! bare. `every_tag_survives_the_vtable_word_of_a_node_and_of_a_frame`
+//! checks both encodings (the compact one under Miri on a 32-bit target).
 //!
 //! Leaves carry their payload in the word ([`Value`], [`ErasedFn`]: no
 //! allocation for word-sized payloads). A node that has a *source* program
@@ -69,12 +90,14 @@
 //!   once, at the module declaration, and neither file has a `cfg` inside.
 
 mod bind;
+mod cont;
 mod frame;
 #[cfg_attr(feature = "std", path = "drop_std.rs")]
 #[cfg_attr(not(feature = "std"), path = "drop_bare.rs")]
 mod trampoline;
 
 pub(crate) use bind::{AnyK, Bind, BindBox};
+pub(crate) use cont::{OnError, OnOutcome, OnResult, OnSuccess};
 pub(crate) use frame::{Frame, FrameKind};
 
 use core::mem::ManuallyDrop;
@@ -147,7 +170,7 @@ const COMPACT: bool = cfg!(not(target_pointer_width = "64"));
 /// The low bits of a vtable word that hold a tag next to a vtable pointer:
 /// vtables are 32-byte aligned, or 16-byte in the compact encoding
 /// (`engine/erased.rs`).
-const LOW_BITS: usize = if COMPACT { 0b1111 } else { 0b1_1111 };
+const LOW_BITS: usize = if COMPACT { 0b1111 } else { 0b11_1111 };
 /// The compact encoding's low bits of a *bare* vtable word (no vtable):
 /// the tag is in the bits above them. No vtable kind is stored with this
 /// code.
@@ -157,9 +180,21 @@ const BARE: usize = 0b1111;
 /// bits as the nodes' eleven do.
 const FRAME_VTABLE_FIRST: usize = if COMPACT { Tag::FlatMap as usize } else { 0 };
 const LAST_TAG: Tag = Tag::TraceScope;
-const _: () = assert!(COMPACT || LAST_TAG as usize <= LOW_BITS);
-const _: () = assert!(!COMPACT || (Tag::Blocking as usize) < FRAME_VTABLE_FIRST);
-const _: () = assert!(!COMPACT || (Tag::RestoreErr as usize) - FRAME_VTABLE_FIRST < BARE);
+const _: () = assert!(
+    COMPACT || LAST_TAG as usize <= LOW_BITS,
+    "io-core: more node and frame kinds than the vtable word's low bits hold \
+     (module doc, \"Room for more kinds\")"
+);
+const _: () = assert!(
+    !COMPACT || (Tag::Blocking as usize) < BARE,
+    "io-core: more node kinds with a vtable than the compact encoding's codes \
+     (module doc, \"Room for more kinds\")"
+);
+const _: () = assert!(
+    !COMPACT || (Tag::RestoreErr as usize) - FRAME_VTABLE_FIRST < BARE,
+    "io-core: more frame kinds with a vtable than the compact encoding's codes \
+     (module doc, \"Room for more kinds\")"
+);
 const _: () = assert!(core::mem::align_of::<ValueVTable>() > LOW_BITS);
 const _: () = assert!(core::mem::align_of::<FnVTable<Value, Value>>() > LOW_BITS);
 
@@ -201,17 +236,17 @@ pub(crate) enum Kind {
     /// A suspended thunk producing a program.
     Defer(ErasedFn<(), Node>),
     /// `source.flat_map(k)`.
-    FlatMap(BindBox<ErasedFn<Value, Node>>),
+    FlatMap(BindBox<OnSuccess<Node>>),
     /// `source.map(k)`.
-    Map(BindBox<ErasedFn<Value, Value>>),
+    Map(BindBox<OnSuccess<Value>>),
     /// `source.handle_error_with(k)`.
-    HandleErrorWith(BindBox<ErasedFn<Value, Node>>),
+    HandleErrorWith(BindBox<OnError<Node>>),
     /// `source.map_err(k)`.
-    MapError(BindBox<ErasedFn<Value, Value>>),
+    MapError(BindBox<OnError<Value>>),
     /// `source` then `k` on its result, success or error (attempt, redeem).
-    Fold(BindBox<ErasedFn<Res, Res>>),
+    Fold(BindBox<OnResult<Res>>),
     /// `source` then the program `k` returns for its result (redeem_with).
-    FoldWith(BindBox<ErasedFn<Res, Node>>),
+    FoldWith(BindBox<OnResult<Node>>),
     /// Suspend until the callback given to the registration is called; the
     /// registration may return a finalizer for cancellation.
     Async(ErasedFn<RawCallback, Option<Node>>),
@@ -249,7 +284,7 @@ pub(crate) enum Kind {
     /// `source.on_cancel(finalizer)`.
     OnCancel(BindBox<ErasedFn<(), Node>>),
     /// `source.guarantee_case(finalizer)`.
-    GuaranteeCase(BindBox<GuaranteeK>),
+    GuaranteeCase(BindBox<OnOutcome>),
     /// Start child fibers (any number) on the running fiber's executor;
     /// the closure returns what the program receives (handles).
     Start(ErasedFn<crate::fiber::Spawner, Value>),
@@ -453,11 +488,11 @@ impl Node {
     /// The source and finalizer of a `guarantee_case` node; any other node
     /// itself.
     #[inline(always)]
-    pub(crate) fn into_guarantee_case(self) -> Result<BindBox<GuaranteeK>, Node> {
+    pub(crate) fn into_guarantee_case(self) -> Result<BindBox<OnOutcome>, Node> {
         if self.is(Tag::GuaranteeCase) {
             let this = ManuallyDrop::new(self);
             // SAFETY: a `GuaranteeCase` node's word is the block of a
-            // `BindBox<GuaranteeK>` (`Node::guarantee_case`), moved out
+            // `BindBox<OnOutcome>` (`Node::guarantee_case`), moved out
             // once (`this` is not dropped).
             Ok(unsafe { BindBox::from_word(this.word) })
         } else {
@@ -504,11 +539,11 @@ impl Node {
     }
     #[inline(always)]
     pub(crate) fn flat_map(source: Node, k: ErasedFn<Value, Node>, site: Option<Site>) -> Node {
-        Node::from_bind(BindBox::new(source, k, site), Tag::FlatMap)
+        Node::from_bind(BindBox::new(source, OnSuccess(k), site), Tag::FlatMap)
     }
     #[inline(always)]
     pub(crate) fn map(source: Node, k: ErasedFn<Value, Value>, site: Option<Site>) -> Node {
-        Node::from_bind(BindBox::new(source, k, site), Tag::Map)
+        Node::from_bind(BindBox::new(source, OnSuccess(k), site), Tag::Map)
     }
     #[inline(always)]
     pub(crate) fn handle_error_with(
@@ -516,22 +551,22 @@ impl Node {
         k: ErasedFn<Value, Node>,
         site: Option<Site>,
     ) -> Node {
-        Node::from_bind(BindBox::new(source, k, site), Tag::HandleErrorWith)
+        Node::from_bind(BindBox::new(source, OnError(k), site), Tag::HandleErrorWith)
     }
     #[inline(always)]
     pub(crate) fn map_err(source: Node, k: ErasedFn<Value, Value>, site: Option<Site>) -> Node {
-        Node::from_bind(BindBox::new(source, k, site), Tag::MapError)
+        Node::from_bind(BindBox::new(source, OnError(k), site), Tag::MapError)
     }
     /// `k` always returns `Ok` (its users are `attempt` and `redeem`): the
     /// cancellation check at the end of a masked region counts on it
     /// (`passed_before_next_program` in `fiber/run_loop.rs`).
     #[inline(always)]
     pub(crate) fn fold(source: Node, k: ErasedFn<Res, Res>, site: Option<Site>) -> Node {
-        Node::from_bind(BindBox::new(source, k, site), Tag::Fold)
+        Node::from_bind(BindBox::new(source, OnResult(k), site), Tag::Fold)
     }
     #[inline(always)]
     pub(crate) fn fold_with(source: Node, k: ErasedFn<Res, Node>, site: Option<Site>) -> Node {
-        Node::from_bind(BindBox::new(source, k, site), Tag::FoldWith)
+        Node::from_bind(BindBox::new(source, OnResult(k), site), Tag::FoldWith)
     }
     #[inline(always)]
     pub(crate) fn from_callback(register: ErasedFn<RawCallback, Option<Node>>) -> Node {
@@ -611,7 +646,10 @@ impl Node {
     }
     #[inline(always)]
     pub(crate) fn guarantee_case(source: Node, finalizer: GuaranteeK, site: Option<Site>) -> Node {
-        Node::from_bind(BindBox::new(source, finalizer, site), Tag::GuaranteeCase)
+        Node::from_bind(
+            BindBox::new(source, OnOutcome(finalizer), site),
+            Tag::GuaranteeCase,
+        )
     }
     /// `source`, recorded as the operation `k.op` at `site` (or a traced
     /// scope, or a trace read: `k.kind`). Without the `tracing` feature,
@@ -756,8 +794,10 @@ impl Node {
     /// Drops one level: returns the source (if any) still to be dropped.
     fn dismantle(self) -> Option<Node> {
         match self.into_kind() {
-            Kind::FlatMap(b) | Kind::HandleErrorWith(b) => Some(b.into_parts().0),
-            Kind::Map(b) | Kind::MapError(b) => Some(b.into_parts().0),
+            Kind::FlatMap(b) => Some(b.into_parts().0),
+            Kind::HandleErrorWith(b) => Some(b.into_parts().0),
+            Kind::Map(b) => Some(b.into_parts().0),
+            Kind::MapError(b) => Some(b.into_parts().0),
             Kind::Fold(b) => Some(b.into_parts().0),
             Kind::FoldWith(b) => Some(b.into_parts().0),
             Kind::Poll(b) => Some(b.into_parts().0),
