@@ -9,8 +9,8 @@
 //! The executors read the tracing mode from `SPINDLE_TRACING` (`from_env`).
 //!
 //! Each workload runs twice in `run_workload` (instructions are counted
-//! inside it only, so process start-up is left out). BENCHMARKS.md,
-//! "Issue 15", has the before/after table.
+//! inside it only, so process start-up is left out). BENCHMARKS.md has
+//! the current counts; `benches/HISTORY.md` the earlier ones.
 
 use std::hint::black_box;
 

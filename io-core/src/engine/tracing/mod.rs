@@ -58,7 +58,7 @@
 //!   (two stores and a release fence) so that dumps can tell a consistent
 //!   copy from one read while the fiber ran. A leaf whose closure is one
 //!   word keeps its site in a pooled block (the node has no room for it).
-//!   BENCHMARKS.md, "Issue 19", has the measured cost event by event.
+//!   BENCHMARKS.md, "Tracing overhead", has the measured cost.
 //! * **Mode `full`** (the `tracing-full` feature): a backtrace captured per
 //!   traced node where it is built; the feature also makes a site an owned
 //!   value (an `Arc` in full mode) and adds a check wherever one is built,
