@@ -7,11 +7,12 @@
 //! # Locks
 //!
 //! One `std` mutex and condition variable, taken directly rather than from
-//! io-core's sync shim: this module is std only and is not built under
-//! loom (no model checks it; the executors' loom models cover their
-//! scheduling protocols). Poisoning is ignored: no user code runs under the
-//! lock (thunks run after it is released), so the state is always
-//! consistent.
+//! io-core's sync shim: this module is std only, and no loom model checks
+//! it (the executors' loom models cover their scheduling protocols). It is
+//! built under loom all the same, with its `std` locks, so that the
+//! executors built on it compile there with their whole API. Poisoning is
+//! ignored: no user code runs under the lock (thunks run after it is
+//! released), so the state is always consistent.
 //!
 //! Design credit: tokio's `spawn_blocking` pool (threads on demand up to a
 //! cap, an idle keep-alive, a queue beyond the cap); this is Spindle's own
