@@ -205,44 +205,30 @@
 //! This crate has no loom models of its own (its one thread owns every
 //! queue; the cross-thread parts are a mutex and the poller's notify).
 //! Under `--cfg loom` (io-core's model checks build their dev-dependencies
-//! with it, and io-core's fiber listing is not part of loom builds) the
-//! crate compiles to nothing.
+//! with it) it is the same crate with the same API, on io-core's loom
+//! build: no variant of its own, so that its tests build there too.
 
 #![deny(missing_docs)]
 
-#[cfg(not(loom))]
 mod builder;
-#[cfg(not(loom))]
 mod error;
-#[cfg(not(loom))]
 mod event_loop;
-#[cfg(not(loom))]
 mod handle;
-#[cfg(not(loom))]
 mod metrics;
-#[cfg(not(loom))]
 mod sync;
 
 /// The sockets: spindle-net, re-exported (every std executor runs them;
 /// this loop polls their readiness once per turn).
-#[cfg(not(loom))]
 pub use spindle_net as net;
 
-#[cfg(not(loom))]
 pub use crate::builder::{
     Builder, DEFAULT_BATCH_SIZE, DEFAULT_BLOCKING_KEEP_ALIVE, DEFAULT_MAX_BLOCKING_THREADS, Mode,
 };
-#[cfg(not(loom))]
 pub use crate::error::{BuildError, RunError};
-#[cfg(not(loom))]
 pub use crate::event_loop::EventLoop;
-#[cfg(not(loom))]
 pub use crate::handle::Handle;
-#[cfg(not(loom))]
 pub use crate::metrics::Metrics;
 /// Identifies a timer set on an [`EventLoop`], to cancel it (io-core's
 /// timer heap: O(1) cancellation, ties fire in the order they were set).
-#[cfg(not(loom))]
 pub type TimerKey = spindle_core::executor::support::TimerId;
-#[cfg(not(loom))]
 pub use spindle_core::{FiberInfo, FiberStatus};

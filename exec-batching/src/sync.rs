@@ -4,9 +4,9 @@
 //! The loop is one thread that owns its queues; what crosses threads is a
 //! few mutexes (timers, the reactor's table), counters, the poller's
 //! notify and io-core's `executor::support` (remote queue, main fiber,
-//! fiber registry, blocking pool). The crate has no loom models of its own and compiles
-//! to nothing under `--cfg loom` (see the crate documentation), so this
-//! shim has only its `std` side.
+//! fiber registry, blocking pool). The crate has no loom models of its own
+//! (see the crate documentation), so this shim has only its `std` side,
+//! under `--cfg loom` too.
 //!
 //! Locks here never poison: a panic while holding one (no user code runs
 //! under them) leaves the data consistent, so [`lock`] takes the guard

@@ -12,7 +12,6 @@
 //! `std`, not Unix, or a clock other than the system clock) both halves
 //! fall back to the platform's parking or `Clock::wait`.
 
-#[cfg(not(loom))]
 use alloc::vec::Vec;
 use core::cell::{Cell, RefCell};
 use core::fmt;
@@ -21,7 +20,6 @@ use core::time::Duration;
 
 use spindle_core::executor::support::{FiberRegistry, MainFiber, RunError, WakeWaiter, nanos};
 use spindle_core::{FiberConfig, FiberHandle, IO, Outcome};
-#[cfg(not(loom))]
 use spindle_core::{FiberDump, FiberInfo};
 
 #[cfg(feature = "std")]
@@ -57,7 +55,7 @@ pub struct SingleThreaded<C: Clock> {
 /// Clears [`SingleThreaded::running`] when a run ends (also when unwinding).
 struct Running<'a>(&'a Cell<bool>);
 
-#[cfg(all(feature = "std", not(loom)))]
+#[cfg(feature = "std")]
 spindle_core::impl_app_runtime!(impl<C: Clock> for SingleThreaded<C> { handle: Handle<C>, metrics: Metrics });
 
 impl Drop for Running<'_> {
@@ -160,13 +158,11 @@ impl<C: Clock> SingleThreaded<C> {
 
     /// A fiber dump of this executor: see [`Executor::fiber_dump`](spindle_core::Executor::fiber_dump)
     /// and the [crate documentation](crate#fiber-dumps).
-    #[cfg(not(loom))]
     pub fn fiber_dump(&self) -> FiberDump {
         self.handle.fiber_dump()
     }
 
     /// The live fibers. See [`Handle::live_fibers`].
-    #[cfg(not(loom))]
     pub fn live_fibers(&self) -> Vec<FiberInfo> {
         self.handle.live_fibers()
     }

@@ -3,7 +3,6 @@
 //! fiber registry).
 
 use alloc::collections::VecDeque;
-#[cfg(not(loom))]
 use alloc::vec::Vec;
 use core::fmt;
 use core::time::Duration;
@@ -12,7 +11,6 @@ use spindle_core::executor::support::{
     FiberIds, FiberRegistry, Published, RemoteQueue, RunError, TimerHeap, TimerId, nanos,
 };
 use spindle_core::{Executor, Fiber, FiberConfig, FiberHandle, FiberId, IO, TimerCallback};
-#[cfg(not(loom))]
 use spindle_core::{FiberDump, FiberInfo};
 
 use crate::clock::Clock;
@@ -190,7 +188,6 @@ impl<C: Clock> Executor for Handle<C> {
     /// The live fibers (while they are listed; see the crate documentation)
     /// and the loop's `ready queue`, `remote queue`, `timers` and
     /// `io waiters`.
-    #[cfg(not(loom))]
     fn fiber_dump(&self) -> FiberDump {
         let metrics = self.metrics();
         FiberDump {
@@ -279,7 +276,6 @@ impl<C: Clock> Handle<C> {
 
     /// A fiber dump of this executor: see [`Executor::fiber_dump`] and the
     /// [crate documentation](crate#fiber-dumps).
-    #[cfg(not(loom))]
     pub fn fiber_dump(&self) -> FiberDump {
         Executor::fiber_dump(self)
     }
@@ -287,7 +283,6 @@ impl<C: Clock> Handle<C> {
     /// The live fibers (while they are listed: they trace, or
     /// `Builder::track_fibers`; empty otherwise): id, status, state and
     /// trace of each.
-    #[cfg(not(loom))]
     pub fn live_fibers(&self) -> Vec<FiberInfo> {
         self.shared.fibers.live_fibers()
     }

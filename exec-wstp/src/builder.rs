@@ -178,7 +178,7 @@ impl Builder {
             config: fiber_config,
             global_queue_interval: self.global_queue_interval,
             shutdown: AtomicBool::new(false),
-            blocking: Arc::new(BlockingPool::new(
+            blocking: std::sync::Arc::new(BlockingPool::new(
                 max_blocking_threads,
                 self.blocking_keep_alive,
                 format!("{}-blocking", self.thread_name),

@@ -49,7 +49,9 @@ pub(crate) struct Shared {
     pub(crate) config: FiberConfig,
     pub(crate) global_queue_interval: u32,
     pub(crate) shutdown: AtomicBool,
-    pub(crate) blocking: Arc<BlockingPool>,
+    /// A `std` `Arc`, as io-core's pool takes it (under loom the shim's
+    /// `Arc` is loom's; the pool is not modelled).
+    pub(crate) blocking: std::sync::Arc<BlockingPool>,
     pub(crate) origin: Origin,
     /// The live fibers, while they are listed (`Builder::track_fibers`, or
     /// they trace): shard `i` for worker `i`, the last for other threads.

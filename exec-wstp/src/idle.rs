@@ -165,7 +165,6 @@ impl Idle {
     }
 
     /// Sleeping and searching workers, for metrics.
-    #[cfg_attr(loom, allow(dead_code))]
     pub(crate) fn counts(&self) -> (usize, usize) {
         let state = self.state.load(Ordering::SeqCst);
         (self.workers - unparked(state), searching(state))

@@ -122,48 +122,32 @@
 
 #![deny(missing_docs)]
 
-// Under `--cfg loom` only the scheduling protocol (`idle`, through the
-// `sync` shim) is built: it is what the loom models check, and the rest
-// needs io-core's std-only fiber listing.
-#[cfg(not(loom))]
+// The whole crate builds under `--cfg loom` too, with the same API (the
+// `sync` shim takes loom's types there; the blocking pool keeps io-core's
+// `std` locks): what the loom models check is the scheduling protocol,
+// `idle`, and the rest compiles against the same io-core.
 pub mod app;
-#[cfg(not(loom))]
-#[cfg(not(loom))]
 mod builder;
-#[cfg(not(loom))]
 mod error;
-#[cfg(not(loom))]
 mod handle;
 mod idle;
-#[cfg(not(loom))]
 mod metrics;
-#[cfg(not(loom))]
 mod runtime;
 mod sync;
-#[cfg(not(loom))]
 mod timer;
-#[cfg(not(loom))]
 mod worker;
 
-#[cfg(not(loom))]
 pub use crate::builder::{
     Builder, DEFAULT_BLOCKING_KEEP_ALIVE, DEFAULT_GLOBAL_QUEUE_INTERVAL,
     DEFAULT_MAX_BLOCKING_THREADS,
 };
-#[cfg(not(loom))]
 pub use crate::error::{BuildError, RunError, ShutdownTimedOut};
-#[cfg(not(loom))]
 pub use crate::handle::Handle;
-#[cfg(not(loom))]
 pub use crate::metrics::{Metrics, WorkerMetrics};
-#[cfg(not(loom))]
 pub use crate::runtime::Runtime;
-#[cfg(not(loom))]
 pub use crate::timer::TimerKey;
 
-#[cfg(not(loom))]
 pub use spindle_core::{FiberInfo, FiberStatus};
 /// The sockets: spindle-net, re-exported (each worker polls their
 /// readiness; see the crate documentation, "I/O").
-#[cfg(not(loom))]
 pub use spindle_net as net;

@@ -122,9 +122,7 @@ pub use engine::tracing::{Trace, Traced, TracingMode};
 pub use executor::{BlockingTask, Executor, Fiber, TimerCallback};
 pub use fiber::Callback;
 pub use fiber::handle::{CancelHandle, FiberHandle};
-#[cfg(not(loom))]
-pub use fiber::{FiberDump, FiberInfo, FiberStatus};
-pub use fiber::{FiberId, FiberState};
+pub use fiber::{FiberDump, FiberId, FiberInfo, FiberState, FiberStatus};
 pub use future::JoinFuture;
 pub use io::{IO, UIO};
 pub use outcome::{Outcome, PanicMessage};

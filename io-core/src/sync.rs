@@ -9,8 +9,10 @@
 //!   and `Weak` (`alloc::sync::Arc` does not exist on such targets).
 //! * `--cfg loom` builds use loom's types, which explore every interleaving
 //!   allowed by the memory model. loom's `Arc` has no weak references:
-//!   there, [`Weak`] is a strong reference (its doc says why that is
-//!   enough); fiber dumps, which need real ones, are not built under loom.
+//!   there, [`Weak`] is a strong reference with the same API, raw pointers
+//!   included (its doc says why that is enough, and what it keeps alive),
+//!   so that the code built on weak references (waits, fiber dumps and
+//!   executors' fiber registries) is the same code in both builds.
 //!
 //! [`UnsafeCell`] follows loom's closure-based API (`with`, `with_mut`), so
 //! that loom can track every access to the cell.
@@ -84,10 +86,22 @@ pub(crate) fn downgrade<T>(arc: &Arc<T>) -> Weak<T> {
 /// Under loom, a *strong* reference standing in for a weak one: loom's
 /// `Arc` has no weak references. Weak references are what lets a wait
 /// that nobody can end be freed (`wait/cell.rs`, "Waits nobody can
-/// end"): a question of memory, not of interleavings. No protocol of ours
-/// depends on an upgrade failing (a failed upgrade means only "the
-/// structure and its waiter list are gone"), so the models check every
-/// interleaving of the code that runs when it succeeds.
+/// end"), and what keeps a fiber listing from keeping its fibers
+/// (`fiber/dump.rs`): a question of memory, not of interleavings. No
+/// protocol of ours depends on an upgrade failing (a failed upgrade means
+/// only "the structure and its waiter list are gone", or "the fiber is
+/// gone", which a dump also learns from the fiber's state word once it
+/// has completed), so the models check every interleaving of the code
+/// that runs when it succeeds.
+///
+/// What it keeps alive, under loom only: whatever holds one holds the
+/// value. A fiber listed in a [`WeakFibers`](crate::fiber::WeakFibers)
+/// list (an executor's `FiberRegistry`) stays allocated until its entry
+/// is swept (after it completed), the list is dropped, or the registry
+/// is cleared (`FiberRegistry::clear`, which every executor calls when it
+/// is dropped, and which a model whose fibers hold the registry through
+/// their executor must call before it ends: loom fails a model that ends
+/// with an `Arc` still alive).
 #[cfg(loom)]
 pub(crate) struct Weak<T>(Arc<T>);
 
@@ -96,6 +110,23 @@ impl<T> Weak<T> {
     /// The value (always there under loom: see the type doc).
     pub(crate) fn upgrade(&self) -> Option<Arc<T>> {
         Some(self.0.clone())
+    }
+
+    /// `Weak::into_raw`: the pointer of the reference, which the caller
+    /// now owns (here `Arc::into_raw` of the strong reference).
+    pub(crate) fn into_raw(this: Self) -> *const T {
+        Arc::into_raw(this.0)
+    }
+
+    /// `Weak::from_raw`: takes back the reference of [`Weak::into_raw`].
+    ///
+    /// # Safety
+    /// * `ptr` comes from [`Weak::into_raw`], and the caller gives up the
+    ///   reference it stands for.
+    pub(crate) unsafe fn from_raw(ptr: *const T) -> Self {
+        // SAFETY: forwarded precondition; under loom `into_raw` is
+        // `Arc::into_raw` of a strong reference.
+        Weak(unsafe { Arc::from_raw(ptr) })
     }
 }
 
@@ -208,7 +239,7 @@ impl<T> UnsafeCell<T> {
 
 // ----- the executor support types' lock ------------------------------------
 
-#[cfg(feature = "std")]
+#[cfg(all(feature = "std", not(loom)))]
 /// The short lock of the support types: state any thread (or, without
 /// `std`, any interrupt handler) may touch for a few instructions.
 ///
@@ -218,11 +249,15 @@ impl<T> UnsafeCell<T> {
 /// * Without `std`: a `critical-section` (never a spin lock: an interrupt
 ///   handler that schedules a fiber while the loop holds a spin lock would
 ///   spin forever). The final binary provides the implementation.
+/// * Under loom: loom's mutex (the shim's [`Mutex`]), so that a model of a
+///   support type (the fiber registry's shards) explores every order of
+///   its sections. (A `std` mutex there would block a model thread that
+///   loom switched away from while it held the lock.)
 ///
 /// User code never runs under this lock, and nothing is dropped under it.
 pub(crate) struct Lock<T>(std::sync::Mutex<T>);
 
-#[cfg(feature = "std")]
+#[cfg(all(feature = "std", not(loom)))]
 impl<T> Lock<T> {
     pub(crate) const fn new(value: T) -> Self {
         Lock(std::sync::Mutex::new(value))
@@ -235,11 +270,11 @@ impl<T> Lock<T> {
     }
 }
 
-#[cfg(not(feature = "std"))]
+#[cfg(all(not(feature = "std"), not(loom)))]
 /// See the `std` variant.
 pub(crate) struct Lock<T>(critical_section::Mutex<core::cell::RefCell<T>>);
 
-#[cfg(not(feature = "std"))]
+#[cfg(all(not(feature = "std"), not(loom)))]
 impl<T> Lock<T> {
     pub(crate) const fn new(value: T) -> Self {
         Lock(critical_section::Mutex::new(core::cell::RefCell::new(
@@ -252,6 +287,24 @@ impl<T> Lock<T> {
     #[inline]
     pub(crate) fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
         critical_section::with(|cs| f(&mut self.0.borrow_ref_mut(cs)))
+    }
+}
+
+/// See the `std` variant.
+#[cfg(loom)]
+pub(crate) struct Lock<T>(Mutex<T>);
+
+#[cfg(loom)]
+impl<T> Lock<T> {
+    /// Wraps `value` (loom's mutex is not `const`).
+    pub(crate) fn new(value: T) -> Self {
+        Lock(Mutex::new(value))
+    }
+
+    /// Runs `f` with the value locked.
+    #[inline]
+    pub(crate) fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
+        f(&mut self.0.lock())
     }
 }
 

@@ -1,10 +1,16 @@
-//! Stress: a fiber canceled at a random point inside random nests of
-//! `bracket`, `uncancelable` (with and without `poll`), `on_cancel`,
+//! Stress: a fiber canceled inside nests of `bracket`, `uncancelable`
+//! (with and without `poll`, with masked sleeps around it), `on_cancel`,
 //! `guarantee`, async waits, sleeps and cedes.
 //!
-//! * On virtual time (`TestControl`): [`VIRTUAL_ITERATIONS`] runs, the
-//!   cancel after a random number of cedes or a random virtual delay, the
-//!   async waits completed by a sibling fiber at random virtual times.
+//! * On virtual time (`TestControl`), at a random moment:
+//!   [`VIRTUAL_ITERATIONS`] random nests, the cancel after a random number
+//!   of cedes or a random virtual delay, the async waits completed by a
+//!   sibling fiber at random virtual times.
+//! * On virtual time, at every moment: [`SHAPES`] nests of nested
+//!   resources (`bracket` around a masked region that polls the rest,
+//!   sometimes through an async wait completed 2 ms after it starts), each
+//!   canceled at every millisecond of its run, so that every suspension
+//!   point is hit.
 //! * On the real `spindle_exec_single::SingleThreaded`: [`REAL_ITERATIONS`] runs,
 //!   with real (microsecond) sleeps, the async waits completed from other
 //!   threads at random moments.
@@ -17,7 +23,8 @@
 //! `guarantee` finalizer ran exactly once; an async wait was finalized
 //! exactly when its callback did not resume it; the canceled fiber has an
 //! outcome, the whole program completed (no deadlock), and nothing of the
-//! fiber's program is left (every closure it captured has been dropped).
+//! fiber's program is left (every closure it captured has been dropped);
+//! on virtual time, no timer is left behind either.
 //!
 //! A failure prints the seed and the nest; runs are reproducible on virtual
 //! time.
@@ -32,6 +39,9 @@ use spindle_exec_single::testkit::TestControl;
 
 const VIRTUAL_ITERATIONS: u64 = if cfg!(miri) { 100 } else { 10_000 };
 const REAL_ITERATIONS: u64 = if cfg!(miri) { 10 } else { 1_000 };
+/// How many nests of nested resources; each is canceled at every
+/// millisecond of its run.
+const SHAPES: u64 = if cfg!(miri) { 3 } else { 700 };
 
 // ---------------------------------------------------------------------------
 // Randomness (splitmix64: reproducible from a seed, no dependency)
@@ -68,8 +78,10 @@ impl Rng {
 enum Layer {
     /// `bracket`: acquisition and release sleep (masked).
     Bracket { acquire: u64, release: u64 },
-    /// `uncancelable`, the rest of the nest inside `poll` or not.
-    Uncancelable { poll: bool },
+    /// `uncancelable`, the rest of the nest inside `poll` or not, after a
+    /// masked sleep of `before` and followed by one of `after` (none when
+    /// 0).
+    Uncancelable { poll: bool, before: u64, after: u64 },
     /// `on_cancel` around the rest of the nest.
     OnCancel,
     /// `guarantee` around the rest of the nest; the finalizer sleeps.
@@ -119,6 +131,8 @@ impl Nest {
                 },
                 1 => Layer::Uncancelable {
                     poll: rng.chance(50),
+                    before: 0,
+                    after: 0,
                 },
                 2 => Layer::OnCancel,
                 3 => Layer::Guarantee { fin: rng.below(6) },
@@ -144,6 +158,49 @@ impl Nest {
             cancel_at,
             gate_times,
         }
+    }
+
+    /// Nested resources, `depth` 1 to 3, each level
+    /// `bracket(acquire, uncancelable(sleep; poll(rest); sleep), release)`,
+    /// the rest starting with an async wait or not; the core completes at
+    /// once. An async wait's gate opens 2 ms after the wait starts (in a
+    /// run that is not canceled). Returns the nest and a generous bound of
+    /// its run time when it is not canceled, in ms.
+    fn nested_resources(rng: &mut Rng) -> (Nest, u64) {
+        let depth = 1 + rng.below(3) as usize;
+        let mut layers = Vec::new();
+        let mut gate_times = Vec::new();
+        // When the next layer starts, in a run that is not canceled.
+        let mut start = 0;
+        let mut horizon = 2;
+        for _ in 0..depth {
+            let (acquire, before) = (rng.below(3), rng.below(3));
+            let (after, release) = (rng.below(3), rng.below(3));
+            let wait = rng.below(2) == 0;
+            layers.push(Layer::Bracket { acquire, release });
+            layers.push(Layer::Uncancelable {
+                poll: true,
+                before,
+                after,
+            });
+            start += acquire + before;
+            horizon += acquire + before + after + release + 2;
+            gate_times.extend([0, 0]);
+            if wait {
+                layers.push(Layer::Async);
+                start += 2;
+                gate_times.push(start);
+            }
+        }
+        // The core's gate (unused: the core sleeps for 0).
+        gate_times.push(0);
+        let nest = Nest {
+            layers,
+            core: Core::Sleep(0),
+            cancel_at: CancelAt::After(0),
+            gate_times,
+        };
+        (nest, horizon)
     }
 }
 
@@ -309,11 +366,23 @@ fn target(nest: &Nest, unit: Duration, gates: &Gates, ledger: &Ledger, live: &Li
                 let release = sleep(release).product_r(ledger.record(Event::Release(i)));
                 IO::bracket(acquire, move |_| inner, move |()| release)
             }
-            Layer::Uncancelable { poll } => {
+            Layer::Uncancelable {
+                poll,
+                before,
+                after,
+            } => {
                 let enter = ledger.record(Event::Enter(i));
                 let exit = ledger.record(Event::Exit(i));
                 IO::uncancelable(move |p| {
-                    let body = if poll { p.apply(inner) } else { inner };
+                    let mut body = if poll { p.apply(inner) } else { inner };
+                    // No step at all for a 0 (the random nests' programs
+                    // stay as they were).
+                    if before > 0 {
+                        body = sleep(before).product_r(body);
+                    }
+                    if after > 0 {
+                        body = body.product_l(sleep(after));
+                    }
                     enter.product_r(body).product_l(exit)
                 })
             }
@@ -378,7 +447,7 @@ fn check(
                 acquired += acq;
                 released += rel;
             }
-            Layer::Uncancelable { poll } => {
+            Layer::Uncancelable { poll, .. } => {
                 let (entered, exited) = (count(Event::Enter(i)), count(Event::Exit(i)));
                 assert!(entered <= 1 && exited <= entered, "layer {i} ({})", ctx());
                 if !poll {
@@ -506,7 +575,13 @@ fn open_gates_in_time(nest: &Nest, gates: &Gates, ledger: &Ledger) -> IO<(), ()>
 
 fn run_on_virtual_time(seed: u64) {
     let mut rng = Rng(seed);
-    let nest = Nest::random(&mut rng);
+    run_nest_on_virtual_time(&Nest::random(&mut rng), seed);
+}
+
+/// Runs `nest` on virtual time and checks its record; `seed` names the run
+/// in a failure.
+fn run_nest_on_virtual_time(nest: &Nest, seed: u64) {
+    let nest = nest.clone();
     let unit = Duration::from_millis(1);
     let ledger = Ledger::default();
     let gates: Gates = Arc::new(
@@ -535,6 +610,11 @@ fn run_on_virtual_time(seed: u64) {
         .succeeded()
         .unwrap_or_else(|| panic!("seed {seed}: the canceler failed ({nest:?})"));
     check(&nest, seed, &ledger, &gates, &live, &outcome);
+    assert_eq!(
+        control.next_interval(),
+        None,
+        "seed {seed}: a timer is left behind ({nest:?})"
+    );
 }
 
 #[test]
@@ -542,6 +622,23 @@ fn canceling_at_a_random_virtual_moment_releases_every_resource_exactly_once() {
     for i in 0..VIRTUAL_ITERATIONS {
         run_on_virtual_time(0x5eed_0000 + i);
     }
+}
+
+/// Every millisecond of every shape's run: the seed of a failure is the
+/// shape's number times 1,000 plus the millisecond.
+#[test]
+fn a_fiber_canceled_at_any_point_of_nested_regions_releases_every_acquired_resource_once() {
+    let mut rng = Rng(0x5eed);
+    let mut runs = 0u64;
+    for shape in 0..SHAPES {
+        let (mut nest, horizon) = Nest::nested_resources(&mut rng);
+        for cancel_at in 0..=horizon {
+            nest.cancel_at = CancelAt::After(cancel_at);
+            run_nest_on_virtual_time(&nest, shape * 1_000 + cancel_at);
+            runs += 1;
+        }
+    }
+    assert!(runs >= 10 * SHAPES, "{runs} runs");
 }
 
 // ---------------------------------------------------------------------------

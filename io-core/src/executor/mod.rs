@@ -203,7 +203,6 @@ pub trait Executor: Clone + Send + Sync + Sized + 'static {
     /// [`support::lists_fibers`] holds for their configuration, or when asked to
     /// explicitly (a [`support::FiberRegistry`] does both), so that dumps cost nothing when tracing is off: the
     /// dump then lists no fiber. The default is an empty dump.
-    #[cfg(not(loom))]
     fn fiber_dump(&self) -> crate::FiberDump {
         crate::FiberDump::default()
     }

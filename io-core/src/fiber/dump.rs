@@ -10,29 +10,35 @@
 //! ([`FiberStatus`]); the activity byte, written by the tracing run-loop,
 //! tells running, queued, sleeping, blocked and waiting apart
 //! ([`FiberState`]).
+//!
+//! # Under loom
+//!
+//! The same code, in every build: it takes its weak references from the
+//! sync shim, whose loom variant (loom's `Arc` has no weak references) is
+//! a strong reference with the same API, raw pointers included
+//! (`sync::Weak`). So under `--cfg loom` a listing *does* keep its fibers
+//! alive: an entry holds its fiber until it is swept (the fiber has
+//! completed: its state word says so, as a failed upgrade would), the
+//! list is dropped, or the executor's registry is cleared
+//! (`FiberRegistry::clear`, which every executor calls when it is dropped;
+//! a loom model whose executor holds the registry must clear it before it
+//! ends, or loom reports the fibers' `Arc`s as leaked). The protocol a
+//! model checks, a fiber listed, run and completed while a dump reads it,
+//! is the same either way (`executor/support/tests/loom.rs`).
 
-#[cfg(not(loom))]
 use core::ptr::NonNull;
 
-#[cfg(not(loom))]
 use alloc::vec::Vec;
 
-#[cfg(not(loom))]
 use super::header::Header;
-#[cfg(not(loom))]
 use super::id::FiberId;
-#[cfg(not(loom))]
 use super::vtable::{Fiber, FiberInner};
-#[cfg(not(loom))]
 use crate::engine::tracing::Trace;
-#[cfg(not(loom))]
 use crate::executor::Executor;
-#[cfg(not(loom))]
 use crate::sync::Weak;
 
 /// What a fiber listing shows of a live fiber's state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg(not(loom))]
 pub enum FiberStatus {
     /// Running on a thread, or queued to run.
     Active,
@@ -70,7 +76,7 @@ pub enum FiberState {
 impl FiberState {
     /// The state of its byte (`as u8`), if it is one (read by
     /// `engine/tracing/fiber_on.rs`, which alone keeps the byte).
-    #[cfg_attr(any(loom, not(feature = "tracing")), allow(dead_code))]
+    #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
     pub(crate) fn from_byte(b: u8) -> Option<FiberState> {
         Some(match b {
             0 => FiberState::Running,
@@ -97,7 +103,6 @@ impl FiberState {
 
 /// One live fiber in a fiber dump.
 #[derive(Debug, Clone)]
-#[cfg(not(loom))]
 pub struct FiberInfo {
     /// The fiber's number on its executor ([`Fiber::id`]): `#1` for the
     /// first fiber the executor made.
@@ -127,7 +132,6 @@ pub struct FiberInfo {
 /// live fibers: 1, ...
 /// ```
 #[derive(Debug, Clone, Default)]
-#[cfg(not(loom))]
 pub struct FiberDump {
     /// The live fibers (Spindle's executors list them in the order they
     /// were made: by number).
@@ -136,7 +140,6 @@ pub struct FiberDump {
     pub executor: Vec<(&'static str, u64)>,
 }
 
-#[cfg(not(loom))]
 impl FiberDump {
     /// The fibers in a given state.
     pub fn in_state(&self, state: FiberState) -> impl Iterator<Item = &FiberInfo> {
@@ -153,7 +156,6 @@ impl FiberDump {
     }
 }
 
-#[cfg(not(loom))]
 impl core::fmt::Display for FiberDump {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         for fiber in &self.fibers {
@@ -188,8 +190,7 @@ impl core::fmt::Display for FiberDump {
 
 /// A weak reference to a fiber, for fiber listings: it never keeps the
 /// fiber's program alive, and sees nothing once the fiber has completed or
-/// been freed.
-#[cfg(not(loom))]
+/// been freed. (Under loom it is a strong reference: see the module doc.)
 pub struct WeakFiber {
     /// From `Weak::into_raw` of a `Weak<FiberInner<X>>`.
     fiber: NonNull<()>,
@@ -200,7 +201,6 @@ pub struct WeakFiber {
 }
 
 /// Type-erased operations on a `Weak<FiberInner<X>>`.
-#[cfg(not(loom))]
 struct WeakVTable {
     /// Number and status (the number from the header).
     status: unsafe fn(*const ()) -> Option<(FiberId, FiberStatus)>,
@@ -210,13 +210,10 @@ struct WeakVTable {
 
 // SAFETY: a weak reference only touches the reference counts (atomic) and,
 // after a successful upgrade, the header (shared by protocol).
-#[cfg(not(loom))]
 unsafe impl Send for WeakFiber {}
 // SAFETY: as above; every method takes `&self`.
-#[cfg(not(loom))]
 unsafe impl Sync for WeakFiber {}
 
-#[cfg(not(loom))]
 impl<X: Executor> FiberInner<X> {
     const WEAK_VTABLE: &'static WeakVTable = &WeakVTable {
         status: Self::weak_status,
@@ -254,7 +251,6 @@ impl<X: Executor> FiberInner<X> {
     }
 }
 
-#[cfg(not(loom))]
 impl WeakFiber {
     /// The fiber's number (the same as [`Fiber::id`]) and status, or
     /// `None` once it has completed or been freed.
@@ -288,7 +284,8 @@ impl WeakFiber {
 ///
 /// Pushing sweeps out the references of fibers that are gone whenever the
 /// list has doubled since the last sweep (amortized O(1) per push), so it
-/// holds at most about twice the live fibers. It never keeps a fiber alive.
+/// holds at most about twice the live fibers. It never keeps a fiber alive
+/// (except under loom: see the module doc).
 ///
 /// # Layout: one word per fiber
 ///
@@ -300,7 +297,6 @@ impl WeakFiber {
 /// another vtable (a list shared by two executor types, or the same type's
 /// vtable constant instantiated twice by the compiler) goes to a second
 /// list of whole [`WeakFiber`]s: correct, only larger.
-#[cfg(not(loom))]
 pub struct WeakFibers {
     /// The vtable of every entry of `thin` (the first pushed fiber's).
     vtable: Option<&'static WeakVTable>,
@@ -315,20 +311,16 @@ pub struct WeakFibers {
 // SAFETY: as for `WeakFiber`: a thin entry is a weak reference, which only
 // touches the reference counts (atomic) and, after an upgrade, the header
 // (shared by protocol); the list is mutated only through `&mut self`.
-#[cfg(not(loom))]
 unsafe impl Send for WeakFibers {}
 // SAFETY: as above; `&self` methods only read.
-#[cfg(not(loom))]
 unsafe impl Sync for WeakFibers {}
 
-#[cfg(not(loom))]
 impl Default for WeakFibers {
     fn default() -> Self {
         WeakFibers::new()
     }
 }
 
-#[cfg(not(loom))]
 impl core::fmt::Debug for WeakFibers {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("WeakFibers")
@@ -337,7 +329,6 @@ impl core::fmt::Debug for WeakFibers {
     }
 }
 
-#[cfg(not(loom))]
 impl WeakFibers {
     /// An empty list (no allocation).
     pub const fn new() -> Self {
@@ -404,8 +395,8 @@ impl WeakFibers {
     }
 
     /// How many fibers are kept as one word and how many as a whole
-    /// [`WeakFiber`] (for tests).
-    #[cfg(test)]
+    /// [`WeakFiber`] (for tests, which are not loom models).
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn entries(&self) -> (usize, usize) {
         (self.thin.len(), self.others.len())
     }
@@ -420,7 +411,6 @@ impl WeakFibers {
     }
 }
 
-#[cfg(not(loom))]
 impl Drop for WeakFibers {
     fn drop(&mut self) {
         if let Some(vtable) = self.vtable {
@@ -433,7 +423,6 @@ impl Drop for WeakFibers {
     }
 }
 
-#[cfg(not(loom))]
 impl Drop for WeakFiber {
     fn drop(&mut self) {
         // SAFETY: releases the weak reference this handle owns.
@@ -441,14 +430,12 @@ impl Drop for WeakFiber {
     }
 }
 
-#[cfg(not(loom))]
 impl core::fmt::Debug for WeakFiber {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("WeakFiber").field("id", &self.id()).finish()
     }
 }
 
-#[cfg(not(loom))]
 impl Header {
     /// What a fiber listing shows of this fiber.
     fn status(&self) -> Option<FiberStatus> {
@@ -500,11 +487,10 @@ impl Header {
     }
 }
 
-#[cfg(not(loom))]
 impl<X: Executor> Fiber<X> {
     /// A weak reference for fiber listings (see [`WeakFiber`]).
     pub fn downgrade(&self) -> WeakFiber {
-        let weak = crate::sync::Arc::downgrade(&self.inner);
+        let weak = crate::sync::downgrade(&self.inner);
         let ptr = Weak::into_raw(weak) as *mut ();
         WeakFiber {
             // SAFETY: the weak reference points at a live allocation.

@@ -117,11 +117,12 @@ impl FiberJoin {
         unsafe { self.callback.with_mut(|callback| (*callback).take()) }
     }
 
-    /// Whether the callback is still there (for tests).
+    /// Whether the callback is still there (for tests, which are not loom
+    /// models).
     ///
     /// # Safety
     /// * As for [`take_callback`](FiberJoin::take_callback).
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(super) unsafe fn has_callback(&self) -> bool {
         // SAFETY: forwarded preconditions.
         unsafe { self.callback.with(|callback| (*callback).is_some()) }

@@ -152,9 +152,7 @@ mod vtable;
 // they used before the split.
 pub(crate) use callback::RawCallback;
 pub use callback::{BlockingTask, Callback, TimerCallback};
-pub use dump::FiberState;
-#[cfg(not(loom))]
-pub use dump::{FiberDump, FiberInfo, FiberStatus, WeakFiber, WeakFibers};
+pub use dump::{FiberDump, FiberInfo, FiberState, FiberStatus, WeakFiber, WeakFibers};
 pub(crate) use header::Header;
 pub use id::{FiberId, FiberIds};
 pub(crate) use run_state::{CompleteK, typed_outcome};

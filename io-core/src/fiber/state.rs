@@ -97,7 +97,6 @@ impl Snapshot {
 
     /// The fiber is suspended and its suspension has not ended yet.
     #[inline]
-    #[cfg_attr(loom, allow(dead_code))] // read by fiber dumps, which loom builds leave out
     pub(super) fn is_waiting(self) -> bool {
         self.0 & (SUSPENDED | DONE) == SUSPENDED
     }
@@ -105,14 +104,12 @@ impl Snapshot {
     /// The fiber's last suspension has ended (result or cancellation), and
     /// the fiber has not suspended again since: it is queued, or runs.
     #[inline]
-    #[cfg_attr(loom, allow(dead_code))] // read by fiber dumps, which loom builds leave out
     pub(super) fn is_resumed(self) -> bool {
         self.0 & (SUSPENDED | DONE) == SUSPENDED | DONE
     }
 
     /// The (last) suspension may be ended by cancellation.
     #[inline]
-    #[cfg_attr(loom, allow(dead_code))] // read by fiber dumps, which loom builds leave out
     pub(super) fn is_interruptible(self) -> bool {
         self.0 & INTERRUPTIBLE != 0
     }

@@ -11,6 +11,10 @@
 //! * [`Fiber`]: the unique handle executors queue and run.
 //! * [`Spawner`]: the erased starter of child fibers that `Start` nodes
 //!   receive (the second, and last, type-erased boundary of a fiber).
+//!
+//! The same code in every build: the weak references of the vtable come
+//! from the sync shim, whose loom variant is a strong reference with the
+//! same raw API (`sync::Weak`).
 
 use core::ptr::NonNull;
 
@@ -87,14 +91,11 @@ pub(crate) struct RawFiberVTable {
     pub(super) schedule: unsafe fn(*const ()),
     /// Makes a weak reference (`Weak::into_raw`) from a strong one, which
     /// the caller keeps.
-    #[cfg(not(loom))]
     pub(super) downgrade: unsafe fn(*const ()) -> *const (),
     /// Makes a strong reference (`Arc::into_raw`) from a weak one, which
     /// the caller keeps, if the fiber is still alive.
-    #[cfg(not(loom))]
     pub(super) upgrade: unsafe fn(*const ()) -> Option<NonNull<()>>,
     /// Drops a weak reference.
-    #[cfg(not(loom))]
     pub(super) drop_weak: unsafe fn(*const ()),
 }
 
@@ -103,30 +104,25 @@ impl<X: Executor> FiberInner<X> {
         clone: Self::raw_clone,
         drop: Self::raw_drop,
         schedule: Self::raw_schedule,
-        #[cfg(not(loom))]
         downgrade: Self::raw_downgrade,
-        #[cfg(not(loom))]
         upgrade: Self::raw_upgrade,
-        #[cfg(not(loom))]
         drop_weak: Self::raw_drop_weak,
     };
 
     /// # Safety
     /// * `ptr` comes from `Arc::into_raw` of a live `Arc<FiberInner<X>>`,
     ///   which the caller keeps.
-    #[cfg(not(loom))]
     unsafe fn raw_downgrade(ptr: *const ()) -> *const () {
         // SAFETY: forwarded precondition; `ManuallyDrop` leaves the caller's
         // strong reference as it was.
         let strong =
             core::mem::ManuallyDrop::new(unsafe { Arc::from_raw(ptr.cast::<FiberInner<X>>()) });
-        crate::sync::Weak::into_raw(Arc::downgrade(&strong)).cast()
+        crate::sync::Weak::into_raw(crate::sync::downgrade(&strong)).cast()
     }
 
     /// # Safety
     /// * `ptr` comes from `Weak::into_raw` of a `Weak<FiberInner<X>>` that
     ///   the caller keeps.
-    #[cfg(not(loom))]
     unsafe fn raw_upgrade(ptr: *const ()) -> Option<NonNull<()>> {
         // SAFETY: forwarded precondition; `ManuallyDrop` leaves the caller's
         // weak reference as it was.
@@ -140,7 +136,6 @@ impl<X: Executor> FiberInner<X> {
     /// # Safety
     /// * `ptr` comes from `Weak::into_raw`, and the caller gives up its weak
     ///   reference.
-    #[cfg(not(loom))]
     unsafe fn raw_drop_weak(ptr: *const ()) {
         // SAFETY: forwarded precondition.
         drop(unsafe { crate::sync::Weak::from_raw(ptr.cast::<FiberInner<X>>()) })
@@ -227,7 +222,6 @@ impl RawFiberRef {
 
     /// A reference that does not keep the fiber alive (for the cleanup of
     /// a join's wait: `wait/cell.rs`, "Waits nobody can end").
-    #[cfg(not(loom))]
     pub(crate) fn downgrade(&self) -> WeakFiberRef {
         // SAFETY: we hold a strong reference, which `downgrade` leaves as it was.
         let weak = unsafe { (self.vtable.downgrade)(self.fiber.as_ptr()) };
@@ -237,39 +231,27 @@ impl RawFiberRef {
             vtable: self.vtable,
         }
     }
-
-    /// Under loom (whose `Arc` has no weak references), a strong reference
-    /// (see `sync::Weak`).
-    #[cfg(loom)]
-    pub(crate) fn downgrade(&self) -> WeakFiberRef {
-        WeakFiberRef(self.clone())
-    }
 }
 
 /// A weak reference to a fiber, erased of its executor type: it does not
 /// keep the fiber alive, and gives a [`RawFiberRef`] while the fiber is.
-#[cfg(not(loom))]
+/// (Under loom, whose `Arc` has no weak references, the shim's `Weak` is
+/// a strong reference with the same raw API, so this one is too: see
+/// `sync::Weak`.)
 pub(crate) struct WeakFiberRef {
     /// From `Weak::into_raw` of a `Weak<FiberInner<X>>`.
     fiber: NonNull<()>,
     vtable: &'static RawFiberVTable,
 }
 
-/// Under loom, a strong reference (see `sync::Weak`).
-#[cfg(loom)]
-pub(crate) struct WeakFiberRef(RawFiberRef);
-
 // SAFETY: a weak reference touches only the reference counts (atomic); an
 // upgraded one is a `RawFiberRef`, which is `Send`.
-#[cfg(not(loom))]
 unsafe impl Send for WeakFiberRef {}
 // SAFETY: as above; `upgrade` takes `&self` and is atomic.
-#[cfg(not(loom))]
 unsafe impl Sync for WeakFiberRef {}
 
 impl WeakFiberRef {
     /// A strong reference, if the fiber has not been freed.
-    #[cfg(not(loom))]
     pub(crate) fn upgrade(&self) -> Option<RawFiberRef> {
         // SAFETY: we own the weak reference behind `fiber`.
         let strong = unsafe { (self.vtable.upgrade)(self.fiber.as_ptr()) }?;
@@ -278,15 +260,8 @@ impl WeakFiberRef {
             vtable: self.vtable,
         })
     }
-
-    /// Under loom, always the fiber (see `sync::Weak`).
-    #[cfg(loom)]
-    pub(crate) fn upgrade(&self) -> Option<RawFiberRef> {
-        Some(self.0.clone())
-    }
 }
 
-#[cfg(not(loom))]
 impl Drop for WeakFiberRef {
     fn drop(&mut self) {
         // SAFETY: releases the weak reference this handle owns.

@@ -77,7 +77,7 @@
 //! instead of dropped (a waker that woke and was then dropped may have
 //! found the slot held by the fiber, and the fiber's own attempt to act
 //! for it may have found the slot held by this release). The loom models
-//! (`future/loom.rs`) found exactly that interleaving in a first version.
+//! (`tests/loom.rs`) found exactly that interleaving in a first version.
 //!
 //! # Lazy allocation
 //!

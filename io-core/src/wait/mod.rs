@@ -16,10 +16,13 @@
 //! The rule that keeps a wait from keeping itself alive ("waits nobody can
 //! end") is in `cell.rs`; the same rule for permits and queue elements
 //! ("holding what one waits on") in `list.rs`.
+//!
+//! Tests: `tests/list.rs` (the list's representation) and `tests/loom.rs`
+//! (loom models of the join cell).
 
 pub(crate) mod cell;
 pub(crate) mod list;
+#[cfg(test)]
+mod tests;
 
-#[cfg(all(loom, test))]
-pub(crate) use cell::Waiter;
 pub(crate) use cell::{CellOwner, JoinCell, Presence, Read, wait_for};

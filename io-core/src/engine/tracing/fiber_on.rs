@@ -36,7 +36,6 @@ impl Activity {
 
     /// What the fiber last recorded (a dump, on any thread): `None` if it
     /// has no ring of its own.
-    #[cfg_attr(loom, allow(dead_code))] // fiber dumps are left out of loom builds
     pub(crate) fn get(slot: &RingSlot) -> Option<FiberState> {
         FiberState::from_byte(slot.get()?.mark().checked_sub(1)?)
     }

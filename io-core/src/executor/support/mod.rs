@@ -43,9 +43,9 @@
 //! authors, with a warning) and tokio's one `Builder` and one runtime
 //! error shape; no code is copied.
 
-#[cfg(all(feature = "std", not(loom)))]
+#[cfg(feature = "std")]
 mod app;
-#[cfg(all(feature = "std", not(loom)))]
+#[cfg(feature = "std")]
 mod blocking;
 #[cfg(feature = "std")]
 mod clock_std;
@@ -58,9 +58,9 @@ use core::time::Duration;
 
 use crate::config::{ConfigError, FiberConfig};
 
-#[cfg(all(feature = "std", not(loom)))]
+#[cfg(feature = "std")]
 pub use app::AppRuntime;
-#[cfg(all(feature = "std", not(loom)))]
+#[cfg(feature = "std")]
 pub use blocking::{
     BlockingCounts, BlockingPool, BlockingWork, DEFAULT_BLOCKING_KEEP_ALIVE,
     DEFAULT_MAX_BLOCKING_THREADS,
@@ -72,9 +72,7 @@ pub use registry::FiberRegistry;
 pub use remote::{Published, RemoteQueue};
 
 pub use super::timers::{TimerHeap, TimerId};
-pub use crate::fiber::FiberIds;
-#[cfg(not(loom))]
-pub use crate::fiber::{WeakFiber, WeakFibers};
+pub use crate::fiber::{FiberIds, WeakFiber, WeakFibers};
 
 /// Why `block_on`, `try_block_on` or `spawn` could not run a program: the
 /// one error type of every executor's run API.

@@ -1,16 +1,11 @@
 //! The list of live fibers behind fiber dumps and `live_fibers()`.
 
-#[cfg(not(loom))]
 use alloc::boxed::Box;
-#[cfg(not(loom))]
 use alloc::vec::Vec;
 
 use crate::config::FiberConfig;
 use crate::executor::{Executor, Fiber};
-#[cfg(not(loom))]
 use crate::fiber::{FiberInfo, WeakFibers};
-
-#[cfg(not(loom))]
 use crate::sync::Lock;
 
 /// Weak references to an executor's live fibers, in shards.
@@ -28,13 +23,20 @@ use crate::sync::Lock;
 /// kept alive by a listing) in *shards*, each behind its own short lock: a
 /// multi-threaded executor gives every worker a shard that only that
 /// worker pushes to (uncontended) and one more for threads outside the
-/// pool; a single-threaded one uses one shard. Under `--cfg loom` (where
-/// io-core has no fiber listings) it is always disabled.
+/// pool; a single-threaded one uses one shard.
+///
+/// Under `--cfg loom` it is the same code (a loom model checks a fiber
+/// listed while a dump reads it: `tests/loom.rs`), with one difference in
+/// memory: loom's `Arc` has no weak references, so there an entry is a
+/// strong reference (`sync::Weak`) and keeps its fiber, and through the
+/// fiber's executor possibly the registry itself, alive until the entry is
+/// swept (the fiber completed), or [`clear`](FiberRegistry::clear) drops
+/// it. Every executor clears its registry when it is dropped; a model
+/// must do the same before it ends.
 ///
 /// [`lists_fibers`]: super::lists_fibers
 pub struct FiberRegistry {
     enabled: bool,
-    #[cfg(not(loom))]
     shards: Box<[Lock<WeakFibers>]>,
 }
 
@@ -54,11 +56,9 @@ impl FiberRegistry {
     /// may name.
     pub fn new(config: &FiberConfig, track_fibers: bool, shards: usize) -> FiberRegistry {
         let traces = super::adopt_config(config);
-        let enabled = cfg!(not(loom)) && (traces || track_fibers);
-        let _ = shards;
+        let enabled = traces || track_fibers;
         FiberRegistry {
             enabled,
-            #[cfg(not(loom))]
             shards: (0..shards.max(1))
                 .map(|_| Lock::new(WeakFibers::new()))
                 .collect::<Vec<_>>()
@@ -76,20 +76,16 @@ impl FiberRegistry {
     /// registry is enabled; otherwise does nothing.
     #[inline]
     pub fn register<X: Executor>(&self, shard: usize, fiber: &Fiber<X>) {
-        #[cfg(not(loom))]
         if self.enabled {
             let shard = &self.shards[shard % self.shards.len()];
             let weak = fiber.downgrade();
             shard.with(|fibers| fibers.push(weak));
         }
-        #[cfg(loom)]
-        let _ = (shard, fiber);
     }
 
     /// Number, state and trace of every listed fiber still alive (empty
     /// when the registry is disabled), by number: in the order the
     /// executor made them, whichever shard lists them.
-    #[cfg(not(loom))]
     pub fn live_fibers(&self) -> Vec<FiberInfo> {
         let mut list = Vec::new();
         if self.enabled {
@@ -104,7 +100,6 @@ impl FiberRegistry {
     /// Forgets every listed fiber (an executor being dropped). The weak
     /// references are dropped after each shard's lock is released.
     pub fn clear(&self) {
-        #[cfg(not(loom))]
         for shard in self.shards.iter() {
             drop(shard.with(core::mem::take));
         }

@@ -34,7 +34,7 @@
 //!   largest count is the word without its flag bit: 2^63 - 1 on 64-bit
 //!   targets, 2^31 - 1 on 32-bit ones.
 //!
-//! Loom checks the protocol with plain waiters (`tests_loom.rs`).
+//! Loom checks the protocol with plain waiters (`tests/loom.rs`).
 
 use crate::sync::{AtomicUsize, Mutex, MutexGuard, Ordering};
 use crate::wait::list::{WaiterId, WaiterList};

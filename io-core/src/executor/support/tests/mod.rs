@@ -1,5 +1,12 @@
 //! Unit tests of the support pieces that need no executor (the executors'
 //! own tests and io-core's shared tests cover the rest); also under Miri.
+//! The blocking pool's are `blocking.rs`; the loom model of the fiber
+//! registry and the dumps that read it is `loom.rs`.
+
+#[cfg(feature = "std")]
+mod blocking;
+#[cfg(loom)]
+mod loom;
 
 #[cfg(not(loom))]
 use alloc::collections::VecDeque;
