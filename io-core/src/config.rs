@@ -200,9 +200,10 @@ impl fmt::Display for ConfigError {
             ConfigError::TraceCapacity(e) => write!(f, "invalid fiber configuration: {e}"),
             ConfigError::Tracing(e) => write!(f, "invalid fiber configuration: {e}"),
             ConfigError::FullTracingNotCompiled => f.write_str(
-                "invalid fiber configuration: tracing mode `full` needs io-core's \
+                "invalid fiber configuration: tracing mode `full` needs the \
                  `tracing-full` cargo feature (backtraces, std); use `cached`, or build with \
-                 that feature (for instance `--features exec-wstp/tracing-full`)",
+                 that feature (`spindle-effect = { features = [\"tracing-full\"] }`, \
+                 or `--features spindle-effect/tracing-full`)",
             ),
         }
     }
