@@ -15,7 +15,7 @@
 //! | [`EmptyRange`] | [`Random`](crate::Random)'s ranged draws |
 //! | [`SupervisorClosed`] | a [`Supervisor`](crate::Supervisor) or [`JoinSet`](crate::JoinSet) whose scope has ended |
 
-pub use crate::combinators::concurrent::TimeoutError;
+pub use crate::combinators::timeout::TimeoutError;
 pub use crate::config::ConfigError;
 pub use crate::executor::support::RunError;
 pub use crate::stdlib::data::barrier::InvalidParties;

@@ -114,9 +114,10 @@ mod sync;
 pub mod untraced;
 mod wait;
 
-pub use combinators::concurrent::{BothOutcome, Either, RaceOutcome, RacePair};
 pub use combinators::memoize::Memoized;
 pub use combinators::monad_cancel::Poll;
+pub use combinators::par::BothOutcome;
+pub use combinators::race::{Either, RaceOutcome, RacePair};
 pub use config::{DEFAULT_AUTO_YIELD_AFTER, FiberConfig, FiberConfigBuilder};
 pub use engine::tracing::{Trace, Traced, TracingMode};
 pub use executor::{BlockingTask, Executor, Fiber, TimerCallback};

@@ -21,7 +21,7 @@
 //! Design credit: Cats Effect's `GenSpawn.cancelable` (start, join polled,
 //! `fin` then cancel on cancellation). No code is copied.
 
-use crate::combinators::concurrent::embed;
+use crate::combinators::embed::embed;
 use crate::engine::tracing::{ChildTraces, Op};
 use crate::fiber::handle::FiberHandle;
 use crate::io::IO;

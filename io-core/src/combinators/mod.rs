@@ -5,12 +5,21 @@
 //! |---|---|
 //! | `monad_cancel.rs` | Cats Effect's `MonadCancel` and `start`: `uncancelable` and [`Poll`](crate::Poll), `canceled`, `on_cancel`, `guarantee(_case)`, the `bracket` family, `IO::start` |
 //! | `cancelable.rs` | `IO::cancelable`: a program that ignores cancellation, stopped by a finalizer |
-//! | `concurrent.rs` | `race`, `both`, `par_map2`, the parallel traversals, `timeout` and `timed` |
-//! | `many.rs` | `race_all` and `par_sequence_n` |
+//! | `outcomes.rs` | the outcome table of the combinators that run children: how the children record their outcomes, how the parent waits for a condition on them (no wake-up lost), and how it cancels and awaits the rest |
+//! | `embed.rs` | a child's outcome as the parent's program: `Outcome::embed`, `embed_never`, and the parent's `embed` |
+//! | `race.rs` | `race_pair`, `race_outcome`, `race`, `race_all` ([`Either`](crate::Either)) |
+//! | `par.rs` | `both_outcome`, `both`, `par_map2`, and the parallel traversals `par_traverse(_n)`, `par_sequence(_n)` |
+//! | `timeout.rs` | `timeout`, `timeout_to`, `timeout_and_forget`, `timed` ([`TimeoutError`](crate::error::TimeoutError)) |
 //! | `memoize.rs` | `memoize` and `memoize_with` ([`Memoized`](crate::Memoized)) |
 
 pub(crate) mod cancelable;
-pub(crate) mod concurrent;
-pub(crate) mod many;
+pub(crate) mod embed;
 pub(crate) mod memoize;
 pub(crate) mod monad_cancel;
+pub(crate) mod outcomes;
+pub(crate) mod par;
+pub(crate) mod race;
+pub(crate) mod timeout;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,277 @@
+//! Time limits and timing: [`IO::timeout`], [`IO::timeout_to`],
+//! [`IO::timeout_and_forget`] and [`IO::timed`]; the error
+//! [`TimeoutError`].
+//!
+//! ```
+//! use spindle_core::IO;
+//! use spindle_core::error::TimeoutError;
+//! use spindle_exec_single::SingleThreaded;
+//! use std::time::Duration;
+//!
+//! #[derive(Debug, PartialEq)]
+//! enum AppError { Timeout }
+//! impl From<TimeoutError> for AppError {
+//!     fn from(_: TimeoutError) -> Self { AppError::Timeout }
+//! }
+//!
+//! let rt = SingleThreaded::new()?;
+//! let late: IO<u32, AppError> = IO::never();
+//! assert_eq!(rt.block_on(late.timeout(Duration::from_millis(1)))?.errored(), Some(AppError::Timeout));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Protocol
+//!
+//! The body runs on one child fiber, the only child of an outcome table
+//! (`outcomes.rs`: how the child records its outcome, how the parent
+//! waits, why no wake-up is lost), which keeps the child's outcome. The
+//! parent waits, unmasked, until the child has ended or the executor's
+//! monotonic clock reaches the deadline, whichever comes first: the wait
+//! is one `from_callback_until` node (an `AsyncUntil`), whose timer the
+//! executor arms on the wait and removes when it ends, in O(1). The parent
+//! tells which came first from the table: the child's outcome is there or
+//! not.
+//!
+//! * The child completed first: its outcome is the result (a value, an
+//!   error, a panic raised again). If it canceled itself, the deadline
+//!   decides, as the timer of Cats Effect's race would: the parent waits
+//!   until it, then runs the fallback.
+//! * The deadline came first: the parent requests the child's
+//!   cancellation; with [`Late::Await`] it waits (masked) until the child
+//!   has ended, and then the child's outcome still wins if it has one (a
+//!   body that did not honour the cancellation, Cats Effect 3.6); the
+//!   fallback runs only for a canceled child. With [`Late::Forget`] it does
+//!   not wait: the fallback runs at once.
+//! * The parent is canceled while it waits: it requests the child's
+//!   cancellation and waits until the child has ended (its finalizers have
+//!   run), as every combinator of this folder does.
+//!
+//! Compared with the race of two fibers that Cats Effect derives `timeout`
+//! from (`GenTemporal`), this starts one fiber instead of two, and needs
+//! no `Deferred`, no fiber handles and no sleeping fiber to cancel. No code
+//! is copied.
+
+use core::fmt;
+use core::time::Duration;
+
+use crate::combinators::embed::embed;
+use crate::combinators::monad_cancel::Poll;
+use crate::combinators::outcomes::{
+    AllEnded, Outcomes, Table, cancel_and_wait, interruptibly, spawn, start, wait_until,
+};
+use crate::engine::tracing::{ChildTraces, Op};
+use crate::fiber::RawFiberRef;
+use crate::io::IO;
+use crate::outcome::Outcome;
+use crate::sync::Arc;
+
+/// A program timed out (`IO::timeout`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimeoutError {
+    /// The time limit that passed.
+    pub after: Duration,
+}
+
+impl fmt::Display for TimeoutError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "timed out after {:?}", self.after)
+    }
+}
+
+impl core::error::Error for TimeoutError {}
+
+/// A timeout as an I/O error, so that [`IO::timeout`] works on programs
+/// whose error type is [`std::io::Error`] (which no other crate may give
+/// this conversion: the orphan rule). The error has kind
+/// [`ErrorKind::TimedOut`](std::io::ErrorKind::TimedOut), and the
+/// [`TimeoutError`] as its message and [source](std::error::Error::source)
+/// (get it back with [`std::io::Error::downcast`] or `get_ref`).
+///
+/// ```
+/// use spindle_core::IO;
+/// use spindle_core::error::TimeoutError;
+/// use spindle_exec_single::SingleThreaded;
+/// use std::io::ErrorKind;
+/// use std::time::Duration;
+///
+/// let read: IO<Vec<u8>, std::io::Error> = IO::never();
+/// let rt = SingleThreaded::new()?;
+/// let e = rt.block_on(read.timeout(Duration::from_millis(1)))?.errored().unwrap();
+/// assert_eq!(e.kind(), ErrorKind::TimedOut);
+/// assert_eq!(e.to_string(), "timed out after 1ms");
+/// assert!(e.get_ref().is_some_and(|inner| inner.is::<TimeoutError>()));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[cfg(feature = "std")]
+impl From<TimeoutError> for std::io::Error {
+    fn from(e: TimeoutError) -> Self {
+        std::io::Error::new(std::io::ErrorKind::TimedOut, e)
+    }
+}
+
+// The operations as traces name them (one event each, at the user's call
+// site; the nodes they are made of are untraced).
+static TIMEOUT: Op = Op::new("timeout");
+static TIMEOUT_TO: Op = Op::new("timeout_to");
+static TIMEOUT_AND_FORGET: Op = Op::new("timeout_and_forget");
+static TIMED: Op = Op::new("timed");
+
+impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
+    /// Fails with [`TimeoutError`] if `self` has not completed after
+    /// `duration`; `self` is then canceled, and the timeout waits until it
+    /// has ended (its finalizers have run).
+    ///
+    /// As in Cats Effect 3.6, the outcome of `self` always wins when there
+    /// is one: a result or an error that `self` produces after the deadline
+    /// (its cancellation was not honoured: an `uncancelable` body) is the
+    /// result, not the timeout; the timeout is raised only when `self` was
+    /// canceled. If `self` cancels itself before the deadline, the timeout
+    /// is raised at the deadline (the race is then the timer's). For a
+    /// deadline that does not wait for `self` to end, see
+    /// [`timeout_and_forget`](IO::timeout_and_forget).
+    ///
+    /// `self` runs on a fiber of its own; the deadline is a timer of the
+    /// executor armed on the caller's wait, so a timeout costs one fiber
+    /// start, not the two of a race.
+    ///
+    /// The error type takes the timeout through `From<TimeoutError>`:
+    /// write it for your own error type; with `std`, io-core provides it for
+    /// `std::io::Error` (kind `TimedOut`).
+    #[track_caller]
+    pub fn timeout(self, duration: Duration) -> IO<A, E>
+    where
+        E: From<TimeoutError>,
+    {
+        self.timeout_to_untraced(
+            duration,
+            IO::raise_error(E::from(TimeoutError { after: duration })),
+        )
+        .traced_as(&TIMEOUT)
+    }
+
+    /// Runs `fallback` if `self` has not completed after `duration`; `self`
+    /// is then canceled and awaited, and `fallback` runs only if it was
+    /// canceled (see [`timeout`](IO::timeout) for the rules).
+    #[track_caller]
+    pub fn timeout_to(self, duration: Duration, fallback: IO<A, E>) -> IO<A, E> {
+        self.timeout_to_untraced(duration, fallback)
+            .traced_as(&TIMEOUT_TO)
+    }
+
+    /// Fails with [`TimeoutError`] as soon as `duration` has passed if
+    /// `self` has not completed by then; `self`'s cancellation is
+    /// *requested* but not awaited (Cats Effect's `timeoutAndForget`): the
+    /// error is raised at the deadline even if `self` is uncancelable, and
+    /// `self` finishes (or finalizes) in the background.
+    ///
+    /// This gives up back-pressure: a body that ignores cancellation keeps
+    /// running, holding what it holds, after the caller has moved on. Prefer
+    /// [`timeout`](IO::timeout) unless the deadline matters more.
+    #[track_caller]
+    pub fn timeout_and_forget(self, duration: Duration) -> IO<A, E>
+    where
+        E: From<TimeoutError>,
+    {
+        let error = move || IO::raise_error(E::from(TimeoutError { after: duration }));
+        run(self, duration, Late::Forget, error).traced_as(&TIMEOUT_AND_FORGET)
+    }
+
+    /// [`IO::timeout_to`] for io-core's own nodes (no trace event).
+    fn timeout_to_untraced(self, duration: Duration, fallback: IO<A, E>) -> IO<A, E> {
+        run(self, duration, Late::Await, move || fallback)
+    }
+
+    /// Measures how long `self` takes on the executor's monotonic clock.
+    #[track_caller]
+    pub fn timed(self) -> IO<(Duration, A), E> {
+        IO::<Duration, E>::monotonic()
+            .flat_map_untraced(move |start| {
+                self.flat_map_untraced(move |a| {
+                    IO::<Duration, E>::monotonic()
+                        .map_untraced(move |end| (end.saturating_sub(start), a))
+                })
+            })
+            .traced_as(&TIMED)
+    }
+}
+
+/// What the parent does when the deadline comes first.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Late {
+    /// Wait until the child has ended; its outcome wins if it has one.
+    Await,
+    /// Only request its cancellation; the fallback runs at once.
+    Forget,
+}
+
+/// What the table keeps: the child's outcome, once it has ended, and its
+/// failure traces.
+type Slot<A, E> = Option<(Outcome<A, E>, ChildTraces)>;
+
+/// The body `io` under a deadline `duration` from now; `fallback()` when
+/// it is canceled by the deadline (see the module doc).
+fn run<A, E, F>(io: IO<A, E>, duration: Duration, late: Late, fallback: F) -> IO<A, E>
+where
+    A: Send + 'static,
+    E: Send + 'static,
+    F: FnOnce() -> IO<A, E> + Send + 'static,
+{
+    IO::<Duration, E>::monotonic().flat_map_untraced(move |now| {
+        let deadline = now.saturating_add(duration);
+        start(
+            || Table::new(1, None),
+            move |spawner, table| {
+                spawn(
+                    table,
+                    spawner,
+                    io,
+                    |slot: &mut Slot<A, E>, outcome, traces, _| {
+                        *slot = Some((outcome, traces));
+                    },
+                )
+            },
+            move |poll, table, child| {
+                let wait = wait_until(table.clone(), AllEnded, deadline);
+                interruptibly(poll, &table, &child, wait).flat_map_untraced(move |()| {
+                    decide(poll, table, child, deadline, late, fallback)
+                })
+            },
+        )
+    })
+}
+
+/// After the wait: the child's outcome, or the deadline's verdict.
+fn decide<A, E, F>(
+    poll: Poll,
+    table: Arc<Outcomes<Slot<A, E>, E>>,
+    child: RawFiberRef,
+    deadline: Duration,
+    late: Late,
+    fallback: F,
+) -> IO<A, E>
+where
+    A: Send + 'static,
+    E: Send + 'static,
+    F: FnOnce() -> IO<A, E> + Send + 'static,
+{
+    match table.slots(Option::take) {
+        // It canceled itself before the deadline: the timer decides.
+        Some((Outcome::Canceled, _)) => poll
+            .apply_untraced(IO::from_callback_until_untraced(deadline, |_| None))
+            .flat_map_untraced(move |()| fallback()),
+        Some((outcome, traces)) => embed(poll, outcome, traces),
+        None if late == Late::Forget => {
+            child.request_cancel();
+            fallback()
+        }
+        None => cancel_and_wait(table.clone(), child).flat_map_untraced(move |()| {
+            match table.slots(Option::take) {
+                // Canceled, as asked: the deadline's verdict.
+                Some((Outcome::Canceled, _)) | None => fallback(),
+                // It ended otherwise (it did not honour the cancellation,
+                // or finished meanwhile): that stands.
+                Some((outcome, traces)) => embed(poll, outcome, traces),
+            }
+        }),
+    }
+}
