@@ -4,7 +4,7 @@
 //! `timeout_to`, `timed`.
 //!
 //! ```
-//! use spindle_core::{Either, IO};
+//! use spindle_core::{Either, IO, IORuntime};
 //! use spindle_core::error::TimeoutError;
 //! use spindle_exec_single::SingleThreaded;
 //! use std::time::Duration;
@@ -95,7 +95,7 @@ impl core::error::Error for TimeoutError {}
 /// (get it back with [`std::io::Error::downcast`] or `get_ref`).
 ///
 /// ```
-/// use spindle_core::IO;
+/// use spindle_core::{IO, IORuntime};
 /// use spindle_core::error::TimeoutError;
 /// use spindle_exec_single::SingleThreaded;
 /// use std::io::ErrorKind;
@@ -122,7 +122,7 @@ impl<A: Send + 'static, E: Send + 'static> Outcome<A, E> {
     /// raised again (as a panic of the fiber that runs it).
     ///
     /// ```
-    /// use spindle_core::{IO, Outcome};
+    /// use spindle_core::{IO, IORuntime, Outcome};
     /// use spindle_exec_single::SingleThreaded;
     ///
     /// let rt = SingleThreaded::new()?;

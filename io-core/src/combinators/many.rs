@@ -167,7 +167,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// that program runs on the caller's fiber.
     ///
     /// ```
-    /// use spindle_core::IO;
+    /// use spindle_core::{IO, IORuntime};
     /// use spindle_exec_single::SingleThreaded;
     /// use std::time::Duration;
     ///
@@ -190,7 +190,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     ///
     /// ```
     /// use core::num::NonZeroUsize;
-    /// use spindle_core::IO;
+    /// use spindle_core::{IO, IORuntime};
     /// use spindle_exec_single::SingleThreaded;
     ///
     /// let two = NonZeroUsize::new(2).expect("2 is not 0");
