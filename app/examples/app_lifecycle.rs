@@ -15,6 +15,18 @@ mod lifecycle;
 
 use std::process::ExitCode;
 
+use spindle_core::{IO, IORuntime};
+use spindle_exec_batching::EventLoop;
+use spindle_exec_single::{SingleThreaded, StdClock};
+use spindle_exec_tokio::TokioExecutor;
+use spindle_exec_wstp::Runtime;
+
+/// The entry point on the executor `R`, built from the environment: the
+/// same call for every executor.
+fn run_on<R: IORuntime>(program: IO<(), String>) -> ExitCode {
+    spindle_app::run(R::from_env(), program)
+}
+
 fn main() -> ExitCode {
     let executor = std::env::args().nth(1).unwrap_or_default();
     let mode = std::env::args().nth(2).unwrap_or_default();
@@ -23,11 +35,10 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     };
     match executor.as_str() {
-        "single" => spindle_app::run(spindle_exec_single::SingleThreaded::from_env(), program),
-        // exec-wstp's own entry point: the same function on its runtime.
-        "wstp" => spindle_exec_wstp::app::run(program),
-        "batching" => spindle_app::run(spindle_exec_batching::EventLoop::from_env(), program),
-        "tokio" => spindle_app::run(spindle_exec_tokio::TokioExecutor::from_env(), program),
+        "single" => run_on::<SingleThreaded<StdClock>>(program),
+        "wstp" => run_on::<Runtime>(program),
+        "batching" => run_on::<EventLoop>(program),
+        "tokio" => run_on::<TokioExecutor>(program),
         other => {
             eprintln!("unknown executor {other:?}: single, wstp, batching, tokio");
             ExitCode::from(2)

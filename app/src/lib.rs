@@ -20,8 +20,8 @@
 //! printed as `error: ...` and gives exit code 1, running nothing.
 //!
 //! ```no_run
-//! use spindle_core::IO;
-//! use spindle_exec_single::SingleThreaded;
+//! use spindle_core::{IO, IORuntime};
+//! use spindle_exec_wstp::Runtime;
 //! use std::process::ExitCode;
 //! use std::time::Duration;
 //!
@@ -29,15 +29,17 @@
 //!     let program: IO<(), String> = IO::sleep(Duration::from_millis(10))
 //!         .product_r(IO::delay(|| println!("hello from a fiber")))
 //!         .guarantee(IO::delay(|| println!("finalizer ran")));
-//!     spindle_app::run(SingleThreaded::from_env(), program)
+//!     spindle_app::run(Runtime::from_env(), program)
 //! }
 //! ```
 //!
-//! The same line runs it on the work-stealing pool
-//! (`spindle_exec_wstp::Runtime::from_env()`, or exec-wstp's own
-//! `app::run(program)`, which is this function), on exec-batching's event
+//! The same line runs it on exec-single's loop
+//! (`SingleThreaded::<StdClock>::from_env()`), on exec-batching's event
 //! loop (`EventLoop::from_env()`) or on a tokio runtime it owns
-//! (`TokioExecutor::from_env()`).
+//! (`TokioExecutor::from_env()`): `from_env` is io-core's
+//! [`IORuntime::from_env`], and so is every method of the executor this
+//! crate calls. A builder's `build()` works as well (the builder's
+//! `fiber_config_from_env()` reads the environment too).
 //!
 //! # Traces of failures
 //!
@@ -97,9 +99,9 @@
 //!
 //! # The protocol with the executor
 //!
-//! An executor takes part by implementing io-core's
-//! [`AppRuntime`] (its handle, its `block_on`, its metrics: a few lines).
-//! [`run`], on the calling thread:
+//! Any executor takes part: [`run`] takes an [`IORuntime`], the one shape
+//! every executor implements (its handle, its `block_on`, its metrics read
+//! from a handle). [`run`], on the calling thread:
 //!
 //! 1. installs the signal handlers and starts the signal thread, with a
 //!    clone of the executor's handle, *before* the main fiber exists (a
@@ -126,17 +128,14 @@
 //! The entry point needs an OS signal crate (`signal-hook`), and io-core is
 //! `no_std`: an optional `signal-hook` feature there would put an OS
 //! dependency in the core's manifest and feature matrix, which embedded
-//! users build. So the one contract executors implement,
-//! [`AppRuntime`], is in io-core (std only, no new dependency: every
-//! executor already depends on io-core), and the one implementation of
-//! the entry point is here. No executor depends on this crate except
-//! exec-wstp, whose `app::run` and `app::run_with` keep working as thin
-//! wrappers (it carried `signal-hook` before); exec-single with `std`,
-//! exec-batching and exec-tokio users add `spindle-app` (or the entry
-//! crate's `app` feature) when they want an entry point, and only then
-//! pull in `signal-hook`. One generic function also keeps the call site
-//! the same on every executor: the executor is an argument, not a
-//! module path.
+//! users build. So the one contract executors implement, [`IORuntime`],
+//! is in io-core (no new dependency: every executor already depends on
+//! io-core), and the one implementation of the entry point is here. No
+//! executor depends on this crate: users add `spindle-app` (or the entry
+//! crate's `app` feature, on by default) when they want an entry point,
+//! and only then pull in `signal-hook`. One generic function also keeps
+//! the call site the same on every executor: the executor is an argument,
+//! not a module path.
 
 #![deny(missing_docs)]
 
@@ -145,9 +144,8 @@ mod signals;
 use std::fmt;
 use std::process::ExitCode;
 
-pub use spindle_core::executor::support::AppRuntime;
 use spindle_core::untraced::UntracedJoin as _;
-use spindle_core::{FiberHandle, IO, Outcome, Trace, Traced};
+use spindle_core::{FiberHandle, IO, IORuntime, Outcome, Trace, Traced};
 
 use crate::signals::{MainCancel, SignalWatch};
 
@@ -192,10 +190,12 @@ impl MainValue for u8 {
 ///
 /// Call it from `main` (the thread the process exits from): it blocks the
 /// calling thread in the executor's `block_on`, and a second SIGINT or
-/// SIGTERM exits the process.
+/// SIGTERM exits the process. When `main` has ended the executor is
+/// dropped, which shuts it down (a pool joins its threads) before the
+/// process exits.
 pub fn run<R, B, A, E>(runtime: Result<R, B>, main: IO<A, E>) -> ExitCode
 where
-    R: AppRuntime,
+    R: IORuntime,
     B: fmt::Display,
     A: MainValue,
     E: fmt::Debug + Send + 'static,
@@ -217,7 +217,7 @@ where
 /// [`run`] on a built executor.
 fn run_main<R, A, E>(runtime: &R, main: IO<A, E>) -> ExitCode
 where
-    R: AppRuntime,
+    R: IORuntime,
     A: MainValue,
     E: fmt::Debug + Send + 'static,
 {

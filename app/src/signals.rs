@@ -6,8 +6,8 @@ use std::fmt::Write as _;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use spindle_core::Executor;
-use spindle_core::executor::support::{AppRuntime, lists_fibers};
+use spindle_core::executor::support::lists_fibers;
+use spindle_core::{Executor, IORuntime};
 
 use crate::CANCELED_EXIT_CODE;
 
@@ -44,7 +44,7 @@ impl MainCancel {
 /// The text printed on SIGUSR1: a title line, the executor's metrics, then
 /// its fiber dump (every live fiber with its state and trace, while fibers
 /// are listed).
-fn dump<R: AppRuntime>(handle: &R::Handle) -> String {
+fn dump<R: IORuntime>(handle: &R::Handle) -> String {
     let mut out = format!("spindle runtime dump\n{}\n\n", R::handle_metrics(handle));
     let fibers = handle.fiber_dump();
     let _ = write!(out, "{fibers}");
@@ -72,7 +72,7 @@ impl SignalWatch {
     /// Installs the handlers and starts the thread; `None` (with a warning
     /// on stderr) if either fails, or off Unix.
     #[cfg(unix)]
-    pub(crate) fn start<R: AppRuntime>(
+    pub(crate) fn start<R: IORuntime>(
         runtime: R::Handle,
         main: Arc<MainCancel>,
     ) -> Option<SignalWatch> {
@@ -119,7 +119,7 @@ impl SignalWatch {
 
     /// Off Unix: no signal handling (Ctrl-C ends the process at once).
     #[cfg(not(unix))]
-    pub(crate) fn start<R: AppRuntime>(
+    pub(crate) fn start<R: IORuntime>(
         _runtime: R::Handle,
         _main: Arc<MainCancel>,
     ) -> Option<SignalWatch> {

@@ -38,8 +38,8 @@ use core::task::{Context, Poll};
 
 use benches::{SIZE, succeeded};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use spindle_core::IO;
-use spindle_exec_single::{Clock, SingleThreaded};
+use spindle_core::{IO, IORuntime};
+use spindle_exec_single::SingleThreaded;
 use spindle_exec_tokio::TokioExecutor;
 use tokio::sync::oneshot;
 
@@ -137,13 +137,7 @@ fn chain(step: fn(i32) -> Io<i32>, size: i32) -> Io<i32> {
 
 /// One group of chain rows: each row runs `chain(step, size)` on `rt`,
 /// checked once to give `size`, then timed.
-fn bench_chains<C: Clock>(
-    c: &mut Criterion,
-    rt: &SingleThreaded<C>,
-    group: &str,
-    rows: &[Step],
-    size: i32,
-) {
+fn bench_chains<R: IORuntime>(c: &mut Criterion, rt: &R, group: &str, rows: &[Step], size: i32) {
     let mut group = c.benchmark_group(group);
     group.throughput(Throughput::Elements(size as u64));
     for &(name, step) in rows {

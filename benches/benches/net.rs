@@ -40,7 +40,7 @@ use std::time::Duration;
 
 use benches::succeeded;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use spindle_core::IO;
+use spindle_core::{IO, IORuntime};
 use spindle_exec_batching::EventLoop;
 use spindle_exec_wstp::net::{ReadHalf, TcpListener, TcpStream, WriteHalf};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -77,28 +77,10 @@ fn loopback() -> SocketAddr {
     SocketAddr::from(([127, 0, 0, 1], 0))
 }
 
-/// An executor the rows run on: `block_on` to the value.
-trait Rt {
-    fn run<A: Send + 'static>(&self, io: IO<A, io::Error>) -> A;
-    fn start(&self, io: IO<(), io::Error>);
-}
-
-impl Rt for spindle_exec_wstp::Runtime {
-    fn run<A: Send + 'static>(&self, io: IO<A, io::Error>) -> A {
-        succeeded(self.block_on(io).expect("exec-wstp block_on"))
-    }
-    fn start(&self, io: IO<(), io::Error>) {
-        let _ = self.spawn(io).expect("exec-wstp spawn");
-    }
-}
-
-impl Rt for EventLoop {
-    fn run<A: Send + 'static>(&self, io: IO<A, io::Error>) -> A {
-        succeeded(self.block_on(io).expect("exec-batching block_on"))
-    }
-    fn start(&self, io: IO<(), io::Error>) {
-        let _ = self.spawn(io).expect("exec-batching spawn");
-    }
+/// Runs `io` on `rt` (any Spindle executor: `IORuntime::block_on`) to its
+/// value.
+fn run<R: IORuntime, A: Send + 'static>(rt: &R, io: IO<A, io::Error>) -> A {
+    succeeded(rt.block_on(io).expect("block_on"))
 }
 
 /// Reads and writes back until end of stream.
@@ -162,9 +144,9 @@ fn spindle_reader(read: Arc<ReadHalf<TcpStream>>, keep: bool) -> IO<Vec<u8>, io:
 }
 
 /// A row on a Spindle executor.
-fn spindle_row<R: Rt>(c: &mut Criterion, name: &str, rt: R) {
-    let (client, server) = rt.run(connect_pair());
-    rt.start(echo(server));
+fn spindle_row<R: IORuntime>(c: &mut Criterion, name: &str, rt: R) {
+    let (client, server) = run(&rt, connect_pair());
+    let _ = rt.spawn(echo(server)).expect("spawn the echo server");
     let (read, write) = client.into_split();
     let (read, write, chunk) = (Arc::new(read), Arc::new(write), chunk());
     let round = |keep: bool| {
@@ -173,14 +155,14 @@ fn spindle_row<R: Rt>(c: &mut Criterion, name: &str, rt: R) {
             .map(|((), kept)| kept)
     };
     assert!(
-        rt.run(round(true)) == expected(),
+        run(&rt, round(true)) == expected(),
         "{name}: echoed bytes differ"
     );
     let mut group = c.benchmark_group("Net/echo_64KiB_writes_4MiB");
     group.throughput(Throughput::Bytes(TOTAL as u64));
     group.sample_size(20);
     group.measurement_time(Duration::from_secs(5));
-    group.bench_function(name, |b| b.iter(|| rt.run(round(false))));
+    group.bench_function(name, |b| b.iter(|| run(&rt, round(false))));
     group.finish();
 }
 

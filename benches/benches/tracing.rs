@@ -40,7 +40,7 @@ use core::convert::Infallible;
 
 use benches::{ASYNC_SIZE, SIZE, bind_loops, succeeded};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use spindle_core::{FiberConfig, IO, TracingMode};
+use spindle_core::{FiberConfig, IO, IORuntime, RuntimeBuilder, TracingMode};
 use spindle_exec_single::SingleThreaded;
 
 type Io<A> = IO<A, Infallible>;

@@ -8,7 +8,7 @@
 use std::convert::Infallible;
 use std::time::Instant;
 
-use spindle_core::IO;
+use spindle_core::{IO, IORuntime};
 
 fn median_ns(mut run: impl FnMut()) -> f64 {
     const BATCH: u32 = 2_000;

@@ -14,7 +14,7 @@
 
 use std::hint::black_box;
 
-use spindle_core::IO;
+use spindle_core::{IO, IORuntime};
 use spindle_exec_single::SingleThreaded;
 
 /// The executor-specific lines, as macros so that the same workloads build
@@ -27,7 +27,7 @@ macro_rules! NEW_BATCHING {
 }
 macro_rules! NEW_RT {
     () => {
-        SingleThreaded::from_env().expect("an executor")
+        SingleThreaded::<spindle_exec_single::StdClock>::from_env().expect("an executor")
     };
 }
 macro_rules! BLOCK_ON {

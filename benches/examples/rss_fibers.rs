@@ -106,7 +106,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
-use spindle_core::{Deferred, FiberConfig, FiberHandle, IO, TracingMode};
+use spindle_core::{
+    Deferred, FiberConfig, FiberHandle, IO, IORuntime, RuntimeBuilder, TracingMode,
+};
 
 type Io<A> = IO<A, Infallible>;
 

@@ -1,15 +1,16 @@
-//! [`Builder`]: configures and builds an [`EventLoop`], with the setter
-//! names every Spindle executor's builder has (`fiber_config`,
-//! `track_fibers`, `build`), those it shares with exec-wstp for the
-//! blocking pool (`max_blocking_threads`, `blocking_keep_alive`) and
-//! exec-batching's own (`batch_size`, `mode`).
+//! [`Builder`]: configures and builds an [`EventLoop`], with the setters
+//! every Spindle executor's builder has (`fiber_config`,
+//! `fiber_config_from_env`, `track_fibers`: io-core's [`RuntimeBuilder`],
+//! over the [`CommonSettings`] embedded here), `build`, those it shares
+//! with exec-wstp for the blocking pool (`max_blocking_threads`,
+//! `blocking_keep_alive`) and exec-batching's own (`batch_size`, `mode`).
 
 use std::num::NonZeroUsize;
 use std::time::Duration;
 
-use spindle_core::FiberConfig;
+use spindle_core::RuntimeBuilder;
 use spindle_core::executor::support::{
-    self, BlockingPool, ConfigSource, FiberRegistry, Origin, Published, RemoteQueue, TimerHeap,
+    self, BlockingPool, CommonSettings, Origin, Published, RemoteQueue, TimerHeap,
 };
 
 use crate::error::BuildError;
@@ -47,15 +48,21 @@ pub enum Mode {
     Macrotask,
 }
 
-/// Configures and builds an [`EventLoop`].
+/// Configures and builds an [`EventLoop`]. The setters every executor's
+/// builder has come from [`RuntimeBuilder`] (import it).
 #[derive(Debug, Clone)]
 pub struct Builder {
     batch_size: usize,
     mode: Mode,
-    pub(crate) fiber_config: ConfigSource,
-    track_fibers: bool,
+    common: CommonSettings,
     max_blocking_threads: usize,
     blocking_keep_alive: Duration,
+}
+
+impl RuntimeBuilder for Builder {
+    fn common_settings(&mut self) -> &mut CommonSettings {
+        &mut self.common
+    }
 }
 
 impl Default for Builder {
@@ -67,15 +74,14 @@ impl Default for Builder {
 impl Builder {
     /// The defaults: batches of [`DEFAULT_BATCH_SIZE`] fibers,
     /// [`Mode::Batching`], io-core's default fiber configuration (the
-    /// environment is not read: see [`EventLoop::from_env`]), fibers listed
+    /// environment is not read: see `IORuntime::from_env`), fibers listed
     /// for dumps while they trace, up to [`DEFAULT_MAX_BLOCKING_THREADS`]
     /// blocking threads kept [`DEFAULT_BLOCKING_KEEP_ALIVE`] when idle.
     pub fn new() -> Builder {
         Builder {
             batch_size: DEFAULT_BATCH_SIZE,
             mode: Mode::Batching,
-            fiber_config: ConfigSource::Default,
-            track_fibers: false,
+            common: CommonSettings::default(),
             max_blocking_threads: DEFAULT_MAX_BLOCKING_THREADS,
             blocking_keep_alive: DEFAULT_BLOCKING_KEEP_ALIVE,
         }
@@ -91,25 +97,6 @@ impl Builder {
     /// Batching (the default) or the plain macrotask baseline.
     pub fn mode(mut self, mode: Mode) -> Builder {
         self.mode = mode;
-        self
-    }
-
-    /// The run-loop configuration of every fiber (auto-yield budget,
-    /// tracing). Without this call: [`FiberConfig::default`].
-    pub fn fiber_config(mut self, config: FiberConfig) -> Builder {
-        self.fiber_config = ConfigSource::Explicit(config);
-        self
-    }
-
-    /// Keeps a weak reference to every fiber so that
-    /// [`EventLoop::live_fibers`] and [`EventLoop::fiber_dump`] can list
-    /// them, also when fibers do not trace. Fibers are listed anyway while
-    /// they trace (io-core's `tracing` feature and a tracing mode other
-    /// than `none`); with tracing off and this option off (the default)
-    /// nothing is kept per fiber. Listing costs a lock and a push per fiber
-    /// started (the counts in [`Metrics`](crate::Metrics) are always kept).
-    pub fn track_fibers(mut self, on: bool) -> Builder {
-        self.track_fibers = on;
         self
     }
 
@@ -136,8 +123,8 @@ impl Builder {
         let Some(max_blocking_threads) = NonZeroUsize::new(self.max_blocking_threads) else {
             return Err(BuildError::ZeroBlockingThreads);
         };
-        let config = self.fiber_config.resolve().map_err(BuildError::Config)?;
-        let fibers = FiberRegistry::new(&config, self.track_fibers, 1);
+        let config = self.common.fiber_config().map_err(BuildError::Config)?;
+        let fibers = self.common.registry(&config, 1);
         let (reactor, poller) = Reactor::new().map_err(BuildError::Poller)?;
         let shared = Arc::new(Shared {
             config,

@@ -1,12 +1,13 @@
-//! The errors of exec-batching: building ([`BuildError`]) and running
+//! The errors of exec-batching: building ([`BuildError`]), running
 //! ([`RunError`], io-core's one error of every executor's `block_on`,
-//! `try_block_on` and `spawn`).
+//! `try_block_on` and `spawn`) and shutting down ([`ShutdownTimedOut`],
+//! io-core's too, which exec-batching's `shutdown` never returns).
 
 use std::fmt;
 use std::io;
 
 use spindle_core::error::ConfigError;
-pub use spindle_core::error::RunError;
+pub use spindle_core::error::{RunError, ShutdownTimedOut};
 
 /// A configuration the [`Builder`](crate::Builder) refused, or a poller it
 /// could not make.
@@ -23,7 +24,7 @@ pub enum BuildError {
     /// too many open files).
     Poller(io::Error),
     /// The fiber configuration read from the environment
-    /// ([`EventLoop::from_env`](crate::EventLoop::from_env)) is invalid: for
+    /// (`IORuntime::from_env`, the builder's `fiber_config_from_env`) is invalid: for
     /// instance `SPINDLE_TRACING` names an unknown tracing mode (the message
     /// names the valid ones).
     Config(ConfigError),

@@ -1,6 +1,7 @@
-//! The event loop proper: [`EventLoop`], its `block_on` / `try_block_on`,
-//! the turn, and the `Drop` that frees what it holds. See the crate
-//! documentation for the design.
+//! The event loop proper: [`EventLoop`], its [`IORuntime`] implementation
+//! (`block_on_with` runs the loop on the calling thread), the turn, and the
+//! `Drop` that frees what it holds. See the crate documentation for the
+//! design.
 //!
 //! # The turn, as the code runs it
 //!
@@ -29,7 +30,7 @@
 //! # Who may touch what
 //!
 //! * The microtask and macrotask queues (`Local`) belong to the thread that
-//!   runs the loop. While [`EventLoop::block_on`] runs, they live in a
+//!   runs the loop. While `block_on` runs, they live in a
 //!   thread-local (`CURRENT`) together with the loop's handle; between runs
 //!   they are kept in the [`EventLoop`] value (a `RefCell`: a nested
 //!   `block_on` is refused with [`RunError::Nested`] before it could borrow
@@ -51,9 +52,10 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::time::Duration;
 
-use spindle_core::executor::support::{ConfigSource, MainFiber, RunError, WakeWaiter};
+use spindle_core::executor::OnDeadlock;
+use spindle_core::executor::support::{MainFiber, RunError, WakeWaiter};
 use spindle_core::{
-    Executor, Fiber, FiberDump, FiberHandle, FiberInfo, IO, Outcome, TimerCallback,
+    Executor, Fiber, FiberDump, IO, IORuntime, Outcome, RuntimeBuilder, TimerCallback,
 };
 
 use crate::builder::{Builder, Mode};
@@ -133,8 +135,6 @@ impl<'a> Enter<'a> {
     }
 }
 
-spindle_core::impl_app_runtime!(impl for EventLoop { handle: Handle, metrics: Metrics });
-
 impl Drop for Enter<'_> {
     fn drop(&mut self) {
         let previous = self.previous.take();
@@ -212,7 +212,7 @@ impl Shared {
         &self,
         scratch: &mut Scratch,
         main_abandoned: &dyn Fn() -> bool,
-        fail_on_deadlock: bool,
+        on_deadlock: OnDeadlock,
     ) -> Result<(), RunError> {
         add(&self.turns, 1);
         let mut turn = Turn {
@@ -241,7 +241,7 @@ impl Shared {
             }
         } else {
             let next_deadline = lock(&self.timers).next_deadline();
-            if fail_on_deadlock
+            if on_deadlock.reports()
                 && next_deadline.is_none()
                 && self.reactor.waiters() == 0
                 && !self.remote.has_pending()
@@ -363,6 +363,10 @@ pub(crate) struct Scratch {
 /// current call (the drop does not wait for them), queued blocking calls
 /// are dropped with their fibers.
 ///
+/// Programs run through [`IORuntime`] (`block_on`, `try_block_on`,
+/// `spawn`, `metrics`, `fiber_dump`, `from_env`, `shutdown`: import the
+/// trait).
+///
 /// `Send` but not `Sync` (its queues are `RefCell`s between runs): one
 /// thread at a time runs the loop, and fibers hold [`Handle`]s, never the
 /// loop itself.
@@ -401,86 +405,13 @@ impl EventLoop {
         Builder::new()
     }
 
-    /// A loop with the default configuration and the tracing mode named by
-    /// the `SPINDLE_TRACING` environment variable
-    /// ([`FiberConfig::from_env`](spindle_core::FiberConfig::from_env);
-    /// unset or empty: the default mode); an unknown mode is a
-    /// [`BuildError::Config`] naming the valid ones.
-    pub fn from_env() -> Result<EventLoop, BuildError> {
-        let mut builder = Builder::new();
-        builder.fiber_config = ConfigSource::Environment;
-        builder.build()
-    }
-
-    /// The executor handle of this loop (cheap to clone, any thread).
-    pub fn handle(&self) -> &Handle {
-        &self.handle
-    }
-
     /// Runs `io` as the main fiber, with every fiber it wakes, on this
-    /// thread until the main fiber ends; returns its outcome.
-    ///
-    /// If the main fiber can never finish, this waits forever, as Cats
-    /// Effect's `unsafeRunSync` does on `IO.never`; use
-    /// [`try_block_on`](EventLoop::try_block_on) to get
-    /// [`RunError::Deadlock`] instead. From inside one of this loop's
-    /// fibers: `Err(RunError::Nested)`.
-    pub fn block_on<A, E>(&self, io: IO<A, E>) -> Result<Outcome<A, E>, RunError>
-    where
-        A: Send + 'static,
-        E: Send + 'static,
-    {
-        self.run(io, false)
-    }
-
-    /// Like [`block_on`](EventLoop::block_on), but returns
-    /// `Err(RunError::Deadlock)` when the main fiber can provably never
-    /// finish: it was freed while suspended, with nothing left that could
-    /// resume it, and no fiber, timer, I/O interest or wake-up from another
-    /// thread remains.
-    pub fn try_block_on<A, E>(&self, io: IO<A, E>) -> Result<Outcome<A, E>, RunError>
-    where
-        A: Send + 'static,
-        E: Send + 'static,
-    {
-        self.run(io, true)
-    }
-
-    /// Starts `io` as a new fiber, run by the loop from its next turn (or
-    /// its next `block_on`). See [`Handle::spawn`].
-    pub fn spawn<A: Send + 'static, E: Send + 'static>(
-        &self,
-        io: IO<A, E>,
-    ) -> Result<FiberHandle<A, E>, RunError> {
-        self.handle.spawn(io)
-    }
-
-    /// A snapshot of the loop's counters.
-    pub fn metrics(&self) -> Metrics {
-        self.handle.metrics()
-    }
-
-    /// The live fibers, for a fiber dump. See [`Handle::live_fibers`].
-    pub fn live_fibers(&self) -> Vec<FiberInfo> {
-        self.handle.live_fibers()
-    }
-
-    /// A fiber dump: every live fiber with its state and trace, and the
-    /// loop's state (its queues exactly when it is not running). See
-    /// [`Executor::fiber_dump`].
-    pub fn fiber_dump(&self) -> FiberDump {
-        let local = self
-            .local
-            .try_borrow()
-            .ok()
-            .map(|local| (local.microtasks.len(), local.macrotasks.len()));
-        match local {
-            Some(local) => self.handle.shared.fiber_dump(Some(local)),
-            None => Executor::fiber_dump(&self.handle),
-        }
-    }
-
-    fn run<A, E>(&self, io: IO<A, E>, fail_on_deadlock: bool) -> Result<Outcome<A, E>, RunError>
+    /// thread until the main fiber ends (the turns of the [crate
+    /// documentation](crate#the-turn)): the body of
+    /// [`IORuntime::block_on_with`]. A deadlock is provable when the main
+    /// fiber was freed without finishing and no fiber, timer, I/O interest
+    /// or wake-up from another thread remains.
+    fn run<A, E>(&self, io: IO<A, E>, on_deadlock: OnDeadlock) -> Result<Outcome<A, E>, RunError>
     where
         A: Send + 'static,
         E: Send + 'static,
@@ -509,9 +440,60 @@ impl EventLoop {
                 if let Some(outcome) = main.take() {
                     return Ok(outcome);
                 }
-                shared.turn(&mut scratch, &main_abandoned, fail_on_deadlock)?;
+                shared.turn(&mut scratch, &main_abandoned, on_deadlock)?;
             }
         })
+    }
+}
+
+/// exec-batching's side of the surface every executor shares (see
+/// [`IORuntime`]'s table). `block_on_with` runs the loop on the calling
+/// thread; `shutdown` is the provided one: dropping the loop frees every
+/// fiber, timer and socket waiter at once and stops its blocking pool
+/// without waiting for busy blocking threads (always `Ok`).
+impl IORuntime for EventLoop {
+    type Handle = Handle;
+    type Metrics = Metrics;
+    type BuildError = BuildError;
+
+    fn from_env() -> Result<EventLoop, BuildError> {
+        Builder::new().fiber_config_from_env().build()
+    }
+
+    fn handle(&self) -> &Handle {
+        &self.handle
+    }
+
+    fn block_on_with<A, E>(
+        &self,
+        io: IO<A, E>,
+        on_deadlock: OnDeadlock,
+    ) -> Result<Outcome<A, E>, RunError>
+    where
+        A: Send + 'static,
+        E: Send + 'static,
+    {
+        self.run(io, on_deadlock)
+    }
+
+    /// The loop's counters ([`Handle::metrics`]).
+    fn handle_metrics(handle: &Handle) -> Metrics {
+        handle.metrics()
+    }
+
+    /// Every listed live fiber and the loop's state, its queue lengths
+    /// exact when the loop is not running (read from the loop itself);
+    /// otherwise as [`Executor::fiber_dump`] on the handle.
+    fn fiber_dump(&self) -> FiberDump {
+        let local = self
+            .local
+            .try_borrow()
+            .ok()
+            .map(|local| (local.microtasks.len(), local.macrotasks.len()));
+        match local {
+            Some(local) => self.handle.shared.fiber_dump(Some(local)),
+            None => Executor::fiber_dump(&self.handle),
+        }
     }
 }
 

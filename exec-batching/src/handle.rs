@@ -6,13 +6,9 @@ use std::fmt;
 use std::time::Duration;
 
 use spindle_core::executor::support::{
-    BlockingPool, FiberRegistry, Origin, Published, RemoteQueue, RunError, TimerHeap, nanos,
-    wall_clock,
+    BlockingPool, FiberRegistry, Origin, Published, RemoteQueue, TimerHeap, nanos, wall_clock,
 };
-use spindle_core::{
-    BlockingTask, Executor, Fiber, FiberConfig, FiberDump, FiberHandle, FiberId, FiberInfo, IO,
-    TimerCallback,
-};
+use spindle_core::{BlockingTask, Executor, Fiber, FiberConfig, FiberDump, FiberId, TimerCallback};
 
 use crate::TimerKey;
 use crate::builder::Mode;
@@ -69,9 +65,13 @@ impl Shared {
 }
 
 /// The executor handle fibers hold: cheap to clone, `Send + Sync`, usable
-/// from any thread; implements [`Executor`].
+/// from any thread; implements [`Executor`], whose
+/// [`spawn`](Executor::spawn) starts fibers from any thread (from outside
+/// the loop they wait in the remote queue until the loop runs) and whose
+/// [`fiber_dump`](Executor::fiber_dump) lists them.
 ///
-/// Get one with [`EventLoop::handle`](crate::EventLoop::handle), or inside a running fiber with
+/// Get one with `IORuntime::handle` on the
+/// [`EventLoop`](crate::EventLoop), or inside a running fiber with
 /// [`Handle::current`].
 #[derive(Clone)]
 pub struct Handle {
@@ -188,8 +188,14 @@ impl Executor for Handle {
         self.shared.ended.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Once the [`EventLoop`](crate::EventLoop) has been dropped.
+    #[inline]
+    fn is_shut_down(&self) -> bool {
+        self.shared.closed.load(Ordering::Relaxed)
+    }
+
     /// Every live fiber (while fibers are listed: see
-    /// [`Builder::track_fibers`](crate::Builder::track_fibers)) and the loop's `microtask queue`,
+    /// [`track_fibers`](spindle_core::RuntimeBuilder::track_fibers)) and the loop's `microtask queue`,
     /// `macrotask queue`, `remote queue`, `timers`, `io waiters`,
     /// `blocking threads` and `queued blocking calls`. On
     /// the loop thread the queue lengths are exact; elsewhere they are
@@ -218,37 +224,9 @@ impl Handle {
         with_local(&self.shared, |_| ()).is_some()
     }
 
-    /// Starts `io` as a new fiber; join or cancel it through the handle.
-    /// From outside the loop the fiber waits in the remote queue until the
-    /// loop runs (the next [`EventLoop::block_on`](crate::EventLoop::block_on)). Once the loop has been
-    /// dropped: `Err(RunError::ShutDown)`.
-    pub fn spawn<A: Send + 'static, E: Send + 'static>(
-        &self,
-        io: IO<A, E>,
-    ) -> Result<FiberHandle<A, E>, RunError> {
-        if self.shared.closed.load(Ordering::Relaxed) {
-            return Err(RunError::ShutDown);
-        }
-        Ok(FiberHandle::spawn(io, self))
-    }
-
     /// A snapshot of the loop's counters.
     pub fn metrics(&self) -> Metrics {
         self.shared.metrics()
-    }
-
-    /// A fiber dump: every live fiber with its state and trace, and the
-    /// loop's state. See [`Executor::fiber_dump`].
-    pub fn fiber_dump(&self) -> FiberDump {
-        Executor::fiber_dump(self)
-    }
-
-    /// The live fibers (while fibers are listed: they trace, or
-    /// [`Builder::track_fibers`](crate::Builder::track_fibers)(crate::Builder::track_fibers); empty
-    /// otherwise): id, status, state and trace of every fiber made and not
-    /// finished.
-    pub fn live_fibers(&self) -> Vec<FiberInfo> {
-        self.shared.fibers.live_fibers()
     }
 
     /// The loop's mode.

@@ -12,7 +12,7 @@
 //!
 //! ```
 //! use spindle_exec_batching::EventLoop;
-//! use spindle_core::{IO, Outcome};
+//! use spindle_core::{IO, IORuntime, Outcome};
 //! use std::time::Duration;
 //!
 //! let rt = EventLoop::new()?;
@@ -24,23 +24,31 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! # The public surface (the same on every Spindle executor)
+//! # The public surface
 //!
-//! | item | here |
-//! |---|---|
-//! | [`Builder`] | `EventLoop::builder()`; setters `fiber_config`, `track_fibers`, `max_blocking_threads`, `blocking_keep_alive` (as exec-wstp's), and this executor's own `batch_size`, `mode`; `build() -> Result<EventLoop, BuildError>` |
-//! | constructors | [`EventLoop::new`] (defaults, reads no environment) and [`EventLoop::from_env`] (the fiber configuration from `SPINDLE_TRACING`; empty means unset), both `Result<_, BuildError>` |
-//! | running | [`block_on`](EventLoop::block_on) and [`try_block_on`](EventLoop::try_block_on) take `&self` and return `Result<Outcome<A, E>, RunError>`: `block_on` keeps waiting on a main fiber that can never finish, `try_block_on` returns [`RunError::Deadlock`]; both return [`RunError::Nested`] when called from one of this loop's fibers |
-//! | spawning | [`spawn`](EventLoop::spawn) (and [`Handle::spawn`]) `-> Result<FiberHandle<A, E>, RunError>`, [`RunError::ShutDown`] once the loop was dropped |
-//! | observing | [`handle`](EventLoop::handle) `-> &Handle`, [`metrics`](EventLoop::metrics) ([`Metrics`]), [`fiber_dump`](EventLoop::fiber_dump), [`live_fibers`](EventLoop::live_fibers) `-> Vec<FiberInfo>` (io-core's one `FiberInfo`) |
+//! Every Spindle executor has the same surface: io-core's
+//! [`IORuntime`](spindle_core::IORuntime) (its documentation has the
+//! table: `block_on`, `try_block_on`, `spawn`, `handle`, `metrics`,
+//! `fiber_dump`, `from_env`, `shutdown`; import the trait) and
+//! [`RuntimeBuilder`](spindle_core::RuntimeBuilder) (the builder setters
+//! `fiber_config`, `fiber_config_from_env`, `track_fibers`). Here:
+//! [`EventLoop`] (whose `block_on` runs the loop on the calling thread, and
+//! whose `shutdown` frees everything at once, as dropping it does: always
+//! `Ok`), [`EventLoop::new`], [`EventLoop::builder`], and this executor's
+//! own setters: [`max_blocking_threads`](Builder::max_blocking_threads)
+//! and [`blocking_keep_alive`](Builder::blocking_keep_alive) (as
+//! exec-wstp's), [`batch_size`](Builder::batch_size) and
+//! [`mode`](Builder::mode); [`Handle`] (an `Executor`, with
+//! [`Handle::current`], [`Handle::mode`] and [`Handle::batch_size`]),
+//! [`Metrics`] and [`BuildError`].
 //!
-//! [`RunError`] and [`FiberInfo`] are io-core's, re-exported: one type for
-//! every executor. `EventLoop` is `Send` but not `Sync`: one thread at a
+//! [`RunError`], [`ShutdownTimedOut`] and [`FiberInfo`] are io-core's,
+//! re-exported: one type for every executor. `EventLoop` is `Send` but not `Sync`: one thread at a
 //! time runs it, and fibers hold [`Handle`]s, never the loop.
 //!
 //! # The turn
 //!
-//! [`EventLoop::block_on`] runs turns until the main fiber ends. A turn has
+//! `block_on` runs turns until the main fiber ends. A turn has
 //! a *microtask batch* of at most `batch_size` fiber runs (default 64),
 //! spent at *microtask checkpoints*: a checkpoint runs fibers from the
 //! microtask queue, in order, until the queue is empty or the batch is
@@ -164,28 +172,28 @@
 //!
 //! # Observability
 //!
-//! [`EventLoop::metrics`] counts turns, batches, fibers run from each queue,
+//! `metrics` ([`Metrics`]) counts turns, batches, fibers run from each queue,
 //! live fibers, timers and sockets (always on, a few relaxed atomics).
 //! While fibers trace (io-core's `tracing` feature and a tracing mode other
-//! than `none`), or with [`Builder::track_fibers`], the loop lists every
+//! than `none`), or with the builder's `track_fibers`, the loop lists every
 //! live fiber that has waited or yielded once (io-core's `fiber_listed`
 //! hook; a fiber still in its first run is not listed) with weak fiber
-//! references, without wrapping fibers: [`EventLoop::fiber_dump`] (or
+//! references, without wrapping fibers: `fiber_dump` on the loop (or
 //! [`Executor::fiber_dump`](spindle_core::Executor::fiber_dump) on a [`Handle`],
 //! from any thread) gives each fiber's state and trace with the loop's
-//! queue lengths, timers and I/O waiters, and [`EventLoop::live_fibers`]
-//! their ids and statuses. With tracing off and no tracking, nothing is
+//! queue lengths, timers and I/O waiters, and `live_fibers` their ids and
+//! statuses. With tracing off and no tracking, nothing is
 //! kept per fiber.
 //!
-//! The fiber configuration comes from [`Builder::fiber_config`], or is the
-//! default; [`EventLoop::from_env`] takes it from
+//! The fiber configuration comes from the builder's `fiber_config`, or is
+//! the default; `from_env` takes it from
 //! [`FiberConfig::from_env`](spindle_core::FiberConfig::from_env) (the tracing
 //! mode named by `SPINDLE_TRACING`); an invalid one is
 //! [`BuildError::Config`].
 //!
 //! # Deadlocks
 //!
-//! [`EventLoop::try_block_on`] returns [`RunError::Deadlock`] when the main fiber has
+//! `try_block_on` returns [`RunError::Deadlock`] when the main fiber has
 //! been freed without finishing and no fiber, timer, I/O interest or
 //! wake-up from another thread remains, as exec-single does.
 
@@ -224,7 +232,7 @@ pub use spindle_net as net;
 pub use crate::builder::{
     Builder, DEFAULT_BATCH_SIZE, DEFAULT_BLOCKING_KEEP_ALIVE, DEFAULT_MAX_BLOCKING_THREADS, Mode,
 };
-pub use crate::error::{BuildError, RunError};
+pub use crate::error::{BuildError, RunError, ShutdownTimedOut};
 pub use crate::event_loop::EventLoop;
 pub use crate::handle::Handle;
 pub use crate::metrics::Metrics;

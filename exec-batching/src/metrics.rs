@@ -11,7 +11,7 @@
 //! # Live fibers
 //!
 //! While fibers trace (io-core's `tracing` feature and a mode other than
-//! `none`), or with [`Builder::track_fibers`](crate::Builder::track_fibers),
+//! `none`), or with [`track_fibers`](spindle_core::RuntimeBuilder::track_fibers),
 //! the loop keeps io-core's fiber registry
 //! (`spindle_core::executor::support::FiberRegistry`) of every fiber made
 //! on it that has waited or yielded once, from its
@@ -25,9 +25,9 @@
 //! started, which a loop that starts a fiber per request pays only while
 //! it traces (then a fiber dump shows every fiber's trace) or when it asks
 //! for it; with tracing mode `none` (or tracing compiled out) and no
-//! [`Builder::track_fibers`](crate::Builder::track_fibers) nothing is kept.
+//! [`track_fibers`](spindle_core::RuntimeBuilder::track_fibers) nothing is kept.
 //!
-//! A fiber dump ([`EventLoop::fiber_dump`](crate::EventLoop::fiber_dump))
+//! A fiber dump (`IORuntime::fiber_dump` on the loop)
 //! reads the same list, each fiber's state and trace, and the queue
 //! lengths: exactly on the loop thread (or between runs), and otherwise as
 //! the loop published them at the end of its last turn (two relaxed

@@ -9,7 +9,7 @@ use std::sync::{Arc, mpsc};
 use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
-use spindle_core::{IO, Outcome};
+use spindle_core::{IO, IORuntime, Outcome};
 use spindle_exec_batching::{
     BuildError, DEFAULT_BLOCKING_KEEP_ALIVE, DEFAULT_MAX_BLOCKING_THREADS, EventLoop, Handle,
 };

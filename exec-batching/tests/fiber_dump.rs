@@ -8,7 +8,9 @@
 use std::process::Command;
 use std::time::Duration;
 
-use spindle_core::{Executor, FiberConfig, FiberDump, FiberState, IO, TracingMode, UIO};
+use spindle_core::{
+    Executor, FiberConfig, FiberDump, FiberState, IO, IORuntime, RuntimeBuilder, TracingMode, UIO,
+};
 use spindle_exec_batching::{BuildError, EventLoop, Mode};
 
 type E = ();

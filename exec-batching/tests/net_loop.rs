@@ -7,6 +7,7 @@
 use std::io;
 use std::net::SocketAddr;
 
+use spindle_core::IORuntime;
 use spindle_exec_batching::EventLoop;
 use spindle_exec_batching::net::{TcpListener, TcpStream};
 

@@ -9,7 +9,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use spindle_core::{FiberConfig, IO, Outcome, TracingMode, UIO};
+use spindle_core::{
+    Executor, FiberConfig, IO, IORuntime, Outcome, RuntimeBuilder, TracingMode, UIO,
+};
 use spindle_exec_batching::net::{TcpListener, TcpStream};
 use spindle_exec_batching::{BuildError, EventLoop, FiberStatus, Handle, Mode, RunError};
 

@@ -1,10 +1,11 @@
 //! [`Builder`]: configures and builds a [`SingleThreaded`] executor, with
-//! the setter names every Spindle executor's builder has
-//! (`fiber_config`, `track_fibers`, `build`) and exec-single's own
-//! (`clock`, `remote_capacity`).
+//! the setters every Spindle executor's builder has (`fiber_config`,
+//! `fiber_config_from_env`, `track_fibers`: io-core's [`RuntimeBuilder`],
+//! over the [`CommonSettings`] embedded here), `build`, and exec-single's
+//! own (`clock`, `remote_capacity`).
 
-use spindle_core::FiberConfig;
-use spindle_core::executor::support::{ConfigSource, FiberRegistry};
+use spindle_core::RuntimeBuilder;
+use spindle_core::executor::support::CommonSettings;
 
 use crate::clock::Clock;
 #[cfg(feature = "std")]
@@ -13,11 +14,12 @@ use crate::error::BuildError;
 use crate::executor::SingleThreaded;
 use crate::platform;
 
-/// Configures and builds a [`SingleThreaded`] executor.
+/// Configures and builds a [`SingleThreaded`] executor. The setters every
+/// executor's builder has come from [`RuntimeBuilder`] (import it).
 ///
 /// ```
 /// # #[cfg(feature = "std")] { // The system clock needs `std`.
-/// use spindle_core::FiberConfig;
+/// use spindle_core::{FiberConfig, RuntimeBuilder};
 /// use spindle_exec_single::SingleThreaded;
 ///
 /// let config = FiberConfig::builder().auto_yield_after(256).build()?;
@@ -29,15 +31,20 @@ use crate::platform;
 #[derive(Debug, Clone)]
 pub struct Builder<C: Clock> {
     clock: C,
-    pub(crate) fiber_config: ConfigSource,
-    track_fibers: bool,
+    common: CommonSettings,
     remote_capacity: usize,
+}
+
+impl<C: Clock> RuntimeBuilder for Builder<C> {
+    fn common_settings(&mut self) -> &mut CommonSettings {
+        &mut self.common
+    }
 }
 
 #[cfg(feature = "std")]
 impl Builder<StdClock> {
     /// The defaults: the system clock ([`StdClock`]), io-core's default
-    /// [`FiberConfig`] (the environment is not read), fibers listed for
+    /// [`FiberConfig`](spindle_core::FiberConfig) (the environment is not read), fibers listed for
     /// dumps while they trace.
     pub fn new() -> Builder<StdClock> {
         Builder::with_clock(StdClock::new())
@@ -58,8 +65,7 @@ impl<C: Clock> Builder<C> {
     pub fn with_clock(clock: C) -> Builder<C> {
         Builder {
             clock,
-            fiber_config: ConfigSource::Default,
-            track_fibers: false,
+            common: CommonSettings::default(),
             remote_capacity: 0,
         }
     }
@@ -68,28 +74,9 @@ impl<C: Clock> Builder<C> {
     pub fn clock<D: Clock>(self, clock: D) -> Builder<D> {
         Builder {
             clock,
-            fiber_config: self.fiber_config,
-            track_fibers: self.track_fibers,
+            common: self.common,
             remote_capacity: self.remote_capacity,
         }
-    }
-
-    /// The run-loop configuration of every fiber (auto-yield budget,
-    /// tracing). Without this call: [`FiberConfig::default`].
-    pub fn fiber_config(mut self, config: FiberConfig) -> Self {
-        self.fiber_config = ConfigSource::Explicit(config);
-        self
-    }
-
-    /// Keeps a weak reference to every fiber so that
-    /// [`SingleThreaded::live_fibers`] and [`SingleThreaded::fiber_dump`]
-    /// list them, also when fibers do not trace. Fibers are listed anyway
-    /// while they trace (io-core's `tracing` feature and a mode other than
-    /// `none`); with tracing off and this option off (the default) nothing
-    /// is kept per fiber.
-    pub fn track_fibers(mut self, on: bool) -> Self {
-        self.track_fibers = on;
-        self
     }
 
     /// Room in the remote queue, made when the executor is built, for `n`
@@ -122,16 +109,12 @@ impl<C: Clock> Builder<C> {
     /// with `BuildError::Poller` if the system refuses one (out of
     /// descriptors); see the [crate documentation](crate#the-loop).
     pub fn build(self) -> Result<SingleThreaded<C>, BuildError> {
-        let config = self.fiber_config.resolve().map_err(BuildError::Config)?;
-        let fibers = FiberRegistry::new(&config, self.track_fibers, 1);
+        let config = self.common.fiber_config().map_err(BuildError::Config)?;
+        let fibers = self.common.registry(&config, 1);
         let io = platform::io_for(&self.clock)?;
         let executor = SingleThreaded::from_parts(self.clock, config, fibers, io);
         if self.remote_capacity > 0 {
-            executor
-                .handle()
-                .shared
-                .remote
-                .reserve(self.remote_capacity);
+            executor.handle.shared.remote.reserve(self.remote_capacity);
         }
         Ok(executor)
     }

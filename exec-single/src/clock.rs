@@ -6,19 +6,26 @@ use core::time::Duration;
 /// A monotonic clock for [`SingleThreaded`](crate::SingleThreaded).
 ///
 /// With `std`, [`StdClock`] is the default. Without `std` the user supplies
-/// one, typically from a hardware timer:
+/// one, typically from a hardware timer. The executor runs programs through
+/// io-core's `IORuntime`, implemented for clocks with a `Default` (its
+/// `from_env` makes the clock with it), so a clock is best a zero-sized
+/// handle to the hardware, or to a `static` the interrupt handler writes:
 ///
 /// ```
 /// use core::sync::atomic::{AtomicU64, Ordering};
 /// use core::time::Duration;
 /// use spindle_exec_single::Clock;
 ///
-/// /// Counts SysTick interrupts of 1 ms each.
-/// struct SysTickClock { ticks: &'static AtomicU64 }
+/// /// Counted by the SysTick interrupt handler, 1 ms each.
+/// static TICKS: AtomicU64 = AtomicU64::new(0);
+///
+/// /// Reads [`TICKS`].
+/// #[derive(Default)]
+/// struct SysTickClock;
 ///
 /// impl Clock for SysTickClock {
 ///     fn now(&self) -> Duration {
-///         Duration::from_millis(self.ticks.load(Ordering::Relaxed))
+///         Duration::from_millis(TICKS.load(Ordering::Relaxed))
 ///     }
 ///     // A real firmware would `wfi` in `wait` and leave `notify` empty
 ///     // (an interrupt ends `wfi` by itself).

@@ -1,11 +1,12 @@
-//! The errors of exec-single: building ([`BuildError`]) and running
+//! The errors of exec-single: building ([`BuildError`]), running
 //! ([`RunError`], io-core's one error of every executor's `block_on`,
-//! `try_block_on` and `spawn`).
+//! `try_block_on` and `spawn`) and shutting down ([`ShutdownTimedOut`],
+//! io-core's too, which exec-single's `shutdown` never returns).
 
 use core::fmt;
 
 use spindle_core::error::ConfigError;
-pub use spindle_core::error::RunError;
+pub use spindle_core::error::{RunError, ShutdownTimedOut};
 
 /// A configuration the [`Builder`](crate::Builder) refused, or an I/O
 /// poller it could not make.
@@ -13,7 +14,7 @@ pub use spindle_core::error::RunError;
 #[non_exhaustive]
 pub enum BuildError {
     /// The fiber configuration read from the environment
-    /// ([`SingleThreaded::from_env`](crate::SingleThreaded::from_env)) is
+    /// (`IORuntime::from_env`, the builder's `fiber_config_from_env`) is
     /// invalid: for instance `SPINDLE_TRACING` names an unknown tracing mode
     /// (the message names the valid ones).
     Config(ConfigError),

@@ -1,6 +1,7 @@
-//! [`SingleThreaded`]: the executor proper, its loop (`block_on`,
-//! `try_block_on`, the turn) and the `Drop` that frees what it holds. The
-//! loop is described in the [crate documentation](crate#the-loop).
+//! [`SingleThreaded`]: the executor proper, its [`IORuntime`]
+//! implementation (`block_on_with` runs the loop), the turn, and the
+//! `Drop` that frees what it holds. The loop is described in the [crate
+//! documentation](crate#the-loop).
 //!
 //! The loop is written once for every build and clock: what differs (the
 //! loop marker, idle waiting, the I/O capability) is behind `platform`'s
@@ -12,22 +13,19 @@
 //! `std`, not Unix, or a clock other than the system clock) both halves
 //! fall back to the platform's parking or `Clock::wait`.
 
-use alloc::vec::Vec;
 use core::cell::{Cell, RefCell};
 use core::fmt;
 use core::marker::PhantomData;
 use core::time::Duration;
 
+use spindle_core::executor::OnDeadlock;
 use spindle_core::executor::support::{FiberRegistry, MainFiber, RunError, WakeWaiter, nanos};
-use spindle_core::{FiberConfig, FiberHandle, IO, Outcome};
-use spindle_core::{FiberDump, FiberInfo};
+use spindle_core::{FiberConfig, IO, IORuntime, Outcome, RuntimeBuilder};
 
-#[cfg(feature = "std")]
 use crate::builder::Builder;
 use crate::clock::Clock;
 #[cfg(feature = "std")]
 use crate::clock::StdClock;
-#[cfg(feature = "std")]
 use crate::error::BuildError;
 use crate::handle::{Handle, Metrics, Shared};
 use crate::platform;
@@ -35,12 +33,20 @@ use crate::sync::Arc;
 
 /// A single-threaded executor. See the [crate documentation](crate).
 ///
+/// Programs run through [`IORuntime`] (`block_on`, `try_block_on`,
+/// `spawn`, `metrics`, `fiber_dump`, `from_env`, `shutdown`: import the
+/// trait), implemented for every clock with a `Default` (its `from_env`
+/// makes the clock with it: [`StdClock`](crate::StdClock), the test kit's
+/// [`VirtualClock`](crate::testkit::VirtualClock), a zero-sized clock over a
+/// hardware counter). Without `std`, `from_env` is the default
+/// configuration (there is no environment).
+///
 /// `Send` but not `Sync`: one thread at a time runs its loop, and a fiber
 /// cannot capture a reference to the executor that runs it (fibers hold
 /// [`Handle`]s). A `block_on` nested inside one of its own fibers is
 /// refused with [`RunError::Nested`].
 pub struct SingleThreaded<C: Clock> {
-    handle: Handle<C>,
+    pub(crate) handle: Handle<C>,
     /// Whether a `block_on` of this executor runs (on this thread: the
     /// executor is not `Sync`). Catches every nesting, also one through a
     /// fiber of another executor whose loop runs inside one of ours.
@@ -54,9 +60,6 @@ pub struct SingleThreaded<C: Clock> {
 
 /// Clears [`SingleThreaded::running`] when a run ends (also when unwinding).
 struct Running<'a>(&'a Cell<bool>);
-
-#[cfg(feature = "std")]
-spindle_core::impl_app_runtime!(impl<C: Clock> for SingleThreaded<C> { handle: Handle<C>, metrics: Metrics });
 
 impl Drop for Running<'_> {
     fn drop(&mut self) {
@@ -77,25 +80,6 @@ impl SingleThreaded<StdClock> {
     /// another clock).
     pub fn builder() -> Builder<StdClock> {
         Builder::new()
-    }
-
-    /// An executor on the system clock with the default configuration and
-    /// the tracing mode named by the `SPINDLE_TRACING` environment variable
-    /// ([`FiberConfig::from_env`]; unset or empty: the default mode); an
-    /// unknown mode is a [`BuildError::Config`] naming the valid ones.
-    /// ([`new`](SingleThreaded::new) does not read the environment.)
-    ///
-    /// ```
-    /// use spindle_exec_single::SingleThreaded;
-    ///
-    /// let rt = SingleThreaded::from_env()?;
-    /// # let _ = rt;
-    /// # Ok::<(), spindle_exec_single::BuildError>(())
-    /// ```
-    pub fn from_env() -> Result<Self, BuildError> {
-        let mut builder = Builder::new();
-        builder.fiber_config = spindle_core::executor::support::ConfigSource::Environment;
-        builder.build()
     }
 }
 
@@ -136,68 +120,14 @@ impl<C: Clock> SingleThreaded<C> {
         }
     }
 
-    /// The executor handle that fibers on this executor use.
-    pub fn handle(&self) -> &Handle<C> {
-        &self.handle
-    }
-
-    /// Starts `io` as a new fiber, run from the next `block_on`. See
-    /// [`Handle::spawn`].
-    pub fn spawn<A: Send + 'static, E: Send + 'static>(
-        &self,
-        io: IO<A, E>,
-    ) -> Result<FiberHandle<A, E>, RunError> {
-        self.handle.spawn(io)
-    }
-
-    /// A snapshot of the loop's queues and timers (exact: the loop is not
-    /// running on another thread).
-    pub fn metrics(&self) -> Metrics {
-        self.handle.metrics()
-    }
-
-    /// A fiber dump of this executor: see [`Executor::fiber_dump`](spindle_core::Executor::fiber_dump)
-    /// and the [crate documentation](crate#fiber-dumps).
-    pub fn fiber_dump(&self) -> FiberDump {
-        self.handle.fiber_dump()
-    }
-
-    /// The live fibers. See [`Handle::live_fibers`].
-    pub fn live_fibers(&self) -> Vec<FiberInfo> {
-        self.handle.live_fibers()
-    }
-
-    /// Runs `io` as the main fiber, with every fiber it wakes, until the
-    /// main fiber ends; returns its outcome.
-    ///
-    /// If the main fiber can never finish, this waits forever, as Cats
-    /// Effect's `unsafeRunSync` does on `IO.never`; use
-    /// [`try_block_on`](SingleThreaded::try_block_on) to get
-    /// [`RunError::Deadlock`] instead. Called from inside one of this
-    /// executor's fibers: `Err(RunError::Nested)`.
-    pub fn block_on<A, E>(&self, io: IO<A, E>) -> Result<Outcome<A, E>, RunError>
-    where
-        A: Send + 'static,
-        E: Send + 'static,
-    {
-        self.run(io, false)
-    }
-
-    /// Like [`block_on`](SingleThreaded::block_on), but returns
-    /// `Err(RunError::Deadlock)` when the main fiber can provably never
-    /// finish: it is suspended, nothing can resume it (for instance
-    /// `IO::never()`, or an async callback dropped without being called),
-    /// and no other work remains: no fiber ready, no timer, no fiber
-    /// waiting for a socket, no wake-up from elsewhere.
-    pub fn try_block_on<A, E>(&self, io: IO<A, E>) -> Result<Outcome<A, E>, RunError>
-    where
-        A: Send + 'static,
-        E: Send + 'static,
-    {
-        self.run(io, true)
-    }
-
-    fn run<A, E>(&self, io: IO<A, E>, fail_on_deadlock: bool) -> Result<Outcome<A, E>, RunError>
+    /// Runs `io` as the main fiber, with every fiber it wakes, on this
+    /// thread until the main fiber ends (the loop of the [crate
+    /// documentation](crate#the-loop)): the body of
+    /// [`IORuntime::block_on_with`]. A deadlock is provable when the main
+    /// fiber was freed while suspended and nothing is left: no fiber
+    /// ready, no timer, no fiber waiting for a socket, no wake-up from
+    /// elsewhere.
+    fn run<A, E>(&self, io: IO<A, E>, on_deadlock: OnDeadlock) -> Result<Outcome<A, E>, RunError>
     where
         A: Send + 'static,
         E: Send + 'static,
@@ -236,7 +166,7 @@ impl<C: Clock> SingleThreaded<C> {
                     continue;
                 }
                 let next_deadline = self.next_deadline();
-                if fail_on_deadlock
+                if on_deadlock.reports()
                     && next_deadline.is_none()
                     && shared.io.waiters() == 0
                     && main.is_abandoned()
@@ -332,6 +262,60 @@ impl<C: Clock> SingleThreaded<C> {
     /// if the loop already runs here.
     pub(crate) fn enter(&self) -> Option<platform::LoopGuard> {
         platform::enter_loop(self.handle.shared_id(), &self.handle.shared.remote)
+    }
+}
+
+/// exec-single's side of the surface every executor shares (see
+/// [`IORuntime`]'s table). `block_on_with` runs the loop on the calling
+/// thread; `shutdown` is the provided one: dropping the executor frees
+/// every fiber, timer and socket waiter at once (always `Ok`).
+impl<C: Clock + Default> IORuntime for SingleThreaded<C> {
+    type Handle = Handle<C>;
+    type Metrics = Metrics;
+    type BuildError = BuildError;
+
+    /// An executor on `C::default()` (the system clock: name it where the
+    /// context does not, `SingleThreaded::<StdClock>::from_env()`) with the
+    /// fiber configuration of the environment; without `std`, the default
+    /// configuration.
+    ///
+    /// ```
+    /// # #[cfg(feature = "std")] { // The system clock needs `std`.
+    /// use spindle_core::IORuntime;
+    /// use spindle_exec_single::{SingleThreaded, StdClock};
+    ///
+    /// let rt = SingleThreaded::<StdClock>::from_env()?;
+    /// # let _ = rt;
+    /// # }
+    /// # Ok::<(), spindle_exec_single::BuildError>(())
+    /// ```
+    fn from_env() -> Result<Self, BuildError> {
+        Builder::with_clock(C::default())
+            .fiber_config_from_env()
+            .build()
+    }
+
+    fn handle(&self) -> &Handle<C> {
+        &self.handle
+    }
+
+    fn block_on_with<A, E>(
+        &self,
+        io: IO<A, E>,
+        on_deadlock: OnDeadlock,
+    ) -> Result<Outcome<A, E>, RunError>
+    where
+        A: Send + 'static,
+        E: Send + 'static,
+    {
+        self.run(io, on_deadlock)
+    }
+
+    /// The loop's queues, timers and socket waiters: exact on the loop
+    /// thread (and between runs, on the owner's), as the loop published
+    /// them at the end of its last turn elsewhere ([`Handle::metrics`]).
+    fn handle_metrics(handle: &Handle<C>) -> Metrics {
+        handle.metrics()
     }
 }
 

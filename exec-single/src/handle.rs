@@ -3,15 +3,16 @@
 //! fiber registry).
 
 use alloc::collections::VecDeque;
-use alloc::vec::Vec;
 use core::fmt;
 use core::time::Duration;
 
+use spindle_core::FiberDump;
+#[cfg(doc)]
+use spindle_core::executor::support::RunError;
 use spindle_core::executor::support::{
-    FiberIds, FiberRegistry, Published, RemoteQueue, RunError, TimerHeap, TimerId, nanos,
+    FiberIds, FiberRegistry, Published, RemoteQueue, TimerHeap, TimerId, nanos,
 };
-use spindle_core::{Executor, Fiber, FiberConfig, FiberHandle, FiberId, IO, TimerCallback};
-use spindle_core::{FiberDump, FiberInfo};
+use spindle_core::{Executor, Fiber, FiberConfig, FiberId, TimerCallback};
 
 use crate::clock::Clock;
 use crate::platform;
@@ -21,9 +22,11 @@ use crate::sync::{Arc, UnsafeCell};
 
 /// The executor handle fibers hold: cheap to clone, `Send + Sync`.
 ///
-/// Get one with [`SingleThreaded::handle`](crate::SingleThreaded::handle);
-/// it implements [`Executor`], and spawns fibers from any thread (they run
-/// at the loop's next turn).
+/// Get one with `IORuntime::handle` on the
+/// [`SingleThreaded`](crate::SingleThreaded); it implements [`Executor`],
+/// whose [`spawn`](Executor::spawn) starts fibers from any thread (they run
+/// at the loop's next turn, from the remote queue) and whose
+/// [`fiber_dump`](Executor::fiber_dump) lists them.
 pub struct Handle<C: Clock> {
     pub(crate) shared: Arc<Shared<C>>,
 }
@@ -185,6 +188,12 @@ impl<C: Clock> Executor for Handle<C> {
         self.shared.fibers.register(0, fiber);
     }
 
+    /// Once the executor has been dropped (its remote queue is closed).
+    #[inline]
+    fn is_shut_down(&self) -> bool {
+        self.shared.remote.is_closed()
+    }
+
     /// The live fibers (while they are listed; see the crate documentation)
     /// and the loop's `ready queue`, `remote queue`, `timers` and
     /// `io waiters`.
@@ -239,20 +248,6 @@ impl<C: Clock> Handle<C> {
         Arc::as_ptr(&self.shared) as *const () as usize
     }
 
-    /// Starts `io` as a new fiber; join or cancel it through the returned
-    /// handle. From outside the loop the fiber waits in the remote queue
-    /// until the loop runs (the next `block_on`). `Err(RunError::ShutDown)`
-    /// once the executor has been dropped.
-    pub fn spawn<A: Send + 'static, E: Send + 'static>(
-        &self,
-        io: IO<A, E>,
-    ) -> Result<FiberHandle<A, E>, RunError> {
-        if self.shared.remote.is_closed() {
-            return Err(RunError::ShutDown);
-        }
-        Ok(FiberHandle::spawn(io, self))
-    }
-
     /// A snapshot of the loop's queues, timers and I/O waiters: see
     /// [`Metrics`].
     pub fn metrics(&self) -> Metrics {
@@ -272,18 +267,5 @@ impl<C: Clock> Handle<C> {
             timers,
             io_waiters: shared.io.waiters(),
         }
-    }
-
-    /// A fiber dump of this executor: see [`Executor::fiber_dump`] and the
-    /// [crate documentation](crate#fiber-dumps).
-    pub fn fiber_dump(&self) -> FiberDump {
-        Executor::fiber_dump(self)
-    }
-
-    /// The live fibers (while they are listed: they trace, or
-    /// `Builder::track_fibers`; empty otherwise): id, status, state and
-    /// trace of each.
-    pub fn live_fibers(&self) -> Vec<FiberInfo> {
-        self.shared.fibers.live_fibers()
     }
 }

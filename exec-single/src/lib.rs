@@ -1,15 +1,15 @@
 //! # exec-single: a single-threaded executor for Spindle fibers
 //!
-//! One thread (the one that calls [`SingleThreaded::block_on`]) runs every
-//! fiber. It is the executor for tests, for embedded targets (`#![no_std]`
-//! with `alloc`; build with `default-features = false`) and for programs
-//! that want one deterministic thread. With `std` on Unix it also runs
+//! One thread (the one that calls `block_on`) runs every fiber. It is the
+//! executor for tests, for embedded targets (`#![no_std]` with `alloc`;
+//! build with `default-features = false`) and for programs that want one
+//! deterministic thread. With `std` on Unix it also runs
 //! spindle-net's sockets ([Sockets](#sockets)).
 //!
 //! ```
 //! # #[cfg(feature = "std")] { // The system clock needs `std`.
 //! use spindle_exec_single::SingleThreaded;
-//! use spindle_core::{IO, Outcome};
+//! use spindle_core::{IO, IORuntime, Outcome};
 //! use std::time::Duration;
 //!
 //! let rt = SingleThreaded::new()?;
@@ -19,9 +19,26 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! # The public surface
+//!
+//! Every Spindle executor has the same surface: io-core's [`IORuntime`]
+//! (its documentation has the table: `block_on`, `try_block_on`, `spawn`,
+//! `handle`, `metrics`, `fiber_dump`, `from_env`, `shutdown`; import the
+//! trait) and [`RuntimeBuilder`] (the builder setters `fiber_config`,
+//! `fiber_config_from_env`, `track_fibers`). Here: [`SingleThreaded`]
+//! (`IORuntime` for every clock with a `Default`; its `from_env` on the
+//! system clock is `SingleThreaded::<StdClock>::from_env()`, and without
+//! `std` the default configuration), [`SingleThreaded::new`] and
+//! [`SingleThreaded::builder`] on the system clock, [`Builder::with_clock`]
+//! on another, and this executor's own setters
+//! [`clock`](Builder::clock) and [`remote_capacity`](Builder::remote_capacity);
+//! [`Handle`] (an [`Executor`]), [`Metrics`], [`BuildError`], and
+//! io-core's [`RunError`], re-exported. `shutdown` frees everything at
+//! once, as dropping the executor does: always `Ok`.
+//!
 //! # The loop
 //!
-//! Each turn of [`SingleThreaded::block_on`]:
+//! Each turn of `block_on`:
 //!
 //! 1. moves fibers woken from elsewhere (other threads, interrupt handlers)
 //!    from the *remote* queue to the end of the run queue;
@@ -42,10 +59,9 @@
 //! thread timing except when a wake-up from another thread, an interrupt or
 //! a socket arrives.
 //!
-//! [`try_block_on`](SingleThreaded::try_block_on) reports
-//! [`RunError::Deadlock`] when the main fiber was freed while suspended and
-//! nothing is left: no fiber ready, no timer, no fiber waiting for a
-//! socket, no wake-up pending.
+//! `try_block_on` reports [`RunError::Deadlock`] when the main fiber was
+//! freed while suspended and nothing is left: no fiber ready, no timer, no
+//! fiber waiting for a socket, no wake-up pending.
 //!
 //! # Sockets
 //!
@@ -104,14 +120,14 @@
 //!
 //! # Fiber dumps
 //!
-//! [`Executor::fiber_dump`] (also [`SingleThreaded::fiber_dump`]) lists
+//! [`Executor::fiber_dump`] (also `IORuntime::fiber_dump`) lists
 //! every live fiber with its state and trace, and the loop's state: the
 //! ready queue, the remote queue, the timers and the fibers waiting for a
 //! socket (`io waiters`). The executor lists its fibers (io-core's
 //! `FiberRegistry`, filled from [`Executor::fiber_listed`]: fibers that
 //! have waited or yielded once) while they
 //! trace (io-core's `tracing` feature on and a mode other than `none`) or
-//! when built with [`Builder::track_fibers`]; otherwise it keeps nothing
+//! when built with `track_fibers(true)` ([`RuntimeBuilder::track_fibers`]); otherwise it keeps nothing
 //! per fiber and a dump lists no fiber. On the loop thread a dump reads the
 //! ready queue and the timers exactly; elsewhere (another thread, an
 //! interrupt handler, any caller without `std`) it reads their lengths as
@@ -146,13 +162,13 @@ mod sync;
 pub mod testkit;
 
 #[cfg(doc)]
-use spindle_core::Executor;
+use spindle_core::{Executor, IORuntime, RuntimeBuilder};
 
 pub use builder::Builder;
 pub use clock::Clock;
 #[cfg(feature = "std")]
 pub use clock::StdClock;
-pub use error::{BuildError, RunError};
+pub use error::{BuildError, RunError, ShutdownTimedOut};
 pub use executor::SingleThreaded;
 pub use handle::{Handle, Metrics};
 
@@ -167,7 +183,7 @@ pub use spindle_net as net;
 mod tests {
     use super::*;
     use core::time::Duration;
-    use spindle_core::{Executor, Fiber, IO, Outcome};
+    use spindle_core::{Executor, Fiber, IO, IORuntime, Outcome};
 
     #[test]
     fn a_program_with_binds_timers_and_a_remote_wake_up_runs_to_its_value() {

@@ -143,7 +143,7 @@ impl<A: Send + 'static, E: Send + 'static> TestControl<A, E> {
     /// the timers that are due, until none can.
     pub fn tick(&mut self) {
         let _on_loop = self.executor.enter();
-        let remote = &self.executor.handle().shared.remote;
+        let remote = &self.executor.handle.shared.remote;
         loop {
             self.executor.turn();
             if !self.executor.has_runnable() && !self.due_timer() && remote.is_empty() {
@@ -218,6 +218,6 @@ impl<A: Send + 'static, E: Send + 'static> TestControl<A, E> {
             && !self.slot.is_done()
             && !self.executor.has_runnable()
             && self.executor.next_deadline().is_none()
-            && self.executor.handle().shared.remote.is_empty()
+            && self.executor.handle.shared.remote.is_empty()
     }
 }

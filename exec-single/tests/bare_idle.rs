@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use spindle_core::{IO, Outcome, Signal};
+use spindle_core::{IO, IORuntime, Outcome, Signal};
 use spindle_exec_single::{Builder, Clock};
 
 static IN_WAIT: AtomicBool = AtomicBool::new(false);
@@ -23,8 +23,18 @@ static PROBE: Mutex<Option<JoinHandle<bool>>> = Mutex::new(None);
 
 /// A clock on `Instant`, whose first `wait` checks that it runs inside a
 /// critical section: a thread tries to enter one while `wait` sleeps.
+/// (`Default`, as the clock of an executor that runs programs through
+/// `IORuntime` is: its origin is when it is made.)
 struct ProbingClock {
     origin: Instant,
+}
+
+impl Default for ProbingClock {
+    fn default() -> Self {
+        ProbingClock {
+            origin: Instant::now(),
+        }
+    }
 }
 
 impl Clock for ProbingClock {
@@ -50,12 +60,10 @@ impl Clock for ProbingClock {
 #[test]
 fn the_idle_check_and_clock_wait_run_in_one_critical_section_and_a_signal_still_wakes_the_loop() {
     static SIG: Signal<u32> = Signal::new();
-    let rt = Builder::with_clock(ProbingClock {
-        origin: Instant::now(),
-    })
-    .remote_capacity(2)
-    .build()
-    .expect("build");
+    let rt = Builder::with_clock(ProbingClock::default())
+        .remote_capacity(2)
+        .build()
+        .expect("build");
     let io: IO<u32, ()> = IO::delay(|| {
         std::thread::spawn(|| {
             while SIG.waiters() == 0 {

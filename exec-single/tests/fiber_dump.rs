@@ -12,8 +12,10 @@ use std::process::Command;
 use std::time::Duration;
 
 use spindle_core::error::ConfigError;
-use spindle_core::{Executor, FiberConfig, FiberDump, FiberState, IO, TracingMode, UIO};
-use spindle_exec_single::{BuildError, SingleThreaded};
+use spindle_core::{
+    Executor, FiberConfig, FiberDump, FiberState, IO, IORuntime, RuntimeBuilder, TracingMode, UIO,
+};
+use spindle_exec_single::{BuildError, SingleThreaded, StdClock};
 
 type E = ();
 
@@ -118,7 +120,7 @@ fn from_env_refuses_an_unknown_spindle_tracing_mode_and_new_ignores_it() {
     const NAME: &str = "from_env_refuses_an_unknown_spindle_tracing_mode_and_new_ignores_it";
     if std::env::var(CHILD).is_ok_and(|v| v == NAME) {
         // In the child, with SPINDLE_TRACING=verbose.
-        match SingleThreaded::from_env() {
+        match SingleThreaded::<StdClock>::from_env() {
             Err(e @ BuildError::Config(ConfigError::Tracing(_))) => eprintln!("from_env: {e}"),
             Err(e) => eprintln!("from_env: unexpected {e:?}"),
             Ok(_) => eprintln!("from_env: accepted"),
@@ -150,7 +152,7 @@ fn from_env_refuses_an_unknown_spindle_tracing_mode_and_new_ignores_it() {
     // (`from_env` reads the variable of this process: unset here unless the
     // whole test run sets it, so only an `Ok` is asserted.)
     if std::env::var("SPINDLE_TRACING").is_err() {
-        let rt = SingleThreaded::from_env().expect("no variable, defaults");
+        let rt = SingleThreaded::<StdClock>::from_env().expect("no variable, defaults");
         assert_eq!(rt.handle().config().tracing(), TracingMode::Cached);
     }
 }

@@ -26,7 +26,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use spindle_core::{Callback, IO, Outcome};
+use spindle_core::{Callback, IO, IORuntime, Outcome};
 use spindle_exec_single::testkit::TestControl;
 use spindle_exec_single::{
     BuildError, Builder, Clock, Metrics, RunError, SingleThreaded, StdClock,

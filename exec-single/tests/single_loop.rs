@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use spindle_core::{Callback, Executor, Fiber, IO, Outcome, UIO};
+use spindle_core::{Callback, Executor, Fiber, IO, IORuntime, Outcome, UIO};
 use spindle_exec_single::{Builder, Clock, Handle, RunError, SingleThreaded, StdClock};
 
 // ---------------------------------------------------------------------------

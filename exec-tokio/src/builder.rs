@@ -1,13 +1,15 @@
-//! [`Builder`]: configures and builds a [`TokioExecutor`], with the setter
-//! names every Spindle executor's builder has (`fiber_config`,
-//! `track_fibers`, `build`) and exec-tokio's own: where the runtime comes
-//! from (`handle`, `multi_thread`, `current_thread`) and, for a runtime
-//! the executor owns, `thread_name` and `max_blocking_threads`.
+//! [`Builder`]: configures and builds a [`TokioExecutor`], with the setters
+//! every Spindle executor's builder has (`fiber_config`,
+//! `fiber_config_from_env`, `track_fibers`: io-core's [`RuntimeBuilder`],
+//! over the [`CommonSettings`] embedded here), `build`, and exec-tokio's
+//! own: where the runtime comes from (`handle`, `multi_thread`,
+//! `current_thread`) and, for a runtime the executor owns, `thread_name`
+//! and `max_blocking_threads`.
 
 use std::time::Duration;
 
-use spindle_core::FiberConfig;
-use spindle_core::executor::support::{ConfigSource, FiberRegistry};
+use spindle_core::RuntimeBuilder;
+use spindle_core::executor::support::CommonSettings;
 
 use crate::error::BuildError;
 use crate::executor::{Owned, TokioExecutor};
@@ -34,14 +36,20 @@ enum Source {
 /// Of [`handle`](Builder::handle), [`multi_thread`](Builder::multi_thread)
 /// and [`current_thread`](Builder::current_thread), the last one called
 /// says where the runtime comes from; without any, the executor owns a
-/// multi-thread runtime with one worker per CPU.
+/// multi-thread runtime with one worker per CPU. The setters every
+/// executor's builder has come from [`RuntimeBuilder`] (import it).
 #[derive(Debug, Clone)]
 pub struct Builder {
     source: Source,
-    fiber_config: ConfigSource,
-    track_fibers: bool,
+    common: CommonSettings,
     thread_name: Option<String>,
     max_blocking_threads: Option<usize>,
+}
+
+impl RuntimeBuilder for Builder {
+    fn common_settings(&mut self) -> &mut CommonSettings {
+        &mut self.common
+    }
 }
 
 impl Default for Builder {
@@ -53,23 +61,14 @@ impl Default for Builder {
 impl Builder {
     /// The defaults: an owned multi-thread runtime with one worker per CPU
     /// (tokio's default), io-core's default fiber configuration (the
-    /// environment is not read: see [`TokioExecutor::from_env`]), fibers
-    /// listed for dumps while they trace.
+    /// environment is not read: see `IORuntime::from_env`), fibers listed
+    /// for dumps while they trace.
     pub fn new() -> Builder {
         Builder {
             source: Source::MultiThread(None),
-            fiber_config: ConfigSource::Default,
-            track_fibers: false,
+            common: CommonSettings::default(),
             thread_name: None,
             max_blocking_threads: None,
-        }
-    }
-
-    /// The defaults, with the fiber configuration from the environment.
-    pub(crate) fn from_env() -> Builder {
-        Builder {
-            fiber_config: ConfigSource::Environment,
-            ..Builder::new()
         }
     }
 
@@ -96,24 +95,6 @@ impl Builder {
     /// from any other thread waits for it, as on the other executors.
     pub fn current_thread(mut self) -> Builder {
         self.source = Source::CurrentThread;
-        self
-    }
-
-    /// The run-loop configuration of every fiber (auto-yield budget,
-    /// tracing). Without this call: [`FiberConfig::default`].
-    pub fn fiber_config(mut self, config: FiberConfig) -> Builder {
-        self.fiber_config = ConfigSource::Explicit(config);
-        self
-    }
-
-    /// Keeps a weak reference to every fiber so that
-    /// [`TokioExecutor::live_fibers`] and [`TokioExecutor::fiber_dump`]
-    /// can list them, also when fibers do not trace. Fibers are listed
-    /// anyway while they trace (io-core's `tracing` feature and a tracing
-    /// mode other than `none`); with tracing off and this option off (the
-    /// default) nothing is kept per fiber.
-    pub fn track_fibers(mut self, on: bool) -> Builder {
-        self.track_fibers = on;
         self
     }
 
@@ -151,7 +132,7 @@ impl Builder {
         if let Source::MultiThread(Some(0)) = self.source {
             return Err(BuildError::ZeroWorkerThreads);
         }
-        let fiber_config = self.fiber_config.resolve().map_err(BuildError::Config)?;
+        let fiber_config = self.common.fiber_config().map_err(BuildError::Config)?;
         let thread_name = self
             .thread_name
             .unwrap_or_else(|| String::from(DEFAULT_THREAD_NAME));
@@ -190,7 +171,7 @@ impl Builder {
         let shared = Arc::new(Shared {
             owns_runtime: owned.is_some(),
             tokio,
-            fibers: FiberRegistry::new(&fiber_config, self.track_fibers, shards),
+            fibers: self.common.registry(&fiber_config, shards),
             config: fiber_config,
             origin,
             counters: Counters::default(),

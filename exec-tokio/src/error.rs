@@ -1,11 +1,13 @@
-//! The errors of exec-tokio: building ([`BuildError`]) and running
+//! The errors of exec-tokio: building ([`BuildError`]), running
 //! ([`RunError`], io-core's one error of every executor's `block_on`,
-//! `try_block_on`, `spawn` and, here, [`Handle::run_async`](crate::Handle::run_async)).
+//! `try_block_on`, `spawn` and, here, [`Handle::run_async`](crate::Handle::run_async))
+//! and shutting down ([`ShutdownTimedOut`], io-core's too: the
+//! `IO::blocking` calls an owned runtime left running).
 
 use std::fmt;
 
 use spindle_core::error::ConfigError;
-pub use spindle_core::error::RunError;
+pub use spindle_core::error::{RunError, ShutdownTimedOut};
 
 /// A configuration the [`Builder`](crate::Builder) refused, or a runtime
 /// or thread it could not start.
@@ -32,7 +34,7 @@ pub enum BuildError {
     /// configured by whoever built it.
     OptionOfOwnedRuntime(&'static str),
     /// The fiber configuration read from the environment
-    /// ([`TokioExecutor::from_env`](crate::TokioExecutor::from_env)) is
+    /// (`IORuntime::from_env`, the builder's `fiber_config_from_env`) is
     /// invalid: for instance `SPINDLE_TRACING` names an unknown tracing
     /// mode (the message names the valid ones).
     Config(ConfigError),

@@ -1,16 +1,19 @@
 //! [`TokioExecutor`]: the executor an application holds, attached to a
-//! tokio runtime or owning one; its run API and its shutdown.
+//! tokio runtime or owning one; its [`IORuntime`] implementation and its
+//! shutdown.
 
 use std::fmt;
 use std::future::Future;
 use std::time::Duration;
 
-use spindle_core::{FiberDump, FiberHandle, FiberInfo, IO, Outcome};
+use spindle_core::executor::{OnDeadlock, ParkedBlockOn};
+use spindle_core::{IO, IORuntime, Outcome, RuntimeBuilder};
 
 use crate::builder::Builder;
-use crate::error::{BuildError, RunError};
+use crate::error::{BuildError, RunError, ShutdownTimedOut};
 use crate::handle::Handle;
 use crate::metrics::Metrics;
+use crate::sync::Ordering;
 
 /// The runtime an executor owns.
 pub(crate) enum Owned {
@@ -53,6 +56,10 @@ impl Owned {
 /// [`Builder::handle`]) or on one it owns ([`Builder::multi_thread`],
 /// [`Builder::current_thread`]).
 ///
+/// Programs run through [`IORuntime`] (`block_on`, `try_block_on`,
+/// `spawn`, `metrics`, `fiber_dump`, `from_env`, `shutdown`: import the
+/// trait); from async code, [`run_async`](TokioExecutor::run_async).
+///
 /// Dropping it shuts it down: it runs no more programs, and fibers it
 /// still has are dropped (an owned runtime is shut down and waited for;
 /// on an attached runtime each queued fiber is dropped when tokio next
@@ -88,15 +95,6 @@ impl TokioExecutor {
         Builder::new()
     }
 
-    /// An executor with the default configuration and the tracing mode
-    /// named by the `SPINDLE_TRACING` environment variable
-    /// ([`FiberConfig::from_env`](spindle_core::FiberConfig::from_env);
-    /// unset or empty: the default mode); an unknown mode is a
-    /// [`BuildError::Config`] naming the valid ones.
-    pub fn from_env() -> Result<TokioExecutor, BuildError> {
-        Builder::from_env().build()
-    }
-
     /// An executor attached to the tokio runtime of the calling code
     /// (`tokio::runtime::Handle::try_current`): from async code, or inside
     /// a `Runtime::enter` guard. Elsewhere [`BuildError::NoCurrentRuntime`];
@@ -108,30 +106,6 @@ impl TokioExecutor {
         }
     }
 
-    /// A handle usable from any thread (and cheap to clone).
-    pub fn handle(&self) -> &Handle {
-        &self.handle
-    }
-
-    /// Runs `io` and blocks the calling thread until it ends. See
-    /// [`Handle::block_on`] (from async code: [`run_async`](TokioExecutor::run_async)).
-    pub fn block_on<A: Send + 'static, E: Send + 'static>(
-        &self,
-        io: IO<A, E>,
-    ) -> Result<Outcome<A, E>, RunError> {
-        self.handle.block_on(io)
-    }
-
-    /// Like [`block_on`](TokioExecutor::block_on), with
-    /// `Err(RunError::Deadlock)` when the program can provably never
-    /// finish. See [`Handle::try_block_on`].
-    pub fn try_block_on<A: Send + 'static, E: Send + 'static>(
-        &self,
-        io: IO<A, E>,
-    ) -> Result<Outcome<A, E>, RunError> {
-        self.handle.try_block_on(io)
-    }
-
     /// Runs `io` from async code and resolves to its outcome. See
     /// [`Handle::run_async`].
     pub fn run_async<A: Send + 'static, E: Send + 'static>(
@@ -141,70 +115,117 @@ impl TokioExecutor {
         self.handle.run_async(io)
     }
 
-    /// Starts `io` as a new fiber. See [`Handle::spawn`].
-    pub fn spawn<A: Send + 'static, E: Send + 'static>(
-        &self,
-        io: IO<A, E>,
-    ) -> Result<FiberHandle<A, E>, RunError> {
-        self.handle.spawn(io)
-    }
-
-    /// A snapshot of the executor's state. See [`Metrics`].
-    pub fn metrics(&self) -> Metrics {
-        self.handle.metrics()
-    }
-
-    /// The live fibers. See [`Handle::live_fibers`].
-    pub fn live_fibers(&self) -> Vec<FiberInfo> {
-        self.handle.live_fibers()
-    }
-
-    /// A fiber dump. See [`Handle::fiber_dump`].
-    pub fn fiber_dump(&self) -> FiberDump {
-        self.handle.fiber_dump()
-    }
-
-    /// Shuts the executor down, giving an owned runtime at most `timeout`
-    /// to stop (tokio's `shutdown_timeout`: workers finish the task they
-    /// run, queued and sleeping fibers are dropped without running their
-    /// finalizers, and blocking threads still busy after `timeout` are
-    /// left behind). On an attached runtime it only lets go of the
-    /// executor's fibers (see [`TokioExecutor`]); that runtime stays the
-    /// application's.
-    pub fn shutdown(mut self, timeout: Duration) {
-        self.stop(Some(timeout));
-    }
-
-    fn stop(&mut self, timeout: Option<Duration>) {
+    /// Shuts the executor down (the body of `IORuntime::shutdown` and, with
+    /// no timeout, of `Drop`) and says what an owned runtime left running:
+    /// see the `IORuntime` implementation below.
+    fn stop(&mut self, timeout: Option<Duration>) -> Result<(), ShutdownTimedOut> {
         self.handle.shared.begin_shutdown();
         // Dropping a runtime (or waiting for its thread) where blocking is
         // not allowed would panic in tokio: inside a tokio context the
         // owned runtime is shut down in the background instead.
         let in_tokio = tokio::runtime::Handle::try_current().is_ok();
-        match self.owned.take() {
-            None => {}
+        // Whether the owned runtime's shutdown was waited for.
+        let waited = match self.owned.take() {
+            None => false,
             Some(Owned::MultiThread(runtime)) => match (in_tokio, timeout) {
-                (true, _) => runtime.shutdown_background(),
-                (false, Some(timeout)) => runtime.shutdown_timeout(timeout),
-                (false, None) => drop(runtime),
+                (true, _) => {
+                    runtime.shutdown_background();
+                    false
+                }
+                (false, Some(timeout)) => {
+                    runtime.shutdown_timeout(timeout);
+                    true
+                }
+                (false, None) => {
+                    drop(runtime);
+                    true
+                }
             },
             Some(Owned::CurrentThread { stop, driver }) => {
                 let _ = stop.send(timeout);
                 // On the driver itself (a fiber dropped its executor) or in
                 // a tokio context, the driver finishes on its own.
                 let on_driver = driver.thread().id() == std::thread::current().id();
-                if !on_driver && !in_tokio {
+                let join = !on_driver && !in_tokio;
+                if join {
                     let _ = driver.join();
                 }
+                join
             }
+        };
+        // tokio drops the blocking calls still queued when its runtime
+        // shuts down (each call's count goes with it) and leaves the ones
+        // running after the timeout: those are what is still counted.
+        let blocking = self.handle.shared.counters.blocking.load(Ordering::Relaxed);
+        if waited && blocking > 0 {
+            Err(ShutdownTimedOut::new(None, blocking))
+        } else {
+            Ok(())
         }
     }
 }
 
-spindle_core::impl_app_runtime!(impl for TokioExecutor { handle: Handle, metrics: Metrics });
+/// exec-tokio's side of the surface every executor shares (see
+/// [`IORuntime`]'s table). `block_on_with` parks the calling thread while
+/// tokio runs the main fiber (io-core's [`ParkedBlockOn`], as the handle's
+/// `block_on`).
+///
+/// `shutdown` gives an owned runtime at most `timeout` to stop (tokio's
+/// `shutdown_timeout`: workers finish the task they run, queued and
+/// sleeping fibers are dropped without running their finalizers, and
+/// blocking threads still busy after `timeout` are left behind), then
+/// reports the `IO::blocking` calls still running
+/// (`blocking_calls_still_running`; exec-tokio counts its own). What tokio
+/// does not tell is not reported: `threads_still_running` is `None`
+/// (`shutdown_timeout` does not say which of its threads it left behind),
+/// and `spawn_blocking` work of other code on an owned runtime is not
+/// counted. On an attached runtime it only lets go of the executor's
+/// fibers (see [`TokioExecutor`]) and waits for nothing, as it does inside
+/// a tokio context, where the owned runtime shuts down in the background:
+/// `Ok(())` then says only that the shutdown has begun.
+impl IORuntime for TokioExecutor {
+    type Handle = Handle;
+    type Metrics = Metrics;
+    type BuildError = BuildError;
+
+    /// An owned multi-thread runtime (one worker per CPU) with the fiber
+    /// configuration of the environment.
+    fn from_env() -> Result<TokioExecutor, BuildError> {
+        Builder::new().fiber_config_from_env().build()
+    }
+
+    fn handle(&self) -> &Handle {
+        &self.handle
+    }
+
+    /// Returns `Err(RunError::Nested)` where blocking would stall tokio
+    /// (see the handle's `ParkedBlockOn::refuses_block_on_here`; from
+    /// async code: [`run_async`](TokioExecutor::run_async)).
+    fn block_on_with<A, E>(
+        &self,
+        io: IO<A, E>,
+        on_deadlock: OnDeadlock,
+    ) -> Result<Outcome<A, E>, RunError>
+    where
+        A: Send + 'static,
+        E: Send + 'static,
+    {
+        ParkedBlockOn::block_on_with(&self.handle, io, on_deadlock)
+    }
+
+    /// The executor's counters and what tokio's stable metrics tell
+    /// ([`Handle::metrics`]).
+    fn handle_metrics(handle: &Handle) -> Metrics {
+        handle.metrics()
+    }
+
+    fn shutdown(mut self, timeout: Duration) -> Result<(), ShutdownTimedOut> {
+        self.stop(Some(timeout))
+    }
+}
 
 impl Drop for TokioExecutor {
     fn drop(&mut self) {
-        self.stop(None);
+        let _ = self.stop(None);
     }
 }

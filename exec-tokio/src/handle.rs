@@ -5,10 +5,10 @@ use std::fmt;
 use std::future::Future;
 use std::time::Duration;
 
+use spindle_core::executor::ParkedBlockOn;
 use spindle_core::executor::support::{FiberRegistry, MainFiber, RunError, WakeWaiter, wall_clock};
 use spindle_core::{
-    BlockingTask, Executor, Fiber, FiberConfig, FiberDump, FiberHandle, FiberId, FiberInfo, IO,
-    Outcome, TimerCallback,
+    BlockingTask, Executor, Fiber, FiberConfig, FiberDump, FiberId, IO, Outcome, TimerCallback,
 };
 
 use crate::metrics::{self, Metrics};
@@ -71,7 +71,10 @@ impl Shared {
 
 /// The executor handle fibers hold: cheap to clone, usable from any
 /// thread (also from async code and from other executors' fibers);
-/// implements [`Executor`].
+/// implements [`Executor`] (whose [`spawn`](Executor::spawn) and
+/// [`fiber_dump`](Executor::fiber_dump) work from any thread) and
+/// [`ParkedBlockOn`] (`block_on` and `try_block_on` for threads outside
+/// tokio), with [`run_async`](Handle::run_async) for async code.
 #[derive(Clone)]
 pub struct Handle {
     pub(crate) shared: Arc<Shared>,
@@ -176,118 +179,69 @@ impl Executor for Handle {
     }
 
     /// Every live fiber (while fibers are listed: see
-    /// [`Builder::track_fibers`](crate::Builder::track_fibers)) and the
+    /// [`track_fibers`](spindle_core::RuntimeBuilder::track_fibers)) and the
     /// executor's `workers`, `live fibers`, `timers`, `blocking calls`,
     /// `tokio tasks` (alive on the runtime, fibers' and others') and
     /// `tokio global queue`.
     fn fiber_dump(&self) -> FiberDump {
         metrics::fiber_dump(&self.shared)
     }
+
+    /// From the start of the executor's shutdown (or drop) on.
+    #[inline]
+    fn is_shut_down(&self) -> bool {
+        self.shared.is_shutdown()
+    }
 }
 
-impl Handle {
-    /// Starts `io` as a new fiber (a tokio task on the executor's
-    /// runtime); join or cancel it through the handle, from a fiber, or
-    /// from any thread with [`Handle::block_on`]. `Err(RunError::ShutDown)`
-    /// once the executor is shut down.
-    pub fn spawn<A: Send + 'static, E: Send + 'static>(
-        &self,
-        io: IO<A, E>,
-    ) -> Result<FiberHandle<A, E>, RunError> {
-        if self.shared.is_shutdown() {
-            return Err(RunError::ShutDown);
-        }
-        Ok(FiberHandle::spawn(io, self))
+/// `block_on` through the handle, from a thread outside tokio (io-core's
+/// [`ParkedBlockOn`]; the executor's `IORuntime::block_on` is the same
+/// call): the main fiber is scheduled as a tokio task; a `block_on` of a
+/// program that can never finish waits for the shutdown, then returns
+/// `Err(RunError::ShutDown)`.
+impl ParkedBlockOn for Handle {
+    /// Where blocking would stall tokio, a `block_on` returns
+    /// `Err(RunError::Nested)` without running anything: inside a fiber of
+    /// any exec-tokio executor, and on any thread inside a tokio runtime's
+    /// context (a worker thread, async code, a `Runtime::enter` guard, a
+    /// thread of tokio's blocking pool started by
+    /// `tokio::task::spawn_blocking`, which tokio does not tell apart from a
+    /// worker). From async code, await [`run_async`](Handle::run_async)
+    /// instead. Inside `IO::blocking` (a thread of the blocking pool running
+    /// a Spindle blocking call) blocking is what the thread is for, and
+    /// `block_on` works.
+    fn refuses_block_on_here(&self) -> bool {
+        blocking_would_stall_tokio()
     }
 
-    /// Runs `io` as a new fiber and blocks the calling thread until it
-    /// ends; returns its outcome.
-    ///
-    /// If the fiber can never finish, this keeps waiting (as Cats Effect's
-    /// `unsafeRunSync` does on `IO.never`) until the executor shuts down
-    /// (then `Err(RunError::ShutDown)`); use
-    /// [`try_block_on`](Handle::try_block_on) to get [`RunError::Deadlock`]
-    /// instead.
-    ///
-    /// Returns `Err(RunError::Nested)`, without running `io`, on a thread
-    /// where blocking would stall tokio: inside a fiber of any exec-tokio
-    /// executor, and on any thread inside a tokio runtime's context (a
-    /// worker thread, async code, a `Runtime::enter` guard, a thread of
-    /// tokio's blocking pool started by `tokio::task::spawn_blocking`,
-    /// which tokio does not tell apart from a worker). From async code,
-    /// await [`run_async`](Handle::run_async) instead. Inside `IO::blocking` (a thread
-    /// of the blocking pool running a Spindle blocking call) blocking is
-    /// what the thread is for, and `block_on` works.
-    pub fn block_on<A: Send + 'static, E: Send + 'static>(
-        &self,
-        io: IO<A, E>,
-    ) -> Result<Outcome<A, E>, RunError> {
-        self.block(io, false)
-    }
-
-    /// Like [`block_on`](Handle::block_on), but returns
-    /// `Err(RunError::Deadlock)` when the fiber can provably never finish:
-    /// it was freed while suspended, with nothing left that could resume it
-    /// (for instance `IO::never()`).
-    pub fn try_block_on<A: Send + 'static, E: Send + 'static>(
-        &self,
-        io: IO<A, E>,
-    ) -> Result<Outcome<A, E>, RunError> {
-        self.block(io, true)
-    }
-
-    fn block<A: Send + 'static, E: Send + 'static>(
-        &self,
-        io: IO<A, E>,
-        fail_on_deadlock: bool,
-    ) -> Result<Outcome<A, E>, RunError> {
+    /// The flag is set under `stopped`, so no wake-up is lost between the
+    /// check and the wait.
+    fn wait_until_shut_down(&self) {
         let shared = &*self.shared;
-        if blocking_would_stall_tokio() {
-            return Err(RunError::Nested);
-        }
-        if shared.is_shutdown() {
-            return Err(RunError::ShutDown);
-        }
-        let (main, fiber) = MainFiber::new(io, self.clone(), std::thread::current());
-        self.schedule_fiber(fiber);
-        main.park_until_ended();
-        if let Some(outcome) = main.take() {
-            return Ok(outcome);
-        }
-        // Abandoned: freed without finishing, by a shutdown or because
-        // nothing can resume it.
-        if shared.is_shutdown() {
-            return Err(RunError::ShutDown);
-        }
-        if fail_on_deadlock {
-            return Err(RunError::Deadlock);
-        }
-        // `block_on` keeps waiting until the executor shuts down (the flag
-        // is set under `stopped`, so no wake-up is lost between the check
-        // and the wait).
         let mut stopped = shared.stopped.lock();
         while !*stopped {
             stopped = sync::wait(&shared.stopped_changed, stopped);
         }
-        Err(RunError::ShutDown)
     }
+}
 
+impl Handle {
     /// Runs `io` as a new fiber and resolves to its outcome: the way in
-    /// from async code (a tokio task, `#[tokio::main]`), where
-    /// [`block_on`](Handle::block_on) is [`RunError::Nested`].
+    /// from async code (a tokio task, `#[tokio::main]`), where `block_on`
+    /// is [`RunError::Nested`].
     ///
     /// The future is lazy: the fiber starts when it is first polled. It
     /// resolves to `Err(RunError::Deadlock)` when the fiber can provably
-    /// never finish (as [`try_block_on`](Handle::try_block_on)) and to
+    /// never finish (as `try_block_on`) and to
     /// `Err(RunError::ShutDown)` when the executor is shut down. Dropping
     /// the future does not cancel the fiber: it runs on, detached, as a
-    /// tokio task whose `JoinHandle` was dropped; to cancel, [`spawn`](Handle::spawn)
-    /// and cancel through the `FiberHandle`.
+    /// tokio task whose `JoinHandle` was dropped; to cancel,
+    /// [`spawn`](Executor::spawn) and cancel through the `FiberHandle`.
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// use spindle_core::{IO, Outcome};
+    /// use spindle_core::{IO, IORuntime, Outcome};
     /// use spindle_exec_tokio::TokioExecutor;
     ///
     /// let executor = TokioExecutor::current()?;
@@ -328,20 +282,6 @@ impl Handle {
         metrics::snapshot(&self.shared)
     }
 
-    /// The live fibers (while fibers are listed: they trace, or
-    /// [`Builder::track_fibers`](crate::Builder::track_fibers); empty
-    /// otherwise): id, status, state and trace of every fiber started and
-    /// not finished.
-    pub fn live_fibers(&self) -> Vec<FiberInfo> {
-        self.shared.fibers.live_fibers()
-    }
-
-    /// A fiber dump: every live fiber with its state and trace, and the
-    /// executor's state. See [`Executor::fiber_dump`].
-    pub fn fiber_dump(&self) -> FiberDump {
-        Executor::fiber_dump(self)
-    }
-
     /// The tokio runtime the fibers run on, to spawn tokio tasks next to
     /// them or to enter its context.
     pub fn tokio_handle(&self) -> &tokio::runtime::Handle {
@@ -350,7 +290,7 @@ impl Handle {
 }
 
 /// Whether blocking this thread could stall tokio (see
-/// [`Handle::block_on`]): inside a fiber, or in a tokio context outside a
+/// `ParkedBlockOn::refuses_block_on_here` above): inside a fiber, or in a tokio context outside a
 /// Spindle blocking call.
 fn blocking_would_stall_tokio() -> bool {
     if task::in_fiber() {

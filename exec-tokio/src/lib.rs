@@ -26,7 +26,7 @@
 //! every Spindle executor:
 //!
 //! ```
-//! use spindle_core::{IO, Outcome};
+//! use spindle_core::{IO, IORuntime, Outcome};
 //! use spindle_exec_tokio::TokioExecutor;
 //!
 //! let executor = TokioExecutor::builder().multi_thread(2).build()?;
@@ -36,18 +36,33 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! # The public surface (the same on every Spindle executor)
+//! # The public surface
 //!
-//! | item | here |
-//! |---|---|
-//! | [`Builder`] | `TokioExecutor::builder()`; setters `fiber_config`, `track_fibers`, and this executor's own `handle` (attach to a runtime), `multi_thread(n)` / `current_thread()` (own one), `thread_name`, `max_blocking_threads`; `build() -> Result<TokioExecutor, BuildError>` |
-//! | constructors | [`TokioExecutor::new`] (an owned multi-thread runtime; reads no environment), [`TokioExecutor::from_env`] (the fiber configuration from `SPINDLE_TRACING`), [`TokioExecutor::current`] (attach to the calling code's runtime), all `Result<_, BuildError>` |
-//! | running | [`block_on`](TokioExecutor::block_on) and [`try_block_on`](TokioExecutor::try_block_on) (also on [`Handle`]) take `&self` and return `Result<Outcome<A, E>, RunError>`; [`RunError::Nested`] inside a fiber or a tokio context; from async code [`run_async`](TokioExecutor::run_async)`(io).await` |
-//! | spawning | [`spawn`](TokioExecutor::spawn) (and [`Handle::spawn`]) `-> Result<FiberHandle<A, E>, RunError>` |
-//! | observing | [`handle`](TokioExecutor::handle) `-> &Handle`, [`metrics`](TokioExecutor::metrics) ([`Metrics`]), [`fiber_dump`](TokioExecutor::fiber_dump), [`live_fibers`](TokioExecutor::live_fibers) `-> Vec<FiberInfo>` |
+//! Every Spindle executor has the same surface: io-core's
+//! [`IORuntime`](spindle_core::IORuntime) (its documentation has the
+//! table: `block_on`, `try_block_on`, `spawn`, `handle`, `metrics`,
+//! `fiber_dump`, `from_env`, `shutdown`; import the trait) and
+//! [`RuntimeBuilder`](spindle_core::RuntimeBuilder) (the builder setters
+//! `fiber_config`, `fiber_config_from_env`, `track_fibers`). Here:
+//! [`TokioExecutor`] (whose `block_on` returns [`RunError::Nested`] inside
+//! a fiber or a tokio context, whose `from_env` owns a multi-thread
+//! runtime, and whose `shutdown(timeout)` is tokio's `shutdown_timeout` for
+//! an owned runtime, reporting the `IO::blocking` calls left running),
+//! [`TokioExecutor::new`], [`TokioExecutor::builder`],
+//! [`TokioExecutor::current`] (attach to the calling code's runtime) and
+//! [`run_async`](TokioExecutor::run_async) for async code; this
+//! executor's own setters [`handle`](Builder::handle),
+//! [`multi_thread`](Builder::multi_thread),
+//! [`current_thread`](Builder::current_thread),
+//! [`thread_name`](Builder::thread_name) and
+//! [`max_blocking_threads`](Builder::max_blocking_threads); [`Handle`] (an
+//! `Executor`, and io-core's `ParkedBlockOn`: `block_on` and
+//! `try_block_on` for other threads; with [`Handle::run_async`] and
+//! [`Handle::tokio_handle`]), [`Metrics`] and
+//! [`BuildError`].
 //!
-//! [`RunError`] and [`FiberInfo`] are io-core's, re-exported: one type for
-//! every executor. Layout: `builder.rs`, `error.rs`, `executor.rs` (the
+//! [`RunError`], [`ShutdownTimedOut`] and [`FiberInfo`] are io-core's,
+//! re-exported: one type for every executor. Layout: `builder.rs`, `error.rs`, `executor.rs` (the
 //! owner and its shutdown), `handle.rs` (the shared state and the
 //! `Executor` implementation), `task.rs` (fibers as tokio tasks, blocking
 //! calls), `io.rs` (sockets on tokio's driver), `timer.rs`, `metrics.rs`,
@@ -69,7 +84,7 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use spindle_core::{IO, Outcome};
+//! use spindle_core::{IO, IORuntime, Outcome};
 //! use spindle_exec_tokio::TokioExecutor;
 //! use spindle_exec_tokio::net::{TcpListener, TcpStream};
 //!
@@ -142,7 +157,7 @@ mod task;
 mod timer;
 
 pub use crate::builder::{Builder, DEFAULT_THREAD_NAME};
-pub use crate::error::{BuildError, RunError};
+pub use crate::error::{BuildError, RunError, ShutdownTimedOut};
 pub use crate::executor::TokioExecutor;
 pub use crate::handle::Handle;
 pub use crate::metrics::{Flavor, Metrics};

@@ -5,7 +5,7 @@
 //! atomics, one add per event) and what tokio's stable runtime metrics
 //! tell of the runtime underneath (workers, alive tasks, the global
 //! queue). Fibers are listed with io-core's `FiberRegistry` while they
-//! trace or with [`Builder::track_fibers`](crate::Builder::track_fibers),
+//! trace or with [`track_fibers`](spindle_core::RuntimeBuilder::track_fibers),
 //! in shards chosen by fiber number (tokio does not tell a task which
 //! worker runs it), so a fiber dump lists them like on every executor.
 

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use spindle_core::{IO, Outcome, UIO};
+use spindle_core::{IO, IORuntime, Outcome, UIO};
 use spindle_exec_tokio::TokioExecutor;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};

@@ -14,7 +14,7 @@ use std::net::{Shutdown, SocketAddr};
 use std::ops::ControlFlow;
 use std::time::Duration;
 
-use spindle_core::{IO, Outcome};
+use spindle_core::{IO, IORuntime, Outcome};
 use spindle_exec_tokio::TokioExecutor;
 use spindle_exec_tokio::net::{TcpListener, TcpStream};
 

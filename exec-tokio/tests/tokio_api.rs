@@ -8,7 +8,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use spindle_core::error::TimeoutError;
-use spindle_core::{Deferred, IO, Outcome, UIO};
+use spindle_core::executor::ParkedBlockOn;
+use spindle_core::{Deferred, Executor, IO, IORuntime, Outcome, RuntimeBuilder, UIO};
 use spindle_exec_tokio::{BuildError, Flavor, RunError, TokioExecutor};
 
 #[derive(Debug, PartialEq)]

@@ -16,10 +16,10 @@
 //! The programs are written as nested `flat_map`s, the shape of a Scala
 //! `for` comprehension, so each step's events follow the lines of the file.
 
-use std::time::Duration;
-
-use spindle_core::{Deferred, FiberConfig, FiberHandle, IO, Outcome, Trace};
+use spindle_core::RuntimeBuilder;
+use spindle_core::{Deferred, FiberConfig, FiberHandle, IO, IORuntime, Outcome, Trace};
 use spindle_exec_wstp::Runtime;
+use std::time::Duration;
 
 type Io<A> = IO<A, String>;
 

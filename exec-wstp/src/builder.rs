@@ -1,17 +1,17 @@
-//! [`Builder`]: configures and builds a [`Runtime`], with the setter names
-//! every Spindle executor's builder has (`fiber_config`, `track_fibers`,
-//! `build`) and exec-wstp's own (`worker_threads`, `global_queue_interval`,
-//! `max_blocking_threads`, `blocking_keep_alive`, `thread_name`).
+//! [`Builder`]: configures and builds a [`Runtime`], with the setters
+//! every Spindle executor's builder has (`fiber_config`,
+//! `fiber_config_from_env`, `track_fibers`: io-core's [`RuntimeBuilder`],
+//! over the [`CommonSettings`] embedded here), `build`, and exec-wstp's own
+//! (`worker_threads`, `global_queue_interval`, `max_blocking_threads`,
+//! `blocking_keep_alive`, `thread_name`).
 
 use std::num::NonZeroUsize;
 use std::time::Duration;
 
 use crossbeam_deque::{Injector, Worker};
 use crossbeam_utils::CachePadded;
-use spindle_core::executor::support::{
-    self, BlockingPool, ConfigSource, FiberRegistry, Origin, TimerHeap,
-};
-use spindle_core::{Fiber, FiberConfig};
+use spindle_core::executor::support::{self, BlockingPool, CommonSettings, Origin, TimerHeap};
+use spindle_core::{Fiber, RuntimeBuilder};
 
 use crate::error::BuildError;
 use crate::handle::{Counters, Handle, Remote, Shared};
@@ -32,16 +32,22 @@ pub const DEFAULT_MAX_BLOCKING_THREADS: usize = support::DEFAULT_MAX_BLOCKING_TH
 /// (io-core's `executor::support::DEFAULT_BLOCKING_KEEP_ALIVE`).
 pub const DEFAULT_BLOCKING_KEEP_ALIVE: Duration = support::DEFAULT_BLOCKING_KEEP_ALIVE;
 
-/// Configures and builds a [`Runtime`].
+/// Configures and builds a [`Runtime`]. The setters every executor's
+/// builder has come from [`RuntimeBuilder`] (import it).
 #[derive(Debug, Clone)]
 pub struct Builder {
     worker_threads: Option<usize>,
-    pub(crate) fiber_config: ConfigSource,
+    common: CommonSettings,
     global_queue_interval: u32,
     max_blocking_threads: usize,
     blocking_keep_alive: Duration,
     thread_name: String,
-    track_fibers: bool,
+}
+
+impl RuntimeBuilder for Builder {
+    fn common_settings(&mut self) -> &mut CommonSettings {
+        &mut self.common
+    }
 }
 
 impl Default for Builder {
@@ -53,39 +59,23 @@ impl Default for Builder {
 impl Builder {
     /// The defaults: one worker per available CPU, io-core's default fiber
     /// configuration (the environment is not read: see
-    /// [`Runtime::from_env`]), the global queue every 61 ticks, up to 512 blocking threads kept
-    /// 10 s when idle, fibers listed for dumps while they trace.
+    /// `IORuntime::from_env`), the global queue every 61 ticks, up to 512
+    /// blocking threads kept 10 s when idle, fibers listed for dumps while
+    /// they trace.
     pub fn new() -> Builder {
         Builder {
             worker_threads: None,
-            fiber_config: ConfigSource::Default,
+            common: CommonSettings::default(),
             global_queue_interval: DEFAULT_GLOBAL_QUEUE_INTERVAL,
             max_blocking_threads: DEFAULT_MAX_BLOCKING_THREADS,
             blocking_keep_alive: DEFAULT_BLOCKING_KEEP_ALIVE,
             thread_name: String::from("spindle-worker"),
-            track_fibers: false,
-        }
-    }
-
-    /// The defaults, with the fiber configuration from the environment
-    /// ([`Runtime::from_env`], [`app::run`](crate::app::run)).
-    pub(crate) fn from_env() -> Builder {
-        Builder {
-            fiber_config: ConfigSource::Environment,
-            ..Builder::new()
         }
     }
 
     /// The number of worker threads (default: `std::thread::available_parallelism`).
     pub fn worker_threads(mut self, n: usize) -> Builder {
         self.worker_threads = Some(n);
-        self
-    }
-
-    /// The run-loop configuration of every fiber (auto-yield budget,
-    /// tracing). Without this call: [`FiberConfig::default`].
-    pub fn fiber_config(mut self, config: FiberConfig) -> Builder {
-        self.fiber_config = ConfigSource::Explicit(config);
         self
     }
 
@@ -114,18 +104,6 @@ impl Builder {
         self
     }
 
-    /// Keeps a weak reference to every fiber so that
-    /// [`Runtime::live_fibers`] and [`Runtime::fiber_dump`] can list them,
-    /// also when fibers do not trace. Fibers are listed anyway while they
-    /// trace (io-core's `tracing` feature and a tracing mode other than
-    /// `none`); with tracing off and
-    /// this option off (the default) nothing is kept per fiber. Listing
-    /// costs one uncontended per-worker lock per fiber started.
-    pub fn track_fibers(mut self, on: bool) -> Builder {
-        self.track_fibers = on;
-        self
-    }
-
     /// Checks the configuration and starts the worker threads.
     pub fn build(self) -> Result<Runtime, BuildError> {
         let workers = match self.worker_threads {
@@ -142,10 +120,10 @@ impl Builder {
         let Some(max_blocking_threads) = NonZeroUsize::new(self.max_blocking_threads) else {
             return Err(BuildError::ZeroBlockingThreads);
         };
-        let fiber_config = self.fiber_config.resolve().map_err(BuildError::Config)?;
+        let fiber_config = self.common.fiber_config().map_err(BuildError::Config)?;
         // One shard per worker (pushed to by that worker only) and one for
         // threads outside the pool.
-        let fibers = FiberRegistry::new(&fiber_config, self.track_fibers, workers + 1);
+        let fibers = self.common.registry(&fiber_config, workers + 1);
         let locals: Vec<Worker<Fiber<Handle>>> = (0..workers).map(|_| Worker::new_fifo()).collect();
         let mut reactors = Vec::with_capacity(workers);
         let mut pollers = Vec::with_capacity(workers);

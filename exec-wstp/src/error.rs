@@ -1,11 +1,12 @@
 //! The errors of exec-wstp: building ([`BuildError`]), running
 //! ([`RunError`], io-core's one error of every executor's `block_on`,
-//! `try_block_on` and `spawn`) and shutting down ([`ShutdownTimedOut`]).
+//! `try_block_on` and `spawn`) and shutting down ([`ShutdownTimedOut`],
+//! io-core's too: the worker and blocking threads still running).
 
 use std::fmt;
 
 use spindle_core::error::ConfigError;
-pub use spindle_core::error::RunError;
+pub use spindle_core::error::{RunError, ShutdownTimedOut};
 
 /// A configuration the [`Builder`](crate::Builder) refused, or a thread it could not start.
 #[derive(Debug)]
@@ -21,8 +22,8 @@ pub enum BuildError {
     /// `max_blocking_threads(0)`: `IO::blocking` needs at least one thread.
     ZeroBlockingThreads,
     /// The fiber configuration read from the environment
-    /// ([`Runtime::from_env`](crate::Runtime::from_env), [`app::run`](crate::app::run))
-    /// is invalid: for instance `SPINDLE_TRACING` names an unknown tracing
+    /// (`IORuntime::from_env`, the builder's `fiber_config_from_env`) is
+    /// invalid: for instance `SPINDLE_TRACING` names an unknown tracing
     /// mode (the message names the valid ones).
     Config(ConfigError),
     /// The operating system refused to start a worker thread.
@@ -68,24 +69,3 @@ impl std::error::Error for BuildError {
         }
     }
 }
-
-/// Not every thread stopped within the timeout given to
-/// [`Runtime::shutdown`](crate::Runtime::shutdown); the ones still running (blocked in user code) were
-/// told to stop and detached.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ShutdownTimedOut {
-    /// Threads (workers and blocking threads) still running.
-    pub threads_still_running: usize,
-}
-
-impl fmt::Display for ShutdownTimedOut {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "exec-wstp: {} thread(s) did not stop within the shutdown timeout",
-            self.threads_still_running
-        )
-    }
-}
-
-impl std::error::Error for ShutdownTimedOut {}

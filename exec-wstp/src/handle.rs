@@ -6,13 +6,11 @@ use std::time::Duration;
 
 use crossbeam_deque::{Injector, Stealer};
 use crossbeam_utils::CachePadded;
+use spindle_core::executor::ParkedBlockOn;
 use spindle_core::executor::support::{
-    BlockingPool, FiberRegistry, MainFiber, Origin, RunError, TimerHeap, nanos, wall_clock,
+    BlockingPool, FiberRegistry, Origin, TimerHeap, nanos, wall_clock,
 };
-use spindle_core::{
-    BlockingTask, Executor, Fiber, FiberConfig, FiberDump, FiberHandle, FiberId, FiberInfo, IO,
-    Outcome, TimerCallback,
-};
+use spindle_core::{BlockingTask, Executor, Fiber, FiberConfig, FiberDump, FiberId, TimerCallback};
 use spindle_net::driver::Reactor;
 
 use crate::idle::Idle;
@@ -150,7 +148,7 @@ impl Shared {
 }
 
 /// The thread that runs a `block_on`'s main fiber before the workers take
-/// it over (see `Handle::run`): marked, so that a `block_on` from inside
+/// it over (see `ParkedBlockOn::start_main` below): marked, so that a `block_on` from inside
 /// that fiber is refused as nested (it would wait on the very thread the
 /// fiber needs).
 ///
@@ -212,7 +210,10 @@ mod inline {
 }
 
 /// The executor handle fibers hold: cheap to clone, usable from any
-/// thread; implements [`Executor`].
+/// thread; implements [`Executor`] (whose [`spawn`](Executor::spawn) and
+/// [`fiber_dump`](Executor::fiber_dump) work from any thread) and
+/// [`ParkedBlockOn`] (`block_on` and `try_block_on` from any thread that
+/// is not one of the pool's).
 #[derive(Clone)]
 pub struct Handle {
     pub(crate) shared: Arc<Shared>,
@@ -336,7 +337,7 @@ impl Executor for Handle {
     }
 
     /// Every live fiber (while fibers are listed: see
-    /// [`Builder::track_fibers`](crate::Builder::track_fibers)) and the pool's `workers`, `local queues`
+    /// [`track_fibers`](spindle_core::RuntimeBuilder::track_fibers)) and the pool's `workers`, `local queues`
     /// (summed over the workers), `global queue`, `timers`,
     /// `blocking threads` and `parked workers`.
     fn fiber_dump(&self) -> FiberDump {
@@ -353,132 +354,69 @@ impl Executor for Handle {
             }
         })
     }
+
+    /// From the start of the runtime's shutdown (or drop) on.
+    #[inline]
+    fn is_shut_down(&self) -> bool {
+        self.shared.is_shutdown()
+    }
 }
 
-impl Handle {
-    /// Starts `io` as a new fiber; join or cancel it through the handle
-    /// (from a fiber, or from any thread with [`Handle::block_on`]).
-    /// `Err(RunError::ShutDown)` once the runtime is shut down.
-    pub fn spawn<A: Send + 'static, E: Send + 'static>(
-        &self,
-        io: IO<A, E>,
-    ) -> Result<FiberHandle<A, E>, RunError> {
-        if self.shared.is_shutdown() {
-            return Err(RunError::ShutDown);
-        }
-        Ok(FiberHandle::spawn(io, self))
-    }
-
-    /// Runs `io` as a new fiber and blocks the calling thread until it
-    /// ends; returns its outcome.
-    ///
-    /// If the fiber can never finish, this keeps waiting (as Cats Effect's
-    /// `unsafeRunSync` does on `IO.never`) until the runtime shuts down
-    /// (then `Err(RunError::ShutDown)`); use
-    /// [`try_block_on`](Handle::try_block_on) to get [`RunError::Deadlock`]
-    /// instead. On one of this runtime's own worker threads (inside a
-    /// fiber) it returns `Err(RunError::Nested)`: waiting there could
-    /// deadlock the pool; start and join the program instead.
-    ///
-    /// The fiber runs on the calling thread until its first wait (a yield
-    /// runs it again there, as tokio's `block_on` polls its future on the
-    /// calling thread): a program that never waits costs no hand-off to a
-    /// worker. After a wait, whatever resumes it schedules it on the
-    /// workers; a `block_on` from inside the part that runs on the calling
-    /// thread is `Err(RunError::Nested)` too.
-    pub fn block_on<A: Send + 'static, E: Send + 'static>(
-        &self,
-        io: IO<A, E>,
-    ) -> Result<Outcome<A, E>, RunError> {
-        self.run(io, false)
-    }
-
-    /// Like [`block_on`](Handle::block_on), but returns
-    /// `Err(RunError::Deadlock)` when the fiber can provably never finish:
-    /// it was freed while suspended, with nothing left that could resume it
-    /// (for instance `IO::never()`).
-    pub fn try_block_on<A: Send + 'static, E: Send + 'static>(
-        &self,
-        io: IO<A, E>,
-    ) -> Result<Outcome<A, E>, RunError> {
-        self.run(io, true)
-    }
-
-    fn run<A: Send + 'static, E: Send + 'static>(
-        &self,
-        io: IO<A, E>,
-        fail_on_deadlock: bool,
-    ) -> Result<Outcome<A, E>, RunError> {
+/// `block_on` through the handle, from any thread that is not one of the
+/// pool's (io-core's [`ParkedBlockOn`]; the runtime's `IORuntime::block_on`
+/// is the same call). The main fiber runs on the calling thread until its
+/// first wait (see `start_main`); a `block_on` of a program that can never
+/// finish waits for the workers to exit, then returns
+/// `Err(RunError::ShutDown)`.
+impl ParkedBlockOn for Handle {
+    /// On one of this runtime's own worker threads (inside a fiber) a
+    /// `block_on` would wait on the very pool that has to run the program:
+    /// refused (`Err(RunError::Nested)`; start and join the program
+    /// instead), as it is from inside the part of a main fiber that runs on
+    /// the calling thread.
+    fn refuses_block_on_here(&self) -> bool {
         let shared = &*self.shared;
-        if worker::with_current(shared, |ctx| ctx.is_some()) || inline::runs(shared) {
-            return Err(RunError::Nested);
-        }
-        if shared.is_shutdown() {
-            return Err(RunError::ShutDown);
-        }
-        let (main, fiber) = MainFiber::new(io, self.clone(), std::thread::current());
-        // The main fiber runs here first, on the calling thread, until it
-        // first waits or ends (tokio's `block_on` runs its future on the
-        // calling thread): a program that never waits costs no hand-off to
-        // a worker and back, two thread wake-ups; a yield runs it again
-        // here. Whatever resumes it after a wait schedules it on the
-        // workers as usual. Sockets it makes meanwhile register with worker
-        // 0's poller.
-        {
-            let _inline = inline::Enter::new(shared);
-            let reactor = &shared.remotes[0].reactor;
-            spindle_net::driver::with_driver(reactor, || {
-                let mut fiber = fiber;
-                loop {
-                    fiber.run();
-                    match inline::take_yielded() {
-                        Some(yielded) => fiber = yielded,
-                        None => break,
-                    }
+        worker::with_current(shared, |ctx| ctx.is_some()) || inline::runs(shared)
+    }
+
+    /// The main fiber runs here first, on the calling thread, until it
+    /// first waits or ends (tokio's `block_on` runs its future on the
+    /// calling thread): a program that never waits costs no hand-off to a
+    /// worker and back, two thread wake-ups; a yield runs it again here.
+    /// Whatever resumes it after a wait schedules it on the workers as
+    /// usual. Sockets it makes meanwhile register with worker 0's poller.
+    fn start_main(&self, fiber: Fiber<Handle>) {
+        let shared = &*self.shared;
+        let _inline = inline::Enter::new(shared);
+        let reactor = &shared.remotes[0].reactor;
+        spindle_net::driver::with_driver(reactor, || {
+            let mut fiber = fiber;
+            loop {
+                fiber.run();
+                match inline::take_yielded() {
+                    Some(yielded) => fiber = yielded,
+                    None => break,
                 }
-            });
-        }
-        main.park_until_ended();
-        if let Some(outcome) = main.take() {
-            return Ok(outcome);
-        }
-        // Abandoned: freed without finishing, by a shutdown or because
-        // nothing can resume it.
-        if shared.is_shutdown() {
-            return Err(RunError::ShutDown);
-        }
-        if fail_on_deadlock {
-            return Err(RunError::Deadlock);
-        }
-        // `block_on` keeps waiting, until the runtime shuts down: workers
-        // leave their loops only then, and the last one to leave notifies
-        // `workers_exited` (under `running_workers`, so that no wake-up is
-        // lost between the check and the wait).
+            }
+        });
+    }
+
+    /// Workers leave their loops only on shutdown, and the last one to
+    /// leave notifies `workers_exited` (under `running_workers`, so that no
+    /// wake-up is lost between the check and the wait).
+    fn wait_until_shut_down(&self) {
+        let shared = &*self.shared;
         let mut running = shared.running_workers.lock();
         while *running > 0 {
             running = sync::wait(&shared.workers_exited, running);
         }
-        Err(RunError::ShutDown)
     }
+}
 
+impl Handle {
     /// A snapshot of the scheduler's state.
     pub fn metrics(&self) -> Metrics {
         metrics::snapshot(&self.shared)
-    }
-
-    /// The live fibers (while fibers are listed: they trace, or
-    /// [`Builder::track_fibers`](crate::Builder::track_fibers); empty
-    /// otherwise): id, status, state and trace of every fiber started and
-    /// not finished.
-    pub fn live_fibers(&self) -> Vec<FiberInfo> {
-        self.shared.fibers.live_fibers()
-    }
-
-    /// A fiber dump: every live fiber with its state and trace, and the
-    /// pool's state. See [`Executor::fiber_dump`]; the app entry point
-    /// prints it on SIGUSR1.
-    pub fn fiber_dump(&self) -> FiberDump {
-        Executor::fiber_dump(self)
     }
 
     /// The number of worker threads.

@@ -4,11 +4,12 @@
 //! that idle workers steal from, and fibers scheduled from outside the pool
 //! go to a global injector queue. Each worker polls its own I/O poller, so
 //! [`net`]'s sockets run on the pool. This is the default executor for
-//! applications and servers ([`app`] runs a main `IO` as a process).
+//! applications and servers (`spindle_app::run(Runtime::from_env(), main)`
+//! runs a main `IO` as a process).
 //!
 //! ```
 //! use spindle_exec_wstp::Runtime;
-//! use spindle_core::{IO, Outcome};
+//! use spindle_core::{IO, IORuntime, Outcome};
 //!
 //! let rt = Runtime::builder().worker_threads(2).build()?;
 //! let work = (0..100u64).map(|i| IO::<u64, ()>::delay(move || i * i)).collect::<Vec<_>>();
@@ -17,18 +18,28 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! # The public surface (the same on every Spindle executor)
+//! # The public surface
 //!
-//! | item | here |
-//! |---|---|
-//! | [`Builder`] | `Runtime::builder()`; setters `fiber_config`, `track_fibers`, and this executor's own `worker_threads`, `global_queue_interval`, `max_blocking_threads`, `blocking_keep_alive`, `thread_name`; `build() -> Result<Runtime, BuildError>` |
-//! | constructors | [`Runtime::new`] (defaults, reads no environment) and [`Runtime::from_env`] (the fiber configuration from `SPINDLE_TRACING`; empty means unset), both `Result<_, BuildError>`; [`app::run`] reads the environment too |
-//! | running | [`block_on`](Runtime::block_on) and [`try_block_on`](Runtime::try_block_on) (also on [`Handle`]) take `&self` and return `Result<Outcome<A, E>, RunError>`: `block_on` keeps waiting on a program that can never finish (until shutdown), `try_block_on` returns [`RunError::Deadlock`]; both return [`RunError::Nested`] on one of the pool's worker threads and [`RunError::ShutDown`] after shutdown |
-//! | spawning | [`spawn`](Runtime::spawn) (and [`Handle::spawn`]) `-> Result<FiberHandle<A, E>, RunError>` |
-//! | observing | [`handle`](Runtime::handle) `-> &Handle`, [`metrics`](Runtime::metrics) ([`Metrics`]), [`fiber_dump`](Runtime::fiber_dump), [`live_fibers`](Runtime::live_fibers) `-> Vec<FiberInfo>` (io-core's one `FiberInfo`) |
+//! Every Spindle executor has the same surface: io-core's
+//! [`IORuntime`](spindle_core::IORuntime) (its documentation has the
+//! table: `block_on`, `try_block_on`, `spawn`, `handle`, `metrics`,
+//! `fiber_dump`, `from_env`, `shutdown`; import the trait) and
+//! [`RuntimeBuilder`](spindle_core::RuntimeBuilder) (the builder setters
+//! `fiber_config`, `fiber_config_from_env`, `track_fibers`). Here:
+//! [`Runtime`] (whose `block_on` parks the calling thread while the pool
+//! runs the program, and whose `shutdown(timeout)` waits for the worker
+//! and blocking threads and reports those still running),
+//! [`Runtime::new`], [`Runtime::builder`], and this executor's own setters
+//! [`worker_threads`](Builder::worker_threads),
+//! [`global_queue_interval`](Builder::global_queue_interval),
+//! [`max_blocking_threads`](Builder::max_blocking_threads),
+//! [`blocking_keep_alive`](Builder::blocking_keep_alive) and
+//! [`thread_name`](Builder::thread_name); [`Handle`] (an `Executor`, and io-core's
+//! `ParkedBlockOn`: `block_on` and `try_block_on` for other threads; with
+//! [`Handle::worker_threads`]), [`Metrics`] and [`BuildError`].
 //!
-//! [`RunError`] and [`FiberInfo`] are io-core's, re-exported: one type for
-//! every executor. Layout: `builder.rs`, `error.rs`, `handle.rs` (the
+//! [`RunError`], [`ShutdownTimedOut`] and [`FiberInfo`] are io-core's,
+//! re-exported: one type for every executor. Layout: `builder.rs`, `error.rs`, `handle.rs` (the
 //! shared state and the `Executor` implementation), `runtime.rs` (the pool
 //! and its shutdown), `worker.rs` (the loop), `idle.rs` (parking),
 //! `timer.rs`, `metrics.rs`, `sync.rs` (the sync shim).
@@ -115,7 +126,7 @@
 //! * An idle worker sleeps (no spinning), for at most the time to its
 //!   earliest timer (rounded up to the millisecond, as mio's and tokio's
 //!   timeouts are).
-//! * After [`Runtime::shutdown`] (or drop), every worker and blocking
+//! * After `shutdown` (or drop), every worker and blocking
 //!   thread has stopped (or, with a timeout, is told to stop and is
 //!   detached), and every fiber still queued, sleeping or waiting for I/O
 //!   has been dropped; a later wait on a socket of the pool fails.
@@ -126,7 +137,6 @@
 // `sync` shim takes loom's types there; the blocking pool keeps io-core's
 // `std` locks): what the loom models check is the scheduling protocol,
 // `idle`, and the rest compiles against the same io-core.
-pub mod app;
 mod builder;
 mod error;
 mod handle;

@@ -11,7 +11,7 @@
 //!
 //! While fibers trace (io-core's `tracing` feature and a tracing mode other
 //! than `none`), or with
-//! [`Builder::track_fibers`](crate::Builder::track_fibers), the pool keeps
+//! [`track_fibers`](spindle_core::RuntimeBuilder::track_fibers), the pool keeps
 //! io-core's fiber registry (`spindle_core::executor::support::FiberRegistry`)
 //! with one shard per worker, weak references to the fibers started on it
 //! (they never keep a fiber's program alive, and report nothing once the

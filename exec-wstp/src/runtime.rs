@@ -1,12 +1,13 @@
 //! [`Runtime`]: the pool itself (worker threads, queues, timers, blocking
-//! pool), its run API and its shutdown. See the crate documentation for
-//! the design.
+//! pool), its [`IORuntime`] implementation and its shutdown. See the crate
+//! documentation for the design.
 
 use std::fmt;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use spindle_core::{FiberDump, FiberHandle, FiberInfo, IO, Outcome};
+use spindle_core::executor::{OnDeadlock, ParkedBlockOn};
+use spindle_core::{IO, IORuntime, Outcome, RuntimeBuilder};
 
 use crate::builder::Builder;
 use crate::error::{BuildError, RunError, ShutdownTimedOut};
@@ -16,7 +17,10 @@ use crate::sync::{self, Mutex};
 use crate::worker;
 
 /// A work-stealing runtime: the worker threads, their queues, timers and
-/// blocking pool. Dropping it shuts it down and waits for every thread.
+/// blocking pool. Programs run through [`IORuntime`] (`block_on`,
+/// `try_block_on`, `spawn`, `metrics`, `fiber_dump`, `from_env`,
+/// `shutdown`: import the trait). Dropping it shuts it down and waits for
+/// every thread.
 pub struct Runtime {
     handle: Handle,
     threads: Mutex<Vec<JoinHandle<()>>>,
@@ -49,72 +53,11 @@ impl Runtime {
         Builder::new()
     }
 
-    /// A runtime with the default configuration and the tracing mode named
-    /// by the `SPINDLE_TRACING` environment variable
-    /// ([`FiberConfig::from_env`](spindle_core::FiberConfig::from_env);
-    /// unset or empty: the default mode); an unknown mode is a
-    /// [`BuildError::Config`] naming the valid ones.
-    pub fn from_env() -> Result<Runtime, BuildError> {
-        Builder::from_env().build()
-    }
-
-    /// A handle usable from any thread (and cheap to clone).
-    pub fn handle(&self) -> &Handle {
-        &self.handle
-    }
-
-    /// Runs `io` on the pool and blocks the calling thread until it ends.
-    /// See [`Handle::block_on`].
-    pub fn block_on<A: Send + 'static, E: Send + 'static>(
-        &self,
-        io: IO<A, E>,
-    ) -> Result<Outcome<A, E>, RunError> {
-        self.handle.block_on(io)
-    }
-
-    /// Like [`block_on`](Runtime::block_on), with `Err(RunError::Deadlock)`
-    /// when the program can provably never finish. See
-    /// [`Handle::try_block_on`].
-    pub fn try_block_on<A: Send + 'static, E: Send + 'static>(
-        &self,
-        io: IO<A, E>,
-    ) -> Result<Outcome<A, E>, RunError> {
-        self.handle.try_block_on(io)
-    }
-
-    /// Starts `io` as a new fiber. See [`Handle::spawn`].
-    pub fn spawn<A: Send + 'static, E: Send + 'static>(
-        &self,
-        io: IO<A, E>,
-    ) -> Result<FiberHandle<A, E>, RunError> {
-        self.handle.spawn(io)
-    }
-
-    /// A snapshot of the scheduler's state. See [`Metrics`].
-    pub fn metrics(&self) -> Metrics {
-        self.handle.metrics()
-    }
-
-    /// The live fibers. See [`Handle::live_fibers`].
-    pub fn live_fibers(&self) -> Vec<FiberInfo> {
-        self.handle.live_fibers()
-    }
-
-    /// A fiber dump. See [`Handle::fiber_dump`].
-    pub fn fiber_dump(&self) -> FiberDump {
-        self.handle.fiber_dump()
-    }
-
-    /// Stops the runtime: workers finish the fiber they are running and
-    /// exit, queued and sleeping fibers are dropped (their finalizers do not
-    /// run: cancel fibers first for that), blocking threads exit after their
-    /// current call. Waits at most `timeout` for the threads; those still
-    /// running then (blocked in user code) are detached. A `timeout` too
-    /// large for `Instant` (`Duration::MAX`) waits without a deadline.
-    pub fn shutdown(self, timeout: Duration) -> Result<(), ShutdownTimedOut> {
-        self.stop(Some(timeout))
-    }
-
+    /// Stops the pool (the body of `IORuntime::shutdown` and of `Drop`,
+    /// which waits without a deadline): workers finish the fiber they are
+    /// running and exit, queued and sleeping fibers are dropped, blocking
+    /// threads exit after their current call; those still running at the
+    /// deadline (blocked in user code) are detached and reported.
     fn stop(&self, timeout: Option<Duration>) -> Result<(), ShutdownTimedOut> {
         let shared = &*self.handle.shared;
         // A deadline past what `Instant` can hold (`Duration::MAX`) is no
@@ -162,6 +105,8 @@ impl Runtime {
                 let _ = thread.join();
             }
         }
+        // Blocking threads still in a call at the deadline.
+        let mut blocking_still_running = 0;
         for thread in blocking_threads {
             let can_join = match deadline {
                 None => !on_own_worker,
@@ -176,20 +121,62 @@ impl Runtime {
                 let _ = thread.join();
             } else {
                 still_running += 1;
+                blocking_still_running += 1;
             }
         }
         shared.drop_pending();
         if still_running == 0 {
             Ok(())
         } else {
-            Err(ShutdownTimedOut {
-                threads_still_running: still_running,
-            })
+            Err(ShutdownTimedOut::new(
+                Some(still_running),
+                blocking_still_running,
+            ))
         }
     }
 }
 
-spindle_core::impl_app_runtime!(impl for Runtime { handle: Handle, metrics: Metrics });
+/// exec-wstp's side of the surface every executor shares (see
+/// [`IORuntime`]'s table). `block_on_with` parks the calling thread while
+/// the pool runs the main fiber (io-core's [`ParkedBlockOn`], as the
+/// handle's `block_on`); `shutdown` waits at most its
+/// timeout for the worker and blocking threads and reports those still
+/// running (`threads_still_running`, and `blocking_calls_still_running`:
+/// the blocking threads among them).
+impl IORuntime for Runtime {
+    type Handle = Handle;
+    type Metrics = Metrics;
+    type BuildError = BuildError;
+
+    fn from_env() -> Result<Runtime, BuildError> {
+        Builder::new().fiber_config_from_env().build()
+    }
+
+    fn handle(&self) -> &Handle {
+        &self.handle
+    }
+
+    fn block_on_with<A, E>(
+        &self,
+        io: IO<A, E>,
+        on_deadlock: OnDeadlock,
+    ) -> Result<Outcome<A, E>, RunError>
+    where
+        A: Send + 'static,
+        E: Send + 'static,
+    {
+        ParkedBlockOn::block_on_with(&self.handle, io, on_deadlock)
+    }
+
+    /// The scheduler's state ([`Handle::metrics`]).
+    fn handle_metrics(handle: &Handle) -> Metrics {
+        handle.metrics()
+    }
+
+    fn shutdown(self, timeout: Duration) -> Result<(), ShutdownTimedOut> {
+        self.stop(Some(timeout))
+    }
+}
 
 impl Drop for Runtime {
     fn drop(&mut self) {
@@ -204,6 +191,7 @@ mod tests {
 
     use super::*;
     use crate::sync::{AtomicUsize, Ordering};
+    use spindle_core::Executor;
     use std::sync::Arc as StdArc;
 
     fn small() -> Runtime {

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use common::{HANG_LIMIT, runtime, within};
-use spindle_core::{IO, Outcome};
+use spindle_core::{IO, IORuntime, Outcome};
 use spindle_exec_wstp::Runtime;
 
 type E = String;

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use common::{HANG_LIMIT, runtime, within};
-use spindle_core::{CancelHandle, CountDownLatch, FiberHandle, IO, Outcome};
+use spindle_core::{CancelHandle, CountDownLatch, FiberHandle, IO, IORuntime, Outcome};
 
 type E = ();
 

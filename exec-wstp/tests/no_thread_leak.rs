@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use spindle_core::{IO, Outcome, UIO};
+use spindle_core::{IO, IORuntime, Outcome, UIO};
 use spindle_exec_wstp::Runtime;
 
 /// The names of this process's threads (`/proc/self/task/*/comm`; Linux

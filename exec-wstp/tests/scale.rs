@@ -15,7 +15,8 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use common::{HANG_LIMIT, runtime, wait_until, within};
-use spindle_core::{Deferred, FiberHandle, IO, Outcome, Queue};
+use spindle_core::executor::ParkedBlockOn;
+use spindle_core::{Deferred, Executor, FiberHandle, IO, IORuntime, Outcome, Queue};
 
 type E = ();
 

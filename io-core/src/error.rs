@@ -4,6 +4,7 @@
 //! | error | from |
 //! |---|---|
 //! | [`RunError`] | an executor's `block_on`, `try_block_on`, `spawn` (deadlock, shut down, nested) |
+//! | [`ShutdownTimedOut`] | an executor's [`shutdown`](crate::IORuntime::shutdown): what was still running when the timeout passed |
 //! | [`ConfigError`] | [`FiberConfig`](crate::FiberConfig)'s builder and `from_env`, wrapped by every executor's `BuildError` |
 //! | [`TimeoutError`] | [`IO::timeout`](crate::IO::timeout): the program did not finish in time |
 //! | [`AlreadyCompleted`] | [`Deferred::complete`](crate::Deferred::complete) on a completed deferred |
@@ -17,6 +18,7 @@
 
 pub use crate::combinators::timeout::TimeoutError;
 pub use crate::config::ConfigError;
+pub use crate::executor::ShutdownTimedOut;
 pub use crate::executor::support::RunError;
 pub use crate::stdlib::data::barrier::InvalidParties;
 pub use crate::stdlib::data::deferred::AlreadyCompleted;

@@ -30,7 +30,7 @@ use crate::fiber::{Callback, RawCallback};
 /// heap allocation.
 ///
 /// ```
-/// use spindle_core::IO;
+/// use spindle_core::{IO, IORuntime};
 /// use spindle_exec_single::SingleThreaded;
 ///
 /// let program: IO<i32, String> = IO::pure(20)
@@ -61,7 +61,7 @@ pub struct IO<A, E> {
 ///
 /// ```
 /// use core::time::Duration;
-/// use spindle_core::UIO;
+/// use spindle_core::{IORuntime, UIO};
 /// use spindle_exec_single::SingleThreaded;
 ///
 /// let program: UIO<bool> = UIO::sleep(Duration::from_millis(1))
@@ -266,7 +266,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// A program that runs `thunk` when it runs (a suspended side effect).
     ///
     /// ```
-    /// use spindle_core::IO;
+    /// use spindle_core::{IO, IORuntime};
     /// use spindle_exec_single::SingleThreaded;
     /// use std::sync::atomic::{AtomicUsize, Ordering};
     /// use std::sync::Arc;
@@ -347,7 +347,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// fiber is canceled while it waits.
     ///
     /// ```
-    /// use spindle_core::IO;
+    /// use spindle_core::{IO, IORuntime};
     /// use spindle_exec_single::SingleThreaded;
     ///
     /// let io: IO<u32, String> = IO::from_callback(|cb| {
@@ -425,7 +425,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// `Outcome::Panicked`, as a panic in `delay` does.
     ///
     /// ```
-    /// use spindle_core::IO;
+    /// use spindle_core::{IO, IORuntime};
     /// use spindle_exec_single::SingleThreaded;
     ///
     /// let io: IO<u64, ()> = IO::blocking(|| std::fs::metadata(".").is_ok() as u64);
@@ -570,7 +570,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// error), tracing goes back to what it was.
     ///
     /// ```
-    /// use spindle_core::{FiberConfig, IO, TracingMode};
+    /// use spindle_core::{FiberConfig, IO, IORuntime, RuntimeBuilder, TracingMode};
     /// use spindle_exec_single::SingleThreaded;
     ///
     /// let config = FiberConfig::builder().tracing(TracingMode::None).build()?;
@@ -663,7 +663,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// Exposes the error as a value: the result never fails.
     ///
     /// ```
-    /// use spindle_core::IO;
+    /// use spindle_core::{IO, IORuntime};
     /// use spindle_exec_single::SingleThreaded;
     ///
     /// let io: IO<i32, String> = IO::raise_error("boom".to_string());
@@ -823,7 +823,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     ///
     /// ```
     /// use core::ops::ControlFlow;
-    /// use spindle_core::IO;
+    /// use spindle_core::{IO, IORuntime};
     /// use spindle_exec_single::SingleThreaded;
     ///
     /// let sum: IO<u64, ()> = IO::tail_rec((0u64, 1u64), |(acc, i)| {
@@ -1029,7 +1029,7 @@ impl<E: Send + 'static> IO<crate::engine::tracing::Trace, E> {
     /// trace is not itself an event.
     ///
     /// ```
-    /// use spindle_core::IO;
+    /// use spindle_core::{IO, IORuntime};
     /// use spindle_exec_single::SingleThreaded;
     ///
     /// let program: IO<spindle_core::Trace, ()> = IO::delay(|| 1).flat_map(|_| IO::trace());

@@ -7,7 +7,7 @@
 //! exactly once. This is Cats Effect's model (3.6's semantics), in Rust.
 //!
 //! ```
-//! use spindle_core::{IO, Outcome};
+//! use spindle_core::{IO, IORuntime, Outcome};
 //! use spindle_exec_single::SingleThreaded;
 //!
 //! let program: IO<u64, String> = IO::delay(|| 6)
@@ -53,11 +53,13 @@
 //!   ([`FiberDump`]), [`TracingMode`].
 //!
 //! Run programs with an executor: `spindle-exec-single` (one thread, also
-//! without `std`), `spindle-exec-wstp` (the work-stealing pool and
-//! `app::run`), `spindle-exec-batching` (an event loop), `spindle-exec-tokio`
-//! (fibers as tokio tasks), or all of them through the entry crate
-//! `spindle-effect`; `spindle-app` is the application entry point of every
-//! std executor. This crate is `#![no_std]`
+//! without `std`), `spindle-exec-wstp` (the work-stealing pool),
+//! `spindle-exec-batching` (an event loop), `spindle-exec-tokio` (fibers as
+//! tokio tasks), or all of them through the entry crate `spindle-effect`.
+//! Each implements [`IORuntime`], the one shape of every executor
+//! (`block_on`, `spawn`, `metrics`, `fiber_dump`, `from_env`, `shutdown`:
+//! import the trait to call them); `spindle-app` is the application entry
+//! point of every std executor. This crate is `#![no_std]`
 //! with `alloc`; the `std` feature (on by default) contains panics in user
 //! code to their own fiber and reads `SPINDLE_TRACING`.
 //!
@@ -74,9 +76,10 @@
 //! * `wait/`: the waiter list and the join cell every wait goes through
 //!   (a fiber's join, `Deferred`, `Queue`, `Semaphore`, ...).
 //! * [`executor`]: the [`Executor`] trait (what a fiber needs of the
-//!   executor that runs it) and its contract, and [`executor::support`]
-//!   for executor authors (the main-fiber slot, the fiber registry,
-//!   timers).
+//!   executor that runs it) and its contract, [`IORuntime`] and
+//!   [`RuntimeBuilder`] (what an application needs of one), and
+//!   [`executor::support`] for executor authors (the main-fiber slot, the
+//!   fiber registry, timers).
 //! * `io.rs`, `combinators/`: the typed API that builds nodes: [`IO`] and
 //!   its basic combinators; `MonadCancel` and `start`, races, `both`,
 //!   parallel traversals, timeouts, `cancelable`, `memoize`.
@@ -120,7 +123,7 @@ pub use combinators::par::BothOutcome;
 pub use combinators::race::{Either, RaceOutcome, RacePair};
 pub use config::{DEFAULT_AUTO_YIELD_AFTER, FiberConfig, FiberConfigBuilder};
 pub use engine::tracing::{Trace, Traced, TracingMode};
-pub use executor::{BlockingTask, Executor, Fiber, TimerCallback};
+pub use executor::{BlockingTask, Executor, Fiber, IORuntime, RuntimeBuilder, TimerCallback};
 pub use fiber::Callback;
 pub use fiber::handle::{CancelHandle, FiberHandle};
 pub use fiber::{FiberDump, FiberId, FiberInfo, FiberState, FiberStatus};

@@ -82,7 +82,7 @@ const CHUNK: usize = 8 * 1024;
 /// ```
 /// use spindle_exec_wstp::Runtime;
 /// use spindle_net::{BufReader, TcpListener, TcpStream};
-/// use spindle_core::IO;
+/// use spindle_core::{IO, IORuntime};
 ///
 /// let rt = Runtime::new()?;
 /// let program = TcpListener::bind("127.0.0.1:0".parse().unwrap()).flat_map(|listener| {
@@ -301,7 +301,7 @@ impl<S: ReadStream> BufReader<S> {
     /// use std::ops::ControlFlow;
     /// use spindle_exec_wstp::Runtime;
     /// use spindle_net::{BufReader, TcpListener, TcpStream};
-    /// use spindle_core::IO;
+    /// use spindle_core::{IO, IORuntime};
     ///
     /// let rt = Runtime::new()?;
     /// let program = TcpListener::bind("127.0.0.1:0".parse().unwrap()).flat_map(|listener| {

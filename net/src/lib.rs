@@ -13,7 +13,7 @@
 //! ```
 //! use spindle_exec_wstp::Runtime;
 //! use spindle_net::{TcpListener, TcpStream};
-//! use spindle_core::IO;
+//! use spindle_core::{IO, IORuntime};
 //! use std::time::Duration;
 //!
 //! let rt = Runtime::new()?;

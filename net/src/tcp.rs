@@ -44,7 +44,7 @@ pub const LISTEN_BACKLOG: i32 = 1024;
 /// ```
 /// use spindle_exec_wstp::Runtime;
 /// use spindle_net::{TcpListener, TcpStream};
-/// use spindle_core::IO;
+/// use spindle_core::{IO, IORuntime};
 ///
 /// let rt = Runtime::new()?;
 /// let program = TcpListener::bind("127.0.0.1:0".parse().unwrap()).flat_map(|listener| {

@@ -46,6 +46,7 @@ mod ops {
 /// ```
 /// use spindle_exec_wstp::Runtime;
 /// use spindle_net::UdpSocket;
+/// use spindle_core::IORuntime;
 ///
 /// let rt = Runtime::new()?;
 /// let localhost = "127.0.0.1:0".parse().unwrap();

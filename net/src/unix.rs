@@ -41,7 +41,7 @@ mod ops {
 /// ```
 /// use spindle_exec_wstp::Runtime;
 /// use spindle_net::{UnixListener, UnixStream};
-/// use spindle_core::IO;
+/// use spindle_core::{IO, IORuntime};
 ///
 /// let dir = std::env::temp_dir().join(format!("spindle-doc-unix-{}", std::process::id()));
 /// std::fs::create_dir_all(&dir)?;

@@ -1,9 +1,10 @@
 //! An HTTP/1.1 "hello world" server with keep-alive, one program on every
-//! executor with I/O: one fiber per connection, on the work-stealing pool
-//! or on the one-thread event loop.
+//! executor with I/O: one fiber per connection, on the work-stealing pool,
+//! the one-thread event loop, tokio, or exec-single.
 //!
 //! ```text
-//! hello_http [--executor wstp|batching] [--workers N] [--mode batching|macrotask]
+//! hello_http [--executor wstp|batching|tokio|single] [--workers N]
+//!            [--flavor multi-thread|current-thread] [--mode batching|macrotask]
 //!            [--batch-size N] [--addr 127.0.0.1:0] [--fan-out N]
 //!            [--request-timeout-ms N] [--header-timeout-ms N] [--idle-timeout-ms N]
 //!            [--max-head-bytes N] [--max-body-bytes N]
@@ -13,10 +14,12 @@
 //! `cargo run --release -p spindle-effect --features full --example
 //! hello_http -- --executor batching`.
 //!
-//! * `--executor`: `wstp` (default) with `--workers` threads (default 2),
-//!   or `batching`, the event loop, in `--mode` `batching` (default) or
+//! * `--executor`: `wstp` (default) with `--workers` threads (default 2);
+//!   `batching`, the event loop, in `--mode` `batching` (default) or
 //!   `macrotask` (the baseline without microtask batching) with microtask
-//!   batches of at most `--batch-size` (default 64). See
+//!   batches of at most `--batch-size` (default 64); `tokio` on a runtime
+//!   of `--flavor` `multi-thread` (default, `--workers` workers) or
+//!   `current-thread`; `single`, exec-single. See
 //!   `examples/support/executor.rs`.
 //! * `--addr`: where to listen (default `127.0.0.1:0`: a port the system
 //!   picks).
@@ -86,8 +89,9 @@ use std::time::Duration;
 use executor::{Executor, ExecutorFlags};
 use server::Config;
 
-const USAGE: &str = "usage: hello_http [--executor wstp|batching] [--workers N] \
-     [--mode batching|macrotask] [--batch-size N] [--addr 127.0.0.1:0] [--fan-out N] \
+const USAGE: &str = "usage: hello_http [--executor wstp|batching|tokio|single] [--workers N] \
+     [--flavor multi-thread|current-thread] [--mode batching|macrotask] [--batch-size N] \
+     [--addr 127.0.0.1:0] [--fan-out N] \
      [--request-timeout-ms N] [--header-timeout-ms N] [--idle-timeout-ms N] \
      [--max-head-bytes N] [--max-body-bytes N]";
 

@@ -1,9 +1,10 @@
 //! A line-echo server: every line a client sends comes back to it, on
-//! every executor with I/O (the same program on the work-stealing pool and
-//! on the event loop).
+//! every executor with I/O (the same program on the work-stealing pool,
+//! the event loop, tokio and exec-single).
 //!
 //! ```text
-//! line_echo [--executor wstp|batching] [--workers N] [--mode batching|macrotask]
+//! line_echo [--executor wstp|batching|tokio|single] [--workers N]
+//!           [--flavor multi-thread|current-thread] [--mode batching|macrotask]
 //!           [--batch-size N] [--addr 127.0.0.1:0] [--max-line-bytes N] [--idle-timeout-ms N]
 //! ```
 //!
@@ -65,9 +66,9 @@ pub const LINGER: Duration = Duration::from_secs(1);
 /// The sleep after a failed accept (out of descriptors, say).
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 
-const USAGE: &str = "usage: line_echo [--executor wstp|batching] [--workers N] \
-     [--mode batching|macrotask] [--batch-size N] [--addr 127.0.0.1:0] [--max-line-bytes N] \
-     [--idle-timeout-ms N]";
+const USAGE: &str = "usage: line_echo [--executor wstp|batching|tokio|single] [--workers N] \
+     [--flavor multi-thread|current-thread] [--mode batching|macrotask] [--batch-size N] \
+     [--addr 127.0.0.1:0] [--max-line-bytes N] [--idle-timeout-ms N]";
 
 /// What each connection is held to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,8 +9,8 @@
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use spindle_effect::IO;
-use spindle_effect::wstp::app;
+use spindle_effect::prelude::*;
+use spindle_effect::{app, wstp::Runtime};
 
 /// Fetches a "price" on another thread and resumes the fiber with it.
 fn fetch_price(item: &'static str) -> IO<u64, String> {
@@ -41,5 +41,7 @@ fn main() -> ExitCode {
     .flat_map(move |total| {
         IO::delay(move || println!("total: {total} in {:?}", started.elapsed()))
     });
-    app::run(program)
+    // The entry point of every executor: exit code from the outcome,
+    // Ctrl-C cancels the program so its finalizers run.
+    app::run(Runtime::from_env(), program)
 }

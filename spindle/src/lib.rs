@@ -11,12 +11,18 @@
 //!
 //! | feature | module | executor | pick it for |
 //! |---|---|---|---|
-//! | `wstp` (default) | `wstp` | a work-stealing pool of worker threads, a blocking pool, `wstp::app::run` (Cats Effect's `IOApp`) | servers and applications: the default |
+//! | `wstp` (default) | `wstp` | a work-stealing pool of worker threads, a poller per worker, a blocking pool | servers and applications: the default |
 //! | `single` | `single` | one thread, deterministic, builds without `std`; `single::testkit` has virtual time | tests, embedded targets, programs that want one thread |
 //! | `batching` | `batching` | an event loop with timers, non-blocking TCP and batched fiber wake-ups (Cats Effect's batching executor) | network services on one thread |
 //! | `tokio` | `tokio` | fibers as tokio tasks, on the tokio runtime of your application or on one it owns; `tokio::time` timers (a paused test clock drives `IO::sleep`), tokio's blocking pool | programs that live inside a tokio application or await tokio libraries |
-//! | `app` | `app` | not an executor: the application entry point of every std executor, `app::run(X::from_env(), main)` (Cats Effect's `IOApp`; the `spindle-app` crate); `wstp::app::run` is the same on the pool | applications on `single` (with `std`), `batching` or `tokio` |
+//! | `app` (default) | `app` | not an executor: the application entry point of every std executor, `app::run(X::from_env(), main)` (Cats Effect's `IOApp`; the `spindle-app` crate) | applications, on any executor |
 //! | `full` | all four, and `app` | | |
+//!
+//! Every executor has the same surface, [`IORuntime`] (`block_on`,
+//! `try_block_on`, `spawn`, `handle`, `metrics`, `fiber_dump`, `from_env`,
+//! `shutdown`; its documentation has the table), and every builder the
+//! setters of [`RuntimeBuilder`]: `use spindle_effect::prelude::*;` brings
+//! both into scope, with [`IO`], [`UIO`] and [`Outcome`].
 //!
 //! With `wstp`, `batching` or `tokio`, the module `net` is the sockets
 //! (the `spindle-net` crate): TCP with `into_split`, UDP, Unix domain
@@ -38,34 +44,51 @@
 //! main program's outcome, and Ctrl-C cancels it, running its finalizers.
 //!
 //! ```no_run
-//! use std::process::ExitCode;
+//! # #[cfg(all(feature = "wstp", feature = "app"))]
+//! # fn main() -> std::process::ExitCode {
 //! use std::time::Duration;
 //!
-//! use spindle_effect::IO;
-//! use spindle_effect::wstp::app;
+//! use spindle_effect::prelude::*;
+//! use spindle_effect::{app, wstp::Runtime};
 //!
-//! fn main() -> ExitCode {
-//!     let program: IO<(), String> = IO::sleep(Duration::from_millis(10))
-//!         .map_to(21)
-//!         .map(|x| x * 2)
-//!         .flat_map(|answer| IO::delay(move || println!("{answer}")));
-//!     app::run(program)
-//! }
+//! let program: IO<(), String> = IO::sleep(Duration::from_millis(10))
+//!     .map_to(21)
+//!     .map(|x| x * 2)
+//!     .flat_map(|answer| IO::delay(move || println!("{answer}")));
+//! app::run(Runtime::from_env(), program)
+//! # }
+//! # #[cfg(not(all(feature = "wstp", feature = "app")))]
+//! # fn main() {}
 //! ```
 //!
-//! The same entry point on another executor (features `single` and `app`):
+//! The same entry point on another executor (feature `single`):
 //!
 //! ```no_run
 //! # #[cfg(all(feature = "single", feature = "app"))]
 //! # fn main() -> std::process::ExitCode {
-//! use spindle_effect::IO;
-//! use spindle_effect::single::SingleThreaded;
+//! use spindle_effect::prelude::*;
+//! use spindle_effect::single::{SingleThreaded, StdClock};
 //!
 //! let program: IO<(), String> = IO::delay(|| println!("one thread"));
-//! spindle_effect::app::run(SingleThreaded::from_env(), program)
+//! spindle_effect::app::run(SingleThreaded::<StdClock>::from_env(), program)
 //! # }
 //! # #[cfg(not(all(feature = "single", feature = "app")))]
 //! # fn main() {}
+//! ```
+//!
+//! Without the entry point, a program runs to its outcome with
+//! `block_on`:
+//!
+//! ```
+//! # #[cfg(feature = "wstp")] {
+//! use spindle_effect::prelude::*;
+//! use spindle_effect::wstp::Runtime;
+//!
+//! let rt = Runtime::builder().worker_threads(2).track_fibers(true).build()?;
+//! let answer: IO<u32, ()> = IO::delay(|| 21).map(|x| x * 2);
+//! assert_eq!(rt.block_on(answer)?, Outcome::Succeeded(42));
+//! # }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
 //! Features `std` (default: panics in user code end only their fiber),
@@ -82,6 +105,25 @@
 #![deny(missing_docs)]
 
 pub use spindle_core::*;
+
+/// What a program using Spindle usually needs, in one import (as the
+/// `futures` crate's prelude): `use spindle_effect::prelude::*;`.
+///
+/// It brings the types [`IO`], [`UIO`] and [`Outcome`], and the traits
+/// whose methods every executor and builder shares, imported as `_` (their
+/// methods are in scope, their names are not taken): [`IORuntime`]
+/// (`rt.block_on(io)`, `rt.spawn(io)`, `X::from_env()`, ...),
+/// [`RuntimeBuilder`] (`.fiber_config(..)`, `.track_fibers(..)` on every
+/// builder), [`Executor`] (`handle.spawn(io)`, `handle.fiber_dump()` on a
+/// handle, from any thread) and, with `std`, `ParkedBlockOn`
+/// (`handle.block_on(io)` on the handles of exec-wstp and exec-tokio, from
+/// any other thread).
+pub mod prelude {
+    #[cfg(feature = "std")]
+    pub use spindle_core::executor::ParkedBlockOn as _;
+    pub use spindle_core::{Executor as _, IORuntime as _, RuntimeBuilder as _};
+    pub use spindle_core::{IO, Outcome, UIO};
+}
 
 /// The single-threaded executor (feature `single`): see
 /// [`spindle_exec_single`].

@@ -4,7 +4,8 @@
 //! Each test starts its own server: the example's `run` (its `main`) in a
 //! child process, this test binary run again (see `common`), with the
 //! executor flags of the module the test is stamped into (`wstp::...`,
-//! `batching::...`), so that its descriptors (`/proc/<pid>/fd`), memory
+//! `batching::...`, `tokio::...`, `tokio_current::...`, `single::...`),
+//! so that its descriptors (`/proc/<pid>/fd`), memory
 //! (`VmRSS`), CPU time, stderr and open-file limit are its own.
 //!
 //! Every loop is bounded in count, and every wait by [`HANG`]: a hang
@@ -175,8 +176,9 @@ executor_test! {
         let server = Server::start(EXECUTOR, Settings::default());
         server.assert_healthy();
         // exec-wstp's workers are threads `spindle-worker-N` (a new thread
-        // takes its name once it runs: wait for it); the event loop runs
-        // on the child's main thread.
+        // takes its name once it runs: wait for it); the single-threaded
+        // loops run on the child's main thread, exec-tokio on threads of
+        // its own name.
         let workers = |s: &ChildServer| {
             let names = s.thread_names();
             names.iter().filter(|n| n.starts_with("spindle-worker")).count()

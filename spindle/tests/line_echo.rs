@@ -1,6 +1,7 @@
 //! The `line_echo` example over loopback with std `TcpStream` clients, on
 //! every executor with I/O: its `run` in a child process (see `common`),
-//! stamped per executor (`wstp::...`, `batching::...`).
+//! stamped per executor (`wstp::...`, `batching::...`, `tokio::...`,
+//! `tokio_current::...`, `single::...`).
 //!
 //! Every loop is bounded in count, and every wait by [`HANG`].
 

@@ -4,7 +4,8 @@
 //!
 //! * One test body, every executor: `tests/common/mod.rs` stamps each
 //!   shared body into a module per executor (exec-single, exec-wstp,
-//!   exec-batching).
+//!   exec-batching, exec-tokio on both tokio flavours), each an
+//!   `IORuntime`.
 //! * Laws on `TestControl` (virtual time), combinators, cancellation and
 //!   masking, finalizers, data types, stack safety, panics, tracing and
 //!   fiber dumps.

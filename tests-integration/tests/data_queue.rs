@@ -11,7 +11,7 @@ mod common;
 
 use common::{Counter, eventually, rt_test};
 use spindle_core::error::InvalidCapacity;
-use spindle_core::{IO, Outcome, Queue};
+use spindle_core::{IO, IORuntime, Outcome, Queue};
 
 type E = String;
 

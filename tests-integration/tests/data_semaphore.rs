@@ -5,7 +5,7 @@ mod common;
 
 use common::{Counter, Log, TestRuntime, eventually, rt_test, yield_after_every_step};
 use spindle_core::error::{InvalidPermits, PermitOverflow};
-use spindle_core::{Deferred, IO, Outcome, Semaphore, UIO};
+use spindle_core::{Deferred, IO, IORuntime, Outcome, Semaphore, UIO};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;

@@ -4,7 +4,7 @@
 mod common;
 
 use common::{RunError, rt_test};
-use spindle_core::{IO, Outcome, UIO};
+use spindle_core::{Executor, IO, Outcome, UIO};
 
 type Nested = Result<Outcome<u8, ()>, RunError>;
 
@@ -38,10 +38,10 @@ fn stderr_of_child_with_empty_spindle_tracing(name: &str) -> String {
 
 rt_test! {
     fn try_block_on_of_never_is_a_deadlock_error() {
-        assert_eq!(rt().try_run(UIO::<u8>::never()), Err(RunError::Deadlock));
+        assert_eq!(rt().try_block_on(UIO::<u8>::never()), Err(RunError::Deadlock));
         // The executor still runs programs afterwards.
         let rt = rt();
-        assert_eq!(rt.try_run(UIO::<u8>::never()), Err(RunError::Deadlock));
+        assert_eq!(rt.try_block_on(UIO::<u8>::never()), Err(RunError::Deadlock));
         assert_eq!(rt.run(IO::<u8, ()>::pure(3)), Outcome::Succeeded(3));
     }
 
@@ -66,11 +66,24 @@ rt_test! {
         assert_eq!(rt.run(IO::<u8, ()>::pure(4)), Outcome::Succeeded(4));
     }
 
+    fn a_quiet_executor_shuts_down_in_time_and_its_handle_then_refuses_to_spawn() {
+        let rt = rt();
+        assert_eq!(rt.run(IO::<u8, ()>::pure(6)), Outcome::Succeeded(6));
+        let handle = rt.handle().clone();
+        assert!(handle.spawn(IO::<(), ()>::unit()).is_ok());
+        assert_eq!(rt.shutdown(std::time::Duration::from_secs(10)), Ok(()));
+        assert!(handle.is_shut_down());
+        assert!(matches!(
+            handle.spawn(IO::<(), ()>::unit()),
+            Err(RunError::ShutDown)
+        ));
+    }
+
     fn from_env_with_an_empty_spindle_tracing_builds_an_executor() {
         let name = format!("{}::from_env_with_an_empty_spindle_tracing_builds_an_executor", module_path!().split("::").last().unwrap_or_default());
         if std::env::var(CHILD).is_ok_and(|v| v == name) {
             // In the child, with SPINDLE_TRACING set to "".
-            match <Rt as common::TestRuntime>::from_env() {
+            match Rt::from_env() {
                 Ok(rt) => eprintln!("from_env: {:?}", rt.run(IO::<u8, ()>::pure(5))),
                 Err(e) => eprintln!("from_env: failed: {e}"),
             }

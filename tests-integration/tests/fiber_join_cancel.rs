@@ -7,7 +7,7 @@
 mod common;
 
 use common::{Counter, Log, rt_test};
-use spindle_core::{Deferred, FiberHandle, IO, Outcome, PanicMessage, UIO};
+use spindle_core::{Deferred, FiberHandle, IO, IORuntime, Outcome, PanicMessage, UIO};
 use spindle_exec_single::SingleThreaded;
 use spindle_exec_single::testkit::TestControl;
 use std::time::Duration;

@@ -17,7 +17,7 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::thread;
 
 use common::{Counter, DropCounter, HANG_LIMIT, Log, RunError, rt_test, within};
-use spindle_core::{FiberHandle, IO, Outcome};
+use spindle_core::{FiberHandle, IO, IORuntime, Outcome};
 
 /// Wakes by unparking the thread that blocks.
 struct ThreadWaker(thread::Thread);

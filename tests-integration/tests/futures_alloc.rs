@@ -10,7 +10,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use spindle_core::{IO, Outcome};
+use spindle_core::{IO, IORuntime, Outcome};
 use spindle_exec_single::{SingleThreaded, StdClock};
 
 #[path = "common/counting_alloc.rs"]

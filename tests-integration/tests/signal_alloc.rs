@@ -6,7 +6,7 @@
 //! tests. The waiting fiber runs on exec-single (its remote queue is the
 //! path a firmware's interrupt handlers take).
 
-use spindle_core::{IO, Outcome, Signal};
+use spindle_core::{IO, IORuntime, Outcome, Signal};
 use spindle_exec_single::{SingleThreaded, StdClock};
 
 #[path = "common/counting_alloc.rs"]

@@ -33,7 +33,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
-use spindle_core::{Callback, IO, Outcome};
+use spindle_core::{Callback, IO, IORuntime, Outcome};
 use spindle_exec_single::SingleThreaded;
 use spindle_exec_single::testkit::TestControl;
 

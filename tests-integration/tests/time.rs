@@ -9,7 +9,7 @@ mod common;
 
 use common::{Counter, Log, rt_test};
 use spindle_core::error::TimeoutError;
-use spindle_core::{Either, IO, Outcome, UIO};
+use spindle_core::{Either, IO, IORuntime, Outcome, UIO};
 
 type E2 = ();
 use spindle_exec_single::testkit::TestControl;

@@ -27,7 +27,7 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
-use spindle_core::{FiberConfig, IO, TracingMode};
+use spindle_core::{FiberConfig, IO, IORuntime, RuntimeBuilder, TracingMode};
 use spindle_exec_single::SingleThreaded;
 
 /// Events per fiber in these runs: a ring (slots and header) is an

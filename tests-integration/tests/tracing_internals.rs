@@ -19,8 +19,8 @@ use std::time::Duration;
 
 use spindle_core::error::TimeoutError;
 use spindle_core::{
-    CountDownLatch, Deferred, Either, FiberConfig, IO, Mutex, Outcome, Queue, Ref, Resource,
-    Semaphore, Trace, TracingMode, UIO,
+    CountDownLatch, Deferred, Either, FiberConfig, IO, IORuntime, Mutex, Outcome, Queue, Ref,
+    Resource, RuntimeBuilder, Semaphore, Trace, TracingMode, UIO,
 };
 use spindle_exec_single::SingleThreaded;
 

@@ -28,7 +28,7 @@ const FIBERS: usize = if cfg!(miri) { 100 } else { 100_000 };
 fn try_run_within<R: TestRuntime + 'static>(
     make: impl FnOnce() -> IO<(), E> + Send + 'static,
 ) -> Result<Outcome<(), E>, RunError> {
-    within(HANG_LIMIT, move || R::new().try_run(make()))
+    within(HANG_LIMIT, move || R::new().try_block_on(make()))
         .expect("try_block_on hung: the main fiber was kept alive although nothing can wake it")
 }
 

@@ -26,6 +26,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
+use spindle_effect::IORuntime;
 use spindle_effect::wstp::Runtime;
 
 const HANG: Duration = Duration::from_secs(20);

@@ -8,8 +8,7 @@
 //! * `EXECUTOR`: the executor's name, as `examples/app_lifecycle.rs` takes
 //!   it;
 //! * `run_app(main)`: `spindle_app::run` on that executor, built from the
-//!   environment (for exec-wstp through its own `app::run`, the same
-//!   function);
+//!   environment (`IORuntime::from_env`);
 //! * `TEST`, in each test: the test's full name, for a child process
 //!   filtered to it ([`child`]).
 
@@ -21,43 +20,34 @@ pub mod lifecycle;
 use std::process::{Command, ExitCode};
 
 use spindle_app::MainValue;
-use spindle_core::IO;
+use spindle_core::{IO, IORuntime};
 
-/// `spindle_app::run` on exec-single, from the environment.
-pub fn run_single<A: MainValue, E: std::fmt::Debug + Send + 'static>(main: IO<A, E>) -> ExitCode {
-    spindle_app::run(spindle_exec_single::SingleThreaded::from_env(), main)
-}
-
-/// exec-wstp's `app::run` (which is `spindle_app::run` on its runtime).
-pub fn run_wstp<A: MainValue, E: std::fmt::Debug + Send + 'static>(main: IO<A, E>) -> ExitCode {
-    spindle_exec_wstp::app::run(main)
-}
-
-/// `spindle_app::run` on exec-batching, from the environment.
-pub fn run_batching<A: MainValue, E: std::fmt::Debug + Send + 'static>(main: IO<A, E>) -> ExitCode {
-    spindle_app::run(spindle_exec_batching::EventLoop::from_env(), main)
-}
-
-/// `spindle_app::run` on exec-tokio (a runtime it owns), from the
-/// environment.
-pub fn run_tokio<A: MainValue, E: std::fmt::Debug + Send + 'static>(main: IO<A, E>) -> ExitCode {
-    spindle_app::run(spindle_exec_tokio::TokioExecutor::from_env(), main)
+/// `spindle_app::run` on the executor `R`, from the environment: the one
+/// entry point of every std executor.
+pub fn run_on<R: IORuntime, A: MainValue, E: std::fmt::Debug + Send + 'static>(
+    main: IO<A, E>,
+) -> ExitCode {
+    spindle_app::run(R::from_env(), main)
 }
 
 /// Stamps the tests into one module per std executor.
 macro_rules! every_executor {
     ($($tests:tt)*) => {
-        $crate::common::stamp! { single, run_single, $($tests)* }
-        $crate::common::stamp! { wstp, run_wstp, $($tests)* }
-        $crate::common::stamp! { batching, run_batching, $($tests)* }
-        $crate::common::stamp! { tokio, run_tokio, $($tests)* }
+        $crate::common::stamp! {
+            single,
+            spindle_exec_single::SingleThreaded<spindle_exec_single::StdClock>,
+            $($tests)*
+        }
+        $crate::common::stamp! { wstp, spindle_exec_wstp::Runtime, $($tests)* }
+        $crate::common::stamp! { batching, spindle_exec_batching::EventLoop, $($tests)* }
+        $crate::common::stamp! { tokio, spindle_exec_tokio::TokioExecutor, $($tests)* }
     };
 }
 pub(crate) use every_executor;
 
-/// Stamps the tests into `mod $module`, running on `$run`.
+/// Stamps the tests into `mod $module`, running on the executor `$rt`.
 macro_rules! stamp {
-    ($module:ident, $run:ident, $( $(#[$meta:meta])* fn $name:ident() $body:block )*) => {
+    ($module:ident, $rt:ty, $( $(#[$meta:meta])* fn $name:ident() $body:block )*) => {
         mod $module {
             #[allow(unused_imports)]
             use super::*;
@@ -71,7 +61,7 @@ macro_rules! stamp {
             fn run_app<A: spindle_app::MainValue, E: std::fmt::Debug + Send + 'static>(
                 main: spindle_core::IO<A, E>,
             ) -> std::process::ExitCode {
-                $crate::common::$run(main)
+                $crate::common::run_on::<$rt, A, E>(main)
             }
 
             $(

@@ -4,7 +4,10 @@
 //! workload is written once against it ([`Workload::run`] is generic over
 //! `R: BenchRt`), and [`Group::spindle_all`] monomorphizes it for
 //! exec-single, exec-wstp, exec-batching and exec-tokio (static dispatch:
-//! no `dyn`, no branch on the executor inside the measured loop).
+//! no `dyn`, no branch on the executor inside the measured loop). Running
+//! a program is io-core's `IORuntime::block_on`, the one shape of every
+//! executor; `BenchRt` adds only the benchmark's name for the executor and
+//! how the suite builds it.
 //!
 //! Each runtime (and each tokio reference runtime) is built lazily, inside
 //! its criterion function, the first time criterion calls it, then runs the
@@ -20,7 +23,7 @@ use std::hint::black_box;
 use benches::succeeded;
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, BenchmarkId, Criterion, SamplingMode, Throughput};
-use spindle_core::IO;
+use spindle_core::{IO, IORuntime};
 use spindle_exec_batching::EventLoop;
 use spindle_exec_single::{SingleThreaded, StdClock};
 use tokio::runtime::Runtime as Tokio;
@@ -29,10 +32,11 @@ use tokio::runtime::Runtime as Tokio;
 /// runtime and of tokio's multi-thread runtime.
 pub const WORKERS: usize = 2;
 
-/// An executor the suite measures: how to build one and run a program on
-/// it to its value (a failed, canceled or panicked program is a bug of the
+/// An executor the suite measures: its name, how the suite builds one, and
+/// (provided, through `IORuntime::block_on`) how a program runs on it to
+/// its value (a failed, canceled or panicked program is a bug of the
 /// benchmark and panics).
-pub trait BenchRt {
+pub trait BenchRt: IORuntime {
     /// The runtime part of the benchmark id (`single`, `wstp`, `batching`,
     /// `spindle_tokio`).
     const NAME: &'static str;
@@ -42,7 +46,13 @@ pub trait BenchRt {
     /// A fresh runtime.
     fn new() -> Self;
     /// Runs `io` as the main fiber and returns its value.
-    fn run<A: Send + 'static, E: Send + 'static + Debug>(&mut self, io: IO<A, E>) -> A;
+    #[inline]
+    fn run<A: Send + 'static, E: Send + 'static + Debug>(&mut self, io: IO<A, E>) -> A {
+        match self.block_on(io) {
+            Ok(outcome) => succeeded(outcome),
+            Err(e) => panic!("{} block_on: {e}", Self::NAME),
+        }
+    }
 }
 
 impl BenchRt for SingleThreaded<StdClock> {
@@ -50,10 +60,6 @@ impl BenchRt for SingleThreaded<StdClock> {
     const MULTI_THREADED: bool = false;
     fn new() -> Self {
         SingleThreaded::new().expect("exec-single executor")
-    }
-    #[inline]
-    fn run<A: Send + 'static, E: Send + 'static + Debug>(&mut self, io: IO<A, E>) -> A {
-        succeeded(self.block_on(io).expect("exec-single block_on"))
     }
 }
 
@@ -66,10 +72,6 @@ impl BenchRt for spindle_exec_wstp::Runtime {
             .build()
             .expect("exec-wstp runtime")
     }
-    #[inline]
-    fn run<A: Send + 'static, E: Send + 'static + Debug>(&mut self, io: IO<A, E>) -> A {
-        succeeded(self.block_on(io).expect("exec-wstp block_on"))
-    }
 }
 
 impl BenchRt for EventLoop {
@@ -77,10 +79,6 @@ impl BenchRt for EventLoop {
     const MULTI_THREADED: bool = false;
     fn new() -> Self {
         EventLoop::new().expect("exec-batching event loop")
-    }
-    #[inline]
-    fn run<A: Send + 'static, E: Send + 'static + Debug>(&mut self, io: IO<A, E>) -> A {
-        succeeded(self.block_on(io).expect("exec-batching block_on"))
     }
 }
 
@@ -96,10 +94,6 @@ impl BenchRt for spindle_exec_tokio::TokioExecutor {
             .multi_thread(WORKERS)
             .build()
             .expect("exec-tokio executor")
-    }
-    #[inline]
-    fn run<A: Send + 'static, E: Send + 'static + Debug>(&mut self, io: IO<A, E>) -> A {
-        succeeded(self.block_on(io).expect("exec-tokio block_on"))
     }
 }
 

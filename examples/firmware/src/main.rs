@@ -42,7 +42,7 @@ use core::time::Duration;
 
 use critical_section::Mutex;
 use embedded_alloc::LlffHeap;
-use spindle_core::{Deferred, FiberHandle, IO, Outcome, Signal, Traced};
+use spindle_core::{Deferred, FiberHandle, IO, IORuntime, Outcome, Signal, Traced};
 use spindle_exec_single::{Builder, Clock};
 
 /// The per-architecture glue (module doc): one whole file per architecture.
@@ -256,6 +256,11 @@ static SLEEPS: AtomicU32 = AtomicU32::new(0);
 /// the handler runs once the loop leaves the section. So a fiber woken by
 /// an interrupt between the check and the sleep runs at the next turn,
 /// not at the next tick.
+///
+/// `Default`: exec-single runs programs through io-core's `IORuntime`,
+/// implemented for every clock that can be made from nothing (its
+/// `from_env`, the default configuration without `std`, makes the clock so).
+#[derive(Default)]
 struct TickClock;
 
 impl Clock for TickClock {

@@ -39,7 +39,7 @@ use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use spindle_core::error::TimeoutError;
-use spindle_core::{Either, ExitCase, IO, Resource};
+use spindle_core::{Either, ExitCase, IO, IORuntime, Resource};
 use spindle_exec_tokio::TokioExecutor;
 use tokio::net::TcpListener;
 

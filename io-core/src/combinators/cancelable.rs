@@ -38,7 +38,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// stop. Module doc: `cancelable.rs`.
     ///
     /// ```
-    /// use spindle_core::{Deferred, IO, Outcome};
+    /// use spindle_core::{Deferred, IO, IORuntime, Outcome};
     /// use spindle_exec_single::SingleThreaded;
     ///
     /// let stop = Deferred::<()>::new();

@@ -32,6 +32,7 @@ impl<A: Send + 'static, E: Send + 'static> Outcome<A, E> {
     ///
     /// ```
     /// use spindle_core::{IO, Outcome};
+    /// use spindle_core::IORuntime;
     /// use spindle_exec_single::SingleThreaded;
     ///
     /// let rt = SingleThreaded::new()?;

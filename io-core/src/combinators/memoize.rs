@@ -135,7 +135,7 @@ where
     /// [`memoize_with`](IO::memoize_with). Module doc: `memoize.rs`.
     ///
     /// ```
-    /// use spindle_core::IO;
+    /// use spindle_core::{IO, IORuntime};
     /// use spindle_exec_single::SingleThreaded;
     /// use std::sync::Arc;
     /// use std::sync::atomic::{AtomicUsize, Ordering};
@@ -164,7 +164,7 @@ where
     /// evaluation, so at most once unless an evaluation was canceled.
     ///
     /// ```
-    /// use spindle_core::IO;
+    /// use spindle_core::{IO, IORuntime};
     /// use spindle_exec_single::SingleThreaded;
     ///
     /// let io = IO::<u32, String>::memoize_with(|| IO::raise_error("once".to_string()))

@@ -198,7 +198,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// (see [`Poll`]).
     ///
     /// ```
-    /// use spindle_core::IO;
+    /// use spindle_core::{IO, IORuntime};
     /// use spindle_exec_single::SingleThreaded;
     ///
     /// // A self-cancel inside an uncancelable region is observed when the
@@ -339,7 +339,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// release are masked; the use is cancelable.
     ///
     /// ```
-    /// use spindle_core::IO;
+    /// use spindle_core::{IO, IORuntime};
     /// use spindle_exec_single::SingleThreaded;
     /// use std::sync::{Arc, Mutex};
     ///

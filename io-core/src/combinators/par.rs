@@ -6,6 +6,7 @@
 //!
 //! ```
 //! use spindle_core::IO;
+//! use spindle_core::IORuntime;
 //! use spindle_exec_single::SingleThreaded;
 //!
 //! let rt = SingleThreaded::new()?;
@@ -264,6 +265,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// ```
     /// use core::num::NonZeroUsize;
     /// use spindle_core::IO;
+    /// use spindle_core::IORuntime;
     /// use spindle_exec_single::SingleThreaded;
     ///
     /// let two = NonZeroUsize::new(2).expect("2 is not 0");

@@ -5,6 +5,7 @@
 //!
 //! ```
 //! use spindle_core::{Either, IO};
+//! use spindle_core::IORuntime;
 //! use spindle_exec_single::SingleThreaded;
 //! use std::time::Duration;
 //!
@@ -190,6 +191,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     ///
     /// ```
     /// use spindle_core::IO;
+    /// use spindle_core::IORuntime;
     /// use spindle_exec_single::SingleThreaded;
     /// use std::time::Duration;
     ///

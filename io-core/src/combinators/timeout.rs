@@ -5,6 +5,7 @@
 //! ```
 //! use spindle_core::IO;
 //! use spindle_core::error::TimeoutError;
+//! use spindle_core::IORuntime;
 //! use spindle_exec_single::SingleThreaded;
 //! use std::time::Duration;
 //!
@@ -90,6 +91,7 @@ impl core::error::Error for TimeoutError {}
 /// ```
 /// use spindle_core::IO;
 /// use spindle_core::error::TimeoutError;
+/// use spindle_core::IORuntime;
 /// use spindle_exec_single::SingleThreaded;
 /// use std::io::ErrorKind;
 /// use std::time::Duration;

@@ -20,9 +20,10 @@
 //! | [`Executor::fiber_created`] / [`Executor::fiber_ended`] | io-core, once per fiber each | the thread making the fiber / the thread completing or freeing it |
 //! | [`Executor::fiber_listed`] | io-core, once per fiber that lives on after a run (it waits or yields), never for a fiber that ends within its first run | the thread that ran it, before it can run elsewhere |
 //! | [`Executor::fiber_dump`] | whoever wants a fiber dump: an entry point on a signal, a test, a fiber | any thread |
-//! | `block_on` / `try_block_on` (each executor's, on a [`support::MainFiber`]) | the application | a thread that is **not** one of the executor's own (else [`RunError::Nested`](support::RunError::Nested)) |
+//! | [`IORuntime::block_on`] / [`IORuntime::try_block_on`] (each executor's [`IORuntime::block_on_with`], on a [`support::MainFiber`]) | the application | a thread that is **not** one of the executor's own (else [`RunError::Nested`](support::RunError::Nested)) |
 //! | the main fiber's completion ([`support::WakeWaiter::wake`]) | io-core, when the main fiber completes or is freed without completing | any thread |
-//! | `spawn` (each executor's and handle's) | the application, a fiber | any thread ([`RunError::ShutDown`](support::RunError::ShutDown) once the executor is gone) |
+//! | [`Executor::spawn`] (and [`IORuntime::spawn`], through the handle) | the application, a fiber | any thread ([`RunError::ShutDown`](support::RunError::ShutDown) once [`Executor::is_shut_down`]) |
+//! | [`Executor::is_shut_down`] | `spawn`, a parked `block_on` (`ParkedBlockOn`, std) | any thread |
 //! | I/O readiness (std executors): `spindle_net::driver::IoDriver::register`, `Registration::wait` | a socket operation of spindle-net, inside a fiber | the thread running the fiber; the executor runs its fibers inside `spindle_net::driver::with_driver` |
 //!
 //! # Guarantees to executors
@@ -75,19 +76,48 @@
 //!   last reference to that goes, which no longer waits for the fiber
 //!   itself to go (io-core's `wait/cell.rs`, "Waits nobody can end").
 //!
+//! # What applications see: [`IORuntime`]
+//!
+//! This trait is the fibers' side. The application's side of an executor
+//! (build it, `block_on`, `spawn`, metrics, dumps, shutdown) is one trait
+//! too, [`IORuntime`], implemented by each executor type with the same
+//! signatures; its documentation has the table of the public surface
+//! every executor shares, and [`RuntimeBuilder`] has the setters every
+//! builder shares. A handle (the `Executor`) is what other threads hold:
+//! the provided methods [`spawn`](Executor::spawn),
+//! [`fiber_dump`](Executor::fiber_dump) and
+//! [`live_fibers`](Executor::live_fibers) are written once here for every
+//! executor, on top of [`is_shut_down`](Executor::is_shut_down); on an
+//! executor whose fibers run on threads of its own, `ParkedBlockOn` (std)
+//! gives the handle `block_on` and `try_block_on` for other threads.
+//!
 //! # Writing an executor
 //!
 //! [`support`] holds what every executor needs (the main-fiber slot, the
 //! fiber registry, the error type, the timer heap, the remote queue, config
-//! from the environment); an executor adds its queues and its loop.
+//! from the environment, the builders' common settings); an executor adds
+//! its queues and its loop, implements this trait on its handle and
+//! [`IORuntime`] on itself (and, if its fibers run on threads of its own,
+//! `ParkedBlockOn` on its handle: the one parked `block_on`).
 
 use core::time::Duration;
 
-use crate::config::FiberConfig;
-pub use crate::fiber::{BlockingTask, Fiber, FiberId, TimerCallback};
+use alloc::vec::Vec;
 
+use crate::config::FiberConfig;
+use crate::fiber::handle::FiberHandle;
+pub use crate::fiber::{BlockingTask, Fiber, FiberId, TimerCallback};
+use crate::io::IO;
+
+#[cfg(feature = "std")]
+mod parked;
+mod runtime;
 pub mod support;
 pub(crate) mod timers;
+
+#[cfg(feature = "std")]
+pub use parked::ParkedBlockOn;
+pub use runtime::{IORuntime, OnDeadlock, RuntimeBuilder, ShutdownTimedOut};
 
 /// An executor of fibers: a run queue, timers and a clock.
 ///
@@ -205,5 +235,43 @@ pub trait Executor: Clone + Send + Sync + Sized + 'static {
     /// dump then lists no fiber. The default is an empty dump.
     fn fiber_dump(&self) -> crate::FiberDump {
         crate::FiberDump::default()
+    }
+
+    /// The live fibers of the [`fiber_dump`](Executor::fiber_dump): number,
+    /// status, state and trace of each (empty while the executor does not
+    /// list its fibers). Any thread.
+    fn live_fibers(&self) -> Vec<crate::FiberInfo> {
+        self.fiber_dump().fibers
+    }
+
+    /// Whether this executor has been shut down (or dropped, for a handle
+    /// that outlived it): it runs nothing any more, and a fiber scheduled
+    /// now is dropped. [`spawn`](Executor::spawn) then answers
+    /// [`RunError::ShutDown`](support::RunError::ShutDown), and a parked
+    /// `block_on` stops waiting. Any thread. An executor sets it before it
+    /// drops the fibers it holds, so that whoever finds a fiber freed by
+    /// the shutdown also finds the flag. The default: never, for an
+    /// executor that cannot be shut down.
+    #[inline]
+    fn is_shut_down(&self) -> bool {
+        false
+    }
+
+    /// Starts `io` as a new fiber on this executor, from any thread; join
+    /// or cancel it through the returned handle.
+    /// `Err(RunError::ShutDown)` once the executor is
+    /// [shut down](Executor::is_shut_down). On a loop that runs on the
+    /// thread calling `block_on` (exec-single, exec-batching), a fiber
+    /// spawned from elsewhere waits in the loop's remote queue until the
+    /// loop runs. (`FiberHandle::spawn(io, &handle)` starts one without
+    /// the check.)
+    fn spawn<A: Send + 'static, E: Send + 'static>(
+        &self,
+        io: IO<A, E>,
+    ) -> Result<FiberHandle<A, E>, support::RunError> {
+        if self.is_shut_down() {
+            return Err(support::RunError::ShutDown);
+        }
+        Ok(FiberHandle::spawn(io, self))
     }
 }

@@ -115,7 +115,7 @@ where
 /// A started fiber: join it, cancel it.
 ///
 /// ```
-/// use spindle_core::{IO, Outcome};
+/// use spindle_core::{IO, IORuntime, Outcome};
 /// use spindle_exec_single::SingleThreaded;
 /// use std::time::Duration;
 ///
@@ -319,7 +319,7 @@ fn cancel_at<M: OpMeta, E2: Send + 'static>(fiber: &JoinRef, site: Option<Site>)
 /// (it never reads the outcome; the [`FiberHandle`] owns that).
 ///
 /// ```
-/// use spindle_core::{IO, Outcome};
+/// use spindle_core::{IO, IORuntime, Outcome};
 /// use spindle_exec_single::SingleThreaded;
 /// use std::time::Duration;
 ///

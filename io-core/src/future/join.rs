@@ -37,7 +37,7 @@ use crate::wait::CellOwner;
 /// ready gives `Outcome::Canceled` (the outcome was moved out; no panic).
 ///
 /// ```
-/// use spindle_core::{FiberHandle, IO, Outcome};
+/// use spindle_core::{FiberHandle, IO, IORuntime, Outcome};
 /// use spindle_exec_single::SingleThreaded;
 ///
 /// let rt = SingleThreaded::new()?;

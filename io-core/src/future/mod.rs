@@ -301,7 +301,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// output is a `Result<A, E>`, see [`IO::from_try_future`].
     ///
     /// ```
-    /// use spindle_core::{IO, Outcome};
+    /// use spindle_core::{IO, IORuntime, Outcome};
     /// use spindle_exec_single::SingleThreaded;
     ///
     /// let io: IO<u32, ()> = IO::from_future(async { 6 * 7 });
@@ -325,7 +325,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// allocated until the step runs.
     ///
     /// ```
-    /// use spindle_core::{IO, Outcome};
+    /// use spindle_core::{IO, IORuntime, Outcome};
     /// use spindle_exec_single::SingleThreaded;
     /// use std::sync::atomic::{AtomicUsize, Ordering};
     /// use std::sync::Arc;
@@ -356,7 +356,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// error, as [`IO::raise_error`]; `Outcome::Errored(e)` if unhandled).
     ///
     /// ```
-    /// use spindle_core::{IO, Outcome};
+    /// use spindle_core::{IO, IORuntime, Outcome};
     /// use spindle_exec_single::SingleThreaded;
     ///
     /// let io: IO<u32, String> = IO::from_try_future(async { Err("refused".to_string()) });
@@ -412,7 +412,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// handle it returns.
     ///
     /// ```
-    /// use spindle_core::{IO, Outcome};
+    /// use spindle_core::{IO, IORuntime, Outcome};
     /// use spindle_exec_single::SingleThreaded;
     ///
     /// let rt = SingleThreaded::new()?;

@@ -17,7 +17,7 @@ use crate::io::IO;
 ///
 /// ```
 /// use core::time::Duration;
-/// use spindle_core::{Clock, IO};
+/// use spindle_core::{Clock, IO, IORuntime};
 /// use spindle_exec_single::SingleThreaded;
 ///
 /// let clock = Clock;

@@ -46,7 +46,7 @@ struct Streams {
 /// Standard input, output and error (or stand-ins) as programs.
 ///
 /// ```
-/// use spindle_core::{Console, IO};
+/// use spindle_core::{Console, IO, IORuntime};
 /// use spindle_exec_single::SingleThreaded;
 /// use std::io::Cursor;
 ///

@@ -100,7 +100,7 @@ pub(crate) fn unit_f64(bits: u64) -> f64 {
 /// [`split`](Random::split) a generator off for each fiber.
 ///
 /// ```
-/// use spindle_core::{IO, Random};
+/// use spindle_core::{IO, IORuntime, Random};
 /// use spindle_exec_single::SingleThreaded;
 ///
 /// let random = Random::seeded(42);

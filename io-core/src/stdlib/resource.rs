@@ -113,7 +113,7 @@ impl<A: Send + 'static, E: Send + 'static> Allocated<A, E> {
 /// A resource: acquisition and release as one value.
 ///
 /// ```
-/// use spindle_core::{IO, Resource};
+/// use spindle_core::{IO, IORuntime, Resource};
 /// use spindle_exec_single::SingleThreaded;
 /// use std::sync::{Arc, Mutex};
 ///

@@ -329,7 +329,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     ///
     /// ```
     /// use core::time::Duration;
-    /// use spindle_core::{IO, Ref, Schedule};
+    /// use spindle_core::{IO, IORuntime, Ref, Schedule};
     /// use spindle_exec_single::SingleThreaded;
     ///
     /// let attempts = Ref::new(0u32);
@@ -408,7 +408,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     ///
     /// ```
     /// use core::time::Duration;
-    /// use spindle_core::{IO, Ref, Schedule};
+    /// use spindle_core::{IO, IORuntime, Ref, Schedule};
     /// use spindle_exec_single::SingleThreaded;
     ///
     /// let runs = Ref::new(0u32);
@@ -471,7 +471,7 @@ pub struct Tick {
 /// ```
 /// use core::num::NonZeroU64;
 /// use core::time::Duration;
-/// use spindle_core::{FixedRate, IO};
+/// use spindle_core::{FixedRate, IO, IORuntime};
 /// use spindle_exec_single::SingleThreaded;
 ///
 /// let every_ms = FixedRate::new(Duration::from_millis(1))?.limit(NonZeroU64::new(3).unwrap());

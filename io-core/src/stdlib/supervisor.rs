@@ -150,7 +150,7 @@ impl Supervised {
 /// until they have completed (their finalizers have run).
 ///
 /// ```
-/// use spindle_core::{IO, Outcome, Supervisor};
+/// use spindle_core::{IO, IORuntime, Outcome, Supervisor};
 /// use spindle_core::error::SupervisorClosed;
 /// use spindle_exec_single::SingleThreaded;
 /// use std::sync::Arc;
@@ -365,7 +365,7 @@ impl<A, E> Joining<A, E> {
 /// dropped.
 ///
 /// ```
-/// use spindle_core::{IO, JoinSet, Outcome};
+/// use spindle_core::{IO, IORuntime, JoinSet, Outcome};
 /// use spindle_exec_single::SingleThreaded;
 /// use std::time::Duration;
 ///

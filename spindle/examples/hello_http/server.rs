@@ -7,7 +7,7 @@
 //! provides through the executor contract) and `spindle-net` (the sockets,
 //! on the I/O capability of the executor that runs it), both through the
 //! entry crate (`spindle_effect::IO`, `spindle_effect::net`). The same
-//! program runs on exec-wstp and exec-batching (`hello_http --executor`).
+//! program runs on every std executor (`hello_http --executor`).
 //!
 //! # A connection
 //!

@@ -2,15 +2,22 @@
 //! (shared by `hello_http` and `line_echo` through `#[path]`).
 //!
 //! ```text
-//! [--executor wstp|batching] [--workers N] [--mode batching|macrotask] [--batch-size N]
+//! [--executor wstp|batching|tokio|single] [--workers N] [--flavor multi-thread|current-thread]
+//! [--mode batching|macrotask] [--batch-size N]
 //! ```
 //!
-//! * `--executor`: `wstp` (the default), the work-stealing pool, with
-//!   `--workers` worker threads (default [`DEFAULT_WORKERS`]); or
-//!   `batching`, the one-thread event loop, in `--mode` `batching` (the
-//!   default: microtask batches of fiber starts and resumes, at most
-//!   `--batch-size` each, default 64) or `macrotask` (the baseline without
-//!   batching).
+//! * `--executor`: every std executor with I/O.
+//!   * `wstp` (the default), the work-stealing pool, with `--workers`
+//!     worker threads (default [`DEFAULT_WORKERS`]);
+//!   * `batching`, the one-thread event loop, in `--mode` `batching` (the
+//!     default: microtask batches of fiber starts and resumes, at most
+//!     `--batch-size` each, default 64) or `macrotask` (the baseline
+//!     without batching);
+//!   * `tokio`, fibers as tokio tasks on a runtime the executor owns, of
+//!     `--flavor` `multi-thread` (the default, with `--workers` workers,
+//!     default [`DEFAULT_WORKERS`]) or `current-thread`;
+//!   * `single`, exec-single on the system clock: one thread, which polls
+//!     the sockets in its loop.
 //! * A flag of another executor is an error (`--mode` with `wstp`, say),
 //!   so that a command line never silently measures something else.
 //!
@@ -19,25 +26,42 @@
 //! prints a fiber dump), with the fiber configuration from the
 //! environment (`SPINDLE_TRACING`).
 //!
-//! # Adding an executor
+//! # One way to run, every executor
 //!
-//! Every std executor has the same shape (a builder, `build()`, and
-//! io-core's `AppRuntime` for the entry point), so an executor is one
-//! variant of [`Executor`], one arm in [`ExecutorFlags::resolve`] (its
-//! name and flags) and one arm in [`Executor::run`] (its builder). exec-tokio
-//! (`--executor tokio`, `--flavor`) and exec-single (`--executor single`)
-//! come in that way once they provide the I/O capability: the servers are
-//! written against `spindle_effect::net` and need nothing else.
+//! Every executor has the same shape, io-core's `IORuntime`, so the
+//! program runs through one generic function, [`serve`], whatever the
+//! executor: [`Executor::run`] only builds the executor the flags name
+//! (its builder and its own settings, with the fiber configuration of the
+//! environment) and hands it over. Adding an executor is one variant of
+//! [`Executor`], its flags in [`ExecutorFlags::resolve`] and its builder in
+//! [`Executor::run`]; the servers are written against
+//! `spindle_effect::net` and need nothing else.
 
 use std::fmt;
 use std::process::ExitCode;
 
 use spindle_effect::app::{self, MainValue};
 use spindle_effect::batching::{EventLoop, Mode};
-use spindle_effect::{FiberConfig, IO, wstp};
+use spindle_effect::prelude::*;
+use spindle_effect::single::SingleThreaded;
+use spindle_effect::tokio::TokioExecutor;
+use spindle_effect::{IORuntime, wstp};
 
-/// The worker threads of `--executor wstp` without `--workers`.
+/// The worker threads of `--executor wstp` and of `--executor tokio`'s
+/// multi-thread runtime without `--workers`.
 pub const DEFAULT_WORKERS: usize = 2;
+
+/// The kind of tokio runtime `--executor tokio` owns (`--flavor`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flavor {
+    /// A multi-thread runtime with this many workers.
+    MultiThread {
+        /// Worker threads.
+        workers: usize,
+    },
+    /// A current-thread runtime, driven by one thread of its own.
+    CurrentThread,
+}
 
 /// An executor and its settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,6 +78,13 @@ pub enum Executor {
         /// The microtask batch bound.
         batch_size: usize,
     },
+    /// exec-tokio, on a tokio runtime it owns.
+    Tokio {
+        /// The runtime's flavor.
+        flavor: Flavor,
+    },
+    /// exec-single on the system clock.
+    Single,
 }
 
 /// The executor flags as given, before [`resolve`](ExecutorFlags::resolve)
@@ -62,6 +93,7 @@ pub enum Executor {
 pub struct ExecutorFlags {
     name: Option<String>,
     workers: Option<usize>,
+    flavor: Option<String>,
     mode: Option<Mode>,
     batch_size: Option<usize>,
 }
@@ -86,6 +118,7 @@ impl ExecutorFlags {
         match flag {
             "--executor" => self.name = Some(value()?),
             "--workers" => self.workers = Some(number(&value()?, "worker count")?),
+            "--flavor" => self.flavor = Some(value()?),
             "--batch-size" => self.batch_size = Some(number(&value()?, "batch size")?),
             "--mode" => {
                 self.mode = Some(match value()?.as_str() {
@@ -107,18 +140,21 @@ impl ExecutorFlags {
             Some((flag, _)) => Err(format!("{flag} does not apply to --executor {name}")),
             None => Ok(()),
         };
+        let batching_flags = [
+            ("--mode", self.mode.is_some()),
+            ("--batch-size", self.batch_size.is_some()),
+        ];
+        let flavor_flag = ("--flavor", self.flavor.is_some());
+        let workers_flag = ("--workers", self.workers.is_some());
+        let workers = self.workers.unwrap_or(DEFAULT_WORKERS);
         match name {
             "wstp" => {
-                misplaced(&[
-                    ("--mode", self.mode.is_some()),
-                    ("--batch-size", self.batch_size.is_some()),
-                ])?;
-                Ok(Executor::Wstp {
-                    workers: self.workers.unwrap_or(DEFAULT_WORKERS),
-                })
+                misplaced(&batching_flags)?;
+                misplaced(&[flavor_flag])?;
+                Ok(Executor::Wstp { workers })
             }
             "batching" => {
-                misplaced(&[("--workers", self.workers.is_some())])?;
+                misplaced(&[workers_flag, flavor_flag])?;
                 Ok(Executor::Batching {
                     mode: self.mode.unwrap_or(Mode::Batching),
                     batch_size: self
@@ -126,44 +162,83 @@ impl ExecutorFlags {
                         .unwrap_or(spindle_effect::batching::DEFAULT_BATCH_SIZE),
                 })
             }
-            other => Err(format!("unknown executor {other:?} (wstp, batching)")),
+            "tokio" => {
+                misplaced(&batching_flags)?;
+                let flavor = match self.flavor.as_deref().unwrap_or("multi-thread") {
+                    "multi-thread" => Flavor::MultiThread { workers },
+                    "current-thread" => {
+                        misplaced(&[workers_flag])?;
+                        Flavor::CurrentThread
+                    }
+                    other => {
+                        return Err(format!(
+                            "unknown flavor {other:?} (multi-thread, current-thread)"
+                        ));
+                    }
+                };
+                Ok(Executor::Tokio { flavor })
+            }
+            "single" => {
+                misplaced(&batching_flags)?;
+                misplaced(&[workers_flag, flavor_flag])?;
+                Ok(Executor::Single)
+            }
+            other => Err(format!(
+                "unknown executor {other:?} (wstp, batching, tokio, single)"
+            )),
         }
     }
 }
 
-/// A builder's result with the fiber configuration from the environment,
-/// its error as text.
-fn built<R, E: fmt::Display>(build: impl FnOnce(FiberConfig) -> Result<R, E>) -> Result<R, String> {
-    let config = FiberConfig::from_env().map_err(|e| e.to_string())?;
-    build(config).map_err(|e| e.to_string())
+/// Runs `main` as the main fiber of `runtime` until it ends (see the module
+/// documentation); the process exit code. The one way every executor runs
+/// the program: `runtime` is any `IORuntime`, as its builder returned it
+/// (a build error is printed and gives exit code 1).
+pub fn serve<R, A, E>(runtime: Result<R, R::BuildError>, main: IO<A, E>) -> ExitCode
+where
+    R: IORuntime,
+    A: MainValue,
+    E: fmt::Debug + Send + 'static,
+{
+    app::run(runtime, main)
 }
 
 impl Executor {
-    /// Runs `main` as the main fiber on this executor until it ends (see
-    /// the module documentation); the process exit code.
+    /// Builds the executor with its settings and the fiber configuration
+    /// of the environment, and runs `main` on it with [`serve`]; the
+    /// process exit code.
     pub fn run<A, E>(self, main: IO<A, E>) -> ExitCode
     where
         A: MainValue,
         E: fmt::Debug + Send + 'static,
     {
         match self {
-            Executor::Wstp { workers } => app::run(
-                built(|config| {
-                    wstp::Runtime::builder()
-                        .worker_threads(workers)
-                        .fiber_config(config)
-                        .build()
-                }),
+            Executor::Wstp { workers } => serve(
+                wstp::Runtime::builder()
+                    .worker_threads(workers)
+                    .fiber_config_from_env()
+                    .build(),
                 main,
             ),
-            Executor::Batching { mode, batch_size } => app::run(
-                built(|config| {
-                    EventLoop::builder()
-                        .mode(mode)
-                        .batch_size(batch_size)
-                        .fiber_config(config)
-                        .build()
-                }),
+            Executor::Batching { mode, batch_size } => serve(
+                EventLoop::builder()
+                    .mode(mode)
+                    .batch_size(batch_size)
+                    .fiber_config_from_env()
+                    .build(),
+                main,
+            ),
+            Executor::Tokio { flavor } => {
+                let builder = match flavor {
+                    Flavor::MultiThread { workers } => {
+                        TokioExecutor::builder().multi_thread(workers)
+                    }
+                    Flavor::CurrentThread => TokioExecutor::builder().current_thread(),
+                };
+                serve(builder.fiber_config_from_env().build(), main)
+            }
+            Executor::Single => serve(
+                SingleThreaded::builder().fiber_config_from_env().build(),
                 main,
             ),
         }
@@ -219,6 +294,29 @@ mod tests {
     }
 
     #[test]
+    fn tokio_takes_its_flavor_and_single_takes_nothing() {
+        assert_eq!(
+            resolve(&["--executor", "tokio"]),
+            Ok(Executor::Tokio {
+                flavor: Flavor::MultiThread { workers: 2 }
+            })
+        );
+        assert_eq!(
+            resolve(&["--executor", "tokio", "--workers", "3"]),
+            Ok(Executor::Tokio {
+                flavor: Flavor::MultiThread { workers: 3 }
+            })
+        );
+        assert_eq!(
+            resolve(&["--executor", "tokio", "--flavor", "current-thread"]),
+            Ok(Executor::Tokio {
+                flavor: Flavor::CurrentThread
+            })
+        );
+        assert_eq!(resolve(&["--executor", "single"]), Ok(Executor::Single));
+    }
+
+    #[test]
     fn flags_of_another_executor_unknown_names_and_zero_counts_are_errors() {
         let err = resolve(&["--mode", "macrotask"]).unwrap_err();
         assert!(
@@ -227,6 +325,23 @@ mod tests {
         );
         let err = resolve(&["--executor", "batching", "--workers", "2"]).unwrap_err();
         assert!(err.contains("--workers"), "{err}");
+        let err = resolve(&["--executor", "single", "--flavor", "current-thread"]).unwrap_err();
+        assert!(err.contains("--flavor"), "{err}");
+        let err = resolve(&[
+            "--executor",
+            "tokio",
+            "--flavor",
+            "current-thread",
+            "--workers",
+            "2",
+        ])
+        .unwrap_err();
+        assert!(err.contains("--workers"), "{err}");
+        assert!(
+            resolve(&["--executor", "tokio", "--flavor", "green"])
+                .unwrap_err()
+                .contains("unknown flavor")
+        );
         assert!(
             resolve(&["--executor", "rayon"])
                 .unwrap_err()

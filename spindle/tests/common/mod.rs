@@ -18,10 +18,12 @@
 //! # One body, every executor
 //!
 //! As tokio's `rt_test!` (and `tests-integration`'s), [`executor_test!`]
-//! stamps each test into one module per executor with I/O, `wstp` (two
-//! workers) and `batching`; in each, `EXECUTOR` is the example's flags
-//! that select it. exec-tokio and exec-single join with one line each in
-//! [`executor_test!`] once they provide I/O.
+//! stamps each test into one module per std executor, every one of which
+//! has I/O: `wstp` (two workers), `batching`, `tokio` (a multi-thread
+//! runtime with two workers), `tokio_current` (a current-thread runtime)
+//! and `single`; in each, `EXECUTOR` is the example's flags that select
+//! it. The examples run each through the same generic function, over
+//! io-core's `IORuntime`.
 //!
 //! Every wait is bounded by [`HANG`]: a hang limit, not a performance
 //! assertion.
@@ -64,6 +66,9 @@ macro_rules! executor_test {
     ($($tests:tt)*) => {
         $crate::common::stamp_executor_tests! { wstp, ["--executor", "wstp", "--workers", "2"], $($tests)* }
         $crate::common::stamp_executor_tests! { batching, ["--executor", "batching"], $($tests)* }
+        $crate::common::stamp_executor_tests! { tokio, ["--executor", "tokio", "--workers", "2"], $($tests)* }
+        $crate::common::stamp_executor_tests! { tokio_current, ["--executor", "tokio", "--flavor", "current-thread"], $($tests)* }
+        $crate::common::stamp_executor_tests! { single, ["--executor", "single"], $($tests)* }
     };
 }
 pub(crate) use executor_test;

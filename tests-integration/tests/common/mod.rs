@@ -6,34 +6,40 @@
 //! `tokio::...` and `tokio_current::...`), so that every executor is held
 //! to the same behaviour. Each stamped module provides, for the body to use:
 //!
-//! * `Rt`: the executor's [`TestRuntime`] type;
+//! * `Rt`: the executor's type, an [`IORuntime`] (and a [`TestRuntime`]);
 //! * `run(io)`: runs `io` on a fresh executor and returns its [`Outcome`];
-//! * `try_run(io)`: the same, but `Err(RunError::Deadlock)` when the
-//!   executor proves the program can never finish (a dropped callback,
-//!   `IO::never`);
+//! * `try_run(io)`: the same with `try_block_on`: `Err(RunError::Deadlock)`
+//!   when the executor proves the program can never finish (a dropped
+//!   callback, `IO::never`);
 //! * `rt()` / `rt_with_config(config)`: an executor instance, to run several
-//!   programs on the same one (`rt.run(io)`), to take fiber dumps of it
+//!   programs on the same one (`rt.run(io)`, or any [`IORuntime`] method:
+//!   `rt.try_block_on(io)`, `Rt::from_env()`), to take fiber dumps of it
 //!   (`rt.dumper()`, a function any thread or fiber may call), and to read
 //!   what it counts of its sockets (`rt.io_probe()`, likewise; `None` on an
-//!   executor that counts nothing).
+//!   executor that does not count them, [`TestRuntime::COUNTS_ITS_SOCKETS`]).
 //!
-//! The socket suites (`net_*.rs`) share the helpers of [`net`].
+//! Everything that runs a program, builds from the environment or takes a
+//! dump is [`IORuntime`]'s, the one shape of every executor: the harness
+//! adds only what tests need on top ([`TestRuntime`]: the test executor's
+//! builder and its socket counts), implemented in a few lines per
+//! executor. The socket suites (`net_*.rs`) share the helpers of [`net`].
 //!
 //! # Adding an executor
 //!
-//! Give its type, its test builder and how it counts its sockets to
-//! [`same_shape!`] below (every executor has the same public shape, so
-//! nothing else is needed) and add one line to the list in [`rt_test!`].
+//! Implement [`TestRuntime`] for its type (how the tests build it, and how
+//! it counts its sockets) and add one line to the list in [`rt_test!`].
 //!
 //! Only one `rt_test!` invocation per test file: each one declares the
 //! modules `single`, `wstp`, `batching`, `tokio` and `tokio_current`.
 
 #![allow(dead_code, unused_macros, unused_imports)]
 
-use spindle_core::{Executor, FiberConfig, FiberDump, IO, Outcome};
+use spindle_core::executor::OnDeadlock;
+use spindle_core::{Executor, FiberConfig, FiberDump, IO, IORuntime, Outcome, RuntimeBuilder};
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 /// Takes a fiber dump of one executor ([`Executor::fiber_dump`]), from any
 /// thread or from inside one of its fibers.
@@ -94,32 +100,48 @@ pub const WSTP_WORKERS: usize = 2;
 /// as many as exec-wstp's, for the same real parallelism.
 pub const TOKIO_WORKERS: usize = 2;
 
-/// What a test needs from an executor. Every executor has the same public
-/// shape (`builder().fiber_config(..).build()`, `block_on`, `try_block_on`,
-/// `handle().fiber_dump()`), so [`same_shape!`] implements this once for
-/// all of them: the bodies call the executors directly.
-pub trait TestRuntime: Sized {
-    /// An executor with the default fiber configuration.
-    fn new() -> Self;
+/// What tests need of an executor beyond [`IORuntime`]: how the tests build
+/// it, and what it counts of its sockets. The rest is written once, here,
+/// over [`IORuntime`].
+pub trait TestRuntime: IORuntime {
+    /// Whether the executor counts its own sockets: its pollers are its
+    /// own (exec-single, exec-wstp, exec-batching), not another runtime's
+    /// driver (exec-tokio: tokio's). Where it does not, [`io_counts`]
+    /// reads `None`, and tests synchronise by what they can observe.
+    ///
+    /// [`io_counts`]: TestRuntime::io_counts
+    const COUNTS_ITS_SOCKETS: bool;
 
-    /// An executor with the given fiber configuration.
+    /// The test executor with the given fiber configuration.
     fn with_config(config: FiberConfig) -> Self;
 
-    /// Runs `io` as the main fiber until it ends (`block_on`).
-    fn run<A: Send + 'static, E: Send + 'static>(&self, io: IO<A, E>) -> Outcome<A, E>;
+    /// What the executor behind `handle` counts of its sockets now (`None`
+    /// unless [`COUNTS_ITS_SOCKETS`](TestRuntime::COUNTS_ITS_SOCKETS)).
+    fn io_counts(handle: &Self::Handle) -> Option<IoCounts>;
 
-    /// Runs `io` (`try_block_on`); `Err(RunError::Deadlock)` when the
-    /// executor can prove that the main fiber will never finish.
-    fn try_run<A: Send + 'static, E: Send + 'static>(
-        &self,
-        io: IO<A, E>,
-    ) -> Result<Outcome<A, E>, RunError>;
+    /// The test executor with the default fiber configuration.
+    fn new() -> Self {
+        Self::with_config(FiberConfig::default())
+    }
 
-    /// A function that takes a fiber dump of this executor.
-    fn dumper(&self) -> Dumper;
+    /// Runs `io` as the main fiber until it ends (`block_on`); a `block_on`
+    /// error fails the test.
+    fn run<A: Send + 'static, E: Send + 'static>(&self, io: IO<A, E>) -> Outcome<A, E> {
+        self.block_on(io)
+            .unwrap_or_else(|e| panic!("block_on failed: {e}"))
+    }
+
+    /// A function that takes a fiber dump of this executor, from any thread.
+    fn dumper(&self) -> Dumper {
+        let handle = self.handle().clone();
+        Arc::new(move || handle.fiber_dump())
+    }
 
     /// A function that reads what this executor counts of its sockets.
-    fn io_probe(&self) -> IoProbe;
+    fn io_probe(&self) -> IoProbe {
+        let handle = self.handle().clone();
+        IoProbe(Arc::new(move || Self::io_counts(&handle)))
+    }
 
     /// Fibers waiting for a socket now (exec-wstp: over every worker's
     /// poller); `None` on an executor that does not count them.
@@ -132,52 +154,6 @@ pub trait TestRuntime: Sized {
     fn io_sources(&self) -> Option<usize> {
         self.io_probe().sources()
     }
-
-    /// The executor's `from_env()` (the fiber configuration from
-    /// `SPINDLE_TRACING`), its error as text.
-    fn from_env() -> Result<Self, String>;
-}
-
-/// Implements [`TestRuntime`] for executor types given with the builder
-/// each test executor starts from and the [`IoCounts`] read from its handle
-/// (`io |handle| ...`, an `Option`).
-macro_rules! same_shape {
-    ($($rt:ty => $builder:expr, io |$handle:ident| $io:expr;)*) => {$(
-        impl TestRuntime for $rt {
-            fn new() -> Self {
-                Self::with_config(FiberConfig::default())
-            }
-
-            fn with_config(config: FiberConfig) -> Self {
-                $builder.fiber_config(config).build().expect("build the test executor")
-            }
-
-            fn run<A: Send + 'static, E: Send + 'static>(&self, io: IO<A, E>) -> Outcome<A, E> {
-                self.block_on(io).unwrap_or_else(|e| panic!("block_on failed: {e}"))
-            }
-
-            fn try_run<A: Send + 'static, E: Send + 'static>(
-                &self,
-                io: IO<A, E>,
-            ) -> Result<Outcome<A, E>, RunError> {
-                self.try_block_on(io)
-            }
-
-            fn dumper(&self) -> Dumper {
-                let handle = self.handle().clone();
-                Arc::new(move || handle.fiber_dump())
-            }
-
-            fn io_probe(&self) -> IoProbe {
-                let $handle = self.handle().clone();
-                IoProbe(Arc::new(move || $io))
-            }
-
-            fn from_env() -> Result<Self, String> {
-                <$rt>::from_env().map_err(|e| e.to_string())
-            }
-        }
-    )*};
 }
 
 /// exec-single on the system clock.
@@ -196,24 +172,85 @@ pub type Batching = spindle_exec_batching::EventLoop;
 /// applications run).
 pub type Tokio = spindle_exec_tokio::TokioExecutor;
 
-/// exec-tokio owning a tokio current-thread runtime, driven by one thread
-/// of its own: every fiber on one thread, as most `#[tokio::test]`s run.
-/// A distinct type, so that the macros below stamp it like any executor.
-pub struct TokioCurrent(spindle_exec_tokio::TokioExecutor);
+impl TestRuntime for Single {
+    const COUNTS_ITS_SOCKETS: bool = true;
 
-impl TokioCurrent {
-    /// The builder of the executor, on a current-thread runtime.
-    pub fn builder() -> TokioCurrentBuilder {
-        TokioCurrentBuilder(spindle_exec_tokio::TokioExecutor::builder().current_thread())
+    fn with_config(config: FiberConfig) -> Self {
+        Single::builder()
+            .fiber_config(config)
+            .build()
+            .expect("build the test executor")
     }
 
-    /// `from_env()` on a current-thread runtime.
-    pub fn from_env() -> Result<Self, spindle_exec_tokio::BuildError> {
-        spindle_core::FiberConfig::from_env()
-            .map_err(spindle_exec_tokio::BuildError::Config)
-            .and_then(|config| Self::builder().fiber_config(config).build())
+    fn io_counts(handle: &Self::Handle) -> Option<IoCounts> {
+        Some(IoCounts {
+            sources: None,
+            waiters: handle.metrics().io_waiters,
+        })
     }
 }
+
+impl TestRuntime for Wstp {
+    const COUNTS_ITS_SOCKETS: bool = true;
+
+    fn with_config(config: FiberConfig) -> Self {
+        Wstp::builder()
+            .worker_threads(WSTP_WORKERS)
+            .fiber_config(config)
+            .build()
+            .expect("build the test executor")
+    }
+
+    fn io_counts(handle: &Self::Handle) -> Option<IoCounts> {
+        let workers = handle.metrics().workers;
+        Some(IoCounts {
+            sources: Some(workers.iter().map(|worker| worker.io_sources).sum()),
+            waiters: workers.iter().map(|worker| worker.io_waiters).sum(),
+        })
+    }
+}
+
+impl TestRuntime for Batching {
+    const COUNTS_ITS_SOCKETS: bool = true;
+
+    fn with_config(config: FiberConfig) -> Self {
+        Batching::builder()
+            .fiber_config(config)
+            .build()
+            .expect("build the test executor")
+    }
+
+    fn io_counts(handle: &Self::Handle) -> Option<IoCounts> {
+        let metrics = handle.metrics();
+        Some(IoCounts {
+            sources: Some(metrics.io_sources),
+            waiters: metrics.io_waiters,
+        })
+    }
+}
+
+impl TestRuntime for Tokio {
+    const COUNTS_ITS_SOCKETS: bool = false;
+
+    fn with_config(config: FiberConfig) -> Self {
+        Tokio::builder()
+            .multi_thread(TOKIO_WORKERS)
+            .fiber_config(config)
+            .build()
+            .expect("build the test executor")
+    }
+
+    fn io_counts(_handle: &Self::Handle) -> Option<IoCounts> {
+        None
+    }
+}
+
+/// exec-tokio owning a tokio current-thread runtime, driven by one thread
+/// of its own: every fiber on one thread, as most `#[tokio::test]`s run.
+/// A distinct type, so that the macros below stamp it like any executor:
+/// an [`IORuntime`] that is exec-tokio's, on that flavour (its `from_env`
+/// too).
+pub struct TokioCurrent(spindle_exec_tokio::TokioExecutor);
 
 impl std::ops::Deref for TokioCurrent {
     type Target = spindle_exec_tokio::TokioExecutor;
@@ -222,42 +259,56 @@ impl std::ops::Deref for TokioCurrent {
     }
 }
 
-/// [`TokioCurrent`]'s builder.
-pub struct TokioCurrentBuilder(spindle_exec_tokio::Builder);
+/// exec-tokio's [`IORuntime`], on a current-thread runtime it owns.
+impl IORuntime for TokioCurrent {
+    type Handle = spindle_exec_tokio::Handle;
+    type Metrics = spindle_exec_tokio::Metrics;
+    type BuildError = spindle_exec_tokio::BuildError;
 
-impl TokioCurrentBuilder {
-    /// See `spindle_exec_tokio::Builder::fiber_config`.
-    pub fn fiber_config(self, config: FiberConfig) -> Self {
-        TokioCurrentBuilder(self.0.fiber_config(config))
+    fn from_env() -> Result<Self, Self::BuildError> {
+        Tokio::builder()
+            .current_thread()
+            .fiber_config_from_env()
+            .build()
+            .map(TokioCurrent)
     }
 
-    /// See `spindle_exec_tokio::Builder::build`.
-    pub fn build(self) -> Result<TokioCurrent, spindle_exec_tokio::BuildError> {
-        self.0.build().map(TokioCurrent)
+    fn handle(&self) -> &Self::Handle {
+        self.0.handle()
+    }
+
+    fn block_on_with<A: Send + 'static, E: Send + 'static>(
+        &self,
+        io: IO<A, E>,
+        on_deadlock: OnDeadlock,
+    ) -> Result<Outcome<A, E>, RunError> {
+        self.0.block_on_with(io, on_deadlock)
+    }
+
+    fn handle_metrics(handle: &Self::Handle) -> Self::Metrics {
+        Tokio::handle_metrics(handle)
+    }
+
+    fn shutdown(self, timeout: Duration) -> Result<(), spindle_core::error::ShutdownTimedOut> {
+        self.0.shutdown(timeout)
     }
 }
 
-same_shape! {
-    Single => Single::builder(), io |handle| Some(IoCounts {
-        sources: None,
-        waiters: handle.metrics().io_waiters,
-    });
-    Wstp => Wstp::builder().worker_threads(WSTP_WORKERS), io |handle| {
-        let workers = handle.metrics().workers;
-        Some(IoCounts {
-            sources: Some(workers.iter().map(|worker| worker.io_sources).sum()),
-            waiters: workers.iter().map(|worker| worker.io_waiters).sum(),
-        })
-    };
-    Batching => Batching::builder(), io |handle| {
-        let metrics = handle.metrics();
-        Some(IoCounts {
-            sources: Some(metrics.io_sources),
-            waiters: metrics.io_waiters,
-        })
-    };
-    Tokio => Tokio::builder().multi_thread(TOKIO_WORKERS), io |_handle| None;
-    TokioCurrent => TokioCurrent::builder(), io |_handle| None;
+impl TestRuntime for TokioCurrent {
+    const COUNTS_ITS_SOCKETS: bool = false;
+
+    fn with_config(config: FiberConfig) -> Self {
+        Tokio::builder()
+            .current_thread()
+            .fiber_config(config)
+            .build()
+            .map(TokioCurrent)
+            .expect("build the test executor")
+    }
+
+    fn io_counts(_handle: &Self::Handle) -> Option<IoCounts> {
+        None
+    }
 }
 
 /// Stamps each test of the block into one module per executor.
@@ -288,6 +339,8 @@ macro_rules! stamp_rt_tests {
             use super::*;
             #[allow(unused_imports)]
             use $crate::common::TestRuntime as _;
+            #[allow(unused_imports)]
+            use spindle_core::IORuntime as _;
 
             /// This module's executor.
             #[allow(dead_code)]
@@ -301,12 +354,13 @@ macro_rules! stamp_rt_tests {
                 <Rt as $crate::common::TestRuntime>::new().run(io)
             }
 
-            /// Runs `io` on a fresh executor; `Err` if it can never finish.
+            /// Runs `io` on a fresh executor (`try_block_on`); `Err` if it
+            /// can never finish.
             #[allow(dead_code)]
             fn try_run<A: Send + 'static, E: Send + 'static>(
                 io: spindle_core::IO<A, E>,
             ) -> Result<spindle_core::Outcome<A, E>, $crate::common::RunError> {
-                <Rt as $crate::common::TestRuntime>::new().try_run(io)
+                <Rt as $crate::common::TestRuntime>::new().try_block_on(io)
             }
 
             /// A fresh executor, to run several programs on.

@@ -376,7 +376,7 @@ impl MarkK {
 /// call site is the first line under the error), then this fiber's.
 ///
 /// ```
-/// use spindle_core::{IO, Outcome};
+/// use spindle_core::{IO, IORuntime, Outcome};
 /// use spindle_exec_single::SingleThreaded;
 ///
 /// let child: IO<u32, String> = IO::delay(|| 1)
@@ -481,7 +481,7 @@ impl<A: Send + 'static, E: Send + 'static> crate::IO<A, E> {
     /// Success is unchanged. Not itself a trace event.
     ///
     /// ```
-    /// use spindle_core::{IO, Outcome};
+    /// use spindle_core::{IO, IORuntime, Outcome};
     /// use spindle_exec_single::SingleThreaded;
     ///
     /// let program: IO<u32, String> = IO::delay(|| 1)

@@ -5,9 +5,10 @@
 //!
 //! Like embassy-executor's `raw` module, this is the machinery under the
 //! executors, not an API to run programs with. An application picks an
-//! executor crate (exec-single, exec-wstp, exec-batching) and uses its
-//! `Builder`, `block_on`, `spawn` and `fiber_dump`; nothing here makes a
-//! program run. These types assume the callers keep the
+//! executor crate (exec-single, exec-wstp, exec-batching, exec-tokio) and
+//! uses its `Builder` and the [`IORuntime`](crate::IORuntime) methods
+//! (`block_on`, `spawn`, `fiber_dump`, ...); nothing here makes a program
+//! run. These types assume the callers keep the
 //! [Executor contract](super#who-calls-what) (who calls what, from which
 //! thread); misused, they lose wake-ups or keep fibers alive, though they
 //! are never unsound.
@@ -16,16 +17,17 @@
 //!
 //! | piece | what it does | used by |
 //! |---|---|---|
-//! | [`MainFiber`] | the slot where `block_on`'s main fiber leaves its outcome, and the completion guard that marks it *abandoned* when the fiber is freed without finishing, waking the waiter either way | every executor's `block_on` / `try_block_on` |
+//! | [`MainFiber`] | the slot where `block_on`'s main fiber leaves its outcome, and the completion guard that marks it *abandoned* when the fiber is freed without finishing, waking the waiter either way | every executor's `block_on_with` |
+//! | `ParkedBlockOn` (std; in [`executor`](super), for the applications that call it too) | the one `block_on` of an executor whose fibers run on threads of its own: refuse when nested or shut down, park the caller until the main fiber ends, tell a shutdown from a deadlock | exec-wstp's and exec-tokio's executors and handles |
 //! | [`RunError`] | the one error of `block_on`, `try_block_on` and `spawn`: [`Deadlock`](RunError::Deadlock), [`ShutDown`](RunError::ShutDown), [`Nested`](RunError::Nested) | every executor |
-//! | [`ConfigSource`] | "explicit config or the environment": the builder's [`FiberConfig`], the defaults, or [`FiberConfig::from_env`] | every `Builder` |
+//! | [`CommonSettings`] | the settings every builder has (behind the setters of [`RuntimeBuilder`](crate::RuntimeBuilder)): where the fiber configuration comes from, `track_fibers`; what `build` makes of them | every `Builder` |
+//! | [`ConfigSource`] | "explicit config or the environment": the builder's [`FiberConfig`], the defaults, or [`FiberConfig::from_env`] | [`CommonSettings`] |
 //! | [`FiberIds`] | the counter that numbers an executor's fibers `#1`, `#2`, ... in the order they are made (one relaxed atomic add per fiber) | [`Executor::next_fiber_id`](super::Executor::next_fiber_id) of an executor that does not count its fibers already |
 //! | [`FiberRegistry`] | the list of live fibers behind fiber dumps and `live_fibers()` (weak references, in shards), kept only while fibers trace or when asked | every executor's `fiber_listed` and `fiber_dump` |
 //! | [`RemoteQueue`], [`Published`] | fibers scheduled from outside the loop thread, with a `pending` hint that keeps the lock off the loop's fast path; queue lengths the loop publishes for dumps taken off its thread | the single-threaded loops |
 //! | [`TimerHeap`], [`TimerId`] | deadlines over a slab of callbacks, O(1) cancellation | every executor's `set_timer` |
 //! | [`nanos`], [`wall_clock`], [`Origin`] | duration conversions without 128-bit division; the wall clock; a monotonic origin | every executor's clock |
 //! | `BlockingPool` (std) | the bounded pool of threads behind `IO::blocking` (`BlockingCounts` for metrics, the defaults `DEFAULT_MAX_BLOCKING_THREADS` and `DEFAULT_BLOCKING_KEEP_ALIVE`): threads on demand up to a bound, an idle keep-alive, a FIFO queue beyond the bound, never the caller's thread | exec-wstp and exec-batching's `spawn_blocking` |
-//! | `AppRuntime` (std) | what the application entry point (the `spindle-app` crate) needs of an executor: its handle, `block_on`, metrics, whether it lists fibers | every std executor |
 //! | [`adopt_config`], [`lists_fibers`], [`WeakFiber`], [`WeakFibers`] | the tracing decisions an executor makes once, and the weak fiber references a registry holds | [`FiberRegistry`]; custom registries |
 //!
 //! # Breaking the executor/fiber cycle
@@ -44,22 +46,19 @@
 //! error shape; no code is copied.
 
 #[cfg(feature = "std")]
-mod app;
-#[cfg(feature = "std")]
 mod blocking;
 #[cfg(feature = "std")]
 mod clock_std;
 mod main_fiber;
 mod registry;
 mod remote;
+mod settings;
 
 use core::fmt;
 use core::time::Duration;
 
 use crate::config::{ConfigError, FiberConfig};
 
-#[cfg(feature = "std")]
-pub use app::AppRuntime;
 #[cfg(feature = "std")]
 pub use blocking::{
     BlockingCounts, BlockingPool, BlockingWork, DEFAULT_BLOCKING_KEEP_ALIVE,
@@ -70,6 +69,7 @@ pub use clock_std::{Origin, wall_clock};
 pub use main_fiber::{MainFiber, WakeWaiter};
 pub use registry::FiberRegistry;
 pub use remote::{Published, RemoteQueue};
+pub use settings::CommonSettings;
 
 pub use super::timers::{TimerHeap, TimerId};
 pub use crate::fiber::{FiberIds, WeakFiber, WeakFibers};
@@ -119,7 +119,8 @@ impl fmt::Display for RunError {
 impl core::error::Error for RunError {}
 
 /// Where an executor's [`FiberConfig`] comes from: what a `Builder` keeps
-/// until `build` ("explicit config or the environment").
+/// until `build` ("explicit config or the environment"), in its
+/// [`CommonSettings`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ConfigSource {
     /// [`FiberConfig::default`]: what `X::new()` and a builder without
@@ -130,7 +131,7 @@ pub enum ConfigSource {
     Explicit(FiberConfig),
     /// [`FiberConfig::from_env`]: the defaults with the tracing mode of
     /// `SPINDLE_TRACING` (unset or empty: the default mode). What
-    /// `X::from_env()` uses.
+    /// `X::from_env()` uses (the builder's `fiber_config_from_env`).
     Environment,
 }
 

@@ -48,7 +48,7 @@ crate::engine::tracing::trace_ops! {
 /// A shared cell whose updates may run programs, one writer at a time.
 ///
 /// ```
-/// use spindle_core::{AtomicCell, IO};
+/// use spindle_core::{AtomicCell, IO, IORuntime};
 /// use spindle_exec_single::SingleThreaded;
 ///
 /// let cell = AtomicCell::new(1u64);

@@ -44,7 +44,7 @@ struct State {
 /// A barrier for `parties` fibers, reusable round after round.
 ///
 /// ```
-/// use spindle_core::{CyclicBarrier, IO};
+/// use spindle_core::{CyclicBarrier, IO, IORuntime};
 /// use spindle_exec_single::SingleThreaded;
 ///
 /// let barrier = CyclicBarrier::new(2)?;

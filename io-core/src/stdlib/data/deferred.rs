@@ -73,7 +73,7 @@ impl<A: Send + 'static> CellOwner<A> for Arc<JoinCell<A>> {
 /// `Deferred`).
 ///
 /// ```
-/// use spindle_core::{Deferred, IO};
+/// use spindle_core::{Deferred, IO, IORuntime};
 /// use spindle_exec_single::SingleThreaded;
 ///
 /// let d = Deferred::<u32>::new();
@@ -180,7 +180,7 @@ impl<A: Send + 'static> Deferred<A> {
     /// never ends (it can still be canceled) and `try_get` gives `None`.
     ///
     /// ```
-    /// use spindle_core::{Deferred, IO};
+    /// use spindle_core::{Deferred, IO, IORuntime};
     /// use spindle_exec_single::SingleThreaded;
     ///
     /// struct Token(u32); // not Clone

@@ -26,7 +26,7 @@ struct Shared {
 /// A latch opened by a number of releases.
 ///
 /// ```
-/// use spindle_core::{IO, CountDownLatch};
+/// use spindle_core::{CountDownLatch, IO, IORuntime};
 /// use spindle_exec_single::SingleThreaded;
 ///
 /// let latch = CountDownLatch::new(2)?;

@@ -54,7 +54,7 @@ struct Shared<K, V> {
 /// after another: not a snapshot while other fibers write.
 ///
 /// ```
-/// use spindle_core::{IO, MapRef};
+/// use spindle_core::{IO, IORuntime, MapRef};
 /// use spindle_exec_single::SingleThreaded;
 ///
 /// let hits: MapRef<&'static str, u64> = MapRef::new();

@@ -29,7 +29,7 @@ crate::engine::tracing::trace_ops! {
 /// waiting for it are freed, their finalizers not run.
 ///
 /// ```
-/// use spindle_core::{IO, Mutex};
+/// use spindle_core::{IO, IORuntime, Mutex};
 /// use spindle_exec_single::SingleThreaded;
 ///
 /// let mutex = Mutex::new();

@@ -539,7 +539,7 @@ impl core::error::Error for InvalidCapacity {}
 /// `io-core/src/data/queue.rs`.
 ///
 /// ```
-/// use spindle_core::{IO, Queue};
+/// use spindle_core::{IO, IORuntime, Queue};
 /// use spindle_exec_single::SingleThreaded;
 ///
 /// let q = Queue::<u32>::bounded(2)?;
@@ -713,7 +713,7 @@ impl<A: Send + 'static> Queue<A> {
     /// waits while a bounded queue is full.
     ///
     /// ```
-    /// use spindle_core::{IO, Queue};
+    /// use spindle_core::{IO, IORuntime, Queue};
     /// use spindle_core::error::QueueClosed;
     /// use spindle_exec_single::SingleThreaded;
     ///

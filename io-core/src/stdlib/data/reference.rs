@@ -16,7 +16,7 @@ use crate::sync::{Arc, Mutex};
 /// A shared cell for fibers, updated atomically.
 ///
 /// ```
-/// use spindle_core::{IO, Ref};
+/// use spindle_core::{IO, IORuntime, Ref};
 /// use spindle_exec_single::SingleThreaded;
 ///
 /// let counter = Ref::new(0u64);

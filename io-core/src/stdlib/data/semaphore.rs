@@ -164,7 +164,7 @@ impl Releases for Arc<Shared> {
 /// the module doc, "Waiters nobody can wake".
 ///
 /// ```
-/// use spindle_core::{IO, Semaphore};
+/// use spindle_core::{IO, IORuntime, Semaphore};
 /// use spindle_exec_single::SingleThreaded;
 ///
 /// let sem = Semaphore::new(1)?;
@@ -346,7 +346,7 @@ impl Semaphore {
     /// such a wait only ends by cancellation.
     ///
     /// ```
-    /// use spindle_core::{IO, Semaphore};
+    /// use spindle_core::{IO, IORuntime, Semaphore};
     /// use spindle_exec_single::SingleThreaded;
     ///
     /// let sem = Semaphore::new(5)?;
@@ -382,7 +382,7 @@ impl Semaphore {
     /// without waiting; all or nothing. `try_acquire_n(0)` is `true`.
     ///
     /// ```
-    /// use spindle_core::{IO, Semaphore};
+    /// use spindle_core::{IO, IORuntime, Semaphore};
     /// use spindle_exec_single::SingleThreaded;
     ///
     /// let sem = Semaphore::new(2)?;
@@ -493,7 +493,7 @@ impl Semaphore {
     /// saturates silently.
     ///
     /// ```
-    /// use spindle_core::{IO, Semaphore};
+    /// use spindle_core::{IO, IORuntime, Semaphore};
     /// use spindle_exec_single::SingleThreaded;
     ///
     /// let sem = Semaphore::new(Semaphore::MAX_PERMITS)?;
@@ -552,7 +552,7 @@ impl Semaphore {
     /// its scope ends, whatever the outcome.
     ///
     /// ```
-    /// use spindle_core::{IO, Semaphore};
+    /// use spindle_core::{IO, IORuntime, Semaphore};
     /// use spindle_exec_single::SingleThreaded;
     ///
     /// let sem = Semaphore::new(2)?;

@@ -326,7 +326,7 @@ impl<T, W: Wake> Core<T, W> {
 ///   wake-up is never lost.
 ///
 /// ```
-/// use spindle_core::{IO, Signal};
+/// use spindle_core::{IO, IORuntime, Signal};
 /// use spindle_exec_single::SingleThreaded;
 ///
 /// static DONE: Signal<u32> = Signal::new();

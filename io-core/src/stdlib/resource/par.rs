@@ -58,7 +58,7 @@ impl<A: Send + 'static, E: Send + 'static> Resource<A, E> {
     /// in reverse order.
     ///
     /// ```
-    /// use spindle_core::{IO, Resource};
+    /// use spindle_core::{IO, IORuntime, Resource};
     /// use spindle_exec_single::SingleThreaded;
     /// use std::sync::{Arc, Mutex};
     /// use std::time::Duration;

@@ -65,3 +65,32 @@ fn published_numbers_read_back_as_stored() {
     published.store([3, 5]);
     assert_eq!(published.load(), [3, 5]);
 }
+
+#[test]
+fn common_settings_start_from_the_defaults_and_keep_what_the_setters_say() {
+    let settings = CommonSettings::default();
+    assert_eq!(settings.fiber_config(), Ok(FiberConfig::default()));
+    assert!(!settings.track_fibers);
+    let config = FiberConfig::builder().auto_yield_after(3).build().unwrap();
+    let explicit = CommonSettings {
+        fiber_config: ConfigSource::Explicit(config),
+        track_fibers: true,
+    };
+    assert_eq!(explicit.fiber_config(), Ok(config));
+    // `track_fibers` lists fibers even when they do not trace.
+    #[cfg(not(loom))]
+    assert!(explicit.registry(&config, 1).is_enabled());
+}
+
+#[test]
+fn a_shutdown_that_timed_out_says_what_was_still_running() {
+    use crate::executor::{OnDeadlock, ShutdownTimedOut};
+    let counted = ShutdownTimedOut::new(Some(3), 1).to_string();
+    assert!(counted.contains("3 thread(s)"), "{counted}");
+    assert!(counted.contains("1 blocking call(s)"), "{counted}");
+    let uncounted = ShutdownTimedOut::new(None, 2).to_string();
+    assert!(!uncounted.contains("thread(s)"), "{uncounted}");
+    assert!(uncounted.contains("2 blocking call(s)"), "{uncounted}");
+    assert!(OnDeadlock::Report.reports());
+    assert!(!OnDeadlock::Wait.reports());
+}
