@@ -34,7 +34,7 @@
 //! ```
 //!
 //! The same line runs it on exec-single's loop
-//! (`SingleThreaded::<StdClock>::from_env()`), on exec-batching's event
+//! (`SingleThreaded::from_env()`), on exec-batching's event
 //! loop (`EventLoop::from_env()`) or on a tokio runtime it owns
 //! (`TokioExecutor::from_env()`): `from_env` is io-core's
 //! [`IORuntime::from_env`], and so is every method of the executor this

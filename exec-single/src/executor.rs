@@ -76,6 +76,15 @@ impl SingleThreaded<StdClock> {
         Builder::new().build()
     }
 
+    /// [`IORuntime::from_env`] on the system clock, so that
+    /// `SingleThreaded::from_env()` names no clock (as `HashMap::new()`
+    /// names no hasher): the trait's is implemented for every clock, and
+    /// a call through the trait needs the clock named
+    /// (`SingleThreaded::<StdClock>::from_env()`).
+    pub fn from_env() -> Result<Self, BuildError> {
+        <Self as IORuntime>::from_env()
+    }
+
     /// A builder on the system clock (see [`Builder::with_clock`] for
     /// another clock).
     pub fn builder() -> Builder<StdClock> {
@@ -274,18 +283,20 @@ impl<C: Clock + Default> IORuntime for SingleThreaded<C> {
     type Metrics = Metrics;
     type BuildError = BuildError;
 
-    /// An executor on `C::default()` (the system clock: name it where the
-    /// context does not, `SingleThreaded::<StdClock>::from_env()`) with the
+    /// An executor on `C::default()` (on the system clock, the inherent
+    /// [`SingleThreaded::from_env`] names no clock) with the
     /// fiber configuration of the environment; without `std`, the default
     /// configuration.
     ///
     /// ```
     /// # #[cfg(feature = "std")] { // The system clock needs `std`.
     /// use spindle_core::IORuntime;
-    /// use spindle_exec_single::{SingleThreaded, StdClock};
+    /// use spindle_exec_single::SingleThreaded;
+    /// use spindle_exec_single::testkit::VirtualClock;
     ///
-    /// let rt = SingleThreaded::<StdClock>::from_env()?;
-    /// # let _ = rt;
+    /// let on_the_system_clock = SingleThreaded::from_env()?;
+    /// let on_virtual_time = SingleThreaded::<VirtualClock>::from_env()?;
+    /// # let _ = (on_the_system_clock, on_virtual_time);
     /// # }
     /// # Ok::<(), spindle_exec_single::BuildError>(())
     /// ```

@@ -26,9 +26,9 @@
 //! `handle`, `metrics`, `fiber_dump`, `from_env`, `shutdown`; import the
 //! trait) and [`RuntimeBuilder`] (the builder setters `fiber_config`,
 //! `fiber_config_from_env`, `track_fibers`). Here: [`SingleThreaded`]
-//! (`IORuntime` for every clock with a `Default`; its `from_env` on the
-//! system clock is `SingleThreaded::<StdClock>::from_env()`, and without
-//! `std` the default configuration), [`SingleThreaded::new`] and
+//! (`IORuntime` for every clock with a `Default`, and
+//! [`SingleThreaded::from_env`] on the system clock; without `std`,
+//! `from_env` is the default configuration), [`SingleThreaded::new`] and
 //! [`SingleThreaded::builder`] on the system clock, [`Builder::with_clock`]
 //! on another, and this executor's own setters
 //! [`clock`](Builder::clock) and [`remote_capacity`](Builder::remote_capacity);

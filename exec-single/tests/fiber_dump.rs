@@ -15,7 +15,7 @@ use spindle_core::error::ConfigError;
 use spindle_core::{
     Executor, FiberConfig, FiberDump, FiberState, IO, IORuntime, RuntimeBuilder, TracingMode, UIO,
 };
-use spindle_exec_single::{BuildError, SingleThreaded, StdClock};
+use spindle_exec_single::{BuildError, SingleThreaded};
 
 type E = ();
 
@@ -120,7 +120,7 @@ fn from_env_refuses_an_unknown_spindle_tracing_mode_and_new_ignores_it() {
     const NAME: &str = "from_env_refuses_an_unknown_spindle_tracing_mode_and_new_ignores_it";
     if std::env::var(CHILD).is_ok_and(|v| v == NAME) {
         // In the child, with SPINDLE_TRACING=verbose.
-        match SingleThreaded::<StdClock>::from_env() {
+        match SingleThreaded::from_env() {
             Err(e @ BuildError::Config(ConfigError::Tracing(_))) => eprintln!("from_env: {e}"),
             Err(e) => eprintln!("from_env: unexpected {e:?}"),
             Ok(_) => eprintln!("from_env: accepted"),
@@ -152,7 +152,7 @@ fn from_env_refuses_an_unknown_spindle_tracing_mode_and_new_ignores_it() {
     // (`from_env` reads the variable of this process: unset here unless the
     // whole test run sets it, so only an `Ok` is asserted.)
     if std::env::var("SPINDLE_TRACING").is_err() {
-        let rt = SingleThreaded::<StdClock>::from_env().expect("no variable, defaults");
+        let rt = SingleThreaded::from_env().expect("no variable, defaults");
         assert_eq!(rt.handle().config().tracing(), TracingMode::Cached);
     }
 }

@@ -106,9 +106,9 @@ use crate::outcome::Outcome;
 ///   `from_env` makes the clock with `C::default()`): the system clock,
 ///   the test kit's virtual clock, a zero-sized clock over a hardware
 ///   counter. Without `std` there is no environment: `from_env` is then
-///   the default configuration. Because exec-single's implementation is
-///   generic over the clock, its `from_env` needs the clock named where
-///   the context does not say it: `SingleThreaded::<StdClock>::from_env()`.
+///   the default configuration. (exec-single's implementation is generic
+///   over the clock; an inherent `SingleThreaded::from_env()` on the
+///   system clock lets the common call name none.)
 /// * **`shutdown` takes the executor by value** and has one result on
 ///   every executor, [`ShutdownTimedOut`] when something it runs did not
 ///   stop in time (left running, detached). An executor that frees
