@@ -15,3 +15,6 @@ pub(crate) mod blocks;
 pub(crate) mod erased;
 pub(crate) mod node;
 pub(crate) mod tracing;
+
+#[cfg(test)]
+mod tests;
