@@ -2,7 +2,9 @@
 //!
 //! [`run`] runs the main `IO` of a program as a fiber on any std executor
 //! (exec-single, exec-wstp, exec-batching, exec-tokio), and turns its
-//! outcome into the process exit code:
+//! outcome into the process exit code. An application reaches it as
+//! `spindle_effect::app::run` (the entry crate's feature `app`, on by
+//! default).
 //!
 //! | outcome | exit code | printed to stderr |
 //! |---|---|---|
@@ -20,26 +22,28 @@
 //! printed as `error: ...` and gives exit code 1, running nothing.
 //!
 //! ```no_run
-//! use spindle_core::{IO, IORuntime};
-//! use spindle_exec_wstp::Runtime;
 //! use std::process::ExitCode;
 //! use std::time::Duration;
+//!
+//! use spindle_effect::prelude::*;
+//! use spindle_effect::{app, wstp::Runtime};
 //!
 //! fn main() -> ExitCode {
 //!     let program: IO<(), String> = IO::sleep(Duration::from_millis(10))
 //!         .product_r(IO::delay(|| println!("hello from a fiber")))
 //!         .guarantee(IO::delay(|| println!("finalizer ran")));
-//!     spindle_app::run(Runtime::from_env(), program)
+//!     app::run(Runtime::from_env(), program)
 //! }
 //! ```
 //!
 //! The same line runs it on exec-single's loop
-//! (`SingleThreaded::from_env()`), on exec-batching's event
-//! loop (`EventLoop::from_env()`) or on a tokio runtime it owns
-//! (`TokioExecutor::from_env()`): `from_env` is io-core's
-//! [`IORuntime::from_env`], and so is every method of the executor this
-//! crate calls. A builder's `build()` works as well (the builder's
-//! `fiber_config_from_env()` reads the environment too).
+//! (`single::SingleThreaded::from_env()`), on exec-batching's event loop
+//! (`batching::EventLoop::from_env()`) or on a tokio runtime it owns
+//! (`tokio::TokioExecutor::from_env()`), each behind the entry crate's
+//! feature of that name: `from_env` is [`IORuntime::from_env`], and so is
+//! every method of the executor this crate calls. A builder's `build()`
+//! works as well (the builder's `fiber_config_from_env()` reads the
+//! environment too).
 //!
 //! # Traces of failures
 //!

@@ -1,19 +1,22 @@
 //! # exec-batching: an event-loop executor with microtask batching
 //!
-//! One thread runs an event loop: timers, non-blocking TCP on a poller
-//! (spindle-net's mio reactor: epoll, kqueue), and every fiber. Fibers that
-//! are started or resumed run as *microtasks*, in a bounded batch within
-//! the current turn; fibers that cede go through the *macrotask* queue, so
-//! a cede really lets timers and I/O run. This is Cats Effect's
+//! An executor for network services on one thread: an application has it
+//! as `spindle_effect::batching::EventLoop` (the entry crate's feature
+//! `batching`). One thread runs an event loop: timers, non-blocking
+//! sockets on a poller (spindle-net's mio reactor: epoll, kqueue), and
+//! every fiber. Fibers that are started or resumed run as *microtasks*, in
+//! a bounded batch within the current turn; fibers that cede go through
+//! the *macrotask* queue, so a cede really lets timers and I/O run. This is Cats Effect's
 //! `BatchingMacrotaskExecutor` (designed for Scala.js by Arman Bilge and
 //! Daniel Spiewak) on the event-loop model of Node.js and the browsers,
 //! written anew for Spindle's [`Executor`](spindle_core::Executor) trait; no code
 //! is copied.
 //!
 //! ```
-//! use spindle_exec_batching::EventLoop;
-//! use spindle_core::{IO, IORuntime, Outcome};
 //! use std::time::Duration;
+//!
+//! use spindle_effect::batching::EventLoop;
+//! use spindle_effect::prelude::*;
 //!
 //! let rt = EventLoop::new()?;
 //! let children = (0..10u64).map(|i| IO::<u64, ()>::delay(move || i * i)).collect::<Vec<_>>();

@@ -19,8 +19,8 @@ use crate::platform;
 ///
 /// ```
 /// # #[cfg(feature = "std")] { // The system clock needs `std`.
-/// use spindle_core::{FiberConfig, RuntimeBuilder};
-/// use spindle_exec_single::SingleThreaded;
+/// use spindle_effect::prelude::*;
+/// use spindle_effect::{FiberConfig, single::SingleThreaded};
 ///
 /// let config = FiberConfig::builder().auto_yield_after(256).build()?;
 /// let rt = SingleThreaded::builder().fiber_config(config).track_fibers(true).build()?;
@@ -85,14 +85,14 @@ impl<C: Clock> Builder<C> {
     /// allocate. The queue keeps its buffer, so it only ever grows past
     /// `n` (once, by allocating in the pusher) if more fibers than that are
     /// woken at once. Firmware whose interrupt handlers wake fibers
-    /// (`spindle_core::Signal::signal`, a `Callback`, a future's waker)
+    /// (`Signal::signal`, a `Callback`, a future's waker)
     /// sets it to the number of fibers its handlers may wake between two
     /// turns (at most the number of fibers that wait on them); then no
     /// handler allocates. Default: 0 (the buffer grows on first use).
     ///
     /// ```
     /// # #[cfg(feature = "std")] { // The system clock needs `std`.
-    /// use spindle_exec_single::SingleThreaded;
+    /// use spindle_effect::single::SingleThreaded;
     ///
     /// let rt = SingleThreaded::builder().remote_capacity(8).build()?;
     /// # let _ = rt;

@@ -14,7 +14,7 @@ use core::time::Duration;
 /// ```
 /// use core::sync::atomic::{AtomicU64, Ordering};
 /// use core::time::Duration;
-/// use spindle_exec_single::Clock;
+/// use spindle_effect::single::Clock;
 ///
 /// /// Counted by the SysTick interrupt handler, 1 ms each.
 /// static TICKS: AtomicU64 = AtomicU64::new(0);

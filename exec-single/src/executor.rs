@@ -290,15 +290,15 @@ impl<C: Clock + Default> IORuntime for SingleThreaded<C> {
     ///
     /// ```
     /// # #[cfg(feature = "std")] { // The system clock needs `std`.
-    /// use spindle_core::IORuntime;
-    /// use spindle_exec_single::SingleThreaded;
-    /// use spindle_exec_single::testkit::VirtualClock;
+    /// use spindle_effect::prelude::*;
+    /// use spindle_effect::single::SingleThreaded;
+    /// use spindle_effect::single::testkit::VirtualClock;
     ///
     /// let on_the_system_clock = SingleThreaded::from_env()?;
     /// let on_virtual_time = SingleThreaded::<VirtualClock>::from_env()?;
     /// # let _ = (on_the_system_clock, on_virtual_time);
     /// # }
-    /// # Ok::<(), spindle_exec_single::BuildError>(())
+    /// # Ok::<(), spindle_effect::single::BuildError>(())
     /// ```
     fn from_env() -> Result<Self, BuildError> {
         Builder::with_clock(C::default())

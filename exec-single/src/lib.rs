@@ -3,14 +3,17 @@
 //! One thread (the one that calls `block_on`) runs every fiber. It is the
 //! executor for tests, for embedded targets (`#![no_std]` with `alloc`;
 //! build with `default-features = false`) and for programs that want one
-//! deterministic thread. With `std` on Unix it also runs
-//! spindle-net's sockets ([Sockets](#sockets)).
+//! deterministic thread; an application has it as
+//! `spindle_effect::single::SingleThreaded` (the entry crate's feature
+//! `single`). With `std` on Unix it also runs spindle-net's sockets
+//! ([Sockets](#sockets)).
 //!
 //! ```
 //! # #[cfg(feature = "std")] { // The system clock needs `std`.
-//! use spindle_exec_single::SingleThreaded;
-//! use spindle_core::{IO, IORuntime, Outcome};
 //! use std::time::Duration;
+//!
+//! use spindle_effect::prelude::*;
+//! use spindle_effect::single::SingleThreaded;
 //!
 //! let rt = SingleThreaded::new()?;
 //! let program: IO<&str, ()> = IO::sleep(Duration::from_millis(1)).map_to("done");
@@ -104,7 +107,7 @@
 //! with [`Clock::notify`].
 //!
 //! For firmware, two guarantees make interrupt-driven fibers (for instance
-//! a fiber waiting on a `spindle_core::Signal` that a handler completes)
+//! a fiber waiting on a `spindle_effect::Signal` that a handler completes)
 //! safe:
 //!
 //! * **No allocation in the handler.** The remote queue keeps its buffer

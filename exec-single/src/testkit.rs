@@ -23,9 +23,10 @@
 //! `Unsupported`.
 //!
 //! ```
-//! use spindle_exec_single::testkit::TestControl;
-//! use spindle_core::{IO, Outcome};
 //! use std::time::Duration;
+//!
+//! use spindle_effect::single::testkit::TestControl;
+//! use spindle_effect::{IO, Outcome};
 //!
 //! let day = Duration::from_secs(86_400);
 //! let program: IO<Duration, ()> = IO::sleep(day).product_r(IO::monotonic());

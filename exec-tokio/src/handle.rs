@@ -241,8 +241,8 @@ impl Handle {
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// use spindle_core::{IO, IORuntime, Outcome};
-    /// use spindle_exec_tokio::TokioExecutor;
+    /// use spindle_effect::prelude::*;
+    /// use spindle_effect::tokio::TokioExecutor;
     ///
     /// let executor = TokioExecutor::current()?;
     /// let answer = IO::<u32, ()>::delay(|| 21).map(|x| x * 2);

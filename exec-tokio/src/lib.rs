@@ -4,14 +4,17 @@
 //! application: fibers share the runtime (and its workers, timers and
 //! blocking pool) with the application's own tasks, and `IO::sleep` runs
 //! on `tokio::time`, so a paused test clock drives it. Attach to the
-//! runtime you have, or let the executor own one.
+//! runtime you have, or let the executor own one. An application has it as
+//! `spindle_effect::tokio::TokioExecutor` (the entry crate's feature
+//! `tokio`).
 //!
 //! From async code, attach and await a program:
 //!
 //! ```
 //! use std::time::Duration;
-//! use spindle_core::{IO, Outcome};
-//! use spindle_exec_tokio::TokioExecutor;
+//!
+//! use spindle_effect::prelude::*;
+//! use spindle_effect::tokio::TokioExecutor;
 //!
 //! #[tokio::main(flavor = "current_thread")]
 //! async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -26,8 +29,8 @@
 //! every Spindle executor:
 //!
 //! ```
-//! use spindle_core::{IO, IORuntime, Outcome};
-//! use spindle_exec_tokio::TokioExecutor;
+//! use spindle_effect::prelude::*;
+//! use spindle_effect::tokio::TokioExecutor;
 //!
 //! let executor = TokioExecutor::builder().multi_thread(2).build()?;
 //! let work = (0..100u64).map(|i| IO::<u64, ()>::delay(move || i * i)).collect::<Vec<_>>();
@@ -84,9 +87,10 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use spindle_core::{IO, IORuntime, Outcome};
-//! use spindle_exec_tokio::TokioExecutor;
-//! use spindle_exec_tokio::net::{TcpListener, TcpStream};
+//!
+//! use spindle_effect::net::{TcpListener, TcpStream};
+//! use spindle_effect::prelude::*;
+//! use spindle_effect::tokio::TokioExecutor;
 //!
 //! let executor = TokioExecutor::builder().current_thread().build()?;
 //! let echo = TcpListener::bind("127.0.0.1:0".parse()?).flat_map(|listener| {

@@ -17,8 +17,8 @@
 //! nothing, as the contract asks. One task per timer costs a spawn where
 //! a heap of our own would cost a lock, and it leaves the timer wheel,
 //! its driver and the paused clock to tokio instead of duplicating them
-//! (exec-wstp and exec-batching keep io-core's `TimerHeap` because they
-//! own their loop; here tokio owns it).
+//! (exec-single, exec-wstp and exec-batching keep io-core's `TimerHeap`
+//! because they own their loop; here tokio owns it).
 
 use std::future::Future;
 use std::pin::Pin;

@@ -1,15 +1,17 @@
 //! # exec-wstp: a work-stealing executor for Spindle fibers
 //!
-//! N worker threads run fibers; each has a local FIFO queue (crossbeam-deque)
-//! that idle workers steal from, and fibers scheduled from outside the pool
-//! go to a global injector queue. Each worker polls its own I/O poller, so
-//! [`net`]'s sockets run on the pool. This is the default executor for
-//! applications and servers (`spindle_app::run(Runtime::from_env(), main)`
-//! runs a main `IO` as a process).
+//! The default executor, for applications and servers: an application has
+//! it as `spindle_effect::wstp::Runtime` (the entry crate's feature `wstp`,
+//! on by default), and `spindle_effect::app::run(Runtime::from_env(), main)`
+//! runs a main `IO` on it as a process. N worker threads run fibers; each
+//! has a local FIFO queue (crossbeam-deque) that idle workers steal from,
+//! and fibers scheduled from outside the pool go to a global injector
+//! queue. Each worker polls its own I/O poller, so [`net`]'s sockets run on
+//! the pool.
 //!
 //! ```
-//! use spindle_exec_wstp::Runtime;
-//! use spindle_core::{IO, IORuntime, Outcome};
+//! use spindle_effect::prelude::*;
+//! use spindle_effect::wstp::Runtime;
 //!
 //! let rt = Runtime::builder().worker_threads(2).build()?;
 //! let work = (0..100u64).map(|i| IO::<u64, ()>::delay(move || i * i)).collect::<Vec<_>>();

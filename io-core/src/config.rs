@@ -11,8 +11,7 @@ use crate::engine::tracing::TracingMode;
 /// [`ConfigError`] at construction, never a hang at run time.
 ///
 /// ```
-/// use spindle_core::FiberConfig;
-/// use spindle_core::error::ConfigError;
+/// use spindle_effect::{FiberConfig, error::ConfigError};
 ///
 /// let config = FiberConfig::builder().auto_yield_after(256).build()?;
 /// assert_eq!(config.auto_yield_after(), 256);

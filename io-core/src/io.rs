@@ -18,11 +18,12 @@ use crate::fiber::{Callback, RawCallback};
 /// A description of a computation that produces an `A` or fails with an `E`.
 ///
 /// Building an `IO` runs nothing: a fiber runs it when an executor is given
-/// it (for instance `spindle_exec_single::SingleThreaded::block_on`). Like a Rust
-/// `Future`, an `IO` value is used once: running it consumes it. Where Cats
-/// Effect re-evaluates a by-name program (`replicateA`, `foreverM`,
-/// `iterateWhile`), Spindle takes a function that builds the program
-/// ([`IO::replicate`], [`IO::forever`], [`IO::iterate_while`]).
+/// it (for instance `rt.block_on(io)`, with `rt` the default executor,
+/// `spindle_effect::wstp::Runtime`). Like a Rust `Future`, an `IO` value
+/// is used once: running it consumes it. Where Cats Effect re-evaluates a
+/// by-name program (`replicateA`, `foreverM`, `iterateWhile`), Spindle
+/// takes a function that builds the program ([`IO::replicate`],
+/// [`IO::forever`], [`IO::iterate_while`]).
 ///
 /// Values, errors and closures must be `Send + 'static`, so that one program
 /// type runs on every executor, the multi-threaded ones included. Small
@@ -30,13 +31,13 @@ use crate::fiber::{Callback, RawCallback};
 /// heap allocation.
 ///
 /// ```
-/// use spindle_core::{IO, IORuntime};
-/// use spindle_exec_single::SingleThreaded;
+/// use spindle_effect::prelude::*;
+/// use spindle_effect::wstp::Runtime;
 ///
 /// let program: IO<i32, String> = IO::pure(20)
 ///     .flat_map(|x| IO::delay(move || x + 1))
 ///     .map(|x| x * 2);
-/// let outcome = SingleThreaded::new()?.block_on(program)?;
+/// let outcome = Runtime::new()?.block_on(program)?;
 /// assert_eq!(outcome.succeeded(), Some(42));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -61,18 +62,18 @@ pub struct IO<A, E> {
 ///
 /// ```
 /// use core::time::Duration;
-/// use spindle_core::{IORuntime, UIO};
-/// use spindle_exec_single::SingleThreaded;
+/// use spindle_effect::prelude::*;
+/// use spindle_effect::wstp::Runtime;
 ///
 /// let program: UIO<bool> = UIO::sleep(Duration::from_millis(1))
 ///     .start()
 ///     .flat_map(|sleeper| sleeper.join())
 ///     .map(|outcome| outcome.is_succeeded());
-/// let outcome = SingleThreaded::new()?.block_on(program)?;
+/// let outcome = Runtime::new()?.block_on(program)?;
 /// assert_eq!(outcome.succeeded(), Some(true));
 ///
 /// // Run for its effect alone: the first operation names the error type.
-/// assert!(SingleThreaded::new()?.block_on(UIO::cede())?.is_succeeded());
+/// assert!(Runtime::new()?.block_on(UIO::cede())?.is_succeeded());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub type UIO<A = ()> = IO<A, Infallible>;
@@ -266,8 +267,8 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// A program that runs `thunk` when it runs (a suspended side effect).
     ///
     /// ```
-    /// use spindle_core::{IO, IORuntime};
-    /// use spindle_exec_single::SingleThreaded;
+    /// use spindle_effect::prelude::*;
+    /// use spindle_effect::wstp::Runtime;
     /// use std::sync::atomic::{AtomicUsize, Ordering};
     /// use std::sync::Arc;
     ///
@@ -275,7 +276,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// let c = calls.clone();
     /// let io: IO<usize, ()> = IO::delay(move || c.fetch_add(1, Ordering::SeqCst) + 1);
     /// assert_eq!(calls.load(Ordering::SeqCst), 0, "building runs nothing");
-    /// assert_eq!(SingleThreaded::new()?.block_on(io)?.succeeded(), Some(1));
+    /// assert_eq!(Runtime::new()?.block_on(io)?.succeeded(), Some(1));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[inline]
@@ -347,14 +348,14 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// fiber is canceled while it waits.
     ///
     /// ```
-    /// use spindle_core::{IO, IORuntime};
-    /// use spindle_exec_single::SingleThreaded;
+    /// use spindle_effect::prelude::*;
+    /// use spindle_effect::wstp::Runtime;
     ///
     /// let io: IO<u32, String> = IO::from_callback(|cb| {
     ///     std::thread::spawn(move || cb.succeed(7));
     ///     None
     /// });
-    /// assert_eq!(SingleThreaded::new()?.block_on(io)?.succeeded(), Some(7));
+    /// assert_eq!(Runtime::new()?.block_on(io)?.succeeded(), Some(7));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[inline]
@@ -425,11 +426,11 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// `Outcome::Panicked`, as a panic in `delay` does.
     ///
     /// ```
-    /// use spindle_core::{IO, IORuntime};
-    /// use spindle_exec_single::SingleThreaded;
+    /// use spindle_effect::prelude::*;
+    /// use spindle_effect::wstp::Runtime;
     ///
     /// let io: IO<u64, ()> = IO::blocking(|| std::fs::metadata(".").is_ok() as u64);
-    /// assert_eq!(SingleThreaded::new()?.block_on(io)?.succeeded(), Some(1));
+    /// assert_eq!(Runtime::new()?.block_on(io)?.succeeded(), Some(1));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[inline]
@@ -570,8 +571,8 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// error), tracing goes back to what it was.
     ///
     /// ```
-    /// use spindle_core::{FiberConfig, IO, IORuntime, RuntimeBuilder, TracingMode};
-    /// use spindle_exec_single::SingleThreaded;
+    /// use spindle_effect::prelude::*;
+    /// use spindle_effect::{FiberConfig, TracingMode, wstp::Runtime};
     ///
     /// let config = FiberConfig::builder().tracing(TracingMode::None).build()?;
     /// let program: IO<Vec<&'static str>, ()> = IO::unit()
@@ -579,7 +580,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     ///     .flat_map(|_| IO::delay(|| 2).map(|x| x + 1).traced())
     ///     .flat_map(|_| IO::trace())
     ///     .map(|trace| trace.op_names());
-    /// let names = SingleThreaded::builder().fiber_config(config).build()?.block_on(program)?.succeeded().unwrap();
+    /// let names = Runtime::builder().fiber_config(config).build()?.block_on(program)?.succeeded().unwrap();
     /// // Inside the scope only; a bind is recorded before its source.
     /// if cfg!(feature = "tracing") {
     ///     assert_eq!(names, ["map", "delay"]);
@@ -663,11 +664,11 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// Exposes the error as a value: the result never fails.
     ///
     /// ```
-    /// use spindle_core::{IO, IORuntime};
-    /// use spindle_exec_single::SingleThreaded;
+    /// use spindle_effect::prelude::*;
+    /// use spindle_effect::wstp::Runtime;
     ///
     /// let io: IO<i32, String> = IO::raise_error("boom".to_string());
-    /// let outcome = SingleThreaded::new()?.block_on(io.attempt())?;
+    /// let outcome = Runtime::new()?.block_on(io.attempt())?;
     /// assert_eq!(outcome.succeeded(), Some(Err("boom".to_string())));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -823,13 +824,13 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     ///
     /// ```
     /// use core::ops::ControlFlow;
-    /// use spindle_core::{IO, IORuntime};
-    /// use spindle_exec_single::SingleThreaded;
+    /// use spindle_effect::prelude::*;
+    /// use spindle_effect::wstp::Runtime;
     ///
     /// let sum: IO<u64, ()> = IO::tail_rec((0u64, 1u64), |(acc, i)| {
     ///     IO::pure(if i > 100 { ControlFlow::Break(acc) } else { ControlFlow::Continue((acc + i, i + 1)) })
     /// });
-    /// assert_eq!(SingleThreaded::new()?.block_on(sum)?.succeeded(), Some(5050));
+    /// assert_eq!(Runtime::new()?.block_on(sum)?.succeeded(), Some(5050));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[track_caller]
@@ -1029,11 +1030,11 @@ impl<E: Send + 'static> IO<crate::engine::tracing::Trace, E> {
     /// trace is not itself an event.
     ///
     /// ```
-    /// use spindle_core::{IO, IORuntime};
-    /// use spindle_exec_single::SingleThreaded;
+    /// use spindle_effect::prelude::*;
+    /// use spindle_effect::{Trace, wstp::Runtime};
     ///
-    /// let program: IO<spindle_core::Trace, ()> = IO::delay(|| 1).flat_map(|_| IO::trace());
-    /// let trace = SingleThreaded::new()?.block_on(program)?.succeeded().unwrap();
+    /// let program: IO<Trace, ()> = IO::delay(|| 1).flat_map(|_| IO::trace());
+    /// let trace = Runtime::new()?.block_on(program)?.succeeded().unwrap();
     /// // A bind is recorded when it is evaluated, before its source.
     /// if cfg!(feature = "tracing") {
     ///     assert_eq!(trace.op_names(), ["flat_map", "delay"]);

@@ -6,14 +6,19 @@
 //! cheap: start thousands, race them, cancel them, and every finalizer runs
 //! exactly once. This is Cats Effect's model (3.6's semantics), in Rust.
 //!
+//! An application uses this crate through the entry crate,
+//! `spindle-effect`, which re-exports what applications need and adds the
+//! executors; the examples are written with its names
+//! (`spindle_effect::IO`, `spindle_effect::wstp::Runtime`, ...).
+//!
 //! ```
-//! use spindle_core::{IO, IORuntime, Outcome};
-//! use spindle_exec_single::SingleThreaded;
+//! use spindle_effect::prelude::*;
+//! use spindle_effect::wstp::Runtime;
 //!
 //! let program: IO<u64, String> = IO::delay(|| 6)
 //!     .flat_map(|x| if x > 5 { IO::pure(x * 7) } else { IO::raise_error("small".into()) })
 //!     .handle_error(|_| 0);
-//! assert_eq!(SingleThreaded::new()?.block_on(program)?, Outcome::Succeeded(42));
+//! assert_eq!(Runtime::new()?.block_on(program)?, Outcome::Succeeded(42));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!

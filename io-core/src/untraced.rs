@@ -19,8 +19,8 @@
 //! it into scope and call them as if they were `IO`'s own:
 //!
 //! ```
-//! use spindle_core::IO;
-//! use spindle_core::untraced::{Op, Untraced as _};
+//! use spindle_effect::IO;
+//! use spindle_effect::integration::untraced::{Op, Untraced as _};
 //!
 //! static READ_CONFIG: Op = Op::new("Config::read");
 //!

@@ -80,9 +80,9 @@ const CHUNK: usize = 8 * 1024;
 /// concurrent reads of one reader take lines in an unspecified order.
 ///
 /// ```
-/// use spindle_exec_wstp::Runtime;
-/// use spindle_net::{BufReader, TcpListener, TcpStream};
-/// use spindle_core::{IO, IORuntime};
+/// use spindle_effect::net::{BufReader, TcpListener, TcpStream};
+/// use spindle_effect::prelude::*;
+/// use spindle_effect::wstp::Runtime;
 ///
 /// let rt = Runtime::new()?;
 /// let program = TcpListener::bind("127.0.0.1:0".parse().unwrap()).flat_map(|listener| {
@@ -299,9 +299,10 @@ impl<S: ReadStream> BufReader<S> {
     ///
     /// ```
     /// use std::ops::ControlFlow;
-    /// use spindle_exec_wstp::Runtime;
-    /// use spindle_net::{BufReader, TcpListener, TcpStream};
-    /// use spindle_core::{IO, IORuntime};
+    ///
+    /// use spindle_effect::net::{BufReader, TcpListener, TcpStream};
+    /// use spindle_effect::prelude::*;
+    /// use spindle_effect::wstp::Runtime;
     ///
     /// let rt = Runtime::new()?;
     /// let program = TcpListener::bind("127.0.0.1:0".parse().unwrap()).flat_map(|listener| {

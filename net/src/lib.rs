@@ -8,13 +8,16 @@
 //! line-framed loop [`for_each_line`](BufReader::for_each_line)). Every
 //! operation is an `IO<_, std::io::Error>`: it waits without blocking a
 //! thread, its failure is an error value (never a panic), and canceling it
-//! (a `timeout`, a lost `race`) leaves nothing registered.
+//! (a `timeout`, a lost `race`) leaves nothing registered. An application
+//! has this crate as `spindle_effect::net` (with the entry crate's feature
+//! `wstp`, on by default, `batching` or `tokio`).
 //!
 //! ```
-//! use spindle_exec_wstp::Runtime;
-//! use spindle_net::{TcpListener, TcpStream};
-//! use spindle_core::{IO, IORuntime};
 //! use std::time::Duration;
+//!
+//! use spindle_effect::net::{TcpListener, TcpStream};
+//! use spindle_effect::prelude::*;
+//! use spindle_effect::wstp::Runtime;
 //!
 //! let rt = Runtime::new()?;
 //! let program = TcpListener::bind("127.0.0.1:0".parse().unwrap()).flat_map(|listener| {

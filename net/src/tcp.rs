@@ -42,9 +42,9 @@ pub const LISTEN_BACKLOG: i32 = 1024;
 /// A TCP socket listening for connections.
 ///
 /// ```
-/// use spindle_exec_wstp::Runtime;
-/// use spindle_net::{TcpListener, TcpStream};
-/// use spindle_core::{IO, IORuntime};
+/// use spindle_effect::net::{TcpListener, TcpStream};
+/// use spindle_effect::prelude::*;
+/// use spindle_effect::wstp::Runtime;
 ///
 /// let rt = Runtime::new()?;
 /// let program = TcpListener::bind("127.0.0.1:0".parse().unwrap()).flat_map(|listener| {

@@ -44,9 +44,9 @@ mod ops {
 /// a later send or receive.
 ///
 /// ```
-/// use spindle_exec_wstp::Runtime;
-/// use spindle_net::UdpSocket;
-/// use spindle_core::IORuntime;
+/// use spindle_effect::net::UdpSocket;
+/// use spindle_effect::prelude::*;
+/// use spindle_effect::wstp::Runtime;
 ///
 /// let rt = Runtime::new()?;
 /// let localhost = "127.0.0.1:0".parse().unwrap();

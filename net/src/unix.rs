@@ -39,9 +39,9 @@ mod ops {
 /// binding the same path again, or binding fails with `AddrInUse`.
 ///
 /// ```
-/// use spindle_exec_wstp::Runtime;
-/// use spindle_net::{UnixListener, UnixStream};
-/// use spindle_core::{IO, IORuntime};
+/// use spindle_effect::net::{UnixListener, UnixStream};
+/// use spindle_effect::prelude::*;
+/// use spindle_effect::wstp::Runtime;
 ///
 /// let dir = std::env::temp_dir().join(format!("spindle-doc-unix-{}", std::process::id()));
 /// std::fs::create_dir_all(&dir)?;

@@ -5,43 +5,34 @@
 //! it on the executor you pick, from a microcontroller to a server, with
 //! asynchronous stack traces ("fiber tracing") that cost almost nothing.
 //!
-//! This crate is the one dependency an application adds: it re-exports the
-//! core ([`IO`], [`Outcome`], [`Resource`], [`Ref`], [`Deferred`], [`Queue`],
-//! ...) and, one cargo feature each, the executors:
-//!
-//! | feature | module | executor | pick it for |
-//! |---|---|---|---|
-//! | `wstp` (default) | `wstp` | a work-stealing pool of worker threads, a poller per worker, a blocking pool | servers and applications: the default |
-//! | `single` | `single` | one thread, deterministic, builds without `std`; `single::testkit` has virtual time | tests, embedded targets, programs that want one thread |
-//! | `batching` | `batching` | an event loop with timers, non-blocking TCP and batched fiber wake-ups (Cats Effect's batching executor) | network services on one thread |
-//! | `tokio` | `tokio` | fibers as tokio tasks, on the tokio runtime of your application or on one it owns; `tokio::time` timers (a paused test clock drives `IO::sleep`), tokio's blocking pool | programs that live inside a tokio application or await tokio libraries |
-//! | `app` (default) | `app` | not an executor: the application entry point of every std executor, `app::run(X::from_env(), main)` (Cats Effect's `IOApp`; the `spindle-app` crate) | applications, on any executor |
-//! | `full` | all four, and `app` | | |
-//!
-//! Every executor has the same surface, [`IORuntime`] (`block_on`,
-//! `try_block_on`, `spawn`, `handle`, `metrics`, `fiber_dump`, `from_env`,
-//! `shutdown`; its documentation has the table), and every builder the
-//! setters of [`RuntimeBuilder`]: `use spindle_effect::prelude::*;` brings
-//! both into scope, with [`IO`], [`UIO`] and [`Outcome`].
-//!
-//! With `wstp`, `batching` or `tokio`, the module `net` is the sockets
-//! (the `spindle-net` crate): TCP with `into_split`, UDP, Unix domain
-//! sockets and a buffered line reader, as `IO` values written once against
-//! the I/O capability of the executor that runs them (exec-wstp polls
-//! readiness on each worker, exec-batching once per loop turn). A server
-//! written with `spindle_effect::net` and `IO` runs unchanged on each: the
-//! crate's examples `hello_http` (an HTTP/1.1 server) and `line_echo` are
-//! one program each, the executor a command-line flag
-//! (`cargo run --features full --example hello_http -- --executor batching`).
+//! This crate is the one dependency an application adds:
 //!
 //! ```toml
 //! [dependencies]
-//! spindle-effect = "0.1"                                   # the work-stealing pool
+//! spindle-effect = "0.1"                                   # the work-stealing pool and the entry point
 //! # spindle-effect = { version = "0.1", default-features = false, features = ["single"] }  # no_std
 //! ```
 //!
-//! An application on the default executor: the exit code comes from the
-//! main program's outcome, and Ctrl-C cancels it, running its finalizers.
+//! A program is a value; an executor runs it to its [`Outcome`] with
+//! `block_on` (a method of [`IORuntime`], which the prelude brings into
+//! scope):
+//!
+//! ```
+//! # #[cfg(feature = "wstp")] {
+//! use spindle_effect::prelude::*;
+//! use spindle_effect::wstp::Runtime;
+//!
+//! let rt = Runtime::new()?;
+//! let answer: IO<u32, String> = IO::delay(|| 21)
+//!     .flat_map(|x| if x > 0 { IO::pure(x * 2) } else { IO::raise_error("no answer".into()) });
+//! assert_eq!(rt.block_on(answer)?, Outcome::Succeeded(42));
+//! # }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! An application runs its main program with the entry point, `app::run`
+//! (feature `app`, on by default; Cats Effect's `IOApp`): the exit code comes from the program's outcome,
+//! and Ctrl-C cancels it, running its finalizers.
 //!
 //! ```no_run
 //! # #[cfg(all(feature = "wstp", feature = "app"))]
@@ -61,39 +52,91 @@
 //! # fn main() {}
 //! ```
 //!
+//! # What an application uses
+//!
+//! * **Programs**: [`IO`] (and [`UIO`], a program that cannot fail), its
+//!   [`Outcome`] (a panic's is a [`PanicMessage`]); the error types of
+//!   this crate's operations are in [`error`].
+//! * **Fibers**: `io.start()` gives a [`FiberHandle`] (join it, cancel
+//!   it, `.await` it: [`JoinFuture`]); [`CancelHandle`], [`FiberId`];
+//!   [`Callback`] (resume a fiber from another thread or an interrupt,
+//!   `IO::from_callback`); [`Poll`] (unmask inside `IO::uncancelable`);
+//!   [`Memoized`] (`io.memoize()`). Races and pairs end in [`Either`],
+//!   [`RaceOutcome`], [`RacePair`] and [`BothOutcome`]. Futures both ways:
+//!   [`future`].
+//! * **Shared state**: [`Ref`], [`Deferred`], [`Signal`], [`Semaphore`],
+//!   [`Mutex`], [`Queue`], [`CountDownLatch`], [`CyclicBarrier`],
+//!   [`AtomicCell`], [`MapRef`] and [`KeyRef`].
+//! * **Resources and scopes**: [`Resource`] ([`Allocated`], [`ExitCase`]),
+//!   [`Supervisor`], [`JoinSet`].
+//! * **Retry and repetition**: [`Schedule`], [`Jitter`], [`Delays`],
+//!   [`FixedRate`] and its [`Tick`].
+//! * **Services**: [`Clock`], [`Random`], and with `std` `Console`.
+//! * **Running programs**: an executor (the table below), each an
+//!   [`IORuntime`] (`block_on`, `try_block_on`, `spawn`, `handle`,
+//!   `metrics`, `fiber_dump`, `live_fibers`, `from_env`, `shutdown`; its
+//!   documentation has the table), built by a [`RuntimeBuilder`] with a
+//!   [`FiberConfig`] ([`FiberConfigBuilder`],
+//!   [`DEFAULT_AUTO_YIELD_AFTER`]); the entry point `app::run`.
+//! * **Tracing and dumps**: [`Trace`] (a [`TraceEvent`] per operation),
+//!   [`Traced`] (an error with its trace), [`TracingMode`]; fiber dumps,
+//!   [`FiberDump`] with a [`FiberInfo`] per fiber ([`FiberStatus`],
+//!   [`FiberState`]).
+//!
+//! `use spindle_effect::prelude::*;` brings [`IO`], [`UIO`], [`Outcome`]
+//! and the methods of the traits every executor, builder and handle
+//! shares.
+//!
+//! # Executors and features
+//!
+//! One cargo feature per executor; a program names no executor, and the
+//! same `IO` value runs on each:
+//!
+//! | feature | module | executor | pick it for |
+//! |---|---|---|---|
+//! | `wstp` (default) | `wstp` | a work-stealing pool of worker threads, a poller per worker, a blocking pool | servers and applications: the default |
+//! | `single` | `single` | one thread, deterministic, builds without `std`; `single::testkit` has virtual time | tests, embedded targets, programs that want one thread |
+//! | `batching` | `batching` | an event loop with timers, non-blocking I/O and batched fiber wake-ups (Cats Effect's batching executor) | network services on one thread |
+//! | `tokio` | `tokio` | fibers as tokio tasks, on the tokio runtime of your application or on one it owns; `tokio::time` timers (a paused test clock drives `IO::sleep`), tokio's blocking pool | programs that live inside a tokio application or await tokio libraries |
+//! | `app` (default) | `app` | not an executor: the application entry point of every std executor, `app::run(X::from_env(), main)` (Cats Effect's `IOApp`; the `spindle-app` crate) | applications, on any executor |
+//! | `full` | all four, and `app` | | |
+//!
 //! The same entry point on another executor (feature `single`):
 //!
 //! ```no_run
 //! # #[cfg(all(feature = "single", feature = "app"))]
 //! # fn main() -> std::process::ExitCode {
 //! use spindle_effect::prelude::*;
-//! use spindle_effect::single::{SingleThreaded, StdClock};
+//! use spindle_effect::{app, single::SingleThreaded};
 //!
 //! let program: IO<(), String> = IO::delay(|| println!("one thread"));
-//! spindle_effect::app::run(SingleThreaded::<StdClock>::from_env(), program)
+//! app::run(SingleThreaded::from_env(), program)
 //! # }
 //! # #[cfg(not(all(feature = "single", feature = "app")))]
 //! # fn main() {}
 //! ```
 //!
-//! Without the entry point, a program runs to its outcome with
-//! `block_on`:
-//!
-//! ```
-//! # #[cfg(feature = "wstp")] {
-//! use spindle_effect::prelude::*;
-//! use spindle_effect::wstp::Runtime;
-//!
-//! let rt = Runtime::builder().worker_threads(2).track_fibers(true).build()?;
-//! let answer: IO<u32, ()> = IO::delay(|| 21).map(|x| x * 2);
-//! assert_eq!(rt.block_on(answer)?, Outcome::Succeeded(42));
-//! # }
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! ```
+//! With `wstp`, `batching` or `tokio`, the module `net` is the sockets
+//! (the `spindle-net` crate): TCP with `into_split`, UDP, Unix domain
+//! sockets and a buffered line reader, as `IO` values written once against
+//! the I/O capability every std executor provides (exec-wstp polls
+//! readiness on each worker, exec-batching and exec-single once per loop
+//! turn, exec-tokio through tokio's driver). A server written with
+//! `spindle_effect::net` and `IO` runs unchanged on each: the crate's
+//! examples `hello_http` (an HTTP/1.1 server) and `line_echo` are one
+//! program each, the executor a command-line flag
+//! (`cargo run --features full --example hello_http -- --executor batching`).
 //!
 //! Features `std` (default: panics in user code end only their fiber),
 //! `tracing` (default: fiber tracing compiled in) and `tracing-full`
 //! (backtraces where operations are built) are forwarded to every crate.
+//!
+//! # For executor and library authors
+//!
+//! The contract between fibers and executors (the `Executor` trait and its
+//! support module) and the untraced constructors for libraries that build
+//! operations of their own are in [`integration`], apart from what
+//! applications use.
 //!
 //! The crates behind this one can be used on their own: `spindle-core` (the
 //! `no_std` core), `spindle-exec-single`, `spindle-exec-wstp`,
@@ -104,25 +147,96 @@
 #![no_std]
 #![deny(missing_docs)]
 
-pub use spindle_core::*;
+// Programs and their outcomes.
+pub use spindle_core::{IO, Outcome, PanicMessage, UIO};
+
+// Fibers: handles, callbacks, masking, memoization, races and pairs.
+pub use spindle_core::{
+    BothOutcome, Callback, CancelHandle, Either, FiberHandle, FiberId, JoinFuture, Memoized, Poll,
+    RaceOutcome, RacePair,
+};
+
+// Shared state.
+pub use spindle_core::{
+    AtomicCell, CountDownLatch, CyclicBarrier, Deferred, KeyRef, MapRef, Mutex, Queue, Ref,
+    Semaphore, Signal,
+};
+
+// Resources and scopes for fibers.
+pub use spindle_core::{Allocated, ExitCase, JoinSet, Resource, Supervisor};
+
+// Retry and repetition.
+pub use spindle_core::{Delays, FixedRate, Jitter, Schedule, Tick};
+
+// Services.
+#[cfg(feature = "std")]
+pub use spindle_core::Console;
+pub use spindle_core::{Clock, Random};
+
+// Running programs: the shape of every executor and of its builder, and
+// the fibers' configuration.
+pub use spindle_core::{
+    DEFAULT_AUTO_YIELD_AFTER, FiberConfig, FiberConfigBuilder, IORuntime, RuntimeBuilder,
+};
+
+// Tracing and fiber dumps.
+pub use spindle_core::{
+    FiberDump, FiberInfo, FiberState, FiberStatus, Trace, TraceEvent, Traced, TracingMode,
+};
+
+// Every error type; futures and fibers, both ways.
+pub use spindle_core::{error, future};
 
 /// What a program using Spindle usually needs, in one import (as the
 /// `futures` crate's prelude): `use spindle_effect::prelude::*;`.
 ///
 /// It brings the types [`IO`], [`UIO`] and [`Outcome`], and the traits
-/// whose methods every executor and builder shares, imported as `_` (their
-/// methods are in scope, their names are not taken): [`IORuntime`]
-/// (`rt.block_on(io)`, `rt.spawn(io)`, `X::from_env()`, ...),
-/// [`RuntimeBuilder`] (`.fiber_config(..)`, `.track_fibers(..)` on every
-/// builder), [`Executor`] (`handle.spawn(io)`, `handle.fiber_dump()` on a
-/// handle, from any thread) and, with `std`, `ParkedBlockOn`
-/// (`handle.block_on(io)` on the handles of exec-wstp and exec-tokio, from
-/// any other thread).
+/// whose methods every executor, builder and handle shares, imported as
+/// `_` (their methods are in scope, their names are not taken):
+/// [`IORuntime`] (`rt.block_on(io)`, `rt.spawn(io)`, `X::from_env()`,
+/// ...), [`RuntimeBuilder`] (`.fiber_config(..)`, `.track_fibers(..)` on
+/// every builder), [`Executor`](integration::executor::Executor)
+/// (`handle.spawn(io)`, `handle.fiber_dump()` on a handle, from any
+/// thread) and, with `std`, `ParkedBlockOn` (`handle.block_on(io)` on the
+/// handles of exec-wstp and exec-tokio, from any other thread).
 pub mod prelude {
     #[cfg(feature = "std")]
     pub use spindle_core::executor::ParkedBlockOn as _;
     pub use spindle_core::{Executor as _, IORuntime as _, RuntimeBuilder as _};
     pub use spindle_core::{IO, Outcome, UIO};
+}
+
+/// For executor and integration authors, not for applications: here be
+/// dragons.
+///
+/// Like embassy-executor's `raw` module, this is the machinery under the
+/// executors and under libraries that extend Spindle. An application
+/// never needs it: it runs programs with an executor's builder and the
+/// [`IORuntime`] methods (`block_on`, `spawn`, `fiber_dump`, ...), and the
+/// [`prelude`] already brings the methods of the handle's traits into
+/// scope. Nothing here can make a program unsound, but used against its
+/// contract it loses wake-ups or keeps fibers alive.
+///
+/// * [`executor`](integration::executor): the contract between fibers and
+///   the executors that run them (who calls what, from which thread): the
+///   [`Executor`](integration::executor::Executor) trait a handle
+///   implements, [`Fiber`](integration::executor::Fiber),
+///   [`TimerCallback`](integration::executor::TimerCallback),
+///   [`BlockingTask`](integration::executor::BlockingTask),
+///   [`OnDeadlock`](integration::executor::OnDeadlock), with `std`
+///   `ParkedBlockOn` (the one `block_on` of an executor whose fibers run on
+///   threads of its own), and [`support`](integration::executor::support)
+///   (what every executor needs and none should write again: the
+///   main-fiber slot, the fiber registry, timers, the remote queue, the
+///   blocking pool). Write an executor against it and implement
+///   [`IORuntime`] on it: every program, `app::run` and `net` then run on
+///   it.
+/// * [`untraced`](integration::untraced): constructors that record no
+///   trace event, for a library whose operation takes several steps and
+///   should show in its users' traces as one event.
+pub mod integration {
+    pub use spindle_core::executor;
+    pub use spindle_core::untraced;
 }
 
 /// The single-threaded executor (feature `single`): see
@@ -143,12 +257,13 @@ pub use spindle_exec_batching as batching;
 #[cfg(feature = "tokio")]
 pub use spindle_exec_tokio as tokio;
 
-/// The sockets of every std executor with non-blocking I/O (features
-/// `wstp`, `batching`, `tokio`): TCP, UDP, Unix domain sockets, split
-/// halves and a buffered line reader as `IO` values; see [`spindle_net`].
-/// The same program runs on each executor that provides I/O (exec-wstp
-/// and exec-batching today); on one that does not, making a socket fails
-/// with an error of kind `Unsupported`.
+/// The sockets (features `wstp`, `batching`, `tokio`): TCP, UDP, Unix
+/// domain sockets, split halves and a buffered line reader as `IO` values;
+/// see [`spindle_net`]. The same program runs on every std executor, each
+/// of which provides I/O: exec-wstp, exec-batching, exec-tokio, and
+/// exec-single with `std` on Unix (on the system clock). Outside an
+/// executor with I/O (a virtual or custom clock, a thread that runs no
+/// executor), making a socket fails with an error of kind `Unsupported`.
 #[cfg(any(feature = "wstp", feature = "batching", feature = "tokio"))]
 pub use spindle_net as net;
 

@@ -6,7 +6,13 @@
 //! user's closure type where there is one (rendered as the function the
 //! closure was written in, [`enclosing_function`]). This crate holds that
 //! data and nothing else: it never names io-core, which records events
-//! while fibers run (see `DESIGN.md`).
+//! while fibers run (see the repository's `ARCHITECTURE.md`).
+//!
+//! Applications do not depend on this crate: they meet its types through
+//! the entry crate, as `spindle_effect::Trace` (what `IO::trace`, a
+//! failure's `Traced` and a fiber dump show), `spindle_effect::TraceEvent`
+//! and `spindle_effect::TracingMode`; a library that names its own
+//! operations uses [`Op`] as `spindle_effect::integration::untraced::Op`.
 //!
 //! * [`Op`]: what an operation is, known at compile time (a `static` per
 //!   operation and closure type).
@@ -526,7 +532,7 @@ impl Trace {
     /// came from this way).
     ///
     /// ```
-    /// use spindle_trace::Trace;
+    /// use spindle_effect::Trace;
     ///
     /// let text = Trace::empty().titled("trace of a child fiber").to_string();
     /// assert_eq!(text, "trace of a child fiber (0 events, most recent first):");

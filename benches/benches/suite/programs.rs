@@ -1,8 +1,9 @@
 //! The Spindle programs of the suite: each Cats Effect workload written
 //! once as an `IO` value, which names no executor (the suite runs the same
-//! value on exec-single, exec-wstp and exec-batching). Shapes and sizes are
-//! Cats Effect's (scaled down where a constant says so); `benches/PORTS.md`
-//! explains each port and how it differs from the original.
+//! value on exec-single, exec-wstp, exec-batching and exec-tokio). Shapes
+//! and sizes are Cats Effect's (scaled down where a constant says so);
+//! `benches/PORTS.md` explains each port and how it differs from the
+//! original.
 
 use std::convert::Infallible;
 use std::hint::black_box;

@@ -38,8 +38,8 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// stop. Module doc: `cancelable.rs`.
     ///
     /// ```
-    /// use spindle_core::{Deferred, IO, IORuntime, Outcome};
-    /// use spindle_exec_single::SingleThreaded;
+    /// use spindle_effect::prelude::*;
+    /// use spindle_effect::{Deferred, wstp::Runtime};
     ///
     /// let stop = Deferred::<()>::new();
     /// let (s, fin) = (stop.clone(), stop.clone());
@@ -49,7 +49,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     ///     .cancelable(fin.complete(()).void())
     ///     .start()
     ///     .flat_map(|f| IO::cede().product_r(f.cancel()).product_r(f.join()));
-    /// assert_eq!(SingleThreaded::new()?.block_on(io)?.succeeded(), Some(Outcome::Canceled));
+    /// assert_eq!(Runtime::new()?.block_on(io)?.succeeded(), Some(Outcome::Canceled));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[track_caller]

@@ -31,11 +31,10 @@ impl<A: Send + 'static, E: Send + 'static> Outcome<A, E> {
     /// raised again (as a panic of the fiber that runs it).
     ///
     /// ```
-    /// use spindle_core::{IO, Outcome};
-    /// use spindle_core::IORuntime;
-    /// use spindle_exec_single::SingleThreaded;
+    /// use spindle_effect::prelude::*;
+    /// use spindle_effect::wstp::Runtime;
     ///
-    /// let rt = SingleThreaded::new()?;
+    /// let rt = Runtime::new()?;
     /// let ok: Outcome<u8, ()> = Outcome::Succeeded(1);
     /// assert_eq!(rt.block_on(ok.embed(IO::pure(0)))?.succeeded(), Some(1));
     /// let canceled: Outcome<u8, ()> = Outcome::Canceled;

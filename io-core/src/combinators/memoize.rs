@@ -135,8 +135,8 @@ where
     /// [`memoize_with`](IO::memoize_with). Module doc: `memoize.rs`.
     ///
     /// ```
-    /// use spindle_core::{IO, IORuntime};
-    /// use spindle_exec_single::SingleThreaded;
+    /// use spindle_effect::prelude::*;
+    /// use spindle_effect::wstp::Runtime;
     /// use std::sync::Arc;
     /// use std::sync::atomic::{AtomicUsize, Ordering};
     ///
@@ -147,7 +147,7 @@ where
     ///     let again = memo.clone();
     ///     memo.get().flat_map(move |a| again.get().map(move |b| a + b))
     /// });
-    /// assert_eq!(SingleThreaded::new()?.block_on(io)?.succeeded(), Some(84));
+    /// assert_eq!(Runtime::new()?.block_on(io)?.succeeded(), Some(84));
     /// assert_eq!(runs.load(Ordering::SeqCst), 1);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -164,15 +164,15 @@ where
     /// evaluation, so at most once unless an evaluation was canceled.
     ///
     /// ```
-    /// use spindle_core::{IO, IORuntime};
-    /// use spindle_exec_single::SingleThreaded;
+    /// use spindle_effect::prelude::*;
+    /// use spindle_effect::wstp::Runtime;
     ///
     /// let io = IO::<u32, String>::memoize_with(|| IO::raise_error("once".to_string()))
     ///     .flat_map(|memo| {
     ///         let again = memo.clone();
     ///         memo.get().attempt().flat_map(move |first| again.get().attempt().map(move |second| (first, second)))
     ///     });
-    /// let (first, second) = SingleThreaded::new()?.block_on(io)?.succeeded().unwrap();
+    /// let (first, second) = Runtime::new()?.block_on(io)?.succeeded().unwrap();
     /// assert_eq!(first, Err("once".to_string()));
     /// assert_eq!(second, first);
     /// # Ok::<(), Box<dyn std::error::Error>>(())

@@ -198,14 +198,14 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// (see [`Poll`]).
     ///
     /// ```
-    /// use spindle_core::{IO, IORuntime};
-    /// use spindle_exec_single::SingleThreaded;
+    /// use spindle_effect::prelude::*;
+    /// use spindle_effect::wstp::Runtime;
     ///
     /// // A self-cancel inside an uncancelable region is observed when the
     /// // region ends: the rest of the region runs, what follows does not.
     /// let io: IO<u32, ()> = IO::uncancelable(|_poll| IO::canceled().map_to(1))
     ///     .flat_map(|x| IO::pure(x + 1));
-    /// assert!(SingleThreaded::new()?.block_on(io)?.is_canceled());
+    /// assert!(Runtime::new()?.block_on(io)?.is_canceled());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[track_caller]
@@ -339,8 +339,8 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// release are masked; the use is cancelable.
     ///
     /// ```
-    /// use spindle_core::{IO, IORuntime};
-    /// use spindle_exec_single::SingleThreaded;
+    /// use spindle_effect::prelude::*;
+    /// use spindle_effect::wstp::Runtime;
     /// use std::sync::{Arc, Mutex};
     ///
     /// let log = Arc::new(Mutex::new(Vec::new()));
@@ -350,7 +350,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     ///     |fd: &usize| IO::raise_error(format!("read {fd} failed")),
     ///     move |_fd| IO::delay(move || l2.lock().unwrap().push("close")),
     /// );
-    /// assert!(SingleThreaded::new()?.block_on(io)?.is_errored());
+    /// assert!(Runtime::new()?.block_on(io)?.is_errored());
     /// assert_eq!(*log.lock().unwrap(), ["open", "close"]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```

@@ -5,11 +5,10 @@
 //! cancels the others and is the result.
 //!
 //! ```
-//! use spindle_core::IO;
-//! use spindle_core::IORuntime;
-//! use spindle_exec_single::SingleThreaded;
+//! use spindle_effect::prelude::*;
+//! use spindle_effect::wstp::Runtime;
 //!
-//! let rt = SingleThreaded::new()?;
+//! let rt = Runtime::new()?;
 //! let pair: IO<(u32, &str), ()> = IO::pure(1).both(IO::delay(|| "two"));
 //! assert_eq!(rt.block_on(pair)?.succeeded(), Some((1, "two")));
 //! let doubled = IO::<u32, ()>::par_traverse(vec![1, 2, 3], |x| IO::pure(x * 2));
@@ -200,7 +199,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     ///
     /// ```
     /// use core::num::NonZeroUsize;
-    /// use spindle_core::IO;
+    /// use spindle_effect::IO;
     ///
     /// let two = NonZeroUsize::new(2).expect("2 is not 0");
     /// let doubled: IO<Vec<u32>, ()> = IO::par_traverse_n(two, vec![1, 2, 3], |x| IO::pure(x * 2));
@@ -210,7 +209,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// A plain `0` does not compile:
     ///
     /// ```compile_fail
-    /// use spindle_core::IO;
+    /// use spindle_effect::IO;
     ///
     /// let never: IO<Vec<u32>, ()> = IO::par_traverse_n(0, vec![1, 2, 3], IO::pure);
     /// ```
@@ -264,14 +263,13 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     ///
     /// ```
     /// use core::num::NonZeroUsize;
-    /// use spindle_core::IO;
-    /// use spindle_core::IORuntime;
-    /// use spindle_exec_single::SingleThreaded;
+    /// use spindle_effect::prelude::*;
+    /// use spindle_effect::wstp::Runtime;
     ///
     /// let two = NonZeroUsize::new(2).expect("2 is not 0");
     /// let programs: Vec<IO<u32, ()>> = (1..=4).map(|x| IO::delay(move || x * 10)).collect();
     /// let all = IO::par_sequence_n(two, programs);
-    /// assert_eq!(SingleThreaded::new()?.block_on(all)?.succeeded(), Some(vec![10, 20, 30, 40]));
+    /// assert_eq!(Runtime::new()?.block_on(all)?.succeeded(), Some(vec![10, 20, 30, 40]));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[track_caller]

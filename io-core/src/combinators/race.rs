@@ -4,16 +4,15 @@
 //! their finalizers have run when the race returns.
 //!
 //! ```
-//! use spindle_core::{Either, IO};
-//! use spindle_core::IORuntime;
-//! use spindle_exec_single::SingleThreaded;
+//! use spindle_effect::prelude::*;
+//! use spindle_effect::{Either, wstp::Runtime};
 //! use std::time::Duration;
 //!
 //! let after = |ms: u64, v: u32| IO::<(), ()>::sleep(Duration::from_millis(ms)).map_to(v);
-//! let rt = SingleThreaded::new()?;
+//! let rt = Runtime::new()?;
 //! // The loser is canceled (and finalized) before `race` returns.
 //! assert_eq!(rt.block_on(after(1, 1).race(after(60_000, 2)))?.succeeded(), Some(Either::Left(1)));
-//! let first = IO::race_all(vec![after(50, 1), after(1, 2), IO::never()]);
+//! let first = IO::race_all(vec![after(500, 1), after(1, 2), IO::never()]);
 //! assert_eq!(rt.block_on(first)?.succeeded(), Some(2));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
@@ -190,14 +189,13 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// that program runs on the caller's fiber.
     ///
     /// ```
-    /// use spindle_core::IO;
-    /// use spindle_core::IORuntime;
-    /// use spindle_exec_single::SingleThreaded;
+    /// use spindle_effect::prelude::*;
+    /// use spindle_effect::wstp::Runtime;
     /// use std::time::Duration;
     ///
     /// let after = |ms: u64, v: u32| IO::<(), ()>::sleep(Duration::from_millis(ms)).map_to(v);
-    /// let first = IO::race_all(vec![after(50, 1), after(1, 2), IO::never()]);
-    /// assert_eq!(SingleThreaded::new()?.block_on(first)?.succeeded(), Some(2));
+    /// let first = IO::race_all(vec![after(500, 1), after(1, 2), IO::never()]);
+    /// assert_eq!(Runtime::new()?.block_on(first)?.succeeded(), Some(2));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[track_caller]

@@ -3,10 +3,8 @@
 //! [`TimeoutError`].
 //!
 //! ```
-//! use spindle_core::IO;
-//! use spindle_core::error::TimeoutError;
-//! use spindle_core::IORuntime;
-//! use spindle_exec_single::SingleThreaded;
+//! use spindle_effect::prelude::*;
+//! use spindle_effect::{error::TimeoutError, wstp::Runtime};
 //! use std::time::Duration;
 //!
 //! #[derive(Debug, PartialEq)]
@@ -15,7 +13,7 @@
 //!     fn from(_: TimeoutError) -> Self { AppError::Timeout }
 //! }
 //!
-//! let rt = SingleThreaded::new()?;
+//! let rt = Runtime::new()?;
 //! let late: IO<u32, AppError> = IO::never();
 //! assert_eq!(rt.block_on(late.timeout(Duration::from_millis(1)))?.errored(), Some(AppError::Timeout));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
@@ -89,15 +87,13 @@ impl core::error::Error for TimeoutError {}
 /// (get it back with [`std::io::Error::downcast`] or `get_ref`).
 ///
 /// ```
-/// use spindle_core::IO;
-/// use spindle_core::error::TimeoutError;
-/// use spindle_core::IORuntime;
-/// use spindle_exec_single::SingleThreaded;
+/// use spindle_effect::prelude::*;
+/// use spindle_effect::{error::TimeoutError, wstp::Runtime};
 /// use std::io::ErrorKind;
 /// use std::time::Duration;
 ///
 /// let read: IO<Vec<u8>, std::io::Error> = IO::never();
-/// let rt = SingleThreaded::new()?;
+/// let rt = Runtime::new()?;
 /// let e = rt.block_on(read.timeout(Duration::from_millis(1)))?.errored().unwrap();
 /// assert_eq!(e.kind(), ErrorKind::TimedOut);
 /// assert_eq!(e.to_string(), "timed out after 1ms");

@@ -6,7 +6,8 @@
 //! is the same call on its own handle.
 //!
 //! The protocol is in the trait's documentation, because this module is
-//! private (the trait is `spindle_core::executor::ParkedBlockOn`).
+//! private (the trait is public as `executor::ParkedBlockOn`; applications
+//! call it through `use spindle_effect::prelude::*;`).
 
 use crate::executor::{Executor, Fiber, OnDeadlock};
 use crate::io::IO;

@@ -29,9 +29,8 @@
 //! Generic code takes `R: IORuntime` and needs nothing else:
 //!
 //! ```
-//! use spindle_core::error::RunError;
-//! use spindle_core::{IO, IORuntime, Outcome};
-//! use spindle_exec_single::SingleThreaded;
+//! use spindle_effect::prelude::*;
+//! use spindle_effect::{IORuntime, error::RunError, wstp::Runtime};
 //!
 //! /// The same program on whatever executor the caller picked.
 //! fn answer<R: IORuntime>(rt: &R) -> Result<Outcome<u32, ()>, RunError> {
@@ -39,7 +38,7 @@
 //!     rt.block_on(started.join().map(|outcome| outcome.succeeded().unwrap_or(0) + 2))
 //! }
 //!
-//! let rt = SingleThreaded::new()?;
+//! let rt = Runtime::new()?;
 //! assert_eq!(answer(&rt)?, Outcome::Succeeded(42));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
@@ -60,7 +59,7 @@ use crate::outcome::Outcome;
 /// An executor as an application uses it: build it, run programs on it,
 /// observe it, shut it down. Every Spindle executor implements it, with one
 /// signature per method; import the trait to call them
-/// (`use spindle_core::IORuntime;`, or the entry crate's prelude).
+/// (`use spindle_effect::IORuntime;`, or `use spindle_effect::prelude::*;`).
 ///
 /// # The public surface of every executor
 ///
@@ -149,8 +148,8 @@ pub trait IORuntime: Sized {
     /// read from the environment: the tracing mode named by
     /// `SPINDLE_TRACING` (unset or empty: the default mode; an unknown
     /// mode is a build error naming the valid ones). What an application
-    /// starts from (`spindle_app::run(X::from_env(), main)`); `X::new()`
-    /// reads no environment. Without `std` there is no environment, and
+    /// starts from (`spindle_effect::app::run(X::from_env(), main)`);
+    /// `X::new()` reads no environment. Without `std` there is no environment, and
     /// this is the default configuration.
     fn from_env() -> Result<Self, Self::BuildError>;
 
@@ -329,16 +328,16 @@ impl fmt::Display for ShutdownTimedOut {
 impl core::error::Error for ShutdownTimedOut {}
 
 /// The setters every executor's builder has, written once: import the
-/// trait to call them (`use spindle_core::RuntimeBuilder;`, or the entry
-/// crate's prelude). The executor's own setters (worker threads, batch
+/// trait to call them (`use spindle_effect::RuntimeBuilder;`, or
+/// `use spindle_effect::prelude::*;`). The executor's own setters (worker threads, batch
 /// size, clock, ...) and `build` are inherent to its `Builder`.
 ///
 /// ```
-/// use spindle_core::{FiberConfig, RuntimeBuilder};
-/// use spindle_exec_single::SingleThreaded;
+/// use spindle_effect::prelude::*;
+/// use spindle_effect::{FiberConfig, wstp::Runtime};
 ///
 /// let config = FiberConfig::builder().auto_yield_after(256).build()?;
-/// let rt = SingleThreaded::builder().fiber_config(config).track_fibers(true).build()?;
+/// let rt = Runtime::builder().fiber_config(config).track_fibers(true).build()?;
 /// # let _ = rt;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```

@@ -115,11 +115,11 @@ where
 /// A started fiber: join it, cancel it.
 ///
 /// ```
-/// use spindle_core::{IO, IORuntime, Outcome};
-/// use spindle_exec_single::SingleThreaded;
+/// use spindle_effect::prelude::*;
+/// use spindle_effect::wstp::Runtime;
 /// use std::time::Duration;
 ///
-/// let rt = SingleThreaded::new()?;
+/// let rt = Runtime::new()?;
 /// let joined: IO<Outcome<u32, ()>, ()> = IO::<u32, ()>::pure(7).start().flat_map(|f| f.join());
 /// assert_eq!(rt.block_on(joined)?.succeeded(), Some(Outcome::Succeeded(7)));
 ///
@@ -319,8 +319,8 @@ fn cancel_at<M: OpMeta, E2: Send + 'static>(fiber: &JoinRef, site: Option<Site>)
 /// (it never reads the outcome; the [`FiberHandle`] owns that).
 ///
 /// ```
-/// use spindle_core::{IO, IORuntime, Outcome};
-/// use spindle_exec_single::SingleThreaded;
+/// use spindle_effect::prelude::*;
+/// use spindle_effect::wstp::Runtime;
 /// use std::time::Duration;
 ///
 /// let sleeper: IO<u32, ()> = IO::<(), ()>::sleep(Duration::from_secs(3600)).map_to(1);
@@ -328,7 +328,7 @@ fn cancel_at<M: OpMeta, E2: Send + 'static>(fiber: &JoinRef, site: Option<Site>)
 ///     let canceler = f.cancel_handle();
 ///     IO::<(), ()>::cede().product_r(canceler.cancel()).product_r(f.join())
 /// });
-/// assert_eq!(SingleThreaded::new()?.block_on(io)?.succeeded(), Some(Outcome::Canceled));
+/// assert_eq!(Runtime::new()?.block_on(io)?.succeeded(), Some(Outcome::Canceled));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone)]

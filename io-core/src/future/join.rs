@@ -37,10 +37,10 @@ use crate::wait::CellOwner;
 /// ready gives `Outcome::Canceled` (the outcome was moved out; no panic).
 ///
 /// ```
-/// use spindle_core::{FiberHandle, IO, IORuntime, Outcome};
-/// use spindle_exec_single::SingleThreaded;
+/// use spindle_effect::prelude::*;
+/// use spindle_effect::{FiberHandle, wstp::Runtime};
 ///
-/// let rt = SingleThreaded::new()?;
+/// let rt = Runtime::new()?;
 /// let handle = rt.handle().clone();
 /// let io: IO<Outcome<u32, ()>, ()> = IO::defer(move || {
 ///     let child: FiberHandle<u32, ()> = FiberHandle::spawn(IO::pure(7), &handle);

@@ -301,8 +301,8 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// output is a `Result<A, E>`, see [`IO::from_try_future`].
     ///
     /// ```
-    /// use spindle_core::{IO, IORuntime, Outcome};
-    /// use spindle_exec_single::SingleThreaded;
+    /// use spindle_effect::{IO, IORuntime, Outcome};
+    /// use spindle_effect::single::SingleThreaded;
     ///
     /// let io: IO<u32, ()> = IO::from_future(async { 6 * 7 });
     /// assert_eq!(SingleThreaded::new()?.block_on(io)?, Outcome::Succeeded(42));
@@ -325,8 +325,8 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// allocated until the step runs.
     ///
     /// ```
-    /// use spindle_core::{IO, IORuntime, Outcome};
-    /// use spindle_exec_single::SingleThreaded;
+    /// use spindle_effect::{IO, IORuntime, Outcome};
+    /// use spindle_effect::single::SingleThreaded;
     /// use std::sync::atomic::{AtomicUsize, Ordering};
     /// use std::sync::Arc;
     ///
@@ -356,8 +356,8 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// error, as [`IO::raise_error`]; `Outcome::Errored(e)` if unhandled).
     ///
     /// ```
-    /// use spindle_core::{IO, IORuntime, Outcome};
-    /// use spindle_exec_single::SingleThreaded;
+    /// use spindle_effect::{IO, IORuntime, Outcome};
+    /// use spindle_effect::single::SingleThreaded;
     ///
     /// let io: IO<u32, String> = IO::from_try_future(async { Err("refused".to_string()) });
     /// assert_eq!(SingleThreaded::new()?.block_on(io)?, Outcome::Errored("refused".into()));
@@ -412,8 +412,8 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// handle it returns.
     ///
     /// ```
-    /// use spindle_core::{IO, IORuntime, Outcome};
-    /// use spindle_exec_single::SingleThreaded;
+    /// use spindle_effect::{IO, IORuntime, Outcome};
+    /// use spindle_effect::single::SingleThreaded;
     ///
     /// let rt = SingleThreaded::new()?;
     /// let handle = rt.handle().clone();

@@ -17,14 +17,14 @@ use crate::io::IO;
 ///
 /// ```
 /// use core::time::Duration;
-/// use spindle_core::{Clock, IO, IORuntime};
-/// use spindle_exec_single::SingleThreaded;
+/// use spindle_effect::prelude::*;
+/// use spindle_effect::{Clock, wstp::Runtime};
 ///
 /// let clock = Clock;
 /// let io: IO<bool, ()> = clock
 ///     .timed(IO::sleep(Duration::from_millis(2)))
 ///     .map(|(took, ())| took >= Duration::from_millis(2));
-/// assert_eq!(SingleThreaded::new()?.block_on(io)?.succeeded(), Some(true));
+/// assert_eq!(Runtime::new()?.block_on(io)?.succeeded(), Some(true));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

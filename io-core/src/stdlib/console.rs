@@ -46,8 +46,8 @@ struct Streams {
 /// Standard input, output and error (or stand-ins) as programs.
 ///
 /// ```
-/// use spindle_core::{Console, IO, IORuntime};
-/// use spindle_exec_single::SingleThreaded;
+/// use spindle_effect::prelude::*;
+/// use spindle_effect::{Console, wstp::Runtime};
 /// use std::io::Cursor;
 ///
 /// let console = Console::from_parts(Cursor::new("Ada\n"), std::io::sink(), std::io::sink());
@@ -56,7 +56,7 @@ struct Streams {
 ///     .print("name? ")
 ///     .product_r(console.read_line())
 ///     .flat_map(move |name| c.println(format!("hello, {name}")).map_to(name));
-/// assert_eq!(SingleThreaded::new()?.block_on(io)?.succeeded(), Some("Ada".to_string()));
+/// assert_eq!(Runtime::new()?.block_on(io)?.succeeded(), Some("Ada".to_string()));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone)]

@@ -100,15 +100,15 @@ pub(crate) fn unit_f64(bits: u64) -> f64 {
 /// [`split`](Random::split) a generator off for each fiber.
 ///
 /// ```
-/// use spindle_core::{IO, IORuntime, Random};
-/// use spindle_exec_single::SingleThreaded;
+/// use spindle_effect::prelude::*;
+/// use spindle_effect::{Random, wstp::Runtime};
 ///
 /// let random = Random::seeded(42);
 /// let again = Random::seeded(42);
 /// let rolls: IO<(u64, u64), ()> = random
 ///     .range(1..7)?
 ///     .flat_map(move |a| again.range(1..7).expect("non-empty").map(move |b| (a, b)));
-/// let (a, b) = SingleThreaded::new()?.block_on(rolls)?.succeeded().unwrap();
+/// let (a, b) = Runtime::new()?.block_on(rolls)?.succeeded().unwrap();
 /// assert!((1..7).contains(&a));
 /// assert_eq!(a, b, "the same seed gives the same numbers");
 /// # Ok::<(), Box<dyn std::error::Error>>(())

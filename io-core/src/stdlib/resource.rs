@@ -113,8 +113,8 @@ impl<A: Send + 'static, E: Send + 'static> Allocated<A, E> {
 /// A resource: acquisition and release as one value.
 ///
 /// ```
-/// use spindle_core::{IO, IORuntime, Resource};
-/// use spindle_exec_single::SingleThreaded;
+/// use spindle_effect::prelude::*;
+/// use spindle_effect::{Resource, wstp::Runtime};
 /// use std::sync::{Arc, Mutex};
 ///
 /// let log = Arc::new(Mutex::new(Vec::new()));
@@ -129,7 +129,7 @@ impl<A: Send + 'static, E: Send + 'static> Allocated<A, E> {
 /// let both: Resource<(&str, &str), ()> =
 ///     open("a", l1).flat_map(move |a| { let a = *a; open("b", l2).map(move |b| (a, *b)) });
 /// let io = both.use_with(|(a, b)| IO::pure(format!("{a}{b}")));
-/// assert_eq!(SingleThreaded::new()?.block_on(io)?.succeeded(), Some("ab".to_string()));
+/// assert_eq!(Runtime::new()?.block_on(io)?.succeeded(), Some("ab".to_string()));
 /// assert_eq!(*log.lock().unwrap(), ["open a", "open b", "close b", "close a"]);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```

@@ -152,7 +152,7 @@ enum Growth {
 ///
 /// ```
 /// use core::time::Duration;
-/// use spindle_core::{Jitter, Schedule};
+/// use spindle_effect::{Jitter, Schedule};
 ///
 /// let ms = Duration::from_millis;
 /// let backoff = Schedule::exponential(ms(10), 2)?.cap(ms(50)).limit(5);
@@ -329,8 +329,8 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     ///
     /// ```
     /// use core::time::Duration;
-    /// use spindle_core::{IO, IORuntime, Ref, Schedule};
-    /// use spindle_exec_single::SingleThreaded;
+    /// use spindle_effect::prelude::*;
+    /// use spindle_effect::{Ref, Schedule, wstp::Runtime};
     ///
     /// let attempts = Ref::new(0u32);
     /// let a = attempts.clone();
@@ -340,7 +340,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     ///         if n < 3 { IO::raise_error(format!("attempt {n} failed")) } else { IO::pure(n) }
     ///     }),
     /// );
-    /// assert_eq!(SingleThreaded::new()?.block_on(flaky)?.succeeded(), Some(3));
+    /// assert_eq!(Runtime::new()?.block_on(flaky)?.succeeded(), Some(3));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[track_caller]
@@ -408,8 +408,8 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     ///
     /// ```
     /// use core::time::Duration;
-    /// use spindle_core::{IO, IORuntime, Ref, Schedule};
-    /// use spindle_exec_single::SingleThreaded;
+    /// use spindle_effect::prelude::*;
+    /// use spindle_effect::{Ref, Schedule, wstp::Runtime};
     ///
     /// let runs = Ref::new(0u32);
     /// let r = runs.clone();
@@ -417,7 +417,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     ///     &Schedule::fixed(Duration::from_millis(1)).limit(3),
     ///     move || r.update_and_get(|n| *n += 1),
     /// );
-    /// assert_eq!(SingleThreaded::new()?.block_on(io)?.succeeded(), Some(4));
+    /// assert_eq!(Runtime::new()?.block_on(io)?.succeeded(), Some(4));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[track_caller]
@@ -471,12 +471,12 @@ pub struct Tick {
 /// ```
 /// use core::num::NonZeroU64;
 /// use core::time::Duration;
-/// use spindle_core::{FixedRate, IO, IORuntime};
-/// use spindle_exec_single::SingleThreaded;
+/// use spindle_effect::prelude::*;
+/// use spindle_effect::{FixedRate, wstp::Runtime};
 ///
 /// let every_ms = FixedRate::new(Duration::from_millis(1))?.limit(NonZeroU64::new(3).unwrap());
 /// let io: IO<u64, ()> = every_ms.run(|tick| IO::pure(tick.slot));
-/// assert_eq!(SingleThreaded::new()?.block_on(io)?.succeeded(), Some(3));
+/// assert_eq!(Runtime::new()?.block_on(io)?.succeeded(), Some(3));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -150,9 +150,8 @@ impl Supervised {
 /// until they have completed (their finalizers have run).
 ///
 /// ```
-/// use spindle_core::{IO, IORuntime, Outcome, Supervisor};
-/// use spindle_core::error::SupervisorClosed;
-/// use spindle_exec_single::SingleThreaded;
+/// use spindle_effect::prelude::*;
+/// use spindle_effect::{Supervisor, error::SupervisorClosed, wstp::Runtime};
 /// use std::sync::Arc;
 /// use std::sync::atomic::{AtomicUsize, Ordering};
 ///
@@ -172,7 +171,7 @@ impl Supervised {
 ///         .flat_map(|quick| quick.join())
 ///         .map(|outcome| outcome.succeeded().unwrap_or(0))
 /// });
-/// assert_eq!(SingleThreaded::new()?.block_on(io)?, Outcome::Succeeded(7));
+/// assert_eq!(Runtime::new()?.block_on(io)?, Outcome::Succeeded(7));
 /// assert_eq!(finalized.load(Ordering::SeqCst), 1);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -365,12 +364,12 @@ impl<A, E> Joining<A, E> {
 /// dropped.
 ///
 /// ```
-/// use spindle_core::{IO, IORuntime, JoinSet, Outcome};
-/// use spindle_exec_single::SingleThreaded;
+/// use spindle_effect::prelude::*;
+/// use spindle_effect::{JoinSet, wstp::Runtime};
 /// use std::time::Duration;
 ///
 /// let io: IO<Vec<u32>, ()> = JoinSet::<u32, ()>::scoped().use_with(|set| {
-///     let slow = IO::<(), ()>::sleep(Duration::from_millis(20)).map_to(2);
+///     let slow = IO::<(), ()>::sleep(Duration::from_millis(100)).map_to(2);
 ///     let fast = IO::<(), ()>::sleep(Duration::from_millis(1)).map_to(1);
 ///     let set = set.clone();
 ///     set.try_spawn(slow)
@@ -379,7 +378,7 @@ impl<A, E> Joining<A, E> {
 ///         .map(|joined| joined.into_iter().map(|o| o.and_then(|o| o.succeeded()).unwrap_or(0)).collect())
 /// });
 /// // In order of completion; `None` (0 here) once the set is empty.
-/// assert_eq!(SingleThreaded::new()?.block_on(io)?.succeeded(), Some(vec![1, 2, 0]));
+/// assert_eq!(Runtime::new()?.block_on(io)?.succeeded(), Some(vec![1, 2, 0]));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct JoinSet<A, E> {

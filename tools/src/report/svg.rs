@@ -30,8 +30,8 @@ fn chart_error(e: impl fmt::Display) -> ReportError {
 
 /// The summary chart as an SVG document: one panel per workload with
 /// ops/s, a group of bars per variant and size, one bar per runtime
-/// (Spindle's single, wstp and batching next to tokio and tokio_mt), on a
-/// log scale.
+/// (Spindle's single, wstp, batching and spindle_tokio next to tokio and
+/// tokio_mt), on a log scale.
 pub fn render_svg(results: &[Measurement]) -> Result<String, ReportError> {
     let workloads: Vec<Workload<'_>> = group(results);
     let present: Vec<(&str, RGBColor)> = RUNTIMES

@@ -376,13 +376,13 @@ impl MarkK {
 /// call site is the first line under the error), then this fiber's.
 ///
 /// ```
-/// use spindle_core::{IO, IORuntime, Outcome};
-/// use spindle_exec_single::SingleThreaded;
+/// use spindle_effect::prelude::*;
+/// use spindle_effect::wstp::Runtime;
 ///
 /// let child: IO<u32, String> = IO::delay(|| 1)
 ///     .flat_map(|_| IO::raise_error("no such user".to_string()));
 /// let parent = IO::delay(|| 2).flat_map(move |_| child.start()).flat_map(|f| f.join_with_never());
-/// let Outcome::Errored(failure) = SingleThreaded::new()?.block_on(parent.trace_errors())? else {
+/// let Outcome::Errored(failure) = Runtime::new()?.block_on(parent.trace_errors())? else {
 ///     panic!("the program fails")
 /// };
 /// assert_eq!(failure.error, "no such user");
@@ -481,12 +481,12 @@ impl<A: Send + 'static, E: Send + 'static> crate::IO<A, E> {
     /// Success is unchanged. Not itself a trace event.
     ///
     /// ```
-    /// use spindle_core::{IO, IORuntime, Outcome};
-    /// use spindle_exec_single::SingleThreaded;
+    /// use spindle_effect::prelude::*;
+    /// use spindle_effect::wstp::Runtime;
     ///
     /// let program: IO<u32, String> = IO::delay(|| 1)
     ///     .flat_map(|_| IO::raise_error("no such user".to_string()));
-    /// let Outcome::Errored(failure) = SingleThreaded::new()?.block_on(program.trace_errors())? else {
+    /// let Outcome::Errored(failure) = Runtime::new()?.block_on(program.trace_errors())? else {
     ///     panic!("the program fails")
     /// };
     /// assert_eq!(failure.error, "no such user");

@@ -4,11 +4,12 @@
 //! # Warning: not for applications
 //!
 //! Like embassy-executor's `raw` module, this is the machinery under the
-//! executors, not an API to run programs with. An application picks an
-//! executor crate (exec-single, exec-wstp, exec-batching, exec-tokio) and
-//! uses its `Builder` and the [`IORuntime`](crate::IORuntime) methods
-//! (`block_on`, `spawn`, `fiber_dump`, ...); nothing here makes a program
-//! run. These types assume the callers keep the
+//! executors, not an API to run programs with (the entry crate shows it
+//! only under `spindle_effect::integration`). An application picks one of
+//! the executors (exec-single, exec-wstp, exec-batching, exec-tokio:
+//! `spindle_effect::single`, `wstp`, `batching`, `tokio`) and uses its
+//! `Builder` and the [`IORuntime`](crate::IORuntime) methods (`block_on`,
+//! `spawn`, `fiber_dump`, ...); nothing here makes a program run. These types assume the callers keep the
 //! [Executor contract](super#who-calls-what) (who calls what, from which
 //! thread); misused, they lose wake-ups or keep fibers alive, though they
 //! are never unsound.

@@ -48,8 +48,8 @@ crate::engine::tracing::trace_ops! {
 /// A shared cell whose updates may run programs, one writer at a time.
 ///
 /// ```
-/// use spindle_core::{AtomicCell, IO, IORuntime};
-/// use spindle_exec_single::SingleThreaded;
+/// use spindle_effect::prelude::*;
+/// use spindle_effect::{AtomicCell, wstp::Runtime};
 ///
 /// let cell = AtomicCell::new(1u64);
 /// let c = cell.clone();
@@ -57,7 +57,7 @@ crate::engine::tracing::trace_ops! {
 /// let io: IO<u64, ()> = cell
 ///     .eval_update(|n| IO::cede().map(move |()| n * 10))
 ///     .product_r(c.get());
-/// assert_eq!(SingleThreaded::new()?.block_on(io)?.succeeded(), Some(10));
+/// assert_eq!(Runtime::new()?.block_on(io)?.succeeded(), Some(10));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct AtomicCell<A> {

@@ -44,8 +44,8 @@ struct State {
 /// A barrier for `parties` fibers, reusable round after round.
 ///
 /// ```
-/// use spindle_core::{CyclicBarrier, IO, IORuntime};
-/// use spindle_exec_single::SingleThreaded;
+/// use spindle_effect::prelude::*;
+/// use spindle_effect::{CyclicBarrier, wstp::Runtime};
 ///
 /// let barrier = CyclicBarrier::new(2)?;
 /// let other = barrier.clone();
@@ -54,7 +54,7 @@ struct State {
 ///     .start()
 ///     .flat_map(move |fiber| barrier.wait().product_r(fiber.join_with_never()))
 ///     .map_to("both went through");
-/// assert_eq!(SingleThreaded::new()?.block_on(io)?.succeeded(), Some("both went through"));
+/// assert_eq!(Runtime::new()?.block_on(io)?.succeeded(), Some("both went through"));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone)]

@@ -73,15 +73,15 @@ impl<A: Send + 'static> CellOwner<A> for Arc<JoinCell<A>> {
 /// `Deferred`).
 ///
 /// ```
-/// use spindle_core::{Deferred, IO, IORuntime};
-/// use spindle_exec_single::SingleThreaded;
+/// use spindle_effect::prelude::*;
+/// use spindle_effect::{Deferred, wstp::Runtime};
 ///
 /// let d = Deferred::<u32>::new();
 /// let waiter = d.get::<()>();
 /// let io = waiter.start().flat_map(move |fiber| {
 ///     d.complete(7).product_r(fiber.join_with_never())
 /// });
-/// assert_eq!(SingleThreaded::new()?.block_on(io)?.succeeded(), Some(7));
+/// assert_eq!(Runtime::new()?.block_on(io)?.succeeded(), Some(7));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct Deferred<A> {
@@ -180,8 +180,8 @@ impl<A: Send + 'static> Deferred<A> {
     /// never ends (it can still be canceled) and `try_get` gives `None`.
     ///
     /// ```
-    /// use spindle_core::{Deferred, IO, IORuntime};
-    /// use spindle_exec_single::SingleThreaded;
+    /// use spindle_effect::prelude::*;
+    /// use spindle_effect::{Deferred, wstp::Runtime};
     ///
     /// struct Token(u32); // not Clone
     /// let d = Deferred::<Token>::new();
@@ -191,7 +191,7 @@ impl<A: Send + 'static> Deferred<A> {
     ///         d2.take().map(move |again| (got.map(|t| t.0), again.map(|t| t.0)))
     ///     })
     /// });
-    /// assert_eq!(SingleThreaded::new()?.block_on(io)?.succeeded(), Some((Some(7), None)));
+    /// assert_eq!(Runtime::new()?.block_on(io)?.succeeded(), Some((Some(7), None)));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[track_caller]

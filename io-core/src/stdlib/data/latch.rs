@@ -26,13 +26,13 @@ struct Shared {
 /// A latch opened by a number of releases.
 ///
 /// ```
-/// use spindle_core::{CountDownLatch, IO, IORuntime};
-/// use spindle_exec_single::SingleThreaded;
+/// use spindle_effect::prelude::*;
+/// use spindle_effect::{CountDownLatch, wstp::Runtime};
 ///
 /// let latch = CountDownLatch::new(2)?;
 /// let (l1, l2) = (latch.clone(), latch.clone());
 /// let io: IO<&str, ()> = l1.release().product_r(l2.release()).product_r(latch.wait()).map_to("open");
-/// assert_eq!(SingleThreaded::new()?.block_on(io)?.succeeded(), Some("open"));
+/// assert_eq!(Runtime::new()?.block_on(io)?.succeeded(), Some("open"));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone)]

@@ -54,8 +54,8 @@ struct Shared<K, V> {
 /// after another: not a snapshot while other fibers write.
 ///
 /// ```
-/// use spindle_core::{IO, IORuntime, MapRef};
-/// use spindle_exec_single::SingleThreaded;
+/// use spindle_effect::prelude::*;
+/// use spindle_effect::{MapRef, wstp::Runtime};
 ///
 /// let hits: MapRef<&'static str, u64> = MapRef::new();
 /// let (a, b) = (hits.at("/a"), hits.at("/b"));
@@ -64,7 +64,7 @@ struct Shared<K, V> {
 ///     .product_r(a.update(|n| *n = Some(n.unwrap_or(0) + 1)))
 ///     .product_r(a.get())
 ///     .flat_map(move |x| b.get().map(move |y| (x, y)));
-/// assert_eq!(SingleThreaded::new()?.block_on(io)?.succeeded(), Some((Some(2), None)));
+/// assert_eq!(Runtime::new()?.block_on(io)?.succeeded(), Some((Some(2), None)));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct MapRef<K, V> {

@@ -29,12 +29,12 @@ crate::engine::tracing::trace_ops! {
 /// waiting for it are freed, their finalizers not run.
 ///
 /// ```
-/// use spindle_core::{IO, IORuntime, Mutex};
-/// use spindle_exec_single::SingleThreaded;
+/// use spindle_effect::prelude::*;
+/// use spindle_effect::{Mutex, wstp::Runtime};
 ///
 /// let mutex = Mutex::new();
 /// let io: IO<u32, ()> = mutex.lock().use_with(|_| IO::pure(1));
-/// assert_eq!(SingleThreaded::new()?.block_on(io)?.succeeded(), Some(1));
+/// assert_eq!(Runtime::new()?.block_on(io)?.succeeded(), Some(1));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone)]

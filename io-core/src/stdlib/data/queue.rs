@@ -539,15 +539,15 @@ impl core::error::Error for InvalidCapacity {}
 /// `io-core/src/data/queue.rs`.
 ///
 /// ```
-/// use spindle_core::{IO, IORuntime, Queue};
-/// use spindle_exec_single::SingleThreaded;
+/// use spindle_effect::prelude::*;
+/// use spindle_effect::{Queue, wstp::Runtime};
 ///
 /// let q = Queue::<u32>::bounded(2)?;
 /// let (producer, consumer) = (q.clone(), q);
 /// let io: IO<Vec<u32>, ()> = IO::traverse(vec![1, 2, 3, 4], move |i| producer.offer::<()>(i))
 ///     .start()
 ///     .product_r(IO::replicate(4, move || consumer.take()));
-/// assert_eq!(SingleThreaded::new()?.block_on(io)?.succeeded(), Some(vec![1, 2, 3, 4]));
+/// assert_eq!(Runtime::new()?.block_on(io)?.succeeded(), Some(vec![1, 2, 3, 4]));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct Queue<A> {
@@ -713,9 +713,8 @@ impl<A: Send + 'static> Queue<A> {
     /// waits while a bounded queue is full.
     ///
     /// ```
-    /// use spindle_core::{IO, IORuntime, Queue};
-    /// use spindle_core::error::QueueClosed;
-    /// use spindle_exec_single::SingleThreaded;
+    /// use spindle_effect::prelude::*;
+    /// use spindle_effect::{Queue, error::QueueClosed, wstp::Runtime};
     ///
     /// let q = Queue::<u32>::bounded(4)?;
     /// let (q1, q2, q3) = (q.clone(), q.clone(), q.clone());
@@ -723,7 +722,7 @@ impl<A: Send + 'static> Queue<A> {
     ///     q.send(1).product_r(q1.close()).product_r(q1.send(2)).flat_map(move |refused| {
     ///         q2.receive().flat_map(move |first| q3.receive().map(move |end| (refused, first, end)))
     ///     });
-    /// let rt = SingleThreaded::new()?;
+    /// let rt = Runtime::new()?;
     /// assert_eq!(rt.block_on(io)?.succeeded(), Some((Err(QueueClosed(2)), Some(1), None)));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```

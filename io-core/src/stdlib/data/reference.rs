@@ -16,14 +16,14 @@ use crate::sync::{Arc, Mutex};
 /// A shared cell for fibers, updated atomically.
 ///
 /// ```
-/// use spindle_core::{IO, IORuntime, Ref};
-/// use spindle_exec_single::SingleThreaded;
+/// use spindle_effect::prelude::*;
+/// use spindle_effect::{Ref, wstp::Runtime};
 ///
 /// let counter = Ref::new(0u64);
 /// let c = counter.clone();
 /// let io: IO<u64, ()> = IO::replicate(10, move || c.update(|n| *n += 1))
 ///     .product_r(counter.get());
-/// assert_eq!(SingleThreaded::new()?.block_on(io)?.succeeded(), Some(10));
+/// assert_eq!(Runtime::new()?.block_on(io)?.succeeded(), Some(10));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct Ref<A> {

@@ -164,12 +164,12 @@ impl Releases for Arc<Shared> {
 /// the module doc, "Waiters nobody can wake".
 ///
 /// ```
-/// use spindle_core::{IO, IORuntime, Semaphore};
-/// use spindle_exec_single::SingleThreaded;
+/// use spindle_effect::prelude::*;
+/// use spindle_effect::{Semaphore, wstp::Runtime};
 ///
 /// let sem = Semaphore::new(1)?;
 /// let guarded: IO<u32, ()> = sem.with_permit(IO::pure(5));
-/// assert_eq!(SingleThreaded::new()?.block_on(guarded)?.succeeded(), Some(5));
+/// assert_eq!(Runtime::new()?.block_on(guarded)?.succeeded(), Some(5));
 /// assert!(Semaphore::new(0).is_err());
 /// assert!(Semaphore::new(u64::MAX).is_err());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -260,8 +260,7 @@ impl Semaphore {
     /// nothing is clamped).
     ///
     /// ```
-    /// use spindle_core::Semaphore;
-    /// use spindle_core::error::InvalidPermits;
+    /// use spindle_effect::{Semaphore, error::InvalidPermits};
     ///
     /// assert_eq!(Semaphore::new(0).err(), Some(InvalidPermits::Zero));
     /// assert!(matches!(Semaphore::new(u64::MAX), Err(InvalidPermits::TooMany { .. })));
@@ -346,14 +345,14 @@ impl Semaphore {
     /// such a wait only ends by cancellation.
     ///
     /// ```
-    /// use spindle_core::{IO, IORuntime, Semaphore};
-    /// use spindle_exec_single::SingleThreaded;
+    /// use spindle_effect::prelude::*;
+    /// use spindle_effect::{Semaphore, wstp::Runtime};
     ///
     /// let sem = Semaphore::new(5)?;
     /// let (s1, s2) = (sem.clone(), sem.clone());
     /// let io: IO<u64, ()> = sem.acquire_n(3).map(move |()| s1.available())
     ///     .flat_map(move |left| s2.release_n(3).map(move |_| left));
-    /// assert_eq!(SingleThreaded::new()?.block_on(io)?.succeeded(), Some(2));
+    /// assert_eq!(Runtime::new()?.block_on(io)?.succeeded(), Some(2));
     /// assert_eq!(sem.available(), 5);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -382,15 +381,15 @@ impl Semaphore {
     /// without waiting; all or nothing. `try_acquire_n(0)` is `true`.
     ///
     /// ```
-    /// use spindle_core::{IO, IORuntime, Semaphore};
-    /// use spindle_exec_single::SingleThreaded;
+    /// use spindle_effect::prelude::*;
+    /// use spindle_effect::{Semaphore, wstp::Runtime};
     ///
     /// let sem = Semaphore::new(2)?;
     /// let (s1, s2) = (sem.clone(), sem.clone());
     /// let io: IO<(bool, bool), ()> = s1.try_acquire_n(3).flat_map(move |three| {
     ///     s2.try_acquire_n(2).map(move |two| (three, two))
     /// });
-    /// assert_eq!(SingleThreaded::new()?.block_on(io)?.succeeded(), Some((false, true)));
+    /// assert_eq!(Runtime::new()?.block_on(io)?.succeeded(), Some((false, true)));
     /// assert_eq!(sem.available(), 0);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -493,11 +492,11 @@ impl Semaphore {
     /// saturates silently.
     ///
     /// ```
-    /// use spindle_core::{IO, IORuntime, Semaphore};
-    /// use spindle_exec_single::SingleThreaded;
+    /// use spindle_effect::prelude::*;
+    /// use spindle_effect::{Semaphore, wstp::Runtime};
     ///
     /// let sem = Semaphore::new(Semaphore::MAX_PERMITS)?;
-    /// let overflow = SingleThreaded::new()?.block_on(sem.release::<()>())?.succeeded();
+    /// let overflow = Runtime::new()?.block_on(sem.release::<()>())?.succeeded();
     /// assert!(matches!(overflow, Some(Err(_))));
     /// assert_eq!(sem.available(), Semaphore::MAX_PERMITS);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -552,13 +551,13 @@ impl Semaphore {
     /// its scope ends, whatever the outcome.
     ///
     /// ```
-    /// use spindle_core::{IO, IORuntime, Semaphore};
-    /// use spindle_exec_single::SingleThreaded;
+    /// use spindle_effect::prelude::*;
+    /// use spindle_effect::{Semaphore, wstp::Runtime};
     ///
     /// let sem = Semaphore::new(2)?;
     /// let inside = sem.clone();
     /// let io: IO<u64, ()> = sem.permit().use_with(move |()| IO::pure(inside.available()));
-    /// assert_eq!(SingleThreaded::new()?.block_on(io)?.succeeded(), Some(1));
+    /// assert_eq!(Runtime::new()?.block_on(io)?.succeeded(), Some(1));
     /// assert_eq!(sem.available(), 2);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```

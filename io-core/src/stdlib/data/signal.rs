@@ -326,8 +326,8 @@ impl<T, W: Wake> Core<T, W> {
 ///   wake-up is never lost.
 ///
 /// ```
-/// use spindle_core::{IO, IORuntime, Signal};
-/// use spindle_exec_single::SingleThreaded;
+/// use spindle_effect::prelude::*;
+/// use spindle_effect::{Signal, wstp::Runtime};
 ///
 /// static DONE: Signal<u32> = Signal::new();
 ///
@@ -335,13 +335,13 @@ impl<T, W: Wake> Core<T, W> {
 /// DONE.signal(1);
 /// DONE.signal(2);
 /// let io: IO<u32, ()> = DONE.wait();
-/// assert_eq!(SingleThreaded::new()?.block_on(io)?.succeeded(), Some(2));
+/// assert_eq!(Runtime::new()?.block_on(io)?.succeeded(), Some(2));
 /// assert_eq!(DONE.overwritten(), 1);
 ///
 /// // Now a wait that suspends until a thread signals.
 /// let io: IO<u32, ()> = DONE.wait();
 /// std::thread::spawn(|| DONE.signal(7));
-/// assert_eq!(SingleThreaded::new()?.block_on(io)?.succeeded(), Some(7));
+/// assert_eq!(Runtime::new()?.block_on(io)?.succeeded(), Some(7));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct Signal<T> {

@@ -58,8 +58,8 @@ impl<A: Send + 'static, E: Send + 'static> Resource<A, E> {
     /// in reverse order.
     ///
     /// ```
-    /// use spindle_core::{IO, IORuntime, Resource};
-    /// use spindle_exec_single::SingleThreaded;
+    /// use spindle_effect::prelude::*;
+    /// use spindle_effect::{Resource, wstp::Runtime};
     /// use std::sync::{Arc, Mutex};
     /// use std::time::Duration;
     ///
@@ -73,7 +73,7 @@ impl<A: Send + 'static, E: Send + 'static> Resource<A, E> {
     /// };
     /// let pair = slow("a", log.clone()).par_zip(slow("b", log.clone()));
     /// let io = pair.use_with(|(a, b)| IO::pure(format!("{a}{b}"))).timed();
-    /// let (took, ab) = SingleThreaded::new()?.block_on(io)?.succeeded().unwrap();
+    /// let (took, ab) = Runtime::new()?.block_on(io)?.succeeded().unwrap();
     /// assert_eq!(ab, "ab");
     /// // Both 300 ms acquisitions at once: well under the 600 ms of one
     /// // after the other.
