@@ -388,7 +388,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     }
 
     /// [`IO::from_try_future_with`] for io-core's own nodes and
-    /// [`raw::Untraced`](crate::untraced::Untraced) (no trace event).
+    /// [`untraced::Untraced`](crate::untraced::Untraced) (no trace event).
     pub(crate) fn from_try_future_with_untraced<F, Fut>(make: F) -> Self
     where
         F: FnOnce() -> Fut + Send + 'static,
