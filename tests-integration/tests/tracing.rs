@@ -214,6 +214,7 @@ rt_test! {
 #[cfg(feature = "tracing-full")]
 #[test]
 fn full_mode_shows_the_first_user_frame_of_each_event() {
+    use spindle_core::{IORuntime, RuntimeBuilder};
     fn build_in_a_named_function() -> IO<Trace, ()> {
         IO::delay(|| 1).flat_map(|_| IO::trace())
     }
