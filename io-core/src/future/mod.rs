@@ -79,11 +79,13 @@
 //! `AtomicWaker` (a waker that never waits for a registration, and leaves
 //! the registrant to act on a wake it raced). No code is copied.
 
+mod block;
 mod cell;
 mod join;
 #[cfg(test)]
 mod tests;
 
+pub use block::Await;
 pub use join::JoinFuture;
 
 use alloc::boxed::Box;
@@ -94,18 +96,20 @@ use core::ptr::{self, NonNull};
 use core::task::Poll;
 
 use crate::engine::blocks;
-use crate::engine::erased::fits_block;
-use crate::engine::node::Node;
+use crate::engine::erased::{Adapter, ErasedFn, fits_block};
+use crate::engine::node::{Node, Res};
 use crate::engine::tracing::{NO_SITE, Named, here};
 use crate::executor::Executor;
 use crate::fiber::handle::FiberHandle;
 use crate::io::IO;
 use crate::sync::Arc;
+use block::{Delivery, Slot, with_block_context};
 use cell::{FiberCell, LazyWake};
 
 crate::engine::tracing::trace_ops! {
     FromFuture = "from_future",
     FromTryFuture = "from_try_future",
+    Block = "block",
 }
 
 /// A future pinned where it will stay until it is dropped: in a block of
@@ -166,11 +170,13 @@ impl<Fut> Drop for PinnedFuture<Fut> {
     }
 }
 
-/// A future being driven by a fiber: the pinned future and, once a waker
-/// was cloned, the wake cell.
+/// A future being driven by a fiber: the pinned future, once a waker was
+/// cloned the wake cell, and the next token of its IO block's requests
+/// (`block.rs`).
 struct Driver<Fut> {
     future: PinnedFuture<Fut>,
     cell: Option<Arc<FiberCell>>,
+    next_token: u32,
 }
 
 impl<Fut> Drop for Driver<Fut> {
@@ -187,6 +193,9 @@ impl<Fut> Drop for Driver<Fut> {
 /// What one poll found.
 enum Polled<T> {
     Ready(T),
+    /// Pending: an `.await` in the future asked to run this program on the
+    /// fiber (`block.rs`), under this token.
+    Request(u32, Node),
     /// Pending, but woken during the poll: poll again (after a cede).
     Woken,
     /// Pending, with a cell to wait on.
@@ -197,15 +206,25 @@ enum Polled<T> {
 
 impl<Fut: Future> Driver<Fut> {
     fn new(future: PinnedFuture<Fut>) -> Self {
-        Driver { future, cell: None }
+        Driver {
+            future,
+            cell: None,
+            next_token: 0,
+        }
     }
 
-    fn poll(&mut self) -> Polled<Fut::Output> {
+    /// Polls the future once, with a block waker (`block.rs`) over the
+    /// fiber's waker, handing it `result`, the result of its last request.
+    fn poll(&mut self, result: Option<Delivery>) -> Polled<Fut::Output> {
         let future = self.future.as_mut();
-        match &self.cell {
+        let mut slot = Slot::new(result, self.next_token);
+        let polled = match &self.cell {
             Some(cell) => {
                 cell.begin_poll();
-                match cell::with_cell_context(cell, |cx| future.poll(cx)) {
+                let polled = cell::with_cell_context(cell, |cx| {
+                    with_block_context(cx.waker(), &mut slot, |cx| future.poll(cx))
+                });
+                match polled {
                     Poll::Ready(out) => Polled::Ready(out),
                     Poll::Pending if cell.notified() => Polled::Woken,
                     Poll::Pending => Polled::Waiting,
@@ -213,7 +232,9 @@ impl<Fut: Future> Driver<Fut> {
             }
             None => {
                 let mut lazy = LazyWake::new();
-                let polled = lazy.with_context(|cx| future.poll(cx));
+                let polled = lazy.with_context(|cx| {
+                    with_block_context(cx.waker(), &mut slot, |cx| future.poll(cx))
+                });
                 let (cell, woken) = lazy.finish();
                 self.cell = cell;
                 match (polled, &self.cell) {
@@ -224,7 +245,27 @@ impl<Fut: Future> Driver<Fut> {
                     (Poll::Pending, None) => Polled::Stuck,
                 }
             }
+        };
+        let (request, next_token) = slot.finish();
+        self.next_token = next_token;
+        match (polled, request) {
+            // An await asked for a program: run it first (a wake during
+            // the poll is kept in the cell, and seen at a later poll).
+            (Polled::Woken | Polled::Waiting | Polled::Stuck, Some((token, node))) => {
+                Polled::Request(token, node)
+            }
+            (polled, _) => polled,
         }
+    }
+}
+
+/// The continuation of a block's request: hands the erased result on as
+/// it is (the `Await` that asked reads it as its program's types).
+struct Deliver;
+impl<F: FnOnce(Res) -> Node> Adapter<Res, Node, F> for Deliver {
+    #[inline(always)]
+    unsafe fn call(f: F, res: Res) -> Node {
+        f(res)
     }
 }
 
@@ -251,20 +292,28 @@ impl<A: Send + 'static, E: Send + 'static> Finish<Result<A, E>, A, E> for Fallib
     }
 }
 
-/// Polls once and says what comes next: the result, or a wait and another
-/// step (the driver moves into that step's continuation).
-fn step<Fut, K, A, E>(mut driver: Driver<Fut>) -> IO<A, E>
+/// Polls once, handing the future `result` (the result of its last
+/// request), and says what comes next: the result, a program an `.await`
+/// asked for, or a wait, each followed by another step (the driver moves
+/// into that step's continuation).
+fn step<Fut, K, A, E>(mut driver: Driver<Fut>, result: Option<Delivery>) -> IO<A, E>
 where
     Fut: Future + Send + 'static,
     K: Finish<Fut::Output, A, E> + 'static,
     A: Send + 'static,
     E: Send + 'static,
 {
-    let again = move |driver: Driver<Fut>| move |()| step::<Fut, K, A, E>(driver);
-    match driver.poll() {
+    let again = move |driver: Driver<Fut>| move |()| step::<Fut, K, A, E>(driver, None);
+    match driver.poll(result) {
         Polled::Ready(out) => {
             drop(driver);
             K::finish(out)
+        }
+        Polled::Request(token, node) => {
+            let deliver = ErasedFn::new::<Deliver, _>(move |res: Res| {
+                step::<Fut, K, A, E>(driver, Some((token, res))).into_node()
+            });
+            IO::from_node(Node::fold_with(node, deliver, NO_SITE))
         }
         Polled::Woken => {
             IO::<(), E>::from_node(Node::cede(NO_SITE)).flat_map_untraced(again(driver))
@@ -315,7 +364,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     {
         let future = PinnedFuture::new(future);
         IO::defer_at::<Named<FromFuture>, _>(here(), move || {
-            step::<Fut, Plain, A, E>(Driver::new(future))
+            step::<Fut, Plain, A, E>(Driver::new(future), None)
         })
     }
 
@@ -347,7 +396,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
         Fut: Future<Output = A> + Send + 'static,
     {
         IO::defer_at::<Named<FromFuture>, _>(here(), move || {
-            step::<Fut, Plain, A, E>(Driver::new(PinnedFuture::new(make())))
+            step::<Fut, Plain, A, E>(Driver::new(PinnedFuture::new(make())), None)
         })
     }
 
@@ -370,7 +419,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     {
         let future = PinnedFuture::new(future);
         IO::defer_at::<Named<FromTryFuture>, _>(here(), move || {
-            step::<Fut, Fallible, A, E>(Driver::new(future))
+            step::<Fut, Fallible, A, E>(Driver::new(future), None)
         })
     }
 
@@ -383,7 +432,51 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
         Fut: Future<Output = Result<A, E>> + Send + 'static,
     {
         IO::defer_at::<Named<FromTryFuture>, _>(here(), move || {
-            step::<Fut, Fallible, A, E>(Driver::new(PinnedFuture::new(make())))
+            step::<Fut, Fallible, A, E>(Driver::new(PinnedFuture::new(make())), None)
+        })
+    }
+
+    /// An IO block: a program written as an `async` block (or the future
+    /// of an `async fn`) whose `.await`s on `IO`s run those programs on
+    /// this fiber, one step of its run-loop each (no new fiber, no spawned
+    /// future). An awaited `IO<T, E2>` gives a `Result<T, E2>`, so `?`
+    /// propagates typed errors (converted with `From`, as anywhere); the
+    /// block's `Ok(a)` is the program's value, its `Err(e)` the program's
+    /// typed error. Any other `Future` may be awaited too, polled on the
+    /// fiber as [`IO::from_future`] polls one.
+    ///
+    /// Everything else is the run-loop's: cancellation is observed where
+    /// an awaited program would observe it (when the block is canceled,
+    /// its state is dropped, after the finalizers of the program it was
+    /// awaiting); masks and `poll` work inside blocks; a panic ends the
+    /// fiber as [`Outcome::Panicked`](crate::Outcome::Panicked). Each
+    /// `.await`'s line is recorded in the fiber's trace.
+    ///
+    /// ```
+    /// use spindle_core::{IO, Outcome};
+    /// use spindle_exec_single::SingleThreaded;
+    ///
+    /// let program: IO<u64, String> = IO::block(async {
+    ///     let mut total = 0;
+    ///     for i in 1..=3u64 {
+    ///         total += IO::<u64, String>::delay(move || i * 10).await?;
+    ///     }
+    ///     if total > 100 {
+    ///         return Err("too much".to_string());
+    ///     }
+    ///     Ok(total)
+    /// });
+    /// assert_eq!(SingleThreaded::new()?.block_on(program)?, Outcome::Succeeded(60));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[track_caller]
+    pub fn block<Fut>(future: Fut) -> Self
+    where
+        Fut: Future<Output = Result<A, E>> + Send + 'static,
+    {
+        let future = PinnedFuture::new(future);
+        IO::defer_at::<Named<Block>, _>(here(), move || {
+            step::<Fut, Fallible, A, E>(Driver::new(future), None)
         })
     }
 
@@ -395,7 +488,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
         Fut: Future<Output = Result<A, E>> + Send + 'static,
     {
         IO::defer_untraced(move || {
-            step::<Fut, Fallible, A, E>(Driver::new(PinnedFuture::new(make())))
+            step::<Fut, Fallible, A, E>(Driver::new(PinnedFuture::new(make())), None)
         })
     }
 
