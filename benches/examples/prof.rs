@@ -67,6 +67,26 @@ fn deep_pure() -> P {
     go(0)
 }
 
+fn block_pure() -> P {
+    IO::block(async {
+        let mut i = 0;
+        while i < N {
+            i = IO::<i32, i32>::pure(i + 1).await?;
+        }
+        Ok(i)
+    })
+}
+
+fn block_delay() -> P {
+    IO::block(async {
+        let mut i = 0;
+        while i < N {
+            i = IO::<i32, i32>::delay(move || i + 1).await?;
+        }
+        Ok(i)
+    })
+}
+
 fn map_calls() -> P {
     (0..N).fold(IO::pure(0), |io, _| io.map(|x| x + 1))
 }
@@ -458,6 +478,8 @@ fn run_workload(name: &str) -> i32 {
         "shallow_delay" => shallow_delay,
         "deep_pure" => deep_pure,
         "map_calls" => map_calls,
+        "block_pure" => block_pure,
+        "block_delay" => block_delay,
         "attempt_happy" => attempt_happy,
         "handle_error_happy" => handle_error_happy,
         "attempt_error" => attempt_error,
