@@ -65,7 +65,7 @@ use core::pin::Pin;
 use core::task::{Context, Poll, RawWaker, RawWakerVTable, Waker};
 
 use crate::engine::node::{Node, Res};
-use crate::engine::tracing::{OpMeta, Site};
+use crate::engine::tracing::Site;
 use crate::io::IO;
 use crate::sync::{AtomicUsize, Ordering};
 
@@ -76,10 +76,15 @@ crate::engine::tracing::trace_ops! {
 /// A result handed back to the block, under the token of its request.
 pub(crate) type Delivery = (u32, Res);
 
+/// A program an `.await` asked the fiber to run: its token, the program,
+/// and the `.await`'s site (recorded as the `await` operation).
+pub(crate) type Request = (u32, Node, Option<Site>);
+
 /// Where an [`Await`] leaves its request and finds its result.
 pub(crate) struct Slot {
-    /// The program an `Await` asked to run, and its token.
-    request: Option<(u32, Node)>,
+    /// The program an `Await` asked to run, the `.await`'s site, and the
+    /// request's token.
+    request: Option<Request>,
     /// The result of the last request, until its `Await` takes it.
     result: Option<Delivery>,
     /// The next token.
@@ -99,7 +104,7 @@ impl Slot {
 
     /// After the poll: the request, if an `Await` made one, and the next
     /// token to issue. A result nobody took is dropped here.
-    pub(crate) fn finish(self) -> (Option<(u32, Node)>, u32) {
+    pub(crate) fn finish(self) -> (Option<Request>, u32) {
         (self.request, self.next)
     }
 }
@@ -201,11 +206,13 @@ fn with_slot<R>(cx: &Context<'_>, f: impl FnOnce(&mut Slot) -> R) -> Option<R> {
 #[must_use = "an IO block's await does nothing unless it is awaited"]
 pub struct Await<A, E> {
     state: State,
+    /// The `.await`'s site.
+    site: Option<Site>,
     _types: PhantomData<fn() -> (A, E)>,
 }
 
 enum State {
-    /// Not yet handed to the block: the program (with its `await` mark).
+    /// Not yet handed to the block: the program.
     Unsent(Node),
     /// Handed to the block under this token.
     Sent(u32),
@@ -221,26 +228,12 @@ impl<A: Send + 'static, E: Send + 'static> IntoFuture for IO<A, E> {
     /// recorded as the site of an `await` trace event.
     #[track_caller]
     fn into_future(self) -> Await<A, E> {
-        let site = crate::engine::tracing::here();
         Await {
-            state: State::Unsent(mark(self.into_node(), site)),
+            state: State::Unsent(self.into_node()),
+            site: crate::engine::tracing::here(),
             _types: PhantomData,
         }
     }
-}
-
-/// `node`, recorded as an `await` at `site` (nothing without tracing).
-#[inline(always)]
-#[cfg_attr(not(feature = "tracing"), allow(unused_variables))]
-fn mark(node: Node, site: Option<Site>) -> Node {
-    Node::mark(
-        node,
-        #[cfg(feature = "tracing")]
-        crate::engine::tracing::MarkK::record(
-            <crate::engine::tracing::Named<AwaitOp> as OpMeta>::OP,
-        ),
-        site,
-    )
 }
 
 impl<A: Send + 'static, E: Send + 'static> Future for Await<A, E> {
@@ -255,7 +248,7 @@ impl<A: Send + 'static, E: Send + 'static> Future for Await<A, E> {
                     if slot.request.is_none() {
                         let token = slot.next;
                         slot.next = slot.next.wrapping_add(1);
-                        slot.request = Some((token, node));
+                        slot.request = Some((token, node, this.site.take()));
                         this.state = State::Sent(token);
                     } else {
                         // One request per poll of the block: ask at the next.

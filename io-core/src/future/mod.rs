@@ -170,21 +170,58 @@ impl<Fut> Drop for PinnedFuture<Fut> {
     }
 }
 
-/// A future being driven by a fiber: the pinned future, once a waker was
-/// cloned the wake cell, and the next token of its IO block's requests
-/// (`block.rs`).
+/// A future being driven by a fiber, in one pinned allocation with what
+/// its driving needs: the wake cell once a waker was cloned, and the next
+/// token of its IO block's requests (`block.rs`). One word, so that the
+/// continuations that carry it from step to step keep it inline (no
+/// allocation per step).
 struct Driver<Fut> {
-    future: PinnedFuture<Fut>,
+    state: PinnedFuture<DriverState<Fut>>,
+}
+
+/// The pinned part of a [`Driver`]. Only `future` is pinned (polled through
+/// a `Pin`, never moved); the other fields are plain data.
+struct DriverState<Fut> {
     cell: Option<Arc<FiberCell>>,
     next_token: u32,
+    future: Fut,
+}
+
+impl<Fut> Driver<Fut> {
+    /// The cell and the token counter, unpinned.
+    fn parts(&mut self) -> (&mut Option<Arc<FiberCell>>, &mut u32, Pin<&mut Fut>) {
+        // SAFETY: a projection of the pinned state: `future` is never moved
+        // out of it (it is only polled through the `Pin` made here, and
+        // dropped in place with the state); `cell` and `next_token` are not
+        // structurally pinned and may be touched freely.
+        unsafe {
+            let state = self.state.as_mut().get_unchecked_mut();
+            (
+                &mut state.cell,
+                &mut state.next_token,
+                Pin::new_unchecked(&mut state.future),
+            )
+        }
+    }
+
+    /// The wake cell, if a waker was cloned.
+    fn cell(&mut self) -> Option<Arc<FiberCell>> {
+        self.parts().0.clone()
+    }
+
+    /// The token of the last request (the one whose result is awaited:
+    /// there is at most one).
+    fn last_token(&mut self) -> u32 {
+        self.parts().1.wrapping_sub(1)
+    }
 }
 
 impl<Fut> Drop for Driver<Fut> {
     fn drop(&mut self) {
         // Later wakes do nothing; the slot's callback (a reference to the
         // fiber) goes now. The future itself is dropped right after, with
-        // the field, on this (the fiber's) thread.
-        if let Some(cell) = &self.cell {
+        // the state, on this (the fiber's) thread.
+        if let Some(cell) = self.parts().0 {
             cell.close();
         }
     }
@@ -193,9 +230,9 @@ impl<Fut> Drop for Driver<Fut> {
 /// What one poll found.
 enum Polled<T> {
     Ready(T),
-    /// Pending: an `.await` in the future asked to run this program on the
-    /// fiber (`block.rs`), under this token.
-    Request(u32, Node),
+    /// Pending: an `.await` in the future asked to run a program on the
+    /// fiber (`block.rs`).
+    Request(Node, Option<crate::engine::tracing::Site>),
     /// Pending, but woken during the poll: poll again (after a cede).
     Woken,
     /// Pending, with a cell to wait on.
@@ -205,20 +242,22 @@ enum Polled<T> {
 }
 
 impl<Fut: Future> Driver<Fut> {
-    fn new(future: PinnedFuture<Fut>) -> Self {
+    fn new(future: Fut) -> Self {
         Driver {
-            future,
-            cell: None,
-            next_token: 0,
+            state: PinnedFuture::new(DriverState {
+                cell: None,
+                next_token: 0,
+                future,
+            }),
         }
     }
 
     /// Polls the future once, with a block waker (`block.rs`) over the
     /// fiber's waker, handing it `result`, the result of its last request.
     fn poll(&mut self, result: Option<Delivery>) -> Polled<Fut::Output> {
-        let future = self.future.as_mut();
-        let mut slot = Slot::new(result, self.next_token);
-        let polled = match &self.cell {
+        let (cell_slot, next_token, future) = self.parts();
+        let mut slot = Slot::new(result, *next_token);
+        let polled = match &*cell_slot {
             Some(cell) => {
                 cell.begin_poll();
                 let polled = cell::with_cell_context(cell, |cx| {
@@ -236,8 +275,8 @@ impl<Fut: Future> Driver<Fut> {
                     with_block_context(cx.waker(), &mut slot, |cx| future.poll(cx))
                 });
                 let (cell, woken) = lazy.finish();
-                self.cell = cell;
-                match (polled, &self.cell) {
+                *cell_slot = cell;
+                match (polled, &*cell_slot) {
                     (Poll::Ready(out), _) => Polled::Ready(out),
                     (Poll::Pending, _) if woken => Polled::Woken,
                     (Poll::Pending, Some(cell)) if cell.notified() => Polled::Woken,
@@ -246,13 +285,13 @@ impl<Fut: Future> Driver<Fut> {
                 }
             }
         };
-        let (request, next_token) = slot.finish();
-        self.next_token = next_token;
+        let (request, next) = slot.finish();
+        *next_token = next;
         match (polled, request) {
             // An await asked for a program: run it first (a wake during
             // the poll is kept in the cell, and seen at a later poll).
-            (Polled::Woken | Polled::Waiting | Polled::Stuck, Some((token, node))) => {
-                Polled::Request(token, node)
+            (Polled::Woken | Polled::Waiting | Polled::Stuck, Some((_, node, site))) => {
+                Polled::Request(node, site)
             }
             (polled, _) => polled,
         }
@@ -309,17 +348,21 @@ where
             drop(driver);
             K::finish(out)
         }
-        Polled::Request(token, node) => {
-            let deliver = ErasedFn::new::<Deliver, _>(move |res: Res| {
+        Polled::Request(node, site) => {
+            // Recorded as an `await` at the `.await`'s line (the fold's
+            // operation and site).
+            let deliver = ErasedFn::new_op::<Deliver, _, Named<block::AwaitOp>>(move |res: Res| {
+                let mut driver = driver;
+                let token = driver.last_token();
                 step::<Fut, K, A, E>(driver, Some((token, res))).into_node()
             });
-            IO::from_node(Node::fold_with(node, deliver, NO_SITE))
+            IO::from_node(Node::fold_with(node, deliver, site))
         }
         Polled::Woken => {
             IO::<(), E>::from_node(Node::cede(NO_SITE)).flat_map_untraced(again(driver))
         }
         Polled::Waiting => {
-            let cell = driver.cell.clone();
+            let cell = driver.cell();
             IO::<(), E>::from_callback_untraced(move |cb| {
                 if let Some(cell) = cell {
                     cell.register(cb.into_raw());
@@ -362,10 +405,8 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     where
         Fut: Future<Output = A> + Send + 'static,
     {
-        let future = PinnedFuture::new(future);
-        IO::defer_at::<Named<FromFuture>, _>(here(), move || {
-            step::<Fut, Plain, A, E>(Driver::new(future), None)
-        })
+        let driver = Driver::new(future);
+        IO::defer_at::<Named<FromFuture>, _>(here(), move || step::<Fut, Plain, A, E>(driver, None))
     }
 
     /// A program that builds a future with `make` when it runs, then awaits
@@ -396,7 +437,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
         Fut: Future<Output = A> + Send + 'static,
     {
         IO::defer_at::<Named<FromFuture>, _>(here(), move || {
-            step::<Fut, Plain, A, E>(Driver::new(PinnedFuture::new(make())), None)
+            step::<Fut, Plain, A, E>(Driver::new(make()), None)
         })
     }
 
@@ -417,9 +458,9 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     where
         Fut: Future<Output = Result<A, E>> + Send + 'static,
     {
-        let future = PinnedFuture::new(future);
+        let driver = Driver::new(future);
         IO::defer_at::<Named<FromTryFuture>, _>(here(), move || {
-            step::<Fut, Fallible, A, E>(Driver::new(future), None)
+            step::<Fut, Fallible, A, E>(driver, None)
         })
     }
 
@@ -432,7 +473,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
         Fut: Future<Output = Result<A, E>> + Send + 'static,
     {
         IO::defer_at::<Named<FromTryFuture>, _>(here(), move || {
-            step::<Fut, Fallible, A, E>(Driver::new(PinnedFuture::new(make())), None)
+            step::<Fut, Fallible, A, E>(Driver::new(make()), None)
         })
     }
 
@@ -474,10 +515,8 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     where
         Fut: Future<Output = Result<A, E>> + Send + 'static,
     {
-        let future = PinnedFuture::new(future);
-        IO::defer_at::<Named<Block>, _>(here(), move || {
-            step::<Fut, Fallible, A, E>(Driver::new(future), None)
-        })
+        let driver = Driver::new(future);
+        IO::defer_at::<Named<Block>, _>(here(), move || step::<Fut, Fallible, A, E>(driver, None))
     }
 
     /// [`IO::from_try_future_with`] for io-core's own nodes and
@@ -487,9 +526,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
         F: FnOnce() -> Fut + Send + 'static,
         Fut: Future<Output = Result<A, E>> + Send + 'static,
     {
-        IO::defer_untraced(move || {
-            step::<Fut, Fallible, A, E>(Driver::new(PinnedFuture::new(make())), None)
-        })
+        IO::defer_untraced(move || step::<Fut, Fallible, A, E>(Driver::new(make()), None))
     }
 
     /// Starts this program as a new fiber on `executor` and returns a future
