@@ -57,7 +57,7 @@ use super::state::TransitionToSuspended;
 use super::vtable::{Fiber, FiberInner};
 use crate::combinators::monad_cancel::Poll;
 use crate::engine::erased::Value;
-use crate::engine::node::{Frame, FrameKind, Kind, Node, OnOutcome, Tag};
+use crate::engine::node::{BlockStep, Frame, FrameKind, Kind, Node, OnOutcome, Tag};
 use crate::engine::tracing::OwnedRing;
 use crate::executor::{Executor, TimerCallback};
 use crate::outcome::Outcome;
@@ -295,6 +295,29 @@ macro_rules! wait {
     };
 }
 
+/// Goes on with what a step of an IO block came to (`future/block.rs`):
+/// its result; or the program one of its `.await`s asked for, recorded as
+/// an `await` at the `.await`'s site, with the block's frame below it
+/// (its result pops the frame, which polls the block again); or a program
+/// that ends in the block's next step.
+macro_rules! block_step {
+    ($core:ident, $ring:expr, $step:expr) => {
+        match $step {
+            BlockStep::Done(res) => Node::from_res(res),
+            BlockStep::Await {
+                node,
+                site: _site,
+                resume,
+            } => {
+                record!($ring, &crate::engine::tracing::AWAIT, _site.as_ref());
+                $core.stack.push(Frame::resume_block(resume));
+                node
+            }
+            BlockStep::Run(node) => node,
+        }
+    };
+}
+
 /// The run-loop; `TRACING`: the fiber traces (`core.flags.is_on()`), for as
 /// long as this call runs (it returns [`Exit::Switch`] when that changes).
 /// `budget`: the steps left before the next auto-yield, when a switch
@@ -409,6 +432,9 @@ fn run_loop<X: Executor, const TRACING: bool>(
                     Some(FrameKind::Map(f)) => Node::pure(f.apply(value)),
                     Some(FrameKind::Fold(f)) => Node::from_res(f.apply(Ok(value))),
                     Some(FrameKind::FoldWith(f)) => f.apply(Ok(value)),
+                    Some(FrameKind::ResumeBlock(resume)) => {
+                        block_step!(core, ring, resume.apply(Some(Ok(value))))
+                    }
                     Some(FrameKind::Unmask) => {
                         core.unmask();
                         unmasked(core, header, Node::pure(value), true)
@@ -464,6 +490,9 @@ fn run_loop<X: Executor, const TRACING: bool>(
                 Some(FrameKind::MapError(f)) => Node::error(f.apply(error)),
                 Some(FrameKind::Fold(f)) => Node::from_res(f.apply(Err(error))),
                 Some(FrameKind::FoldWith(f)) => f.apply(Err(error)),
+                Some(FrameKind::ResumeBlock(resume)) => {
+                    block_step!(core, ring, resume.apply(Some(Err(error))))
+                }
                 Some(FrameKind::Unmask) => {
                     core.unmask();
                     unmasked(core, header, Node::error(error), false)
@@ -686,6 +715,10 @@ fn run_loop<X: Executor, const TRACING: bool>(
                     start: |_generation| (),
                     keep: |()| Next::Resume,
                 )
+            }
+            Kind::Block(resume) => {
+                record!(ring, resume.op(), resume.site());
+                block_step!(core, ring, resume.apply(None))
             }
             Kind::Monotonic => Node::pure(Value::new(executor.monotonic())),
             Kind::RealTime => Node::pure(Value::new(executor.real_time())),

@@ -69,10 +69,6 @@ use crate::engine::tracing::Site;
 use crate::io::IO;
 use crate::sync::{AtomicUsize, Ordering};
 
-crate::engine::tracing::trace_ops! {
-    AwaitOp = "await",
-}
-
 /// A result handed back to the block, under the token of its request.
 pub(crate) type Delivery = (u32, Res);
 

@@ -96,9 +96,9 @@ use core::ptr::{self, NonNull};
 use core::task::Poll;
 
 use crate::engine::blocks;
-use crate::engine::erased::{Adapter, ErasedFn, fits_block};
-use crate::engine::node::{Node, Res};
-use crate::engine::tracing::{NO_SITE, Named, here};
+use crate::engine::erased::{Adapter, ErasedFn, Value, fits_block};
+use crate::engine::node::{BlockStep, Node, Res, Resume};
+use crate::engine::tracing::{Internal, NO_SITE, Named, here};
 use crate::executor::Executor;
 use crate::fiber::handle::FiberHandle;
 use crate::io::IO;
@@ -298,83 +298,136 @@ impl<Fut: Future> Driver<Fut> {
     }
 }
 
-/// The continuation of a block's request: hands the erased result on as
-/// it is (the `Await` that asked reads it as its program's types).
-struct Deliver;
-impl<F: FnOnce(Res) -> Node> Adapter<Res, Node, F> for Deliver {
-    #[inline(always)]
-    unsafe fn call(f: F, res: Res) -> Node {
-        f(res)
-    }
-}
-
-/// How a future's output becomes the program's result.
+/// How a future's output `T` becomes the result of the driven program, an
+/// `IO<A, E>` (the types tie the program to its future at construction).
 trait Finish<T, A, E> {
-    fn finish(out: T) -> IO<A, E>;
+    fn finish(out: T) -> Res;
 }
 
 /// `Output = A`: the value.
 struct Plain;
-impl<A: Send + 'static, E: Send + 'static> Finish<A, A, E> for Plain {
-    #[inline]
-    fn finish(out: A) -> IO<A, E> {
-        IO::pure(out)
+impl<A: Send + 'static, E> Finish<A, A, E> for Plain {
+    #[inline(always)]
+    fn finish(out: A) -> Res {
+        Ok(Value::new(out))
     }
 }
 
 /// `Output = Result<A, E>`: the value or the typed error.
 struct Fallible;
 impl<A: Send + 'static, E: Send + 'static> Finish<Result<A, E>, A, E> for Fallible {
-    #[inline]
-    fn finish(out: Result<A, E>) -> IO<A, E> {
-        IO::from_result(out)
+    #[inline(always)]
+    fn finish(out: Result<A, E>) -> Res {
+        match out {
+            Ok(a) => Ok(Value::new(a)),
+            Err(e) => Err(Value::new(e)),
+        }
     }
 }
 
-/// Polls once, handing the future `result` (the result of its last
-/// request), and says what comes next: the result, a program an `.await`
-/// asked for, or a wait, each followed by another step (the driver moves
-/// into that step's continuation).
-fn step<Fut, K, A, E>(mut driver: Driver<Fut>, result: Option<Delivery>) -> IO<A, E>
+/// The adapter of a driven future's step: the closure takes the erased
+/// input as it is (the `.await` that asked for the result reads it).
+struct StepK;
+impl<F: FnOnce(Option<Res>) -> BlockStep> Adapter<Option<Res>, BlockStep, F> for StepK {
+    #[inline(always)]
+    unsafe fn call(f: F, input: Option<Res>) -> BlockStep {
+        f(input)
+    }
+}
+
+/// The adapter of a continuation that ignores its (unit) value.
+struct ThenK;
+impl<F: FnOnce() -> Node> Adapter<Value, Node, F> for ThenK {
+    #[inline(always)]
+    unsafe fn call(f: F, unit: Value) -> Node {
+        drop(unit);
+        f()
+    }
+}
+
+/// The driver's next step, as the continuation the run-loop calls: one
+/// word (the driver), kept inline.
+#[inline(always)]
+fn resume<Fut, K, A, E>(driver: Driver<Fut>) -> Resume
 where
     Fut: Future + Send + 'static,
     K: Finish<Fut::Output, A, E> + 'static,
-    A: Send + 'static,
-    E: Send + 'static,
+    A: 'static,
+    E: 'static,
 {
-    let again = move |driver: Driver<Fut>| move |()| step::<Fut, K, A, E>(driver, None);
+    Resume(ErasedFn::new::<StepK, _>(move |input: Option<Res>| {
+        step::<Fut, K, A, E>(driver, input)
+    }))
+}
+
+/// The program that, once `wait` has run, takes the driver's next step.
+fn after<Fut, K, A, E>(wait: Node, driver: Driver<Fut>) -> BlockStep
+where
+    Fut: Future + Send + 'static,
+    K: Finish<Fut::Output, A, E> + 'static,
+    A: 'static,
+    E: 'static,
+{
+    let next = ErasedFn::new::<ThenK, _>(move || Node::block(resume::<Fut, K, A, E>(driver).0));
+    BlockStep::Run(Node::flat_map(wait, next, NO_SITE))
+}
+
+/// Polls once, handing the future `input` (the result of the program its
+/// last `.await` asked for), and says what comes next: the result, a
+/// program an `.await` asked for, or a wait, each followed by another step
+/// (the driver moves into that step's continuation). The run-loop calls it
+/// (`Kind::Block`, `FrameKind::ResumeBlock`).
+fn step<Fut, K, A, E>(mut driver: Driver<Fut>, input: Option<Res>) -> BlockStep
+where
+    Fut: Future + Send + 'static,
+    K: Finish<Fut::Output, A, E> + 'static,
+    A: 'static,
+    E: 'static,
+{
+    let result = input.map(|res| (driver.last_token(), res));
     match driver.poll(result) {
         Polled::Ready(out) => {
             drop(driver);
-            K::finish(out)
+            BlockStep::Done(K::finish(out))
         }
-        Polled::Request(node, site) => {
-            // Recorded as an `await` at the `.await`'s line (the fold's
-            // operation and site).
-            let deliver = ErasedFn::new_op::<Deliver, _, Named<block::AwaitOp>>(move |res: Res| {
-                let mut driver = driver;
-                let token = driver.last_token();
-                step::<Fut, K, A, E>(driver, Some((token, res))).into_node()
-            });
-            IO::from_node(Node::fold_with(node, deliver, site))
-        }
-        Polled::Woken => {
-            IO::<(), E>::from_node(Node::cede(NO_SITE)).flat_map_untraced(again(driver))
-        }
+        Polled::Request(node, site) => BlockStep::Await {
+            node,
+            site,
+            resume: resume::<Fut, K, A, E>(driver),
+        },
+        Polled::Woken => after::<Fut, K, A, E>(Node::cede(NO_SITE), driver),
         Polled::Waiting => {
             let cell = driver.cell();
-            IO::<(), E>::from_callback_untraced(move |cb| {
+            let wait = IO::<(), core::convert::Infallible>::from_callback_untraced(move |cb| {
                 if let Some(cell) = cell {
                     cell.register(cb.into_raw());
                 }
                 None
-            })
-            .flat_map_untraced(again(driver))
+            });
+            after::<Fut, K, A, E>(wait.into_node(), driver)
         }
         // Cancelable like `IO::never`; the driver waits in the continuation
         // so that cancellation drops the future on the fiber.
-        Polled::Stuck => IO::<(), E>::never_untraced().flat_map_untraced(again(driver)),
+        Polled::Stuck => after::<Fut, K, A, E>(Node::never(NO_SITE), driver),
     }
+}
+
+/// The program that drives `future` on its fiber, recorded as the
+/// operation `M` at `site` when it starts.
+#[inline(always)]
+fn driven<Fut, K, M, A, E>(future: Fut, site: Option<crate::engine::tracing::Site>) -> IO<A, E>
+where
+    Fut: Future + Send + 'static,
+    K: Finish<Fut::Output, A, E> + 'static,
+    M: crate::engine::tracing::OpMeta,
+    A: 'static,
+    E: 'static,
+{
+    let driver = Driver::new(future);
+    IO::from_node(Node::block(ErasedFn::new_sited::<StepK, _, M>(
+        move |input: Option<Res>| step::<Fut, K, A, E>(driver, input),
+        site,
+    )))
 }
 
 impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
@@ -405,8 +458,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     where
         Fut: Future<Output = A> + Send + 'static,
     {
-        let driver = Driver::new(future);
-        IO::defer_at::<Named<FromFuture>, _>(here(), move || step::<Fut, Plain, A, E>(driver, None))
+        driven::<Fut, Plain, Named<FromFuture>, A, E>(future, here())
     }
 
     /// A program that builds a future with `make` when it runs, then awaits
@@ -437,7 +489,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
         Fut: Future<Output = A> + Send + 'static,
     {
         IO::defer_at::<Named<FromFuture>, _>(here(), move || {
-            step::<Fut, Plain, A, E>(Driver::new(make()), None)
+            driven::<Fut, Plain, Internal, A, E>(make(), NO_SITE)
         })
     }
 
@@ -458,10 +510,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     where
         Fut: Future<Output = Result<A, E>> + Send + 'static,
     {
-        let driver = Driver::new(future);
-        IO::defer_at::<Named<FromTryFuture>, _>(here(), move || {
-            step::<Fut, Fallible, A, E>(driver, None)
-        })
+        driven::<Fut, Fallible, Named<FromTryFuture>, A, E>(future, here())
     }
 
     /// Like [`IO::from_future_with`], for a future whose output is a
@@ -473,7 +522,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
         Fut: Future<Output = Result<A, E>> + Send + 'static,
     {
         IO::defer_at::<Named<FromTryFuture>, _>(here(), move || {
-            step::<Fut, Fallible, A, E>(Driver::new(make()), None)
+            driven::<Fut, Fallible, Internal, A, E>(make(), NO_SITE)
         })
     }
 
@@ -515,8 +564,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     where
         Fut: Future<Output = Result<A, E>> + Send + 'static,
     {
-        let driver = Driver::new(future);
-        IO::defer_at::<Named<Block>, _>(here(), move || step::<Fut, Fallible, A, E>(driver, None))
+        driven::<Fut, Fallible, Named<Block>, A, E>(future, here())
     }
 
     /// [`IO::from_try_future_with`] for io-core's own nodes and
@@ -526,7 +574,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
         F: FnOnce() -> Fut + Send + 'static,
         Fut: Future<Output = Result<A, E>> + Send + 'static,
     {
-        IO::defer_untraced(move || step::<Fut, Fallible, A, E>(Driver::new(make()), None))
+        IO::defer_untraced(move || driven::<Fut, Fallible, Internal, A, E>(make(), NO_SITE))
     }
 
     /// Starts this program as a new fiber on `executor` and returns a future

@@ -170,3 +170,50 @@ impl Deref for OnOutcome {
         &self.0
     }
 }
+
+/// What one step of an IO block (or of a future a fiber drives) comes to
+/// (`future/block.rs`).
+pub(crate) enum BlockStep {
+    /// The block finished with this result.
+    Done(Res),
+    /// An `.await` in the block asked the fiber to run `node` (recorded as
+    /// an `await` at `site`); `resume` goes on with its result.
+    Await {
+        node: Node,
+        site: Option<crate::engine::tracing::Site>,
+        resume: Resume,
+    },
+    /// Run `node`, which ends in the block's next step (a wait for a
+    /// waker, a yield).
+    Run(Node),
+}
+
+/// An IO block's next step: polls it, given the result of the program its
+/// last `.await` asked for (none at its first step).
+#[repr(transparent)]
+pub(crate) struct Resume(pub(crate) ErasedFn<Option<Res>, BlockStep>);
+
+impl Resume {
+    /// Polls the block, with the result of the program it awaits.
+    #[inline(always)]
+    pub(crate) fn apply(self, input: Option<Res>) -> BlockStep {
+        // SAFETY: the adapter (`future/block.rs`, `Step`) reads nothing of
+        // an erased type itself: it hands the result on to the `.await`
+        // that asked for it, which reads it as its program's types. The
+        // run-loop gives a block only the result of the program that
+        // block asked for (module doc: the program runs above the block's
+        // frame, and its result is the first to pop it), or nothing at
+        // its first step.
+        unsafe { self.0.call(input) }
+    }
+}
+
+impl Deref for Resume {
+    type Target = ErasedFn<Option<Res>, BlockStep>;
+
+    #[inline(always)]
+    fn deref(&self) -> &ErasedFn<Option<Res>, BlockStep> {
+        &self.0
+    }
+}
+

@@ -8,7 +8,7 @@ use core::ptr;
 
 use super::{
     BARE, FRAME_VTABLE_FIRST, FRAME_VTABLE_KINDS, LOW_BITS, Node, OnError, OnOutcome, OnResult,
-    OnSuccess, Res, Tag, bare, has_tag, tag_of, tagged_frame, untagged,
+    OnSuccess, Res, Resume, Tag, bare, has_tag, tag_of, tagged_frame, untagged,
 };
 use crate::engine::erased::{EMPTY_WORD, ErasedFn, FnVTable, Value, Word};
 
@@ -52,6 +52,8 @@ pub(crate) enum FrameKind {
     RestoreErr(Value),
     /// After a finalizer that ran while the fiber finalizes: go on finalizing.
     ResumeUnwind,
+    /// Give an IO block the result of the program it awaits (either side).
+    ResumeBlock(Resume),
     /// The end of a traced scope: tracing goes back to this state.
     TraceScope(bool),
 }
@@ -136,6 +138,11 @@ impl Frame {
     #[inline(always)]
     pub(crate) fn fold(k: OnResult<Res>) -> Frame {
         Frame::from_fn(k.0, Tag::Fold)
+    }
+    /// An IO block waiting for the result of the program it awaits.
+    #[inline(always)]
+    pub(crate) fn resume_block(resume: Resume) -> Frame {
+        Frame::from_fn(resume.0, Tag::ResumeBlock)
     }
     #[inline(always)]
     pub(crate) fn fold_with(k: OnResult<Node>) -> Frame {
@@ -235,6 +242,9 @@ impl Frame {
                 }
                 Tag::RestoreOk => FrameKind::RestoreOk(Value::from_raw(this.word, &*vt.cast())),
                 Tag::RestoreErr => FrameKind::RestoreErr(Value::from_raw(this.word, &*vt.cast())),
+                Tag::ResumeBlock => {
+                    FrameKind::ResumeBlock(Resume(ErasedFn::from_raw(this.word, &*vt.cast())))
+                }
                 _ => unreachable!("io-core: a node tag on a frame"),
             }
         }

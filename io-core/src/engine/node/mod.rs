@@ -97,7 +97,7 @@ mod frame;
 mod trampoline;
 
 pub(crate) use bind::{AnyK, Bind, BindBox};
-pub(crate) use cont::{OnError, OnOutcome, OnResult, OnSuccess};
+pub(crate) use cont::{BlockStep, OnError, OnOutcome, OnResult, OnSuccess, Resume};
 pub(crate) use frame::{Frame, FrameKind};
 
 use core::mem::ManuallyDrop;
@@ -134,6 +134,8 @@ pub(crate) enum Tag {
     Uncancelable,
     Start,
     Blocking,
+    /// An IO block's (or a future's) next step (`future/block.rs`).
+    Block,
     // Frames with a vtable.
     FlatMap,
     Map,
@@ -145,6 +147,8 @@ pub(crate) enum Tag {
     GuaranteeCase,
     RestoreOk,
     RestoreErr,
+    /// An IO block waiting for the result of a program it awaits.
+    ResumeBlock,
     // Never with a vtable.
     Cede,
     Never,
@@ -186,12 +190,12 @@ const _: () = assert!(
      (module doc, \"Room for more kinds\")"
 );
 const _: () = assert!(
-    !COMPACT || (Tag::Blocking as usize) < BARE,
+    !COMPACT || (Tag::Block as usize) < BARE,
     "io-core: more node kinds with a vtable than the compact encoding's codes \
      (module doc, \"Room for more kinds\")"
 );
 const _: () = assert!(
-    !COMPACT || (Tag::RestoreErr as usize) - FRAME_VTABLE_FIRST < BARE,
+    !COMPACT || (Tag::ResumeBlock as usize) - FRAME_VTABLE_FIRST < BARE,
     "io-core: more frame kinds with a vtable than the compact encoding's codes \
      (module doc, \"Room for more kinds\")"
 );
@@ -291,6 +295,8 @@ pub(crate) enum Kind {
     /// Internal: finalize the fiber (cancellation or panic), popping frames
     /// and running finalizers.
     Unwind,
+    /// Poll an IO block (or a future a fiber drives) for its next step.
+    Block(Resume),
     /// Record an operation made of several nodes, open a traced scope, or
     /// read the trace (`engine/tracing/mod.rs`).
     #[cfg(feature = "tracing")]
@@ -321,7 +327,7 @@ fn tagged<T>(vtable: *const T, tag: Tag) -> *const () {
 /// with a vtable), counted from [`FRAME_VTABLE_FIRST`], in its low bits.
 #[inline(always)]
 fn tagged_frame<T>(vtable: *const T, tag: Tag) -> *const () {
-    debug_assert!((Tag::FlatMap as usize..=Tag::RestoreErr as usize).contains(&(tag as usize)));
+    debug_assert!((Tag::FlatMap as usize..=Tag::ResumeBlock as usize).contains(&(tag as usize)));
     vtable
         .cast::<()>()
         .map_addr(|a| a | (tag as usize - FRAME_VTABLE_FIRST))
@@ -372,10 +378,10 @@ fn has_tag(word: *const (), tag: Tag, vtable_kinds: core::ops::RangeInclusive<us
 }
 
 /// The tags a node stores next to a vtable pointer.
-const NODE_VTABLE_KINDS: core::ops::RangeInclusive<usize> = 0..=Tag::Blocking as usize;
+const NODE_VTABLE_KINDS: core::ops::RangeInclusive<usize> = 0..=Tag::Block as usize;
 /// The tags a frame stores next to a vtable pointer.
 const FRAME_VTABLE_KINDS: core::ops::RangeInclusive<usize> =
-    Tag::FlatMap as usize..=Tag::RestoreErr as usize;
+    Tag::FlatMap as usize..=Tag::ResumeBlock as usize;
 
 /// The vtable pointer of a vtable word (meaningless for a bare one).
 #[inline(always)]
@@ -678,6 +684,12 @@ impl Node {
     pub(crate) fn blocking(thunk: ErasedFn<(), Value>) -> Node {
         Node::from_fn(thunk, Tag::Blocking)
     }
+    /// The next step of an IO block (or of a future a fiber drives):
+    /// `resume` polls it (`future/block.rs`).
+    #[inline(always)]
+    pub(crate) fn block(resume: ErasedFn<Option<Res>, BlockStep>) -> Node {
+        Node::from_fn(resume, Tag::Block)
+    }
     #[inline(always)]
     pub(crate) fn unwind() -> Node {
         Node::raw(EMPTY_WORD, bare(Tag::Unwind))
@@ -740,6 +752,7 @@ unsafe fn decode(word: Word, vtable: *const ()) -> Kind {
             Tag::Start => Kind::Start(ErasedFn::from_raw(word, &*vt.cast())),
             Tag::Unwind => Kind::Unwind,
             Tag::Blocking => Kind::Blocking(ErasedFn::from_raw(word, &*vt.cast())),
+            Tag::Block => Kind::Block(Resume(ErasedFn::from_raw(word, &*vt.cast()))),
             #[cfg(feature = "tracing")]
             Tag::Mark => Kind::Mark(BindBox::from_word(word)),
             #[cfg(not(feature = "tracing"))]
@@ -748,6 +761,7 @@ unsafe fn decode(word: Word, vtable: *const ()) -> Kind {
             | Tag::Remask
             | Tag::RestoreOk
             | Tag::RestoreErr
+            | Tag::ResumeBlock
             | Tag::ResumeUnwind
             | Tag::TraceScope => {
                 unreachable!("io-core: a frame tag on a node")

@@ -258,7 +258,7 @@ pub(crate) mod names {
     }
 }
 
-/// `cede`, `never`, `canceled` and `sleep` have no closure: their
+/// `cede`, `never`, `canceled`, `sleep` and `await` have no closure: their
 /// operations are these statics.
 #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
 pub(crate) static CEDE: Op = Op::new("cede");
@@ -268,6 +268,9 @@ pub(crate) static NEVER: Op = Op::new("never");
 pub(crate) static CANCELED: Op = Op::new("canceled");
 #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
 pub(crate) static SLEEP: Op = Op::new("sleep");
+/// An `.await` in an IO block, at its line (`future/block.rs`).
+#[cfg_attr(not(feature = "tracing"), allow(dead_code))]
+pub(crate) static AWAIT: Op = Op::new("await");
 
 /// The site of a traced call: `Some` with the caller's site when tracing is
 /// compiled in.
