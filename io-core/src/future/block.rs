@@ -58,126 +58,162 @@
 //! run by the runtime) and Cats Effect's for-comprehension, which IO
 //! blocks stand in for; no code is copied.
 
+use core::convert::Infallible;
 use core::future::{Future, IntoFuture};
 use core::marker::PhantomData;
 use core::mem::ManuallyDrop;
 use core::pin::Pin;
 use core::task::{Context, Poll, RawWaker, RawWakerVTable, Waker};
 
+use super::cell::{self, FiberCell, LazyWake};
 use crate::engine::node::{Node, Res};
 use crate::engine::tracing::Site;
 use crate::io::IO;
-use crate::sync::{AtomicUsize, Ordering};
+use crate::sync::{Arc, AtomicUsize, Ordering};
 
-/// A result handed back to the block, under the token of its request.
-pub(crate) type Delivery = (u32, Res);
+/// A program an `.await` asked the fiber to run: the program and the
+/// `.await`'s site (recorded as the `await` operation).
+pub(crate) type Request = (Node, Option<Site>);
 
-/// A program an `.await` asked the fiber to run: its token, the program,
-/// and the `.await`'s site (recorded as the `await` operation).
-pub(crate) type Request = (u32, Node, Option<Site>);
-
-/// Where an [`Await`] leaves its request and finds its result.
+/// Where an [`Await`] leaves its request and finds its result. It lives
+/// with the future, in the driver's pinned allocation (`mod.rs`), and is
+/// reached during a poll through the poll's waker.
 pub(crate) struct Slot {
-    /// The program an `Await` asked to run, the `.await`'s site, and the
-    /// request's token.
+    /// The program an `Await` asked to run in this poll, if any.
     request: Option<Request>,
-    /// The result of the last request, until its `Await` takes it.
-    result: Option<Delivery>,
+    /// The result of a request, until its `Await` takes it.
+    result: Option<Res>,
+    /// The token of the request `result` answers.
+    answers: u32,
+    /// The token of the last request.
+    last: u32,
     /// The next token.
     next: u32,
 }
 
 impl Slot {
-    /// An empty slot, with the result of the last request (if any) for its
-    /// `Await`, and tokens from `next` on.
-    pub(crate) fn new(result: Option<Delivery>, next: u32) -> Self {
+    /// An empty slot.
+    pub(crate) const fn new() -> Self {
         Slot {
             request: None,
-            result,
-            next,
+            result: None,
+            answers: 0,
+            last: 0,
+            next: 0,
         }
     }
 
-    /// After the poll: the request, if an `Await` made one, and the next
-    /// token to issue. A result nobody took is dropped here.
-    pub(crate) fn finish(self) -> (Option<Request>, u32) {
-        (self.request, self.next)
+    /// Before a poll: the result of the last request, for its `Await`.
+    #[inline(always)]
+    pub(crate) fn deliver(&mut self, result: Res) {
+        self.answers = self.last;
+        self.result = Some(result);
+    }
+
+    /// After a poll: the request an `Await` made in it, if any. A result
+    /// nobody took (its `Await` was dropped) is dropped here.
+    #[inline(always)]
+    pub(crate) fn take_request(&mut self) -> Option<Request> {
+        if self.result.is_some() {
+            self.result = None;
+        }
+        self.request.take()
     }
 }
 
-/// What the block waker points at: the real waker and the slot.
-struct BlockWake<'a> {
-    waker: &'a Waker,
+/// What the waker of one poll points at, on the fiber's native stack: the
+/// future's wake cell if an earlier poll made one (else a [`LazyWake`] that
+/// makes one when the waker is cloned), and the block's [`Slot`].
+pub(crate) struct PollWake<'a> {
+    /// The future's wake cell, if it has one.
+    cell: Option<&'a Arc<FiberCell>>,
+    /// Used when there is no cell yet.
+    lazy: LazyWake,
+    /// The block's slot, in the driver's allocation.
     slot: *mut Slot,
     /// 1 while an `Await` uses the slot (the try-lock of the module doc).
     busy: AtomicUsize,
 }
 
-/// The block waker's vtable: every call goes to the real waker (a clone is
-/// a real waker, not a block waker), so only the borrowed waker of a poll
-/// is ever a block waker; it is never dropped or consumed (`wake` and
-/// `drop` are only reachable through it, and it lives in a `ManuallyDrop`).
-static BLOCK_VTABLE: RawWakerVTable = RawWakerVTable::new(
-    block_clone,
-    block_wake_by_ref,
-    block_wake_by_ref,
-    block_drop,
-);
+/// The poll waker's vtable: a clone is an owned waker over the wake cell
+/// (made then if there is none), a wake goes to the cell (or, without one,
+/// leaves a flag the driver reads after the poll). Only the borrowed waker
+/// of a poll is ever made over a `PollWake`; it is never dropped or
+/// consumed (`wake` and `drop` are only reachable through it, and it lives
+/// in a `ManuallyDrop`).
+static POLL_VTABLE: RawWakerVTable =
+    RawWakerVTable::new(poll_clone, poll_wake_by_ref, poll_wake_by_ref, poll_drop);
 
 /// # Safety
-/// `data` points at a live `BlockWake` (the borrowed block waker lives
-/// only during [`with_block_context`], which owns it).
-unsafe fn block_clone(data: *const ()) -> RawWaker {
+/// `data` points at a live `PollWake` (the borrowed waker lives only during
+/// [`PollWake::poll`], which borrows it).
+unsafe fn poll_clone(data: *const ()) -> RawWaker {
     // SAFETY: function contract.
-    let wake = unsafe { &*data.cast::<BlockWake<'_>>() };
-    let real = ManuallyDrop::new(wake.waker.clone());
-    // The clone's count moves into the returned raw waker (the
-    // `ManuallyDrop` keeps it from being released here).
-    RawWaker::new(real.data(), real.vtable())
+    let wake = unsafe { &*data.cast::<PollWake<'_>>() };
+    match wake.cell {
+        Some(cell) => cell::clone_cell_waker(cell),
+        None => wake.lazy.clone_waker(),
+    }
 }
 
 /// # Safety
-/// As for [`block_clone`].
-unsafe fn block_wake_by_ref(data: *const ()) {
+/// As for [`poll_clone`].
+unsafe fn poll_wake_by_ref(data: *const ()) {
     // SAFETY: function contract.
-    let wake = unsafe { &*data.cast::<BlockWake<'_>>() };
-    wake.waker.wake_by_ref();
+    let wake = unsafe { &*data.cast::<PollWake<'_>>() };
+    match wake.cell {
+        Some(cell) => cell.wake(),
+        None => wake.lazy.wake_by_ref(),
+    }
 }
 
-/// Never called with a count to release (see [`BLOCK_VTABLE`]).
-unsafe fn block_drop(_: *const ()) {}
+/// Never called with a count to release (see [`POLL_VTABLE`]).
+unsafe fn poll_drop(_: *const ()) {}
 
-/// Runs `f` with a context whose waker is a block waker over `waker` (the
-/// driver's real waker) and `slot`.
-pub(crate) fn with_block_context<R>(
-    waker: &Waker,
-    slot: &mut Slot,
-    f: impl FnOnce(&mut Context<'_>) -> R,
-) -> R {
-    let wake = BlockWake {
-        waker,
-        slot,
-        busy: AtomicUsize::new(0),
-    };
-    let data = core::ptr::from_ref(&wake).cast::<()>();
-    // SAFETY: `wake` outlives this call and the waker lives only during it
-    // (in a `ManuallyDrop`, never dropped or consumed); every function of
-    // `BLOCK_VTABLE` reads `data` as the `BlockWake` it is.
-    let block = ManuallyDrop::new(unsafe { Waker::from_raw(RawWaker::new(data, &BLOCK_VTABLE)) });
-    f(&mut Context::from_waker(&block))
+impl<'a> PollWake<'a> {
+    /// The target of a poll's waker: `cell` if the future has one, and the
+    /// block's `slot`.
+    #[inline(always)]
+    pub(crate) fn new(cell: Option<&'a Arc<FiberCell>>, slot: *mut Slot) -> Self {
+        PollWake {
+            cell,
+            lazy: LazyWake::new(),
+            slot,
+            busy: AtomicUsize::new(0),
+        }
+    }
+
+    /// Runs `f` with a context whose waker is this poll's waker.
+    #[inline(always)]
+    pub(crate) fn poll<R>(&self, f: impl FnOnce(&mut Context<'_>) -> R) -> R {
+        let data = core::ptr::from_ref(self).cast::<()>();
+        // SAFETY: `self` outlives this call and the waker lives only during
+        // it (in a `ManuallyDrop`, never dropped or consumed); every function
+        // of `POLL_VTABLE` reads `data` as the `PollWake` it is.
+        let waker = ManuallyDrop::new(unsafe { Waker::from_raw(RawWaker::new(data, &POLL_VTABLE)) });
+        f(&mut Context::from_waker(&waker))
+    }
+
+    /// After the poll, when the future had no cell: the cell a clone made,
+    /// and whether the future was woken by reference before there was one.
+    #[inline(always)]
+    pub(crate) fn finish_lazy(&mut self) -> (Option<Arc<FiberCell>>, bool) {
+        self.lazy.finish()
+    }
 }
 
 /// Runs `f` with the slot of the block that polls with `cx`, if `cx`'s
-/// waker is a block waker and its slot is free; `None` otherwise.
+/// waker is a poll waker and its slot is free; `None` otherwise.
+#[inline(always)]
 fn with_slot<R>(cx: &Context<'_>, f: impl FnOnce(&mut Slot) -> R) -> Option<R> {
     let waker = cx.waker();
-    if !core::ptr::eq(waker.vtable(), &BLOCK_VTABLE) {
+    if !core::ptr::eq(waker.vtable(), &POLL_VTABLE) {
         return None;
     }
-    // SAFETY: a waker with `BLOCK_VTABLE` is only made by
-    // `with_block_context`, over a live `BlockWake` (it exists only during
-    // that call, and this borrow of it ends before `with_slot` returns).
-    let wake = unsafe { &*waker.data().cast::<BlockWake<'_>>() };
+    // SAFETY: a waker with `POLL_VTABLE` is only made by `PollWake::poll`,
+    // over a live `PollWake` (it exists only during that call, and this
+    // borrow of it ends before `with_slot` returns).
+    let wake = unsafe { &*waker.data().cast::<PollWake<'_>>() };
     if wake
         .busy
         .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
@@ -185,9 +221,10 @@ fn with_slot<R>(cx: &Context<'_>, f: impl FnOnce(&mut Slot) -> R) -> Option<R> {
     {
         return None;
     }
-    // SAFETY: the slot outlives the poll that `wake` belongs to, and the
-    // flag just taken makes this the only access to it (the driver reads it
-    // only after the poll has returned).
+    // SAFETY: the slot outlives the poll that `wake` belongs to (it is in
+    // the driver's allocation, which the poll borrows), the driver touches
+    // it only before and after the poll, and the flag just taken makes this
+    // the only access to it during the poll.
     let out = f(unsafe { &mut *wake.slot });
     wake.busy.store(0, Ordering::Release);
     Some(out)
@@ -243,8 +280,9 @@ impl<A: Send + 'static, E: Send + 'static> Future for Await<A, E> {
                 State::Unsent(node) => {
                     if slot.request.is_none() {
                         let token = slot.next;
-                        slot.next = slot.next.wrapping_add(1);
-                        slot.request = Some((token, node, this.site.take()));
+                        slot.last = token;
+                        slot.next = token.wrapping_add(1);
+                        slot.request = Some((node, this.site.take()));
                         this.state = State::Sent(token);
                     } else {
                         // One request per poll of the block: ask at the next.
@@ -252,14 +290,20 @@ impl<A: Send + 'static, E: Send + 'static> Future for Await<A, E> {
                     }
                     Poll::Pending
                 }
-                State::Sent(token) => match slot.result.take() {
-                    Some((delivered, res)) if delivered == token => Poll::Ready(typed::<A, E>(res)),
-                    other => {
-                        slot.result = other;
-                        this.state = State::Sent(token);
-                        Poll::Pending
+                State::Sent(token) => {
+                    let mine = if token == slot.answers {
+                        slot.result.take()
+                    } else {
+                        None
+                    };
+                    match mine {
+                        Some(res) => Poll::Ready(typed::<A, E>(res)),
+                        None => {
+                            this.state = State::Sent(token);
+                            Poll::Pending
+                        }
                     }
-                },
+                }
                 State::Done => panic!("an IO's await was polled after it completed"),
             }
         });
@@ -283,5 +327,58 @@ fn typed<A: 'static, E: 'static>(res: Res) -> Result<A, E> {
         Ok(value) => Ok(unsafe { value.take::<A>() }),
         // SAFETY: as above.
         Err(error) => Err(unsafe { error.take::<E>() }),
+    }
+}
+
+/// The future of an `.await` on an [`IO<A, Infallible>`](IO) made with
+/// [`IO::value`]: it resolves to the value itself.
+#[must_use = "an IO block's await does nothing unless it is awaited"]
+pub struct AwaitValue<A> {
+    inner: Await<A, Infallible>,
+}
+
+impl<A: Send + 'static> IO<A, Infallible> {
+    /// This program, to be awaited in an IO block for its value alone: it
+    /// cannot fail, so its await gives an `A`, not a `Result`.
+    ///
+    /// The operations that cannot fail (`Ref::get`, `Deferred::get`,
+    /// `Queue::take`, [`IO::sleep`], `start`, …) are generic in
+    /// their error type so that they fit any program's chain; in a block,
+    /// where nothing fixes that type, `.value()` fixes it to
+    /// [`Infallible`]:
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use spindle_effect::{IO, IORuntime, Outcome, Ref};
+    /// use spindle_effect::single::SingleThreaded;
+    ///
+    /// let hits = Ref::new(0u32);
+    /// let program: IO<u32, std::io::Error> = IO::block(async move {
+    ///     for _ in 0..3 {
+    ///         hits.update(|n| *n += 1).value().await;
+    ///     }
+    ///     IO::sleep(Duration::from_millis(1)).value().await;
+    ///     Ok(hits.get().value().await)
+    /// });
+    /// assert_eq!(SingleThreaded::new()?.block_on(program)?, Outcome::Succeeded(3));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[track_caller]
+    pub fn value(self) -> AwaitValue<A> {
+        AwaitValue {
+            inner: self.into_future(),
+        }
+    }
+}
+
+impl<A: Send + 'static> Future for AwaitValue<A> {
+    type Output = A;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<A> {
+        match Pin::new(&mut self.get_mut().inner).poll(cx) {
+            Poll::Ready(Ok(value)) => Poll::Ready(value),
+            Poll::Ready(Err(never)) => match never {},
+            Poll::Pending => Poll::Pending,
+        }
     }
 }

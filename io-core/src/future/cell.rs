@@ -1,4 +1,4 @@
-//! The wake cell: what a [`Waker`] handed to a future shares with the fiber
+//! The wake cell: what a [`Waker`](core::task::Waker) handed to a future shares with the fiber
 //! that polls it, and the two hand-written waker vtables over it.
 //!
 //! # The state word
@@ -89,9 +89,8 @@
 //! it. A future that is ready at once, or woken only during its poll, never
 //! allocates a cell.
 
-use core::mem::ManuallyDrop;
 use core::ptr;
-use core::task::{Context, RawWaker, RawWakerVTable, Waker};
+use core::task::{RawWaker, RawWakerVTable};
 
 use crate::engine::erased::Value;
 use crate::fiber::RawCallback;
@@ -146,12 +145,14 @@ impl<C: Resume> WakeCell<C> {
     }
 
     /// The fiber, before each poll: forgets the wakes this poll answers.
+    #[inline]
     pub(crate) fn begin_poll(&self) {
         self.state.fetch_and(!NOTIFIED, Ordering::Acquire);
     }
 
     /// The fiber, after a `Pending` poll: whether a wake came since
     /// [`begin_poll`](WakeCell::begin_poll).
+    #[inline]
     pub(crate) fn notified(&self) -> bool {
         self.state.load(Ordering::Acquire) & NOTIFIED != 0
     }
@@ -311,19 +312,11 @@ unsafe fn cell_drop(data: *const ()) {
     cell.waker_dropped();
 }
 
-/// Runs `f` with a context whose waker borrows `cell` (no count changes
-/// hands: the waker is never dropped, and lives only during `f`).
-pub(crate) fn with_cell_context<R>(
-    cell: &Arc<FiberCell>,
-    f: impl FnOnce(&mut Context<'_>) -> R,
-) -> R {
-    let data = Arc::as_ptr(cell).cast::<()>();
-    // SAFETY: `data` points at the cell of `cell`, which outlives this call;
-    // the waker is in a `ManuallyDrop` and never dropped, so it never
-    // releases the count it borrows from `cell`; clones made from it take
-    // counts of their own (`cell_clone`).
-    let waker = ManuallyDrop::new(unsafe { Waker::from_raw(RawWaker::new(data, &CELL_VTABLE)) });
-    f(&mut Context::from_waker(&waker))
+/// An owned waker over `cell` (one more strong count and waker count).
+pub(crate) fn clone_cell_waker(cell: &Arc<FiberCell>) -> RawWaker {
+    // SAFETY: `cell` is a live `Arc`, so its pointer satisfies
+    // `cell_clone`'s contract.
+    unsafe { cell_clone(Arc::as_ptr(cell).cast::<()>()) }
 }
 
 /// The first poll's waker target, on the fiber's native stack: no cell yet
@@ -335,49 +328,9 @@ pub(crate) struct LazyWake {
     woken: AtomicUsize,
 }
 
-/// Wakers over a [`LazyWake`]. Only the borrowed waker of the first poll is
-/// ever made over it: clones are wakers over the cell (`CELL_VTABLE`), so
-/// `wake` and `drop` here are only reachable through that borrowed waker,
-/// which is never dropped or consumed.
-static LAZY_VTABLE: RawWakerVTable =
-    RawWakerVTable::new(lazy_clone, lazy_wake_by_ref, lazy_wake_by_ref, lazy_drop);
-
-/// # Safety
-/// `data` points at a live `LazyWake` (the borrowed waker lives only while
-/// its `LazyWake` is borrowed by [`LazyWake::with_context`]).
-unsafe fn lazy_clone(data: *const ()) -> RawWaker {
-    // SAFETY: function contract.
-    let lazy = unsafe { &*data.cast::<LazyWake>() };
-    let cell = lazy.cell_or_install();
-    // SAFETY: `cell` is the `into_raw` pointer of an `Arc` whose count the
-    // `LazyWake` owns (alive as long as it is); the new waker owns the count
-    // added here.
-    unsafe { Arc::increment_strong_count(cell) };
-    // SAFETY: as above, the cell is alive.
-    unsafe { &*cell }.waker_made();
-    RawWaker::new(cell.cast::<()>(), &CELL_VTABLE)
-}
-
-/// # Safety
-/// As for [`lazy_clone`].
-unsafe fn lazy_wake_by_ref(data: *const ()) {
-    // SAFETY: function contract.
-    let lazy = unsafe { &*data.cast::<LazyWake>() };
-    let cell = lazy.cell.load(Ordering::Acquire);
-    if cell.is_null() {
-        lazy.woken.store(1, Ordering::Release);
-    } else {
-        // SAFETY: a non-null pointer is an installed cell whose count the
-        // `LazyWake` owns: alive while the `LazyWake` is.
-        unsafe { &*cell }.wake();
-    }
-}
-
-/// Never called with a count to release (see [`LAZY_VTABLE`]).
-unsafe fn lazy_drop(_: *const ()) {}
-
 impl LazyWake {
     /// No cell, not woken.
+    #[inline]
     pub(crate) fn new() -> Self {
         LazyWake {
             cell: AtomicPtr::new(ptr::null_mut()),
@@ -410,19 +363,32 @@ impl LazyWake {
         }
     }
 
-    /// Runs `f` with a context whose waker targets this `LazyWake`.
-    pub(crate) fn with_context<R>(&self, f: impl FnOnce(&mut Context<'_>) -> R) -> R {
-        let data = ptr::from_ref(self).cast::<()>();
-        // SAFETY: `self` outlives this call and the waker lives only during
-        // it (in a `ManuallyDrop`, never dropped or consumed); every vtable
-        // function reads `data` as the `LazyWake` it is.
-        let waker =
-            ManuallyDrop::new(unsafe { Waker::from_raw(RawWaker::new(data, &LAZY_VTABLE)) });
-        f(&mut Context::from_waker(&waker))
+    /// An owned waker over the cell, installing it first if there is none
+    /// (the poll waker's clone, `block.rs`).
+    pub(crate) fn clone_waker(&self) -> RawWaker {
+        let cell = self.cell_or_install();
+        // SAFETY: `cell` is the `into_raw` pointer of an `Arc` whose count
+        // the `LazyWake` owns (alive as long as it is); `cell_clone` adds the
+        // count the new waker owns.
+        unsafe { cell_clone(cell.cast::<()>()) }
+    }
+
+    /// A wake by reference during the poll: to the cell if a clone
+    /// installed one, else a flag for [`finish`](LazyWake::finish).
+    pub(crate) fn wake_by_ref(&self) {
+        let cell = self.cell.load(Ordering::Acquire);
+        if cell.is_null() {
+            self.woken.store(1, Ordering::Release);
+        } else {
+            // SAFETY: a non-null pointer is an installed cell whose count
+            // the `LazyWake` owns: alive while the `LazyWake` is.
+            unsafe { &*cell }.wake();
+        }
     }
 
     /// After the poll: the cell, if a clone installed one, and whether the
     /// future was woken by reference before there was a cell.
+    #[inline]
     pub(crate) fn finish(&mut self) -> (Option<Arc<FiberCell>>, bool) {
         // A load and a store, not a swap: `&mut self` says no waker over
         // this `LazyWake` exists any more (they lived only during the poll,
@@ -444,6 +410,7 @@ impl LazyWake {
 impl Drop for LazyWake {
     /// A poll that panicked leaves an installed cell here: close it (its
     /// wakers then do nothing) and release the count.
+    #[inline]
     fn drop(&mut self) {
         if let (Some(cell), _) = self.finish() {
             cell.close();

@@ -85,7 +85,7 @@ mod join;
 #[cfg(test)]
 mod tests;
 
-pub use block::Await;
+pub use block::{Await, AwaitValue};
 pub use join::JoinFuture;
 
 use alloc::boxed::Box;
@@ -103,8 +103,8 @@ use crate::executor::Executor;
 use crate::fiber::handle::FiberHandle;
 use crate::io::IO;
 use crate::sync::Arc;
-use block::{Delivery, Slot, with_block_context};
-use cell::{FiberCell, LazyWake};
+use block::{PollWake, Request, Slot};
+use cell::FiberCell;
 
 crate::engine::tracing::trace_ops! {
     FromFuture = "from_future",
@@ -143,13 +143,6 @@ impl<Fut> PinnedFuture<Fut> {
         };
         PinnedFuture { ptr }
     }
-
-    fn as_mut(&mut self) -> Pin<&mut Fut> {
-        // SAFETY: `ptr` points at a live `Fut` that this value owns
-        // (`&mut self`: no other access), and it is never moved until it is
-        // dropped in place (`Drop`), which is the pinning guarantee.
-        unsafe { Pin::new_unchecked(self.ptr.as_mut()) }
-    }
 }
 
 impl<Fut> Drop for PinnedFuture<Fut> {
@@ -171,10 +164,9 @@ impl<Fut> Drop for PinnedFuture<Fut> {
 }
 
 /// A future being driven by a fiber, in one pinned allocation with what
-/// its driving needs: the wake cell once a waker was cloned, and the next
-/// token of its IO block's requests (`block.rs`). One word, so that the
-/// continuations that carry it from step to step keep it inline (no
-/// allocation per step).
+/// its driving needs: the wake cell once a waker was cloned, and its IO
+/// block's slot (`block.rs`). One word, so that the continuations that
+/// carry it from step to step keep it inline (no allocation per step).
 struct Driver<Fut> {
     state: PinnedFuture<DriverState<Fut>>,
 }
@@ -183,37 +175,8 @@ struct Driver<Fut> {
 /// a `Pin`, never moved); the other fields are plain data.
 struct DriverState<Fut> {
     cell: Option<Arc<FiberCell>>,
-    next_token: u32,
+    slot: Slot,
     future: Fut,
-}
-
-impl<Fut> Driver<Fut> {
-    /// The cell and the token counter, unpinned.
-    fn parts(&mut self) -> (&mut Option<Arc<FiberCell>>, &mut u32, Pin<&mut Fut>) {
-        // SAFETY: a projection of the pinned state: `future` is never moved
-        // out of it (it is only polled through the `Pin` made here, and
-        // dropped in place with the state); `cell` and `next_token` are not
-        // structurally pinned and may be touched freely.
-        unsafe {
-            let state = self.state.as_mut().get_unchecked_mut();
-            (
-                &mut state.cell,
-                &mut state.next_token,
-                Pin::new_unchecked(&mut state.future),
-            )
-        }
-    }
-
-    /// The wake cell, if a waker was cloned.
-    fn cell(&mut self) -> Option<Arc<FiberCell>> {
-        self.parts().0.clone()
-    }
-
-    /// The token of the last request (the one whose result is awaited:
-    /// there is at most one).
-    fn last_token(&mut self) -> u32 {
-        self.parts().1.wrapping_sub(1)
-    }
 }
 
 impl<Fut> Drop for Driver<Fut> {
@@ -221,7 +184,10 @@ impl<Fut> Drop for Driver<Fut> {
         // Later wakes do nothing; the slot's callback (a reference to the
         // fiber) goes now. The future itself is dropped right after, with
         // the state, on this (the fiber's) thread.
-        if let Some(cell) = self.parts().0 {
+        let state = self.state.ptr.as_ptr();
+        // SAFETY: `state` points at the live state this driver owns; only
+        // the unpinned `cell` field is read.
+        if let Some(cell) = unsafe { &(*state).cell } {
             cell.close();
         }
     }
@@ -232,7 +198,7 @@ enum Polled<T> {
     Ready(T),
     /// Pending: an `.await` in the future asked to run a program on the
     /// fiber (`block.rs`).
-    Request(Node, Option<crate::engine::tracing::Site>),
+    Request(Request),
     /// Pending, but woken during the poll: poll again (after a cede).
     Woken,
     /// Pending, with a cell to wait on.
@@ -246,35 +212,53 @@ impl<Fut: Future> Driver<Fut> {
         Driver {
             state: PinnedFuture::new(DriverState {
                 cell: None,
-                next_token: 0,
+                slot: Slot::new(),
                 future,
             }),
         }
     }
 
-    /// Polls the future once, with a block waker (`block.rs`) over the
-    /// fiber's waker, handing it `result`, the result of its last request.
-    fn poll(&mut self, result: Option<Delivery>) -> Polled<Fut::Output> {
-        let (cell_slot, next_token, future) = self.parts();
-        let mut slot = Slot::new(result, *next_token);
+    /// Polls the future once, with a poll waker (`block.rs`) over the
+    /// fiber's wake cell and the block's slot, handing the slot `result`,
+    /// the result of the block's last request.
+    #[inline(always)]
+    fn poll(&mut self, result: Option<Res>) -> Polled<Fut::Output> {
+        let state = self.state.ptr.as_ptr();
+        // SAFETY (this block's accesses): `state` points at the live state
+        // this driver owns (`&mut self`: nothing else reaches it now). The
+        // fields are reached as disjoint places: `future` only through the
+        // `Pin` made here (never moved; it is dropped in place with the
+        // state), `slot` through a raw pointer that the poll's waker hands
+        // to the block's `Await`s (only during the poll, one at a time) and
+        // that is used here only before and after the poll, `cell` only by
+        // this function and the waker (through a shared borrow during the
+        // poll).
+        let (cell_slot, slot, future) = unsafe {
+            (
+                &mut *ptr::addr_of_mut!((*state).cell),
+                ptr::addr_of_mut!((*state).slot),
+                Pin::new_unchecked(&mut *ptr::addr_of_mut!((*state).future)),
+            )
+        };
+        if let Some(result) = result {
+            // SAFETY: see above; no poll is running.
+            unsafe { (*slot).deliver(result) };
+        }
         let polled = match &*cell_slot {
             Some(cell) => {
                 cell.begin_poll();
-                let polled = cell::with_cell_context(cell, |cx| {
-                    with_block_context(cx.waker(), &mut slot, |cx| future.poll(cx))
-                });
-                match polled {
+                let wake = PollWake::new(Some(cell), slot);
+                match wake.poll(|cx| future.poll(cx)) {
                     Poll::Ready(out) => Polled::Ready(out),
                     Poll::Pending if cell.notified() => Polled::Woken,
                     Poll::Pending => Polled::Waiting,
                 }
             }
             None => {
-                let mut lazy = LazyWake::new();
-                let polled = lazy.with_context(|cx| {
-                    with_block_context(cx.waker(), &mut slot, |cx| future.poll(cx))
-                });
-                let (cell, woken) = lazy.finish();
+                let mut wake = PollWake::new(None, slot);
+                let polled = wake.poll(|cx| future.poll(cx));
+                let (cell, woken) = wake.finish_lazy();
+                drop(wake);
                 *cell_slot = cell;
                 match (polled, &*cell_slot) {
                     (Poll::Ready(out), _) => Polled::Ready(out),
@@ -285,16 +269,22 @@ impl<Fut: Future> Driver<Fut> {
                 }
             }
         };
-        let (request, next) = slot.finish();
-        *next_token = next;
-        match (polled, request) {
+        // SAFETY: see above; the poll is over.
+        match (polled, unsafe { (*slot).take_request() }) {
             // An await asked for a program: run it first (a wake during
             // the poll is kept in the cell, and seen at a later poll).
-            (Polled::Woken | Polled::Waiting | Polled::Stuck, Some((_, node, site))) => {
-                Polled::Request(node, site)
+            (Polled::Woken | Polled::Waiting | Polled::Stuck, Some(request)) => {
+                Polled::Request(request)
             }
             (polled, _) => polled,
         }
+    }
+
+    /// The wake cell, if a waker was cloned.
+    fn cell(&self) -> Option<Arc<FiberCell>> {
+        // SAFETY: `state` points at the live state this driver owns; only
+        // the unpinned `cell` field is read.
+        unsafe { (*self.state.ptr.as_ptr()).cell.clone() }
     }
 }
 
@@ -384,13 +374,12 @@ where
     A: 'static,
     E: 'static,
 {
-    let result = input.map(|res| (driver.last_token(), res));
-    match driver.poll(result) {
+    match driver.poll(input) {
         Polled::Ready(out) => {
             drop(driver);
             BlockStep::Done(K::finish(out))
         }
-        Polled::Request(node, site) => BlockStep::Await {
+        Polled::Request((node, site)) => BlockStep::Await {
             node,
             site,
             resume: resume::<Fut, K, A, E>(driver),
