@@ -353,7 +353,7 @@ impl<A: Send + 'static> IO<A, Infallible> {
     /// use spindle_effect::single::SingleThreaded;
     ///
     /// let hits = Ref::new(0u32);
-    /// let program: IO<u32, std::io::Error> = IO::block(async move {
+    /// let program: IO<u32, String> = IO::block(async move {
     ///     for _ in 0..3 {
     ///         hits.update(|n| *n += 1).value().await;
     ///     }

@@ -532,8 +532,8 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// `.await`'s line is recorded in the fiber's trace.
     ///
     /// ```
-    /// use spindle_core::{IO, Outcome};
-    /// use spindle_exec_single::SingleThreaded;
+    /// use spindle_effect::{IO, IORuntime, Outcome};
+    /// use spindle_effect::single::SingleThreaded;
     ///
     /// let program: IO<u64, String> = IO::block(async {
     ///     let mut total = 0;
