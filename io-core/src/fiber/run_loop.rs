@@ -300,22 +300,50 @@ macro_rules! wait {
 /// an `await` at the `.await`'s site, with the block's frame below it
 /// (its result pops the frame, which polls the block again); or a program
 /// that ends in the block's next step.
+///
+/// An awaited program that is already a value is handed back to the block
+/// at once, without a frame (as `flat_map` applies a settled source at
+/// once), one step of the budget each. An awaited program is where a new
+/// program starts: with the budget spent, the fiber yields there (and
+/// observes cancellation) as at the top of the loop, so that a block that
+/// awaits only values still yields and can be canceled.
 macro_rules! block_step {
-    ($core:ident, $ring:expr, $step:expr) => {
-        match $step {
-            BlockStep::Done(res) => Node::from_res(res),
-            BlockStep::Await {
-                node,
-                site: _site,
-                resume,
-            } => {
-                record!($ring, &crate::engine::tracing::AWAIT, _site.as_ref());
-                $core.stack.push(Frame::resume_block(resume));
-                node
+    ($core:ident, $header:ident, $ring:expr, $budget:ident, $step:expr) => {{
+        let mut step = $step;
+        loop {
+            match step {
+                BlockStep::Done(res) => break Node::from_res(res),
+                BlockStep::Run(node) => break node,
+                BlockStep::Await {
+                    node,
+                    site: _site,
+                    resume,
+                } => {
+                    record!($ring, &crate::engine::tracing::AWAIT, _site.as_ref());
+                    if $budget == 0 {
+                        $core.stack.push(Frame::resume_block(resume));
+                        let mut node = node;
+                        if should_cancel($core, $header) {
+                            node = begin_cancel($core, node);
+                        }
+                        $core.next = Next::Node(node);
+                        activity!($ring, Queued);
+                        return Exit::Yield;
+                    }
+                    match node.into_value() {
+                        Ok(value) => {
+                            $budget -= 1;
+                            step = resume.apply(Some(Ok(value)));
+                        }
+                        Err(node) => {
+                            $core.stack.push(Frame::resume_block(resume));
+                            break node;
+                        }
+                    }
+                }
             }
-            BlockStep::Run(node) => node,
         }
-    };
+    }};
 }
 
 /// The run-loop; `TRACING`: the fiber traces (`core.flags.is_on()`), for as
@@ -433,7 +461,7 @@ fn run_loop<X: Executor, const TRACING: bool>(
                     Some(FrameKind::Fold(f)) => Node::from_res(f.apply(Ok(value))),
                     Some(FrameKind::FoldWith(f)) => f.apply(Ok(value)),
                     Some(FrameKind::ResumeBlock(resume)) => {
-                        block_step!(core, ring, resume.apply(Some(Ok(value))))
+                        block_step!(core, header, ring, budget, resume.apply(Some(Ok(value))))
                     }
                     Some(FrameKind::Unmask) => {
                         core.unmask();
@@ -491,7 +519,7 @@ fn run_loop<X: Executor, const TRACING: bool>(
                 Some(FrameKind::Fold(f)) => Node::from_res(f.apply(Err(error))),
                 Some(FrameKind::FoldWith(f)) => f.apply(Err(error)),
                 Some(FrameKind::ResumeBlock(resume)) => {
-                    block_step!(core, ring, resume.apply(Some(Err(error))))
+                    block_step!(core, header, ring, budget, resume.apply(Some(Err(error))))
                 }
                 Some(FrameKind::Unmask) => {
                     core.unmask();
@@ -718,7 +746,7 @@ fn run_loop<X: Executor, const TRACING: bool>(
             }
             Kind::Block(resume) => {
                 record!(ring, resume.op(), resume.site());
-                block_step!(core, ring, resume.apply(None))
+                block_step!(core, header, ring, budget, resume.apply(None))
             }
             Kind::Monotonic => Node::pure(Value::new(executor.monotonic())),
             Kind::RealTime => Node::pure(Value::new(executor.real_time())),

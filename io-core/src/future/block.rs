@@ -4,26 +4,28 @@
 //!
 //! # The protocol
 //!
-//! A fiber polls a block's future with a context whose waker is a *block
-//! waker* ([`with_block_context`]): a waker with a vtable of its own,
-//! [`BLOCK_VTABLE`], over a [`BlockWake`] on the fiber's native stack that
-//! holds the fiber's real waker (the driver's: `cell.rs`) and a [`Slot`].
-//! Waking or cloning it wakes or clones the real waker, so a future that
-//! keeps the waker (a channel, a timer of another runtime) resumes the
+//! A fiber polls a driven future with a context whose waker is a *poll
+//! waker*: a waker with a vtable of its own, [`POLL_VTABLE`], over the
+//! [`BlockHead`] that sits beside the future in the driver's allocation and
+//! holds the future's wake cell (`cell.rs`; made lazily, when a waker is
+//! first cloned) and the block's [`Slot`]. Cloning the poll waker gives an
+//! owned waker over the wake cell, and a wake goes to the cell, so a future
+//! that keeps its waker (a channel, a timer of another runtime) resumes the
 //! fiber as under [`IO::from_future`].
 //!
 //! 1. `.await` on an `IO<A, E>` makes an [`Await<A, E>`]
 //!    (`IntoFuture`, `#[track_caller]`: the `.await`'s line is its site).
-//! 2. Its first poll finds the block waker (`Waker::vtable`), and leaves
+//! 2. Its first poll finds the poll waker (`Waker::vtable`), and leaves
 //!    the `IO`'s node in the slot as the block's *request*, under a token
 //!    the slot issues, and returns `Pending`. Only one request is made per
 //!    poll of the block: an `Await` that finds the request taken stays
 //!    unsent and asks at the next poll.
 //! 3. The block's future returns `Pending`. The driver finds the request
-//!    and hands the run-loop a `fold` node over it, whose continuation
-//!    holds the driver: the requested program runs on the fiber like any
-//!    other, with the fiber's cancellation, masks and finalizers.
-//! 4. Its result (a value or an error) reaches the continuation, which
+//!    and hands it to the run-loop (`BlockStep::Await`), which pushes the
+//!    block's frame and runs the program on the fiber like any other, with
+//!    the fiber's cancellation, masks and finalizers (a program that is
+//!    already a value is handed back at once, without a frame).
+//! 4. Its result (a value or an error) pops the frame, whose continuation
 //!    leaves it in the slot under the request's token and polls the block
 //!    again; the `Await` whose token it is takes it and returns it,
 //!    `Ok(a)` or `Err(e)`. A result nobody takes in that poll (its `Await`
@@ -38,12 +40,13 @@
 //!
 //! # Soundness of the slot
 //!
-//! The slot lives on the native stack of the poll and is reached through
-//! the borrowed block waker, which exists only during the poll (safe code
-//! can clone a waker, which gives the real waker, not this one). A future
-//! may still hand the borrowed waker to a scoped thread during its poll,
-//! so the slot is behind a try-lock (one atomic flag): an `Await` that
-//! cannot take it at once acts as outside a block. A token ties a result
+//! The slot lives beside the future, in the driver's allocation, and is
+//! reached during a poll through the borrowed poll waker, which exists only
+//! during the poll (safe code can clone a waker, which gives an owned waker
+//! over the wake cell, not this one). A future may still hand the borrowed
+//! waker to a scoped thread during its poll, so the slot is behind a
+//! try-lock (one atomic flag): an `Await` that cannot take it at once acts
+//! as outside a block. A token ties a result
 //! to the `Await` that asked for it, which is the one that knows its type.
 //!
 //! # Outside a block
@@ -64,6 +67,8 @@ use core::marker::PhantomData;
 use core::mem::ManuallyDrop;
 use core::pin::Pin;
 use core::task::{Context, Poll, RawWaker, RawWakerVTable, Waker};
+
+use core::cell::UnsafeCell;
 
 use super::cell::{self, FiberCell, LazyWake};
 use crate::engine::node::{Node, Res};
@@ -121,38 +126,83 @@ impl Slot {
     }
 }
 
-/// What the waker of one poll points at, on the fiber's native stack: the
-/// future's wake cell if an earlier poll made one (else a [`LazyWake`] that
-/// makes one when the waker is cloned), and the block's [`Slot`].
-pub(crate) struct PollWake<'a> {
-    /// The future's wake cell, if it has one.
-    cell: Option<&'a Arc<FiberCell>>,
-    /// Used when there is no cell yet.
-    lazy: LazyWake,
-    /// The block's slot, in the driver's allocation.
-    slot: *mut Slot,
+/// What a driven future's waker points at, beside the future in the
+/// driver's pinned allocation (`mod.rs`): the future's wake cell once a
+/// waker was cloned (else a [`LazyWake`] that makes one when the waker is
+/// cloned), and the block's [`Slot`] behind a try-lock.
+///
+/// Between polls the driver owns it (`&mut`); during a poll the poll's
+/// waker (and every `Await` polled with it) reaches it through a shared
+/// borrow only: `cell` is not written then, the lazy part is atomic, and
+/// the slot is reached only by the holder of `busy`.
+pub(crate) struct BlockHead {
+    /// The future's wake cell, if a waker was cloned at an earlier poll.
+    pub(crate) cell: Option<Arc<FiberCell>>,
+    /// Used while there is no cell.
+    pub(crate) lazy: LazyWake,
     /// 1 while an `Await` uses the slot (the try-lock of the module doc).
     busy: AtomicUsize,
+    /// The block's slot.
+    slot: UnsafeCell<Slot>,
+}
+
+// SAFETY: the slot is only reached by the one thread that holds `busy`
+// (taken with `Acquire`, released with `Release`), or by the driver through
+// `&mut` between polls; `Slot` is `Send` (a `Node` and a `Res` are), so the
+// head moves it between threads but never shares it. The other fields are
+// `Sync` themselves.
+unsafe impl Sync for BlockHead {}
+
+impl BlockHead {
+    /// No cell, an empty slot.
+    pub(crate) fn new() -> Self {
+        BlockHead {
+            cell: None,
+            lazy: LazyWake::new(),
+            busy: AtomicUsize::new(0),
+            slot: UnsafeCell::new(Slot::new()),
+        }
+    }
+
+    /// The slot, between polls.
+    #[inline(always)]
+    pub(crate) fn slot(&mut self) -> &mut Slot {
+        self.slot.get_mut()
+    }
+
+    /// Runs `f` with a context whose waker points at this head (the poll of
+    /// a driven future).
+    #[inline(always)]
+    pub(crate) fn poll<R>(&self, f: impl FnOnce(&mut Context<'_>) -> R) -> R {
+        let data = core::ptr::from_ref(self).cast::<()>();
+        // SAFETY: `self` outlives this call and the waker lives only during
+        // it (in a `ManuallyDrop`, never dropped or consumed); every function
+        // of `POLL_VTABLE` reads `data` as the `BlockHead` it is, through a
+        // shared borrow.
+        let waker =
+            ManuallyDrop::new(unsafe { Waker::from_raw(RawWaker::new(data, &POLL_VTABLE)) });
+        f(&mut Context::from_waker(&waker))
+    }
 }
 
 /// The poll waker's vtable: a clone is an owned waker over the wake cell
 /// (made then if there is none), a wake goes to the cell (or, without one,
 /// leaves a flag the driver reads after the poll). Only the borrowed waker
-/// of a poll is ever made over a `PollWake`; it is never dropped or
+/// of a poll is ever made over a `BlockHead`; it is never dropped or
 /// consumed (`wake` and `drop` are only reachable through it, and it lives
 /// in a `ManuallyDrop`).
 static POLL_VTABLE: RawWakerVTable =
     RawWakerVTable::new(poll_clone, poll_wake_by_ref, poll_wake_by_ref, poll_drop);
 
 /// # Safety
-/// `data` points at a live `PollWake` (the borrowed waker lives only during
-/// [`PollWake::poll`], which borrows it).
+/// `data` points at a live `BlockHead` (the borrowed waker lives only during
+/// [`BlockHead::poll`], which borrows it).
 unsafe fn poll_clone(data: *const ()) -> RawWaker {
     // SAFETY: function contract.
-    let wake = unsafe { &*data.cast::<PollWake<'_>>() };
-    match wake.cell {
+    let head = unsafe { &*data.cast::<BlockHead>() };
+    match &head.cell {
         Some(cell) => cell::clone_cell_waker(cell),
-        None => wake.lazy.clone_waker(),
+        None => head.lazy.clone_waker(),
     }
 }
 
@@ -160,47 +210,15 @@ unsafe fn poll_clone(data: *const ()) -> RawWaker {
 /// As for [`poll_clone`].
 unsafe fn poll_wake_by_ref(data: *const ()) {
     // SAFETY: function contract.
-    let wake = unsafe { &*data.cast::<PollWake<'_>>() };
-    match wake.cell {
+    let head = unsafe { &*data.cast::<BlockHead>() };
+    match &head.cell {
         Some(cell) => cell.wake(),
-        None => wake.lazy.wake_by_ref(),
+        None => head.lazy.wake_by_ref(),
     }
 }
 
 /// Never called with a count to release (see [`POLL_VTABLE`]).
 unsafe fn poll_drop(_: *const ()) {}
-
-impl<'a> PollWake<'a> {
-    /// The target of a poll's waker: `cell` if the future has one, and the
-    /// block's `slot`.
-    #[inline(always)]
-    pub(crate) fn new(cell: Option<&'a Arc<FiberCell>>, slot: *mut Slot) -> Self {
-        PollWake {
-            cell,
-            lazy: LazyWake::new(),
-            slot,
-            busy: AtomicUsize::new(0),
-        }
-    }
-
-    /// Runs `f` with a context whose waker is this poll's waker.
-    #[inline(always)]
-    pub(crate) fn poll<R>(&self, f: impl FnOnce(&mut Context<'_>) -> R) -> R {
-        let data = core::ptr::from_ref(self).cast::<()>();
-        // SAFETY: `self` outlives this call and the waker lives only during
-        // it (in a `ManuallyDrop`, never dropped or consumed); every function
-        // of `POLL_VTABLE` reads `data` as the `PollWake` it is.
-        let waker = ManuallyDrop::new(unsafe { Waker::from_raw(RawWaker::new(data, &POLL_VTABLE)) });
-        f(&mut Context::from_waker(&waker))
-    }
-
-    /// After the poll, when the future had no cell: the cell a clone made,
-    /// and whether the future was woken by reference before there was one.
-    #[inline(always)]
-    pub(crate) fn finish_lazy(&mut self) -> (Option<Arc<FiberCell>>, bool) {
-        self.lazy.finish()
-    }
-}
 
 /// Runs `f` with the slot of the block that polls with `cx`, if `cx`'s
 /// waker is a poll waker and its slot is free; `None` otherwise.
@@ -210,23 +228,17 @@ fn with_slot<R>(cx: &Context<'_>, f: impl FnOnce(&mut Slot) -> R) -> Option<R> {
     if !core::ptr::eq(waker.vtable(), &POLL_VTABLE) {
         return None;
     }
-    // SAFETY: a waker with `POLL_VTABLE` is only made by `PollWake::poll`,
-    // over a live `PollWake` (it exists only during that call, and this
+    // SAFETY: a waker with `POLL_VTABLE` is only made by `BlockHead::poll`,
+    // over a live `BlockHead` (it exists only during that call, and this
     // borrow of it ends before `with_slot` returns).
-    let wake = unsafe { &*waker.data().cast::<PollWake<'_>>() };
-    if wake
-        .busy
-        .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
-        .is_err()
-    {
+    let head = unsafe { &*waker.data().cast::<BlockHead>() };
+    if head.busy.swap(1, Ordering::Acquire) != 0 {
         return None;
     }
-    // SAFETY: the slot outlives the poll that `wake` belongs to (it is in
-    // the driver's allocation, which the poll borrows), the driver touches
-    // it only before and after the poll, and the flag just taken makes this
-    // the only access to it during the poll.
-    let out = f(unsafe { &mut *wake.slot });
-    wake.busy.store(0, Ordering::Release);
+    // SAFETY: the flag just taken makes this the only access to the slot
+    // (the driver reaches it only between polls, through `&mut`).
+    let out = f(unsafe { &mut *head.slot.get() });
+    head.busy.store(0, Ordering::Release);
     Some(out)
 }
 
@@ -238,19 +250,13 @@ fn with_slot<R>(cx: &Context<'_>, f: impl FnOnce(&mut Slot) -> R) -> Option<R> {
 /// (crate::future) of `future` for IO blocks.
 #[must_use = "an IO block's await does nothing unless it is awaited"]
 pub struct Await<A, E> {
-    state: State,
+    /// The program, until it is handed to the block.
+    node: Option<Node>,
+    /// The token it was handed over under (meaningful once `node` is gone).
+    token: u32,
     /// The `.await`'s site.
     site: Option<Site>,
     _types: PhantomData<fn() -> (A, E)>,
-}
-
-enum State {
-    /// Not yet handed to the block: the program.
-    Unsent(Node),
-    /// Handed to the block under this token.
-    Sent(u32),
-    /// Its result was taken.
-    Done,
 }
 
 impl<A: Send + 'static, E: Send + 'static> IntoFuture for IO<A, E> {
@@ -260,9 +266,11 @@ impl<A: Send + 'static, E: Send + 'static> IntoFuture for IO<A, E> {
     /// The `IO` as the future an IO block awaits; the `.await`'s line is
     /// recorded as the site of an `await` trace event.
     #[track_caller]
+    #[inline]
     fn into_future(self) -> Await<A, E> {
         Await {
-            state: State::Unsent(self.into_node()),
+            node: Some(self.into_node()),
+            token: 0,
             site: crate::engine::tracing::here(),
             _types: PhantomData,
         }
@@ -272,50 +280,55 @@ impl<A: Send + 'static, E: Send + 'static> IntoFuture for IO<A, E> {
 impl<A: Send + 'static, E: Send + 'static> Future for Await<A, E> {
     type Output = Result<A, E>;
 
+    /// # Panics
+    ///
+    /// When polled outside an IO block (by a task of another runtime, or
+    /// any poll whose waker is not a fiber's poll waker): nobody could run
+    /// the program there. This is a bug in the program, reported as tokio
+    /// reports a timer used outside its runtime. Polling again after the
+    /// result was returned gives `Pending`.
+    #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<A, E>> {
         // `Await` is `Unpin` (a node is two words, never self-referential).
         let this = self.get_mut();
         let polled = with_slot(cx, |slot| {
-            match core::mem::replace(&mut this.state, State::Done) {
-                State::Unsent(node) => {
-                    if slot.request.is_none() {
-                        let token = slot.next;
-                        slot.last = token;
-                        slot.next = token.wrapping_add(1);
-                        slot.request = Some((node, this.site.take()));
-                        this.state = State::Sent(token);
-                    } else {
-                        // One request per poll of the block: ask at the next.
-                        this.state = State::Unsent(node);
-                    }
-                    Poll::Pending
+            if let Some(node) = this.node.take() {
+                if slot.request.is_none() {
+                    let token = slot.next;
+                    slot.last = token;
+                    slot.next = token.wrapping_add(1);
+                    slot.request = Some((node, this.site));
+                    this.token = token;
+                } else {
+                    // One request per poll of the block: ask at the next.
+                    this.node = Some(node);
                 }
-                State::Sent(token) => {
-                    let mine = if token == slot.answers {
-                        slot.result.take()
-                    } else {
-                        None
-                    };
-                    match mine {
-                        Some(res) => Poll::Ready(typed::<A, E>(res)),
-                        None => {
-                            this.state = State::Sent(token);
-                            Poll::Pending
-                        }
-                    }
+                Poll::Pending
+            } else if this.token == slot.answers {
+                match slot.result.take() {
+                    Some(res) => Poll::Ready(typed::<A, E>(res)),
+                    None => Poll::Pending,
                 }
-                State::Done => panic!("an IO's await was polled after it completed"),
+            } else {
+                Poll::Pending
             }
         });
         match polled {
             Some(poll) => poll,
-            None => panic!(
-                "an IO was awaited outside an IO block: `.await` on an `IO` runs it on the \
-                 fiber that drives the future (inside `IO::block` or `IO::from_future`); \
-                 elsewhere, run it with an executor (`block_on`, `into_future_on`)"
-            ),
+            None => outside_a_block(),
         }
     }
+}
+
+/// The panic of an `Await` polled outside an IO block.
+#[cold]
+#[inline(never)]
+fn outside_a_block() -> ! {
+    panic!(
+        "an IO was awaited outside an IO block: `.await` on an `IO` runs it on the \
+         fiber that drives the future (inside `IO::block` or `IO::from_future`); \
+         elsewhere, run it with an executor (`block_on`, `into_future_on`)"
+    )
 }
 
 /// Reads a result back as the awaited program's types.

@@ -320,45 +320,65 @@ pub(crate) fn clone_cell_waker(cell: &Arc<FiberCell>) -> RawWaker {
 }
 
 /// The first poll's waker target, on the fiber's native stack: no cell yet
-/// (module doc, "Lazy allocation").
+/// (module doc, "Lazy allocation"). One word: [`LAZY_NONE`], [`LAZY_WOKEN`]
+/// (woken by reference while there was no cell), or the `Arc::into_raw`
+/// pointer of the cell a clone installed (whose count this owns; a cell is
+/// aligned, so a pointer is never 0 or 1).
 pub(crate) struct LazyWake {
-    /// Null, or an `Arc::into_raw` of the cell, whose count this owns.
-    cell: AtomicPtr<FiberCell>,
-    /// 1 once woken by reference while no cell existed.
-    woken: AtomicUsize,
+    state: AtomicPtr<FiberCell>,
+}
+
+/// No cell, not woken (the address of the state's null pointer).
+const LAZY_NONE: usize = 0;
+/// Woken by reference while there was no cell (the address of the state's
+/// sentinel pointer, [`woken`]).
+const LAZY_WOKEN: usize = 1;
+
+/// The sentinel pointer of [`LAZY_WOKEN`] (no provenance: never read).
+fn woken() -> *mut FiberCell {
+    ptr::without_provenance_mut(LAZY_WOKEN)
 }
 
 impl LazyWake {
     /// No cell, not woken.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn new() -> Self {
         LazyWake {
-            cell: AtomicPtr::new(ptr::null_mut()),
-            woken: AtomicUsize::new(0),
+            state: AtomicPtr::new(ptr::null_mut()),
         }
     }
 
     /// The installed cell, installing a new one if there is none (wakers may
     /// be cloned on several threads at once during the poll: one install
-    /// wins, the others free theirs).
+    /// wins, the others free theirs). A wake by reference that came before
+    /// the install is handed to the new cell.
     fn cell_or_install(&self) -> *const FiberCell {
-        let current = self.cell.load(Ordering::Acquire);
-        if !current.is_null() {
+        let mut current = self.state.load(Ordering::Acquire);
+        if current.addr() > LAZY_WOKEN {
             return current;
         }
         let fresh = Arc::into_raw(Arc::new(FiberCell::new())).cast_mut();
-        match self.cell.compare_exchange(
-            ptr::null_mut(),
-            fresh,
-            Ordering::AcqRel,
-            Ordering::Acquire,
-        ) {
-            Ok(_) => fresh,
-            Err(installed) => {
-                // SAFETY: `fresh` came from `into_raw` above and was never
-                // shared: we own its only count.
-                drop(unsafe { Arc::from_raw(fresh) });
-                installed
+        loop {
+            match self
+                .state
+                .compare_exchange(current, fresh, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(before) => {
+                    if before.addr() == LAZY_WOKEN {
+                        // SAFETY: `fresh` is alive: this `LazyWake` owns its
+                        // count now.
+                        unsafe { &*fresh }.wake();
+                    }
+                    return fresh;
+                }
+                Err(now) if now.addr() > LAZY_WOKEN => {
+                    // SAFETY: `fresh` came from `into_raw` above and was
+                    // never shared: we own its only count.
+                    drop(unsafe { Arc::from_raw(fresh) });
+                    return now;
+                }
+                // Woken meanwhile: try again over the new state.
+                Err(now) => current = now,
             }
         }
     }
@@ -376,14 +396,27 @@ impl LazyWake {
     /// A wake by reference during the poll: to the cell if a clone
     /// installed one, else a flag for [`finish`](LazyWake::finish).
     pub(crate) fn wake_by_ref(&self) {
-        let cell = self.cell.load(Ordering::Acquire);
-        if cell.is_null() {
-            self.woken.store(1, Ordering::Release);
-        } else {
-            // SAFETY: a non-null pointer is an installed cell whose count
-            // the `LazyWake` owns: alive while the `LazyWake` is.
-            unsafe { &*cell }.wake();
+        match self.state.compare_exchange(
+            ptr::null_mut(),
+            woken(),
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
+            Ok(_) => {}
+            Err(now) if now.addr() == LAZY_WOKEN => {}
+            // SAFETY: a state above `LAZY_WOKEN` is an installed cell whose
+            // count the `LazyWake` owns: alive while the `LazyWake` is.
+            Err(cell) => unsafe { &*cell }.wake(),
         }
+    }
+
+    /// Whether nothing happened to it: no clone and no wake (the common
+    /// case of a block that only awaits programs).
+    #[inline(always)]
+    pub(crate) fn untouched(&self) -> bool {
+        // `Relaxed`: called after the poll, when no waker over this
+        // `LazyWake` exists any more (see `finish`).
+        self.state.load(Ordering::Acquire).is_null()
     }
 
     /// After the poll: the cell, if a clone installed one, and whether the
@@ -393,17 +426,22 @@ impl LazyWake {
         // A load and a store, not a swap: `&mut self` says no waker over
         // this `LazyWake` exists any more (they lived only during the poll,
         // which happened before), so nothing races this.
-        let cell = self.cell.load(Ordering::Acquire);
-        let cell = if cell.is_null() {
-            None
-        } else {
-            self.cell.store(ptr::null_mut(), Ordering::Relaxed);
-            // SAFETY: an installed pointer came from `into_raw`; the
-            // `LazyWake` owned its count, which moves to the returned `Arc`
-            // (the store above leaves nothing behind to release it twice).
-            Some(unsafe { Arc::from_raw(cell) })
-        };
-        (cell, self.woken.load(Ordering::Acquire) != 0)
+        let state = self.state.load(Ordering::Acquire);
+        match state.addr() {
+            LAZY_NONE => (None, false),
+            LAZY_WOKEN => {
+                self.state.store(ptr::null_mut(), Ordering::Relaxed);
+                (None, true)
+            }
+            _ => {
+                self.state.store(ptr::null_mut(), Ordering::Relaxed);
+                // SAFETY: an installed pointer came from `into_raw`; the
+                // `LazyWake` owned its count, which moves to the returned
+                // `Arc` (the store above leaves nothing behind to release
+                // it twice).
+                (Some(unsafe { Arc::from_raw(state) }), false)
+            }
+        }
     }
 }
 
@@ -412,8 +450,10 @@ impl Drop for LazyWake {
     /// wakers then do nothing) and release the count.
     #[inline]
     fn drop(&mut self) {
-        if let (Some(cell), _) = self.finish() {
-            cell.close();
+        if self.state.load(Ordering::Acquire).addr() > LAZY_WOKEN {
+            if let (Some(cell), _) = self.finish() {
+                cell.close();
+            }
         }
     }
 }

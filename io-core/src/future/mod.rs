@@ -103,7 +103,7 @@ use crate::executor::Executor;
 use crate::fiber::handle::FiberHandle;
 use crate::io::IO;
 use crate::sync::Arc;
-use block::{PollWake, Request, Slot};
+use block::{BlockHead, Request};
 use cell::FiberCell;
 
 crate::engine::tracing::trace_ops! {
@@ -174,8 +174,7 @@ struct Driver<Fut> {
 /// The pinned part of a [`Driver`]. Only `future` is pinned (polled through
 /// a `Pin`, never moved); the other fields are plain data.
 struct DriverState<Fut> {
-    cell: Option<Arc<FiberCell>>,
-    slot: Slot,
+    head: BlockHead,
     future: Fut,
 }
 
@@ -186,8 +185,8 @@ impl<Fut> Drop for Driver<Fut> {
         // the state, on this (the fiber's) thread.
         let state = self.state.ptr.as_ptr();
         // SAFETY: `state` points at the live state this driver owns; only
-        // the unpinned `cell` field is read.
-        if let Some(cell) = unsafe { &(*state).cell } {
+        // the unpinned head is read.
+        if let Some(cell) = unsafe { &(*state).head.cell } {
             cell.close();
         }
     }
@@ -211,56 +210,49 @@ impl<Fut: Future> Driver<Fut> {
     fn new(future: Fut) -> Self {
         Driver {
             state: PinnedFuture::new(DriverState {
-                cell: None,
-                slot: Slot::new(),
+                head: BlockHead::new(),
                 future,
             }),
         }
     }
 
     /// Polls the future once, with a poll waker (`block.rs`) over the
-    /// fiber's wake cell and the block's slot, handing the slot `result`,
-    /// the result of the block's last request.
+    /// block's head, handing the slot `result`, the result of the block's
+    /// last request.
     #[inline(always)]
     fn poll(&mut self, result: Option<Res>) -> Polled<Fut::Output> {
         let state = self.state.ptr.as_ptr();
-        // SAFETY (this block's accesses): `state` points at the live state
-        // this driver owns (`&mut self`: nothing else reaches it now). The
-        // fields are reached as disjoint places: `future` only through the
-        // `Pin` made here (never moved; it is dropped in place with the
-        // state), `slot` through a raw pointer that the poll's waker hands
-        // to the block's `Await`s (only during the poll, one at a time) and
-        // that is used here only before and after the poll, `cell` only by
-        // this function and the waker (through a shared borrow during the
-        // poll).
-        let (cell_slot, slot, future) = unsafe {
+        // SAFETY: `state` points at the live state this driver owns
+        // (`&mut self`: nothing else reaches it now), and its two fields are
+        // borrowed as disjoint places: the head (unpinned: plain data), and
+        // the future only through the `Pin` made here (never moved; it is
+        // dropped in place with the state).
+        let (head, future) = unsafe {
             (
-                &mut *ptr::addr_of_mut!((*state).cell),
-                ptr::addr_of_mut!((*state).slot),
+                &mut *ptr::addr_of_mut!((*state).head),
                 Pin::new_unchecked(&mut *ptr::addr_of_mut!((*state).future)),
             )
         };
         if let Some(result) = result {
-            // SAFETY: see above; no poll is running.
-            unsafe { (*slot).deliver(result) };
+            head.slot().deliver(result);
         }
-        let polled = match &*cell_slot {
-            Some(cell) => {
-                cell.begin_poll();
-                let wake = PollWake::new(Some(cell), slot);
-                match wake.poll(|cx| future.poll(cx)) {
-                    Poll::Ready(out) => Polled::Ready(out),
-                    Poll::Pending if cell.notified() => Polled::Woken,
-                    Poll::Pending => Polled::Waiting,
-                }
-            }
+        let polled = match &head.cell {
             None => {
-                let mut wake = PollWake::new(None, slot);
-                let polled = wake.poll(|cx| future.poll(cx));
-                let (cell, woken) = wake.finish_lazy();
-                drop(wake);
-                *cell_slot = cell;
-                match (polled, &*cell_slot) {
+                let polled = head.poll(|cx| future.poll(cx));
+                if head.lazy.untouched() {
+                    // The common case of a block: no waker was cloned and
+                    // none woke (so there is no cell to look at).
+                    return match polled {
+                        Poll::Ready(out) => Polled::Ready(out),
+                        Poll::Pending => match head.slot().take_request() {
+                            Some(request) => Polled::Request(request),
+                            None => Polled::Stuck,
+                        },
+                    };
+                }
+                let (cell, woken) = head.lazy.finish();
+                head.cell = cell;
+                match (polled, &head.cell) {
                     (Poll::Ready(out), _) => Polled::Ready(out),
                     (Poll::Pending, _) if woken => Polled::Woken,
                     (Poll::Pending, Some(cell)) if cell.notified() => Polled::Woken,
@@ -268,9 +260,16 @@ impl<Fut: Future> Driver<Fut> {
                     (Poll::Pending, None) => Polled::Stuck,
                 }
             }
+            Some(cell) => {
+                cell.begin_poll();
+                match head.poll(|cx| future.poll(cx)) {
+                    Poll::Ready(out) => Polled::Ready(out),
+                    Poll::Pending if cell.notified() => Polled::Woken,
+                    Poll::Pending => Polled::Waiting,
+                }
+            }
         };
-        // SAFETY: see above; the poll is over.
-        match (polled, unsafe { (*slot).take_request() }) {
+        match (polled, head.slot().take_request()) {
             // An await asked for a program: run it first (a wake during
             // the poll is kept in the cell, and seen at a later poll).
             (Polled::Woken | Polled::Waiting | Polled::Stuck, Some(request)) => {
@@ -284,7 +283,7 @@ impl<Fut: Future> Driver<Fut> {
     fn cell(&self) -> Option<Arc<FiberCell>> {
         // SAFETY: `state` points at the live state this driver owns; only
         // the unpinned `cell` field is read.
-        unsafe { (*self.state.ptr.as_ptr()).cell.clone() }
+        unsafe { (*self.state.ptr.as_ptr()).head.cell.clone() }
     }
 }
 

@@ -216,4 +216,3 @@ impl Deref for Resume {
         &self.0
     }
 }
-

@@ -4,6 +4,7 @@
 //! and run under Miri in CI (`cargo +nightly miri test -p spindle-core --lib
 //! future::`).
 
+use alloc::boxed::Box;
 use alloc::collections::VecDeque;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
@@ -434,4 +435,169 @@ fn the_wake_cell_resumes_exactly_the_registered_callback() {
     cell.wake();
     cell.waker_dropped();
     assert_eq!(*log.lock().unwrap(), [1, 2]);
+}
+
+// ----- IO blocks (`block.rs`): every path of the slot and the poll waker ----
+
+#[test]
+fn a_block_runs_its_awaits_on_the_fiber_and_combines_their_values() {
+    let exec = Exec::new();
+    let io: IO<u32, &'static str> = IO::block(async {
+        let a = IO::<u32, &'static str>::pure(40).await?;
+        let b = IO::<u32, &'static str>::delay(|| 2).await?;
+        Ok(a + b)
+    });
+    assert_eq!(exec.run(io), Some(Outcome::Succeeded(42)));
+}
+
+#[test]
+fn an_awaited_error_comes_back_to_the_block_as_its_err() {
+    let exec = Exec::new();
+    let io: IO<u32, &'static str> = IO::block(async {
+        let first = IO::<u32, &'static str>::raise_error("no").await;
+        assert_eq!(first, Err("no"));
+        let second = IO::<u32, &'static str>::raise_error("again").await?;
+        Ok(second)
+    });
+    assert_eq!(exec.run(io), Some(Outcome::Errored("again")));
+}
+
+#[test]
+fn a_block_that_clones_its_waker_between_awaits_is_resumed_by_it() {
+    // The poll waker's clone installs the cell (the lazy path), a wake by
+    // reference before it sets the flag, and the awaits around the foreign
+    // future still run on the fiber.
+    let exec = Exec::new();
+    let channel = Oneshot::default();
+    let sender = channel.clone();
+    let io: IO<u32, ()> = IO::block(async move {
+        let before = IO::<u32, ()>::pure(1).await?;
+        let yielded = YieldTimes(2).await as u32;
+        let value = IO::<u32, ()>::delay(move || {
+            sender.send(30);
+            before
+        })
+        .await?;
+        let received = channel.await;
+        let after = IO::<u32, ()>::pure(4).await?;
+        Ok(value + yielded + received + after)
+    });
+    assert_eq!(exec.run(io), Some(Outcome::Succeeded(42)));
+}
+
+#[test]
+fn two_awaits_polled_in_one_poll_take_turns_and_each_gets_its_own_result() {
+    // A join of two awaits: only one request per poll, and a result goes
+    // to the await whose token it carries, even when the other asks first.
+    struct Join<F1: Future, F2: Future>(
+        Pin<Box<F1>>,
+        Pin<Box<F2>>,
+        Option<F1::Output>,
+        Option<F2::Output>,
+    );
+    impl<F1: Future, F2: Future> Future for Join<F1, F2>
+    where
+        F1::Output: Unpin,
+        F2::Output: Unpin,
+    {
+        type Output = (F1::Output, F2::Output);
+        fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+            let this = &mut *self;
+            if this.3.is_none() {
+                if let Poll::Ready(v) = this.1.as_mut().poll(cx) {
+                    this.3 = Some(v);
+                }
+            }
+            if this.2.is_none() {
+                if let Poll::Ready(v) = this.0.as_mut().poll(cx) {
+                    this.2 = Some(v);
+                }
+            }
+            match (this.2.take(), this.3.take()) {
+                (Some(a), Some(b)) => Poll::Ready((a, b)),
+                (a, b) => {
+                    this.2 = a;
+                    this.3 = b;
+                    Poll::Pending
+                }
+            }
+        }
+    }
+    let exec = Exec::new();
+    let io: IO<(u32, u64), ()> = IO::block(async {
+        let (a, b) = Join(
+            Box::pin(IO::<u32, ()>::delay(|| 2).into_future()),
+            Box::pin(IO::<u64, ()>::delay(|| 40).into_future()),
+            None,
+            None,
+        )
+        .await;
+        Ok((a?, b?))
+    });
+    assert_eq!(exec.run(io), Some(Outcome::Succeeded((2, 40))));
+}
+
+#[test]
+fn an_await_dropped_after_asking_leaves_its_result_to_be_dropped() {
+    // The await asks, is dropped before its result comes back (the block
+    // moved on), and the result is dropped, not given to the next await.
+    struct AskOnce<F>(Option<Pin<Box<F>>>);
+    impl<F: Future> Future for AskOnce<F> {
+        type Output = ();
+        fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+            if let Some(mut fut) = self.0.take() {
+                assert!(fut.as_mut().poll(cx).is_pending());
+                // Dropped here, sent; wake so that the block is polled.
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
+            }
+            Poll::Ready(())
+        }
+    }
+    let exec = Exec::new();
+    let dropped = Arc::new(AtomicUsize::new(0));
+    struct Counted(Arc<AtomicUsize>);
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    let d = dropped.clone();
+    let io: IO<u32, ()> = IO::block(async move {
+        AskOnce(Some(Box::pin(
+            IO::<Counted, ()>::delay(move || Counted(d)).into_future(),
+        )))
+        .await;
+        IO::<u32, ()>::pure(5).await
+    });
+    assert_eq!(exec.run(io), Some(Outcome::Succeeded(5)));
+    assert_eq!(
+        dropped.load(Ordering::SeqCst),
+        1,
+        "the orphaned result was dropped once"
+    );
+}
+
+#[test]
+fn an_await_polled_from_a_scoped_thread_during_the_poll_is_an_ordinary_request() {
+    // The borrowed poll waker reaches another thread during the poll: the
+    // slot's try-lock lets one `Await` in at a time; an `Await` polled
+    // there while the slot is free is an ordinary request.
+    let exec = Exec::new();
+    let io: IO<u32, ()> = IO::block(async {
+        let mut fut = IO::<u32, ()>::delay(|| 42).into_future();
+        core::future::poll_fn(|cx| {
+            let waker = cx.waker();
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    let mut cx = Context::from_waker(waker);
+                    assert!(Pin::new(&mut fut).poll(&mut cx).is_pending());
+                });
+            });
+            Poll::Ready(())
+        })
+        .await;
+        fut.await
+    });
+    assert_eq!(exec.run(io), Some(Outcome::Succeeded(42)));
 }

@@ -181,3 +181,58 @@ fn loom_wake_cell_the_last_waker_dropped_racing_the_registration_lets_go_of_the_
         cell.close();
     });
 }
+
+/// The first poll's lazy waker target (`LazyWake`): a wake by reference
+/// racing the clone that installs the cell is seen by the driver after the
+/// poll, as the woken flag or as the cell's notification, and the cell is
+/// freed once (loom checks every `Arc`).
+#[test]
+fn loom_lazy_wake_a_wake_racing_the_first_clone_is_never_lost() {
+    use crate::future::cell::LazyWake;
+    model(|| {
+        let lazy = Arc::new(LazyWake::new());
+        let waking = lazy.clone();
+        let waker = thread::spawn(move || waking.wake_by_ref());
+        // SAFETY: `clone_waker` returns an owned waker over the cell, whose
+        // count the `Waker` takes over.
+        let owned = unsafe { core::task::Waker::from_raw(lazy.clone_waker()) };
+        waker.join().unwrap();
+        let mut lazy = Arc::try_unwrap(lazy)
+            .ok()
+            .expect("the waker thread is done");
+        let (cell, woken) = lazy.finish();
+        let cell = cell.expect("the clone installed a cell");
+        assert!(woken || cell.notified(), "the wake is seen after the poll");
+        drop(owned);
+    });
+}
+
+/// Two clones racing to install the cell: one cell wins, both wakers point
+/// at it, and the loser's cell is freed.
+#[test]
+fn loom_lazy_wake_two_first_clones_racing_share_one_cell() {
+    use crate::future::cell::LazyWake;
+    model(|| {
+        let lazy = Arc::new(LazyWake::new());
+        let cloning = lazy.clone();
+        let other = thread::spawn(move || {
+            // SAFETY: as above.
+            let waker = unsafe { core::task::Waker::from_raw(cloning.clone_waker()) };
+            waker.data() as usize
+        });
+        // SAFETY: as above.
+        let mine = unsafe { core::task::Waker::from_raw(lazy.clone_waker()) };
+        let theirs = other.join().unwrap();
+        assert_eq!(
+            mine.data() as usize,
+            theirs,
+            "both wakers share the one installed cell"
+        );
+        let mut lazy = Arc::try_unwrap(lazy)
+            .ok()
+            .expect("the other thread is done");
+        let (cell, woken) = lazy.finish();
+        assert!(cell.is_some() && !woken);
+        drop(mine);
+    });
+}
