@@ -601,3 +601,26 @@ fn an_await_polled_from_a_scoped_thread_during_the_poll_is_an_ordinary_request()
     });
     assert_eq!(exec.run(io), Some(Outcome::Succeeded(42)));
 }
+
+#[test]
+fn a_block_that_awaits_only_values_yields_and_can_be_canceled() {
+    // Awaits of values go back to the block without a frame; the budget
+    // still runs down at each, so the fiber yields (letting the canceler
+    // run) and observes the cancellation where an await starts.
+    let exec = Exec::new();
+    let spins = Arc::new(AtomicUsize::new(0));
+    let counted = spins.clone();
+    let spinning: IO<(), ()> = IO::block(async move {
+        loop {
+            IO::<(), ()>::pure(()).await?;
+            counted.fetch_add(1, Ordering::Relaxed);
+        }
+    });
+    let child = FiberHandle::spawn(spinning, &exec);
+    let outcome = exec.run(child.cancel::<()>().product_r(child.join()));
+    assert_eq!(outcome, Some(Outcome::Succeeded(Outcome::Canceled)));
+    assert!(
+        spins.load(Ordering::Relaxed) > 0,
+        "the block ran before the cancel"
+    );
+}
