@@ -529,5 +529,24 @@ fn run_workload(name: &str) -> i32 {
 
 fn main() {
     let name = std::env::args().nth(1).expect("a workload name");
-    println!("{name}: {}", black_box(run_workload(&name)));
+    // `prof W N`: run the workload N times and print the median wall time
+    // of one run (a quick check beside callgrind's counts; the criterion
+    // suite is the measurement).
+    match std::env::args()
+        .nth(2)
+        .map(|n| n.parse::<usize>().expect("a run count"))
+    {
+        None => println!("{name}: {}", black_box(run_workload(&name))),
+        Some(runs) => {
+            let mut times: Vec<u128> = (0..runs)
+                .map(|_| {
+                    let start = std::time::Instant::now();
+                    black_box(run_workload(&name));
+                    start.elapsed().as_nanos()
+                })
+                .collect();
+            times.sort_unstable();
+            println!("{name}: median {} ns over {runs} runs", times[runs / 2]);
+        }
+    }
 }

@@ -43,10 +43,17 @@
 //! The slot lives beside the future, in the driver's allocation, and is
 //! reached during a poll through the borrowed poll waker, which exists only
 //! during the poll (safe code can clone a waker, which gives an owned waker
-//! over the wake cell, not this one). A future may still hand the borrowed
-//! waker to a scoped thread during its poll, so the slot is behind a
-//! try-lock (one atomic flag): an `Await` that cannot take it at once acts
-//! as outside a block. A token ties a result
+//! over the wake cell, not this one). A future may hand the borrowed waker
+//! to a scoped thread during its poll, and build a new `Context` from it
+//! there; so an `Await` uses the slot only when it is polled with the very
+//! `Context` the fiber made for the poll (its address is in the head).
+//! `Context` is neither `Send` nor `Sync`: no other thread can hold that
+//! one, and on the polling thread an `Await` holds it through `&mut` while
+//! it uses the slot, so no two uses overlap, without a lock. An `Await`
+//! polled with another `Context` (another thread's, or a combinator's that
+//! wraps the waker in a new one) acts as outside a block. Combinators that
+//! poll their parts with the context they are given (`join!`, `select!`,
+//! `poll_fn`, timeouts) work inside blocks. A token ties a result
 //! to the `Await` that asked for it, which is the one that knows its type.
 //!
 //! # Outside a block
@@ -74,7 +81,7 @@ use super::cell::{self, FiberCell, LazyWake};
 use crate::engine::node::{Node, Res};
 use crate::engine::tracing::Site;
 use crate::io::IO;
-use crate::sync::{Arc, AtomicUsize, Ordering};
+use crate::sync::Arc;
 
 /// A program an `.await` asked the fiber to run: the program and the
 /// `.await`'s site (recorded as the `await` operation).
@@ -140,18 +147,25 @@ pub(crate) struct BlockHead {
     pub(crate) cell: Option<Arc<FiberCell>>,
     /// Used while there is no cell.
     pub(crate) lazy: LazyWake,
-    /// 1 while an `Await` uses the slot (the try-lock of the module doc).
-    busy: AtomicUsize,
+    /// The address of the current poll's `Context` (module doc, "Soundness
+    /// of the slot"). Written only at the start of a poll, before any
+    /// waker over this head exists; read by `Await`s during the poll.
+    context: UnsafeCell<*const ()>,
     /// The block's slot.
     slot: UnsafeCell<Slot>,
 }
 
-// SAFETY: the slot is only reached by the one thread that holds `busy`
-// (taken with `Acquire`, released with `Release`), or by the driver through
-// `&mut` between polls; `Slot` is `Send` (a `Node` and a `Res` are), so the
-// head moves it between threads but never shares it. The other fields are
-// `Sync` themselves.
+// SAFETY: the slot is only reached on the thread that polls, through the
+// poll's own `Context` (which cannot leave that thread: module doc), or by
+// the driver through `&mut` between polls; `Slot` is `Send` (a `Node` and a
+// `Res` are), so the head moves it between threads but never shares it.
+// `context` is written only before a poll hands out its waker and read
+// during it (reads may come from other threads holding the borrowed waker:
+// they only compare it). The other fields are `Sync` themselves.
 unsafe impl Sync for BlockHead {}
+// SAFETY: as above: everything the head owns is `Send` (the context
+// address is only compared, never dereferenced).
+unsafe impl Send for BlockHead {}
 
 impl BlockHead {
     /// No cell, an empty slot.
@@ -159,7 +173,7 @@ impl BlockHead {
         BlockHead {
             cell: None,
             lazy: LazyWake::new(),
-            busy: AtomicUsize::new(0),
+            context: UnsafeCell::new(core::ptr::null()),
             slot: UnsafeCell::new(Slot::new()),
         }
     }
@@ -181,7 +195,12 @@ impl BlockHead {
         // shared borrow.
         let waker =
             ManuallyDrop::new(unsafe { Waker::from_raw(RawWaker::new(data, &POLL_VTABLE)) });
-        f(&mut Context::from_waker(&waker))
+        let mut cx = Context::from_waker(&waker);
+        // SAFETY: no waker over this head exists outside this call yet (the
+        // one just made is handed out only through `cx`, below; those of
+        // earlier polls ended with them), so nothing reads `context` now.
+        unsafe { *self.context.get() = core::ptr::from_ref(&cx).cast::<()>() };
+        f(&mut cx)
     }
 }
 
@@ -220,10 +239,10 @@ unsafe fn poll_wake_by_ref(data: *const ()) {
 /// Never called with a count to release (see [`POLL_VTABLE`]).
 unsafe fn poll_drop(_: *const ()) {}
 
-/// Runs `f` with the slot of the block that polls with `cx`, if `cx`'s
-/// waker is a poll waker and its slot is free; `None` otherwise.
+/// Runs `f` with the slot of the block that polls with `cx`, if `cx` is
+/// the very `Context` a fiber polls a block with; `None` otherwise.
 #[inline(always)]
-fn with_slot<R>(cx: &Context<'_>, f: impl FnOnce(&mut Slot) -> R) -> Option<R> {
+fn with_slot<R>(cx: &mut Context<'_>, f: impl FnOnce(&mut Slot) -> R) -> Option<R> {
     let waker = cx.waker();
     if !core::ptr::eq(waker.vtable(), &POLL_VTABLE) {
         return None;
@@ -232,14 +251,19 @@ fn with_slot<R>(cx: &Context<'_>, f: impl FnOnce(&mut Slot) -> R) -> Option<R> {
     // over a live `BlockHead` (it exists only during that call, and this
     // borrow of it ends before `with_slot` returns).
     let head = unsafe { &*waker.data().cast::<BlockHead>() };
-    if head.busy.swap(1, Ordering::Acquire) != 0 {
+    // SAFETY: `context` is only written before the poll hands out its
+    // waker (`BlockHead::poll`); this is a read during the poll.
+    let polling = unsafe { *head.context.get() };
+    if !core::ptr::eq(polling, core::ptr::from_mut(cx).cast_const().cast::<()>()) {
         return None;
     }
-    // SAFETY: the flag just taken makes this the only access to the slot
-    // (the driver reaches it only between polls, through `&mut`).
-    let out = f(unsafe { &mut *head.slot.get() });
-    head.busy.store(0, Ordering::Release);
-    Some(out)
+    // SAFETY: `cx` is the `Context` of the poll running now (the same live
+    // object: two live objects never share an address), held here through
+    // `&mut`. A `Context` is neither `Send` nor `Sync`, so no other thread
+    // can hold it, and on this thread the `&mut` borrow excludes any other
+    // use of it until `with_slot` returns: this is the only access to the
+    // slot (the driver reaches it only between polls, through `&mut`).
+    Some(f(unsafe { &mut *head.slot.get() }))
 }
 
 /// The future of an `.await` on an [`IO<A, E>`]: run on the fiber that

@@ -579,20 +579,24 @@ fn an_await_dropped_after_asking_leaves_its_result_to_be_dropped() {
 }
 
 #[test]
-fn an_await_polled_from_a_scoped_thread_during_the_poll_is_an_ordinary_request() {
-    // The borrowed poll waker reaches another thread during the poll: the
-    // slot's try-lock lets one `Await` in at a time; an `Await` polled
-    // there while the slot is free is an ordinary request.
+fn an_await_polled_with_a_context_made_on_another_thread_is_refused_and_still_usable() {
+    // The borrowed poll waker reaches another thread during the poll, and a
+    // new `Context` is made from it there: the await there is refused (as
+    // outside a block: a panic on that thread), touching nothing; polled
+    // afterwards by the block itself, the same await runs its program.
     let exec = Exec::new();
     let io: IO<u32, ()> = IO::block(async {
         let mut fut = IO::<u32, ()>::delay(|| 42).into_future();
         core::future::poll_fn(|cx| {
             let waker = cx.waker();
             std::thread::scope(|s| {
-                s.spawn(|| {
-                    let mut cx = Context::from_waker(waker);
-                    assert!(Pin::new(&mut fut).poll(&mut cx).is_pending());
-                });
+                let refused = s
+                    .spawn(|| {
+                        let mut cx = Context::from_waker(waker);
+                        let _ = Pin::new(&mut fut).poll(&mut cx);
+                    })
+                    .join();
+                assert!(refused.is_err(), "the other thread's await panicked");
             });
             Poll::Ready(())
         })
