@@ -77,6 +77,16 @@ fn block_pure() -> P {
     })
 }
 
+fn block_ready() -> P {
+    IO::block(async {
+        let mut i = 0;
+        while i < N {
+            i = black_box(core::future::ready(i + 1)).await;
+        }
+        Ok(i)
+    })
+}
+
 fn block_delay() -> P {
     IO::block(async {
         let mut i = 0;
@@ -480,6 +490,7 @@ fn run_workload(name: &str) -> i32 {
         "map_calls" => map_calls,
         "block_pure" => block_pure,
         "block_delay" => block_delay,
+        "block_ready" => block_ready,
         "attempt_happy" => attempt_happy,
         "handle_error_happy" => handle_error_happy,
         "attempt_error" => attempt_error,

@@ -341,8 +341,14 @@ impl ResSlot {
         }
     }
 
+    /// Whether the slot holds nothing.
+    #[inline(always)]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.vtable.is_null()
+    }
+
     /// Puts `res` in the slot (dropping what was there).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn put(&mut self, res: crate::engine::node::Res) {
         drop(self.take());
         let (err, value) = match res {
@@ -355,7 +361,7 @@ impl ResSlot {
     }
 
     /// Takes the result out, if there is one.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn take(&mut self) -> Option<crate::engine::node::Res> {
         if self.vtable.is_null() {
             return None;

@@ -57,7 +57,7 @@ use super::state::TransitionToSuspended;
 use super::vtable::{Fiber, FiberInner};
 use crate::combinators::monad_cancel::Poll;
 use crate::engine::erased::Value;
-use crate::engine::node::{BlockStep, Frame, FrameKind, Kind, Node, OnOutcome, Tag};
+use crate::engine::node::{Frame, FrameKind, Kind, Node, OnOutcome, Stepped, Tag};
 use crate::engine::tracing::OwnedRing;
 use crate::executor::{Executor, TimerCallback};
 use crate::outcome::Outcome;
@@ -295,31 +295,58 @@ macro_rules! wait {
     };
 }
 
-/// Goes on with what a step of an IO block came to (`future/block.rs`):
-/// its result; or the program one of its `.await`s asked for, recorded as
-/// an `await` at the `.await`'s site, with the block's frame below it
-/// (its result pops the frame, which polls the block again); or a program
-/// that ends in the block's next step.
+/// Polls an IO block (`engine/node/block.rs`) and goes on with what the
+/// step came to: the block's result (the block is dropped); or the program
+/// one of its `.await`s asked for, recorded as an `await` at the
+/// `.await`'s site, with the block's frame below it (its result pops the
+/// frame, which polls the block again); or a wait of the block's driver.
 ///
 /// An awaited program that is already a value is handed back to the block
 /// at once, without a frame (as `flat_map` applies a settled source at
 /// once), one step of the budget each. An awaited program is where a new
 /// program starts: with the budget spent, the fiber yields there (and
 /// observes cancellation) as at the top of the loop, so that a block that
-/// awaits only values still yields and can be canceled.
+/// awaits only values still yields and can be canceled; and a cancellation
+/// that became observable at the end of a mask while the result went to
+/// the block (`Core::cancel_at_block`) is observed there, or, if the block
+/// ends instead, where its result goes next.
 macro_rules! block_step {
-    ($core:ident, $header:ident, $ring:expr, $budget:ident, $step:expr) => {{
-        let mut step = $step;
+    ($core:ident, $header:ident, $ring:expr, $budget:ident, $resume:expr) => {{
+        let mut resume = $resume;
         loop {
-            match step {
-                BlockStep::Done(res) => break Node::from_res(res),
-                BlockStep::Run(node) => break node,
-                BlockStep::Await {
-                    node,
-                    site: _site,
-                    resume,
-                } => {
-                    record!($ring, &crate::engine::tracing::AWAIT, _site.as_ref());
+            match resume.step() {
+                Stepped::Done => {
+                    let Some(res) = resume.slot().take_done() else {
+                        unreachable!("io-core: a block's step said done without a result")
+                    };
+                    drop(resume);
+                    let ok = res.is_ok();
+                    let node = Node::from_res(res);
+                    if $core.cancel_at_block {
+                        $core.cancel_at_block = false;
+                        break unmasked($core, $header, node, ok);
+                    }
+                    break node;
+                }
+                Stepped::Run => {
+                    let Some((node, site)) = resume.slot().take_next() else {
+                        unreachable!("io-core: a block's step said run without a program")
+                    };
+                    let Some(_site) = site else {
+                        // A wait of the driver's: it observes cancellation
+                        // itself, as any wait.
+                        $core.cancel_at_block = false;
+                        $core.stack.push(Frame::resume_block(resume));
+                        break node;
+                    };
+                    record!($ring, &crate::engine::tracing::AWAIT, Some(&_site));
+                    if $core.cancel_at_block {
+                        $core.cancel_at_block = false;
+                        if should_cancel($core, $header) {
+                            $core.stack.push(Frame::resume_block(resume));
+                            break begin_cancel($core, node);
+                        }
+                    }
                     if $budget == 0 {
                         $core.stack.push(Frame::resume_block(resume));
                         let mut node = node;
@@ -333,7 +360,7 @@ macro_rules! block_step {
                     match node.into_value() {
                         Ok(value) => {
                             $budget -= 1;
-                            step = resume.apply(Some(Ok(value)));
+                            resume.slot().deliver(Ok(value));
                         }
                         Err(node) => {
                             $core.stack.push(Frame::resume_block(resume));
@@ -460,8 +487,9 @@ fn run_loop<X: Executor, const TRACING: bool>(
                     Some(FrameKind::Map(f)) => Node::pure(f.apply(value)),
                     Some(FrameKind::Fold(f)) => Node::from_res(f.apply(Ok(value))),
                     Some(FrameKind::FoldWith(f)) => f.apply(Ok(value)),
-                    Some(FrameKind::ResumeBlock(resume)) => {
-                        block_step!(core, header, ring, budget, resume.apply(Some(Ok(value))))
+                    Some(FrameKind::ResumeBlock(mut resume)) => {
+                        resume.slot().deliver(Ok(value));
+                        block_step!(core, header, ring, budget, resume)
                     }
                     Some(FrameKind::Unmask) => {
                         core.unmask();
@@ -518,8 +546,9 @@ fn run_loop<X: Executor, const TRACING: bool>(
                 Some(FrameKind::MapError(f)) => Node::error(f.apply(error)),
                 Some(FrameKind::Fold(f)) => Node::from_res(f.apply(Err(error))),
                 Some(FrameKind::FoldWith(f)) => f.apply(Err(error)),
-                Some(FrameKind::ResumeBlock(resume)) => {
-                    block_step!(core, header, ring, budget, resume.apply(Some(Err(error))))
+                Some(FrameKind::ResumeBlock(mut resume)) => {
+                    resume.slot().deliver(Err(error));
+                    block_step!(core, header, ring, budget, resume)
                 }
                 Some(FrameKind::Unmask) => {
                     core.unmask();
@@ -746,7 +775,7 @@ fn run_loop<X: Executor, const TRACING: bool>(
             }
             Kind::Block(resume) => {
                 record!(ring, resume.op(), resume.site());
-                block_step!(core, header, ring, budget, resume.apply(None))
+                block_step!(core, header, ring, budget, resume)
             }
             Kind::Monotonic => Node::pure(Value::new(executor.monotonic())),
             Kind::RealTime => Node::pure(Value::new(executor.real_time())),
@@ -899,8 +928,15 @@ fn unmasked(core: &mut Core, header: &super::Header, next: Node, ok: bool) -> No
         return next;
     }
     match passed_before_next_program(&core.stack, ok) {
-        None => next,
-        Some(passed) => {
+        Passed::Nothing => next,
+        Passed::ToBlock => {
+            // The result goes to an IO block, which decides whether a new
+            // program starts (its next `.await`) or not (it ends):
+            // `block_step!` observes the request there.
+            core.cancel_at_block = true;
+            next
+        }
+        Passed::Frames(passed) => {
             // The request is observed where the next program would start,
             // below the frames the result would have passed: those are
             // popped as it would have popped them (an `on_cancel` it passes
@@ -912,11 +948,20 @@ fn unmasked(core: &mut Core, header: &super::Header, next: Node, ok: bool) -> No
     }
 }
 
-/// See [`unmasked`]: `None` if the result reaches a frame that masks again
-/// or the end of the fiber; otherwise how many frames (from the top) it
-/// passes before the frame that would start the next program.
+/// Where a result that ends a mask goes ([`unmasked`]).
+enum Passed {
+    /// To a frame that masks again, or to the end of the fiber.
+    Nothing,
+    /// Through this many frames (from the top) to the frame that would
+    /// start the next program.
+    Frames(usize),
+    /// Through pure frames to an IO block's frame (which decides).
+    ToBlock,
+}
+
+/// See [`unmasked`] and [`Passed`].
 #[cold]
-fn passed_before_next_program(stack: &[Frame], mut ok: bool) -> Option<usize> {
+fn passed_before_next_program(stack: &[Frame], mut ok: bool) -> Passed {
     for (passed, frame) in stack.iter().rev().enumerate() {
         if frame.is_passed_through(ok) {
             // A fold (`attempt`, `redeem`) hands on a value whatever reaches
@@ -925,12 +970,14 @@ fn passed_before_next_program(stack: &[Frame], mut ok: bool) -> Option<usize> {
             continue;
         }
         return if frame.masks_again() {
-            None
+            Passed::Nothing
+        } else if frame.is(Tag::ResumeBlock) {
+            Passed::ToBlock
         } else {
-            Some(passed)
+            Passed::Frames(passed)
         };
     }
-    None
+    Passed::Nothing
 }
 
 /// Starts finalizing a canceled fiber; `node` (what it was about to

@@ -78,60 +78,10 @@ use core::task::{Context, Poll, RawWaker, RawWakerVTable, Waker};
 use core::cell::UnsafeCell;
 
 use super::cell::{self, FiberCell, LazyWake};
-use crate::engine::node::{Node, Res};
+use crate::engine::node::{Node, Res, Slot};
 use crate::engine::tracing::Site;
 use crate::io::IO;
 use crate::sync::Arc;
-
-/// A program an `.await` asked the fiber to run: the program and the
-/// `.await`'s site (recorded as the `await` operation).
-pub(crate) type Request = (Node, Option<Site>);
-
-/// Where an [`Await`] leaves its request and finds its result. It lives
-/// with the future, in the driver's pinned allocation (`mod.rs`), and is
-/// reached during a poll through the poll's waker.
-pub(crate) struct Slot {
-    /// The program an `Await` asked to run in this poll, if any.
-    request: Option<Request>,
-    /// The result of a request, until its `Await` takes it.
-    result: Option<Res>,
-    /// The token of the request `result` answers.
-    answers: u32,
-    /// The token of the last request.
-    last: u32,
-    /// The next token.
-    next: u32,
-}
-
-impl Slot {
-    /// An empty slot.
-    pub(crate) const fn new() -> Self {
-        Slot {
-            request: None,
-            result: None,
-            answers: 0,
-            last: 0,
-            next: 0,
-        }
-    }
-
-    /// Before a poll: the result of the last request, for its `Await`.
-    #[inline(always)]
-    pub(crate) fn deliver(&mut self, result: Res) {
-        self.answers = self.last;
-        self.result = Some(result);
-    }
-
-    /// After a poll: the request an `Await` made in it, if any. A result
-    /// nobody took (its `Await` was dropped) is dropped here.
-    #[inline(always)]
-    pub(crate) fn take_request(&mut self) -> Option<Request> {
-        if self.result.is_some() {
-            self.result = None;
-        }
-        self.request.take()
-    }
-}
 
 /// What a driven future's waker points at, beside the future in the
 /// driver's pinned allocation (`mod.rs`): the future's wake cell once a
@@ -142,7 +92,11 @@ impl Slot {
 /// waker (and every `Await` polled with it) reaches it through a shared
 /// borrow only: `cell` is not written then, the lazy part is atomic, and
 /// the slot is reached only by the holder of `busy`.
+#[repr(C)]
 pub(crate) struct BlockHead {
+    /// The block's slot: first, so that the head's address (and the
+    /// driver's allocation's) is the slot's (`engine/node/block.rs`).
+    slot: UnsafeCell<Slot>,
     /// The future's wake cell, if a waker was cloned at an earlier poll.
     pub(crate) cell: Option<Arc<FiberCell>>,
     /// Used while there is no cell.
@@ -151,8 +105,6 @@ pub(crate) struct BlockHead {
     /// of the slot"). Written only at the start of a poll, before any
     /// waker over this head exists; read by `Await`s during the poll.
     context: UnsafeCell<*const ()>,
-    /// The block's slot.
-    slot: UnsafeCell<Slot>,
 }
 
 // SAFETY: the slot is only reached on the thread that polls, through the
@@ -168,13 +120,13 @@ unsafe impl Sync for BlockHead {}
 unsafe impl Send for BlockHead {}
 
 impl BlockHead {
-    /// No cell, an empty slot.
-    pub(crate) fn new() -> Self {
+    /// No cell, an empty slot, for a block made at `site`.
+    pub(crate) fn new(site: Option<Site>) -> Self {
         BlockHead {
+            slot: UnsafeCell::new(Slot::new(site)),
             cell: None,
             lazy: LazyWake::new(),
             context: UnsafeCell::new(core::ptr::null()),
-            slot: UnsafeCell::new(Slot::new()),
         }
     }
 
@@ -274,9 +226,11 @@ fn with_slot<R>(cx: &mut Context<'_>, f: impl FnOnce(&mut Slot) -> R) -> Option<
 /// (crate::future) of `future` for IO blocks.
 #[must_use = "an IO block's await does nothing unless it is awaited"]
 pub struct Await<A, E> {
-    /// The program, until it is handed to the block.
-    node: Option<Node>,
-    /// The token it was handed over under (meaningful once `node` is gone).
+    /// The program, until it is handed to the block (`sent`).
+    node: ManuallyDrop<Node>,
+    /// Whether `node` was handed to the block (it is gone from here).
+    sent: bool,
+    /// The token it was handed over under (once `sent`).
     token: u32,
     /// The `.await`'s site.
     site: Option<Site>,
@@ -293,7 +247,8 @@ impl<A: Send + 'static, E: Send + 'static> IntoFuture for IO<A, E> {
     #[inline]
     fn into_future(self) -> Await<A, E> {
         Await {
-            node: Some(self.into_node()),
+            node: ManuallyDrop::new(self.into_node()),
+            sent: false,
             token: 0,
             site: crate::engine::tracing::here(),
             _types: PhantomData,
@@ -316,30 +271,39 @@ impl<A: Send + 'static, E: Send + 'static> Future for Await<A, E> {
         // `Await` is `Unpin` (a node is two words, never self-referential).
         let this = self.get_mut();
         let polled = with_slot(cx, |slot| {
-            if let Some(node) = this.node.take() {
-                if slot.request.is_none() {
-                    let token = slot.next;
-                    slot.last = token;
-                    slot.next = token.wrapping_add(1);
-                    slot.request = Some((node, this.site));
-                    this.token = token;
-                } else {
+            if !this.sent {
+                // SAFETY: not sent: `node` holds the program. If the slot
+                // takes it, `sent` says it is gone from here; if not, the
+                // copy handed back is forgotten and `node` keeps it.
+                let node = unsafe { Node::read_by_words(&*this.node) };
+                match slot.ask(node, this.site) {
+                    Ok(token) => {
+                        this.sent = true;
+                        this.token = token;
+                    }
                     // One request per poll of the block: ask at the next.
-                    this.node = Some(node);
+                    Err(node) => core::mem::forget(node),
                 }
                 Poll::Pending
-            } else if this.token == slot.answers {
-                match slot.result.take() {
+            } else {
+                match slot.answer(this.token) {
                     Some(res) => Poll::Ready(typed::<A, E>(res)),
                     None => Poll::Pending,
                 }
-            } else {
-                Poll::Pending
             }
         });
         match polled {
             Some(poll) => poll,
             None => outside_a_block(),
+        }
+    }
+}
+
+impl<A, E> Drop for Await<A, E> {
+    fn drop(&mut self) {
+        if !self.sent {
+            // SAFETY: not sent: `node` holds the program, dropped once here.
+            unsafe { ManuallyDrop::drop(&mut self.node) };
         }
     }
 }

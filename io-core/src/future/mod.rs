@@ -90,21 +90,20 @@ pub use join::JoinFuture;
 
 use alloc::boxed::Box;
 use core::future::{Future, IntoFuture};
+use core::marker::PhantomData;
 use core::mem::size_of;
 use core::pin::Pin;
 use core::ptr::{self, NonNull};
 use core::task::Poll;
 
 use crate::engine::blocks;
-use crate::engine::erased::{Adapter, ErasedFn, Value, fits_block};
-use crate::engine::node::{BlockStep, Node, Res, Resume};
+use crate::engine::erased::{Value, Word, fits_block};
+use crate::engine::node::{BlockVTable, Node, Res, Resume, Slot, Stepped};
 use crate::engine::tracing::{Internal, NO_SITE, Named, here};
 use crate::executor::Executor;
 use crate::fiber::handle::FiberHandle;
 use crate::io::IO;
-use crate::sync::Arc;
-use block::{BlockHead, Request};
-use cell::FiberCell;
+use block::BlockHead;
 
 crate::engine::tracing::trace_ops! {
     FromFuture = "from_future",
@@ -163,41 +162,23 @@ impl<Fut> Drop for PinnedFuture<Fut> {
     }
 }
 
-/// A future being driven by a fiber, in one pinned allocation with what
-/// its driving needs: the wake cell once a waker was cloned, and its IO
-/// block's slot (`block.rs`). One word, so that the continuations that
-/// carry it from step to step keep it inline (no allocation per step).
-struct Driver<Fut> {
-    state: PinnedFuture<DriverState<Fut>>,
-}
-
-/// The pinned part of a [`Driver`]. Only `future` is pinned (polled through
-/// a `Pin`, never moved); the other fields are plain data.
+/// The pinned allocation of a future a fiber drives: the block's head
+/// (its slot first: `repr(C)`, so the allocation's address is the slot's,
+/// which the run-loop reaches through the block's node and frame:
+/// `engine/node/block.rs`), then the future. Only `future` is pinned
+/// (polled through a `Pin`, never moved); the head is plain data.
+#[repr(C)]
 struct DriverState<Fut> {
     head: BlockHead,
     future: Fut,
-}
-
-impl<Fut> Drop for Driver<Fut> {
-    fn drop(&mut self) {
-        // Later wakes do nothing; the slot's callback (a reference to the
-        // fiber) goes now. The future itself is dropped right after, with
-        // the state, on this (the fiber's) thread.
-        let state = self.state.ptr.as_ptr();
-        // SAFETY: `state` points at the live state this driver owns; only
-        // the unpinned head is read.
-        if let Some(cell) = unsafe { &(*state).head.cell } {
-            cell.close();
-        }
-    }
 }
 
 /// What one poll found.
 enum Polled<T> {
     Ready(T),
     /// Pending: an `.await` in the future asked to run a program on the
-    /// fiber (`block.rs`).
-    Request(Request),
+    /// fiber (it is in the slot).
+    Request,
     /// Pending, but woken during the poll: poll again (after a cede).
     Woken,
     /// Pending, with a cell to wait on.
@@ -206,48 +187,37 @@ enum Polled<T> {
     Stuck,
 }
 
-impl<Fut: Future> Driver<Fut> {
-    fn new(future: Fut) -> Self {
-        Driver {
-            state: PinnedFuture::new(DriverState {
-                head: BlockHead::new(),
-                future,
-            }),
-        }
-    }
-
+impl<Fut: Future> DriverState<Fut> {
     /// Polls the future once, with a poll waker (`block.rs`) over the
-    /// block's head, handing the slot `result`, the result of the block's
-    /// last request.
+    /// head (where a result for the block's last request may be waiting).
+    ///
+    /// # Safety
+    /// * `state` points at a live, pinned `DriverState<Fut>` that nothing
+    ///   else reaches during this call.
     #[inline(always)]
-    fn poll(&mut self, result: Option<Res>) -> Polled<Fut::Output> {
-        let state = self.state.ptr.as_ptr();
-        // SAFETY: `state` points at the live state this driver owns
-        // (`&mut self`: nothing else reaches it now), and its two fields are
-        // borrowed as disjoint places: the head (unpinned: plain data), and
-        // the future only through the `Pin` made here (never moved; it is
-        // dropped in place with the state).
+    unsafe fn poll(state: *mut Self) -> Polled<Fut::Output> {
+        // SAFETY: the two fields are borrowed as disjoint places of the
+        // live state (function contract): the head (unpinned: plain data),
+        // and the future only through the `Pin` made here (never moved; it
+        // is dropped in place with the state).
         let (head, future) = unsafe {
             (
                 &mut *ptr::addr_of_mut!((*state).head),
                 Pin::new_unchecked(&mut *ptr::addr_of_mut!((*state).future)),
             )
         };
-        if let Some(result) = result {
-            head.slot().deliver(result);
-        }
         let polled = match &head.cell {
             None => {
                 let polled = head.poll(|cx| future.poll(cx));
                 if head.lazy.untouched() {
                     // The common case of a block: no waker was cloned and
                     // none woke (so there is no cell to look at).
+                    let slot = head.slot();
+                    slot.end_poll();
                     return match polled {
                         Poll::Ready(out) => Polled::Ready(out),
-                        Poll::Pending => match head.slot().take_request() {
-                            Some(request) => Polled::Request(request),
-                            None => Polled::Stuck,
-                        },
+                        Poll::Pending if slot.has_request() => Polled::Request,
+                        Poll::Pending => Polled::Stuck,
                     };
                 }
                 let (cell, woken) = head.lazy.finish();
@@ -269,21 +239,16 @@ impl<Fut: Future> Driver<Fut> {
                 }
             }
         };
-        match (polled, head.slot().take_request()) {
+        let slot = head.slot();
+        slot.end_poll();
+        match polled {
             // An await asked for a program: run it first (a wake during
             // the poll is kept in the cell, and seen at a later poll).
-            (Polled::Woken | Polled::Waiting | Polled::Stuck, Some(request)) => {
-                Polled::Request(request)
+            Polled::Woken | Polled::Waiting | Polled::Stuck if slot.has_request() => {
+                Polled::Request
             }
-            (polled, _) => polled,
+            polled => polled,
         }
-    }
-
-    /// The wake cell, if a waker was cloned.
-    fn cell(&self) -> Option<Arc<FiberCell>> {
-        // SAFETY: `state` points at the live state this driver owns; only
-        // the unpinned `cell` field is read.
-        unsafe { (*self.state.ptr.as_ptr()).head.cell.clone() }
     }
 }
 
@@ -314,89 +279,100 @@ impl<A: Send + 'static, E: Send + 'static> Finish<Result<A, E>, A, E> for Fallib
     }
 }
 
-/// The adapter of a driven future's step: the closure takes the erased
-/// input as it is (the `.await` that asked for the result reads it).
-struct StepK;
-impl<F: FnOnce(Option<Res>) -> BlockStep> Adapter<Option<Res>, BlockStep, F> for StepK {
-    #[inline(always)]
-    unsafe fn call(f: F, input: Option<Res>) -> BlockStep {
-        f(input)
-    }
-}
+/// The vtable of the allocation of a future of type `Fut` driven as an
+/// `IO<A, E>` (its output made a result by `K`), recorded as the
+/// operation `M` (`engine/node/block.rs`).
+struct VTableOf<Fut, K, M, A, E>(PhantomData<Types<Fut, K, M, A, E>>);
 
-/// The adapter of a continuation that ignores its (unit) value.
-struct ThenK;
-impl<F: FnOnce() -> Node> Adapter<Value, Node, F> for ThenK {
-    #[inline(always)]
-    unsafe fn call(f: F, unit: Value) -> Node {
-        drop(unit);
-        f()
-    }
-}
+/// The types a [`VTableOf`] is made for.
+type Types<Fut, K, M, A, E> = fn() -> (Fut, K, M, A, E);
 
-/// The driver's next step, as the continuation the run-loop calls: one
-/// word (the driver), kept inline.
-#[inline(always)]
-fn resume<Fut, K, A, E>(driver: Driver<Fut>) -> Resume
+impl<Fut, K, M, A, E> VTableOf<Fut, K, M, A, E>
 where
     Fut: Future + Send + 'static,
     K: Finish<Fut::Output, A, E> + 'static,
+    M: crate::engine::tracing::OpMeta,
     A: 'static,
     E: 'static,
 {
-    Resume(ErasedFn::new::<StepK, _>(move |input: Option<Res>| {
-        step::<Fut, K, A, E>(driver, input)
-    }))
+    const VTABLE: &'static BlockVTable = &BlockVTable {
+        drop: Some(drop_state::<Fut>),
+        step: step::<Fut, K, A, E>,
+        #[cfg(feature = "tracing")]
+        op: M::OP,
+    };
 }
 
-/// The program that, once `wait` has run, takes the driver's next step.
-fn after<Fut, K, A, E>(wait: Node, driver: Driver<Fut>) -> BlockStep
-where
-    Fut: Future + Send + 'static,
-    K: Finish<Fut::Output, A, E> + 'static,
-    A: 'static,
-    E: 'static,
-{
-    let next = ErasedFn::new::<ThenK, _>(move || Node::block(resume::<Fut, K, A, E>(driver).0));
-    BlockStep::Run(Node::flat_map(wait, next, NO_SITE))
-}
-
-/// Polls once, handing the future `input` (the result of the program its
-/// last `.await` asked for), and says what comes next: the result, a
-/// program an `.await` asked for, or a wait, each followed by another step
-/// (the driver moves into that step's continuation). The run-loop calls it
-/// (`Kind::Block`, `FrameKind::ResumeBlock`).
-fn step<Fut, K, A, E>(mut driver: Driver<Fut>, input: Option<Res>) -> BlockStep
-where
-    Fut: Future + Send + 'static,
-    K: Finish<Fut::Output, A, E> + 'static,
-    A: 'static,
-    E: 'static,
-{
-    match driver.poll(input) {
-        Polled::Ready(out) => {
-            drop(driver);
-            BlockStep::Done(K::finish(out))
+/// Frees the allocation of a future of type `Fut` (the block is over,
+/// canceled or dropped unrun): later wakes do nothing, and the cell's
+/// callback (a reference to the fiber) goes now; the future is dropped
+/// on this (the fiber's, or the unrun program's owner's) thread.
+///
+/// # Safety
+/// * `word` is the address of a live `DriverState<Fut>` made by
+///   [`driven`], owned by the caller, not used after this.
+unsafe fn drop_state<Fut>(word: Word) {
+    // SAFETY: function contract: `PinnedFuture` owns the state it points
+    // at, which it drops in place and frees.
+    let state = unsafe {
+        PinnedFuture {
+            ptr: NonNull::new_unchecked(word.assume_init().cast::<DriverState<Fut>>()),
         }
-        Polled::Request((node, site)) => BlockStep::Await {
-            node,
-            site,
-            resume: resume::<Fut, K, A, E>(driver),
-        },
-        Polled::Woken => after::<Fut, K, A, E>(Node::cede(NO_SITE), driver),
+    };
+    // SAFETY: as above, the state is alive; only the head is read.
+    if let Some(cell) = unsafe { &(*state.ptr.as_ptr()).head.cell } {
+        cell.close();
+    }
+    drop(state);
+}
+
+/// Polls once and says what comes next (`engine/node/block.rs`): the
+/// result, a program an `.await` asked for, or a wait (a cede, a wait for a
+/// waker, or forever), each left in the slot.
+///
+/// # Safety
+/// * `word` is the address of a live `DriverState<Fut>` made by [`driven`]
+///   with `K`, `A` and `E`, and no other step of it runs.
+unsafe fn step<Fut, K, A, E>(word: Word) -> Stepped
+where
+    Fut: Future + Send + 'static,
+    K: Finish<Fut::Output, A, E> + 'static,
+    A: 'static,
+    E: 'static,
+{
+    // SAFETY: function contract.
+    let state = unsafe { word.assume_init() }.cast::<DriverState<Fut>>();
+    // SAFETY: function contract; the state is pinned where it was made.
+    let polled = unsafe { DriverState::poll(state) };
+    // SAFETY: function contract; the poll is over.
+    let head = unsafe { &mut (*state).head };
+    match polled {
+        Polled::Ready(out) => {
+            head.slot().done(K::finish(out));
+            Stepped::Done
+        }
+        Polled::Request => Stepped::Run,
+        Polled::Woken => {
+            head.slot().wait(Node::cede(NO_SITE));
+            Stepped::Run
+        }
         Polled::Waiting => {
-            let cell = driver.cell();
+            let cell = head.cell.clone();
             let wait = IO::<(), core::convert::Infallible>::from_callback_untraced(move |cb| {
                 if let Some(cell) = cell {
                     cell.register(cb.into_raw());
                 }
                 None
             });
-            after::<Fut, K, A, E>(wait.into_node(), driver)
+            head.slot().wait(wait.into_node());
+            Stepped::Run
         }
-        // Cancelable like `IO::never`; the driver waits in the continuation
+        // Cancelable like `IO::never`; the block's frame waits below it,
         // so that cancellation drops the future on the fiber.
-        Polled::Stuck => after::<Fut, K, A, E>(Node::never(NO_SITE), driver),
+        Polled::Stuck => {
+            head.slot().wait(Node::never(NO_SITE));
+            Stepped::Run
+        }
     }
 }
 
@@ -411,11 +387,22 @@ where
     A: 'static,
     E: 'static,
 {
-    let driver = Driver::new(future);
-    IO::from_node(Node::block(ErasedFn::new_sited::<StepK, _, M>(
-        move |input: Option<Res>| step::<Fut, K, A, E>(driver, input),
-        site,
-    )))
+    let state = core::mem::ManuallyDrop::new(PinnedFuture::new(DriverState {
+        head: BlockHead::new(site),
+        future,
+    }));
+    // SAFETY: the state is `repr(C)` with the head first, and the head with
+    // the slot first: the allocation's address is its slot's. The
+    // allocation is live and pinned, owned by the handle from now on (the
+    // `ManuallyDrop` gives up this one), and the vtable was made for
+    // `DriverState<Fut>` with these `K`, `A` and `E`.
+    let resume = unsafe {
+        Resume::new(
+            state.ptr.cast::<Slot>(),
+            VTableOf::<Fut, K, M, A, E>::VTABLE,
+        )
+    };
+    IO::from_node(Node::block(resume))
 }
 
 impl<A: Send + 'static, E: Send + 'static> IO<A, E> {

@@ -142,7 +142,11 @@ impl Frame {
     /// An IO block waiting for the result of the program it awaits.
     #[inline(always)]
     pub(crate) fn resume_block(resume: Resume) -> Frame {
-        Frame::from_fn(resume.0, Tag::ResumeBlock)
+        let (word, vtable) = resume.into_raw();
+        Frame {
+            word,
+            vtable: tagged_frame(vtable, Tag::ResumeBlock),
+        }
     }
     #[inline(always)]
     pub(crate) fn fold_with(k: OnResult<Node>) -> Frame {
@@ -163,7 +167,7 @@ impl Frame {
 
     /// Whether the frame is of kind `tag` (cheaper than `tag() == tag`).
     #[inline(always)]
-    fn is(&self, tag: Tag) -> bool {
+    pub(crate) fn is(&self, tag: Tag) -> bool {
         has_tag(self.vtable, tag, FRAME_VTABLE_KINDS)
     }
 
@@ -243,7 +247,7 @@ impl Frame {
                 Tag::RestoreOk => FrameKind::RestoreOk(Value::from_raw(this.word, &*vt.cast())),
                 Tag::RestoreErr => FrameKind::RestoreErr(Value::from_raw(this.word, &*vt.cast())),
                 Tag::ResumeBlock => {
-                    FrameKind::ResumeBlock(Resume(ErasedFn::from_raw(this.word, &*vt.cast())))
+                    FrameKind::ResumeBlock(Resume::from_raw(this.word, &*vt.cast()))
                 }
                 _ => unreachable!("io-core: a node tag on a frame"),
             }

@@ -90,6 +90,7 @@
 //!   once, at the module declaration, and neither file has a `cfg` inside.
 
 mod bind;
+mod block;
 mod cont;
 mod frame;
 #[cfg_attr(feature = "std", path = "drop_std.rs")]
@@ -97,7 +98,8 @@ mod frame;
 mod trampoline;
 
 pub(crate) use bind::{AnyK, Bind, BindBox};
-pub(crate) use cont::{BlockStep, OnError, OnOutcome, OnResult, OnSuccess, Resume};
+pub(crate) use block::{BlockVTable, Resume, Slot, Stepped};
+pub(crate) use cont::{OnError, OnOutcome, OnResult, OnSuccess};
 pub(crate) use frame::{Frame, FrameKind};
 
 use core::mem::ManuallyDrop;
@@ -427,6 +429,30 @@ impl Node {
         Node { word, vtable }
     }
 
+    /// Moves the node out of `*src` with one load per word.
+    ///
+    /// For a node that was just written word by word (as a node built in
+    /// registers is) and is read back at once: a load as wide as two
+    /// stores cannot take its data from them while they are in flight (the
+    /// processor waits for them to reach the cache), and a plain move of a
+    /// two-word node is compiled to such a load. `read_volatile` keeps the
+    /// two loads apart (IO blocks' `.await`, `future/block.rs`).
+    ///
+    /// # Safety
+    /// * `src` points at a live node, which the caller treats as moved out
+    ///   (it is not dropped or read again).
+    #[inline(always)]
+    pub(crate) unsafe fn read_by_words(src: *const Node) -> Node {
+        // SAFETY: function contract: both fields are initialised and
+        // readable; the node moves out once.
+        unsafe {
+            Node {
+                word: ptr::read_volatile(ptr::addr_of!((*src).word)),
+                vtable: ptr::read_volatile(ptr::addr_of!((*src).vtable)),
+            }
+        }
+    }
+
     #[inline(always)]
     fn from_value(value: Value, tag: Tag) -> Node {
         let (word, vtable) = value.into_raw();
@@ -687,8 +713,9 @@ impl Node {
     /// The next step of an IO block (or of a future a fiber drives):
     /// `resume` polls it (`future/block.rs`).
     #[inline(always)]
-    pub(crate) fn block(resume: ErasedFn<Option<Res>, BlockStep>) -> Node {
-        Node::from_fn(resume, Tag::Block)
+    pub(crate) fn block(resume: Resume) -> Node {
+        let (word, vtable) = resume.into_raw();
+        Node::raw(word, tagged(vtable, Tag::Block))
     }
     #[inline(always)]
     pub(crate) fn unwind() -> Node {
@@ -752,7 +779,7 @@ unsafe fn decode(word: Word, vtable: *const ()) -> Kind {
             Tag::Start => Kind::Start(ErasedFn::from_raw(word, &*vt.cast())),
             Tag::Unwind => Kind::Unwind,
             Tag::Blocking => Kind::Blocking(ErasedFn::from_raw(word, &*vt.cast())),
-            Tag::Block => Kind::Block(Resume(ErasedFn::from_raw(word, &*vt.cast()))),
+            Tag::Block => Kind::Block(Resume::from_raw(word, &*vt.cast())),
             #[cfg(feature = "tracing")]
             Tag::Mark => Kind::Mark(BindBox::from_word(word)),
             #[cfg(not(feature = "tracing"))]

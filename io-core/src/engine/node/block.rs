@@ -1,0 +1,274 @@
+//! The payload of an IO block's node and frame: the block's [`Slot`], where
+//! its `.await`s, its driver and the run-loop exchange programs and
+//! results, and [`Resume`], the handle the node and the frame hold.
+//!
+//! # The exchange
+//!
+//! A block (`future/`: an `async` block or any future a fiber drives) lives
+//! in one pinned allocation that starts with its [`Slot`] (`repr(C)`, first
+//! field). The node and the frame hold that allocation's address and a
+//! [`BlockVTable`] for its future's type, so the run-loop reaches the slot
+//! without knowing the type:
+//!
+//! 1. The run-loop calls [`Resume::step`]: the driver polls the future once.
+//!    An `.await` on an `IO` leaves its program in the slot (a *request*),
+//!    and the step says [`Stepped::Run`]; a wait of the driver's own (for a
+//!    waker, a yield) is left there the same way, marked so that its unit
+//!    result is not given to any `.await`; an output is left as the
+//!    block's result, and the step says [`Stepped::Done`].
+//! 2. For `Run` the run-loop takes the program ([`Slot::take_next`]),
+//!    pushes the block's frame and runs it; its result pops the frame and
+//!    goes into the slot ([`Slot::deliver`]) before the next step, where the
+//!    `.await` that asked takes it. For `Done` it takes the result
+//!    ([`Slot::take_done`]) and drops the block.
+//!
+//! Passing everything through the slot (a word-sized handle and a
+//! one-byte answer, not a result of several words returned through memory)
+//! keeps every value on its way in registers or in one place in memory:
+//! the step is called and answers without copies of multi-word results,
+//! which cost more time than their instructions on this path.
+//!
+//! The slot is touched by the run-loop only between polls (a step returns
+//! after its poll), and during a poll only by the `.await`s of that poll
+//! (`future/block.rs` says how they exclude each other).
+
+use core::ptr::NonNull;
+
+use super::{Node, Res};
+use crate::engine::erased::{ResSlot, Word};
+use crate::engine::tracing::Site;
+
+/// A program the run-loop is asked to run above the block's frame, with
+/// the site of the `.await` that asked (none for a wait of the driver).
+pub(crate) type Request = (Node, Option<Site>);
+
+/// What a block's step came to (module doc).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Stepped {
+    /// A program is waiting in the slot ([`Slot::take_next`]).
+    Run,
+    /// The block's result is in the slot ([`Slot::take_done`]).
+    Done,
+}
+
+/// The exchange of one block (module doc).
+pub(crate) struct Slot {
+    /// The program to run next, if a step left one.
+    next: Option<Request>,
+    /// The result of a request (for its `.await`), or the block's own
+    /// result after [`Stepped::Done`].
+    result: ResSlot,
+    /// The token of the request `result` answers.
+    answers: u32,
+    /// The token of the last request.
+    last: u32,
+    /// The next token.
+    issue: u32,
+    /// The program in `next` is a wait of the driver's: its (unit) result
+    /// goes to no `.await`.
+    wait: bool,
+    /// Where the block was made (recorded when it starts).
+    #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
+    site: Option<Site>,
+}
+
+impl Slot {
+    /// An empty slot for a block made at `site`.
+    pub(crate) const fn new(site: Option<Site>) -> Self {
+        Slot {
+            next: None,
+            result: ResSlot::empty(),
+            answers: 0,
+            last: 0,
+            issue: 0,
+            wait: false,
+            site,
+        }
+    }
+
+    // ----- the `.await`s' side (during a poll) -------------------------------
+
+    /// Leaves `node` as the block's request, unless one was made already in
+    /// this poll; the request's token, which its result will carry.
+    #[inline(always)]
+    pub(crate) fn ask(&mut self, node: Node, site: Option<Site>) -> Result<u32, Node> {
+        if self.next.is_some() {
+            return Err(node);
+        }
+        let token = self.issue;
+        self.last = token;
+        self.issue = token.wrapping_add(1);
+        self.next = Some((node, site));
+        Ok(token)
+    }
+
+    /// The result of the request made under `token`, if it is here.
+    #[inline(always)]
+    pub(crate) fn answer(&mut self, token: u32) -> Option<Res> {
+        if token == self.answers {
+            self.result.take()
+        } else {
+            None
+        }
+    }
+
+    // ----- the driver's side (after a poll) ----------------------------------
+
+    /// Whether an `.await` made a request in this poll.
+    #[inline(always)]
+    pub(crate) fn has_request(&self) -> bool {
+        self.next.is_some()
+    }
+
+    /// After a poll: a result nobody took (its `.await` was dropped) is
+    /// dropped.
+    #[inline(always)]
+    pub(crate) fn end_poll(&mut self) {
+        if !self.result.is_empty() {
+            drop(self.result.take());
+        }
+    }
+
+    /// Leaves `node`, a wait of the driver's, to run next.
+    pub(crate) fn wait(&mut self, node: Node) {
+        self.next = Some((node, None));
+        self.wait = true;
+    }
+
+    /// Leaves the block's result.
+    #[inline(always)]
+    pub(crate) fn done(&mut self, res: Res) {
+        self.result.put(res);
+    }
+
+    // ----- the run-loop's side (between polls) -------------------------------
+
+    /// The program a step left to run next.
+    #[inline(always)]
+    pub(crate) fn take_next(&mut self) -> Option<Request> {
+        self.next.take()
+    }
+
+    /// The result of the program taken last: for the `.await` that asked for
+    /// it, or dropped if it was a wait of the driver's.
+    #[inline(always)]
+    pub(crate) fn deliver(&mut self, res: Res) {
+        if self.wait {
+            self.wait = false;
+            drop(res);
+        } else {
+            self.answers = self.last;
+            self.result.put(res);
+        }
+    }
+
+    /// The block's result, after [`Stepped::Done`].
+    #[inline(always)]
+    pub(crate) fn take_done(&mut self) -> Option<Res> {
+        self.result.take()
+    }
+}
+
+/// The vtable of a block's allocation, for its future's type.
+#[cfg_attr(target_pointer_width = "64", repr(C, align(64)))]
+#[cfg_attr(not(target_pointer_width = "64"), repr(C, align(16)))]
+pub(crate) struct BlockVTable {
+    /// Frees the allocation (drops the future). First, as in every frame
+    /// vtable: a frame is dropped through its vtable's first entry.
+    pub(crate) drop: Option<unsafe fn(Word)>,
+    /// Polls the future once (module doc, step 1).
+    pub(crate) step: unsafe fn(Word) -> Stepped,
+    /// The traced operation of the block's node.
+    #[cfg(feature = "tracing")]
+    pub(crate) op: &'static crate::engine::tracing::Op,
+}
+
+/// An IO block's allocation, owned by its node, then by its frame: its
+/// address (which is its [`Slot`]'s) and its vtable.
+pub(crate) struct Resume {
+    word: Word,
+    vtable: &'static BlockVTable,
+}
+
+// SAFETY: a `Resume` owns its block, whose future is `Send` (the typed
+// constructors in `future/` require it); it is never shared.
+unsafe impl Send for Resume {}
+
+impl Resume {
+    /// The handle of a block allocated at `slot`.
+    ///
+    /// # Safety
+    /// * `slot` is the first field of a live allocation that `vtable`'s
+    ///   functions were made for, owned by nobody else from now on.
+    #[inline(always)]
+    pub(crate) unsafe fn new(slot: NonNull<Slot>, vtable: &'static BlockVTable) -> Self {
+        Resume {
+            word: Word::new(slot.as_ptr().cast()),
+            vtable,
+        }
+    }
+
+    /// Polls the block once (module doc).
+    #[inline(always)]
+    pub(crate) fn step(&mut self) -> Stepped {
+        // SAFETY: `word` and `vtable` were made together (`new`), and the
+        // block is alive while `self` is; `&mut self`: no other step runs.
+        unsafe { (self.vtable.step)(self.word) }
+    }
+
+    /// The block's slot, between polls.
+    #[inline(always)]
+    pub(crate) fn slot(&mut self) -> &mut Slot {
+        // SAFETY: the word is the address of the live block's slot (`new`);
+        // `&mut self` says no step, and so no poll, runs now: nothing else
+        // reaches the slot while this borrow lives.
+        unsafe { &mut *self.word.assume_init().cast::<Slot>() }
+    }
+
+    /// The block's traced operation.
+    #[cfg(feature = "tracing")]
+    #[inline(always)]
+    pub(crate) fn op(&self) -> &'static crate::engine::tracing::Op {
+        self.vtable.op
+    }
+
+    /// Where the block was made (its `IO::block` call), recorded when it
+    /// starts.
+    #[cfg(feature = "tracing")]
+    #[inline(always)]
+    pub(crate) fn site(&self) -> Option<&Site> {
+        // SAFETY: the word is the address of the live block's slot (`new`);
+        // a shared borrow of `self` says no step runs, so nothing writes the
+        // slot, and its `site` is never written after `Slot::new`.
+        unsafe {
+            (*self.word.assume_init().cast::<Slot>().cast_const())
+                .site
+                .as_ref()
+        }
+    }
+
+    /// The raw parts, for the node and frame encodings.
+    #[inline(always)]
+    pub(crate) fn into_raw(self) -> (Word, &'static BlockVTable) {
+        let this = core::mem::ManuallyDrop::new(self);
+        (this.word, this.vtable)
+    }
+
+    /// Rebuilds a handle from [`into_raw`](Resume::into_raw)'s parts.
+    ///
+    /// # Safety
+    /// * The parts come from `into_raw` and are used once.
+    #[inline(always)]
+    pub(crate) unsafe fn from_raw(word: Word, vtable: &'static BlockVTable) -> Self {
+        Resume { word, vtable }
+    }
+}
+
+impl Drop for Resume {
+    fn drop(&mut self) {
+        if let Some(drop) = self.vtable.drop {
+            // SAFETY: the block is alive and owned by `self`, dropped once.
+            unsafe { drop(self.word) }
+        }
+    }
+}
