@@ -278,6 +278,27 @@ rt_test! {
         assert_eq!(log.events(), ["canceled in poll"]);
     }
 
+    fn a_self_cancel_in_a_mask_is_observed_at_a_blocks_next_await_not_at_its_end() {
+        // A request made in a masked region is observed where the next
+        // program starts (as in Cats Effect 3.5+): a block that ends with the
+        // awaited result starts none and ends as the program alone does.
+        let masked = || IO::<u32, ()>::uncancelable(|_| IO::canceled().map_to(1));
+        assert_eq!(run(masked()), Outcome::Succeeded(1));
+        assert_eq!(run(IO::block(async move { masked().await })), Outcome::Succeeded(1));
+        let mapped: IO<u32, ()> = IO::block(async move { Ok(masked().await? + 1) });
+        assert_eq!(run(mapped), Outcome::Succeeded(2));
+        // A next await is a next program: canceled before it starts.
+        let next = Counter::new();
+        let n = next.clone();
+        let program: IO<u32, ()> = IO::block(async move {
+            let x = masked().await?;
+            n.incr_io::<()>().await?;
+            Ok(x)
+        });
+        assert_eq!(run(program), Outcome::Canceled);
+        assert_eq!(next.get(), 0, "the next awaited program did not start");
+    }
+
     fn a_panic_in_a_block_ends_its_fiber_as_panicked_and_its_finalizers_run() {
         let finalized = Counter::new();
         let program: IO<u32, ()> = IO::block(async {
