@@ -31,11 +31,12 @@
 //! once and checks its result before measuring, and drops the runtime when
 //! done (a filtered-out benchmark builds and runs nothing).
 //!
-//! # Workloads × runtimes (359 benchmarks)
+//! # Workloads × runtimes (375 benchmarks)
 //!
 //! | Group (`suite.` omitted)                     | sizes            | single wstp batching spindle_tokio | tokio | tokio_mt | count |
 //! |----------------------------------------------|------------------|:---:|:---:|:---:|---:|
 //! | ShallowBind, DeepBind `.pure/.delay/.async`  | 10,000           | ✓ | ✓ | – | 30 |
+//! | ShallowBind, DeepBind `.blockPure/.blockDelay` (IO blocks) | 10,000 | ✓ | – (the `.pure/.delay` rows') | – | 16 |
 //! | Attempt, HandleError, Redeem, RedeemWith `.happyPath/.errorRaised` | 10,000 | ✓ | ✓ | – | 40 |
 //! | MapCalls `.one/.batch30/.batch120`           | 12,000 maps      | ✓ | ✓ | – | 15 |
 //! | MapStream `.one/.batch30/.batch120`          | 12,000 maps      | ✓ | – | – | 12 |
@@ -56,6 +57,23 @@
 //!
 //! Notes on a few rows (`benches/PORTS.md` has all of them):
 //!
+//! * **ShallowBind / DeepBind `.blockPure/.blockDelay`**: the bind loops
+//!   written as IO blocks (`IO::block`), beside their `flat_map` forms:
+//!   what an `.await` costs against a `flat_map`. ShallowBind: one block,
+//!   a `while` loop of 10,000 awaits of `pure(i + 1)` (`delay(|| i + 1)`),
+//!   each `.value().await` one step of the fiber's run-loop. DeepBind:
+//!   recursion through nested blocks, each level a block that awaits
+//!   `pure(i)` (`delay(|| i)`) and then the next level's block, the shape
+//!   of a recursive `async fn`. Chosen because DeepBind differs from
+//!   ShallowBind only in where the recursion is (inside the bind's
+//!   closure), and a block keeps that only by awaiting its recursive call:
+//!   a loop in one block would be ShallowBind again. The price is depth:
+//!   the closure of the `flat_map` form (and of Cats Effect's
+//!   `DeepBindBenchmark`) returns the recursive program as a tail call and
+//!   stays one frame deep, while each level's block waits on the fiber's
+//!   stack, one driver allocation each, until the level below ends (10,002
+//!   levels). The tokio reference is the `tokio` row of the `.pure/.delay`
+//!   groups (the same loops; no row of its own).
 //! * **Redeem / RedeemWith**: Cats Effect's `RedeemBenchmark` and
 //!   `RedeemWithBenchmark` (`happyPath`: `pure(i + 1).redeem(_ => 0, id)`,
 //!   `.redeemWith(raiseError, loop)`; `errorRaised`: raise, skip one or two
@@ -172,7 +190,8 @@ fn config() -> Criterion {
     }
 }
 
-/// `ShallowBind` and `DeepBind`, `pure`/`delay`/`async`, size 10,000.
+/// `ShallowBind` and `DeepBind`, `pure`/`delay`/`async`, size 10,000, and
+/// `blockPure`/`blockDelay`: the same loops written as IO blocks.
 fn bind(c: &mut Criterion) {
     let size = SIZE as u64;
     Group::new(c, "ShallowBind", "pure", size, size)
@@ -194,6 +213,16 @@ fn bind(c: &mut Criterion) {
     Group::new(c, "DeepBind", "async", size, size)
         .spindle_all(Program(p::deep_async), SIZE + 1)
         .tokio(SIZE + 1, t::deep_async);
+    // The same loops written as IO blocks (the header's notes); their tokio
+    // reference is the `pure`/`delay` groups' `tokio` row.
+    Group::new(c, "ShallowBind", "blockPure", size, size)
+        .spindle_all(Program(p::shallow_block_pure), SIZE);
+    Group::new(c, "ShallowBind", "blockDelay", size, size)
+        .spindle_all(Program(p::shallow_block_delay), SIZE);
+    Group::new(c, "DeepBind", "blockPure", size, size)
+        .spindle_all(Program(p::deep_block_pure), SIZE + 1);
+    Group::new(c, "DeepBind", "blockDelay", size, size)
+        .spindle_all(Program(p::deep_block_delay), SIZE + 1);
 }
 
 /// `Attempt`, `HandleError`, `Redeem`, `RedeemWith`: `happyPath` and

@@ -49,6 +49,7 @@ wake_ups=5
 expect_common=(
   "handshake: consumer got 42 after "
   "recovered: 7"
+  "block: 10 awaits, sum 55"
   "heap per suspended fiber: "
   "interrupt wake-ups: $wake_ups of $wake_ups from "
   "failure: reading out of range"

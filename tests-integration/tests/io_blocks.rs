@@ -10,9 +10,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::Poll;
 use std::time::Duration;
 
-use common::{Counter, DropCounter, HANG_LIMIT, Log, on_small_stack, rt_test, within};
+use common::{Counter, HANG_LIMIT, Log, on_small_stack, rt_test, within};
 use spindle_core::error::TimeoutError;
-use spindle_core::{Deferred, IO, IORuntime, Outcome, Ref};
+use spindle_core::{Deferred, Either, IO, IORuntime, Outcome, Ref};
+use spindle_exec_tokio::TokioExecutor;
 
 #[derive(Debug, PartialEq)]
 enum AppError {
@@ -23,6 +24,17 @@ enum AppError {
 impl From<TimeoutError> for AppError {
     fn from(_: TimeoutError) -> Self {
         AppError::Timeout
+    }
+}
+
+/// Pushes its event to a [`Log`] and counts itself in a [`Counter`] when
+/// dropped: block state whose drop is ordered among finalizers.
+struct LogOnDrop(Log<&'static str>, &'static str, Counter);
+
+impl Drop for LogOnDrop {
+    fn drop(&mut self) {
+        self.0.push(self.1);
+        self.2.incr();
     }
 }
 
@@ -140,61 +152,151 @@ rt_test! {
     fn canceling_a_block_drops_its_state_once_after_the_awaited_programs_finalizer() {
         let log: Log<&'static str> = Log::new();
         let dropped = Counter::new();
-        let (l1, l2, d) = (log.clone(), log.clone(), dropped.clone());
+        let (l1, l2, l3, d) = (log.clone(), log.clone(), log.clone(), dropped.clone());
         let started = Deferred::<()>::new();
         let signal = started.clone();
         let program: IO<(), ()> = IO::block(async move {
             // Block state that lives across the await.
-            let _state = DropCounter(d);
-            signal.complete(()).await?.ok();
+            let _state = LogOnDrop(l3, "block's state dropped", d);
+            signal
+                .complete(())
+                .value()
+                .await
+                .expect("the block completes the signal first");
             IO::<(), ()>::never()
                 .guarantee(l1.record("awaited program's finalizer"))
                 .await?;
             Ok(())
         })
         .guarantee(l2.record("block's finalizer"));
-        let outcome = run(program.start().flat_map(move |fiber| {
+        let outcome = run(program.start::<()>().flat_map(move |fiber| {
             started.get().product_r(fiber.cancel()).product_r(fiber.join())
         }));
         assert_eq!(outcome, Outcome::Succeeded(Outcome::Canceled));
         assert_eq!(dropped.get(), 1, "the block's state was dropped once");
-        assert_eq!(log.events(), ["awaited program's finalizer", "block's finalizer"]);
+        assert_eq!(
+            log.events(),
+            ["awaited program's finalizer", "block's state dropped", "block's finalizer"]
+        );
+    }
+
+    fn a_block_losing_a_race_is_canceled_and_its_state_dropped_once() {
+        let log: Log<&'static str> = Log::new();
+        let dropped = Counter::new();
+        let (l1, l2, l3, l4, d) = (log.clone(), log.clone(), log.clone(), log.clone(), dropped.clone());
+        let started = Deferred::<()>::new();
+        let signal = started.clone();
+        let loser: IO<u32, AppError> = IO::block(async move {
+            let _state = LogOnDrop(l3, "block's state dropped", d);
+            signal.complete(()).value().await.expect("the first completion");
+            IO::<(), AppError>::never()
+                .guarantee(l1.record("awaited program's finalizer"))
+                .await?;
+            l4.push("the losing block went on");
+            Ok(1)
+        })
+        .guarantee(l2.record("block's finalizer"));
+        // The winner finishes once the block is waiting, so that the block
+        // is canceled in the middle of its await.
+        let winner: IO<&'static str, AppError> = started.get().map_to("winner");
+        assert_eq!(run(loser.race(winner)), Outcome::Succeeded(Either::Right("winner")));
+        assert_eq!(dropped.get(), 1, "the block's state was dropped once");
+        assert_eq!(
+            log.events(),
+            ["awaited program's finalizer", "block's state dropped", "block's finalizer"]
+        );
+    }
+
+    fn a_block_awaits_the_join_of_a_child_it_started() {
+        let program: IO<u32, AppError> = IO::block(async {
+            // The child waits for the block: it runs on a fiber of its own.
+            let gate = Deferred::<u32>::new();
+            let child_gate = gate.clone();
+            let child: IO<u32, AppError> = IO::block(async move {
+                let n = child_gate.get().value().await;
+                Ok(n + 1)
+            });
+            let fiber = child.start().value().await;
+            gate.complete(40).value().await.expect("the first completion");
+            let value = match fiber.join().value().await {
+                Outcome::Succeeded(n) => n,
+                other => panic!("the child succeeds, got {other:?}"),
+            };
+
+            let failing = IO::<u32, AppError>::raise_error(AppError::NotFound(3)).start().value().await;
+            assert_eq!(failing.join().value().await, Outcome::Errored(AppError::NotFound(3)));
+
+            let stuck = IO::<u32, AppError>::never().start().value().await;
+            stuck.cancel().value().await;
+            assert_eq!(stuck.join().value().await, Outcome::Canceled);
+            Ok(value + 1)
+        });
+        assert_eq!(run(program), Outcome::Succeeded(42));
     }
 
     fn a_mask_and_its_poll_work_inside_a_block() {
         // Inside `uncancelable`, a cancel waits for the end of the region
+        // (the block runs to its end, what follows the region does not run)
         // unless the await is wrapped in `poll`.
-        let finished = Counter::new();
-        let f = finished.clone();
+        let log: Log<&'static str> = Log::new();
+        let started = Deferred::<()>::new();
+        let (s, l1, l2) = (started.clone(), log.clone(), log.clone());
         let masked: IO<(), ()> = IO::uncancelable(move |_poll| {
             IO::block(async move {
+                s.complete(()).value().await.expect("the first completion");
                 IO::<(), ()>::sleep(Duration::from_millis(20)).await?;
-                f.incr();
+                l1.push("end of the masked block");
                 Ok(())
             })
-        });
-        let outcome = run(masked.start().flat_map(|fiber| {
-            IO::sleep(Duration::from_millis(1))
-                .product_r(fiber.cancel())
-                .product_r(fiber.join())
+        })
+        .product_r(l2.record("after the region"));
+        let outcome = run(masked.start::<()>().flat_map(move |fiber| {
+            started.get().product_r(fiber.cancel()).product_r(fiber.join())
         }));
         assert_eq!(outcome, Outcome::Succeeded(Outcome::Canceled));
-        assert_eq!(finished.get(), 1, "the masked block ran to its end");
+        assert_eq!(log.events(), ["end of the masked block"]);
 
+        let log: Log<&'static str> = Log::new();
+        let started = Deferred::<()>::new();
+        let (s, l1, l2) = (started.clone(), log.clone(), log.clone());
         let polled: IO<(), ()> = IO::uncancelable(move |poll| {
             IO::block(async move {
-                poll.apply(IO::<(), ()>::never()).await?;
+                s.complete(()).value().await.expect("the first completion");
+                poll.apply(IO::<(), ()>::never())
+                    .on_cancel(l1.record("canceled in poll"))
+                    .await?;
+                l2.push("after the poll");
                 Ok(())
             })
         });
         let outcome = within(HANG_LIMIT, move || {
-            run(polled.start().flat_map(|fiber| {
-                IO::sleep(Duration::from_millis(1))
-                    .product_r(fiber.cancel())
-                    .product_r(fiber.join())
+            run(polled.start::<()>().flat_map(move |fiber| {
+                started.get().product_r(fiber.cancel()).product_r(fiber.join())
             }))
         });
         assert_eq!(outcome, Some(Outcome::Succeeded(Outcome::Canceled)));
+        assert_eq!(log.events(), ["canceled in poll"]);
+    }
+
+    fn a_self_cancel_in_a_mask_is_observed_at_a_blocks_next_await_not_at_its_end() {
+        // A request made in a masked region is observed where the next
+        // program starts (as in Cats Effect 3.5+): a block that ends with the
+        // awaited result starts none and ends as the program alone does.
+        let masked = || IO::<u32, ()>::uncancelable(|_| IO::canceled().map_to(1));
+        assert_eq!(run(masked()), Outcome::Succeeded(1));
+        assert_eq!(run(IO::block(async move { masked().await })), Outcome::Succeeded(1));
+        let mapped: IO<u32, ()> = IO::block(async move { Ok(masked().await? + 1) });
+        assert_eq!(run(mapped), Outcome::Succeeded(2));
+        // A next await is a next program: canceled before it starts.
+        let next = Counter::new();
+        let n = next.clone();
+        let program: IO<u32, ()> = IO::block(async move {
+            let x = masked().await?;
+            n.incr_io::<()>().await?;
+            Ok(x)
+        });
+        assert_eq!(run(program), Outcome::Canceled);
+        assert_eq!(next.get(), 0, "the next awaited program did not start");
     }
 
     fn a_panic_in_a_block_ends_its_fiber_as_panicked_and_its_finalizers_run() {
@@ -218,23 +320,36 @@ rt_test! {
         let counter = Ref::new(0u32);
         let program: IO<u32, ()> = IO::block(async move {
             for _ in 0..10 {
-                counter.update(|n| n + 1).await?;
+                counter.update(|n| *n += 1).value().await;
+                // Plain code between two awaits sees the last write.
+                let seen = counter.get().value().await;
+                IO::<(), ()>::cede().await?;
+                assert_eq!(counter.get().value().await, seen);
             }
-            counter.get().await
+            Ok(counter.get().value().await)
         });
         assert_eq!(run(program), Outcome::Succeeded(10));
     }
 
     fn two_ios_awaited_by_one_join_run_one_after_the_other_and_both_finish() {
-        let program: IO<(u32, u32), ()> = IO::block(async {
+        let log: Log<&'static str> = Log::new();
+        let (l1, l2) = (log.clone(), log.clone());
+        let program: IO<(u32, u32), ()> = IO::block(async move {
             let (a, b) = futures_join(
-                IO::<u32, ()>::delay(|| 1),
-                IO::<u32, ()>::sleep(Duration::from_millis(1)).map_to(2),
+                IO::<(), ()>::sleep(Duration::from_millis(5))
+                    .product_r(l1.record("first ended"))
+                    .map_to(1),
+                l2.record("second started").map_to(2),
             )
             .await;
             Ok((a?, b?))
         });
         assert_eq!(run(program), Outcome::Succeeded((1, 2)));
+        assert_eq!(
+            log.events(),
+            ["first ended", "second started"],
+            "the fiber runs one awaited program at a time"
+        );
     }
 }
 
@@ -277,6 +392,63 @@ fn an_io_awaited_outside_a_block_panics_with_a_message_that_says_so() {
         let _ = fut.as_mut().poll(&mut cx);
     });
     let payload = result.expect_err("polling an IO's await outside a block panics");
+    let message = payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_default();
+    assert!(message.contains("outside an IO block"), "{message}");
+}
+
+/// A block on the application's own tokio runtime (exec-tokio attached with
+/// `TokioExecutor::current`), on both flavours: it awaits tokio's own
+/// futures (a timer and a channel fed by a tokio task, which need tokio's
+/// context: the fiber is a tokio task) beside programs, with `?`.
+#[test]
+fn a_block_on_an_applications_tokio_runtime_awaits_tokio_futures_and_programs() {
+    let flavours = [
+        ::tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build(),
+        ::tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build(),
+    ];
+    for runtime in flavours {
+        let runtime = runtime.expect("a tokio runtime");
+        let outcome = runtime.block_on(async {
+            let executor = TokioExecutor::current().expect("attach to the runtime");
+            let (tx, rx) = ::tokio::sync::oneshot::channel::<u32>();
+            ::tokio::spawn(async move {
+                ::tokio::time::sleep(Duration::from_millis(2)).await;
+                let _ = tx.send(30);
+            });
+            let program: IO<u32, AppError> = IO::block(async move {
+                ::tokio::time::sleep(Duration::from_millis(1)).await;
+                let sent = rx.await.expect("the task sends");
+                let more = IO::<u32, AppError>::delay(|| 10).await?;
+                IO::<(), AppError>::sleep(Duration::from_millis(1)).await?;
+                ::tokio::task::yield_now().await;
+                Ok(sent + more + 2)
+            });
+            executor.run_async(program).await.expect("run the program")
+        });
+        assert_eq!(outcome, Outcome::Succeeded(42));
+    }
+}
+
+/// The panic message of an `IO` awaited in a tokio task (no fiber drives
+/// it): the same message as outside any executor.
+#[test]
+fn an_io_awaited_in_a_tokio_task_panics_with_a_message_that_says_so() {
+    let runtime = ::tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    let joined =
+        runtime.block_on(async { ::tokio::spawn(async { IO::<u32, ()>::pure(1).await }).await });
+    let payload = joined.expect_err("the task panics").into_panic();
     let message = payload
         .downcast_ref::<&str>()
         .map(|s| s.to_string())

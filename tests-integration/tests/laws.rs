@@ -8,6 +8,14 @@
 //! and the monad and error laws must hold: both sides of each law, run on
 //! the executor, give the same outcome.
 //!
+//! IO blocks are part of the AST ([`Prog::Block`], [`Prog::BlockBind`],
+//! [`Prog::BlockHandle`], [`Prog::BlockLoop`]: `.await`, `?`, `match` and
+//! `for` written in `async` blocks), so every law also holds of programs
+//! with blocks anywhere inside; the laws at the end state that blocks are
+//! the monad: an awaited program is the program, `?` is `flat_map`, a
+//! `match` on an awaited error is `handle_error_with`, `Ok` is `pure`, `Err`
+//! is `raise_error`, a loop of awaits is a chain of binds.
+//!
 //! Every law runs on every executor (`common::rt_test!`); 256 cases each.
 
 mod common;
@@ -55,6 +63,16 @@ enum Prog {
     OnError(Box<Prog>, Box<Prog>),
     ProductR(Box<Prog>, Box<Prog>),
     ProductL(Box<Prog>, Box<Prog>),
+    /// `IO::block(async move { p.await })`.
+    Block(Box<Prog>),
+    /// `IO::block(async move { let x = p.await?; f(x).await })`: `flat_map`.
+    BlockBind(Box<Prog>, BindFn),
+    /// `IO::block(async move { match p.await { Ok(x) => Ok(x), Err(e) =>
+    /// h(e).await } })`: `handle_error_with`.
+    BlockHandle(Box<Prog>, HandlerFn),
+    /// `IO::block(async move { let mut x = p.await?; for f in fs { x =
+    /// f(x).await?; } Ok(x) })`: a chain of `flat_map`s.
+    BlockLoop(Box<Prog>, Vec<BindFn>),
 }
 
 /// Pure functions for `map`.
@@ -132,6 +150,10 @@ fn eval(p: &Prog) -> Result<i64, u8> {
         Prog::OnError(p, _side) => eval(p),
         Prog::ProductR(p, q) => eval(p).and_then(|_| eval(q)),
         Prog::ProductL(p, q) => eval(p).and_then(|a| eval(q).map(|_| a)),
+        Prog::Block(p) => eval(p),
+        Prog::BlockBind(p, f) => eval(p).and_then(|x| eval_bind(f, x)),
+        Prog::BlockHandle(p, h) => eval(p).or_else(|e| eval_handler(h, e)),
+        Prog::BlockLoop(p, fs) => fs.iter().try_fold(eval(p)?, |x, f| eval_bind(f, x)),
     }
 }
 
@@ -188,7 +210,83 @@ fn build(p: Prog) -> IO<i64, u8> {
         Prog::OnError(p, side) => build(*p).on_error(move |_| build(*side).void()),
         Prog::ProductR(p, q) => build(*p).product_r(build(*q)),
         Prog::ProductL(p, q) => build(*p).product_l(build(*q)),
+        Prog::Block(p) => {
+            let p = build(*p);
+            IO::block(async move { p.await })
+        }
+        Prog::BlockBind(p, f) => block_bind(build(*p), f),
+        Prog::BlockHandle(p, h) => block_handle(build(*p), h),
+        Prog::BlockLoop(p, fs) => block_loop(build(*p), fs),
     }
+}
+
+/// `fa.flat_map(f)` written as an IO block.
+fn block_bind(fa: IO<i64, u8>, f: BindFn) -> IO<i64, u8> {
+    IO::block(async move {
+        let x = fa.await?;
+        bind(f, x).await
+    })
+}
+
+/// `fa.handle_error_with(h)` written as an IO block.
+fn block_handle(fa: IO<i64, u8>, h: HandlerFn) -> IO<i64, u8> {
+    IO::block(async move {
+        match fa.await {
+            Ok(x) => Ok(x),
+            Err(e) => handler(h, e).await,
+        }
+    })
+}
+
+/// `fa.flat_map(f1).flat_map(f2)...` written as a loop in an IO block.
+fn block_loop(fa: IO<i64, u8>, fs: Vec<BindFn>) -> IO<i64, u8> {
+    IO::block(async move {
+        let mut x = fa.await?;
+        for f in fs {
+            x = bind(f, x).await?;
+        }
+        Ok(x)
+    })
+}
+
+/// `p` with every `flat_map` and `handle_error_with` written as an IO
+/// block, and every other node wrapped in a block awaiting it.
+fn in_blocks(p: Prog) -> Prog {
+    let b = |p: Box<Prog>| Box::new(in_blocks(*p));
+    let bf = |f: BindFn| match f {
+        BindFn::Then(p) => BindFn::Then(b(p)),
+        f => f,
+    };
+    let hf = |h: HandlerFn| match h {
+        HandlerFn::Then(p) => HandlerFn::Then(b(p)),
+        h => h,
+    };
+    let inner = match p {
+        leaf @ (Prog::Pure(_)
+        | Prog::Raise(_)
+        | Prog::Delay(_)
+        | Prog::AsyncNow(_)
+        | Prog::AsyncThread(_)) => leaf,
+        Prog::FlatMap(p, f) => return Prog::BlockBind(b(p), bf(f)),
+        Prog::HandleErrorWith(p, h) => return Prog::BlockHandle(b(p), hf(h)),
+        Prog::Defer(p) => Prog::Defer(b(p)),
+        Prog::Cede(p) => Prog::Cede(b(p)),
+        Prog::SleepZero(p) => Prog::SleepZero(b(p)),
+        Prog::Map(p, f) => Prog::Map(b(p), f),
+        Prog::HandleError(p, k) => Prog::HandleError(b(p), k),
+        Prog::Attempt(p) => Prog::Attempt(b(p)),
+        Prog::MapError(p, m) => Prog::MapError(b(p), m),
+        Prog::Redeem(p, f) => Prog::Redeem(b(p), f),
+        Prog::RedeemWith(p, h, f) => Prog::RedeemWith(b(p), hf(h), bf(f)),
+        Prog::OnError(p, side) => Prog::OnError(b(p), b(side)),
+        Prog::ProductR(p, q) => Prog::ProductR(b(p), b(q)),
+        Prog::ProductL(p, q) => Prog::ProductL(b(p), b(q)),
+        Prog::Block(p) => return Prog::Block(b(p)),
+        Prog::BlockBind(p, f) => return Prog::BlockBind(b(p), bf(f)),
+        Prog::BlockHandle(p, h) => return Prog::BlockHandle(b(p), hf(h)),
+        Prog::BlockLoop(p, fs) => return Prog::BlockLoop(b(p), fs.into_iter().map(bf).collect()),
+    };
+    Prog::Block(Box::new(inner))
 }
 
 fn bind(f: BindFn, x: i64) -> IO<i64, u8> {
@@ -286,7 +384,17 @@ fn prog() -> impl Strategy<Value = Prog> {
                 .prop_map(move |(p, h, f)| Prog::RedeemWith(b(p), h, f)),
             (inner.clone(), inner.clone()).prop_map(move |(p, s)| Prog::OnError(b(p), b(s))),
             (inner.clone(), inner.clone()).prop_map(move |(p, q)| Prog::ProductR(b(p), b(q))),
-            (inner.clone(), inner).prop_map(move |(p, q)| Prog::ProductL(b(p), b(q))),
+            (inner.clone(), inner.clone()).prop_map(move |(p, q)| Prog::ProductL(b(p), b(q))),
+            inner.clone().prop_map(move |p| Prog::Block(b(p))),
+            (inner.clone(), bind_fn_with(inner.clone()))
+                .prop_map(move |(p, f)| Prog::BlockBind(b(p), f)),
+            (inner.clone(), handler_fn_with(inner.clone()))
+                .prop_map(move |(p, h)| Prog::BlockHandle(b(p), h)),
+            (
+                inner.clone(),
+                proptest::collection::vec(bind_fn_with(inner), 0..4)
+            )
+                .prop_map(move |(p, fs)| Prog::BlockLoop(b(p), fs)),
         ]
     })
 }
@@ -478,6 +586,99 @@ rt_test! {
         check((prog(), prog()), |(p, side)| {
             let lhs = build(p.clone()).on_error(move |_| build(side).void());
             prop_assert_eq!(run(lhs), run(build(p)));
+            Ok(())
+        });
+    }
+
+    // ----- IO blocks are the monad -----------------------------------------
+
+    fn a_block_awaiting_a_program_is_the_program() {
+        check(prog(), |p| {
+            let fa = build(p.clone());
+            prop_assert_eq!(run(IO::block(async move { fa.await })), run(build(p)));
+            Ok(())
+        });
+    }
+
+    fn a_block_binding_with_the_question_mark_is_flat_map() {
+        check((prog(), bind_fn()), |(p, f)| {
+            let f2 = f.clone();
+            let lhs = IO::block({
+                let fa = build(p.clone());
+                async move {
+                    let a = fa.await?;
+                    bind(f, a).await
+                }
+            });
+            let rhs = build(p).flat_map(move |x| bind(f2, x));
+            prop_assert_eq!(run(lhs), run(rhs));
+            Ok(())
+        });
+    }
+
+    fn a_block_returning_ok_is_pure() {
+        check((small(), bind_fn()), |(a, f)| {
+            let block: IO<i64, u8> = IO::block(async move { Ok(a) });
+            prop_assert_eq!(run(block), run(IO::pure(a)));
+            // Left identity through a block.
+            let f2 = f.clone();
+            let block: IO<i64, u8> = IO::block(async move { Ok(a) });
+            prop_assert_eq!(run(block.flat_map(move |x| bind(f2, x))), run(bind(f, a)));
+            Ok(())
+        });
+    }
+
+    fn an_error_raised_in_a_block_is_raise_error() {
+        check((any::<u8>(), handler_fn(), bind_fn()), |(e, h, f)| {
+            // Returned as `Err`, and raised by an awaited program through `?`.
+            let returned = || -> IO<i64, u8> { IO::block(async move { Err(e) }) };
+            let raised = || -> IO<i64, u8> {
+                IO::block(async move {
+                    let x: i64 = IO::raise_error(e).await?;
+                    Ok(x.wrapping_add(1))
+                })
+            };
+            let blocks: [&dyn Fn() -> IO<i64, u8>; 2] = [&returned, &raised];
+            for block in blocks {
+                prop_assert_eq!(run(block()), run(IO::<i64, u8>::raise_error(e)));
+                // It skips binds and reaches handlers as `raise_error` does.
+                let f = f.clone();
+                prop_assert_eq!(run(block().flat_map(move |x| bind(f, x))), Outcome::Errored(e));
+                let (h1, h2) = (h.clone(), h.clone());
+                prop_assert_eq!(
+                    run(block().handle_error_with(move |e| handler(h1, e))),
+                    run(handler(h2, e))
+                );
+            }
+            Ok(())
+        });
+    }
+
+    fn handling_an_awaited_error_in_a_block_is_handle_error_with() {
+        check((prog(), handler_fn()), |(p, h)| {
+            let h2 = h.clone();
+            let lhs = block_handle(build(p.clone()), h);
+            let rhs = build(p).handle_error_with(move |e| handler(h2, e));
+            prop_assert_eq!(run(lhs), run(rhs));
+            Ok(())
+        });
+    }
+
+    fn a_loop_of_awaits_in_a_block_is_a_chain_of_flat_maps() {
+        check((prog(), proptest::collection::vec(bind_fn(), 0..24)), |(p, fs)| {
+            let mut rhs = build(p.clone());
+            for f in fs.clone() {
+                rhs = rhs.flat_map(move |x| bind(f, x));
+            }
+            prop_assert_eq!(run(block_loop(build(p), fs)), run(rhs));
+            Ok(())
+        });
+    }
+
+    fn writing_a_program_with_blocks_everywhere_changes_nothing() {
+        check(prog(), |p| {
+            let blocks = in_blocks(p.clone());
+            prop_assert_eq!(run(build(blocks)), run(build(p)));
             Ok(())
         });
     }

@@ -18,6 +18,15 @@
 //! unmasking only its own region, finalizers run
 //! masked, a finalizer's error replacing a success and suppressed otherwise.
 //!
+//! IO blocks are part of the AST ([`Prog::Block`], [`Prog::BlockBind`],
+//! [`Prog::BlockHandle`]), with the semantics of the programs they stand
+//! for in the model (an awaited program, `flat_map`, `handle_error_with`);
+//! and every law over generated programs runs half its cases on the
+//! program written with blocks everywhere ([`in_blocks`], through
+//! [`prog_or_blocks`]): the cancellation laws hold with a block in place of
+//! a program. The laws at the end compare blocks with what they stand for,
+//! run for run (outcome, log and virtual time).
+//!
 //! Each property runs [`CASES`] generated cases; nothing is written to disk.
 
 use std::sync::{Arc, Mutex};
@@ -75,6 +84,14 @@ enum Prog {
     /// `bracket_case(acquire, |r| use.map(|y| r + y), |r, oc| log
     /// "release{r}:{oc}" *> release)`.
     Bracket(Box<Prog>, Box<Prog>, Box<Prog>),
+    /// `IO::block(async move { p.await })`.
+    Block(Box<Prog>),
+    /// `IO::block(async move { let x = p.await?; let y = q.await?; Ok(x +
+    /// y) })`: `FlatMap` as a block.
+    BlockBind(Box<Prog>, Box<Prog>),
+    /// `IO::block(async move { match p.await { Ok(x) => Ok(x), Err(e) =>
+    /// Ok(q.await? + e) } })`: `HandleErrorWith` as a block.
+    BlockHandle(Box<Prog>, Box<Prog>),
 }
 
 fn encode(r: Result<i64, u8>) -> i64 {
@@ -115,7 +132,41 @@ fn without_cancel(p: Prog) -> Prog {
         Prog::Uncancelable(p) => Prog::Uncancelable(b(p)),
         Prog::Poll(n, p) => Prog::Poll(n, b(p)),
         Prog::Bracket(a, u, r) => Prog::Bracket(b(a), b(u), b(r)),
+        Prog::Block(p) => Prog::Block(b(p)),
+        Prog::BlockBind(p, q) => Prog::BlockBind(b(p), b(q)),
+        Prog::BlockHandle(p, q) => Prog::BlockHandle(b(p), b(q)),
     }
+}
+
+/// `p` written with IO blocks everywhere: every `flat_map` and
+/// `handle_error_with` as a block, every other node wrapped in a block that
+/// awaits it.
+fn in_blocks(p: Prog) -> Prog {
+    let b = |p: Box<Prog>| Box::new(in_blocks(*p));
+    let inner = match p {
+        leaf @ (Prog::Pure(_)
+        | Prog::Raise(_)
+        | Prog::Log(_)
+        | Prog::AsyncNow(_)
+        | Prog::AsyncLater(..)
+        | Prog::Canceled) => leaf,
+        Prog::FlatMap(p, q) | Prog::BlockBind(p, q) => return Prog::BlockBind(b(p), b(q)),
+        Prog::HandleErrorWith(p, q) | Prog::BlockHandle(p, q) => {
+            return Prog::BlockHandle(b(p), b(q));
+        }
+        Prog::Block(p) => return Prog::Block(b(p)),
+        Prog::Sleep(ms, p) => Prog::Sleep(ms, b(p)),
+        Prog::Cede(p) => Prog::Cede(b(p)),
+        Prog::Map(p, k) => Prog::Map(b(p), k),
+        Prog::Attempt(p) => Prog::Attempt(b(p)),
+        Prog::OnCancel(p, q) => Prog::OnCancel(b(p), b(q)),
+        Prog::Guarantee(p, q) => Prog::Guarantee(b(p), b(q)),
+        Prog::GuaranteeCase(p, q) => Prog::GuaranteeCase(b(p), b(q)),
+        Prog::Uncancelable(p) => Prog::Uncancelable(b(p)),
+        Prog::Poll(n, p) => Prog::Poll(n, b(p)),
+        Prog::Bracket(a, u, r) => Prog::Bracket(b(a), b(u), b(r)),
+    };
+    Prog::Block(Box::new(inner))
 }
 
 // ---------------------------------------------------------------------------
@@ -218,6 +269,29 @@ fn build(p: Prog, log: &Log, polls: &[Poll]) -> IO<i64, u8> {
                         .product_r(build(*r, &log_r, &polls_r).void())
                 },
             )
+        }
+        Prog::Block(p) => {
+            let fa = build(*p, log, polls);
+            IO::block(async move { fa.await })
+        }
+        Prog::BlockBind(p, q) => {
+            let fa = build(*p, log, polls);
+            let (log, polls) = (log.clone(), polls.to_vec());
+            IO::block(async move {
+                let x = fa.await?;
+                let y = build(*q, &log, &polls).await?;
+                Ok(x.wrapping_add(y))
+            })
+        }
+        Prog::BlockHandle(p, q) => {
+            let fa = build(*p, log, polls);
+            let (log, polls) = (log.clone(), polls.to_vec());
+            IO::block(async move {
+                match fa.await {
+                    Ok(x) => Ok(x),
+                    Err(e) => Ok(build(*q, &log, &polls).await?.wrapping_add(i64::from(e))),
+                }
+            })
         }
     }
 }
@@ -411,7 +485,8 @@ impl Model {
                 R::Ok(x) => R::Ok(x.wrapping_add(*k)),
                 r => r,
             },
-            Prog::FlatMap(p, q) => match self.eval(p, polls) {
+            Prog::Block(p) => self.eval(p, polls),
+            Prog::FlatMap(p, q) | Prog::BlockBind(p, q) => match self.eval(p, polls) {
                 R::Ok(_) if self.next_program() => R::Canceled,
                 R::Ok(x) => match self.eval(q, polls) {
                     R::Ok(y) => R::Ok(x.wrapping_add(y)),
@@ -419,7 +494,7 @@ impl Model {
                 },
                 r => r,
             },
-            Prog::HandleErrorWith(p, q) => match self.eval(p, polls) {
+            Prog::HandleErrorWith(p, q) | Prog::BlockHandle(p, q) => match self.eval(p, polls) {
                 R::Err(_) if self.next_program() => R::Canceled,
                 R::Err(e) => match self.eval(q, polls) {
                     R::Ok(y) => R::Ok(y.wrapping_add(i64::from(e))),
@@ -536,15 +611,25 @@ fn prog() -> impl Strategy<Value = Prog> {
                 .prop_map(move |(p, f)| Prog::GuaranteeCase(b(p), b(f))),
             2 => inner.clone().prop_map(move |p| Prog::Uncancelable(b(p))),
             2 => (0u8..3, inner.clone()).prop_map(move |(n, p)| Prog::Poll(n, b(p))),
-            1 => (inner.clone(), inner.clone(), inner)
+            1 => (inner.clone(), inner.clone(), inner.clone())
                 .prop_map(move |(a, u, r)| Prog::Bracket(b(a), b(u), b(r))),
+            1 => inner.clone().prop_map(move |p| Prog::Block(b(p))),
+            1 => (inner.clone(), inner.clone()).prop_map(move |(p, q)| Prog::BlockBind(b(p), b(q))),
+            1 => (inner.clone(), inner).prop_map(move |(p, q)| Prog::BlockHandle(b(p), b(q))),
         ]
     })
 }
 
-/// Programs that never cancel themselves.
+/// Any program of the AST, half of the time written with blocks
+/// everywhere ([`in_blocks`]): the laws' programs.
+fn prog_or_blocks() -> impl Strategy<Value = Prog> {
+    prop_oneof![prog(), prog().prop_map(in_blocks)]
+}
+
+/// Programs that never cancel themselves (half of the time written with
+/// blocks everywhere).
 fn prog_without_cancel() -> impl Strategy<Value = Prog> {
-    prog().prop_map(without_cancel)
+    prog_or_blocks().prop_map(without_cancel)
 }
 
 /// Checks `test` on [`CASES`] generated cases; panics with the shrunk
@@ -711,7 +796,7 @@ fn a_self_cancel_inside_an_uncancelable_region_is_observed_before_the_next_progr
 
 #[test]
 fn guarantee_is_guarantee_case_ignoring_the_outcome() {
-    check((prog(), prog()), |(fa, fin)| {
+    check((prog_or_blocks(), prog_or_blocks()), |(fa, fin)| {
         let (fa2, fin2) = (fa.clone(), fin.clone());
         let lhs = run(|log| build(fa, log, &[]).guarantee(build(fin, log, &[]).void()));
         let rhs = run(|log| {
@@ -750,7 +835,7 @@ fn derived_guarantee_case(fa: Prog, fin: Prog, log: &Log) -> IO<i64, u8> {
 
 #[test]
 fn guarantee_case_agrees_with_its_derivation_from_uncancelable_and_on_cancel() {
-    check((prog(), prog()), |(fa, fin)| {
+    check((prog_or_blocks(), prog_or_blocks()), |(fa, fin)| {
         let (fa2, fin2) = (fa.clone(), fin.clone());
         let lhs = run(|log| {
             let log2 = log.clone();
@@ -766,7 +851,7 @@ fn guarantee_case_agrees_with_its_derivation_from_uncancelable_and_on_cancel() {
 
 #[test]
 fn uncancelable_with_its_poll_applied_is_identity() {
-    check(prog(), |fa| {
+    check(prog_or_blocks(), |fa| {
         let lhs = run(|log| {
             let (log, fa) = (log.clone(), fa.clone());
             IO::uncancelable(move |poll| poll.apply(build(fa, &log, &[])))
@@ -791,7 +876,7 @@ fn uncancelable_is_identity_for_programs_that_do_not_cancel() {
 
 #[test]
 fn uncancelable_eliminates_on_cancel() {
-    check((prog(), prog()), |(fa, fin)| {
+    check((prog_or_blocks(), prog_or_blocks()), |(fa, fin)| {
         let fa2 = fa.clone();
         let lhs = run(|log| {
             let log = log.clone();
@@ -812,7 +897,7 @@ fn uncancelable_eliminates_on_cancel() {
 
 #[test]
 fn an_ignored_outer_poll_eliminates_nested_uncancelable() {
-    check(prog(), |fa| {
+    check(prog_or_blocks(), |fa| {
         let fa2 = fa.clone();
         let lhs = run(|log| {
             let log = log.clone();
@@ -831,7 +916,7 @@ fn an_ignored_outer_poll_eliminates_nested_uncancelable() {
 
 #[test]
 fn an_outer_poll_around_an_inner_poll_stays_uncancelable() {
-    check(prog(), |fa| {
+    check(prog_or_blocks(), |fa| {
         let fa2 = fa.clone();
         let lhs = run(|log| {
             let log = log.clone();
@@ -852,7 +937,7 @@ fn an_outer_poll_around_an_inner_poll_stays_uncancelable() {
 fn on_cancel_associates_over_the_uncancelable_boundary() {
     // Outcomes only: on the right, the finalizer runs when the region's
     // end observes a self-cancel of `fa`; on the left it never runs.
-    check((prog(), prog()), |(fa, fin)| {
+    check((prog_or_blocks(), prog_or_blocks()), |(fa, fin)| {
         let (fa2, fin2) = (fa.clone(), fin.clone());
         let lhs = run(|log| {
             let log = log.clone();
@@ -884,7 +969,7 @@ fn canceled_runs_on_cancel_finalizers_innermost_first() {
 fn canceled_sequences_on_cancel_finalizers_in_order() {
     // canceled.onCancel(fin1).onCancel(fin2)
     //   <-> uncancelable(_ => fin1 forceR fin2) forceR canceled
-    check((prog(), prog()), |(f1, f2)| {
+    check((prog_or_blocks(), prog_or_blocks()), |(f1, f2)| {
         let (g1, g2) = (f1.clone(), f2.clone());
         let lhs = run(|log| {
             IO::canceled()
@@ -912,7 +997,7 @@ fn canceled_sequences_on_cancel_finalizers_in_order() {
 
 #[test]
 fn pure_force_r_is_the_second_program() {
-    check((small(), prog()), |(a, fb)| {
+    check((small(), prog_or_blocks()), |(a, fb)| {
         let lhs = run(|log| force_r(IO::pure(a), build(fb.clone(), log, &[])));
         prop_assert_eq!(lhs, run_prog(fb));
         Ok(())
@@ -921,7 +1006,7 @@ fn pure_force_r_is_the_second_program() {
 
 #[test]
 fn raise_error_force_r_is_the_second_program() {
-    check((error(), prog()), |(e, fb)| {
+    check((error(), prog_or_blocks()), |(e, fb)| {
         let lhs = run(|log| force_r(IO::<i64, u8>::raise_error(e), build(fb.clone(), log, &[])));
         prop_assert_eq!(lhs, run_prog(fb));
         Ok(())
@@ -930,7 +1015,7 @@ fn raise_error_force_r_is_the_second_program() {
 
 #[test]
 fn canceled_force_r_short_circuits_like_canceled_product_r() {
-    check(prog(), |fb| {
+    check(prog_or_blocks(), |fb| {
         let fb2 = fb.clone();
         let lhs = run(|log| force_r(IO::canceled(), build(fb, log, &[])));
         let rhs = run(|log| IO::canceled().product_r(build(fb2, log, &[])));
@@ -942,28 +1027,31 @@ fn canceled_force_r_short_circuits_like_canceled_product_r() {
 
 #[test]
 fn force_r_is_associative() {
-    check((prog(), prog(), prog()), |(fa, fb, fc)| {
-        let (fa2, fb2, fc2) = (fa.clone(), fb.clone(), fc.clone());
-        let lhs = run(|log| {
-            force_r(
-                force_r(build(fa, log, &[]), build(fb, log, &[])),
-                build(fc, log, &[]),
-            )
-        });
-        let rhs = run(|log| {
-            force_r(
-                build(fa2, log, &[]),
-                force_r(build(fb2, log, &[]), build(fc2, log, &[])),
-            )
-        });
-        prop_assert_eq!(lhs, rhs);
-        Ok(())
-    });
+    check(
+        (prog_or_blocks(), prog_or_blocks(), prog_or_blocks()),
+        |(fa, fb, fc)| {
+            let (fa2, fb2, fc2) = (fa.clone(), fb.clone(), fc.clone());
+            let lhs = run(|log| {
+                force_r(
+                    force_r(build(fa, log, &[]), build(fb, log, &[])),
+                    build(fc, log, &[]),
+                )
+            });
+            let rhs = run(|log| {
+                force_r(
+                    build(fa2, log, &[]),
+                    force_r(build(fb2, log, &[]), build(fc2, log, &[])),
+                )
+            });
+            prop_assert_eq!(lhs, rhs);
+            Ok(())
+        },
+    );
 }
 
 #[test]
 fn never_force_r_never_completes() {
-    check(prog(), |fa| {
+    check(prog_or_blocks(), |fa| {
         let ran = run(|log| force_r(IO::<i64, u8>::never(), build(fa, log, &[])));
         prop_assert_eq!(ran.outcome, None);
         prop_assert!(ran.log.is_empty());
@@ -995,7 +1083,7 @@ fn joining_a_started_failing_program_gives_its_error() {
 
 #[test]
 fn joining_a_started_program_gives_the_outcome_of_running_it_alone() {
-    check(prog(), |fa| {
+    check(prog_or_blocks(), |fa| {
         let alone = run_prog(fa.clone());
         let joined = run(|log| build(fa, log, &[]).start().flat_map(|f| f.join()));
         prop_assert_eq!(joined.outcome, alone.outcome.map(Outcome::Succeeded));
@@ -1042,7 +1130,7 @@ fn a_fiber_canceled_before_it_starts_runs_nothing() {
 fn canceling_a_started_program_ends_it_canceled_or_as_it_would_alone() {
     // Canceled after a random virtual delay: the target either completed
     // before (its own outcome, its whole log) or was canceled.
-    check((prog(), 0u8..12), |(fa, delay)| {
+    check((prog_or_blocks(), 0u8..12), |(fa, delay)| {
         let alone = run_prog(fa.clone());
         let ran = run(|log| {
             build(fa, log, &[]).start().flat_map(move |f| {
@@ -1143,4 +1231,166 @@ fn both_of_programs_pairs_their_values_or_fails_with_one_of_their_errors() {
             Ok(())
         },
     );
+}
+
+// ---------------------------------------------------------------------------
+// IO blocks: what they stand for, run for run
+// ---------------------------------------------------------------------------
+
+#[test]
+fn a_block_awaiting_a_program_is_the_program() {
+    check(prog(), |fa| {
+        prop_assert_eq!(run_prog(Prog::Block(Box::new(fa.clone()))), run_prog(fa));
+        Ok(())
+    });
+}
+
+#[test]
+fn a_block_binding_with_the_question_mark_is_flat_map() {
+    check((prog(), prog()), |(fa, fb)| {
+        let (a, b) = (Box::new(fa), Box::new(fb));
+        prop_assert_eq!(
+            run_prog(Prog::BlockBind(a.clone(), b.clone())),
+            run_prog(Prog::FlatMap(a, b))
+        );
+        Ok(())
+    });
+}
+
+#[test]
+fn a_block_matching_an_awaited_error_is_handle_error_with() {
+    check((prog(), prog()), |(fa, fb)| {
+        let (a, b) = (Box::new(fa), Box::new(fb));
+        prop_assert_eq!(
+            run_prog(Prog::BlockHandle(a.clone(), b.clone())),
+            run_prog(Prog::HandleErrorWith(a, b))
+        );
+        Ok(())
+    });
+}
+
+#[test]
+fn writing_a_program_with_blocks_everywhere_changes_nothing() {
+    check(prog(), |p| {
+        prop_assert_eq!(run_prog(in_blocks(p.clone())), run_prog(p));
+        Ok(())
+    });
+}
+
+#[test]
+fn ok_and_err_returned_by_a_block_are_pure_and_raise_error() {
+    check((small(), error(), prog()), |(a, e, fb)| {
+        let fb2 = fb.clone();
+        let ok = run(|log| {
+            let log = log.clone();
+            IO::block(async move { Ok(a) })
+                .flat_map(move |x| build(fb, &log, &[]).map(move |y: i64| y.wrapping_add(x)))
+        });
+        prop_assert_eq!(
+            ok,
+            run_prog(Prog::FlatMap(Box::new(Prog::Pure(a)), Box::new(fb2)))
+        );
+        let err = run(|_| {
+            IO::<i64, u8>::block(async move { Err(e) })
+                .attempt()
+                .map(encode)
+        });
+        prop_assert_eq!(err, run_prog(Prog::Attempt(Box::new(Prog::Raise(e)))));
+        Ok(())
+    });
+}
+
+#[test]
+fn a_self_cancel_in_a_mask_is_observed_where_a_blocks_next_await_starts_not_where_the_block_ends() {
+    // As `fa.map(..)`: a request made in a region is observed where the
+    // next program starts; a block that ends with the awaited result starts
+    // none, so the fiber ends with the result (as with `fa` alone)...
+    let masked = || IO::<i64, u8>::uncancelable(|_| IO::canceled().map_to(1));
+    let alone = run(|_| masked());
+    assert_eq!(alone.outcome, Some(Outcome::Succeeded(1)));
+    let awaited = run(|_| IO::block(async move { masked().await }));
+    assert_eq!(
+        awaited, alone,
+        "a block awaiting the program is the program"
+    );
+    let mapped = run(|_| IO::block(async move { Ok(masked().await? + 1) }));
+    assert_eq!(
+        mapped,
+        run(|_| masked().map(|x| x + 1)),
+        "plain code after the await is `map`"
+    );
+    let finalized =
+        run(|_| IO::block(async move { IO::pure(1i64).guarantee(IO::canceled()).await }));
+    assert_eq!(
+        finalized.outcome,
+        Some(Outcome::Succeeded(1)),
+        "a self-cancel in a finalizer"
+    );
+    // ...and a block whose next await starts a program observes it there:
+    // that program does not run.
+    let next = run(|log| {
+        let log = log.clone();
+        IO::block(async move {
+            let x = masked().await?;
+            log_io(&log, "next".to_string()).await?;
+            Ok(x)
+        })
+    });
+    assert_eq!(next.outcome, Some(Outcome::Canceled));
+    assert!(next.log.is_empty(), "{:?}", next.log);
+}
+
+#[test]
+fn uncancelable_with_its_poll_applied_inside_a_block_is_identity() {
+    check(prog(), |fa| {
+        let lhs = run(|log| {
+            let (log, fa) = (log.clone(), fa.clone());
+            IO::uncancelable(move |poll| {
+                IO::block(async move { poll.apply(build(fa, &log, &[])).await })
+            })
+        });
+        prop_assert_eq!(lhs, run_prog(fa));
+        Ok(())
+    });
+}
+
+#[test]
+fn a_self_cancel_awaited_in_a_block_ends_it_after_its_on_cancel_finalizers() {
+    let ran = run(|log| {
+        let (l1, l2) = (log.clone(), log.clone());
+        IO::block(async move {
+            IO::<(), u8>::canceled()
+                .on_cancel(log_io(&l1, "inner fin".to_string()))
+                .await?;
+            log_io(&l2, "after".to_string()).await?;
+            Ok(1i64)
+        })
+        .on_cancel(log_io(log, "outer fin".to_string()))
+    });
+    assert_eq!(ran.outcome, Some(Outcome::Canceled));
+    assert_eq!(ran.log, ["inner fin", "outer fin"]);
+}
+
+#[test]
+fn a_block_losing_a_race_is_finalized_before_the_race_returns() {
+    check(prog_without_cancel(), |fa| {
+        let alone = run_prog(fa.clone());
+        let ran = run(|log| {
+            let (l1, l2) = (log.clone(), log.clone());
+            let loser: IO<(), u8> = IO::block(async move {
+                IO::<(), u8>::never()
+                    .on_cancel(log_io(&l1, "awaited".to_string()))
+                    .await?;
+                log_io(&l2, "the loser went on".to_string()).await
+            })
+            .on_cancel(log_io(log, "loser".to_string()));
+            let after = log_io(log, "returned".to_string());
+            build(fa, log, &[]).race(loser).guarantee(after)
+        });
+        let mut expected = alone.log;
+        expected.extend(["awaited", "loser", "returned"].map(String::from));
+        prop_assert_eq!(ran.outcome, alone.outcome.map(|oc| oc.map(Either::Left)));
+        prop_assert_eq!(ran.log, expected);
+        Ok(())
+    });
 }

@@ -68,6 +68,64 @@ pub fn deep_async() -> Io<i32> {
     go(0)
 }
 
+/// ShallowBind written as an IO block: a loop of [`SIZE`] awaits of
+/// `pure(i + 1)`, each run on the fiber as one step of its run-loop.
+pub fn shallow_block_pure() -> Io<i32> {
+    IO::block(async {
+        let mut i = 0;
+        while i < SIZE {
+            i = Io::pure(i + 1).value().await;
+        }
+        Ok(i)
+    })
+}
+
+/// [`shallow_block_pure`] with `delay(|| i + 1)`.
+pub fn shallow_block_delay() -> Io<i32> {
+    IO::block(async {
+        let mut i = 0;
+        while i < SIZE {
+            i = Io::delay(move || i + 1).value().await;
+        }
+        Ok(i)
+    })
+}
+
+/// DeepBind written with IO blocks: recursion through nested blocks, each
+/// level a block that awaits `pure(i)` and then the next level's block (a
+/// block can await its recursive call, not return it as the bind's closure
+/// does, so each level stays on the fiber's stack until the one below
+/// ends: [`SIZE`] + 2 nested levels; the suite's header explains the
+/// choice).
+pub fn deep_block_pure() -> Io<i32> {
+    fn go(i: i32) -> Io<i32> {
+        IO::block(async move {
+            let j = Io::pure(i).value().await;
+            if j > SIZE {
+                Ok(j)
+            } else {
+                Ok(go(j + 1).value().await)
+            }
+        })
+    }
+    go(0)
+}
+
+/// [`deep_block_pure`] with `delay(|| i)`.
+pub fn deep_block_delay() -> Io<i32> {
+    fn go(i: i32) -> Io<i32> {
+        IO::block(async move {
+            let j = Io::delay(move || i).value().await;
+            if j > SIZE {
+                Ok(j)
+            } else {
+                Ok(go(j + 1).value().await)
+            }
+        })
+    }
+    go(0)
+}
+
 // ---------------------------------------------------------------------------
 // Attempt, HandleError, Redeem, RedeemWith (size 10,000)
 // ---------------------------------------------------------------------------

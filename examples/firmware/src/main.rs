@@ -16,7 +16,9 @@
 //! `IO::from_future` and woken from the tick interrupt handler, a fiber
 //! waits five times on a `static` `Signal` that the software interrupt's
 //! handler completes (the executor sleeping in `wfi` meanwhile), an error
-//! is recovered with `handle_error_with`, sixteen fibers are left waiting
+//! is recovered with `handle_error_with`, an IO block sums in a loop of
+//! awaits (a local kept across them, each step's error ending the block
+//! through `?`), sixteen fibers are left waiting
 //! on a `Deferred` to measure the heap cost of a suspended fiber, and a
 //! deliberate failure three calls deep is printed with its trace (cached
 //! tracing, when compiled in). It exits with status 0 when every check
@@ -443,6 +445,20 @@ fn interrupt_wake_ups(k: u32, n: u32) -> Io<bool> {
     })
 }
 
+/// An IO block: a loop of `n` awaits that add to a local across them and
+/// check each partial sum with [`check`] (its error would end the block
+/// through `?`).
+fn block_sum(n: u32) -> Io<u32> {
+    IO::block(async move {
+        let mut sum = 0;
+        for i in 1..=n {
+            sum = check(sum + i).await?;
+        }
+        say!("block: ", n, " awaits, sum ", sum);
+        Ok(sum)
+    })
+}
+
 /// An error recovered by `handle_error_with`.
 fn recovered() -> Io<u32> {
     IO::<u32, Error>::raise_error("sensor timeout")
@@ -535,18 +551,26 @@ fn program() -> IO<bool, Traced<Error>> {
         awaited_future().flat_map(move |waited| {
             recovered().flat_map(move |r| {
                 say!("recovered: ", r);
-                heap_per_suspended_fiber(16).flat_map(move |bytes| {
-                    say!("heap per suspended fiber: ", bytes, " bytes");
-                    interrupt_wake_ups(1, WAKE_UPS).map(move |woken| {
-                        // The budget: 128 bytes per suspended fiber with
-                        // tracing compiled out. A fiber that traces also
-                        // has its ring of 16 events (128 bytes here, in
-                        // one allocation with its 8-byte header), its ring
-                        // pointer and its listing entry: that budget (256)
-                        // is not met yet (265 bytes), so the check is
-                        // today's size, to catch a regression.
-                        let budget = if cfg!(feature = "tracing") { 272 } else { 128 };
-                        v == 42 && waited >= 10 && r == 7 && bytes > 0 && bytes <= budget && woken
+                block_sum(10).flat_map(move |sum| {
+                    heap_per_suspended_fiber(16).flat_map(move |bytes| {
+                        say!("heap per suspended fiber: ", bytes, " bytes");
+                        interrupt_wake_ups(1, WAKE_UPS).map(move |woken| {
+                            // The budget: 128 bytes per suspended fiber with
+                            // tracing compiled out. A fiber that traces also
+                            // has its ring of 16 events (128 bytes here, in
+                            // one allocation with its 8-byte header), its ring
+                            // pointer and its listing entry: that budget (256)
+                            // is not met yet (265 bytes), so the check is
+                            // today's size, to catch a regression.
+                            let budget = if cfg!(feature = "tracing") { 272 } else { 128 };
+                            v == 42
+                                && waited >= 10
+                                && r == 7
+                                && sum == 55
+                                && bytes > 0
+                                && bytes <= budget
+                                && woken
+                        })
                     })
                 })
             })
