@@ -57,7 +57,7 @@ use super::state::TransitionToSuspended;
 use super::vtable::{Fiber, FiberInner};
 use crate::combinators::monad_cancel::Poll;
 use crate::engine::erased::Value;
-use crate::engine::node::{Frame, FrameKind, Kind, Node, OnOutcome, Stepped, Tag};
+use crate::engine::node::{Frame, FrameKind, Kind, Node, OnOutcome, Res, Resume, Stepped, Tag};
 use crate::engine::tracing::OwnedRing;
 use crate::executor::{Executor, TimerCallback};
 use crate::outcome::Outcome;
@@ -314,63 +314,103 @@ macro_rules! block_step {
     ($core:ident, $header:ident, $ring:expr, $budget:ident, $resume:expr) => {{
         let mut resume = $resume;
         loop {
-            match resume.step() {
-                Stepped::Done => {
-                    let Some(res) = resume.slot().take_done() else {
-                        unreachable!("io-core: a block's step said done without a result")
-                    };
-                    drop(resume);
-                    let ok = res.is_ok();
-                    let node = Node::from_res(res);
-                    if $core.cancel_at_block {
-                        $core.cancel_at_block = false;
-                        break unmasked($core, $header, node, ok);
-                    }
-                    break node;
-                }
-                Stepped::Run => {
-                    let Some((node, site)) = resume.slot().take_next() else {
-                        unreachable!("io-core: a block's step said run without a program")
-                    };
-                    let Some(_site) = site else {
-                        // A wait of the driver's: it observes cancellation
-                        // itself, as any wait.
-                        $core.cancel_at_block = false;
-                        $core.stack.push(Frame::resume_block(resume));
-                        break node;
-                    };
-                    record!($ring, &crate::engine::tracing::AWAIT, Some(&_site));
-                    if $core.cancel_at_block {
-                        $core.cancel_at_block = false;
-                        if should_cancel($core, $header) {
-                            $core.stack.push(Frame::resume_block(resume));
-                            break begin_cancel($core, node);
-                        }
-                    }
-                    if $budget == 0 {
-                        $core.stack.push(Frame::resume_block(resume));
-                        let mut node = node;
-                        if should_cancel($core, $header) {
-                            node = begin_cancel($core, node);
-                        }
-                        $core.next = Next::Node(node);
+            if resume.step() == Stepped::Done {
+                break block_done($core, $header, resume);
+            }
+            let (node, site) = resume.slot().take_next_unchecked();
+            let Some(_site) = site else {
+                break block_wait($core, resume, node);
+            };
+            record!($ring, &crate::engine::tracing::AWAIT, Some(&_site));
+            if $budget == 0 || $core.cancel_at_block {
+                match block_observe($core, $header, $budget, resume, node) {
+                    Some(node) => break node,
+                    None => {
                         activity!($ring, Queued);
                         return Exit::Yield;
                     }
-                    match node.into_value() {
-                        Ok(value) => {
-                            $budget -= 1;
-                            resume.slot().deliver(Ok(value));
-                        }
-                        Err(node) => {
-                            $core.stack.push(Frame::resume_block(resume));
-                            break node;
-                        }
-                    }
+                }
+            }
+            match node.into_value() {
+                Ok(value) => {
+                    $budget -= 1;
+                    resume.slot().deliver(Ok(value));
+                }
+                Err(node) => {
+                    $core.stack.push(Frame::resume_block(resume));
+                    break node;
                 }
             }
         }
     }};
+}
+
+/// A block's frame popped with the result of the program it awaited: the
+/// result goes into its slot, and the block's node again, whose step
+/// (`Kind::Block`, `block_step!`, the one place the loop polls blocks)
+/// polls it. Out of line: the loop's other steps keep their code.
+#[inline(never)]
+fn block_resumed(mut resume: Resume, res: Res) -> Node {
+    resume.slot().deliver(res);
+    Node::block(resume)
+}
+
+/// `block_step!`: the block ended with its result (in the slot).
+#[inline(never)]
+fn block_done(core: &mut Core, header: &super::Header, mut resume: Resume) -> Node {
+    let Some(res) = resume.slot().take_done() else {
+        unreachable!("io-core: a block's step said done without a result")
+    };
+    drop(resume);
+    let ok = res.is_ok();
+    let node = Node::from_res(res);
+    if core.cancel_at_block {
+        core.cancel_at_block = false;
+        return unmasked(core, header, node, ok);
+    }
+    node
+}
+
+/// `block_step!`: a wait of the block's driver; it observes cancellation
+/// itself, as any wait.
+#[inline(never)]
+fn block_wait(core: &mut Core, resume: Resume, node: Node) -> Node {
+    core.cancel_at_block = false;
+    core.stack.push(Frame::resume_block(resume));
+    node
+}
+
+/// `block_step!`: an `.await`'s program starts with the budget spent, or
+/// after a mask ended while its result went to the block: observes
+/// cancellation, and yields if the budget is spent (`None`: `core.next` is
+/// set). Otherwise the program as it is (the block's frame is pushed when
+/// it runs).
+#[cold]
+#[inline(never)]
+fn block_observe(
+    core: &mut Core,
+    header: &super::Header,
+    budget: u32,
+    resume: Resume,
+    node: Node,
+) -> Option<Node> {
+    let cancel = core.cancel_at_block && should_cancel(core, header);
+    core.cancel_at_block = false;
+    if cancel {
+        core.stack.push(Frame::resume_block(resume));
+        return Some(begin_cancel(core, node));
+    }
+    if budget > 0 {
+        core.stack.push(Frame::resume_block(resume));
+        return Some(node);
+    }
+    core.stack.push(Frame::resume_block(resume));
+    let mut node = node;
+    if should_cancel(core, header) {
+        node = begin_cancel(core, node);
+    }
+    core.next = Next::Node(node);
+    None
 }
 
 /// The run-loop; `TRACING`: the fiber traces (`core.flags.is_on()`), for as
@@ -487,10 +527,7 @@ fn run_loop<X: Executor, const TRACING: bool>(
                     Some(FrameKind::Map(f)) => Node::pure(f.apply(value)),
                     Some(FrameKind::Fold(f)) => Node::from_res(f.apply(Ok(value))),
                     Some(FrameKind::FoldWith(f)) => f.apply(Ok(value)),
-                    Some(FrameKind::ResumeBlock(mut resume)) => {
-                        resume.slot().deliver(Ok(value));
-                        block_step!(core, header, ring, budget, resume)
-                    }
+                    Some(FrameKind::ResumeBlock(resume)) => block_resumed(resume, Ok(value)),
                     Some(FrameKind::Unmask) => {
                         core.unmask();
                         unmasked(core, header, Node::pure(value), true)
@@ -546,10 +583,7 @@ fn run_loop<X: Executor, const TRACING: bool>(
                 Some(FrameKind::MapError(f)) => Node::error(f.apply(error)),
                 Some(FrameKind::Fold(f)) => Node::from_res(f.apply(Err(error))),
                 Some(FrameKind::FoldWith(f)) => f.apply(Err(error)),
-                Some(FrameKind::ResumeBlock(mut resume)) => {
-                    resume.slot().deliver(Err(error));
-                    block_step!(core, header, ring, budget, resume)
-                }
+                Some(FrameKind::ResumeBlock(resume)) => block_resumed(resume, Err(error)),
                 Some(FrameKind::Unmask) => {
                     core.unmask();
                     unmasked(core, header, Node::error(error), false)
@@ -773,8 +807,10 @@ fn run_loop<X: Executor, const TRACING: bool>(
                     keep: |()| Next::Resume,
                 )
             }
-            Kind::Block(resume) => {
-                record!(ring, resume.op(), resume.site());
+            Kind::Block(mut resume) => {
+                if resume.slot().first_step() {
+                    record!(ring, resume.op(), resume.site());
+                }
                 block_step!(core, header, ring, budget, resume)
             }
             Kind::Monotonic => Node::pure(Value::new(executor.monotonic())),

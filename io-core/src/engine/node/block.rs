@@ -16,11 +16,14 @@
 //!    waker, a yield) is left there the same way, marked so that its unit
 //!    result is not given to any `.await`; an output is left as the
 //!    block's result, and the step says [`Stepped::Done`].
-//! 2. For `Run` the run-loop takes the program ([`Slot::take_next`]),
-//!    pushes the block's frame and runs it; its result pops the frame and
-//!    goes into the slot ([`Slot::deliver`]) before the next step, where the
-//!    `.await` that asked takes it. For `Done` it takes the result
-//!    ([`Slot::take_done`]) and drops the block.
+//! 2. For `Run` the run-loop takes the program
+//!    ([`Slot::take_next_unchecked`]), pushes the block's frame and runs it
+//!    (a program that is already a value goes back at once, without a
+//!    frame); its result pops the frame and goes into the slot
+//!    ([`Slot::deliver`]), and the block's node comes back, whose step polls
+//!    the block again: there the `.await` that asked takes the result. The
+//!    run-loop polls blocks in that one step (`Kind::Block`). For `Done` it
+//!    takes the result ([`Slot::take_done`]) and drops the block.
 //!
 //! Passing everything through the slot (a word-sized handle and a
 //! one-byte answer, not a result of several words returned through memory)
@@ -45,7 +48,7 @@ pub(crate) type Request = (Node, Option<Site>);
 /// What a block's step came to (module doc).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum Stepped {
-    /// A program is waiting in the slot ([`Slot::take_next`]).
+    /// A program is waiting in the slot ([`Slot::take_next_unchecked`]).
     Run,
     /// The block's result is in the slot ([`Slot::take_done`]).
     Done,
@@ -64,6 +67,8 @@ pub(crate) struct Slot {
     last: u32,
     /// The next token.
     issue: u32,
+    /// Whether the block has not been polled yet.
+    fresh: bool,
     /// The program in `next` is a wait of the driver's: its (unit) result
     /// goes to no `.await`.
     wait: bool,
@@ -81,6 +86,7 @@ impl Slot {
             answers: 0,
             last: 0,
             issue: 0,
+            fresh: true,
             wait: false,
             site,
         }
@@ -143,10 +149,20 @@ impl Slot {
 
     // ----- the run-loop's side (between polls) -------------------------------
 
-    /// The program a step left to run next.
+    /// Whether this is the block's first step (its node is recorded as it
+    /// starts; later steps come back through the same node).
     #[inline(always)]
-    pub(crate) fn take_next(&mut self) -> Option<Request> {
-        self.next.take()
+    pub(crate) fn first_step(&mut self) -> bool {
+        core::mem::replace(&mut self.fresh, false)
+    }
+
+    /// The program a step that said [`Stepped::Run`] left.
+    #[inline(always)]
+    pub(crate) fn take_next_unchecked(&mut self) -> Request {
+        match self.next.take() {
+            Some(request) => request,
+            None => no_program(),
+        }
     }
 
     /// The result of the program taken last: for the `.await` that asked for
@@ -167,6 +183,14 @@ impl Slot {
     pub(crate) fn take_done(&mut self) -> Option<Res> {
         self.result.take()
     }
+}
+
+/// A step said [`Stepped::Run`] without leaving a program: a bug in
+/// io-core.
+#[cold]
+#[inline(never)]
+fn no_program() -> ! {
+    unreachable!("io-core: a block's step said run without a program")
 }
 
 /// The vtable of a block's allocation, for its future's type.
