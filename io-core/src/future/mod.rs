@@ -173,20 +173,6 @@ struct DriverState<Fut> {
     future: Fut,
 }
 
-/// What one poll found.
-enum Polled<T> {
-    Ready(T),
-    /// Pending: an `.await` in the future asked to run a program on the
-    /// fiber (it is in the slot).
-    Request,
-    /// Pending, but woken during the poll: poll again (after a cede).
-    Woken,
-    /// Pending, with a cell to wait on.
-    Waiting,
-    /// Pending, and no waker survived the poll: nothing can ever wake it.
-    Stuck,
-}
-
 impl<Fut: Future> DriverState<Fut> {
     /// Polls the future once, with a poll waker (`block.rs`) over the
     /// head (where a result for the block's last request may be waiting).
@@ -195,7 +181,7 @@ impl<Fut: Future> DriverState<Fut> {
     /// * `state` points at a live, pinned `DriverState<Fut>` that nothing
     ///   else reaches during this call.
     #[inline(always)]
-    unsafe fn poll(state: *mut Self) -> Polled<Fut::Output> {
+    unsafe fn poll(state: *mut Self) -> Poll<Fut::Output> {
         // SAFETY: the two fields are borrowed as disjoint places of the
         // live state (function contract): the head (unpinned: plain data),
         // and the future only through the `Pin` made here (never moved; it
@@ -206,50 +192,59 @@ impl<Fut: Future> DriverState<Fut> {
                 Pin::new_unchecked(&mut *ptr::addr_of_mut!((*state).future)),
             )
         };
-        let polled = match &head.cell {
-            None => {
-                let polled = head.poll(|cx| future.poll(cx));
-                if head.lazy.untouched() {
-                    // The common case of a block: no waker was cloned and
-                    // none woke (so there is no cell to look at).
-                    let slot = head.slot();
-                    slot.end_poll();
-                    return match polled {
-                        Poll::Ready(out) => Polled::Ready(out),
-                        Poll::Pending if slot.has_request() => Polled::Request,
-                        Poll::Pending => Polled::Stuck,
-                    };
-                }
-                let (cell, woken) = head.lazy.finish();
-                head.cell = cell;
-                match (polled, &head.cell) {
-                    (Poll::Ready(out), _) => Polled::Ready(out),
-                    (Poll::Pending, _) if woken => Polled::Woken,
-                    (Poll::Pending, Some(cell)) if cell.notified() => Polled::Woken,
-                    (Poll::Pending, Some(_)) => Polled::Waiting,
-                    (Poll::Pending, None) => Polled::Stuck,
-                }
+        if let Some(cell) = &head.cell {
+            cell.begin_poll();
+        }
+        head.poll(|cx| future.poll(cx))
+    }
+}
+
+/// After a `Pending` poll: what comes next, left in the slot (the program
+/// an `.await` asked for; else a wait of the driver's: a cede if the future
+/// was woken during the poll, a wait for its waker, or forever if no waker
+/// survived the poll). One copy for every future type.
+// Inlined on 64-bit hosts (speed); one copy on narrower targets (flash).
+#[cfg_attr(target_pointer_width = "64", inline(always))]
+#[cfg_attr(not(target_pointer_width = "64"), inline(never))]
+fn after_pending(head: &mut BlockHead) -> Stepped {
+    head.slot().end_poll();
+    if head.cell.is_none() {
+        if head.lazy.untouched() {
+            // The common case of a block: no waker was cloned and none woke
+            // (so there is no cell to look at).
+            if !head.slot().has_request() {
+                head.slot().wait(Node::never(NO_SITE));
             }
-            Some(cell) => {
-                cell.begin_poll();
-                match head.poll(|cx| future.poll(cx)) {
-                    Poll::Ready(out) => Polled::Ready(out),
-                    Poll::Pending if cell.notified() => Polled::Woken,
-                    Poll::Pending => Polled::Waiting,
-                }
-            }
-        };
-        let slot = head.slot();
-        slot.end_poll();
-        match polled {
-            // An await asked for a program: run it first (a wake during
-            // the poll is kept in the cell, and seen at a later poll).
-            Polled::Woken | Polled::Waiting | Polled::Stuck if slot.has_request() => {
-                Polled::Request
-            }
-            polled => polled,
+            return Stepped::Run;
+        }
+        let (cell, woken) = head.lazy.finish();
+        head.cell = cell;
+        if woken && !head.slot().has_request() {
+            head.slot().wait(Node::cede(NO_SITE));
+            return Stepped::Run;
         }
     }
+    // An await asked for a program: run it first (a wake during the poll
+    // is kept in the cell, and seen at a later poll).
+    if head.slot().has_request() {
+        return Stepped::Run;
+    }
+    let wait = match &head.cell {
+        Some(cell) if cell.notified() => Node::cede(NO_SITE),
+        Some(cell) => {
+            let cell = cell.clone();
+            IO::<(), core::convert::Infallible>::from_callback_untraced(move |cb| {
+                cell.register(cb.into_raw());
+                None
+            })
+            .into_node()
+        }
+        // Cancelable like `IO::never`; the block's frame waits below it,
+        // so that cancellation drops the future on the fiber.
+        None => Node::never(NO_SITE),
+    };
+    head.slot().wait(wait);
+    Stepped::Run
 }
 
 /// How a future's output `T` becomes the result of the driven program, an
@@ -347,32 +342,14 @@ where
     // SAFETY: function contract; the poll is over.
     let head = unsafe { &mut (*state).head };
     match polled {
-        Polled::Ready(out) => {
+        Poll::Ready(out) => {
+            // A cell a clone made in this poll is closed when the state is
+            // dropped, right after (`LazyWake`'s `Drop`).
+            head.slot().end_poll();
             head.slot().done(K::finish(out));
             Stepped::Done
         }
-        Polled::Request => Stepped::Run,
-        Polled::Woken => {
-            head.slot().wait(Node::cede(NO_SITE));
-            Stepped::Run
-        }
-        Polled::Waiting => {
-            let cell = head.cell.clone();
-            let wait = IO::<(), core::convert::Infallible>::from_callback_untraced(move |cb| {
-                if let Some(cell) = cell {
-                    cell.register(cb.into_raw());
-                }
-                None
-            });
-            head.slot().wait(wait.into_node());
-            Stepped::Run
-        }
-        // Cancelable like `IO::never`; the block's frame waits below it,
-        // so that cancellation drops the future on the fiber.
-        Polled::Stuck => {
-            head.slot().wait(Node::never(NO_SITE));
-            Stepped::Run
-        }
+        Poll::Pending => after_pending(head),
     }
 }
 
