@@ -134,6 +134,7 @@ pub use fiber::handle::{CancelHandle, FiberHandle};
 pub use fiber::{FiberDump, FiberId, FiberInfo, FiberState, FiberStatus};
 pub use future::JoinFuture;
 pub use io::{IO, UIO};
+pub use io::{cede, never, sleep};
 pub use outcome::{Outcome, PanicMessage};
 pub use spindle_trace::Event as TraceEvent;
 pub use stdlib::clock::Clock;
@@ -153,3 +154,12 @@ pub use stdlib::random::Random;
 pub use stdlib::resource::{Allocated, ExitCase, Resource};
 pub use stdlib::retry::{Delays, FixedRate, Jitter, Schedule, Tick};
 pub use stdlib::supervisor::{JoinSet, Supervisor};
+
+/// What the crate's macros expand to; not an API.
+#[doc(hidden)]
+pub mod __private {
+    /// `select!`'s helpers.
+    pub mod select {
+        pub use crate::combinators::select::{branch, race};
+    }
+}

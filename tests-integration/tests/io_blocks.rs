@@ -153,7 +153,7 @@ rt_test! {
             Ok(())
         })
         .guarantee(l2.record("block's finalizer"));
-        let outcome = run(program.start().flat_map(move |fiber| {
+        let outcome = run(program.start::<()>().flat_map(move |fiber| {
             started.get().product_r(fiber.cancel()).product_r(fiber.join())
         }));
         assert_eq!(outcome, Outcome::Succeeded(Outcome::Canceled));
@@ -173,7 +173,7 @@ rt_test! {
                 Ok(())
             })
         });
-        let outcome = run(masked.start().flat_map(|fiber| {
+        let outcome = run(masked.start::<()>().flat_map(|fiber| {
             IO::sleep(Duration::from_millis(1))
                 .product_r(fiber.cancel())
                 .product_r(fiber.join())
@@ -188,7 +188,7 @@ rt_test! {
             })
         });
         let outcome = within(HANG_LIMIT, move || {
-            run(polled.start().flat_map(|fiber| {
+            run(polled.start::<()>().flat_map(|fiber| {
                 IO::sleep(Duration::from_millis(1))
                     .product_r(fiber.cancel())
                     .product_r(fiber.join())
@@ -218,9 +218,9 @@ rt_test! {
         let counter = Ref::new(0u32);
         let program: IO<u32, ()> = IO::block(async move {
             for _ in 0..10 {
-                counter.update(|n| n + 1).await?;
+                counter.update(|n| *n += 1).value().await;
             }
-            counter.get().await
+            Ok(counter.get().value().await)
         });
         assert_eq!(run(program), Outcome::Succeeded(10));
     }
@@ -229,7 +229,7 @@ rt_test! {
         let program: IO<(u32, u32), ()> = IO::block(async {
             let (a, b) = futures_join(
                 IO::<u32, ()>::delay(|| 1),
-                IO::<u32, ()>::sleep(Duration::from_millis(1)).map_to(2),
+                IO::<(), ()>::sleep(Duration::from_millis(1)).map_to(2),
             )
             .await;
             Ok((a?, b?))

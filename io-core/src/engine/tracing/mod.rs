@@ -515,7 +515,7 @@ impl<A: Send + 'static, E: Send + 'static> crate::IO<A, E> {
                     .flat_map_untraced(move |(trace, child_traces)| {
                         // SAFETY: the error of `self`, an `IO<A, E>`, is an `E`.
                         let error = unsafe { error.take::<E>() };
-                        crate::IO::<A, Traced<E>>::raise_error(Traced {
+                        crate::IO::<A, Traced<E>>::raise_error_untraced(Traced {
                             error,
                             trace,
                             child_traces,
@@ -664,7 +664,7 @@ impl ChildTraces {
                 NO_SITE,
             ));
         }
-        crate::IO::raise_error(error)
+        crate::IO::raise_error_untraced(error)
     }
 }
 
