@@ -160,21 +160,25 @@ impl Supervised {
 ///
 /// ```
 /// use spindle_effect::prelude::*;
-/// use spindle_effect::{Supervisor, wstp::Runtime};
+/// use spindle_effect::{Deferred, Supervisor, wstp::Runtime};
 /// use std::sync::Arc;
 /// use std::sync::atomic::{AtomicUsize, Ordering};
 ///
 /// let finalized = Arc::new(AtomicUsize::new(0));
 /// let f = finalized.clone();
+/// let started = Deferred::<()>::new();
+/// let s = started.clone();
 /// let io: IO<u32, std::io::Error> = Supervisor::scoped().use_with(move |supervisor| {
 ///     // A child that never ends on its own: the scope's end cancels it.
-///     let forever = IO::<u32, std::io::Error>::never()
+///     let forever = s.complete(()).product_r(never::<u32, std::io::Error>())
 ///         .on_cancel(IO::delay(move || { f.fetch_add(1, Ordering::SeqCst); }));
-///     supervisor.supervise(forever).product_r(supervisor.supervise(IO::pure(7)))
+///     supervisor.supervise(forever)
+///         .product_r(started.get()) // its finalizer is in place
+///         .product_r(supervisor.supervise(IO::<u32, std::io::Error>::pure(7)))
 ///         .flat_map(|quick| quick.join())
 ///         .map(|outcome| outcome.ok().unwrap_or(0))
 /// });
-/// assert_eq!(Runtime::new()?.block_on(io)?, Outcome::Succeeded(7));
+/// assert_eq!(Runtime::new()?.block_on(io)?.ok(), Some(7));
 /// assert_eq!(finalized.load(Ordering::SeqCst), 1);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
