@@ -50,6 +50,17 @@ pub struct IO<A, E> {
 /// `IO::raise_error` as traces name it.
 static RAISE_ERROR: Op = Op::new("raise_error");
 
+/// Whether a `#[track_caller]` function was called through the `Fn`
+/// traits, as a function value (`io.flat_map(IO::raise_error)`): its
+/// caller's location is then the standard library's `call_once`, not a
+/// line of the user's.
+#[cfg(feature = "tracing")]
+#[inline]
+fn called_as_a_function(caller: &core::panic::Location<'_>) -> bool {
+    let file = caller.file();
+    file.ends_with("core/src/ops/function.rs") || file.ends_with("core\\src\\ops\\function.rs")
+}
+
 /// An [`IO`] that cannot fail: `IO<A, Infallible>`.
 ///
 /// Operations that cannot fail (`sleep`, `cede`, `unit`, `never`, `start`,
@@ -257,6 +268,9 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// Recorded in the fiber's trace as `raise_error` at the caller's line,
     /// so that the trace of a failure (`trace_errors`, the entry point's
     /// report of a failed main fiber) names the line that raised it.
+    /// Passed as a function (`io.flat_map(IO::raise_error)`), it has no
+    /// line of the caller's to name (the call is the standard library's),
+    /// and records nothing: the `flat_map` names the line.
     #[inline]
     #[track_caller]
     pub fn raise_error(error: E) -> Self {
@@ -265,7 +279,9 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
         // `spindle_trace::call_sites_for`), the error alone, as without
         // tracing.
         #[cfg(feature = "tracing")]
-        if crate::engine::tracing::Site::call_sites_kept() {
+        if crate::engine::tracing::Site::call_sites_kept()
+            && !called_as_a_function(core::panic::Location::caller())
+        {
             return raised.traced_as(&RAISE_ERROR);
         }
         raised
