@@ -66,7 +66,10 @@ fn handle_resource(released: &Counter) -> Resource<Handle, AppError> {
         }),
         move |handle: Handle| {
             IO::delay(move || {
-                assert!(handle.uses.load(Ordering::SeqCst) > 0, "released after its use");
+                assert!(
+                    handle.uses.load(Ordering::SeqCst) > 0,
+                    "released after its use"
+                );
                 released.incr();
             })
         },

@@ -47,10 +47,13 @@ fn hanging<A: Send + 'static>(
 ) -> IO<A, Refused> {
     let (c, l) = (canceled.clone(), log.clone());
     let name = name.to_string();
-    ready.release().product_r(never()).on_cancel(IO::delay(move || {
-        c.incr();
-        l.push(format!("{name} canceled"));
-    }))
+    ready
+        .release()
+        .product_r(never())
+        .on_cancel(IO::delay(move || {
+            c.incr();
+            l.push(format!("{name} canceled"));
+        }))
 }
 
 rt_test! {
@@ -232,7 +235,11 @@ fn a_select_is_one_trace_event_at_its_line() {
         Ok(IO::<Trace, Refused>::trace().await?)
     });
     let rt = spindle_effect::single::SingleThreaded::new().expect("an executor");
-    let trace = rt.block_on(program).expect("block_on").ok().expect("a trace");
+    let trace = rt
+        .block_on(program)
+        .expect("block_on")
+        .ok()
+        .expect("a trace");
     let selects: Vec<u32> = trace
         .events()
         .iter()
