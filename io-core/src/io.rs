@@ -48,6 +48,7 @@ pub struct IO<A, E> {
 }
 
 /// `IO::raise_error` as traces name it.
+#[cfg(feature = "tracing")]
 static RAISE_ERROR: Op = Op::new("raise_error");
 
 /// Whether a `#[track_caller]` function was called through the `Fn`

@@ -276,7 +276,7 @@ rt_test! {
         let canceled: IO<u32, Failure<AppError>> = IO::block(async {
             let child = never::<u32, AppError>().start().value().await;
             child.cancel().value().await;
-            Ok(child.join().value().await.into_result()?)
+            child.join().value().await.into_result()
         });
         assert_eq!(run(canceled), Outcome::Errored(Failure::Canceled));
     }
