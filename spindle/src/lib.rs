@@ -57,8 +57,8 @@
 //! * **Programs**: [`IO`] (and [`UIO`], a program that cannot fail), its
 //!   [`Outcome`] (a panic's is a [`PanicMessage`]; `outcome.into_result()`
 //!   gives a `Result` whose `Err` is an [`error::Failure`]); the error
-//!   types of this crate's operations are in [`error`]. [`sleep`],
-//!   [`cede`] and [`never`] fit any program (generic in its error type).
+//!   types of this crate's operations are in [`error`]. [`sleep()`],
+//!   [`cede()`] and [`never()`] fit any program (generic in its error type).
 //!   In IO blocks (`IO::block(async { .. })`), [`select!`] races programs
 //!   of different types and runs the winner's branch.
 //! * **Fibers**: `io.start()` gives a [`FiberHandle`] (join it, cancel
@@ -88,7 +88,7 @@
 //!   [`FiberState`]).
 //!
 //! `use spindle_effect::prelude::*;` brings [`IO`], [`UIO`], [`Outcome`],
-//! [`sleep`], [`cede`], [`never`] and the methods of the traits every
+//! [`sleep()`], [`cede()`], [`never()`] and the methods of the traits every
 //! executor, builder and handle shares.
 //!
 //! # Executors and features
@@ -199,7 +199,7 @@ pub use spindle_core::{error, future};
 /// `futures` crate's prelude): `use spindle_effect::prelude::*;`.
 ///
 /// It brings the types [`IO`], [`UIO`] and [`Outcome`], the functions
-/// [`sleep`], [`cede`] and [`never`] (generic in their error type, so
+/// [`sleep()`], [`cede()`] and [`never()`] (generic in their error type, so
 /// they fit any program without naming it), and the traits
 /// whose methods every executor, builder and handle shares, imported as
 /// `_` (their methods are in scope, their names are not taken):
