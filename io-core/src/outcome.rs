@@ -100,7 +100,8 @@ impl<A, E> Outcome<A, E> {
     }
 
     /// The outcome with its value and error borrowed (as
-    /// [`Result::as_ref`]), to inspect it without moving it.
+    /// [`Result::as_ref`]), to inspect it without moving it (a panic's
+    /// message is cloned).
     pub fn as_ref(&self) -> Outcome<&A, &E> {
         match self {
             Outcome::Succeeded(a) => Outcome::Succeeded(a),
