@@ -85,9 +85,11 @@ fn check_error_and_trace(output: &Output) {
         .take_while(|line| line.starts_with("    at "))
         .collect();
     let file = file!();
-    // Most recent first: the second delay, the first, then the two
-    // flat_maps (evaluated before their sources ran).
+    // Most recent first: the raise_error (the line that raised the error),
+    // the second delay, the first, then the two flat_maps (evaluated before
+    // their sources ran).
     let expected = [
+        ("raise_error", FIRST_DELAY_LINE + 2),
         ("delay", FIRST_DELAY_LINE + 1),
         ("delay", FIRST_DELAY_LINE),
         ("flat_map", FIRST_DELAY_LINE + 1),
@@ -132,7 +134,7 @@ every_executor! {
             .iter()
             .position(|line| *line == "  in the fiber that joined it:")
             .unwrap_or_else(|| panic!("no line between the two traces in:\n{stderr}"));
-        assert_eq!(joined, 4, "{stderr}");
+        assert_eq!(joined, 5, "{stderr}");
         // Then the main fiber's, from the `both` that raised it again.
         let both = format!("    at both @ {}:{BOTH_LINE}:", file!());
         assert!(lines[joined + 1].starts_with(&both), "{stderr}");

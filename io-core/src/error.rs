@@ -3,6 +3,7 @@
 //!
 //! | error | from |
 //! |---|---|
+//! | [`Failure`] | [`Outcome::into_result`](crate::Outcome::into_result): a fiber's error, cancellation or panic, as the `Err` of a `Result` |
 //! | [`RunError`] | an executor's `block_on`, `try_block_on`, `spawn` (deadlock, shut down, nested) |
 //! | [`ShutdownTimedOut`] | an executor's [`shutdown`](crate::IORuntime::shutdown): what was still running when the timeout passed |
 //! | [`ConfigError`] | [`FiberConfig`](crate::FiberConfig)'s builder and `from_env`, wrapped by every executor's `BuildError` |
@@ -20,6 +21,7 @@ pub use crate::combinators::timeout::TimeoutError;
 pub use crate::config::ConfigError;
 pub use crate::executor::ShutdownTimedOut;
 pub use crate::executor::support::RunError;
+pub use crate::outcome::Failure;
 pub use crate::stdlib::data::barrier::InvalidParties;
 pub use crate::stdlib::data::deferred::AlreadyCompleted;
 pub use crate::stdlib::data::latch::InvalidCount;

@@ -47,6 +47,21 @@ pub struct IO<A, E> {
     _marker: PhantomData<fn() -> (A, E)>,
 }
 
+/// `IO::raise_error` as traces name it.
+#[cfg(feature = "tracing")]
+static RAISE_ERROR: Op = Op::new("raise_error");
+
+/// Whether a `#[track_caller]` function was called through the `Fn`
+/// traits, as a function value (`io.flat_map(IO::raise_error)`): its
+/// caller's location is then the standard library's `call_once`, not a
+/// line of the user's.
+#[cfg(feature = "tracing")]
+#[inline]
+fn called_as_a_function(caller: &core::panic::Location<'_>) -> bool {
+    let file = caller.file();
+    file.ends_with("core/src/ops/function.rs") || file.ends_with("core\\src\\ops\\function.rs")
+}
+
 /// An [`IO`] that cannot fail: `IO<A, Infallible>`.
 ///
 /// Operations that cannot fail (`sleep`, `cede`, `unit`, `never`, `start`,
@@ -250,8 +265,32 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     }
 
     /// A program that fails with `error`.
+    ///
+    /// Recorded in the fiber's trace as `raise_error` at the caller's line,
+    /// so that the trace of a failure (`trace_errors`, the entry point's
+    /// report of a failed main fiber) names the line that raised it.
+    /// Passed as a function (`io.flat_map(IO::raise_error)`), it has no
+    /// line of the caller's to name (the call is the standard library's),
+    /// and records nothing: the `flat_map` names the line.
     #[inline]
+    #[track_caller]
     pub fn raise_error(error: E) -> Self {
+        let raised = IO::raise_error_untraced(error);
+        // Where no call site is kept (a process that traces nothing:
+        // `spindle_trace::call_sites_for`), the error alone, as without
+        // tracing.
+        #[cfg(feature = "tracing")]
+        if crate::engine::tracing::Site::call_sites_kept()
+            && !called_as_a_function(core::panic::Location::caller())
+        {
+            return raised.traced_as(&RAISE_ERROR);
+        }
+        raised
+    }
+
+    /// [`IO::raise_error`] for io-core's own nodes (no trace event).
+    #[inline(always)]
+    pub(crate) fn raise_error_untraced(error: E) -> Self {
         IO::from_node(Node::error(Value::new(error)))
     }
 
@@ -260,7 +299,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     pub fn from_result(result: Result<A, E>) -> Self {
         match result {
             Ok(a) => IO::pure(a),
-            Err(e) => IO::raise_error(e),
+            Err(e) => IO::raise_error_untraced(e),
         }
     }
 
@@ -459,7 +498,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
         let node = Node::blocking(ErasedFn::new_sited::<k::Blocking<A, E>, F, M>(thunk, site));
         IO::<k::BlockingResult<A, E>, E>::from_node(node).flat_map_untraced(|result| match result {
             Ok(Ok(a)) => IO::pure(a),
-            Ok(Err(e)) => IO::raise_error(e),
+            Ok(Err(e)) => IO::raise_error_untraced(e),
             Err(message) => IO::from_node(Node::panicked(message)),
         })
     }
@@ -787,7 +826,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
         self.handle_error_with_at::<WithClosure<names::OnError, F>, _>(here(), move |e| {
             f(&e)
                 .attempt_untraced()
-                .flat_map_untraced(move |_| IO::raise_error(e))
+                .flat_map_untraced(move |_| IO::raise_error_untraced(e))
         })
     }
 
@@ -974,18 +1013,89 @@ impl<E: Send + 'static> IO<(), E> {
 
     /// Gives the executor the chance to run other fibers (and, on an event
     /// loop, timers and I/O) before this fiber goes on.
+    ///
+    /// An `IO<(), E>`: in a chain of another value type, or in an IO block,
+    /// the free function [`cede()`](crate::cede) reads better
+    /// (`spindle_effect::cede()`, generic in its error type alone).
     #[inline]
     #[track_caller]
     pub fn cede() -> Self {
-        IO::from_node(Node::cede(here()))
+        cede()
     }
 
     /// Suspends the fiber for `duration`, through its executor's timers.
+    ///
+    /// An `IO<(), E>`, so `IO::<u64, E>::sleep(d)` does not exist (error
+    /// E0599): write the free function [`sleep(d)`](crate::sleep)
+    /// (`spindle_effect::sleep`, generic in its error type alone), or
+    /// `io.delay_by(d)` to run a program after a pause.
     #[inline]
     #[track_caller]
     pub fn sleep(duration: Duration) -> Self {
-        IO::from_node(Node::sleep(duration, here()))
+        sleep(duration)
     }
+}
+
+/// Suspends the fiber for `duration`, through its executor's timers
+/// ([`IO::sleep`] as a free function).
+///
+/// It cannot fail, so it is generic in its error type alone and fits any
+/// program: the chain around it picks the type, and in an IO block
+/// [`.value()`](IO::value) does. Nothing is named, whatever the program's
+/// value and error types:
+///
+/// ```
+/// use std::time::Duration;
+/// use spindle_effect::prelude::*;
+/// use spindle_effect::single::SingleThreaded;
+///
+/// let answer: IO<u64, std::io::Error> =
+///     sleep(Duration::from_millis(1)).product_r(IO::delay(|| 42));
+/// let in_a_block: IO<u64, std::io::Error> = IO::block(async {
+///     sleep(Duration::from_millis(1)).value().await;
+///     cede().value().await;
+///     Ok(42)
+/// });
+/// let rt = SingleThreaded::new()?;
+/// assert_eq!(rt.block_on(answer)?.ok(), Some(42));
+/// assert_eq!(rt.block_on(in_a_block)?.ok(), Some(42));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[doc(alias = "IO::sleep")]
+#[inline]
+#[track_caller]
+pub fn sleep<E: Send + 'static>(duration: Duration) -> IO<(), E> {
+    IO::from_node(Node::sleep(duration, here()))
+}
+
+/// Gives the executor the chance to run other fibers (and, on an event
+/// loop, timers and I/O) before this fiber goes on ([`IO::cede`] as a free
+/// function, generic in its error type alone: see [`sleep()`]).
+#[doc(alias = "yield_now")]
+#[inline]
+#[track_caller]
+pub fn cede<E: Send + 'static>() -> IO<(), E> {
+    IO::from_node(Node::cede(here()))
+}
+
+/// A program that never completes: its fiber waits until canceled
+/// ([`IO::never`] as a free function, generic in its value and error
+/// types, which the program around it picks: see [`sleep()`]).
+///
+/// ```
+/// use std::time::Duration;
+/// use spindle_effect::prelude::*;
+/// use spindle_effect::single::SingleThreaded;
+///
+/// // A program that waits for ever, under a deadline.
+/// let waited: IO<Option<String>, std::io::Error> = never().timeout_option(Duration::from_millis(1));
+/// assert_eq!(SingleThreaded::new()?.block_on(waited)?.ok(), Some(None));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[inline]
+#[track_caller]
+pub fn never<A: Send + 'static, E: Send + 'static>() -> IO<A, E> {
+    IO::from_node(Node::never(here()))
 }
 
 impl<E: Send + 'static> IO<Duration, E> {

@@ -29,14 +29,25 @@
 //!   sequence with [`IO::flat_map`], [`IO::map`], [`IO::product_r`].
 //! * **Errors** are values: [`IO::raise_error`], [`IO::handle_error_with`],
 //!   [`IO::attempt`], [`IO::map_err`]; a panic in your code ends only its
-//!   fiber, as [`Outcome::Panicked`] (with `std`).
+//!   fiber, as [`Outcome::Panicked`] (with `std`). An [`Outcome`] becomes a
+//!   `Result` with [`Outcome::into_result`] (its `Err` an
+//!   [`error::Failure`]), for `?`.
 //! * **Fibers and cancellation**: [`IO::start`] gives a [`FiberHandle`]
 //!   (join it, cancel it); [`IO::uncancelable`], [`IO::on_cancel`],
 //!   [`IO::guarantee`], [`IO::bracket`], [`Resource`].
 //! * **Concurrency and time**: [`IO::race`], [`IO::race_all`], [`IO::both`],
 //!   [`IO::par_traverse`], [`IO::par_sequence_n`], [`IO::timeout`],
-//!   [`IO::sleep`], [`IO::cede`]; [`IO::cancelable`] (cancel a program
-//!   that ignores cancellation by telling it to stop); [`IO::memoize`].
+//!   [`IO::timeout_option`], [`sleep()`], [`cede()`], [`never()`] (free
+//!   functions, generic in their error type: they fit any program);
+//!   [`IO::cancelable`] (cancel a program that ignores cancellation by
+//!   telling it to stop); [`IO::memoize`]; in IO blocks, [`select!`]
+//!   (the winner's branch of a race of programs of different types).
+//! * **Ownership**: a closure that builds a program gets owned values, so
+//!   the `'static` program it builds may keep them: [`Resource::use_with`]
+//!   hands a clone of the value, [`IO::guarantee_case`] a clone of the
+//!   outcome; their `_ref` forms ([`Resource::use_ref`],
+//!   [`IO::guarantee_case_ref`]) lend them, for values that are not
+//!   `Clone`.
 //! * **Scopes for fibers**: [`Supervisor`] (children canceled, or awaited,
 //!   when the scope ends) and [`JoinSet`] (children's outcomes in order of
 //!   completion), both [`Resource`]s; [`Resource::par_zip`].
@@ -134,6 +145,7 @@ pub use fiber::handle::{CancelHandle, FiberHandle};
 pub use fiber::{FiberDump, FiberId, FiberInfo, FiberState, FiberStatus};
 pub use future::JoinFuture;
 pub use io::{IO, UIO};
+pub use io::{cede, never, sleep};
 pub use outcome::{Outcome, PanicMessage};
 pub use spindle_trace::Event as TraceEvent;
 pub use stdlib::clock::Clock;
@@ -153,3 +165,12 @@ pub use stdlib::random::Random;
 pub use stdlib::resource::{Allocated, ExitCase, Resource};
 pub use stdlib::retry::{Delays, FixedRate, Jitter, Schedule, Tick};
 pub use stdlib::supervisor::{JoinSet, Supervisor};
+
+/// What the crate's macros expand to; not an API.
+#[doc(hidden)]
+pub mod __private {
+    /// `select!`'s helpers.
+    pub mod select {
+        pub use crate::combinators::select::{branch, race};
+    }
+}

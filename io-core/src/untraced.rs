@@ -53,6 +53,10 @@ mod sealed {
 /// the same nodes, with no call site and no trace event. Sealed; see the
 /// [module documentation](self).
 pub trait Untraced<A, E>: sealed::Sealed + Sized {
+    /// [`IO::raise_error`] without a trace event (an operation's own
+    /// failure, under the operation's one event).
+    fn raise_error_untraced(error: E) -> IO<A, E>;
+
     /// [`IO::delay`] without a trace event.
     fn delay_untraced<F>(thunk: F) -> IO<A, E>
     where
@@ -101,6 +105,11 @@ pub trait Untraced<A, E>: sealed::Sealed + Sized {
 }
 
 impl<A: Send + 'static, E: Send + 'static> Untraced<A, E> for IO<A, E> {
+    #[inline]
+    fn raise_error_untraced(error: E) -> IO<A, E> {
+        IO::raise_error_untraced(error)
+    }
+
     #[inline]
     fn delay_untraced<F>(thunk: F) -> IO<A, E>
     where

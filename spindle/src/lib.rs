@@ -55,8 +55,12 @@
 //! # What an application uses
 //!
 //! * **Programs**: [`IO`] (and [`UIO`], a program that cannot fail), its
-//!   [`Outcome`] (a panic's is a [`PanicMessage`]); the error types of
-//!   this crate's operations are in [`error`].
+//!   [`Outcome`] (a panic's is a [`PanicMessage`]; `outcome.into_result()`
+//!   gives a `Result` whose `Err` is an [`error::Failure`]); the error
+//!   types of this crate's operations are in [`error`]. [`sleep()`],
+//!   [`cede()`] and [`never()`] fit any program (generic in its error type).
+//!   In IO blocks (`IO::block(async { .. })`), [`select!`] races programs
+//!   of different types and runs the winner's branch.
 //! * **Fibers**: `io.start()` gives a [`FiberHandle`] (join it, cancel
 //!   it, `.await` it: [`JoinFuture`]); [`CancelHandle`], [`FiberId`];
 //!   [`Callback`] (resume a fiber from another thread or an interrupt,
@@ -83,9 +87,9 @@
 //!   [`FiberDump`] with a [`FiberInfo`] per fiber ([`FiberStatus`],
 //!   [`FiberState`]).
 //!
-//! `use spindle_effect::prelude::*;` brings [`IO`], [`UIO`], [`Outcome`]
-//! and the methods of the traits every executor, builder and handle
-//! shares.
+//! `use spindle_effect::prelude::*;` brings [`IO`], [`UIO`], [`Outcome`],
+//! [`sleep()`], [`cede()`], [`never()`] and the methods of the traits every
+//! executor, builder and handle shares.
 //!
 //! # Executors and features
 //!
@@ -150,6 +154,10 @@
 // Programs and their outcomes.
 pub use spindle_core::{IO, Outcome, PanicMessage, UIO};
 
+// The operations that cannot fail, generic in their error type (and
+// `never` in its value type) as free functions; `select!` for IO blocks.
+pub use spindle_core::{cede, never, select, sleep};
+
 // Fibers: handles, callbacks, masking, memoization, races and pairs.
 pub use spindle_core::{
     BothOutcome, Callback, CancelHandle, Either, FiberHandle, FiberId, JoinFuture, Memoized, Poll,
@@ -190,7 +198,9 @@ pub use spindle_core::{error, future};
 /// What a program using Spindle usually needs, in one import (as the
 /// `futures` crate's prelude): `use spindle_effect::prelude::*;`.
 ///
-/// It brings the types [`IO`], [`UIO`] and [`Outcome`], and the traits
+/// It brings the types [`IO`], [`UIO`] and [`Outcome`], the functions
+/// [`sleep()`], [`cede()`] and [`never()`] (generic in their error type, so
+/// they fit any program without naming it), and the traits
 /// whose methods every executor, builder and handle shares, imported as
 /// `_` (their methods are in scope, their names are not taken):
 /// [`IORuntime`] (`rt.block_on(io)`, `rt.spawn(io)`, `X::from_env()`,
@@ -204,6 +214,7 @@ pub mod prelude {
     pub use spindle_core::executor::ParkedBlockOn as _;
     pub use spindle_core::{Executor as _, IORuntime as _, RuntimeBuilder as _};
     pub use spindle_core::{IO, Outcome, UIO};
+    pub use spindle_core::{cede, never, sleep};
 }
 
 /// For executor and integration authors, not for applications: here be

@@ -503,7 +503,7 @@ rt_test! {
             .complete(11)
             .void()
             .background()
-            .use_with(move |_| gate.get());
+            .use_ref(move |_| gate.get());
         assert_eq!(run(io), Outcome::Succeeded(11));
     }
 
@@ -516,7 +516,7 @@ rt_test! {
             .product_r(IO::<(), E>::never())
             .on_cancel(IO::sleep(ms(5)).product_r(log.record("background finalized".to_string())))
             .background()
-            .use_with(move |_| {
+            .use_ref(move |_| {
                 once_ready(&started, IO::sleep(ms(2))).product_r(l1.record("use done".to_string()))
             })
             .product_r(l2.record("after use".to_string()));
@@ -533,14 +533,14 @@ rt_test! {
             .product_r(IO::<(), E>::never())
             .on_cancel(finalized.incr_io())
             .background()
-            .use_with(move |_| started.get().product_r(IO::raise_error("use failed".to_string())));
+            .use_ref(move |_| started.get().product_r(IO::raise_error("use failed".to_string())));
         assert_eq!(run(io), Outcome::Errored("use failed".to_string()));
         assert_eq!(finalized.get(), 1);
     }
 
     fn background_handle_waits_for_the_fiber_inside_the_scope() {
         let io: IO<(), E> =
-            after(ms(1), 5).background().use_with(|h: &FiberHandle<u32, E>| h.join_void());
+            after(ms(1), 5).background().use_ref(|h: &FiberHandle<u32, E>| h.join_void());
         assert_eq!(run(io), Outcome::Succeeded(()));
     }
 }

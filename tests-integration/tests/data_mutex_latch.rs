@@ -293,7 +293,7 @@ rt_test! {
         });
         let inner = mutex.clone();
         let io: IO<bool, E> = mutex.lock().both(file).map(|_| 7).use_with(move |seven| {
-            assert_eq!(*seven, 7);
+            assert_eq!(seven, 7);
             l3.push("use");
             lock_is_held(&inner)
         });

@@ -79,7 +79,7 @@ rt_test! {
         let log = Log::new();
         let l = log.clone();
         let io = logged("a", &log).use_with(move |v| {
-            assert_eq!(*v, "a");
+            assert_eq!(v, "a");
             l.record("use a".to_string()).map_to(1u32)
         });
         assert_eq!(run(io), Outcome::Succeeded(1));
@@ -144,11 +144,8 @@ rt_test! {
 
     fn flat_map_gives_the_next_resource_the_value_of_the_previous() {
         let resource = Resource::<u32, E>::pure(20)
-            .flat_map(|a| {
-                let a = *a;
-                Resource::eval(IO::pure(a + 1))
-            });
-        assert_eq!(run(resource.use_with(|v| IO::pure(*v))), Outcome::Succeeded(21));
+            .flat_map(|a| Resource::eval(IO::delay(move || a + 1)));
+        assert_eq!(run(resource.use_with(IO::pure)), Outcome::Succeeded(21));
     }
 
     fn when_a_later_acquisition_fails_the_earlier_resources_are_released_and_nothing_is_used() {
@@ -183,7 +180,7 @@ rt_test! {
     fn map_transforms_the_value_and_the_release_still_gets_the_original() {
         let log = Log::new();
         let resource = logged("a", &log).map(|v| v.len() as u32 * 10);
-        assert_eq!(run(resource.use_with(|n| IO::pure(*n))), Outcome::Succeeded(10));
+        assert_eq!(run(resource.use_with(IO::pure)), Outcome::Succeeded(10));
         assert_eq!(log.events(), ["acquire a", "release a Succeeded"]);
     }
 
@@ -191,15 +188,12 @@ rt_test! {
         let ran = Counter::new();
         let r = ran.clone();
         let io = Resource::<u32, E>::eval(r.incr_io().map_to(3))
-            .flat_map(|a| {
-                let a = *a;
-                Resource::pure(a + 1)
-            })
-            .use_with(|v| IO::pure(*v));
+            .flat_map(|a| Resource::pure(a + 1))
+            .use_with(IO::pure);
         assert_eq!(run(io), Outcome::Succeeded(4));
         assert_eq!(ran.get(), 1);
         let failing = Resource::<u32, E>::eval(IO::raise_error("eval failed".to_string()))
-            .use_with(|v| IO::pure(*v));
+            .use_with(IO::pure);
         assert_eq!(run(failing), Outcome::Errored("eval failed".to_string()));
     }
 
@@ -278,7 +272,7 @@ rt_test! {
     fn a_failing_release_does_not_stop_the_releases_after_it() {
         let log = Log::new();
         let (l2, l3) = (log.clone(), log.clone());
-        let failing_b = move |_: &&'static str| {
+        let failing_b = move |_: &'static str| {
             let l = l2.clone();
             Resource::<&'static str, E>::make(l.record("acquire b".to_string()).map_to("b"), move |_| {
                 l.record("release b".to_string())
@@ -380,7 +374,7 @@ rt_test! {
             move |poll| poll.apply(acq.record("acquired".to_string()).map_to(4)),
             move |v, exit| rel.record(format!("release {v} {exit:?}")),
         )
-        .use_with(|v| IO::pure(*v * 2));
+        .use_with(|v| IO::pure(v * 2));
         assert_eq!(run(io), Outcome::Succeeded(8));
         assert_eq!(log.events(), ["acquired", "release 4 Succeeded"]);
     }

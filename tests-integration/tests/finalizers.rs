@@ -204,7 +204,7 @@ rt_test! {
         for case in CASES {
             let log = Log::new();
             let l = log.clone();
-            let outcome = run(ending(case).guarantee_case(move |o| l.record(describe(o))));
+            let outcome = run(ending(case).guarantee_case(move |o| l.record(describe(&o))));
             assert_ended_as(case, &outcome);
             let expected = match case {
                 Case::Success => "succeeded 5",
@@ -337,7 +337,7 @@ rt_test! {
         let l = log.clone();
         let io: IO<u32, E> = IO::<u32, E>::pure(1)
             .guarantee(IO::raise_error("inner fin".to_string()))
-            .guarantee_case(move |o| l.record(describe(o)));
+            .guarantee_case(move |o| l.record(describe(&o)));
         assert_eq!(run(io), Outcome::Errored("inner fin".to_string()));
         assert_eq!(log.events(), ["errored inner fin"]);
     }
@@ -350,8 +350,8 @@ rt_test! {
             let (acq, use_log, rel) = (log.clone(), log.clone(), log.clone());
             let io: IO<u32, E> = IO::bracket(
                 acq.record("acquire".to_string()).map_to(10u32),
-                move |r: &u32| {
-                    assert_eq!(*r, 10);
+                move |r: u32| {
+                    assert_eq!(r, 10);
                     use_log.record("use".to_string()).product_r(ending(case))
                 },
                 move |r| rel.record(format!("release {r}")),
@@ -371,8 +371,8 @@ rt_test! {
             let l = log.clone();
             let io: IO<u32, E> = IO::bracket_case(
                 IO::pure(1u32),
-                move |_: &u32| ending(case),
-                move |_, o| l.record(describe(o)),
+                move |_: u32| ending(case),
+                move |_, o| l.record(describe(&o)),
             );
             assert_ended_as(case, &run(io));
             let expected = match case {
@@ -391,10 +391,10 @@ rt_test! {
             let (a1, a2, r1, r2) = (log.clone(), log.clone(), log.clone(), log.clone());
             let io: IO<u32, E> = IO::bracket(
                 a1.record("acquire a".to_string()).map_to("a"),
-                move |_: &&str| {
+                move |_: &str| {
                     IO::bracket(
                         a2.record("acquire b".to_string()).map_to("b"),
-                        move |_: &&str| ending(case),
+                        move |_: &str| ending(case),
                         move |r| r2.record(format!("release {r}")),
                     )
                 },
@@ -415,7 +415,7 @@ rt_test! {
         let s = started.clone();
         let child: IO<u32, E> = IO::bracket(
             IO::pure(()),
-            move |_: &()| s.complete(()).product_r(IO::never()),
+            move |_: ()| s.complete(()).product_r(IO::never()),
             {
                 let r = released.clone();
                 move |()| r.incr_io()
@@ -433,7 +433,7 @@ rt_test! {
         let (u, r) = (used.clone(), released.clone());
         let io: IO<u32, E> = IO::bracket(
             IO::<u32, E>::raise_error("acquire failed".to_string()),
-            move |_: &u32| u.incr_io().map_to(1),
+            move |_: u32| u.incr_io().map_to(1),
             move |_| r.incr_io(),
         );
         assert_eq!(run(io), Outcome::Errored("acquire failed".to_string()));
@@ -450,8 +450,8 @@ rt_test! {
             s.complete(())
                 .product_r(IO::sleep(Duration::from_millis(20)))
                 .product_r(acq.record("acquired".to_string())),
-            move |_: &()| u.record("use".to_string()).map_to(1),
-            move |(), o| rel.record(format!("release {}", describe(o))),
+            move |_: ()| u.record("use".to_string()).map_to(1),
+            move |(), o| rel.record(format!("release {}", describe(&o))),
         );
         assert_eq!(
             run(cancel_when_started(child, started)),
@@ -466,7 +466,7 @@ rt_test! {
         let (s, rel) = (started.clone(), log.clone());
         let child: IO<u32, E> = IO::bracket(
             IO::pure(()),
-            move |_: &()| s.complete(()).product_r(IO::never()),
+            move |_: ()| s.complete(()).product_r(IO::never()),
             move |()| {
                 IO::sleep(Duration::from_millis(20)).product_r(rel.record("release finished"))
             },
@@ -487,7 +487,7 @@ rt_test! {
                 poll.apply(s.complete(()).product_r(IO::never()))
                     .on_cancel(acq.record("acquisition canceled"))
             },
-            move |_: &()| u.record("use").map_to(1),
+            move |_: ()| u.record("use").map_to(1),
             move |(), _| rel.record("release"),
         );
         assert_eq!(
@@ -507,7 +507,7 @@ rt_test! {
                     .product_r(IO::sleep(Duration::from_millis(20)))
                     .product_r(acq.record("acquired"))
             },
-            move |_: &()| u.record("use").map_to(1),
+            move |_: ()| u.record("use").map_to(1),
             move |(), _| rel.record("release"),
         );
         assert_eq!(
@@ -520,7 +520,7 @@ rt_test! {
     fn a_bracket_release_error_replaces_a_success_and_is_suppressed_after_an_error() {
         let ok: IO<u32, E> = IO::bracket(
             IO::pure(()),
-            |_: &()| IO::pure(1),
+            |_: ()| IO::pure(1),
             |()| IO::raise_error("release failed".to_string()),
         );
         assert_eq!(
@@ -529,7 +529,7 @@ rt_test! {
         );
         let failing: IO<u32, E> = IO::bracket(
             IO::pure(()),
-            |_: &()| IO::raise_error("use failed".to_string()),
+            |_: ()| IO::raise_error("use failed".to_string()),
             |()| IO::raise_error("release failed".to_string()),
         );
         assert_eq!(
@@ -546,10 +546,10 @@ rt_test! {
         let (r1, r2) = (released.clone(), released.clone());
         let io: IO<u32, E> = IO::bracket(
             IO::pure(()),
-            move |_: &()| {
+            move |_: ()| {
                 IO::bracket(
                     IO::pure(()),
-                    |_: &()| IO::pure(1),
+                    |_: ()| IO::pure(1),
                     move |()| r2.incr_io().product_r(IO::raise_error("inner release".to_string())),
                 )
             },

@@ -239,7 +239,7 @@ fn build(p: Prog, log: &Log, polls: &[Poll]) -> IO<i64, u8> {
         Prog::GuaranteeCase(p, f) => {
             let (log2, polls2) = (log.clone(), polls.to_vec());
             build(*p, log, polls).guarantee_case(move |oc| {
-                log_io(&log2, format!("case:{}", show(oc)))
+                log_io(&log2, format!("case:{}", show(&oc)))
                     .product_r(build(*f, &log2, &polls2).void())
             })
         }
@@ -260,12 +260,9 @@ fn build(p: Prog, log: &Log, polls: &[Poll]) -> IO<i64, u8> {
             let (log_r, polls_r) = (log.clone(), polls.to_vec());
             IO::bracket_case(
                 build(*a, log, polls),
-                move |x: &i64| {
-                    let x = *x;
-                    build(*u, &log_u, &polls_u).map(move |y| x.wrapping_add(y))
-                },
+                move |x: i64| build(*u, &log_u, &polls_u).map(move |y| x.wrapping_add(y)),
                 move |x, oc| {
-                    log_io(&log_r, format!("release{x}:{}", show(oc)))
+                    log_io(&log_r, format!("release{x}:{}", show(&oc)))
                         .product_r(build(*r, &log_r, &polls_r).void())
                 },
             )
@@ -840,7 +837,8 @@ fn guarantee_case_agrees_with_its_derivation_from_uncancelable_and_on_cancel() {
         let lhs = run(|log| {
             let log2 = log.clone();
             build(fa, log, &[]).guarantee_case(move |oc| {
-                log_io(&log2, format!("case:{}", show(oc))).product_r(build(fin, &log2, &[]).void())
+                log_io(&log2, format!("case:{}", show(&oc)))
+                    .product_r(build(fin, &log2, &[]).void())
             })
         });
         let rhs = run(|log| derived_guarantee_case(fa2, fin2, log));

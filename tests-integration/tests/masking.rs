@@ -507,11 +507,11 @@ rt_test! {
             .on_cancel(fin.incr_io())
             .map(|x| x + 1)
             .flat_map(IO::pure);
-        let io: IO<u32, E> = IO::bracket_case(IO::unit(), move |_| inner, move |(), o: &Outcome<u32, E>| {
+        let io: IO<u32, E> = IO::bracket_case(IO::unit(), move |_| inner, move |(), o: Outcome<u32, E>| {
             r.record(if o.is_canceled() { "canceled" } else { "not canceled" })
         })
         .on_cancel(outer_on_cancel.incr_io())
-        .guarantee_case(move |o: &Outcome<u32, E>| {
+        .guarantee_case(move |o: Outcome<u32, E>| {
             g.record(if o.is_canceled() { "canceled" } else { "not canceled" })
         });
         assert_eq!(run(io), Outcome::Canceled);
@@ -537,7 +537,7 @@ rt_test! {
         .on_cancel(fin.incr_io())
         .map(|x| x + 1)
         .flat_map(IO::pure);
-        let io: IO<u32, E> = IO::bracket_case(IO::unit(), move |_| inner, move |(), o: &Outcome<u32, E>| {
+        let io: IO<u32, E> = IO::bracket_case(IO::unit(), move |_| inner, move |(), o: Outcome<u32, E>| {
             r.record(if o.is_errored() { "errored" } else { "not errored" })
         })
         .handle_error_with(move |e| {
@@ -546,7 +546,7 @@ rt_test! {
         })
         .flat_map(IO::pure)
         .on_cancel(outer_on_cancel.incr_io())
-        .guarantee_case(move |o: &Outcome<u32, E>| {
+        .guarantee_case(move |o: Outcome<u32, E>| {
             g.record(if o.is_canceled() { "canceled" } else { "not canceled" })
         });
         assert_eq!(run(io), Outcome::Canceled);

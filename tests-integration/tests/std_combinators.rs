@@ -246,7 +246,7 @@ rt_test! {
             .use_with(move |(a, b)| {
                 // Nothing is released while the pair is in use.
                 let during = seen.get();
-                IO::pure((*a, *b, during))
+                IO::pure((a, b, during))
             });
         assert_eq!(run(io), Outcome::Succeeded((1, 2, 0)));
         assert_eq!(released.get(), 2);

@@ -146,7 +146,7 @@ rt_test! {
             .map(|x| x + 1)
             .flat_map(|_| IO::trace());
         let trace = rt_with_config(config(TracingMode::None)).run(program).succeeded().unwrap();
-        assert_eq!(trace.op_names(), ["flat_map", "delay"], "{trace}");
+        assert_eq!(trace.op_names(), ["flat_map", "delay", "raise_error"], "{trace}");
     }
 
     fn a_trace_survives_a_deferred_wait_on_another_fiber() {
@@ -178,12 +178,55 @@ rt_test! {
         assert_eq!(failure.error, "deep");
         assert_eq!(
             ops_and_lines(&failure.trace),
-            [("map", l + 3), ("flat_map", l + 2), ("flat_map", l + 1), ("delay", l), ("delay", l + 1)],
+            [
+                ("map", l + 3),
+                ("flat_map", l + 2),
+                ("flat_map", l + 1),
+                ("delay", l),
+                ("delay", l + 1),
+                ("raise_error", l + 2)
+            ],
             "{}",
             failure.trace
         );
         let text = failure.to_string();
-        assert!(text.starts_with("deep\ntrace (5 events"), "{text}");
+        assert!(text.starts_with("deep\ntrace (6 events"), "{text}");
+    }
+
+    fn a_failure_trace_names_the_line_of_its_raise_error_first() {
+        let raised_at = line!() + 4;
+        let program: IO<u32, String> = IO::delay(|| 1)
+            .flat_map(|n| {
+                if n > 0 {
+                    IO::raise_error(format!("{n} is too many"))
+                } else {
+                    IO::pure(n)
+                }
+            })
+            .map(|n| n + 1);
+        let outcome = rt().run(program.trace_errors());
+        let spindle_core::Outcome::Errored(failure) = outcome else {
+            panic!("the program fails: {outcome:?}")
+        };
+        // The most recent event, and the first line under the error.
+        let last = failure.trace.events().last().expect("an event");
+        assert_eq!((last.op().name(), last.location().line()), ("raise_error", raised_at));
+        assert!(last.location().file().ends_with("tracing.rs"), "{}", failure.trace);
+        let text = failure.to_string();
+        let first = text.lines().nth(2).unwrap_or_default();
+        assert!(first.trim_start().starts_with("raise_error @ "), "{text}");
+        assert!(first.contains(&format!("tracing.rs:{raised_at}:")), "{text}");
+    }
+
+    fn a_raise_error_passed_as_a_function_records_no_event_of_its_own() {
+        let l = line!() + 1;
+        let program: IO<u32, String> = IO::delay(|| "no".to_string()).flat_map(IO::raise_error);
+        let outcome = rt().run(program.trace_errors());
+        let spindle_core::Outcome::Errored(failure) = outcome else {
+            panic!("the program fails: {outcome:?}")
+        };
+        // The flat_map names the line; nothing points into the standard library.
+        assert_eq!(ops_and_lines(&failure.trace), [("flat_map", l), ("delay", l)], "{}", failure.trace);
     }
 
     fn a_panic_carries_the_trace_at_the_point_of_the_panic() {

@@ -109,7 +109,7 @@ fn assert_child_trace(trace: &Trace) {
 fn bracket_records_one_event_at_the_call_site_and_its_release_none_of_its_own() {
     let (value, ops) = run_traced(IO::bracket(
         IO::pure(1u32),
-        |r: &u32| IO::pure(*r + 1),
+        |r: u32| IO::pure(r + 1),
         |_| IO::unit(),
     ));
     assert_eq!(value, 2);
@@ -117,10 +117,7 @@ fn bracket_records_one_event_at_the_call_site_and_its_release_none_of_its_own() 
 
     let (value, ops) = run_traced(IO::bracket_case(
         IO::delay(|| 1u32),
-        |r: &u32| {
-            let r = *r;
-            IO::delay(move || r * 2)
-        },
+        |r: u32| IO::delay(move || r * 2),
         |_, _| IO::delay(|| ()),
     ));
     assert_eq!(value, 2);
@@ -128,7 +125,7 @@ fn bracket_records_one_event_at_the_call_site_and_its_release_none_of_its_own() 
 
     let (value, ops) = run_traced(IO::bracket_full(
         |poll| poll.apply(IO::pure(3u32)),
-        |r: &u32| IO::pure(*r),
+        |r: u32| IO::pure(r),
         |_, _| IO::unit(),
     ));
     assert_eq!(value, 3);
@@ -496,10 +493,7 @@ fn resource_operations_record_where_the_resource_was_made() {
     let e = Resource::make_full(|poll| poll.apply(IO::pure(5u32)), |_, _| IO::unit());
     let all = a
         .map(|x| *x)
-        .flat_map(move |x| {
-            let x = *x;
-            b.map(move |y| x + *y)
-        })
+        .flat_map(move |x| b.map(move |y| x + *y))
         .both(c)
         .both(d)
         .both(e);
@@ -546,10 +540,10 @@ fn allocated_release_and_background_record_their_names() {
     let (value, ops) = run_traced(
         IO::<u32, Error>::never()
             .background()
-            .use_with(|_| IO::pure(2u32)),
+            .use_ref(|_| IO::pure(2u32)),
     );
     assert_eq!(value, 2);
-    assert_eq!(ops, ["Resource::use_with", "background"]);
+    assert_eq!(ops, ["Resource::use_ref", "background"]);
 }
 
 #[test]

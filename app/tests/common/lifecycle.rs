@@ -32,14 +32,10 @@ pub fn program(mode: &str) -> Option<IO<(), String>> {
         "error" => IO::raise_error(String::from("the order was refused")),
         "panic" => IO::delay(|| panic!("a bug in a fiber")),
         "cancel" => IO::canceled(),
-        "wait" => IO::bracket(
-            say("ready"),
-            |_: &()| IO::never(),
-            |()| say("finalizer ran"),
-        ),
+        "wait" => IO::bracket(say("ready"), |()| IO::never(), |()| say("finalizer ran")),
         "slow-finalizer" => IO::bracket(
             say("ready"),
-            |_: &()| IO::never(),
+            |()| IO::never(),
             |()| say("finalizing").product_r(IO::sleep(Duration::from_secs(3600))),
         ),
         _ => return None,

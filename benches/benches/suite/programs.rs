@@ -361,7 +361,7 @@ pub fn async_bracket() -> Io<i32> {
     async_loop(|i| {
         IO::bracket(
             IO::delay(move || i),
-            |&r: &i32| IO::delay(move || r + 1),
+            |r: i32| IO::delay(move || r + 1),
             |_| IO::unit(),
         )
     })

@@ -159,6 +159,7 @@ pub struct App {
 }
 
 /// A backend session, the per-request `Resource`.
+#[derive(Clone)]
 struct Session {
     id: usize,
 }

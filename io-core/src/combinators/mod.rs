@@ -9,7 +9,8 @@
 //! | `embed.rs` | a child's outcome as the parent's program: `Outcome::embed`, `embed_never`, and the parent's `embed` |
 //! | `race.rs` | `race_pair`, `race_outcome`, `race`, `race_all` ([`Either`](crate::Either)) |
 //! | `par.rs` | `both_outcome`, `both`, `par_map2`, and the parallel traversals `par_traverse(_n)`, `par_sequence(_n)` |
-//! | `timeout.rs` | `timeout`, `timeout_to`, `timeout_and_forget`, `timed` ([`TimeoutError`](crate::error::TimeoutError)) |
+//! | `select.rs` | the `select!` macro of IO blocks (a race of programs of different types, the winner's branch run inline) over `race_all` |
+//! | `timeout.rs` | `timeout`, `timeout_option`, `timeout_to`, `timeout_and_forget`, `timed` ([`TimeoutError`](crate::error::TimeoutError)) |
 //! | `memoize.rs` | `memoize` and `memoize_with` ([`Memoized`](crate::Memoized)) |
 
 pub(crate) mod cancelable;
@@ -19,6 +20,7 @@ pub(crate) mod monad_cancel;
 pub(crate) mod outcomes;
 pub(crate) mod par;
 pub(crate) mod race;
+pub(crate) mod select;
 pub(crate) mod timeout;
 
 #[cfg(test)]

@@ -12,9 +12,16 @@
 //! * Where Spindle differs: a Rust panic is not an error value. It runs the
 //!   `guarantee_case` finalizers (and so bracket releases) with
 //!   `Outcome::Panicked`, but not `on_cancel` finalizers, and ends the fiber
-//!   with `Outcome::Panicked`. And an `IO` is single-use, so the bracket's
-//!   `use` step borrows the resource (`&R`) to build its program while the
-//!   release takes it by value.
+//!   with `Outcome::Panicked`.
+//! * Ownership: the closures that build programs get owned values, so the
+//!   programs they build (which are `'static`) may keep them. The
+//!   bracket's `use` step gets a clone of the resource (`R: Clone`; the
+//!   release takes the resource itself), and `guarantee_case` and
+//!   `bracket_case`'s release a clone of the outcome (`A: Clone`,
+//!   `E: Clone`; the outcome itself goes on). For values that are not
+//!   `Clone` (`std::io::Error`, a file), or costly to clone, the `_ref`
+//!   forms lend them instead (`guarantee_case_ref`, `bracket_full_ref`):
+//!   read what the program needs before building it.
 //! * And a wait that *resumes* inside `poll.apply(..)` while a cancellation
 //!   is pending does not hand its value on: the fiber is canceled right
 //!   there, at the resumption. In Cats Effect the value may pass the end of
@@ -72,6 +79,11 @@ use crate::fiber::handle::FiberHandle;
 use crate::fiber::{Spawner, typed_outcome};
 use crate::io::IO;
 use crate::outcome::Outcome;
+
+// The borrowing forms as traces name them.
+crate::engine::tracing::trace_ops! {
+    GuaranteeCaseRef = "guarantee_case_ref",
+}
 
 /// Unmasks a program inside the `uncancelable` region that made it.
 ///
@@ -264,13 +276,68 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
 
     /// Runs the program `finalizer` builds from the outcome of `self`
     /// (masked, exactly once), whatever the outcome: success, error,
-    /// cancellation or panic.
+    /// cancellation or panic (Cats Effect's `guaranteeCase`).
+    ///
+    /// The finalizer gets the outcome by value, a clone (the outcome itself
+    /// goes on as the program's), so the program it builds may keep it.
+    /// For a value or an error that is not `Clone` (`std::io::Error`), or
+    /// costly to clone, [`guarantee_case_ref`](IO::guarantee_case_ref)
+    /// lends the outcome instead.
+    ///
+    /// ```
+    /// use spindle_effect::prelude::*;
+    /// use spindle_effect::{Ref, wstp::Runtime};
+    ///
+    /// let log = Ref::new(Vec::<String>::new());
+    /// let l = log.clone();
+    /// let io: IO<u32, String> = IO::raise_error("boom".to_string())
+    ///     .guarantee_case(move |outcome| l.update(move |log| log.push(outcome.to_string())));
+    /// let rt = Runtime::new()?;
+    /// assert!(rt.block_on(io)?.is_errored());
+    /// assert_eq!(rt.block_on(log.get::<()>())?.ok(), Some(vec![r#"errored with "boom""#.to_string()]));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[track_caller]
     pub fn guarantee_case<F>(self, finalizer: F) -> IO<A, E>
     where
+        A: Clone,
+        E: Clone,
+        F: FnOnce(Outcome<A, E>) -> IO<(), E> + Send + 'static,
+    {
+        self.guarantee_case_at::<WithClosure<names::GuaranteeCase, F>, _>(
+            here(),
+            move |outcome: &Outcome<A, E>| finalizer(outcome.clone()),
+        )
+    }
+
+    /// [`guarantee_case`](IO::guarantee_case) that lends the outcome to
+    /// `finalizer`, for values and errors that are not `Clone` (or costly
+    /// to clone): the borrow ends when the finalizer's program is built, so
+    /// read what it needs first (`outcome.is_canceled()`, an error's
+    /// message) and move that into the program.
+    ///
+    /// ```
+    /// use spindle_effect::prelude::*;
+    /// use spindle_effect::{Ref, wstp::Runtime};
+    ///
+    /// let failures = Ref::new(Vec::<String>::new());
+    /// let f = failures.clone();
+    /// let read: IO<Vec<u8>, std::io::Error> = IO::raise_error(std::io::Error::other("disk"))
+    ///     .guarantee_case_ref(move |outcome| {
+    ///         let failure = outcome.as_ref().error().map(|e| e.to_string());
+    ///         f.update(move |log| log.extend(failure))
+    ///     });
+    /// let rt = Runtime::new()?;
+    /// assert!(rt.block_on(read)?.is_errored());
+    /// assert_eq!(rt.block_on(failures.get::<()>())?.ok(), Some(vec!["disk".to_string()]));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[track_caller]
+    pub fn guarantee_case_ref<F>(self, finalizer: F) -> IO<A, E>
+    where
         F: FnOnce(&Outcome<A, E>) -> IO<(), E> + Send + 'static,
     {
-        self.guarantee_case_at::<WithClosure<names::GuaranteeCase, F>, F>(here(), finalizer)
+        self.guarantee_case_at::<WithClosure<GuaranteeCaseRef, F>, F>(here(), finalizer)
     }
 
     /// [`IO::guarantee_case`] recorded as the operation `M` at `site`.
@@ -338,6 +405,12 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// the use (success, error, cancellation, panic). Acquisition and
     /// release are masked; the use is cancelable.
     ///
+    /// The use gets a clone of the resource, so the program it builds may
+    /// keep it; the release gets the resource itself. For a resource that
+    /// is not `Clone`, see [`bracket_full_ref`](IO::bracket_full_ref), or
+    /// make it a [`Resource`](crate::Resource) and
+    /// [`use_ref`](crate::Resource::use_ref) it.
+    ///
     /// ```
     /// use spindle_effect::prelude::*;
     /// use spindle_effect::wstp::Runtime;
@@ -347,7 +420,8 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// let (l1, l2) = (log.clone(), log.clone());
     /// let io: IO<usize, String> = IO::bracket(
     ///     IO::delay(move || { l1.lock().unwrap().push("open"); 42usize }),
-    ///     |fd: &usize| IO::raise_error(format!("read {fd} failed")),
+    ///     // The use owns its copy of the resource: the program keeps it.
+    ///     |fd| IO::defer(move || IO::raise_error(format!("read {fd} failed"))),
     ///     move |_fd| IO::delay(move || l2.lock().unwrap().push("close")),
     /// );
     /// assert!(Runtime::new()?.block_on(io)?.is_errored());
@@ -357,35 +431,74 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     #[track_caller]
     pub fn bracket<R, U, Rel>(acquire: IO<R, E>, use_: U, release: Rel) -> IO<A, E>
     where
-        R: Send + 'static,
-        U: FnOnce(&R) -> IO<A, E> + Send + 'static,
+        R: Clone + Send + 'static,
+        U: FnOnce(R) -> IO<A, E> + Send + 'static,
         Rel: FnOnce(R) -> IO<(), E> + Send + 'static,
     {
-        IO::bracket_untraced(move |_| acquire, use_, move |r, _| release(r)).traced_as(&BRACKET)
+        IO::bracket_untraced(
+            move |_| acquire,
+            move |r: &R| use_(r.clone()),
+            move |r, _| release(r),
+        )
+        .traced_as(&BRACKET)
     }
 
-    /// [`bracket`](IO::bracket) whose release also sees the use's outcome.
+    /// [`bracket`](IO::bracket) whose release also sees the use's outcome
+    /// (a clone of it, as [`guarantee_case`](IO::guarantee_case) gives).
     #[track_caller]
     pub fn bracket_case<R, U, Rel>(acquire: IO<R, E>, use_: U, release: Rel) -> IO<A, E>
     where
-        R: Send + 'static,
-        U: FnOnce(&R) -> IO<A, E> + Send + 'static,
-        Rel: FnOnce(R, &Outcome<A, E>) -> IO<(), E> + Send + 'static,
+        A: Clone,
+        E: Clone,
+        R: Clone + Send + 'static,
+        U: FnOnce(R) -> IO<A, E> + Send + 'static,
+        Rel: FnOnce(R, Outcome<A, E>) -> IO<(), E> + Send + 'static,
     {
-        IO::bracket_untraced(move |_| acquire, use_, release).traced_as(&BRACKET_CASE)
+        IO::bracket_untraced(
+            move |_| acquire,
+            move |r: &R| use_(r.clone()),
+            move |r, outcome: &Outcome<A, E>| release(r, outcome.clone()),
+        )
+        .traced_as(&BRACKET_CASE)
     }
 
     /// The general bracket: `acquire` gets a [`Poll`], so that a blocking
-    /// acquisition (waiting for a lock, say) can be canceled.
+    /// acquisition (waiting for a lock, say) can be canceled; the use gets
+    /// a clone of the resource and the release a clone of the outcome (see
+    /// [`bracket_case`](IO::bracket_case)).
     #[track_caller]
     pub fn bracket_full<R, Acq, U, Rel>(acquire: Acq, use_: U, release: Rel) -> IO<A, E>
+    where
+        A: Clone,
+        E: Clone,
+        R: Clone + Send + 'static,
+        Acq: FnOnce(Poll) -> IO<R, E> + Send + 'static,
+        U: FnOnce(R) -> IO<A, E> + Send + 'static,
+        Rel: FnOnce(R, Outcome<A, E>) -> IO<(), E> + Send + 'static,
+    {
+        IO::bracket_untraced(
+            acquire,
+            move |r: &R| use_(r.clone()),
+            move |r, outcome: &Outcome<A, E>| release(r, outcome.clone()),
+        )
+        .traced_as(&BRACKET_FULL)
+    }
+
+    /// [`bracket_full`](IO::bracket_full) that lends instead of cloning,
+    /// for resources, values and errors that are not `Clone`: the use
+    /// borrows the resource (`&R`) while it builds its program, and the
+    /// release borrows the outcome while it builds its own. A borrow ends
+    /// when the program is built: read what it needs first and move that
+    /// in.
+    #[track_caller]
+    pub fn bracket_full_ref<R, Acq, U, Rel>(acquire: Acq, use_: U, release: Rel) -> IO<A, E>
     where
         R: Send + 'static,
         Acq: FnOnce(Poll) -> IO<R, E> + Send + 'static,
         U: FnOnce(&R) -> IO<A, E> + Send + 'static,
         Rel: FnOnce(R, &Outcome<A, E>) -> IO<(), E> + Send + 'static,
     {
-        IO::bracket_untraced(acquire, use_, release).traced_as(&BRACKET_FULL)
+        IO::bracket_untraced(acquire, use_, release).traced_as(&BRACKET_FULL_REF)
     }
 
     /// [`IO::bracket_full`] for io-core's own nodes (no trace event).
@@ -468,3 +581,4 @@ static POLL_APPLY: Op = Op::new("Poll::apply");
 static BRACKET: Op = Op::new("bracket");
 static BRACKET_CASE: Op = Op::new("bracket_case");
 static BRACKET_FULL: Op = Op::new("bracket_full");
+static BRACKET_FULL_REF: Op = Op::new("bracket_full_ref");

@@ -245,8 +245,10 @@ where
     })
 }
 
-/// `IO::race_all` (see the module doc).
-fn race_all<A: Send + 'static, E: Send + 'static>(mut programs: Vec<IO<A, E>>) -> IO<A, E> {
+/// `IO::race_all` (see the module doc); also the race of `select!`.
+pub(crate) fn race_all<A: Send + 'static, E: Send + 'static>(
+    mut programs: Vec<IO<A, E>>,
+) -> IO<A, E> {
     let n = programs.len();
     if n <= 1 {
         return match programs.pop() {

@@ -1,6 +1,11 @@
-//! Time limits and timing: [`IO::timeout`], [`IO::timeout_to`],
-//! [`IO::timeout_and_forget`] and [`IO::timed`]; the error
-//! [`TimeoutError`].
+//! Time limits and timing: [`IO::timeout`], [`IO::timeout_option`],
+//! [`IO::timeout_to`], [`IO::timeout_and_forget`] and [`IO::timed`]; the
+//! error [`TimeoutError`].
+//!
+//! `timeout` raises the deadline as an error of the program's type, which
+//! takes it through `From<TimeoutError>`; `timeout_option` needs nothing of
+//! the error type (the deadline is `None` in the value), and `timeout_to`
+//! runs a fallback of your choice.
 //!
 //! ```
 //! use spindle_effect::prelude::*;
@@ -111,6 +116,7 @@ impl From<TimeoutError> for std::io::Error {
 // site; the nodes they are made of are untraced).
 static TIMEOUT: Op = Op::new("timeout");
 static TIMEOUT_TO: Op = Op::new("timeout_to");
+static TIMEOUT_OPTION: Op = Op::new("timeout_option");
 static TIMEOUT_AND_FORGET: Op = Op::new("timeout_and_forget");
 static TIMED: Op = Op::new("timed");
 
@@ -142,9 +148,40 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     {
         self.timeout_to_untraced(
             duration,
-            IO::raise_error(E::from(TimeoutError { after: duration })),
+            IO::raise_error_untraced(E::from(TimeoutError { after: duration })),
         )
         .traced_as(&TIMEOUT)
+    }
+
+    /// `Some` of the value of `self`, or `None` if it has not completed
+    /// after `duration`; `self` is then canceled, and awaited (its
+    /// finalizers have run), as in [`timeout`](IO::timeout), whose rules
+    /// this follows.
+    ///
+    /// The deadline is in the value, so this fits any error type: no
+    /// `From<TimeoutError>` is needed, and an error of `self` is still
+    /// the program's error.
+    ///
+    /// ```
+    /// use spindle_effect::prelude::*;
+    /// use spindle_effect::wstp::Runtime;
+    /// use std::time::Duration;
+    ///
+    /// #[derive(Debug, PartialEq)]
+    /// struct MyError;
+    ///
+    /// let rt = Runtime::new()?;
+    /// let late: IO<u32, MyError> = IO::never();
+    /// assert_eq!(rt.block_on(late.timeout_option(Duration::from_millis(1)))?.ok(), Some(None));
+    /// let quick: IO<u32, MyError> = IO::pure(7);
+    /// assert_eq!(rt.block_on(quick.timeout_option(Duration::from_secs(60)))?.ok(), Some(Some(7)));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[track_caller]
+    pub fn timeout_option(self, duration: Duration) -> IO<Option<A>, E> {
+        self.map_untraced(Some)
+            .timeout_to_untraced(duration, IO::pure(None))
+            .traced_as(&TIMEOUT_OPTION)
     }
 
     /// Runs `fallback` if `self` has not completed after `duration`; `self`
@@ -170,7 +207,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     where
         E: From<TimeoutError>,
     {
-        let error = move || IO::raise_error(E::from(TimeoutError { after: duration }));
+        let error = move || IO::raise_error_untraced(E::from(TimeoutError { after: duration }));
         run(self, duration, Late::Forget, error).traced_as(&TIMEOUT_AND_FORGET)
     }
 

@@ -3,7 +3,7 @@
 //!
 //! A `Resource<A, E>` is a program that *allocates*: it produces the value
 //! and the function that releases it. [`Resource::use_with`] allocates masked,
-//! runs the user's program (cancelable) with a reference to the value, and
+//! runs the user's program (cancelable) with a clone of the value, and
 //! releases whatever the outcome. Composition (`flat_map`) releases in
 //! reverse order of acquisition; a release that fails does not stop the
 //! releases after it (each is chained with `guarantee`), and its error is
@@ -11,8 +11,12 @@
 //!
 //! Where Spindle differs from Cats Effect, and why:
 //! * A resource is used once, like an `IO` (programs are single-use values
-//!   in Spindle); the user's program borrows the value (`&A`) to build its
-//!   program, while the release takes it by value.
+//!   in Spindle). The release owns the value; the user's program gets a
+//!   clone of it (`use_with`, `flat_map`: `A: Clone`, a cheap handle such
+//!   as a socket, a supervisor, an `Arc`), which the `'static` program it
+//!   builds may keep, where Cats Effect shares one reference. For a value
+//!   that is not `Clone`, `use_ref` and `flat_map_ref` lend it (`&A`)
+//!   while the program is built. `map` computes a value, so it borrows.
 //! * `both` acquires left then right (not concurrently): acquisition runs
 //!   masked, so concurrency would only help acquisitions that wait, and it
 //!   keeps the release order obvious (right, then left).
@@ -42,9 +46,11 @@ crate::engine::tracing::trace_ops! {
     Pure = "Resource::pure",
     Eval = "Resource::eval",
     UseWith = "Resource::use_with",
+    UseRef = "Resource::use_ref",
     AllocatedOp = "Resource::allocated",
     Map = "Resource::map",
     FlatMap = "Resource::flat_map",
+    FlatMapRef = "Resource::flat_map_ref",
     Both = "Resource::both",
     Background = "background",
 }
@@ -127,8 +133,9 @@ impl<A: Send + 'static, E: Send + 'static> Allocated<A, E> {
 /// };
 /// let (l1, l2) = (log.clone(), log.clone());
 /// let both: Resource<(&str, &str), ()> =
-///     open("a", l1).flat_map(move |a| { let a = *a; open("b", l2).map(move |b| (a, *b)) });
-/// let io = both.use_with(|(a, b)| IO::pure(format!("{a}{b}")));
+///     open("a", l1).flat_map(move |a| open("b", l2).map(move |b| (a, *b)));
+/// // The program owns its copy of the value.
+/// let io = both.use_with(|(a, b)| IO::delay(move || format!("{a}{b}")));
 /// assert_eq!(Runtime::new()?.block_on(io)?.succeeded(), Some("ab".to_string()));
 /// assert_eq!(*log.lock().unwrap(), ["open a", "open b", "close b", "close a"]);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -137,7 +144,7 @@ impl<A: Send + 'static, E: Send + 'static> Allocated<A, E> {
 ///
 /// A `Resource<A, E>` is a program that *allocates*: it produces the value
 /// and the function that releases it. [`Resource::use_with`] allocates masked,
-/// runs the user's program (cancelable) with a reference to the value, and
+/// runs the user's program (cancelable) with a clone of the value, and
 /// releases whatever the outcome. Composition (`flat_map`) releases in
 /// reverse order of acquisition; a release that fails does not stop the
 /// releases after it (each is chained with `guarantee`), and its error is
@@ -145,8 +152,14 @@ impl<A: Send + 'static, E: Send + 'static> Allocated<A, E> {
 ///
 /// Where Spindle differs from Cats Effect, and why:
 /// * A resource is used once, like an `IO` (programs are single-use values
-///   in Spindle); the user's program borrows the value (`&A`) to build its
-///   program, while the release takes it by value.
+///   in Spindle). The release owns the value; the user's program gets a
+///   clone of it ([`use_with`](Resource::use_with),
+///   [`flat_map`](Resource::flat_map): `A: Clone`), which the `'static`
+///   program it builds may keep. For a value that is not `Clone`,
+///   [`use_ref`](Resource::use_ref) and
+///   [`flat_map_ref`](Resource::flat_map_ref) lend it (`&A`) while the
+///   program is built. [`map`](Resource::map) computes a value, so it
+///   borrows.
 /// * `both` acquires left then right (not concurrently): acquisition runs
 ///   masked, so concurrency would only help acquisitions that wait, and it
 ///   keeps the release order obvious (right, then left).
@@ -300,10 +313,71 @@ impl<A: Send + 'static, E: Send + 'static> Resource<A, E> {
     }
 
     /// Allocates, runs the program `f` builds from the value, and releases
-    /// whatever the outcome. Allocation and release are masked (except where
-    /// a `make_full` acquisition polls); the program is cancelable.
+    /// whatever the outcome (Cats Effect's `use`). Allocation and release
+    /// are masked (except where a `make_full` acquisition polls); the
+    /// program is cancelable.
+    ///
+    /// `f` gets a clone of the value (the release keeps the value itself),
+    /// so the program it builds may keep it, in closures and in the fibers
+    /// it starts; for a value that is not `Clone`, see
+    /// [`use_ref`](Resource::use_ref).
+    ///
+    /// ```
+    /// use spindle_effect::prelude::*;
+    /// use spindle_effect::{Resource, Supervisor, wstp::Runtime};
+    ///
+    /// let io: IO<u32, ()> = Supervisor::scoped().use_with(|supervisor| {
+    ///     // The supervisor is owned here: the closures below keep it.
+    ///     supervisor
+    ///         .supervise(IO::delay(|| 20))
+    ///         .flat_map(move |first| supervisor.supervise(IO::pure(22)).map(move |second| (first, second)))
+    ///         .flat_map(|(first, second)| first.join_with_never().both(second.join_with_never()))
+    ///         .map(|(a, b)| a + b)
+    /// });
+    /// assert_eq!(Runtime::new()?.block_on(io)?.ok(), Some(42));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[track_caller]
     pub fn use_with<B, F>(self, f: F) -> IO<B, E>
+    where
+        A: Clone,
+        B: Send + 'static,
+        F: FnOnce(A) -> IO<B, E> + Send + 'static,
+    {
+        self.use_at::<WithClosure<UseWith, F>, _, _>(here(), move |a: &A| f(a.clone()))
+    }
+
+    /// [`use_with`](Resource::use_with) that lends the value to `f`
+    /// (`&A`) instead of cloning it, for values that are not `Clone`: the
+    /// borrow ends when the program is built, so read what the program
+    /// needs first and move that into it.
+    ///
+    /// ```
+    /// use spindle_effect::prelude::*;
+    /// use spindle_effect::{Resource, wstp::Runtime};
+    ///
+    /// // A buffer that is not `Clone`.
+    /// struct Buffer(Vec<u8>);
+    /// let buffer: Resource<Buffer, ()> =
+    ///     Resource::make(IO::delay(|| Buffer(vec![1, 2, 3])), |_| IO::unit());
+    /// let io = buffer.use_ref(|b| {
+    ///     let len = b.0.len();
+    ///     IO::delay(move || len * 2)
+    /// });
+    /// assert_eq!(Runtime::new()?.block_on(io)?.ok(), Some(6));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[track_caller]
+    pub fn use_ref<B, F>(self, f: F) -> IO<B, E>
+    where
+        B: Send + 'static,
+        F: FnOnce(&A) -> IO<B, E> + Send + 'static,
+    {
+        self.use_at::<WithClosure<UseRef, F>, _, _>(here(), f)
+    }
+
+    /// `use_ref` recorded as the operation `M` at `site`.
+    fn use_at<M: OpMeta, B, F>(self, site: Option<Site>, f: F) -> IO<B, E>
     where
         B: Send + 'static,
         F: FnOnce(&A) -> IO<B, E> + Send + 'static,
@@ -313,17 +387,13 @@ impl<A: Send + 'static, E: Send + 'static> Resource<A, E> {
             Repr::Lock {
                 permit,
                 value,
-                site,
+                site: lock_site,
             } => {
-                return permit.use_permit_at::<WithClosure<UseWith, F>, Named<Lock>, _, _, _, _>(
-                    here(),
-                    site,
-                    value,
-                    f,
-                );
+                return permit
+                    .use_permit_at::<M, Named<Lock>, _, _, _, _>(site, lock_site, value, f);
             }
         };
-        IO::uncancelable_at::<WithClosure<UseWith, F>, _>(here(), move |poll| {
+        IO::uncancelable_at::<M, _>(site, move |poll| {
             allocate(poll).flat_map_untraced(move |allocated| {
                 let used = f(&allocated.value);
                 poll.apply_untraced(used)
@@ -343,7 +413,9 @@ impl<A: Send + 'static, E: Send + 'static> Resource<A, E> {
         IO::uncancelable_at::<Named<AllocatedOp>, _>(here(), allocate)
     }
 
-    /// Transforms the value; the release still gets the original.
+    /// Transforms the value; the release still gets the original. `f`
+    /// borrows the value to compute the new one (which is `'static`, so
+    /// it cannot keep the borrow: clone what it keeps).
     #[track_caller]
     pub fn map<B, F>(self, f: F) -> Resource<B, E>
     where
@@ -365,13 +437,39 @@ impl<A: Send + 'static, E: Send + 'static> Resource<A, E> {
     /// Acquires the resource `f` builds from the value after this one;
     /// releases it before this one. If its acquisition fails, is canceled or
     /// panics, this one is released.
+    ///
+    /// `f` gets a clone of the value (this resource's release keeps the
+    /// value itself), so the resource it builds may keep it; for a value
+    /// that is not `Clone`, see [`flat_map_ref`](Resource::flat_map_ref).
     #[track_caller]
     pub fn flat_map<B, F>(self, f: F) -> Resource<B, E>
+    where
+        A: Clone,
+        B: Send + 'static,
+        F: FnOnce(A) -> Resource<B, E> + Send + 'static,
+    {
+        self.flat_map_at::<WithClosure<FlatMap, F>, _, _>(here(), move |a: &A| f(a.clone()))
+    }
+
+    /// [`flat_map`](Resource::flat_map) that lends the value to `f` (`&A`)
+    /// instead of cloning it, for values that are not `Clone`: the borrow
+    /// ends when the resource is built.
+    #[track_caller]
+    pub fn flat_map_ref<B, F>(self, f: F) -> Resource<B, E>
     where
         B: Send + 'static,
         F: FnOnce(&A) -> Resource<B, E> + Send + 'static,
     {
-        Resource::from_fn_at::<WithClosure<FlatMap, F>, _>(here(), move |poll| {
+        self.flat_map_at::<WithClosure<FlatMapRef, F>, _, _>(here(), f)
+    }
+
+    /// `flat_map_ref` recorded as the operation `M` at `site`.
+    fn flat_map_at<M: OpMeta, B, F>(self, site: Option<Site>, f: F) -> Resource<B, E>
+    where
+        B: Send + 'static,
+        F: FnOnce(&A) -> Resource<B, E> + Send + 'static,
+    {
+        Resource::from_fn_at::<M, _>(site, move |poll| {
             (self.into_allocate())(poll).flat_map_untraced(move |outer| {
                 let inner = f(&outer.value);
                 nest(poll, outer, inner, |outer, inner| Allocated {

@@ -383,10 +383,10 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
                         Ok(a) => IO::pure(ControlFlow::Break(a)),
                         Err(e) => {
                             if !retry(&e) {
-                                return IO::raise_error(e);
+                                return IO::raise_error_untraced(e);
                             }
                             match delays.next() {
-                                None => IO::raise_error(e),
+                                None => IO::raise_error_untraced(e),
                                 Some(delay) => IO::<(), E>::sleep(delay)
                                     .map_untraced(move |()| ControlFlow::Continue((delays, retry))),
                             }

@@ -23,8 +23,16 @@
 //!   so spawning under the lock cannot re-enter it; a child that runs at
 //!   once on another thread and completes waits for the lock, and then
 //!   finds itself recorded. So a child is either refused (the scope had
-//!   closed: [`SupervisorClosed`], an error value) or recorded before the
-//!   scope can close: the close never misses a child.
+//!   closed) or recorded before the scope can close: the close never
+//!   misses a child.
+//! * **A refused child** is canceled before it runs, as the close would
+//!   have canceled it had it started a moment earlier: `supervise` and
+//!   `JoinSet::spawn` drop its program and start, outside the lock, a
+//!   stand-in fiber that ends at once as `Outcome::Canceled`, so their
+//!   callers get a handle (or a fiber number) whatever the state of the
+//!   scope, and no error type has to take a closed scope. `try_supervise`
+//!   and `JoinSet::try_spawn` say [`SupervisorClosed`] instead, for code
+//!   that wants to know.
 //! * **Closing** sets `closed` and takes the recorded children under the
 //!   lock; from then on every start is refused. Outside the lock it requests
 //!   the cancellation of each (unless awaiting), then waits until each has
@@ -67,7 +75,7 @@ use crate::engine::tracing::{ChildTraces, Internal, NO_SITE, Op};
 use crate::fiber::handle::FiberHandle;
 use crate::fiber::join::Completed;
 use crate::fiber::join::JoinRef;
-use crate::fiber::{CompleteK, FiberId, RawFiberRef};
+use crate::fiber::{CompleteK, FiberId, RawFiberRef, Spawner};
 use crate::io::IO;
 use crate::outcome::Outcome;
 use crate::stdlib::data::deferred::Deferred;
@@ -98,8 +106,9 @@ impl core::error::Error for SupervisorClosed {}
 
 /// A closed scope as an I/O error (kind
 /// [`ErrorKind::Other`](std::io::ErrorKind::Other), the
-/// [`SupervisorClosed`] as its source), so that [`Supervisor::supervise`]
-/// works on programs whose error type is [`std::io::Error`].
+/// [`SupervisorClosed`] as its source), for programs whose error type is
+/// [`std::io::Error`] and that raise the `Err` of
+/// [`Supervisor::try_supervise`].
 #[cfg(feature = "std")]
 impl From<SupervisorClosed> for std::io::Error {
     fn from(e: SupervisorClosed) -> Self {
@@ -151,35 +160,36 @@ impl Supervised {
 ///
 /// ```
 /// use spindle_effect::prelude::*;
-/// use spindle_effect::{Supervisor, error::SupervisorClosed, wstp::Runtime};
+/// use spindle_effect::{Deferred, Supervisor, wstp::Runtime};
 /// use std::sync::Arc;
 /// use std::sync::atomic::{AtomicUsize, Ordering};
 ///
-/// #[derive(Debug, PartialEq)]
-/// struct Closed;
-/// impl From<SupervisorClosed> for Closed {
-///     fn from(_: SupervisorClosed) -> Self { Closed }
-/// }
-///
 /// let finalized = Arc::new(AtomicUsize::new(0));
 /// let f = finalized.clone();
-/// let io: IO<u32, Closed> = Supervisor::scoped().use_with(move |supervisor| {
+/// let started = Deferred::<()>::new();
+/// let s = started.clone();
+/// let io: IO<u32, std::io::Error> = Supervisor::scoped().use_with(move |supervisor| {
 ///     // A child that never ends on its own: the scope's end cancels it.
-///     let forever = IO::<u32, Closed>::never()
+///     let forever = s.complete(()).product_r(never::<u32, std::io::Error>())
 ///         .on_cancel(IO::delay(move || { f.fetch_add(1, Ordering::SeqCst); }));
-///     supervisor.supervise(forever).product_r(supervisor.supervise(IO::pure(7)))
+///     supervisor.supervise(forever)
+///         .product_r(started.get()) // its finalizer is in place
+///         .product_r(supervisor.supervise(IO::<u32, std::io::Error>::pure(7)))
 ///         .flat_map(|quick| quick.join())
-///         .map(|outcome| outcome.succeeded().unwrap_or(0))
+///         .map(|outcome| outcome.ok().unwrap_or(0))
 /// });
-/// assert_eq!(Runtime::new()?.block_on(io)?, Outcome::Succeeded(7));
+/// assert_eq!(Runtime::new()?.block_on(io)?.ok(), Some(7));
 /// assert_eq!(finalized.load(Ordering::SeqCst), 1);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 ///
 /// A supervisor is a cheap handle (`Clone`): hand clones to the fibers that
 /// start children. Children start on the executor of the fiber that
-/// supervises them. Starting a child after the scope has closed is an
-/// error value, [`SupervisorClosed`], never a panic.
+/// supervises them. A child supervised after the scope has closed (by a
+/// clone that outlived it, or while the release awaits the children) is
+/// canceled before it runs: its handle joins as `Outcome::Canceled`, and
+/// [`try_supervise`](Supervisor::try_supervise) tells that case apart
+/// ([`SupervisorClosed`]). Never a panic.
 #[derive(Clone)]
 pub struct Supervisor {
     state: Arc<Mutex<Supervised>>,
@@ -230,19 +240,34 @@ impl Supervisor {
     }
 
     /// Starts `io` as a child of this scope and returns its handle (join
-    /// it, cancel it; dropping it leaves the child to the scope). Fails
-    /// with `E::from(SupervisorClosed)` if the scope has closed; see
-    /// [`try_supervise`](Supervisor::try_supervise) for the error as a
-    /// value of its own.
+    /// it, cancel it; dropping it leaves the child to the scope). It cannot
+    /// fail, so it is generic in its error type `E2` (as [`IO::start`]): it
+    /// fits any program without a conversion.
+    ///
+    /// If the scope has closed (a clone of the supervisor used after the
+    /// scope, or a child supervising a sibling while the release awaits
+    /// it), the child is canceled before it runs: `io` is dropped, and the
+    /// handle joins as `Outcome::Canceled`. See
+    /// [`try_supervise`](Supervisor::try_supervise) to tell that case
+    /// apart.
     #[track_caller]
-    pub fn supervise<A, E>(&self, io: IO<A, E>) -> IO<FiberHandle<A, E>, E>
+    pub fn supervise<A, E, E2>(&self, io: IO<A, E>) -> IO<FiberHandle<A, E>, E2>
     where
         A: Send + 'static,
-        E: From<SupervisorClosed> + Send + 'static,
+        E: Send + 'static,
+        E2: Send + 'static,
     {
-        self.try_supervise_untraced(io)
-            .flat_map_untraced(|started| IO::from_result(started.map_err(E::from)))
-            .traced_as(&SUPERVISE)
+        let state = self.state.clone();
+        IO::with_spawner(
+            move |spawner| match Supervisor::spawn_in(&state, spawner, io) {
+                Ok(child) => child,
+                Err(refused) => {
+                    drop(refused);
+                    refused_child(spawner)
+                }
+            },
+        )
+        .traced_as(&SUPERVISE)
     }
 
     /// Starts `io` as a child of this scope: its handle, or
@@ -258,37 +283,44 @@ impl Supervisor {
         E: Send + 'static,
         E2: Send + 'static,
     {
-        self.try_supervise_untraced(io).traced_as(&TRY_SUPERVISE)
+        let state = self.state.clone();
+        IO::with_spawner(move |spawner| {
+            Supervisor::spawn_in(&state, spawner, io).map_err(|refused| {
+                drop(refused);
+                SupervisorClosed
+            })
+        })
+        .traced_as(&TRY_SUPERVISE)
     }
 
-    fn try_supervise_untraced<A, E, E2>(
-        &self,
+    /// Starts `io` as a child recorded in `state`, or hands it back if the
+    /// scope has closed (to be dropped outside the lock: dropping a program
+    /// runs user code).
+    fn spawn_in<A, E>(
+        state: &Mutex<Supervised>,
+        spawner: Spawner,
         io: IO<A, E>,
-    ) -> IO<Result<FiberHandle<A, E>, SupervisorClosed>, E2>
+    ) -> Result<FiberHandle<A, E>, IO<A, E>>
     where
         A: Send + 'static,
         E: Send + 'static,
-        E2: Send + 'static,
     {
-        let state = self.state.clone();
-        IO::with_spawner(move |spawner| {
-            let mut supervised = state.lock();
-            if supervised.closed {
-                return Err(SupervisorClosed);
-            }
-            supervised.sweep();
-            // Spawned under the lock (see the module doc): the close
-            // cannot come between the start and the record.
-            let child = spawner.spawn(io.into_node(), None);
-            // SAFETY: spawned just above without a completion callback.
-            supervised
-                .children
-                .push(unsafe { JoinRef::new(child.clone()) });
-            drop(supervised);
-            // SAFETY: the child runs `io`, an `IO<A, E>`, without a
-            // completion callback (its outcome goes to its join state).
-            Ok(unsafe { FiberHandle::from_fiber(child) })
-        })
+        let mut supervised = state.lock();
+        if supervised.closed {
+            return Err(io);
+        }
+        supervised.sweep();
+        // Spawned under the lock (see the module doc): the close
+        // cannot come between the start and the record.
+        let child = spawner.spawn(io.into_node(), None);
+        // SAFETY: spawned just above without a completion callback.
+        supervised
+            .children
+            .push(unsafe { JoinRef::new(child.clone()) });
+        drop(supervised);
+        // SAFETY: the child runs `io`, an `IO<A, E>`, without a
+        // completion callback (its outcome goes to its join state).
+        Ok(unsafe { FiberHandle::from_fiber(child) })
     }
 
     /// How many children the supervisor still records (started, and not
@@ -319,6 +351,24 @@ impl Supervisor {
             })
         })
     }
+}
+
+/// A child refused by a closed scope: a fiber that is canceled before it
+/// does anything (module doc, "A refused child").
+fn refused_child<A, E>(spawner: Spawner) -> FiberHandle<A, E>
+where
+    A: Send + 'static,
+    E: Send + 'static,
+{
+    let child = spawner.spawn(refused_program::<A, E>().into_node(), None);
+    // SAFETY: the child runs an `IO<A, E>` without a completion callback.
+    unsafe { FiberHandle::from_fiber(child) }
+}
+
+/// The program of a refused child: canceled at once (unmasked, so the
+/// cancellation is observed there), so `never` is not reached.
+fn refused_program<A: Send + 'static, E: Send + 'static>() -> IO<A, E> {
+    IO::<(), E>::canceled_untraced().product_r_untraced(IO::never_untraced())
 }
 
 // ----- JoinSet -------------------------------------------------------------------
@@ -369,11 +419,10 @@ impl<A, E> Joining<A, E> {
 /// use std::time::Duration;
 ///
 /// let io: IO<Vec<u32>, ()> = JoinSet::<u32, ()>::scoped().use_with(|set| {
-///     let slow = IO::<(), ()>::sleep(Duration::from_millis(100)).map_to(2);
-///     let fast = IO::<(), ()>::sleep(Duration::from_millis(1)).map_to(1);
-///     let set = set.clone();
-///     set.try_spawn(slow)
-///         .product_r(set.try_spawn(fast))
+///     let slow = sleep(Duration::from_millis(100)).map_to(2);
+///     let fast = sleep(Duration::from_millis(1)).map_to(1);
+///     set.spawn(slow)
+///         .product_r(set.spawn(fast))
 ///         .product_r(IO::replicate(3, move || set.join_next()))
 ///         .map(|joined| joined.into_iter().map(|o| o.and_then(|o| o.succeeded()).unwrap_or(0)).collect())
 /// });
@@ -428,16 +477,27 @@ impl<A: Send + 'static, E: Send + 'static> JoinSet<A, E> {
 
     /// Starts `io` as a child of the set; its fiber's number (the one
     /// [`join_next_with_id`](JoinSet::join_next_with_id) gives with its
-    /// outcome). Fails with `E2::from(SupervisorClosed)` if the scope has
-    /// closed.
+    /// outcome). It cannot fail, so it is generic in its error type `E2`.
+    ///
+    /// If the scope has closed, the child is canceled before it runs
+    /// (`io` is dropped; the number is that of the refused fiber, which no
+    /// `join_next` gives: the closed set is joined no more). See
+    /// [`try_spawn`](JoinSet::try_spawn) to tell that case apart.
     #[track_caller]
-    pub fn spawn<E2>(&self, io: IO<A, E>) -> IO<FiberId, E2>
-    where
-        E2: From<SupervisorClosed> + Send + 'static,
-    {
-        self.try_spawn_untraced(io)
-            .flat_map_untraced(|started| IO::from_result(started.map_err(E2::from)))
-            .traced_as(&SPAWN)
+    pub fn spawn<E2: Send + 'static>(&self, io: IO<A, E>) -> IO<FiberId, E2> {
+        let state = self.state.clone();
+        IO::with_spawner(
+            move |spawner| match JoinSet::spawn_in(&state, spawner, io) {
+                Ok(id) => id,
+                Err(refused) => {
+                    drop(refused);
+                    spawner
+                        .spawn(refused_program::<A, E>().into_node(), None)
+                        .id()
+                }
+            },
+        )
+        .traced_as(&SPAWN)
     }
 
     /// Starts `io` as a child of the set: its fiber's number, or
@@ -448,42 +508,48 @@ impl<A: Send + 'static, E: Send + 'static> JoinSet<A, E> {
         &self,
         io: IO<A, E>,
     ) -> IO<Result<FiberId, SupervisorClosed>, E2> {
-        self.try_spawn_untraced(io).traced_as(&TRY_SPAWN)
-    }
-
-    fn try_spawn_untraced<E2: Send + 'static>(
-        &self,
-        io: IO<A, E>,
-    ) -> IO<Result<FiberId, SupervisorClosed>, E2> {
         let state = self.state.clone();
         IO::with_spawner(move |spawner| {
-            let mut joining = state.lock();
-            if joining.closed {
-                return Err(SupervisorClosed);
-            }
-            let key = joining.next_key;
-            joining.next_key += 1;
-            let set = state.clone();
-            let on_complete = move |outcome: Outcome<A, E>,
-                                    _: Vec<E>,
-                                    _: crate::engine::tracing::Trace,
-                                    _: ChildTraces| {
-                JoinSet { state: set }.record(key, outcome)
-            };
-            // Spawned under the lock (see the module doc): the child's
-            // completion waits for the lock, and finds itself running.
-            let child = spawner.spawn(
-                io.into_node(),
-                Some(ErasedFn::new::<CompleteK<A, E>, _>(on_complete)),
-            );
-            let id = child.id();
-            joining.running.push(Running {
-                key,
-                id,
-                fiber: child,
-            });
-            Ok(id)
+            JoinSet::spawn_in(&state, spawner, io).map_err(|refused| {
+                drop(refused);
+                SupervisorClosed
+            })
         })
+        .traced_as(&TRY_SPAWN)
+    }
+
+    /// Starts `io` as a child of the set behind `state`, or hands it back
+    /// if the scope has closed (to be dropped outside the lock).
+    fn spawn_in(
+        state: &Arc<Mutex<Joining<A, E>>>,
+        spawner: Spawner,
+        io: IO<A, E>,
+    ) -> Result<FiberId, IO<A, E>> {
+        let mut joining = state.lock();
+        if joining.closed {
+            return Err(io);
+        }
+        let key = joining.next_key;
+        joining.next_key += 1;
+        let set = state.clone();
+        let on_complete =
+            move |outcome: Outcome<A, E>,
+                  _: Vec<E>,
+                  _: crate::engine::tracing::Trace,
+                  _: ChildTraces| { JoinSet { state: set }.record(key, outcome) };
+        // Spawned under the lock (see the module doc): the child's
+        // completion waits for the lock, and finds itself running.
+        let child = spawner.spawn(
+            io.into_node(),
+            Some(ErasedFn::new::<CompleteK<A, E>, _>(on_complete)),
+        );
+        let id = child.id();
+        joining.running.push(Running {
+            key,
+            id,
+            fiber: child,
+        });
+        Ok(id)
     }
 
     /// A child's completion callback (exactly once per child): moves the

@@ -390,11 +390,11 @@ impl MarkK {
 /// };
 /// assert_eq!(failure.error, "no such user");
 /// if cfg!(feature = "tracing") {
-///     // The child's last operation first: where the error was raised.
-///     assert_eq!(failure.origin().op_names(), ["flat_map", "delay"]);
+///     // The child's trace ends where the error was raised.
+///     assert_eq!(failure.origin().op_names(), ["flat_map", "delay", "raise_error"]);
 ///     assert_eq!(failure.child_traces.len(), 1);
 ///     let text = failure.to_string();
-///     assert!(text.starts_with("no such user\ntrace of a child fiber (2 events, most recent first):"), "{text}");
+///     assert!(text.starts_with("no such user\ntrace of a child fiber (3 events, most recent first):"), "{text}");
 /// }
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -495,7 +495,7 @@ impl<A: Send + 'static, E: Send + 'static> crate::IO<A, E> {
     /// assert_eq!(failure.error, "no such user");
     /// assert!(failure.child_traces.is_empty());
     /// if cfg!(feature = "tracing") {
-    ///     assert_eq!(failure.trace.op_names(), ["flat_map", "delay"]);
+    ///     assert_eq!(failure.trace.op_names(), ["flat_map", "delay", "raise_error"]);
     /// }
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -515,7 +515,7 @@ impl<A: Send + 'static, E: Send + 'static> crate::IO<A, E> {
                     .flat_map_untraced(move |(trace, child_traces)| {
                         // SAFETY: the error of `self`, an `IO<A, E>`, is an `E`.
                         let error = unsafe { error.take::<E>() };
-                        crate::IO::<A, Traced<E>>::raise_error(Traced {
+                        crate::IO::<A, Traced<E>>::raise_error_untraced(Traced {
                             error,
                             trace,
                             child_traces,
@@ -664,7 +664,7 @@ impl ChildTraces {
                 NO_SITE,
             ));
         }
-        crate::IO::raise_error(error)
+        crate::IO::raise_error_untraced(error)
     }
 }
 
