@@ -7,7 +7,7 @@
 //! ([`BufReader`], with [`read_line`](BufReader::read_line) and the
 //! line-framed loops [`for_each_line`](BufReader::for_each_line) and
 //! [`for_each_line_timeout`](BufReader::for_each_line_timeout), which ends
-//! a silent connection), and a server's accept loop ([`serve`]: a
+//! a silent connection), and a server's accept loop ([`serve()`]: a
 //! connection limit, one fiber per connection, graceful shutdown). Every
 //! operation is an `IO<_, std::io::Error>`: it waits without blocking a
 //! thread, its failure is an error value (never a panic), and canceling it
@@ -156,7 +156,8 @@ mod write_lock;
 
 pub use buffered::{BufReader, DEFAULT_LINE_LIMIT, LinesEnd, ReadStream};
 pub use serve::{
-    Listener, ServeConfig, ServeConfigBuilder, ServeConfigError, ServeFailure, ServeSummary, serve,
+    DEFAULT_ACCEPT_BACKOFF, DEFAULT_GRACE_PERIOD, DEFAULT_MAX_CONNECTIONS, Listener, ServeConfig,
+    ServeConfigBuilder, ServeConfigError, ServeFailure, ServeSummary, serve,
 };
 pub use stream::{ReadHalf, ReuniteError, Split, WriteHalf};
 pub use tcp::{LISTEN_BACKLOG, TcpListener, TcpStream};

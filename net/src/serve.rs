@@ -67,7 +67,7 @@
 //!
 //! # The `Supervisor`
 //!
-//! [`Connections`] is the one place that names spindle-core's
+//! `Connections` is the one place that names spindle-core's
 //! `Supervisor`: the scope of the connections' fibers, which cancels and
 //! awaits the ones still running when it closes.
 //!

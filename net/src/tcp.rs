@@ -63,7 +63,7 @@ pub const LISTEN_BACKLOG: i32 = 1024;
 /// A cheap handle (`Clone`): clones accept from the same socket (each
 /// connection goes to one of the fibers waiting in `accept`), and the
 /// socket closes when the last clone (and every `IO` value built from
-/// them) is dropped. [`serve`](crate::serve) runs an accept loop over one.
+/// them) is dropped. [`serve`](crate::serve()) runs an accept loop over one.
 #[derive(Clone)]
 pub struct TcpListener {
     source: Arc<Source<std::net::TcpListener>>,

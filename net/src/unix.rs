@@ -63,7 +63,7 @@ mod ops {
 ///
 /// A cheap handle (`Clone`), as [`TcpListener`](crate::TcpListener) is:
 /// clones accept from the same socket, which closes when the last clone
-/// is dropped. [`serve`](crate::serve) runs an accept loop over one.
+/// is dropped. [`serve`](crate::serve()) runs an accept loop over one.
 #[derive(Clone)]
 pub struct UnixListener {
     source: Arc<Source<std::os::unix::net::UnixListener>>,

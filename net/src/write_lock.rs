@@ -30,6 +30,16 @@
 //!   canceled after the lock was handed to it but before it resumed hands
 //!   it on the same way.
 //!
+//! * **Teardown.** A turn given back outside every executor's fiber (no
+//!   I/O driver is current on the thread: an executor being dropped frees
+//!   the fibers that waited for readiness, and with them a writer that
+//!   held the turn) wakes nobody: a writer resumed then could never run,
+//!   and would stay in the dying executor's queue (a cycle between the
+//!   executor and its fibers). The waiting writers' callbacks are dropped
+//!   instead, as the reactor's close drops its waiters', which frees those
+//!   fibers too. Inside an executor (an error or a cancellation unwinding
+//!   a writer) the turn is always handed on.
+//!
 //! Every change of a turn's state happens under the mutex; no user code
 //! runs under it. Design credit: the FIFO hand-over is the one of
 //! io-core's `Semaphore` (and of tokio's `Mutex`), written anew over a
@@ -111,8 +121,23 @@ impl WriteLock {
     }
 
     /// Gives the lock back: to the first waiter (resumed outside the
-    /// mutex), or free.
+    /// mutex), or free. Outside every executor's fiber, frees the waiters
+    /// instead (module documentation, "Teardown").
     pub(crate) fn unlock(&self) {
+        if !crate::driver::has_current() {
+            let waiters = {
+                let mut inner = lock(&self.inner);
+                inner.held = false;
+                for waiter in &inner.waiters {
+                    waiter.turn.set(DONE);
+                }
+                std::mem::take(&mut inner.waiters)
+            };
+            // Outside the mutex: dropping a callback may free its fiber,
+            // whose own turn then leaves (and finds itself done).
+            drop(waiters);
+            return;
+        }
         let next = {
             let mut inner = lock(&self.inner);
             match inner.waiters.pop_front() {

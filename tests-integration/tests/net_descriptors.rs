@@ -6,7 +6,9 @@
 //! (`/proc/self/statm`). And `serve` over 300 connections at once (a
 //! third complete, answering through a clone of their stream from another
 //! fiber; a third fail on malformed input; a third are canceled at
-//! shutdown) leaves no descriptor and no registered socket behind.
+//! shutdown) leaves no descriptor and no registered socket behind, nor
+//! does an executor dropped while one fiber holds a socket's write turn
+//! and others wait for it.
 //!
 //! In a test binary of its own, whose tests run one at a time (a lock):
 //! the counts are the process's, which any other test running at the same
@@ -420,7 +422,43 @@ fn served_connections_leak_nothing<R: TestRuntime>(executor: &str, make: impl Fn
     eprintln!("{executor}: served {connections}: {summary:?}; descriptors {before} / {after}");
 }
 
+/// Leaves one fiber holding a socket's write turn (stuck on a peer that
+/// does not read) and two waiting for it, then drops the executor: the
+/// socket's descriptor must be closed (nothing keeps the waiting fibers).
+fn writers_left_waiting_for_the_write_turn_leak_nothing<R: TestRuntime>(make: impl Fn() -> R) {
+    let _serial = SERIAL
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let before = open_descriptors();
+    let rt = make();
+    let program = IO::block(async move {
+        let (server, client) = tcp_pair().await?;
+        let _holder = server
+            .clone()
+            .write_all(vec![b'a'; 8 * 1024 * 1024])
+            .start()
+            .value()
+            .await;
+        let _first = client.read_exact(1).await?;
+        let _waiting = server.clone().write_all(b"B").start().value().await;
+        let _also = server.write_all(b"C").start().value().await;
+        IO::<(), io::Error>::sleep(Duration::from_millis(20)).await?;
+        Ok(())
+    });
+    succeeded(&rt, program);
+    drop(rt);
+    let after = descriptors_settle_at_most(before);
+    assert_eq!(
+        after, before,
+        "descriptors open after the executor was dropped"
+    );
+}
+
 rt_test! {
+    fn writers_left_waiting_for_a_write_turn_when_the_executor_is_dropped_leak_no_descriptor() {
+        writers_left_waiting_for_the_write_turn_leak_nothing(rt);
+    }
+
     fn a_thousand_concurrent_connections_then_many_short_ones_leak_no_descriptor_and_no_memory() {
         connections_leak_nothing(module_path!(), rt);
     }
