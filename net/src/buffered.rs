@@ -1,12 +1,43 @@
-//! A buffered reader over a stream: [`BufReader`].
+//! A buffered reader over a stream: [`BufReader`], and the line loops
+//! [`for_each_line`](BufReader::for_each_line) and
+//! [`for_each_line_timeout`](BufReader::for_each_line_timeout).
+//!
+//! # The idle timeout of a line loop
+//!
+//! `for_each_line_timeout(idle, f)` bounds each wait for a line without a
+//! timer per line: the loop races one *watchdog* fiber for its whole life
+//! (the design of the `line_echo` example's connection watchdog). They
+//! share one word, the [`IdleClock`]:
+//!
+//! * before each line the loop *arms* it with a deadline (`idle` after the
+//!   executor's monotonic clock now), and reads;
+//! * when a line is complete the loop *claims* it: a compare-exchange from
+//!   the deadline to `HANDLING`, and the handler runs;
+//! * the watchdog sleeps until the deadline; once the clock has passed it,
+//!   it swaps the deadline for `TIMED_OUT` (a compare-exchange) and ends,
+//!   which wins the race and cancels the loop, waiting in its read
+//!   (cancel-safe: a partial line stays in the reader). While a handler
+//!   runs the word is `HANDLING`, which the watchdog never swaps: it
+//!   sleeps `idle` and looks again.
+//!
+//! The claim and the swap are exchanges of the same word from the same
+//! deadline, so exactly one succeeds: a handler is never canceled by the
+//! idle timeout, and a loop that finds the watchdog ahead of it puts the
+//! line it just read back at the front of the buffer and ends with
+//! [`LinesEnd::IdleTimeout`] itself (whichever of the two ends first, the
+//! outcome is the same and no line is lost). A line costs one read of the
+//! clock and one compare-exchange; the loop costs one race (two fiber
+//! starts) and a timer per `idle` period.
 
 use std::fmt;
 use std::io;
 use std::ops::ControlFlow;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-use spindle_core::IO;
 use spindle_core::untraced::Untraced as _;
+use spindle_core::{Either, IO, Outcome};
 
 use crate::sync::lock;
 
@@ -17,6 +48,8 @@ mod ops {
     pub(super) static READ_LINE: Op = Op::new("BufReader::read_line");
     pub(super) static READ: Op = Op::new("BufReader::read");
     pub(super) static FOR_EACH_LINE: Op = Op::new("BufReader::for_each_line");
+    pub(super) static FOR_EACH_LINE_TIMEOUT: Op = Op::new("BufReader::for_each_line_timeout");
+    pub(super) static READ_LINE_TIMEOUT: Op = Op::new("BufReader::read_line_timeout");
     pub(super) static READ_EXACT: Op = Op::new("BufReader::read_exact");
 }
 
@@ -227,6 +260,31 @@ impl<S: ReadStream> BufReader<S> {
         })
     }
 
+    /// [`read_line`](BufReader::read_line) within `timeout`: when no
+    /// complete line has arrived by then, the read is canceled and fails
+    /// with an error of kind `TimedOut` (whose inner error is
+    /// `spindle_effect::error::TimeoutError`, naming the duration). The
+    /// reader stays usable: the part of a line read before the deadline
+    /// stays buffered, and the next read returns the line whole (see
+    /// [Cancellation](BufReader#cancellation)).
+    ///
+    /// Each call runs the read on a fiber of its own (`IO::timeout`); for
+    /// a loop over many lines, [`for_each_line_timeout`](BufReader::for_each_line_timeout)
+    /// costs less.
+    #[track_caller]
+    pub fn read_line_timeout(&self, timeout: Duration) -> IO<Option<String>, io::Error> {
+        self.read_line_untraced()
+            .timeout(timeout)
+            .traced_as(&ops::READ_LINE_TIMEOUT)
+    }
+
+    /// Puts `bytes` back at the front of the buffer (a line the idle loop
+    /// read but may not hand out).
+    fn unread(&self, bytes: Vec<u8>) {
+        let mut buf = lock(&self.inner.buffer);
+        buf.splice(0..0, bytes);
+    }
+
     /// Reads at most `max` bytes: from the buffer if it has any, else from
     /// the stream (one read, waiting until some bytes are available). An
     /// empty vector means end of stream (or `max` was 0).
@@ -353,4 +411,263 @@ impl<S: ReadStream> BufReader<S> {
         })
         .traced_as(&ops::FOR_EACH_LINE)
     }
+
+    /// [`for_each_line`](BufReader::for_each_line) with an idle timeout:
+    /// when no complete line arrives within `idle`, the loop ends with
+    /// [`LinesEnd::IdleTimeout`], a value the caller tells apart from the
+    /// other ends ([`EndOfStream`](LinesEnd::EndOfStream), the peer closed
+    /// its side; [`Stopped`](LinesEnd::Stopped), the handler returned
+    /// `ControlFlow::Break`). Errors end the loop as in `for_each_line`.
+    ///
+    /// The idle clock runs while the loop waits for a line: from the start,
+    /// and again each time a handler ends, until the line is complete.
+    /// Bytes that trickle in without a `\n` do not reset it (a peer that
+    /// sends a byte a second is idle). A handler's own time is not counted,
+    /// and a handler is never canceled by the idle timeout (wrap it in
+    /// `timeout` to bound it).
+    ///
+    /// After an idle timeout the reader and its stream stay open and
+    /// usable: a line that was partly read stays buffered, and the next
+    /// read returns it whole. To close the connection, drop the reader
+    /// (and the stream's other handles), or shut the write side down
+    /// after a goodbye. It costs one read of the executor's clock per line,
+    /// and per loop one race (two fiber starts) with a watchdog fiber that
+    /// sleeps on a timer once per idle period.
+    ///
+    /// The handler runs on a fiber of the loop's own (the loop races its
+    /// watchdog); a handler that cancels itself cancels the caller, as in
+    /// `for_each_line`.
+    ///
+    /// ```
+    /// use std::ops::ControlFlow;
+    /// use std::time::Duration;
+    ///
+    /// use spindle_effect::net::{BufReader, LinesEnd, TcpListener, TcpStream};
+    /// use spindle_effect::prelude::*;
+    /// use spindle_effect::wstp::Runtime;
+    ///
+    /// let rt = Runtime::new()?;
+    /// let program = TcpListener::bind("127.0.0.1:0".parse().unwrap()).flat_map(|listener| {
+    ///     listener.local_addr().flat_map(move |addr| {
+    ///         // The server echoes lines until the client stays silent for 50 ms.
+    ///         let server = listener.accept().flat_map(|(stream, _)| {
+    ///             let (read, write) = stream.into_split();
+    ///             let idle = Duration::from_millis(50);
+    ///             BufReader::new(read).for_each_line_timeout(idle, move |line| {
+    ///                 write.write_all(line).map(|()| ControlFlow::Continue(()))
+    ///             })
+    ///         });
+    ///         let client = TcpStream::connect(addr).flat_map(|stream| {
+    ///             let reader = BufReader::new(stream);
+    ///             // One line, then silence (the stream stays open).
+    ///             reader.get_ref().write_all(b"ping\n").product_r(reader.read_line())
+    ///                 .map(move |echo| (echo, reader))
+    ///         });
+    ///         server.both(client).map(|(end, (echo, _reader))| (end, echo))
+    ///     })
+    /// });
+    /// let (end, echo) = rt.block_on(program)?.succeeded().unwrap();
+    /// assert_eq!(echo.as_deref(), Some("ping\n"));
+    /// assert_eq!(end, LinesEnd::IdleTimeout { handled: 1, idle: Duration::from_millis(50) });
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[track_caller]
+    pub fn for_each_line_timeout<F>(&self, idle: Duration, handle: F) -> IO<LinesEnd, io::Error>
+    where
+        F: FnMut(String) -> IO<ControlFlow<()>, io::Error> + Send + 'static,
+    {
+        let clock = Arc::new(IdleClock::new());
+        let reader = BufReader {
+            inner: self.inner.clone(),
+        };
+        let lines_clock = clock.clone();
+        let lines = IO::tail_rec_untraced(handle, move |mut handle| {
+            let (clock, reader) = (
+                lines_clock.clone(),
+                BufReader {
+                    inner: reader.inner.clone(),
+                },
+            );
+            IO::monotonic().flat_map_untraced(move |now| {
+                clock.arm(now, idle);
+                reader
+                    .read_line_untraced()
+                    .flat_map_untraced(move |line| match line {
+                        None => IO::pure(ControlFlow::Break(LinesEnd::EndOfStream {
+                            handled: clock.handled(),
+                        })),
+                        Some(line) => {
+                            if !clock.claim() {
+                                // The watchdog is ahead: the line stays
+                                // for the next read (module doc).
+                                reader.unread(line.into_bytes());
+                                return IO::pure(ControlFlow::Break(LinesEnd::IdleTimeout {
+                                    handled: clock.handled(),
+                                    idle,
+                                }));
+                            }
+                            handle(line).map_untraced(move |flow| match flow {
+                                ControlFlow::Continue(()) => {
+                                    clock.count();
+                                    ControlFlow::Continue(handle)
+                                }
+                                ControlFlow::Break(()) => ControlFlow::Break(LinesEnd::Stopped {
+                                    handled: clock.handled(),
+                                }),
+                            })
+                        }
+                    })
+            })
+        });
+        let timed_out = clock.clone();
+        lines
+            .race_outcome(watchdog(clock, idle))
+            .flat_map_untraced(move |first| match first {
+                Either::Left(outcome) => rejoin(outcome),
+                Either::Right(outcome) => rejoin(outcome.map(move |()| LinesEnd::IdleTimeout {
+                    handled: timed_out.handled(),
+                    idle,
+                })),
+            })
+            .traced_as(&ops::FOR_EACH_LINE_TIMEOUT)
+    }
+}
+
+/// The program of an outcome of the line loop's race: its value or error,
+/// its panic raised again, and a cancellation (the handler canceled
+/// itself) as the caller's own.
+fn rejoin(outcome: Outcome<LinesEnd, io::Error>) -> IO<LinesEnd, io::Error> {
+    outcome.embed(IO::canceled().flat_map_untraced(|()| IO::never()))
+}
+
+/// How a [`BufReader::for_each_line_timeout`] loop ended, with how many
+/// lines it handled (lines whose handler returned `Continue`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinesEnd {
+    /// The peer closed its side, and every line was handled.
+    EndOfStream {
+        /// Lines handled.
+        handled: u64,
+    },
+    /// The handler returned `ControlFlow::Break` (that line is not
+    /// counted).
+    Stopped {
+        /// Lines handled.
+        handled: u64,
+    },
+    /// No complete line arrived within `idle`; the reader and its stream
+    /// are still open (a partial line stays buffered).
+    IdleTimeout {
+        /// Lines handled.
+        handled: u64,
+        /// The idle timeout the loop was given.
+        idle: Duration,
+    },
+}
+
+impl LinesEnd {
+    /// Lines handled before the loop ended.
+    pub fn handled(&self) -> u64 {
+        match *self {
+            LinesEnd::EndOfStream { handled }
+            | LinesEnd::Stopped { handled }
+            | LinesEnd::IdleTimeout { handled, .. } => handled,
+        }
+    }
+
+    /// Whether the loop ended by its idle timeout.
+    pub fn is_idle_timeout(&self) -> bool {
+        matches!(self, LinesEnd::IdleTimeout { .. })
+    }
+}
+
+/// The word a line loop and its watchdog share (module documentation).
+struct IdleClock {
+    /// A deadline (nanoseconds of the executor's monotonic clock), or
+    /// [`HANDLING`], or [`TIMED_OUT`].
+    word: AtomicU64,
+    /// Lines handled (written by the loop only).
+    handled: AtomicU64,
+}
+
+/// A handler runs: no deadline.
+const HANDLING: u64 = u64::MAX;
+/// The watchdog took the deadline: the loop ends.
+const TIMED_OUT: u64 = u64::MAX - 1;
+/// The latest deadline a word can hold.
+const LATEST: u64 = TIMED_OUT - 1;
+
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+impl IdleClock {
+    fn new() -> IdleClock {
+        IdleClock {
+            word: AtomicU64::new(HANDLING),
+            handled: AtomicU64::new(0),
+        }
+    }
+
+    /// The loop, before it reads a line (the word is `HANDLING`: only the
+    /// loop leaves that state).
+    fn arm(&self, now: Duration, idle: Duration) {
+        let at = nanos(now).saturating_add(nanos(idle)).min(LATEST);
+        self.word.store(at, Ordering::SeqCst);
+    }
+
+    /// The loop, with a complete line: true if it may hand it out (the
+    /// watchdog has not taken the deadline).
+    fn claim(&self) -> bool {
+        let at = self.word.load(Ordering::SeqCst);
+        at <= LATEST
+            && self
+                .word
+                .compare_exchange(at, HANDLING, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok()
+    }
+
+    /// The watchdog at `now`: `Ok(())` if it took the deadline (the loop
+    /// is over), else how long to sleep before it looks again.
+    fn expire(&self, now: Duration, idle: Duration) -> Result<(), Duration> {
+        let at = self.word.load(Ordering::SeqCst);
+        if at == HANDLING {
+            return Err(idle);
+        }
+        if at == TIMED_OUT {
+            return Ok(());
+        }
+        let now = nanos(now);
+        if now < at {
+            return Err(Duration::from_nanos(at - now));
+        }
+        match self
+            .word
+            .compare_exchange(at, TIMED_OUT, Ordering::SeqCst, Ordering::SeqCst)
+        {
+            Ok(_) => Ok(()),
+            // The loop claimed a line (or armed anew) meanwhile: look again.
+            Err(_) => Err(Duration::ZERO),
+        }
+    }
+
+    fn count(&self) {
+        self.handled.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn handled(&self) -> u64 {
+        self.handled.load(Ordering::Relaxed)
+    }
+}
+
+/// Ends once it has taken the loop's deadline (module documentation).
+fn watchdog(clock: Arc<IdleClock>, idle: Duration) -> IO<(), io::Error> {
+    IO::tail_rec_untraced((), move |()| {
+        let clock = clock.clone();
+        IO::monotonic().flat_map_untraced(move |now| match clock.expire(now, idle) {
+            Ok(()) => IO::pure(ControlFlow::Break(())),
+            Err(wait) if wait.is_zero() => IO::pure(ControlFlow::Continue(())),
+            Err(wait) => IO::sleep(wait).map_untraced(|()| ControlFlow::Continue(())),
+        })
+    })
 }

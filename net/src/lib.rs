@@ -5,7 +5,10 @@
 //! splits into for a reading and a writing fiber ([`ReadHalf`],
 //! [`WriteHalf`]), and a buffered reader for line protocols
 //! ([`BufReader`], with [`read_line`](BufReader::read_line) and the
-//! line-framed loop [`for_each_line`](BufReader::for_each_line)). Every
+//! line-framed loops [`for_each_line`](BufReader::for_each_line) and
+//! [`for_each_line_timeout`](BufReader::for_each_line_timeout), which ends
+//! a silent connection), and a server's accept loop ([`serve()`]: a
+//! connection limit, one fiber per connection, graceful shutdown). Every
 //! operation is an `IO<_, std::io::Error>`: it waits without blocking a
 //! thread, its failure is an error value (never a panic), and canceling it
 //! (a `timeout`, a lost `race`) leaves nothing registered. An application
@@ -71,16 +74,47 @@
 //! system resolver through `IO::blocking` (the executor's blocking pool),
 //! then tries each address in order.
 //!
+//! # Sharing
+//!
+//! Every socket type and both halves are cheap handles (`Clone`: a
+//! reference count inside, no `Arc` needed around them): hand a clone to
+//! each fiber that uses the socket. What using one socket from several
+//! fibers at once means:
+//!
+//! * **Writes are whole.** A stream's writes (`write`, `write_all`, on the
+//!   stream, its clones or its [`WriteHalf`]'s clones) each hold the
+//!   socket's *write turn* from their first byte to their last, however
+//!   many system calls and waits that takes: another fiber's write never
+//!   lands inside a `write_all`. Writers that find the turn taken wait for
+//!   it and go in the order they came; a write canceled while it waits for
+//!   its turn has written nothing, one canceled midway has written a
+//!   prefix (as alone) and hands the turn on. The uncontended case costs
+//!   two short lock acquisitions per write, and no allocation.
+//! * **Reads are not coordinated.** Each read takes the bytes that are
+//!   there when it runs; two fibers reading one stream at once get the
+//!   bytes in an unspecified split (a `read_exact` may interleave with
+//!   another fiber's read). Read a stream from one fiber (a [`BufReader`]
+//!   over the [`ReadHalf`]), or coordinate the readers yourself.
+//! * **Datagrams are atomic.** A UDP send is one datagram and a receive
+//!   takes one, so clones of a [`UdpSocket`] share it safely in both
+//!   directions (each datagram goes to one receiver).
+//! * **Listeners.** Clones of a listener accept from one queue: each
+//!   connection goes to one of the fibers waiting in `accept`.
+//!
 //! # Closing
 //!
-//! Every socket type shares its socket with the `IO` values built from it
-//! (a reference count): the socket is removed from its poller and closed
-//! when the last of them is dropped, on any thread. Dropping a socket
-//! whose operations have all finished closes it at once. A [`BufReader`]
-//! owns its stream: dropping the reader (and its `IO` values) closes it,
-//! with any bytes still buffered. Dropping a [`WriteHalf`] shuts the write
-//! side down (the peer reads end of stream). A Unix listener's socket file
-//! stays behind when it closes (remove it before binding the path again).
+//! Every handle of a socket (its clones, a stream's halves and their
+//! clones) and the `IO` values built from them share the socket (a
+//! reference count): the socket is removed from its poller and closed when
+//! the last of them is dropped, on any thread, exactly once. Dropping a
+//! socket whose operations have all finished closes it at once; a clone
+//! kept anywhere keeps it open. An explicit `shutdown` acts on the socket,
+//! so on every clone at once. A [`BufReader`] owns its stream handle:
+//! dropping the reader (and its `IO` values) drops it, with any bytes
+//! still buffered. Dropping the last clone of a [`WriteHalf`] shuts the
+//! write side down (the peer reads end of stream). A Unix listener's
+//! socket file stays behind when it closes (remove it before binding the
+//! path again).
 //!
 //! # Cancellation
 //!
@@ -111,14 +145,20 @@
 pub mod driver;
 
 mod buffered;
+pub mod serve;
 mod source;
 mod stream;
 mod sync;
 mod tcp;
 mod udp;
 mod unix;
+mod write_lock;
 
-pub use buffered::{BufReader, DEFAULT_LINE_LIMIT, ReadStream};
+pub use buffered::{BufReader, DEFAULT_LINE_LIMIT, LinesEnd, ReadStream};
+pub use serve::{
+    DEFAULT_ACCEPT_BACKOFF, DEFAULT_GRACE_PERIOD, DEFAULT_MAX_CONNECTIONS, Listener, ServeConfig,
+    ServeConfigBuilder, ServeConfigError, ServeFailure, ServeSummary, serve,
+};
 pub use stream::{ReadHalf, ReuniteError, Split, WriteHalf};
 pub use tcp::{LISTEN_BACKLOG, TcpListener, TcpStream};
 pub use udp::UdpSocket;

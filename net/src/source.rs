@@ -1,6 +1,7 @@
-//! A registered socket ([`Source`]) and the three helpers every socket
-//! type is written with: [`retry`] (a non-blocking call, and a readiness
-//! wait on `WouldBlock`), [`immediate`] (a call that never waits) and
+//! A registered socket ([`Source`]) and the helpers every socket type is
+//! written with: [`retry`] (a non-blocking call, and a readiness wait on
+//! `WouldBlock`), [`retry_exclusive`] (the same holding the socket's write
+//! turn, for stream writes), [`immediate`] (a call that never waits) and
 //! [`Source::register`].
 
 use std::io;
@@ -12,7 +13,8 @@ use std::sync::Arc;
 use spindle_core::IO;
 use spindle_core::untraced::Untraced as _;
 
-use crate::driver::{self, Direction, Registration};
+use crate::driver::{self, Direction, Readiness, Registration};
+use crate::write_lock::{LockOwner, Turn, WriteLock};
 
 /// A socket registered with a driver: a typed view of the descriptor that
 /// the [`Registration`] owns.
@@ -21,9 +23,21 @@ use crate::driver::{self, Direction, Registration};
 /// closes it, see [`driver`]); `io` is a std socket built on the same
 /// descriptor for its methods, and is never dropped, so it never closes
 /// it. Dropping the source drops the registration, which closes it.
+///
+/// Every handle of the socket (clones of a stream, its halves, the `IO`
+/// values built from them) shares one `Arc<Source>`: the socket closes
+/// when the last of them is dropped. The write lock keeps concurrent
+/// writes whole ([`retry_exclusive`]).
 pub struct Source<T> {
     io: ManuallyDrop<T>,
     registration: Arc<dyn Registration>,
+    writer: WriteLock,
+}
+
+impl<T> LockOwner for Arc<Source<T>> {
+    fn write_lock(&self) -> &WriteLock {
+        &self.writer
+    }
 }
 
 impl<T> Deref for Source<T> {
@@ -52,7 +66,11 @@ where
         // never dropped, so it never closes the descriptor (nor does
         // anything else: `register` consumed the only other owner).
         let io = ManuallyDrop::new(unsafe { T::from_raw_fd(raw) });
-        Ok(Arc::new(Source { io, registration }))
+        Ok(Arc::new(Source {
+            io,
+            registration,
+            writer: WriteLock::default(),
+        }))
     }
 }
 
@@ -133,6 +151,98 @@ where
                 _ => IO::raise_error(e),
             },
         }
+    })
+}
+
+/// The tries of [`retry`] after the snapshot `seen` saw the socket not
+/// ready: waits for readiness first.
+fn wait_then_retry<T, S, A, F>(
+    source: Arc<Source<T>>,
+    direction: Direction,
+    seen: Readiness,
+    state: S,
+    attempt: F,
+) -> IO<A, io::Error>
+where
+    T: Send + Sync + 'static,
+    S: Send + 'static,
+    A: Send + 'static,
+    F: FnMut(&T, S) -> Result<A, (S, io::Error)> + Send + 'static,
+{
+    source
+        .registration
+        .clone()
+        .wait(direction, seen)
+        .flat_map_untraced(move |()| retry(&source, direction, state, attempt))
+}
+
+/// [`retry`] holding the socket's write turn for the whole operation, so
+/// that writes from clones of one stream never interleave (see
+/// `write_lock.rs`). The turn is taken and given back in the same step
+/// when the lock is free and the first try completes (no node more than
+/// [`retry`]); otherwise it is held by the continuation that ends the
+/// operation, and given back when that continuation runs or is dropped (an
+/// error, a cancellation).
+pub(crate) fn retry_exclusive<T, S, A, F>(
+    source: &Arc<Source<T>>,
+    direction: Direction,
+    state: S,
+    mut attempt: F,
+) -> IO<A, io::Error>
+where
+    T: Send + Sync + 'static,
+    S: Send + 'static,
+    A: Send + 'static,
+    F: FnMut(&T, S) -> Result<A, (S, io::Error)> + Send + 'static,
+{
+    let source = source.clone();
+    IO::defer_untraced(move || {
+        if !source.writer.try_lock() {
+            // Another write holds the turn: wait for it, in arrival order.
+            let turn = Turn::waiting(source.clone());
+            let state_for_queue = turn.state().clone();
+            let queue_owner = source;
+            return IO::from_callback_untraced(move |wake| {
+                queue_owner.writer.enqueue(&state_for_queue, wake);
+                None
+            })
+            .flat_map_untraced(move |()| {
+                retry(turn.owner(), direction, state, attempt).map_untraced(move |a| {
+                    drop(turn);
+                    a
+                })
+            });
+        }
+        // Holding the turn: try at once.
+        let seen = source.registration.readiness();
+        let (state, seen) = if source.registration.may_be_ready(direction, seen) {
+            match attempt(&source.io, state) {
+                Ok(a) => {
+                    source.writer.unlock();
+                    return IO::pure(a);
+                }
+                Err((state, e)) => match e.kind() {
+                    io::ErrorKind::WouldBlock => (state, Some(seen)),
+                    io::ErrorKind::Interrupted => (state, None),
+                    _ => {
+                        source.writer.unlock();
+                        return IO::raise_error(e);
+                    }
+                },
+            }
+        } else {
+            (state, Some(seen))
+        };
+        let turn = Turn::held(source);
+        let source = turn.owner().clone();
+        let rest = match seen {
+            Some(seen) => wait_then_retry(source, direction, seen, state, attempt),
+            None => retry(&source, direction, state, attempt),
+        };
+        rest.map_untraced(move |a| {
+            drop(turn);
+            a
+        })
     })
 }
 

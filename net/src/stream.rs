@@ -18,7 +18,7 @@ use spindle_core::untraced::Untraced as _;
 
 use crate::buffered::{ReadStream, sealed::Sealed as ReadShared};
 use crate::driver::Direction;
-use crate::source::{Source, on, retry, retry_reads};
+use crate::source::{Source, on, retry, retry_exclusive, retry_reads};
 use crate::sync::lock;
 
 /// A connected byte stream's non-blocking calls (std's `TcpStream` and
@@ -131,24 +131,27 @@ pub(crate) fn read_shared<T: StreamIo>(
     })
 }
 
-/// Writes some of `data` (see `TcpStream::write`).
+/// Writes some of `data` (see `TcpStream::write`), holding the socket's
+/// write turn.
 pub(crate) fn write<T, B>(source: &Arc<Source<T>>, data: B) -> IO<usize, io::Error>
 where
     T: StreamIo,
     B: AsRef<[u8]> + Send + 'static,
 {
-    retry(source, Direction::Write, data, |socket, data| {
+    retry_exclusive(source, Direction::Write, data, |socket, data| {
         socket.write_some(data.as_ref()).map_err(|e| (data, e))
     })
 }
 
-/// Writes all of `data` (see `TcpStream::write_all`).
+/// Writes all of `data` (see `TcpStream::write_all`), holding the
+/// socket's write turn from the first byte to the last: no other write of
+/// the socket comes in between.
 pub(crate) fn write_all<T, B>(source: &Arc<Source<T>>, data: B) -> IO<(), io::Error>
 where
     T: StreamIo,
     B: AsRef<[u8]> + Send + 'static,
 {
-    retry(
+    retry_exclusive(
         source,
         Direction::Write,
         (data, 0usize),
@@ -214,22 +217,50 @@ pub(crate) mod sealed {
 /// `UnixStream::into_split`).
 ///
 /// A [`BufReader`](crate::BufReader) reads from it as from the stream.
-/// The socket closes when both halves (and every `IO` value built from
-/// them) are dropped.
+/// A cheap handle (`Clone`): clones read the same socket (see
+/// [Sharing](crate#sharing) for what reads from two fibers at once mean).
+/// The socket closes when every handle of it (both halves, their clones,
+/// and every `IO` value built from them) is dropped.
 pub struct ReadHalf<S: Split> {
     source: Arc<Source<S::Io>>,
 }
 
-/// The writing half of a split stream. Dropping it (and every `IO`
-/// value built from it: a write in flight finishes first) shuts the write
-/// side down, so the peer reads end of stream, as tokio's
-/// `OwnedWriteHalf` does; the read half reads on.
+/// The writing half of a split stream.
+///
+/// A cheap handle (`Clone`): hand a clone to each fiber that writes, no
+/// `Arc` needed. Writes through clones are each whole: a
+/// [`write_all`](WriteHalf::write_all) holds the socket's write turn from
+/// its first byte to its last, so another fiber's write never lands in
+/// the middle of it; writers that find the turn taken wait for it and go
+/// in arrival order (see [Sharing](crate#sharing)).
+///
+/// Dropping the last clone (and every `IO` value built from them: a write
+/// in flight finishes first) shuts the write side down, so the peer reads
+/// end of stream, as tokio's `OwnedWriteHalf` does; the read half reads
+/// on. [`shutdown`](WriteHalf::shutdown) on any clone shuts it down for
+/// all of them at once (writes after it fail with `BrokenPipe`).
 pub struct WriteHalf<S: Split> {
     side: Arc<WriteSide<S>>,
 }
 
-/// What a [`WriteHalf`] shares with the writes built from it: the write
-/// side is shut down when the last of them is dropped.
+impl<S: Split> Clone for ReadHalf<S> {
+    fn clone(&self) -> Self {
+        ReadHalf {
+            source: self.source.clone(),
+        }
+    }
+}
+
+impl<S: Split> Clone for WriteHalf<S> {
+    fn clone(&self) -> Self {
+        WriteHalf {
+            side: self.side.clone(),
+        }
+    }
+}
+
+/// What a [`WriteHalf`] shares with its clones and the writes built from
+/// them: the write side is shut down when the last of them is dropped.
 struct WriteSide<S: Split> {
     source: Arc<Source<S::Io>>,
     /// Cleared by [`ReadHalf::reunite`]: the stream writes on.
@@ -310,6 +341,10 @@ impl<S: Split> ReadHalf<S> {
 
     /// The stream again, from its two halves; [`ReuniteError`] (with both
     /// halves) if they are not of the same stream.
+    ///
+    /// Clones of either half that are still alive go on working on the
+    /// same socket; once reunited, dropping the write half's clones no
+    /// longer shuts the write side down (the stream owns it again).
     pub fn reunite(self, write: WriteHalf<S>) -> Result<S, ReuniteError<S>> {
         if !Arc::ptr_eq(&self.source, &write.side.source) {
             return Err(ReuniteError(self, write));
@@ -337,7 +372,10 @@ impl<S: Split> WriteHalf<S> {
             .traced_as(&ops::WRITE)
     }
 
-    /// Writes all of `data`, waiting as often as the socket needs.
+    /// Writes all of `data`, waiting as often as the socket needs. The
+    /// bytes go out whole: a write from another fiber (through a clone)
+    /// waits until this one is done, and writers that wait go in arrival
+    /// order.
     #[track_caller]
     pub fn write_all<B>(&self, data: B) -> IO<(), io::Error>
     where
@@ -349,7 +387,8 @@ impl<S: Split> WriteHalf<S> {
             .traced_as(&ops::WRITE_ALL)
     }
 
-    /// Shuts down the write side now (the peer reads end of stream).
+    /// Shuts down the write side now (the peer reads end of stream), for
+    /// every clone: later writes fail (`BrokenPipe`).
     #[track_caller]
     pub fn shutdown(&self) -> IO<(), io::Error> {
         shutdown(&self.side.source, Shutdown::Write).traced_as(&ops::SHUTDOWN)

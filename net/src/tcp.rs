@@ -59,6 +59,12 @@ pub const LISTEN_BACKLOG: i32 = 1024;
 /// assert_eq!(rt.block_on(program)?.succeeded(), Some(b"hi".to_vec()));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+///
+/// A cheap handle (`Clone`): clones accept from the same socket (each
+/// connection goes to one of the fibers waiting in `accept`), and the
+/// socket closes when the last clone (and every `IO` value built from
+/// them) is dropped. [`serve`](crate::serve()) runs an accept loop over one.
+#[derive(Clone)]
 pub struct TcpListener {
     source: Arc<Source<std::net::TcpListener>>,
 }
@@ -125,6 +131,14 @@ impl TcpListener {
 /// [`read`](TcpStream::read) returns a new vector,
 /// [`read_into`](TcpStream::read_into) appends to one it is given and gives
 /// it back, so a connection can reuse one buffer.
+///
+/// A cheap handle (`Clone`): clones use the same connection from any
+/// fibers, and writes through them are each whole (see
+/// [Sharing](crate#sharing)). The connection closes when the last clone,
+/// split half and `IO` value built from them is dropped;
+/// [`shutdown`](TcpStream::shutdown) acts on the connection, so on every
+/// clone at once.
+#[derive(Clone)]
 pub struct TcpStream {
     source: Arc<Source<std::net::TcpStream>>,
 }
@@ -288,7 +302,8 @@ impl TcpStream {
     }
 
     /// Writes some of `data`, waiting until the socket accepts any;
-    /// returns how many bytes were written.
+    /// returns how many bytes were written (one system call's worth, taken
+    /// while no other write of the connection is in progress).
     #[track_caller]
     pub fn write<B>(&self, data: B) -> IO<usize, io::Error>
     where
@@ -297,7 +312,10 @@ impl TcpStream {
         stream::write(&self.source, data).traced_as(&ops::WRITE)
     }
 
-    /// Writes all of `data`, waiting as often as the socket needs.
+    /// Writes all of `data`, waiting as often as the socket needs. The
+    /// bytes go out whole: writes from other fibers (through clones or the
+    /// write half) wait until this one is done (see
+    /// [Sharing](crate#sharing)).
     #[track_caller]
     pub fn write_all<B>(&self, data: B) -> IO<(), io::Error>
     where
@@ -336,8 +354,10 @@ impl TcpStream {
 impl TcpStream {
     /// Splits the stream into a reading and a writing half, to be owned by
     /// two fibers (one reads while the other writes). Dropping the
-    /// [`WriteHalf`] shuts the write side down;
-    /// [`ReadHalf::reunite`] gives the stream back.
+    /// [`WriteHalf`] (its last clone) shuts the write side down;
+    /// [`ReadHalf::reunite`] gives the stream back. Other clones of the
+    /// stream keep the connection open and usable, and see that shutdown
+    /// too (it is the connection's).
     pub fn into_split(self) -> (ReadHalf<TcpStream>, WriteHalf<TcpStream>) {
         stream::split(self)
     }

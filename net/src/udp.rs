@@ -65,6 +65,13 @@ mod ops {
 /// Closing is as for the TCP types (the [crate documentation](crate#closing)):
 /// the socket closes when it and every `IO` value built from it are
 /// dropped.
+///
+/// A cheap handle (`Clone`): clones send and receive on the same socket
+/// from any fibers. Each send is one datagram, so sends from several
+/// fibers never mix; each receive takes one datagram, which goes to
+/// exactly one of the fibers receiving at the time. The socket closes
+/// when the last clone is dropped.
+#[derive(Clone)]
 pub struct UdpSocket {
     source: Arc<Source<std::net::UdpSocket>>,
 }

@@ -60,6 +60,11 @@ mod ops {
 /// std::fs::remove_dir_all(&dir)?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+///
+/// A cheap handle (`Clone`), as [`TcpListener`](crate::TcpListener) is:
+/// clones accept from the same socket, which closes when the last clone
+/// is dropped. [`serve`](crate::serve()) runs an accept loop over one.
+#[derive(Clone)]
 pub struct UnixListener {
     source: Arc<Source<std::os::unix::net::UnixListener>>,
 }
@@ -119,7 +124,11 @@ impl UnixListener {
 /// code runs them): reads take and return owned buffers, an empty read is
 /// end of stream, a canceled operation leaves no interest behind, and the
 /// socket closes when the stream and every `IO` value built from it are
-/// dropped.
+/// dropped. It is a cheap handle (`Clone`) with the same
+/// [sharing](crate#sharing) rules: clones use one connection, writes
+/// through them are each whole, and the connection closes with the last
+/// of them.
+#[derive(Clone)]
 pub struct UnixStream {
     source: Arc<Source<std::os::unix::net::UnixStream>>,
 }
@@ -231,7 +240,8 @@ impl UnixStream {
         stream::write(&self.source, data).traced_as(&ops::WRITE)
     }
 
-    /// Writes all of `data`, waiting as often as the socket needs.
+    /// Writes all of `data`, waiting as often as the socket needs; whole,
+    /// as [`TcpStream::write_all`](crate::TcpStream::write_all) writes.
     #[track_caller]
     pub fn write_all<B>(&self, data: B) -> IO<(), io::Error>
     where
@@ -262,8 +272,8 @@ impl UnixStream {
 
 impl UnixStream {
     /// Splits the stream into a reading and a writing half, to be owned by
-    /// two fibers. Dropping the [`WriteHalf`] shuts the write side down;
-    /// [`ReadHalf::reunite`] gives the stream back.
+    /// two fibers. Dropping the [`WriteHalf`] (its last clone) shuts the
+    /// write side down; [`ReadHalf::reunite`] gives the stream back.
     pub fn into_split(self) -> (ReadHalf<UnixStream>, WriteHalf<UnixStream>) {
         stream::split(self)
     }

@@ -1,9 +1,12 @@
 //! The buffered reader over TCP (and Unix domain) streams, on every
 //! executor: lines across many small writes, end of stream, the line
 //! limit, invalid UTF-8, a read canceled mid-line that the next read
-//! completes, and the line-framed loop `for_each_line` (a line echo, its
-//! `Break`, an over-long line, a canceled loop). Every program is bounded
-//! by [`HANG`]: a hang fails the test instead of blocking the run.
+//! completes, the line-framed loop `for_each_line` (a line echo, its
+//! `Break`, an over-long line, a canceled loop), its idle-timeout form
+//! `for_each_line_timeout` (a partial line kept after the timeout, a slow
+//! handler never canceled, its three ends told apart), and
+//! `read_line_timeout`. Every program is bounded by [`HANG`]: a hang
+//! fails the test instead of blocking the run.
 #![cfg(unix)]
 
 mod common;
@@ -17,7 +20,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use spindle_core::{Either, IO};
-use spindle_net::{BufReader, DEFAULT_LINE_LIMIT, TcpStream};
+use spindle_net::{BufReader, DEFAULT_LINE_LIMIT, LinesEnd, TcpStream};
 
 /// A connected pair: (the accepted end, the connecting end).
 fn pair() -> IO<(TcpStream, TcpStream), io::Error> {
@@ -446,5 +449,114 @@ rt_test! {
         );
         assert_eq!(line.as_deref(), Some("half\n"));
         assert_nothing_registered(&rt);
+    }
+
+    fn for_each_line_timeout_keeps_a_partial_line_after_the_idle_timeout_and_the_next_read_returns_it_whole() {
+        const IDLE: Duration = Duration::from_millis(50);
+        let program = IO::block(async move {
+            let (server, client) = pair().await?;
+            let reader = BufReader::new(server);
+            client.write_all(b"one\nhal").await?;
+            let lines = Counter::new();
+            let counted = lines.clone();
+            let end = reader
+                .for_each_line_timeout(IDLE, move |_line| {
+                    counted.incr();
+                    IO::pure(ControlFlow::Continue(()))
+                })
+                .await?;
+            let kept = reader.buffered();
+            client.write_all(b"f\n").await?;
+            let next = reader.read_line().await?;
+            Ok((end, lines.get(), kept, next))
+        });
+        let rt = rt();
+        let (end, lines, kept, next) = succeeded(&rt, program);
+        assert_eq!(end, LinesEnd::IdleTimeout { handled: 1, idle: IDLE });
+        assert_eq!(lines, 1);
+        assert_eq!(kept, 3, "the partial line stays in the reader");
+        assert_eq!(next.as_deref(), Some("half\n"), "the reader is still usable");
+        assert_nothing_registered(&rt);
+    }
+
+    fn for_each_line_timeout_never_cancels_a_handler_that_takes_longer_than_the_idle_timeout() {
+        const IDLE: Duration = Duration::from_millis(20);
+        let finished = Counter::new();
+        let done = finished.clone();
+        let program = IO::block(async move {
+            let (server, client) = pair().await?;
+            let (read, write) = server.into_split();
+            let serving = BufReader::new(read).for_each_line_timeout(IDLE, move |line| {
+                let (write, done) = (write.clone(), done.clone());
+                IO::block(async move {
+                    // Five idle periods of work per line.
+                    IO::<(), io::Error>::sleep(IDLE * 5).await?;
+                    write.write_all(line).await?;
+                    done.incr();
+                    Ok(ControlFlow::Continue(()))
+                })
+            });
+            let asking = IO::<_, io::Error>::block(async move {
+                let reader = BufReader::new(client);
+                reader.get_ref().write_all(b"a\nb\n").await?;
+                let a = reader.read_line().await?;
+                let b = reader.read_line().await?;
+                // Then the client closes its side.
+                reader.get_ref().shutdown(std::net::Shutdown::Write).await?;
+                Ok((a, b, reader))
+            });
+            let (end, (a, b, _reader)) = serving.both(asking).await?;
+            Ok((end, a, b))
+        });
+        let (end, a, b) = succeeded(&rt(), program);
+        assert_eq!((a.as_deref(), b.as_deref()), (Some("a\n"), Some("b\n")));
+        assert_eq!(finished.get(), 2, "both handlers ran to their end");
+        assert_eq!(end, LinesEnd::EndOfStream { handled: 2 });
+    }
+
+    fn for_each_line_timeout_tells_end_of_stream_from_a_break() {
+        let program = IO::block(async move {
+            let (server, client) = pair().await?;
+            let reader = BufReader::new(server);
+            client.write_all(b"x\ny\nstop\nz\n").await?;
+            let stopped = reader
+                .for_each_line_timeout(HANG, |line| {
+                    IO::pure(if line == "stop\n" {
+                        ControlFlow::Break(())
+                    } else {
+                        ControlFlow::Continue(())
+                    })
+                })
+                .await?;
+            drop(client);
+            let ended = reader
+                .for_each_line_timeout(HANG, |_| IO::pure(ControlFlow::Continue(())))
+                .await?;
+            Ok((stopped, ended))
+        });
+        let (stopped, ended) = succeeded(&rt(), program);
+        assert_eq!(stopped, LinesEnd::Stopped { handled: 2 });
+        assert!(!stopped.is_idle_timeout());
+        assert_eq!(ended, LinesEnd::EndOfStream { handled: 1 });
+    }
+
+    fn read_line_timeout_fails_with_timed_out_and_keeps_the_partial_line() {
+        let program = IO::block(async move {
+            let (server, client) = pair().await?;
+            let reader = BufReader::new(server);
+            client.write_all(b"par").await?;
+            let timed_out = reader
+                .read_line_timeout(Duration::from_millis(30))
+                .attempt()
+                .await?
+                .err()
+                .map(|e| e.kind());
+            client.write_all(b"t\n").await?;
+            let line = reader.read_line_timeout(HANG).await?;
+            Ok((timed_out, line))
+        });
+        let (timed_out, line) = succeeded(&rt(), program);
+        assert_eq!(timed_out, Some(io::ErrorKind::TimedOut));
+        assert_eq!(line.as_deref(), Some("part\n"));
     }
 }

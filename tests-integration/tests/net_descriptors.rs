@@ -3,7 +3,12 @@
 //! request and its echo, close), and afterwards the process has the
 //! descriptors it had before (counted in `/proc/self/fd`) and a resident
 //! set that grew by less than [`RSS_GROWTH_LIMIT`] over the warmed-up one
-//! (`/proc/self/statm`).
+//! (`/proc/self/statm`). And `serve` over 300 connections at once (a
+//! third complete, answering through a clone of their stream from another
+//! fiber; a third fail on malformed input; a third are canceled at
+//! shutdown) leaves no descriptor and no registered socket behind, nor
+//! does an executor dropped while one fiber holds a socket's write turn
+//! and others wait for it.
 //!
 //! In a test binary of its own, whose tests run one at a time (a lock):
 //! the counts are the process's, which any other test running at the same
@@ -26,8 +31,8 @@ use std::ops::ControlFlow;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use spindle_core::{CountDownLatch, IO};
-use spindle_net::{TcpListener, TcpStream};
+use spindle_core::{CountDownLatch, Deferred, IO, Outcome};
+use spindle_net::{BufReader, ServeConfig, ServeSummary, TcpListener, TcpStream};
 
 /// Concurrent connections of the first phase.
 const CONNECTIONS: usize = 1000;
@@ -296,8 +301,169 @@ fn connections_leak_nothing<R: TestRuntime>(executor: &str, make: impl Fn() -> R
     );
 }
 
+/// Connections of [`serve_mixed`]: a third complete, a third fail on
+/// malformed input, a third are still running at shutdown.
+const SERVED: usize = 300;
+
+/// Serves `connections` clients at once, a third of each kind (see
+/// [`SERVED`]); the completing handlers answer through a clone of their
+/// stream written from a fiber of its own. Returns the summary.
+fn serve_mixed(connections: usize) -> IO<ServeSummary, io::Error> {
+    IO::block(async move {
+        let listener = TcpListener::bind(localhost()).await?;
+        let addr = listener.local_addr().await?;
+        let stop = Deferred::<()>::new();
+        let all_running = CountDownLatch::new(connections as u64).expect("a latch");
+        let running = all_running.clone();
+        let config = ServeConfig::builder()
+            .max_connections(connections)
+            .grace_period(Duration::from_millis(50))
+            .build()
+            .expect("a valid configuration");
+        let server = spindle_net::serve(
+            listener,
+            config,
+            stop.get(),
+            move |stream: TcpStream, _peer| {
+                let running = running.clone();
+                let reader = BufReader::new(stream.clone());
+                IO::block(async move {
+                    let line = reader.read_line().await?.unwrap_or_default();
+                    running.release().value().await;
+                    match line.trim_end() {
+                        "ok" => {
+                            let answer = stream.write_all(b"fine\n").start().value().await;
+                            match answer.join().value().await {
+                                Outcome::Succeeded(()) => Ok(()),
+                                other => Err(io::Error::other(format!("the answer: {other:?}"))),
+                            }
+                        }
+                        "bad" => Err(io::Error::new(io::ErrorKind::InvalidData, "malformed")),
+                        _ => IO::never().await,
+                    }
+                })
+            },
+        )
+        .start()
+        .value()
+        .await;
+        let kinds = ["ok\n", "bad\n", "hold\n"];
+        let clients = (0..connections)
+            .map(|n| {
+                IO::<_, io::Error>::block(async move {
+                    let reader = BufReader::new(TcpStream::connect(addr).await?);
+                    reader.get_ref().write_all(kinds[n % 3]).await?;
+                    reader.read_line().await
+                })
+            })
+            .collect();
+        let clients = IO::par_sequence(clients).start().value().await;
+        all_running.wait().value().await;
+        let _ = stop.complete(()).value().await;
+        let summary = match server.join().value().await {
+            Outcome::Succeeded(summary) => summary,
+            other => return Err(io::Error::other(format!("serve: {other:?}"))),
+        };
+        match clients.join().value().await {
+            Outcome::Succeeded(answers) => {
+                let fine = answers
+                    .iter()
+                    .filter(|a| a.as_deref() == Some("fine\n"))
+                    .count();
+                if fine != connections.div_ceil(3) {
+                    return Err(io::Error::other(format!("{fine} clients answered")));
+                }
+            }
+            other => return Err(io::Error::other(format!("clients: {other:?}"))),
+        }
+        Ok(summary)
+    })
+}
+
+/// `serve` over [`SERVED`] connections of three kinds, on an executor made
+/// by `make`: the process has the descriptors it had before, and the
+/// executor no socket registered.
+fn served_connections_leak_nothing<R: TestRuntime>(executor: &str, make: impl Fn() -> R) {
+    let _serial = SERIAL
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let connections = connections_that_fit().min(SERVED);
+    {
+        let rt = make();
+        succeeded(&rt, serve_mixed(30));
+    }
+    let before = open_descriptors();
+    let rt = make();
+    let with_executor = open_descriptors();
+    let summary = succeeded(&rt, serve_mixed(connections));
+    let third = |k: usize| ((connections + 2 - k) / 3) as u64;
+    assert_eq!(summary.accepted, connections as u64);
+    assert_eq!(
+        (
+            summary.completed,
+            summary.failed,
+            summary.canceled,
+            summary.panicked
+        ),
+        (third(0), third(1), third(2), 0)
+    );
+    assert_nothing_registered(&rt);
+    let after_serving = descriptors_settle_at_most(with_executor + EXECUTOR_SLACK);
+    assert!(
+        after_serving <= with_executor + EXECUTOR_SLACK,
+        "{after_serving} descriptors open after serve ended, {with_executor} before it"
+    );
+    drop(rt);
+    let after = descriptors_settle_at_most(before);
+    assert_eq!(
+        after, before,
+        "descriptors open after the executor was dropped"
+    );
+    eprintln!("{executor}: served {connections}: {summary:?}; descriptors {before} / {after}");
+}
+
+/// Leaves one fiber holding a socket's write turn (stuck on a peer that
+/// does not read) and two waiting for it, then drops the executor: the
+/// socket's descriptor must be closed (nothing keeps the waiting fibers).
+fn writers_left_waiting_for_the_write_turn_leak_nothing<R: TestRuntime>(make: impl Fn() -> R) {
+    let _serial = SERIAL
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let before = open_descriptors();
+    let rt = make();
+    let program = IO::block(async move {
+        let (server, client) = tcp_pair().await?;
+        let _holder = server
+            .clone()
+            .write_all(vec![b'a'; 8 * 1024 * 1024])
+            .start()
+            .value()
+            .await;
+        let _first = client.read_exact(1).await?;
+        let _waiting = server.clone().write_all(b"B").start().value().await;
+        let _also = server.write_all(b"C").start().value().await;
+        IO::<(), io::Error>::sleep(Duration::from_millis(20)).await?;
+        Ok(())
+    });
+    succeeded(&rt, program);
+    drop(rt);
+    let after = descriptors_settle_at_most(before);
+    assert_eq!(
+        after, before,
+        "descriptors open after the executor was dropped"
+    );
+}
+
 rt_test! {
+    fn writers_left_waiting_for_a_write_turn_when_the_executor_is_dropped_leak_no_descriptor() {
+        writers_left_waiting_for_the_write_turn_leak_nothing(rt);
+    }
+
     fn a_thousand_concurrent_connections_then_many_short_ones_leak_no_descriptor_and_no_memory() {
         connections_leak_nothing(module_path!(), rt);
+    }
+
+    fn served_connections_that_complete_fail_or_are_canceled_at_shutdown_leak_no_descriptor() {
+        served_connections_leak_nothing(module_path!(), rt);
     }
 }

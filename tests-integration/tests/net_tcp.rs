@@ -5,8 +5,11 @@
 //! `reunite`), two acceptors and a burst, a callback completed from another
 //! thread while the executor sleeps in its poller, a fiber left waiting
 //! when `block_on` returns, the executor's end (dropped while a fiber
-//! waits, used after it is gone), and a main fiber waiting on a socket
-//! (not a deadlock).
+//! waits, used after it is gone), a main fiber waiting on a socket (not a
+//! deadlock), and clones: of a stream (one connection, closed with the
+//! last clone), of a listener (one queue), and writers sharing a socket's
+//! write turn (a writer canceled while it waits writes nothing, one
+//! canceled midway hands the turn on).
 //!
 //! Clients on other threads use blocking std sockets. A thread that must
 //! act while a fiber waits for a socket waits for a flag the fiber sets
@@ -730,6 +733,129 @@ rt_test! {
             "dropping the stream closed it: end of stream"
         );
     }
+
+    fn a_writer_canceled_while_it_waits_for_the_write_turn_writes_nothing_and_the_next_one_goes_on() {
+        const BIG: usize = 8 * 1024 * 1024;
+        let program = IO::block(async move {
+            let (server, client) = tcp_pair().await?;
+            // A holds the write turn, stuck on a peer that does not read.
+            let holder = server.clone().write_all(vec![b'a'; BIG]).start().value().await;
+            // A byte has arrived: A's write has begun, and holds the turn
+            // until its last byte is read.
+            let first = client.read_exact(1).await?;
+            // B waits for the turn, and gives up.
+            let gave_up = server
+                .clone()
+                .write_all(b"BBBB")
+                .map(|()| false)
+                .timeout_to(Duration::from_millis(50), IO::pure(true))
+                .await?;
+            // C queues after B's departure, and gets the turn after A.
+            let after = server.clone().write_all(b"C").start().value().await;
+            let (rest, ()) = client.read_exact(BIG).both(both_wrote(holder, after)).await?;
+            Ok((first, gave_up, rest))
+        });
+        let (first, gave_up, rest) = succeeded(&rt(), program);
+        assert!(gave_up, "B could not have had the turn");
+        assert_eq!(first, b"a".to_vec());
+        assert_eq!(rest.len(), BIG, "A's bytes, then C's");
+        assert!(rest[..BIG - 1].iter().all(|&b| b == b'a'));
+        assert_eq!(rest[BIG - 1], b'C', "C wrote after A, and B wrote nothing");
+    }
+
+    fn a_writer_canceled_midway_hands_the_write_turn_on() {
+        const BIG: usize = 8 * 1024 * 1024;
+        let program = IO::block(async move {
+            let (server, client) = tcp_pair().await?;
+            let holder = server.clone().write_all(vec![b'a'; BIG]).start().value().await;
+            let _first = client.read_exact(1).await?;
+            let next = server.clone().write_all(b"B").start().value().await;
+            // A is canceled with part of its bytes written; B goes on.
+            holder.cancel().value().await;
+            let next = IO::block(async move {
+                let written = next.join().value().await;
+                server.shutdown(Shutdown::Write).await?;
+                Ok(written.is_succeeded())
+            });
+            let (received, written) = read_to_end(client).both(next).await?;
+            Ok((received, written))
+        });
+        let (received, written) = succeeded(&rt(), program);
+        assert!(written, "B wrote");
+        let (last, prefix) = received.split_last().expect("bytes arrived");
+        assert_eq!(*last, b'B');
+        assert!(prefix.len() < BIG - 1, "A was canceled midway");
+        assert!(prefix.iter().all(|&b| b == b'a'), "A's prefix, then B");
+    }
+
+    fn clones_of_a_stream_share_one_connection_which_closes_with_the_last_clone() {
+        let program = IO::block(async move {
+            let (server, client) = tcp_pair().await?;
+            let clones: Vec<TcpStream> = (0..4).map(|_| server.clone()).collect();
+            drop(server);
+            // Each clone writes from a fiber of its own; every write is whole.
+            let writes = clones
+                .iter()
+                .enumerate()
+                .map(|(i, stream)| stream.write_all(format!("<{i}>")))
+                .collect();
+            IO::par_sequence(writes).await?;
+            let first_four = client.read_exact(12).await?;
+            // Three clones gone: still open.
+            let last = clones.into_iter().last().expect("a clone");
+            last.write_all(b"!").await?;
+            let bang = client.read_exact(1).await?;
+            drop(last);
+            // The last one gone: closed.
+            let end = client.read(16).await?;
+            Ok((first_four, bang, end))
+        });
+        let (first_four, bang, end) = succeeded(&rt(), program);
+        let mut pieces: Vec<String> = String::from_utf8(first_four)
+            .unwrap()
+            .split_inclusive('>')
+            .map(str::to_owned)
+            .collect();
+        pieces.sort();
+        assert_eq!(pieces, ["<0>", "<1>", "<2>", "<3>"]);
+        assert_eq!(bang, b"!".to_vec());
+        assert!(end.is_empty(), "end of stream once the last clone is dropped");
+    }
+
+    fn clones_of_a_listener_accept_from_one_queue_and_each_connection_goes_to_one() {
+        let program = IO::block(async move {
+            let listener = TcpListener::bind(localhost()).await?;
+            let addr = listener.local_addr().await?;
+            let acceptors: Vec<_> = (0..3)
+                .map(|_| {
+                    let listener = listener.clone();
+                    listener.accept().map(|(stream, _)| stream)
+                })
+                .collect();
+            drop(listener);
+            let connects = (0..3).map(|_| TcpStream::connect(addr)).collect();
+            let (accepted, connected) = IO::par_sequence(acceptors)
+                .both(IO::par_sequence(connects))
+                .await?;
+            Ok((accepted.len(), connected.len()))
+        });
+        assert_eq!(succeeded(&rt(), program), (3, 3));
+    }
+}
+
+/// Waits for both writers; fails if either failed.
+fn both_wrote(
+    first: spindle_core::FiberHandle<(), io::Error>,
+    second: spindle_core::FiberHandle<(), io::Error>,
+) -> IO<(), io::Error> {
+    IO::block(async move {
+        for writer in [first, second] {
+            if let Outcome::Errored(e) = writer.join().value().await {
+                return Err(e);
+            }
+        }
+        Ok(())
+    })
 }
 
 #[test]
