@@ -191,10 +191,14 @@ pub fn jobs() -> Vec<Job> {
         .collect()
 }
 
+/// One run: how many jobs each worker handled (or why the pipeline did
+/// not finish), and what its fibers recorded.
+pub type Run = (Result<Vec<usize>, PipelineError>, Report);
+
 /// Runs the pipeline twice on the default executor: with room to finish,
 /// then with a deadline its slow steps miss. Gives both results and
 /// reports.
-pub fn run() -> Result<[(Result<Vec<usize>, PipelineError>, Report); 2], Box<dyn Error>> {
+pub fn run() -> Result<[Run; 2], Box<dyn Error>> {
     let rt = Runtime::new()?;
     // 1 ms, 2 ms, 4 ms between attempts, then give up.
     let retries = Schedule::exponential(Duration::from_millis(1), 2)?.limit(3);
@@ -204,7 +208,7 @@ pub fn run() -> Result<[(Result<Vec<usize>, PipelineError>, Report); 2], Box<dyn
         capacity: 2,
         step_time: Duration::from_millis(1),
         deadline: Duration::from_secs(10),
-        retries: retries.clone(),
+        retries,
     };
     let tight = Settings {
         step_time: Duration::from_secs(5),
