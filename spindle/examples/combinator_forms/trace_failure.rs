@@ -1,0 +1,156 @@
+//! The combinator form of `examples/trace_failure.rs`: the same program
+//! with `flat_map` and `tail_rec`, no IO blocks, to compare the two.
+//! The trace names the lines of the combinators (each marked `// traced`)
+//! where the block form names the lines of its `.await`s.
+//!
+//! ```text
+//! cargo run -p spindle-effect --example trace_failure_combinators
+//! ```
+
+use std::error::Error;
+use std::fmt;
+use std::ops::ControlFlow;
+
+use spindle_effect::prelude::*;
+use spindle_effect::{Traced, wstp::Runtime};
+
+/// Why an order is refused.
+#[derive(Debug, Clone, PartialEq)]
+pub enum OrderError {
+    /// The customer's credit is below the order's total.
+    CreditTooLow {
+        /// The customer.
+        customer: String,
+        /// The order's total.
+        total: u64,
+    },
+}
+
+impl fmt::Display for OrderError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            OrderError::CreditTooLow { customer, total } => {
+                write!(f, "{customer}'s credit is too low for {total}")
+            }
+        }
+    }
+}
+
+/// A customer's credit limit (a lookup, as a suspended side effect).
+fn credit_of(customer: &str) -> IO<u64, OrderError> {
+    let customer = customer.to_string();
+    IO::delay(move || if customer == "ada" { 100 } else { 10 })
+}
+
+/// The innermost step: fails when the credit does not cover the total.
+fn check_credit(customer: String, total: u64) -> IO<u64, OrderError> {
+    // traced
+    credit_of(&customer).flat_map(move |credit| {
+        if credit < total {
+            IO::raise_error(OrderError::CreditTooLow { customer, total })
+        } else {
+            IO::pure(credit - total)
+        }
+    })
+}
+
+/// One call up: finds the order's customer, then checks the credit.
+fn load_customer(order: u32, total: u64) -> IO<(String, u64), OrderError> {
+    // traced
+    IO::delay(move || if order % 2 == 0 { "ada" } else { "bob" }).flat_map(move |customer| {
+        check_credit(customer.to_string(), total).map(move |left| (customer.to_string(), left))
+    })
+}
+
+/// The child fiber's program: checks one order.
+fn check_order(order: u32, total: u64) -> IO<String, OrderError> {
+    load_customer(order, total)
+        .map(move |(customer, left)| format!("order {order} for {customer}: {left} credit left"))
+}
+
+/// The parent: checks each order on a child fiber and joins it; the
+/// first failure ends the program, its error carrying the traces.
+fn check_orders(orders: Vec<(u32, u64)>) -> IO<Vec<String>, Traced<OrderError>> {
+    let parent: IO<Vec<String>, OrderError> = IO::tail_rec(
+        (orders.into_iter(), Vec::new()),
+        |(mut orders, mut done)| match orders.next() {
+            None => IO::pure(ControlFlow::Break(done)),
+            Some((order, total)) => check_order(order, total)
+                .start()
+                .flat_map(|child| child.join_with_never())
+                .map(move |line| {
+                    done.push(line);
+                    ControlFlow::Continue((orders, done))
+                }),
+        },
+    );
+    parent.trace_errors()
+}
+
+/// What the run found: the orders checked before the failure, and the
+/// failure with its traces.
+pub struct Report {
+    /// The orders checked before the failure.
+    pub checked: Vec<String>,
+    /// The failure, with the child's trace and the parent's.
+    pub failure: Traced<OrderError>,
+}
+
+/// Runs the orders on the default executor; two pass, the third fails in
+/// its child fiber.
+pub fn run() -> Result<Report, Box<dyn Error>> {
+    let rt = Runtime::new()?;
+    let checked = rt
+        .block_on(check_orders(vec![(2, 30), (4, 50)]))?
+        .succeeded()
+        .ok_or("the first orders pass")?;
+    let outcome = rt.block_on(check_orders(vec![(6, 20), (7, 50)]))?;
+    let Outcome::Errored(failure) = outcome else {
+        return Err(format!("order 7 fails, got {outcome:?}").into());
+    };
+    Ok(Report { checked, failure })
+}
+
+/// The lines of `source` marked `// traced`, as `file:line` (1-based):
+/// a line that ends with the marker, or the line after a line that is
+/// only the marker (where rustfmt moves a trailing comment).
+pub fn traced_lines(file: &str, source: &str) -> Vec<String> {
+    let lines: Vec<&str> = source.lines().collect();
+    let mut marked = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        if line.trim() == "// traced" {
+            marked.push(i + 2);
+        } else if line.trim_end().ends_with("// traced") {
+            marked.push(i + 1);
+        }
+    }
+    marked.into_iter().map(|n| format!("{file}:{n}")).collect()
+}
+
+/// Checks that the trace of the fiber that raised the error names every
+/// marked line of this file.
+pub fn check(report: &Report) -> Result<(), String> {
+    let origin = report.failure.origin().to_string();
+    for line in traced_lines(file!(), include_str!("trace_failure.rs")) {
+        if !origin.contains(&format!("{line}:")) {
+            return Err(format!("the trace does not name {line}:\n{origin}"));
+        }
+    }
+    Ok(())
+}
+
+fn main() -> Result<(), Box<dyn Error>> {
+    let report = run()?;
+    for line in &report.checked {
+        println!("{line}");
+    }
+    println!("\nfailed: {}", report.failure);
+    if cfg!(feature = "tracing") {
+        check(&report)?;
+        println!(
+            "\nthe child's trace names every `// traced` line of {}",
+            file!()
+        );
+    }
+    Ok(())
+}
