@@ -218,7 +218,7 @@ impl<S: ReadStream> BufReader<S> {
                 return IO::pure(ControlFlow::Break(piece));
             }
             if buf.len() >= inner.limit {
-                return IO::raise_error(too_long(inner.limit));
+                return IO::raise_error_untraced(too_long(inner.limit));
             }
             drop(buf);
             let shared = inner.buffer.clone();
@@ -255,7 +255,7 @@ impl<S: ReadStream> BufReader<S> {
             }
             match String::from_utf8(bytes) {
                 Ok(line) => IO::pure(Some(line)),
-                Err(e) => IO::raise_error(io::Error::new(io::ErrorKind::InvalidData, e)),
+                Err(e) => IO::raise_error_untraced(io::Error::new(io::ErrorKind::InvalidData, e)),
             }
         })
     }
@@ -331,7 +331,7 @@ impl<S: ReadStream> BufReader<S> {
                 .read_shared(inner.buffer.clone(), CHUNK)
                 .flat_map_untraced(move |n| {
                     if n == 0 {
-                        IO::raise_error(io::Error::new(
+                        IO::raise_error_untraced(io::Error::new(
                             io::ErrorKind::UnexpectedEof,
                             format!("spindle-net: end of stream after {have} of {len} bytes"),
                         ))

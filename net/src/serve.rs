@@ -691,7 +691,7 @@ where
     P: Send + 'static,
     H: Fn(S, P) -> IO<(), io::Error> + Send + Sync + 'static,
 {
-    IO::defer(move || handler(stream, peer)).guarantee_case(move |outcome| {
+    IO::defer(move || handler(stream, peer)).guarantee_case_ref(move |outcome| {
         counts.record(outcome, &config);
         permits.release().void()
     })

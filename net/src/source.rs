@@ -148,7 +148,7 @@ where
                     .wait(direction, seen)
                     .map_untraced(move |()| ControlFlow::Continue(state)),
                 io::ErrorKind::Interrupted => IO::pure(ControlFlow::Continue(state)),
-                _ => IO::raise_error(e),
+                _ => IO::raise_error_untraced(e),
             },
         }
     })
@@ -226,7 +226,7 @@ where
                     io::ErrorKind::Interrupted => (state, None),
                     _ => {
                         source.writer.unlock();
-                        return IO::raise_error(e);
+                        return IO::raise_error_untraced(e);
                     }
                 },
             }
@@ -254,7 +254,7 @@ where
 {
     IO::defer_untraced(move || match call() {
         Ok(a) => IO::pure(a),
-        Err(e) => IO::raise_error(e),
+        Err(e) => IO::raise_error_untraced(e),
     })
 }
 

@@ -175,7 +175,7 @@ fn connect_first(addrs: Vec<SocketAddr>) -> IO<TcpStream, io::Error> {
     IO::tail_rec_untraced((first, addrs), |(addr, mut rest)| {
         let Some(addr) = addr else {
             // Unreachable from `connect_host` (it checks that there is one).
-            return IO::raise_error(io::Error::new(
+            return IO::raise_error_untraced(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 "spindle-net: no address to connect to",
             ));
@@ -185,7 +185,7 @@ fn connect_first(addrs: Vec<SocketAddr>) -> IO<TcpStream, io::Error> {
             .flat_map_untraced(move |connected| match (connected, rest.next()) {
                 (Ok(stream), _) => IO::pure(ControlFlow::Break(stream)),
                 (Err(_), Some(next)) => IO::pure(ControlFlow::Continue((Some(next), rest))),
-                (Err(e), None) => IO::raise_error(e),
+                (Err(e), None) => IO::raise_error_untraced(e),
             })
     })
 }
@@ -229,7 +229,7 @@ impl TcpStream {
                     finish_connect(socket).map_err(|e| ((), e))
                 })
                 .map_untraced(move |()| stream),
-                Err(e) => IO::raise_error(e),
+                Err(e) => IO::raise_error_untraced(e),
             }
         })
     }

@@ -201,7 +201,7 @@ impl UnixStream {
                     finish_connect(socket).map_err(|e| ((), e))
                 })
                 .map_untraced(move |()| stream),
-                Err(e) => IO::raise_error(e),
+                Err(e) => IO::raise_error_untraced(e),
             }
         })
         .traced_as(&ops::CONNECT)
