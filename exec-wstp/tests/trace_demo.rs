@@ -143,12 +143,18 @@ fn the_failure_in_a_child_is_printed_with_its_three_nested_calls_then_the_parent
         "{out}"
     );
     let (child, parent) = failure_traces(out);
-    let closures: Vec<&str> = child
+    // Most recent first: the `raise_error` at its line in `charge`, then
+    // the calls that led there, back to the child's first step.
+    assert!(
+        child[0]
+            .trim_start()
+            .starts_with("raise_error @ exec-wstp/examples/trace_demo.rs:"),
+        "{out}"
+    );
+    let closures: Vec<&str> = child[1..]
         .iter()
         .map(|e| e.rsplit('(').next().unwrap().trim_end_matches(')'))
         .collect();
-    // Most recent first: where `charge` failed, then the calls that led
-    // there, back to the child's first step.
     assert_eq!(
         closures,
         [

@@ -47,10 +47,6 @@ pub struct IO<A, E> {
     _marker: PhantomData<fn() -> (A, E)>,
 }
 
-/// `IO::raise_error` as traces name it.
-#[cfg(feature = "tracing")]
-static RAISE_ERROR: Op = Op::new("raise_error");
-
 /// Whether a `#[track_caller]` function was called through the `Fn`
 /// traits, as a function value (`io.flat_map(IO::raise_error)`): its
 /// caller's location is then the standard library's `call_once`, not a
@@ -275,7 +271,6 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     #[inline]
     #[track_caller]
     pub fn raise_error(error: E) -> Self {
-        let raised = IO::raise_error_untraced(error);
         // Where no call site is kept (a process that traces nothing:
         // `spindle_trace::call_sites_for`), the error alone, as without
         // tracing.
@@ -283,9 +278,10 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
         if crate::engine::tracing::Site::call_sites_kept()
             && !called_as_a_function(core::panic::Location::caller())
         {
-            return raised.traced_as(&RAISE_ERROR);
+            let site = crate::engine::tracing::Site::caller();
+            return IO::from_node(Node::raise_error_at(Value::new(error), site));
         }
-        raised
+        IO::raise_error_untraced(error)
     }
 
     /// [`IO::raise_error`] for io-core's own nodes (no trace event).

@@ -332,24 +332,6 @@ fn millis(d: Duration) -> u32 {
     (d.as_secs() as u32) * 1000 + d.subsec_millis()
 }
 
-/// A future awaited by a fiber (`IO::from_future_with`, built when the step
-/// runs), woken from the tick interrupt 10 ms later.
-fn awaited_future() -> Io<u32> {
-    IO::delay(|| TICKS.load(Ordering::Relaxed)).flat_map(|start| {
-        IO::from_future_with(move || TickAt(start + 10)).map(move |end| {
-            let waited = end - start;
-            say!(
-                "future: woken by ",
-                arch::TICK_SOURCE,
-                " after ",
-                waited,
-                " ms"
-            );
-            waited
-        })
-    })
-}
-
 /// Interrupt wake-ups: how many.
 const WAKE_UPS: u32 = 5;
 
@@ -445,20 +427,6 @@ fn interrupt_wake_ups(k: u32, n: u32) -> Io<bool> {
     })
 }
 
-/// An IO block: a loop of `n` awaits that add to a local across them and
-/// check each partial sum with [`check`] (its error would end the block
-/// through `?`).
-fn block_sum(n: u32) -> Io<u32> {
-    IO::block(async move {
-        let mut sum = 0;
-        for i in 1..=n {
-            sum = check(sum + i).await?;
-        }
-        say!("block: ", n, " awaits, sum ", sum);
-        Ok(sum)
-    })
-}
-
 /// An error recovered by `handle_error_with`.
 fn recovered() -> Io<u32> {
     IO::<u32, Error>::raise_error("sensor timeout")
@@ -527,14 +495,21 @@ fn report(failure: Traced<Error>) -> bool {
         say!("  at ", event.op().name(), " @ ", l.file(), ":", l.line());
     }
     // The fiber's last events (it traced the whole program): they end with
-    // the three calls that led to the failure, all in this file.
+    // the three calls that led to the failure and the `raise_error` that
+    // failed, all in this file.
     let names = failure.trace.op_names();
     failure.error == "reading out of range"
         && (cfg!(not(feature = "tracing"))
-            || (names.len() >= 6
-                && names[names.len() - 6..]
+            || (names.len() >= 7
+                && names[names.len() - 7..]
                     == [
-                        "flat_map", "delay", "flat_map", "delay", "flat_map", "delay",
+                        "flat_map",
+                        "delay",
+                        "flat_map",
+                        "delay",
+                        "flat_map",
+                        "delay",
+                        "raise_error",
                     ]
                 && failure
                     .trace
@@ -547,34 +522,41 @@ fn report(failure: Traced<Error>) -> bool {
 /// purpose; its error and trace are checked, so the program's own error
 /// type is `Traced`.
 fn program() -> IO<bool, Traced<Error>> {
-    let checks: Io<bool> = handshake().flat_map(|v| {
-        awaited_future().flat_map(move |waited| {
-            recovered().flat_map(move |r| {
-                say!("recovered: ", r);
-                block_sum(10).flat_map(move |sum| {
-                    heap_per_suspended_fiber(16).flat_map(move |bytes| {
-                        say!("heap per suspended fiber: ", bytes, " bytes");
-                        interrupt_wake_ups(1, WAKE_UPS).map(move |woken| {
-                            // The budget: 128 bytes per suspended fiber with
-                            // tracing compiled out. A fiber that traces also
-                            // has its ring of 16 events (128 bytes here, in
-                            // one allocation with its 8-byte header), its ring
-                            // pointer and its listing entry: that budget (256)
-                            // is not met yet (265 bytes), so the check is
-                            // today's size, to catch a regression.
-                            let budget = if cfg!(feature = "tracing") { 272 } else { 128 };
-                            v == 42
-                                && waited >= 10
-                                && r == 7
-                                && sum == 55
-                                && bytes > 0
-                                && bytes <= budget
-                                && woken
-                        })
-                    })
-                })
-            })
-        })
+    // The checks, as one IO block: its `.await`s run each program on the
+    // fiber (with `?` for their errors), await a future woken from the tick
+    // interrupt, and keep their values in locals across the awaits.
+    let checks: Io<bool> = IO::block(async {
+        let v = handshake().await?;
+        // A future awaited in the block, polled by the fiber and woken from
+        // the tick interrupt 10 ms later.
+        let start = TICKS.load(Ordering::Relaxed);
+        let waited = TickAt(start + 10).await - start;
+        say!("future: woken by ", arch::TICK_SOURCE, " after ", waited, " ms");
+        let r = recovered().await?;
+        say!("recovered: ", r);
+        // A loop of awaits adding to a local, each partial sum checked
+        // (an error of `check` would end the block through `?`).
+        let mut sum = 0;
+        for i in 1..=10 {
+            sum = check(sum + i).await?;
+        }
+        say!("block: 10 awaits, sum ", sum);
+        let bytes = heap_per_suspended_fiber(16).await?;
+        say!("heap per suspended fiber: ", bytes, " bytes");
+        let woken = interrupt_wake_ups(1, WAKE_UPS).await?;
+        // The budget: 128 bytes per suspended fiber with tracing compiled
+        // out. A fiber that traces also has its ring of 16 events (128
+        // bytes here, in one allocation with its 8-byte header), its ring
+        // pointer and its listing entry: that budget (256) is not met yet
+        // (265 bytes), so the check is today's size, to catch a regression.
+        let budget = if cfg!(feature = "tracing") { 272 } else { 128 };
+        Ok(v == 42
+            && waited >= 10
+            && r == 7
+            && sum == 55
+            && bytes > 0
+            && bytes <= budget
+            && woken)
     });
     checks.trace_errors().flat_map(|ok| {
         read(60)

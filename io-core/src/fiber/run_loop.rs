@@ -331,6 +331,10 @@ macro_rules! block_step {
                     }
                 }
             }
+            // On 64-bit hosts a program that is already a value goes back
+            // to the block at once (speed); elsewhere through the frame,
+            // as any program (flash).
+            #[cfg(target_pointer_width = "64")]
             match node.into_value() {
                 Ok(value) => {
                     $budget -= 1;
@@ -340,6 +344,11 @@ macro_rules! block_step {
                     $core.stack.push(Frame::resume_block(resume));
                     break node;
                 }
+            }
+            #[cfg(not(target_pointer_width = "64"))]
+            {
+                $core.stack.push(Frame::resume_block(resume));
+                break node;
             }
         }
     }};
@@ -812,6 +821,11 @@ fn run_loop<X: Executor, const TRACING: bool>(
                     record!(ring, resume.op(), resume.site());
                 }
                 block_step!(core, header, ring, budget, resume)
+            }
+            #[cfg(feature = "tracing")]
+            Kind::RaiseError(error, site) => {
+                record!(ring, &crate::engine::tracing::RAISE_ERROR, Some(&site));
+                Node::error(error)
             }
             Kind::Monotonic => Node::pure(Value::new(executor.monotonic())),
             Kind::RealTime => Node::pure(Value::new(executor.real_time())),

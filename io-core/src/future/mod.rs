@@ -97,7 +97,7 @@ use core::ptr::{self, NonNull};
 use core::task::Poll;
 
 use crate::engine::blocks;
-use crate::engine::erased::{Value, Word, fits_block};
+use crate::engine::erased::{Value, Word, fits_block, fits_huge_block, fits_large_block};
 use crate::engine::node::{BlockVTable, Node, Res, Resume, Slot, Stepped};
 use crate::engine::tracing::{Internal, NO_SITE, Named, here};
 use crate::executor::Executor;
@@ -126,19 +126,31 @@ struct PinnedFuture<Fut> {
 unsafe impl<Fut: Send> Send for PinnedFuture<Fut> {}
 
 impl<Fut> PinnedFuture<Fut> {
-    /// Whether `Fut` goes in a pool block (decided at compile time; never
-    /// without `std`, where a block would only be larger than a `Box`).
-    const POOLED: bool = cfg!(feature = "std") && size_of::<Fut>() != 0 && fits_block::<Fut>();
+    /// The pool class `Fut` goes in, if any (decided at compile time; never
+    /// without `std`, where a block would only be larger than a `Box`): the
+    /// smallest that fits it.
+    const CLASS: Option<blocks::Class> = if !cfg!(feature = "std") || size_of::<Fut>() == 0 {
+        None
+    } else if fits_block::<Fut>() {
+        Some(blocks::Class::Small)
+    } else if fits_large_block::<Fut>() {
+        Some(blocks::Class::Large)
+    } else if fits_huge_block::<Fut>() {
+        Some(blocks::Class::Huge)
+    } else {
+        None
+    };
 
     fn new(future: Fut) -> Self {
-        let ptr = if Self::POOLED {
-            let block = blocks::allocate().cast::<Fut>();
-            // SAFETY: a fresh block, large and aligned enough for `Fut`
-            // (`fits_block`), uninitialised: nothing is overwritten.
-            unsafe { block.as_ptr().write(future) };
-            block
-        } else {
-            NonNull::from(Box::leak(Box::new(future)))
+        let ptr = match Self::CLASS {
+            Some(class) => {
+                let block = blocks::allocate_in(class).cast::<Fut>();
+                // SAFETY: a fresh block of a class large and aligned enough
+                // for `Fut` (`CLASS`), uninitialised: nothing is overwritten.
+                unsafe { block.as_ptr().write(future) };
+                block
+            }
+            None => NonNull::from(Box::leak(Box::new(future))),
         };
         PinnedFuture { ptr }
     }
@@ -146,18 +158,17 @@ impl<Fut> PinnedFuture<Fut> {
 
 impl<Fut> Drop for PinnedFuture<Fut> {
     fn drop(&mut self) {
-        if Self::POOLED {
-            // SAFETY: `ptr` is a pool block holding a live `Fut`, dropped
-            // here in place exactly once; the block is then released, and
-            // never used again.
-            unsafe {
+        match Self::CLASS {
+            // SAFETY: `ptr` is a block of `class` holding a live `Fut`,
+            // dropped here in place exactly once; the block is then
+            // released, and never used again.
+            Some(class) => unsafe {
                 ptr::drop_in_place(self.ptr.as_ptr());
-                blocks::release(self.ptr.cast());
-            }
-        } else {
+                blocks::release_in(class, self.ptr.cast());
+            },
             // SAFETY: `ptr` came from `Box::into_raw` (`Box::leak`) and is
             // released here exactly once.
-            drop(unsafe { Box::from_raw(self.ptr.as_ptr()) });
+            None => drop(unsafe { Box::from_raw(self.ptr.as_ptr()) }),
         }
     }
 }

@@ -138,6 +138,10 @@ pub(crate) enum Tag {
     Blocking,
     /// An IO block's (or a future's) next step (`future/block.rs`).
     Block,
+    /// An error raised at a call site the trace records (`IO::raise_error`
+    /// with tracing): the error and the site in one value.
+    #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
+    RaiseError,
     // Frames with a vtable.
     FlatMap,
     Map,
@@ -192,7 +196,7 @@ const _: () = assert!(
      (module doc, \"Room for more kinds\")"
 );
 const _: () = assert!(
-    !COMPACT || (Tag::Block as usize) < BARE,
+    !COMPACT || (Tag::RaiseError as usize) < BARE,
     "io-core: more node kinds with a vtable than the compact encoding's codes \
      (module doc, \"Room for more kinds\")"
 );
@@ -299,6 +303,9 @@ pub(crate) enum Kind {
     Unwind,
     /// Poll an IO block (or a future a fiber drives) for its next step.
     Block(Resume),
+    /// Record `raise_error` at the site, then fail with the error.
+    #[cfg(feature = "tracing")]
+    RaiseError(Value, Site),
     /// Record an operation made of several nodes, open a traced scope, or
     /// read the trace (`engine/tracing/mod.rs`).
     #[cfg(feature = "tracing")]
@@ -380,7 +387,7 @@ fn has_tag(word: *const (), tag: Tag, vtable_kinds: core::ops::RangeInclusive<us
 }
 
 /// The tags a node stores next to a vtable pointer.
-const NODE_VTABLE_KINDS: core::ops::RangeInclusive<usize> = 0..=Tag::Block as usize;
+const NODE_VTABLE_KINDS: core::ops::RangeInclusive<usize> = 0..=Tag::RaiseError as usize;
 /// The tags a frame stores next to a vtable pointer.
 const FRAME_VTABLE_KINDS: core::ops::RangeInclusive<usize> =
     Tag::FlatMap as usize..=Tag::ResumeBlock as usize;
@@ -710,6 +717,12 @@ impl Node {
     pub(crate) fn blocking(thunk: ErasedFn<(), Value>) -> Node {
         Node::from_fn(thunk, Tag::Blocking)
     }
+    /// An error raised at `site`, recorded there when it is evaluated.
+    #[cfg(feature = "tracing")]
+    #[inline(always)]
+    pub(crate) fn raise_error_at(error: Value, site: Site) -> Node {
+        Node::from_value(Value::new((error, site)), Tag::RaiseError)
+    }
     /// The next step of an IO block (or of a future a fiber drives):
     /// `resume` polls it (`future/block.rs`).
     #[inline(always)]
@@ -780,6 +793,13 @@ unsafe fn decode(word: Word, vtable: *const ()) -> Kind {
             Tag::Unwind => Kind::Unwind,
             Tag::Blocking => Kind::Blocking(ErasedFn::from_raw(word, &*vt.cast())),
             Tag::Block => Kind::Block(Resume::from_raw(word, &*vt.cast())),
+            #[cfg(feature = "tracing")]
+            Tag::RaiseError => {
+                let (error, site) = value().take::<(Value, Site)>();
+                Kind::RaiseError(error, site)
+            }
+            #[cfg(not(feature = "tracing"))]
+            Tag::RaiseError => unreachable!("io-core: a sited error without tracing"),
             #[cfg(feature = "tracing")]
             Tag::Mark => Kind::Mark(BindBox::from_word(word)),
             #[cfg(not(feature = "tracing"))]

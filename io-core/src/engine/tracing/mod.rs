@@ -272,6 +272,10 @@ pub(crate) static SLEEP: Op = Op::new("sleep");
 #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
 pub(crate) static AWAIT: Op = Op::new("await");
 
+/// `IO::raise_error`, at its caller's line (`engine/node`: a sited error).
+#[cfg_attr(not(feature = "tracing"), allow(dead_code))]
+pub(crate) static RAISE_ERROR: Op = Op::new("raise_error");
+
 /// The site of a traced call: `Some` with the caller's site when tracing is
 /// compiled in.
 #[cfg(feature = "tracing")]
