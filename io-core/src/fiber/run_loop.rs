@@ -308,8 +308,8 @@ macro_rules! wait {
 /// observes cancellation) as at the top of the loop, so that a block that
 /// awaits only values still yields and can be canceled; and a cancellation
 /// that became observable at the end of a mask while the result went to
-/// the block (`Core::cancel_at_block`) is observed there, or, if the block
-/// ends instead, where its result goes next.
+/// the block (`FiberFlags::cancel_at_block`) is observed there, or, if the
+/// block ends instead, where its result goes next.
 macro_rules! block_step {
     ($core:ident, $header:ident, $ring:expr, $budget:ident, $resume:expr) => {{
         let mut resume = $resume;
@@ -322,7 +322,7 @@ macro_rules! block_step {
                 break block_wait($core, resume, node);
             };
             record!($ring, &crate::engine::tracing::AWAIT, Some(&_site));
-            if $budget == 0 || $core.cancel_at_block {
+            if $budget == 0 || $core.flags.cancel_at_block() {
                 match block_observe($core, $header, $budget, resume, node) {
                     Some(node) => break node,
                     None => {
@@ -373,8 +373,8 @@ fn block_done(core: &mut Core, header: &super::Header, mut resume: Resume) -> No
     drop(resume);
     let ok = res.is_ok();
     let node = Node::from_res(res);
-    if core.cancel_at_block {
-        core.cancel_at_block = false;
+    if core.flags.cancel_at_block() {
+        core.flags.set_cancel_at_block(false);
         return unmasked(core, header, node, ok);
     }
     node
@@ -384,7 +384,7 @@ fn block_done(core: &mut Core, header: &super::Header, mut resume: Resume) -> No
 /// itself, as any wait.
 #[inline(never)]
 fn block_wait(core: &mut Core, resume: Resume, node: Node) -> Node {
-    core.cancel_at_block = false;
+    core.flags.set_cancel_at_block(false);
     core.stack.push(Frame::resume_block(resume));
     node
 }
@@ -403,8 +403,8 @@ fn block_observe(
     resume: Resume,
     node: Node,
 ) -> Option<Node> {
-    let cancel = core.cancel_at_block && should_cancel(core, header);
-    core.cancel_at_block = false;
+    let cancel = core.flags.cancel_at_block() && should_cancel(core, header);
+    core.flags.set_cancel_at_block(false);
     if cancel {
         core.stack.push(Frame::resume_block(resume));
         return Some(begin_cancel(core, node));
@@ -983,7 +983,7 @@ fn unmasked(core: &mut Core, header: &super::Header, next: Node, ok: bool) -> No
             // The result goes to an IO block, which decides whether a new
             // program starts (its next `.await`) or not (it ends):
             // `block_step!` observes the request there.
-            core.cancel_at_block = true;
+            core.flags.set_cancel_at_block(true);
             next
         }
         Passed::Frames(passed) => {

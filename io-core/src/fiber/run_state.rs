@@ -60,11 +60,6 @@ pub(crate) struct Core {
     /// state's lock): one byte, beside `masks` and `ending`
     /// (`engine/tracing/fiber_on.rs`).
     pub(super) flags: crate::engine::tracing::FiberFlags,
-    /// A cancellation became observable at the end of a mask while the
-    /// result went to an IO block: observed where the block's next
-    /// `.await` starts, or where its result goes if it ends
-    /// (`run_loop.rs`, `block_step!`).
-    pub(super) cancel_at_block: bool,
 }
 
 /// Where a fiber's next run starts.
@@ -188,7 +183,6 @@ impl Core {
             ending: None,
             cold: None,
             flags,
-            cancel_at_block: false,
         }
     }
 

@@ -111,7 +111,9 @@ pub(crate) use fiber::Run;
 /// records now (never without the `tracing` feature), whether its executor
 /// was told that it lives on after a run
 /// ([`Executor::fiber_listed`](crate::Executor::fiber_listed)), and whether
-/// its outcome goes to a completion callback kept in its join state. The
+/// its outcome goes to a completion callback kept in its join state; and
+/// one bit of the run-loop's (a cancellation to observe at an IO block's
+/// next await: `fiber/run_loop.rs`, `block_step!`). The
 /// ring itself is in the fiber's header ([`RingSlot`]), so that fiber
 /// dumps can read it.
 pub(crate) struct FiberFlags(u8);
@@ -120,6 +122,7 @@ impl FiberFlags {
     const ON: u8 = 1;
     const LISTED: u8 = 2;
     const CALLBACK: u8 = 4;
+    const CANCEL_AT_BLOCK: u8 = 8;
 
     /// A new fiber's flags: records from its start if `on` (and tracing is
     /// compiled in); its outcome goes to a completion callback if
@@ -150,6 +153,20 @@ impl FiberFlags {
         if cfg!(feature = "tracing") {
             self.0 = (self.0 & !Self::ON) | if on { Self::ON } else { 0 };
         }
+    }
+
+    /// Whether a cancellation that became observable at the end of a mask
+    /// waits for the IO block its result went to (`fiber/run_loop.rs`).
+    #[inline(always)]
+    pub(crate) fn cancel_at_block(&self) -> bool {
+        self.0 & Self::CANCEL_AT_BLOCK != 0
+    }
+
+    /// Sets or clears [`cancel_at_block`](FiberFlags::cancel_at_block).
+    #[inline(always)]
+    pub(crate) fn set_cancel_at_block(&mut self, at_block: bool) {
+        self.0 =
+            (self.0 & !Self::CANCEL_AT_BLOCK) | if at_block { Self::CANCEL_AT_BLOCK } else { 0 };
     }
 
     /// Whether the executor was told that the fiber lives on after a run.
