@@ -317,11 +317,12 @@ macro_rules! block_step {
             if resume.step() == Stepped::Done {
                 break block_done($core, $header, resume);
             }
-            let (node, site) = resume.slot().take_next_unchecked();
-            let Some(_site) = site else {
+            let wait = resume.slot().is_wait();
+            let (node, _site) = resume.slot().take_next_unchecked();
+            if wait {
                 break block_wait($core, resume, node);
-            };
-            record!($ring, &crate::engine::tracing::AWAIT, Some(&_site));
+            }
+            record!($ring, &crate::engine::tracing::AWAIT, _site.as_ref());
             if $budget == 0 || $core.flags.cancel_at_block() {
                 match block_observe($core, $header, $budget, resume, node) {
                     Some(node) => break node,

@@ -276,13 +276,16 @@ impl<A: Send + 'static, E: Send + 'static> Future for Await<A, E> {
                 // takes it, `sent` says it is gone from here; if not, the
                 // copy handed back is forgotten and `node` keeps it.
                 let node = unsafe { Node::read_by_words(&*this.node) };
-                match slot.ask(node, this.site) {
+                match slot.ask(node, this.site.take()) {
                     Ok(token) => {
                         this.sent = true;
                         this.token = token;
                     }
                     // One request per poll of the block: ask at the next.
-                    Err(node) => core::mem::forget(node),
+                    Err((node, site)) => {
+                        core::mem::forget(node);
+                        this.site = site;
+                    }
                 }
                 Poll::Pending
             } else {

@@ -97,9 +97,9 @@ impl Slot {
     /// Leaves `node` as the block's request, unless one was made already in
     /// this poll; the request's token, which its result will carry.
     #[inline(always)]
-    pub(crate) fn ask(&mut self, node: Node, site: Option<Site>) -> Result<u32, Node> {
+    pub(crate) fn ask(&mut self, node: Node, site: Option<Site>) -> Result<u32, Request> {
         if self.next.is_some() {
-            return Err(node);
+            return Err((node, site));
         }
         let token = self.issue;
         self.last = token;
@@ -154,6 +154,13 @@ impl Slot {
     #[inline(always)]
     pub(crate) fn first_step(&mut self) -> bool {
         core::mem::replace(&mut self.fresh, false)
+    }
+
+    /// Whether the program a step left is a wait of the driver's (not an
+    /// `.await`'s).
+    #[inline(always)]
+    pub(crate) fn is_wait(&self) -> bool {
+        self.wait
     }
 
     /// The program a step that said [`Stepped::Run`] left.
