@@ -253,7 +253,8 @@ fn the_fiber_dump_shows_three_fibers_waiting_in_deferred_get() {
 #[test]
 fn full_mode_names_the_function_that_built_each_operation() {
     let out = run("full");
-    // Operations built inside closures name the function around them.
+    // Operations built inside closures name the function around them (the
+    // `raise_error` in `charge` first).
     assert!(!out.contains("{{closure}}"), "{out}");
     let (events, _) = failure_traces(&out);
     let functions: Vec<&str> = events
@@ -263,6 +264,7 @@ fn full_mode_names_the_function_that_built_each_operation() {
     assert_eq!(
         functions,
         [
+            "trace_demo::charge",
             "trace_demo::charge",
             "trace_demo::charge",
             "trace_demo::reserve",
