@@ -32,7 +32,7 @@
 
 use std::io::{self, BufRead, BufReader, Read};
 use std::net::{SocketAddr, TcpStream};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread;
@@ -250,6 +250,37 @@ impl ChildServer {
         stream.set_read_timeout(Some(HANG)).unwrap();
         stream.set_write_timeout(Some(HANG)).unwrap();
         stream
+    }
+
+    /// Sends the child the signal `name` (`INT`, `TERM`, ...), as `kill`.
+    pub fn signal(&self, name: &str) {
+        let status = Command::new("kill")
+            .arg(format!("-{name}"))
+            .arg(self.pid().to_string())
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill -{name} failed");
+    }
+
+    /// The child's exit status if it has exited (reaped), else `None`.
+    pub fn try_wait(&mut self) -> Option<ExitStatus> {
+        self.child.try_wait().expect("wait for the child")
+    }
+
+    /// Waits for the child to exit, within [`HANG`]; its exit status.
+    pub fn wait_for_exit(&mut self) -> ExitStatus {
+        let start = Instant::now();
+        loop {
+            if let Some(status) = self.try_wait() {
+                return status;
+            }
+            assert!(
+                start.elapsed() < HANG,
+                "the child did not exit; its stderr: {:?}",
+                self.stderr_lines()
+            );
+            thread::sleep(Duration::from_millis(10));
+        }
     }
 
     /// Waits until `done` holds (polled), within [`HANG`].
