@@ -23,6 +23,7 @@ macro_rules! chapters {
 #[cfg(doctest)]
 chapters! {
     introduction = "introduction.md",
+    tutorial = "tutorial.md",
     io_blocks = "io-blocks.md",
     coming_from_tokio = "coming-from-tokio.md",
     coming_from_cats_effect = "coming-from-cats-effect.md",

@@ -90,7 +90,7 @@ pub struct Settings {
 /// The flaky step: fails `job.failures` times, then produces its result.
 fn flaky_step(job: Job, attempts: Ref<u32>, step_time: Duration) -> IO<u64, String> {
     IO::block(async move {
-        IO::sleep(step_time).value().await;
+        sleep(step_time).value().await;
         let attempt = attempts.update_and_get(|n| *n += 1).value().await;
         if attempt <= job.failures {
             return Err(format!("job {} failed on attempt {attempt}", job.id));
@@ -102,13 +102,8 @@ fn flaky_step(job: Job, attempts: Ref<u32>, step_time: Duration) -> IO<u64, Stri
 /// The producer: offers every job (waiting while the queue is full), then
 /// closes the queue so that the workers stop once it is drained.
 fn produce(queue: Queue<Job>, jobs: Vec<Job>) -> IO<(), PipelineError> {
-    IO::block(async move {
-        for job in jobs {
-            queue.offer(job).value().await;
-        }
-        queue.close().value().await;
-        Ok(())
-    })
+    let closing = queue.clone();
+    IO::traverse(jobs, move |job| queue.offer(job)).product_r(closing.close().void())
 }
 
 /// One worker: takes jobs until the queue is closed and empty, runs each
@@ -127,23 +122,20 @@ fn worker(
         while let Some(job) = queue.receive().value().await {
             let attempts = Ref::new(0u32);
             let counter = attempts.clone();
-            let step_time = settings.step_time;
-            // The step's own error, as a value: a job that gives up is recorded,
-            // it does not end the pipeline.
-            let result: Result<u64, String> = IO::retry(&settings.retries, move || {
-                flaky_step(job, counter.clone(), step_time)
-            })
-            .await;
+            let retried = IO::retry(&settings.retries, move || {
+                flaky_step(job, counter.clone(), settings.step_time)
+            });
+            // The step's own error, as a value: a job that gives up is
+            // recorded, it does not end the pipeline.
+            let result = retried.await;
             let attempts = attempts.get().value().await;
-            match result {
-                Ok(value) => {
-                    report
-                        .update(move |r| r.done.push((job.id, value, attempts, worker)))
-                        .value()
-                        .await
-                }
-                Err(_) => report.update(move |r| r.gave_up.push(job.id)).value().await,
-            }
+            report
+                .update(move |r| match result {
+                    Ok(value) => r.done.push((job.id, value, attempts, worker)),
+                    Err(_) => r.gave_up.push(job.id),
+                })
+                .value()
+                .await;
             handled += 1;
         }
         Ok(handled)
@@ -160,15 +152,13 @@ pub fn pipeline(settings: Settings, report: Ref<Report>) -> IO<Vec<usize>, Pipel
         // A plain `Result` works with `?` too.
         let queue = Queue::bounded(settings.capacity)
             .map_err(|e| PipelineError::Settings(e.to_string()))?;
-        let producer = produce(queue.clone(), settings.jobs.clone())
-            .start()
-            .value()
-            .await;
+        let jobs = settings.jobs.clone();
+        let producer = produce(queue.clone(), jobs).start().value().await;
         let workers = (1..=settings.workers).collect();
         let handled = IO::par_traverse(workers, move |w| {
             worker(w, queue.clone(), report.clone(), settings.clone())
-        })
-        .await?;
+        });
+        let handled = handled.await?;
         producer.join_with_never().await?;
         Ok(handled)
     })

@@ -20,6 +20,7 @@
 
 use std::error::Error;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use spindle_effect::error::TimeoutError;
@@ -56,35 +57,22 @@ pub struct Summary {
     /// Step 2: the tokio task's answer, plus one; then the error of a dropped sender.
     pub answer: u32,
     /// Step 2: what awaiting a oneshot whose sender was dropped gave.
-    pub dropped_sender: Outcome<u32, InteropError>,
+    pub dropped_sender: Result<u32, InteropError>,
     /// Step 3: the fibers' numbers, in the order they took the tokio mutex
     /// (the order of their timers, unless the machine is very busy).
     pub order: Vec<u32>,
-    /// Step 4: the deadline's outcome, whether the sender saw its receiver
+    /// Step 4: the deadline's result, whether the sender saw its receiver
     /// dropped, and how many times the fiber's finalizer ran.
-    pub deadline: (Outcome<u32, InteropError>, bool, usize),
+    pub deadline: (Result<u32, InteropError>, bool, usize),
 }
 
-/// Step 1: a tokio timer between two reads of the fiber's clock.
-fn measure_a_tokio_sleep() -> IO<Duration, InteropError> {
-    IO::block(async {
-        let start = IO::monotonic().value().await;
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        let end = IO::monotonic().value().await;
-        Ok(end - start)
-    })
-}
-
-/// Step 2: awaits the answer a tokio task sends through a oneshot.
+/// Awaits the answer a tokio task sends through a oneshot, plus one.
 fn receive(answer: oneshot::Receiver<u32>) -> IO<u32, InteropError> {
-    IO::block(async move {
-        // `?` converts the channel's `RecvError` with `From`.
-        let n = answer.await?;
-        Ok(n + 1)
-    })
+    // `?` converts the channel's `RecvError` with `From`.
+    IO::block(async move { Ok(answer.await? + 1) })
 }
 
-/// Step 3: fiber `i` waits `20 * i` ms on a tokio timer, then appends itself
+/// Fiber `i` waits `20 * i` ms on a tokio timer, then appends itself
 /// under a tokio mutex.
 fn in_order(i: u32, log: Arc<Mutex<Vec<u32>>>) -> IO<(), InteropError> {
     IO::block(async move {
@@ -94,50 +82,60 @@ fn in_order(i: u32, log: Arc<Mutex<Vec<u32>>>) -> IO<(), InteropError> {
     })
 }
 
+/// The four steps, one program: tokio futures and `IO`s awaited side by
+/// side.
+fn steps() -> IO<Summary, InteropError> {
+    IO::block(async {
+        // 1. A tokio timer between two reads of the fiber's clock.
+        let start = IO::monotonic().value().await;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let slept = IO::monotonic().value().await - start;
+
+        // 2. A tokio task answers through a oneshot; then a sender that
+        // is dropped at once.
+        let (tx, rx) = oneshot::channel();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            tx.send(41).ok();
+        });
+        let answer = receive(rx).await?;
+        let (_, rx) = oneshot::channel(); // the sender is dropped here
+        let dropped_sender = receive(rx).attempt().await?;
+
+        // 3. Four fibers in parallel, each on a tokio timer, then a tokio
+        // mutex they share.
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let shared = log.clone();
+        IO::par_traverse(vec![3, 1, 4, 2], move |i| in_order(i, shared.clone())).await?;
+        let order = log.lock().await.clone();
+
+        // 4. A deadline on a oneshot nobody answers: the receiver is
+        // dropped, and the finalizer runs once.
+        let (tx, rx) = oneshot::channel();
+        let finalized = Arc::new(AtomicUsize::new(0));
+        let counted = finalized.clone();
+        let counting = IO::delay(move || counted.fetch_add(1, Ordering::SeqCst)).void();
+        let late = receive(rx)
+            .guarantee(counting)
+            .timeout(Duration::from_millis(10));
+        let late = late.attempt().await?;
+        let deadline = (late, tx.is_closed(), finalized.load(Ordering::SeqCst));
+        Ok(Summary {
+            slept,
+            answer,
+            dropped_sender,
+            order,
+            deadline,
+        })
+    })
+}
+
 /// Runs the four steps on the tokio runtime this is called from.
 pub async fn run() -> Result<Summary, Box<dyn Error>> {
     // Fibers run as tasks of the calling tokio runtime.
     let executor = TokioExecutor::current()?;
-
-    let slept = executor.run_async(measure_a_tokio_sleep()).await?;
-    let slept = slept.succeeded().ok_or("the sleep step succeeds")?;
-
-    let (tx, rx) = oneshot::channel();
-    tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-        tx.send(41).ok();
-    });
-    let answer = executor.run_async(receive(rx)).await?;
-    let answer = answer.succeeded().ok_or("the oneshot step succeeds")?;
-    let (tx, rx) = oneshot::channel::<u32>();
-    drop(tx);
-    let dropped_sender = executor.run_async(receive(rx)).await?;
-
-    let log = Arc::new(Mutex::new(Vec::new()));
-    let shared = log.clone();
-    let fibers = IO::par_traverse(vec![3, 1, 4, 2], move |i| in_order(i, shared.clone()));
-    executor.run_async(fibers).await?;
-    let order = log.lock().await.clone();
-
-    let (tx, rx) = oneshot::channel::<u32>();
-    let finalized = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let counted = finalized.clone();
-    let late = receive(rx)
-        .guarantee(IO::delay(move || {
-            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        }))
-        .timeout(Duration::from_millis(10));
-    let late = executor.run_async(late).await?;
-    let receiver_dropped = tx.is_closed();
-    let finalized = finalized.load(std::sync::atomic::Ordering::SeqCst);
-
-    Ok(Summary {
-        slept,
-        answer,
-        dropped_sender,
-        order,
-        deadline: (late, receiver_dropped, finalized),
-    })
+    let summary = executor.run_async(steps()).await?;
+    Ok(summary.succeeded().ok_or("the steps succeed")?)
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -166,16 +164,10 @@ async fn main() -> Result<(), Box<dyn Error>> {
     );
     assert!(summary.slept >= Duration::from_millis(20));
     assert_eq!(summary.answer, 42);
-    assert_eq!(
-        summary.dropped_sender,
-        Outcome::Errored(InteropError::Closed)
-    );
+    assert_eq!(summary.dropped_sender, Err(InteropError::Closed));
     let mut took = summary.order.clone();
     took.sort();
     assert_eq!(took, [1, 2, 3, 4], "every fiber took the mutex once");
-    assert_eq!(
-        summary.deadline,
-        (Outcome::Errored(InteropError::Timeout), true, 1)
-    );
+    assert_eq!(summary.deadline, (Err(InteropError::Timeout), true, 1));
     Ok(())
 }

@@ -25,8 +25,6 @@ mod trace_failure_combinators;
 
 use std::time::Duration;
 
-use spindle_effect::Outcome;
-
 /// The checks of both forms of the pipeline (their types differ, their
 /// behaviour must not).
 macro_rules! check_pipeline {
@@ -93,16 +91,13 @@ macro_rules! check_tokio_interop {
             summary.slept
         );
         assert_eq!(summary.answer, 42);
-        assert_eq!(
-            summary.dropped_sender,
-            Outcome::Errored(InteropError::Closed)
-        );
+        assert_eq!(summary.dropped_sender, Err(InteropError::Closed));
         let mut took = summary.order.clone();
         took.sort();
         assert_eq!(took, [1, 2, 3, 4]);
         assert_eq!(
             summary.deadline,
-            (Outcome::Errored(InteropError::Timeout), true, 1),
+            (Err(InteropError::Timeout), true, 1),
             "the deadline dropped the receiver and ran the finalizer once"
         );
     }};

@@ -131,11 +131,10 @@ fn worker(
             Some(job) => {
                 let attempts = Ref::new(0u32);
                 let counter = attempts.clone();
-                let step_time = settings.step_time;
                 // The step's own error, as a value: a job that gives up is
                 // recorded, it does not end the pipeline.
                 IO::retry(&settings.retries, move || {
-                    flaky_step(job, counter.clone(), step_time)
+                    flaky_step(job, counter.clone(), settings.step_time)
                 })
                 .map_err(PipelineError::Step)
                 .attempt()

@@ -58,13 +58,13 @@ pub struct Summary {
     /// Step 2: the tokio task's answer, plus one; then the error of a dropped sender.
     pub answer: u32,
     /// Step 2: what awaiting a oneshot whose sender was dropped gave.
-    pub dropped_sender: Outcome<u32, InteropError>,
+    pub dropped_sender: Result<u32, InteropError>,
     /// Step 3: the fibers' numbers, in the order they took the tokio mutex
     /// (the order of their timers, unless the machine is very busy).
     pub order: Vec<u32>,
-    /// Step 4: the deadline's outcome, whether the sender saw its receiver
+    /// Step 4: the deadline's result, whether the sender saw its receiver
     /// dropped, and how many times the fiber's finalizer ran.
-    pub deadline: (Outcome<u32, InteropError>, bool, usize),
+    pub deadline: (Result<u32, InteropError>, bool, usize),
 }
 
 /// Step 1: a tokio timer between two reads of the fiber's clock.
@@ -108,7 +108,8 @@ pub async fn run() -> Result<Summary, Box<dyn Error>> {
     let answer = answer.succeeded().ok_or("the oneshot step succeeds")?;
     let (tx, rx) = oneshot::channel::<u32>();
     drop(tx);
-    let dropped_sender = executor.run_async(receive(rx)).await?;
+    let dropped_sender = executor.run_async(receive(rx).attempt()).await?;
+    let dropped_sender = dropped_sender.succeeded().ok_or("the result is a value")?;
 
     let log = Arc::new(Mutex::new(Vec::new()));
     let shared = log.clone();
@@ -124,7 +125,8 @@ pub async fn run() -> Result<Summary, Box<dyn Error>> {
             counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         }))
         .timeout(Duration::from_millis(10));
-    let late = executor.run_async(late).await?;
+    let late = executor.run_async(late.attempt()).await?;
+    let late = late.succeeded().ok_or("the result is a value")?;
     let receiver_dropped = tx.is_closed();
     let finalized = finalized.load(std::sync::atomic::Ordering::SeqCst);
 
@@ -163,16 +165,10 @@ async fn main() -> Result<(), Box<dyn Error>> {
     );
     assert!(summary.slept >= Duration::from_millis(20));
     assert_eq!(summary.answer, 42);
-    assert_eq!(
-        summary.dropped_sender,
-        Outcome::Errored(InteropError::Closed)
-    );
+    assert_eq!(summary.dropped_sender, Err(InteropError::Closed));
     let mut took = summary.order.clone();
     took.sort();
     assert_eq!(took, [1, 2, 3, 4], "every fiber took the mutex once");
-    assert_eq!(
-        summary.deadline,
-        (Outcome::Errored(InteropError::Timeout), true, 1)
-    );
+    assert_eq!(summary.deadline, (Err(InteropError::Timeout), true, 1));
     Ok(())
 }
