@@ -531,7 +531,13 @@ fn program() -> IO<bool, Traced<Error>> {
         // the tick interrupt 10 ms later.
         let start = TICKS.load(Ordering::Relaxed);
         let waited = TickAt(start + 10).await - start;
-        say!("future: woken by ", arch::TICK_SOURCE, " after ", waited, " ms");
+        say!(
+            "future: woken by ",
+            arch::TICK_SOURCE,
+            " after ",
+            waited,
+            " ms"
+        );
         let r = recovered().await?;
         say!("recovered: ", r);
         // A loop of awaits adding to a local, each partial sum checked
@@ -550,13 +556,7 @@ fn program() -> IO<bool, Traced<Error>> {
         // pointer and its listing entry: that budget (256) is not met yet
         // (265 bytes), so the check is today's size, to catch a regression.
         let budget = if cfg!(feature = "tracing") { 272 } else { 128 };
-        Ok(v == 42
-            && waited >= 10
-            && r == 7
-            && sum == 55
-            && bytes > 0
-            && bytes <= budget
-            && woken)
+        Ok(v == 42 && waited >= 10 && r == 7 && sum == 55 && bytes > 0 && bytes <= budget && woken)
     });
     checks.trace_errors().flat_map(|ok| {
         read(60)
