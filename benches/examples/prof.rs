@@ -97,6 +97,27 @@ fn block_delay() -> P {
     })
 }
 
+fn deep_block_nested() -> P {
+    fn go(i: i32) -> P {
+        IO::block(async move {
+            let j = IO::<i32, i32>::pure(i).await?;
+            if j > N { Ok(j) } else { go(j + 1).await }
+        })
+    }
+    go(0)
+}
+
+fn deep_block_tail() -> P {
+    fn go(i: i32) -> P {
+        IO::block(async move {
+            let j = IO::<i32, i32>::pure(i).await?;
+            Ok(if j > N { IO::pure(j) } else { go(j + 1) })
+        })
+        .flatten()
+    }
+    go(0)
+}
+
 fn map_calls() -> P {
     (0..N).fold(IO::pure(0), |io, _| io.map(|x| x + 1))
 }
@@ -491,6 +512,8 @@ fn run_workload(name: &str) -> i32 {
         "block_pure" => block_pure,
         "block_delay" => block_delay,
         "block_ready" => block_ready,
+        "deep_block_nested" => deep_block_nested,
+        "deep_block_tail" => deep_block_tail,
         "attempt_happy" => attempt_happy,
         "handle_error_happy" => handle_error_happy,
         "attempt_error" => attempt_error,

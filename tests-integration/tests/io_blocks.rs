@@ -104,6 +104,54 @@ rt_test! {
         assert_eq!(outcome, Outcome::Succeeded(1_000_000));
     }
 
+    fn a_loop_of_awaits_that_finish_at_once_still_lets_other_fibers_run() {
+        // Awaits of values and `delay`s run inside the block's poll, on the
+        // run-loop's budget: the fiber still yields as often as the same
+        // loop of `flat_map`s, so a fiber started before the loop runs on
+        // one thread too, long before the loop would end.
+        let flag = Arc::new(AtomicBool::new(false));
+        let (set, seen) = (flag.clone(), flag);
+        let program: IO<Option<u32>, ()> = IO::block(async move {
+            let _child = IO::<(), ()>::delay(move || set.store(true, Ordering::SeqCst))
+                .start()
+                .await?;
+            for i in 0..1_000_000u32 {
+                let now = seen.clone();
+                if IO::<bool, ()>::delay(move || now.load(Ordering::SeqCst)).await? {
+                    return Ok(Some(i));
+                }
+                IO::<u32, ()>::pure(i).await?;
+            }
+            Ok(None)
+        });
+        let outcome = within(HANG_LIMIT, move || run(program));
+        assert!(
+            matches!(outcome, Some(Outcome::Succeeded(Some(_)))),
+            "the child ran before the loop ended: {outcome:?}"
+        );
+    }
+
+    fn a_block_looping_forever_over_awaits_that_finish_at_once_can_be_canceled() {
+        let state = Counter::new();
+        let dropped = state.clone();
+        let spinning: IO<(), ()> = IO::block(async move {
+            let _state = LogOnDrop(Log::new(), "state", dropped);
+            let mut n = 0u64;
+            loop {
+                n = IO::<u64, ()>::pure(n.wrapping_add(1)).await?;
+            }
+        });
+        let outcome = within(HANG_LIMIT, move || {
+            run(spinning.start::<()>().flat_map(|fiber| {
+                IO::<(), ()>::sleep(Duration::from_millis(5))
+                    .product_r(fiber.cancel())
+                    .product_r(fiber.join())
+            }))
+        });
+        assert_eq!(outcome, Some(Outcome::Succeeded(Outcome::Canceled)));
+        assert_eq!(state.get(), 1, "the block's state was dropped once");
+    }
+
     fn other_futures_are_awaited_on_the_fiber_as_from_future_awaits_them() {
         let program: IO<u32, ()> = IO::block(async {
             let ready = std::future::ready(40).await;
@@ -314,6 +362,25 @@ rt_test! {
             other => panic!("expected a panic, got {other:?}"),
         }
         assert_eq!(finalized.get(), 1);
+    }
+
+    fn a_panic_in_an_awaited_delay_ends_the_fiber_as_panicked_and_drops_the_block_once() {
+        // The `delay` runs inside the block's poll (it finishes at once):
+        // its panic ends the fiber as the same panic on the run-loop does.
+        let (finalized, state) = (Counter::new(), Counter::new());
+        let dropped = state.clone();
+        let program: IO<u32, ()> = IO::block(async move {
+            let _state = LogOnDrop(Log::new(), "state", dropped);
+            let n = IO::<u32, ()>::pure(1).await?;
+            IO::<u32, ()>::delay(move || if n == 1 { panic!("the delay gave up") } else { n })
+                .await
+        })
+        .guarantee(finalized.incr_io());
+        match run(program) {
+            Outcome::Panicked(message) => assert!(message.message().contains("the delay gave up")),
+            other => panic!("expected a panic, got {other:?}"),
+        }
+        assert_eq!((finalized.get(), state.get()), (1, 1), "finalizer and state, once each");
     }
 
     fn a_block_reads_and_writes_shared_state_across_awaits_without_clone_tuples() {

@@ -193,6 +193,29 @@ rt_test! {
         assert!(text.starts_with("deep\ntrace (6 events"), "{text}");
     }
 
+    fn a_blocks_trace_names_the_line_of_every_await_whether_it_finished_at_once_or_not() {
+        // `pure` and `delay` finish at once (run inside the block's poll);
+        // `sleep` and the `map` run on the run-loop: the trace is the same.
+        let l = line!() + 2;
+        let program: IO<Trace, ()> = IO::block(async {
+            let a = IO::<u32, ()>::pure(1).await?;
+            let b = IO::<u32, ()>::delay(move || a + 1).await?;
+            IO::<(), ()>::sleep(Duration::from_millis(1)).await?;
+            let _c = IO::<u32, ()>::delay(move || b + 1).map(|c| c * 2).await?;
+            IO::trace().await
+        });
+        let trace = rt().run(program).succeeded().expect("the block ends");
+        assert!(all_in_this_file(&trace), "{trace}");
+        let lines = ops_and_lines(&trace);
+        let awaits: Vec<u32> =
+            lines.iter().filter(|(op, _)| *op == "await").map(|(_, line)| *line).collect();
+        assert_eq!(awaits, [l, l + 1, l + 2, l + 3, l + 4], "{trace}");
+        // Each inline `delay` is recorded right after its await, as on the
+        // run-loop.
+        let at = lines.iter().position(|e| *e == ("await", l + 1)).expect("the second await");
+        assert_eq!(lines[at + 1], ("delay", l + 1), "{trace}");
+    }
+
     fn a_failure_trace_names_the_line_of_its_raise_error_first() {
         let raised_at = line!() + 4;
         let program: IO<u32, String> = IO::delay(|| 1)

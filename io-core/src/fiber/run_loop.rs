@@ -314,7 +314,33 @@ macro_rules! block_step {
     ($core:ident, $header:ident, $ring:expr, $budget:ident, $resume:expr) => {{
         let mut resume = $resume;
         loop {
-            if resume.step() == Stepped::Done {
+            // On 64-bit hosts the poll may run awaits that finish at once
+            // inline, with the budget (`future/block.rs`, `inline`), and
+            // leaves what is left; it runs none when the next program must
+            // observe cancellation first (the budget stays as it is: the
+            // flag is the fiber's, and a poll does not change it).
+            #[cfg(target_pointer_width = "64")]
+            let stepped = {
+                let ring = if TRACING {
+                    $ring.map(|ring: &OwnedRing| core::ptr::NonNull::from(ring).cast::<()>())
+                } else {
+                    None
+                };
+                let lent = if $core.flags.cancel_at_block() {
+                    0
+                } else {
+                    $budget
+                };
+                resume.slot().lend(lent, ring);
+                let stepped = resume.step();
+                if !$core.flags.cancel_at_block() {
+                    $budget = resume.slot().credit_left();
+                }
+                stepped
+            };
+            #[cfg(not(target_pointer_width = "64"))]
+            let stepped = resume.step();
+            if stepped == Stepped::Done {
                 break block_done($core, $header, resume);
             }
             let wait = resume.slot().is_wait();

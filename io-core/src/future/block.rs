@@ -32,8 +32,26 @@
 //!    was dropped meanwhile) is dropped.
 //!
 //! The block is never polled from inside another poll, and every await
-//! returns to the run-loop: a loop of a million awaits runs in constant
-//! native stack. When the fiber is canceled while the requested program
+//! either finishes inside the poll (below) or returns to the run-loop: a
+//! loop of a million awaits runs in constant native stack.
+//!
+//! # Awaits that finish at once
+//!
+//! On 64-bit hosts, before each poll the run-loop lends the block's slot
+//! its auto-yield budget (and its trace ring). An `.await` whose program
+//! finishes at once, a value (`pure`, an `Ok` of `from_result`) or a
+//! `delay`, takes one step of that credit and runs the program inside the
+//! poll, recording the same trace events the run-loop records for it (the
+//! `await` with its line, then the `delay`'s), and is ready in the same
+//! poll: no trip out of the poll and back. What the run-loop would observe
+//! between two such steps it observes where the credit runs out, as it
+//! does for `flat_map`s: the next await asks the run-loop as in step 2,
+//! which yields (and observes cancellation) there. After a masked region
+//! ended with a cancellation pending, the run-loop lends nothing, so the
+//! next await reaches the run-loop and observes it. Other programs (a
+//! `map`, a `flat_map`, a wait) always go through the run-loop. On other
+//! targets every program does (flash), as for the run-loop's own fast
+//! path for values. When the fiber is canceled while the requested program
 //! runs, unwinding drops the continuation and with it the block's future
 //! (its state, on the fiber), after the finalizers of the requested
 //! program and before those around the block.
@@ -272,10 +290,33 @@ impl<A: Send + 'static, E: Send + 'static> Future for Await<A, E> {
         let this = self.get_mut();
         let polled = with_slot(cx, |slot| {
             if !this.sent {
-                // SAFETY: not sent: `node` holds the program. If the slot
-                // takes it, `sent` says it is gone from here; if not, the
-                // copy handed back is forgotten and `node` keeps it.
-                let node = unsafe { Node::read_by_words(&*this.node) };
+                // SAFETY: not sent: `node` holds the program. If it is run
+                // inline or the slot takes it, `sent` says it is gone from
+                // here; if not, the copy handed back is forgotten and `node`
+                // keeps it.
+                #[cfg_attr(not(target_pointer_width = "64"), allow(unused_mut))]
+                let mut node = unsafe { Node::read_by_words(&*this.node) };
+                // On 64-bit hosts (speed); elsewhere every program goes
+                // through the run-loop (flash), as the run-loop's own fast
+                // path for values.
+                #[cfg(target_pointer_width = "64")]
+                if slot.take_credit() {
+                    // `inline` owns the program from here: if a `delay` it
+                    // runs panics, the unwinding must not drop it again.
+                    this.sent = true;
+                    match inline(slot, node, &mut this.site) {
+                        Ok(res) => {
+                            // No token: nothing is delivered for it.
+                            this.token = u32::MAX;
+                            return Poll::Ready(typed::<A, E>(res));
+                        }
+                        Err(back) => {
+                            // Handed back whole: `node` still holds it.
+                            this.sent = false;
+                            node = back;
+                        }
+                    }
+                }
                 match slot.ask(node, this.site.take()) {
                     Ok(token) => {
                         this.sent = true;
@@ -308,6 +349,37 @@ impl<A, E> Drop for Await<A, E> {
             // SAFETY: not sent: `node` holds the program, dropped once here.
             unsafe { ManuallyDrop::drop(&mut self.node) };
         }
+    }
+}
+
+/// Runs an awaited program that finishes at once (a value, or a `delay`)
+/// inline, during the poll, with one step of the credit the run-loop lent
+/// it (taken by the caller); any other program is handed back.
+///
+/// It is what the run-loop does with the same program, without the trip
+/// out of the poll and back: the `await` (and the `delay`'s own) trace
+/// event, then the value. Cancellation and auto-yields are observed by the
+/// run-loop where its budget runs out, and the credit is that budget: a
+/// loop of awaits that finish at once returns to the run-loop as often as
+/// the same loop of `flat_map`s.
+#[cfg(target_pointer_width = "64")]
+#[inline(always)]
+fn inline(slot: &mut Slot, node: Node, site: &mut Option<Site>) -> Result<Res, Node> {
+    let node = match node.into_value() {
+        Ok(value) => {
+            slot.record(&crate::engine::tracing::AWAIT, site.as_ref());
+            return Ok(Ok(value));
+        }
+        Err(node) => node,
+    };
+    match node.into_delay() {
+        Ok(thunk) => {
+            slot.record(&crate::engine::tracing::AWAIT, site.as_ref());
+            #[cfg(feature = "tracing")]
+            slot.record(thunk.op(), thunk.site());
+            Ok(Ok(thunk.invoke(())))
+        }
+        Err(node) => Err(node),
     }
 }
 

@@ -25,6 +25,12 @@
 //!    run-loop polls blocks in that one step (`Kind::Block`). For `Done` it
 //!    takes the result ([`Slot::take_done`]) and drops the block.
 //!
+//! On 64-bit hosts the run-loop also lends each poll its auto-yield
+//! budget and trace ring through the slot ([`Slot::lend`]): an `.await`
+//! whose program finishes at once runs it inside the poll with that credit
+//! (`future/block.rs`, "Awaits that finish at once"), and the run-loop
+//! takes back what is left.
+//!
 //! Passing everything through the slot (a word-sized handle and a
 //! one-byte answer, not a result of several words returned through memory)
 //! keeps every value on its way in registers or in one place in memory:
@@ -65,7 +71,10 @@ pub(crate) struct Slot {
     answers: u32,
     /// The token of the last request.
     last: u32,
-    /// The next token.
+    /// The next token (on 64-bit hosts it is `last + 1`, and this word
+    /// holds `credit` instead; elsewhere a field of its own makes the
+    /// smaller code).
+    #[cfg(not(target_pointer_width = "64"))]
     issue: u32,
     /// Whether the block has not been polled yet.
     fresh: bool,
@@ -75,6 +84,17 @@ pub(crate) struct Slot {
     /// Where the block was made (recorded when it starts).
     #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
     site: Option<Site>,
+    /// The run-loop steps the current poll's `.await`s may still take
+    /// inline (module doc, "Awaits that finish at once"): lent by the
+    /// run-loop before each poll from its auto-yield budget, 0 where the
+    /// next program must start in the run-loop (to observe cancellation).
+    #[cfg(target_pointer_width = "64")]
+    credit: u32,
+    /// During a poll of a fiber that traces, the fiber's trace ring as its
+    /// thin pointer (`Ring::from_raw`'s); none otherwise. Stale between
+    /// polls.
+    #[cfg(all(feature = "tracing", target_pointer_width = "64"))]
+    ring: Option<NonNull<()>>,
 }
 
 impl Slot {
@@ -85,10 +105,48 @@ impl Slot {
             result: ResSlot::empty(),
             answers: 0,
             last: 0,
+            #[cfg(not(target_pointer_width = "64"))]
             issue: 0,
             fresh: true,
             wait: false,
             site,
+            #[cfg(target_pointer_width = "64")]
+            credit: 0,
+            #[cfg(all(feature = "tracing", target_pointer_width = "64"))]
+            ring: None,
+        }
+    }
+
+    /// Takes one step of the credit the run-loop lent this poll, if any is
+    /// left: an `.await` that can finish at once (its program a value or a
+    /// `delay`) may then run it inline, recorded as the run-loop records it.
+    /// (On 64-bit hosts, for speed; elsewhere every program goes through
+    /// the run-loop, for flash.)
+    #[cfg(target_pointer_width = "64")]
+    #[inline(always)]
+    pub(crate) fn take_credit(&mut self) -> bool {
+        if self.credit == 0 {
+            return false;
+        }
+        self.credit -= 1;
+        true
+    }
+
+    /// Records `op` at `site` in the fiber's trace, as the run-loop would
+    /// have (during a poll: the ring is the polling fiber's).
+    #[cfg(target_pointer_width = "64")]
+    #[inline(always)]
+    pub(crate) fn record(&self, _op: &'static crate::engine::tracing::Op, _site: Option<&Site>) {
+        #[cfg(feature = "tracing")]
+        if let Some(site) = _site {
+            if let Some(ring) = self.ring {
+                // SAFETY: during a poll (the only time an `.await` reaches
+                // the slot) `ring` is the fiber's live ring, lent for this
+                // poll (`lend`); the poll runs on the fiber's thread, the
+                // ring's only writer, and the slot is reached during a poll
+                // only through the poll's own `Context`, on that thread.
+                unsafe { crate::engine::tracing::OwnedRing::from_raw(ring).record(_op, site) };
+            }
         }
     }
 
@@ -101,9 +159,15 @@ impl Slot {
         if self.next.is_some() {
             return Err((node, site));
         }
-        let token = self.issue;
+        #[cfg(target_pointer_width = "64")]
+        let token = self.last.wrapping_add(1);
+        #[cfg(not(target_pointer_width = "64"))]
+        let token = {
+            let token = self.issue;
+            self.issue = token.wrapping_add(1);
+            token
+        };
         self.last = token;
-        self.issue = token.wrapping_add(1);
         self.next = Some((node, site));
         Ok(token)
     }
@@ -148,6 +212,27 @@ impl Slot {
     }
 
     // ----- the run-loop's side (between polls) -------------------------------
+
+    /// Before a poll: lends it `credit` steps of the run-loop's budget and
+    /// the fiber's trace ring, if it traces (its thin pointer, alive for
+    /// the whole poll); what is left of the credit afterwards is
+    /// [`Slot::credit_left`].
+    #[cfg(target_pointer_width = "64")]
+    #[inline(always)]
+    pub(crate) fn lend(&mut self, credit: u32, _ring: Option<NonNull<()>>) {
+        self.credit = credit;
+        #[cfg(feature = "tracing")]
+        {
+            self.ring = _ring;
+        }
+    }
+
+    /// After a poll: the credit it did not use.
+    #[cfg(target_pointer_width = "64")]
+    #[inline(always)]
+    pub(crate) fn credit_left(&self) -> u32 {
+        self.credit
+    }
 
     /// Whether this is the block's first step (its node is recorded as it
     /// starts; later steps come back through the same node).

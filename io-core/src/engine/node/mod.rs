@@ -553,6 +553,20 @@ impl Node {
         }
     }
 
+    /// The thunk, if the node is a `delay`; the node itself otherwise.
+    #[cfg(target_pointer_width = "64")]
+    #[inline(always)]
+    pub(crate) fn into_delay(self) -> Result<ErasedFn<(), Value>, Node> {
+        if self.is(Tag::Delay) {
+            match self.into_kind() {
+                Kind::Delay(thunk) => Ok(thunk),
+                _ => unreachable!(),
+            }
+        } else {
+            Err(self)
+        }
+    }
+
     #[inline(always)]
     pub(crate) fn pure(value: Value) -> Node {
         Node::from_value(value, Tag::Pure)

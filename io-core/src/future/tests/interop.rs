@@ -564,8 +564,11 @@ fn an_await_dropped_after_asking_leaves_its_result_to_be_dropped() {
     }
     let d = dropped.clone();
     let io: IO<u32, ()> = IO::block(async move {
+        // (A `map` does not finish at once: the await asks the run-loop.)
         AskOnce(Some(Box::pin(
-            IO::<Counted, ()>::delay(move || Counted(d)).into_future(),
+            IO::<Counted, ()>::delay(move || Counted(d))
+                .map(|c| c)
+                .into_future(),
         )))
         .await;
         IO::<u32, ()>::pure(5).await
@@ -627,4 +630,51 @@ fn a_block_that_awaits_only_values_yields_and_can_be_canceled() {
         spins.load(Ordering::Relaxed) > 0,
         "the block ran before the cancel"
     );
+}
+
+#[test]
+fn awaits_that_finish_at_once_run_inside_the_poll_and_a_panic_there_drops_everything_once() {
+    // Values and `delay`s are run inline by their awaits (64-bit hosts),
+    // other programs on the run-loop; a `delay` that panics inside the poll
+    // leaves its program dropped once (by the unwinding, not again by the
+    // await) and the block's state dropped once.
+    struct Counted(Arc<AtomicUsize>);
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    let exec = Exec::new();
+    let io: IO<u64, ()> = IO::block(async {
+        let mut total = 0u64;
+        for i in 0..50u64 {
+            total += IO::<u64, ()>::pure(i).await?;
+            total += IO::<u64, ()>::delay(move || i).await?;
+            total += IO::<u64, ()>::delay(move || i).map(|i| i).await?;
+        }
+        Ok(total)
+    });
+    assert_eq!(exec.run(io), Some(Outcome::Succeeded(3 * 49 * 50 / 2)));
+
+    let (captured, state) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let (c, s) = (captured.clone(), state.clone());
+    let io: IO<u32, ()> = IO::block(async move {
+        let _state = Counted(s);
+        let held = Counted(c);
+        IO::<u32, ()>::delay(move || {
+            let _held = &held;
+            panic!("inside the poll")
+        })
+        .await
+    });
+    match exec.run(io) {
+        Some(Outcome::Panicked(_)) => {}
+        other => panic!("expected a panic, got {other:?}"),
+    }
+    assert_eq!(
+        captured.load(Ordering::SeqCst),
+        1,
+        "the delay's closure, once"
+    );
+    assert_eq!(state.load(Ordering::SeqCst), 1, "the block's state, once");
 }
