@@ -441,28 +441,61 @@ rt_test! {
         assert_eq!(canceled.get(), 1);
     }
 
-    fn memoize_with_waiters_take_over_when_the_evaluating_caller_is_canceled() {
-        let (started, calls) = (ready(1), Counter::new());
-        let (s, c) = (started.clone(), calls.clone());
-        let io: IO<u32, E> = IO::memoize_with(move || {
-            if c.incr() == 0 {
-                s.release().product_r(IO::never())
-            } else {
-                IO::pure(3)
-            }
+    fn memoize_with_keeps_evaluating_for_the_waiters_when_the_first_caller_is_canceled() {
+        // Cats Effect 3.6: the evaluation goes on while a caller waits for
+        // it; its side effects run once and the waiter gets its value.
+        let (started, calls, effects) = (ready(1), Counter::new(), Counter::new());
+        let (s, c, e) = (started.clone(), calls.clone(), effects.clone());
+        let io: IO<(Outcome<u32, E>, u32), E> = IO::memoize_with(move || {
+            c.incr();
+            let e = e.clone();
+            s.release().product_r(IO::sleep(ms(5))).product_r(IO::delay(move || {
+                e.incr();
+                3
+            }))
         })
         .flat_map(move |memo| {
             let waiter = memo.clone();
-            memo.get().start().flat_map(move |evaluator| {
-                // The evaluator is under way: the waiter waits for it.
+            memo.get().start().flat_map(move |first| {
                 started.wait().product_r(waiter.get().start()).flat_map(move |waiting| {
-                    IO::sleep(ms(2))
-                        .product_r(evaluator.cancel())
-                        .product_r(waiting.join_with_never())
+                    IO::sleep(ms(1))
+                        .product_r(first.cancel())
+                        .product_r(first.join())
+                        .flat_map(move |o| waiting.join_with_never().map(move |v| (o, v)))
                 })
             })
         });
-        assert_eq!(run(io), Outcome::Succeeded(3));
+        assert_eq!(run(io), Outcome::Succeeded((Outcome::Canceled, 3)));
+        assert_eq!((calls.get(), effects.get()), (1, 1), "one evaluation, its effect once");
+    }
+
+    fn memoize_with_cancels_the_evaluation_when_its_last_caller_is_canceled_and_waits_for_it() {
+        // Two callers, both canceled: the evaluation is canceled with the
+        // last one, whose cancellation returns after the evaluation's
+        // finalizer ran; the next caller evaluates anew.
+        let (started, calls, finalized) = (ready(1), Counter::new(), Counter::new());
+        let (s, c, f) = (started.clone(), calls.clone(), finalized.clone());
+        let io: IO<(usize, u32), E> = IO::memoize_with(move || {
+            if c.incr() == 0 {
+                s.release().product_r(IO::never()).on_cancel(f.incr_io())
+            } else {
+                IO::pure(4)
+            }
+        })
+        .flat_map(move |memo| {
+            let (second, later) = (memo.clone(), memo.clone());
+            let seen = finalized.clone();
+            memo.get().start().flat_map(move |first| {
+                started.wait().product_r(second.get().start()).flat_map(move |other| {
+                    IO::sleep(ms(1))
+                        .product_r(first.cancel())
+                        .product_r(other.cancel())
+                        .product_r(IO::delay(move || seen.get()))
+                        .flat_map(move |after_cancel| later.get().map(move |v| (after_cancel, v)))
+                })
+            })
+        });
+        assert_eq!(run(io), Outcome::Succeeded((1, 4)));
         assert_eq!(calls.get(), 2);
     }
 

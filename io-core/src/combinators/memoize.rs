@@ -13,40 +13,52 @@
 //! its program a second time:
 //!
 //! * [`IO::memoize_with`] takes a *factory* of the program and has Cats
-//!   Effect's semantics: the first caller evaluates the program on its own
-//!   fiber, cancelable as any program it runs; the other callers wait
-//!   (cancelably) for that evaluation. If the evaluation is canceled (the
-//!   first caller was), the memo goes back to unevaluated and wakes the
-//!   waiters; the next caller to look (a waiter, or a later caller) builds
-//!   the program again and evaluates it. A success, an error or a panic is
-//!   final: every later caller gets a clone of the value or of the error, or
-//!   panics with the same message.
+//!   Effect 3.6's semantics: the first caller starts the evaluation on a
+//!   fiber of its own, and every caller (the first included) subscribes to
+//!   it and waits, cancelably. A canceled caller unsubscribes; the
+//!   evaluation goes on as long as one caller is left. When the last one
+//!   is canceled, the evaluation is canceled too (the caller's
+//!   cancellation waits for it to end) and the memo goes back to
+//!   unevaluated: the next caller builds the program again and evaluates
+//!   it. A success, an error or a panic is final: every later caller gets
+//!   a clone of the value or of the error, or panics with the same
+//!   message.
 //! * [`IO::memoize`] memoizes the program itself, which can run only once.
 //!   So that a canceled caller cannot spoil the result for the others, the
 //!   first caller starts the evaluation on a fiber of its own, and every
 //!   caller, the first included, waits for it cancelably: canceling a
 //!   caller never cancels the evaluation (which then completes in the
-//!   background, and its result serves the next caller). A program that
-//!   cancels itself leaves a canceled result: every caller observes it as
-//!   its own cancellation.
+//!   background, and its result serves the next caller).
+//!
+//! In both, a program that cancels itself leaves a canceled result: every
+//! caller observes it as its own cancellation.
 //!
 //! # Protocol
 //!
 //! The state is a short lock of the sync shim: `Unevaluated`,
-//! `Evaluating(latch)` or `Done(outcome)`. A caller decides, in one masked
-//! step under the lock, what it does: take a clone of a `Done` outcome; wait
-//! for the latch of an `Evaluating` one (unmasked, then look again); or move
-//! `Unevaluated` to `Evaluating` and become the evaluator. The evaluator of
-//! `memoize_with` installs the finalizer that records the outcome (or goes
-//! back to `Unevaluated` on cancellation) and completes the latch, in the
-//! same masked region, before it polls the program: no cancellation can
-//! leave the state `Evaluating` with nobody evaluating. `memoize` spawns its
-//! evaluation in the deciding step itself (spawning never runs a fiber
-//! inline, so doing it under the lock cannot re-enter it), with a
-//! completion callback that records the outcome and completes the latch.
+//! `Evaluating` (the evaluation's latch, its number, its fiber and, for
+//! `memoize_with`, how many callers are subscribed) or `Done(outcome)`. A
+//! caller decides in one step under the lock: take a clone of a `Done`
+//! outcome; subscribe to an `Evaluating` one and wait for its latch; or
+//! move `Unevaluated` to `Evaluating` and start the evaluation's fiber in
+//! that same step (spawning never runs a fiber inline, so doing it under
+//! the lock cannot re-enter it), with a completion callback that records
+//! the outcome if the evaluation is still the current one (its number)
+//! and completes its latch in any case.
 //!
-//! Design credit: Cats Effect's `GenConcurrent.memoize` (the states and
-//! the re-evaluation after a canceled evaluation). No code is copied.
+//! For `memoize_with` the decision, the wait and its cancellation handler
+//! are one masked region in which only the wait is polled: a caller
+//! canceled while it waits always unsubscribes, and one that is not
+//! canceled finds the outcome after the latch. Unsubscribing the last
+//! caller of the current evaluation moves the state back to `Unevaluated`
+//! (so the canceled evaluation's outcome is not recorded), requests the
+//! evaluation's cancellation, and waits for its latch: its finalizers have
+//! run when the caller's cancellation completes. A caller whose wait ended
+//! (the outcome is there) has nothing to unsubscribe.
+//!
+//! Design credit: Cats Effect 3.6's `GenConcurrent.memoize` (the states,
+//! the subscriber count, the cancellation of an evaluation nobody waits
+//! for, and the re-evaluation after it). No code is copied.
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
@@ -54,7 +66,7 @@ use core::fmt;
 
 use crate::engine::erased::ErasedFn;
 use crate::engine::tracing::{ChildTraces, Op};
-use crate::fiber::CompleteK;
+use crate::fiber::{CompleteK, RawFiberRef, Spawner};
 use crate::io::IO;
 use crate::outcome::Outcome;
 use crate::stdlib::data::deferred::Deferred;
@@ -66,9 +78,22 @@ static MEMOIZED_GET: Op = Op::new("Memoized::get");
 
 enum State<A, E> {
     Unevaluated,
-    /// Completed when the evaluation ends (with a result, or canceled).
-    Evaluating(Deferred<()>),
+    Evaluating(Evaluation),
     Done(Outcome<A, E>),
+}
+
+/// An evaluation under way.
+struct Evaluation {
+    /// Completed when the evaluation's fiber ends (with a result, or
+    /// canceled), whether or not it is still the current one.
+    latch: Deferred<()>,
+    /// Which evaluation this is (`Memo::evaluations` when it started).
+    number: u64,
+    /// The callers waiting for it (`memoize_with`; `memoize` never cancels
+    /// its evaluation and does not count).
+    subscribers: usize,
+    /// The evaluation's fiber, to cancel when its last caller is canceled.
+    fiber: RawFiberRef,
 }
 
 /// Where the program comes from.
@@ -82,14 +107,16 @@ enum Source<A, E> {
 struct Memo<A, E> {
     state: State<A, E>,
     source: Source<A, E>,
+    /// How many evaluations were started.
+    evaluations: u64,
 }
 
 /// What a caller does after deciding.
 enum Step<A, E> {
     /// Take this outcome.
     Finished(Outcome<A, E>),
-    /// Wait for the evaluation to end, then look again.
-    Wait(Deferred<()>),
+    /// Wait for the evaluation number `.1` to end, then look again.
+    Wait(Deferred<()>, u64),
 }
 
 /// The result of a program evaluated at most once, shared by every caller:
@@ -109,7 +136,7 @@ impl<A, E> Clone for Memoized<A, E> {
 
 impl<A, E> fmt::Debug for Memoized<A, E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let state = match self.memo.lock().state {
+        let state = match &self.memo.lock().state {
             State::Unevaluated => "unevaluated",
             State::Evaluating(_) => "evaluating",
             State::Done(_) => "done",
@@ -156,12 +183,15 @@ where
         IO::delay_untraced(move || Memoized::new(Source::Once(Some(self)))).traced_as(&MEMOIZE)
     }
 
-    /// Memoizes the program that `make` builds, with Cats Effect's
-    /// semantics: the first caller of [`get`](Memoized::get) evaluates it on
-    /// its own fiber, the others wait for that evaluation and share its
-    /// value or error; if the evaluation is canceled, the next caller calls
-    /// `make` again and evaluates the new program. `make` runs once per
-    /// evaluation, so at most once unless an evaluation was canceled.
+    /// Memoizes the program that `make` builds, with Cats Effect 3.6's
+    /// semantics: the first caller of [`get`](Memoized::get) starts its
+    /// evaluation on a fiber of its own, and every caller waits for that
+    /// evaluation and shares its value or error. Canceling a caller leaves
+    /// the evaluation running for the others; canceling the last caller
+    /// cancels the evaluation (and waits for it to end), and the next
+    /// caller calls `make` again and evaluates the new program. `make` runs
+    /// once per evaluation, so at most once unless an evaluation lost all
+    /// its callers.
     ///
     /// ```
     /// use spindle_effect::prelude::*;
@@ -198,6 +228,7 @@ where
             memo: Arc::new(Mutex::new(Memo {
                 state: State::Unevaluated,
                 source,
+                evaluations: 0,
             })),
         }
     }
@@ -224,87 +255,138 @@ where
                 }
                 matches!(state.source, Source::Once(_))
             };
-            let again = memo.clone();
-            let decided = if once {
-                IO::with_spawner(move |spawner| memo.decide_once(spawner))
+            if once {
+                memo.get_once()
             } else {
-                memo.decide_with()
-            };
-            decided.flat_map_untraced(move |step| match step {
-                Step::Finished(outcome) => finish(outcome),
-                Step::Wait(latch) => latch
-                    .get_untraced()
-                    .flat_map_untraced(move |()| again.get_untraced()),
-            })
+                memo.get_with()
+            }
         })
     }
 
-    /// `memoize`: decides in one step (the spawner's), starting the
-    /// evaluation on its own fiber if nobody has.
-    fn decide_once(&self, spawner: crate::fiber::Spawner) -> Step<A, E> {
+    /// `memoize`: decides in one step, then waits (canceling the wait never
+    /// cancels the evaluation).
+    fn get_once(self) -> IO<A, E> {
+        let again = self.clone();
+        IO::with_spawner(move |spawner| self.decide(spawner, false)).flat_map_untraced(
+            move |step| match step {
+                Step::Finished(outcome) => finish(outcome),
+                Step::Wait(latch, _) => latch
+                    .get_untraced()
+                    .flat_map_untraced(move |()| again.get_untraced()),
+            },
+        )
+    }
+
+    /// `memoize_with`: decides, subscribes and waits in one masked region
+    /// in which only the wait is polled, its cancellation unsubscribing
+    /// (module doc).
+    fn get_with(self) -> IO<A, E> {
+        IO::uncancelable_untraced(move |poll| {
+            let (again, leaving) = (self.clone(), self.clone());
+            IO::with_spawner(move |spawner| self.decide(spawner, true))
+                .flat_map_untraced(move |step| match step {
+                    Step::Finished(outcome) => IO::pure(Ok(outcome)),
+                    Step::Wait(latch, number) => poll
+                        .apply_untraced(latch.get_untraced())
+                        .on_cancel_untraced(leaving.unsubscribe(number, latch))
+                        .map_untraced(|()| Err(())),
+                })
+                .flat_map_untraced(move |decided| match decided {
+                    Ok(outcome) => finish(outcome),
+                    // The evaluation ended: look again (unmasked).
+                    Err(()) => poll.apply_untraced(again.get_untraced()),
+                })
+        })
+    }
+
+    /// Decides in one step (the spawner's): the outcome if there is one;
+    /// else the evaluation under way, subscribed to if `count`; else a new
+    /// evaluation, started on its own fiber.
+    fn decide(&self, spawner: Spawner, count: bool) -> Step<A, E> {
         let mut memo = self.memo.lock();
-        match &memo.state {
+        match &mut memo.state {
             State::Done(outcome) => return Step::Finished(outcome.clone()),
-            State::Evaluating(latch) => return Step::Wait(latch.clone()),
+            State::Evaluating(evaluation) => {
+                if count {
+                    evaluation.subscribers += 1;
+                }
+                return Step::Wait(evaluation.latch.clone(), evaluation.number);
+            }
             State::Unevaluated => {}
         }
         let program = match &mut memo.source {
-            Source::Once(program) => program.take(),
-            Source::Make(make) => Some(make()),
+            Source::Once(program) => match program.take() {
+                Some(program) => program,
+                None => {
+                    // Unevaluated with the program gone cannot happen
+                    // (`memoize` never goes back to unevaluated); the
+                    // honest answer would be a canceled result.
+                    memo.state = State::Done(Outcome::Canceled);
+                    return Step::Finished(Outcome::Canceled);
+                }
+            },
+            // `make` is called when the evaluation runs, outside the lock
+            // (it is user code).
+            Source::Make(_) => {
+                let memo = self.clone();
+                IO::defer_untraced(move || memo.make())
+            }
         };
-        let Some(program) = program else {
-            // Unevaluated with the program gone cannot happen (`memoize`
-            // never goes back to unevaluated); the honest answer would be
-            // a canceled result.
-            memo.state = State::Done(Outcome::Canceled);
-            return Step::Finished(Outcome::Canceled);
-        };
+        memo.evaluations += 1;
+        let number = memo.evaluations;
         let latch = Deferred::new();
-        memo.state = State::Evaluating(latch.clone());
-        let recorder = self.clone();
+        let (recorder, done) = (self.clone(), latch.clone());
         let on_complete =
             move |outcome: Outcome<A, E>,
                   _: Vec<E>,
                   _: crate::engine::tracing::Trace,
-                  _: ChildTraces| { recorder.record(outcome, true) };
+                  _: ChildTraces| { recorder.record(outcome, number, &done) };
         // Under the lock: spawning never runs the child inline, and its
         // completion waits for the lock (module doc).
-        let _ = spawner.spawn(
+        let fiber = spawner.spawn(
             program.into_node(),
             Some(ErasedFn::new::<CompleteK<A, E>, _>(on_complete)),
         );
-        Step::Wait(latch)
+        memo.state = State::Evaluating(Evaluation {
+            latch: latch.clone(),
+            number,
+            subscribers: 1,
+            fiber,
+        });
+        Step::Wait(latch, number)
     }
 
-    /// `memoize_with`: decides masked; the evaluator runs the program on
-    /// the caller's fiber, polled, with the finalizer that records its
-    /// outcome installed first.
-    fn decide_with(&self) -> IO<Step<A, E>, E> {
+    /// A caller of evaluation `number` was canceled while it waited: the
+    /// last one cancels the evaluation and waits for it to end (`latch`).
+    fn unsubscribe(&self, number: u64, latch: Deferred<()>) -> IO<(), E> {
         let memo = self.clone();
-        IO::uncancelable_untraced(move |poll| {
-            IO::defer_untraced(move || {
-                let program = {
-                    let mut state = memo.memo.lock();
-                    match &state.state {
-                        State::Done(outcome) => return IO::pure(Step::Finished(outcome.clone())),
-                        State::Evaluating(latch) => return IO::pure(Step::Wait(latch.clone())),
-                        State::Unevaluated => {}
+        IO::defer_untraced(move || {
+            let cancel = {
+                let mut memo = memo.memo.lock();
+                let last = match &mut memo.state {
+                    State::Evaluating(evaluation) if evaluation.number == number => {
+                        evaluation.subscribers -= 1;
+                        evaluation.subscribers == 0
                     }
-                    // The waiters' latch; `record` completes it.
-                    state.state = State::Evaluating(Deferred::new());
-                    // `make` is called when the evaluation runs, outside
-                    // the lock (it is user code).
-                    let memo = memo.clone();
-                    IO::defer_untraced(move || memo.make())
+                    // Ended, or a later evaluation: nothing to leave.
+                    _ => false,
                 };
-                let recorder = memo.clone();
-                poll.apply_untraced(program)
-                    .guarantee_case_untraced(move |outcome| {
-                        let outcome = clone_outcome(outcome);
-                        IO::delay_untraced(move || recorder.record(outcome, false))
-                    })
-                    .map_untraced(|a| Step::Finished(Outcome::Succeeded(a)))
-            })
+                if last {
+                    match core::mem::replace(&mut memo.state, State::Unevaluated) {
+                        State::Evaluating(evaluation) => Some(evaluation.fiber),
+                        _ => None,
+                    }
+                } else {
+                    None
+                }
+            };
+            match cancel {
+                Some(fiber) => {
+                    fiber.request_cancel();
+                    latch.get_untraced()
+                }
+                None => IO::pure(()),
+            }
         })
     }
 
@@ -326,26 +408,22 @@ where
         program
     }
 
-    /// Ends the evaluation with `outcome`: a cancellation of a
-    /// `memoize_with` evaluation goes back to unevaluated (unless `final_`),
-    /// anything else is the result; wakes the waiters.
-    fn record(&self, outcome: Outcome<A, E>, final_: bool) {
-        let (latch, dropped) = {
+    /// Evaluation `number` ended with `outcome`: it is the result if that
+    /// evaluation is still the current one (one that lost all its callers
+    /// was replaced by `Unevaluated`, and its outcome is dropped); its
+    /// latch is completed either way.
+    fn record(&self, outcome: Outcome<A, E>, number: u64, latch: &Deferred<()>) {
+        let dropped = {
             let mut memo = self.memo.lock();
-            let next = if outcome.is_canceled() && !final_ {
-                State::Unevaluated
-            } else {
-                State::Done(outcome)
-            };
-            match core::mem::replace(&mut memo.state, next) {
-                State::Evaluating(latch) => (Some(latch), None),
-                other => (None, Some(other)),
+            match &memo.state {
+                State::Evaluating(evaluation) if evaluation.number == number => {
+                    Some(core::mem::replace(&mut memo.state, State::Done(outcome)))
+                }
+                _ => None,
             }
         };
         drop(dropped);
-        if let Some(latch) = latch {
-            let _ = latch.complete_now(());
-        }
+        let _ = latch.complete_now(());
     }
 }
 
@@ -358,11 +436,6 @@ fn finish<A: Send + 'static, E: Send + 'static>(outcome: Outcome<A, E>) -> IO<A,
             other.embed_untraced(IO::canceled_untraced().product_r_untraced(IO::never_untraced()))
         }
     }
-}
-
-/// A clone of an outcome seen by reference (a finalizer's view).
-fn clone_outcome<A: Clone, E: Clone>(outcome: &Outcome<A, E>) -> Outcome<A, E> {
-    outcome.clone()
 }
 
 /// What the factory slot holds while the factory runs (never called: only
