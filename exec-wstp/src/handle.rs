@@ -258,8 +258,9 @@ impl Executor for Handle {
         }
         worker::with_current(shared, |ctx| match ctx {
             // Behind the local work, without waking anyone: if the queue is
-            // empty this worker runs the fiber again at once.
-            Some(ctx) => ctx.local.push(fiber),
+            // empty (and so is the global one) this worker runs the fiber
+            // again at once.
+            Some(ctx) => ctx.yield_fiber(fiber),
             // The main fiber, yielding while `block_on` runs it on the
             // calling thread: run again there (see `inline`).
             None if inline::runs(shared) => inline::keep(fiber),

@@ -6,7 +6,10 @@
 //! 1. every `global_queue_interval` ticks: due timers first, then the
 //!    global queue before the local one, so that fibers scheduled from
 //!    outside the pool are never starved by a worker busy with local work;
-//! 2. otherwise the local queue, then a batch from the global queue;
+//! 2. otherwise the local queue, then a batch from the global queue (after
+//!    a fiber yielded, the global queue first: a yield lets the fibers
+//!    waiting there have a turn, so that two busy fibers started from
+//!    outside the pool take turns even on one worker);
 //! 3. out of work: due timers, then I/O readiness (a look at this worker's
 //!    poller, when a fiber waits for I/O), then (as a searcher, see
 //!    `idle.rs`) half of another worker's queue, starting at a random
@@ -76,6 +79,9 @@ pub(crate) struct WorkerContext {
     /// Fibers taken from `next` in a row.
     next_streak: Cell<u8>,
     tick: Cell<u32>,
+    /// The fiber that ran last yielded (a cede or an auto-yield): the next
+    /// turn looks at the global queue first (module doc, rule 2).
+    yielded: Cell<bool>,
     searching: Cell<bool>,
     /// xorshift state for choosing steal victims.
     rng: Cell<u32>,
@@ -117,6 +123,7 @@ pub(crate) fn run_worker(
         next: Cell::new(None),
         next_streak: Cell::new(0),
         tick: Cell::new(0),
+        yielded: Cell::new(false),
         searching: Cell::new(false),
         rng: Cell::new(0x9E37_79B9 ^ (index as u32).wrapping_mul(0x85EB_CA6B) | 1),
         poller: RefCell::new(poller),
@@ -146,6 +153,15 @@ impl WorkerContext {
             let next = if tick % interval == 0 {
                 self.fire_timers();
                 self.poll_io_now();
+                self.pop_global()
+                    .or_else(|| self.pop_next())
+                    .or_else(|| self.pop_local())
+            } else if self.yielded.replace(false) {
+                // A yield lets others run, and the fibers waiting in the
+                // global queue (the children of a `block_on`'s main fiber,
+                // fibers started from outside the pool) are others too:
+                // a batch of them joins the local queue, ahead of the
+                // yielder, and the fibers take turns.
                 self.pop_global()
                     .or_else(|| self.pop_next())
                     .or_else(|| self.pop_local())
@@ -193,6 +209,14 @@ impl WorkerContext {
             self.local.push(previous);
             self.shared.notify_after_push();
         }
+    }
+
+    /// Puts a fiber that yielded behind the local work; the next turn looks
+    /// at the global queue first.
+    #[inline]
+    pub(crate) fn yield_fiber(&self, fiber: Fiber<Handle>) {
+        self.local.push(fiber);
+        self.yielded.set(true);
     }
 
     /// The fiber in the next slot, unless the streak cap is reached (the

@@ -546,3 +546,80 @@ fn fibers_scheduled_from_outside_are_not_starved_by_workers_busy_with_local_loop
     let joined = rt.block_on(IO::<(), E>::traverse(loopers, |h| h.join_void()));
     assert!(joined.expect("runs").is_succeeded());
 }
+
+#[test]
+fn two_busy_fibers_started_by_the_main_fiber_take_turns_on_one_worker() {
+    // The main fiber runs on the calling thread, so its children go to the
+    // global queue. The one worker is busy with the first child (which
+    // computes until the second has done its work, one auto-yield slice
+    // per log entry) when the second arrives there: the second must get a
+    // turn at the first's next yields, not only when the worker looks at
+    // the global queue on its own (every 61 turns).
+    let rt = Runtime::builder()
+        .worker_threads(1)
+        .fiber_config(
+            FiberConfig::builder()
+                .auto_yield_after(1_000)
+                .build()
+                .expect("valid"),
+        )
+        .build()
+        .expect("a runtime");
+    let log = Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
+    let second_done = Arc::new(AtomicBool::new(false));
+    let push =
+        |log: &Arc<std::sync::Mutex<Vec<u8>>>, id: u8| log.lock().expect("not poisoned").push(id);
+    let (l1, d1) = (log.clone(), second_done.clone());
+    let first = IO::<(), E>::tail_rec(0u32, move |i| {
+        if i % 1_000 == 0 {
+            push(&l1, 1);
+        }
+        let done = d1.load(Ordering::SeqCst);
+        IO::pure(if done {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(i + 1)
+        })
+    });
+    let (l2, d2) = (log.clone(), second_done.clone());
+    let second = IO::<(), E>::tail_rec(0u32, move |i| {
+        if i % 1_000 == 0 {
+            push(&l2, 2);
+        }
+        if i == 5_000 {
+            d2.store(true, Ordering::SeqCst);
+            return IO::pure(ControlFlow::Break(()));
+        }
+        IO::pure(ControlFlow::Continue(i + 1))
+    });
+    let (l0, started) = (log.clone(), log.clone());
+    let main = first.start::<E>().flat_map(move |first| {
+        // Once the first runs on the worker: the marker, then the second.
+        // (The main fiber waits by ceding, which keeps it on the calling
+        // thread; a wait resumed by the worker would move it there.)
+        IO::<(), E>::tail_rec((), move |()| {
+            let running = started.lock().expect("not poisoned").contains(&1);
+            IO::cede().map_to(if running {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            })
+        })
+        .product_r(IO::delay(move || push(&l0, 0)))
+        .product_r(second.start::<E>())
+        .flat_map(move |second| first.join_void().product_r(second.join_void()))
+    });
+    let outcome = within("both busy fibers", HANG_LIMIT, move || rt.block_on(main));
+    assert!(matches!(outcome, Ok(Outcome::Succeeded(()))), "{outcome:?}");
+    let log = log.lock().expect("not poisoned").clone();
+    let marker = log.iter().position(|&id| id == 0).expect("the marker");
+    let second_ran = log.iter().position(|&id| id == 2).expect("the second ran");
+    let first_meanwhile = log[marker..second_ran]
+        .iter()
+        .filter(|&&id| id == 1)
+        .count();
+    assert!(
+        first_meanwhile <= 3,
+        "the second waited for {first_meanwhile} slices of the first: {log:?}"
+    );
+}
