@@ -13,9 +13,9 @@
 //! The state (behind a short lock of the sync shim, never held across a
 //! suspension) is either *empty* with a list of waiters, or *complete* with
 //! the value. `complete` moves it from empty to complete and takes the
-//! waiter list under the lock; each waiter reads the value under the lock
-//! and hands back the fiber to resume with what it read, and the fibers are
-//! resumed after the lock is released (a resumed fiber may run at once on
+//! waiter list under the lock; in the same critical section each waiter
+//! reads the value and hands back the fiber to resume with what it read,
+//! and the fibers are resumed after the lock is released (a resumed fiber may run at once on
 //! another thread and read this cell: it must not find the lock held while
 //! its waker schedules it). A reader either reads the value under the lock
 //! or registers a waiter; a reader canceled while waiting removes its own
@@ -76,7 +76,7 @@ use alloc::vec::Vec;
 use core::marker::PhantomData;
 use core::task::{Poll, Waker};
 
-use super::list::{WaiterId, WaiterList};
+use super::list::{SmallWaiterList, WaiterId};
 use crate::engine::blocks::PoolBox;
 use crate::engine::erased::Value;
 use crate::engine::tracing::{OpMeta, Site};
@@ -256,8 +256,10 @@ enum CellState<A> {
     /// targets); the list goes when the cell completes. Its box is a block
     /// of io-core's pool ([`PoolBox`]): with `std`, the first joiner of a
     /// fiber pays a thread-local pointer swap, not a `malloc` (and the
-    /// completion not a `free`).
-    Waiting(Option<PoolBox<WaiterList<Listed>>>),
+    /// completion not a `free`). The first waiter is inline in the box
+    /// ([`SmallWaiterList`]): one waiter, the common case, allocates
+    /// nothing else.
+    Waiting(Option<PoolBox<SmallWaiterList<Listed>>>),
     /// The value, set once.
     Done(A),
 }
@@ -278,7 +280,7 @@ impl<A> CellState<A> {
     }
 
     /// The waiter list, if the cell waits and has one.
-    fn waiters(&mut self) -> Option<&mut WaiterList<Listed>> {
+    fn waiters(&mut self) -> Option<&mut SmallWaiterList<Listed>> {
         match self {
             CellState::Waiting(Some(list)) => Some(list),
             _ => None,
@@ -301,20 +303,27 @@ impl Wakes {
     }
 }
 
-/// Has every waiter read the value. Not generic over the cell's value:
-/// one copy for every `JoinCell<A>` (the iterator is always the one of a
-/// `WaiterList<Listed>`).
+/// Has every waiter read the value, and takes them out of `waiters`. Not
+/// generic over the cell's value: one copy for every `JoinCell<A>`.
 ///
 /// # Safety
 /// * Every waiter was made for the value `value` points to (an `A` of its
 ///   `Waiter<A>`), which is valid and not otherwise borrowed for the call.
 #[inline(never)]
-unsafe fn read_all(waiters: impl Iterator<Item = Listed>, value: *mut ()) -> Wakes {
+unsafe fn read_all(waiters: &mut SmallWaiterList<Listed>, value: *mut ()) -> Wakes {
+    // The common case: one waiter, inline in the list.
+    if let Some(only) = waiters.take_only() {
+        return Wakes {
+            // SAFETY: forwarded precondition.
+            first: unsafe { only.read(value) },
+            rest: Vec::new(),
+        };
+    }
     let mut wakes = Wakes {
         first: None,
         rest: Vec::new(),
     };
-    for waiter in waiters {
+    for waiter in waiters.take_all() {
         // SAFETY: forwarded precondition.
         if let Some(wake) = unsafe { waiter.read(value) } {
             if wakes.first.is_none() {
@@ -343,40 +352,30 @@ impl<A> JoinCell<A> {
     /// Sets the value and wakes the waiters; gives the value back if the
     /// cell was already complete.
     pub(crate) fn complete(&self, value: A) -> Result<(), A> {
-        let waiters = {
+        let (list, wakes) = {
             let mut state = self.state.lock();
-            if let CellState::Done(_) = *state {
-                return Err(value);
-            }
-            match core::mem::replace(&mut *state, CellState::Done(value)) {
-                CellState::Waiting(list) => list,
-                CellState::Done(_) => unreachable!("io-core: checked just above"),
-            }
-        };
-        let Some(mut list) = waiters else {
-            return Ok(());
-        };
-        // A list that is not empty has a waiter (its ends are never
-        // tombstones).
-        let any = !list.is_empty();
-        let waiters = list.take_all();
-        // Its entries moved to the iterator: the empty list's box goes now,
-        // after the lock.
-        drop(list);
-        if any {
-            // The waiters read the value under the lock (it may be moved out
-            // by a handle's owner later, so it is not read without it); the
-            // fibers are resumed once the lock is released.
-            let wakes = {
-                let mut state = self.state.lock();
-                let value = state.value_mut().expect("set just above");
-                // SAFETY: the list of a `JoinCell<A>` holds only the
-                // waiters of `Waiter<A>`s (`on_value`, `poll_value`), and
-                // `value` is its `A`, borrowed only for the call.
-                unsafe { read_all(waiters, core::ptr::from_mut(value).cast()) }
+            let list = match &mut *state {
+                CellState::Done(_) => return Err(value),
+                CellState::Waiting(list) => list.take(),
             };
-            wakes.run();
-        }
+            *state = CellState::Done(value);
+            let Some(mut list) = list else {
+                return Ok(());
+            };
+            // The waiters read the value under the lock, in the same
+            // critical section that set it (it may be moved out by a
+            // handle's owner later, so it is not read without the lock);
+            // the fibers are resumed once the lock is released.
+            let value = state.value_mut().expect("io-core: set just above");
+            // SAFETY: the list of a `JoinCell<A>` holds only the waiters of
+            // `Waiter<A>`s (`on_value`, `poll_value`), and `value` is its
+            // `A`, borrowed only for the call.
+            let wakes = unsafe { read_all(&mut list, core::ptr::from_mut(value).cast()) };
+            (list, wakes)
+        };
+        // Emptied by `read_all`: its box goes after the lock.
+        drop(list);
+        wakes.run();
         Ok(())
     }
 
@@ -396,7 +395,7 @@ impl<A> JoinCell<A> {
                 None
             }
             CellState::Waiting(list) => Some(
-                list.get_or_insert_with(|| PoolBox::new(WaiterList::new()))
+                list.get_or_insert_with(|| PoolBox::new(SmallWaiterList::new()))
                     .push(f.listed),
             ),
         }
@@ -439,7 +438,7 @@ impl<A> JoinCell<A> {
             Some(stored) => Some(core::mem::replace(stored, Listed::Task(fresh))),
             None => match &mut *state {
                 CellState::Waiting(list) => {
-                    let list = list.get_or_insert_with(|| PoolBox::new(WaiterList::new()));
+                    let list = list.get_or_insert_with(|| PoolBox::new(SmallWaiterList::new()));
                     *waiter = Some(list.push(Listed::Task(fresh)));
                     None
                 }

@@ -1,12 +1,13 @@
 //! White-box tests of the waiter list (`list.rs`): arrival order, ids
 //! across their wrap, tombstones and the ring's buffer, the entry's
-//! layout, the ticket and the weak cleanup. They read the list's
+//! layout, the small list's inline waiter, the ticket and the weak
+//! cleanup. They read the list's
 //! representation (`entries`, `next_id`, `Entry`, `ID_STEP`: visible to
 //! the `wait` folder for them).
 
 use alloc::vec::Vec;
 
-use crate::wait::list::{Entry, ID_STEP, WaiterId, WaiterList, cleanup_weakly};
+use crate::wait::list::{Entry, ID_STEP, SmallWaiterList, WaiterId, WaiterList, cleanup_weakly};
 
 #[test]
 fn waiters_come_out_in_arrival_order_without_the_removed_ones() {
@@ -222,4 +223,76 @@ fn waiters_left_in_the_list_or_its_iterators_are_dropped_once() {
     drop(taken);
     drop(list);
     assert_eq!(Arc::strong_count(&probe), 1);
+}
+
+#[test]
+fn the_only_waiter_of_a_small_list_is_inline_and_allocates_no_buffer() {
+    let mut list = SmallWaiterList::new();
+    assert!(list.is_empty());
+    let id = list.push(1u8);
+    assert_eq!(list.rest.entries.capacity(), 0, "no buffer for one waiter");
+    assert_eq!(list.len(), 1);
+    assert_eq!(list.get_mut(id), Some(&mut 1));
+    assert_eq!(list.take_only(), Some(1));
+    assert!(list.is_empty());
+    assert_eq!(list.remove(id), None, "a taken waiter is not found again");
+    assert_eq!(list.get_mut(id), None);
+}
+
+#[test]
+fn a_small_list_keeps_arrival_order_around_its_inline_waiter() {
+    let mut list = SmallWaiterList::new();
+    let a = list.push(1);
+    let b = list.push(2);
+    assert_eq!(list.take_only(), None, "not the only waiter");
+    // The inline waiter leaves; later ones queue behind the list's, not
+    // in the vacant inline entry ahead of them.
+    assert_eq!(list.remove(a), Some(1));
+    let c = list.push(3);
+    assert_eq!(list.len(), 2);
+    assert_eq!(list.remove(a), None, "a second removal finds nothing");
+    let all: Vec<i32> = list.take_all().collect();
+    assert_eq!(all, [2, 3]);
+    assert!(list.is_empty());
+    assert_eq!(list.remove(b), None);
+    assert_eq!(list.remove(c), None);
+    // Empty again: the next waiter is inline, under a fresh id.
+    let d = list.push(4);
+    assert!(d != a && d != b && d != c);
+    let e = list.push(5);
+    assert_eq!(list.remove(e), Some(5));
+    assert_eq!(list.take_only(), Some(4));
+}
+
+#[test]
+fn a_small_list_finds_its_waiters_across_the_wrap_of_the_ids() {
+    let mut list = SmallWaiterList::new();
+    list.rest.next_id = 0u32.wrapping_sub(ID_STEP);
+    let ids: Vec<WaiterId> = (0..4).map(|i| list.push(i)).collect();
+    assert_eq!(ids[1], 0, "the ids wrap after the inline waiter's");
+    assert_eq!(list.remove(ids[2]), Some(2));
+    assert_eq!(list.get_mut(ids[0]), Some(&mut 0));
+    assert_eq!(list.remove(ids[0]), Some(0));
+    let rest: Vec<i32> = list.take_all().collect();
+    assert_eq!(rest, [1, 3]);
+}
+
+#[test]
+fn waiters_left_in_a_small_list_are_dropped_once() {
+    use crate::sync::Arc;
+    let probe = Arc::new(());
+    let mut list = SmallWaiterList::new();
+    let ids: Vec<WaiterId> = (0..3).map(|_| list.push(probe.clone())).collect();
+    drop(list.remove(ids[1]));
+    assert_eq!(Arc::strong_count(&probe), 3);
+    drop(list);
+    assert_eq!(Arc::strong_count(&probe), 1, "inline and listed waiters");
+    let mut list = SmallWaiterList::new();
+    list.push(probe.clone());
+    list.push(probe.clone());
+    let mut all = list.take_all();
+    drop(all.next());
+    drop(all);
+    assert_eq!(Arc::strong_count(&probe), 1);
+    assert!(list.is_empty());
 }
