@@ -299,7 +299,14 @@ impl Wakes {
     /// Resumes or wakes them, in order (once no lock is held).
     #[inline(never)]
     fn run(self) {
-        self.first.into_iter().chain(self.rest).for_each(Wake::run);
+        // Not a chain of the two: for the usual single wake-up, no
+        // iterator over the empty `rest`.
+        if let Some(first) = self.first {
+            first.run();
+        }
+        if !self.rest.is_empty() {
+            self.rest.into_iter().for_each(Wake::run);
+        }
     }
 }
 
