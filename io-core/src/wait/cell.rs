@@ -154,6 +154,9 @@ impl Listed {
     /// * `value` points to the value of the cell the waiter was made for
     ///   (an `A` of its `Waiter<A>`), valid and not otherwise borrowed for
     ///   the call.
+    // Not inlined: `read_all` calls it in two places (the inline waiter,
+    // the others), and one copy keeps the firmware's flash within budget.
+    #[inline(never)]
     unsafe fn read(self, value: *mut ()) -> Option<Wake> {
         match self {
             Listed::Resume { callback, read } => Some(Wake::Fiber {
@@ -318,25 +321,22 @@ impl Wakes {
 ///   `Waiter<A>`), which is valid and not otherwise borrowed for the call.
 #[inline(never)]
 unsafe fn read_all(waiters: &mut SmallWaiterList<Listed>, value: *mut ()) -> Wakes {
-    // The common case: one waiter, inline in the list.
-    if let Some(only) = waiters.take_only() {
-        return Wakes {
-            // SAFETY: forwarded precondition.
-            first: unsafe { only.read(value) },
-            rest: Vec::new(),
-        };
-    }
+    let first = waiters.take_first();
     let mut wakes = Wakes {
-        first: None,
+        // SAFETY: forwarded precondition.
+        first: first.and_then(|first| unsafe { first.read(value) }),
         rest: Vec::new(),
     };
-    for waiter in waiters.take_all() {
-        // SAFETY: forwarded precondition.
-        if let Some(wake) = unsafe { waiter.read(value) } {
-            if wakes.first.is_none() {
-                wakes.first = Some(wake);
-            } else {
-                wakes.rest.push(wake);
+    // The common case, one waiter (inline in the list), ends here.
+    if !waiters.rest_is_empty() {
+        for waiter in waiters.take_rest() {
+            // SAFETY: forwarded precondition.
+            if let Some(wake) = unsafe { waiter.read(value) } {
+                if wakes.first.is_none() {
+                    wakes.first = Some(wake);
+                } else {
+                    wakes.rest.push(wake);
+                }
             }
         }
     }

@@ -492,20 +492,23 @@ impl<T> SmallWaiterList<T> {
         }
     }
 
-    /// Takes the inline waiter, if it is the only one: a completion's
-    /// common case, without the list's iterator.
+    /// Takes the inline waiter, the oldest, if it is there (a
+    /// completion's common case: the only one).
     #[inline]
-    pub(crate) fn take_only(&mut self) -> Option<T> {
-        if self.rest.is_empty() {
-            self.first.take()
-        } else {
-            None
-        }
+    pub(crate) fn take_first(&mut self) -> Option<T> {
+        self.first.take()
     }
 
-    /// Takes every waiter, oldest first, leaving the list empty.
-    pub(crate) fn take_all(&mut self) -> impl Iterator<Item = T> + use<T> {
-        self.first.take().into_iter().chain(self.rest.take_all())
+    /// Whether no waiter is listed behind the inline one.
+    #[inline]
+    pub(crate) fn rest_is_empty(&self) -> bool {
+        self.rest.is_empty()
+    }
+
+    /// Takes the waiters behind the inline one, oldest first, leaving them
+    /// none (with [`take_first`](Self::take_first), every waiter in order).
+    pub(crate) fn take_rest(&mut self) -> impl Iterator<Item = T> + use<T> {
+        self.rest.take_all()
     }
 
     /// How many waiters are listed.

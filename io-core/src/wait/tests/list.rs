@@ -233,7 +233,8 @@ fn the_only_waiter_of_a_small_list_is_inline_and_allocates_no_buffer() {
     assert_eq!(list.rest.entries.capacity(), 0, "no buffer for one waiter");
     assert_eq!(list.len(), 1);
     assert_eq!(list.get_mut(id), Some(&mut 1));
-    assert_eq!(list.take_only(), Some(1));
+    assert!(list.rest_is_empty());
+    assert_eq!(list.take_first(), Some(1));
     assert!(list.is_empty());
     assert_eq!(list.remove(id), None, "a taken waiter is not found again");
     assert_eq!(list.get_mut(id), None);
@@ -244,15 +245,17 @@ fn a_small_list_keeps_arrival_order_around_its_inline_waiter() {
     let mut list = SmallWaiterList::new();
     let a = list.push(1);
     let b = list.push(2);
-    assert_eq!(list.take_only(), None, "not the only waiter");
+    assert!(
+        !list.rest_is_empty(),
+        "the second waiter is behind the first"
+    );
     // The inline waiter leaves; later ones queue behind the list's, not
     // in the vacant inline entry ahead of them.
     assert_eq!(list.remove(a), Some(1));
     let c = list.push(3);
     assert_eq!(list.len(), 2);
     assert_eq!(list.remove(a), None, "a second removal finds nothing");
-    let all: Vec<i32> = list.take_all().collect();
-    assert_eq!(all, [2, 3]);
+    assert_eq!(drain(&mut list), [2, 3]);
     assert!(list.is_empty());
     assert_eq!(list.remove(b), None);
     assert_eq!(list.remove(c), None);
@@ -261,7 +264,7 @@ fn a_small_list_keeps_arrival_order_around_its_inline_waiter() {
     assert!(d != a && d != b && d != c);
     let e = list.push(5);
     assert_eq!(list.remove(e), Some(5));
-    assert_eq!(list.take_only(), Some(4));
+    assert_eq!(drain(&mut list), [4]);
 }
 
 #[test]
@@ -273,8 +276,7 @@ fn a_small_list_finds_its_waiters_across_the_wrap_of_the_ids() {
     assert_eq!(list.remove(ids[2]), Some(2));
     assert_eq!(list.get_mut(ids[0]), Some(&mut 0));
     assert_eq!(list.remove(ids[0]), Some(0));
-    let rest: Vec<i32> = list.take_all().collect();
-    assert_eq!(rest, [1, 3]);
+    assert_eq!(drain(&mut list), [1, 3]);
 }
 
 #[test]
@@ -290,9 +292,17 @@ fn waiters_left_in_a_small_list_are_dropped_once() {
     let mut list = SmallWaiterList::new();
     list.push(probe.clone());
     list.push(probe.clone());
-    let mut all = list.take_all();
-    drop(all.next());
-    drop(all);
-    assert_eq!(Arc::strong_count(&probe), 1);
+    list.push(probe.clone());
+    drop(list.take_first());
+    let mut rest = list.take_rest();
+    drop(rest.next());
+    drop(rest);
+    assert_eq!(Arc::strong_count(&probe), 1, "a rest dropped half way");
     assert!(list.is_empty());
+}
+
+/// Every waiter of a small list, oldest first (as a completion takes them).
+fn drain<T>(list: &mut SmallWaiterList<T>) -> Vec<T> {
+    let first = list.take_first();
+    first.into_iter().chain(list.take_rest()).collect()
 }
