@@ -74,6 +74,7 @@
 //!
 use alloc::vec::Vec;
 use core::marker::PhantomData;
+use core::mem::ManuallyDrop;
 use core::task::{Poll, Waker};
 
 use super::list::{SmallWaiterList, WaiterId};
@@ -262,7 +263,7 @@ enum CellState<A> {
     /// completion not a `free`). The first waiter is inline in the box
     /// ([`SmallWaiterList`]): one waiter, the common case, allocates
     /// nothing else.
-    Waiting(Option<PoolBox<SmallWaiterList<Listed>>>),
+    Waiting(Option<ListBox>),
     /// The value, set once.
     Done(A),
 }
@@ -288,6 +289,40 @@ impl<A> CellState<A> {
             CellState::Waiting(Some(list)) => Some(list),
             _ => None,
         }
+    }
+}
+
+/// A cell's waiter list in its block of the pool ([`PoolBox`]), dropped
+/// out of line: the drop of every fiber (whose join state is a cell) then
+/// calls it only if the fiber still has a list, instead of carrying the
+/// list's whole drop inline.
+struct ListBox(ManuallyDrop<PoolBox<SmallWaiterList<Listed>>>);
+
+impl ListBox {
+    fn new() -> Self {
+        ListBox(ManuallyDrop::new(PoolBox::new(SmallWaiterList::new())))
+    }
+}
+
+impl core::ops::Deref for ListBox {
+    type Target = SmallWaiterList<Listed>;
+
+    fn deref(&self) -> &SmallWaiterList<Listed> {
+        &self.0
+    }
+}
+
+impl core::ops::DerefMut for ListBox {
+    fn deref_mut(&mut self) -> &mut SmallWaiterList<Listed> {
+        &mut self.0
+    }
+}
+
+impl Drop for ListBox {
+    #[inline(never)]
+    fn drop(&mut self) {
+        // SAFETY: the box is dropped once, here, and never used again.
+        unsafe { ManuallyDrop::drop(&mut self.0) }
     }
 }
 
@@ -328,8 +363,8 @@ unsafe fn read_all(waiters: &mut SmallWaiterList<Listed>, value: *mut ()) -> Wak
         rest: Vec::new(),
     };
     // The common case, one waiter (inline in the list), ends here.
-    if !waiters.rest_is_empty() {
-        for waiter in waiters.take_rest() {
+    if let Some(rest) = waiters.rest() {
+        for waiter in rest.take_all() {
             // SAFETY: forwarded precondition.
             if let Some(wake) = unsafe { waiter.read(value) } {
                 if wakes.first.is_none() {
@@ -401,10 +436,7 @@ impl<A> JoinCell<A> {
                 }
                 None
             }
-            CellState::Waiting(list) => Some(
-                list.get_or_insert_with(|| PoolBox::new(SmallWaiterList::new()))
-                    .push(f.listed),
-            ),
+            CellState::Waiting(list) => Some(list.get_or_insert_with(ListBox::new).push(f.listed)),
         }
     }
 
@@ -445,7 +477,7 @@ impl<A> JoinCell<A> {
             Some(stored) => Some(core::mem::replace(stored, Listed::Task(fresh))),
             None => match &mut *state {
                 CellState::Waiting(list) => {
-                    let list = list.get_or_insert_with(|| PoolBox::new(SmallWaiterList::new()));
+                    let list = list.get_or_insert_with(ListBox::new);
                     *waiter = Some(list.push(Listed::Task(fresh)));
                     None
                 }

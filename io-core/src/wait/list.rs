@@ -42,16 +42,19 @@
 //! A join cell's list (`wait/cell.rs`) lives only while the cell waits, and
 //! nearly always holds one waiter (a `Deferred` or a fiber awaited by one
 //! fiber): a buffer made for it would be made and freed for every wait. A
-//! [`SmallWaiterList`] keeps that waiter inline, beside an empty
-//! [`WaiterList`], so the wait allocates nothing beyond the cell's list box
-//! (one allocation instead of two, and on 32-bit targets no more bytes:
-//! the inline entry is the buffer's entry). Its invariant: the inline entry,
-//! while it holds a waiter, is older than every waiter of the list behind
-//! it, because a waiter goes inline only when both are empty; so the order
-//! is the inline waiter, then the list's. Ids come from the list's counter
-//! for both, so the inline waiter's id is never one of the list's: the
-//! list's search does not find it (it is older than the list's front, or
-//! the list is empty), and the inline entry is checked first.
+//! [`SmallWaiterList`] keeps that waiter inline, with the id counter and a
+//! pointer to a [`WaiterList`] that the second waiter makes, so the one
+//! waiter allocates nothing beyond the cell's list box: 7 words, a large
+//! block of the pool on 64-bit hosts, 28 bytes on 32-bit targets, where a
+//! plain list's box and its one-entry buffer would be two allocations of
+//! 16 and 20 bytes. Its invariant: the inline entry, while it holds
+//! a waiter, is older than every waiter of the list behind it, because a
+//! waiter goes inline only when both are empty; so the order is the inline
+//! waiter, then the list's. Ids come from the one counter for both, in
+//! increasing order, so the list behind stays sorted and the inline
+//! waiter's id is never one of the list's: the list's search does not find
+//! it (it is older than the list's front, or the list is empty), and the
+//! inline entry is checked first.
 //!
 //! # Holding what one waits on: weakly while waiting, strongly once granted
 //!
@@ -92,6 +95,7 @@
 
 use alloc::collections::VecDeque;
 
+use crate::engine::blocks::PoolBox;
 use crate::io::IO;
 use crate::sync::{Arc, Mutex, Weak};
 
@@ -290,6 +294,17 @@ impl<T> WaiterList<T> {
 
     /// Adds a waiter at the back; returns its id.
     pub(crate) fn push(&mut self, waiter: T) -> WaiterId {
+        let id = self.next_id;
+        self.next_id = self.next_id.wrapping_add(ID_STEP);
+        self.push_as(id, waiter);
+        id
+    }
+
+    /// Adds a waiter at the back under `id`, an id that a
+    /// [`SmallWaiterList`] took from its own counter, later than every id
+    /// in the list (so the list stays sorted; this list's `next_id` is not
+    /// used).
+    fn push_as(&mut self, id: WaiterId, waiter: T) {
         if self.entries.len() == self.entries.capacity() {
             if self.entries.capacity() == 0 {
                 self.entries.reserve_exact(1);
@@ -297,18 +312,7 @@ impl<T> WaiterList<T> {
                 self.sweep();
             }
         }
-        let id = self.take_id();
         self.entries.push_back(Entry::new(id, waiter));
-        id
-    }
-
-    /// The next id, taken (for a waiter kept outside the list by a
-    /// [`SmallWaiterList`]).
-    #[inline]
-    fn take_id(&mut self) -> WaiterId {
-        let id = self.next_id;
-        self.next_id = self.next_id.wrapping_add(ID_STEP);
-        id
     }
 
     /// Moves the listed waiters to the front, in order, and drops the
@@ -438,7 +442,8 @@ impl<T> WaiterList<T> {
 
 /// A [`WaiterList`] with its first waiter inline: a join cell's waiters
 /// (module doc, "The first waiter inline"). The waiter that comes to an
-/// empty list goes in `first`; the others, in the list behind it.
+/// empty list goes in `first`; the others, in the list behind it, made by
+/// the second waiter.
 ///
 /// The fields are visible to the folder for its white-box tests
 /// (`tests/list.rs`); nothing else in it touches them.
@@ -446,8 +451,11 @@ pub(crate) struct SmallWaiterList<T> {
     /// The oldest waiter, if it came to an empty list and is still there;
     /// a tombstone otherwise.
     pub(super) first: Entry<T>,
-    /// The waiters after `first` (every one of them younger), and the ids.
-    pub(super) rest: WaiterList<T>,
+    /// The next id, for `first` and for `rest` alike.
+    pub(super) next_id: WaiterId,
+    /// The waiters after `first` (every one of them younger); made by the
+    /// first waiter that finds `first` taken or the list not empty.
+    pub(super) rest: Option<PoolBox<WaiterList<T>>>,
 }
 
 impl<T> SmallWaiterList<T> {
@@ -455,21 +463,25 @@ impl<T> SmallWaiterList<T> {
     pub(crate) const fn new() -> Self {
         SmallWaiterList {
             first: Entry::vacant(),
-            rest: WaiterList::new(),
+            next_id: 0,
+            rest: None,
         }
     }
 
     /// Adds a waiter at the back; returns its id.
     #[inline]
     pub(crate) fn push(&mut self, waiter: T) -> WaiterId {
-        if !self.first.is_listed() && self.rest.is_empty() {
+        let id = self.next_id;
+        self.next_id = self.next_id.wrapping_add(ID_STEP);
+        if !self.first.is_listed() && self.rest_is_empty() {
             // Both empty: the new waiter is older than any to come.
-            let id = self.rest.take_id();
             self.first = Entry::new(id, waiter);
-            id
         } else {
-            self.rest.push(waiter)
+            self.rest
+                .get_or_insert_with(|| PoolBox::new(WaiterList::new()))
+                .push_as(id, waiter);
         }
+        id
     }
 
     /// Removes the waiter `id` if it is still listed, and returns it (for the
@@ -479,7 +491,7 @@ impl<T> SmallWaiterList<T> {
             // Listed (the tag of a taken entry is odd, `id` even).
             self.first.take()
         } else {
-            self.rest.remove(id)
+            self.rest.as_mut()?.remove(id)
         }
     }
 
@@ -488,7 +500,7 @@ impl<T> SmallWaiterList<T> {
         if self.first.tag == id {
             self.first.get_mut()
         } else {
-            self.rest.get_mut(id)
+            self.rest.as_mut()?.get_mut(id)
         }
     }
 
@@ -502,23 +514,25 @@ impl<T> SmallWaiterList<T> {
     /// Whether no waiter is listed behind the inline one.
     #[inline]
     pub(crate) fn rest_is_empty(&self) -> bool {
-        self.rest.is_empty()
+        self.rest.as_ref().is_none_or(|rest| rest.is_empty())
     }
 
-    /// Takes the waiters behind the inline one, oldest first, leaving them
-    /// none (with [`take_first`](Self::take_first), every waiter in order).
-    pub(crate) fn take_rest(&mut self) -> impl Iterator<Item = T> + use<T> {
-        self.rest.take_all()
+    /// The list of the waiters behind the inline one, if it has any (its
+    /// `take_all`, after [`take_first`](Self::take_first), takes every
+    /// waiter in order).
+    #[inline]
+    pub(crate) fn rest(&mut self) -> Option<&mut WaiterList<T>> {
+        self.rest.as_deref_mut().filter(|rest| !rest.is_empty())
     }
 
     /// How many waiters are listed.
     pub(crate) fn len(&self) -> usize {
-        usize::from(self.first.is_listed()) + self.rest.len()
+        usize::from(self.first.is_listed()) + self.rest.as_ref().map_or(0, |rest| rest.len())
     }
 
     /// Whether no waiter is listed (for tests).
     #[cfg(test)]
     pub(crate) fn is_empty(&self) -> bool {
-        !self.first.is_listed() && self.rest.is_empty()
+        !self.first.is_listed() && self.rest_is_empty()
     }
 }
