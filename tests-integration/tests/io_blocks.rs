@@ -132,18 +132,22 @@ rt_test! {
     }
 
     fn a_block_looping_forever_over_awaits_that_finish_at_once_can_be_canceled() {
-        let state = Counter::new();
-        let dropped = state.clone();
+        // Canceled once it is surely looping (a fiber canceled before its
+        // first run never makes the block's state at all).
+        let (state, started) = (Counter::new(), Deferred::<()>::new());
+        let (dropped, looping) = (state.clone(), started.clone());
         let spinning: IO<(), ()> = IO::block(async move {
             let _state = LogOnDrop(Log::new(), "state", dropped);
+            looping.complete::<()>(()).await?;
             let mut n = 0u64;
             loop {
                 n = IO::<u64, ()>::pure(n.wrapping_add(1)).await?;
             }
         });
         let outcome = within(HANG_LIMIT, move || {
-            run(spinning.start::<()>().flat_map(|fiber| {
-                IO::<(), ()>::sleep(Duration::from_millis(5))
+            run(spinning.start::<()>().flat_map(move |fiber| {
+                started
+                    .get()
                     .product_r(fiber.cancel())
                     .product_r(fiber.join())
             }))

@@ -455,10 +455,10 @@ rt_test! {
             }))
         })
         .flat_map(move |memo| {
-            let waiter = memo.clone();
+            let (waiter, watched) = (memo.clone(), memo.clone());
             memo.get().start().flat_map(move |first| {
                 started.wait().product_r(waiter.get().start()).flat_map(move |waiting| {
-                    IO::sleep(ms(1))
+                    waiting_callers(watched, 2)
                         .product_r(first.cancel())
                         .product_r(first.join())
                         .flat_map(move |o| waiting.join_with_never().map(move |v| (o, v)))
@@ -483,11 +483,11 @@ rt_test! {
             }
         })
         .flat_map(move |memo| {
-            let (second, later) = (memo.clone(), memo.clone());
+            let (second, later, watched) = (memo.clone(), memo.clone(), memo.clone());
             let seen = finalized.clone();
             memo.get().start().flat_map(move |first| {
                 started.wait().product_r(second.get().start()).flat_map(move |other| {
-                    IO::sleep(ms(1))
+                    waiting_callers(watched, 2)
                         .product_r(first.cancel())
                         .product_r(other.cancel())
                         .product_r(IO::delay(move || seen.get()))
@@ -556,4 +556,17 @@ rt_test! {
         assert_eq!(run(io), Outcome::Succeeded(Outcome::Canceled));
         assert_eq!(canceled.get(), 1);
     }
+}
+
+/// Waits (ceding) until `memo`'s evaluation has `n` callers waiting for it
+/// (its `Debug` says how many).
+fn waiting_callers(memo: spindle_core::Memoized<u32, E>, n: usize) -> IO<(), E> {
+    IO::tail_rec((), move |()| {
+        let there = format!("{memo:?}").contains(&format!("waiting: {n}"));
+        IO::cede().map_to(if there {
+            std::ops::ControlFlow::Break(())
+        } else {
+            std::ops::ControlFlow::Continue(())
+        })
+    })
 }

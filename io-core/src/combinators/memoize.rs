@@ -136,12 +136,15 @@ impl<A, E> Clone for Memoized<A, E> {
 
 impl<A, E> fmt::Debug for Memoized<A, E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let state = match &self.memo.lock().state {
-            State::Unevaluated => "unevaluated",
-            State::Evaluating(_) => "evaluating",
-            State::Done(_) => "done",
+        let (state, callers) = match &self.memo.lock().state {
+            State::Unevaluated => ("unevaluated", 0),
+            State::Evaluating(evaluation) => ("evaluating", evaluation.subscribers),
+            State::Done(_) => ("done", 0),
         };
-        f.debug_struct("Memoized").field("state", &state).finish()
+        f.debug_struct("Memoized")
+            .field("state", &state)
+            .field("waiting", &callers)
+            .finish()
     }
 }
 
