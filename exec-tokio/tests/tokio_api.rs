@@ -207,24 +207,40 @@ async fn run_async_resolves_to_deadlock_for_a_program_that_can_never_finish() {
 }
 
 #[test]
-fn io_blocking_runs_on_the_owned_runtimes_blocking_pool() {
+fn io_blocking_runs_on_the_owned_runtimes_blocking_pool_and_the_fiber_resumes_on_its_thread() {
     let executor = TokioExecutor::builder()
         .current_thread()
         .thread_name("tokio-fibers")
         .build()
         .unwrap();
-    let names: IO<(String, String), ()> =
-        IO::delay(|| std::thread::current().name().map(str::to_owned)).flat_map(|fiber| {
-            IO::blocking(|| std::thread::current().id()).map(move |blocking| {
-                (
-                    fiber.unwrap_or_default(),
-                    format!("{}", blocking != std::thread::current().id()),
-                )
-            })
-        });
-    let (fiber_thread, elsewhere) = executor.block_on(names).unwrap().succeeded().unwrap();
-    assert_eq!(fiber_thread, "tokio-fibers");
-    assert_eq!(elsewhere, "true", "the blocking call ran on another thread");
+    let name = || {
+        std::thread::current()
+            .name()
+            .map(str::to_owned)
+            .unwrap_or_default()
+    };
+    // The main fiber's first run is on the calling thread (until its first
+    // wait, the blocking call); it resumes on the runtime's one thread.
+    let names: IO<(String, String, bool), ()> =
+        IO::blocking(move || (name(), std::thread::current().id())).flat_map(
+            move |(blocking_name, blocking)| {
+                IO::delay(move || {
+                    let resumed = std::thread::current().id();
+                    (blocking_name, name(), blocking != resumed)
+                })
+            },
+        );
+    let (blocking_thread, fiber_thread, elsewhere) =
+        executor.block_on(names).unwrap().succeeded().unwrap();
+    assert_eq!(
+        blocking_thread, "tokio-fibers",
+        "a thread of the runtime's pool"
+    );
+    assert_eq!(
+        fiber_thread, "tokio-fibers",
+        "resumed on the runtime's thread"
+    );
+    assert_eq!(elsewhere, true, "the blocking call ran on another thread");
 }
 
 #[test]

@@ -155,6 +155,7 @@ pub use callback::{BlockingTask, Callback, TimerCallback};
 pub use dump::{FiberDump, FiberInfo, FiberState, FiberStatus, WeakFiber, WeakFibers};
 pub(crate) use header::Header;
 pub use id::{FiberId, FiberIds};
+pub use run_loop::Ran;
 pub(crate) use run_state::{CompleteK, typed_outcome};
 pub use vtable::Fiber;
 pub(crate) use vtable::{RawFiberRef, Spawner};
