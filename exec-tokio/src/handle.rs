@@ -209,9 +209,10 @@ impl Executor for Handle {
 
 /// `block_on` through the handle, from a thread outside tokio (io-core's
 /// [`ParkedBlockOn`]; the executor's `IORuntime::block_on` is the same
-/// call): the main fiber is scheduled as a tokio task; a `block_on` of a
-/// program that can never finish waits for the shutdown, then returns
-/// `Err(RunError::ShutDown)`.
+/// call): the main fiber runs on the calling thread until it first waits,
+/// then in a tokio task of its own while the caller parks; a `block_on`
+/// of a program that can never finish waits for the shutdown, then
+/// returns `Err(RunError::ShutDown)`.
 impl ParkedBlockOn for Handle {
     /// Where blocking would stall tokio, a `block_on` returns
     /// `Err(RunError::Nested)` without running anything: inside a fiber of

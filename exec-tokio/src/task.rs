@@ -1,18 +1,72 @@
 //! Fibers as tokio tasks: what `schedule_fiber` and `reschedule_fiber`
 //! become.
 //!
-//! # One tokio task per run, not per fiber
+//! # One tokio task per fiber, for its whole life
 //!
-//! io-core hands an executor a unique [`Fiber`] each time the fiber is
-//! ready; the fiber carries no slot for the executor's own data, so there
-//! is no tokio task to "wake" for a fiber that was suspended. Each
-//! `schedule_fiber` (a start, or a resumption by a callback, a timer, a
-//! blocking call or a cancel) therefore spawns one [`FiberTask`] on the
-//! runtime: a future that owns the fiber and runs it, then ends when the
-//! fiber completes or suspends (whoever will resume it holds it then).
-//! tokio's own `spawn` is the queue: on a worker it goes to that worker's
-//! LIFO slot (tokio's "run what was just woken next", as exec-wstp's next
-//! slot), from any other thread to the injection queue.
+//! A fiber is started by `schedule_fiber` as one [`FiberTask`] spawned on
+//! the runtime (on a worker, tokio's `spawn` takes that worker's LIFO slot:
+//! "run what was just made next", as exec-wstp's next slot; from any other
+//! thread, the injection queue). That task keeps the fiber until it ends:
+//!
+//! * **Start.** The task's first poll runs the fiber. A fiber that ends
+//!   within that run (most short ones) ends its task with it, and costs
+//!   nothing more than the spawn.
+//! * **Wait.** The first time the fiber waits (or yields), io-core calls
+//!   `Executor::fiber_listed` on the running thread *before* the wait is
+//!   published; there [`link_on_first_wait`] makes the fiber's link (io-core's
+//!   `support::TaskLink`, one small allocation for the fiber's life), keeps
+//!   it in the fiber's slot ([`TaskSlot`], the executor's
+//!   `Executor::FiberSlot`) and hands it to the task through the
+//!   thread-local [`RUN`]. When `Fiber::run` returns `Ran::Suspended`, the
+//!   task leaves a clone of its `Waker` in the link and returns `Pending`:
+//!   it parks, holding only the link, never the fiber.
+//! * **Resumption.** Whoever ends the wait (a callback, a timer, a blocking
+//!   call, a cancel, on any thread) holds the unique `Fiber` and calls
+//!   `schedule_fiber`, which finds the link in the fiber's slot and
+//!   delivers the fiber into it ([`resume_in_task`]): the task is woken
+//!   through its `Waker` (by value: the clone it left is the one consumed,
+//!   so a wake costs tokio no more than a `wake_by_ref`), and its next poll
+//!   takes the fiber and runs it. Woken from a worker, tokio puts the task
+//!   in that worker's LIFO slot, as the spawn of the former design did; no
+//!   task is spawned, no allocation made.
+//! * **Resumed while still running.** The fiber may be resumed on another
+//!   thread between its suspension and the end of the task's poll. The
+//!   task then finds it in the link when it goes to park, and runs it again
+//!   at once, in the same poll, up to [`RERUNS_PER_POLL`] times in a row,
+//!   then yields to tokio's run queue (the fiber waiting in the task) so
+//!   that a ping-pong between threads does not starve the worker's other
+//!   tasks.
+//! * **End.** The task ends when `Fiber::run` returns `Ran::Completed`.
+//!   A fiber freed while it waits (every waker gone: io-core's "waits
+//!   nobody can end") drops its slot, which closes the link and wakes the
+//!   parked task, which ends. A runtime that shuts down drops the task:
+//!   its drop closes the link, and a later resumption finds it closed and
+//!   drops the fiber (which a shut-down executor does anyway).
+//!
+//! Nothing keeps the fiber alive through its task: the link holds the
+//! fiber only between a delivery and the task's next poll, so the
+//! contract's "a fiber whose wakers are all gone is freed" holds as on
+//! every executor, and its task goes with it. The link's own protocol
+//! (who owns the fiber and waker cells in which state) is io-core's
+//! (`executor/support/task_link.rs`, loom-checked); here only its use.
+//!
+//! A fiber that waits without a link (one whose first wait was not in a
+//! run of this executor: nothing here does that) is started again in a
+//! new task by each resumption, as a fallback.
+//!
+//! # `block_on`: the first run on the calling thread
+//!
+//! `block_on`'s main fiber is run on the calling thread first (io-core's
+//! `ParkedBlockOn::start_main`, as exec-wstp does), inside the runtime's
+//! context and as a run of this executor ([`run_here`]: sockets,
+//! nested-`block_on` detection, reschedules and links as in a task). A
+//! program that never waits is done there: no task, no hop to a worker
+//! or to the current-thread runtime's driver thread, no wake-up of the
+//! caller. A fiber that waits or yields gets its task then
+//! ([`FiberTask::adopt`], with its link or its yielded self), which it
+//! keeps from then on; the caller parks until the fiber ends. So the main
+//! fiber's first steps (up to its first wait) run beside the runtime's
+//! threads, not on them, also on a current-thread runtime.
 //!
 //! # Reschedule: tokio's yield path, not `spawn`
 //!
@@ -22,29 +76,37 @@
 //! again next, ahead of everything queued. Instead the fiber stays in the
 //! task that ran it: `reschedule_fiber` is called by the thread that was
 //! running the fiber, inside that task's `poll`, and leaves the fiber in a
-//! thread-local slot ([`Running`]); when `Fiber::run` returns, the task
-//! takes it back, wakes its own waker and returns `Pending`. A task woken
+//! thread-local slot ([`RUN`]); when `Fiber::run` returns, the task
+//! takes it back, wakes its own waker and returns `Pending` (the fiber
+//! stays in the task: its link is not involved). A task woken
 //! during its own poll is rescheduled by tokio as a *yield*: to the back
 //! of the worker's local run queue (multi-thread) or of the run queue
 //! (current-thread), never to the LIFO slot. That is exactly "behind the
 //! work already waiting", at no allocation (no new task per cede). A
 //! reschedule outside such a poll (which the contract rules out, but which
-//! costs nothing to survive) spawns a task that yields once before it runs
-//! the fiber: the same yield path.
+//! costs nothing to survive) goes back to the fiber's task through its
+//! link, or, for a fiber without one, to a new task that yields once
+//! before it runs the fiber: the same yield path.
 //!
 //! # Sockets
 //!
 //! Each run of a fiber is wrapped in spindle-net's `with_driver` with
 //! this crate's driver (the `io` module), so that the sockets a fiber
-//! makes register with tokio's I/O driver. The main fiber of `block_on`
-//! and `run_async` runs in such a task too.
+//! makes register with tokio's I/O driver. The main fiber of `run_async`
+//! runs in such a task too, and the first run of `block_on`'s main fiber
+//! is wrapped the same way.
 //!
 //! # Shutdown
 //!
 //! A task finds the executor shut down before it runs its fiber: it drops
-//! the fiber instead, freeing its program and continuations. This is how
-//! an executor attached to a runtime it does not own lets go of its fibers
-//! without stopping that runtime.
+//! the fiber instead, freeing its program and continuations, and ends
+//! (closing the link: later resumptions drop the fiber). A resumption
+//! after the shutdown drops the fiber in `schedule_fiber`; if that frees
+//! it, its slot closes the link and the parked task ends. This is how an
+//! executor attached to a runtime it does not own lets go of its fibers
+//! without stopping that runtime. (A fiber that waits forever keeps its
+//! parked task for as long as it is itself kept: a task is no longer
+//! than the fiber's life.)
 //!
 //! # Blocking calls
 //!
@@ -52,6 +114,12 @@
 //! thread is marked as running a Spindle blocking call while it does, so
 //! that a `block_on` there is allowed (blocking such a thread is what it
 //! is for), where one on a worker thread is [`RunError::Nested`].
+//!
+//! Design credits: tokio's own task and waker design (a task that parks
+//! by returning `Pending` and is found again through its `Waker`, wakes
+//! by value that consume the waker's reference, the yield path of a task
+//! that wakes itself, the LIFO slot of a wake from a worker); no code is
+//! copied.
 //!
 //! [`RunError::Nested`]: crate::RunError::Nested
 
@@ -149,24 +217,16 @@ pub(crate) fn in_blocking_call() -> bool {
     IN_BLOCKING_CALL.with(Cell::get)
 }
 
-/// One run of a fiber on this thread: sets [`RUN`] for its executor and
-/// restores the previous value when it ends.
-struct Running {
+/// Restores [`RUN`] if a run of a fiber unwinds (a run ends normally in
+/// [`run_here`], which forgets this guard).
+struct Unwinding {
     previous: usize,
 }
 
-impl Running {
-    fn enter(key: usize) -> Running {
-        Running {
-            previous: RUN.with(|run| run.running.replace(key)),
-        }
-    }
-}
-
-impl Drop for Running {
+impl Drop for Unwinding {
     fn drop(&mut self) {
-        // A fiber or link left behind (the run unwound) is freed here,
-        // outside the thread-local's access.
+        // A fiber or link left behind is freed here, outside the
+        // thread-local's access.
         let (yielded, link) = RUN.with(|run| {
             run.running.set(self.previous);
             (run.yielded.take(), run.link.take())
@@ -188,7 +248,9 @@ pub(crate) struct RunEnd {
 /// run of its executor (sockets on tokio's driver; a reschedule kept for
 /// the caller, a link made on its first wait handed to the caller).
 pub(crate) fn run_here(fiber: Fiber<Handle>) -> RunEnd {
-    let running = Running::enter(key(&fiber.executor().shared));
+    let key = key(&fiber.executor().shared);
+    let previous = RUN.with(|run| run.running.replace(key));
+    let unwinding = Unwinding { previous };
     // Sockets the fiber makes register with tokio's driver (the `io`
     // module): a `static` driver, so that nothing is counted or allocated
     // per poll.
@@ -196,8 +258,11 @@ pub(crate) fn run_here(fiber: Fiber<Handle>) -> RunEnd {
     let ran = crate::io::run_fiber(|| fiber.run());
     #[cfg(not(unix))]
     let ran = fiber.run();
-    let (yielded, link) = RUN.with(|run| (run.yielded.take(), run.link.take()));
-    drop(running);
+    std::mem::forget(unwinding);
+    let (yielded, link) = RUN.with(|run| {
+        run.running.set(previous);
+        (run.yielded.take(), run.link.take())
+    });
     RunEnd { ran, link, yielded }
 }
 
@@ -306,7 +371,7 @@ impl FiberTask {
 
     /// At the start of a poll without the fiber in hand: the fiber if it
     /// came back through the link, else `Err` with what the poll returns.
-    fn from_link(&self, cx: &mut Context<'_>) -> Result<Fiber<Handle>, Poll<()>> {
+    fn next_from_link(&self, cx: &mut Context<'_>) -> Result<Fiber<Handle>, Poll<()>> {
         let Some(link) = &self.link else {
             return Err(Poll::Ready(()));
         };
@@ -334,7 +399,7 @@ impl Future for FiberTask {
         }
         let mut fiber = match this.fiber.take() {
             Some(fiber) => fiber,
-            None => match this.from_link(cx) {
+            None => match this.next_from_link(cx) {
                 Ok(fiber) => fiber,
                 Err(poll) => return poll,
             },

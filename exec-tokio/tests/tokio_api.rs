@@ -240,7 +240,7 @@ fn io_blocking_runs_on_the_owned_runtimes_blocking_pool_and_the_fiber_resumes_on
         fiber_thread, "tokio-fibers",
         "resumed on the runtime's thread"
     );
-    assert_eq!(elsewhere, true, "the blocking call ran on another thread");
+    assert!(elsewhere, "the blocking call ran on another thread");
 }
 
 #[test]

@@ -1,62 +1,7 @@
 //! [`TaskLink`]: the hand-off between whoever resumes a fiber and the one
 //! task (a future, polled by an async runtime) that owns the fiber for its
-//! whole life.
-//!
-//! An executor on an async runtime (exec-tokio) runs each fiber inside one
-//! task: the task runs the fiber, and when the fiber waits, the task parks
-//! (returns `Pending`) instead of ending. The completer that ends the wait
-//! holds the fiber ([`Fiber`](crate::Fiber) handles are unique) and must
-//! give it back to that task and wake it, from any thread. The link is
-//! where the fiber is handed over and where the task leaves its `Waker`.
-//! Neither side keeps the other alive through it: the task holds the link,
-//! the fiber holds it in its slot ([`Executor::FiberSlot`](crate::Executor::FiberSlot)),
-//! and the link holds the fiber only between a delivery and the task's
-//! next poll, so a fiber whose wakers are all gone is still freed; its
-//! slot then [closes](TaskLink::close) the link, which wakes the task so
-//! that it ends.
-//!
-//! # Protocol
-//!
-//! One state word and two cells, the item (the fiber) and the waker. The
-//! states, and who owns which cell in each:
-//!
-//! | state      | meaning | item cell | waker cell |
-//! |------------|---------|-----------|------------|
-//! | `IDLE`     | the task has the fiber (runs it) or waits for its first delivery without a waker yet | empty, the deliverer's to fill | the task's (empty) |
-//! | `PARKED`   | the task returned `Pending` and waits to be woken | empty, the deliverer's to fill | holds the waker; owned by whoever moves the state out of `PARKED` |
-//! | `WAKING`   | a deliverer left the item and is taking the waker | the deliverer's | the deliverer's |
-//! | `NOTIFIED` | an item waits for the task | the task's to take | the task's (empty) |
-//! | `CLOSED`   | the task is gone, or the fiber was freed: nothing more is handed over | empty (a late deliverer takes its item back) | empty |
-//!
-//! * [`deliver`](TaskLink::deliver) (a completer, any thread): writes the
-//!   item, then `IDLE -> NOTIFIED` (the task is running and looks before it
-//!   parks: no wake needed) or `PARKED -> WAKING`, takes the waker,
-//!   `WAKING -> NOTIFIED` and wakes it (by value: the clone the task left
-//!   is the one consumed). `CLOSED`: the item comes back to the caller,
-//!   who drops it. A compare-and-swap, never a blind store, ends `WAKING`,
-//!   so a close in between is never overwritten.
-//! * [`park`](TaskLink::park) (the task, in its poll, after the fiber
-//!   waits): if an item is already there, takes it (the fiber was resumed
-//!   while the task was still running it: run it again at once).
-//!   Otherwise leaves a clone of its waker, then `IDLE -> PARKED`; if that
-//!   fails, the waker is its own again and it looks at what came
-//!   instead.
-//! * [`take`](TaskLink::take) (the task, at the start of a poll):
-//!   `NOTIFIED -> IDLE` and the item. A poll while `PARKED` (spurious: no
-//!   delivery yet) takes its waker back (`PARKED -> IDLE`) and parks
-//!   anew; one while `WAKING` returns `Pending` and leaves both cells
-//!   alone: the deliverer's wake is on its way.
-//! * [`close`](TaskLink::close) (the task when it ends or is dropped, the
-//!   fiber's slot when the fiber is freed): swaps in `CLOSED`, wakes a
-//!   parked task (so that it sees the close and ends) and returns an item
-//!   that was waiting, for the caller to drop.
-//!
-//! `Release` on every transition that publishes a cell (`-> NOTIFIED`,
-//! `-> PARKED`), `Acquire` on every one that takes a cell over (`NOTIFIED
-//! ->`, `PARKED ->`, the close). The item cell has one writer at a time by
-//! the caller's promise (`deliver` is `unsafe`: a fiber handle is unique,
-//! so it is not delivered again before the task has taken and run it).
-//! The model is checked with loom (`tests/loom.rs` of this folder).
+//! whole life. The protocol is in the type's documentation (this module
+//! is private; the type is public as `executor::support::TaskLink`).
 //!
 //! Design credits: tokio's task state word and its waker protocol
 //! (`runtime/task/state.rs`, `sync/task/atomic_waker.rs`: a state that
@@ -74,8 +19,65 @@ const NOTIFIED: usize = 3;
 const CLOSED: usize = 4;
 
 /// The hand-off between the completers that resume a fiber and the one
-/// task that owns it (see the [module documentation](self)). Shared by the
-/// task and the fiber's slot, typically in an `Arc`.
+/// task that owns it. Shared by the task and the fiber's slot, typically
+/// in an `Arc`.
+///
+/// An executor on an async runtime (exec-tokio) runs each fiber inside one
+/// task: the task runs the fiber, and when the fiber waits, the task parks
+/// (returns `Pending`) instead of ending. The completer that ends the wait
+/// holds the fiber ([`Fiber`](crate::Fiber) handles are unique) and must
+/// give it back to that task and wake it, from any thread. The link is
+/// where the fiber is handed over and where the task leaves its `Waker`.
+/// Neither side keeps the other alive through it: the task holds the link,
+/// the fiber holds it in its slot ([`Executor::FiberSlot`](crate::Executor::FiberSlot)),
+/// and the link holds the fiber only between a delivery and the task's
+/// next poll, so a fiber whose wakers are all gone is still freed; its
+/// slot then [closes](TaskLink::close) the link, which wakes the task so
+/// that it ends.
+///
+/// # Protocol
+///
+/// One state word and two cells, the item (the fiber) and the waker. The
+/// states, and who owns which cell in each:
+///
+/// | state      | meaning | item cell | waker cell |
+/// |------------|---------|-----------|------------|
+/// | `IDLE`     | the task has the fiber (runs it) or waits for its first delivery without a waker yet | empty, the deliverer's to fill | the task's (empty) |
+/// | `PARKED`   | the task returned `Pending` and waits to be woken | empty, the deliverer's to fill | holds the waker; owned by whoever moves the state out of `PARKED` |
+/// | `WAKING`   | a deliverer left the item and is taking the waker | the deliverer's | the deliverer's |
+/// | `NOTIFIED` | an item waits for the task | the task's to take | the task's (empty) |
+/// | `CLOSED`   | the task is gone, or the fiber was freed: nothing more is handed over | empty (a late deliverer takes its item back) | empty |
+///
+/// * [`deliver`](TaskLink::deliver) (a completer, any thread): writes the
+///   item, then `IDLE -> NOTIFIED` (the task is running and looks before it
+///   parks: no wake needed) or `PARKED -> WAKING`, takes the waker,
+///   `WAKING -> NOTIFIED` and wakes it (by value: the clone the task left
+///   is the one consumed). `CLOSED`: the item comes back to the caller,
+///   who drops it. A compare-and-swap, never a blind store, ends `WAKING`,
+///   so a close in between is never overwritten.
+/// * [`park`](TaskLink::park) (the task, in its poll, after the fiber
+///   waits): if an item is already there, takes it (the fiber was resumed
+///   while the task was still running it: run it again at once).
+///   Otherwise leaves a clone of its waker, then `IDLE -> PARKED`; if that
+///   fails, the waker is its own again and it looks at what came
+///   instead.
+/// * [`take`](TaskLink::take) (the task, at the start of a poll):
+///   `NOTIFIED -> IDLE` and the item. A poll while `PARKED` (spurious: no
+///   delivery yet) takes its waker back (`PARKED -> IDLE`) and parks
+///   anew; one while `WAKING` returns `Pending` and leaves both cells
+///   alone: the deliverer's wake is on its way.
+/// * [`close`](TaskLink::close) (the task when it ends or is dropped, the
+///   fiber's slot when the fiber is freed): swaps in `CLOSED`, wakes a
+///   parked task (so that it sees the close and ends) and returns an item
+///   that was waiting, for the caller to drop.
+///
+/// `Release` on every transition that publishes a cell (`-> NOTIFIED`,
+/// `-> PARKED`), `Acquire` on every one that takes a cell over (`NOTIFIED
+/// ->`, `PARKED ->`, the close). The item cell has one writer at a time by
+/// the caller's promise (`deliver` is `unsafe`: a fiber handle is unique,
+/// so it is not delivered again before the task has taken and run it).
+/// The model is checked with loom (`tests/task_link_loom.rs` of `executor/support`).
+
 pub struct TaskLink<T> {
     state: AtomicUsize,
     item: UnsafeCell<Option<T>>,
