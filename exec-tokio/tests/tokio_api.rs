@@ -90,12 +90,16 @@ fn a_cede_on_a_multi_thread_worker_runs_behind_the_tasks_already_waiting() {
     // One worker: the second task spawned sits in tokio's LIFO slot and
     // the first in the local queue. A cede that `spawn`ed the fiber again
     // would take the LIFO slot and run first; the yield path queues it
-    // behind both.
+    // behind both. (A child fiber: it runs on the worker from its start,
+    // where `block_on`'s main fiber first runs on the calling thread.)
     let executor = TokioExecutor::builder().multi_thread(1).build().unwrap();
     for _ in 0..100 {
+        let on_the_worker = spawn_two_tasks_then_cede()
+            .start()
+            .flat_map(|fiber| fiber.join::<()>());
         assert_eq!(
-            executor.block_on(spawn_two_tasks_then_cede()),
-            Ok(Outcome::Succeeded(true))
+            executor.block_on(on_the_worker),
+            Ok(Outcome::Succeeded(Outcome::Succeeded(true)))
         );
     }
 }
@@ -207,40 +211,33 @@ async fn run_async_resolves_to_deadlock_for_a_program_that_can_never_finish() {
 }
 
 #[test]
-fn io_blocking_runs_on_the_owned_runtimes_blocking_pool_and_the_fiber_resumes_on_its_thread() {
+fn io_blocking_runs_on_the_owned_runtimes_blocking_pool() {
     let executor = TokioExecutor::builder()
         .current_thread()
         .thread_name("tokio-fibers")
         .build()
         .unwrap();
-    let name = || {
-        std::thread::current()
-            .name()
-            .map(str::to_owned)
-            .unwrap_or_default()
-    };
-    // The main fiber's first run is on the calling thread (until its first
-    // wait, the blocking call); it resumes on the runtime's one thread.
-    let names: IO<(String, String, bool), ()> =
-        IO::blocking(move || (name(), std::thread::current().id())).flat_map(
-            move |(blocking_name, blocking)| {
-                IO::delay(move || {
-                    let resumed = std::thread::current().id();
-                    (blocking_name, name(), blocking != resumed)
-                })
-            },
-        );
-    let (blocking_thread, fiber_thread, elsewhere) =
-        executor.block_on(names).unwrap().succeeded().unwrap();
-    assert_eq!(
-        blocking_thread, "tokio-fibers",
-        "a thread of the runtime's pool"
-    );
-    assert_eq!(
-        fiber_thread, "tokio-fibers",
-        "resumed on the runtime's thread"
-    );
-    assert!(elsewhere, "the blocking call ran on another thread");
+    // A child fiber: it runs on the runtime's one thread from its start
+    // (`block_on`'s main fiber first runs on the calling thread).
+    let names: IO<(String, String), ()> =
+        IO::delay(|| std::thread::current().name().map(str::to_owned)).flat_map(|fiber| {
+            IO::blocking(|| std::thread::current().id()).map(move |blocking| {
+                (
+                    fiber.unwrap_or_default(),
+                    format!("{}", blocking != std::thread::current().id()),
+                )
+            })
+        });
+    let child = names.start().flat_map(|fiber| fiber.join::<()>());
+    let (fiber_thread, elsewhere) = executor
+        .block_on(child)
+        .unwrap()
+        .succeeded()
+        .unwrap()
+        .succeeded()
+        .unwrap();
+    assert_eq!(fiber_thread, "tokio-fibers");
+    assert_eq!(elsewhere, "true", "the blocking call ran on another thread");
 }
 
 #[test]
