@@ -141,7 +141,8 @@ pub(crate) type Link = TaskLink<Fiber<Handle>>;
 /// How many times a task runs its fiber again at once, within one poll,
 /// when the fiber was resumed while the task was still running it (a
 /// resumption from another thread, or a wait that ended during the run),
-/// before it yields to tokio's run queue (module doc, "Resumption").
+/// before it yields to tokio's run queue (module doc, "Resumed while
+/// still running").
 const RERUNS_PER_POLL: u32 = 32;
 
 /// exec-tokio's data in every fiber ([`Executor::FiberSlot`]): the link to
@@ -309,12 +310,11 @@ pub(crate) fn link_on_first_wait(shared: &Shared, fiber: &Fiber<Handle>) {
 /// has none yet (the caller spawns one), and the fiber is dropped if its
 /// task is gone (only a runtime shutdown drops a task whose fiber lives).
 pub(crate) fn resume_in_task(fiber: Fiber<Handle>) -> Result<(), Fiber<Handle>> {
-    let Some(link) = fiber.slot().link.get() else {
-        return Err(fiber);
-    };
     // Our own reference: once delivered, the fiber may run, complete and
     // free its slot (and the task its own) before `deliver` returns.
-    let link = link.clone();
+    let Some(link) = fiber.slot().link.get().cloned() else {
+        return Err(fiber);
+    };
     // SAFETY: a `Fiber` handle is unique (the executor contract): this one
     // was resumed once, so it was taken and run by its task since its last
     // delivery, and nobody else delivers it now.
@@ -334,8 +334,6 @@ pub(crate) struct FiberTask {
     fiber: Option<Fiber<Handle>>,
     /// The link the fiber comes back through, once it has waited.
     link: Option<Arc<Link>>,
-    /// Yield once before the first run (a reschedule from outside a run).
-    yield_first: bool,
 }
 
 impl FiberTask {
@@ -344,16 +342,16 @@ impl FiberTask {
         FiberTask {
             fiber: Some(fiber),
             link: None,
-            yield_first: false,
         }
     }
 
-    /// A task that goes to the back of tokio's queue before it runs `fiber`.
-    pub(crate) fn after_yield(fiber: Fiber<Handle>) -> FiberTask {
-        FiberTask {
-            fiber: Some(fiber),
-            link: None,
-            yield_first: true,
+    /// A task that goes to the back of tokio's queue before it runs `fiber`
+    /// (a reschedule from outside a run: rare, so a future of its own, and
+    /// every fiber's task stays two words).
+    pub(crate) fn after_yield(fiber: Fiber<Handle>) -> AfterYield {
+        AfterYield {
+            yielded: false,
+            task: FiberTask::run(fiber),
         }
     }
 
@@ -362,11 +360,7 @@ impl FiberTask {
     /// yielded): it holds `fiber` if the fiber yielded, and waits on `link`
     /// for it otherwise.
     pub(crate) fn adopt(fiber: Option<Fiber<Handle>>, link: Option<Arc<Link>>) -> FiberTask {
-        FiberTask {
-            fiber,
-            link,
-            yield_first: false,
-        }
+        FiberTask { fiber, link }
     }
 
     /// At the start of a poll without the fiber in hand: the fiber if it
@@ -393,10 +387,6 @@ impl Future for FiberTask {
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let this = &mut *self;
-        if std::mem::take(&mut this.yield_first) {
-            cx.waker().wake_by_ref();
-            return Poll::Pending;
-        }
         let mut fiber = match this.fiber.take() {
             Some(fiber) => fiber,
             None => match this.next_from_link(cx) {
@@ -447,6 +437,25 @@ impl Future for FiberTask {
                 }
             }
         }
+    }
+}
+
+/// [`FiberTask::after_yield`]: yields once to tokio's run queue, then is
+/// the fiber's task.
+pub(crate) struct AfterYield {
+    yielded: bool,
+    task: FiberTask,
+}
+
+impl Future for AfterYield {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if !std::mem::replace(&mut self.yielded, true) {
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
+        }
+        Pin::new(&mut self.task).poll(cx)
     }
 }
 
