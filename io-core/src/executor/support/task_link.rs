@@ -76,8 +76,8 @@ const CLOSED: usize = 4;
 /// ->`, `PARKED ->`, the close). The item cell has one writer at a time by
 /// the caller's promise (`deliver` is `unsafe`: a fiber handle is unique,
 /// so it is not delivered again before the task has taken and run it).
-/// The model is checked with loom (`tests/task_link_loom.rs` of `executor/support`).
-
+/// The model is checked with loom (`tests/task_link_loom.rs` of
+/// `executor/support`).
 pub struct TaskLink<T> {
     state: AtomicUsize,
     item: UnsafeCell<Option<T>>,
