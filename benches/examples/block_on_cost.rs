@@ -1,5 +1,6 @@
-//! What one `block_on` of a trivial program costs on each executor, and
-//! tokio's `block_on` of a ready future, measured as medians of batches.
+//! What one `block_on` of a trivial program costs on each executor (exec-tokio
+//! on owned runtimes of both flavours), and tokio's `block_on` of a ready
+//! future, measured as medians of batches.
 //!
 //! ```text
 //! cargo run --release -p benches --example block_on_cost
@@ -36,8 +37,16 @@ fn main() {
         .worker_threads(2)
         .build()
         .expect("tokio multi_thread");
+    let exec_tokio_mt = spindle_exec_tokio::TokioExecutor::builder()
+        .multi_thread(2)
+        .build()
+        .expect("exec-tokio multi_thread");
+    let exec_tokio_ct = spindle_exec_tokio::TokioExecutor::builder()
+        .current_thread()
+        .build()
+        .expect("exec-tokio current_thread");
     let trivial = || IO::<u32, Infallible>::pure(1).map(|x| x + 1);
-    let rows: [(&str, f64); 6] = [
+    let rows: [(&str, f64); 9] = [
         (
             "exec-single",
             median_ns(|| assert!(single.block_on(trivial()).is_ok())),
@@ -53,6 +62,24 @@ fn main() {
         (
             "exec-wstp, one cede",
             median_ns(|| assert!(wstp.block_on(IO::<(), Infallible>::cede()).is_ok())),
+        ),
+        (
+            "exec-tokio multi_thread",
+            median_ns(|| assert!(exec_tokio_mt.block_on(trivial()).is_ok())),
+        ),
+        (
+            "exec-tokio current_thread",
+            median_ns(|| assert!(exec_tokio_ct.block_on(trivial()).is_ok())),
+        ),
+        (
+            "exec-tokio, pure(1)",
+            median_ns(|| {
+                assert!(
+                    exec_tokio_mt
+                        .block_on(IO::<u32, Infallible>::pure(1))
+                        .is_ok()
+                )
+            }),
         ),
         (
             "tokio current_thread",

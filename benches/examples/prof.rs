@@ -3,8 +3,28 @@
 //! ```text
 //! cargo build --release -p benches --example prof
 //! valgrind --tool=callgrind --collect-atstart=no --toggle-collect='*prof*run_workload*' \
-//!     target/release/examples/prof shallow_pure [batching|wstp]
+//!     target/release/examples/prof shallow_pure [batching|wstp|tokio|tokio_current]
 //! ```
+//!
+//! The second argument picks the executor: exec-single without one,
+//! `batching`, `wstp`, or exec-tokio on an owned runtime: `tokio` (the
+//! multi-thread runtime with 2 workers, as the suite's `spindle_tokio`) or
+//! `tokio_current` (the current-thread one). A workload named `tokio_...`
+//! is a plain tokio reference (see `run_tokio`), on the current-thread
+//! runtime, or with the second argument `mt` on the multi-thread one with
+//! 2 workers, as a task on a worker (the suite's `tokio_mt`).
+//! `<executor>_block_on` (`single`, `wstp`, `exec_tokio`,
+//! `exec_tokio_current`) runs `N` `block_on`s of a one-map program, and
+//! `tokio_block_on` `N` of tokio's own `block_on` of a ready future.
+//!
+//! exec-tokio and tokio's multi-thread runtime run their tasks on threads
+//! other than the one in `run_workload`: to count those instructions too,
+//! add `--toggle-collect='*blocking*pool*Inner*run*'` (tokio's workers)
+//! and `--toggle-collect='*start_current_thread*'` (exec-tokio's
+//! current-thread driver); idle workers' searches are then counted too.
+//!
+//! `prof W [EXECUTOR] RUNS` runs the workload `RUNS` times and prints the
+//! median wall time of one run.
 //!
 //! The executors read the tracing mode from `SPINDLE_TRACING` (`from_env`).
 //!
@@ -421,18 +441,120 @@ fn cede() -> P {
     go(0)
 }
 
-/// The tokio counterparts (current-thread runtime), for instruction
-/// counts side by side: `tokio_queue_ping_pong` (two `mpsc::channel(1)`),
+/// exec-tokio on an owned runtime: multi-thread with 2 workers (the
+/// suite's `spindle_tokio`), or current-thread.
+fn new_tokio_executor(current_thread: bool) -> spindle_exec_tokio::TokioExecutor {
+    use spindle_core::RuntimeBuilder;
+    let builder = spindle_exec_tokio::TokioExecutor::builder().fiber_config_from_env();
+    let builder = if current_thread {
+        builder.current_thread()
+    } else {
+        builder.multi_thread(2)
+    };
+    builder.build().expect("exec-tokio")
+}
+
+/// The tokio counterparts, for instruction counts side by side:
+/// `tokio_queue_ping_pong` (two `mpsc::channel(1)`),
 /// `tokio_deferred_ping_pong` (a fresh pair of `oneshot`s and a
-/// spawned responder per round, as `deferred_ping_pong`) and
-/// `tokio_mutex_lock` (`N` uncontended locks, as `mutex_lock`).
+/// spawned responder per round, as `deferred_ping_pong`),
+/// `tokio_mutex_lock` (`N` uncontended locks, as `mutex_lock`),
+/// `tokio_start_join` (`N / 10` tasks spawned and awaited one after the
+/// other, as `start_join`), `tokio_spawn` (`N` tasks spawned, then
+/// awaited, as `spawn`), `tokio_race` and `tokio_both` (`N / 10` rounds of
+/// two spawned tasks, the loser aborted or both awaited, as the suite's
+/// tokio rows of Race and Both) and `tokio_block_on` (`N` `block_on`s of a
+/// ready future). On the current-thread runtime, or with the second
+/// argument `mt` as a task on a worker of the multi-thread runtime with 2
+/// workers.
 fn run_tokio(name: &str) -> i32 {
+    let multi_thread = std::env::args().nth(2).as_deref() == Some("mt");
+    let rt = if multi_thread {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .build()
+    } else {
+        tokio::runtime::Builder::new_current_thread().build()
+    }
+    .expect("a runtime");
+    if name == "tokio_block_on" {
+        let mut total = 0;
+        for _ in 0..N {
+            total += rt.block_on(async { black_box(0) + 1 });
+        }
+        return total;
+    }
+    let fut = tokio_reference(name);
+    if multi_thread {
+        rt.block_on(rt.spawn(fut)).expect("the task")
+    } else {
+        rt.block_on(fut)
+    }
+}
+
+/// The future of a tokio reference (see `run_tokio`).
+fn tokio_reference(
+    name: &str,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = i32> + Send + 'static>> {
     use tokio::sync::{mpsc, oneshot};
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .expect("a runtime");
+    /// Aborts the task when dropped (the loser of a race).
+    struct AbortOnDrop(tokio::task::JoinHandle<i32>);
+    impl Drop for AbortOnDrop {
+        fn drop(&mut self) {
+            self.0.abort();
+        }
+    }
     match name {
-        "tokio_queue_ping_pong" => rt.block_on(async {
+        "tokio_start_join" => Box::pin(async {
+            let mut i = 0;
+            while i < N / 10 {
+                i = tokio::spawn(async move { i + 1 }).await.expect("the task");
+            }
+            i
+        }),
+        "tokio_spawn" => Box::pin(async {
+            let handles: Vec<_> = (0..N)
+                .map(|i| tokio::spawn(async move { black_box(i) }))
+                .collect();
+            let mut joined = 0;
+            for handle in handles {
+                handle.await.expect("the task");
+                joined += 1;
+            }
+            joined
+        }),
+        "tokio_both" => Box::pin(async {
+            let mut i = 0;
+            while i < N / 10 {
+                let left = tokio::spawn(async move { i + 1 });
+                let right = tokio::spawn(async move { 1 });
+                let (a, b) = (left.await.expect("left"), right.await.expect("right"));
+                i = a + b - 1;
+            }
+            i
+        }),
+        "tokio_race" => Box::pin(async {
+            let mut i = 0;
+            while i < N / 10 {
+                let mut left = AbortOnDrop(tokio::spawn(async move { i + 1 }));
+                let mut right = AbortOnDrop(tokio::spawn(std::future::pending::<i32>()));
+                i = tokio::select! {
+                    biased;
+                    won = &mut left.0 => {
+                        right.0.abort();
+                        let _ = (&mut right.0).await;
+                        won.expect("the left task ran")
+                    }
+                    won = &mut right.0 => {
+                        left.0.abort();
+                        let _ = (&mut left.0).await;
+                        won.expect("the right task ran")
+                    }
+                };
+            }
+            i
+        }),
+        "tokio_queue_ping_pong" => Box::pin(async {
             let (ping_tx, mut ping_rx) = mpsc::channel::<i32>(1);
             let (pong_tx, mut pong_rx) = mpsc::channel::<i32>(1);
             let responder = tokio::spawn(async move {
@@ -449,7 +571,7 @@ fn run_tokio(name: &str) -> i32 {
             responder.await.expect("the responder");
             n
         }),
-        "tokio_deferred_ping_pong" => rt.block_on(async {
+        "tokio_deferred_ping_pong" => Box::pin(async {
             let mut n = 0;
             while n < ROUNDS {
                 let (ping_tx, ping_rx) = oneshot::channel::<i32>();
@@ -465,7 +587,7 @@ fn run_tokio(name: &str) -> i32 {
         }),
         // `N` uncontended `Mutex::lock().await` and drops: the suite's
         // Mutex.happyPath reference, against `mutex_lock`/`mutex_resource`.
-        "tokio_mutex_lock" => rt.block_on(async {
+        "tokio_mutex_lock" => Box::pin(async {
             let m = tokio::sync::Mutex::new(());
             let mut n = 0;
             while n < N {
@@ -496,6 +618,12 @@ fn run_workload(name: &str) -> i32 {
             }
             "single" => {
                 let rt = NEW_RT!();
+                for _ in 0..N {
+                    total += BLOCK_ON!(rt, program()).succeeded().expect("a value");
+                }
+            }
+            "exec_tokio" | "exec_tokio_current" => {
+                let rt = new_tokio_executor(executor == "exec_tokio_current");
                 for _ in 0..N {
                     total += BLOCK_ON!(rt, program()).succeeded().expect("a value");
                 }
@@ -543,9 +671,17 @@ fn run_workload(name: &str) -> i32 {
     let second = std::env::args().nth(2);
     let batching = second.as_deref() == Some("batching");
     let wstp = second.as_deref() == Some("wstp");
+    let exec_tokio = match second.as_deref() {
+        Some("tokio") => Some(false),
+        Some("tokio_current") => Some(true),
+        _ => None,
+    };
     let mut total = 0;
     for _ in 0..2 {
-        total += if batching {
+        total += if let Some(current_thread) = exec_tokio {
+            let rt = new_tokio_executor(current_thread);
+            BLOCK_ON!(rt, build())
+        } else if batching {
             let rt = NEW_BATCHING!();
             BLOCK_ON!(rt, build())
         } else if wstp {
@@ -566,10 +702,12 @@ fn main() {
     // `prof W N`: run the workload N times and print the median wall time
     // of one run (a quick check beside callgrind's counts; the criterion
     // suite is the measurement).
-    match std::env::args()
-        .nth(2)
-        .map(|n| n.parse::<usize>().expect("a run count"))
-    {
+    // The run count is the last argument, after the executor if any.
+    let runs = std::env::args()
+        .skip(2)
+        .last()
+        .and_then(|n| n.parse::<usize>().ok());
+    match runs {
         None => println!("{name}: {}", black_box(run_workload(&name))),
         Some(runs) => {
             let mut times: Vec<u128> = (0..runs)

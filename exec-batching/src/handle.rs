@@ -89,6 +89,7 @@ impl fmt::Debug for Handle {
 
 impl Executor for Handle {
     type TimerKey = TimerKey;
+    type FiberSlot = ();
 
     #[inline]
     fn schedule_fiber(&self, fiber: Fiber<Self>) {

@@ -225,7 +225,9 @@ impl<C: Clock> SingleThreaded<C> {
             // may re-enter `local()` through schedule_fiber/set_timer.
             let next = unsafe { shared.local() }.run_queue.pop_front();
             match next {
-                Some(fiber) => fiber.run(),
+                Some(fiber) => {
+                    fiber.run();
+                }
                 None => break,
             }
         }

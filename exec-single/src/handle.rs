@@ -135,6 +135,7 @@ impl<C: Clock> Shared<C> {
 
 impl<C: Clock> Executor for Handle<C> {
     type TimerKey = TimerId;
+    type FiberSlot = ();
 
     #[inline]
     fn schedule_fiber(&self, fiber: Fiber<Self>) {

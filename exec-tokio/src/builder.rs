@@ -91,8 +91,10 @@ impl Builder {
     }
 
     /// Owns a tokio current-thread runtime, driven by one thread the
-    /// executor starts: every fiber runs on that thread, and `block_on`
-    /// from any other thread waits for it, as on the other executors.
+    /// executor starts: every fiber runs on that thread (but the first run
+    /// of `block_on`'s main fiber, until it first waits, which is the
+    /// caller's), and `block_on` from any other thread waits for it, as on
+    /// the other executors.
     pub fn current_thread(mut self) -> Builder {
         self.source = Source::CurrentThread;
         self

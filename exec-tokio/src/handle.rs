@@ -8,12 +8,12 @@ use std::time::Duration;
 use spindle_core::executor::ParkedBlockOn;
 use spindle_core::executor::support::{FiberRegistry, MainFiber, RunError, WakeWaiter, wall_clock};
 use spindle_core::{
-    BlockingTask, Executor, Fiber, FiberConfig, FiberDump, FiberId, IO, Outcome, TimerCallback,
+    BlockingTask, Executor, Fiber, FiberConfig, FiberDump, FiberId, IO, Outcome, Ran, TimerCallback,
 };
 
 use crate::metrics::{self, Metrics};
 use crate::sync::{self, Arc, AtomicBool, AtomicU64, AtomicUsize, Condvar, Mutex, Ordering};
-use crate::task::{self, FiberTask};
+use crate::task::{self, FiberTask, TaskSlot};
 use crate::timer::{self, TimerKey};
 
 /// Counters for metrics and dumps (relaxed; a picture of a moving system).
@@ -110,8 +110,12 @@ fn shard_of<X: Executor>(fiber: &Fiber<X>) -> usize {
 
 impl Executor for Handle {
     type TimerKey = TimerKey;
+    /// The link to the fiber's own tokio task (see the `task` module).
+    type FiberSlot = TaskSlot;
 
-    /// Spawns a tokio task that runs the fiber (see the `task` module).
+    /// A resumed fiber goes back to its own task, woken through its
+    /// `Waker`; a new fiber (or one that never waited in a task) gets a
+    /// task spawned for it (see the `task` module).
     #[inline]
     fn schedule_fiber(&self, fiber: Fiber<Self>) {
         let shared = &*self.shared;
@@ -119,7 +123,9 @@ impl Executor for Handle {
             drop(fiber);
             return;
         }
-        drop(shared.tokio.spawn(FiberTask::run(fiber)));
+        if let Err(fiber) = task::resume_in_task(fiber) {
+            drop(shared.tokio.spawn(FiberTask::run(fiber)));
+        }
     }
 
     /// Leaves the fiber with the tokio task running it, which yields to
@@ -132,7 +138,11 @@ impl Executor for Handle {
             return;
         }
         if let Err(fiber) = task::keep_for_yield(task::key(shared), fiber) {
-            drop(shared.tokio.spawn(FiberTask::after_yield(fiber)));
+            // Outside a run of its task (the contract rules this out): its
+            // task takes it back, or a new one yields before running it.
+            if let Err(fiber) = task::resume_in_task(fiber) {
+                drop(shared.tokio.spawn(FiberTask::after_yield(fiber)));
+            }
         }
     }
 
@@ -168,9 +178,12 @@ impl Executor for Handle {
         FiberId::nth(made.wrapping_add(1))
     }
 
+    /// Lists the fiber for dumps, and makes the link to the task running
+    /// it (its first wait or yield: see the `task` module).
     #[inline]
     fn fiber_listed(&self, fiber: &Fiber<Self>) {
         self.shared.fibers.register(shard_of(fiber), fiber);
+        task::link_on_first_wait(&self.shared, fiber);
     }
 
     #[inline]
@@ -196,9 +209,10 @@ impl Executor for Handle {
 
 /// `block_on` through the handle, from a thread outside tokio (io-core's
 /// [`ParkedBlockOn`]; the executor's `IORuntime::block_on` is the same
-/// call): the main fiber is scheduled as a tokio task; a `block_on` of a
-/// program that can never finish waits for the shutdown, then returns
-/// `Err(RunError::ShutDown)`.
+/// call): the main fiber runs on the calling thread until it first waits,
+/// then in a tokio task of its own while the caller parks; a `block_on`
+/// of a program that can never finish waits for the shutdown, then
+/// returns `Err(RunError::ShutDown)`.
 impl ParkedBlockOn for Handle {
     /// Where blocking would stall tokio, a `block_on` returns
     /// `Err(RunError::Nested)` without running anything: inside a fiber of
@@ -212,6 +226,27 @@ impl ParkedBlockOn for Handle {
     /// `block_on` works.
     fn refuses_block_on_here(&self) -> bool {
         blocking_would_stall_tokio()
+    }
+
+    /// Runs the main fiber on the calling thread (inside the runtime's
+    /// context, as a run of this executor) until it first waits or yields:
+    /// a program that never waits costs no task, no thread hop and no
+    /// wake-up. A fiber that waits or yields then gets its tokio task,
+    /// which it keeps for the rest of its life (see the `task` module).
+    fn start_main(&self, fiber: Fiber<Self>) {
+        let shared = &*self.shared;
+        if shared.is_shutdown() {
+            drop(fiber);
+            return;
+        }
+        let _context = shared.tokio.enter();
+        let end = task::run_here(fiber);
+        if end.ran == Ran::Completed || (end.yielded.is_none() && end.link.is_none()) {
+            // Completed; or it waits without a link (not made here), and
+            // its resumption spawns it a task.
+            return;
+        }
+        drop(shared.tokio.spawn(FiberTask::adopt(end.yielded, end.link)));
     }
 
     /// The flag is set under `stopped`, so no wake-up is lost between the

@@ -61,8 +61,9 @@ pub struct Metrics {
     pub timers: usize,
     /// `IO::blocking` calls queued or running on tokio's blocking pool.
     pub blocking_calls: usize,
-    /// Tasks alive on the tokio runtime: the tasks of runnable fibers and
-    /// of timers, and every other task of the application.
+    /// Tasks alive on the tokio runtime: one per started fiber that has
+    /// not ended (a waiting fiber keeps its task, parked), one per pending
+    /// timer, and every other task of the application.
     pub tokio_alive_tasks: usize,
     /// Tasks in the tokio runtime's global (injection) queue.
     pub tokio_global_queue_len: usize,

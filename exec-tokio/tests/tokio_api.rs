@@ -90,12 +90,16 @@ fn a_cede_on_a_multi_thread_worker_runs_behind_the_tasks_already_waiting() {
     // One worker: the second task spawned sits in tokio's LIFO slot and
     // the first in the local queue. A cede that `spawn`ed the fiber again
     // would take the LIFO slot and run first; the yield path queues it
-    // behind both.
+    // behind both. (A child fiber: it runs on the worker from its start,
+    // where `block_on`'s main fiber first runs on the calling thread.)
     let executor = TokioExecutor::builder().multi_thread(1).build().unwrap();
     for _ in 0..100 {
+        let on_the_worker = spawn_two_tasks_then_cede()
+            .start()
+            .flat_map(|fiber| fiber.join::<()>());
         assert_eq!(
-            executor.block_on(spawn_two_tasks_then_cede()),
-            Ok(Outcome::Succeeded(true))
+            executor.block_on(on_the_worker),
+            Ok(Outcome::Succeeded(Outcome::Succeeded(true)))
         );
     }
 }
@@ -213,6 +217,8 @@ fn io_blocking_runs_on_the_owned_runtimes_blocking_pool() {
         .thread_name("tokio-fibers")
         .build()
         .unwrap();
+    // A child fiber: it runs on the runtime's one thread from its start
+    // (`block_on`'s main fiber first runs on the calling thread).
     let names: IO<(String, String), ()> =
         IO::delay(|| std::thread::current().name().map(str::to_owned)).flat_map(|fiber| {
             IO::blocking(|| std::thread::current().id()).map(move |blocking| {
@@ -222,7 +228,14 @@ fn io_blocking_runs_on_the_owned_runtimes_blocking_pool() {
                 )
             })
         });
-    let (fiber_thread, elsewhere) = executor.block_on(names).unwrap().succeeded().unwrap();
+    let child = names.start().flat_map(|fiber| fiber.join::<()>());
+    let (fiber_thread, elsewhere) = executor
+        .block_on(child)
+        .unwrap()
+        .succeeded()
+        .unwrap()
+        .succeeded()
+        .unwrap();
     assert_eq!(fiber_thread, "tokio-fibers");
     assert_eq!(elsewhere, "true", "the blocking call ran on another thread");
 }

@@ -235,6 +235,7 @@ fn bump(counter: &AtomicU64) {
 
 impl Executor for Handle {
     type TimerKey = TimerKey;
+    type FiberSlot = ();
 
     #[inline]
     fn schedule_fiber(&self, fiber: Fiber<Self>) {

@@ -57,6 +57,35 @@ rt_test! {
         assert_eq!(run(handled), Outcome::Succeeded(4));
     }
 
+    fn a_fiber_suspended_and_resumed_a_thousand_times_from_another_thread_ends_with_the_right_result() {
+        // One helper thread completes every callback the fiber registers,
+        // with the number of callbacks it has completed so far.
+        let (callbacks, inbox) = std::sync::mpsc::channel::<Callback<u64, ()>>();
+        let helper = thread::spawn(move || {
+            let mut completed = 0u64;
+            for cb in inbox {
+                completed += 1;
+                assert!(cb.succeed(completed), "each callback is called once");
+            }
+            completed
+        });
+        let rounds = IO::tail_rec((0u64, 0u64), move |(round, sum)| {
+            if round == 1_000 {
+                return IO::pure(std::ops::ControlFlow::Break(sum));
+            }
+            let callbacks = callbacks.clone();
+            IO::from_callback(move |cb| {
+                callbacks.send(cb).expect("the helper thread waits");
+                None
+            })
+            .map(move |n| std::ops::ControlFlow::Continue((round + 1, sum + n)))
+        });
+        let outcome = within(HANG_LIMIT, move || run(rounds)).expect("the fiber hung");
+        assert_eq!(outcome, Outcome::Succeeded(500_500));
+        // The program (and with it the last sender) is gone with the fiber.
+        assert_eq!(helper.join().unwrap(), 1_000);
+    }
+
     fn a_callback_called_later_from_another_thread_resumes_the_fiber() {
         let io: IO<u32, String> = IO::from_callback(|cb| {
             thread::spawn(move || {

@@ -50,6 +50,7 @@ struct Shared {
 
 impl Executor for QueueExecutor {
     type TimerKey = (Duration, u64);
+    type FiberSlot = ();
 
     fn schedule_fiber(&self, fiber: Fiber<Self>) {
         self.shared.schedules.fetch_add(1, Ordering::SeqCst);

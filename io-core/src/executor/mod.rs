@@ -10,7 +10,8 @@
 //! |---|---|---|
 //! | [`Executor::schedule_fiber`] | a new fiber's spawner; the completer of an async callback or a timer that resumes a suspended fiber | **any** thread, and (on exec-single without std) interrupt handlers |
 //! | [`Executor::reschedule_fiber`] | the fiber itself, on `IO::cede` and on auto-yield | the thread that was running the fiber, right after it stopped running it |
-//! | [`Fiber::run`] | the executor | one of the executor's threads |
+//! | [`Fiber::run`] | the executor | one of the executor's threads; it returns what became of the fiber ([`Ran`]: completed, waits, yielded) |
+//! | [`Fiber::slot`] (the executor's [`Executor::FiberSlot`]) | the executor: whoever holds the fiber (its runner, `schedule_fiber`, `fiber_listed`) | any thread; the slot is made with the fiber and dropped with it, where its last reference goes |
 //! | [`Executor::set_timer`] / [`Executor::cancel_timer`] | the fiber, inside `run` | the thread running the fiber |
 //! | [`Executor::monotonic`] / [`Executor::real_time`] | the fiber, inside `run` | the thread running the fiber |
 //! | [`TimerCallback::fire`] | the executor, once the deadline has passed | any thread |
@@ -38,6 +39,22 @@
 //! * Everything a fiber did before it was handed to `schedule_fiber` or
 //!   `reschedule_fiber` *happens before* the next `run` of that fiber
 //!   (`Release`/`Acquire` through the fiber's state or the executor's queue).
+//! * [`Executor::fiber_listed`] runs before the fiber's first wait is
+//!   published: whatever it writes into the fiber's slot is seen by the
+//!   `schedule_fiber` that ends that wait, and every later one.
+//!
+//! # Executor data in the fiber
+//!
+//! Each fiber carries one [`Executor::FiberSlot`] (`()` for most
+//! executors: no byte, no code), reachable through [`Fiber::slot`] by
+//! whoever holds the fiber. It is how an executor that runs each fiber in
+//! a task of its own finds that task again: exec-tokio makes a link
+//! ([`support::TaskLink`]) when a fiber first waits (in `fiber_listed`),
+//! keeps it in the slot, and `schedule_fiber` hands the fiber back to its
+//! task through it. The slot must not keep the fiber alive (no strong
+//! reference to it): a fiber whose wakers are all gone is still freed, and
+//! its slot dropped with it, which is when such an executor learns that
+//! the task has nothing left to run.
 //!
 //! # Promises executors make
 //!
@@ -106,7 +123,7 @@ use alloc::vec::Vec;
 
 use crate::config::FiberConfig;
 use crate::fiber::handle::FiberHandle;
-pub use crate::fiber::{BlockingTask, Fiber, FiberId, TimerCallback};
+pub use crate::fiber::{BlockingTask, Fiber, FiberId, Ran, TimerCallback};
 use crate::io::IO;
 
 #[cfg(feature = "std")]
@@ -127,6 +144,16 @@ pub trait Executor: Clone + Send + Sync + Sized + 'static {
     /// Identifies a timer set with [`set_timer`](Executor::set_timer), to
     /// cancel it.
     type TimerKey: Send + 'static;
+
+    /// The executor's own data in every fiber ([`Fiber::slot`]): made with
+    /// `Default` when the fiber is made, reachable from any thread that
+    /// holds the fiber, dropped with the fiber (on the thread that drops
+    /// its last reference). `()` for an executor that needs none (it
+    /// costs no byte). exec-tokio keeps there the link to the one tokio
+    /// task that owns the fiber for its whole life, so that a resumption
+    /// wakes that task instead of spawning one (see the module doc,
+    /// "Executor data in the fiber").
+    type FiberSlot: Default + Send + Sync + 'static;
 
     /// Queues a fiber that is ready to run: a new fiber, or one resumed by an
     /// async callback or a timer. May be called from any thread.

@@ -60,8 +60,8 @@ pub trait ParkedBlockOn: Executor {
     /// Hands the main fiber (not yet scheduled) to the executor, on the
     /// calling thread. The default schedules it from outside
     /// ([`Executor::schedule_fiber`]); an executor may run it on the
-    /// calling thread first (exec-wstp runs it there until its first
-    /// wait), as long as it returns once the fiber waits or ends.
+    /// calling thread first (exec-wstp and exec-tokio run it there until
+    /// its first wait), as long as it returns once the fiber waits or ends.
     fn start_main(&self, fiber: Fiber<Self>) {
         self.schedule_fiber(fiber);
     }

@@ -36,6 +36,10 @@
 //!   completion callback, the number its polls carry). Only the thread that runs the fiber touches
 //!   it.
 //! * `executor`: the fiber's executor `X`, for scheduling and timers.
+//! * `slot`: the executor's own data in the fiber (`X::FiberSlot`, made
+//!   with `Default`; `()`, no byte, for every executor but exec-tokio,
+//!   which keeps there the link to the fiber's one tokio task), reachable
+//!   by whoever holds the fiber ([`Fiber::slot`]).
 //!
 //! Starting a fiber is this one allocation. A suspended fiber holds it, its
 //! continuation stack's buffer only if frames are pending (an empty stack's
@@ -56,6 +60,7 @@
 //! | `header.id`           | anyone holding a reference             | always (written once, before the fiber is shared) |
 //! | `header.ring` (the ring and its activity byte) | the running fiber writes; dumps read | always (a seqlock-style ring and a relaxed byte, `engine/tracing/fiber_on.rs`) |
 //! | `executor`            | anyone holding a reference             | always (`Executor: Send + Sync`) |
+//! | `slot`                | anyone holding a reference (the executor's own protocol) | always (`FiberSlot: Send + Sync`); dropped with the fiber |
 //!
 //! # Who owns the fiber
 //!
@@ -155,6 +160,7 @@ pub use callback::{BlockingTask, Callback, TimerCallback};
 pub use dump::{FiberDump, FiberInfo, FiberState, FiberStatus, WeakFiber, WeakFibers};
 pub(crate) use header::Header;
 pub use id::{FiberId, FiberIds};
+pub use run_loop::Ran;
 pub(crate) use run_state::{CompleteK, typed_outcome};
 pub use vtable::Fiber;
 pub(crate) use vtable::{RawFiberRef, Spawner};

@@ -84,13 +84,29 @@ enum Exit {
     Switch(u32),
 }
 
+/// What became of a fiber at the end of one [`Fiber::run`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ran {
+    /// The fiber completed: its outcome was delivered, and it is never
+    /// scheduled again.
+    Completed,
+    /// The fiber waits: whatever ends the wait holds it now and will hand
+    /// it to [`Executor::schedule_fiber`] (it may already have, on another
+    /// thread, by the time `run` returns).
+    Suspended,
+    /// The fiber gave up its thread (a cede, an auto-yield): it has
+    /// already handed itself to [`Executor::reschedule_fiber`].
+    Yielded,
+}
+
 impl<X: Executor> Fiber<X> {
-    /// Runs the fiber until it completes, suspends or yields.
+    /// Runs the fiber until it completes, suspends or yields, and says
+    /// which ([`Ran`]).
     ///
     /// On a yield the fiber hands itself to [`Executor::reschedule_fiber`];
     /// on a suspension it is held by whatever will resume it.
     #[inline]
-    pub fn run(self) {
+    pub fn run(self) -> Ran {
         loop {
             let exit = self
                 .inner
@@ -100,12 +116,12 @@ impl<X: Executor> Fiber<X> {
                 // before the state word publishes a suspension below.
                 .with_mut(|core| run_guarded(&self.inner, unsafe { &mut *core }));
             match exit {
-                Exit::Completed => return,
+                Exit::Completed => return Ran::Completed,
                 Exit::Yield => {
                     self.list_once();
                     let executor = self.inner.executor.clone();
                     executor.reschedule_fiber(self);
-                    return;
+                    return Ran::Yielded;
                 }
                 Exit::Suspend { interruptible } => {
                     self.list_once();
@@ -115,7 +131,7 @@ impl<X: Executor> Fiber<X> {
                         // than through the queue.
                         TransitionToSuspended::ResultArrived
                         | TransitionToSuspended::CanceledBeforeSuspending => continue,
-                        TransitionToSuspended::Suspended => return,
+                        TransitionToSuspended::Suspended => return Ran::Suspended,
                     }
                 }
                 // `run_either` switches loops itself.

@@ -40,13 +40,16 @@ pub(crate) struct FiberInner<X: Executor> {
     pub(super) header: Header,
     pub(super) core: UnsafeCell<Core>,
     pub(super) executor: X,
+    /// The executor's own data ([`Executor::FiberSlot`]; zero-sized for
+    /// most executors), dropped last, after the program and the join state.
+    pub(super) slot: X::FiberSlot,
 }
 
 // SAFETY: `core` is accessed only by the thread that holds the unique
 // `Fiber` handle (see the module doc of `fiber`: the protocol hands the
 // fiber from thread to thread with Release/Acquire); `header` is Sync by its
-// protocol; the executor is `Send + Sync`; everything inside `core` is
-// `Send`.
+// protocol; the executor and its slot are `Send + Sync`; everything inside
+// `core` is `Send`.
 unsafe impl<X: Executor> Sync for FiberInner<X> {}
 // SAFETY: as above.
 unsafe impl<X: Executor> Send for FiberInner<X> {}
@@ -440,6 +443,7 @@ impl<X: Executor> Fiber<X> {
                 header: Header::new(id, on_complete),
                 core: UnsafeCell::new(core),
                 executor,
+                slot: X::FiberSlot::default(),
             }),
         };
         fiber.inner.executor.fiber_created(&fiber);
@@ -459,6 +463,14 @@ impl<X: Executor> Fiber<X> {
     /// The executor this fiber runs on.
     pub fn executor(&self) -> &X {
         &self.inner.executor
+    }
+
+    /// The executor's own data in this fiber ([`Executor::FiberSlot`]):
+    /// made when the fiber was made, shared by every holder of the fiber
+    /// (the slot is `Sync`), dropped with the fiber.
+    #[inline]
+    pub fn slot(&self) -> &X::FiberSlot {
+        &self.inner.slot
     }
 
     /// The fiber's number on its executor (`#1` for the first fiber the

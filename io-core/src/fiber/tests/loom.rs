@@ -333,6 +333,7 @@ struct RunOnResume {
 
 impl Executor for RunOnResume {
     type TimerKey = ();
+    type FiberSlot = ();
 
     fn schedule_fiber(&self, fiber: Fiber<Self>) {
         self.schedules.fetch_add(1, Ordering::SeqCst);

@@ -26,6 +26,7 @@ struct State {
 
 impl Executor for TestExecutor {
     type TimerKey = crate::executor::timers::TimerId;
+    type FiberSlot = ();
 
     fn schedule_fiber(&self, fiber: Fiber<Self>) {
         self.0.queue.lock().unwrap().push_back(fiber);
@@ -675,7 +676,9 @@ fn a_fiber_waiting_in_a_deferreds_get_holds_no_stack_buffer() {
     loop {
         let next = ex.0.queue.lock().unwrap().pop_front();
         match next {
-            Some(fiber) => fiber.run(),
+            Some(fiber) => {
+                fiber.run();
+            }
             None => break,
         }
     }
@@ -689,6 +692,7 @@ struct OtherExecutor(TestExecutor);
 
 impl Executor for OtherExecutor {
     type TimerKey = crate::executor::timers::TimerId;
+    type FiberSlot = ();
 
     fn schedule_fiber(&self, fiber: Fiber<Self>) {
         drop(fiber);

@@ -32,6 +32,7 @@ struct ExecState {
 
 impl Executor for Exec {
     type TimerKey = ();
+    type FiberSlot = ();
     fn schedule_fiber(&self, fiber: Fiber<Self>) {
         self.0.queue.lock().unwrap().push_back(fiber);
     }

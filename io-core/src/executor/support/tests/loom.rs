@@ -50,6 +50,7 @@ struct Listing {
 
 impl Executor for Listing {
     type TimerKey = ();
+    type FiberSlot = ();
 
     fn schedule_fiber(&self, fiber: Fiber<Self>) {
         fiber.run();

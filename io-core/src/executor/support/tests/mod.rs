@@ -7,6 +7,9 @@
 mod blocking;
 #[cfg(loom)]
 mod loom;
+mod task_link;
+#[cfg(loom)]
+mod task_link_loom;
 
 #[cfg(not(loom))]
 use alloc::collections::VecDeque;
