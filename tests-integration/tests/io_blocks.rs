@@ -138,7 +138,7 @@ rt_test! {
         let (dropped, looping) = (state.clone(), started.clone());
         let spinning: IO<(), ()> = IO::block(async move {
             let _state = LogOnDrop(Log::new(), "state", dropped);
-            looping.complete::<()>(()).await?;
+            let _first = looping.complete::<()>(()).await?;
             let mut n = 0u64;
             loop {
                 n = IO::<u64, ()>::pure(n.wrapping_add(1)).await?;
