@@ -1,5 +1,6 @@
-//! `Mutex` (mutual exclusion, the lock as a `Resource`) and
-//! `CountDownLatch` (opens after n releases).
+//! `Mutex` (mutual exclusion, the lock as a `Resource`, served under storms
+//! of short timeouts and cancellation) and `CountDownLatch` (opens after n
+//! releases).
 
 mod common;
 
@@ -119,6 +120,52 @@ rt_test! {
         assert_eq!(inside.peak.load(Ordering::SeqCst), 1);
     }
 
+    fn a_mutex_keeps_serving_the_fibers_that_run_while_woken_ones_time_out() {
+        // Fibers lock (`with_lock`, or `lock().use_with`), each under a
+        // 0-2 ms timeout, some canceled at random (`common::storm`);
+        // one holder in 32 yields while it holds, so that fibers wait
+        // and are woken. The fibers that run must keep getting the lock
+        // (the design that handed it to woken fibers completed at most a
+        // few dozen locks here), one at a time, and at the end it is free.
+        const FIBERS: u64 = 200;
+        const MIN_COMPLETED: usize = 500;
+        let mutex = Mutex::new();
+        let inside = Inside::default();
+        let completed = Arc::new(AtomicUsize::new(0));
+        let storm = {
+            let (mutex, inside, completed) = (mutex.clone(), inside.clone(), completed.clone());
+            common::storm::storm::<E, _>(FIBERS, move |_, r| {
+                        let (enter, leave, done) = (inside.clone(), inside.clone(), completed.clone());
+                let work = IO::delay(move || {
+                    let now = enter.now.fetch_add(1, Ordering::SeqCst) + 1;
+                    enter.peak.fetch_max(now, Ordering::SeqCst);
+                })
+                .product_r(if (r >> 8) % 32 == 0 { IO::cede() } else { IO::unit() })
+                .product_r(IO::delay(move || {
+                    done.fetch_add(1, Ordering::SeqCst);
+                }))
+                .guarantee(IO::delay(move || {
+                    leave.now.fetch_sub(1, Ordering::SeqCst);
+                }));
+                if r % 2 == 0 {
+                    mutex.with_lock(work)
+                } else {
+                    mutex.lock().use_with(move |_| work)
+                }
+            })
+        };
+        assert_eq!(run(storm), Outcome::Succeeded(()));
+        let completed = completed.load(Ordering::SeqCst);
+        assert!(
+            completed >= MIN_COMPLETED,
+            "{completed} holders completed in {:?}: the mutex stopped serving the fibers that run",
+            common::storm::WINDOW
+        );
+        assert_eq!(inside.peak.load(Ordering::SeqCst), 1, "one holder at a time");
+        assert_eq!(mutex.waiting(), 0);
+        assert_eq!(run(exactly_one_permit(&mutex)), Outcome::Succeeded(true));
+    }
+
     fn the_lock_is_held_while_in_use_and_free_after() {
         let mutex = Mutex::new();
         let inner = mutex.clone();
@@ -180,7 +227,10 @@ rt_test! {
         assert_eq!(ran.get(), 0);
     }
 
-    fn lock_is_granted_to_waiters_in_fifo_order() {
+    fn waiters_get_the_lock_in_fifo_order_when_nobody_else_locks() {
+        // Waiters are woken in arrival order; with no other fiber locking
+        // (one that found the lock free would take it first), each woken
+        // waiter takes the lock.
         let mutex = Mutex::new();
         let log = Log::new();
         let gate = Deferred::<()>::new();

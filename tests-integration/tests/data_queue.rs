@@ -2,16 +2,23 @@
 //! and synchronous. FIFO order; a full bounded queue makes offers wait; a
 //! canceled `offer` or `take` loses no element and duplicates none; a
 //! bounded queue never holds more than its capacity; a canceled offer never
-//! enqueued; a closed queue refuses offers and drains what is left.
+//! enqueued; a closed queue refuses offers and drains what is left. Nothing
+//! is set aside for a woken fiber: the fiber that runs first takes the
+//! element or place, `len`, `try_take` and `try_offer` agree, and under
+//! storms of short timeouts and cancellation the fibers that run keep
+//! being served.
 
 // Tests spell out the nested outcome types they expect.
 #![allow(clippy::type_complexity)]
 
 mod common;
 
-use common::{Counter, eventually, rt_test};
+use common::{Counter, TestRuntime, eventually, rt_test, storm};
 use spindle_core::error::InvalidCapacity;
 use spindle_core::{IO, IORuntime, Outcome, Queue};
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 type E = String;
 
@@ -19,6 +26,20 @@ type E = String;
 fn drain(q: &Queue<u32>) -> IO<Vec<u32>, E> {
     let q = q.clone();
     IO::tail_rec(Vec::new(), move |mut acc: Vec<u32>| {
+        q.try_take().map(move |next| match next {
+            Some(x) => {
+                acc.push(x);
+                std::ops::ControlFlow::Continue(acc)
+            }
+            None => std::ops::ControlFlow::Break(acc),
+        })
+    })
+}
+
+/// Takes everything buffered now, in order (of a queue of `u64`).
+fn drain_u64(q: &Queue<u64>) -> IO<Vec<u64>, E> {
+    let q = q.clone();
+    IO::tail_rec(Vec::new(), move |mut acc: Vec<u64>| {
         q.try_take().map(move |next| match next {
             Some(x) => {
                 acc.push(x);
@@ -107,7 +128,11 @@ rt_test! {
         assert_eq!(run(q.try_take::<E>()), Outcome::Succeeded(None));
     }
 
-    fn waiting_takers_are_served_in_fifo_order() {
+    fn waiting_takers_are_woken_in_fifo_order() {
+        // Each offer wakes one waiting taker, the one that waits longest;
+        // nothing else takes, so the woken one gets the element. (Several
+        // offers in a row wake several takers, which may then run, and
+        // take, in any order: whoever runs first wins.)
         let q = Queue::<u32>::unbounded();
         let (offerer, tq) = (q.clone(), q.clone());
         let io: IO<Vec<Outcome<u32, E>>, E> = IO::traverse(vec![1, 2, 3], move |n| {
@@ -116,7 +141,9 @@ rt_test! {
             tq.take().start().flat_map(move |h| takers_waiting(&counted, n).map_to(h))
         })
         .flat_map(move |handles| {
-            offer_all(&offerer, vec![10, 20, 30]).product_r(IO::traverse(handles, |h| h.join()))
+            IO::traverse(handles.into_iter().zip([10, 20, 30]).collect(), move |(h, x)| {
+                offerer.offer(x).product_r(h.join())
+            })
         });
         assert_eq!(
             run(io),
@@ -254,6 +281,125 @@ rt_test! {
         }
     }
 
+    fn a_bounded_queue_keeps_serving_the_fibers_that_run_while_woken_ones_time_out() {
+        // Offers and takes of a bounded queue, each under a 0-2 ms timeout,
+        // some canceled at random (`common::storm`): the fibers that run
+        // must keep getting elements and places (the design that reserved
+        // them for woken fibers completed a few hundred takes a second
+        // here). Every element taken was offered, and taken once; what was
+        // offered and not taken is left, and `len`, `try_take` and
+        // `try_offer` agree on it.
+        const CAPACITY: usize = 16;
+        const OFFERERS: u64 = 400;
+        const TAKERS: u64 = 300;
+        const MIN_TAKEN: usize = 1_000;
+        let q = Queue::<u64>::bounded(CAPACITY).expect("valid");
+        let offered = Arc::new(Mutex::new(Vec::new()));
+        let taken = Arc::new(Mutex::new(Vec::new()));
+        let ids = Arc::new(AtomicU64::new(0));
+        let storm = {
+            let (q, offered, taken) = (q.clone(), offered.clone(), taken.clone());
+            storm::storm::<E, _>(OFFERERS + TAKERS, move |fiber, _| {
+                let (q, offered, taken) = (q.clone(), offered.clone(), taken.clone());
+                if fiber < OFFERERS {
+                    let x = ids.fetch_add(1, Ordering::Relaxed);
+                    // Recorded exactly when the offer completed: a
+                    // completed `poll` hands its value on.
+                    IO::uncancelable(move |poll| {
+                        poll.apply(q.offer(x)).map(move |()| offered.lock().unwrap().push(x))
+                    })
+                } else {
+                    IO::uncancelable(move |poll| {
+                        poll.apply(q.take()).map(move |x| taken.lock().unwrap().push(x))
+                    })
+                }
+            })
+        };
+        let rt = rt();
+        assert_eq!(rt.block_on(storm).expect("block_on"), Outcome::Succeeded(()));
+        let (offered, taken) = (offered.lock().unwrap().clone(), taken.lock().unwrap().clone());
+        assert!(
+            taken.len() >= MIN_TAKEN,
+            "{} takes completed in {:?} ({} offers): the queue stopped serving the fibers that run",
+            taken.len(),
+            storm::WINDOW,
+            offered.len()
+        );
+        // Quiet now: what is left is counted by `len` and taken by
+        // `try_take`, and `try_offer` fills exactly the rest.
+        let held = q.len();
+        let left = rt.block_on(drain_u64(&q)).expect("block_on").succeeded().expect("drains");
+        assert_eq!(left.len(), held, "try_take agrees with len");
+        let fills: IO<Vec<bool>, E> = IO::traverse((0..=CAPACITY as u64).collect(), {
+            let q = q.clone();
+            move |i| q.try_offer(u64::MAX - i)
+        });
+        let fills = rt.block_on(fills).expect("block_on").succeeded().expect("fills");
+        assert_eq!(fills.iter().filter(|ok| **ok).count(), CAPACITY, "try_offer agrees with len");
+        assert!(!fills[CAPACITY], "a full queue refuses");
+        assert_eq!(q.len(), CAPACITY);
+        // Conservation: taken once each, and offered = taken + left.
+        let taken_set: HashSet<u64> = taken.iter().copied().collect();
+        assert_eq!(taken_set.len(), taken.len(), "an element was taken twice");
+        let mut out: Vec<u64> = taken.into_iter().chain(left).collect();
+        let mut offered = offered;
+        out.sort_unstable();
+        offered.sort_unstable();
+        assert_eq!(out, offered, "offered elements = taken + left");
+    }
+
+    fn a_synchronous_queue_keeps_serving_the_fibers_that_run_while_woken_ones_time_out() {
+        // As above, through a synchronous queue. Every element taken was
+        // taken once, and every completed offer's element was taken or is
+        // left (handed over to takers that were all canceled before they
+        // ran); a take may also have the element of an offer that was
+        // canceled after that take claimed it (`Queue::synchronous`).
+        const OFFERERS: u64 = 400;
+        const TAKERS: u64 = 300;
+        const MIN_TAKEN: usize = 1_000;
+        let q = Queue::<u64>::synchronous();
+        let offered = Arc::new(Mutex::new(Vec::new()));
+        let taken = Arc::new(Mutex::new(Vec::new()));
+        let ids = Arc::new(AtomicU64::new(0));
+        let storm = {
+            let (q, offered, taken, ids) = (q.clone(), offered.clone(), taken.clone(), ids.clone());
+            storm::storm::<E, _>(OFFERERS + TAKERS, move |fiber, _| {
+                let (q, offered, taken) = (q.clone(), offered.clone(), taken.clone());
+                if fiber < OFFERERS {
+                    let x = ids.fetch_add(1, Ordering::Relaxed);
+                    IO::uncancelable(move |poll| {
+                        poll.apply(q.offer(x)).map(move |()| offered.lock().unwrap().push(x))
+                    })
+                } else {
+                    IO::uncancelable(move |poll| {
+                        poll.apply(q.take()).map(move |x| taken.lock().unwrap().push(x))
+                    })
+                }
+            })
+        };
+        let rt = rt();
+        assert_eq!(rt.block_on(storm).expect("block_on"), Outcome::Succeeded(()));
+        let (offered, taken) = (offered.lock().unwrap().clone(), taken.lock().unwrap().clone());
+        assert!(
+            taken.len() >= MIN_TAKEN,
+            "{} takes completed in {:?} ({} offers): the queue stopped serving the fibers that run",
+            taken.len(),
+            storm::WINDOW,
+            offered.len()
+        );
+        let held = q.len();
+        let left = rt.block_on(drain_u64(&q)).expect("block_on").succeeded().expect("drains");
+        assert_eq!(left.len(), held, "try_take agrees with len");
+        assert_eq!(q.waiting_offerers(), 0);
+        let attempted = ids.load(Ordering::Relaxed);
+        let out: Vec<u64> = taken.into_iter().chain(left).collect();
+        let out_set: HashSet<u64> = out.iter().copied().collect();
+        assert_eq!(out_set.len(), out.len(), "an element came out twice");
+        assert!(out.iter().all(|x| *x < attempted), "an element nobody offered came out");
+        let lost: Vec<u64> = offered.into_iter().filter(|x| !out_set.contains(x)).collect();
+        assert!(lost.is_empty(), "completed offers whose elements were lost: {lost:?}");
+    }
+
     fn a_take_canceled_while_waiting_takes_nothing() {
         let q = Queue::<u32>::unbounded();
         let (taker, later) = (q.clone(), q.clone());
@@ -268,10 +414,10 @@ rt_test! {
         assert_eq!(run(io), Outcome::Succeeded((Outcome::Canceled, vec![1, 2])));
     }
 
-    fn an_element_handed_to_a_taker_that_is_then_canceled_is_not_lost() {
-        // The offer hands 7 to the waiting taker; the cancel arrives
+    fn an_element_offered_to_a_waiting_taker_that_is_then_canceled_is_not_lost() {
+        // The offer of 7 wakes the waiting taker; the cancel arrives
         // before the taker runs again. The element ends up either taken by
-        // that taker or back at the front of the queue, exactly once.
+        // that taker or first in the queue, exactly once.
         let q = Queue::<u32>::unbounded();
         let (taker, offerer, rest) = (q.clone(), q.clone(), q.clone());
         let io: IO<(Outcome<u32, E>, Vec<u32>), E> = taker.take().start().flat_map(move |h| {
@@ -285,20 +431,20 @@ rt_test! {
         let (outcome, left) = run(io).succeeded().expect("succeeds");
         match outcome {
             Outcome::Succeeded(7) => assert_eq!(left, [8]),
-            Outcome::Canceled => assert_eq!(left, [7, 8], "given back to the front"),
+            Outcome::Canceled => assert_eq!(left, [7, 8], "still first in line"),
             other => panic!("unexpected {other:?}"),
         }
     }
 
-    fn an_element_handed_to_a_canceled_taker_goes_to_the_next_waiting_taker() {
-        let (first, second, left) = run(handed_to_a_canceled_taker()).succeeded().expect("succeeds");
+    fn the_wake_up_of_a_canceled_woken_taker_goes_to_the_next_waiting_taker() {
+        let (first, second, left) = run(offered_to_a_canceled_taker()).succeeded().expect("succeeds");
         match first {
             Outcome::Succeeded(7) => {
                 assert_eq!(second, Outcome::Succeeded(0));
                 assert_eq!(left, Vec::<u32>::new());
             }
             Outcome::Canceled => {
-                assert_eq!(second, Outcome::Succeeded(7), "passed on to the next taker");
+                assert_eq!(second, Outcome::Succeeded(7), "woken in its place");
                 assert_eq!(left, [0]);
             }
             other => panic!("unexpected {other:?}"),
@@ -353,11 +499,12 @@ rt_test! {
         }
     }
 
-    fn a_bounded_queue_never_holds_more_than_its_capacity_when_a_canceled_takers_element_comes_back() {
-        // bounded(1): 7 is handed to a waiting taker, then a second element
-        // is offered without waiting, then the taker is canceled. The
-        // handed element is still the queue's until the taker has it: the
-        // second offer finds no room, and the queue never holds two.
+    fn a_bounded_queue_never_holds_more_than_its_capacity_while_a_woken_taker_is_canceled() {
+        // bounded(1): 7 is offered to a waiting taker (woken), then a
+        // second element is offered without waiting, then the taker is
+        // canceled. 7 is the queue's until a take has it: unless the taker
+        // ran first, the second offer finds no room, and the queue never
+        // holds two.
         let q = Queue::<u32>::bounded(1).expect("valid");
         let (taker, offerer, rest) = (q.clone(), q.clone(), q.clone());
         let io: IO<(Outcome<u32, E>, bool, usize, Vec<u32>), E> = taker.take().start().flat_map(move |h| {
@@ -389,7 +536,7 @@ rt_test! {
         let io: IO<(usize, Vec<u32>, Vec<u32>), E> = IO::traverse((0..ROUNDS).collect(), move |i| {
             let q = rounds_q.clone();
             let (offerer, counted) = (q.clone(), q.clone());
-            // A waiting taker, an element handed to it, a cancel racing its
+            // A waiting taker, an element offered to it, a cancel racing its
             // resumption, and two offers that must not overflow.
             q.take::<E>().start().flat_map(move |h| {
                 takers_waiting(&counted, 1)
@@ -447,10 +594,10 @@ rt_test! {
                             .map(move |extra| (taken, extra))
                     })
             });
-        // The places are promised in arrival order, but an offerer woken
-        // for a place puts its element in when it runs: two woken at once
-        // (here by two takes in a row) may complete in either order. Each
-        // offer's element sits where its offer completed.
+        // Waiting offerers are woken in arrival order, but one woken for a
+        // place puts its element in when it runs: two woken at once (here
+        // by two takes in a row) may complete in either order. Each offer's
+        // element sits where its offer completed.
         let (mut taken, extra) = run(io).succeeded().expect("succeeds");
         assert_eq!(taken[..2], [100, 101]);
         taken[2..].sort_unstable();
@@ -461,9 +608,9 @@ rt_test! {
 /// The first taker's outcome, the second taker's, and what is left queued.
 type TwoTakers = (Outcome<u32, E>, Outcome<u32, E>, Vec<u32>);
 
-/// Two takers wait; 7 is offered (handed to the first taker) and the
-/// first taker is canceled; then 0 is offered.
-fn handed_to_a_canceled_taker() -> IO<TwoTakers, E> {
+/// Two takers wait; 7 is offered (waking the first taker) and the first
+/// taker is canceled; then 0 is offered.
+fn offered_to_a_canceled_taker() -> IO<TwoTakers, E> {
     let q = Queue::<u32>::unbounded();
     let (t1, t2, offerer, rest) = (q.clone(), q.clone(), q.clone(), q);
     t1.take().start().flat_map(move |first| {
@@ -485,20 +632,23 @@ fn handed_to_a_canceled_taker() -> IO<TwoTakers, E> {
 }
 
 #[test]
-fn on_the_single_threaded_executor_a_canceled_takers_element_goes_to_the_next_taker() {
-    // Deterministic order: the offer hands 7 to the first taker and the
-    // cancel is requested before that taker runs again.
+fn on_the_single_threaded_executor_a_woken_taker_canceled_before_it_runs_passes_its_wake_up_to_the_next_taker()
+ {
+    // Deterministic order: the offer of 7 wakes the first taker and the
+    // cancel is requested before that taker runs again; the second taker,
+    // woken in its place, takes 7.
     assert_eq!(
         spindle_exec_single::SingleThreaded::new()
             .expect("an executor")
-            .block_on(handed_to_a_canceled_taker())
+            .block_on(offered_to_a_canceled_taker())
             .expect("block_on"),
         Outcome::Succeeded((Outcome::Canceled, Outcome::Succeeded(7), vec![0]))
     );
 }
 
 #[test]
-fn on_the_single_threaded_executor_a_canceled_takers_element_goes_back_to_the_front() {
+fn on_the_single_threaded_executor_a_woken_taker_canceled_before_it_runs_leaves_the_element_first_in_line()
+ {
     let q = Queue::<u32>::unbounded();
     let (taker, offerer, rest) = (q.clone(), q.clone(), q);
     let io: IO<(Outcome<u32, E>, Vec<u32>), E> = taker.take().start().flat_map(move |h| {
@@ -808,5 +958,103 @@ fn on_the_single_threaded_executor_offers_woken_one_after_another_enter_in_arriv
             .block_on(io)
             .expect("block_on"),
         Outcome::Succeeded((vec![100, 101], vec![0, 1, 2, 3]))
+    );
+}
+
+/// A taker waits; an offer of 7 wakes it, and before it runs, the
+/// offering fiber reads `len()` and takes with `try_take`: the element is
+/// in the queue, for whoever runs first (nothing is set aside for the
+/// woken taker). The woken taker then finds nothing, waits again, and gets
+/// the next element. Gives `len()`, what `try_take` got, what the taker
+/// got, and `len()` at the end.
+fn a_fiber_that_runs_first_takes_what_a_woken_taker_was_woken_for_on<R: TestRuntime>() {
+    let q = Queue::<u32>::bounded(1).expect("valid");
+    let (taker, offerer, counted) = (q.clone(), q.clone(), q.clone());
+    let io: IO<(usize, Option<u32>, Outcome<u32, E>, usize), E> =
+        taker.take().start().flat_map(move |h| {
+            takers_waiting(&offerer, 1)
+                .product_r(offerer.offer(7))
+                .flat_map(move |()| {
+                    let held = counted.len();
+                    counted.try_take().flat_map(move |barged| {
+                        // The woken taker runs, finds nothing and waits again.
+                        takers_waiting(&counted, 1)
+                            .product_r(counted.offer(8))
+                            .product_r(h.join())
+                            .map(move |o| (held, barged, o, counted.len()))
+                    })
+                })
+        });
+    assert_eq!(
+        R::new().run(io),
+        Outcome::Succeeded((1, Some(7), Outcome::Succeeded(8), 0))
+    );
+}
+
+#[test]
+fn a_fiber_that_runs_first_takes_what_a_woken_taker_was_woken_for_on_single() {
+    a_fiber_that_runs_first_takes_what_a_woken_taker_was_woken_for_on::<common::Single>();
+}
+
+#[test]
+fn a_fiber_that_runs_first_takes_what_a_woken_taker_was_woken_for_on_batching() {
+    a_fiber_that_runs_first_takes_what_a_woken_taker_was_woken_for_on::<common::Batching>();
+}
+
+#[test]
+fn a_fiber_that_runs_first_takes_what_a_woken_taker_was_woken_for_on_tokio_current() {
+    a_fiber_that_runs_first_takes_what_a_woken_taker_was_woken_for_on::<common::TokioCurrent>();
+}
+
+/// A full bounded(1) queue, an offer of 2 waiting; a take frees the place
+/// and wakes the offerer, and before it runs, the taking fiber offers 3
+/// with `try_offer`, which finds the place free (`len()` 0): nothing is set
+/// aside for the woken offerer. The woken offerer then finds the queue
+/// full, waits again, and puts 2 in after the next take: the elements
+/// leave in the order their offers completed.
+fn a_fiber_that_runs_first_takes_the_place_a_woken_offerer_was_woken_for_on<R: TestRuntime>() {
+    let q = Queue::<u32>::bounded(1).expect("valid");
+    let (offerer, taker, counted) = (q.clone(), q.clone(), q.clone());
+    let io: IO<(u32, usize, bool, Vec<u32>), E> = q
+        .offer(1)
+        .product_r(offerer.offer::<E>(2).start())
+        .flat_map(move |h| {
+            offerers_waiting(&taker, 1)
+                .product_r(taker.take())
+                .flat_map(move |first| {
+                    let held = counted.len();
+                    counted.try_offer(3).flat_map(move |barged| {
+                        // The woken offerer runs, finds the queue full and waits
+                        // again.
+                        offerers_waiting(&counted, 1)
+                            .product_r(IO::replicate(2, {
+                                let counted = counted.clone();
+                                move || counted.take()
+                            }))
+                            .flat_map(move |then| {
+                                h.join_void().map(move |()| (first, held, barged, then))
+                            })
+                    })
+                })
+        });
+    assert_eq!(
+        R::new().run(io),
+        Outcome::Succeeded((1, 0, true, vec![3, 2]))
+    );
+}
+
+#[test]
+fn a_fiber_that_runs_first_takes_the_place_a_woken_offerer_was_woken_for_on_single() {
+    a_fiber_that_runs_first_takes_the_place_a_woken_offerer_was_woken_for_on::<common::Single>();
+}
+
+#[test]
+fn a_fiber_that_runs_first_takes_the_place_a_woken_offerer_was_woken_for_on_batching() {
+    a_fiber_that_runs_first_takes_the_place_a_woken_offerer_was_woken_for_on::<common::Batching>();
+}
+
+#[test]
+fn a_fiber_that_runs_first_takes_the_place_a_woken_offerer_was_woken_for_on_tokio_current() {
+    a_fiber_that_runs_first_takes_the_place_a_woken_offerer_was_woken_for_on::<common::TokioCurrent>(
     );
 }

@@ -26,12 +26,13 @@
 //!   is pending does not hand its value on: the fiber is canceled right
 //!   there, at the resumption. In Cats Effect the value may pass the end of
 //!   the poll and of the region first. Spindle's data types rely on it to
-//!   lose nothing: a `Queue` taker, a `Semaphore`/`Mutex` waiter or a
-//!   `Deferred` reader canceled between being served and running again
-//!   gives the element or permit back (to the next waiter, or the front of
-//!   the queue) in its cancel cleanup, where Cats Effect's `Queue.take` can
-//!   drop the element in that window (tests-integration's `data_queue`,
-//!   `an_element_handed_to_a_taker_that_is_then_canceled_is_not_lost`).
+//!   lose nothing: a `Queue` taker or offerer and a `Semaphore`/`Mutex`
+//!   waiter canceled between being woken and running again drop the
+//!   wake-up they resumed with, which wakes the next waiter (the element,
+//!   place or permit stayed in the data type), and a `Deferred` reader
+//!   takes nothing; where Cats Effect's `Queue.take` can drop the element
+//!   in that window (tests-integration's `data_queue`,
+//!   `an_element_offered_to_a_waiting_taker_that_is_then_canceled_is_not_lost`).
 //! * A finalizer's own error replaces a success (as in Cats Effect); when
 //!   the program was already failing, canceled or panicking it cannot, so it
 //!   is *suppressed*: kept with the fiber's outcome

@@ -150,7 +150,7 @@ mod run_loop;
 mod run_state;
 mod state;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 mod vtable;
 
 // The names other modules of io-core and the crate root use, at the paths

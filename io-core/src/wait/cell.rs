@@ -53,8 +53,8 @@
 //! fiber's `FiberHandle` kept by a fiber that waits for it. Every wait for
 //! a permit (`Semaphore::acquire`, `acquire_n`, `with_permit`, `permit()`,
 //! `Mutex::with_lock`, `lock()`, used or composed) holds its semaphore
-//! weakly while it waits, and the grant hands the fiber a strong reference
-//! with the permit (`wait/list.rs`, "Holding what one waits on"): a
+//! weakly while it waits, and the release that wakes it hands the fiber a
+//! strong reference (`wait/list.rs`, "Holding what one waits on"): a
 //! fiber waiting for a semaphore or a mutex that nobody else can reach is
 //! freed with it. A fiber that *holds* a permit (inside `with_permit`,
 //! `with_lock`, `lock()`) keeps the semaphore until it releases it: a

@@ -56,7 +56,7 @@
 //! it (it is older than the list's front, or the list is empty), and the
 //! inline entry is checked first.
 //!
-//! # Holding what one waits on: weakly while waiting, strongly once granted
+//! # Holding what one waits on: weakly while waiting, strongly once woken
 //!
 //! A waiter in a structure's list holds its fiber (through its callback),
 //! and the fiber holds its wait's cancellation cleanup. If that cleanup
@@ -67,37 +67,29 @@
 //! * [`cleanup_weakly`] makes a wait's cleanup that holds the structure
 //!   *weakly*, and lets go of the strong reference it is given: a
 //!   structure gone by the time the wait is canceled took the waiter with
-//!   it, and there is nothing to clean up (`Queue`'s take and offer waits;
-//!   `Deferred` and `join` do the same through `fiber/join.rs`'s
+//!   it, and there is nothing to clean up (`Queue`'s and `Semaphore`'s
+//!   waits; `Deferred` and `join` do the same through `fiber/join.rs`'s
 //!   `CellOwner`).
-//! * A [`Ticket`] is for a wait that is *granted* something it must pass
-//!   on later (a semaphore's permit, which the granted fiber releases to
-//!   the fibers queued behind it). While the fiber waits, its ticket says
-//!   `Waiting(id)` and holds nothing: the structure is held only weakly, by
-//!   the cleanup. The grant, made under the structure's lock by a fiber
-//!   that holds the structure strongly (the releaser), puts a strong
-//!   reference in the ticket ([`Ticket::grant`]) together with what it
-//!   grants. From then on the granted fiber owns both: resumed, it takes
-//!   the reference out ([`Ticket::take`]) to hold the structure while it
-//!   holds the permit, and to release it; canceled before it resumes, its
-//!   cleanup finds `Granted` and gives the permit back through that
-//!   reference. Nothing is lost (the reference cannot be gone when the
-//!   permit has to be given back) and nothing is duplicated (the ticket is
-//!   taken once, under the structure's lock, by whichever of the cleanup and
-//!   the continuation runs; `take` leaves `Ended`).
+//! * A wait that is *woken* to act on the structure again (retry a take,
+//!   an offer, an acquire) is handed a strong reference in the value it
+//!   resumes with (`Queue`'s and `Semaphore`'s wake-ups), by a waker that
+//!   holds the structure strongly (the offer, take or release that woke
+//!   it). From then on the woken fiber owns that reference: it retries
+//!   with it, holds the structure while it holds what it took (a permit,
+//!   which it releases to the fibers listed behind it), and, canceled
+//!   before it retries, passes the wake-up on through it.
 //!
-//! The ticket never makes a cycle: the list holds a waiter's ticket only
-//! while it is `Waiting` (and then it holds nothing); the grant pops the
-//! waiter first. A fiber that its executor drops (at shutdown) between its
-//! grant and its resumption runs no cleanup, and the permit it was granted
-//! is not given back, as a permit held by a fiber dropped in the middle of
-//! `with_permit` is not (finalizers do not run on a dropped fiber).
+//! This never makes a cycle: the list holds a waiter only while it waits
+//! (and then the fiber holds nothing strongly); the waker takes it off the
+//! list before it hands over the reference. A fiber that its executor drops
+//! (at shutdown) between its wake-up and its retry drops the wake-up with
+//! it, which passes it on.
 
 use alloc::collections::VecDeque;
 
 use crate::engine::blocks::PoolBox;
 use crate::io::IO;
-use crate::sync::{Arc, Mutex, Weak};
+use crate::sync::{Arc, Weak};
 
 /// A wait's cancellation cleanup that holds `owner` weakly (module doc):
 /// `cleanup` runs with the owner if it is still alive when the wait is
@@ -129,56 +121,6 @@ where
             cleanup(&owner);
         }
     })
-}
-
-/// Where a granted wait stands (module doc, "Holding what one waits on").
-pub(crate) enum Claim<T> {
-    /// Has not registered yet (canceled before its registration ran):
-    /// holds nothing.
-    Unasked,
-    /// Listed under this id; holds nothing (possibly part of what it
-    /// waits for, counted in its entry).
-    Waiting(WaiterId),
-    /// Granted: the grant, and a strong reference to the structure it
-    /// came from, are the fiber's.
-    Granted(Arc<T>),
-    /// Taken by the continuation or the cleanup.
-    Ended,
-}
-
-/// A granted wait's claim, shared by its list entry, its cleanup and its
-/// continuation (module doc). `T` is the structure waited on.
-pub(crate) struct Ticket<T> {
-    claim: Mutex<Claim<T>>,
-}
-
-impl<T> Ticket<T> {
-    /// A ticket of a wait that has not registered yet.
-    pub(crate) fn new() -> Self {
-        Ticket {
-            claim: Mutex::new(Claim::Unasked),
-        }
-    }
-
-    /// The wait is listed under `id` (under the structure's lock).
-    pub(crate) fn waiting(&self, id: WaiterId) {
-        *self.claim.lock() = Claim::Waiting(id);
-    }
-
-    /// Grants the wait, handing it a strong reference to `owner` (under the
-    /// structure's lock, by a fiber that holds `owner`; or at registration,
-    /// when what it wants is there at once).
-    pub(crate) fn grant(&self, owner: &Arc<T>) {
-        *self.claim.lock() = Claim::Granted(owner.clone());
-    }
-
-    /// Takes the claim, leaving `Ended`: called once, by the continuation
-    /// (after the wait ended) or by the cleanup (under the structure's
-    /// lock, so that no grant comes between its read and its removal of
-    /// the entry).
-    pub(crate) fn take(&self) -> Claim<T> {
-        core::mem::replace(&mut *self.claim.lock(), Claim::Ended)
-    }
 }
 
 /// The id of a listed waiter: 32 bits, wrapping, always even (module doc,

@@ -9,6 +9,6 @@ mod loom;
 #[cfg(not(loom))]
 mod id;
 #[cfg(not(loom))]
-mod run;
+pub(crate) mod run;
 #[cfg(not(loom))]
 mod state;

@@ -12,8 +12,9 @@ use crate::{Executor, Fiber, FiberConfig, IO, Outcome, TimerCallback};
 const DEPTH: u64 = if cfg!(miri) { 300 } else { 100_000 };
 
 /// A minimal executor: one queue, a manual clock, timers fired by `run`.
+/// (Also the data types' unit tests' executor, `stdlib/data/tests`.)
 #[derive(Clone)]
-struct TestExecutor(Arc<State>);
+pub(crate) struct TestExecutor(Arc<State>);
 
 struct State {
     queue: Mutex<VecDeque<Fiber<TestExecutor>>>,
@@ -74,7 +75,10 @@ impl TestExecutor {
     /// Runs `io` to its outcome: runs the queue; when it is empty, jumps the
     /// clock to the earliest timer; waits (yields) for other threads'
     /// callbacks, then gives up (`None`: nothing resumed the fiber).
-    fn run<A: Send + 'static, E: Send + 'static>(&self, io: IO<A, E>) -> Option<Outcome<A, E>> {
+    pub(crate) fn run<A: Send + 'static, E: Send + 'static>(
+        &self,
+        io: IO<A, E>,
+    ) -> Option<Outcome<A, E>> {
         let slot = Arc::new(Mutex::new(None));
         let s = slot.clone();
         self.schedule_fiber(Fiber::new(io, self.clone(), move |o| {
@@ -121,7 +125,7 @@ impl TestExecutor {
     }
 }
 
-fn rt() -> TestExecutor {
+pub(crate) fn rt() -> TestExecutor {
     TestExecutor::new(FiberConfig::default())
 }
 

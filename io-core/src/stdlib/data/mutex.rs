@@ -4,10 +4,18 @@
 //! permit for its scope; waiting for it is cancelable and gives nothing
 //! away when canceled; the permit is released exactly once, whatever the
 //! outcome of the scope (error, cancellation, panic). A fiber waiting for
-//! the lock holds the mutex weakly, and is handed a strong reference with
-//! the lock (`semaphore.rs`, "Waiters nobody can wake"): fibers waiting
+//! the lock holds the mutex weakly, and is handed a strong reference when
+//! it is woken (`semaphore.rs`, "Waiters nobody can wake"): fibers waiting
 //! for a mutex that nobody else can reach (no handle, and no holder) are
 //! freed with it.
+//!
+//! The lock is taken by the first fiber that runs while it is free: an
+//! unlock wakes the fiber that waits longest, which takes the lock when it
+//! runs unless a fiber that ran first took it (then it waits again). A
+//! waiter canceled before it runs passes its wake-up on, so a mutex whose
+//! waiters time out faster than they run keeps serving the fibers that do
+//! run (`permits.rs` says why handing the lock to the woken waiter,
+//! Spindle's earlier design, froze there).
 
 use core::fmt;
 

@@ -5,64 +5,122 @@
 //!
 //! The state (behind a short lock, never held across a suspension) is the
 //! buffer, a FIFO of waiting takers, a FIFO of offerers waiting for room (a
-//! full bounded queue) or for a taker (a synchronous queue), and two
-//! counts: `handed`, the elements on their way to a taker (popped from the
-//! takers' list by an offer, not yet received by the taker's program), and
-//! `promised`, the places promised to offerers that a take woke and that
-//! have not put their element in yet. An operation that need not wait is
-//! one step (a step is never interrupted, so it needs no mask). One that
-//! must wait is one `from_callback` suspension: its registration (which
-//! runs to its end before any cancellation is seen) checks the state again
-//! under the lock and queues the waiter's callback, and returns the cleanup
-//! that runs if the wait is canceled.
+//! full bounded queue), and a FIFO of synchronous offerers waiting, each
+//! with its element, for a take. Nothing is reserved for anyone: an
+//! element is in the buffer (or with its synchronous offerer) until a take
+//! that *runs* moves it out, and a free place is free until an offer that
+//! runs fills it. This is Cats Effect 3.6's rule for its queues:
+//!
+//! * an offer puts its element in the buffer and wakes one waiting taker;
+//!   a take that frees a place wakes one waiting offerer; a synchronous
+//!   offer lists itself with its element and wakes one waiting taker;
+//! * a woken fiber only *retries* (its suspension resumes with a wake-up,
+//!   [`Woken`], not with an element or a place), and whoever runs first
+//!   wins: a take or offer that starts while an element or a place is
+//!   there takes it at once, even if an older waiter was woken for it
+//!   (barging). A woken waiter that finds nothing waits again, at the back.
+//!
+//! An operation that need not wait is one step (a step is never
+//! interrupted, so it needs no mask). One that must wait is one
+//! `from_callback` suspension: its registration (which runs to its end
+//! before any cancellation is seen) checks the state again under the lock
+//! and either lists the waiter's callback or resumes it at once with a
+//! wake-up, and returns the cleanup that runs if the wait is canceled
+//! while listed. The retry runs in the continuation of the wait, in the
+//! same step that receives the wake-up.
+//!
+//! # Why the old design froze
+//!
+//! Up to this version an offer handed its element to the first waiting
+//! taker (counted as `handed`) and a take promised the freed place to the
+//! first waiting offerer (`promised`); nobody could barge in, and an
+//! element or place came back only when the woken fiber ran or, canceled,
+//! ran its cleanup, one executor turn later. With many waiters whose waits
+//! end by short timeouts, the first waiter is the oldest, the one closest
+//! to its deadline: under load (a turn longer than the timeouts) it was
+//! canceled before it ran, the element went to the next oldest, canceled
+//! too, and so on. The buffer's elements and the free places were out of
+//! reach of every fiber that did run (`try_take` saw `None` with `len()`
+//! at 1), new operations found nothing and queued behind, and the queue
+//! stopped: 56 elements and 255 takers waiting at once, nothing completing
+//! (a 90 s soak through a bounded(64) queue on exec-batching completed 349
+//! offers). Progress needed a woken fiber to run before its deadline; now
+//! any fiber that runs makes it.
 //!
 //! # Invariants
 //!
-//! * **Capacity.** For a bounded or dropping queue,
-//!   `buffer + handed + promised <= capacity` whenever the lock is free: a
-//!   handed element and a promised place take up room until the taker has
-//!   its element, or the offerer has put its own in. So an element that
-//!   comes back from a canceled taker always finds its place again (at the
-//!   *front* of the buffer, or with the next waiting taker), and no offer
-//!   gets a place that an element on its way could need. [`Queue::len`]
-//!   counts `buffer + handed`.
-//! * **A canceled offer never enqueued.** A bounded offer that waits for
-//!   room leaves its element in its own program, never in the queue: a
-//!   take that frees a place *promises* it to the first waiting offerer
-//!   and wakes it (as in Cats Effect 3.5, where the taker only signals the
-//!   offerer); the offerer, running again, puts its element in. If it is
-//!   canceled first, the promise (the value its suspension resumes with)
-//!   is dropped, and dropping it passes the place on to the next waiting
-//!   offerer, or frees it. So an offer whose program did not go on after
-//!   the offer has enqueued nothing.
-//! * **No element lost, none duplicated.** A waiting taker is its callback
-//!   only: an offer that finds one pops it under the lock and, once the
-//!   lock is released, resumes it with the element wrapped in `Handed`
-//!   ([`RawCallback::complete_or_give_back`]). A suspension ends once, by
-//!   its callback or by the cancellation, whichever claims it first: a
-//!   taker canceled before the claim gives the element straight back; one
-//!   canceled after it (the fiber resumes, then observes the cancellation
-//!   and drops its value) gives it back as `Handed` is dropped. Given back,
-//!   the element goes to the next waiting taker, or to the front of the
-//!   buffer (a loop, not a recursion, through any number of canceled
-//!   takers). Nothing is waited for in a drop: the lock is short.
-//! * **FIFO.** Elements leave in the order they entered (the order in
-//!   which their offers completed); waiting takers get elements, and
-//!   waiting offerers places, in arrival order (a taker or offerer that
-//!   was woken keeps what it was given: nobody barges in). An offerer puts
-//!   its element in when it runs again, so two offerers woken at once
-//!   (two takes in a row) may complete, and enter, in either order on a
-//!   multi-threaded executor; that is the price of never enqueuing for a
-//!   canceled offer.
+//! Let a wake-up be *outstanding* from the moment a waiter is taken off
+//! its list to be woken until its fiber has retried or dropped it.
 //!
-//! A synchronous queue has no buffer: an offer hands its element to a
-//! waiting taker, or waits with its element in its entry until a take
-//! moves it out. Two cases there are weaker than for the other kinds, and
-//! documented on [`Queue::synchronous`]: an element handed to a taker that
-//! is canceled before it runs again goes to the next waiting taker, or is
-//! kept (at most one such element per canceled taker) for the next take;
-//! and a waiting offerer canceled after a take moved its element out has
-//! offered it, although its fiber ends `Canceled`.
+//! * **No lost wake-up (takers).** Whenever the lock is free and takers
+//!   wait, the outstanding taker wake-ups are at least as many as the
+//!   elements waiting for a take (buffered, or with synchronous offerers).
+//!   Each operation keeps it: an offer that adds an element (or a
+//!   synchronous offer that lists itself) wakes a taker; a taker lists
+//!   itself only when no element waits; a take removes an element, and a
+//!   retry uses up its own wake-up with or without one. A wake-up is used
+//!   up exactly once: by its fiber's retry, or by being dropped, which
+//!   wakes the next waiting taker if an element still waits. Dropped means
+//!   given back to the waker (the fiber's cancellation claimed its
+//!   suspension first: the waker tries the next taker, in a loop, not a
+//!   recursion) or dropped by the fiber (resumed, then canceled before its
+//!   retry ran). So an element never waits while takers wait and nobody is
+//!   on the way to it.
+//! * **No lost wake-up (offerers).** Likewise, whenever offerers of a
+//!   bounded queue wait, the outstanding offerer wake-ups are at least the
+//!   free places: a take that frees a place wakes an offerer; an offerer
+//!   lists itself only when the queue is full; a dropped wake-up wakes the
+//!   next offerer if a place is still free. `close` wakes them all.
+//! * **Progress.** An element or place is never held for a fiber that has
+//!   not run: a take that runs while the buffer holds an element gets it
+//!   in that step, an offer that runs while a place is free puts its
+//!   element in. So while operations run, they complete; a wait ends when
+//!   its fiber is woken and finds something, when a fiber that ran before
+//!   it took what it was woken for (that operation completed), or when it
+//!   is canceled (which passes its wake-up on). Nothing depends on a woken
+//!   fiber running before its deadline.
+//! * **Capacity.** A bounded or dropping queue never holds more than its
+//!   capacity: the buffer is everything it holds, and an element goes in
+//!   only while there is room. [`Queue::len`] is the buffer's length, and
+//!   [`Queue::try_take`] gets an element exactly when one is counted
+//!   (there is no element on its way to anyone).
+//! * **A canceled offer never enqueued.** A bounded offer that waits keeps
+//!   its element in its own program: woken, it puts it in when it retries,
+//!   in a step; canceled, it never does. A synchronous offerer's element
+//!   is moved out only by a take that claims the offerer's suspension
+//!   (completes its callback) first; if the offerer's cancellation claimed
+//!   it first, the take drops the element (never offered) and tries the
+//!   next offerer.
+//! * **No element lost, none duplicated.** An element leaves the buffer
+//!   only into the program of the take that runs (a step's value), and
+//!   never travels in a wake-up.
+//! * **FIFO.** Elements leave in the order they entered (the order in
+//!   which their offers completed; for a synchronous queue, the order in
+//!   which the offers handed them over or started waiting: an offer hands
+//!   its element over only when no offer waits before it). Waiting takers and offerers are
+//!   *woken* in arrival order, but a woken waiter can be overtaken by a
+//!   fiber that runs first, and then waits again at the back: waiters no
+//!   longer get elements or places in strict arrival order.
+//!
+//! Cats Effect's `BoundedAsyncQueue` passes the wake-up of a canceled
+//! taker on unconditionally (`notifyOne` on cancel); here the waker learns
+//! whether its wake-up reached the fiber (`complete_or_give_back`), and a
+//! fiber canceled after it was reached drops a wake-up value whose `Drop`
+//! passes it on, so no wake-up is spent on nobody. The ideas are Cats
+//! Effect's (its `Queue` and `Semaphore`); no code is copied.
+//!
+//! A synchronous queue buffers only what it hands over: an offer that
+//! finds a taker waiting (and no offer waiting before it) puts its element
+//! in the buffer and wakes that taker, and completes (its rendezvous); one
+//! that finds none lists itself with its element, wakes a taker if one
+//! came meanwhile, and waits until a take moves the element out. Two
+//! cases are weaker than for the other kinds (documented on
+//! [`Queue::synchronous`]): if every taker woken for a handed-over element
+//! is canceled before it runs, the element stays in the buffer for the
+//! next take (`len()` reads 1 until then, and `try_take` gets it); and a
+//! waiting offerer canceled after a take claimed it (its suspension
+//! resumes, then the cancellation is observed) has offered its element,
+//! although its fiber ends `Canceled`, as in Cats Effect.
 //!
 //! # Closing
 //!
@@ -70,12 +128,13 @@
 //! sender-drop detection because a `Queue` is a cloned handle with no
 //! sender/receiver roles, so dropping handles says nothing) sets a flag
 //! under the lock: offers are refused from then on (`send` gives the
-//! element back in `QueueClosed`), waiting bounded offerers are woken with
-//! an empty promise (their elements never left them), and waiting
-//! `receive`s, which only wait on an empty buffer, are woken with no
-//! element. What is left is still taken in order, then `receive` gives
-//! `None`. Plain `take` and `offer` keep their signatures: `take` waits on
-//! a closed, drained queue, `offer` drops its element (documented on each).
+//! element back in `QueueClosed`), waiting bounded offerers are woken
+//! (their retries see the flag; their elements never left them), and
+//! waiting `receive`s are woken (they wait only while nothing is left, so
+//! their retries see the end). What is left is still taken in order, then
+//! `receive` gives `None`. Plain `take` and `offer` keep their signatures:
+//! `take` waits on a closed, drained queue, `offer` drops its element
+//! (documented on each).
 //!
 //! As in Cats Effect, a `take` that has completed is not canceled: if the
 //! fiber is canceled right after, before its program uses the element,
@@ -84,7 +143,9 @@
 //! use every element taken: a completed `poll` hands its value on.)
 
 use alloc::collections::VecDeque;
+use alloc::vec::Vec;
 use core::fmt;
+use core::mem::ManuallyDrop;
 
 use crate::engine::erased::Value;
 use crate::engine::tracing::{Named, here};
@@ -118,16 +179,8 @@ enum Kind {
     Synchronous,
 }
 
-impl Kind {
-    /// Whether elements on their way to a taker, and promised places,
-    /// count against the capacity (module doc, "Capacity").
-    fn counts_in_flight(self) -> bool {
-        matches!(self, Kind::Bounded | Kind::Dropping)
-    }
-}
-
 /// A waiting taker: its callback, and whether it ends when the queue is
-/// closed (`receive`, resumed with no element) or waits on (`take`).
+/// closed (`receive`) or waits on (`take`).
 struct Taker {
     callback: RawCallback,
     closable: bool,
@@ -135,39 +188,46 @@ struct Taker {
 
 /// What an offer that does not wait did.
 enum OfferNow<A> {
-    /// The element is in (or on its way to a taker).
+    /// The element is in.
     Done,
     /// A full dropping queue dropped it.
     Dropped,
-    /// It has to wait (full bounded queue, synchronous queue without taker).
+    /// It has to wait (a full bounded queue).
     Wait(A),
     /// The queue is closed: the element is given back.
     Closed(A),
 }
 
-/// A synchronous offerer waiting for a taker, with its element.
+/// A synchronous offerer waiting for a take, with its element.
 struct Offerer<A> {
     element: A,
+    /// Resumed with `Ok(())` by the take that moves the element out.
     callback: RawCallback,
 }
 
+/// What a synchronous offer's suspension resumes with: `Ok(())` once a
+/// take has its element, `Err(element)` if the queue was closed first.
+type Rendezvous<A> = Result<(), A>;
+
 struct State<A> {
     buffer: VecDeque<A>,
-    /// Elements handed to takers that have not received them yet (bounded
-    /// and dropping queues only; module doc).
-    handed: usize,
-    /// Places promised to woken offerers of a bounded queue, not filled yet.
-    promised: usize,
-    /// Waiting takers (their callbacks) and offerers in arrival order; a
-    /// canceled one is removed in O(log n).
+    /// Waiting takers (their callbacks), in arrival order; a canceled one
+    /// is removed in O(log n).
     takers: WaiterList<Taker>,
     /// Offerers of a full bounded queue, waiting for room (their callbacks:
     /// their elements stay in their own programs).
     offerers: WaiterList<RawCallback>,
-    /// Offerers of a synchronous queue, waiting for a taker.
+    /// Offerers of a synchronous queue, waiting with their elements.
     rendezvous: WaiterList<Offerer<A>>,
     /// Closed: offers are refused; takes drain what is left.
     closed: bool,
+}
+
+impl<A> State<A> {
+    /// Whether an element waits for a take (module doc, "No lost wake-up").
+    fn has_element(&self) -> bool {
+        !self.buffer.is_empty() || !self.rendezvous.is_empty()
+    }
 }
 
 struct Shared<A> {
@@ -176,265 +236,206 @@ struct Shared<A> {
     state: Mutex<State<A>>,
 }
 
-/// Work to do after releasing the lock: resume a fiber.
-enum Wake<A> {
-    Nobody,
-    /// A synchronous offerer whose element was taken.
-    Offerer(RawCallback),
-    /// An offerer of a bounded queue promised a place.
-    Promised(RawCallback),
-    /// A taker, with the element it gets.
-    Taker(RawCallback, A),
+/// A wake-up: the value a waiting taker's (`TAKER`) or bounded offerer's
+/// suspension resumes with, and what its program retries with (a strong
+/// reference to the queue: a waiting fiber holds the queue only weakly,
+/// `wait/list.rs`). Used up by [`Woken::into_shared`] in the retry's step;
+/// dropped unused (its fiber was canceled first), it wakes the next waiter
+/// of its kind if one is owed a wake-up (module doc, "No lost wake-up").
+struct Woken<A: Send + 'static, const TAKER: bool> {
+    shared: ManuallyDrop<Arc<Shared<A>>>,
 }
 
-/// An element on its way to a taker: the value its suspension resumes
-/// with. If the taker's cancellation is seen before its program takes the
-/// element out (the fiber resumes with the value, then observes the cancel
-/// and drops it), dropping it gives the element back to the queue.
-struct Handed<A: Send + 'static> {
-    element: Option<A>,
-    /// Whether the element is counted in `handed` (module doc).
-    counted: bool,
-    shared: Arc<Shared<A>>,
-}
-
-impl<A: Send + 'static> Handed<A> {
-    /// The taker's program has the element: it no longer takes up room, and
-    /// the place it leaves goes to the first waiting offerer.
-    fn receive(mut self) -> Option<A> {
-        let element = self.element.take();
-        if self.counted {
-            let wake = {
-                let mut state = self.shared.state.lock();
-                state.handed -= 1;
-                self.shared.promise_room(&mut state)
-            };
-            Shared::finish(&self.shared, wake);
+impl<A: Send + 'static, const TAKER: bool> Woken<A, TAKER> {
+    fn new(shared: Arc<Shared<A>>) -> Self {
+        Woken {
+            shared: ManuallyDrop::new(shared),
         }
-        element
+    }
+
+    /// Uses the wake-up up: the woken fiber retries (or the waker passes
+    /// it on itself), holding the queue.
+    fn into_shared(self) -> Arc<Shared<A>> {
+        let mut this = ManuallyDrop::new(self);
+        // SAFETY: `this` is never dropped (it is a `ManuallyDrop`) nor used
+        // again, so its `Drop` does not take the `Arc` too: it is moved out
+        // exactly once.
+        unsafe { ManuallyDrop::take(&mut this.shared) }
     }
 }
 
-impl<A: Send + 'static> Drop for Handed<A> {
+impl<A: Send + 'static, const TAKER: bool> Drop for Woken<A, TAKER> {
     fn drop(&mut self) {
-        if let Some(element) = self.element.take()
-            && let Some((next, element)) = self.shared.pass_on(element, self.counted)
-        {
-            Shared::deliver(&self.shared, next, element);
+        // SAFETY: `drop` runs at most once, and never for a wake-up that
+        // `into_shared` used up (it forgets it): the `Arc` is taken once.
+        let shared = unsafe { ManuallyDrop::take(&mut self.shared) };
+        if TAKER {
+            let next = shared.state.lock().next_taker();
+            Shared::wake_taker(&shared, next);
+        } else {
+            let next = shared.state.lock().next_offerer(&shared);
+            Shared::wake_offerer(&shared, next);
         }
     }
 }
 
-/// A place promised to a waiting offerer of a bounded queue: the value its
-/// suspension resumes with. Filled by the offerer's program; dropped
-/// unfilled (the offerer was canceled), it goes to the next waiting
-/// offerer, or is freed.
-struct Promise<A: Send + 'static> {
-    shared: Option<Arc<Shared<A>>>,
-}
+/// A waiting taker's wake-up.
+type TakerWoken<A> = Woken<A, true>;
+/// A waiting bounded offerer's wake-up.
+type OffererWoken<A> = Woken<A, false>;
 
-impl<A: Send + 'static> Promise<A> {
-    /// Puts `element` in the promised place (or hands it to a waiting
-    /// taker); gives it back if the queue was closed meanwhile (a promise
-    /// without a queue is the answer `close` gives waiting offerers).
-    fn fill(mut self, element: A) -> Result<(), A> {
-        let Some(shared) = self.shared.take() else {
-            return Err(element);
-        };
-        let wake = {
-            let mut state = shared.state.lock();
-            state.promised -= 1;
-            if state.closed {
-                return Err(element);
-            }
-            shared.place(&mut state, element)
-        };
-        Shared::finish(&shared, wake);
-        Ok(())
-    }
-}
-
-impl<A: Send + 'static> Drop for Promise<A> {
-    fn drop(&mut self) {
-        if let Some(shared) = self.shared.take() {
-            Shared::withdraw_promise(&shared);
+impl<A: Send + 'static> State<A> {
+    /// Under the lock: the next waiting taker, taken off its list to be
+    /// woken, if an element waits for one.
+    fn next_taker(&mut self) -> Option<RawCallback> {
+        if !self.has_element() {
+            return None;
         }
+        self.takers.pop().map(|taker| taker.callback)
+    }
+
+    /// Under the lock: the next waiting bounded offerer, taken off its list
+    /// to be woken, if a place is free for it (or the queue is closed).
+    fn next_offerer(&mut self, shared: &Shared<A>) -> Option<RawCallback> {
+        if self.offerers.is_empty() || !(self.closed || shared.has_room(self)) {
+            return None;
+        }
+        self.offerers.pop()
     }
 }
 
 impl<A: Send + 'static> Shared<A> {
-    /// Whether an offer may put an element in now (or hand it to a waiting
-    /// taker) without exceeding the capacity. Not for synchronous queues.
+    /// Whether an offer may put an element in the buffer now (a
+    /// synchronous queue: while a taker waits, for it to take, and no
+    /// offer waits before it, whose element must leave first).
     fn has_room(&self, state: &State<A>) -> bool {
         match self.kind {
             Kind::Unbounded | Kind::Circular => true,
-            Kind::Synchronous => false,
-            Kind::Bounded | Kind::Dropping => {
-                state.buffer.len() + state.handed + state.promised < self.capacity
-            }
+            Kind::Synchronous => !state.takers.is_empty() && state.rendezvous.is_empty(),
+            Kind::Bounded | Kind::Dropping => state.buffer.len() < self.capacity,
         }
     }
 
-    /// Puts `element` in (for a queue with room): to the first waiting
-    /// taker, to be resumed once the lock is released, or at the back of
-    /// the buffer (a full circular buffer drops its oldest element first).
-    fn place(&self, state: &mut State<A>, element: A) -> Wake<A> {
-        if let Some(taker) = state.takers.pop() {
-            if self.kind.counts_in_flight() {
-                state.handed += 1;
-            }
-            return Wake::Taker(taker.callback, element);
-        }
-        if self.kind == Kind::Circular && state.buffer.len() >= self.capacity {
-            state.buffer.pop_front();
-        }
-        state.buffer.push_back(element);
-        Wake::Nobody
-    }
-
-    /// A place was freed in a bounded queue: promise it to the first waiting
-    /// offerer, to be woken once the lock is released.
-    fn promise_room(&self, state: &mut State<A>) -> Wake<A> {
-        if self.kind == Kind::Bounded
-            && !state.offerers.is_empty()
-            && self.has_room(state)
-            && let Some(offerer) = state.offerers.pop()
-        {
-            state.promised += 1;
-            return Wake::Promised(offerer);
-        }
-        Wake::Nobody
-    }
-
-    /// Resumes the fiber `wake` names; call it with the lock released.
-    fn finish(shared: &Arc<Self>, wake: Wake<A>) {
-        match wake {
-            Wake::Nobody => {}
-            Wake::Offerer(callback) => {
-                // A synchronous offerer canceled meanwhile has offered its
-                // element all the same (it was taken): nothing to undo.
-                let _ = callback.complete(Ok(Value::unit()));
-            }
-            Wake::Promised(callback) => Self::keep_promise(shared, callback),
-            Wake::Taker(callback, element) => Self::deliver(shared, callback, element),
+    /// Wakes the taker `next` (taken off its list) to take again, if there
+    /// is one. If it was canceled first (the wake-up comes back), wakes the
+    /// next one owed a wake-up instead: a loop, not a recursion, through
+    /// any number of canceled takers.
+    #[inline]
+    fn wake_taker(shared: &Arc<Self>, next: Option<RawCallback>) {
+        if let Some(callback) = next {
+            Self::wake_takers_from(shared, callback);
         }
     }
 
-    /// Wakes the offerer `callback` with its promised place. If it was
-    /// canceled first, the place goes to the next waiting offerer, or is
-    /// freed (a loop, not a recursion, through any number of canceled
-    /// offerers).
-    fn keep_promise(shared: &Arc<Self>, callback: RawCallback) {
-        let mut next = Some(callback);
+    /// [`Shared::wake_taker`] of a taker.
+    fn wake_takers_from(shared: &Arc<Self>, first: RawCallback) {
+        let mut next = Some(first);
         while let Some(callback) = next {
-            let promise = Promise {
-                shared: Some(shared.clone()),
-            };
-            let Err(given_back) = callback.complete_or_give_back(Ok(Value::new(promise))) else {
+            let woken = Value::new(TakerWoken::new(shared.clone()));
+            let Err(given_back) = callback.complete_or_give_back(Ok(woken)) else {
                 return;
             };
             let (Ok(value) | Err(value)) = given_back;
-            // SAFETY: the value was made just above from a `Promise<A>`.
-            let mut promise = unsafe { value.take::<Promise<A>>() };
-            // Defused: the place is passed on here, without recursion.
-            promise.shared = None;
-            next = shared.pass_promise_on();
+            // SAFETY: the value was made just above from a `TakerWoken<A>`.
+            let woken = unsafe { value.take::<TakerWoken<A>>() };
+            // Used up here: passed on below, without a recursion.
+            drop(woken.into_shared());
+            drop(callback);
+            next = shared.state.lock().next_taker();
         }
     }
 
-    /// A promised place that its offerer will not fill: the next waiting
-    /// offerer's, to wake once the lock is released, or free again.
-    fn pass_promise_on(&self) -> Option<RawCallback> {
-        let mut state = self.state.lock();
-        state.promised -= 1;
-        match self.promise_room(&mut state) {
-            Wake::Promised(next) => Some(next),
-            _ => None,
+    /// [`Shared::wake_taker`] for a waiting bounded offerer.
+    #[inline]
+    fn wake_offerer(shared: &Arc<Self>, next: Option<RawCallback>) {
+        if let Some(callback) = next {
+            Self::wake_offerers_from(shared, callback);
         }
     }
 
-    /// [`Shared::pass_promise_on`], then wakes the offerer it names.
-    fn withdraw_promise(shared: &Arc<Self>) {
-        if let Some(next) = shared.pass_promise_on() {
-            Self::keep_promise(shared, next);
-        }
-    }
-
-    /// Resumes the taker `callback` with `element`. If it was canceled
-    /// first, the element goes to the next waiting taker, or back to the
-    /// front of the buffer (a loop, not a recursion, through any number of
-    /// canceled takers).
-    fn deliver(shared: &Arc<Self>, callback: RawCallback, element: A) {
-        let counted = shared.kind.counts_in_flight();
-        let mut next = Some((callback, element));
-        while let Some((callback, element)) = next {
-            let handed = Handed {
-                element: Some(element),
-                counted,
-                shared: shared.clone(),
-            };
-            let Err(given_back) = callback.complete_or_give_back(Ok(Value::new(handed))) else {
+    /// [`Shared::wake_offerer`] of an offerer.
+    fn wake_offerers_from(shared: &Arc<Self>, first: RawCallback) {
+        let mut next = Some(first);
+        while let Some(callback) = next {
+            let woken = Value::new(OffererWoken::new(shared.clone()));
+            let Err(given_back) = callback.complete_or_give_back(Ok(woken)) else {
                 return;
             };
             let (Ok(value) | Err(value)) = given_back;
-            // SAFETY: the value was made just above from a `Handed<A>`.
-            let mut handed = unsafe { value.take::<Handed<A>>() };
-            next = handed
-                .element
-                .take()
-                .and_then(|element| shared.pass_on(element, counted));
+            // SAFETY: the value was made just above from an `OffererWoken<A>`.
+            let woken = unsafe { value.take::<OffererWoken<A>>() };
+            drop(woken.into_shared());
+            drop(callback);
+            next = shared.state.lock().next_offerer(shared);
         }
     }
 
-    /// An element whose taker was canceled before it reached it: the next
-    /// waiting taker, to deliver it to once the lock is released, or, with
-    /// none, the front of the buffer. A counted element's room was kept for
-    /// it, so it always fits (module doc); an uncounted one that finds a
-    /// full circular buffer is its oldest element, and is dropped as the
-    /// circular buffer drops its oldest.
-    fn pass_on(&self, element: A, counted: bool) -> Option<(RawCallback, A)> {
-        let mut state = self.state.lock();
-        if let Some(next) = state.takers.pop() {
-            // Still handed (and counted, if it was).
-            return Some((next.callback, element));
-        }
-        if counted {
-            state.handed -= 1;
-        }
-        if self.kind == Kind::Circular && state.buffer.len() >= self.capacity {
-            drop(state);
-            drop(element);
-            return None;
-        }
-        state.buffer.push_front(element);
-        None
-    }
-
-    /// Tries to offer without waiting.
-    fn offer_now(&self, element: A) -> (OfferNow<A>, Wake<A>) {
-        let mut state = self.state.lock();
-        if state.closed {
-            return (OfferNow::Closed(element), Wake::Nobody);
-        }
-        match self.kind {
-            Kind::Synchronous => match state.takers.pop() {
-                Some(taker) => (OfferNow::Done, Wake::Taker(taker.callback, element)),
-                None => (OfferNow::Wait(element), Wake::Nobody),
-            },
-            _ if self.has_room(&state) => {
-                let wake = self.place(&mut state, element);
-                (OfferNow::Done, wake)
+    /// Offers without waiting: puts the element in the buffer if there is
+    /// room (a synchronous queue: if a taker waits) and wakes a waiting
+    /// taker.
+    fn offer_now(shared: &Arc<Self>, element: A) -> OfferNow<A> {
+        let (next, oldest) = {
+            let mut state = shared.state.lock();
+            if state.closed {
+                return OfferNow::Closed(element);
             }
-            Kind::Dropping => (OfferNow::Dropped, Wake::Nobody),
-            _ => (OfferNow::Wait(element), Wake::Nobody),
+            let mut oldest = None;
+            if shared.kind == Kind::Circular && state.buffer.len() >= shared.capacity {
+                oldest = state.buffer.pop_front();
+            } else if !shared.has_room(&state) {
+                if shared.kind == Kind::Dropping {
+                    drop(state);
+                    drop(element);
+                    return OfferNow::Dropped;
+                }
+                return OfferNow::Wait(element);
+            }
+            state.buffer.push_back(element);
+            (state.takers.pop().map(|taker| taker.callback), oldest)
+        };
+        // A full circular buffer's oldest element, dropped outside the lock.
+        drop(oldest);
+        Shared::wake_taker(shared, next);
+        OfferNow::Done
+    }
+
+    /// Takes the first element if there is one (the buffer's, waking a
+    /// waiting bounded offerer for the place it frees; or a waiting
+    /// synchronous offerer's), and says whether the queue is closed.
+    fn take_now(shared: &Arc<Self>) -> (Option<A>, bool) {
+        loop {
+            let (offerer, closed) = {
+                let mut state = shared.state.lock();
+                let closed = state.closed;
+                if let Some(element) = state.buffer.pop_front() {
+                    let next = match shared.kind {
+                        Kind::Bounded => state.offerers.pop(),
+                        _ => None,
+                    };
+                    drop(state);
+                    Shared::wake_offerer(shared, next);
+                    return (Some(element), closed);
+                }
+                let Some(offerer) = state.rendezvous.pop() else {
+                    return (None, closed);
+                };
+                (offerer, closed)
+            };
+            // The offer completes exactly when its element is taken: claim
+            // its suspension first. An offerer whose cancellation claimed
+            // it first has offered nothing (its cleanup finds nothing to
+            // remove): its element is dropped, and the next one is tried.
+            let done = Value::new::<Rendezvous<A>>(Ok(()));
+            if offerer.callback.complete_or_give_back(Ok(done)).is_ok() {
+                return (Some(offerer.element), closed);
+            }
         }
     }
 
     /// Closes the queue (`false` if it was closed already): waiting
-    /// `receive`s (the buffer is empty if they wait) end with no element,
-    /// and waiting bounded offerers are refused (their elements never
-    /// left them). Waiting synchronous offerers stay: their elements are
-    /// what is left, for takes to drain.
+    /// `receive`s and waiting bounded offerers are woken, to see the flag
+    /// when they retry. Waiting synchronous offerers stay: their elements
+    /// are what is left, for takes to drain.
     fn close(shared: &Arc<Self>) -> bool {
         let (receivers, offerers) = {
             let mut state = shared.state.lock();
@@ -443,57 +444,37 @@ impl<A: Send + 'static> Shared<A> {
             }
             state.closed = true;
             let receivers = state.takers.take_where(|taker| taker.closable);
-            let offerers: alloc::vec::Vec<RawCallback> = state.offerers.take_all().collect();
+            let offerers: Vec<RawCallback> = state.offerers.take_all().collect();
             (receivers, offerers)
         };
+        // One canceled meanwhile drops its wake-up, which wakes nobody
+        // (nothing is left for a take, no offer is accepted).
         for receiver in receivers {
-            // Canceled meanwhile: nothing was on its way to it.
-            let _ = receiver.callback.complete(Ok(Value::new(Handed::<A> {
-                element: None,
-                counted: false,
-                shared: shared.clone(),
-            })));
+            let _ = receiver
+                .callback
+                .complete(Ok(Value::new(TakerWoken::new(shared.clone()))));
         }
         for offerer in offerers {
-            let _ = offerer.complete(Ok(Value::new(Promise::<A> { shared: None })));
+            let _ = offerer.complete(Ok(Value::new(OffererWoken::new(shared.clone()))));
         }
         true
     }
 
-    /// Tries to take without waiting, under the lock `state`.
-    fn take_locked(&self, state: &mut State<A>) -> (Option<A>, Wake<A>) {
-        if let Some(element) = state.buffer.pop_front() {
-            // The freed place goes to the first waiting offerer.
-            return (Some(element), self.promise_room(state));
-        }
-        match state.rendezvous.pop() {
-            Some(offerer) => (Some(offerer.element), Wake::Offerer(offerer.callback)),
-            None => (None, Wake::Nobody),
-        }
-    }
-
-    /// A canceled taker's cleanup: leave the queue if still queued (if not,
-    /// an offerer popped it and gives its element to another taker).
+    /// A canceled taker's cleanup: leave the list if still listed (if not,
+    /// it was woken, and its wake-up is passed on where it is used up).
     fn cancel_taker(&self, id: WaiterId) {
-        let removed = self
-            .state
-            .lock()
-            .takers
-            .remove(id)
-            .map(|taker| taker.callback);
+        let removed = self.state.lock().takers.remove(id);
         drop(removed);
     }
 
-    /// A canceled bounded offerer's cleanup: leave the queue if still
-    /// queued (if not, a take promised it a place, and the promise, given
-    /// back or dropped, goes to the next offerer).
+    /// A canceled bounded offerer's cleanup, as [`Shared::cancel_taker`].
     fn cancel_offerer(&self, id: WaiterId) {
         let removed = self.state.lock().offerers.remove(id);
         drop(removed);
     }
 
-    /// A canceled synchronous offerer's cleanup: leave the queue (the
-    /// element was never offered) unless a taker already took it.
+    /// A canceled synchronous offerer's cleanup: leave the list (the
+    /// element was never offered) unless a take already claimed it.
     fn cancel_rendezvous(&self, id: WaiterId) {
         let removed = self.state.lock().rendezvous.remove(id);
         drop(removed);
@@ -521,22 +502,30 @@ impl core::error::Error for InvalidCapacity {}
 ///
 /// # Guarantees
 ///
-/// * A bounded or dropping queue never holds more than its capacity:
-///   [`Queue::len`] counts the buffered elements and those on their way to
-///   a taker that has not received them yet, and it never exceeds the
-///   capacity, also while takers are canceled.
-/// * A bounded `offer` canceled while it waits has enqueued nothing: a take
-///   that frees a place only wakes the first waiting offerer, which puts
-///   its element in itself (as in Cats Effect 3.5).
-/// * Cancellation loses no element and duplicates none: an element on its
-///   way to a taker that is canceled goes to the next waiting taker, or
-///   back to the *front* of the buffer (its place was kept for it).
+/// * A bounded or dropping queue never holds more than its capacity.
+///   [`Queue::len`] counts the buffered elements, which are all it holds:
+///   [`Queue::try_take`] gets one exactly when `len()` is not 0, and
+///   [`Queue::try_offer`] puts one in exactly when `len()` is below the
+///   capacity (nothing is set aside for a fiber that has not run yet).
+/// * Progress under cancellation: an offer puts its element in the buffer
+///   and wakes one waiting taker; a take that frees a place wakes one
+///   waiting offerer; the woken fiber takes (or offers) again when it
+///   runs, and whoever runs first wins. A woken fiber that is canceled
+///   before it runs passes its wake-up on. So a queue whose waiters are
+///   canceled (timeouts) faster than they run still serves the fibers
+///   that do run (Cats Effect 3.6's rule).
+/// * Elements leave in FIFO order. Waiting fibers are woken in arrival
+///   order, but one that is overtaken by a fiber that ran first waits
+///   again, at the back: waiters are not served in strict arrival order.
+/// * A bounded `offer` canceled while it waits has enqueued nothing: its
+///   element stays in its program until it runs and finds a place.
+/// * Cancellation loses no element and duplicates none.
 /// * As in Cats Effect, a `take` that has completed is not canceled: if
 ///   the fiber is canceled right after, before its program uses the
 ///   element, the element is gone with the fiber.
 ///
 /// The protocol and its invariants are written down in the module
-/// `io-core/src/data/queue.rs`.
+/// `io-core/src/stdlib/data/queue.rs`.
 ///
 /// ```
 /// use spindle_effect::prelude::*;
@@ -568,7 +557,7 @@ impl<A> fmt::Debug for Queue<A> {
         f.debug_struct("Queue")
             .field("kind", &self.shared.kind)
             .field("capacity", &self.shared.capacity)
-            .field("len", &(state.buffer.len() + state.handed))
+            .field("len", &state.buffer.len())
             .field("takers", &state.takers.len())
             .field("offerers", &(state.offerers.len() + state.rendezvous.len()))
             .finish()
@@ -583,8 +572,6 @@ impl<A: Send + 'static> Queue<A> {
                 capacity,
                 state: Mutex::new(State {
                     buffer: VecDeque::new(),
-                    handed: 0,
-                    promised: 0,
                     takers: WaiterList::new(),
                     offerers: WaiterList::new(),
                     rendezvous: WaiterList::new(),
@@ -622,40 +609,44 @@ impl<A: Send + 'static> Queue<A> {
 
     /// A queue of at most `capacity` elements; an offer to a full queue
     /// drops the oldest element.
-    ///
-    /// An element handed to a taker is no longer in the buffer; if that
-    /// taker is canceled before it runs again and the buffer has filled up
-    /// meanwhile, the element (then the oldest) is the one dropped.
     pub fn circular_buffer(capacity: usize) -> Result<Self, InvalidCapacity> {
         Queue::checked(Kind::Circular, capacity)
     }
 
-    /// A queue without buffer: each `offer` waits for a `take` (rendezvous).
+    /// A queue without buffer: each `offer` waits for a `take`
+    /// (rendezvous).
     ///
-    /// Weaker than the other kinds under cancellation (module doc): an
-    /// element handed to a waiting taker that is canceled before it runs
-    /// again goes to the next waiting taker, or is kept for the next take
-    /// (so [`Queue::len`] can read 1 until then); and an offerer canceled
-    /// after a take moved its element out has offered it, although its
-    /// fiber ends `Canceled`. No element is lost or duplicated.
+    /// An offer that finds a take waiting (and no offer waiting before it)
+    /// hands its element over and completes at once: the element is buffered for the taker it wakes
+    /// (so [`Queue::len`] counts it and [`Queue::try_take`] gets it), and
+    /// the first take that runs gets it. One that finds none waits, its
+    /// element in its own entry, until a take claims it. Weaker than the
+    /// other kinds under cancellation (module doc): an element handed over
+    /// to takers that are all canceled before they run is kept for the next
+    /// take; and a waiting offerer canceled after a take claimed it has
+    /// offered its element, although its fiber ends `Canceled` (as in Cats
+    /// Effect). An offerer canceled before a take claimed it has offered
+    /// nothing. No element is lost or duplicated.
     pub fn synchronous() -> Self {
         Queue::with(Kind::Synchronous, 0)
     }
 
-    /// Elements held now: the buffered ones, and (bounded and dropping
-    /// queues) those on their way to a taker that has not received them
-    /// yet. Never more than the capacity of a bounded or dropping queue.
+    /// Elements held now: the buffered ones, every element the queue holds
+    /// (a synchronous queue's waiting offerers keep theirs: it holds only
+    /// what was handed over to a woken taker that has not taken it yet).
+    /// Never more than the capacity of a bounded or dropping queue.
     pub fn len(&self) -> usize {
-        let state = self.shared.state.lock();
-        state.buffer.len() + state.handed
+        self.shared.state.lock().buffer.len()
     }
 
-    /// How many fibers wait in `take` (for diagnostics and tests).
+    /// How many fibers wait in `take` (for diagnostics and tests): woken
+    /// ones that have not run yet are not counted.
     pub fn waiting_takers(&self) -> usize {
         self.shared.state.lock().takers.len()
     }
 
-    /// How many fibers wait in `offer` (for diagnostics and tests).
+    /// How many fibers wait in `offer` (for diagnostics and tests): woken
+    /// bounded offerers that have not run yet are not counted.
     pub fn waiting_offerers(&self) -> usize {
         let state = self.shared.state.lock();
         state.offerers.len() + state.rendezvous.len()
@@ -667,20 +658,18 @@ impl<A: Send + 'static> Queue<A> {
     }
 
     /// Offers without waiting: `false` if the element was not taken in (a
-    /// full bounded or dropping queue, a synchronous queue without taker,
-    /// a closed queue).
+    /// full bounded or dropping queue, a synchronous queue without a
+    /// waiting take, a closed queue); the element is then dropped.
     #[track_caller]
     pub fn try_offer<E: Send + 'static>(&self, element: A) -> IO<bool, E> {
         let shared = self.shared.clone();
         IO::delay_at::<Named<TryOffer>, _>(here(), move || {
-            let (result, wake) = shared.offer_now(element);
-            Shared::finish(&shared, wake);
-            matches!(result, OfferNow::Done)
+            matches!(Shared::offer_now(&shared, element), OfferNow::Done)
         })
     }
 
     /// Offers, waiting while a bounded queue is full (or, for a synchronous
-    /// queue, until a taker takes the element). An offer canceled while it
+    /// queue, until a take has the element). An offer canceled while it
     /// waits has not enqueued its element (a synchronous one: see
     /// [`Queue::synchronous`]).
     ///
@@ -690,16 +679,13 @@ impl<A: Send + 'static> Queue<A> {
     #[track_caller]
     pub fn offer<E: Send + 'static>(&self, element: A) -> IO<(), E> {
         let shared = self.shared.clone();
-        // The usual case, in one step: room in the buffer, or a waiting
-        // taker. A step is never interrupted, so it needs no mask; only a
-        // wait does.
+        // The usual case, in one step: room in the buffer (a waiting take).
+        // A step is never interrupted, so it needs no mask; only a wait does.
         IO::defer_at::<Named<Offer>, _>(here(), move || {
-            let (result, wake) = shared.offer_now(element);
-            Shared::finish(&shared, wake);
-            match result {
+            match Shared::offer_now(&shared, element) {
                 OfferNow::Done | OfferNow::Dropped | OfferNow::Closed(_) => IO::unit(),
                 OfferNow::Wait(element) if shared.kind == Kind::Synchronous => {
-                    Queue::offer_rendezvous(shared, element)
+                    Queue::offer_rendezvous(shared, element, |_refused| ())
                 }
                 // Refused by a close while it waited: the element is dropped.
                 OfferNow::Wait(element) => Queue::offer_waiting(shared, element, |_refused| ()),
@@ -730,13 +716,11 @@ impl<A: Send + 'static> Queue<A> {
     pub fn send<E: Send + 'static>(&self, element: A) -> IO<Result<(), QueueClosed<A>>, E> {
         let shared = self.shared.clone();
         IO::defer_at::<Named<SendElement>, _>(here(), move || {
-            let (result, wake) = shared.offer_now(element);
-            Shared::finish(&shared, wake);
-            match result {
+            match Shared::offer_now(&shared, element) {
                 OfferNow::Done | OfferNow::Dropped => IO::pure(Ok(())),
                 OfferNow::Closed(element) => IO::pure(Err(QueueClosed(element))),
                 OfferNow::Wait(element) if shared.kind == Kind::Synchronous => {
-                    Queue::offer_rendezvous(shared, element).map_untraced(Ok)
+                    Queue::offer_rendezvous(shared, element, |r| r.map_err(QueueClosed))
                 }
                 OfferNow::Wait(element) => {
                     Queue::offer_waiting(shared, element, |r| r.map_err(QueueClosed))
@@ -747,72 +731,82 @@ impl<A: Send + 'static> Queue<A> {
 
     /// A bounded offer that has to wait for room: one suspension, whose
     /// registration checks the queue again under the lock and whose cleanup
-    /// leaves the list. It resumes with a promised place, which its program
-    /// fills with the element (which never left it); `out` makes the result
-    /// of that (`Err(element)` if the queue was closed first).
+    /// leaves the list. It resumes with a wake-up and offers again, in the
+    /// same step, with its element (which never left it); `out` makes the
+    /// result (`Err(element)` if the queue was closed first).
     fn offer_waiting<B: Send + 'static, E: Send + 'static>(
         shared: Arc<Shared<A>>,
         element: A,
         out: fn(Result<(), A>) -> B,
     ) -> IO<B, E> {
-        IO::from_callback_untraced(move |cb: Callback<Promise<A>, E>| {
+        IO::from_callback_untraced(move |cb: Callback<OffererWoken<A>, E>| {
             let mut state = shared.state.lock();
-            // The queue may have changed since `offer_now`.
-            if state.closed {
+            // The queue may have changed since the offer found it full:
+            // then retry at once (the wake-up is this offer's own).
+            if state.closed || shared.has_room(&state) {
                 drop(state);
-                cb.succeed(Promise { shared: None });
-                return None;
-            }
-            if shared.has_room(&state) {
-                state.promised += 1;
-                drop(state);
-                cb.succeed(Promise {
-                    shared: Some(shared),
-                });
+                cb.succeed(Woken::new(shared));
                 return None;
             }
             let id = state.offerers.push(cb.into_raw());
             drop(state);
-            Some(IO::delay_untraced(move || shared.cancel_offerer(id)))
+            // The cleanup holds the queue weakly (`wait/list.rs`): a queue
+            // gone meanwhile took the waiter with it.
+            Some(cleanup_weakly(shared, move |shared| {
+                shared.cancel_offerer(id)
+            }))
         })
-        .map_untraced(move |promise| out(promise.fill(element)))
+        .flat_map_untraced(move |woken| {
+            let shared = woken.into_shared();
+            match Shared::offer_now(&shared, element) {
+                OfferNow::Done | OfferNow::Dropped => IO::pure(out(Ok(()))),
+                OfferNow::Closed(element) => IO::pure(out(Err(element))),
+                // Overtaken by an offer that ran first: wait again.
+                OfferNow::Wait(element) => Queue::offer_waiting(shared, element, out),
+            }
+        })
     }
 
-    /// A synchronous offer that has to wait for a taker: one suspension,
+    /// A synchronous offer that has to wait for a take: one suspension,
     /// its element in its entry until a take moves it out (also after the
-    /// queue is closed: it is then part of what takes drain).
-    fn offer_rendezvous<E: Send + 'static>(shared: Arc<Shared<A>>, element: A) -> IO<(), E> {
-        IO::from_callback_untraced(move |cb: Callback<(), E>| {
+    /// queue is closed: it is then part of what takes drain). Its
+    /// registration wakes a taker that came meanwhile (it lists itself all
+    /// the same: a step that could be canceled before it ran must not be
+    /// where its element goes in).
+    fn offer_rendezvous<B: Send + 'static, E: Send + 'static>(
+        shared: Arc<Shared<A>>,
+        element: A,
+        out: fn(Rendezvous<A>) -> B,
+    ) -> IO<B, E> {
+        IO::from_callback_untraced(move |cb: Callback<Rendezvous<A>, E>| {
             let mut state = shared.state.lock();
-            // A taker may have come since `offer_now`.
-            if let Some(taker) = state.takers.pop() {
+            if state.closed {
                 drop(state);
-                Shared::deliver(&shared, taker.callback, element);
-                cb.succeed(());
+                cb.succeed(Err(element));
                 return None;
             }
             let id = state.rendezvous.push(Offerer {
                 element,
                 callback: cb.into_raw(),
             });
+            let next = state.takers.pop().map(|taker| taker.callback);
             drop(state);
+            Shared::wake_taker(&shared, next);
             // The cleanup holds the queue weakly (`wait/list.rs`): a queue
             // gone meanwhile took the waiter with it.
             Some(cleanup_weakly(shared, move |shared| {
                 shared.cancel_rendezvous(id)
             }))
         })
+        .map_untraced(out)
     }
 
-    /// Takes without waiting: `None` if the queue is empty.
+    /// Takes without waiting: `None` if the queue is empty (for a
+    /// synchronous queue: if no offer waits).
     #[track_caller]
     pub fn try_take<E: Send + 'static>(&self) -> IO<Option<A>, E> {
         let shared = self.shared.clone();
-        IO::delay_at::<Named<TryTake>, _>(here(), move || {
-            let (element, wake) = shared.take_locked(&mut shared.state.lock());
-            Shared::finish(&shared, wake);
-            element
-        })
+        IO::delay_at::<Named<TryTake>, _>(here(), move || Shared::take_now(&shared).0)
     }
 
     /// Takes the first element, waiting while the queue is empty. A take
@@ -827,16 +821,9 @@ impl<A: Send + 'static> Queue<A> {
         // The usual case, in one step: an element buffered, or a waiting
         // offerer's. A step is never interrupted, so it needs no mask; only
         // a wait does.
-        IO::defer_at::<Named<Take>, _>(here(), move || {
-            let (element, wake) = shared.take_locked(&mut shared.state.lock());
-            Shared::finish(&shared, wake);
-            match element {
-                Some(element) => IO::pure(element),
-                None => Queue::take_waiting(shared, false, |element| match element {
-                    Some(element) => element,
-                    None => unreachable!("io-core: only a receive is woken by close"),
-                }),
-            }
+        IO::defer_at::<Named<Take>, _>(here(), move || match Shared::take_now(&shared).0 {
+            Some(element) => IO::pure(element),
+            None => Queue::take_waiting(shared, None, core::convert::identity),
         })
     }
 
@@ -847,18 +834,10 @@ impl<A: Send + 'static> Queue<A> {
     #[track_caller]
     pub fn receive<E: Send + 'static>(&self) -> IO<Option<A>, E> {
         let shared = self.shared.clone();
-        IO::defer_at::<Named<Receive>, _>(here(), move || {
-            let (element, closed, wake) = {
-                let mut state = shared.state.lock();
-                let (element, wake) = shared.take_locked(&mut state);
-                (element, state.closed, wake)
-            };
-            Shared::finish(&shared, wake);
-            match element {
-                Some(element) => IO::pure(Some(element)),
-                None if closed => IO::pure(None),
-                None => Queue::take_waiting(shared, true, core::convert::identity),
-            }
+        IO::defer_at::<Named<Receive>, _>(here(), move || match Shared::take_now(&shared) {
+            (Some(element), _) => IO::pure(Some(element)),
+            (None, true) => IO::pure(None),
+            (None, false) => Queue::take_waiting(shared, Some(|| None), Some),
         })
     }
 
@@ -871,12 +850,7 @@ impl<A: Send + 'static> Queue<A> {
     /// bounded queue, which are woken. What is left (buffered elements,
     /// elements of synchronous offers already waiting) is still taken, in
     /// order; then [`Queue::receive`] gives `None`, and waiting `receive`s
-    /// are woken with `None`.
-    ///
-    /// One race is not closed: an element on its way to a taker that is
-    /// canceled at the moment the queue is closed comes back to the queue,
-    /// possibly after a waiting `receive` was told `None`; a later
-    /// `receive` or `try_take` still gets it.
+    /// are woken and end with `None`.
     #[track_caller]
     pub fn close<E: Send + 'static>(&self) -> IO<bool, E> {
         let shared = self.shared.clone();
@@ -888,32 +862,30 @@ impl<A: Send + 'static> Queue<A> {
         self.shared.state.lock().closed
     }
 
-    /// A take that has to wait: one suspension, resumed with the element
-    /// by the offerer that pops it (or, for a `receive`, with none when the
-    /// queue is closed); its registration checks the queue again under the
-    /// lock, and its cleanup leaves the list. `out` makes the result of
-    /// what it received (in the same step: no extra node).
+    /// A take that has to wait: one suspension, resumed with a wake-up by
+    /// an offer (or, for a `receive`, by `close`), after which it takes
+    /// again, in the same step; its registration checks the queue again
+    /// under the lock, and its cleanup leaves the list. `on_closed` (a
+    /// `receive`'s) is its result once the queue is closed and drained;
+    /// `out` makes the result of an element (in the same step: no extra
+    /// node).
     fn take_waiting<B: Send + 'static, E: Send + 'static>(
         shared: Arc<Shared<A>>,
-        closable: bool,
-        out: fn(Option<A>) -> B,
+        on_closed: Option<fn() -> B>,
+        out: fn(A) -> B,
     ) -> IO<B, E> {
-        IO::from_callback_untraced(move |cb: Callback<Handed<A>, E>| {
+        IO::from_callback_untraced(move |cb: Callback<TakerWoken<A>, E>| {
             let mut state = shared.state.lock();
-            let (element, wake) = shared.take_locked(&mut state);
-            if element.is_some() || (closable && state.closed) {
+            // Something may have come since the take found nothing: then
+            // take again at once (the wake-up is this take's own).
+            if state.has_element() || (on_closed.is_some() && state.closed) {
                 drop(state);
-                Shared::finish(&shared, wake);
-                cb.succeed(Handed {
-                    element,
-                    counted: false,
-                    shared,
-                });
+                cb.succeed(Woken::new(shared));
                 return None;
             }
             let id = state.takers.push(Taker {
                 callback: cb.into_raw(),
-                closable,
+                closable: on_closed.is_some(),
             });
             drop(state);
             // The cleanup holds the queue weakly (`wait/list.rs`): a queue
@@ -922,7 +894,15 @@ impl<A: Send + 'static> Queue<A> {
                 shared.cancel_taker(id)
             }))
         })
-        .map_untraced(move |handed| out(handed.receive()))
+        .flat_map_untraced(move |woken| {
+            let shared = woken.into_shared();
+            match (Shared::take_now(&shared), on_closed) {
+                ((Some(element), _), _) => IO::pure(out(element)),
+                ((None, true), Some(end)) => IO::pure(end()),
+                // Overtaken by a take that ran first: wait again.
+                ((None, _), _) => Queue::take_waiting(shared, on_closed, out),
+            }
+        })
     }
 }
 

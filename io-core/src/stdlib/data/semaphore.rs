@@ -1,30 +1,37 @@
-//! `Semaphore`: permits handed out in FIFO order.
+//! `Semaphore`: permits for fibers (Cats Effect's `Semaphore`).
 //!
 //! # Protocol
 //!
-//! The state is the number of available permits and a FIFO queue of
-//! waiters (`permits.rs`: the count is one atomic word, with a flag for
-//! "waiters queued"; the queue is behind a short lock). `acquire` takes a
-//! permit at once if one is available and nobody waits (a compare-and-swap,
-//! no lock); otherwise it queues a waiter and suspends.
-//! `release` hands its permit to the first waiter (if its fiber was
-//! canceled meanwhile, its cleanup gives the permit back) or, with nobody
-//! waiting, makes it available (a compare-and-swap, no lock).
+//! The state is the number of free permits and a FIFO list of waiters
+//! (`permits.rs`: the count is one atomic word, with a flag for "waiters
+//! listed"; the list is behind a short lock). `acquire` takes a permit at
+//! once if one is free (a compare-and-swap, no lock), whether or not
+//! fibers wait; otherwise it lists a waiter and suspends. `release` puts
+//! its permit in the count (a compare-and-swap while nobody waits) and
+//! wakes the first waiter; the woken fiber takes the permit when it runs,
+//! unless a fiber that ran first took it, and then waits again, at the
+//! back (barging, as in Cats Effect 3.6's queues; `permits.rs` says why a
+//! permit handed to a waiter, the design up to this version, froze under
+//! short timeouts, and why no wake-up is lost and every fiber that runs
+//! while permits are free gets them).
 //!
-//! Cancellation gives no permit away: the wait runs under `poll` inside an
-//! uncancelable region with an `on_cancel` cleanup. The cleanup finds the
-//! waiter still queued (it removes it), or finds that the permit was already
-//! handed over (the fiber was resumed, and canceled right after): it then
-//! releases that permit again; a fiber canceled before its registration ran
-//! holds nothing and gives nothing back.
+//! A waiter is resumed with a wake-up ([`Woken`]): the number of permits
+//! it wants and a strong reference to the semaphore. Its program uses it
+//! up in the step that retries. If the fiber is canceled before that step
+//! (the wake-up comes back to the waker, or is dropped with the canceled
+//! program), the wake-up goes to the next waiter. A waiter canceled while
+//! listed leaves the list (its cleanup). So cancellation gives no permit
+//! away, and takes none: permits are only ever in the count or held by a
+//! program that took them.
 //!
-//! `acquire_n(n)` is all or nothing towards the program (Cats Effect's
-//! `acquireN`), but a waiter gathers its permits in its queue entry as
-//! releases come, first come first served (`permits.rs`): a waiter for
-//! many permits is not overtaken by later waiters for fewer. Its
-//! cancellation cleanup gives back exactly what it had gathered (all `n`
-//! once granted). `release_n(n)` fills the waiters' entries in arrival
-//! order and puts the rest in the count.
+//! `acquire_n(n)` is all or nothing (Cats Effect's `acquireN`): a waiter
+//! is woken only once the free permits cover all it wants beyond what the
+//! waiters woken before it want, and it then takes them all at once. The
+//! first waiter is woken before any later one, however few permits those
+//! want: a waiter for many permits is not overtaken by later waiters for
+//! fewer (fibers that arrive while permits are free take them, though,
+//! and can overtake it). `release_n(n)` adds its permits to the count and
+//! wakes as many waiters, in arrival order, as they cover.
 //!
 //! No count overflows: `new` refuses more than `MAX_PERMITS` with
 //! `InvalidPermits::TooMany`, and a release that would take the free
@@ -39,29 +46,32 @@
 //! that a `defer` returns in the same step, before it can observe
 //! cancellation again: no masked region, no waiter, and the use runs with
 //! its caller's cancelability. The release is done while the finalizer is
-//! built, so it has no step of its own either.
+//! built, so it has no step of its own either. When it has to wait, the
+//! wait runs under the `poll` of a masked region, and the retry that takes
+//! the permit installs the release before the region unmasks.
 //!
 //! # Waiters nobody can wake
 //!
 //! A waiting fiber holds the semaphore only weakly (its cleanup's
-//! reference): the queue holds the waiter's callback, and so the fiber,
+//! reference): the list holds the waiter's callback, and so the fiber,
 //! and a strong reference back would be a cycle that nothing frees. The
-//! release that completes a waiter grants it under the queue's lock, and
-//! the grant hands it a strong reference together with its permits (its
-//! ticket, `wait/list.rs`, "Holding what one waits on"): resumed, the fiber
-//! holds the semaphore while it holds the permit (`with_permit`,
-//! `with_lock`, `lock()`) and releases it to the fibers queued behind it,
-//! even if every other handle is gone by then; canceled before it resumes,
-//! its cleanup gives the permits back through that reference. So when the
-//! last handle of a semaphore (and every program built from one, and every
-//! holder of a permit) is gone, the semaphore is dropped with its queue,
-//! and the fibers waiting in it are freed without running their finalizers
-//! (`wait/cell.rs`, "Waits nobody can end", which also lists the cycles
-//! that reference counting cannot see).
+//! release that wakes a waiter holds the semaphore, and hands the woken
+//! fiber a strong reference in its wake-up (`wait/list.rs`, "Holding what
+//! one waits on"): the fiber retries with
+//! it, and keeps it while it holds the permit it took (`with_permit`,
+//! `with_lock`, `lock()`), so that it releases the permit to the fibers
+//! listed behind it even if every other handle is gone by then; canceled
+//! before it retries, it passes the wake-up on through that reference. So
+//! when the last handle of a semaphore (and every program built from one,
+//! and every holder of a permit) is gone, the semaphore is dropped with
+//! its list, and the fibers waiting in it are freed without running their
+//! finalizers (`wait/cell.rs`, "Waits nobody can end", which also lists
+//! the cycles that reference counting cannot see).
 
 use core::fmt;
+use core::mem::ManuallyDrop;
 
-use super::permits::{MAX_PERMITS, Overflow, Permits, Waiting};
+use super::permits::{MAX_PERMITS, Overflow, Permits, Registered, Waiting};
 use crate::combinators::monad_cancel::Poll;
 use crate::engine::erased::Value;
 use crate::engine::tracing::{Internal, NO_SITE, Named, OpMeta, Site, here};
@@ -69,7 +79,7 @@ use crate::fiber::{Callback, RawCallback};
 use crate::io::IO;
 use crate::stdlib::resource::Resource;
 use crate::sync::Arc;
-use crate::wait::list::{Claim, Ticket, cleanup_through};
+use crate::wait::list::cleanup_weakly;
 
 // The operations as traces name them.
 crate::engine::tracing::trace_ops! {
@@ -83,48 +93,73 @@ crate::engine::tracing::trace_ops! {
 }
 
 struct Waiter {
-    /// Resumes the waiting fiber (with `()`).
+    /// Resumes the waiting fiber (with a [`Woken`]).
     callback: RawCallback,
-    /// Granted (with a strong reference to the semaphore) under the
-    /// queue's lock when a release gives this waiter its last missing
-    /// permit (`wake`).
-    ticket: Arc<Ticket<Shared>>,
-    /// The permits it asked for.
-    wanted: usize,
-    /// The permits given to it so far (by `take_or_wait_n` and releases).
-    got: usize,
+    /// The permits it wants.
+    wants: usize,
 }
 
 impl Waiting for Waiter {
-    fn missing(&self) -> usize {
-        self.wanted - self.got
-    }
-
-    fn give(&mut self, n: usize) {
-        self.got += n;
+    fn wants(&self) -> usize {
+        self.wants
     }
 }
 
-/// Grants a waiter that has all its permits, and wakes it: called under
-/// the queue's lock by the release that gave it its last permit
-/// (`permits.rs`), which holds `shared`. From the grant on, the permits
-/// and a strong reference to the semaphore are the waiter's
-/// (`wait/list.rs`, "Holding what one waits on"): resumed, its fiber holds
-/// the semaphore while it holds the permits; canceled meanwhile, its
-/// cleanup gives them back through that reference.
-fn wake(shared: &Arc<Shared>, waiter: Waiter) {
-    waiter.ticket.grant(shared);
-    // The fiber, suspended until the callback completes, holds its own
-    // references to the ticket: this one is never the last.
-    drop(waiter.ticket);
-    let _ = waiter.callback.complete(Ok(Value::unit()));
+/// A wake-up: what a woken waiter's suspension resumes with (module doc).
+/// Used up by [`Woken::into_shared`] in the step that retries; dropped
+/// unused (its fiber was canceled first), it passes the wake-up on.
+struct Woken {
+    /// The semaphore, held strongly (module doc, "Waiters nobody can wake").
+    shared: ManuallyDrop<Arc<Shared>>,
+    wants: usize,
+}
+
+impl Woken {
+    /// The woken fiber retries with the semaphore.
+    fn into_shared(self) -> Arc<Shared> {
+        let mut this = ManuallyDrop::new(self);
+        // SAFETY: `this` is never dropped (it is a `ManuallyDrop`) nor used
+        // again, so its `Drop` does not take the `Arc` too: it is moved out
+        // exactly once.
+        unsafe { ManuallyDrop::take(&mut this.shared) }
+    }
+}
+
+impl Drop for Woken {
+    fn drop(&mut self) {
+        // SAFETY: `drop` runs at most once, and never for a wake-up that
+        // `into_shared` used up (it forgets it): the `Arc` is taken once.
+        let shared = unsafe { ManuallyDrop::take(&mut self.shared) };
+        shared.pass_on(self.wants, |waiter| wake(&shared, waiter));
+    }
+}
+
+/// Resumes a waiter taken off the list, with a wake-up that holds
+/// `shared` (whose holder, a releaser or a fiber passing a wake-up on,
+/// holds it strongly): `true` if it reached the fiber, `false` if the
+/// fiber's cancellation claimed its suspension first (the wake-up is then
+/// used up here, and the caller passes it on: `permits.rs`). Called without
+/// the list's lock.
+fn wake(shared: &Arc<Shared>, waiter: Waiter) -> bool {
+    let woken = Woken {
+        shared: ManuallyDrop::new(shared.clone()),
+        wants: waiter.wants,
+    };
+    let Err(given_back) = waiter.callback.complete_or_give_back(Ok(Value::new(woken))) else {
+        return true;
+    };
+    let (Ok(value) | Err(value)) = given_back;
+    // SAFETY: the value was made just above from a `Woken`.
+    let woken = unsafe { value.take::<Woken>() };
+    drop(woken.into_shared());
+    false
 }
 
 /// The permits and the waiters (`permits.rs`: a free permit is taken, and
 /// a permit given back with nobody waiting, without a lock).
 type Shared = Permits<Waiter>;
 
-/// The releases, on the semaphore's `Arc`: a release that grants a waiter
+/// The releases, on the semaphore's `Arc`: a release that wakes a waiter
 /// hands it a strong reference (`wake`).
 trait Releases {
     fn release_one(&self) -> Result<(), Overflow>;
@@ -133,23 +168,28 @@ trait Releases {
 }
 
 impl Releases for Arc<Shared> {
-    /// Gives one permit back: to the first waiter, or to the count.
+    /// Gives one permit back, waking the first waiter.
     #[inline]
     fn release_one(&self) -> Result<(), Overflow> {
-        self.release(|waiter| wake(self, waiter))
+        self.release(1, |waiter| wake(self, waiter))
     }
 
-    /// Gives `n` permits back: to the waiters in arrival order, then to
-    /// the count.
+    /// Gives `n` permits back, waking the waiters they cover, in arrival
+    /// order.
+    #[inline]
     fn release_many(&self, n: usize) -> Result<(), Overflow> {
-        self.release_n(n, |waiter| wake(self, waiter))
+        if n == 0 {
+            return Ok(());
+        }
+        self.release(n, |waiter| wake(self, waiter))
     }
 
     /// Gives back permits that a fiber of this semaphore took (a `with_permit`
-    /// ending, a canceled `acquire_n`). They can only overflow the count if
-    /// releases without an acquire filled it meanwhile; they are then not
-    /// added (the count stays at its largest value), which is documented on
+    /// ending). They can only overflow the count if releases without an
+    /// acquire filled it meanwhile; they are then not added (the count
+    /// stays at its largest value), which is documented on
     /// [`Semaphore::release_n`].
+    #[inline]
     fn give_back(&self, n: usize) {
         let _ = self.release_many(n);
     }
@@ -337,10 +377,11 @@ impl Semaphore {
     }
 
     /// Waits until `n` permits can be taken, and takes them all at once
-    /// (all or nothing, Cats Effect's `acquireN`). Waiters are served in
-    /// arrival order: a waiter for many permits is not overtaken by later
-    /// waiters for fewer. Canceling the wait gives back the permits it had
-    /// gathered so far, and no more. `acquire_n(0)` takes nothing and never
+    /// (all or nothing, Cats Effect's `acquireN`). Waiters are woken in
+    /// arrival order, each once the free permits cover it: a waiter for
+    /// many permits is not overtaken by later waiters for fewer (but fibers
+    /// that arrive while permits are free take them, module doc). Canceling
+    /// the wait takes no permit. `acquire_n(0)` takes nothing and never
     /// waits; more than [`Semaphore::MAX_PERMITS`] can never be had, and
     /// such a wait only ends by cancellation.
     ///
@@ -369,16 +410,17 @@ impl Semaphore {
         })
     }
 
-    /// Takes a permit if one is free and nobody waits (`true`), without
-    /// waiting.
+    /// Takes a permit if one is free (`true`), without waiting, whether or
+    /// not fibers wait: it agrees with [`Semaphore::available`].
     #[track_caller]
     pub fn try_acquire<E: Send + 'static>(&self) -> IO<bool, E> {
         let shared = self.shared.clone();
         IO::delay_at::<Named<TryAcquire>, _>(here(), move || shared.try_take())
     }
 
-    /// Takes `n` permits if that many are free and nobody waits (`true`),
-    /// without waiting; all or nothing. `try_acquire_n(0)` is `true`.
+    /// Takes `n` permits if that many are free (`true`), without waiting,
+    /// whether or not fibers wait; all or nothing. `try_acquire_n(0)` is
+    /// `true`.
     ///
     /// ```
     /// use spindle_effect::prelude::*;
@@ -404,87 +446,73 @@ impl Semaphore {
 
     /// `acquire` (of `n` permits, at least 1) when it may have to wait.
     fn acquire_slow<E: Send + 'static>(shared: Arc<Shared>, n: usize) -> IO<(), E> {
-        IO::uncancelable_untraced(move |poll| {
-            Semaphore::wait_for(shared, n, Arc::new(Ticket::new()), poll)
-        })
+        Semaphore::wait_for(shared, n, None).map_untraced(drop)
     }
 
     /// `acquire` of one permit when it may have to wait, producing the
-    /// strong reference to the semaphore that its grant handed over
-    /// (`wait/list.rs`, "Holding what one waits on"), for the release.
-    /// Returned masked: the caller installs the release before it unmasks.
+    /// strong reference to the semaphore that its wake-up handed over
+    /// (module doc, "Waiters nobody can wake"), for the release. The wait
+    /// is cancelable where `poll` (of the caller's masked region) unmasks;
+    /// the result is returned masked: the caller installs the release
+    /// before it unmasks.
     fn acquire_slow_held<E: Send + 'static>(shared: Arc<Shared>, poll: Poll) -> IO<Arc<Shared>, E> {
-        let ticket = Arc::new(Ticket::new());
-        let granted = ticket.clone();
-        Semaphore::wait_for(shared, 1, ticket, poll).flat_map_untraced(move |()| {
-            match granted.take() {
-                Claim::Granted(held) => IO::pure(held),
-                // The wait ends only once granted, and only the cleanup of a
-                // canceled wait (which then does not come here) takes the
-                // ticket too: never reached.
-                Claim::Unasked | Claim::Waiting(_) | Claim::Ended => IO::never_untraced(),
+        Semaphore::wait_for(shared, 1, Some(poll))
+    }
+
+    /// Waits until `n` permits (at least 1) can be taken, and takes them:
+    /// one suspension (under `poll`, if given), whose registration lists a
+    /// waiter (or resumes it at once, if the permits are free for it) and
+    /// whose cleanup leaves the list; resumed with a wake-up, it takes the
+    /// permits in the step that receives it (`Permits::retry`), or waits
+    /// again if a fiber that ran first took them. While it waits, only its
+    /// cleanup refers to the semaphore, and weakly (`wait/cell.rs`, "Waits
+    /// nobody can end"): a semaphore nobody else can reach is freed with
+    /// its waiters. Produces the semaphore, held strongly.
+    fn wait_for<E: Send + 'static>(
+        shared: Arc<Shared>,
+        n: usize,
+        poll: Option<Poll>,
+    ) -> IO<Arc<Shared>, E> {
+        let wait: IO<Woken, E> = IO::from_callback_untraced(move |cb: Callback<Woken, E>| {
+            let waiter = Waiter {
+                callback: cb.into_raw(),
+                wants: n,
+            };
+            let registered = shared.queue().register(waiter);
+            match registered {
+                Registered::Listed(id) => {
+                    // `shared` is let go here: the waiter is held by the
+                    // list, the list only by the semaphore's other holders.
+                    Some(cleanup_weakly(shared, move |shared| {
+                        let left = shared.leave(id, |waiter| wake(shared, waiter));
+                        drop(left);
+                    }))
+                }
+                // Free for it now: retry at once (counted as woken).
+                Registered::Now(waiter) => {
+                    if !wake(&shared, waiter) {
+                        shared.pass_on(n, |waiter| wake(&shared, waiter));
+                    }
+                    None
+                }
+            }
+        });
+        let wait = match poll {
+            Some(poll) => poll.apply_untraced(wait),
+            None => wait,
+        };
+        wait.flat_map_untraced(move |woken| {
+            let shared = woken.into_shared();
+            if shared.retry(n, |waiter| wake(&shared, waiter)) {
+                IO::pure(shared)
+            } else {
+                // Overtaken by a fiber that ran first: wait again.
+                Semaphore::wait_for(shared, n, poll)
             }
         })
     }
 
-    /// The wait for `n` permits (at least 1), cancelable by `poll` (that of
-    /// the caller's masked region), its cleanup run masked: takes them at once or queues
-    /// a waiter with `ticket`, which the grant fills. While it waits, only
-    /// its cleanup refers to the semaphore, and weakly (`wait/cell.rs`,
-    /// "Waits nobody can end"): a semaphore nobody else can reach is freed
-    /// with its waiters.
-    fn wait_for<E: Send + 'static>(
-        shared: Arc<Shared>,
-        n: usize,
-        ticket: Arc<Ticket<Shared>>,
-        poll: Poll,
-    ) -> IO<(), E> {
-        let t1 = ticket.clone();
-        let weak = crate::sync::downgrade(&shared);
-        let wait: IO<(), E> = IO::from_callback_untraced(move |cb: Callback<(), E>| {
-            let mut queue = shared.queue();
-            let took = queue.take_or_wait_n(n);
-            if took == n {
-                t1.grant(&shared);
-                drop(queue);
-                cb.succeed(());
-            } else {
-                let ticket = t1.clone();
-                let id = queue.push(Waiter {
-                    callback: cb.into_raw(),
-                    ticket: t1,
-                    wanted: n,
-                    got: took,
-                });
-                ticket.waiting(id);
-            }
-            // `shared` is dropped here: the waiter is held by the queue,
-            // the queue only by the semaphore's other holders.
-            None
-        });
-        // A semaphore gone meanwhile took the waiter with it (a granted
-        // waiter's ticket holds it: then it is not gone).
-        let cleanup = cleanup_through(weak, move |shared: &Arc<Shared>| {
-            let held = {
-                // Under the queue's lock, so that no release grants this
-                // waiter between the read and the removal.
-                let mut queue = shared.queue();
-                match ticket.take() {
-                    Claim::Unasked | Claim::Ended => 0,
-                    // Still queued: what it gathered so far.
-                    Claim::Waiting(id) => queue.remove(id).map_or(0, |waiter| waiter.got),
-                    Claim::Granted(_) => n,
-                }
-            };
-            if held > 0 {
-                // The permits were ours already: give them back.
-                shared.give_back(held);
-            }
-        });
-        poll.apply_untraced(wait).on_cancel_untraced(cleanup)
-    }
-
-    /// Returns a permit (to the first waiter, or to the pool).
+    /// Returns a permit (to the count), waking the first waiter.
     ///
     /// `Err(PermitOverflow)`, with nothing released, if the free permits
     /// are at [`Semaphore::MAX_PERMITS`] already (a release without an
@@ -520,13 +548,12 @@ impl Semaphore {
         IO::delay_at::<Internal, _>(NO_SITE, move || shared.give_back(1))
     }
 
-    /// Returns `n` permits at once: to the waiters in arrival order (each
-    /// woken once it has all it asked for), then to the pool.
+    /// Returns `n` permits at once (to the count), waking the waiters they
+    /// cover, in arrival order.
     ///
     /// `Err(PermitOverflow)`, with nothing released, if the free permits
-    /// would pass [`Semaphore::MAX_PERMITS`]. Permits that a `with_permit`,
-    /// a [`Semaphore::permit`] or a canceled [`Semaphore::acquire_n`] give
-    /// back can only overflow if such releases filled the count meanwhile;
+    /// would pass [`Semaphore::MAX_PERMITS`]. Permits that a `with_permit`
+    /// or a [`Semaphore::permit`] give back can only overflow if such releases filled the count meanwhile;
     /// they are then not added (the count stays at its largest value).
     #[track_caller]
     pub fn release_n<E: Send + 'static>(&self, n: u64) -> IO<Result<(), PermitOverflow>, E> {
@@ -625,10 +652,10 @@ impl Semaphore {
                 return Semaphore::holding_at::<L, _, _>(lock_site, shared, used);
             }
             IO::uncancelable_untraced(move |poll| {
-                // Weakly while it waits, strongly once granted: the grant
-                // hands this fiber the semaphore with the permit, so that it
-                // gives the permit on to the fibers queued behind it even if
-                // every other handle is gone by then (`wait/list.rs`).
+                // Weakly while it waits, strongly once woken: the wake-up
+                // hands this fiber the semaphore, so that it gives the
+                // permit on to the fibers listed behind it even if every
+                // other handle is gone by then (module doc).
                 Semaphore::acquire_slow_held(shared, poll).flat_map_untraced(move |held| {
                     let used = Semaphore::build_holding(&held, &value, f);
                     Semaphore::holding_at::<L, _, _>(lock_site, held, poll.apply_untraced(used))
@@ -665,7 +692,7 @@ impl Semaphore {
     /// run-loop then goes on at once).
     ///
     /// The release holds the semaphore strongly, as a fiber holds what it
-    /// has captured: a holder gives the permit on to the fibers queued
+    /// has captured: a holder gives the permit on to the fibers listed
     /// behind it (`wait/cell.rs`, "Waits nobody can end", lists the cycles
     /// this leaves). A weak one also cost about 100 instructions per
     /// uncontended `with_permit` (`mutex_lock`: +9%).

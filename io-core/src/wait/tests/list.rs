@@ -26,35 +26,6 @@ fn waiters_come_out_in_arrival_order_without_the_removed_ones() {
 }
 
 #[test]
-fn a_ticket_holds_nothing_while_waiting_and_a_strong_reference_once_granted() {
-    use crate::sync::Arc;
-    use crate::wait::list::{Claim, Ticket};
-    let owner = Arc::new(5u8);
-    let ticket = Ticket::new();
-    assert!(matches!(ticket.take(), Claim::Unasked));
-    ticket.waiting(3);
-    assert_eq!(
-        Arc::strong_count(&owner),
-        1,
-        "a waiting ticket holds nothing"
-    );
-    assert!(matches!(ticket.take(), Claim::Waiting(3)));
-    ticket.grant(&owner);
-    assert_eq!(
-        Arc::strong_count(&owner),
-        2,
-        "the grant hands over a reference"
-    );
-    let Claim::Granted(held) = ticket.take() else {
-        panic!("granted")
-    };
-    assert!(Arc::ptr_eq(&held, &owner));
-    assert!(matches!(ticket.take(), Claim::Ended), "taken once");
-    drop(held);
-    assert_eq!(Arc::strong_count(&owner), 1);
-}
-
-#[test]
 fn a_weak_cleanup_keeps_nothing_alive() {
     use crate::sync::Arc;
     let owner = Arc::new(7u8);

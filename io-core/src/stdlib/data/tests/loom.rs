@@ -1,113 +1,144 @@
-//! Loom model checks of a semaphore's permit word (`data::permits`):
-//! takes and releases without the lock racing waiters that queue and
-//! leave, and a grant that hands the waiter a strong reference (the
-//! `Ticket` of `wait/list.rs`) racing its cancellation; and of `Signal`'s
-//! protocol (`data::signal::Core`): a signal racing a wait's registration,
-//! its cancellation, a second signal, and a cancellation that must pass
-//! the wake-up on. (The join cell under `Deferred` has its models in
-//! `wait/tests/loom.rs`.)
+//! Loom model checks of a semaphore's permit word and wake-ups
+//! (`data::permits`): takes without the lock (barging) racing waiters that
+//! list themselves, are woken, retry and leave; a wake-up whose waiter is
+//! canceled, passed on; and of `Signal`'s protocol (`data::signal::Core`):
+//! a signal racing a wait's registration, its cancellation, a second
+//! signal, and a cancellation that must pass the wake-up on. (The join
+//! cell under `Deferred` has its models in `wait/tests/loom.rs`.)
 //! `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p spindle-core --lib --release -- loom`.
 
 use loom::sync::Arc;
-use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::thread;
 
-use crate::stdlib::data::permits::{Permits, Waiting};
-use crate::wait::list::{Claim, Ticket};
+use crate::stdlib::data::permits::{Permits, Registered, Waiting};
 
 // ----- Semaphore permits ------------------------------------------------------
 
-/// A waiter of the model: the flag a release sets (under the queue's lock,
-/// as `Semaphore` marks its ticket) when it hands the waiter its permit.
+/// Where a waiter of the model stands: listed (or not yet), woken, or
+/// canceled first; a fiber's suspension, which exactly one of a wake-up and
+/// a cancellation claims.
+const WAITING: usize = 0;
+const WOKEN: usize = 1;
+const CANCELED: usize = 2;
+
+/// A waiter of the model: what it wants, and its suspension.
 #[derive(Clone)]
-struct Granted(Arc<AtomicBool>);
-
-impl Granted {
-    fn new() -> Self {
-        Granted(Arc::new(AtomicBool::new(false)))
-    }
-
-    fn load(&self, order: Ordering) -> bool {
-        self.0.load(order)
-    }
+struct Probe {
+    wants: usize,
+    state: Arc<AtomicUsize>,
 }
 
-impl Waiting for Granted {
-    fn missing(&self) -> usize {
-        usize::from(!self.0.load(Ordering::SeqCst))
-    }
-
-    fn give(&mut self, n: usize) {
-        if n > 0 {
-            self.0.store(true, Ordering::SeqCst);
+impl Probe {
+    fn new(wants: usize) -> Self {
+        Probe {
+            wants,
+            state: Arc::new(AtomicUsize::new(WAITING)),
         }
     }
-}
 
-/// A waiter of the model for several permits: what it gathered so far,
-/// and the flag set once it has all of them.
-struct Gathering {
-    wanted: usize,
-    got: usize,
-    done: Arc<AtomicBool>,
-}
-
-impl Waiting for Gathering {
-    fn missing(&self) -> usize {
-        self.wanted - self.got
+    /// A wake-up, as `RawCallback::complete_or_give_back`: `false` if the
+    /// cancellation claimed the suspension first.
+    fn wake(self) -> bool {
+        self.state
+            .compare_exchange(WAITING, WOKEN, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
     }
 
-    fn give(&mut self, n: usize) {
-        self.got += n;
-        if self.got == self.wanted {
-            self.done.store(true, Ordering::SeqCst);
-        }
+    /// The cancellation: `true` if it claimed the suspension (the waiter
+    /// was not woken), `false` if a wake-up did first (the waiter then
+    /// holds a wake-up, and drops it: `Permits::pass_on`).
+    fn cancel(&self) -> bool {
+        self.state
+            .compare_exchange(WAITING, CANCELED, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+    }
+
+    fn woken(&self) -> bool {
+        self.state.load(Ordering::SeqCst) == WOKEN
     }
 }
 
-/// Takes a permit as `Semaphore` does: without the lock if one is free;
-/// otherwise under the lock, taking one freed meanwhile or queueing; then
-/// waits until a release hands it over.
-fn acquire(permits: &Permits<Granted>) {
-    if permits.try_take() {
-        return;
+impl Waiting for Probe {
+    fn wants(&self) -> usize {
+        self.wants
     }
-    let granted = Granted::new();
-    {
-        let mut queue = permits.queue();
-        if queue.take_or_wait_n(1) == 1 {
+}
+
+/// Takes `wants` permits as `Semaphore` does: without the lock if they are
+/// free; otherwise lists a waiter (or is resumed at once), waits until it
+/// is woken, and retries, waiting again if a thread that ran first took
+/// them.
+fn acquire(permits: &Permits<Probe>, wants: usize) {
+    loop {
+        if permits.try_take_n(wants) {
             return;
         }
-        queue.push(granted.clone());
-    }
-    while !granted.load(Ordering::SeqCst) {
-        thread::yield_now();
+        let probe = Probe::new(wants);
+        let registered = permits.queue().register(probe.clone());
+        match registered {
+            Registered::Now(waiter) => assert!(waiter.wake(), "not canceled"),
+            Registered::Listed(_) => {
+                while !probe.woken() {
+                    thread::yield_now();
+                }
+            }
+        }
+        if permits.retry(wants, Probe::wake) {
+            return;
+        }
     }
 }
 
-/// Gives a permit back as `Semaphore` does.
-fn release(permits: &Permits<Granted>) {
-    permits.release(drop).expect("no overflow in the model");
+/// Gives `n` permits back as `Semaphore` does.
+fn release(permits: &Permits<Probe>, n: usize) {
+    permits
+        .release(n, Probe::wake)
+        .expect("no overflow in the model");
+}
+
+/// `loom::model` with at most 3 preemptions per execution (unless
+/// `LOOM_MAX_PREEMPTIONS` says otherwise), for the three-thread model,
+/// whose waits spin: seconds instead of many minutes.
+fn bounded_model(f: impl Fn() + Sync + Send + 'static) {
+    let mut builder = loom::model::Builder::new();
+    if builder.preemption_bound.is_none() {
+        builder.preemption_bound = Some(3);
+    }
+    builder.check(f);
+}
+
+/// Nothing is left over: the permits are all in the count, nobody is
+/// listed, no wake-up is outstanding, and the flag is clear.
+fn assert_settled(permits: &Permits<Probe>, count: usize) {
+    assert_eq!(permits.available(), count);
+    assert_eq!(permits.queue().len(), 0);
+    assert_eq!(permits.pending(), 0);
+    assert!(
+        permits.try_take_n(count),
+        "the flag is clear: the permits can be taken"
+    );
 }
 
 /// Two threads take the only permit and give it back, each through the
-/// lock-free path or the queue, whatever the interleaving: never both
-/// inside at once, nobody waits forever (a release never misses a queued
-/// waiter), and the permit is back, with nobody queued, at the end.
+/// lock-free path or a wait, whatever the interleaving: never both inside
+/// at once, nobody waits forever (a release never misses a listed waiter,
+/// and a woken waiter overtaken by the other thread waits again), and the
+/// permit is back, with nobody listed, at the end.
 #[test]
 fn loom_permits_exclude_each_other_and_come_back() {
     loom::model(|| {
-        let permits = Arc::new(Permits::<Granted>::new(1));
+        let permits = Arc::new(Permits::<Probe>::new(1));
         let inside = Arc::new(AtomicUsize::new(0));
-        let use_permit = |permits: &Permits<Granted>, inside: &AtomicUsize| {
-            acquire(permits);
+        let use_permit = |permits: &Permits<Probe>, inside: &AtomicUsize| {
+            acquire(permits, 1);
             assert_eq!(
                 inside.fetch_add(1, Ordering::SeqCst),
                 0,
                 "one holder at a time"
             );
             inside.fetch_sub(1, Ordering::SeqCst);
-            release(permits);
+            release(permits, 1);
         };
         let other = {
             let (permits, inside) = (permits.clone(), inside.clone());
@@ -115,106 +146,104 @@ fn loom_permits_exclude_each_other_and_come_back() {
         };
         use_permit(&permits, &inside);
         other.join().unwrap();
-
-        assert_eq!(permits.available(), 1);
-        assert_eq!(permits.queue().len(), 0);
-        assert!(
-            permits.try_take(),
-            "the flag is clear: the permit can be taken"
-        );
+        assert_settled(&permits, 1);
     });
 }
 
-/// A queued waiter leaves (its fiber was canceled) while the holder gives
-/// the permit back: it is either removed before the release (the permit
-/// goes to the count) or was handed the permit first (then it gives it
-/// back). Either way the permit is back, once, and nobody is queued.
+/// A listed waiter is canceled while the holder gives the permit back: it
+/// leaves the list before the release (the permit stays in the count), or
+/// the release's wake-up fails to reach it (and is taken back), or it
+/// reached it (and the canceled waiter drops it, passing it on). Either
+/// way the permit is back, once, and nothing is left over.
 #[test]
-fn loom_a_waiter_leaving_as_the_permit_is_released_gives_no_permit_away() {
+fn loom_a_waiter_canceled_as_the_permit_is_released_takes_nothing() {
     loom::model(|| {
         // The only permit is held by this thread.
-        let permits = Arc::new(Permits::<Granted>::new(0));
+        let permits = Arc::new(Permits::<Probe>::new(0));
+        let probe = Probe::new(1);
+        let Registered::Listed(id) = permits.queue().register(probe.clone()) else {
+            panic!("no permit is free");
+        };
         let leaving = {
             let permits = permits.clone();
             thread::spawn(move || {
-                let granted = Granted::new();
-                let id = {
-                    let mut queue = permits.queue();
-                    if queue.take_or_wait_n(1) == 1 {
-                        // The permit was already back: take it, give it back.
-                        drop(queue);
-                        release(&permits);
-                        return;
-                    }
-                    queue.push(granted.clone())
-                };
-                // Canceled: leave the queue, or give back what was granted
-                // (read under the lock, as the cleanup reads its ticket).
-                let removed = permits.queue().remove(id).is_some();
-                if !removed {
-                    assert!(granted.load(Ordering::SeqCst), "popped means granted");
-                    release(&permits);
+                if probe.cancel() {
+                    // Its cleanup: leave the list, if still listed.
+                    drop(permits.leave(id, Probe::wake));
+                } else {
+                    // Woken first: the wake-up is dropped unused.
+                    permits.pass_on(1, Probe::wake);
                 }
             })
         };
-        release(&permits);
+        release(&permits, 1);
         leaving.join().unwrap();
-
-        assert_eq!(permits.available(), 1);
-        assert_eq!(permits.queue().len(), 0);
-        assert!(
-            permits.try_take(),
-            "the flag is clear: the permit can be taken"
-        );
+        assert_settled(&permits, 1);
     });
 }
 
-/// A waiter for two permits of a semaphore that has none, and two threads
-/// that each release one, while the waiter may leave (canceled): the
-/// waiter gets both or gives back what it gathered, so both permits end up
-/// either with it or in the count, never lost or doubled, and nobody is
-/// queued at the end.
+/// Two listed waiters; the release wakes the first, which is canceled at
+/// the same time. Whether the wake-up fails to reach it or reaches it and
+/// is dropped, the second waiter is woken: no wake-up is lost. It then
+/// takes the permit.
 #[test]
-fn loom_a_waiter_for_two_permits_gathers_them_from_two_releases_or_gives_them_back() {
+fn loom_the_wake_up_of_a_canceled_waiter_goes_to_the_next_one() {
     loom::model(|| {
-        let permits = Arc::new(Permits::<Gathering>::new(0));
-        let done = Arc::new(AtomicBool::new(false));
-        let id = {
-            let mut queue = permits.queue();
-            assert_eq!(queue.take_or_wait_n(2), 0);
-            queue.push(Gathering {
-                wanted: 2,
-                got: 0,
-                done: done.clone(),
-            })
+        let permits = Arc::new(Permits::<Probe>::new(0));
+        let (first, second) = (Probe::new(1), Probe::new(1));
+        let Registered::Listed(id) = permits.queue().register(first.clone()) else {
+            panic!("no permit is free");
         };
-        let releasers: alloc::vec::Vec<_> = (0..2)
-            .map(|_| {
-                let permits = permits.clone();
-                thread::spawn(move || permits.release(drop).expect("no overflow"))
-            })
-            .collect();
-        // Canceled: leave with what was gathered, or, granted, give both.
-        let held = {
-            let mut queue = permits.queue();
-            match queue.remove(id) {
-                Some(waiter) => waiter.got,
-                None => {
-                    assert!(done.load(Ordering::SeqCst), "popped means granted");
-                    2
+        assert!(matches!(
+            permits.queue().register(second.clone()),
+            Registered::Listed(_)
+        ));
+        let canceling = {
+            let permits = permits.clone();
+            thread::spawn(move || {
+                if first.cancel() {
+                    drop(permits.leave(id, Probe::wake));
+                } else {
+                    permits.pass_on(1, Probe::wake);
                 }
-            }
+            })
         };
-        permits.release_n(held, drop).expect("no overflow");
-        for releaser in releasers {
-            releaser.join().unwrap();
-        }
-        assert_eq!(permits.available(), 2);
-        assert_eq!(permits.queue().len(), 0);
-        assert!(
-            permits.try_take_n(2),
-            "the flag is clear: both can be taken"
-        );
+        release(&permits, 1);
+        canceling.join().unwrap();
+        assert!(second.woken(), "the wake-up went on to the second waiter");
+        assert!(permits.retry(1, Probe::wake), "and it takes the permit");
+        assert_settled(&permits, 0);
+    });
+}
+
+/// A waiter for two permits of a semaphore that has one free, a thread
+/// that releases another, and a thread that takes one without waiting if
+/// it can (barging) and gives it back: the waiter is woken only once two
+/// are free (beyond what woken waiters want), and either takes both or,
+/// overtaken, waits again and is woken by the barger's release. Nothing is
+/// lost or doubled.
+#[test]
+fn loom_a_waiter_for_two_permits_is_woken_once_both_are_free() {
+    bounded_model(|| {
+        let permits = Arc::new(Permits::<Probe>::new(1));
+        let releaser = {
+            let permits = permits.clone();
+            thread::spawn(move || release(&permits, 1))
+        };
+        let barger = {
+            let permits = permits.clone();
+            thread::spawn(move || {
+                if permits.try_take() {
+                    release(&permits, 1);
+                }
+            })
+        };
+        acquire(&permits, 2);
+        releaser.join().unwrap();
+        barger.join().unwrap();
+        assert_settled(&permits, 0);
+        release(&permits, 2);
+        assert_settled(&permits, 2);
     });
 }
 
@@ -224,12 +253,12 @@ fn loom_a_waiter_for_two_permits_gathers_them_from_two_releases_or_gives_them_ba
 fn loom_a_release_onto_a_full_count_is_refused_and_changes_nothing() {
     use crate::stdlib::data::permits::MAX_PERMITS;
     loom::model(|| {
-        let permits = Arc::new(Permits::<Granted>::new(MAX_PERMITS));
+        let permits = Arc::new(Permits::<Probe>::new(MAX_PERMITS));
         let taker = {
             let permits = permits.clone();
             thread::spawn(move || permits.try_take())
         };
-        let released = permits.release(drop).is_ok();
+        let released = permits.release(1, Probe::wake).is_ok();
         let took = taker.join().unwrap();
         assert!(took);
         // The release fits only after the take.
@@ -392,86 +421,4 @@ mod signal {
             );
         });
     }
-}
-
-// ----- Handing the semaphore over with its permit (`wait/list.rs`) --------------
-
-/// A waiter of the model as `Semaphore` queues it: a [`Ticket`] that the
-/// release that completes it grants, under the queue's lock, with a strong
-/// reference to the permits.
-struct Ticketed {
-    got: bool,
-    ticket: Arc<Ticket<Permits<Ticketed>>>,
-}
-
-impl Waiting for Ticketed {
-    fn missing(&self) -> usize {
-        usize::from(!self.got)
-    }
-
-    fn give(&mut self, n: usize) {
-        self.got |= n > 0;
-    }
-}
-
-/// A release as `Semaphore`'s: the waiter it completes is granted, with a
-/// strong reference, while the queue is still locked.
-fn release_granting(permits: &Arc<Permits<Ticketed>>) {
-    permits
-        .release(|waiter| waiter.ticket.grant(permits))
-        .expect("no overflow in the model");
-}
-
-/// A queued waiter is canceled while the holder releases the only permit
-/// and then lets go of its handle: the cleanup either removes the waiter
-/// (the permit went to the count) or finds it granted, and then gives the
-/// permit back through the reference the grant handed it. The permit is
-/// back exactly once, nobody is queued, and the ticket is taken once.
-#[test]
-fn loom_a_waiter_canceled_as_it_is_granted_gives_the_permit_back_through_its_grant() {
-    loom::model(|| {
-        // The only permit is held by this thread.
-        let permits = Arc::new(Permits::<Ticketed>::new(0));
-        let ticket = Arc::new(Ticket::new());
-        {
-            let mut queue = permits.queue();
-            assert_eq!(queue.take_or_wait_n(1), 0);
-            let id = queue.push(Ticketed {
-                got: false,
-                ticket: ticket.clone(),
-            });
-            ticket.waiting(id);
-        }
-        // The cleanup holds the permits weakly (strongly under loom).
-        let weak = crate::sync::downgrade(&permits);
-        let cleanup = {
-            let ticket = ticket.clone();
-            thread::spawn(move || {
-                let Some(permits) = weak.upgrade() else {
-                    return;
-                };
-                let claim = {
-                    let mut queue = permits.queue();
-                    match ticket.take() {
-                        Claim::Waiting(id) => {
-                            assert!(queue.remove(id).is_some(), "waiting means queued");
-                            None
-                        }
-                        Claim::Granted(owner) => Some(owner),
-                        Claim::Unasked | Claim::Ended => panic!("the ticket is taken once"),
-                    }
-                };
-                if let Some(owner) = claim {
-                    release_granting(&owner);
-                }
-            })
-        };
-        release_granting(&permits);
-        cleanup.join().unwrap();
-
-        assert!(matches!(ticket.take(), Claim::Ended));
-        assert_eq!(permits.available(), 1);
-        assert_eq!(permits.queue().len(), 0);
-        assert!(permits.try_take(), "the permit can be taken");
-    });
 }

@@ -1,0 +1,97 @@
+//! Storms of short timeouts and cancellations, for the progress tests of
+//! the data types (`data_queue.rs`, `data_semaphore.rs`,
+//! `data_mutex_latch.rs`).
+//!
+//! Many fibers each run an operation again and again until a window of
+//! real time has passed. Each run is under a random timeout of 0 to
+//! [`TIMEOUT_MICROS`] (`IO::timeout_option`: the operation runs on a child
+//! fiber, canceled at the deadline), and one run in eight is started as a
+//! fiber of its own and canceled after 0 to 3 cedes. With enough fibers, a
+//! fiber that a data type wakes is often canceled before it runs: the
+//! situation in which a data type that reserves an element, a place or a
+//! permit for the fiber it wakes stops serving the fibers that do run (a
+//! queue completed a few hundred operations a second there, against tens
+//! of thousands now). The tests count what completed and assert a minimum
+//! that the old crawl stays far below, and that a loaded machine running
+//! a debug build still passes many times over.
+
+use spindle_core::IO;
+use std::ops::ControlFlow;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// The longest timeout of a run of the operation, in microseconds.
+pub const TIMEOUT_MICROS: u64 = 2_000;
+
+/// The real time a storm lasts (then each fiber ends after its current
+/// run, within a few milliseconds).
+pub const WINDOW: Duration = Duration::from_millis(1_000);
+
+/// A small deterministic generator (xorshift64), one per fiber.
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// The generator of fiber `n` (any `n`).
+    pub fn new(n: u64) -> Self {
+        Rng(0x9E37_79B9_7F4A_7C15 ^ n.wrapping_mul(0xD1B5_4A32_D192_ED03) | 1)
+    }
+
+    /// The next random word.
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+/// `fibers` fibers, each running `op(fiber, random)` again and again, each
+/// run under a random timeout and one in eight canceled at random (module
+/// doc), until [`WINDOW`] has passed; ends once every fiber has ended.
+/// What a run did, it records itself (inside its own program, so that a
+/// record is made exactly when the operation completed).
+pub fn storm<E, F>(fibers: u64, op: F) -> IO<(), E>
+where
+    E: Send + 'static,
+    F: Fn(u64, u64) -> IO<(), E> + Send + Sync + 'static,
+{
+    let stop = Arc::new(AtomicBool::new(false));
+    let op = Arc::new(op);
+    let workers = {
+        let stop = stop.clone();
+        IO::par_traverse((0..fibers).collect(), move |fiber| {
+            let (stop, op) = (stop.clone(), op.clone());
+            let mut rng = Rng::new(fiber);
+            IO::tail_rec((), move |()| {
+                if stop.load(Ordering::Relaxed) {
+                    return IO::pure(ControlFlow::Break(()));
+                }
+                let r = rng.next();
+                let timeout = Duration::from_micros(r % (TIMEOUT_MICROS + 1));
+                let run = op(fiber, rng.next()).timeout_option(timeout).void();
+                let run = match (r >> 20) % 8 {
+                    0 => canceled_after((r >> 24) % 4, run),
+                    _ => run,
+                };
+                run.map(|()| ControlFlow::Continue(()))
+            })
+        })
+    };
+    let timer = IO::<(), E>::sleep(WINDOW)
+        .product_r(IO::delay(move || stop.store(true, Ordering::Relaxed)));
+    timer
+        .start()
+        .flat_map(move |timer| workers.product_r(timer.join_void()))
+}
+
+/// `io` as a fiber of its own, canceled after `cedes` turns of its starter
+/// (a no-op if it completed by then), and joined.
+fn canceled_after<E: Send + 'static>(cedes: u64, io: IO<(), E>) -> IO<(), E> {
+    io.start().flat_map(move |h| {
+        IO::traverse((0..cedes).collect(), |_| IO::cede())
+            .product_r(h.cancel())
+            .product_r(h.join_void())
+    })
+}
