@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use spindle_core::{Callback, IO, IORuntime, Outcome};
+use spindle_core::{Callback, FiberHandle, IO, IORuntime, Outcome};
 use spindle_exec_tokio::TokioExecutor;
 
 /// How long a test waits for something that should happen at once, before
@@ -196,30 +196,79 @@ fn waiting_fiber(
     }))
 }
 
-/// A multi-thread runtime of the test's own, for an attached executor.
-fn application_runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
+/// An executor attached to a multi-thread runtime of the test's own, with
+/// one [`waiting_fiber`] spawned on it.
+struct Attached {
+    runtime: tokio::runtime::Runtime,
+    executor: TokioExecutor,
+    slot: Slot,
+    dropped: Arc<AtomicUsize>,
+    finalized: Arc<AtomicUsize>,
+}
+
+impl Attached {
+    /// Spawns `wrap(waiting_fiber(..))` and returns once it waits, with
+    /// its task (the runtime's only one) parked; the fiber's handle too.
+    fn waiting<A: Send + 'static>(
+        wrap: impl FnOnce(IO<u32, ()>) -> IO<A, ()>,
+    ) -> (Self, FiberHandle<A, ()>) {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let executor = TokioExecutor::builder()
+            .handle(runtime.handle().clone())
+            .build()
+            .unwrap();
+        let (slot, dropped, finalized): (Slot, _, _) = Default::default();
+        let fiber = executor
+            .spawn(wrap(waiting_fiber(&slot, &dropped, &finalized)))
+            .unwrap();
+        eventually("the fiber waits", || slot.lock().unwrap().is_some());
+        assert_eq!(runtime.metrics().num_alive_tasks(), 1);
+        let attached = Attached {
+            runtime,
+            executor,
+            slot,
+            dropped,
+            finalized,
+        };
+        (attached, fiber)
+    }
+
+    /// The callback the waiting fiber left.
+    fn callback(&self) -> Callback<u32, ()> {
+        self.slot.lock().unwrap().take().unwrap()
+    }
+
+    fn dropped(&self) -> usize {
+        self.dropped.load(Ordering::SeqCst)
+    }
+
+    fn finalized(&self) -> usize {
+        self.finalized.load(Ordering::SeqCst)
+    }
+
+    /// Fails unless the runtime's tasks all end within the hang limit.
+    fn assert_its_task_ends(&self) {
+        eventually("its task ends", || {
+            self.runtime.metrics().num_alive_tasks() == 0
+        });
+    }
 }
 
 #[test]
 fn a_fiber_resumed_after_its_executor_shut_down_is_dropped_and_its_parked_task_ends() {
-    let runtime = application_runtime();
-    let executor = TokioExecutor::builder()
-        .handle(runtime.handle().clone())
-        .build()
-        .unwrap();
-    let handle = executor.handle().clone();
-    let (slot, dropped, finalized): (Slot, _, _) = Default::default();
-    let fiber = executor
-        .spawn(waiting_fiber(&slot, &dropped, &finalized))
-        .unwrap();
-    eventually("the fiber waits", || slot.lock().unwrap().is_some());
-    // The waiting fiber keeps its task, parked.
-    assert_eq!(runtime.metrics().num_alive_tasks(), 1);
+    let (attached, fiber) = Attached::waiting(|io| io);
+    let handle = attached.executor.handle().clone();
+    let Attached {
+        runtime,
+        executor,
+        slot,
+        dropped,
+        finalized,
+    } = attached;
     drop(executor);
     let cb = slot.lock().unwrap().take().unwrap();
     assert!(cb.succeed(1), "the wait was still open");
@@ -242,44 +291,23 @@ fn a_fiber_resumed_after_its_executor_shut_down_is_dropped_and_its_parked_task_e
 
 #[test]
 fn a_waiting_fiber_whose_callbacks_are_all_dropped_is_freed_and_its_parked_task_ends() {
-    let runtime = application_runtime();
-    let executor = TokioExecutor::builder()
-        .handle(runtime.handle().clone())
-        .build()
-        .unwrap();
-    let (slot, dropped, finalized): (Slot, _, _) = Default::default();
+    let (attached, fiber) = Attached::waiting(|io| io);
     // Not joined: nothing but its callback holds the fiber.
-    drop(
-        executor
-            .spawn(waiting_fiber(&slot, &dropped, &finalized))
-            .unwrap(),
-    );
-    eventually("the fiber waits", || slot.lock().unwrap().is_some());
-    assert_eq!(runtime.metrics().num_alive_tasks(), 1);
-    assert_eq!(executor.metrics().live_fibers, 1);
-    drop(slot.lock().unwrap().take());
-    assert_eq!(dropped.load(Ordering::SeqCst), 1);
-    assert_eq!(finalized.load(Ordering::SeqCst), 0);
-    assert_eq!(executor.metrics().live_fibers, 0);
-    eventually("its task ends", || runtime.metrics().num_alive_tasks() == 0);
+    drop(fiber);
+    assert_eq!(attached.executor.metrics().live_fibers, 1);
+    drop(attached.callback());
+    assert_eq!(attached.dropped(), 1);
+    assert_eq!(attached.finalized(), 0);
+    assert_eq!(attached.executor.metrics().live_fibers, 0);
+    attached.assert_its_task_ends();
 }
 
 #[test]
 fn a_fiber_resumed_on_a_running_executor_finishes_in_the_task_it_waited_in() {
-    let runtime = application_runtime();
-    let executor = TokioExecutor::builder()
-        .handle(runtime.handle().clone())
-        .build()
-        .unwrap();
-    let (slot, dropped, finalized): (Slot, _, _) = Default::default();
-    let fiber = executor
-        .spawn(waiting_fiber(&slot, &dropped, &finalized).map(|x| (x, tokio::task::try_id())))
-        .unwrap();
-    eventually("the fiber waits", || slot.lock().unwrap().is_some());
-    assert_eq!(runtime.metrics().num_alive_tasks(), 1);
-    let cb = slot.lock().unwrap().take().unwrap();
-    assert!(cb.succeed(41));
-    let (value, task) = executor
+    let (attached, fiber) = Attached::waiting(|io| io.map(|x| (x, tokio::task::try_id())));
+    assert!(attached.callback().succeed(41));
+    let (value, task) = attached
+        .executor
         .block_on(fiber.join::<()>())
         .unwrap()
         .succeeded()
@@ -288,6 +316,6 @@ fn a_fiber_resumed_on_a_running_executor_finishes_in_the_task_it_waited_in() {
         .unwrap();
     assert_eq!(value, 41);
     assert!(task.is_some(), "resumed inside its task");
-    assert_eq!(finalized.load(Ordering::SeqCst), 1);
-    eventually("its task ends", || runtime.metrics().num_alive_tasks() == 0);
+    assert_eq!(attached.finalized(), 1);
+    attached.assert_its_task_ends();
 }

@@ -246,6 +246,16 @@ where
         self.get_untraced().traced_as(&MEMOIZED_GET)
     }
 
+    /// How many callers of [`get`](Memoized::get) wait for the evaluation
+    /// under way now (0 when nothing is being evaluated). A snapshot: it
+    /// can change as soon as it is read.
+    pub fn waiting(&self) -> usize {
+        match &self.memo.lock().state {
+            State::Evaluating(evaluation) => evaluation.subscribers,
+            State::Unevaluated | State::Done(_) => 0,
+        }
+    }
+
     fn get_untraced(&self) -> IO<A, E> {
         let memo = self.clone();
         IO::defer_untraced(move || {

@@ -46,19 +46,68 @@ impl Drop for Item {
     }
 }
 
+/// The task's side of a model: the link, its waker (counting wakes) and
+/// the drop counter of the items delivered through it.
+struct Task {
+    link: Arc<TaskLink<Item>>,
+    drops: Arc<AtomicUsize>,
+    wakes: StdArc<CountingWaker>,
+    waker: Waker,
+}
+
+impl Task {
+    fn new() -> Self {
+        let wakes = StdArc::new(CountingWaker(AtomicUsize::new(0)));
+        Task {
+            link: Arc::new(TaskLink::new()),
+            drops: Arc::new(AtomicUsize::new(0)),
+            waker: Waker::from(wakes.clone()),
+            wakes,
+        }
+    }
+
+    /// A completer thread that delivers one item (the model's only
+    /// delivery) and drops it if the link hands it back; it ends with
+    /// whether the link took the item.
+    fn deliver_on_a_thread(&self) -> thread::JoinHandle<bool> {
+        let (link, drops) = (self.link.clone(), self.drops.clone());
+        thread::spawn(move || {
+            // SAFETY: the only delivery of the model.
+            match unsafe { link.deliver(Item(drops)) } {
+                Ok(()) => true,
+                Err(item) => {
+                    drop(item);
+                    false
+                }
+            }
+        })
+    }
+
+    fn wakes(&self) -> usize {
+        self.wakes.0.load(Ordering::SeqCst)
+    }
+
+    fn drops(&self) -> usize {
+        self.drops.load(Ordering::SeqCst)
+    }
+
+    /// Drops the task's waker and asserts that the link kept no clone.
+    fn assert_no_waker_left(self) {
+        drop(self.waker);
+        assert_eq!(
+            StdArc::strong_count(&self.wakes),
+            1,
+            "no waker clone left behind"
+        );
+    }
+}
+
 #[test]
 fn loom_a_delivery_racing_a_park_is_run_or_wakes_the_parked_task() {
     model(|| {
-        let link = Arc::new(TaskLink::new());
-        let drops = Arc::new(AtomicUsize::new(0));
-        let wakes = StdArc::new(CountingWaker(AtomicUsize::new(0)));
-        let waker = Waker::from(wakes.clone());
-        let completer = {
-            let (link, drops) = (link.clone(), drops.clone());
-            // SAFETY: the only delivery of the model.
-            thread::spawn(move || assert!(unsafe { link.deliver(Item(drops)) }.is_ok()))
-        };
-        let ran = match link.park(&waker) {
+        let task = Task::new();
+        let completer = task.deliver_on_a_thread();
+        let ran = match task.link.park(&task.waker) {
             Parked::Item(item) => {
                 drop(item);
                 true
@@ -66,108 +115,74 @@ fn loom_a_delivery_racing_a_park_is_run_or_wakes_the_parked_task() {
             Parked::Parked => false,
             Parked::Closed => panic!("nobody closed the link"),
         };
-        completer.join().unwrap();
+        assert!(completer.join().unwrap(), "an open link takes the item");
         if !ran {
             // Parked before the delivery: woken exactly once, and the
             // item is there for the poll the wake brings.
-            assert_eq!(wakes.0.load(Ordering::SeqCst), 1);
-            match link.take() {
+            assert_eq!(task.wakes(), 1);
+            match task.link.take() {
                 Taken::Item(item) => drop(item),
                 other => panic!("the woken task found {other:?}"),
             }
         } else {
-            assert_eq!(wakes.0.load(Ordering::SeqCst), 0);
+            assert_eq!(task.wakes(), 0);
         }
-        assert_eq!(drops.load(Ordering::SeqCst), 1);
-        drop(waker);
-        assert_eq!(
-            StdArc::strong_count(&wakes),
-            1,
-            "no waker clone left behind"
-        );
+        assert_eq!(task.drops(), 1);
+        task.assert_no_waker_left();
     });
 }
 
 #[test]
 fn loom_a_close_racing_a_park_wakes_the_parked_task_or_stops_it_parking() {
     model(|| {
-        let link = Arc::new(TaskLink::<Item>::new());
-        let wakes = StdArc::new(CountingWaker(AtomicUsize::new(0)));
-        let waker = Waker::from(wakes.clone());
+        let task = Task::new();
         let slot = {
-            let link = link.clone();
+            let link = task.link.clone();
             // The fiber was freed: its slot closes the link.
             thread::spawn(move || assert!(link.close().is_none()))
         };
-        let parked = match link.park(&waker) {
+        let parked = match task.link.park(&task.waker) {
             Parked::Parked => true,
             Parked::Closed => false,
             Parked::Item(_) => panic!("nothing was delivered"),
         };
         slot.join().unwrap();
         if parked {
-            assert_eq!(wakes.0.load(Ordering::SeqCst), 1);
+            assert_eq!(task.wakes(), 1);
         }
-        assert!(matches!(link.take(), Taken::Closed));
-        drop(waker);
-        assert_eq!(
-            StdArc::strong_count(&wakes),
-            1,
-            "no waker clone left behind"
-        );
+        assert!(matches!(task.link.take(), Taken::Closed));
+        task.assert_no_waker_left();
     });
 }
 
 #[test]
 fn loom_a_task_dropped_while_a_delivery_races_its_park_frees_the_item_once() {
     model(|| {
-        let link = Arc::new(TaskLink::new());
-        let drops = Arc::new(AtomicUsize::new(0));
-        let wakes = StdArc::new(CountingWaker(AtomicUsize::new(0)));
-        let waker = Waker::from(wakes.clone());
-        let completer = {
-            let (link, drops) = (link.clone(), drops.clone());
-            thread::spawn(move || {
-                // SAFETY: the only delivery of the model.
-                if let Err(item) = unsafe { link.deliver(Item(drops)) } {
-                    drop(item);
-                }
-            })
-        };
+        let task = Task::new();
+        let completer = task.deliver_on_a_thread();
         // The task parks, then the runtime drops it: its drop closes the
         // link and frees what was waiting.
-        if let Parked::Item(item) = link.park(&waker) {
+        if let Parked::Item(item) = task.link.park(&task.waker) {
             drop(item);
         }
-        drop(link.close());
+        drop(task.link.close());
+        // Taken or handed back: either way the item is freed once.
         completer.join().unwrap();
-        assert_eq!(drops.load(Ordering::SeqCst), 1);
-        drop(waker);
-        assert_eq!(
-            StdArc::strong_count(&wakes),
-            1,
-            "no waker clone left behind"
-        );
+        assert_eq!(task.drops(), 1);
+        task.assert_no_waker_left();
     });
 }
 
 #[test]
 fn loom_a_poll_nobody_asked_for_racing_a_delivery_loses_no_wake() {
     model(|| {
-        let link = Arc::new(TaskLink::new());
-        let drops = Arc::new(AtomicUsize::new(0));
-        let wakes = StdArc::new(CountingWaker(AtomicUsize::new(0)));
-        let waker = Waker::from(wakes.clone());
-        assert!(matches!(link.park(&waker), Parked::Parked));
-        let completer = {
-            let (link, drops) = (link.clone(), drops.clone());
-            // SAFETY: the only delivery of the model.
-            thread::spawn(move || assert!(unsafe { link.deliver(Item(drops)) }.is_ok()))
-        };
+        let task = Task::new();
+        assert!(matches!(task.link.park(&task.waker), Parked::Parked));
+        let completer = task.deliver_on_a_thread();
         // A spurious poll: look, and park again if nothing came.
-        let mut got = match link.take() {
+        let mut got = match task.link.take() {
             Taken::Item(item) => Some(item),
-            Taken::Empty => match link.park(&waker) {
+            Taken::Empty => match task.link.park(&task.waker) {
                 Parked::Item(item) => Some(item),
                 Parked::Parked => None,
                 Parked::Closed => panic!("nobody closed the link"),
@@ -175,22 +190,17 @@ fn loom_a_poll_nobody_asked_for_racing_a_delivery_loses_no_wake() {
             Taken::Waking => None,
             Taken::Closed => panic!("nobody closed the link"),
         };
-        completer.join().unwrap();
+        assert!(completer.join().unwrap(), "an open link takes the item");
         if got.is_none() {
             // Still parked (or a wake on its way): the wake came.
-            assert!(wakes.0.load(Ordering::SeqCst) >= 1);
-            match link.take() {
+            assert!(task.wakes() >= 1);
+            match task.link.take() {
                 Taken::Item(item) => got = Some(item),
                 other => panic!("the woken task found {other:?}"),
             }
         }
         drop(got);
-        assert_eq!(drops.load(Ordering::SeqCst), 1);
-        drop(waker);
-        assert_eq!(
-            StdArc::strong_count(&wakes),
-            1,
-            "no waker clone left behind"
-        );
+        assert_eq!(task.drops(), 1);
+        task.assert_no_waker_left();
     });
 }
