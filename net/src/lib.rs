@@ -86,8 +86,10 @@
 //!   socket's *write turn* from their first byte to their last, however
 //!   many system calls and waits that takes: another fiber's write never
 //!   lands inside a `write_all`. Writers that find the turn taken wait for
-//!   it and go in the order they came; a write canceled while it waits for
-//!   its turn has written nothing, one canceled midway has written a
+//!   it and are woken in the order they came, but a writer that runs
+//!   while the turn is free takes it (nothing is kept for a woken writer
+//!   that has not run yet, so writers under short timeouts keep writing);
+//!   a write canceled while it waits for its turn has written nothing, one canceled midway has written a
 //!   prefix (as alone) and hands the turn on. The uncontended case costs
 //!   two short lock acquisitions per write, and no allocation.
 //! * **Reads are not coordinated.** Each read takes the bytes that are

@@ -14,7 +14,7 @@ use spindle_core::IO;
 use spindle_core::untraced::Untraced as _;
 
 use crate::driver::{self, Direction, Readiness, Registration};
-use crate::write_lock::{LockOwner, Turn, WriteLock};
+use crate::write_lock::{LockOwner, Retake, Turn, WriteLock};
 
 /// A socket registered with a driver: a typed view of the descriptor that
 /// the [`Registration`] owns.
@@ -198,15 +198,8 @@ where
     let source = source.clone();
     IO::defer_untraced(move || {
         if !source.writer.try_lock() {
-            // Another write holds the turn: wait for it, in arrival order.
-            let turn = Turn::waiting(source.clone());
-            let state_for_queue = turn.state().clone();
-            let queue_owner = source;
-            return IO::from_callback_untraced(move |wake| {
-                queue_owner.writer.enqueue(&state_for_queue, wake);
-                None
-            })
-            .flat_map_untraced(move |()| {
+            // Another write holds the turn: wait for it.
+            return wait_for_turn(Turn::waiting(source)).flat_map_untraced(move |turn| {
                 retry(turn.owner(), direction, state, attempt).map_untraced(move |a| {
                     drop(turn);
                     a
@@ -243,6 +236,29 @@ where
             drop(turn);
             a
         })
+    })
+}
+
+/// Waits until `turn` holds its socket's write lock: lists it, and, woken,
+/// takes the lock, or lists it again if a writer that ran first holds it
+/// (`write_lock.rs`). The turn travels in the continuation, so a
+/// cancellation at any point gives back what it has (module doc there).
+fn wait_for_turn<T>(turn: Turn<Arc<Source<T>>>) -> IO<Turn<Arc<Source<T>>>, io::Error>
+where
+    T: Send + Sync + 'static,
+{
+    let state = turn.state().clone();
+    let owner = turn.owner().clone();
+    IO::from_callback_untraced(move |wake| {
+        owner.writer.enqueue(&state, wake);
+        None
+    })
+    .flat_map_untraced(move |()| match turn.owner().writer.retake(turn.state()) {
+        Retake::Taken => IO::pure(turn),
+        Retake::Held => wait_for_turn(turn),
+        Retake::TornDown => IO::raise_error_untraced(io::Error::other(
+            "the socket's executor shut down while a write waited for its turn",
+        )),
     })
 }
 

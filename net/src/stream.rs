@@ -231,8 +231,8 @@ pub struct ReadHalf<S: Split> {
 /// `Arc` needed. Writes through clones are each whole: a
 /// [`write_all`](WriteHalf::write_all) holds the socket's write turn from
 /// its first byte to its last, so another fiber's write never lands in
-/// the middle of it; writers that find the turn taken wait for it and go
-/// in arrival order (see [Sharing](crate#sharing)).
+/// the middle of it; writers that find the turn taken wait for it and are
+/// woken in arrival order (see [Sharing](crate#sharing)).
 ///
 /// Dropping the last clone (and every `IO` value built from them: a write
 /// in flight finishes first) shuts the write side down, so the peer reads

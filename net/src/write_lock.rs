@@ -13,23 +13,35 @@
 //!   without waiting, `unlock` gives it back in the same step. No node, no
 //!   allocation: a write that does not wait costs two uncontended mutex
 //!   acquisitions more than before.
-//! * **Held**: the writer queues a waiter (its fiber's callback and a
-//!   [`TurnState`] shared with the queue) and suspends; writers are served
-//!   in arrival order. `unlock` hands the lock to the first waiter (it
-//!   stays held: nobody can overtake it) and resumes it, outside the mutex.
-//! * **A writer owns a [`Turn`]** from the moment it may hold the lock
-//!   until its operation ends: the `Turn` is captured by the continuation
-//!   that runs after the wait (or after the write's own readiness wait),
-//!   and dropping it *leaves*: a queued turn is removed from the queue, a
-//!   granted one unlocks (handing the lock on). The run-loop drops a
+//! * **Held**: the writer lists a waiter (its fiber's callback and a
+//!   [`TurnState`] shared with the list) and suspends. `unlock` frees the
+//!   lock and *wakes* the first waiter (outside the mutex): the waiter is
+//!   taken off the list and resumed to take the lock when it runs
+//!   ([`WriteLock::retake`]). Nothing is reserved for it: a writer that
+//!   runs first while the lock is free takes it (the rule of io-core's
+//!   `Queue`, `Semaphore` and `Mutex`, Cats Effect 3.6's), and a woken
+//!   writer that finds it held lists itself again, at the back.
+//! * **A writer owns a [`Turn`]** from the moment it may hold the lock or
+//!   be woken until its operation ends: the `Turn` is captured by the
+//!   continuation that runs after the wait (or after the write's own
+//!   readiness wait), and dropping it *leaves*: a listed turn is removed
+//!   from the list, a held one unlocks (waking the next waiter), a woken
+//!   one passes its wake-up on to the next waiter. The run-loop drops a
 //!   continuation exactly once, whether it runs (the write ended with a
 //!   value), is skipped by an error, or is popped by a cancellation, and a
 //!   fiber that is freed without running (nothing could wake it) drops its
 //!   continuations too. So every way a write ends gives the turn back,
-//!   exactly once, without a masked region or a finalizer node; a writer
-//!   canceled after the lock was handed to it but before it resumed hands
-//!   it on the same way.
-//!
+//!   exactly once, without a masked region or a finalizer node.
+//! * **No lost wake-up, and progress.** At most one waiter is woken at a
+//!   time (`woken`), and whenever the mutex is free with the lock free and
+//!   waiters listed, one is woken and on its way: `unlock` wakes one when
+//!   none is, and a woken turn that ends (it took the lock, found it held
+//!   while a holder will unlock, or left) wakes the next one when the lock
+//!   is free. A lock never waits for a fiber that has not run: a writer
+//!   canceled between its wake-up and its run (the usual fate of the
+//!   oldest waiter under short timeouts) holds nothing, so the writers
+//!   that do run keep writing. Waiters are woken in arrival order; a
+//!   writer that arrives while the lock is free takes it.
 //! * **Teardown.** A turn given back outside every executor's fiber (no
 //!   I/O driver is current on the thread: an executor being dropped frees
 //!   the fibers that waited for readiness, and with them a writer that
@@ -41,8 +53,8 @@
 //!   a writer) the turn is always handed on.
 //!
 //! Every change of a turn's state happens under the mutex; no user code
-//! runs under it. Design credit: the FIFO hand-over is the one of
-//! io-core's `Semaphore` (and of tokio's `Mutex`), written anew over a
+//! runs under it. Design credit: wake-and-retry is Cats Effect 3.6's rule
+//! for its queues, as io-core's `Semaphore` has it, written anew over a
 //! fiber callback; no code is copied.
 //!
 //! [`Source`]: crate::source::Source
@@ -56,14 +68,16 @@ use spindle_core::Callback;
 
 use crate::sync::lock;
 
-/// Not queued yet (the wait has not registered).
+/// Not listed (the wait has not registered yet, or registers again).
 const NEW: u8 = 0;
-/// In the queue.
+/// In the list.
 const QUEUED: u8 = 1;
 /// Holds the lock.
 const GRANTED: u8 = 2;
-/// Gave the lock back, or left the queue.
+/// Gave the lock back, or left the list, or was freed at teardown.
 const DONE: u8 = 3;
+/// Taken off the list and resumed, to take the lock when it runs.
+const WOKEN: u8 = 4;
 
 /// The state of one writer's turn, shared by the writer and the queue
 /// (changed only under the lock's mutex).
@@ -89,7 +103,35 @@ struct Waiter {
 #[derive(Default)]
 struct Inner {
     held: bool,
+    /// Whether a woken turn is on its way (at most one: module doc).
+    woken: bool,
     waiters: VecDeque<Waiter>,
+}
+
+impl Inner {
+    /// While the lock is free, nobody is on the way to it and waiters are
+    /// listed: takes the first off the list, marked woken, for the caller
+    /// to resume outside the mutex.
+    fn wake_one(&mut self) -> Option<Callback<(), io::Error>> {
+        if self.held || self.woken {
+            return None;
+        }
+        let waiter = self.waiters.pop_front()?;
+        waiter.turn.set(WOKEN);
+        self.woken = true;
+        Some(waiter.wake)
+    }
+}
+
+/// What a woken writer finds when it runs ([`WriteLock::retake`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Retake {
+    /// It holds the lock now.
+    Taken,
+    /// Another writer ran first and holds it: wait again.
+    Held,
+    /// The lock was torn down while it waited (module doc, "Teardown").
+    TornDown,
 }
 
 /// The lock of one socket's writes (module documentation).
@@ -103,8 +145,18 @@ impl std::fmt::Debug for WriteLock {
         let inner = lock(&self.inner);
         f.debug_struct("WriteLock")
             .field("held", &inner.held)
+            .field("woken", &inner.woken)
             .field("waiting", &inner.waiters.len())
             .finish()
+    }
+}
+
+/// Resumes a woken waiter. `false` means its fiber was canceled first:
+/// its turn, woken now, passes the wake-up on when its continuation is
+/// dropped (module doc).
+fn resume(wake: Option<Callback<(), io::Error>>) {
+    if let Some(wake) = wake {
+        let _ = wake.succeed(());
     }
 }
 
@@ -120,46 +172,40 @@ impl WriteLock {
         }
     }
 
-    /// Gives the lock back: to the first waiter (resumed outside the
-    /// mutex), or free. Outside every executor's fiber, frees the waiters
-    /// instead (module documentation, "Teardown").
+    /// Gives the lock back and wakes the first waiter (resumed outside the
+    /// mutex) unless one is on its way already. Outside every executor's
+    /// fiber, frees the waiters instead (module documentation,
+    /// "Teardown").
     pub(crate) fn unlock(&self) {
         if !crate::driver::has_current() {
-            let waiters = {
-                let mut inner = lock(&self.inner);
-                inner.held = false;
-                for waiter in &inner.waiters {
-                    waiter.turn.set(DONE);
-                }
-                std::mem::take(&mut inner.waiters)
-            };
-            // Outside the mutex: dropping a callback may free its fiber,
-            // whose own turn then leaves (and finds itself done).
-            drop(waiters);
+            lock(&self.inner).held = false;
+            self.tear_down();
             return;
         }
-        let next = {
+        let wake = {
             let mut inner = lock(&self.inner);
-            match inner.waiters.pop_front() {
-                Some(waiter) => {
-                    waiter.turn.set(GRANTED);
-                    Some(waiter.wake)
-                }
-                None => {
-                    inner.held = false;
-                    None
-                }
-            }
+            inner.held = false;
+            inner.wake_one()
         };
-        if let Some(wake) = next {
-            // `false`: the waiter was canceled first; its turn, granted now,
-            // unlocks when its continuation is dropped (module doc).
-            let _ = wake.succeed(());
-        }
+        resume(wake);
+    }
+
+    /// Drops every listed waiter's callback (module doc, "Teardown").
+    fn tear_down(&self) {
+        let waiters = {
+            let mut inner = lock(&self.inner);
+            for waiter in &inner.waiters {
+                waiter.turn.set(DONE);
+            }
+            std::mem::take(&mut inner.waiters)
+        };
+        // Outside the mutex: dropping a callback may free its fiber,
+        // whose own turn then leaves (and finds itself done).
+        drop(waiters);
     }
 
     /// A waiting writer's registration: takes the lock at once if it is
-    /// free (and resumes `wake` at once), else queues the turn.
+    /// free (and resumes `wake` at once), else lists the turn at the back.
     pub(crate) fn enqueue(&self, turn: &Arc<TurnState>, wake: Callback<(), io::Error>) {
         let mut inner = lock(&self.inner);
         if turn.get() != NEW {
@@ -183,8 +229,32 @@ impl WriteLock {
         }
     }
 
-    /// A writer's turn ends: out of the queue if it waits there, the lock
-    /// handed on if it holds it; nothing otherwise. Idempotent.
+    /// A writer resumed after its registration: it holds the lock if
+    /// `enqueue` gave it at once; a woken one takes it if it is free (or
+    /// finds it held, and its turn is new again, to register anew).
+    pub(crate) fn retake(&self, turn: &Arc<TurnState>) -> Retake {
+        let mut inner = lock(&self.inner);
+        match turn.get() {
+            GRANTED => Retake::Taken,
+            WOKEN => {
+                inner.woken = false;
+                if inner.held {
+                    // The holder wakes the next waiter when it unlocks.
+                    turn.set(NEW);
+                    Retake::Held
+                } else {
+                    inner.held = true;
+                    turn.set(GRANTED);
+                    Retake::Taken
+                }
+            }
+            _ => Retake::TornDown,
+        }
+    }
+
+    /// A writer's turn ends: out of the list if it waits there, the lock
+    /// given back if it holds it, its wake-up passed on if it was woken;
+    /// nothing otherwise. Idempotent.
     pub(crate) fn leave(&self, turn: &Arc<TurnState>) {
         let mut inner = lock(&self.inner);
         match turn.get() {
@@ -206,6 +276,20 @@ impl WriteLock {
                 turn.set(DONE);
                 drop(inner);
                 self.unlock();
+            }
+            WOKEN => {
+                // Canceled between its wake-up and its run: the next
+                // waiter goes instead.
+                turn.set(DONE);
+                inner.woken = false;
+                if !crate::driver::has_current() {
+                    drop(inner);
+                    self.tear_down();
+                    return;
+                }
+                let wake = inner.wake_one();
+                drop(inner);
+                resume(wake);
             }
             _ => turn.set(DONE),
         }
