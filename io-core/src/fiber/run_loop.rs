@@ -5,7 +5,11 @@
 //! continuation as a [`Frame`] and goes on with its source; a result pops one
 //! frame per step. Fast path, as in Cats Effect's `IOFiber`: a `flat_map`,
 //! `map` or error handler whose source is already a value applies (or, for a
-//! handler, skips) its continuation without touching the stack.
+//! handler, skips) its continuation without touching the stack; and a
+//! `flat_map` or `map` whose source is a `delay` runs the thunk and applies
+//! its continuation in the same step (on 64-bit hosts), so a single-step
+//! operation followed by a bind (`Ref::modify(..).flat_map(..)`) never
+//! pushes a frame.
 //!
 //! After `auto_yield_after` steps the fiber saves the node it was about to
 //! evaluate and hands itself to [`Executor::reschedule_fiber`].
@@ -258,6 +262,24 @@ macro_rules! record {
             }
         }
     };
+}
+
+/// The `delay` a `flat_map` or `map` is about to evaluate, run in the
+/// same step (module doc, fast paths): `Ok` with the thunk when `$source`
+/// is a `delay` (on 64-bit hosts, as the IO blocks' inline awaits), `Err`
+/// with the node otherwise. The pair costs one push and pop of a frame and
+/// a step less (`Ref::modify(..).flat_map(..)`, `delay(..).flat_map(..)`);
+/// the thunk's step is still charged to the auto-yield budget. A panic in
+/// the thunk drops the continuation with the native stack, as a panic in
+/// any continuation does.
+macro_rules! delay_source {
+    ($source:expr) => {{
+        #[cfg(target_pointer_width = "64")]
+        let r = $source.into_delay();
+        #[cfg(not(target_pointer_width = "64"))]
+        let r = Err::<crate::engine::erased::ErasedFn<(), Value>, Node>($source);
+        r
+    }};
 }
 
 /// The shape every step that waits shares (`from_callback`, its form with
@@ -713,10 +735,17 @@ fn run_loop<X: Executor, const TRACING: bool>(
                 match source.into_settled() {
                     Ok(Ok(value)) => k.apply(value),
                     Ok(Err(error)) => Node::error(error),
-                    Err(source) => {
-                        core.stack.push(Frame::flat_map(k));
-                        source
-                    }
+                    Err(source) => match delay_source!(source) {
+                        Ok(thunk) => {
+                            record!(ring, thunk.op(), thunk.site());
+                            budget = budget.saturating_sub(1);
+                            k.apply(thunk.invoke(()))
+                        }
+                        Err(source) => {
+                            core.stack.push(Frame::flat_map(k));
+                            source
+                        }
+                    },
                 }
             }
             Kind::Map(bind) => {
@@ -725,10 +754,17 @@ fn run_loop<X: Executor, const TRACING: bool>(
                 match source.into_settled() {
                     Ok(Ok(value)) => Node::pure(k.apply(value)),
                     Ok(Err(error)) => Node::error(error),
-                    Err(source) => {
-                        core.stack.push(Frame::map(k));
-                        source
-                    }
+                    Err(source) => match delay_source!(source) {
+                        Ok(thunk) => {
+                            record!(ring, thunk.op(), thunk.site());
+                            budget = budget.saturating_sub(1);
+                            Node::pure(k.apply(thunk.invoke(())))
+                        }
+                        Err(source) => {
+                            core.stack.push(Frame::map(k));
+                            source
+                        }
+                    },
                 }
             }
             Kind::HandleErrorWith(bind) => {
@@ -866,7 +902,8 @@ fn run_loop<X: Executor, const TRACING: bool>(
                 block_step!(core, header, ring, budget, resume)
             }
             #[cfg(feature = "tracing")]
-            Kind::RaiseError(error, site) => {
+            Kind::RaiseError(raised) => {
+                let (error, site) = raised.split();
                 record!(ring, &crate::engine::tracing::RAISE_ERROR, Some(&site));
                 Node::error(error)
             }
