@@ -707,7 +707,7 @@ const _: () = assert!(
 /// and leaves the block's last word to the site.
 #[cfg(feature = "tracing")]
 const fn raised_in_block<E>() -> bool {
-    POOL && (fits_inline::<E>() || pooled_block::<E>()) && mem::size_of::<E>() <= RAISED_SITE_AT
+    POOL && !fits_inline::<E>() && pooled_block::<E>() && mem::size_of::<E>() <= RAISED_SITE_AT
 }
 
 #[cfg(feature = "tracing")]

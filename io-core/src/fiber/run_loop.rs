@@ -282,6 +282,29 @@ macro_rules! delay_source {
     }};
 }
 
+/// The error a step's source raises at a site (`raise_error` with
+/// tracing), recorded and taken in the same step (as a settled error is,
+/// without a frame for the step's continuation): `Ok` with the error, `Err`
+/// with the node otherwise (always, without the `tracing` feature, where a
+/// raised error is a plain one). The raise's step is still charged to the
+/// auto-yield budget by the caller.
+macro_rules! raised_source {
+    ($ring:expr, $source:expr) => {{
+        #[cfg(feature = "tracing")]
+        let r = match $source.into_raised() {
+            Ok(raised) => {
+                let (error, _site) = raised.split();
+                record!($ring, &crate::engine::tracing::RAISE_ERROR, Some(&_site));
+                Ok(error)
+            }
+            Err(node) => Err(node),
+        };
+        #[cfg(not(feature = "tracing"))]
+        let r = Err::<Value, Node>($source);
+        r
+    }};
+}
+
 /// The shape every step that waits shares (`from_callback`, its form with
 /// a deadline, `sleep`, `blocking`, `never`), run in the loop's own body:
 ///
@@ -773,10 +796,16 @@ fn run_loop<X: Executor, const TRACING: bool>(
                 match source.into_settled() {
                     Ok(Ok(value)) => Node::pure(value),
                     Ok(Err(error)) => k.apply(error),
-                    Err(source) => {
-                        core.stack.push(Frame::handle_error_with(k));
-                        source
-                    }
+                    Err(source) => match raised_source!(ring, source) {
+                        Ok(error) => {
+                            budget = budget.saturating_sub(1);
+                            k.apply(error)
+                        }
+                        Err(source) => {
+                            core.stack.push(Frame::handle_error_with(k));
+                            source
+                        }
+                    },
                 }
             }
             Kind::MapError(bind) => {
@@ -796,10 +825,16 @@ fn run_loop<X: Executor, const TRACING: bool>(
                 let (source, k) = bind.into_parts();
                 match source.into_settled() {
                     Ok(res) => Node::from_res(k.apply(res)),
-                    Err(source) => {
-                        core.stack.push(Frame::fold(k));
-                        source
-                    }
+                    Err(source) => match raised_source!(ring, source) {
+                        Ok(error) => {
+                            budget = budget.saturating_sub(1);
+                            Node::from_res(k.apply(Err(error)))
+                        }
+                        Err(source) => {
+                            core.stack.push(Frame::fold(k));
+                            source
+                        }
+                    },
                 }
             }
             Kind::FoldWith(bind) => {

@@ -554,6 +554,27 @@ impl Node {
         }
     }
 
+    /// The error and its site, if the node is an error raised at a site
+    /// (`raise_error` with tracing); the node itself otherwise.
+    #[cfg(feature = "tracing")]
+    #[inline(always)]
+    pub(crate) fn into_raised(self) -> Result<crate::engine::erased::RaisedError, Node> {
+        if self.is(Tag::RaiseError) {
+            let this = ManuallyDrop::new(self);
+            // SAFETY: a `RaiseError` node was made by `raise_error_at` from
+            // a `RaisedError`'s raw parts and its vtable tagged; they are
+            // moved out once (`this` is not dropped).
+            Ok(unsafe {
+                crate::engine::erased::RaisedError::from_raw(
+                    this.word,
+                    &*untagged(this.vtable).cast(),
+                )
+            })
+        } else {
+            Err(self)
+        }
+    }
+
     /// The thunk, if the node is a `delay`; the node itself otherwise.
     #[cfg(target_pointer_width = "64")]
     #[inline(always)]
