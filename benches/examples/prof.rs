@@ -615,6 +615,23 @@ fn tokio_reference(
             }
             n
         }),
+        // `N` updates of a `std::sync::Mutex` locked per update: the
+        // suite's Ref reference, against `ref_modify`.
+        "tokio_ref_update" => Box::pin(async {
+            let cell = std::sync::Mutex::new(0i32);
+            let mut acc = 0i32;
+            for _ in 0..N {
+                let before = {
+                    let mut n = black_box(&cell).lock().expect("not poisoned");
+                    let before = *n;
+                    *n += 1;
+                    before
+                };
+                acc = acc.wrapping_add(before);
+            }
+            black_box(acc);
+            N
+        }),
         other => panic!("unknown workload {other}"),
     }
 }

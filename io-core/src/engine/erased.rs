@@ -656,19 +656,20 @@ impl<I: 'static, O: 'static> Drop for ErasedFn<I, O> {
 /// `RaiseError` node of `IO::raise_error` with tracing), with the error's
 /// type erased: a tagged word and the error's [`ValueVTable`].
 ///
-/// With the pool (`std`), an error of up to a block less a word is stored
-/// *once*, in one pooled block with the site in the block's last word, and
-/// split in the run-loop without a call:
+/// With the pool (`std`), an error that `store` keeps in a pooled block of
+/// its own (more than a word, up to a block less a word) is stored *once*:
+/// at the start of one pooled block, with the site in the block's last
+/// word. Splitting it (in the run-loop, without a call) reads the site out,
+/// and the block, the error at its start as `store` would have put it,
+/// *is* the error's value (tag [`RAISED_SHARED`]). Before, the error took a
+/// block and the pair of it and the site another.
 ///
-/// * an error too large for a word is at the block's start, as `store`
-///   would put it in a block of its own: the block, once the site is read
-///   out of it, *is* the error's value (tag [`RAISED_SHARED`]);
-/// * a one-word error is at the block's start too: its word is read out,
-///   and the block released (tag [`RAISED_INLINE`]).
-///
-/// Any other error (larger, or no pool) is stored as a `(Value, Site)`
-/// pair (tag [`RAISED_PAIR`]). The tag is in the two low bits of the word,
-/// which holds a pointer aligned to at least a word.
+/// Any other error is stored as a `(Value, Site)` pair (tag
+/// [`RAISED_PAIR`]): a one-word error is in the value's word, so the pair
+/// is one block, as a block shared with the site would be (measured the
+/// same); a larger error, or any without the pool, takes what `store`
+/// gives it. The tag is the low bit of the word, which holds a pointer
+/// aligned to at least a word.
 #[cfg(feature = "tracing")]
 pub(crate) struct RaisedError {
     word: Word,
@@ -684,11 +685,9 @@ unsafe impl Send for RaisedError {}
 #[cfg(feature = "tracing")]
 const RAISED_SHARED: usize = 0;
 #[cfg(feature = "tracing")]
-const RAISED_INLINE: usize = 1;
+const RAISED_PAIR: usize = 1;
 #[cfg(feature = "tracing")]
-const RAISED_PAIR: usize = 2;
-#[cfg(feature = "tracing")]
-const RAISED_TAGS: usize = 0b11;
+const RAISED_TAGS: usize = 0b1;
 /// Where a block keeps the site of the error at its start: its last word.
 #[cfg(feature = "tracing")]
 const RAISED_SITE_AT: usize =
@@ -703,8 +702,8 @@ const _: () = assert!(
 );
 
 /// Whether an `E` goes into one block with its site: with the pool, when
-/// it is at most a word (inline) or is kept in a pooled block of its own,
-/// and leaves the block's last word to the site.
+/// `store` keeps it in a pooled block of its own and it leaves the block's
+/// last word to the site.
 #[cfg(feature = "tracing")]
 const fn raised_in_block<E>() -> bool {
     POOL && !fits_inline::<E>() && pooled_block::<E>() && mem::size_of::<E>() <= RAISED_SITE_AT
@@ -721,8 +720,8 @@ impl RaisedError {
             let block = crate::engine::blocks::allocate();
             // SAFETY: a fresh block of `BLOCK`'s layout: `E` fits before
             // the last word and is no more aligned than the block
-            // (`raised_in_block`: inline, or a pooled `E`), the site fits
-            // the last word (asserted above).
+            // (`raised_in_block`: a pooled `E`), the site fits the last
+            // word (asserted above).
             unsafe {
                 block.as_ptr().cast::<E>().write(error);
                 block
@@ -731,14 +730,8 @@ impl RaisedError {
                     .cast::<crate::engine::tracing::Site>()
                     .write(site);
             }
-            let tag = if fits_inline::<E>() {
-                RAISED_INLINE
-            } else {
-                RAISED_SHARED
-            };
-            let ptr = block.as_ptr().cast::<()>().map_addr(|a| a | tag);
             RaisedError {
-                word: MaybeUninit::new(ptr),
+                word: MaybeUninit::new(block.as_ptr().cast::<()>().map_addr(|a| a | RAISED_SHARED)),
                 vtable,
             }
         } else {
@@ -760,44 +753,27 @@ impl RaisedError {
         // SAFETY: `new` always initialises the word.
         let tagged = unsafe { this.word.assume_init() };
         let ptr = tagged.map_addr(|a| a & !RAISED_TAGS);
-        match tagged.addr() & RAISED_TAGS {
-            RAISED_PAIR => {
-                // SAFETY: `new` stored a pair there with `store`, read once
-                // (`this` is not dropped).
-                unsafe { load::<(Value, crate::engine::tracing::Site)>(MaybeUninit::new(ptr)) }
-            }
-            tag => {
-                // SAFETY: `new` wrote the site in the block's last word and
-                // the error at its start; each is moved out once.
-                let site = unsafe {
-                    ptr.cast::<u8>()
-                        .add(RAISED_SITE_AT)
-                        .cast::<crate::engine::tracing::Site>()
-                        .read()
-                };
-                let word = if tag == RAISED_INLINE {
-                    // SAFETY: a one-word error at the block's start, as
-                    // `store` writes one into a word: its bytes are the
-                    // error's word. The block is empty then and goes back.
-                    unsafe {
-                        let word = ptr.cast::<Word>().read();
-                        crate::engine::blocks::release(core::ptr::NonNull::new_unchecked(
-                            ptr.cast(),
-                        ));
-                        word
-                    }
-                } else {
-                    // The block with the error at its start is what `store`
-                    // makes for a pooled error of its own: the error's
-                    // value from now on (released by `load` through its
-                    // vtable).
-                    MaybeUninit::new(ptr)
-                };
-                // SAFETY: `word` holds an unread `E` as `store::<E>` would,
-                // and `this.vtable` is `E`'s.
-                (unsafe { Value::from_raw(word, this.vtable) }, site)
-            }
+        if tagged.addr() & RAISED_TAGS == RAISED_PAIR {
+            // SAFETY: `new` stored a pair there with `store`, read once
+            // (`this` is not dropped).
+            return unsafe { load::<(Value, crate::engine::tracing::Site)>(MaybeUninit::new(ptr)) };
         }
+        // SAFETY: `new` wrote the site in the block's last word, moved out
+        // once here.
+        let site = unsafe {
+            ptr.cast::<u8>()
+                .add(RAISED_SITE_AT)
+                .cast::<crate::engine::tracing::Site>()
+                .read()
+        };
+        // SAFETY: the block holds an unread `E` at its start, as the pooled
+        // block `store::<E>` makes for it, and `this.vtable` is `E`'s: the
+        // block is the error's value from now on (released by `load`
+        // through that vtable).
+        (
+            unsafe { Value::from_raw(MaybeUninit::new(ptr), this.vtable) },
+            site,
+        )
     }
 
     /// Splits into the raw parts (for nodes); the caller owns the payload.
