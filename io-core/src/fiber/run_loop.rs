@@ -9,7 +9,12 @@
 //! `flat_map` or `map` whose source is a `delay` runs the thunk and applies
 //! its continuation in the same step (on 64-bit hosts), so a single-step
 //! operation followed by a bind (`Ref::modify(..).flat_map(..)`) never
-//! pushes a frame.
+//! pushes a frame. Likewise an error raised at a site (`raise_error` with
+//! tracing) right under a fold (`attempt`, `redeem`) or
+//! `handle_error_with` is recorded and handled in one step. Both charge
+//! the auto-yield budget the step they save. (The raise is not checked
+//! under `flat_map` and `map`: the check cost every bind about 5
+//! instructions, measured on `steps_pure` and `deep_pure`.)
 //!
 //! After `auto_yield_after` steps the fiber saves the node it was about to
 //! evaluate and hands itself to [`Executor::reschedule_fiber`].
