@@ -179,6 +179,25 @@ fn attempt_error() -> P {
     go(0)
 }
 
+/// The suite's `Attempt.errorRaised`: a two-word error raised, a bind it
+/// skips, `attempt`, and the bind of the loop.
+fn attempt_error_bind() -> P {
+    fn go(i: i32) -> IO<i32, &'static str> {
+        if i < N {
+            IO::<i32, &'static str>::raise_error("dummy")
+                .flat_map(|x| IO::pure(x + 1))
+                .attempt()
+                .flat_map(move |r| match r {
+                    Err(_) => go(i + 1),
+                    Ok(x) => IO::pure(x),
+                })
+        } else {
+            IO::pure(i)
+        }
+    }
+    go(0).map_err(|e| e.len() as i32)
+}
+
 fn shallow_async() -> P {
     fn go(i: i32) -> P {
         if i < N {
@@ -596,6 +615,23 @@ fn tokio_reference(
             }
             n
         }),
+        // `N` updates of a `std::sync::Mutex` locked per update: the
+        // suite's Ref reference, against `ref_modify`.
+        "tokio_ref_update" => Box::pin(async {
+            let cell = std::sync::Mutex::new(0i32);
+            let mut acc = 0i32;
+            for _ in 0..N {
+                let before = {
+                    let mut n = black_box(&cell).lock().expect("not poisoned");
+                    let before = *n;
+                    *n += 1;
+                    before
+                };
+                acc = acc.wrapping_add(before);
+            }
+            black_box(acc);
+            N
+        }),
         other => panic!("unknown workload {other}"),
     }
 }
@@ -645,6 +681,7 @@ fn run_workload(name: &str) -> i32 {
         "attempt_happy" => attempt_happy,
         "handle_error_happy" => handle_error_happy,
         "attempt_error" => attempt_error,
+        "attempt_error_bind" => attempt_error_bind,
         "shallow_async" => shallow_async,
         "start_join" => start_join,
         "cede" => cede,

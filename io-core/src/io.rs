@@ -279,7 +279,7 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
             && !called_as_a_function(core::panic::Location::caller())
         {
             let site = crate::engine::tracing::Site::caller();
-            return IO::from_node(Node::raise_error_at(Value::new(error), site));
+            return IO::from_node(Node::raise_error_at(error, site));
         }
         IO::raise_error_untraced(error)
     }

@@ -123,4 +123,58 @@ rt_test! {
         let io: IO<u32, E> = r.update(|n| *n += 10).product_r(r1.get());
         assert_eq!(run(io), Outcome::Succeeded(12));
     }
+
+    fn a_panicking_modify_under_a_bind_drops_the_bind_once_and_runs_the_finalizer_once() {
+        // The bind's continuation and the modify run in one step: the
+        // panic still ends the fiber, drops the continuation (never calls
+        // it) and runs the finalizer around them, once each.
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let r = Ref::new(1u32);
+        let (finalized, dropped) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        struct CountsDrop(Arc<AtomicUsize>);
+        impl Drop for CountsDrop {
+            fn drop(&mut self) {
+                self.0.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        let witness = CountsDrop(dropped.clone());
+        let f = finalized.clone();
+        let io: IO<u32, E> = r
+            .modify(|n| -> u32 {
+                *n = 2;
+                panic!("modify panicked")
+            })
+            .flat_map(move |n| {
+                drop(witness);
+                IO::pure(n + 100)
+            })
+            .guarantee(IO::delay(move || {
+                f.fetch_add(1, Ordering::SeqCst);
+            }));
+        assert_eq!(run(io), Outcome::Panicked(PanicMessage::new("modify panicked")));
+        assert_eq!(finalized.load(Ordering::SeqCst), 1, "the finalizer ran once");
+        assert_eq!(dropped.load(Ordering::SeqCst), 1, "the continuation was dropped once");
+        assert_eq!(run(r.get::<E>()), Outcome::Succeeded(2));
+    }
+
+    fn modifies_in_a_loop_of_binds_longer_than_the_yield_budget_keep_every_result() {
+        // Each modify and the bind after it run in one step; the loop
+        // still yields as its budget runs out, and loses nothing.
+        const STEPS: u64 = 5_000;
+        fn go(r: Ref<u64>, left: u64, acc: u64) -> IO<u64, E> {
+            if left == 0 {
+                return IO::pure(acc);
+            }
+            r.clone()
+                .modify(|n| {
+                    *n += 1;
+                    *n
+                })
+                .flat_map(move |now| go(r, left - 1, acc + now))
+        }
+        let r = Ref::new(0u64);
+        let io = go(r.clone(), STEPS, 0).flat_map(move |sum| r.get().map(move |now| (sum, now)));
+        assert_eq!(run(io), Outcome::Succeeded((STEPS * (STEPS + 1) / 2, STEPS)));
+    }
 }

@@ -216,6 +216,29 @@ rt_test! {
         assert_eq!(lines[at + 1], ("delay", l + 1), "{trace}");
     }
 
+    fn an_error_raised_right_under_attempt_or_a_handler_is_recorded_at_its_line() {
+        // The handler takes the raised error in the raise's own step (no
+        // frame): the raise is still recorded, at its line, in order.
+        let l = line!() + 1;
+        let program: IO<Trace, String> = IO::<u32, String>::raise_error("first".into())
+            .attempt()
+            .flat_map(|first| {
+                assert_eq!(first, Err("first".to_string()));
+                IO::<u32, String>::raise_error("second".into()).handle_error_with(|e| {
+                    assert_eq!(e, "second");
+                    IO::pure(0)
+                })
+            })
+            .flat_map(|_| IO::trace());
+        let trace = rt_with_config(config(TracingMode::Cached)).run(program).succeeded().unwrap();
+        let raises: Vec<(&str, u32)> =
+            ops_and_lines(&trace).into_iter().filter(|(op, _)| *op == "raise_error").collect();
+        assert_eq!(raises, [("raise_error", l), ("raise_error", l + 4)], "{trace}");
+        let attempt = ops_and_lines(&trace).iter().position(|e| *e == ("attempt", l + 1));
+        let first_raise = ops_and_lines(&trace).iter().position(|e| *e == ("raise_error", l));
+        assert!(attempt.is_some() && attempt < first_raise, "{trace}");
+    }
+
     fn a_failure_trace_names_the_line_of_its_raise_error_first() {
         let raised_at = line!() + 4;
         let program: IO<u32, String> = IO::delay(|| 1)

@@ -647,3 +647,156 @@ impl<I: 'static, O: 'static> Drop for ErasedFn<I, O> {
         }
     }
 }
+
+// ---------------------------------------------------------------------------
+// Errors raised at a call site
+// ---------------------------------------------------------------------------
+
+/// An error and the call site that raised it, stored together (the
+/// `RaiseError` node of `IO::raise_error` with tracing), with the error's
+/// type erased: a tagged word and the error's [`ValueVTable`].
+///
+/// With the pool (`std`), an error that `store` keeps in a pooled block of
+/// its own (more than a word, up to a block less a word) is stored *once*:
+/// at the start of one pooled block, with the site in the block's last
+/// word. Splitting it (in the run-loop, without a call) reads the site out,
+/// and the block, the error at its start as `store` would have put it,
+/// *is* the error's value (tag [`RAISED_SHARED`]). Before, the error took a
+/// block and the pair of it and the site another.
+///
+/// Any other error is stored as a `(Value, Site)` pair (tag
+/// [`RAISED_PAIR`]): a one-word error is in the value's word, so the pair
+/// is one block, as a block shared with the site would be (measured the
+/// same); a larger error, or any without the pool, takes what `store`
+/// gives it. The tag is the low bit of the word, which holds a pointer
+/// aligned to at least a word.
+#[cfg(feature = "tracing")]
+pub(crate) struct RaisedError {
+    word: Word,
+    vtable: &'static ValueVTable,
+}
+
+// SAFETY: made only from `Send` errors (and sites, which are `Send`), never
+// shared.
+#[cfg(feature = "tracing")]
+unsafe impl Send for RaisedError {}
+
+/// [`RaisedError`]'s tags.
+#[cfg(feature = "tracing")]
+const RAISED_SHARED: usize = 0;
+#[cfg(feature = "tracing")]
+const RAISED_PAIR: usize = 1;
+#[cfg(feature = "tracing")]
+const RAISED_TAGS: usize = 0b1;
+/// Where a block keeps the site of the error at its start: its last word.
+#[cfg(feature = "tracing")]
+const RAISED_SITE_AT: usize =
+    crate::engine::blocks::BLOCK.size() - mem::size_of::<crate::engine::tracing::Site>();
+
+#[cfg(feature = "tracing")]
+const _: () = assert!(mem::align_of::<*mut ()>() > RAISED_TAGS);
+#[cfg(feature = "tracing")]
+const _: () = assert!(
+    crate::engine::blocks::BLOCK.align() >= mem::align_of::<crate::engine::tracing::Site>()
+        && RAISED_SITE_AT % mem::align_of::<crate::engine::tracing::Site>() == 0
+);
+
+/// Whether an `E` goes into one block with its site: with the pool, when
+/// `store` keeps it in a pooled block of its own and it leaves the block's
+/// last word to the site.
+#[cfg(feature = "tracing")]
+const fn raised_in_block<E>() -> bool {
+    POOL && !fits_inline::<E>() && pooled_block::<E>() && mem::size_of::<E>() <= RAISED_SITE_AT
+}
+
+#[cfg(feature = "tracing")]
+impl RaisedError {
+    /// Stores `error` with `site` (one pooled block for both, for errors up
+    /// to a block less a word).
+    #[inline(always)]
+    pub(crate) fn new<E: Send + 'static>(error: E, site: crate::engine::tracing::Site) -> Self {
+        let vtable = <E as HasValueVTable>::VTABLE;
+        if raised_in_block::<E>() {
+            let block = crate::engine::blocks::allocate();
+            // SAFETY: a fresh block of `BLOCK`'s layout: `E` fits before
+            // the last word and is no more aligned than the block
+            // (`raised_in_block`: a pooled `E`), the site fits the last
+            // word (asserted above).
+            unsafe {
+                block.as_ptr().cast::<E>().write(error);
+                block
+                    .as_ptr()
+                    .add(RAISED_SITE_AT)
+                    .cast::<crate::engine::tracing::Site>()
+                    .write(site);
+            }
+            RaisedError {
+                word: MaybeUninit::new(block.as_ptr().cast::<()>().map_addr(|a| a | RAISED_SHARED)),
+                vtable,
+            }
+        } else {
+            let word = store::<(Value, crate::engine::tracing::Site)>((Value::new(error), site));
+            // SAFETY: a pair is more than a word, so `store` put it behind
+            // a pointer (a block or a box), aligned to at least a word.
+            let ptr = unsafe { word.assume_init() };
+            RaisedError {
+                word: MaybeUninit::new(ptr.map_addr(|a| a | RAISED_PAIR)),
+                vtable,
+            }
+        }
+    }
+
+    /// The error as a value, and the site.
+    #[inline(always)]
+    pub(crate) fn split(self) -> (Value, crate::engine::tracing::Site) {
+        let this = ManuallyDrop::new(self);
+        // SAFETY: `new` always initialises the word.
+        let tagged = unsafe { this.word.assume_init() };
+        let ptr = tagged.map_addr(|a| a & !RAISED_TAGS);
+        if tagged.addr() & RAISED_TAGS == RAISED_PAIR {
+            // SAFETY: `new` stored a pair there with `store`, read once
+            // (`this` is not dropped).
+            return unsafe { load::<(Value, crate::engine::tracing::Site)>(MaybeUninit::new(ptr)) };
+        }
+        // SAFETY: `new` wrote the site in the block's last word, moved out
+        // once here.
+        let site = unsafe {
+            ptr.cast::<u8>()
+                .add(RAISED_SITE_AT)
+                .cast::<crate::engine::tracing::Site>()
+                .read()
+        };
+        // SAFETY: the block holds an unread `E` at its start, as the pooled
+        // block `store::<E>` makes for it, and `this.vtable` is `E`'s: the
+        // block is the error's value from now on (released by `load`
+        // through that vtable).
+        (
+            unsafe { Value::from_raw(MaybeUninit::new(ptr), this.vtable) },
+            site,
+        )
+    }
+
+    /// Splits into the raw parts (for nodes); the caller owns the payload.
+    #[inline(always)]
+    pub(crate) fn into_raw(self) -> (Word, &'static ValueVTable) {
+        let this = ManuallyDrop::new(self);
+        (this.word, this.vtable)
+    }
+
+    /// Rebuilds from [`into_raw`](RaisedError::into_raw)'s parts.
+    ///
+    /// # Safety
+    /// * The parts come from `into_raw` and are used once.
+    #[inline(always)]
+    pub(crate) unsafe fn from_raw(word: Word, vtable: &'static ValueVTable) -> Self {
+        RaisedError { word, vtable }
+    }
+}
+
+#[cfg(feature = "tracing")]
+impl Drop for RaisedError {
+    fn drop(&mut self) {
+        // SAFETY: the parts are moved out once; `self` is not used after.
+        drop(unsafe { RaisedError::from_raw(self.word, self.vtable) }.split());
+    }
+}

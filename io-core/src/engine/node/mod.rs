@@ -303,9 +303,10 @@ pub(crate) enum Kind {
     Unwind,
     /// Poll an IO block (or a future a fiber drives) for its next step.
     Block(Resume),
-    /// Record `raise_error` at the site, then fail with the error.
+    /// Record `raise_error` at the site, then fail with the error (both in
+    /// one stored pair, split by the run-loop).
     #[cfg(feature = "tracing")]
-    RaiseError(Value, Site),
+    RaiseError(crate::engine::erased::RaisedError),
     /// Record an operation made of several nodes, open a traced scope, or
     /// read the trace (`engine/tracing/mod.rs`).
     #[cfg(feature = "tracing")]
@@ -553,6 +554,27 @@ impl Node {
         }
     }
 
+    /// The error and its site, if the node is an error raised at a site
+    /// (`raise_error` with tracing); the node itself otherwise.
+    #[cfg(feature = "tracing")]
+    #[inline(always)]
+    pub(crate) fn into_raised(self) -> Result<crate::engine::erased::RaisedError, Node> {
+        if self.is(Tag::RaiseError) {
+            let this = ManuallyDrop::new(self);
+            // SAFETY: a `RaiseError` node was made by `raise_error_at` from
+            // a `RaisedError`'s raw parts and its vtable tagged; they are
+            // moved out once (`this` is not dropped).
+            Ok(unsafe {
+                crate::engine::erased::RaisedError::from_raw(
+                    this.word,
+                    &*untagged(this.vtable).cast(),
+                )
+            })
+        } else {
+            Err(self)
+        }
+    }
+
     /// The thunk, if the node is a `delay`; the node itself otherwise.
     #[cfg(target_pointer_width = "64")]
     #[inline(always)]
@@ -731,11 +753,13 @@ impl Node {
     pub(crate) fn blocking(thunk: ErasedFn<(), Value>) -> Node {
         Node::from_fn(thunk, Tag::Blocking)
     }
-    /// An error raised at `site`, recorded there when it is evaluated.
+    /// An error raised at `site`, recorded there when it is evaluated (the
+    /// error and the site stored once, together: `RaisedError`).
     #[cfg(feature = "tracing")]
     #[inline(always)]
-    pub(crate) fn raise_error_at(error: Value, site: Site) -> Node {
-        Node::from_value(Value::new((error, site)), Tag::RaiseError)
+    pub(crate) fn raise_error_at<E: Send + 'static>(error: E, site: Site) -> Node {
+        let (word, vtable) = crate::engine::erased::RaisedError::new(error, site).into_raw();
+        Node::raw(word, tagged(vtable, Tag::RaiseError))
     }
     /// The next step of an IO block (or of a future a fiber drives):
     /// `resume` polls it (`future/block.rs`).
@@ -808,10 +832,10 @@ unsafe fn decode(word: Word, vtable: *const ()) -> Kind {
             Tag::Blocking => Kind::Blocking(ErasedFn::from_raw(word, &*vt.cast())),
             Tag::Block => Kind::Block(Resume::from_raw(word, &*vt.cast())),
             #[cfg(feature = "tracing")]
-            Tag::RaiseError => {
-                let (error, site) = value().take::<(Value, Site)>();
-                Kind::RaiseError(error, site)
-            }
+            Tag::RaiseError => Kind::RaiseError(crate::engine::erased::RaisedError::from_raw(
+                word,
+                &*vt.cast(),
+            )),
             #[cfg(not(feature = "tracing"))]
             Tag::RaiseError => unreachable!("io-core: a sited error without tracing"),
             #[cfg(feature = "tracing")]

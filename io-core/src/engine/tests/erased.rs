@@ -143,3 +143,50 @@ fn a_result_slot_drops_what_it_holds_when_refilled_or_dropped() {
     drop(slot);
     assert_eq!(Arc::strong_count(&counter), 1);
 }
+
+/// Counts its drops (for the raised errors below).
+#[cfg(feature = "tracing")]
+struct Counted<T>(T, #[allow(dead_code)] Arc<()>);
+
+#[cfg(feature = "tracing")]
+fn raised_round_trip<T: Send + 'static + PartialEq + core::fmt::Debug + Clone>(error: T) {
+    use crate::engine::tracing::Site;
+    let location = core::panic::Location::caller();
+    let witness = Arc::new(());
+    // Split: the error comes back as its own value, the site as it was.
+    let raised = RaisedError::new(
+        Counted(error.clone(), witness.clone()),
+        Site::from_location(location),
+    );
+    let (value, site) = raised.split();
+    assert_eq!(site.location(), location);
+    // SAFETY: the value is the error, made as a `Counted<T>`.
+    let back = unsafe { value.take::<Counted<T>>() };
+    assert_eq!(back.0, error);
+    drop(back);
+    // Dropped unsplit: the error is dropped once.
+    drop(RaisedError::new(
+        Counted(error, witness.clone()),
+        Site::from_location(location),
+    ));
+    assert_eq!(Arc::strong_count(&witness), 1, "every error dropped once");
+}
+
+#[cfg(feature = "tracing")]
+#[test]
+fn a_raised_error_of_any_size_splits_into_the_error_and_its_site_and_drops_once() {
+    // The error with its counter is two words (shares the block with the
+    // site), three (the block's size less the site's word), and larger
+    // (stored as a pair); a zero-sized one is inline.
+    raised_round_trip(());
+    raised_round_trip(7u64);
+    raised_round_trip(String::from("a raised error"));
+    raised_round_trip([1u64, 2, 3, 4, 5, 6, 7, 8]);
+    let (value, _) = RaisedError::new(5u32, crate::engine::tracing::Site::caller()).split();
+    // SAFETY: read back as the type it was made from.
+    assert_eq!(unsafe { value.take::<u32>() }, 5);
+    let (value, _) =
+        RaisedError::new(Box::new(9u8), crate::engine::tracing::Site::caller()).split();
+    // SAFETY: read back as the type it was made from.
+    assert_eq!(*unsafe { value.take::<Box<u8>>() }, 9);
+}
