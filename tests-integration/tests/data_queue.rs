@@ -51,6 +51,70 @@ fn drain_u64(q: &Queue<u64>) -> IO<Vec<u64>, E> {
 }
 
 /// Waits until `n` fibers wait in `take`.
+/// What a storm of offers and takes left behind.
+struct Stormed {
+    /// The elements whose offers completed.
+    offered: Vec<u64>,
+    /// The elements takes completed with.
+    taken: Vec<u64>,
+    /// How many elements offers were started with (ids `0..attempted`).
+    attempted: u64,
+}
+
+/// 400 offerers of fresh ids and 300 takers on `q`, each operation under
+/// a 0-2 ms timeout, some canceled at random (`common::storm`), on `rt`;
+/// fails unless at least 1,000 takes completed (the design that reserved
+/// elements and places for woken fibers completed a few hundred takes a
+/// second here).
+fn storm_offers_and_takes<R: TestRuntime>(rt: &R, q: &Queue<u64>) -> Stormed {
+    const OFFERERS: u64 = 400;
+    const TAKERS: u64 = 300;
+    const MIN_TAKEN: usize = 1_000;
+    let offered = Arc::new(Mutex::new(Vec::new()));
+    let taken = Arc::new(Mutex::new(Vec::new()));
+    let ids = Arc::new(AtomicU64::new(0));
+    let storm = {
+        let (q, offered, taken, ids) = (q.clone(), offered.clone(), taken.clone(), ids.clone());
+        storm::storm::<E, _>(OFFERERS + TAKERS, move |fiber, _| {
+            let (q, offered, taken) = (q.clone(), offered.clone(), taken.clone());
+            if fiber < OFFERERS {
+                let x = ids.fetch_add(1, Ordering::Relaxed);
+                // Recorded exactly when the offer completed: a completed
+                // `poll` hands its value on.
+                IO::uncancelable(move |poll| {
+                    poll.apply(q.offer(x))
+                        .map(move |()| offered.lock().unwrap().push(x))
+                })
+            } else {
+                IO::uncancelable(move |poll| {
+                    poll.apply(q.take())
+                        .map(move |x| taken.lock().unwrap().push(x))
+                })
+            }
+        })
+    };
+    assert_eq!(
+        rt.block_on(storm).expect("block_on"),
+        Outcome::Succeeded(())
+    );
+    let (offered, taken) = (
+        offered.lock().unwrap().clone(),
+        taken.lock().unwrap().clone(),
+    );
+    assert!(
+        taken.len() >= MIN_TAKEN,
+        "{} takes completed in {:?} ({} offers): the queue stopped serving the fibers that run",
+        taken.len(),
+        storm::WINDOW,
+        offered.len()
+    );
+    Stormed {
+        offered,
+        taken,
+        attempted: ids.load(Ordering::Relaxed),
+    }
+}
+
 fn takers_waiting(q: &Queue<u32>, n: usize) -> IO<(), E> {
     let q = q.clone();
     eventually(move || q.waiting_takers() == n)
@@ -290,41 +354,9 @@ rt_test! {
         // offered and not taken is left, and `len`, `try_take` and
         // `try_offer` agree on it.
         const CAPACITY: usize = 16;
-        const OFFERERS: u64 = 400;
-        const TAKERS: u64 = 300;
-        const MIN_TAKEN: usize = 1_000;
         let q = Queue::<u64>::bounded(CAPACITY).expect("valid");
-        let offered = Arc::new(Mutex::new(Vec::new()));
-        let taken = Arc::new(Mutex::new(Vec::new()));
-        let ids = Arc::new(AtomicU64::new(0));
-        let storm = {
-            let (q, offered, taken) = (q.clone(), offered.clone(), taken.clone());
-            storm::storm::<E, _>(OFFERERS + TAKERS, move |fiber, _| {
-                let (q, offered, taken) = (q.clone(), offered.clone(), taken.clone());
-                if fiber < OFFERERS {
-                    let x = ids.fetch_add(1, Ordering::Relaxed);
-                    // Recorded exactly when the offer completed: a
-                    // completed `poll` hands its value on.
-                    IO::uncancelable(move |poll| {
-                        poll.apply(q.offer(x)).map(move |()| offered.lock().unwrap().push(x))
-                    })
-                } else {
-                    IO::uncancelable(move |poll| {
-                        poll.apply(q.take()).map(move |x| taken.lock().unwrap().push(x))
-                    })
-                }
-            })
-        };
         let rt = rt();
-        assert_eq!(rt.block_on(storm).expect("block_on"), Outcome::Succeeded(()));
-        let (offered, taken) = (offered.lock().unwrap().clone(), taken.lock().unwrap().clone());
-        assert!(
-            taken.len() >= MIN_TAKEN,
-            "{} takes completed in {:?} ({} offers): the queue stopped serving the fibers that run",
-            taken.len(),
-            storm::WINDOW,
-            offered.len()
-        );
+        let Stormed { offered, taken, .. } = storm_offers_and_takes(&rt, &q);
         // Quiet now: what is left is counted by `len` and taken by
         // `try_take`, and `try_offer` fills exactly the rest.
         let held = q.len();
@@ -354,44 +386,17 @@ rt_test! {
         // left (handed over to takers that were all canceled before they
         // ran); a take may also have the element of an offer that was
         // canceled after that take claimed it (`Queue::synchronous`).
-        const OFFERERS: u64 = 400;
-        const TAKERS: u64 = 300;
-        const MIN_TAKEN: usize = 1_000;
         let q = Queue::<u64>::synchronous();
-        let offered = Arc::new(Mutex::new(Vec::new()));
-        let taken = Arc::new(Mutex::new(Vec::new()));
-        let ids = Arc::new(AtomicU64::new(0));
-        let storm = {
-            let (q, offered, taken, ids) = (q.clone(), offered.clone(), taken.clone(), ids.clone());
-            storm::storm::<E, _>(OFFERERS + TAKERS, move |fiber, _| {
-                let (q, offered, taken) = (q.clone(), offered.clone(), taken.clone());
-                if fiber < OFFERERS {
-                    let x = ids.fetch_add(1, Ordering::Relaxed);
-                    IO::uncancelable(move |poll| {
-                        poll.apply(q.offer(x)).map(move |()| offered.lock().unwrap().push(x))
-                    })
-                } else {
-                    IO::uncancelable(move |poll| {
-                        poll.apply(q.take()).map(move |x| taken.lock().unwrap().push(x))
-                    })
-                }
-            })
-        };
         let rt = rt();
-        assert_eq!(rt.block_on(storm).expect("block_on"), Outcome::Succeeded(()));
-        let (offered, taken) = (offered.lock().unwrap().clone(), taken.lock().unwrap().clone());
-        assert!(
-            taken.len() >= MIN_TAKEN,
-            "{} takes completed in {:?} ({} offers): the queue stopped serving the fibers that run",
-            taken.len(),
-            storm::WINDOW,
-            offered.len()
-        );
+        let Stormed {
+            offered,
+            taken,
+            attempted,
+        } = storm_offers_and_takes(&rt, &q);
         let held = q.len();
         let left = rt.block_on(drain_u64(&q)).expect("block_on").succeeded().expect("drains");
         assert_eq!(left.len(), held, "try_take agrees with len");
         assert_eq!(q.waiting_offerers(), 0);
-        let attempted = ids.load(Ordering::Relaxed);
         let out: Vec<u64> = taken.into_iter().chain(left).collect();
         let out_set: HashSet<u64> = out.iter().copied().collect();
         assert_eq!(out_set.len(), out.len(), "an element came out twice");

@@ -11,7 +11,7 @@ use alloc::vec::Vec;
 use crate::fiber::tests::run::rt;
 use crate::stdlib::data::queue::Queue;
 use crate::stdlib::data::semaphore::Semaphore;
-use crate::{IO, Outcome};
+use crate::{FiberHandle, IO, Outcome};
 
 type E = ();
 
@@ -33,19 +33,20 @@ fn until(condition: impl Fn() -> bool + Send + Sync + 'static) -> IO<(), E> {
     })
 }
 
-#[test]
-fn a_wake_up_that_a_canceled_taker_gives_back_goes_to_the_next_taker() {
+/// Two takers wait on an unbounded queue; `between(queue, first)` offers
+/// 7 and cancels the first taker, in some order; then the first taker
+/// must end canceled, the second must take the 7, and the queue must be
+/// empty.
+fn the_second_taker_gets_the_element_when(
+    between: impl FnOnce(&Queue<u32>, &FiberHandle<u32, E>) -> IO<(), E> + Send + 'static,
+) {
     let q = Queue::<u32>::unbounded();
     let (t1, t2, offerer, counted) = (q.clone(), q.clone(), q.clone(), q.clone());
     let io: IO<Two<u32>, E> = t1.take().start().flat_map(move |h1| {
         t2.take().start().flat_map(move |h2| {
             let waiting = counted.clone();
             until(move || waiting.waiting_takers() == 2)
-                // The canceler claims the first taker's suspension (it is
-                // still listed: its cleanup has not run) before the offer.
-                .product_r(h1.cancel::<E>().start())
-                .product_r(IO::cede())
-                .product_r(offerer.offer(7))
+                .product_r(between(&offerer, &h1))
                 .product_r(h1.join())
                 .flat_map(move |o1| h2.join().map(move |o2| (o1, o2)))
         })
@@ -61,30 +62,26 @@ fn a_wake_up_that_a_canceled_taker_gives_back_goes_to_the_next_taker() {
 }
 
 #[test]
-fn a_wake_up_that_a_taker_canceled_before_it_runs_drops_goes_to_the_next_taker() {
-    let q = Queue::<u32>::unbounded();
-    let (t1, t2, offerer, counted) = (q.clone(), q.clone(), q.clone(), q.clone());
-    let io: IO<Two<u32>, E> = t1.take().start().flat_map(move |h1| {
-        t2.take().start().flat_map(move |h2| {
-            let waiting = counted.clone();
-            until(move || waiting.waiting_takers() == 2)
-                // The offer reaches the first taker; its cancel is requested
-                // before it runs, so it resumes into cancellation and drops
-                // the wake-up.
-                .product_r(offerer.offer(7))
-                .product_r(h1.cancel())
-                .product_r(h1.join())
-                .flat_map(move |o1| h2.join().map(move |o2| (o1, o2)))
-        })
+fn a_wake_up_that_a_canceled_taker_gives_back_goes_to_the_next_taker() {
+    the_second_taker_gets_the_element_when(|offerer, first| {
+        // The canceler claims the first taker's suspension (it is still
+        // listed: its cleanup has not run) before the offer.
+        first
+            .cancel::<E>()
+            .start()
+            .product_r(IO::cede())
+            .product_r(offerer.offer(7))
     });
-    assert_eq!(
-        rt().run(io),
-        Some(Outcome::Succeeded((
-            Outcome::Canceled,
-            Outcome::Succeeded(7)
-        )))
-    );
-    assert!(q.is_empty());
+}
+
+#[test]
+fn a_wake_up_that_a_taker_canceled_before_it_runs_drops_goes_to_the_next_taker() {
+    the_second_taker_gets_the_element_when(|offerer, first| {
+        // The offer reaches the first taker; its cancel is requested
+        // before it runs, so it resumes into cancellation and drops the
+        // wake-up.
+        offerer.offer(7).product_r(first.cancel())
+    });
 }
 
 #[test]
