@@ -56,6 +56,7 @@
 //! is copied.
 
 use core::fmt;
+use core::marker::PhantomData;
 use core::time::Duration;
 
 use crate::combinators::embed::embed;
@@ -63,6 +64,8 @@ use crate::combinators::monad_cancel::Poll;
 use crate::combinators::outcomes::{
     AllEnded, Outcomes, Table, cancel_and_wait, interruptibly, spawn, start, wait_until,
 };
+use crate::engine::erased::{Adapter, ErasedFn};
+use crate::engine::node::{Expired, Node};
 use crate::engine::tracing::{ChildTraces, Op};
 use crate::fiber::RawFiberRef;
 use crate::io::IO;
@@ -246,6 +249,52 @@ type Slot<A, E> = Option<(Outcome<A, E>, ChildTraces)>;
 /// The body `io` under a deadline `duration` from now; `fallback()` when
 /// it is canceled by the deadline (see the module doc).
 fn run<A, E, F>(io: IO<A, E>, duration: Duration, late: Late, fallback: F) -> IO<A, E>
+where
+    A: Send + 'static,
+    E: Send + 'static,
+    F: FnOnce() -> IO<A, E> + Send + 'static,
+{
+    match late {
+        Late::Await => region(io, duration, fallback),
+        Late::Forget => on_a_child(io, duration, late, fallback),
+    }
+}
+
+/// [`run`] with [`Late::Await`]: the body in a deadline region of the
+/// caller's fiber (`fiber/region.rs`).
+fn region<A, E, F>(io: IO<A, E>, duration: Duration, fallback: F) -> IO<A, E>
+where
+    A: Send + 'static,
+    E: Send + 'static,
+    F: FnOnce() -> IO<A, E> + Send + 'static,
+{
+    let fallback = move |expired: Expired| match expired.canceled_until {
+        None => fallback(),
+        // The body canceled itself: the deadline decides, at the deadline.
+        Some(deadline) => IO::<(), E>::from_callback_until_untraced(deadline, |_| None)
+            .flat_map_untraced(move |()| fallback()),
+    };
+    IO::from_node(Node::region(
+        io.into_node(),
+        duration,
+        ErasedFn::new::<RegionFallback<A, E>, _>(fallback),
+    ))
+}
+
+/// The adapter of a region's fallback: a closure of the [`Expired`] that
+/// the run-loop gives it, which erases nothing.
+struct RegionFallback<A, E>(PhantomData<fn() -> (A, E)>);
+
+impl<A, E, F: FnOnce(Expired) -> IO<A, E>> Adapter<Expired, Node, F> for RegionFallback<A, E> {
+    #[inline]
+    unsafe fn call(f: F, expired: Expired) -> Node {
+        f(expired).into_node()
+    }
+}
+
+/// [`run`] with the body on a child fiber (`timeout_and_forget`, whose
+/// body may go on after the deadline, in the background).
+fn on_a_child<A, E, F>(io: IO<A, E>, duration: Duration, late: Late, fallback: F) -> IO<A, E>
 where
     A: Send + 'static,
     E: Send + 'static,

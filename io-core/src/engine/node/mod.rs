@@ -93,6 +93,7 @@ mod bind;
 mod block;
 mod cont;
 mod frame;
+mod region;
 #[cfg_attr(feature = "std", path = "drop_std.rs")]
 #[cfg_attr(not(feature = "std"), path = "drop_bare.rs")]
 mod trampoline;
@@ -101,6 +102,7 @@ pub(crate) use bind::{AnyK, Bind, BindBox};
 pub(crate) use block::{BlockVTable, Resume, Slot, Stepped};
 pub(crate) use cont::{OnError, OnOutcome, OnResult, OnSuccess};
 pub(crate) use frame::{Frame, FrameKind};
+pub(crate) use region::{Expired, Fallback, RegionData, RegionSpec, RegionTop};
 
 use core::mem::ManuallyDrop;
 use core::ptr;
@@ -142,6 +144,8 @@ pub(crate) enum Tag {
     /// with tracing): the error and the site in one value.
     #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
     RaiseError,
+    /// A body under a deadline, on the fiber's own stack (`region.rs`).
+    Region,
     // Frames with a vtable.
     FlatMap,
     Map,
@@ -155,6 +159,8 @@ pub(crate) enum Tag {
     RestoreErr,
     /// An IO block waiting for the result of a program it awaits.
     ResumeBlock,
+    /// The end of a deadline region (`region.rs`).
+    RegionEnd,
     // Never with a vtable.
     Cede,
     Never,
@@ -196,12 +202,12 @@ const _: () = assert!(
      (module doc, \"Room for more kinds\")"
 );
 const _: () = assert!(
-    !COMPACT || (Tag::RaiseError as usize) < BARE,
+    !COMPACT || (Tag::Region as usize) < BARE,
     "io-core: more node kinds with a vtable than the compact encoding's codes \
      (module doc, \"Room for more kinds\")"
 );
 const _: () = assert!(
-    !COMPACT || (Tag::ResumeBlock as usize) - FRAME_VTABLE_FIRST < BARE,
+    !COMPACT || (Tag::RegionEnd as usize) - FRAME_VTABLE_FIRST < BARE,
     "io-core: more frame kinds with a vtable than the compact encoding's codes \
      (module doc, \"Room for more kinds\")"
 );
@@ -310,6 +316,8 @@ pub(crate) enum Kind {
     /// read the trace (`engine/tracing/mod.rs`).
     #[cfg(feature = "tracing")]
     Mark(BindBox<crate::engine::tracing::MarkK>),
+    /// Run a body under a deadline, on this fiber (`region.rs`).
+    Region(RegionSpec),
 }
 
 /// The continuation of a `Poll` node: the poll itself, the fiber and the
@@ -336,7 +344,7 @@ fn tagged<T>(vtable: *const T, tag: Tag) -> *const () {
 /// with a vtable), counted from [`FRAME_VTABLE_FIRST`], in its low bits.
 #[inline(always)]
 fn tagged_frame<T>(vtable: *const T, tag: Tag) -> *const () {
-    debug_assert!((Tag::FlatMap as usize..=Tag::ResumeBlock as usize).contains(&(tag as usize)));
+    debug_assert!((Tag::FlatMap as usize..=Tag::RegionEnd as usize).contains(&(tag as usize)));
     vtable
         .cast::<()>()
         .map_addr(|a| a | (tag as usize - FRAME_VTABLE_FIRST))
@@ -387,10 +395,10 @@ fn has_tag(word: *const (), tag: Tag, vtable_kinds: core::ops::RangeInclusive<us
 }
 
 /// The tags a node stores next to a vtable pointer.
-const NODE_VTABLE_KINDS: core::ops::RangeInclusive<usize> = 0..=Tag::RaiseError as usize;
+const NODE_VTABLE_KINDS: core::ops::RangeInclusive<usize> = 0..=Tag::Region as usize;
 /// The tags a frame stores next to a vtable pointer.
 const FRAME_VTABLE_KINDS: core::ops::RangeInclusive<usize> =
-    Tag::FlatMap as usize..=Tag::ResumeBlock as usize;
+    Tag::FlatMap as usize..=Tag::RegionEnd as usize;
 
 /// The vtable pointer of a vtable word (meaningless for a bare one).
 #[inline(always)]
@@ -673,6 +681,19 @@ impl Node {
             Tag::AsyncUntil,
         )
     }
+    /// `body` under a deadline `duration` from when the node runs, on the
+    /// fiber's own stack; `fallback` when the deadline ends it
+    /// (`fiber/region.rs`).
+    pub(crate) fn region(body: Node, duration: Duration, fallback: Fallback) -> Node {
+        Node::from_value(
+            Value::new(RegionSpec {
+                body,
+                duration,
+                fallback,
+            }),
+            Tag::Region,
+        )
+    }
     #[cfg_attr(not(feature = "std"), allow(dead_code))]
     pub(crate) fn panicked(message: PanicMessage) -> Node {
         Node::from_value(Value::new(message), Tag::Panicked)
@@ -818,11 +839,13 @@ unsafe fn decode(word: Word, vtable: *const ()) -> Kind {
             Tag::Mark => Kind::Mark(BindBox::from_word(word)),
             #[cfg(not(feature = "tracing"))]
             Tag::Mark => unreachable!("io-core: a mark without tracing"),
+            Tag::Region => Kind::Region(value().take::<RegionSpec>()),
             Tag::Unmask
             | Tag::Remask
             | Tag::RestoreOk
             | Tag::RestoreErr
             | Tag::ResumeBlock
+            | Tag::RegionEnd
             | Tag::ResumeUnwind
             | Tag::TraceScope => {
                 unreachable!("io-core: a frame tag on a node")
@@ -863,6 +886,7 @@ impl Node {
                 | Tag::Fold
                 | Tag::FoldWith
                 | Tag::Mark
+                | Tag::Region
         )
     }
 
@@ -880,6 +904,7 @@ impl Node {
             Kind::GuaranteeCase(b) => Some(b.into_parts().0),
             #[cfg(feature = "tracing")]
             Kind::Mark(b) => Some(b.into_parts().0),
+            Kind::Region(spec) => Some(spec.body),
             leaf => {
                 drop(leaf);
                 None
