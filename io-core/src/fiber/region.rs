@@ -79,11 +79,38 @@ use core::time::Duration;
 use super::run_state::{Core, Ending};
 use super::vtable::FiberInner;
 use crate::engine::erased::Value;
-use crate::engine::node::{Expired, Fallback, Frame, FrameKind, Node, RegionData, RegionTop, Tag};
+use crate::engine::node::{
+    EndedRegion, Expired, Fallback, Frame, FrameKind, Node, PendingRegion, RegionData, RegionSpec,
+    RegionTop, Tag,
+};
 use crate::executor::{Executor, TimerCallback};
 use crate::sync::Arc;
 
+/// The step of a `Region` node: a body that is already a value or an
+/// error needs no region (nor the clock); any other is entered, and
+/// returned to run.
+#[inline(never)]
+pub(super) fn start<X: Executor>(core: &mut Core, executor: &X, region: PendingRegion) -> Node {
+    let RegionSpec {
+        body,
+        duration,
+        fallback,
+    } = region.into_spec();
+    match body.into_settled() {
+        Ok(res) => {
+            drop(fallback);
+            Node::from_res(res)
+        }
+        Err(body) => {
+            let deadline = executor.monotonic().saturating_add(duration);
+            enter(core, deadline, fallback);
+            body
+        }
+    }
+}
+
 /// Enters a region whose deadline is `deadline`: pushes its frame.
+#[inline(never)]
 pub(super) fn enter(core: &mut Core, deadline: Duration, fallback: Fallback) {
     let masks = core.mask_depth();
     let index = core.stack.len();
@@ -109,7 +136,13 @@ pub(super) fn enter(core: &mut Core, deadline: Duration, fallback: Fallback) {
 /// A region's frame was popped (the body's outcome reached it, or an
 /// unwinding passed it): the run of regions around it is the fiber's
 /// again.
-pub(super) fn exit(core: &mut Core, data: &RegionData) {
+#[inline(never)]
+pub(super) fn exit(core: &mut Core, data: EndedRegion) {
+    leave(core, &data.into_data());
+}
+
+/// [`exit`] with the frame's payload.
+fn leave(core: &mut Core, data: &RegionData) {
     let index = core.stack.len();
     let regions = core.regions();
     regions.top = data.outer;
@@ -225,13 +258,14 @@ pub(super) fn unmasked<X: Executor>(core: &mut Core, executor: &X, next: Node, o
 
 /// Pops `passed` frames that a result passed without a new program, as it
 /// would have popped them (a region's frame among them ends its region).
+#[inline(never)]
 pub(super) fn pop_passed(core: &mut Core, passed: usize) {
     for _ in 0..passed {
         let Some(frame) = core.stack.pop() else {
             return;
         };
         if let FrameKind::RegionEnd(data) = frame.into_kind() {
-            exit(core, &data);
+            exit(core, data);
         }
     }
 }
@@ -317,8 +351,10 @@ pub(super) fn woken<X: Executor>(core: &mut Core, executor: &X) -> bool {
 
 /// The unwinding reached the frame of the region it ends: the ending is
 /// over, and the fiber goes on with the region's fallback.
-pub(super) fn reached(core: &mut Core, data: RegionData) -> Node {
-    exit(core, &data);
+#[inline(never)]
+pub(super) fn reached(core: &mut Core, data: EndedRegion) -> Node {
+    let data = data.into_data();
+    leave(core, &data);
     core.ending = None;
     let canceled = core.regions().target_canceled;
     let expired = Expired {
@@ -329,6 +365,7 @@ pub(super) fn reached(core: &mut Core, data: RegionData) -> Node {
 
 /// Whether an unwinding ending a region has reached its frame (the frame
 /// just popped was at the target's index).
+#[inline(never)]
 pub(super) fn is_target(core: &Core) -> bool {
     matches!(core.ending, Some(Ending::Region))
         && core

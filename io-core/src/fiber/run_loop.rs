@@ -514,9 +514,6 @@ fn run_loop<X: Executor, const TRACING: bool>(
     let mut node = match core::mem::replace(&mut core.next, Next::Resume) {
         // After a yield: a region whose deadline passed meanwhile ends
         // here (`region.rs`).
-        Next::Node(node) if core.flags.in_region() && !should_cancel(core, header) => {
-            region::observe(core, executor, node)
-        }
         Next::Node(node) => node,
         next => {
             if core.flags.in_region() {
@@ -572,6 +569,10 @@ fn run_loop<X: Executor, const TRACING: bool>(
     activity!(ring, Running);
     if should_cancel(core, header) {
         node = begin_cancel(core, node);
+    } else if core.flags.in_region() {
+        // A region whose deadline passed while the fiber was queued (after
+        // a yield) ends here (`region.rs`).
+        node = region::observe(core, executor, node);
     }
     // Every continuation is called through a safe method of its role
     // (`engine/node/cont.rs` says why each is given what it expects).
@@ -613,7 +614,7 @@ fn run_loop<X: Executor, const TRACING: bool>(
                     Some(FrameKind::ResumeBlock(resume)) => block_resumed(resume, Ok(value)),
                     Some(FrameKind::RegionEnd(data)) => {
                         // The body's value: the region is over.
-                        region::exit(core, &data);
+                        region::exit(core, data);
                         Node::pure(value)
                     }
                     Some(FrameKind::Unmask) => {
@@ -676,7 +677,7 @@ fn run_loop<X: Executor, const TRACING: bool>(
                 Some(FrameKind::ResumeBlock(resume)) => block_resumed(resume, Err(error)),
                 Some(FrameKind::RegionEnd(data)) => {
                     // The body's error: the region is over.
-                    region::exit(core, &data);
+                    region::exit(core, data);
                     Node::error(error)
                 }
                 Some(FrameKind::Unmask) => {
@@ -963,26 +964,7 @@ fn run_loop<X: Executor, const TRACING: bool>(
                     }
                 }
             }
-            Kind::Region(spec) => {
-                let crate::engine::node::RegionSpec {
-                    body,
-                    duration,
-                    fallback,
-                } = spec;
-                match body.into_settled() {
-                    // A body that is already a value or an error needs no
-                    // region (nor the clock).
-                    Ok(res) => {
-                        drop(fallback);
-                        Node::from_res(res)
-                    }
-                    Err(body) => {
-                        let deadline = executor.monotonic().saturating_add(duration);
-                        region::enter(core, deadline, fallback);
-                        body
-                    }
-                }
-            }
+            Kind::Region(spec) => region::start(core, executor, spec),
             Kind::OnCancel(bind) => {
                 record!(ring, bind.k().op(), bind.site());
                 let (source, finalizer) = bind.into_parts();
@@ -1240,7 +1222,7 @@ fn unwind_step(core: &mut Core) -> Option<Node> {
                 if region::is_target(core) {
                     return Some(region::reached(core, data));
                 }
-                region::exit(core, &data);
+                region::exit(core, data);
             }
             // Everything else is dropped: continuations do not run.
             _ => {}

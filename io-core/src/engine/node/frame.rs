@@ -7,8 +7,9 @@ use core::mem::ManuallyDrop;
 use core::ptr;
 
 use super::{
-    BARE, FRAME_VTABLE_FIRST, FRAME_VTABLE_KINDS, LOW_BITS, Node, OnError, OnOutcome, OnResult,
-    OnSuccess, RegionData, Res, Resume, Tag, bare, has_tag, tag_of, tagged_frame, untagged,
+    BARE, EndedRegion, FRAME_VTABLE_FIRST, FRAME_VTABLE_KINDS, LOW_BITS, Node, OnError, OnOutcome,
+    OnResult, OnSuccess, RegionData, Res, Resume, Tag, bare, has_tag, tag_of, tagged_frame,
+    untagged,
 };
 use crate::engine::erased::{EMPTY_WORD, ErasedFn, FnVTable, Value, Word};
 
@@ -57,7 +58,7 @@ pub(crate) enum FrameKind {
     /// The end of a traced scope: tracing goes back to this state.
     TraceScope(bool),
     /// The end of a deadline region (`fiber/region.rs`).
-    RegionEnd(RegionData),
+    RegionEnd(EndedRegion),
 }
 
 impl Frame {
@@ -273,9 +274,9 @@ impl Frame {
                 Tag::ResumeBlock => {
                     FrameKind::ResumeBlock(Resume::from_raw(this.word, &*vt.cast()))
                 }
-                Tag::RegionEnd => FrameKind::RegionEnd(
-                    Value::from_raw(this.word, &*vt.cast()).take::<RegionData>(),
-                ),
+                Tag::RegionEnd => {
+                    FrameKind::RegionEnd(EndedRegion::new(Value::from_raw(this.word, &*vt.cast())))
+                }
                 _ => unreachable!("io-core: a node tag on a frame"),
             }
         }

@@ -102,7 +102,9 @@ pub(crate) use bind::{AnyK, Bind, BindBox};
 pub(crate) use block::{BlockVTable, Resume, Slot, Stepped};
 pub(crate) use cont::{OnError, OnOutcome, OnResult, OnSuccess};
 pub(crate) use frame::{Frame, FrameKind};
-pub(crate) use region::{Expired, Fallback, RegionData, RegionSpec, RegionTop};
+pub(crate) use region::{
+    EndedRegion, Expired, Fallback, PendingRegion, RegionData, RegionSpec, RegionTop,
+};
 
 use core::mem::ManuallyDrop;
 use core::ptr;
@@ -307,6 +309,8 @@ pub(crate) enum Kind {
     /// Internal: finalize the fiber (cancellation or panic), popping frames
     /// and running finalizers.
     Unwind,
+    /// Run a body under a deadline, on this fiber (`region.rs`).
+    Region(PendingRegion),
     /// Poll an IO block (or a future a fiber drives) for its next step.
     Block(Resume),
     /// Record `raise_error` at the site, then fail with the error.
@@ -316,8 +320,6 @@ pub(crate) enum Kind {
     /// read the trace (`engine/tracing/mod.rs`).
     #[cfg(feature = "tracing")]
     Mark(BindBox<crate::engine::tracing::MarkK>),
-    /// Run a body under a deadline, on this fiber (`region.rs`).
-    Region(RegionSpec),
 }
 
 /// The continuation of a `Poll` node: the poll itself, the fiber and the
@@ -839,7 +841,7 @@ unsafe fn decode(word: Word, vtable: *const ()) -> Kind {
             Tag::Mark => Kind::Mark(BindBox::from_word(word)),
             #[cfg(not(feature = "tracing"))]
             Tag::Mark => unreachable!("io-core: a mark without tracing"),
-            Tag::Region => Kind::Region(value().take::<RegionSpec>()),
+            Tag::Region => Kind::Region(PendingRegion::new(value())),
             Tag::Unmask
             | Tag::Remask
             | Tag::RestoreOk
@@ -904,7 +906,7 @@ impl Node {
             Kind::GuaranteeCase(b) => Some(b.into_parts().0),
             #[cfg(feature = "tracing")]
             Kind::Mark(b) => Some(b.into_parts().0),
-            Kind::Region(spec) => Some(spec.body),
+            Kind::Region(region) => Some(region.into_spec().body),
             leaf => {
                 drop(leaf);
                 None

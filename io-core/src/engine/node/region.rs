@@ -7,7 +7,7 @@
 use core::time::Duration;
 
 use super::Node;
-use crate::engine::erased::ErasedFn;
+use crate::engine::erased::{ErasedFn, Value};
 
 /// What a region's fallback is told when the region ends without the
 /// body's outcome: the body was canceled by the deadline (`None`), or it
@@ -47,6 +47,44 @@ pub(crate) struct RegionTop {
     pub(crate) deadline: Duration,
     /// The index on the continuation stack of the innermost region's frame.
     pub(crate) index: usize,
+}
+
+/// A `Region` node's payload as `Kind::Region` holds it: erased, so that
+/// `Kind` stays as small as it was (a `RegionSpec` decoded in place made
+/// every step of the loop cost 5 more instructions, callgrind).
+pub(crate) struct PendingRegion(Value);
+
+impl PendingRegion {
+    /// # Safety
+    /// * `value` was made by `Value::new::<RegionSpec>` (`Node::region`).
+    pub(super) unsafe fn new(value: Value) -> Self {
+        PendingRegion(value)
+    }
+
+    /// The payload.
+    pub(crate) fn into_spec(self) -> RegionSpec {
+        // SAFETY: a `RegionSpec` (`new`'s precondition).
+        unsafe { self.0.take::<RegionSpec>() }
+    }
+}
+
+/// A `RegionEnd` frame's payload as `FrameKind::RegionEnd` holds it:
+/// erased, as [`PendingRegion`].
+pub(crate) struct EndedRegion(Value);
+
+impl EndedRegion {
+    /// # Safety
+    /// * `value` was made by `Value::new::<RegionData>`
+    ///   (`Frame::region_end`).
+    pub(super) unsafe fn new(value: Value) -> Self {
+        EndedRegion(value)
+    }
+
+    /// The payload.
+    pub(crate) fn into_data(self) -> RegionData {
+        // SAFETY: a `RegionData` (`new`'s precondition).
+        unsafe { self.0.take::<RegionData>() }
+    }
 }
 
 /// The payload of a `RegionEnd` frame.
