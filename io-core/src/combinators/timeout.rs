@@ -26,34 +26,47 @@
 //!
 //! # Protocol
 //!
-//! The body runs on one child fiber, the only child of an outcome table
-//! (`outcomes.rs`: how the child records its outcome, how the parent
-//! waits, why no wake-up is lost), which keeps the child's outcome. The
-//! parent waits, unmasked, until the child has ended or the executor's
-//! monotonic clock reaches the deadline, whichever comes first: the wait
-//! is one `from_callback_until` node (an `AsyncUntil`), whose timer the
-//! executor arms on the wait and removes when it ends, in O(1). The parent
-//! tells which came first from the table: the child's outcome is there or
-//! not.
+//! `timeout`, `timeout_option` and `timeout_to` run the body on the
+//! caller's own fiber, in a *deadline region* (a `Region` node; the
+//! run-loop's side is `fiber/region.rs`): the body runs above a frame that
+//! marks the region's end; its outcome, whatever it is, pops the frame and
+//! is the result. The deadline acts as a cancellation of the region alone,
+//! observed where the run-loop observes cancellation and at the mask depth
+//! the region was entered at: the body's finalizers run (once, masked,
+//! with `Outcome::Canceled`), the stack unwinds to the region's frame, and
+//! the fallback runs there. The timer exists only while the body waits
+//! (it is a second completer of the wait, removed when the fiber resumes):
+//! a body that ends without waiting costs a clock read and a frame, no
+//! timer and no fiber.
 //!
-//! * The child completed first: its outcome is the result (a value, an
-//!   error, a panic raised again). If it canceled itself, the deadline
-//!   decides, as the timer of Cats Effect's race would: the parent waits
-//!   until it, then runs the fallback.
-//! * The deadline came first: the parent requests the child's
-//!   cancellation; with [`Late::Await`] it waits (masked) until the child
-//!   has ended, and then the child's outcome still wins if it has one (a
-//!   body that did not honour the cancellation, Cats Effect 3.6); the
-//!   fallback runs only for a canceled child. With [`Late::Forget`] it does
-//!   not wait: the fallback runs at once.
-//! * The parent is canceled while it waits: it requests the child's
-//!   cancellation and waits until the child has ended (its finalizers have
-//!   run), as every combinator of this folder does.
+//! * The body completes (before the deadline, or after it in a masked
+//!   part that ignores it): its outcome is the result (a value, an error,
+//!   a panic).
+//! * The deadline passes while the body runs unmasked, or when its mask
+//!   ends: the region unwinds, then the fallback runs.
+//! * The body cancels itself (`IO::canceled`): the region unwinds, and the
+//!   fallback runs at the deadline (the race is then the timer's, as in
+//!   Cats Effect).
+//! * The caller's fiber is canceled: the fiber unwinds (the body's
+//!   finalizers run), as any fiber does.
+//!
+//! `timeout_and_forget` runs the body on one child fiber instead, the only
+//! child of an outcome table (`outcomes.rs`: how the child records its
+//! outcome, how the parent waits, why no wake-up is lost), since its body
+//! may go on in the background after the deadline. The parent waits,
+//! unmasked, until the child has ended or the executor's monotonic clock
+//! reaches the deadline, whichever comes first: the wait is one
+//! `from_callback_until` node (an `AsyncUntil`), whose timer the executor
+//! arms on the wait and removes when it ends. The child's outcome wins if
+//! it has one; at the deadline the parent requests the child's
+//! cancellation and raises the timeout at once, without waiting. (If the
+//! child canceled itself, the parent waits until the deadline.)
 //!
 //! Compared with the race of two fibers that Cats Effect derives `timeout`
-//! from (`GenTemporal`), this starts one fiber instead of two, and needs
-//! no `Deferred`, no fiber handles and no sleeping fiber to cancel. No code
-//! is copied.
+//! from (`GenTemporal`), a region starts no fiber and needs no `Deferred`,
+//! no fiber handles and no sleeping fiber to cancel; like tokio's
+//! `timeout`, it pays for a timer only when the body does not finish at
+//! once. No code is copied from either.
 
 use core::fmt;
 use core::marker::PhantomData;
@@ -62,7 +75,7 @@ use core::time::Duration;
 use crate::combinators::embed::embed;
 use crate::combinators::monad_cancel::Poll;
 use crate::combinators::outcomes::{
-    AllEnded, Outcomes, Table, cancel_and_wait, interruptibly, spawn, start, wait_until,
+    AllEnded, Outcomes, Table, interruptibly, spawn, start, wait_until,
 };
 use crate::engine::erased::{Adapter, ErasedFn};
 use crate::engine::node::{Expired, Node};
@@ -137,9 +150,11 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// deadline that does not wait for `self` to end, see
     /// [`timeout_and_forget`](IO::timeout_and_forget).
     ///
-    /// `self` runs on a fiber of its own; the deadline is a timer of the
-    /// executor armed on the caller's wait, so a timeout costs one fiber
-    /// start, not the two of a race.
+    /// `self` runs on the caller's fiber (a deadline region, see the
+    /// module doc): no fiber is started, and the deadline's timer is armed
+    /// only while `self` waits, so a body that finishes at once costs no
+    /// timer. A masked part of `self` finishes before the deadline takes
+    /// effect; the caller's own cancellation still cancels the caller.
     ///
     /// The error type takes the timeout through `From<TimeoutError>`:
     /// write it for your own error type; with `std`, io-core provides it for
@@ -211,12 +226,12 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
         E: From<TimeoutError>,
     {
         let error = move || IO::raise_error_untraced(E::from(TimeoutError { after: duration }));
-        run(self, duration, Late::Forget, error).traced_as(&TIMEOUT_AND_FORGET)
+        on_a_child(self, duration, error).traced_as(&TIMEOUT_AND_FORGET)
     }
 
     /// [`IO::timeout_to`] for io-core's own nodes (no trace event).
     fn timeout_to_untraced(self, duration: Duration, fallback: IO<A, E>) -> IO<A, E> {
-        run(self, duration, Late::Await, move || fallback)
+        region(self, duration, move || fallback)
     }
 
     /// Measures how long `self` takes on the executor's monotonic clock.
@@ -233,35 +248,13 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     }
 }
 
-/// What the parent does when the deadline comes first.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Late {
-    /// Wait until the child has ended; its outcome wins if it has one.
-    Await,
-    /// Only request its cancellation; the fallback runs at once.
-    Forget,
-}
-
 /// What the table keeps: the child's outcome, once it has ended, and its
 /// failure traces.
 type Slot<A, E> = Option<(Outcome<A, E>, ChildTraces)>;
 
-/// The body `io` under a deadline `duration` from now; `fallback()` when
-/// it is canceled by the deadline (see the module doc).
-fn run<A, E, F>(io: IO<A, E>, duration: Duration, late: Late, fallback: F) -> IO<A, E>
-where
-    A: Send + 'static,
-    E: Send + 'static,
-    F: FnOnce() -> IO<A, E> + Send + 'static,
-{
-    match late {
-        Late::Await => region(io, duration, fallback),
-        Late::Forget => on_a_child(io, duration, late, fallback),
-    }
-}
-
-/// [`run`] with [`Late::Await`]: the body in a deadline region of the
-/// caller's fiber (`fiber/region.rs`).
+/// The body `io` under a deadline `duration` from now, in a deadline
+/// region of the caller's fiber (`fiber/region.rs`); `fallback()` when the
+/// deadline ends it (see the module doc).
 fn region<A, E, F>(io: IO<A, E>, duration: Duration, fallback: F) -> IO<A, E>
 where
     A: Send + 'static,
@@ -292,9 +285,10 @@ impl<A, E, F: FnOnce(Expired) -> IO<A, E>> Adapter<Expired, Node, F> for RegionF
     }
 }
 
-/// [`run`] with the body on a child fiber (`timeout_and_forget`, whose
-/// body may go on after the deadline, in the background).
-fn on_a_child<A, E, F>(io: IO<A, E>, duration: Duration, late: Late, fallback: F) -> IO<A, E>
+/// The body `io` under a deadline `duration` from now, on a child fiber
+/// (`timeout_and_forget`, whose body may go on after the deadline, in the
+/// background); `fallback()` at the deadline.
+fn on_a_child<A, E, F>(io: IO<A, E>, duration: Duration, fallback: F) -> IO<A, E>
 where
     A: Send + 'static,
     E: Send + 'static,
@@ -316,9 +310,8 @@ where
             },
             move |poll, table, child| {
                 let wait = wait_until(table.clone(), AllEnded, deadline);
-                interruptibly(poll, &table, &child, wait).flat_map_untraced(move |()| {
-                    decide(poll, table, child, deadline, late, fallback)
-                })
+                interruptibly(poll, &table, &child, wait)
+                    .flat_map_untraced(move |()| decide(poll, table, child, deadline, fallback))
             },
         )
     })
@@ -330,7 +323,6 @@ fn decide<A, E, F>(
     table: Arc<Outcomes<Slot<A, E>, E>>,
     child: RawFiberRef,
     deadline: Duration,
-    late: Late,
     fallback: F,
 ) -> IO<A, E>
 where
@@ -344,18 +336,11 @@ where
             .apply_untraced(IO::from_callback_until_untraced(deadline, |_| None))
             .flat_map_untraced(move |()| fallback()),
         Some((outcome, traces)) => embed(poll, outcome, traces),
-        None if late == Late::Forget => {
+        // The deadline: the child's cancellation is requested, not
+        // awaited.
+        None => {
             child.request_cancel();
             fallback()
         }
-        None => cancel_and_wait(table.clone(), child).flat_map_untraced(move |()| {
-            match table.slots(Option::take) {
-                // Canceled, as asked: the deadline's verdict.
-                Some((Outcome::Canceled, _)) | None => fallback(),
-                // It ended otherwise (it did not honour the cancellation,
-                // or finished meanwhile): that stands.
-                Some((outcome, traces)) => embed(poll, outcome, traces),
-            }
-        }),
     }
 }
