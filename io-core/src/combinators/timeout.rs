@@ -69,15 +69,18 @@
 //! once. No code is copied from either.
 
 use core::fmt;
+#[cfg(target_pointer_width = "64")]
 use core::marker::PhantomData;
 use core::time::Duration;
 
 use crate::combinators::embed::embed;
 use crate::combinators::monad_cancel::Poll;
 use crate::combinators::outcomes::{
-    AllEnded, Outcomes, Table, interruptibly, spawn, start, wait_until,
+    AllEnded, Outcomes, Table, cancel_and_wait, interruptibly, spawn, start, wait_until,
 };
+#[cfg(target_pointer_width = "64")]
 use crate::engine::erased::{Adapter, ErasedFn};
+#[cfg(target_pointer_width = "64")]
 use crate::engine::node::{Expired, Node};
 use crate::engine::tracing::{ChildTraces, Op};
 use crate::fiber::RawFiberRef;
@@ -226,12 +229,18 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
         E: From<TimeoutError>,
     {
         let error = move || IO::raise_error_untraced(E::from(TimeoutError { after: duration }));
-        on_a_child(self, duration, error).traced_as(&TIMEOUT_AND_FORGET)
+        on_a_child(self, duration, Late::Forget, error).traced_as(&TIMEOUT_AND_FORGET)
     }
 
     /// [`IO::timeout_to`] for io-core's own nodes (no trace event).
     fn timeout_to_untraced(self, duration: Duration, fallback: IO<A, E>) -> IO<A, E> {
-        region(self, duration, move || fallback)
+        #[cfg(target_pointer_width = "64")]
+        return region(self, duration, move || fallback);
+        // Narrower targets keep the body on a child fiber: the region's
+        // run-loop steps cost about 3 KB of flash (thumbv7m), more than
+        // the firmware's budget has room for.
+        #[cfg(not(target_pointer_width = "64"))]
+        return on_a_child(self, duration, Late::Await, move || fallback);
     }
 
     /// Measures how long `self` takes on the executor's monotonic clock.
@@ -248,13 +257,26 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     }
 }
 
+/// What the caller of [`on_a_child`] does when the deadline comes first.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Late {
+    /// Wait until the child has ended; its outcome wins if it has one
+    /// (`timeout` on targets narrower than 64 bits).
+    #[cfg_attr(target_pointer_width = "64", allow(dead_code))]
+    Await,
+    /// Only request its cancellation; the fallback runs at once
+    /// (`timeout_and_forget`).
+    Forget,
+}
+
 /// What the table keeps: the child's outcome, once it has ended, and its
 /// failure traces.
 type Slot<A, E> = Option<(Outcome<A, E>, ChildTraces)>;
 
 /// The body `io` under a deadline `duration` from now, in a deadline
 /// region of the caller's fiber (`fiber/region.rs`); `fallback()` when the
-/// deadline ends it (see the module doc).
+/// deadline ends it (see the module doc). 64-bit targets.
+#[cfg(target_pointer_width = "64")]
 fn region<A, E, F>(io: IO<A, E>, duration: Duration, fallback: F) -> IO<A, E>
 where
     A: Send + 'static,
@@ -276,8 +298,10 @@ where
 
 /// The adapter of a region's fallback: a closure of the [`Expired`] that
 /// the run-loop gives it, which erases nothing.
+#[cfg(target_pointer_width = "64")]
 struct RegionFallback<A, E>(PhantomData<fn() -> (A, E)>);
 
+#[cfg(target_pointer_width = "64")]
 impl<A, E, F: FnOnce(Expired) -> IO<A, E>> Adapter<Expired, Node, F> for RegionFallback<A, E> {
     #[inline]
     unsafe fn call(f: F, expired: Expired) -> Node {
@@ -287,8 +311,9 @@ impl<A, E, F: FnOnce(Expired) -> IO<A, E>> Adapter<Expired, Node, F> for RegionF
 
 /// The body `io` under a deadline `duration` from now, on a child fiber
 /// (`timeout_and_forget`, whose body may go on after the deadline, in the
-/// background); `fallback()` at the deadline.
-fn on_a_child<A, E, F>(io: IO<A, E>, duration: Duration, fallback: F) -> IO<A, E>
+/// background; and `timeout` on targets narrower than 64 bits); `fallback()`
+/// when the deadline ends it, as `late` says.
+fn on_a_child<A, E, F>(io: IO<A, E>, duration: Duration, late: Late, fallback: F) -> IO<A, E>
 where
     A: Send + 'static,
     E: Send + 'static,
@@ -310,8 +335,9 @@ where
             },
             move |poll, table, child| {
                 let wait = wait_until(table.clone(), AllEnded, deadline);
-                interruptibly(poll, &table, &child, wait)
-                    .flat_map_untraced(move |()| decide(poll, table, child, deadline, fallback))
+                interruptibly(poll, &table, &child, wait).flat_map_untraced(move |()| {
+                    decide(poll, table, child, deadline, late, fallback)
+                })
             },
         )
     })
@@ -323,6 +349,7 @@ fn decide<A, E, F>(
     table: Arc<Outcomes<Slot<A, E>, E>>,
     child: RawFiberRef,
     deadline: Duration,
+    late: Late,
     fallback: F,
 ) -> IO<A, E>
 where
@@ -336,11 +363,18 @@ where
             .apply_untraced(IO::from_callback_until_untraced(deadline, |_| None))
             .flat_map_untraced(move |()| fallback()),
         Some((outcome, traces)) => embed(poll, outcome, traces),
-        // The deadline: the child's cancellation is requested, not
-        // awaited.
-        None => {
+        None if late == Late::Forget => {
             child.request_cancel();
             fallback()
         }
+        None => cancel_and_wait(table.clone(), child).flat_map_untraced(move |()| {
+            match table.slots(Option::take) {
+                // Canceled, as asked: the deadline's verdict.
+                Some((Outcome::Canceled, _)) | None => fallback(),
+                // It ended otherwise (it did not honour the cancellation,
+                // or finished meanwhile): that stands.
+                Some((outcome, traces)) => embed(poll, outcome, traces),
+            }
+        }),
     }
 }

@@ -1107,7 +1107,10 @@ fn unmasked<X: Executor>(
             // popped as it would have popped them (an `on_cancel` it passes
             // is over, as in Cats Effect, so its finalizer does not run).
             // (A region's frame among them ends its region.)
+            #[cfg(target_pointer_width = "64")]
             region::pop_passed(core, passed);
+            #[cfg(not(target_pointer_width = "64"))]
+            core.stack.truncate(core.stack.len() - passed);
             begin_cancel(core, next)
         }
     }

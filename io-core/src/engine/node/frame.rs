@@ -57,7 +57,9 @@ pub(crate) enum FrameKind {
     ResumeBlock(Resume),
     /// The end of a traced scope: tracing goes back to this state.
     TraceScope(bool),
-    /// The end of a deadline region (`fiber/region.rs`).
+    /// The end of a deadline region (`fiber/region.rs`; 64-bit targets
+    /// only).
+    #[cfg_attr(not(target_pointer_width = "64"), allow(dead_code))]
     RegionEnd(EndedRegion),
 }
 
@@ -274,9 +276,13 @@ impl Frame {
                 Tag::ResumeBlock => {
                     FrameKind::ResumeBlock(Resume::from_raw(this.word, &*vt.cast()))
                 }
+                #[cfg(target_pointer_width = "64")]
                 Tag::RegionEnd => {
                     FrameKind::RegionEnd(EndedRegion::new(Value::from_raw(this.word, &*vt.cast())))
                 }
+                // (No region on narrower targets: `Node::region`.)
+                #[cfg(not(target_pointer_width = "64"))]
+                Tag::RegionEnd => unreachable!("io-core: a region's frame on a narrow target"),
                 _ => unreachable!("io-core: a node tag on a frame"),
             }
         }

@@ -309,7 +309,9 @@ pub(crate) enum Kind {
     /// Internal: finalize the fiber (cancellation or panic), popping frames
     /// and running finalizers.
     Unwind,
-    /// Run a body under a deadline, on this fiber (`region.rs`).
+    /// Run a body under a deadline, on this fiber (`region.rs`; 64-bit
+    /// targets only).
+    #[cfg_attr(not(target_pointer_width = "64"), allow(dead_code))]
     Region(PendingRegion),
     /// Poll an IO block (or a future a fiber drives) for its next step.
     Block(Resume),
@@ -685,7 +687,8 @@ impl Node {
     }
     /// `body` under a deadline `duration` from when the node runs, on the
     /// fiber's own stack; `fallback` when the deadline ends it
-    /// (`fiber/region.rs`).
+    /// (`fiber/region.rs`). 64-bit targets only (`combinators/timeout.rs`).
+    #[cfg(target_pointer_width = "64")]
     pub(crate) fn region(body: Node, duration: Duration, fallback: Fallback) -> Node {
         Node::from_value(
             Value::new(RegionSpec {
@@ -841,7 +844,12 @@ unsafe fn decode(word: Word, vtable: *const ()) -> Kind {
             Tag::Mark => Kind::Mark(BindBox::from_word(word)),
             #[cfg(not(feature = "tracing"))]
             Tag::Mark => unreachable!("io-core: a mark without tracing"),
+            #[cfg(target_pointer_width = "64")]
             Tag::Region => Kind::Region(PendingRegion::new(value())),
+            // (Narrower targets make no region: `combinators/timeout.rs`;
+            // the run-loop's region steps then compile out.)
+            #[cfg(not(target_pointer_width = "64"))]
+            Tag::Region => unreachable!("io-core: a deadline region on a narrow target"),
             Tag::Unmask
             | Tag::Remask
             | Tag::RestoreOk

@@ -57,6 +57,7 @@ pub(crate) struct PendingRegion(Value);
 impl PendingRegion {
     /// # Safety
     /// * `value` was made by `Value::new::<RegionSpec>` (`Node::region`).
+    #[cfg_attr(not(target_pointer_width = "64"), allow(dead_code))]
     pub(super) unsafe fn new(value: Value) -> Self {
         PendingRegion(value)
     }
@@ -76,6 +77,7 @@ impl EndedRegion {
     /// # Safety
     /// * `value` was made by `Value::new::<RegionData>`
     ///   (`Frame::region_end`).
+    #[cfg_attr(not(target_pointer_width = "64"), allow(dead_code))]
     pub(super) unsafe fn new(value: Value) -> Self {
         EndedRegion(value)
     }

@@ -172,10 +172,13 @@ impl FiberFlags {
     }
 
     /// Whether the fiber runs inside a deadline region (`IO::timeout`;
-    /// `fiber/region.rs`): the run-loop's region checks run only then.
+    /// `fiber/region.rs`): the run-loop's region checks run only then. A
+    /// constant `false` on targets narrower than 64 bits, where `timeout`
+    /// runs its body on a child fiber (flash), so that the checks compile
+    /// out there.
     #[inline(always)]
     pub(crate) fn in_region(&self) -> bool {
-        self.0 & Self::IN_REGION != 0
+        cfg!(target_pointer_width = "64") && self.0 & Self::IN_REGION != 0
     }
 
     /// Sets or clears [`in_region`](FiberFlags::in_region).
