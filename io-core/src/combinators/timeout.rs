@@ -50,6 +50,12 @@
 //! * The caller's fiber is canceled: the fiber unwinds (the body's
 //!   finalizers run), as any fiber does.
 //!
+//! On targets narrower than 64 bits (firmware), `timeout`, `timeout_option`
+//! and `timeout_to` run the body on a child fiber instead, as
+//! `timeout_and_forget` does, and wait for it to end at the deadline: the
+//! region's run-loop steps cost about 3 KB of flash (thumbv7m), more than
+//! the firmware's budget had room for.
+//!
 //! `timeout_and_forget` runs the body on one child fiber instead, the only
 //! child of an outcome table (`outcomes.rs`: how the child records its
 //! outcome, how the parent waits, why no wake-up is lost), since its body
@@ -154,9 +160,9 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// [`timeout_and_forget`](IO::timeout_and_forget).
     ///
     /// `self` runs on the caller's fiber (a deadline region, see the
-    /// module doc): no fiber is started, and the deadline's timer is armed
-    /// only while `self` waits, so a body that finishes at once costs no
-    /// timer. A masked part of `self` finishes before the deadline takes
+    /// module doc; on 64-bit targets): no fiber is started, and the
+    /// deadline's timer is armed only while `self` waits, so a body that
+    /// finishes at once costs no timer. A masked part of `self` finishes before the deadline takes
     /// effect; the caller's own cancellation still cancels the caller.
     ///
     /// The error type takes the timeout through `From<TimeoutError>`:

@@ -19,7 +19,7 @@
 //! * Narrower targets (*compact*): vtables are 16-byte aligned, which saves
 //!   8 of a 32-bit vtable's 24 bytes of padding (on a microcontroller, flash
 //!   is what is scarce). Four low bits cannot name every kind, but a node
-//!   has only 11 kinds with a vtable, and a frame 10: those store their tag
+//!   has only 14 kinds with a vtable, and a frame 12: those store their tag
 //!   (a frame's counted from [`Tag::FlatMap`]) in the low bits; every other
 //!   kind stores the code `BARE` (15) there and its tag above it (its word
 //!   is no pointer). Decoding is a mask, a compare and a shift; a test for
@@ -33,7 +33,7 @@
 //!
 //! ## Room for more kinds
 //!
-//! 32 tags are in use. On 64-bit targets there are 64 (six bits): 32 more
+//! 37 tags are in use. On 64-bit targets there are 64 (six bits): 27 more
 //! kinds, of any group, cost nothing but a number; the assert on
 //! `LAST_TAG` says when they run out. (Five bits, with 32-byte vtables,
 //! were full; freeing a tag by merging two kinds measured 7 to 8% slower
@@ -43,9 +43,9 @@
 //!
 //! * without a vtable (its word is a `Bind` block, a site or nothing): any
 //!   number (the tag is stored above the `BARE` code);
-//! * a node kind with a vtable: 4 codes are free (11 of 15 used; insert it
+//! * a node kind with a vtable: 1 code is free (14 of 15 used; insert it
 //!   at the end of the first group);
-//! * a frame kind with a vtable: 5 codes are free (10 of 15 used).
+//! * a frame kind with a vtable: 3 codes are free (12 of 15 used).
 //!
 //! A kind that would need a vtable once those are taken keeps its payload
 //! in a `Bind` block instead (one pooled block, as `map` does), and is
