@@ -256,6 +256,17 @@ rt_test! {
         assert_eq!(log.events(), ["rest of the masked part", "fallback"]);
     }
 
+    fn a_body_that_never_waits_is_ended_by_its_deadline_where_it_yields() {
+        // No wait arms the deadline's timer: the fiber reads the clock
+        // where it yields (auto-yield), and ends the region there.
+        let busy = IO::<u32, Error>::tail_rec(0u64, |i| {
+            IO::delay(move || std::ops::ControlFlow::<u32, u64>::Continue(i + 1))
+        });
+        let io = busy.timeout_to(ms(10), IO::pure(2));
+        let outcome = common::within(common::HANG_LIMIT, move || run(io)).expect("no hang");
+        assert_eq!(outcome, Outcome::Succeeded(2));
+    }
+
     fn a_timeout_runs_its_body_on_the_callers_fiber_without_a_child() {
         // With tracing on, every fiber that outlives a run is listed: a
         // body on a child fiber would be a second one.
