@@ -291,6 +291,21 @@ fn timeout() -> P {
     go(0)
 }
 
+/// `timeout` with a body that is not a value already (a `delay`, as a
+/// request handler's): the deadline is in force while the body runs.
+fn timeout_delay() -> P {
+    fn go(i: i32) -> P {
+        if i < N / 10 {
+            IO::delay(move || i + 1)
+                .timeout_to(std::time::Duration::from_secs(3600), P::pure(0))
+                .flat_map(go)
+        } else {
+            IO::pure(i)
+        }
+    }
+    go(0)
+}
+
 /// Round trips of the two ping-pong workloads.
 const ROUNDS: i32 = N / 10;
 
@@ -692,6 +707,7 @@ fn run_workload(name: &str) -> i32 {
         "race_all3" => || race_all(3),
         "memoize_get" => memoize_get,
         "timeout" => timeout,
+        "timeout_delay" => timeout_delay,
         "queue_ping_pong" => queue_ping_pong,
         "deferred_ping_pong" => deferred_ping_pong,
         "ref_modify" => ref_modify,

@@ -29,13 +29,12 @@
 //!   pair).
 //! * `--request-timeout-ms`: the bound on handling one request (default
 //!   30000; 0: no bound). As in any production server, a request's handler
-//!   runs under a timeout; in an effect runtime that is a race between the
-//!   handler's fiber and a timer's fiber (`IO::timeout_to`), so each
-//!   request starts two fibers, resumes the connection's fiber and cancels
-//!   the timer's: the starts and resumes that microtask batching is about.
-//!   A handler that runs out of time is answered `503 Service Unavailable`.
-//!   With 0 (and no fan-out) the connection's fiber builds the response
-//!   itself (one resume per request, after the read).
+//!   runs under a timeout (`IO::timeout_to`): a deadline region on the
+//!   connection's fiber, which starts no fiber and sets no timer for a
+//!   handler that answers at once (Cats Effect derives `timeout` from a
+//!   race of two fibers instead). A handler that runs out of time is
+//!   answered `503 Service Unavailable`. With 0 (and no fan-out) the
+//!   connection's fiber builds the response without a timeout.
 //! * `--header-timeout-ms`: how long a request head may take to arrive
 //!   from its first byte (default 10000; 0: no bound). A client trickling
 //!   a head is closed when it runs out.

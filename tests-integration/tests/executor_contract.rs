@@ -448,6 +448,38 @@ fn sleep_sets_a_timer_at_now_plus_the_duration_and_resumes_when_it_fires() {
 }
 
 #[test]
+fn a_timeout_whose_body_ends_without_waiting_sets_no_timer_and_starts_no_fiber() {
+    let ex = QueueExecutor::new(FiberConfig::default());
+    let io: IO<u32, spindle_core::error::TimeoutError> =
+        IO::delay(|| 7u32).timeout(Duration::from_secs(3600));
+    assert_eq!(ex.block_on(io), Outcome::Succeeded(7));
+    assert_eq!(
+        ex.shared.next_timer_seq.load(Ordering::SeqCst),
+        0,
+        "no timer set"
+    );
+    assert_eq!(
+        ex.schedules(),
+        1,
+        "only the program's own fiber was scheduled"
+    );
+}
+
+#[test]
+fn a_timeout_whose_body_waits_arms_its_deadline_on_the_wait_and_removes_it_when_the_body_resumes() {
+    let ex = QueueExecutor::new(FiberConfig::default());
+    let io: IO<u32, spindle_core::error::TimeoutError> = IO::sleep(Duration::from_secs(1))
+        .map_to(7u32)
+        .timeout(Duration::from_secs(3600));
+    assert_eq!(ex.block_on(io), Outcome::Succeeded(7));
+    // The sleep's timer and the deadline's, armed on the same wait.
+    assert_eq!(ex.shared.next_timer_seq.load(Ordering::SeqCst), 2);
+    assert!(ex.shared.timers.lock().unwrap().is_empty(), "no timer left");
+    // Started once, resumed once by the sleep's timer: no child fiber.
+    assert_eq!(ex.schedules(), 2);
+}
+
+#[test]
 fn sleeping_fibers_wake_in_deadline_order() {
     let executor = QueueExecutor::new(FiberConfig::default());
     let log: Log<u64> = Log::new();

@@ -148,6 +148,138 @@ rt_test! {
             .expect("after the epoch");
         assert!(before <= t && t <= after, "{before:?} <= {t:?} <= {after:?}");
     }
+
+    // ----- deadline regions: the body runs on the caller's fiber -----
+
+    fn the_finalizers_of_a_timed_out_body_run_exactly_once() {
+        let on_cancel = Counter::new();
+        let guarantee = Counter::new();
+        let outcomes = Log::new();
+        let o = outcomes.clone();
+        let body = IO::<u32, Error>::never()
+            .on_cancel(on_cancel.incr_io())
+            .guarantee(guarantee.incr_io())
+            .guarantee_case(move |outcome| o.record(outcome.is_canceled()));
+        assert_eq!(run(body.timeout(ms(5))), Outcome::Errored(Error::TimedOut(ms(5))));
+        assert_eq!(on_cancel.get(), 1);
+        assert_eq!(guarantee.get(), 1);
+        assert_eq!(outcomes.events(), [true], "the finalizer sees a canceled body");
+    }
+
+    fn a_masked_part_of_a_timed_out_body_finishes_before_the_deadline_takes_effect() {
+        let log = Log::new();
+        let (l1, l2) = (log.clone(), log.clone());
+        let body = IO::<(), Error>::uncancelable(move |_| {
+            IO::sleep(ms(30)).product_r(l1.record("masked part done"))
+        })
+        .product_r(l2.record("after the mask"))
+        .product_r(IO::<u32, Error>::never());
+        let io = body.timeout_to(ms(5), log.record("fallback").map_to(0));
+        assert_eq!(run(io), Outcome::Succeeded(0));
+        assert_eq!(log.events(), ["masked part done", "fallback"]);
+    }
+
+    fn a_timeout_inside_an_uncancelable_region_still_ends_its_body_at_the_deadline() {
+        // As the child fiber of Cats Effect's timeout would be, the body is
+        // cancelable by its deadline whatever masks its caller.
+        let io = IO::<u32, Error>::uncancelable(|_| IO::never().timeout_to(ms(5), IO::pure(1)));
+        assert_eq!(run(io), Outcome::Succeeded(1));
+    }
+
+    fn an_inner_timeout_that_expires_does_not_cancel_the_outer_region() {
+        let outer_canceled = Counter::new();
+        let inner = IO::<u32, Error>::never().timeout_to(ms(5), IO::pure(1));
+        let outer = inner
+            .flat_map(|v| IO::sleep(ms(1)).map_to(v + 1))
+            .on_cancel(outer_canceled.incr_io())
+            .timeout_to(secs(3600), IO::pure(100));
+        assert_eq!(run(outer), Outcome::Succeeded(2));
+        assert_eq!(outer_canceled.get(), 0);
+    }
+
+    fn an_outer_deadline_expiring_while_an_inner_region_runs_unwinds_both_and_runs_the_outer_fallback() {
+        let log = Log::new();
+        let inner = IO::<u32, Error>::never()
+            .on_cancel(log.record("inner body finalized"))
+            .timeout_to(secs(3600), log.record("inner fallback").map_to(1));
+        let outer = inner
+            .on_cancel(log.record("outer body finalized"))
+            .timeout_to(ms(5), log.record("outer fallback").map_to(2));
+        assert_eq!(run(outer), Outcome::Succeeded(2));
+        assert_eq!(
+            log.events(),
+            ["inner body finalized", "outer body finalized", "outer fallback"]
+        );
+    }
+
+    fn canceling_the_fiber_during_a_region_cancels_the_fiber_not_just_the_region() {
+        let log = Log::new();
+        let waiting = spindle_core::Deferred::<()>::new();
+        let w = waiting.clone();
+        let (l1, l2) = (log.clone(), log.clone());
+        let body = w
+            .complete::<Error>(())
+            .product_r(IO::<u32, Error>::never())
+            .on_cancel(log.record("body finalized"))
+            .timeout_to(secs(3600), l1.record("fallback").map_to(0))
+            .flat_map(move |v| l2.record("after the timeout").map_to(v));
+        let program = body.start().flat_map(move |fiber| {
+            waiting
+                .get::<Error>()
+                .product_r(fiber.cancel())
+                .product_r(fiber.join())
+        });
+        let outcome = common::within(common::HANG_LIMIT, move || run(program)).expect("no hang");
+        assert!(matches!(outcome, Outcome::Succeeded(Outcome::Canceled)), "{outcome:?}");
+        assert_eq!(log.events(), ["body finalized"]);
+    }
+
+    fn a_panic_in_a_timed_body_ends_the_fiber_as_panicked_after_its_finalizers() {
+        let finalized = Counter::new();
+        let io = IO::<u32, Error>::delay(|| panic!("the body panicked"))
+            .guarantee(finalized.incr_io())
+            .timeout(secs(3600));
+        assert!(run(io).is_panicked());
+        assert_eq!(finalized.get(), 1);
+    }
+
+    fn a_body_that_cancels_itself_while_masked_is_canceled_when_the_mask_ends() {
+        let log = Log::new();
+        let l = log.clone();
+        let body = IO::<(), Error>::uncancelable(move |_| {
+            IO::canceled().product_r(l.record("rest of the masked part"))
+        })
+        .product_r(log.record("after the mask"))
+        .map_to(1u32);
+        let io = body.timeout_to(ms(5), log.record("fallback").map_to(0));
+        assert_eq!(run(io), Outcome::Succeeded(0));
+        assert_eq!(log.events(), ["rest of the masked part", "fallback"]);
+    }
+
+    fn a_body_that_never_waits_is_ended_by_its_deadline_where_it_yields() {
+        // No wait arms the deadline's timer: the fiber reads the clock
+        // where it yields (auto-yield), and ends the region there.
+        let busy = IO::<u32, Error>::tail_rec(0u64, |i| {
+            IO::delay(move || std::ops::ControlFlow::<u32, u64>::Continue(i + 1))
+        });
+        let io = busy.timeout_to(ms(10), IO::pure(2));
+        let outcome = common::within(common::HANG_LIMIT, move || run(io)).expect("no hang");
+        assert_eq!(outcome, Outcome::Succeeded(2));
+    }
+
+    fn a_timeout_runs_its_body_on_the_callers_fiber_without_a_child() {
+        // With tracing on, every fiber that outlives a run is listed: a
+        // body on a child fiber would be a second one.
+        let config = spindle_core::FiberConfig::builder()
+            .tracing(spindle_core::TracingMode::Cached)
+            .build()
+            .expect("a tracing configuration");
+        let rt = rt_with_config(config);
+        let dumper = rt.dumper();
+        let body = IO::sleep(ms(1)).product_r(IO::delay(move || dumper().fibers.len()));
+        let io: IO<usize, Error> = body.timeout(secs(3600));
+        assert_eq!(rt.run(io), Outcome::Succeeded(1));
+    }
 }
 
 // ----- virtual time (TestControl) -----------------------------------------------
@@ -174,6 +306,19 @@ fn timeout_fires_at_exactly_the_limit() {
         ends_at(io),
         Outcome::Succeeded((Err(Error::TimedOut(secs(5))), secs(5)))
     );
+}
+
+#[test]
+fn a_body_that_ends_before_the_deadline_leaves_no_timer_on_the_executor() {
+    use spindle_exec_single::StdClock;
+    let rt = spindle_exec_single::SingleThreaded::<StdClock>::builder()
+        .build()
+        .expect("an executor");
+    let waits: IO<u32, Error> = IO::sleep(ms(1)).map_to(1u32).timeout(secs(3600));
+    let ends_at_once: IO<u32, Error> = IO::delay(|| 2u32).timeout(secs(3600));
+    let io = waits.flat_map(move |a| ends_at_once.map(move |b| a + b));
+    assert_eq!(rt.block_on(io).expect("runs"), Outcome::Succeeded(3));
+    assert_eq!(rt.metrics().timers, 0);
 }
 
 #[test]

@@ -43,18 +43,17 @@ enum Via {
     ParTraverseN,
     /// `par_map2`, with a side that never ends.
     ParMap2,
-    /// `timeout`, long enough never to fire.
-    Timeout,
 }
 
-const EVERY_WAY: [Via; 7] = [
+// (`timeout` is not among them: its body runs on the caller's own fiber,
+// `a_timeout_body_fails_in_its_callers_own_trace_without_a_child_trace`.)
+const EVERY_WAY: [Via; 6] = [
     Via::Join,
     Via::Both,
     Via::Race,
     Via::ParTraverse,
     Via::ParTraverseN,
     Via::ParMap2,
-    Via::Timeout,
 ];
 
 /// The error type of `timeout` (the error stays a `String`).
@@ -89,7 +88,6 @@ fn via(how: Via, child: Io<u32>) -> Io<u32> {
             .map(|values| values.len() as u32)
         }
         Via::ParMap2 => never::<u32>().par_map2(child, |a, b| a + b),
-        Via::Timeout => child.timeout_to(Duration::from_secs(3600), IO::pure(0)),
     }
 }
 
@@ -102,7 +100,6 @@ fn op_name(how: Via) -> &'static str {
         Via::ParTraverse => "par_traverse",
         Via::ParTraverseN => "par_traverse_n",
         Via::ParMap2 => "par_map2",
-        Via::Timeout => "timeout_to",
     }
 }
 
@@ -187,6 +184,25 @@ fn assert_fails_at_the_childs_call_site(failure: &Traced<String>, how: Via) {
 }
 
 rt_test! {
+    fn a_timeout_body_fails_in_its_callers_own_trace_without_a_child_trace() {
+        // The body of `timeout_to` runs in a deadline region of the
+        // caller's fiber, not on a child: its events are the caller's own.
+        let rt = rt_with_config(cached());
+        let program = failing_child().timeout_to(Duration::from_secs(3600), IO::pure(0));
+        let failure = failure_in(&rt, program);
+        let text = failure.to_string();
+        assert_eq!(failure.error, "card declined", "{text}");
+        assert!(failure.child_traces.is_empty(), "{text}");
+        let last = failure.trace.events().last().expect("the fiber traced");
+        assert_eq!(
+            (last.op().name(), last.location().file(), last.location().line()),
+            ("delay", file!(), FAIL_LINE),
+            "{text}"
+        );
+        assert!(has_op(&failure.trace, "timeout_to"), "{text}");
+        assert!(has_op(&failure.trace, "cede"), "{text}");
+    }
+
     fn an_error_raised_again_by_the_parent_shows_the_childs_failing_call_site_first() {
         let rt = rt_with_config(cached());
         for how in EVERY_WAY {

@@ -26,36 +26,57 @@
 //!
 //! # Protocol
 //!
-//! The body runs on one child fiber, the only child of an outcome table
-//! (`outcomes.rs`: how the child records its outcome, how the parent
-//! waits, why no wake-up is lost), which keeps the child's outcome. The
-//! parent waits, unmasked, until the child has ended or the executor's
-//! monotonic clock reaches the deadline, whichever comes first: the wait
-//! is one `from_callback_until` node (an `AsyncUntil`), whose timer the
-//! executor arms on the wait and removes when it ends, in O(1). The parent
-//! tells which came first from the table: the child's outcome is there or
-//! not.
+//! `timeout`, `timeout_option` and `timeout_to` run the body on the
+//! caller's own fiber, in a *deadline region* (a `Region` node; the
+//! run-loop's side is `fiber/region.rs`): the body runs above a frame that
+//! marks the region's end; its outcome, whatever it is, pops the frame and
+//! is the result. The deadline acts as a cancellation of the region alone,
+//! observed where the run-loop observes cancellation and at the mask depth
+//! the region was entered at: the body's finalizers run (once, masked,
+//! with `Outcome::Canceled`), the stack unwinds to the region's frame, and
+//! the fallback runs there. The timer exists only while the body waits
+//! (it is a second completer of the wait, removed when the fiber resumes):
+//! a body that ends without waiting costs a clock read and a frame, no
+//! timer and no fiber.
 //!
-//! * The child completed first: its outcome is the result (a value, an
-//!   error, a panic raised again). If it canceled itself, the deadline
-//!   decides, as the timer of Cats Effect's race would: the parent waits
-//!   until it, then runs the fallback.
-//! * The deadline came first: the parent requests the child's
-//!   cancellation; with [`Late::Await`] it waits (masked) until the child
-//!   has ended, and then the child's outcome still wins if it has one (a
-//!   body that did not honour the cancellation, Cats Effect 3.6); the
-//!   fallback runs only for a canceled child. With [`Late::Forget`] it does
-//!   not wait: the fallback runs at once.
-//! * The parent is canceled while it waits: it requests the child's
-//!   cancellation and waits until the child has ended (its finalizers have
-//!   run), as every combinator of this folder does.
+//! * The body completes (before the deadline, or after it in a masked
+//!   part that ignores it): its outcome is the result (a value, an error,
+//!   a panic).
+//! * The deadline passes while the body runs unmasked, or when its mask
+//!   ends: the region unwinds, then the fallback runs.
+//! * The body cancels itself (`IO::canceled`): the region unwinds, and the
+//!   fallback runs at the deadline (the race is then the timer's, as in
+//!   Cats Effect).
+//! * The caller's fiber is canceled: the fiber unwinds (the body's
+//!   finalizers run), as any fiber does.
+//!
+//! On targets narrower than 64 bits (firmware), `timeout`, `timeout_option`
+//! and `timeout_to` run the body on a child fiber instead, as
+//! `timeout_and_forget` does, and wait for it to end at the deadline: the
+//! region's run-loop steps cost about 3 KB of flash (thumbv7m), more than
+//! the firmware's budget had room for.
+//!
+//! `timeout_and_forget` runs the body on one child fiber instead, the only
+//! child of an outcome table (`outcomes.rs`: how the child records its
+//! outcome, how the parent waits, why no wake-up is lost), since its body
+//! may go on in the background after the deadline. The parent waits,
+//! unmasked, until the child has ended or the executor's monotonic clock
+//! reaches the deadline, whichever comes first: the wait is one
+//! `from_callback_until` node (an `AsyncUntil`), whose timer the executor
+//! arms on the wait and removes when it ends. The child's outcome wins if
+//! it has one; at the deadline the parent requests the child's
+//! cancellation and raises the timeout at once, without waiting. (If the
+//! child canceled itself, the parent waits until the deadline.)
 //!
 //! Compared with the race of two fibers that Cats Effect derives `timeout`
-//! from (`GenTemporal`), this starts one fiber instead of two, and needs
-//! no `Deferred`, no fiber handles and no sleeping fiber to cancel. No code
-//! is copied.
+//! from (`GenTemporal`), a region starts no fiber and needs no `Deferred`,
+//! no fiber handles and no sleeping fiber to cancel; like tokio's
+//! `timeout`, it pays for a timer only when the body does not finish at
+//! once. No code is copied from either.
 
 use core::fmt;
+#[cfg(target_pointer_width = "64")]
+use core::marker::PhantomData;
 use core::time::Duration;
 
 use crate::combinators::embed::embed;
@@ -63,6 +84,10 @@ use crate::combinators::monad_cancel::Poll;
 use crate::combinators::outcomes::{
     AllEnded, Outcomes, Table, cancel_and_wait, interruptibly, spawn, start, wait_until,
 };
+#[cfg(target_pointer_width = "64")]
+use crate::engine::erased::{Adapter, ErasedFn};
+#[cfg(target_pointer_width = "64")]
+use crate::engine::node::{Expired, Node};
 use crate::engine::tracing::{ChildTraces, Op};
 use crate::fiber::RawFiberRef;
 use crate::io::IO;
@@ -134,9 +159,11 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     /// deadline that does not wait for `self` to end, see
     /// [`timeout_and_forget`](IO::timeout_and_forget).
     ///
-    /// `self` runs on a fiber of its own; the deadline is a timer of the
-    /// executor armed on the caller's wait, so a timeout costs one fiber
-    /// start, not the two of a race.
+    /// `self` runs on the caller's fiber (a deadline region, see the
+    /// module doc; on 64-bit targets): no fiber is started, and the
+    /// deadline's timer is armed only while `self` waits, so a body that
+    /// finishes at once costs no timer. A masked part of `self` finishes before the deadline takes
+    /// effect; the caller's own cancellation still cancels the caller.
     ///
     /// The error type takes the timeout through `From<TimeoutError>`:
     /// write it for your own error type; with `std`, io-core provides it for
@@ -208,12 +235,18 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
         E: From<TimeoutError>,
     {
         let error = move || IO::raise_error_untraced(E::from(TimeoutError { after: duration }));
-        run(self, duration, Late::Forget, error).traced_as(&TIMEOUT_AND_FORGET)
+        on_a_child(self, duration, Late::Forget, error).traced_as(&TIMEOUT_AND_FORGET)
     }
 
     /// [`IO::timeout_to`] for io-core's own nodes (no trace event).
     fn timeout_to_untraced(self, duration: Duration, fallback: IO<A, E>) -> IO<A, E> {
-        run(self, duration, Late::Await, move || fallback)
+        #[cfg(target_pointer_width = "64")]
+        return region(self, duration, move || fallback);
+        // Narrower targets keep the body on a child fiber: the region's
+        // run-loop steps cost about 3 KB of flash (thumbv7m), more than
+        // the firmware's budget has room for.
+        #[cfg(not(target_pointer_width = "64"))]
+        return on_a_child(self, duration, Late::Await, move || fallback);
     }
 
     /// Measures how long `self` takes on the executor's monotonic clock.
@@ -230,12 +263,15 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     }
 }
 
-/// What the parent does when the deadline comes first.
+/// What the caller of [`on_a_child`] does when the deadline comes first.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Late {
-    /// Wait until the child has ended; its outcome wins if it has one.
+    /// Wait until the child has ended; its outcome wins if it has one
+    /// (`timeout` on targets narrower than 64 bits).
+    #[cfg_attr(target_pointer_width = "64", allow(dead_code))]
     Await,
-    /// Only request its cancellation; the fallback runs at once.
+    /// Only request its cancellation; the fallback runs at once
+    /// (`timeout_and_forget`).
     Forget,
 }
 
@@ -243,9 +279,47 @@ enum Late {
 /// failure traces.
 type Slot<A, E> = Option<(Outcome<A, E>, ChildTraces)>;
 
-/// The body `io` under a deadline `duration` from now; `fallback()` when
-/// it is canceled by the deadline (see the module doc).
-fn run<A, E, F>(io: IO<A, E>, duration: Duration, late: Late, fallback: F) -> IO<A, E>
+/// The body `io` under a deadline `duration` from now, in a deadline
+/// region of the caller's fiber (`fiber/region.rs`); `fallback()` when the
+/// deadline ends it (see the module doc). 64-bit targets.
+#[cfg(target_pointer_width = "64")]
+fn region<A, E, F>(io: IO<A, E>, duration: Duration, fallback: F) -> IO<A, E>
+where
+    A: Send + 'static,
+    E: Send + 'static,
+    F: FnOnce() -> IO<A, E> + Send + 'static,
+{
+    let fallback = move |expired: Expired| match expired.canceled_until {
+        None => fallback(),
+        // The body canceled itself: the deadline decides, at the deadline.
+        Some(deadline) => IO::<(), E>::from_callback_until_untraced(deadline, |_| None)
+            .flat_map_untraced(move |()| fallback()),
+    };
+    IO::from_node(Node::region(
+        io.into_node(),
+        duration,
+        ErasedFn::new::<RegionFallback<A, E>, _>(fallback),
+    ))
+}
+
+/// The adapter of a region's fallback: a closure of the [`Expired`] that
+/// the run-loop gives it, which erases nothing.
+#[cfg(target_pointer_width = "64")]
+struct RegionFallback<A, E>(PhantomData<fn() -> (A, E)>);
+
+#[cfg(target_pointer_width = "64")]
+impl<A, E, F: FnOnce(Expired) -> IO<A, E>> Adapter<Expired, Node, F> for RegionFallback<A, E> {
+    #[inline]
+    unsafe fn call(f: F, expired: Expired) -> Node {
+        f(expired).into_node()
+    }
+}
+
+/// The body `io` under a deadline `duration` from now, on a child fiber
+/// (`timeout_and_forget`, whose body may go on after the deadline, in the
+/// background; and `timeout` on targets narrower than 64 bits); `fallback()`
+/// when the deadline ends it, as `late` says.
+fn on_a_child<A, E, F>(io: IO<A, E>, duration: Duration, late: Late, fallback: F) -> IO<A, E>
 where
     A: Send + 'static,
     E: Send + 'static,

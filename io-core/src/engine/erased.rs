@@ -316,6 +316,24 @@ impl Value {
     }
 }
 
+/// Borrows the `T` a word holds (the word of a [`Value`] split by
+/// [`Value::into_raw`], kept by a frame).
+///
+/// # Safety
+/// * `word` was filled by `store::<T>` (`Value::new::<T>`) and not read
+///   since; the `T` lives as long as the borrow of `word`.
+#[inline]
+pub(crate) unsafe fn peek_word<T>(word: &Word) -> &T {
+    if fits_inline::<T>() {
+        // SAFETY: by the precondition the word holds an inline `T`.
+        unsafe { &*word.as_ptr().cast::<T>() }
+    } else {
+        // SAFETY: by the precondition the word points at a live `T` (in a
+        // pooled block or a box) owned with the word.
+        unsafe { &*word.assume_init().cast::<T>().cast_const() }
+    }
+}
+
 /// An `Option<Result<Value, Value>>` in a value's two words, not three:
 /// the result's side is the low bit of the vtable pointer (vtables are
 /// 16-aligned at least, so the bit is free) and "empty" is a null vtable pointer.

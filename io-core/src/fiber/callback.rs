@@ -73,6 +73,26 @@ impl RawCallback {
     }
 }
 
+impl RawCallback {
+    /// Ends the suspension without a result, if this callback's claim
+    /// wins: the fiber resumes as after a cancellation's claim, and tells
+    /// why itself (a deadline region's timer, `region.rs`).
+    pub(crate) fn complete_empty(&self) {
+        let header = self.header();
+        if header.claim(self.generation) == Claim::Lost {
+            return;
+        }
+        match header.deliver_empty() {
+            TransitionToDelivered::FiberNotSuspended => {}
+            // SAFETY: as in `complete_or_give_back`: the vtable is the
+            // fiber's, and the claim was won.
+            TransitionToDelivered::Schedule => unsafe {
+                (self.vtable.schedule)(self.fiber.as_ptr())
+            },
+        }
+    }
+}
+
 impl Clone for RawCallback {
     fn clone(&self) -> Self {
         // SAFETY: we hold a strong reference, so the count is at least one.
@@ -165,13 +185,21 @@ impl<A, E> core::fmt::Debug for Callback<A, E> {
 /// [`Executor::set_timer`]: crate::Executor::set_timer
 pub struct TimerCallback {
     pub(super) raw: RawCallback,
+    /// Ends the suspension without a result (a deadline region's timer,
+    /// `region.rs`) rather than with `()`.
+    pub(super) empty: bool,
 }
 
 impl TimerCallback {
     /// Resumes the sleeping fiber; does nothing if it was already resumed or
     /// canceled.
     pub fn fire(self) {
-        let _ = self.raw.complete(Ok(Value::unit()));
+        // (Only deadline regions make empty timers: 64-bit targets.)
+        if cfg!(target_pointer_width = "64") && self.empty {
+            self.raw.complete_empty();
+        } else {
+            let _ = self.raw.complete(Ok(Value::unit()));
+        }
     }
 }
 

@@ -138,6 +138,13 @@ impl Header {
         self.state.mark_completed()
     }
 
+    /// Ends the suspension without a result after a won claim (the slot
+    /// stays empty; the fiber resumes as after a cancellation's claim).
+    #[inline]
+    pub(super) fn deliver_empty(&self) -> TransitionToDelivered {
+        self.state.transition_to_delivered()
+    }
+
     /// Delivers the result after a won claim (the rest of step 2).
     #[inline]
     pub(super) fn deliver(&self, res: Res) -> TransitionToDelivered {

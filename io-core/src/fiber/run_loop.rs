@@ -61,6 +61,7 @@
 //! finalizers (not `on_cancel` ones) with `Outcome::Panicked`, and ends the
 //! fiber with [`Outcome::Panicked`].
 
+use super::region;
 use super::run_state::{Core, Ending, Next};
 use super::state::TransitionToSuspended;
 use super::vtable::{Fiber, FiberInner};
@@ -332,14 +333,16 @@ macro_rules! raised_source {
 /// compiler laid out the whole loop (2 to 3% more instructions per bind,
 /// callgrind); out of line it cost a suspension 12%.
 macro_rules! wait {
-    ($core:ident, $header:ident, $ring:ident, $state:ident, $interruptible:expr,
+    ($core:ident, $header:ident, $ring:ident, $inner:ident, $state:ident, $interruptible:expr,
+     region: $region:expr,
      start: |$generation:ident| $start:expr,
      $(undo: |$undo_kept:pat_param| $undo:expr,)?
      keep: |$keep_kept:pat_param| $keep:expr $(,)?) => {
         if should_cancel($core, $header) {
             begin_cancel($core, Node::unwind())
         } else {
-            let $generation = $header.begin_suspension();
+            let generation = $header.begin_suspension();
+            let $generation = generation;
             let kept = $start;
             match $header.take_if_done() {
                 Some(Some(res)) => {
@@ -352,6 +355,11 @@ macro_rules! wait {
                 _ => {
                     let $keep_kept = kept;
                     $core.next = $keep;
+                    // In a deadline region, its timer is a second completer
+                    // of an interruptible wait (`region.rs`).
+                    if $region && $core.flags.in_region() {
+                        region::arm($core, $inner, generation);
+                    }
                     activity!($ring, $state);
                     let interruptible = $interruptible;
                     return suspend($core, interruptible);
@@ -377,7 +385,7 @@ macro_rules! wait {
 /// the block (`FiberFlags::cancel_at_block`) is observed there, or, if the
 /// block ends instead, where its result goes next.
 macro_rules! block_step {
-    ($core:ident, $header:ident, $ring:expr, $budget:ident, $resume:expr) => {{
+    ($core:ident, $header:ident, $inner:ident, $ring:expr, $budget:ident, $resume:expr) => {{
         let mut resume = $resume;
         loop {
             // On 64-bit hosts the poll may run awaits that finish at once
@@ -407,7 +415,7 @@ macro_rules! block_step {
             #[cfg(not(target_pointer_width = "64"))]
             let stepped = resume.step();
             if stepped == Stepped::Done {
-                break block_done($core, $header, resume);
+                break block_done($core, $header, &$inner.executor, resume);
             }
             let wait = resume.slot().is_wait();
             let (node, _site) = resume.slot().take_next_unchecked();
@@ -459,7 +467,12 @@ fn block_resumed(mut resume: Resume, res: Res) -> Node {
 
 /// `block_step!`: the block ended with its result (in the slot).
 #[inline(never)]
-fn block_done(core: &mut Core, header: &super::Header, mut resume: Resume) -> Node {
+fn block_done<X: Executor>(
+    core: &mut Core,
+    header: &super::Header,
+    executor: &X,
+    mut resume: Resume,
+) -> Node {
     let Some(res) = resume.slot().take_done() else {
         unreachable!("io-core: a block's step said done without a result")
     };
@@ -468,7 +481,7 @@ fn block_done(core: &mut Core, header: &super::Header, mut resume: Resume) -> No
     let node = Node::from_res(res);
     if core.flags.cancel_at_block() {
         core.flags.set_cancel_at_block(false);
-        return unmasked(core, header, node, ok);
+        return unmasked(core, header, executor, node, ok);
     }
     node
 }
@@ -549,8 +562,15 @@ fn run_loop<X: Executor, const TRACING: bool>(
         core.stack = crate::engine::blocks::stacks::take();
     }
     let mut node = match core::mem::replace(&mut core.next, Next::Resume) {
+        // After a yield: a region whose deadline passed meanwhile ends
+        // here (`region.rs`).
         Next::Node(node) => node,
         next => {
+            if core.flags.in_region() {
+                // The region timer of the suspension, if one was armed, is
+                // not needed any more, however it ended.
+                region::disarm(core, executor);
+            }
             // Resumed after a suspension: the result is in the slot, or there
             // is none because cancellation ended the suspension.
             let (finalizer, timer) = match next {
@@ -579,7 +599,15 @@ fn run_loop<X: Executor, const TRACING: bool>(
                         // `X::TimerKey` of this very executor type.
                         executor.cancel_timer(unsafe { key.take::<X::TimerKey>() });
                     }
-                    core.ending = Some(Ending::Canceled);
+                    // Without a result: canceled, or, in a deadline region
+                    // and not observably canceled, woken by its timer
+                    // (`region.rs`), which ends the region instead.
+                    let region_ends = core.flags.in_region()
+                        && !should_cancel(core, header)
+                        && region::woken(core, executor);
+                    if !region_ends {
+                        core.ending = Some(Ending::Canceled);
+                    }
                     match finalizer {
                         Some(finalizer) => run_finalizer(core, finalizer),
                         None => Node::unwind(),
@@ -591,6 +619,10 @@ fn run_loop<X: Executor, const TRACING: bool>(
     activity!(ring, Running);
     if should_cancel(core, header) {
         node = begin_cancel(core, node);
+    } else if core.flags.in_region() {
+        // A region whose deadline passed while the fiber was queued (after
+        // a yield) ends here (`region.rs`).
+        node = region::observe(core, executor, node);
     }
     // Every continuation is called through a safe method of its role
     // (`engine/node/cont.rs` says why each is given what it expects).
@@ -630,28 +662,35 @@ fn run_loop<X: Executor, const TRACING: bool>(
                     Some(FrameKind::Fold(f)) => Node::from_res(f.apply(Ok(value))),
                     Some(FrameKind::FoldWith(f)) => f.apply(Ok(value)),
                     Some(FrameKind::ResumeBlock(resume)) => block_resumed(resume, Ok(value)),
+                    Some(FrameKind::RegionEnd(data)) => {
+                        // The body's value: the region is over.
+                        region::exit(core, data);
+                        Node::pure(value)
+                    }
                     Some(FrameKind::Unmask) => {
                         core.unmask();
-                        unmasked(core, header, Node::pure(value), true)
+                        unmasked(core, header, executor, Node::pure(value), true)
                     }
                     Some(FrameKind::Remask) => {
                         core.mask();
                         Node::pure(value)
                     }
-                    Some(FrameKind::GuaranteeCase(f)) => finalize_value(core, header, f, value),
+                    Some(FrameKind::GuaranteeCase(f)) => {
+                        finalize_value(core, header, executor, f, value)
+                    }
                     Some(FrameKind::RestoreOk(original)) => {
                         // The finalizer succeeded: the original value again
                         // (and the end of its masked region, where a
                         // cancellation requested meanwhile is observed).
                         drop(value);
                         core.unmask();
-                        unmasked(core, header, Node::pure(original), true)
+                        unmasked(core, header, executor, Node::pure(original), true)
                     }
                     Some(FrameKind::RestoreErr(original)) => {
                         drop(value);
                         core.unmask();
                         core.unpark_cause(true);
-                        unmasked(core, header, Node::error(original), false)
+                        unmasked(core, header, executor, Node::error(original), false)
                     }
                     Some(FrameKind::ResumeUnwind) => {
                         drop(value);
@@ -686,9 +725,14 @@ fn run_loop<X: Executor, const TRACING: bool>(
                 Some(FrameKind::Fold(f)) => Node::from_res(f.apply(Err(error))),
                 Some(FrameKind::FoldWith(f)) => f.apply(Err(error)),
                 Some(FrameKind::ResumeBlock(resume)) => block_resumed(resume, Err(error)),
+                Some(FrameKind::RegionEnd(data)) => {
+                    // The body's error: the region is over.
+                    region::exit(core, data);
+                    Node::error(error)
+                }
                 Some(FrameKind::Unmask) => {
                     core.unmask();
-                    unmasked(core, header, Node::error(error), false)
+                    unmasked(core, header, executor, Node::error(error), false)
                 }
                 Some(FrameKind::Remask) => {
                     core.mask();
@@ -709,7 +753,7 @@ fn run_loop<X: Executor, const TRACING: bool>(
                     // The finalizer failed after a success: its error wins.
                     drop(original);
                     core.unmask();
-                    unmasked(core, header, Node::error(error), false)
+                    unmasked(core, header, executor, Node::error(error), false)
                 }
                 Some(FrameKind::RestoreErr(original)) => {
                     // The finalizer failed after an error: keep the first,
@@ -717,7 +761,7 @@ fn run_loop<X: Executor, const TRACING: bool>(
                     core.suppress(error);
                     core.unmask();
                     core.unpark_cause(true);
-                    unmasked(core, header, Node::error(original), false)
+                    unmasked(core, header, executor, Node::error(original), false)
                 }
                 Some(FrameKind::ResumeUnwind) => {
                     core.suppress(error);
@@ -855,7 +899,8 @@ fn run_loop<X: Executor, const TRACING: bool>(
             }
             Kind::Async(register) => {
                 record!(ring, register.op(), register.site());
-                wait!(core, header, ring, Waiting, core.masks == 0,
+                wait!(core, header, ring, inner, Waiting, core.masks == 0,
+                    region: true,
                     start: |generation| register.invoke(FiberInner::callback(inner, generation)),
                     undo: |finalizer| drop(finalizer),
                     keep: |finalizer| match finalizer {
@@ -866,13 +911,15 @@ fn run_loop<X: Executor, const TRACING: bool>(
             }
             Kind::AsyncUntil(deadline, register) => {
                 record!(ring, register.op(), register.site());
-                wait!(core, header, ring, Waiting, core.masks == 0,
+                wait!(core, header, ring, inner, Waiting, core.masks == 0,
+                    region: true,
                     start: |generation| {
                         // Two completers of the one suspension: the timer
                         // and the registration's callback; the first one
                         // wins.
                         let timer = TimerCallback {
                             raw: FiberInner::callback(inner, generation),
+                            empty: false,
                         };
                         let key = executor.set_timer(deadline, timer);
                         let callback = FiberInner::callback(inner, generation);
@@ -889,10 +936,12 @@ fn run_loop<X: Executor, const TRACING: bool>(
             }
             Kind::Sleep(duration, _site) => {
                 record!(ring, &crate::engine::tracing::SLEEP, _site.as_ref());
-                wait!(core, header, ring, Sleeping, core.masks == 0,
+                wait!(core, header, ring, inner, Sleeping, core.masks == 0,
+                    region: true,
                     start: |generation| {
                         let callback = TimerCallback {
                             raw: FiberInner::callback(inner, generation),
+                            empty: false,
                         };
                         let deadline = executor.monotonic().saturating_add(duration);
                         executor.set_timer(deadline, callback)
@@ -906,7 +955,8 @@ fn run_loop<X: Executor, const TRACING: bool>(
                 record!(ring, thunk.op(), thunk.site());
                 // Blocking work cannot be interrupted: the fiber waits for
                 // it even when canceled (then finalizes).
-                wait!(core, header, ring, Blocked, false,
+                wait!(core, header, ring, inner, Blocked, false,
+                    region: false,
                     start: |generation| {
                         let callback = FiberInner::callback(inner, generation);
                         executor.spawn_blocking(super::BlockingTask { thunk, callback });
@@ -930,7 +980,8 @@ fn run_loop<X: Executor, const TRACING: bool>(
             Kind::Never(_site) => {
                 record!(ring, &crate::engine::tracing::NEVER, _site.as_ref());
                 // Nothing but a cancellation can end this wait.
-                wait!(core, header, ring, Waiting, core.masks == 0,
+                wait!(core, header, ring, inner, Waiting, core.masks == 0,
+                    region: true,
                     start: |_generation| (),
                     keep: |()| Next::Resume,
                 )
@@ -939,7 +990,7 @@ fn run_loop<X: Executor, const TRACING: bool>(
                 if resume.slot().first_step() {
                     record!(ring, resume.op(), resume.site());
                 }
-                block_step!(core, header, ring, budget, resume)
+                block_step!(core, header, inner, ring, budget, resume)
             }
             #[cfg(feature = "tracing")]
             Kind::RaiseError(raised) => {
@@ -967,6 +1018,8 @@ fn run_loop<X: Executor, const TRACING: bool>(
                     core.stack.push(Frame::remask());
                     if should_cancel(core, header) {
                         begin_cancel(core, source)
+                    } else if core.flags.in_region() {
+                        region::observe(core, executor, source)
                     } else {
                         source
                     }
@@ -976,13 +1029,19 @@ fn run_loop<X: Executor, const TRACING: bool>(
             }
             Kind::Canceled(_site) => {
                 record!(ring, &crate::engine::tracing::CANCELED, _site.as_ref());
-                header.request_self_cancel();
-                if should_cancel(core, header) {
-                    begin_cancel(core, Node::unwind())
+                if core.flags.in_region() {
+                    // It cancels the innermost region, not the fiber.
+                    region::self_cancel(core)
                 } else {
-                    Node::pure(Value::unit())
+                    header.request_self_cancel();
+                    if should_cancel(core, header) {
+                        begin_cancel(core, Node::unwind())
+                    } else {
+                        Node::pure(Value::unit())
+                    }
                 }
             }
+            Kind::Region(spec) => region::start(core, executor, spec),
             Kind::OnCancel(bind) => {
                 record!(ring, bind.k().op(), bind.site());
                 let (source, finalizer) = bind.into_parts();
@@ -1047,6 +1106,9 @@ fn run_loop<X: Executor, const TRACING: bool>(
                 Node::unwind()
             }
             Kind::Unwind => match unwind_step(core) {
+                // A finalizer (masked), or a region's fallback, where the
+                // fiber's own cancellation is observable again.
+                Some(next) if should_cancel(core, header) => begin_cancel(core, next),
                 Some(next) => next,
                 None => {
                     let outcome = core.ending_outcome();
@@ -1093,8 +1155,18 @@ fn should_cancel(core: &Core, header: &super::Header) -> bool {
 // narrower targets (flash: the run-loop calls it from several steps).
 #[cfg_attr(target_pointer_width = "64", inline(always))]
 #[cfg_attr(not(target_pointer_width = "64"), inline(never))]
-fn unmasked(core: &mut Core, header: &super::Header, next: Node, ok: bool) -> Node {
+fn unmasked<X: Executor>(
+    core: &mut Core,
+    header: &super::Header,
+    executor: &X,
+    next: Node,
+    ok: bool,
+) -> Node {
     if !should_cancel(core, header) {
+        if core.flags.in_region() {
+            // A region entered at this depth may end here (`region.rs`).
+            return region::unmasked(core, executor, next, ok);
+        }
         return next;
     }
     match passed_before_next_program(&core.stack, ok) {
@@ -1111,8 +1183,11 @@ fn unmasked(core: &mut Core, header: &super::Header, next: Node, ok: bool) -> No
             // below the frames the result would have passed: those are
             // popped as it would have popped them (an `on_cancel` it passes
             // is over, as in Cats Effect, so its finalizer does not run).
-            let keep = core.stack.len() - passed;
-            core.stack.truncate(keep);
+            // (A region's frame among them ends its region.)
+            #[cfg(target_pointer_width = "64")]
+            region::pop_passed(core, passed);
+            #[cfg(not(target_pointer_width = "64"))]
+            core.stack.truncate(core.stack.len() - passed);
             begin_cancel(core, next)
         }
     }
@@ -1167,7 +1242,13 @@ fn begin_cancel(core: &mut Core, node: Node) -> Node {
 /// masked region at once, as that frame would. Out of line, so that the
 /// loop's code for other steps stays as it is.
 #[inline(never)]
-fn finalize_value(core: &mut Core, header: &super::Header, f: OnOutcome, value: Value) -> Node {
+fn finalize_value<X: Executor>(
+    core: &mut Core,
+    header: &super::Header,
+    executor: &X,
+    f: OnOutcome,
+    value: Value,
+) -> Node {
     let (finalizer, outcome) = f.apply(Outcome::Succeeded(value));
     let Outcome::Succeeded(value) = outcome else {
         unreachable!("io-core: a guarantee gives its outcome back")
@@ -1175,7 +1256,7 @@ fn finalize_value(core: &mut Core, header: &super::Header, f: OnOutcome, value: 
     match finalizer.into_value() {
         Ok(done) => {
             drop(done);
-            unmasked(core, header, Node::pure(value), true)
+            unmasked(core, header, executor, Node::pure(value), true)
         }
         Err(finalizer) => {
             core.stack.push(Frame::restore_ok(value));
@@ -1198,7 +1279,7 @@ fn unwind_step(core: &mut Core) -> Option<Node> {
     while let Some(frame) = core.stack.pop() {
         match frame.into_kind() {
             FrameKind::OnCancel(finalizer) => {
-                if matches!(core.ending, Some(Ending::Canceled)) {
+                if matches!(core.ending, Some(Ending::Canceled | Ending::Region)) {
                     let node = finalizer.invoke(());
                     return Some(run_finalizer(core, node));
                 }
@@ -1214,6 +1295,14 @@ fn unwind_step(core: &mut Core) -> Option<Node> {
             FrameKind::RestoreErr(original) => {
                 core.unpark_cause(false);
                 core.suppress(original);
+            }
+            // A region's frame: the end of the unwinding if it is the region
+            // being ended (`region.rs`), passed otherwise.
+            FrameKind::RegionEnd(data) => {
+                if region::is_target(core) {
+                    return Some(region::reached(core, data));
+                }
+                region::exit(core, data);
             }
             // Everything else is dropped: continuations do not run.
             _ => {}

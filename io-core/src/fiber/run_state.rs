@@ -15,7 +15,7 @@ use core::marker::PhantomData;
 use alloc::vec::Vec;
 
 use crate::engine::erased::{Adapter, ErasedFn, Value};
-use crate::engine::node::{Frame, Node};
+use crate::engine::node::{Frame, Node, RegionTop};
 use crate::engine::tracing::{ChildTraces, Trace};
 use crate::outcome::Outcome;
 use crate::sync::{Ordering, StaticAtomicUsize};
@@ -91,6 +91,32 @@ pub(crate) enum Next {
 pub(crate) enum Ending {
     Canceled,
     Panicked,
+    /// A deadline region ends (its deadline passed, or its body canceled
+    /// itself): frames are popped, running finalizers as for a
+    /// cancellation, down to the region's frame (`Regions::target`), where
+    /// the fiber goes on with the region's fallback (`region.rs`).
+    Region,
+}
+
+/// A fiber's deadline regions (`region.rs`), made at its first region and
+/// kept in [`Cold`].
+#[derive(Default)]
+pub(crate) struct Regions {
+    /// The innermost run of regions of one mask depth the fiber is in
+    /// (`None` outside every region).
+    pub(super) top: Option<RegionTop>,
+    /// The key of the region timer armed on the current suspension (an
+    /// erased `X::TimerKey`), canceled when the fiber resumes.
+    pub(super) timer: Option<Value>,
+    /// While the fiber ends a region ([`Ending::Region`]): the stack index
+    /// of the region's frame.
+    pub(super) target: usize,
+    /// Whether the region being ended canceled itself (its fallback waits
+    /// until the deadline first).
+    pub(super) target_canceled: bool,
+    /// The stack index of a region whose body canceled itself while masked
+    /// (observed when the mask ends).
+    pub(super) canceled: Option<usize>,
 }
 
 /// The rarely used part of a fiber's state.
@@ -102,6 +128,8 @@ pub(crate) struct Cold {
     /// Mask levels beyond `u16::MAX` ([`Core::masks`]); 0 for any program
     /// that nests fewer regions.
     deep_masks: u32,
+    /// The fiber's deadline regions, made at its first region.
+    pub(super) regions: Option<crate::engine::blocks::PoolBox<Regions>>,
     /// The rarer rest, made when first needed: a fiber with a poll owner
     /// keeps a small `Cold` (a block of the pool) and no `Rare`.
     rare: Option<alloc::boxed::Box<Rare>>,
@@ -260,6 +288,20 @@ impl Core {
         }
     }
 
+    /// The fiber's deadline regions (made at the first).
+    #[inline]
+    pub(super) fn regions(&mut self) -> &mut Regions {
+        self.cold()
+            .regions
+            .get_or_insert_with(|| crate::engine::blocks::PoolBox::new(Regions::default()))
+    }
+
+    /// The fiber's deadline regions, if it ever entered one.
+    #[inline]
+    pub(super) fn regions_ref(&self) -> Option<&Regions> {
+        self.cold.as_ref()?.regions.as_deref()
+    }
+
     fn rare(&mut self) -> &mut Rare {
         self.cold().rare.get_or_insert_with(Default::default)
     }
@@ -413,7 +455,7 @@ impl Core {
     /// The outcome a finalizing fiber ends with.
     pub(super) fn ending_outcome(&self) -> Outcome<Value, Value> {
         match self.ending {
-            Some(Ending::Canceled) => Outcome::Canceled,
+            Some(Ending::Canceled | Ending::Region) => Outcome::Canceled,
             Some(Ending::Panicked) => Outcome::Panicked(
                 self.rare_ref()
                     .and_then(|cold| cold.panic.clone())

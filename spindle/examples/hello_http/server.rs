@@ -45,15 +45,14 @@
 //! so a deadline moved earlier (an idle connection that starts a head) is
 //! still met on time; a busy connection costs one timer per that period,
 //! not one per request. A per-read `IO::timeout` would be simpler and
-//! start two fibers per read.
+//! set a timer on every read that waits.
 //!
 //! # Handling
 //!
 //! With a request timeout ([`Config::request_timeout`], the default) the
-//! responses to a batch of requests are built by a handler fiber raced
-//! against a timer (`IO::timeout_to`): two fiber starts, a resume of the
-//! connection's fiber and a cancellation per batch, the starts and
-//! resumes that the batching executor batches. With a fan-out
+//! responses to a batch of requests are built by a handler under
+//! `IO::timeout_to`: a deadline region of the connection's fiber (no fiber
+//! start; a timer only if the handler waits). With a fan-out
 //! ([`Config::fan_out`], `hello_http --fan-out N`) the handler also starts
 //! N fibers per request with `IO::par_traverse` and joins them before it
 //! answers, the shape of a handler that asks N backends at once (each
@@ -107,9 +106,9 @@ pub struct Config {
     /// How long to drain a client's bytes after an error response before
     /// closing. Default 2 s.
     pub linger: Duration,
-    /// The bound on handling one batch of requests: a handler fiber raced
-    /// against a timer, `503` when it runs out (`None`: the connection's
-    /// fiber builds the responses itself, unless there is a fan-out).
+    /// The bound on handling one batch of requests: the handler under
+    /// `IO::timeout_to`, `503` when it runs out (`None`: the responses are
+    /// built without a timeout).
     /// Default 30 s.
     pub request_timeout: Option<Duration>,
     /// Fibers the handler starts per request and joins before answering
@@ -130,8 +129,8 @@ impl Default for Config {
     }
 }
 
-/// The responses to `replies`: built by the connection's fiber, or (with
-/// a request timeout or a fan-out) by a handler raced against a timer.
+/// The responses to `replies`: built by the connection's fiber, at once,
+/// or (with a request timeout or a fan-out) by a handler under a timeout.
 fn handle(replies: Vec<Reply>, config: &Config) -> IO<Vec<u8>, io::Error> {
     let close = replies.last().is_some_and(|r| r.close);
     let handler = match config.fan_out {

@@ -11,7 +11,7 @@
 //! construction, and each has its own argument here:
 //!
 //! * **Inputs that erase nothing** ([`Plain`]): `()`, a [`RawCallback`],
-//!   a [`Poll`], a [`Spawner`]. The adapter converts them into its
+//!   a [`Poll`], a [`Spawner`], a region's [`Expired`](super::Expired). The adapter converts them into its
 //!   closure's argument without reading an erased value, so any input of
 //!   the type will do. (A raw callback carries no type either: what the
 //!   typed callback made from it writes into the fiber's result slot is
@@ -58,6 +58,7 @@ impl Plain for () {}
 impl Plain for RawCallback {}
 impl Plain for Poll {}
 impl Plain for Spawner {}
+impl Plain for super::Expired {}
 
 impl<I: Plain + 'static, O: 'static> ErasedFn<I, O> {
     /// Calls the closure with an input that erases nothing.

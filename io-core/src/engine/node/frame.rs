@@ -7,8 +7,9 @@ use core::mem::ManuallyDrop;
 use core::ptr;
 
 use super::{
-    BARE, FRAME_VTABLE_FIRST, FRAME_VTABLE_KINDS, LOW_BITS, Node, OnError, OnOutcome, OnResult,
-    OnSuccess, Res, Resume, Tag, bare, has_tag, tag_of, tagged_frame, untagged,
+    BARE, EndedRegion, FRAME_VTABLE_FIRST, FRAME_VTABLE_KINDS, LOW_BITS, Node, OnError, OnOutcome,
+    OnResult, OnSuccess, RegionData, Res, Resume, Tag, bare, has_tag, tag_of, tagged_frame,
+    untagged,
 };
 use crate::engine::erased::{EMPTY_WORD, ErasedFn, FnVTable, Value, Word};
 
@@ -56,6 +57,10 @@ pub(crate) enum FrameKind {
     ResumeBlock(Resume),
     /// The end of a traced scope: tracing goes back to this state.
     TraceScope(bool),
+    /// The end of a deadline region (`fiber/region.rs`; 64-bit targets
+    /// only).
+    #[cfg_attr(not(target_pointer_width = "64"), allow(dead_code))]
+    RegionEnd(EndedRegion),
 }
 
 impl Frame {
@@ -110,6 +115,23 @@ impl Frame {
     #[inline(always)]
     pub(crate) fn restore_err(error: Value) -> Frame {
         Frame::from_value(error, Tag::RestoreErr)
+    }
+    /// The end of a deadline region.
+    #[inline(always)]
+    pub(crate) fn region_end(data: RegionData) -> Frame {
+        Frame::from_value(Value::new(data), Tag::RegionEnd)
+    }
+    /// The payload of a `RegionEnd` frame, borrowed (`None` for any other
+    /// frame).
+    #[inline]
+    pub(crate) fn region(&self) -> Option<&RegionData> {
+        if !self.is(Tag::RegionEnd) {
+            return None;
+        }
+        // SAFETY: a `RegionEnd` frame's word is the payload of a
+        // `Value::new::<RegionData>` (`region_end`), owned by the frame,
+        // which is borrowed for as long as the reference lives.
+        Some(unsafe { crate::engine::erased::peek_word::<RegionData>(&self.word) })
     }
     #[inline(always)]
     fn from_fn<I, O>(f: ErasedFn<I, O>, tag: Tag) -> Frame {
@@ -179,7 +201,12 @@ impl Frame {
     #[inline]
     pub(crate) fn is_passed_through(&self, ok: bool) -> bool {
         match self.tag() {
-            Tag::Map | Tag::Fold | Tag::MapError | Tag::OnCancel | Tag::TraceScope => true,
+            Tag::Map
+            | Tag::Fold
+            | Tag::MapError
+            | Tag::OnCancel
+            | Tag::TraceScope
+            | Tag::RegionEnd => true,
             Tag::HandleErrorWith => ok,
             Tag::FlatMap => !ok,
             _ => false,
@@ -249,6 +276,13 @@ impl Frame {
                 Tag::ResumeBlock => {
                     FrameKind::ResumeBlock(Resume::from_raw(this.word, &*vt.cast()))
                 }
+                #[cfg(target_pointer_width = "64")]
+                Tag::RegionEnd => {
+                    FrameKind::RegionEnd(EndedRegion::new(Value::from_raw(this.word, &*vt.cast())))
+                }
+                // (No region on narrower targets: `Node::region`.)
+                #[cfg(not(target_pointer_width = "64"))]
+                Tag::RegionEnd => unreachable!("io-core: a region's frame on a narrow target"),
                 _ => unreachable!("io-core: a node tag on a frame"),
             }
         }

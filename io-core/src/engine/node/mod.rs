@@ -19,7 +19,7 @@
 //! * Narrower targets (*compact*): vtables are 16-byte aligned, which saves
 //!   8 of a 32-bit vtable's 24 bytes of padding (on a microcontroller, flash
 //!   is what is scarce). Four low bits cannot name every kind, but a node
-//!   has only 11 kinds with a vtable, and a frame 10: those store their tag
+//!   has only 14 kinds with a vtable, and a frame 12: those store their tag
 //!   (a frame's counted from [`Tag::FlatMap`]) in the low bits; every other
 //!   kind stores the code `BARE` (15) there and its tag above it (its word
 //!   is no pointer). Decoding is a mask, a compare and a shift; a test for
@@ -33,7 +33,7 @@
 //!
 //! ## Room for more kinds
 //!
-//! 32 tags are in use. On 64-bit targets there are 64 (six bits): 32 more
+//! 37 tags are in use. On 64-bit targets there are 64 (six bits): 27 more
 //! kinds, of any group, cost nothing but a number; the assert on
 //! `LAST_TAG` says when they run out. (Five bits, with 32-byte vtables,
 //! were full; freeing a tag by merging two kinds measured 7 to 8% slower
@@ -43,9 +43,9 @@
 //!
 //! * without a vtable (its word is a `Bind` block, a site or nothing): any
 //!   number (the tag is stored above the `BARE` code);
-//! * a node kind with a vtable: 4 codes are free (11 of 15 used; insert it
+//! * a node kind with a vtable: 1 code is free (14 of 15 used; insert it
 //!   at the end of the first group);
-//! * a frame kind with a vtable: 5 codes are free (10 of 15 used).
+//! * a frame kind with a vtable: 3 codes are free (12 of 15 used).
 //!
 //! A kind that would need a vtable once those are taken keeps its payload
 //! in a `Bind` block instead (one pooled block, as `map` does), and is
@@ -93,6 +93,7 @@ mod bind;
 mod block;
 mod cont;
 mod frame;
+mod region;
 #[cfg_attr(feature = "std", path = "drop_std.rs")]
 #[cfg_attr(not(feature = "std"), path = "drop_bare.rs")]
 mod trampoline;
@@ -101,6 +102,9 @@ pub(crate) use bind::{AnyK, Bind, BindBox};
 pub(crate) use block::{BlockVTable, Resume, Slot, Stepped};
 pub(crate) use cont::{OnError, OnOutcome, OnResult, OnSuccess};
 pub(crate) use frame::{Frame, FrameKind};
+pub(crate) use region::{
+    EndedRegion, Expired, Fallback, PendingRegion, RegionData, RegionSpec, RegionTop,
+};
 
 use core::mem::ManuallyDrop;
 use core::ptr;
@@ -142,6 +146,8 @@ pub(crate) enum Tag {
     /// with tracing): the error and the site in one value.
     #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
     RaiseError,
+    /// A body under a deadline, on the fiber's own stack (`region.rs`).
+    Region,
     // Frames with a vtable.
     FlatMap,
     Map,
@@ -155,6 +161,8 @@ pub(crate) enum Tag {
     RestoreErr,
     /// An IO block waiting for the result of a program it awaits.
     ResumeBlock,
+    /// The end of a deadline region (`region.rs`).
+    RegionEnd,
     // Never with a vtable.
     Cede,
     Never,
@@ -196,12 +204,12 @@ const _: () = assert!(
      (module doc, \"Room for more kinds\")"
 );
 const _: () = assert!(
-    !COMPACT || (Tag::RaiseError as usize) < BARE,
+    !COMPACT || (Tag::Region as usize) < BARE,
     "io-core: more node kinds with a vtable than the compact encoding's codes \
      (module doc, \"Room for more kinds\")"
 );
 const _: () = assert!(
-    !COMPACT || (Tag::ResumeBlock as usize) - FRAME_VTABLE_FIRST < BARE,
+    !COMPACT || (Tag::RegionEnd as usize) - FRAME_VTABLE_FIRST < BARE,
     "io-core: more frame kinds with a vtable than the compact encoding's codes \
      (module doc, \"Room for more kinds\")"
 );
@@ -301,6 +309,10 @@ pub(crate) enum Kind {
     /// Internal: finalize the fiber (cancellation or panic), popping frames
     /// and running finalizers.
     Unwind,
+    /// Run a body under a deadline, on this fiber (`region.rs`; 64-bit
+    /// targets only).
+    #[cfg_attr(not(target_pointer_width = "64"), allow(dead_code))]
+    Region(PendingRegion),
     /// Poll an IO block (or a future a fiber drives) for its next step.
     Block(Resume),
     /// Record `raise_error` at the site, then fail with the error (both in
@@ -337,7 +349,7 @@ fn tagged<T>(vtable: *const T, tag: Tag) -> *const () {
 /// with a vtable), counted from [`FRAME_VTABLE_FIRST`], in its low bits.
 #[inline(always)]
 fn tagged_frame<T>(vtable: *const T, tag: Tag) -> *const () {
-    debug_assert!((Tag::FlatMap as usize..=Tag::ResumeBlock as usize).contains(&(tag as usize)));
+    debug_assert!((Tag::FlatMap as usize..=Tag::RegionEnd as usize).contains(&(tag as usize)));
     vtable
         .cast::<()>()
         .map_addr(|a| a | (tag as usize - FRAME_VTABLE_FIRST))
@@ -388,10 +400,10 @@ fn has_tag(word: *const (), tag: Tag, vtable_kinds: core::ops::RangeInclusive<us
 }
 
 /// The tags a node stores next to a vtable pointer.
-const NODE_VTABLE_KINDS: core::ops::RangeInclusive<usize> = 0..=Tag::RaiseError as usize;
+const NODE_VTABLE_KINDS: core::ops::RangeInclusive<usize> = 0..=Tag::Region as usize;
 /// The tags a frame stores next to a vtable pointer.
 const FRAME_VTABLE_KINDS: core::ops::RangeInclusive<usize> =
-    Tag::FlatMap as usize..=Tag::ResumeBlock as usize;
+    Tag::FlatMap as usize..=Tag::RegionEnd as usize;
 
 /// The vtable pointer of a vtable word (meaningless for a bare one).
 #[inline(always)]
@@ -695,6 +707,20 @@ impl Node {
             Tag::AsyncUntil,
         )
     }
+    /// `body` under a deadline `duration` from when the node runs, on the
+    /// fiber's own stack; `fallback` when the deadline ends it
+    /// (`fiber/region.rs`). 64-bit targets only (`combinators/timeout.rs`).
+    #[cfg(target_pointer_width = "64")]
+    pub(crate) fn region(body: Node, duration: Duration, fallback: Fallback) -> Node {
+        Node::from_value(
+            Value::new(RegionSpec {
+                body,
+                duration,
+                fallback,
+            }),
+            Tag::Region,
+        )
+    }
     #[cfg_attr(not(feature = "std"), allow(dead_code))]
     pub(crate) fn panicked(message: PanicMessage) -> Node {
         Node::from_value(Value::new(message), Tag::Panicked)
@@ -842,11 +868,18 @@ unsafe fn decode(word: Word, vtable: *const ()) -> Kind {
             Tag::Mark => Kind::Mark(BindBox::from_word(word)),
             #[cfg(not(feature = "tracing"))]
             Tag::Mark => unreachable!("io-core: a mark without tracing"),
+            #[cfg(target_pointer_width = "64")]
+            Tag::Region => Kind::Region(PendingRegion::new(value())),
+            // (Narrower targets make no region: `combinators/timeout.rs`;
+            // the run-loop's region steps then compile out.)
+            #[cfg(not(target_pointer_width = "64"))]
+            Tag::Region => unreachable!("io-core: a deadline region on a narrow target"),
             Tag::Unmask
             | Tag::Remask
             | Tag::RestoreOk
             | Tag::RestoreErr
             | Tag::ResumeBlock
+            | Tag::RegionEnd
             | Tag::ResumeUnwind
             | Tag::TraceScope => {
                 unreachable!("io-core: a frame tag on a node")
@@ -887,6 +920,7 @@ impl Node {
                 | Tag::Fold
                 | Tag::FoldWith
                 | Tag::Mark
+                | Tag::Region
         )
     }
 
@@ -904,6 +938,7 @@ impl Node {
             Kind::GuaranteeCase(b) => Some(b.into_parts().0),
             #[cfg(feature = "tracing")]
             Kind::Mark(b) => Some(b.into_parts().0),
+            Kind::Region(region) => Some(region.into_spec().body),
             leaf => {
                 drop(leaf);
                 None

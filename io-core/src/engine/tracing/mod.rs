@@ -112,8 +112,9 @@ pub(crate) use fiber::Run;
 /// was told that it lives on after a run
 /// ([`Executor::fiber_listed`](crate::Executor::fiber_listed)), and whether
 /// its outcome goes to a completion callback kept in its join state; and
-/// one bit of the run-loop's (a cancellation to observe at an IO block's
-/// next await: `fiber/run_loop.rs`, `block_step!`). The
+/// two bits of the run-loop's (a cancellation to observe at an IO block's
+/// next await: `fiber/run_loop.rs`, `block_step!`; whether the fiber is in
+/// a deadline region: `fiber/region.rs`). The
 /// ring itself is in the fiber's header ([`RingSlot`]), so that fiber
 /// dumps can read it.
 pub(crate) struct FiberFlags(u8);
@@ -123,6 +124,7 @@ impl FiberFlags {
     const LISTED: u8 = 2;
     const CALLBACK: u8 = 4;
     const CANCEL_AT_BLOCK: u8 = 8;
+    const IN_REGION: u8 = 16;
 
     /// A new fiber's flags: records from its start if `on` (and tracing is
     /// compiled in); its outcome goes to a completion callback if
@@ -167,6 +169,22 @@ impl FiberFlags {
     pub(crate) fn set_cancel_at_block(&mut self, at_block: bool) {
         self.0 =
             (self.0 & !Self::CANCEL_AT_BLOCK) | if at_block { Self::CANCEL_AT_BLOCK } else { 0 };
+    }
+
+    /// Whether the fiber runs inside a deadline region (`IO::timeout`;
+    /// `fiber/region.rs`): the run-loop's region checks run only then. A
+    /// constant `false` on targets narrower than 64 bits, where `timeout`
+    /// runs its body on a child fiber (flash), so that the checks compile
+    /// out there.
+    #[inline(always)]
+    pub(crate) fn in_region(&self) -> bool {
+        cfg!(target_pointer_width = "64") && self.0 & Self::IN_REGION != 0
+    }
+
+    /// Sets or clears [`in_region`](FiberFlags::in_region).
+    #[inline(always)]
+    pub(crate) fn set_in_region(&mut self, in_region: bool) {
+        self.0 = (self.0 & !Self::IN_REGION) | if in_region { Self::IN_REGION } else { 0 };
     }
 
     /// Whether the executor was told that the fiber lives on after a run.

@@ -209,6 +209,19 @@ impl Suspended {
         (true, resumed)
     }
 
+    /// A deadline region's timer (`region.rs`): claim, end the suspension
+    /// without a result, and resume the fiber if it had already suspended.
+    fn complete_empty(&self, generation: usize) -> (bool, Option<Resumed>) {
+        if self.header.claim(generation) == Claim::Lost {
+            return (false, None);
+        }
+        let resumed = match self.header.deliver_empty() {
+            TransitionToDelivered::FiberNotSuspended => None,
+            TransitionToDelivered::Schedule => Some(self.resume()),
+        };
+        (true, resumed)
+    }
+
     /// A canceler: request cancellation, and resume the fiber if that ended
     /// its suspension.
     fn cancel(&self) -> Option<Resumed> {
@@ -252,6 +265,36 @@ fn loom_cancel_racing_a_completer_resumes_an_interruptible_suspension_exactly_on
             assert_eq!(found, Some(7), "the winning completer's value arrives");
         } else {
             assert_eq!(found, None, "cancellation ended the suspension");
+        }
+    });
+}
+
+/// A completer and a deadline region's timer race a suspension that is
+/// masked (the region's timer ends waits that cancellation cannot): the
+/// fiber is resumed exactly once, and finds the value exactly when the
+/// completer won, no result (the region's deadline) when the timer did.
+#[test]
+fn loom_a_region_timer_racing_a_completer_resumes_a_masked_suspension_exactly_once() {
+    model(|| {
+        let (fiber, generation) = Suspended::new();
+        let completer = {
+            let fiber = fiber.clone();
+            thread::spawn(move || fiber.complete(generation, 7))
+        };
+        let timer = {
+            let fiber = fiber.clone();
+            thread::spawn(move || fiber.complete_empty(generation))
+        };
+        let inline = fiber.save_and_suspend(false);
+        let (completer_won, by_completer) = completer.join().unwrap();
+        let (timer_won, by_timer) = timer.join().unwrap();
+
+        assert!(completer_won != timer_won, "exactly one claim wins");
+        let found = resumed_once([inline, by_completer, by_timer]);
+        if completer_won {
+            assert_eq!(found, Some(7), "the winning completer's value arrives");
+        } else {
+            assert_eq!(found, None, "the region's timer ended the suspension");
         }
     });
 }

@@ -884,3 +884,95 @@ fn the_completion_callback_takes_no_bytes_beside_the_join_cell() {
         core::mem::size_of::<crate::wait::JoinCell<crate::fiber::join::Completed>>(),
     );
 }
+
+// ----- deadline regions (`fiber/region.rs`) -----
+
+/// A counter of how often a finalizer ran.
+fn counter() -> (Arc<AtomicUsize>, impl Fn() -> IO<(), ()> + Clone) {
+    let count = Arc::new(AtomicUsize::new(0));
+    let c = count.clone();
+    (count, move || {
+        let c = c.clone();
+        IO::delay(move || {
+            c.fetch_add(1, Ordering::SeqCst);
+        })
+    })
+}
+
+#[test]
+fn a_region_ends_its_waiting_body_at_the_deadline_after_its_finalizers_ran_once() {
+    let ex = TestExecutor::new(FiberConfig::default());
+    let (ran, incr) = counter();
+    let body = IO::<u32, ()>::never().on_cancel(incr()).guarantee(incr());
+    let io = body.timeout_to(
+        Duration::from_secs(5),
+        IO::monotonic().map(|t| t.as_secs() as u32),
+    );
+    assert_eq!(ex.run(io), Some(Outcome::Succeeded(5)));
+    assert_eq!(ran.load(Ordering::SeqCst), 2);
+    assert!(ex.0.timers.lock().unwrap().is_empty());
+}
+
+#[test]
+fn a_region_whose_body_ends_first_keeps_its_outcome_and_leaves_no_timer() {
+    let ex = TestExecutor::new(FiberConfig::default());
+    let waits = IO::<(), &str>::sleep(Duration::from_secs(1)).map(|()| 1u32);
+    let fails = IO::<u32, &str>::delay(|| 2).flat_map(|_| IO::raise_error("boom"));
+    let io = waits
+        .timeout_to(Duration::from_secs(60), IO::pure(0))
+        .flat_map(move |a| {
+            fails
+                .timeout_to(Duration::from_secs(60), IO::pure(0))
+                .handle_error_with(move |e| IO::pure(a + e.len() as u32))
+        });
+    assert_eq!(ex.run(io), Some(Outcome::Succeeded(5)));
+    assert!(ex.0.timers.lock().unwrap().is_empty());
+}
+
+#[test]
+fn nested_regions_end_the_expired_one_and_the_outer_one_unwinds_the_inner() {
+    let ex = TestExecutor::new(FiberConfig::default());
+    // The inner deadline passes first: the outer region goes on.
+    let inner = IO::<u32, ()>::never().timeout_to(Duration::from_secs(1), IO::pure(1));
+    let outer = inner
+        .flat_map(|v| IO::sleep(Duration::from_secs(1)).map(move |()| v + 1))
+        .timeout_to(Duration::from_secs(60), IO::pure(100));
+    assert_eq!(ex.run(outer), Some(Outcome::Succeeded(2)));
+    // The outer deadline passes first: both unwind, the outer fallback runs.
+    let (ran, incr) = counter();
+    let inner = IO::<u32, ()>::never()
+        .on_cancel(incr())
+        .timeout_to(Duration::from_secs(60), IO::pure(1));
+    let outer = inner
+        .on_cancel(incr())
+        .timeout_to(Duration::from_secs(1), IO::pure(2));
+    assert_eq!(ex.run(outer), Some(Outcome::Succeeded(2)));
+    assert_eq!(ran.load(Ordering::SeqCst), 2);
+    assert!(ex.0.timers.lock().unwrap().is_empty());
+}
+
+#[test]
+fn a_body_that_cancels_itself_ends_its_region_and_the_fallback_waits_for_the_deadline() {
+    let ex = TestExecutor::new(FiberConfig::default());
+    let io = IO::<(), ()>::canceled().map(|()| 1u32).timeout_to(
+        Duration::from_secs(3),
+        IO::monotonic().map(|t| t.as_secs() as u32),
+    );
+    assert_eq!(ex.run(io), Some(Outcome::Succeeded(3)));
+}
+
+#[test]
+fn a_masked_part_of_a_region_finishes_before_its_deadline_is_observed() {
+    let ex = TestExecutor::new(FiberConfig::default());
+    let (ran, incr) = counter();
+    let body = IO::<(), ()>::uncancelable(move |_| {
+        IO::sleep(Duration::from_secs(5)).flat_map(move |()| incr())
+    })
+    .flat_map(|()| IO::<u32, ()>::never());
+    let io = body.timeout_to(
+        Duration::from_secs(1),
+        IO::monotonic().map(|t| t.as_secs() as u32),
+    );
+    assert_eq!(ex.run(io), Some(Outcome::Succeeded(5)));
+    assert_eq!(ran.load(Ordering::SeqCst), 1);
+}
