@@ -135,18 +135,26 @@ rt_test! {
         let storm = {
             let (mutex, inside, completed) = (mutex.clone(), inside.clone(), completed.clone());
             common::storm::storm::<E, _>(FIBERS, move |_, r| {
-                        let (enter, leave, done) = (inside.clone(), inside.clone(), completed.clone());
-                let work = IO::delay(move || {
-                    let now = enter.now.fetch_add(1, Ordering::SeqCst) + 1;
-                    enter.peak.fetch_max(now, Ordering::SeqCst);
-                })
-                .product_r(if (r >> 8) % 32 == 0 { IO::cede() } else { IO::unit() })
-                .product_r(IO::delay(move || {
-                    done.fetch_add(1, Ordering::SeqCst);
-                }))
-                .guarantee(IO::delay(move || {
-                    leave.now.fetch_sub(1, Ordering::SeqCst);
-                }));
+                let (enter, leave, done) = (inside.clone(), inside.clone(), completed.clone());
+                // Entering is masked with the finalizer's installation, so
+                // that a leave is counted exactly when an enter was (a
+                // cancellation may come right after `guarantee` starts).
+                let work = IO::uncancelable(move |poll| {
+                    IO::delay(move || {
+                        let now = enter.now.fetch_add(1, Ordering::SeqCst) + 1;
+                        enter.peak.fetch_max(now, Ordering::SeqCst);
+                    })
+                    .product_r(poll.apply(
+                        if (r >> 8) % 32 == 0 { IO::cede() } else { IO::unit() }.product_r(IO::delay(
+                            move || {
+                                done.fetch_add(1, Ordering::SeqCst);
+                            },
+                        )),
+                    ))
+                    .guarantee(IO::delay(move || {
+                        leave.now.fetch_sub(1, Ordering::SeqCst);
+                    }))
+                });
                 if r % 2 == 0 {
                     mutex.with_lock(work)
                 } else {

@@ -598,17 +598,25 @@ rt_test! {
                 let n = if r % 4 == 0 { 2 } else { 1 };
                 let (enter, leave, done) = (held.clone(), held.clone(), completed.clone());
                 let most = most.clone();
-                let work = IO::delay(move || {
-                    let now = enter.fetch_add(n, Ordering::SeqCst) + n;
-                    most.fetch_max(now, Ordering::SeqCst);
-                })
-                .product_r(if (r >> 8) % 32 == 0 { IO::cede() } else { IO::unit() })
-                .product_r(IO::delay(move || {
-                    done.fetch_add(1, Ordering::SeqCst);
-                }))
-                .guarantee(IO::delay(move || {
-                    leave.fetch_sub(n, Ordering::SeqCst);
-                }));
+                // Entering is masked with the finalizer's installation, so
+                // that a leave is counted exactly when an enter was (a
+                // cancellation may come right after `guarantee` starts).
+                let work = IO::uncancelable(move |poll| {
+                    IO::delay(move || {
+                        let now = enter.fetch_add(n, Ordering::SeqCst) + n;
+                        most.fetch_max(now, Ordering::SeqCst);
+                    })
+                    .product_r(poll.apply(
+                        if (r >> 8) % 32 == 0 { IO::cede() } else { IO::unit() }.product_r(IO::delay(
+                            move || {
+                                done.fetch_add(1, Ordering::SeqCst);
+                            },
+                        )),
+                    ))
+                    .guarantee(IO::delay(move || {
+                        leave.fetch_sub(n, Ordering::SeqCst);
+                    }))
+                });
                 if n == 1 {
                     sem.with_permit(work)
                 } else {

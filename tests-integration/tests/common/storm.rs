@@ -4,8 +4,9 @@
 //!
 //! Many fibers each run an operation again and again until a window of
 //! real time has passed. Each run is under a random timeout of 0 to
-//! [`TIMEOUT_MICROS`] (`IO::timeout_option`: the operation runs on a child
-//! fiber, canceled at the deadline), and one run in eight is started as a
+//! [`TIMEOUT_MICROS`] (`IO::timeout_option`: on 64-bit hosts the operation
+//! runs in a deadline region of the fiber's own, ended at the deadline
+//! wherever it is cancelable, its finalizers run), and one run in eight is started as a
 //! fiber of its own and canceled after 0 to 3 cedes. With enough fibers, a
 //! fiber that a data type wakes is often canceled before it runs: the
 //! situation in which a data type that reserves an element, a place or a
