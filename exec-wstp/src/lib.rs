@@ -144,6 +144,7 @@ mod error;
 mod handle;
 mod idle;
 mod metrics;
+mod park;
 mod runtime;
 mod sync;
 mod timer;

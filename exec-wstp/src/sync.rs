@@ -46,6 +46,19 @@ impl<T> Mutex<T> {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
+
+    /// Locks if no other thread holds the lock (never fails spuriously).
+    pub(crate) fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
+        #[cfg(not(loom))]
+        use std::sync::TryLockError;
+        #[cfg(loom)]
+        use loom::sync::TryLockError;
+        match self.0.try_lock() {
+            Ok(guard) => Some(guard),
+            Err(TryLockError::Poisoned(poisoned)) => Some(poisoned.into_inner()),
+            Err(TryLockError::WouldBlock) => None,
+        }
+    }
 }
 
 /// Waits on `condvar` (poisoning ignored, as for [`Mutex::lock`]).

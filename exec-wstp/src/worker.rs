@@ -53,12 +53,11 @@
 //! once (Cats Effect's cede bypass), and if not, it runs after the fibers
 //! that were waiting, which is the point of a cede.
 
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::time::Duration;
 
 use crossbeam_deque::{Steal, Worker};
 use spindle_core::Fiber;
-use spindle_net::driver::Poller;
 
 use crate::handle::{Handle, Shared};
 use crate::sync::Arc;
@@ -85,8 +84,10 @@ pub(crate) struct WorkerContext {
     searching: Cell<bool>,
     /// xorshift state for choosing steal victims.
     rng: Cell<u32>,
-    /// This worker's poller (only this thread polls it).
-    poller: RefCell<Poller>,
+    /// This worker let go of the pool's poller since it last ran a fiber
+    /// or parked: it hands the poller off before its next fiber
+    /// (`park.rs`).
+    owes_hand_off: Cell<bool>,
 }
 
 thread_local! {
@@ -108,14 +109,9 @@ pub(crate) fn with_current<R>(shared: &Shared, f: impl FnOnce(Option<&WorkerCont
 }
 
 /// The thread body of worker `index`.
-pub(crate) fn run_worker(
-    shared: Arc<Shared>,
-    index: usize,
-    local: Worker<Fiber<Handle>>,
-    poller: Poller,
-) {
+pub(crate) fn run_worker(shared: Arc<Shared>, index: usize, local: Worker<Fiber<Handle>>) {
     // The builder marked the reactor driven already.
-    let reactor = poller.reactor();
+    let reactor = shared.reactor.clone();
     let ctx = WorkerContext {
         index,
         shared,
@@ -126,12 +122,11 @@ pub(crate) fn run_worker(
         yielded: Cell::new(false),
         searching: Cell::new(false),
         rng: Cell::new(0x9E37_79B9 ^ (index as u32).wrapping_mul(0x85EB_CA6B) | 1),
-        poller: RefCell::new(poller),
+        owes_hand_off: Cell::new(false),
     };
     CURRENT.with(|current| current.set(&ctx));
     spindle_net::driver::with_driver(&reactor, || ctx.run());
     CURRENT.with(|current| current.set(std::ptr::null()));
-    reactor.set_driven(false);
     // Fibers still queued here are dropped (shutdown).
     drop(ctx.next.take());
     while let Some(fiber) = ctx.local.pop() {
@@ -190,6 +185,13 @@ impl WorkerContext {
 
     #[inline]
     fn run_fiber(&self, fiber: Fiber<Handle>) {
+        if self.owes_hand_off.get() {
+            // This worker let go of the poller and runs a fiber now, which
+            // may take long: a worker asleep on its condition variable
+            // takes the poller over (park.rs).
+            self.owes_hand_off.set(false);
+            self.shared.driver.hand_off();
+        }
         if self.searching.get() {
             self.searching.set(false);
             if self.shared.idle.stop_searching() {
@@ -323,39 +325,26 @@ impl WorkerContext {
         fired
     }
 
-    /// Looks at this worker's poller without blocking, if a fiber waits for
-    /// I/O on it; resumes the fibers whose sockets are ready (onto this
+    /// Looks at the pool's poller without blocking, if a fiber waits for
+    /// I/O and no other worker holds the poller (that worker sees the
+    /// events); resumes the fibers whose sockets are ready (onto this
     /// worker). How many it resumed.
     fn poll_io_now(&self) -> usize {
-        let remote = &self.shared.remotes[self.index];
-        if remote.reactor.waiters() == 0 {
+        if self.shared.reactor.waiters() == 0 {
             return 0;
         }
-        self.poll_io(Some(Duration::ZERO))
-    }
-
-    /// Polls this worker's poller (waiting at most `timeout`) and resumes
-    /// the fibers whose sockets are ready; how many.
-    fn poll_io(&self, timeout: Option<Duration>) -> usize {
-        // Never borrowed twice: resuming a fiber only queues it.
-        let Ok(mut poller) = self.poller.try_borrow_mut() else {
-            return 0;
-        };
-        match poller.poll(timeout) {
-            Ok(resumed) => resumed,
-            Err(_) => {
-                // A broken poller: sleep a little instead of spinning;
-                // timers and queues are checked again on return.
-                drop(poller);
-                let nap = Duration::from_millis(1);
-                std::thread::sleep(timeout.map_or(nap, |t| t.min(nap)));
-                0
+        match self.shared.driver.poll_now() {
+            Some(resumed) => {
+                self.owes_hand_off.set(true);
+                resumed
             }
+            None => 0,
         }
     }
 
-    /// Rule 4 of `idle.rs`, then sleep in the poller until woken, until a
-    /// socket of this worker is ready, or until the next deadline.
+    /// Rule 4 of `idle.rs`, then sleep (in the pool's poller if no other
+    /// worker sleeps there, `park.rs`) until woken, until a socket is ready
+    /// (in the poller), or until this worker's next deadline.
     fn park(&self) {
         let shared = &*self.shared;
         let was_searching = self.searching.replace(false);
@@ -390,7 +379,15 @@ impl WorkerContext {
                 }
                 return;
             }
-            if self.poll_io(timeout) > 0 {
+            // Parking discharges a hand-off owed: this worker tries the
+            // poller itself.
+            self.owes_hand_off.set(false);
+            let resumed = shared.driver.park(self.index, timeout);
+            // It may have slept in the poller: it owes a hand-off before
+            // its next fiber (a sleep on the condition variable owes none,
+            // but telling the two apart is not worth a branch here).
+            self.owes_hand_off.set(true);
+            if resumed > 0 {
                 // Readiness resumed fibers onto this worker: back to work
                 // (as a searcher if a notifier took us off the list).
                 if !shared.idle.unpark_self(self.index) {
