@@ -285,10 +285,14 @@ mod tests_loom {
         queue: Mutex<VecDeque<u32>>,
         taken: AtomicUsize,
         done: AtomicBool,
+        /// Running the item of the first readiness event (1000) makes the
+        /// next one (1001) come, as a fiber that writes to a socket whose
+        /// peer another fiber reads.
+        chained: bool,
     }
 
     impl Pool {
-        fn new(workers: usize) -> Arc<Pool> {
+        fn new(workers: usize, chained: bool) -> Arc<Pool> {
             let poller = Arc::new(ModelPoller::new());
             let handed = Arc::new(Mutex::new(Vec::new()));
             let poll = ModelPoll {
@@ -303,6 +307,7 @@ mod tests_loom {
                 queue: Mutex::new(VecDeque::new()),
                 taken: AtomicUsize::new(0),
                 done: AtomicBool::new(false),
+                chained,
             })
         }
 
@@ -322,15 +327,18 @@ mod tests_loom {
             !self.queue.lock().is_empty()
         }
 
-        /// Fibers resumed by readiness: queued where others can take them
-        /// too, with rule 2 (`schedule_next` pushing to the local queue).
-        fn resume(&self) -> bool {
+        /// Fibers resumed by readiness onto the worker that polled, as
+        /// `schedule_next` puts them: the first in its next slot (returned;
+        /// no wake-up), the others where others can take them too, with
+        /// rule 2.
+        fn resume(&self) -> Option<u32> {
             let events = std::mem::take(&mut *self.handed.lock());
-            let any = !events.is_empty();
+            let mut events = events.into_iter();
+            let first = events.next();
             for item in events {
                 self.push(item);
             }
-            any
+            first
         }
 
         /// The worker loop of `worker.rs`, reduced to one queue. After
@@ -341,18 +349,22 @@ mod tests_loom {
             let mut searching = false;
             let mut owes_hand_off = false;
             let mut ran = 0;
+            // The next slot: only this worker takes it.
+            let mut next = None;
             loop {
                 if self.taken.load(Ordering::SeqCst) == expected {
                     break;
                 }
-                // Own queue and global queue: every worker looks there.
-                let mut item = self.queue.lock().pop_front();
+                // The next slot, then own queue and global queue: every
+                // worker looks there.
+                let mut item = next.take().or_else(|| self.queue.lock().pop_front());
                 if item.is_none() {
                     // Out of work: a look at the poller first, if free.
                     if self.driver.poll_now().is_some() {
                         owes_hand_off = true;
                     }
-                    if self.resume() {
+                    if let Some(first) = self.resume() {
+                        next = Some(first);
                         continue;
                     }
                 }
@@ -365,7 +377,7 @@ mod tests_loom {
                         item = self.queue.lock().pop_front();
                     }
                 }
-                if item.is_some() {
+                if let Some(item) = item {
                     // `run_fiber`.
                     if owes_hand_off {
                         owes_hand_off = false;
@@ -382,6 +394,9 @@ mod tests_loom {
                         for worker in 0..self.parkers() {
                             self.driver.unpark(worker);
                         }
+                    }
+                    if self.chained && item == 1000 {
+                        self.poller.deliver(1001);
                     }
                     ran += 1;
                     if ran == stuck_after {
@@ -406,11 +421,13 @@ mod tests_loom {
                         searching = true;
                         break;
                     }
-                    owes_hand_off = false;
+                    // Parking discharges a hand-off owed (the worker tries
+                    // the poller itself) and owes one again after.
                     let resumed = self.driver.park(index, None);
                     owes_hand_off = true;
-                    if resumed > 0 && self.resume() {
+                    if let Some(first) = (resumed > 0).then(|| self.resume()).flatten() {
                         // Readiness: back to work.
+                        next = Some(first);
                         if !self.idle.unpark_self(index) {
                             searching = true;
                         }
@@ -440,22 +457,27 @@ mod tests_loom {
     /// readiness events delivered to the pool's poller by a thread of
     /// their own. Every item and event must be taken.
     fn run_model(workers: usize, producers: usize, items_per_producer: u32, io_events: u32) {
-        run_model_stuck(workers, producers, items_per_producer, io_events, usize::MAX);
+        run_model_with(workers, producers, items_per_producer, io_events, false);
     }
 
-    /// [`run_model`] with the last worker stuck for good (a fiber that
-    /// never yields) after it took `stuck_after` items: the other workers
-    /// must take the rest, readiness included.
-    fn run_model_stuck(
+    /// [`run_model`]; if `chained`, the last worker gets stuck for good (a
+    /// fiber that never yields) after its first item, and the first
+    /// readiness event's item, when it runs, makes one more event come
+    /// (see `Pool::chained`): if the stuck worker ran it, the other
+    /// worker must take that event from the poller.
+    fn run_model_with(
         workers: usize,
         producers: usize,
         items_per_producer: u32,
         io_events: u32,
-        stuck_after: usize,
+        chained: bool,
     ) {
         model(move || {
-            let expected = producers * items_per_producer as usize + io_events as usize;
-            let pool = Pool::new(workers);
+            let expected = producers * items_per_producer as usize
+                + io_events as usize
+                + usize::from(chained);
+            let stuck_after = if chained { 1 } else { usize::MAX };
+            let pool = Pool::new(workers, chained);
             let mut threads = Vec::new();
             for index in 0..workers {
                 let pool = pool.clone();
@@ -520,7 +542,7 @@ mod tests_loom {
 
     #[test]
     fn loom_readiness_after_the_poller_holder_got_stuck_in_a_fiber_reaches_the_idle_worker() {
-        run_model_stuck(2, 0, 0, 2, 1);
+        run_model_with(2, 0, 0, 1, true);
     }
 
     #[test]

@@ -38,7 +38,8 @@
 //! Of the two Dekker-style sequences (a flag then the lock; an unlock
 //! then the flags) at least one sees the other: either the sleeper finds
 //! the lock free, or the releaser finds the sleeper waiting and wakes it.
-//! The lock is taken only by `try_lock`s, which never fail spuriously.
+//! The lock is taken only by `try_lock`s (a compare-and-swap, which never
+//! fails spuriously; `sync::TryLock`), and released with a `SeqCst` store.
 //!
 //! # Waking a worker
 //!
@@ -65,7 +66,10 @@
 
 use std::time::Duration;
 
-use crate::sync::{AtomicBool, AtomicUsize, Condvar, Mutex, Ordering, fence, wait, wait_timeout};
+use crate::sync::{
+    AtomicBool, AtomicUsize, Condvar, Mutex, Ordering, TryLock, TryLockGuard, fence, wait,
+    wait_timeout,
+};
 
 /// A poller a worker may sleep in.
 pub(crate) trait Poll {
@@ -110,7 +114,7 @@ impl Parker {
 
 /// The pool's poller, its waker, and the workers' parkers.
 pub(crate) struct Driver<P, N> {
-    poller: Mutex<P>,
+    poller: TryLock<P>,
     notifier: N,
     parkers: Box<[Parker]>,
 }
@@ -119,7 +123,7 @@ impl<P: Poll, N: Notify> Driver<P, N> {
     /// A driver for `workers` workers over `poller`, woken by `notifier`.
     pub(crate) fn new(poller: P, notifier: N, workers: usize) -> Self {
         Driver {
-            poller: Mutex::new(poller),
+            poller: TryLock::new(poller),
             notifier,
             parkers: (0..workers).map(|_| Parker::new()).collect(),
         }
@@ -207,7 +211,7 @@ impl<P: Poll, N: Notify> Driver<P, N> {
 
     fn sleep_in_poller(
         parker: &Parker,
-        mut poller: crate::sync::MutexGuard<'_, P>,
+        mut poller: TryLockGuard<'_, P>,
         timeout: Option<Duration>,
     ) -> usize {
         let timeout = match parker.state.compare_exchange(

@@ -379,13 +379,11 @@ impl WorkerContext {
                 }
                 return;
             }
-            // Parking discharges a hand-off owed: this worker tries the
-            // poller itself.
-            self.owes_hand_off.set(false);
+            // Parking discharges a hand-off owed (this worker tries the
+            // poller itself), and it owes one again after: it may have
+            // slept in the poller (a sleep on the condition variable owes
+            // none, but a spare hand-off only costs a fence and a look).
             let resumed = shared.driver.park(self.index, timeout);
-            // It may have slept in the poller: it owes a hand-off before
-            // its next fiber (a sleep on the condition variable owes none,
-            // but telling the two apart is not worth a branch here).
             self.owes_hand_off.set(true);
             if resumed > 0 {
                 // Readiness resumed fibers onto this worker: back to work
