@@ -44,19 +44,19 @@
 //! item is taken and that no interleaving leaves all workers asleep with
 //! work queued.
 //!
-//! # Sleeping in the poller
+//! # Where a worker sleeps
 //!
-//! Each worker sleeps in its own I/O poller (`worker.rs`; spindle-net's
-//! reactor), and is woken by `Reactor::notify`: the reactor's parking
-//! state goes `AWAKE → PARKED` before the worker blocks, and a notifier
-//! writes the poller's waker only if it finds `PARKED`; a notification that
-//! comes before the worker blocks turns its wait into a look. So a wake-up
-//! that comes before the worker sleeps is kept, and never lost either.
-//! Readiness of one of the worker's sockets also ends its sleep: the
-//! worker resumes those fibers onto itself, leaves the sleepers list and
-//! runs them. The models below run that parking state (spindle-net's
-//! `ParkState`, the real code) over a stand-in for the system's wait, with
-//! I/O events delivered by a thread of their own.
+//! A worker sleeps in the pool's I/O poller if no other worker sleeps
+//! there, on its condition variable if one does (`park.rs`, which also
+//! hands the poller to a sleeping worker when its holder goes back to
+//! work), and is woken with `park::Driver::unpark`: a per-worker state
+//! word says where it sleeps, and a wake-up that comes before the sleep
+//! turns the sleep into a look, so it is never lost. Readiness also ends
+//! a sleep in the poller: the worker resumes those fibers onto itself,
+//! leaves the sleepers list and runs them. The models below run that
+//! code (`park.rs` and spindle-net's `ParkState`, the real code) over a
+//! stand-in for the system's wait, with I/O events delivered by a thread
+//! of their own.
 
 use crate::sync::{AtomicUsize, Mutex, Ordering};
 
@@ -404,8 +404,9 @@ mod tests_loom {
                     }
                     continue;
                 }
-                // Park (rule 4).
-                if self.idle.park(index, searching) {
+                // Park (rule 4); a parked worker no longer searches.
+                let was_searching = std::mem::replace(&mut searching, false);
+                if self.idle.park(index, was_searching) {
                     fence(Ordering::SeqCst);
                     if self.has_work() {
                         self.notify_one();
@@ -473,9 +474,8 @@ mod tests_loom {
         chained: bool,
     ) {
         model(move || {
-            let expected = producers * items_per_producer as usize
-                + io_events as usize
-                + usize::from(chained);
+            let expected =
+                producers * items_per_producer as usize + io_events as usize + usize::from(chained);
             let stuck_after = if chained { 1 } else { usize::MAX };
             let pool = Pool::new(workers, chained);
             let mut threads = Vec::new();

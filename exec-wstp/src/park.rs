@@ -214,16 +214,15 @@ impl<P: Poll, N: Notify> Driver<P, N> {
         mut poller: TryLockGuard<'_, P>,
         timeout: Option<Duration>,
     ) -> usize {
-        let timeout = match parker.state.compare_exchange(
-            EMPTY,
-            DRIVER,
-            Ordering::SeqCst,
-            Ordering::SeqCst,
-        ) {
-            Ok(_) => timeout,
-            // Notified already: only a look.
-            Err(_) => Some(Duration::ZERO),
-        };
+        let timeout =
+            match parker
+                .state
+                .compare_exchange(EMPTY, DRIVER, Ordering::SeqCst, Ordering::SeqCst)
+            {
+                Ok(_) => timeout,
+                // Notified already: only a look.
+                Err(_) => Some(Duration::ZERO),
+            };
         let resumed = poller.poll(timeout);
         parker.state.swap(EMPTY, Ordering::SeqCst);
         resumed

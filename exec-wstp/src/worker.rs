@@ -10,33 +10,35 @@
 //!    a fiber yielded, the global queue first: a yield lets the fibers
 //!    waiting there have a turn, so that two busy fibers started from
 //!    outside the pool take turns even on one worker);
-//! 3. out of work: due timers, then I/O readiness (a look at this worker's
-//!    poller, when a fiber waits for I/O), then (as a searcher, see
-//!    `idle.rs`) half of another worker's queue, starting at a random
-//!    victim, then the global queue again;
-//! 4. still nothing: park in the poller until woken, until one of this
-//!    worker's sockets is ready, or until the earliest timer of this
-//!    worker's shard is due.
+//! 3. out of work: due timers, then I/O readiness (a look at the pool's
+//!    poller, when a fiber waits for I/O and no other worker holds the
+//!    poller), then (as a searcher, see `idle.rs`) half of another
+//!    worker's queue, starting at a random victim, then the global queue
+//!    again;
+//! 4. still nothing: park (`park.rs`): in the pool's poller if no other
+//!    worker sleeps there, on the worker's condition variable if one does,
+//!    until woken, until a socket is ready (in the poller), or until the
+//!    earliest timer of this worker's shard is due.
 //!
-//! # I/O: a poller per worker
+//! # I/O: one poller for the pool
 //!
-//! Each worker owns a mio poller ([`Poller`], spindle-net's reactor): the
-//! sockets made by fibers running on it register there (the worker runs
-//! its fibers inside `spindle_net::driver::with_driver`), whichever worker
-//! later waits on them. The worker looks at its poller without blocking
-//! every `global_queue_interval` ticks (with the timers, and only when a
-//! fiber waits for I/O: a busy worker still sees I/O), and once more when
-//! it runs out of work; a parked worker sleeps *in* the poller, so that
-//! readiness, its earliest timer and a wake-up from another thread
-//! (`Reactor::notify`, which replaces the condition variable of a plain
-//! parker: a system call only when the worker really sleeps) all end the
-//! same sleep. A fiber resumed by readiness is scheduled on the worker
-//! whose poller saw it, in its next slot: it runs there next, while its
-//! socket's data is in that core's cache (tokio's driver and Cats Effect
-//! 3.6's polling system make the same choice; this is our own code). A
-//! socket's readiness is seen only by the worker that registered it: a
-//! worker stuck in a long call of user code delays its own sockets until
-//! it returns (as a long `delay` delays its own queue).
+//! The pool has one mio poller ([`Poller`](spindle_net::driver::Poller),
+//! spindle-net's reactor) for every socket its fibers make (each worker
+//! runs its fibers inside `spindle_net::driver::with_driver` with the
+//! pool's reactor). At most one worker sleeps in it at a time; the other
+//! idle workers sleep on their condition variables, and whoever lets go
+//! of the poller to run a fiber hands it to one of them (`park.rs`): so no
+//! idle worker sleeps while readiness waits in the poller, however long
+//! the fiber the last holder went to run. A busy worker also looks at the
+//! poller without blocking every `global_queue_interval` ticks (with the
+//! timers, and only when a fiber waits for I/O) and when it runs out of
+//! work, if no other worker holds it. A sleep in the poller ends on
+//! readiness, on the worker's earliest timer, or on a wake-up from another
+//! thread (`Reactor::notify`, a system call only when the worker really
+//! sleeps there). A fiber resumed by readiness is scheduled on the worker
+//! that polled, in its next slot: it runs there next, while its socket's
+//! data is in that core's cache (tokio's driver and Cats Effect 3.6's
+//! polling system make the same choice; this is our own code).
 //!
 //! A fiber scheduled on a worker (a spawn, a resumed fiber) goes to that
 //! worker's *next* slot (tokio's LIFO slot): it runs as soon as the

@@ -76,17 +76,15 @@ fn a_socket_made_by_a_fiber_on_a_worker_stuck_in_a_fiber_that_never_yields_is_se
                             // A fiber that takes this worker's next slot,
                             // so that the reader moves to its queue, where
                             // the idle worker takes it.
-                            IO::<(), io::Error>::unit()
-                                .start()
-                                .flat_map(move |_next| {
-                                    IO::delay(move || spin_until(&s)).flat_map(
-                                        move |served_while_spinning| {
-                                            reader.join::<io::Error>().map(move |outcome| {
-                                                (served_while_spinning, outcome)
-                                            })
-                                        },
-                                    )
-                                })
+                            IO::<(), io::Error>::unit().start().flat_map(move |_next| {
+                                IO::delay(move || spin_until(&s)).flat_map(
+                                    move |served_while_spinning| {
+                                        reader
+                                            .join::<io::Error>()
+                                            .map(move |outcome| (served_while_spinning, outcome))
+                                    },
+                                )
+                            })
                         })
                     })
                 })
@@ -94,7 +92,10 @@ fn a_socket_made_by_a_fiber_on_a_worker_stuck_in_a_fiber_that_never_yields_is_se
         );
         let fiber = rt.spawn(program).expect("spawn the program");
         let outcome = rt.block_on(fiber.join::<()>());
-        let _stream = peer.join().expect("the peer thread").expect("the peer's socket");
+        let _stream = peer
+            .join()
+            .expect("the peer thread")
+            .expect("the peer's socket");
         match outcome {
             Ok(Outcome::Succeeded(Outcome::Succeeded((served_while_spinning, read)))) => {
                 assert!(
