@@ -187,10 +187,12 @@ impl WorkerContext {
 
     #[inline]
     fn run_fiber(&self, fiber: Fiber<Handle>) {
-        if self.owes_hand_off.get() {
+        if self.owes_hand_off.get() && self.shared.reactor.waiters() > 0 {
             // This worker let go of the poller and runs a fiber now, which
-            // may take long: a worker asleep on its condition variable
-            // takes the poller over (park.rs).
+            // may take long, while fibers wait for I/O: a worker asleep on
+            // its condition variable takes the poller over (park.rs). With
+            // no fiber waiting for I/O the debt stays, for the first fiber
+            // this worker runs once one waits.
             self.owes_hand_off.set(false);
             self.shared.driver.hand_off();
         }
