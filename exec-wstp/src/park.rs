@@ -85,6 +85,15 @@ use crate::sync::{
     wait_timeout,
 };
 
+/// `timeout` rounded up to the next millisecond, as mio rounds the
+/// poller's: a worker sleeps as long on its condition variable as it would
+/// in the poller, and timers due within the same millisecond fire in one
+/// wake-up.
+fn round_up_to_ms(timeout: Duration) -> Duration {
+    let ms = timeout.as_nanos().div_ceil(1_000_000);
+    Duration::from_millis(u64::try_from(ms).unwrap_or(u64::MAX))
+}
+
 /// A poller a worker may sleep in.
 pub(crate) trait Poll {
     /// Waits for readiness at most `timeout` (`None`: until an event or a
@@ -209,7 +218,7 @@ impl<P: Poll, N: Notify> Driver<P, N> {
             .is_ok()
         {
             let guard = match timeout {
-                Some(timeout) => wait_timeout(&parker.condvar, guard, timeout),
+                Some(timeout) => wait_timeout(&parker.condvar, guard, round_up_to_ms(timeout)),
                 None => wait(&parker.condvar, guard),
             };
             drop(guard);
