@@ -38,7 +38,7 @@
 //! The hand-off is owed only while a fiber waits for I/O (the reactor's
 //! count of waiters): without one, no readiness can wait in the poller,
 //! and a wake-up per fiber run after a park would slow down every
-//! ping-pong between fibers on two workers (measured: 20 to 40% on the
+//! ping-pong between fibers on two workers (measured: up to 50% on the
 //! suite's ping-pong and spawn rows). The debt is kept until a fiber this
 //! worker runs finds a waiter: a fiber that starts waiting on another
 //! worker meanwhile leaves that worker running (it parks, and so tries
