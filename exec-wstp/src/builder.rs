@@ -14,8 +14,9 @@ use spindle_core::executor::support::{self, BlockingPool, CommonSettings, Origin
 use spindle_core::{Fiber, RuntimeBuilder};
 
 use crate::error::BuildError;
-use crate::handle::{Counters, Handle, Remote, Shared};
+use crate::handle::{Counters, Handle, IoPoller, Remote, Shared};
 use crate::idle::Idle;
+use crate::park::Driver;
 use crate::runtime::Runtime;
 use crate::sync::{Arc, AtomicBool, AtomicU64, Condvar, Mutex};
 use crate::worker;
@@ -125,25 +126,17 @@ impl Builder {
         // threads outside the pool.
         let fibers = self.common.registry(&fiber_config, workers + 1);
         let locals: Vec<Worker<Fiber<Handle>>> = (0..workers).map(|_| Worker::new_fifo()).collect();
-        let mut reactors = Vec::with_capacity(workers);
-        let mut pollers = Vec::with_capacity(workers);
-        for _ in 0..workers {
-            // A worker may be busy running fibers when an event comes: its
-            // sockets' operations try their calls before they wait.
-            let (reactor, poller) = Reactor::trying_calls().map_err(BuildError::Poller)?;
-            // Driven from now on: its worker thread is about to start, and
-            // a socket made before it does (by a main fiber run inline by
-            // `block_on`) waits for its first poll.
-            reactor.set_driven(true);
-            reactors.push(reactor);
-            pollers.push(poller);
-        }
+        // Workers may be busy running fibers when an event comes: the
+        // sockets' operations try their calls before they wait.
+        let (reactor, poller) = Reactor::trying_calls().map_err(BuildError::Poller)?;
+        // Driven from now on: the worker threads are about to start, and a
+        // socket made before they do (by a main fiber run inline by
+        // `block_on`) waits for their first poll.
+        reactor.set_driven(true);
         let remotes = locals
             .iter()
-            .zip(reactors)
-            .map(|(local, reactor)| Remote {
+            .map(|local| Remote {
                 stealer: local.stealer(),
-                reactor,
                 timers: Mutex::new(TimerHeap::new()),
                 has_timers: AtomicBool::new(false),
                 counters: CachePadded::new(Counters::default()),
@@ -152,6 +145,8 @@ impl Builder {
         let shared = Arc::new(Shared {
             injector: Injector::new(),
             remotes,
+            driver: Driver::new(IoPoller(poller), reactor.clone(), workers),
+            reactor,
             idle: Idle::new(workers),
             config: fiber_config,
             global_queue_interval: self.global_queue_interval,
@@ -169,11 +164,11 @@ impl Builder {
             workers_exited: Condvar::new(),
         });
         let mut threads = Vec::with_capacity(workers);
-        for (index, (local, poller)) in locals.into_iter().zip(pollers).enumerate() {
+        for (index, local) in locals.into_iter().enumerate() {
             let worker_shared = shared.clone();
             let spawned = std::thread::Builder::new()
                 .name(format!("{}-{index}", self.thread_name))
-                .spawn(move || worker::run_worker(worker_shared, index, local, poller));
+                .spawn(move || worker::run_worker(worker_shared, index, local));
             match spawned {
                 Ok(thread) => threads.push(thread),
                 Err(e) => {

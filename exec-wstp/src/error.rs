@@ -54,7 +54,7 @@ impl fmt::Display for BuildError {
             BuildError::Config(e) => write!(f, "exec-wstp: {e}"),
             BuildError::Spawn(e) => write!(f, "exec-wstp: could not start a worker thread: {e}"),
             BuildError::Poller(e) => {
-                write!(f, "exec-wstp: could not make a worker's I/O poller: {e}")
+                write!(f, "exec-wstp: could not make the pool's I/O poller: {e}")
             }
         }
     }

@@ -11,10 +11,11 @@ use spindle_core::executor::support::{
     BlockingPool, FiberRegistry, Origin, TimerHeap, nanos, wall_clock,
 };
 use spindle_core::{BlockingTask, Executor, Fiber, FiberConfig, FiberDump, FiberId, TimerCallback};
-use spindle_net::driver::Reactor;
+use spindle_net::driver::{Poller, Reactor};
 
 use crate::idle::Idle;
 use crate::metrics::{self, Metrics};
+use crate::park;
 use crate::sync::{self, Arc, AtomicBool, AtomicU64, Condvar, Mutex, Ordering, fence};
 use crate::timer::TimerKey;
 use crate::worker;
@@ -30,19 +31,44 @@ pub(crate) struct Counters {
 /// What other threads may touch of a worker.
 pub(crate) struct Remote {
     pub(crate) stealer: Stealer<Fiber<Handle>>,
-    /// The worker's I/O reactor: where its sockets register, and how it is
-    /// woken from its sleep in its poller ([`Reactor::notify`]).
-    pub(crate) reactor: Reactor,
     pub(crate) timers: Mutex<TimerHeap>,
     /// A hint that the shard may hold timers (skips the lock when idle).
     pub(crate) has_timers: AtomicBool,
     pub(crate) counters: CachePadded<Counters>,
 }
 
+/// The pool's poller, as `park.rs` sleeps in it.
+pub(crate) struct IoPoller(pub(crate) Poller);
+
+impl park::Poll for IoPoller {
+    fn poll(&mut self, timeout: Option<Duration>) -> usize {
+        match self.0.poll(timeout) {
+            Ok(resumed) => resumed,
+            Err(_) => {
+                // A broken poller: sleep a little instead of spinning;
+                // timers and queues are checked again on return.
+                let nap = Duration::from_millis(1);
+                std::thread::sleep(timeout.map_or(nap, |t| t.min(nap)));
+                0
+            }
+        }
+    }
+}
+
+impl park::Notify for Reactor {
+    fn notify(&self) {
+        Reactor::notify(self);
+    }
+}
+
 /// The state shared by the workers and every [`Handle`].
 pub(crate) struct Shared {
     pub(crate) injector: Injector<Fiber<Handle>>,
     pub(crate) remotes: Box<[Remote]>,
+    /// The pool's I/O reactor: where every socket of the pool registers.
+    pub(crate) reactor: Reactor,
+    /// Its poller, and where the workers sleep (`park.rs`).
+    pub(crate) driver: park::Driver<IoPoller, Reactor>,
     pub(crate) idle: Idle,
     pub(crate) config: FiberConfig,
     pub(crate) global_queue_interval: u32,
@@ -78,7 +104,7 @@ impl Shared {
     #[inline]
     pub(crate) fn notify_one(&self) {
         if let Some(worker) = self.idle.worker_to_notify() {
-            self.remotes[worker].reactor.notify();
+            self.driver.unpark(worker);
         }
     }
 
@@ -103,6 +129,8 @@ impl Shared {
         let mut running = self.running_workers.lock();
         *running -= 1;
         if *running == 0 {
+            // Nothing polls the reactor any more.
+            self.reactor.set_driven(false);
             self.workers_exited.notify_all();
         }
     }
@@ -110,8 +138,8 @@ impl Shared {
     /// Sets the shutdown flag and wakes every thread.
     pub(crate) fn begin_shutdown(&self) {
         self.shutdown.store(true, Ordering::Release);
-        for remote in self.remotes.iter() {
-            remote.reactor.notify();
+        for worker in 0..self.remotes.len() {
+            self.driver.unpark(worker);
         }
     }
 
@@ -129,11 +157,11 @@ impl Shared {
         for remote in self.remotes.iter() {
             let callbacks = remote.timers.lock().drain();
             drop(callbacks);
-            // Fibers waiting for I/O; later waits on the worker's sockets
-            // fail (the reactor is closed).
-            let waiters = remote.reactor.close();
-            drop(waiters);
         }
+        // Fibers waiting for I/O; later waits on the pool's sockets fail
+        // (the reactor is closed).
+        let waiters = self.reactor.close();
+        drop(waiters);
         self.fibers.clear();
     }
 
@@ -293,7 +321,7 @@ impl Executor for Handle {
         if !on_owner {
             // Set from outside the pool: the owner may sleep past this
             // deadline; wake it so that it recomputes its timeout.
-            remote.reactor.notify();
+            shared.driver.unpark(shard);
         }
         if shared.is_shutdown() {
             drop(remote.timers.lock().drain());
@@ -386,12 +414,11 @@ impl ParkedBlockOn for Handle {
     /// calling thread): a program that never waits costs no hand-off to a
     /// worker and back, two thread wake-ups; a yield runs it again here.
     /// Whatever resumes it after a wait schedules it on the workers as
-    /// usual. Sockets it makes meanwhile register with worker 0's poller.
+    /// usual. Sockets it makes meanwhile register with the pool's poller.
     fn start_main(&self, fiber: Fiber<Handle>) {
         let shared = &*self.shared;
         let _inline = inline::Enter::new(shared);
-        let reactor = &shared.remotes[0].reactor;
-        spindle_net::driver::with_driver(reactor, || {
+        spindle_net::driver::with_driver(&shared.reactor, || {
             let mut fiber = fiber;
             loop {
                 fiber.run();

@@ -44,19 +44,19 @@
 //! item is taken and that no interleaving leaves all workers asleep with
 //! work queued.
 //!
-//! # Sleeping in the poller
+//! # Where a worker sleeps
 //!
-//! Each worker sleeps in its own I/O poller (`worker.rs`; spindle-net's
-//! reactor), and is woken by `Reactor::notify`: the reactor's parking
-//! state goes `AWAKE → PARKED` before the worker blocks, and a notifier
-//! writes the poller's waker only if it finds `PARKED`; a notification that
-//! comes before the worker blocks turns its wait into a look. So a wake-up
-//! that comes before the worker sleeps is kept, and never lost either.
-//! Readiness of one of the worker's sockets also ends its sleep: the
-//! worker resumes those fibers onto itself, leaves the sleepers list and
-//! runs them. The models below run that parking state (spindle-net's
-//! `ParkState`, the real code) over a stand-in for the system's wait, with
-//! I/O events delivered by a thread of their own.
+//! A worker sleeps in the pool's I/O poller if no other worker sleeps
+//! there, on its condition variable if one does (`park.rs`, which also
+//! hands the poller to a sleeping worker when its holder goes back to
+//! work), and is woken with `park::Driver::unpark`: a per-worker state
+//! word says where it sleeps, and a wake-up that comes before the sleep
+//! turns the sleep into a look, so it is never lost. Readiness also ends
+//! a sleep in the poller: the worker resumes those fibers onto itself,
+//! leaves the sleepers list and runs them. The models below run that
+//! code (`park.rs` and spindle-net's `ParkState`, the real code) over a
+//! stand-in for the system's wait, with I/O events delivered by a thread
+//! of their own.
 
 use crate::sync::{AtomicUsize, Mutex, Ordering};
 
@@ -174,18 +174,23 @@ impl Idle {
 #[cfg(all(test, loom))]
 mod tests_loom {
     //! Model tests of the protocol: workers that take items from a shared
-    //! queue and park in a model of their poller with exactly the steps the
-    //! real worker loop takes (`worker.rs`), producers that push and notify
-    //! like `schedule_fiber`, and an I/O thread whose readiness events wake
-    //! a worker's poller like the kernel does. Loom reports a deadlock if
-    //! every thread ends up blocked, which is what a lost wake-up looks
-    //! like.
+    //! queue and park with exactly the steps the real worker loop takes
+    //! (`worker.rs`), through the real `park.rs` code (the pool's poller,
+    //! here a model of it, or a condition variable, and the hand-off),
+    //! producers that push and notify like `schedule_fiber`, and an I/O
+    //! thread whose readiness events wake the poller like the kernel does.
+    //! Loom reports a deadlock if every thread ends up blocked, which is
+    //! what a lost wake-up looks like; a worker that gets stuck for good
+    //! (as in a fiber that never yields) checks that readiness still
+    //! reaches the other worker.
 
     use super::*;
+    use crate::park::{Driver, Notify, Poll};
     use crate::sync::{Arc, AtomicBool, Condvar, fence, wait};
     use loom::thread;
     use spindle_net::driver::ParkState;
     use std::collections::VecDeque;
+    use std::time::Duration;
 
     /// What the system's wait holds: the waker's pending edge and the
     /// readiness events not yet reported.
@@ -195,7 +200,7 @@ mod tests_loom {
         events: VecDeque<u32>,
     }
 
-    /// A worker's poller: the real parking state (spindle-net's
+    /// The pool's poller: the real parking state (spindle-net's
     /// `ParkState`, as `Reactor::notify` and `Poller::poll` use it) over a
     /// mutex and a condition variable standing in for `epoll_wait` (sticky
     /// like mio's waker: a wake before the wait is reported by the wait).
@@ -246,22 +251,63 @@ mod tests_loom {
         }
     }
 
+    /// The pool's poller as `park::Driver` holds it: the events of a poll
+    /// are handed to the worker that polled, which resumes them.
+    struct ModelPoll {
+        poller: Arc<ModelPoller>,
+        handed: Arc<Mutex<Vec<u32>>>,
+    }
+
+    impl Poll for ModelPoll {
+        fn poll(&mut self, timeout: Option<Duration>) -> usize {
+            let events = self.poller.poll(timeout != Some(Duration::ZERO));
+            let resumed = events.len();
+            self.handed.lock().extend(events);
+            resumed
+        }
+    }
+
+    /// The poller's waker (`Reactor::notify`).
+    struct ModelWaker(Arc<ModelPoller>);
+
+    impl Notify for ModelWaker {
+        fn notify(&self) {
+            self.0.notify();
+        }
+    }
+
     struct Pool {
         idle: Idle,
-        pollers: Vec<ModelPoller>,
+        /// The real `park.rs` code over the model poller.
+        driver: Driver<ModelPoll, ModelWaker>,
+        poller: Arc<ModelPoller>,
+        handed: Arc<Mutex<Vec<u32>>>,
         queue: Mutex<VecDeque<u32>>,
         taken: AtomicUsize,
         done: AtomicBool,
+        /// Running the item of the first readiness event (1000) makes the
+        /// next one (1001) come, as a fiber that writes to a socket whose
+        /// peer another fiber reads.
+        chained: bool,
     }
 
     impl Pool {
-        fn new(workers: usize) -> Arc<Pool> {
+        fn new(workers: usize, chained: bool) -> Arc<Pool> {
+            let poller = Arc::new(ModelPoller::new());
+            let handed = Arc::new(Mutex::new(Vec::new()));
+            let poll = ModelPoll {
+                poller: poller.clone(),
+                handed: handed.clone(),
+            };
             Arc::new(Pool {
                 idle: Idle::new(workers),
-                pollers: (0..workers).map(|_| ModelPoller::new()).collect(),
+                driver: Driver::new(poll, ModelWaker(poller.clone()), workers),
+                poller,
+                handed,
                 queue: Mutex::new(VecDeque::new()),
                 taken: AtomicUsize::new(0),
                 done: AtomicBool::new(false),
+                chained,
             })
         }
 
@@ -273,7 +319,7 @@ mod tests_loom {
 
         fn notify_one(&self) {
             if let Some(worker) = self.idle.worker_to_notify() {
-                self.pollers[worker].notify();
+                self.driver.unpark(worker);
             }
         }
 
@@ -281,29 +327,46 @@ mod tests_loom {
             !self.queue.lock().is_empty()
         }
 
-        /// Fibers resumed by readiness: queued where others can take them
-        /// too, with rule 2 (`schedule_next` pushing to the local queue).
-        fn resume(&self, events: Vec<u32>) -> bool {
-            let any = !events.is_empty();
+        /// Fibers resumed by readiness onto the worker that polled, as
+        /// `schedule_next` puts them: the first in its next slot (returned;
+        /// no wake-up), the others where others can take them too, with
+        /// rule 2.
+        fn resume(&self) -> Option<u32> {
+            let events = std::mem::take(&mut *self.handed.lock());
+            let mut events = events.into_iter();
+            let first = events.next();
             for item in events {
                 self.push(item);
             }
-            any
+            first
         }
 
-        /// The worker loop of `worker.rs`, reduced to one queue.
-        fn work(&self, index: usize, expected: usize) {
+        /// The worker loop of `worker.rs`, reduced to one queue. After
+        /// `stuck_after` items the worker stops for good, as a worker
+        /// stuck in a fiber that never yields (it never looks at the
+        /// poller or parks again).
+        fn work(&self, index: usize, expected: usize, stuck_after: usize) {
             let mut searching = false;
-            let poller = &self.pollers[index];
+            let mut owes_hand_off = false;
+            let mut ran = 0;
+            // The next slot: only this worker takes it.
+            let mut next = None;
             loop {
                 if self.taken.load(Ordering::SeqCst) == expected {
                     break;
                 }
-                // Own queue and global queue: every worker looks there.
-                let mut item = self.queue.lock().pop_front();
-                if item.is_none() && self.resume(poller.poll(false)) {
-                    // Out of work: a look at the poller first.
-                    continue;
+                // The next slot, then own queue and global queue: every
+                // worker looks there.
+                let mut item = next.take().or_else(|| self.queue.lock().pop_front());
+                if item.is_none() {
+                    // Out of work: a look at the poller first, if free.
+                    if self.driver.poll_now().is_some() {
+                        owes_hand_off = true;
+                    }
+                    if let Some(first) = self.resume() {
+                        next = Some(first);
+                        continue;
+                    }
                 }
                 if item.is_none() {
                     // Stealing needs the searcher role (rule 1).
@@ -314,7 +377,12 @@ mod tests_loom {
                         item = self.queue.lock().pop_front();
                     }
                 }
-                if item.is_some() {
+                if let Some(item) = item {
+                    // `run_fiber`.
+                    if owes_hand_off {
+                        owes_hand_off = false;
+                        self.driver.hand_off();
+                    }
                     if searching {
                         searching = false;
                         if self.idle.stop_searching() {
@@ -323,14 +391,22 @@ mod tests_loom {
                     }
                     if self.taken.fetch_add(1, Ordering::SeqCst) + 1 == expected {
                         self.done.store(true, Ordering::SeqCst);
-                        for poller in &self.pollers {
-                            poller.notify();
+                        for worker in 0..self.parkers() {
+                            self.driver.unpark(worker);
                         }
+                    }
+                    if self.chained && item == 1000 {
+                        self.poller.deliver(1001);
+                    }
+                    ran += 1;
+                    if ran == stuck_after {
+                        return;
                     }
                     continue;
                 }
-                // Park (rule 4).
-                if self.idle.park(index, searching) {
+                // Park (rule 4); a parked worker no longer searches.
+                let was_searching = std::mem::replace(&mut searching, false);
+                if self.idle.park(index, was_searching) {
                     fence(Ordering::SeqCst);
                     if self.has_work() {
                         self.notify_one();
@@ -346,8 +422,13 @@ mod tests_loom {
                         searching = true;
                         break;
                     }
-                    if self.resume(poller.poll(true)) {
+                    // Parking discharges a hand-off owed (the worker tries
+                    // the poller itself) and owes one again after.
+                    let resumed = self.driver.park(index, None);
+                    owes_hand_off = true;
+                    if let Some(first) = (resumed > 0).then(|| self.resume()).flatten() {
                         // Readiness: back to work.
+                        next = Some(first);
                         if !self.idle.unpark_self(index) {
                             searching = true;
                         }
@@ -355,6 +436,10 @@ mod tests_loom {
                     }
                 }
             }
+        }
+
+        fn parkers(&self) -> usize {
+            self.driver.workers()
         }
     }
 
@@ -370,16 +455,40 @@ mod tests_loom {
 
     /// `workers` workers; `producers` threads pushing `items_per_producer`
     /// items each (the first is the model's main thread); `io_events`
-    /// readiness events delivered to worker 0's poller by a thread of
+    /// readiness events delivered to the pool's poller by a thread of
     /// their own. Every item and event must be taken.
     fn run_model(workers: usize, producers: usize, items_per_producer: u32, io_events: u32) {
+        run_model_with(workers, producers, items_per_producer, io_events, false);
+    }
+
+    /// [`run_model`]; if `chained`, the last worker gets stuck for good (a
+    /// fiber that never yields) after its first item, and the first
+    /// readiness event's item, when it runs, makes one more event come
+    /// (see `Pool::chained`): if the stuck worker ran it, the other
+    /// worker must take that event from the poller.
+    fn run_model_with(
+        workers: usize,
+        producers: usize,
+        items_per_producer: u32,
+        io_events: u32,
+        chained: bool,
+    ) {
         model(move || {
-            let expected = producers * items_per_producer as usize + io_events as usize;
-            let pool = Pool::new(workers);
+            let expected =
+                producers * items_per_producer as usize + io_events as usize + usize::from(chained);
+            let stuck_after = if chained { 1 } else { usize::MAX };
+            let pool = Pool::new(workers, chained);
             let mut threads = Vec::new();
             for index in 0..workers {
                 let pool = pool.clone();
-                threads.push(thread::spawn(move || pool.work(index, expected)));
+                let stuck_after = if index + 1 == workers {
+                    stuck_after
+                } else {
+                    usize::MAX
+                };
+                threads.push(thread::spawn(move || {
+                    pool.work(index, expected, stuck_after)
+                }));
             }
             let mut other_threads = Vec::new();
             for p in 1..producers {
@@ -394,7 +503,7 @@ mod tests_loom {
                 let pool = pool.clone();
                 other_threads.push(thread::spawn(move || {
                     for i in 0..io_events {
-                        pool.pollers[0].deliver(1000 + i);
+                        pool.poller.deliver(1000 + i);
                     }
                 }));
             }
@@ -432,7 +541,12 @@ mod tests_loom {
     }
 
     #[test]
-    fn loom_readiness_wakes_a_worker_asleep_in_its_poller() {
+    fn loom_readiness_after_the_poller_holder_got_stuck_in_a_fiber_reaches_the_idle_worker() {
+        run_model_with(2, 0, 0, 1, true);
+    }
+
+    #[test]
+    fn loom_readiness_wakes_a_worker_asleep_in_the_poller() {
         run_model(1, 0, 0, 1);
     }
 
@@ -442,7 +556,7 @@ mod tests_loom {
     }
 
     #[test]
-    fn loom_readiness_on_one_worker_while_the_other_sleeps_is_taken() {
+    fn loom_readiness_while_both_workers_sleep_is_taken() {
         run_model(2, 0, 0, 1);
     }
 

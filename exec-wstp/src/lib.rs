@@ -6,8 +6,8 @@
 //! runs a main `IO` on it as a process. N worker threads run fibers; each
 //! has a local FIFO queue (crossbeam-deque) that idle workers steal from,
 //! and fibers scheduled from outside the pool go to a global injector
-//! queue. Each worker polls its own I/O poller, so [`net`]'s sockets run on
-//! the pool.
+//! queue. The pool polls one I/O poller, in which an idle worker sleeps, so
+//! [`net`]'s sockets run on the pool.
 //!
 //! ```
 //! use spindle_effect::prelude::*;
@@ -43,7 +43,8 @@
 //! [`RunError`], [`ShutdownTimedOut`] and [`FiberInfo`] are io-core's,
 //! re-exported: one type for every executor. Layout: `builder.rs`, `error.rs`, `handle.rs` (the
 //! shared state and the `Executor` implementation), `runtime.rs` (the pool
-//! and its shutdown), `worker.rs` (the loop), `idle.rs` (parking),
+//! and its shutdown), `worker.rs` (the loop), `idle.rs` (who sleeps and
+//! who wakes whom), `park.rs` (where a worker sleeps: the poller),
 //! `timer.rs`, `metrics.rs`, `sync.rs` (the sync shim).
 //! What every executor shares (the main-fiber slot, the fiber registry,
 //! the timer heap, the clocks, the blocking pool) is io-core's
@@ -65,22 +66,27 @@
 //! first, so fibers scheduled from outside are never starved by local work;
 //! otherwise its *next* slot, then its local queue, then a batch from the
 //! global queue. Out
-//! of work, it fires due timers, looks at its I/O poller, then, as a
+//! of work, it fires due timers, looks at the pool's I/O poller, then, as a
 //! *searcher*, steals half of another worker's queue (random victim) or
-//! takes from the global queue; still nothing, it parks in its poller until
-//! woken, until one of its sockets is ready, or until its earliest timer.
+//! takes from the global queue; still nothing, it parks (in the poller if
+//! no other worker sleeps there) until woken, until a socket is ready, or
+//! until its earliest timer.
 //!
 //! ## I/O
 //!
-//! Each worker owns a mio poller (spindle-net's reactor; Cats Effect 3.6
-//! integrated its polling into the pool the same way, and tokio has a
-//! driver per runtime). A socket made by a fiber registers with the poller
-//! of the worker that runs that fiber; the worker looks at its poller every
-//! `global_queue_interval` ticks (only while a fiber waits for I/O) and
-//! when it runs out of work, and sleeps in it when it parks. A fiber
-//! resumed by readiness runs next on the worker whose poller saw it
-//! (locality). Wake-ups from other threads go through the poller's waker,
-//! which costs a system call only when the worker really sleeps.
+//! The pool has one mio poller (spindle-net's reactor) for every socket its
+//! fibers make. An idle worker that finds it free sleeps in it; the other
+//! idle workers sleep on condition variables, and a worker that lets go of
+//! the poller to run a fiber wakes one of them to take it over (tokio's
+//! driver is taken by whichever worker parks first in the same way; the
+//! hand-off is ours): no idle worker sleeps while readiness waits for a
+//! busy one. Busy workers look at the poller every `global_queue_interval`
+//! ticks (only while a fiber waits for I/O, and only if no other worker
+//! holds it) and when they run out of work. A fiber resumed by readiness
+//! runs next on the worker that polled (locality). Wake-ups from other
+//! threads go through the poller's waker or the worker's condition
+//! variable, whichever it sleeps on; the poller's costs a system call only
+//! when a worker really sleeps in it.
 //!
 //! `schedule_fiber` on a worker puts the fiber in that worker's next slot
 //! (tokio's LIFO slot: a woken or new fiber runs next, while its data is in
@@ -101,9 +107,10 @@
 //! asleep. Producers fence (`SeqCst`) between their push and their read of
 //! the counters, parkers between their update of the counters and their
 //! last look at the queues, so one of the two always sees the other. A
-//! worker sleeps in its poller; the poller's parking state keeps a
-//! wake-up that comes before the sleep (loom models of this protocol,
-//! readiness included, run in CI).
+//! worker sleeps in the pool's poller or on its condition variable; its
+//! parking state keeps a wake-up that comes before the sleep (loom models
+//! of this protocol, readiness and the poller's hand-off included, run in
+//! CI).
 //!
 //! ## Timers and blocking work
 //!
@@ -144,6 +151,7 @@ mod error;
 mod handle;
 mod idle;
 mod metrics;
+mod park;
 mod runtime;
 mod sync;
 mod timer;

@@ -44,10 +44,6 @@ pub struct WorkerMetrics {
     pub timers: usize,
     /// Whether it sleeps.
     pub parked: bool,
-    /// Sockets registered with its poller (made by fibers it ran).
-    pub io_sources: usize,
-    /// Fibers waiting for the readiness of one of those sockets.
-    pub io_waiters: usize,
 }
 
 /// A snapshot of the scheduler's state (each number read at a slightly
@@ -69,6 +65,10 @@ pub struct Metrics {
     pub blocking_threads: usize,
     /// Blocking threads waiting for work.
     pub idle_blocking_threads: usize,
+    /// Sockets registered with the pool's poller.
+    pub io_sources: usize,
+    /// Fibers waiting for the readiness of one of those sockets.
+    pub io_waiters: usize,
     /// `IO::blocking` calls waiting for a thread.
     pub blocking_queue_len: usize,
 }
@@ -77,21 +77,22 @@ impl fmt::Display for Metrics {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "workers: {} ({} parked, {} searching); global queue: {}; live fibers: {}",
+            "workers: {} ({} parked, {} searching); global queue: {}; live fibers: {}; \
+             sockets {}, I/O waiters {}",
             self.workers.len(),
             self.parked_workers,
             self.searching_workers,
             self.global_queue_len,
-            self.live_fibers
+            self.live_fibers,
+            self.io_sources,
+            self.io_waiters
         )?;
         for (index, worker) in self.workers.iter().enumerate() {
             writeln!(
                 f,
-                "  worker {index}: local queue {}, timers {}, sockets {}, I/O waiters {}{}",
+                "  worker {index}: local queue {}, timers {}{}",
                 worker.local_queue_len,
                 worker.timers,
-                worker.io_sources,
-                worker.io_waiters,
                 if worker.parked { ", parked" } else { "" }
             )?;
         }
@@ -112,8 +113,6 @@ pub(crate) fn snapshot(shared: &Shared) -> Metrics {
             local_queue_len: remote.stealer.len(),
             timers: remote.timers.lock().len(),
             parked: shared.idle.is_asleep(index),
-            io_sources: remote.reactor.sources(),
-            io_waiters: remote.reactor.waiters(),
         })
         .collect();
     let (parked_workers, searching_workers) = shared.idle.counts();
@@ -127,6 +126,8 @@ pub(crate) fn snapshot(shared: &Shared) -> Metrics {
         blocking_threads: blocking.threads,
         idle_blocking_threads: blocking.idle,
         blocking_queue_len: blocking.queued,
+        io_sources: shared.reactor.sources(),
+        io_waiters: shared.reactor.waiters(),
     }
 }
 
@@ -137,8 +138,8 @@ pub(crate) fn fiber_dump(shared: &Shared) -> FiberDump {
     let timers: usize = shared.remotes.iter().map(|r| r.timers.lock().len()).sum();
     let (parked, _) = shared.idle.counts();
     let blocking = shared.blocking.counts();
-    let io_sources: usize = shared.remotes.iter().map(|r| r.reactor.sources()).sum();
-    let io_waiters: usize = shared.remotes.iter().map(|r| r.reactor.waiters()).sum();
+    let io_sources = shared.reactor.sources();
+    let io_waiters = shared.reactor.waiters();
     FiberDump {
         fibers,
         executor: vec![

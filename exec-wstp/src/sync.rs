@@ -48,6 +48,72 @@ impl<T> Mutex<T> {
     }
 }
 
+/// A lock that is only ever tried, never waited for (the pool's poller,
+/// `park.rs`): a flag taken with a compare-and-swap (`SeqCst`, never failing
+/// spuriously) and released with a `SeqCst` store, over the value.
+///
+/// Ours rather than the mutex's `try_lock`, so that loom models it: loom's
+/// `Mutex::try_lock` blocks a thread that tries it while another holds the
+/// lock, which would report a false deadlock while the holder sleeps in
+/// the poller.
+pub(crate) struct TryLock<T> {
+    locked: AtomicBool,
+    value: std::cell::UnsafeCell<T>,
+}
+
+// SAFETY: the value is reached only through a guard, and at most one guard
+// exists at a time (the flag's compare-and-swap hands it out, its drop
+// takes it back), so the value moves between threads, one at a time, like
+// a `Mutex`'s: `T: Send` is enough.
+unsafe impl<T: Send> Sync for TryLock<T> {}
+
+impl<T> TryLock<T> {
+    /// Wraps `value`, unlocked.
+    pub(crate) fn new(value: T) -> Self {
+        TryLock {
+            locked: AtomicBool::new(false),
+            value: std::cell::UnsafeCell::new(value),
+        }
+    }
+
+    /// The value, if no other thread holds the lock.
+    pub(crate) fn try_lock(&self) -> Option<TryLockGuard<'_, T>> {
+        self.locked
+            .compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst)
+            .ok()?;
+        Some(TryLockGuard { lock: self })
+    }
+}
+
+/// The held [`TryLock`]; dropping it unlocks.
+pub(crate) struct TryLockGuard<'a, T> {
+    lock: &'a TryLock<T>,
+}
+
+impl<T> std::ops::Deref for TryLockGuard<'_, T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        // SAFETY: this guard holds the lock (module doc of `TryLock`): no
+        // other reference to the value exists while it lives.
+        unsafe { &*self.lock.value.get() }
+    }
+}
+
+impl<T> std::ops::DerefMut for TryLockGuard<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        // SAFETY: as in `deref`; `&mut self` makes this the only reference
+        // made through the guard.
+        unsafe { &mut *self.lock.value.get() }
+    }
+}
+
+impl<T> Drop for TryLockGuard<'_, T> {
+    fn drop(&mut self) {
+        self.lock.locked.store(false, Ordering::SeqCst);
+    }
+}
+
 /// Waits on `condvar` (poisoning ignored, as for [`Mutex::lock`]).
 pub(crate) fn wait<'a, T>(condvar: &Condvar, guard: MutexGuard<'a, T>) -> MutexGuard<'a, T> {
     condvar

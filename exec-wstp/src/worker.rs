@@ -10,33 +10,35 @@
 //!    a fiber yielded, the global queue first: a yield lets the fibers
 //!    waiting there have a turn, so that two busy fibers started from
 //!    outside the pool take turns even on one worker);
-//! 3. out of work: due timers, then I/O readiness (a look at this worker's
-//!    poller, when a fiber waits for I/O), then (as a searcher, see
-//!    `idle.rs`) half of another worker's queue, starting at a random
-//!    victim, then the global queue again;
-//! 4. still nothing: park in the poller until woken, until one of this
-//!    worker's sockets is ready, or until the earliest timer of this
-//!    worker's shard is due.
+//! 3. out of work: due timers, then I/O readiness (a look at the pool's
+//!    poller, when a fiber waits for I/O and no other worker holds the
+//!    poller), then (as a searcher, see `idle.rs`) half of another
+//!    worker's queue, starting at a random victim, then the global queue
+//!    again;
+//! 4. still nothing: park (`park.rs`): in the pool's poller if no other
+//!    worker sleeps there, on the worker's condition variable if one does,
+//!    until woken, until a socket is ready (in the poller), or until the
+//!    earliest timer of this worker's shard is due.
 //!
-//! # I/O: a poller per worker
+//! # I/O: one poller for the pool
 //!
-//! Each worker owns a mio poller ([`Poller`], spindle-net's reactor): the
-//! sockets made by fibers running on it register there (the worker runs
-//! its fibers inside `spindle_net::driver::with_driver`), whichever worker
-//! later waits on them. The worker looks at its poller without blocking
-//! every `global_queue_interval` ticks (with the timers, and only when a
-//! fiber waits for I/O: a busy worker still sees I/O), and once more when
-//! it runs out of work; a parked worker sleeps *in* the poller, so that
-//! readiness, its earliest timer and a wake-up from another thread
-//! (`Reactor::notify`, which replaces the condition variable of a plain
-//! parker: a system call only when the worker really sleeps) all end the
-//! same sleep. A fiber resumed by readiness is scheduled on the worker
-//! whose poller saw it, in its next slot: it runs there next, while its
-//! socket's data is in that core's cache (tokio's driver and Cats Effect
-//! 3.6's polling system make the same choice; this is our own code). A
-//! socket's readiness is seen only by the worker that registered it: a
-//! worker stuck in a long call of user code delays its own sockets until
-//! it returns (as a long `delay` delays its own queue).
+//! The pool has one mio poller ([`Poller`](spindle_net::driver::Poller),
+//! spindle-net's reactor) for every socket its fibers make (each worker
+//! runs its fibers inside `spindle_net::driver::with_driver` with the
+//! pool's reactor). At most one worker sleeps in it at a time; the other
+//! idle workers sleep on their condition variables, and whoever lets go
+//! of the poller to run a fiber hands it to one of them (`park.rs`): so no
+//! idle worker sleeps while readiness waits in the poller, however long
+//! the fiber the last holder went to run. A busy worker also looks at the
+//! poller without blocking every `global_queue_interval` ticks (with the
+//! timers, and only when a fiber waits for I/O) and when it runs out of
+//! work, if no other worker holds it. A sleep in the poller ends on
+//! readiness, on the worker's earliest timer, or on a wake-up from another
+//! thread (`Reactor::notify`, a system call only when the worker really
+//! sleeps there). A fiber resumed by readiness is scheduled on the worker
+//! that polled, in its next slot: it runs there next, while its socket's
+//! data is in that core's cache (tokio's driver and Cats Effect 3.6's
+//! polling system make the same choice; this is our own code).
 //!
 //! A fiber scheduled on a worker (a spawn, a resumed fiber) goes to that
 //! worker's *next* slot (tokio's LIFO slot): it runs as soon as the
@@ -53,12 +55,11 @@
 //! once (Cats Effect's cede bypass), and if not, it runs after the fibers
 //! that were waiting, which is the point of a cede.
 
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::time::Duration;
 
 use crossbeam_deque::{Steal, Worker};
 use spindle_core::Fiber;
-use spindle_net::driver::Poller;
 
 use crate::handle::{Handle, Shared};
 use crate::sync::Arc;
@@ -85,8 +86,10 @@ pub(crate) struct WorkerContext {
     searching: Cell<bool>,
     /// xorshift state for choosing steal victims.
     rng: Cell<u32>,
-    /// This worker's poller (only this thread polls it).
-    poller: RefCell<Poller>,
+    /// This worker let go of the pool's poller since it last ran a fiber
+    /// or parked: it hands the poller off before its next fiber
+    /// (`park.rs`).
+    owes_hand_off: Cell<bool>,
 }
 
 thread_local! {
@@ -108,14 +111,9 @@ pub(crate) fn with_current<R>(shared: &Shared, f: impl FnOnce(Option<&WorkerCont
 }
 
 /// The thread body of worker `index`.
-pub(crate) fn run_worker(
-    shared: Arc<Shared>,
-    index: usize,
-    local: Worker<Fiber<Handle>>,
-    poller: Poller,
-) {
+pub(crate) fn run_worker(shared: Arc<Shared>, index: usize, local: Worker<Fiber<Handle>>) {
     // The builder marked the reactor driven already.
-    let reactor = poller.reactor();
+    let reactor = shared.reactor.clone();
     let ctx = WorkerContext {
         index,
         shared,
@@ -126,12 +124,11 @@ pub(crate) fn run_worker(
         yielded: Cell::new(false),
         searching: Cell::new(false),
         rng: Cell::new(0x9E37_79B9 ^ (index as u32).wrapping_mul(0x85EB_CA6B) | 1),
-        poller: RefCell::new(poller),
+        owes_hand_off: Cell::new(false),
     };
     CURRENT.with(|current| current.set(&ctx));
     spindle_net::driver::with_driver(&reactor, || ctx.run());
     CURRENT.with(|current| current.set(std::ptr::null()));
-    reactor.set_driven(false);
     // Fibers still queued here are dropped (shutdown).
     drop(ctx.next.take());
     while let Some(fiber) = ctx.local.pop() {
@@ -190,6 +187,15 @@ impl WorkerContext {
 
     #[inline]
     fn run_fiber(&self, fiber: Fiber<Handle>) {
+        if self.owes_hand_off.get() && self.shared.reactor.waiters() > 0 {
+            // This worker let go of the poller and runs a fiber now, which
+            // may take long, while fibers wait for I/O: a worker asleep on
+            // its condition variable takes the poller over (park.rs). With
+            // no fiber waiting for I/O the debt stays, for the first fiber
+            // this worker runs once one waits.
+            self.owes_hand_off.set(false);
+            self.shared.driver.hand_off();
+        }
         if self.searching.get() {
             self.searching.set(false);
             if self.shared.idle.stop_searching() {
@@ -323,39 +329,26 @@ impl WorkerContext {
         fired
     }
 
-    /// Looks at this worker's poller without blocking, if a fiber waits for
-    /// I/O on it; resumes the fibers whose sockets are ready (onto this
+    /// Looks at the pool's poller without blocking, if a fiber waits for
+    /// I/O and no other worker holds the poller (that worker sees the
+    /// events); resumes the fibers whose sockets are ready (onto this
     /// worker). How many it resumed.
     fn poll_io_now(&self) -> usize {
-        let remote = &self.shared.remotes[self.index];
-        if remote.reactor.waiters() == 0 {
+        if self.shared.reactor.waiters() == 0 {
             return 0;
         }
-        self.poll_io(Some(Duration::ZERO))
-    }
-
-    /// Polls this worker's poller (waiting at most `timeout`) and resumes
-    /// the fibers whose sockets are ready; how many.
-    fn poll_io(&self, timeout: Option<Duration>) -> usize {
-        // Never borrowed twice: resuming a fiber only queues it.
-        let Ok(mut poller) = self.poller.try_borrow_mut() else {
-            return 0;
-        };
-        match poller.poll(timeout) {
-            Ok(resumed) => resumed,
-            Err(_) => {
-                // A broken poller: sleep a little instead of spinning;
-                // timers and queues are checked again on return.
-                drop(poller);
-                let nap = Duration::from_millis(1);
-                std::thread::sleep(timeout.map_or(nap, |t| t.min(nap)));
-                0
+        match self.shared.driver.poll_now() {
+            Some(resumed) => {
+                self.owes_hand_off.set(true);
+                resumed
             }
+            None => 0,
         }
     }
 
-    /// Rule 4 of `idle.rs`, then sleep in the poller until woken, until a
-    /// socket of this worker is ready, or until the next deadline.
+    /// Rule 4 of `idle.rs`, then sleep (in the pool's poller if no other
+    /// worker sleeps there, `park.rs`) until woken, until a socket is ready
+    /// (in the poller), or until this worker's next deadline.
     fn park(&self) {
         let shared = &*self.shared;
         let was_searching = self.searching.replace(false);
@@ -390,7 +383,13 @@ impl WorkerContext {
                 }
                 return;
             }
-            if self.poll_io(timeout) > 0 {
+            // Parking discharges a hand-off owed (this worker tries the
+            // poller itself), and it owes one again after: it may have
+            // slept in the poller (a sleep on the condition variable owes
+            // none, but a spare hand-off only costs a fence and a look).
+            let resumed = shared.driver.park(self.index, timeout);
+            self.owes_hand_off.set(true);
+            if resumed > 0 {
                 // Readiness resumed fibers onto this worker: back to work
                 // (as a searcher if a notifier took us off the list).
                 if !shared.idle.unpark_self(self.index) {

@@ -203,10 +203,10 @@ impl TestRuntime for Wstp {
     }
 
     fn io_counts(handle: &Self::Handle) -> Option<IoCounts> {
-        let workers = handle.metrics().workers;
+        let metrics = handle.metrics();
         Some(IoCounts {
-            sources: Some(workers.iter().map(|worker| worker.io_sources).sum()),
-            waiters: workers.iter().map(|worker| worker.io_waiters).sum(),
+            sources: Some(metrics.io_sources),
+            waiters: metrics.io_waiters,
         })
     }
 }
