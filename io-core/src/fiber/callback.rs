@@ -76,7 +76,8 @@ impl RawCallback {
 impl RawCallback {
     /// Ends the suspension without a result, if this callback's claim
     /// wins: the fiber resumes as after a cancellation's claim, and tells
-    /// why itself (a deadline region's timer, `region.rs`).
+    /// why itself (a deadline region's timer, `region.rs`; 64-bit targets).
+    #[cfg(target_pointer_width = "64")]
     pub(crate) fn complete_empty(&self) {
         let header = self.header();
         if header.claim(self.generation) == Claim::Lost {
@@ -184,22 +185,44 @@ impl<A, E> core::fmt::Debug for Callback<A, E> {
 ///
 /// [`Executor::set_timer`]: crate::Executor::set_timer
 pub struct TimerCallback {
-    pub(super) raw: RawCallback,
-    /// Ends the suspension without a result (a deadline region's timer,
-    /// `region.rs`) rather than with `()`.
-    pub(super) empty: bool,
+    /// The suspension's callback. On 64-bit targets the top bit of its
+    /// generation marks a timer that ends the suspension without a result
+    /// (a deadline region's timer, `region.rs`) rather than with `()`: a
+    /// flag of its own would take the callback from three words to four
+    /// (and exec-tokio's timer task past its cell size). No generation
+    /// reaches that bit (2^63 suspensions of one fiber).
+    raw: RawCallback,
 }
 
+/// The generation bit of an empty timer (see [`TimerCallback`]).
+#[cfg(target_pointer_width = "64")]
+const EMPTY_TIMER: usize = 1 << (usize::BITS - 1);
+
 impl TimerCallback {
+    /// A timer that resumes the suspension with `()`.
+    pub(super) fn resuming(raw: RawCallback) -> Self {
+        TimerCallback { raw }
+    }
+
+    /// A timer that ends the suspension without a result (a deadline
+    /// region's; regions exist on 64-bit targets only).
+    #[cfg(target_pointer_width = "64")]
+    pub(super) fn ending_empty(mut raw: RawCallback) -> Self {
+        raw.generation |= EMPTY_TIMER;
+        TimerCallback { raw }
+    }
+
     /// Resumes the sleeping fiber; does nothing if it was already resumed or
     /// canceled.
     pub fn fire(self) {
-        // (Only deadline regions make empty timers: 64-bit targets.)
-        if cfg!(target_pointer_width = "64") && self.empty {
-            self.raw.complete_empty();
-        } else {
-            let _ = self.raw.complete(Ok(Value::unit()));
+        #[cfg(target_pointer_width = "64")]
+        if self.raw.generation & EMPTY_TIMER != 0 {
+            let mut raw = self.raw;
+            raw.generation &= !EMPTY_TIMER;
+            raw.complete_empty();
+            return;
         }
+        let _ = self.raw.complete(Ok(Value::unit()));
     }
 }
 

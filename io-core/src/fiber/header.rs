@@ -140,6 +140,7 @@ impl Header {
 
     /// Ends the suspension without a result after a won claim (the slot
     /// stays empty; the fiber resumes as after a cancellation's claim).
+    #[cfg(target_pointer_width = "64")]
     #[inline]
     pub(super) fn deliver_empty(&self) -> TransitionToDelivered {
         self.state.transition_to_delivered()

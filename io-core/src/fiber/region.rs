@@ -83,7 +83,9 @@ use crate::engine::node::{
     EndedRegion, Expired, Fallback, Frame, FrameKind, Node, PendingRegion, RegionData, RegionSpec,
     RegionTop, Tag,
 };
-use crate::executor::{Executor, TimerCallback};
+use crate::executor::Executor;
+#[cfg(target_pointer_width = "64")]
+use crate::executor::TimerCallback;
 use crate::sync::Arc;
 
 /// The step of a `Region` node: a body that is already a value or an
@@ -296,6 +298,7 @@ pub(super) fn self_cancel(core: &mut Core) -> Node {
 /// if it is at the depth of its innermost run of regions, arms that run's
 /// earliest deadline as a completer of the suspension (a timer that ends
 /// it without a result).
+#[cfg(target_pointer_width = "64")]
 #[cold]
 #[inline(never)]
 pub(super) fn arm<X: Executor>(core: &mut Core, inner: &Arc<FiberInner<X>>, generation: usize) {
@@ -307,13 +310,16 @@ pub(super) fn arm<X: Executor>(core: &mut Core, inner: &Arc<FiberInner<X>>, gene
     if top.masks != depth {
         return;
     }
-    let timer = TimerCallback {
-        raw: FiberInner::callback(inner, generation),
-        empty: true,
-    };
+    let timer = TimerCallback::ending_empty(FiberInner::callback(inner, generation));
     let key = inner.executor.set_timer(top.deadline, timer);
     regions.timer = Some(Value::new(key));
 }
+
+/// [`arm`] on targets narrower than 64 bits, where no deadline region is
+/// ever entered (`timeout` starts a child fiber there): nothing to arm.
+#[cfg(not(target_pointer_width = "64"))]
+#[inline(always)]
+pub(super) fn arm<X: Executor>(_core: &mut Core, _inner: &Arc<FiberInner<X>>, _generation: usize) {}
 
 /// The fiber resumed: removes the region timer of the suspension, if one
 /// was armed.

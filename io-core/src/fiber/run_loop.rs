@@ -917,10 +917,8 @@ fn run_loop<X: Executor, const TRACING: bool>(
                         // Two completers of the one suspension: the timer
                         // and the registration's callback; the first one
                         // wins.
-                        let timer = TimerCallback {
-                            raw: FiberInner::callback(inner, generation),
-                            empty: false,
-                        };
+                        let timer =
+                            TimerCallback::resuming(FiberInner::callback(inner, generation));
                         let key = executor.set_timer(deadline, timer);
                         let callback = FiberInner::callback(inner, generation);
                         (key, register.invoke(callback))
@@ -939,10 +937,8 @@ fn run_loop<X: Executor, const TRACING: bool>(
                 wait!(core, header, ring, inner, Sleeping, core.masks == 0,
                     region: true,
                     start: |generation| {
-                        let callback = TimerCallback {
-                            raw: FiberInner::callback(inner, generation),
-                            empty: false,
-                        };
+                        let callback =
+                            TimerCallback::resuming(FiberInner::callback(inner, generation));
                         let deadline = executor.monotonic().saturating_add(duration);
                         executor.set_timer(deadline, callback)
                     },
