@@ -267,6 +267,8 @@ rt_test! {
         assert_eq!(outcome, Outcome::Succeeded(2));
     }
 
+    // The dump lists fibers only with tracing compiled in.
+    #[cfg(feature = "tracing")]
     fn a_timeout_runs_its_body_on_the_callers_fiber_without_a_child() {
         // With tracing on, every fiber that outlives a run is listed: a
         // body on a child fiber would be a second one.
