@@ -31,6 +31,12 @@
 //!    it checks every queue once more after that step, and wakes a worker if
 //!    it sees work.
 //!
+//! A searcher may search for a while before it parks (`worker.rs`: a
+//! searcher that saw work less than 50 µs ago looks again): it stays
+//! counted as searching meanwhile, so rule 2 wakes nobody for it, and it
+//! parks through rule 4 like any other when it stops. The rules, and the
+//! argument below, are unchanged by it.
+//!
 //! # Why no wake-up is lost
 //!
 //! A producer pushes, then (after a `SeqCst` fence) reads the counters; a

@@ -54,11 +54,39 @@
 //! to the slot): if the queue was empty, the same worker runs it again at
 //! once (Cats Effect's cede bypass), and if not, it runs after the fibers
 //! that were waiting, which is the point of a cede.
+//!
+//! # Stealing: a back-off, and searchers that stay awake
+//!
+//! A searcher that finds fibers in another worker's queue leaves them to
+//! their owner for [`STEAL_BACK_OFF_NS`] (3 µs) and takes them only if
+//! they are still there then. The usual way a fiber gets there is a fiber
+//! that starts two others (`both`, `race`: the second child displaces the
+//! first from the next slot) or resumes two, and the owner runs them a
+//! fraction of a microsecond after the current fiber stops; a steal in
+//! that window moves the child to the other core, whose completion then
+//! wakes the parent there, and the parent moves too: a hand-off between
+//! cores per operation, where one worker could run the whole operation
+//! from its cache. Work that stays queued longer (the owner runs a long
+//! fiber, or has more queued than it gets through) is taken after the
+//! back-off, so real parallel work stays parallel: the siblings of a fiber
+//! that never yields wait 3 µs more for another worker than before.
+//! Go's scheduler backs off in the same way before it steals a running
+//! P's `runnext` (`runqgrab`, about 3 µs); this is our own code.
+//!
+//! A searcher that finds nothing does not park at once if it saw fibers
+//! in another worker's queue, or was woken for some, less than
+//! [`LINGER_NS`] (50 µs) ago: it looks again. While it searches, rule 2
+//! of `idle.rs` wakes nobody, so a worker that makes work in a stream
+//! (fork-joins, fibers that resume others) does not pay a wake-up of a
+//! sleeping worker (a system call) per fiber it pushes. The cost is one
+//! core spinning at most 50 µs after it last saw work. The protocol of
+//! `idle.rs` is unchanged: a lingering worker is a searcher like any
+//! other, and parks with rule 4 when it stops lingering.
 
 use std::cell::Cell;
 use std::time::Duration;
 
-use crossbeam_deque::{Steal, Worker};
+use crossbeam_deque::{Steal, Stealer, Worker};
 use spindle_core::Fiber;
 
 use crate::handle::{Handle, Shared};
@@ -68,6 +96,17 @@ use crate::sync::{Ordering, fence};
 /// How many fibers in a row a worker takes from its next slot before it
 /// goes back to its queue (tokio's cap on its LIFO slot).
 pub(crate) const MAX_NEXT_STREAK: u8 = 3;
+
+/// How long a searcher that finds fibers in another worker's queue leaves
+/// them to their owner before it takes them (module doc: Go's scheduler
+/// backs off in the same way before it steals a running P's `runnext`).
+const STEAL_BACK_OFF_NS: u64 = 3_000;
+
+/// How long a searcher keeps searching without parking after it last saw
+/// fibers in another worker's queue (or was woken for some): the owner is
+/// making work in a stream, and a searcher that stays awake spares the
+/// owner a wake-up per fiber it pushes (idle.rs, rule 2).
+const LINGER_NS: u64 = 50_000;
 
 /// The thread-local state of a worker, reachable from `schedule_fiber`
 /// through [`CURRENT`].
@@ -84,6 +123,9 @@ pub(crate) struct WorkerContext {
     /// turn looks at the global queue first (module doc, rule 2).
     yielded: Cell<bool>,
     searching: Cell<bool>,
+    /// When this worker, searching, last saw fibers in another worker's
+    /// queue or was woken to search (`Shared::now_ns`); 0 for never.
+    saw_work_at: Cell<u64>,
     /// xorshift state for choosing steal victims.
     rng: Cell<u32>,
     /// This worker let go of the pool's poller since it last ran a fiber
@@ -123,6 +165,7 @@ pub(crate) fn run_worker(shared: Arc<Shared>, index: usize, local: Worker<Fiber<
         tick: Cell::new(0),
         yielded: Cell::new(false),
         searching: Cell::new(false),
+        saw_work_at: Cell::new(0),
         rng: Cell::new(0x9E37_79B9 ^ (index as u32).wrapping_mul(0x85EB_CA6B) | 1),
         owes_hand_off: Cell::new(false),
     };
@@ -179,6 +222,13 @@ impl WorkerContext {
             }
             if let Some(fiber) = self.steal() {
                 self.run_fiber(fiber);
+                continue;
+            }
+            if self.searching.get() && self.lingers() {
+                // Still a searcher: another look soon, without parking.
+                for _ in 0..32 {
+                    std::hint::spin_loop();
+                }
                 continue;
             }
             self.park();
@@ -272,6 +322,7 @@ impl WorkerContext {
         }
         let workers = shared.remotes.len();
         let start = self.next_random() as usize % workers;
+        let mut backed_off = false;
         for attempt in 0..2 {
             let mut retry = false;
             for offset in 0..workers {
@@ -279,10 +330,16 @@ impl WorkerContext {
                 if victim == self.index {
                     continue;
                 }
-                match shared.remotes[victim]
-                    .stealer
-                    .steal_batch_and_pop(&self.local)
-                {
+                let stealer = &shared.remotes[victim].stealer;
+                if !backed_off && !stealer.is_empty() {
+                    backed_off = true;
+                    self.saw_work_at.set(shared.now_ns());
+                    if !self.back_off(stealer) {
+                        // Its owner took them.
+                        continue;
+                    }
+                }
+                match stealer.steal_batch_and_pop(&self.local) {
                     Steal::Success(fiber) => return Some(fiber),
                     Steal::Empty => {}
                     Steal::Retry => retry = true,
@@ -296,6 +353,32 @@ impl WorkerContext {
             }
         }
         None
+    }
+
+    /// Leaves the fibers in a victim's queue to their owner for
+    /// [`STEAL_BACK_OFF_NS`]; true if some are still there after it.
+    fn back_off(&self, stealer: &Stealer<Fiber<Handle>>) -> bool {
+        let shared = &*self.shared;
+        let until = shared.now_ns().saturating_add(STEAL_BACK_OFF_NS);
+        loop {
+            if stealer.is_empty() {
+                return false;
+            }
+            if shared.now_ns() >= until {
+                return true;
+            }
+            for _ in 0..16 {
+                std::hint::spin_loop();
+            }
+        }
+    }
+
+    /// Whether a searcher that found nothing searches again instead of
+    /// parking: it saw work (or was woken for some) less than
+    /// [`LINGER_NS`] ago.
+    fn lingers(&self) -> bool {
+        let saw = self.saw_work_at.get();
+        saw != 0 && self.shared.now_ns().saturating_sub(saw) < LINGER_NS
     }
 
     fn next_random(&self) -> u32 {
@@ -365,8 +448,10 @@ impl WorkerContext {
                 return;
             }
             if !shared.idle.is_asleep(self.index) {
-                // Woken by a notifier, which counted us as a searcher.
+                // Woken by a notifier, which counted us as a searcher: work
+                // was made for others to take, and more may follow.
                 self.searching.set(true);
+                self.saw_work_at.set(shared.now_ns());
                 return;
             }
             let timeout = {
