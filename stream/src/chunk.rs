@@ -31,9 +31,9 @@ impl<A> Chunk<A> {
 
     /// A chunk of one element.
     pub fn singleton(item: A) -> Self {
-        let mut items = Vec::with_capacity(1);
-        items.push(item);
-        Chunk { items }
+        Chunk {
+            items: alloc::vec![item],
+        }
     }
 
     /// The elements, as a vector.

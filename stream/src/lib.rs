@@ -29,6 +29,7 @@
 extern crate alloc;
 
 mod chunk;
+mod concurrent;
 mod ops;
 mod scope;
 mod stream;

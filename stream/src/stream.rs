@@ -146,6 +146,16 @@ impl<A: Send + 'static, E: Send + 'static> Stream<A, E> {
         })
     }
 
+    /// Pulls this stream in `scope` to its end, dropping its elements.
+    pub(crate) fn drain_in(self, scope: Scope<E>) -> IO<(), E> {
+        IO::tail_rec(self, move |stream| {
+            stream.step(scope.clone()).map(|step| match step {
+                Step::Emit(_, rest) => core::ops::ControlFlow::Continue(rest),
+                Step::Done => core::ops::ControlFlow::Break(()),
+            })
+        })
+    }
+
     // ----- constructors --------------------------------------------------
 
     /// The stream of no elements.
