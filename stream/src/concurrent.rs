@@ -43,7 +43,7 @@ enum Msg<A, E> {
 }
 
 /// The sending side a producer gets.
-struct Sender<A, E> {
+pub(crate) struct Sender<A, E> {
     queue: Queue<Msg<A, E>>,
 }
 
@@ -65,7 +65,7 @@ impl<A: Send + 'static, E: Send + 'static> Sender<A, E> {
     }
 
     /// Pulls `input` in `scope` to its end, sending its chunks.
-    fn drain(self, input: Stream<A, E>, scope: Scope<E>) -> IO<(), E> {
+    pub(crate) fn drain(self, input: Stream<A, E>, scope: Scope<E>) -> IO<(), E> {
         IO::tail_rec((input, self), move |(input, sender)| {
             input.step(scope.clone()).flat_map(move |step| match step {
                 Step::Emit(chunk, rest) => sender
@@ -121,6 +121,33 @@ where
             })
         })
         .flat_map(move |()| read(queue, own))
+    })
+}
+
+/// [`produced`] with one input scope.
+pub(crate) fn produced_by<A, E, P>(capacity: usize, producer: P) -> Stream<A, E>
+where
+    A: Send + 'static,
+    E: Send + 'static,
+    P: FnOnce(Sender<A, E>, Scope<E>) -> IO<(), E> + Send + 'static,
+{
+    produced(capacity, 1, move |sender, mut scopes| {
+        let scope = scopes.pop().expect("one input scope");
+        producer(sender, scope)
+    })
+}
+
+/// [`produced`] (a queue of one chunk) with two input scopes.
+pub(crate) fn produced_pair<A, E, P>(producer: P) -> Stream<A, E>
+where
+    A: Send + 'static,
+    E: Send + 'static,
+    P: FnOnce(Sender<A, E>, Scope<E>, Scope<E>) -> IO<(), E> + Send + 'static,
+{
+    produced(1, 2, move |sender, mut scopes| {
+        let second = scopes.pop().expect("two input scopes");
+        let first = scopes.pop().expect("two input scopes");
+        producer(sender, first, second)
     })
 }
 

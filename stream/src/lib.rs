@@ -34,6 +34,7 @@ mod ops;
 mod scope;
 mod stream;
 mod sync;
+mod time;
 
 pub use chunk::Chunk;
 pub use stream::{Compile, DEFAULT_CHUNK_SIZE, InvalidArgument, Stream};
