@@ -28,6 +28,7 @@
 
 extern crate alloc;
 
+mod channels;
 mod chunk;
 mod concurrent;
 mod ops;
@@ -36,5 +37,6 @@ mod stream;
 mod sync;
 mod time;
 
+pub use channels::{Channel, SignallingRef, Topic};
 pub use chunk::Chunk;
 pub use stream::{Compile, DEFAULT_CHUNK_SIZE, InvalidArgument, Stream};
