@@ -35,6 +35,7 @@ mod ops;
 mod scope;
 mod stream;
 mod sync;
+pub mod text;
 mod time;
 
 pub use channels::{Channel, SignallingRef, Topic};

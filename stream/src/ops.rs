@@ -140,18 +140,31 @@ impl<A: Send + 'static, E: Send + 'static> Stream<A, E> {
 
     // ----- effectful stages ----------------------------------------------
 
-    /// Runs `f`'s program for every element, in order, and emits its
-    /// values.
+    /// Runs `f`'s program for each element, in order, and emits its value:
+    /// one element at a time, so a program runs only for an element that
+    /// is pulled (`eval_map(send).take(1)` sends once). See
+    /// [`Stream::eval_map_chunk`] for a chunk at a time.
     pub fn eval_map<B, F>(self, f: F) -> Stream<B, E>
+    where
+        B: Send + 'static,
+        F: FnMut(A) -> IO<B, E> + Send + 'static,
+    {
+        eval_map_from(Chunk::empty().into_iter(), self, f)
+    }
+
+    /// Runs `f`'s program for every element of a chunk, in order, and
+    /// emits the values as one chunk (fewer steps than
+    /// [`Stream::eval_map`]; the programs of a whole chunk run even if
+    /// fewer elements are pulled).
+    pub fn eval_map_chunk<B, F>(self, f: F) -> Stream<B, E>
     where
         B: Send + 'static,
         F: FnMut(A) -> IO<B, E> + Send + 'static,
     {
         Stream::from_pull(move |scope| {
             self.step(scope).flat_map(move |step| match step {
-                Step::Emit(chunk, rest) => {
-                    traverse_chunk(chunk, f).map(move |(out, f)| Step::Emit(out, rest.eval_map(f)))
-                }
+                Step::Emit(chunk, rest) => traverse_chunk(chunk, f)
+                    .map(move |(out, f)| Step::Emit(out, rest.eval_map_chunk(f))),
                 Step::Done => IO::pure(Step::Done),
             })
         })
@@ -303,6 +316,40 @@ impl<A: Send + 'static, E: Send + 'static> Stream<A, E> {
         })
     }
 
+    /// The stream with its errors transformed by `f` (its own releases'
+    /// errors too).
+    pub fn map_err<E2, F>(self, f: F) -> Stream<A, E2>
+    where
+        E2: Send + 'static,
+        F: Fn(E) -> E2 + Send + Sync + 'static,
+    {
+        let f = crate::sync::Arc::new(f);
+        Stream::from_pull(move |outer: Scope<E2>| {
+            // This stream's resources live in a scope of its error type,
+            // released (errors mapped) when `outer` closes or this stream
+            // ends.
+            let own = Scope::<E>::root();
+            let (closing, map) = (own.clone(), f.clone());
+            match outer.register(alloc::boxed::Box::new(move |exit| {
+                closing.close(exit).map_err(move |e| map(e))
+            })) {
+                Ok(()) => map_err_from(self, own, f),
+                Err(release) => release(ExitCase::Canceled).map(|()| Step::Done),
+            }
+        })
+    }
+
+    /// On an error, pauses and starts the stream `make` builds again, as
+    /// long as `schedule` gives a delay; then fails with the last error.
+    /// Elements emitted before an error stay emitted (a reconnecting
+    /// source).
+    pub fn retrying<F>(schedule: &spindle_core::Schedule, make: F) -> Stream<A, E>
+    where
+        F: FnMut() -> Stream<A, E> + Send + 'static,
+    {
+        retry_from(schedule.delays(), make)
+    }
+
     // ----- two inputs ------------------------------------------------------
 
     /// Pairs of this stream's and `other`'s elements, in order, until
@@ -344,6 +391,30 @@ impl<A: Send + 'static, E: Send + 'static> Stream<A, E> {
             out
         })
     }
+}
+
+/// `eval_map`'s loop: the elements of the current chunk not run yet,
+/// then the rest of the input.
+fn eval_map_from<A, B, E, F>(
+    mut pending: alloc::vec::IntoIter<A>,
+    input: Stream<A, E>,
+    mut f: F,
+) -> Stream<B, E>
+where
+    A: Send + 'static,
+    B: Send + 'static,
+    E: Send + 'static,
+    F: FnMut(A) -> IO<B, E> + Send + 'static,
+{
+    Stream::from_pull(move |scope: Scope<E>| match pending.next() {
+        Some(item) => f(item).map(move |value| {
+            Step::Emit(Chunk::singleton(value), eval_map_from(pending, input, f))
+        }),
+        None => input.step(scope.clone()).flat_map(move |step| match step {
+            Step::Emit(chunk, rest) => eval_map_from(chunk.into_iter(), rest, f).step(scope),
+            Step::Done => IO::pure(Step::Done),
+        }),
+    })
 }
 
 /// Runs `f` for every element of `chunk` in order; gives `f` back.
@@ -500,6 +571,52 @@ where
                 .close(ExitCase::Errored)
                 .flat_map(move |()| handler(error).step(outer)),
         })
+}
+
+/// `map_err`'s loop: `input` pulled in `own` (a root scope of `E`), its
+/// errors mapped; `own` closed when `input` ends.
+fn map_err_from<A, E, E2, F>(
+    input: Stream<A, E>,
+    own: Scope<E>,
+    f: crate::sync::Arc<F>,
+) -> IO<Step<A, E2>, E2>
+where
+    A: Send + 'static,
+    E: Send + 'static,
+    E2: Send + 'static,
+    F: Fn(E) -> E2 + Send + Sync + 'static,
+{
+    let (map, closing) = (f.clone(), own.clone());
+    input
+        .step(own.clone())
+        .flat_map(move |step| match step {
+            Step::Emit(chunk, rest) => IO::pure(Some((chunk, rest))),
+            Step::Done => closing.close(ExitCase::Succeeded).map(|()| None),
+        })
+        .map_err(move |e| map(e))
+        .map(move |step| match step {
+            Some((chunk, rest)) => Step::Emit(
+                chunk,
+                Stream::from_pull(move |_| map_err_from(rest, own, f)),
+            ),
+            None => Step::Done,
+        })
+}
+
+/// `retrying`'s loop: the stream `make` builds, restarted after each
+/// error while `delays` gives a pause.
+fn retry_from<A, E, F>(mut delays: spindle_core::Delays, mut make: F) -> Stream<A, E>
+where
+    A: Send + 'static,
+    E: Send + 'static,
+    F: FnMut() -> Stream<A, E> + Send + 'static,
+{
+    Stream::suspend(move || {
+        make().handle_error_with(move |error| match delays.next() {
+            Some(pause) => Stream::exec(IO::sleep(pause)).append(retry_from(delays, make)),
+            None => Stream::raise_error(error),
+        })
+    })
 }
 
 /// One input of a zip: its stream (while it has not ended), the elements
