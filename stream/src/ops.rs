@@ -331,7 +331,7 @@ impl<A: Send + 'static, E: Send + 'static> Stream<A, E> {
             let own = Scope::<E>::root();
             let (closing, map) = (own.clone(), f.clone());
             match outer.register(alloc::boxed::Box::new(move |exit| {
-                closing.close(exit).map_err(move |e| map(e))
+                closing.close(exit).map_err(move |e| map.as_ref()(e))
             })) {
                 Ok(()) => map_err_from(self, own, f),
                 Err(release) => release(ExitCase::Canceled).map(|()| Step::Done),
@@ -593,7 +593,7 @@ where
             Step::Emit(chunk, rest) => IO::pure(Some((chunk, rest))),
             Step::Done => closing.close(ExitCase::Succeeded).map(|()| None),
         })
-        .map_err(move |e| map(e))
+        .map_err(move |e| map.as_ref()(e))
         .map(move |step| match step {
             Some((chunk, rest)) => Step::Emit(
                 chunk,
