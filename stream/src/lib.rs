@@ -31,6 +31,7 @@ extern crate alloc;
 mod channels;
 mod chunk;
 mod concurrent;
+mod futures;
 mod ops;
 mod scope;
 mod stream;
@@ -40,4 +41,6 @@ mod time;
 
 pub use channels::{Channel, SignallingRef, Topic};
 pub use chunk::Chunk;
+#[cfg(feature = "std")]
+pub use futures::IntoAsync;
 pub use stream::{Compile, DEFAULT_CHUNK_SIZE, InvalidArgument, Stream};

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::rt_test;
+use common::{eventually, rt_test};
 use spindle_core::{ExitCase, IO, Outcome, Queue, Resource};
 use spindle_stream::{Channel, Chunk, SignallingRef, Stream, Topic};
 
@@ -504,5 +504,48 @@ rt_test! {
             .product_r(closing.close())
             .product_r(Stream::from_queue(queue).compile().to_vec());
         assert_eq!(run(program), Outcome::Succeeded(vec![1, 2, 3]));
+    }
+
+    fn an_async_stream_becomes_a_stream_whose_ready_items_move_in_chunks() {
+        let s = Stream::<u32, E>::from_futures(futures::stream::iter(0..1_000u32));
+        assert_eq!(values(run, s), (0..1_000).collect::<Vec<_>>());
+        let chunks = Stream::<u32, E>::from_futures(futures::stream::iter(0..1_000u32))
+            .chunks()
+            .map(|c| c.len());
+        // Every item was ready: chunks of the default size.
+        assert_eq!(values(run, chunks), vec![256, 256, 256, 232]);
+    }
+
+    fn a_stream_becomes_an_async_stream_whose_last_item_is_its_error() {
+        let rt = rt();
+        let handle = rt.handle().clone();
+        let program = IO::defer(move || {
+            let items = Stream::range(0u32..3)
+                .append(Stream::raise_error("late".to_string()))
+                .into_futures_on(&handle);
+            IO::<_, E>::from_future(futures::StreamExt::collect::<Vec<_>>(items))
+        });
+        assert_eq!(
+            rt.run(program),
+            Outcome::Succeeded(vec![Ok(0), Ok(1), Ok(2), Err("late".to_string())])
+        );
+    }
+
+    fn dropping_the_async_stream_stops_the_run_and_releases_what_it_holds() {
+        let rt = rt();
+        let handle = rt.handle().clone();
+        let log = log();
+        let (l, check) = (log.clone(), log.clone());
+        let program = IO::defer(move || {
+            let items = resource(&l, "a")
+                .flat_map(|_| Stream::iter(0u32..))
+                .into_futures_on(&handle);
+            IO::<_, E>::from_future(futures::StreamExt::collect::<Vec<_>>(futures::StreamExt::take(items, 3)))
+        })
+        .flat_map(move |got| {
+            eventually(move || check.lock().unwrap().len() == 2).map(move |()| got)
+        });
+        assert_eq!(rt.run(program), Outcome::Succeeded(vec![Ok(0), Ok(1), Ok(2)]));
+        assert_eq!(lines(&log), ["open a", "close a Succeeded"]);
     }
 }
