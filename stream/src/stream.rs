@@ -307,6 +307,22 @@ impl<A: Send + 'static, E: Send + 'static> Stream<A, E> {
         })
     }
 
+    /// The unfolding of `state` through a program, a chunk at a time:
+    /// `f`'s program gives a chunk and the next state, or `None` to end (a
+    /// reader: each read a chunk).
+    pub fn unfold_chunk_eval<S, F>(state: S, mut f: F) -> Self
+    where
+        S: Send + 'static,
+        F: FnMut(S) -> IO<Option<(Chunk<A>, S)>, E> + Send + 'static,
+    {
+        Stream::from_pull(move |_| {
+            f(state).map(move |next| match next {
+                Some((chunk, state)) => Step::Emit(chunk, Stream::unfold_chunk_eval(state, f)),
+                None => Step::Done,
+            })
+        })
+    }
+
     /// The stream `f` makes, made when the stream is first pulled.
     pub fn suspend<F>(f: F) -> Self
     where

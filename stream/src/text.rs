@@ -85,6 +85,15 @@ impl fmt::Display for TextError {
 
 impl core::error::Error for TextError {}
 
+/// With `std`, a text pipe runs on an `io::Error` stream (a socket's
+/// reads): the error is `InvalidData`, carrying the [`TextError`].
+#[cfg(feature = "std")]
+impl From<TextError> for std::io::Error {
+    fn from(e: TextError) -> Self {
+        std::io::Error::new(std::io::ErrorKind::InvalidData, e)
+    }
+}
+
 /// A stateful chunk transformation: `step` maps each chunk (it may fail),
 /// `finish` runs at the end of the input (it may emit a last chunk or
 /// fail).
