@@ -175,7 +175,62 @@ fn read<A: Send + 'static, E: Send + 'static>(
     })
 }
 
+/// What an IO block given to [`Stream::block`] emits through: each
+/// `emit` is a program the block awaits, which waits while the stream's
+/// consumer has not taken the previous chunk (back-pressure).
+pub struct Emitter<A, E> {
+    sender: Sender<A, E>,
+}
+
+impl<A, E> Clone for Emitter<A, E> {
+    fn clone(&self) -> Self {
+        Emitter {
+            sender: self.sender.clone(),
+        }
+    }
+}
+
+impl<A: Send + 'static, E: Send + 'static> Emitter<A, E> {
+    /// Emits one element.
+    pub fn emit(&self, item: A) -> IO<(), E> {
+        self.sender.chunk(Chunk::singleton(item))
+    }
+
+    /// Emits a chunk's elements at once.
+    pub fn emit_chunk(&self, chunk: Chunk<A>) -> IO<(), E> {
+        self.sender.chunk(chunk)
+    }
+}
+
 impl<A: Send + 'static, E: Send + 'static> Stream<A, E> {
+    /// The elements an IO block emits (`async` code that `.await`s
+    /// programs, run as a program on a fiber of its own): the stream ends
+    /// when the block returns `Ok(())`, fails with its `Err`, and stops the
+    /// block (canceling its fiber) when the consumer stops early.
+    ///
+    /// ```
+    /// use spindle_effect::prelude::*;
+    /// use spindle_effect::single::SingleThreaded;
+    /// use spindle_stream::Stream;
+    ///
+    /// let squares: Stream<u64, ()> = Stream::block(|out| async move {
+    ///     for n in 1..=4u64 {
+    ///         out.emit(n * n).await?;
+    ///     }
+    ///     Ok(())
+    /// });
+    /// let got = SingleThreaded::new()?.block_on(squares.compile().to_vec())?;
+    /// assert_eq!(got.succeeded(), Some(vec![1, 4, 9, 16]));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn block<F, Fut>(make: F) -> Self
+    where
+        F: FnOnce(Emitter<A, E>) -> Fut + Send + 'static,
+        Fut: core::future::Future<Output = Result<(), E>> + Send + 'static,
+    {
+        produced_by(1, move |sender, _scope| IO::block(make(Emitter { sender })))
+    }
+
     /// Runs `f`'s program for up to `n` elements at once (each on a fiber
     /// of its own) and emits the values in input order; `n` must be above
     /// 0. The first error (in input order) fails the stream and cancels

@@ -43,6 +43,7 @@ mod time;
 
 pub use channels::{Channel, SignallingRef, Topic};
 pub use chunk::Chunk;
+pub use concurrent::Emitter;
 #[cfg(feature = "std")]
 pub use futures::IntoAsync;
 pub use stream::{Compile, DEFAULT_CHUNK_SIZE, InvalidArgument, Stream};

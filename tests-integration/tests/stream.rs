@@ -548,4 +548,40 @@ rt_test! {
         assert_eq!(rt.run(program), Outcome::Succeeded(vec![Ok(0), Ok(1), Ok(2)]));
         assert_eq!(lines(&log), ["open a", "close a Succeeded"]);
     }
+
+    fn an_io_block_emits_a_stream_and_its_error_ends_it() {
+        let stream: Stream<u32, E> = Stream::block(|out| async move {
+            for n in 0..5u32 {
+                out.emit(n).await?;
+            }
+            out.emit_chunk(Chunk::from(vec![10, 11])).await?;
+            Err("done badly".to_string())
+        });
+        let got = run(stream.attempt().compile().to_vec());
+        assert_eq!(
+            got,
+            Outcome::Succeeded(vec![
+                Ok(0), Ok(1), Ok(2), Ok(3), Ok(4), Ok(10), Ok(11),
+                Err("done badly".to_string())
+            ])
+        );
+    }
+
+    fn a_consumer_that_stops_early_cancels_the_emitting_block_and_its_finalizers_run() {
+        let log = log();
+        let l = log.clone();
+        let stream: Stream<u32, E> = Stream::block(move |out| async move {
+            let guard = note(&l, "released");
+            let body = async move {
+                let mut n = 0u32;
+                loop {
+                    out.emit(n).await?;
+                    n += 1;
+                }
+            };
+            IO::<(), E>::block(body).guarantee(guard).await
+        });
+        assert_eq!(values(run, stream.take(3)), vec![0, 1, 2]);
+        assert_eq!(lines(&log), ["released"]);
+    }
 }
