@@ -23,7 +23,7 @@ use crate::scope::Scope;
 
 /// How many elements a stream built from an iterator or an `unfold` puts
 /// in one chunk unless told otherwise.
-pub const DEFAULT_CHUNK_SIZE: usize = 256;
+pub const DEFAULT_CHUNK_SIZE: usize = 4096;
 
 /// A step of a stream: a chunk and the rest, or the end.
 pub(crate) enum Step<A, E> {

@@ -512,8 +512,12 @@ rt_test! {
         let chunks = Stream::<u32, E>::from_futures(futures::stream::iter(0..1_000u32))
             .chunks()
             .map(|c| c.len());
-        // Every item was ready: chunks of the default size.
-        assert_eq!(values(run, chunks), vec![256, 256, 256, 232]);
+        // Every item was ready: one chunk (below the default size).
+        assert_eq!(values(run, chunks), vec![1_000]);
+        let long = Stream::<u32, E>::from_futures(futures::stream::iter(0..10_000u32))
+            .chunks()
+            .map(|c| c.len());
+        assert_eq!(values(run, long), vec![4_096, 4_096, 1_808]);
     }
 
     fn a_stream_becomes_an_async_stream_whose_last_item_is_its_error() {
