@@ -43,7 +43,7 @@ use core::ops::ControlFlow;
 
 use spindle_core::{ExitCase, IO};
 
-use crate::sync::{Arc, Mutex, Weak};
+use crate::sync::{Arc, Mutex, Weak, downgrade, upgrade};
 
 /// A release: called once with how its stream ended.
 pub(crate) type Finalizer<E> = Box<dyn FnOnce(ExitCase) -> IO<(), E> + Send>;
@@ -94,7 +94,7 @@ impl<E: Send + 'static> Scope<E> {
         let open = matches!(*state, State::Open(_));
         let child = Scope {
             inner: Arc::new(Inner {
-                parent: Some(Arc::downgrade(&self.inner)),
+                parent: Some(downgrade(&self.inner)),
                 state: Mutex::new(if open {
                     State::Open(Vec::new())
                 } else {
@@ -126,21 +126,27 @@ impl<E: Send + 'static> Scope<E> {
     pub(crate) fn close(&self, exit: ExitCase) -> IO<(), E> {
         let scope = self.clone();
         IO::uncancelable(move |_| {
-            IO::defer(move || {
-                let entries =
-                    match core::mem::replace(&mut *scope.inner.state.lock(), State::Closed) {
-                        State::Open(entries) => entries,
-                        State::Closed => return IO::unit(),
-                    };
-                scope.detach();
-                run_entries(entries, exit)
+            IO::defer(move || match scope.take_entries() {
+                Some(entries) => run_entries(entries, exit),
+                None => IO::unit(),
             })
         })
     }
 
+    /// Closes the scope and takes its entries (`None` if it was closed
+    /// already), removing it from its parent.
+    fn take_entries(&self) -> Option<Vec<Entry<E>>> {
+        let entries = match core::mem::replace(&mut *self.inner.state.lock(), State::Closed) {
+            State::Open(entries) => entries,
+            State::Closed => return None,
+        };
+        self.detach();
+        Some(entries)
+    }
+
     /// Removes this (closed) scope from its parent's entries.
     fn detach(&self) {
-        let Some(parent) = self.inner.parent.as_ref().and_then(Weak::upgrade) else {
+        let Some(parent) = self.inner.parent.as_ref().and_then(upgrade) else {
             return;
         };
         if let State::Open(entries) = &mut *parent.state.lock() {
@@ -178,4 +184,57 @@ fn run_entries<E: Send + 'static>(entries: Vec<Entry<E>>, exit: ExitCase) -> IO<
         Some(error) => IO::raise_error(error),
         None => IO::unit(),
     })
+}
+
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use super::*;
+    use loom::sync::atomic::{AtomicUsize, Ordering};
+
+    /// Calls every finalizer among `entries` (and its children's), last
+    /// first, as a close runs them.
+    fn call_all(entries: Vec<Entry<()>>) {
+        for entry in entries.into_iter().rev() {
+            match entry {
+                Entry::Finalizer(finalizer) => drop(finalizer(ExitCase::Succeeded)),
+                Entry::Child(child) => {
+                    if let Some(entries) = child.take_entries() {
+                        call_all(entries);
+                    }
+                }
+            }
+        }
+    }
+
+    /// A finalizer registered in a child scope while another thread
+    /// closes the parent runs exactly once: taken by the close, or given
+    /// back to the registrar (the scope had closed).
+    #[test]
+    fn loom_a_finalizer_registered_during_a_close_runs_exactly_once() {
+        loom::model(|| {
+            let root = Scope::<()>::root();
+            let ran = Arc::new(AtomicUsize::new(0));
+            let (scope, counter) = (root.clone(), ran.clone());
+            let registrar = loom::thread::spawn(move || {
+                let child = scope.open_child();
+                let finalizer: Finalizer<()> = Box::new(move |_| {
+                    counter.fetch_add(1, Ordering::SeqCst);
+                    IO::unit()
+                });
+                if let Err(finalizer) = child.register(finalizer) {
+                    drop(finalizer(ExitCase::Canceled));
+                }
+                child
+            });
+            if let Some(entries) = root.take_entries() {
+                call_all(entries);
+            }
+            let child = registrar.join().unwrap();
+            // A child made after the close is closed from the start; one
+            // made before was closed with the root. Either way nothing is
+            // left to run, and the finalizer ran once.
+            assert!(child.take_entries().is_none_or(|left| left.is_empty()));
+            assert_eq!(ran.load(Ordering::SeqCst), 1);
+        });
+    }
 }

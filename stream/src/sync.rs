@@ -9,6 +9,28 @@ pub(crate) use portable_atomic_util::{Arc, Weak};
 #[cfg(loom)]
 pub(crate) use loom::sync::Arc;
 
+/// A child scope's hold on its parent: weak (no cycle outlives a close);
+/// under loom, whose `Arc` has no weak count, a strong one (a model's
+/// scopes live only as long as the model).
+#[cfg(loom)]
+pub(crate) type Weak<T> = Arc<T>;
+
+/// The parent hold of [`Weak`].
+pub(crate) fn downgrade<T>(parent: &Arc<T>) -> Weak<T> {
+    #[cfg(not(loom))]
+    return Arc::downgrade(parent);
+    #[cfg(loom)]
+    return parent.clone();
+}
+
+/// The parent, if it is still alive.
+pub(crate) fn upgrade<T>(parent: &Weak<T>) -> Option<Arc<T>> {
+    #[cfg(not(loom))]
+    return parent.upgrade();
+    #[cfg(loom)]
+    return Some(parent.clone());
+}
+
 /// A lock held only for a push, a removal or a `take` of a scope's
 /// entries (never across user code or a program).
 #[cfg(not(loom))]
