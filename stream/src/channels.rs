@@ -85,7 +85,7 @@ impl<A: Send + 'static, E: Send + 'static> Stream<A, E> {
 /// ```
 /// use spindle_effect::prelude::*;
 /// use spindle_effect::single::SingleThreaded;
-/// use spindle_stream::{Channel, Stream};
+/// use spindle_effect::stream::{Channel, Stream};
 ///
 /// let channel = Channel::<u32>::bounded(2)?;
 /// let writer = channel.clone();
@@ -179,7 +179,7 @@ struct TopicState<A> {
 /// ```
 /// use spindle_effect::prelude::*;
 /// use spindle_effect::single::SingleThreaded;
-/// use spindle_stream::Topic;
+/// use spindle_effect::stream::Topic;
 ///
 /// let topic = Topic::<u32>::new();
 /// let (a, b, publisher) = (topic.clone(), topic.clone(), topic.clone());

@@ -11,7 +11,7 @@ use core::ops::Deref;
 /// through `Deref`.
 ///
 /// ```
-/// use spindle_stream::Chunk;
+/// use spindle_effect::stream::Chunk;
 ///
 /// let chunk = Chunk::from(vec![1, 2, 3]);
 /// assert_eq!(chunk.len(), 3);

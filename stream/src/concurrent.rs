@@ -211,7 +211,7 @@ impl<A: Send + 'static, E: Send + 'static> Stream<A, E> {
     /// ```
     /// use spindle_effect::prelude::*;
     /// use spindle_effect::single::SingleThreaded;
-    /// use spindle_stream::Stream;
+    /// use spindle_effect::stream::Stream;
     ///
     /// let squares: Stream<u64, ()> = Stream::block(|out| async move {
     ///     for n in 1..=4u64 {

@@ -4,7 +4,7 @@
 //! ```
 //! use spindle_effect::prelude::*;
 //! use spindle_effect::single::SingleThreaded;
-//! use spindle_stream::Stream;
+//! use spindle_effect::stream::Stream;
 //!
 //! // Squares of the odd numbers below 10, summed: a pipeline of pure
 //! // stages, run by the program `compile` makes.

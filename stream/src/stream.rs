@@ -62,7 +62,7 @@ where
 /// ```
 /// use spindle_effect::prelude::*;
 /// use spindle_effect::single::SingleThreaded;
-/// use spindle_stream::Stream;
+/// use spindle_effect::stream::Stream;
 ///
 /// let evens: IO<Vec<u64>, ()> = Stream::iter(0u64..)
 ///     .filter(|n| n % 2 == 0)
