@@ -77,6 +77,22 @@ impl<A: Send + 'static, E: Send + 'static> Sender<A, E> {
     }
 }
 
+/// A worker fiber's loop: runs `run` for each job of `jobs` until the
+/// queue is closed and empty.
+fn worker<J, E, R>(jobs: Queue<J>, run: R) -> IO<(), E>
+where
+    J: Send + 'static,
+    E: Send + 'static,
+    R: Fn(J) -> IO<(), E> + Send + 'static,
+{
+    IO::tail_rec((jobs, run), |(jobs, run)| {
+        jobs.receive().flat_map(move |job| match job {
+            Some(job) => run(job).map(move |()| ControlFlow::Continue((jobs, run))),
+            None => IO::pure(ControlFlow::Break(())),
+        })
+    })
+}
+
 /// A checked parallelism.
 fn parallelism(operation: &'static str, n: usize) -> Result<usize, InvalidArgument> {
     if n == 0 {
@@ -231,10 +247,15 @@ impl<A: Send + 'static, E: Send + 'static> Stream<A, E> {
         produced_by(1, move |sender, _scope| IO::block(make(Emitter { sender })))
     }
 
-    /// Runs `f`'s program for up to `n` elements at once (each on a fiber
-    /// of its own) and emits the values in input order; `n` must be above
-    /// 0. The first error (in input order) fails the stream and cancels
-    /// the programs still running.
+    /// Runs `f`'s program for up to `n` elements at once and emits the
+    /// values in input order; `n` must be above 0. The first error (in
+    /// input order) fails the stream and cancels the programs still
+    /// running.
+    ///
+    /// `n` worker fibers run the programs; the input is read on a fiber of
+    /// its own that builds each element's program and queues it, with the
+    /// place of its value in the output (a `Deferred`), so no fiber is
+    /// started per element.
     pub fn par_eval_map<B, F>(self, n: usize, mut f: F) -> Result<Stream<B, E>, InvalidArgument>
     where
         B: Send + 'static,
@@ -243,36 +264,41 @@ impl<A: Send + 'static, E: Send + 'static> Stream<A, E> {
         let n = parallelism("par_eval_map", n)?;
         Ok(produced(n, 1, move |sender: Sender<B, E>, mut scopes| {
             let scope = scopes.pop().expect("one input scope");
-            let permits = Semaphore::new(n as u64).expect("n > 0");
-            Supervisor::scoped_awaiting().use_with(move |supervisor: Supervisor| {
-                self.eval_map(move |item| {
-                    let running = f(item);
+            let jobs = Queue::<(IO<B, E>, Deferred<Result<B, E>>)>::bounded(n).expect("n > 0");
+            let (queued, closing) = (jobs.clone(), jobs.clone());
+            let feeder = self
+                .eval_map(move |item| {
+                    let program = f(item);
                     let result = Deferred::new();
-                    let done = result.clone();
-                    let (sender, supervisor, release) =
-                        (sender.clone(), supervisor.clone(), permits.clone());
-                    permits.acquire().flat_map(move |()| {
-                        sender
-                            .queue
-                            .offer(Msg::Pending(result))
-                            .flat_map(move |()| {
-                                let child = running
-                                    .attempt()
-                                    .flat_map(move |r| done.complete(r).void())
-                                    .guarantee(release.release().void());
-                                supervisor.supervise::<(), E, E>(child).void()
-                            })
-                    })
+                    let job = (program, result.clone());
+                    let jobs = queued.clone();
+                    sender
+                        .queue
+                        .offer(Msg::Pending(result))
+                        .flat_map(move |()| jobs.offer(job))
                 })
                 .drain_in(scope)
-            })
+                .guarantee(closing.close().void());
+            let workers = (0..n).map(|_| {
+                worker(
+                    jobs.clone(),
+                    |(program, result): (IO<B, E>, Deferred<Result<B, E>>)| {
+                        program
+                            .attempt()
+                            .flat_map(move |r| result.complete(r).void())
+                    },
+                )
+            });
+            IO::par_sequence(core::iter::once(feeder).chain(workers).collect()).void()
         }))
     }
 
-    /// Runs `f`'s program for up to `n` elements at once (each on a fiber
-    /// of its own) and emits the values as they come; `n` must be above 0.
-    /// The first error fails the stream and cancels the programs still
-    /// running.
+    /// Runs `f`'s program for up to `n` elements at once and emits the
+    /// values as they come; `n` must be above 0. The first error fails the
+    /// stream and cancels the programs still running.
+    ///
+    /// `n` worker fibers run the programs, which a fiber reading the input
+    /// builds and queues (no fiber is started per element).
     pub fn par_eval_map_unordered<B, F>(
         self,
         n: usize,
@@ -285,27 +311,23 @@ impl<A: Send + 'static, E: Send + 'static> Stream<A, E> {
         let n = parallelism("par_eval_map_unordered", n)?;
         Ok(produced(n, 1, move |sender: Sender<B, E>, mut scopes| {
             let scope = scopes.pop().expect("one input scope");
-            let permits = Semaphore::new(n as u64).expect("n > 0");
-            Supervisor::scoped_awaiting().use_with(move |supervisor: Supervisor| {
-                self.eval_map(move |item| {
-                    let running = f(item);
-                    let (sender, supervisor, release) =
-                        (sender.clone(), supervisor.clone(), permits.clone());
-                    permits.acquire().flat_map(move |()| {
-                        let child = running
-                            .attempt()
-                            .flat_map(move |r| match r {
-                                Ok(value) => {
-                                    sender.queue.offer(Msg::Chunk(Chunk::singleton(value)))
-                                }
-                                Err(error) => sender.queue.offer(Msg::Failed(error)),
-                            })
-                            .guarantee(release.release().void());
-                        supervisor.supervise::<(), E, E>(child).void()
+            let jobs = Queue::<IO<B, E>>::bounded(n).expect("n > 0");
+            let (queued, closing) = (jobs.clone(), jobs.clone());
+            let feeder = self
+                .eval_map(move |item| queued.offer(f(item)))
+                .drain_in(scope)
+                .guarantee(closing.close().void());
+            let workers = (0..n).map(|_| {
+                let sender = sender.clone();
+                worker(jobs.clone(), move |program: IO<B, E>| {
+                    let sender = sender.clone();
+                    program.attempt().flat_map(move |r| match r {
+                        Ok(value) => sender.queue.offer(Msg::Chunk(Chunk::singleton(value))),
+                        Err(error) => sender.queue.offer(Msg::Failed(error)),
                     })
                 })
-                .drain_in(scope)
-            })
+            });
+            IO::par_sequence(core::iter::once(feeder).chain(workers).collect()).void()
         }))
     }
 
