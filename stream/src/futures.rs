@@ -98,7 +98,7 @@ mod to_async {
     /// stream as `Ok`, then its error as an `Err` if it fails.
     pub struct IntoAsync<A, E> {
         chunks: mpsc::Receiver<Result<Chunk<A>, E>>,
-        current: alloc::vec::IntoIter<A>,
+        current: crate::chunk::IntoIter<A>,
         // Keeps the fiber's join state alive (its outcome is not read).
         _fiber: FiberHandle<(), E>,
     }

@@ -31,7 +31,7 @@ extern crate alloc;
 extern crate std;
 
 mod channels;
-mod chunk;
+pub mod chunk;
 mod concurrent;
 mod futures;
 mod ops;

@@ -393,12 +393,46 @@ impl<A: Send + 'static, E: Send + 'static> Stream<A, E> {
     }
 }
 
-/// `eval_map`'s loop: the elements of the current chunk not run yet,
-/// then the rest of the input.
+/// `eval_map`'s state: the elements of the current chunk not run yet, the
+/// rest of the input, the function. A pull reuses its own box for the
+/// rest of the stream (no allocation per element for the stage).
+struct EvalMap<A, E, F> {
+    pending: crate::chunk::IntoIter<A>,
+    input: Option<Stream<A, E>>,
+    f: F,
+}
+
+impl<A, B, E, F> crate::stream::Pull<B, E> for EvalMap<A, E, F>
+where
+    A: Send + 'static,
+    B: Send + 'static,
+    E: Send + 'static,
+    F: FnMut(A) -> IO<B, E> + Send + 'static,
+{
+    fn pull(mut self: alloc::boxed::Box<Self>, scope: Scope<E>) -> IO<Step<B, E>, E> {
+        if let Some(item) = self.pending.next() {
+            let program = (self.f)(item);
+            return program
+                .map(move |value| Step::Emit(Chunk::singleton(value), Stream::from_boxed(self)));
+        }
+        let Some(input) = self.input.take() else {
+            return IO::pure(Step::Done);
+        };
+        input.step(scope.clone()).flat_map(move |step| match step {
+            Step::Emit(chunk, rest) => {
+                self.pending = chunk.into_iter();
+                self.input = Some(rest);
+                self.pull(scope)
+            }
+            Step::Done => IO::pure(Step::Done),
+        })
+    }
+}
+
 fn eval_map_from<A, B, E, F>(
-    mut pending: alloc::vec::IntoIter<A>,
+    pending: crate::chunk::IntoIter<A>,
     input: Stream<A, E>,
-    mut f: F,
+    f: F,
 ) -> Stream<B, E>
 where
     A: Send + 'static,
@@ -406,15 +440,11 @@ where
     E: Send + 'static,
     F: FnMut(A) -> IO<B, E> + Send + 'static,
 {
-    Stream::from_pull(move |scope: Scope<E>| match pending.next() {
-        Some(item) => f(item).map(move |value| {
-            Step::Emit(Chunk::singleton(value), eval_map_from(pending, input, f))
-        }),
-        None => input.step(scope.clone()).flat_map(move |step| match step {
-            Step::Emit(chunk, rest) => eval_map_from(chunk.into_iter(), rest, f).step(scope),
-            Step::Done => IO::pure(Step::Done),
-        }),
-    })
+    Stream::from_boxed(alloc::boxed::Box::new(EvalMap {
+        pending,
+        input: Some(input),
+        f,
+    }))
 }
 
 /// Runs `f` for every element of `chunk` in order; gives `f` back.
@@ -525,7 +555,7 @@ where
 /// then the rest of the outer stream.
 fn flat_map_from<A, B, E, F>(
     outer: Stream<A, E>,
-    mut pending: alloc::vec::IntoIter<A>,
+    mut pending: crate::chunk::IntoIter<A>,
     mut f: F,
 ) -> Stream<B, E>
 where

@@ -129,6 +129,12 @@ impl<A: Send + 'static, E: Send + 'static> Stream<A, E> {
         }
     }
 
+    /// A stream from a boxed pull state (a stage that reuses its box for
+    /// the rest of the stream).
+    pub(crate) fn from_boxed(pull: Box<dyn Pull<A, E>>) -> Self {
+        Stream { pull }
+    }
+
     /// The program of this stream's next step, in `scope`.
     #[inline]
     pub(crate) fn step(self, scope: Scope<E>) -> IO<Step<A, E>, E> {

@@ -315,7 +315,7 @@ impl<A: Send + 'static, E: Send + 'static> Stream<A, E> {
                 for item in chunk {
                     *seen = true;
                     if is_delimiter(&item) {
-                        out.push(core::mem::replace(run, Chunk::empty()));
+                        out.push(core::mem::take(run));
                     } else {
                         run.push(item);
                     }
