@@ -25,6 +25,7 @@ chapters! {
     introduction = "introduction.md",
     tutorial = "tutorial.md",
     io_blocks = "io-blocks.md",
+    streams = "streams.md",
     coming_from_tokio = "coming-from-tokio.md",
     coming_from_cats_effect = "coming-from-cats-effect.md",
     which_executor = "which-executor.md",

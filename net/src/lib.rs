@@ -150,6 +150,7 @@ mod buffered;
 pub mod serve;
 mod source;
 mod stream;
+mod streams;
 mod sync;
 mod tcp;
 mod udp;

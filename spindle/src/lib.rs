@@ -268,6 +268,12 @@ pub use spindle_exec_batching as batching;
 #[cfg(feature = "tokio")]
 pub use spindle_exec_tokio as tokio;
 
+/// Streams: pull-based, chunked, resource-safe streams of values that
+/// `IO` programs produce (fs2's model), their channels (`Channel`,
+/// `Topic`, `SignallingRef`) and text pipes; see [`spindle_stream`].
+/// Always there (`no_std` + `alloc` at its core).
+pub use spindle_stream as stream;
+
 /// The sockets (features `wstp`, `batching`, `tokio`): TCP, UDP, Unix
 /// domain sockets, split halves and a buffered line reader as `IO` values;
 /// see [`spindle_net`]. The same program runs on every std executor, each

@@ -1,0 +1,62 @@
+//! The stream crate's synchronisation primitives, in one place so that
+//! loom can replace them (`--cfg loom`): a scope's state is the only
+//! shared mutable state of a stream, behind one short lock that is never
+//! held while user code runs.
+
+#[cfg(not(loom))]
+pub(crate) use portable_atomic_util::{Arc, Weak};
+
+#[cfg(loom)]
+pub(crate) use loom::sync::Arc;
+
+/// A child scope's hold on its parent: weak (no cycle outlives a close);
+/// under loom, whose `Arc` has no weak count, a strong one (a model's
+/// scopes live only as long as the model).
+#[cfg(loom)]
+pub(crate) type Weak<T> = Arc<T>;
+
+/// The parent hold of [`Weak`].
+pub(crate) fn downgrade<T>(parent: &Arc<T>) -> Weak<T> {
+    #[cfg(not(loom))]
+    return Arc::downgrade(parent);
+    #[cfg(loom)]
+    return parent.clone();
+}
+
+/// The parent, if it is still alive.
+pub(crate) fn upgrade<T>(parent: &Weak<T>) -> Option<Arc<T>> {
+    #[cfg(not(loom))]
+    return parent.upgrade();
+    #[cfg(loom)]
+    return Some(parent.clone());
+}
+
+/// A lock held only for a push, a removal or a `take` of a scope's
+/// entries (never across user code or a program).
+#[cfg(not(loom))]
+pub(crate) struct Mutex<T>(spin::Mutex<T>);
+
+#[cfg(not(loom))]
+impl<T> Mutex<T> {
+    pub(crate) fn new(value: T) -> Self {
+        Mutex(spin::Mutex::new(value))
+    }
+
+    pub(crate) fn lock(&self) -> spin::MutexGuard<'_, T> {
+        self.0.lock()
+    }
+}
+
+#[cfg(loom)]
+pub(crate) struct Mutex<T>(loom::sync::Mutex<T>);
+
+#[cfg(loom)]
+impl<T> Mutex<T> {
+    pub(crate) fn new(value: T) -> Self {
+        Mutex(loom::sync::Mutex::new(value))
+    }
+
+    pub(crate) fn lock(&self) -> loom::sync::MutexGuard<'_, T> {
+        self.0.lock().expect("a scope's lock is never poisoned")
+    }
+}

@@ -1,0 +1,334 @@
+//! Pipes for bytes and text: UTF-8 decoding and encoding, lines, frames.
+//!
+//! Each is a function from a stream to a stream, for
+//! [`Stream::through`]: `bytes.through(text::utf8_decode).through(|s|
+//! text::lines(s, 1024))`. A byte stream is a `Stream<u8, E>` whose chunks
+//! are the buffers read (a socket's reads, a file's blocks): the pipes
+//! work a chunk at a time and carry what is incomplete (a UTF-8 sequence,
+//! a line, a frame) to the next chunk.
+//!
+//! Bad input is a typed error, [`TextError`], through the stream's error
+//! type (`E: From<TextError>`), naming where it was found: invalid UTF-8
+//! by its byte offset in the stream, an over-long line or frame by the
+//! limit it passed. The stream then fails after releasing what it holds.
+
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::fmt;
+
+use spindle_core::IO;
+
+use crate::chunk::Chunk;
+use crate::stream::{Step, Stream};
+
+/// What a text pipe found wrong with its input.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TextError {
+    /// Bytes that are not UTF-8, starting at this offset of the stream.
+    InvalidUtf8 {
+        /// Offset of the first invalid byte from the start of the stream.
+        offset: u64,
+    },
+    /// The stream ended inside a UTF-8 sequence.
+    TruncatedUtf8 {
+        /// Offset of the sequence's first byte.
+        offset: u64,
+    },
+    /// A line longer than the limit (without its line break).
+    LineTooLong {
+        /// The limit, in bytes.
+        limit: usize,
+        /// The line's number, from 1.
+        line: u64,
+    },
+    /// A frame whose length prefix is above the limit.
+    FrameTooLong {
+        /// The limit, in bytes.
+        limit: usize,
+        /// The length the prefix announced.
+        length: u64,
+    },
+    /// The stream ended inside a frame (or its length prefix).
+    TruncatedFrame {
+        /// Bytes of the frame (prefix included) that arrived.
+        received: usize,
+    },
+}
+
+impl fmt::Display for TextError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TextError::InvalidUtf8 { offset } => {
+                write!(f, "spindle-stream: invalid UTF-8 at byte offset {offset}")
+            }
+            TextError::TruncatedUtf8 { offset } => write!(
+                f,
+                "spindle-stream: the stream ended inside a UTF-8 sequence starting at byte offset {offset}"
+            ),
+            TextError::LineTooLong { limit, line } => {
+                write!(
+                    f,
+                    "spindle-stream: line {line} is longer than the limit of {limit} bytes"
+                )
+            }
+            TextError::FrameTooLong { limit, length } => write!(
+                f,
+                "spindle-stream: a frame of {length} bytes is longer than the limit of {limit} bytes"
+            ),
+            TextError::TruncatedFrame { received } => write!(
+                f,
+                "spindle-stream: the stream ended inside a frame after {received} bytes"
+            ),
+        }
+    }
+}
+
+impl core::error::Error for TextError {}
+
+/// With `std`, a text pipe runs on an `io::Error` stream (a socket's
+/// reads): the error is `InvalidData`, carrying the [`TextError`].
+#[cfg(feature = "std")]
+impl From<TextError> for std::io::Error {
+    fn from(e: TextError) -> Self {
+        std::io::Error::new(std::io::ErrorKind::InvalidData, e)
+    }
+}
+
+/// A stateful chunk transformation: `step` maps each chunk (it may fail),
+/// `finish` runs at the end of the input (it may emit a last chunk or
+/// fail).
+fn stateful<A, B, E, S, St, Fin>(
+    input: Stream<A, E>,
+    state: S,
+    mut step: St,
+    finish: Fin,
+) -> Stream<B, E>
+where
+    A: Send + 'static,
+    B: Send + 'static,
+    E: Send + 'static,
+    S: Send + 'static,
+    St: FnMut(&mut S, Chunk<A>) -> Result<Chunk<B>, E> + Send + 'static,
+    Fin: FnOnce(S) -> Result<Chunk<B>, E> + Send + 'static,
+{
+    Stream::from_pull(move |scope| {
+        input.step(scope.clone()).flat_map(move |next| match next {
+            Step::Emit(chunk, rest) => {
+                let mut state = state;
+                match step(&mut state, chunk) {
+                    Ok(out) => {
+                        let rest = stateful(rest, state, step, finish);
+                        if out.is_empty() {
+                            rest.step(scope)
+                        } else {
+                            IO::pure(Step::Emit(out, rest))
+                        }
+                    }
+                    Err(error) => IO::raise_error(error),
+                }
+            }
+            Step::Done => match finish(state) {
+                Ok(out) if out.is_empty() => IO::pure(Step::Done),
+                Ok(out) => IO::pure(Step::Emit(out, Stream::empty())),
+                Err(error) => IO::raise_error(error),
+            },
+        })
+    })
+}
+
+/// Decodes UTF-8: one string per input chunk (what it completes); a
+/// sequence split between chunks is joined. Invalid or truncated input
+/// fails the stream with [`TextError`].
+pub fn utf8_decode<E>(bytes: Stream<u8, E>) -> Stream<String, E>
+where
+    E: From<TextError> + Send + 'static,
+{
+    // State: the incomplete sequence carried over, and the offset of the
+    // next byte of the input.
+    stateful(
+        bytes,
+        (Vec::<u8>::new(), 0u64),
+        |(pending, offset): &mut (Vec<u8>, u64), chunk: Chunk<u8>| {
+            let start = *offset - pending.len() as u64;
+            *offset += chunk.len() as u64;
+            let mut buf = core::mem::take(pending);
+            if buf.is_empty() {
+                buf = chunk.into_vec();
+            } else {
+                buf.extend_from_slice(&chunk);
+            }
+            match core::str::from_utf8(&buf) {
+                Ok(_) => Ok(Chunk::singleton(String::from_utf8(buf).unwrap_or_default())),
+                Err(e) if e.error_len().is_none() => {
+                    // An incomplete sequence at the end: keep it.
+                    let valid = e.valid_up_to();
+                    *pending = buf.split_off(valid);
+                    buf.truncate(valid);
+                    let text = String::from_utf8(buf).unwrap_or_default();
+                    Ok(if text.is_empty() {
+                        Chunk::empty()
+                    } else {
+                        Chunk::singleton(text)
+                    })
+                }
+                Err(e) => Err(E::from(TextError::InvalidUtf8 {
+                    offset: start + e.valid_up_to() as u64,
+                })),
+            }
+        },
+        |(pending, offset): (Vec<u8>, u64)| {
+            if pending.is_empty() {
+                Ok(Chunk::empty())
+            } else {
+                Err(E::from(TextError::TruncatedUtf8 {
+                    offset: offset - pending.len() as u64,
+                }))
+            }
+        },
+    )
+}
+
+/// Encodes strings as UTF-8 bytes (one byte chunk per string).
+pub fn utf8_encode<E: Send + 'static>(text: Stream<String, E>) -> Stream<u8, E> {
+    text.map_chunks(|strings| {
+        let mut bytes = Vec::with_capacity(strings.iter().map(String::len).sum());
+        for s in strings {
+            bytes.extend_from_slice(s.as_bytes());
+        }
+        Chunk::from(bytes)
+    })
+}
+
+/// Splits text into lines, at `\n` (a `\r` before it is dropped); a last
+/// line without a line break is emitted at the end. A line longer than
+/// `max_line` bytes fails the stream with [`TextError::LineTooLong`]
+/// (found as soon as the line passes the limit, without buffering more).
+pub fn lines<E>(text: Stream<String, E>, max_line: usize) -> Stream<String, E>
+where
+    E: From<TextError> + Send + 'static,
+{
+    stateful(
+        text,
+        (String::new(), 1u64),
+        move |(partial, number): &mut (String, u64), chunk: Chunk<String>| {
+            let mut out = Chunk::empty();
+            for piece in chunk {
+                let mut rest = piece.as_str();
+                while let Some(at) = rest.find('\n') {
+                    partial.push_str(&rest[..at]);
+                    if partial.ends_with('\r') {
+                        partial.pop();
+                    }
+                    if partial.len() > max_line {
+                        return Err(E::from(TextError::LineTooLong {
+                            limit: max_line,
+                            line: *number,
+                        }));
+                    }
+                    out.push(core::mem::take(partial));
+                    *number += 1;
+                    rest = &rest[at + 1..];
+                }
+                partial.push_str(rest);
+                // A line break may still come: `\r` is not counted yet.
+                if partial.trim_end_matches('\r').len() > max_line {
+                    return Err(E::from(TextError::LineTooLong {
+                        limit: max_line,
+                        line: *number,
+                    }));
+                }
+            }
+            Ok(out)
+        },
+        |(partial, _): (String, u64)| {
+            Ok(if partial.is_empty() {
+                Chunk::empty()
+            } else {
+                Chunk::singleton(partial)
+            })
+        },
+    )
+}
+
+/// Frames: each a 4-byte big-endian length, then that many bytes. A
+/// length above `max_frame` fails the stream with
+/// [`TextError::FrameTooLong`] before any of the frame is buffered; input
+/// that ends inside a frame fails with [`TextError::TruncatedFrame`].
+pub fn length_delimited<E>(bytes: Stream<u8, E>, max_frame: usize) -> Stream<Vec<u8>, E>
+where
+    E: From<TextError> + Send + 'static,
+{
+    stateful(
+        bytes,
+        Vec::<u8>::new(),
+        move |buffer: &mut Vec<u8>, chunk: Chunk<u8>| {
+            buffer.extend_from_slice(&chunk);
+            let mut out = Chunk::empty();
+            let mut at = 0;
+            loop {
+                let rest = &buffer[at..];
+                if rest.len() < 4 {
+                    break;
+                }
+                let length = u32::from_be_bytes([rest[0], rest[1], rest[2], rest[3]]) as u64;
+                if length > max_frame as u64 {
+                    return Err(E::from(TextError::FrameTooLong {
+                        limit: max_frame,
+                        length,
+                    }));
+                }
+                let length = length as usize;
+                if rest.len() < 4 + length {
+                    break;
+                }
+                out.push(rest[4..4 + length].to_vec());
+                at += 4 + length;
+            }
+            buffer.drain(..at);
+            Ok(out)
+        },
+        |buffer: Vec<u8>| {
+            if buffer.is_empty() {
+                Ok(Chunk::empty())
+            } else {
+                Err(E::from(TextError::TruncatedFrame {
+                    received: buffer.len(),
+                }))
+            }
+        },
+    )
+}
+
+impl<A: Send + 'static, E: Send + 'static> Stream<A, E> {
+    /// The runs of elements between delimiters (`is_delimiter`), each as a
+    /// chunk; delimiters are dropped; a last run without a delimiter after
+    /// it is emitted at the end (an empty input gives nothing).
+    pub fn split<F>(self, mut is_delimiter: F) -> Stream<Chunk<A>, E>
+    where
+        F: FnMut(&A) -> bool + Send + 'static,
+    {
+        stateful(
+            self,
+            (Chunk::<A>::empty(), false),
+            move |(run, seen): &mut (Chunk<A>, bool), chunk: Chunk<A>| {
+                let mut out = Chunk::empty();
+                for item in chunk {
+                    *seen = true;
+                    if is_delimiter(&item) {
+                        out.push(core::mem::take(run));
+                    } else {
+                        run.push(item);
+                    }
+                }
+                Ok(out)
+            },
+            |(run, seen): (Chunk<A>, bool)| {
+                Ok(if seen && !run.is_empty() {
+                    Chunk::singleton(run)
+                } else {
+                    Chunk::empty()
+                })
+            },
+        )
+    }
+}
