@@ -45,6 +45,9 @@ pub(crate) enum FrameKind {
     OnCancel(ErasedFn<(), Node>),
     /// Run a finalizer with the outcome, whatever it is.
     GuaranteeCase(OnOutcome),
+    /// Gives back what an `Acquire` node took (run once, however the
+    /// program it guards ends).
+    Release(ErasedFn<(), ()>),
     /// After a finalizer that ran on success: produce this value again (or
     /// the finalizer's error, if it failed).
     RestoreOk(Value),
@@ -107,6 +110,11 @@ impl Frame {
     #[inline(always)]
     pub(crate) fn guarantee_case(finalizer: OnOutcome) -> Frame {
         Frame::from_fn(finalizer.0, Tag::GuaranteeCase)
+    }
+    /// What an `Acquire` node took, to give back when its source ends.
+    #[inline(always)]
+    pub(crate) fn release(release: ErasedFn<(), ()>) -> Frame {
+        Frame::from_fn(release, Tag::Release)
     }
     #[inline(always)]
     pub(crate) fn restore_ok(value: Value) -> Frame {
@@ -181,10 +189,16 @@ impl Frame {
         tag_of(self.vtable, FRAME_VTABLE_FIRST)
     }
 
-    /// Whether popping this frame on success does nothing but drop it.
+    /// Whether a value passes this frame without a step: an error
+    /// handler (dropped) or a release (called as the value passes). One
+    /// test of the tag (the compiler makes the four compares one bit
+    /// test), so that skipping a release costs the other frames nothing.
     #[inline(always)]
-    pub(crate) fn is_error_handler_only(&self) -> bool {
-        self.is(Tag::HandleErrorWith) || self.is(Tag::MapError) || self.is(Tag::OnCancel)
+    pub(crate) fn is_passed_by_value(&self) -> bool {
+        self.is(Tag::HandleErrorWith)
+            || self.is(Tag::MapError)
+            || self.is(Tag::OnCancel)
+            || self.is(Tag::Release)
     }
 
     /// Whether the frame is of kind `tag` (cheaper than `tag() == tag`).
@@ -271,6 +285,7 @@ impl Frame {
                 Tag::GuaranteeCase => {
                     FrameKind::GuaranteeCase(OnOutcome(ErasedFn::from_raw(this.word, &*vt.cast())))
                 }
+                Tag::Release => FrameKind::Release(ErasedFn::from_raw(this.word, &*vt.cast())),
                 Tag::RestoreOk => FrameKind::RestoreOk(Value::from_raw(this.word, &*vt.cast())),
                 Tag::RestoreErr => FrameKind::RestoreErr(Value::from_raw(this.word, &*vt.cast())),
                 Tag::ResumeBlock => {
