@@ -662,7 +662,7 @@ fn run_loop<X: Executor, const TRACING: bool>(
                         Some(frame) if frame.is_passed_by_value() => {
                             // A release is called as the value passes
                             // (module doc); an error handler is dropped.
-                            if let FrameKind::Release(release) = frame.into_kind() {
+                            if let Some(release) = frame.into_release() {
                                 release.invoke(());
                             }
                             continue;
@@ -697,11 +697,6 @@ fn run_loop<X: Executor, const TRACING: bool>(
                     Some(FrameKind::GuaranteeCase(f)) => {
                         finalize_value(core, header, executor, f, value)
                     }
-                    Some(FrameKind::Release(release)) => {
-                        // No program and no mask: the value goes on.
-                        release.invoke(());
-                        Node::pure(value)
-                    }
                     Some(FrameKind::RestoreOk(original)) => {
                         // The finalizer succeeded: the original value again
                         // (and the end of its masked region, where a
@@ -732,9 +727,10 @@ fn run_loop<X: Executor, const TRACING: bool>(
                     Some(
                         FrameKind::HandleErrorWith(_)
                         | FrameKind::MapError(_)
-                        | FrameKind::OnCancel(_),
+                        | FrameKind::OnCancel(_)
+                        | FrameKind::Release(_),
                     ) => {
-                        unreachable!("io-core: error handlers are skipped on success")
+                        unreachable!("io-core: error handlers and releases are passed on success")
                     }
                 }
             }

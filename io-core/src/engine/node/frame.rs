@@ -116,6 +116,35 @@ impl Frame {
     pub(crate) fn release(release: ErasedFn<(), ()>) -> Frame {
         Frame::from_fn(release, Tag::Release)
     }
+
+    /// A `Release` frame's closure (`None` for any other frame, dropped),
+    /// for the run-loop's loop that passes frames on success. On 64-bit
+    /// hosts through the full decoding, which the compiler merges with the
+    /// loop's other decodings (a separate tag test there cost `map_calls`
+    /// 0.6% and `mutex_resource` 1.7% more instructions); on narrower
+    /// targets by one tag test, which keeps a second copy of the decoding
+    /// out of the run-loop (350 bytes of the thumbv7m firmware's flash).
+    #[inline(always)]
+    pub(crate) fn into_release(self) -> Option<ErasedFn<(), ()>> {
+        #[cfg(target_pointer_width = "64")]
+        {
+            match self.into_kind() {
+                FrameKind::Release(release) => Some(release),
+                _ => None,
+            }
+        }
+        #[cfg(not(target_pointer_width = "64"))]
+        {
+            if !self.is(Tag::Release) {
+                return None;
+            }
+            let this = ManuallyDrop::new(self);
+            // SAFETY: a `Release` frame holds the raw parts of an
+            // `ErasedFn<(), ()>` (`Frame::release`), its vtable pointer
+            // under the tag; they move out once (`this` is not dropped).
+            Some(unsafe { ErasedFn::from_raw(this.word, &*untagged(this.vtable).cast()) })
+        }
+    }
     #[inline(always)]
     pub(crate) fn restore_ok(value: Value) -> Frame {
         Frame::from_value(value, Tag::RestoreOk)
