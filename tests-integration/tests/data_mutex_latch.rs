@@ -451,7 +451,8 @@ rt_test! {
         let canceled = mutex.with_lock(ran.incr_io::<E>());
         let kept = mutex.with_lock(ran.incr_io::<E>());
         let counted = mutex.clone();
-        let io: IO<(Outcome<(), E>, Outcome<(), E>), E> = holder.start().flat_map(move |h| {
+        type TwoWaiters = (Outcome<(), E>, Outcome<(), E>);
+        let io: IO<TwoWaiters, E> = holder.start().flat_map(move |h| {
             started.get().product_r(canceled.start()).flat_map(move |c| {
                 let later = counted.clone();
                 waiting_for(&counted, 1)
