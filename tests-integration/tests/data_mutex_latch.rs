@@ -380,6 +380,102 @@ rt_test! {
         assert_eq!(run(exactly_one_permit(&mutex)), Outcome::Succeeded(true));
     }
 
+    // ----- with_lock's release frame (taken at once, released as its result passes) ---
+
+    fn with_lock_releases_the_lock_exactly_once_when_its_body_errors_or_panics() {
+        let mutex = Mutex::new();
+        let failing = mutex.with_lock(IO::<u32, E>::raise_error(Error::Failed("boom")));
+        assert_eq!(run(failing), Outcome::Errored(Error::Failed("boom")));
+        assert_eq!(run(exactly_one_permit(&mutex)), Outcome::Succeeded(true), "error");
+        let panicking = mutex.with_lock(IO::<u32, E>::delay(|| panic!("bad")));
+        assert!(run(panicking).is_panicked());
+        assert_eq!(run(exactly_one_permit(&mutex)), Outcome::Succeeded(true), "panic");
+        let canceled = mutex.with_lock(UIO::canceled());
+        assert_eq!(run(canceled), Outcome::Canceled);
+        assert_eq!(run(exactly_one_permit(&mutex)), Outcome::Succeeded(true), "self-cancel");
+    }
+
+    fn the_lock_is_free_when_an_error_of_with_lock_reaches_its_handler() {
+        let mutex = Mutex::new();
+        let inner = mutex.clone();
+        let io: IO<bool, E> = mutex
+            .with_lock(IO::<bool, E>::raise_error(Error::Failed("boom")))
+            .handle_error_with(move |_| lock_is_free(&inner));
+        assert_eq!(run(io), Outcome::Succeeded(true));
+        assert_eq!(run(exactly_one_permit(&mutex)), Outcome::Succeeded(true));
+    }
+
+    fn the_lock_is_free_when_the_value_of_with_lock_reaches_the_next_step() {
+        let mutex = Mutex::new();
+        let (inner, after) = (mutex.clone(), mutex.clone());
+        let io: IO<(bool, bool), E> = mutex
+            .with_lock(IO::defer(move || lock_is_held(&inner)))
+            .flat_map(move |held| lock_is_free(&after).map(move |free| (held, free)));
+        assert_eq!(run(io), Outcome::Succeeded((true, true)));
+        assert_eq!(run(exactly_one_permit(&mutex)), Outcome::Succeeded(true));
+    }
+
+    fn with_lock_releases_the_lock_exactly_once_when_its_body_is_canceled() {
+        let mutex = Mutex::new();
+        let started = Deferred::<()>::new();
+        let s = started.clone();
+        let finalized = Counter::new();
+        let f = finalized.clone();
+        let holder = mutex
+            .with_lock(s.complete(()).product_r(IO::<(), E>::never()))
+            .guarantee(f.incr_io());
+        let io: IO<Outcome<(), E>, E> = holder.start().flat_map(move |h| {
+            started.get().product_r(h.cancel()).product_r(h.join())
+        });
+        assert_eq!(run(io), Outcome::Succeeded(Outcome::Canceled));
+        assert_eq!(finalized.get(), 1);
+        assert_eq!(mutex.waiting(), 0);
+        assert_eq!(run(exactly_one_permit(&mutex)), Outcome::Succeeded(true));
+    }
+
+    fn with_lock_releases_the_lock_exactly_once_when_its_body_times_out() {
+        let mutex = Mutex::new();
+        let io: IO<(), E> = mutex
+            .with_lock(IO::<(), E>::never())
+            .timeout(Duration::from_millis(10));
+        assert_eq!(run(io), Outcome::Errored(Error::TimedOut));
+        assert_eq!(run(exactly_one_permit(&mutex)), Outcome::Succeeded(true));
+    }
+
+    fn a_canceled_waiter_of_with_lock_leaves_exactly_one_permit_for_the_others() {
+        let mutex = Mutex::new();
+        let (gate, started) = (Deferred::<()>::new(), Deferred::<()>::new());
+        let ran = Counter::new();
+        let (g, s) = (gate.clone(), started.clone());
+        let holder = mutex.with_lock(s.complete::<E>(()).product_r(g.get::<E>()));
+        let canceled = mutex.with_lock(ran.incr_io::<E>());
+        let kept = mutex.with_lock(ran.incr_io::<E>());
+        let counted = mutex.clone();
+        type TwoWaiters = (Outcome<(), E>, Outcome<(), E>);
+        let io: IO<TwoWaiters, E> = holder.start().flat_map(move |h| {
+            started.get().product_r(canceled.start()).flat_map(move |c| {
+                let later = counted.clone();
+                waiting_for(&counted, 1)
+                    .product_r(kept.start())
+                    .flat_map(move |k| {
+                        waiting_for(&later, 2)
+                            .product_r(c.cancel())
+                            .product_r(gate.complete(()))
+                            .product_r(h.join_void())
+                            .product_r(c.join())
+                            .flat_map(move |oc| k.join().map(move |ok| (oc, ok)))
+                    })
+            })
+        });
+        assert_eq!(
+            run(io),
+            Outcome::Succeeded((Outcome::Canceled, Outcome::Succeeded(())))
+        );
+        assert_eq!(ran.get(), 1, "only the waiter that was not canceled ran");
+        assert_eq!(mutex.waiting(), 0);
+        assert_eq!(run(exactly_one_permit(&mutex)), Outcome::Succeeded(true));
+    }
+
     // ----- CountDownLatch -------------------------------------------------------------
 
     fn a_latch_of_zero_is_invalid_count() {

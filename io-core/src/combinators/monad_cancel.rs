@@ -72,7 +72,7 @@
 use core::marker::PhantomData;
 
 use crate::engine::erased::{Adapter, ErasedFn, Value};
-use crate::engine::node::{GuaranteeK, Node};
+use crate::engine::node::{AcquireK, GuaranteeK, Node};
 use crate::engine::tracing::{
     Internal, NO_SITE, Named, Op, OpMeta, Site, WithClosure, here, names,
 };
@@ -186,6 +186,29 @@ mod k {
         }
     }
 
+    /// An `Acquire` node's closure: its source typed as the body, and what
+    /// the closure decides erased again (`IO::acquire_at`).
+    pub(super) struct Acquire<A, E>(PhantomData<fn() -> (A, E)>);
+    impl<A, E, F> Adapter<Node, (Node, Option<ErasedFn<(), ()>>), F> for Acquire<A, E>
+    where
+        F: FnOnce(IO<A, E>) -> Result<(IO<A, E>, Release), IO<A, E>>,
+    {
+        unsafe fn call(f: F, body: Node) -> (Node, Option<ErasedFn<(), ()>>) {
+            match f(IO::from_node(body)) {
+                Ok((body, release)) => (body.into_node(), Some(release.0)),
+                Err(wait) => (wait.into_node(), None),
+            }
+        }
+    }
+
+    /// A release closure (`Release::new`).
+    pub(super) struct ReleaseFn;
+    impl<F: FnOnce()> Adapter<(), (), F> for ReleaseFn {
+        unsafe fn call(f: F, _: ()) {
+            f()
+        }
+    }
+
     /// A `Start` node's closure that starts any number of children with the
     /// spawner and produces a `T` (handles to them).
     pub(crate) struct WithSpawner<T>(PhantomData<fn() -> T>);
@@ -200,7 +223,41 @@ mod k {
     }
 }
 
+/// What an [`IO::acquire_at`] closure took, given back by this closure when
+/// the body ends, whatever the outcome (success, error, cancellation,
+/// panic), exactly once. It runs inside the run-loop, as a frame is
+/// popped: it must not panic, and it runs no program (a semaphore's
+/// `give_back`: an atomic, and a wake-up when fibers wait).
+pub(crate) struct Release(ErasedFn<(), ()>);
+
+impl Release {
+    /// Erases `release` (no allocation for a closure of one word: an `Arc`).
+    #[inline(always)]
+    pub(crate) fn new<F: FnOnce() + Send + 'static>(release: F) -> Release {
+        Release(ErasedFn::new::<k::ReleaseFn, F>(release))
+    }
+}
+
 impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
+    /// `self` run holding what `acquire` takes when the program runs,
+    /// recorded as the operation `M` at `site`: `acquire`, given `self`,
+    /// either takes it at once and returns `Ok((self, release))` (the
+    /// run-loop installs `release` in the same step, before cancellation
+    /// can be observed, and calls it once when `self` ends, however it
+    /// ends: `fiber/run_loop.rs`), or returns `Err(program)`, a program
+    /// that waits for it and guards `self` itself. `self` runs with the
+    /// caller's cancelability. One pooled block (`self` and a one-word
+    /// `acquire`), one step, no `Outcome` and no masked step for the
+    /// release: the uncontended path of `Semaphore::with_permit`.
+    #[inline(always)]
+    pub(crate) fn acquire_at<M: OpMeta, F>(self, site: Option<Site>, acquire: F) -> IO<A, E>
+    where
+        F: FnOnce(IO<A, E>) -> Result<(IO<A, E>, Release), IO<A, E>> + Send + 'static,
+    {
+        let k: AcquireK = ErasedFn::new_op::<k::Acquire<A, E>, F, M>(acquire);
+        IO::from_node(Node::acquire(self.into_node(), k, site))
+    }
+
     /// Runs the program `body` builds with cancellation masked, except
     /// inside `poll.apply(..)`.
     ///

@@ -43,7 +43,19 @@
 //! frame pushed) in the same step as the thunk runs, with no chance to
 //! observe cancellation in between: `IO::defer(|| { take(); use_.guarantee(
 //! release) })` never loses what it took, unmasked and without a region
-//! (`Semaphore::with_permit` takes a free permit that way).
+//! (`Mutex::lock().use_with` takes a free permit that way).
+//!
+//! An `Acquire` node (`Node::acquire`: `Semaphore::with_permit`,
+//! `Mutex::with_lock`) is the same in one step and lighter: its closure
+//! takes what it guards and returns the source with a release closure,
+//! pushed as a `Release` frame in the same step. That frame runs no program
+//! and masks nothing: a value or an error that reaches it calls the
+//! release and goes on, and an unwinding (cancellation, panic) calls it as
+//! it passes. A result that ends a mask below it observes a requested
+//! cancellation before it (`unmasked`: the frame is not passed through),
+//! and the unwinding then releases. So the release runs exactly once,
+//! without a block of its own or an `Outcome`. When the closure has to
+//! wait, it returns the waiting program, which guards the source itself.
 //!
 //! Finalizers that run on success or error (`guarantee_case`) run masked; a
 //! `RestoreOk`/`RestoreErr` frame then restores the original result (at
@@ -647,7 +659,14 @@ fn run_loop<X: Executor, const TRACING: bool>(
                 // Error handlers are popped without a call on success.
                 let frame = loop {
                     match core.stack.pop() {
-                        Some(frame) if frame.is_error_handler_only() => continue,
+                        Some(frame) if frame.is_passed_by_value() => {
+                            // A release is called as the value passes
+                            // (module doc); an error handler is dropped.
+                            if let Some(release) = frame.into_release() {
+                                release.invoke(());
+                            }
+                            continue;
+                        }
                         other => break other,
                     }
                 };
@@ -708,9 +727,10 @@ fn run_loop<X: Executor, const TRACING: bool>(
                     Some(
                         FrameKind::HandleErrorWith(_)
                         | FrameKind::MapError(_)
-                        | FrameKind::OnCancel(_),
+                        | FrameKind::OnCancel(_)
+                        | FrameKind::Release(_),
                     ) => {
-                        unreachable!("io-core: error handlers are skipped on success")
+                        unreachable!("io-core: error handlers and releases are passed on success")
                     }
                 }
             }
@@ -748,6 +768,10 @@ fn run_loop<X: Executor, const TRACING: bool>(
                     core.stack.push(Frame::restore_err(error));
                     core.mask();
                     finalizer
+                }
+                Some(FrameKind::Release(release)) => {
+                    release.invoke(());
+                    Node::error(error)
                 }
                 Some(FrameKind::RestoreOk(original)) => {
                     // The finalizer failed after a success: its error wins.
@@ -1050,6 +1074,17 @@ fn run_loop<X: Executor, const TRACING: bool>(
                 core.stack.push(Frame::guarantee_case(finalizer));
                 source
             }
+            Kind::Acquire(bind) => {
+                record!(ring, bind.k().op(), bind.site());
+                let (source, k) = bind.into_parts();
+                // Taken at once: its release is pushed in this same step,
+                // before cancellation can be observed again (module doc).
+                let (next, release) = k.apply(source);
+                if let Some(release) = release {
+                    core.stack.push(Frame::release(release));
+                }
+                next
+            }
             Kind::Start(start) => {
                 record!(ring, start.op(), start.site());
                 let handles = start.invoke(super::Spawner::new(executor, core));
@@ -1286,6 +1321,8 @@ fn unwind_step(core: &mut Core) -> Option<Node> {
                 drop(outcome);
                 return Some(run_finalizer(core, node));
             }
+            // A light release has no program: done here.
+            FrameKind::Release(release) => release.invoke(()),
             // An error a finalizer was about to restore when the fiber began
             // to finalize (a panic in that finalizer): kept, never lost.
             FrameKind::RestoreErr(original) => {

@@ -7,7 +7,9 @@
 use core::mem::ManuallyDrop;
 use core::ptr::{self, NonNull};
 
-use super::{GuaranteeK, Node, OnError, OnOutcome, OnResult, OnSuccess, PollK, Res, drop_node};
+use super::{
+    GuaranteeK, Node, OnBody, OnError, OnOutcome, OnResult, OnSuccess, PollK, Res, drop_node,
+};
 use crate::engine::erased::{ErasedFn, Value, Word};
 use crate::engine::tracing::Site;
 
@@ -46,7 +48,8 @@ const _: () = {
         OnError<Value>,
         OnResult<Res>,
         OnResult<Node>,
-        OnOutcome
+        OnOutcome,
+        OnBody
     );
     #[cfg(feature = "tracing")]
     same_layout!(crate::engine::tracing::MarkK);

@@ -171,3 +171,37 @@ impl Deref for OnOutcome {
         &self.0
     }
 }
+
+/// What an `Acquire` node's closure returns: the program to run next, and
+/// the closure that gives back what it took, if it took it at once (the
+/// run-loop pushes it as a `Release` frame); without one, the program
+/// waits for it and guards its source itself.
+pub(crate) type Acquired = (Node, Option<ErasedFn<(), ()>>);
+
+/// An `Acquire` node's closure (`Node::acquire`), erased.
+pub(crate) type AcquireK = ErasedFn<Node, Acquired>;
+
+/// An `Acquire` node's closure: given the node's own source, the program
+/// that runs it holding what it acquires.
+#[repr(transparent)]
+pub(crate) struct OnBody(pub(super) AcquireK);
+
+impl OnBody {
+    /// Calls the closure with `body`, the source of its own node.
+    #[inline(always)]
+    pub(crate) fn apply(self, body: Node) -> Acquired {
+        // SAFETY: the input is this closure's own source (module doc): the
+        // `IO<A, E>` the typed constructor (`IO::acquire_at`) was given
+        // with it, which is what the adapter types it as.
+        unsafe { self.0.call(body) }
+    }
+}
+
+impl Deref for OnBody {
+    type Target = AcquireK;
+
+    #[inline(always)]
+    fn deref(&self) -> &AcquireK {
+        &self.0
+    }
+}

@@ -45,6 +45,9 @@ pub(crate) enum FrameKind {
     OnCancel(ErasedFn<(), Node>),
     /// Run a finalizer with the outcome, whatever it is.
     GuaranteeCase(OnOutcome),
+    /// Gives back what an `Acquire` node took (run once, however the
+    /// program it guards ends).
+    Release(ErasedFn<(), ()>),
     /// After a finalizer that ran on success: produce this value again (or
     /// the finalizer's error, if it failed).
     RestoreOk(Value),
@@ -107,6 +110,40 @@ impl Frame {
     #[inline(always)]
     pub(crate) fn guarantee_case(finalizer: OnOutcome) -> Frame {
         Frame::from_fn(finalizer.0, Tag::GuaranteeCase)
+    }
+    /// What an `Acquire` node took, to give back when its source ends.
+    #[inline(always)]
+    pub(crate) fn release(release: ErasedFn<(), ()>) -> Frame {
+        Frame::from_fn(release, Tag::Release)
+    }
+
+    /// A `Release` frame's closure (`None` for any other frame, dropped),
+    /// for the run-loop's loop that passes frames on success. On 64-bit
+    /// hosts through the full decoding, which the compiler merges with the
+    /// loop's other decodings (a separate tag test there cost `map_calls`
+    /// 0.6% and `mutex_resource` 1.7% more instructions); on narrower
+    /// targets by one tag test, which keeps a second copy of the decoding
+    /// out of the run-loop (350 bytes of the thumbv7m firmware's flash).
+    #[inline(always)]
+    pub(crate) fn into_release(self) -> Option<ErasedFn<(), ()>> {
+        #[cfg(target_pointer_width = "64")]
+        {
+            match self.into_kind() {
+                FrameKind::Release(release) => Some(release),
+                _ => None,
+            }
+        }
+        #[cfg(not(target_pointer_width = "64"))]
+        {
+            if !self.is(Tag::Release) {
+                return None;
+            }
+            let this = ManuallyDrop::new(self);
+            // SAFETY: a `Release` frame holds the raw parts of an
+            // `ErasedFn<(), ()>` (`Frame::release`), its vtable pointer
+            // under the tag; they move out once (`this` is not dropped).
+            Some(unsafe { ErasedFn::from_raw(this.word, &*untagged(this.vtable).cast()) })
+        }
     }
     #[inline(always)]
     pub(crate) fn restore_ok(value: Value) -> Frame {
@@ -181,10 +218,16 @@ impl Frame {
         tag_of(self.vtable, FRAME_VTABLE_FIRST)
     }
 
-    /// Whether popping this frame on success does nothing but drop it.
+    /// Whether a value passes this frame without a step: an error
+    /// handler (dropped) or a release (called as the value passes). One
+    /// test of the tag (the compiler makes the four compares one bit
+    /// test), so that skipping a release costs the other frames nothing.
     #[inline(always)]
-    pub(crate) fn is_error_handler_only(&self) -> bool {
-        self.is(Tag::HandleErrorWith) || self.is(Tag::MapError) || self.is(Tag::OnCancel)
+    pub(crate) fn is_passed_by_value(&self) -> bool {
+        self.is(Tag::HandleErrorWith)
+            || self.is(Tag::MapError)
+            || self.is(Tag::OnCancel)
+            || self.is(Tag::Release)
     }
 
     /// Whether the frame is of kind `tag` (cheaper than `tag() == tag`).
@@ -271,6 +314,7 @@ impl Frame {
                 Tag::GuaranteeCase => {
                     FrameKind::GuaranteeCase(OnOutcome(ErasedFn::from_raw(this.word, &*vt.cast())))
                 }
+                Tag::Release => FrameKind::Release(ErasedFn::from_raw(this.word, &*vt.cast())),
                 Tag::RestoreOk => FrameKind::RestoreOk(Value::from_raw(this.word, &*vt.cast())),
                 Tag::RestoreErr => FrameKind::RestoreErr(Value::from_raw(this.word, &*vt.cast())),
                 Tag::ResumeBlock => {

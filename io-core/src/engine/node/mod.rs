@@ -19,7 +19,7 @@
 //! * Narrower targets (*compact*): vtables are 16-byte aligned, which saves
 //!   8 of a 32-bit vtable's 24 bytes of padding (on a microcontroller, flash
 //!   is what is scarce). Four low bits cannot name every kind, but a node
-//!   has only 14 kinds with a vtable, and a frame 12: those store their tag
+//!   has only 14 kinds with a vtable, and a frame 13: those store their tag
 //!   (a frame's counted from [`Tag::FlatMap`]) in the low bits; every other
 //!   kind stores the code `BARE` (15) there and its tag above it (its word
 //!   is no pointer). Decoding is a mask, a compare and a shift; a test for
@@ -33,7 +33,7 @@
 //!
 //! ## Room for more kinds
 //!
-//! 37 tags are in use. On 64-bit targets there are 64 (six bits): 27 more
+//! 39 tags are in use. On 64-bit targets there are 64 (six bits): 25 more
 //! kinds, of any group, cost nothing but a number; the assert on
 //! `LAST_TAG` says when they run out. (Five bits, with 32-byte vtables,
 //! were full; freeing a tag by merging two kinds measured 7 to 8% slower
@@ -45,7 +45,7 @@
 //!   number (the tag is stored above the `BARE` code);
 //! * a node kind with a vtable: 1 code is free (14 of 15 used; insert it
 //!   at the end of the first group);
-//! * a frame kind with a vtable: 3 codes are free (12 of 15 used).
+//! * a frame kind with a vtable: 2 codes are free (13 of 15 used).
 //!
 //! A kind that would need a vtable once those are taken keeps its payload
 //! in a `Bind` block instead (one pooled block, as `map` does), and is
@@ -100,7 +100,7 @@ mod trampoline;
 
 pub(crate) use bind::{AnyK, Bind, BindBox};
 pub(crate) use block::{BlockVTable, Resume, Slot, Stepped};
-pub(crate) use cont::{OnError, OnOutcome, OnResult, OnSuccess};
+pub(crate) use cont::{AcquireK, OnBody, OnError, OnOutcome, OnResult, OnSuccess};
 pub(crate) use frame::{Frame, FrameKind};
 pub(crate) use region::{
     EndedRegion, Expired, Fallback, PendingRegion, RegionData, RegionSpec, RegionTop,
@@ -157,6 +157,10 @@ pub(crate) enum Tag {
     FoldWith,
     OnCancel,
     GuaranteeCase,
+    /// A light finalizer that gives back what an `Acquire` node took (a
+    /// lock's permit): run as a result passes, on success, error or
+    /// cancellation, without a program or a masked step of its own.
+    Release,
     RestoreOk,
     RestoreErr,
     /// An IO block waiting for the result of a program it awaits.
@@ -171,6 +175,9 @@ pub(crate) enum Tag {
     Poll,
     Canceled,
     Unwind,
+    /// Acquire something (a lock's permit), then run the source holding
+    /// it, under a `Release` frame (`Node::acquire`).
+    Acquire,
     // Frame-only tags.
     Unmask,
     Remask,
@@ -303,6 +310,8 @@ pub(crate) enum Kind {
     OnCancel(BindBox<ErasedFn<(), Node>>),
     /// `source.guarantee_case(finalizer)`.
     GuaranteeCase(BindBox<OnOutcome>),
+    /// `source` run holding what `k` acquires (`Node::acquire`).
+    Acquire(BindBox<OnBody>),
     /// Start child fibers (any number) on the running fiber's executor;
     /// the closure returns what the program receives (handles).
     Start(ErasedFn<crate::fiber::Spawner, Value>),
@@ -752,6 +761,17 @@ impl Node {
             Tag::GuaranteeCase,
         )
     }
+    /// `source` run holding what `k` acquires when the node runs: `k`,
+    /// given `source`, takes what it guards (a free permit) and returns
+    /// `source` with the closure that gives it back, which the run-loop
+    /// pushes as a `Release` frame (run once, whatever the outcome);
+    /// or, when it must wait, returns the program that waits and runs
+    /// `source` (which guards it itself), without a frame. One pooled
+    /// block, and no allocation for a one-word release closure.
+    #[inline(always)]
+    pub(crate) fn acquire(source: Node, k: AcquireK, site: Option<Site>) -> Node {
+        Node::from_bind(BindBox::new(source, OnBody(k), site), Tag::Acquire)
+    }
     /// `source`, recorded as the operation `k.op` at `site` (or a traced
     /// scope, or a trace read: `k.kind`). Without the `tracing` feature,
     /// `source` itself.
@@ -853,6 +873,7 @@ unsafe fn decode(word: Word, vtable: *const ()) -> Kind {
             Tag::Canceled => Kind::Canceled(word_site(word)),
             Tag::OnCancel => Kind::OnCancel(BindBox::from_word(word)),
             Tag::GuaranteeCase => Kind::GuaranteeCase(BindBox::from_word(word)),
+            Tag::Acquire => Kind::Acquire(BindBox::from_word(word)),
             Tag::Start => Kind::Start(ErasedFn::from_raw(word, &*vt.cast())),
             Tag::Unwind => Kind::Unwind,
             Tag::Blocking => Kind::Blocking(ErasedFn::from_raw(word, &*vt.cast())),
@@ -878,6 +899,7 @@ unsafe fn decode(word: Word, vtable: *const ()) -> Kind {
             | Tag::Remask
             | Tag::RestoreOk
             | Tag::RestoreErr
+            | Tag::Release
             | Tag::ResumeBlock
             | Tag::RegionEnd
             | Tag::ResumeUnwind
@@ -921,6 +943,7 @@ impl Node {
                 | Tag::FoldWith
                 | Tag::Mark
                 | Tag::Region
+                | Tag::Acquire
         )
     }
 
@@ -936,6 +959,7 @@ impl Node {
             Kind::Poll(b) => Some(b.into_parts().0),
             Kind::OnCancel(b) => Some(b.into_parts().0),
             Kind::GuaranteeCase(b) => Some(b.into_parts().0),
+            Kind::Acquire(b) => Some(b.into_parts().0),
             #[cfg(feature = "tracing")]
             Kind::Mark(b) => Some(b.into_parts().0),
             Kind::Region(region) => Some(region.into_spec().body),

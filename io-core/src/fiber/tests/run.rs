@@ -140,6 +140,34 @@ fn binds_maps_and_handlers_compute_the_reference_result() {
 }
 
 #[test]
+fn with_lock_gives_its_permit_back_once_on_success_error_cancellation_and_unrun_drop() {
+    // The `Acquire` node and its `Release` frame (`fiber/run_loop.rs`),
+    // under Miri: the frame's closure is called once whichever way the
+    // body ends, and a program never run drops its node's block.
+    let mutex = crate::Mutex::new();
+    let free = |m: &crate::Mutex| alloc::format!("{m:?}").contains("locked: false");
+    let ok: IO<u64, String> = mutex.with_lock(IO::pure(7)).map(|x| x + 1);
+    assert_eq!(rt().run(ok), Some(Outcome::Succeeded(8)));
+    assert!(free(&mutex), "success");
+    let failed: IO<u64, String> = mutex
+        .with_lock(IO::raise_error(String::from("boom")))
+        .handle_error(|e| e.len() as u64);
+    assert_eq!(rt().run(failed), Some(Outcome::Succeeded(4)));
+    assert!(free(&mutex), "error");
+    let canceled: IO<u64, String> = mutex.with_lock(IO::canceled().map(|()| 1));
+    assert_eq!(rt().run(canceled), Some(Outcome::Canceled));
+    assert!(free(&mutex), "cancellation");
+    let nested: IO<u64, String> = mutex.with_lock(IO::pure(1));
+    let held = mutex.clone();
+    let inside: IO<bool, String> = mutex.with_lock(IO::delay(move || {
+        alloc::format!("{held:?}").contains("locked: true")
+    }));
+    assert_eq!(rt().run(inside), Some(Outcome::Succeeded(true)));
+    drop(nested);
+    assert!(free(&mutex), "a program never run");
+}
+
+#[test]
 fn an_error_skips_binds_and_reaches_the_nearest_handler() {
     let skipped = Arc::new(AtomicUsize::new(0));
     let (s1, s2) = (skipped.clone(), skipped.clone());

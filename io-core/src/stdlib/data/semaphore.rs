@@ -40,15 +40,21 @@
 //! the refusal is a value the program can match on, never a panic, a wrap
 //! or a silent clamp).
 //!
-//! `with_permit` (and so `Mutex::with_lock` and `Mutex::lock().use_with`)
-//! takes a free permit in a `defer` that returns the program guarded by its
-//! release (`use.guarantee(release)`); the run-loop installs a guarantee
-//! that a `defer` returns in the same step, before it can observe
-//! cancellation again: no masked region, no waiter, and the use runs with
-//! its caller's cancelability. The release is done while the finalizer is
-//! built, so it has no step of its own either. When it has to wait, the
-//! wait runs under the `poll` of a masked region, and the retry that takes
-//! the permit installs the release before the region unmasks.
+//! `with_permit` (and so `Mutex::with_lock`) is one `Acquire` node
+//! (`IO::acquire_at`): when it runs, its closure takes a free permit (one
+//! compare-and-swap) and hands the run-loop the release, which it pushes
+//! as a light `Release` frame in the same step, before it can observe
+//! cancellation again: no masked region, no waiter, no `Outcome`, and the
+//! use runs with its caller's cancelability. The frame calls the release
+//! (one compare-and-swap while nobody waits) as the use's value or error
+//! passes it, or as a cancellation or panic unwinds through it: once,
+//! whatever the outcome (`fiber/run_loop.rs`). `Mutex::lock().use_with`
+//! takes a free permit in a `defer` that returns the use guarded by its
+//! release (`use.guarantee(release)`), which the run-loop installs in the
+//! same step as well; that release is done while the finalizer is built,
+//! so it has no step of its own either. When either has to wait, the wait
+//! runs under the `poll` of a masked region, and the retry that takes the
+//! permit installs the release (a guarantee) before the region unmasks.
 //!
 //! # Waiters nobody can wake
 //!
@@ -72,7 +78,7 @@ use core::fmt;
 use core::mem::ManuallyDrop;
 
 use super::permits::{MAX_PERMITS, Overflow, Permits, Registered, Waiting};
-use crate::combinators::monad_cancel::Poll;
+use crate::combinators::monad_cancel::{Poll, Release as Releaser};
 use crate::engine::erased::Value;
 use crate::engine::tracing::{Internal, NO_SITE, Named, OpMeta, Site, here};
 use crate::fiber::{Callback, RawCallback};
@@ -609,18 +615,34 @@ impl Semaphore {
 
     /// [`Semaphore::with_permit`] recorded as the operation `M` at `site`.
     ///
-    /// A free permit (nobody waiting) is taken in a `defer`, which returns
-    /// `io` guarded by its release: the run-loop installs that guarantee in
-    /// the same step (see `fiber/run_loop.rs`), so no cancellation comes
-    /// between the permit and its release, and `io` runs with the caller's
-    /// cancelability, unmasked or masked. Otherwise the wait is a masked
-    /// region whose `poll` lets cancellation end the wait.
+    /// One `Acquire` node (`IO::acquire_at`): when it runs, a free permit
+    /// is taken (one compare-and-swap) and its release installed as a
+    /// `Release` frame in the same step (`fiber/run_loop.rs`), so no
+    /// cancellation comes between the permit and its release, `io` runs
+    /// with the caller's cancelability, unmasked or masked, and the
+    /// release (one compare-and-swap while nobody waits) runs once when
+    /// `io` ends, whatever the outcome, without a program of its own.
+    /// Otherwise the node runs the general path: the wait is a masked
+    /// region whose `poll` lets cancellation end it, and the retry that
+    /// takes the permit guards `io` with its release
+    /// ([`Semaphore::wait_holding`]).
     pub(crate) fn with_permit_at<M: OpMeta, A: Send + 'static, E: Send + 'static>(
         &self,
         site: Option<Site>,
         io: IO<A, E>,
     ) -> IO<A, E> {
-        self.use_permit_at::<M, Internal, (), A, E, _>(site, NO_SITE, (), move |()| io)
+        let shared = self.shared.clone();
+        io.acquire_at::<M, _>(site, move |io| {
+            if shared.try_take() {
+                return Ok((io, Releaser::new(move || shared.give_back(1))));
+            }
+            Err(Semaphore::wait_holding::<Internal, _, _, _, _>(
+                shared,
+                NO_SITE,
+                (),
+                move |()| io,
+            ))
+        })
     }
 
     /// The program `f` builds from `value`, run holding a permit, as
@@ -651,15 +673,36 @@ impl Semaphore {
                 let used = Semaphore::build_holding(&shared, &value, f);
                 return Semaphore::holding_at::<L, _, _>(lock_site, shared, used);
             }
-            IO::uncancelable_untraced(move |poll| {
-                // Weakly while it waits, strongly once woken: the wake-up
-                // hands this fiber the semaphore, so that it gives the
-                // permit on to the fibers listed behind it even if every
-                // other handle is gone by then (module doc).
-                Semaphore::acquire_slow_held(shared, poll).flat_map_untraced(move |held| {
-                    let used = Semaphore::build_holding(&held, &value, f);
-                    Semaphore::holding_at::<L, _, _>(lock_site, held, poll.apply_untraced(used))
-                })
+            Semaphore::wait_holding::<L, _, _, _, _>(shared, lock_site, value, f)
+        })
+    }
+
+    /// The program `f` builds from `value`, run holding a permit that is
+    /// waited for first: the wait is a masked region whose `poll` lets
+    /// cancellation end it, and the retry that takes the permit guards
+    /// `f`'s program with its release (recorded as `L` at `lock_site`)
+    /// before the region unmasks.
+    fn wait_holding<L, A, B, E, F>(
+        shared: Arc<Shared>,
+        lock_site: Option<Site>,
+        value: A,
+        f: F,
+    ) -> IO<B, E>
+    where
+        L: OpMeta,
+        A: Send + 'static,
+        B: Send + 'static,
+        E: Send + 'static,
+        F: FnOnce(&A) -> IO<B, E> + Send + 'static,
+    {
+        IO::uncancelable_untraced(move |poll| {
+            // Weakly while it waits, strongly once woken: the wake-up
+            // hands this fiber the semaphore, so that it gives the
+            // permit on to the fibers listed behind it even if every
+            // other handle is gone by then (module doc).
+            Semaphore::acquire_slow_held(shared, poll).flat_map_untraced(move |held| {
+                let used = Semaphore::build_holding(&held, &value, f);
+                Semaphore::holding_at::<L, _, _>(lock_site, held, poll.apply_untraced(used))
             })
         })
     }
