@@ -227,22 +227,6 @@ fn start_join() -> P {
     go(0)
 }
 
-fn race() -> P {
-    fn go(i: i32) -> P {
-        if i < N / 10 {
-            P::pure(i + 1).race(P::never()).flat_map(|won| {
-                go(match won {
-                    spindle_core::Either::Left(v) => v,
-                    spindle_core::Either::Right(v) => v,
-                })
-            })
-        } else {
-            IO::pure(i)
-        }
-    }
-    go(0)
-}
-
 /// `race_all` of `width` programs: one that wins at once, the others
 /// `never` (canceled), `N / 10` times (compare with `race`, width 2).
 fn race_all(width: usize) -> P {
@@ -263,19 +247,6 @@ fn memoize_get() -> P {
     P::delay(|| 1)
         .memoize()
         .flat_map(|memo| steps(move |i| memo.get().map(move |one| i + one - 1)))
-}
-
-fn both() -> P {
-    fn go(i: i32) -> P {
-        if i < N / 10 {
-            P::pure(i + 1)
-                .both(P::pure(1))
-                .flat_map(|(a, b)| go(a + b - 1))
-        } else {
-            IO::pure(i)
-        }
-    }
-    go(0)
 }
 
 fn timeout() -> P {
@@ -337,26 +308,6 @@ fn queue_ping_pong() -> P {
                 .map(move |x| core::ops::ControlFlow::Continue(x + 1))
         });
         pinger.flat_map(move |n| fiber.join().map(move |_| n))
-    })
-}
-
-fn deferred_ping_pong() -> P {
-    use spindle_core::Deferred;
-    // Each round: a fresh pair; the responder waits for the ping, answers.
-    IO::tail_rec(0, |n| {
-        if n == ROUNDS {
-            return IO::pure(core::ops::ControlFlow::Break(n));
-        }
-        let (ping, pong) = (Deferred::<i32>::new(), Deferred::<i32>::new());
-        let (ping_rx, pong_tx) = (ping.clone(), pong.clone());
-        let responder: P = ping_rx
-            .get()
-            .flat_map(move |x| pong_tx.complete(x + 1).map(move |_| x));
-        responder.start().flat_map(move |_fiber| {
-            ping.complete(n)
-                .flat_map(move |_| pong.get())
-                .map(core::ops::ControlFlow::Continue)
-        })
     })
 }
 
@@ -701,15 +652,15 @@ fn run_workload(name: &str) -> i32 {
         "start_join" => start_join,
         "cede" => cede,
         "spawn" => spawn,
-        "race" => race,
-        "both" => both,
+        "race" => benches::fiber_loops::race::<{ N / 10 }>,
+        "both" => benches::fiber_loops::both::<{ N / 10 }>,
         "race_all2" => || race_all(2),
         "race_all3" => || race_all(3),
         "memoize_get" => memoize_get,
         "timeout" => timeout,
         "timeout_delay" => timeout_delay,
         "queue_ping_pong" => queue_ping_pong,
-        "deferred_ping_pong" => deferred_ping_pong,
+        "deferred_ping_pong" => benches::fiber_loops::deferred_ping_pong::<ROUNDS>,
         "ref_modify" => ref_modify,
         "mutex_lock" => mutex_lock,
         "mutex_resource" => mutex_resource,

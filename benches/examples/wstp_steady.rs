@@ -12,57 +12,11 @@
 //! perf stat -e task-clock,context-switches,cpu-migrations \
 //!     target/release/examples/wstp_steady race 50
 //! ```
-use spindle_core::{IO, IORuntime};
-type P = IO<i32, i32>;
+use benches::fiber_loops::{both, deferred_ping_pong, race};
+use spindle_core::IORuntime;
+
 const OPS: i32 = 10_000;
-/// `OPS` races of a value against `never` (the loser canceled), in a chain.
-fn race() -> P {
-    fn go(i: i32) -> P {
-        if i < OPS {
-            P::pure(i + 1).race(P::never()).flat_map(|won| {
-                go(match won {
-                    spindle_core::Either::Left(v) => v,
-                    spindle_core::Either::Right(v) => v,
-                })
-            })
-        } else {
-            IO::pure(i)
-        }
-    }
-    go(0)
-}
-/// `OPS` `both`s of two values, in a chain.
-fn both() -> P {
-    fn go(i: i32) -> P {
-        if i < OPS {
-            P::pure(i + 1)
-                .both(P::pure(1))
-                .flat_map(|(a, b)| go(a + b - 1))
-        } else {
-            IO::pure(i)
-        }
-    }
-    go(0)
-}
-/// `OPS` round trips, each a fresh responder fiber and a pair of `Deferred`s.
-fn deferred_ping_pong() -> P {
-    use spindle_core::Deferred;
-    IO::tail_rec(0, |n| {
-        if n == OPS {
-            return IO::pure(core::ops::ControlFlow::Break(n));
-        }
-        let (ping, pong) = (Deferred::<i32>::new(), Deferred::<i32>::new());
-        let (ping_rx, pong_tx) = (ping.clone(), pong.clone());
-        let responder: P = ping_rx
-            .get()
-            .flat_map(move |x| pong_tx.complete(x + 1).map(move |_| x));
-        responder.start().flat_map(move |_fiber| {
-            ping.complete(n)
-                .flat_map(move |_| pong.get())
-                .map(core::ops::ControlFlow::Continue)
-        })
-    })
-}
+
 fn main() {
     let name = std::env::args()
         .nth(1)
@@ -75,9 +29,9 @@ fn main() {
     let mut times = Vec::new();
     for _ in 0..reps {
         let io = match name.as_str() {
-            "race" => race(),
-            "both" => both(),
-            "deferred_ping_pong" => deferred_ping_pong(),
+            "race" => race::<OPS>(),
+            "both" => both::<OPS>(),
+            "deferred_ping_pong" => deferred_ping_pong::<OPS>(),
             other => panic!("unknown workload {other}"),
         };
         // As the suite: the program as a fiber on a worker.

@@ -21,6 +21,70 @@
 
 use core::fmt::Debug;
 
+/// Chains of fiber operations shared by the callgrind harness
+/// (`examples/prof.rs`) and the steady-state harness
+/// (`examples/wstp_steady.rs`): `race`, `both` and a `Deferred` ping-pong,
+/// `n` operations each, as `IO<i32, i32>` programs whose value is `n`.
+pub mod fiber_loops {
+    use core::ops::ControlFlow;
+
+    use spindle_core::{Deferred, Either, IO};
+
+    type P = IO<i32, i32>;
+
+    /// `N` races of a value against `never` (the loser canceled), in a
+    /// chain. (The count is a constant, so the closures capture nothing.)
+    pub fn race<const N: i32>() -> P {
+        fn go<const N: i32>(i: i32) -> P {
+            if i < N {
+                P::pure(i + 1).race(P::never()).flat_map(|won| {
+                    go::<N>(match won {
+                        Either::Left(v) => v,
+                        Either::Right(v) => v,
+                    })
+                })
+            } else {
+                IO::pure(i)
+            }
+        }
+        go::<N>(0)
+    }
+
+    /// `N` `both`s of two values, in a chain.
+    pub fn both<const N: i32>() -> P {
+        fn go<const N: i32>(i: i32) -> P {
+            if i < N {
+                P::pure(i + 1)
+                    .both(P::pure(1))
+                    .flat_map(|(a, b)| go::<N>(a + b - 1))
+            } else {
+                IO::pure(i)
+            }
+        }
+        go::<N>(0)
+    }
+
+    /// `ROUNDS` round trips, each a fresh responder fiber and a fresh pair
+    /// of `Deferred`s: the responder waits for the ping and answers.
+    pub fn deferred_ping_pong<const ROUNDS: i32>() -> P {
+        IO::tail_rec(0, |i| {
+            if i == ROUNDS {
+                return IO::pure(ControlFlow::Break(i));
+            }
+            let (ping, pong) = (Deferred::<i32>::new(), Deferred::<i32>::new());
+            let (ping_rx, pong_tx) = (ping.clone(), pong.clone());
+            let responder: P = ping_rx
+                .get()
+                .flat_map(move |x| pong_tx.complete(x + 1).map(move |_| x));
+            responder.start().flat_map(move |_fiber| {
+                ping.complete(i)
+                    .flat_map(move |_| pong.get())
+                    .map(ControlFlow::Continue)
+            })
+        })
+    }
+}
+
 /// The `pure` bind loops of Cats Effect's `ShallowBindBenchmark` and
 /// `DeepBindBenchmark` ([`SIZE`] steps), shared by the `suite` and
 /// `tracing` bench targets.

@@ -25,7 +25,7 @@ use std::time::Duration;
 
 use common::{HANG_LIMIT, rt_test, within};
 use proptest::prelude::*;
-use proptest::test_runner::{Config, TestCaseError, TestRunner};
+use proptest::test_runner::TestCaseError;
 use spindle_core::{IO, Outcome};
 
 // ---------------------------------------------------------------------------
@@ -407,26 +407,12 @@ fn handler_fn() -> impl Strategy<Value = HandlerFn> {
     handler_fn_with(prog())
 }
 
-/// Checks `test` on 256 generated cases (or `PROPTEST_CASES`, as proptest
-/// reads it: the instrumented run of `.ci/asan` checks fewer); panics with
-/// the shrunk counterexample on failure. Nothing is written to disk.
+/// Checks `test` on 256 generated cases (see `common::props`).
 fn check<S: Strategy>(strategy: S, test: impl Fn(S::Value) -> Result<(), TestCaseError>)
 where
     S::Value: std::fmt::Debug,
 {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|cases| cases.parse().ok())
-        .unwrap_or(256);
-    let config = Config {
-        cases,
-        failure_persistence: None,
-        ..Config::default()
-    };
-    let mut runner = TestRunner::new(config);
-    if let Err(e) = runner.run(&strategy, test) {
-        panic!("{e}");
-    }
+    common::props::check_cases(256, strategy, test);
 }
 
 rt_test! {

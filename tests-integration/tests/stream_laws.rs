@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use common::rt_test;
 use proptest::prelude::*;
-use proptest::test_runner::{Config, TestCaseError, TestRunner};
+use proptest::test_runner::TestCaseError;
 use spindle_core::{IO, Outcome};
 use spindle_stream::text::{self, TextError};
 use spindle_stream::{Chunk, Stream};
@@ -29,23 +29,12 @@ impl From<TextError> for Failure {
 
 type E = Failure;
 
-/// Checks `test` on 64 generated cases (or `PROPTEST_CASES`).
+/// Checks `test` on 64 generated cases (see `common::props`).
 fn check<S: Strategy>(strategy: S, test: impl Fn(S::Value) -> Result<(), TestCaseError>)
 where
     S::Value: std::fmt::Debug,
 {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|cases| cases.parse().ok())
-        .unwrap_or(64);
-    let config = Config {
-        cases,
-        failure_persistence: None,
-        ..Config::default()
-    };
-    if let Err(e) = TestRunner::new(config).run(&strategy, test) {
-        panic!("{e}");
-    }
+    common::props::check_cases(64, strategy, test);
 }
 
 /// `items` cut into chunks of the given sizes (cycled; 0 read as 1).

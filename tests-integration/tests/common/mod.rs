@@ -50,6 +50,7 @@ pub use spindle_core::error::RunError;
 
 #[cfg(unix)]
 pub mod net;
+pub mod props;
 pub mod storm;
 
 /// What an executor counts of its sockets (spindle-net's I/O capability),
