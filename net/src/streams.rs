@@ -20,14 +20,7 @@ use crate::unix::UnixStream;
 
 /// A checked read size.
 fn read_size(operation: &'static str, n: usize) -> Result<usize, InvalidArgument> {
-    if n == 0 {
-        Err(InvalidArgument {
-            operation,
-            requirement: "a read size above 0",
-        })
-    } else {
-        Ok(n)
-    }
+    InvalidArgument::above_zero(operation, "a read size above 0", n)
 }
 
 /// The stream of what `read(max)` reads, until it reads nothing (the end).

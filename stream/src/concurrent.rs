@@ -95,14 +95,7 @@ where
 
 /// A checked parallelism.
 fn parallelism(operation: &'static str, n: usize) -> Result<usize, InvalidArgument> {
-    if n == 0 {
-        Err(InvalidArgument {
-            operation,
-            requirement: "a parallelism above 0",
-        })
-    } else {
-        Ok(n)
-    }
+    InvalidArgument::above_zero(operation, "a parallelism above 0", n)
 }
 
 /// The stream of what `producer` sends: see the module doc. `inputs` is

@@ -106,16 +106,30 @@ impl fmt::Display for InvalidArgument {
 
 impl core::error::Error for InvalidArgument {}
 
+impl InvalidArgument {
+    /// `n` if it is above 0; otherwise the error of `operation`, which
+    /// needs `requirement` (`"a chunk size above 0"`): the check of every
+    /// size and count a stage takes, for stages written outside this crate
+    /// too (a socket's read size).
+    pub fn above_zero(
+        operation: &'static str,
+        requirement: &'static str,
+        n: usize,
+    ) -> Result<usize, InvalidArgument> {
+        if n == 0 {
+            Err(InvalidArgument {
+                operation,
+                requirement,
+            })
+        } else {
+            Ok(n)
+        }
+    }
+}
+
 /// A chunk size checked to be above 0.
 pub(crate) fn chunk_size(operation: &'static str, n: usize) -> Result<usize, InvalidArgument> {
-    if n == 0 {
-        Err(InvalidArgument {
-            operation,
-            requirement: "a chunk size above 0",
-        })
-    } else {
-        Ok(n)
-    }
+    InvalidArgument::above_zero(operation, "a chunk size above 0", n)
 }
 
 impl<A: Send + 'static, E: Send + 'static> Stream<A, E> {

@@ -157,13 +157,17 @@ where
             } else {
                 buf.extend_from_slice(&chunk);
             }
-            match core::str::from_utf8(&buf) {
-                Ok(_) => Ok(Chunk::singleton(String::from_utf8(buf).unwrap_or_default())),
-                Err(e) if e.error_len().is_none() => {
+            // One validation: `String::from_utf8` gives the bytes back
+            // with the error.
+            match String::from_utf8(buf) {
+                Ok(text) => Ok(Chunk::singleton(text)),
+                Err(e) if e.utf8_error().error_len().is_none() => {
                     // An incomplete sequence at the end: keep it.
-                    let valid = e.valid_up_to();
+                    let valid = e.utf8_error().valid_up_to();
+                    let mut buf = e.into_bytes();
                     *pending = buf.split_off(valid);
-                    buf.truncate(valid);
+                    // Valid up to `valid`: checked again only when a chunk
+                    // ends inside a sequence (no `unsafe`).
                     let text = String::from_utf8(buf).unwrap_or_default();
                     Ok(if text.is_empty() {
                         Chunk::empty()
@@ -172,7 +176,7 @@ where
                     })
                 }
                 Err(e) => Err(E::from(TextError::InvalidUtf8 {
-                    offset: start + e.valid_up_to() as u64,
+                    offset: start + e.utf8_error().valid_up_to() as u64,
                 })),
             }
         },

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::{eventually, rt_test};
-use spindle_core::{ExitCase, IO, Outcome, Queue, Resource};
+use spindle_core::{IO, Outcome, Queue, Resource};
 use spindle_stream::{Channel, Chunk, SignallingRef, Stream, Topic};
 
 type E = String;
@@ -337,7 +337,6 @@ rt_test! {
         let stream = Stream::resource(r).flat_map(move |v| Stream::exec(note(&l, format!("use {v}"))));
         let _: Vec<()> = values(run, stream);
         assert_eq!(lines(&log), ["acquire", "use 7", "release"]);
-        let _ = ExitCase::Succeeded;
     }
 
     fn par_eval_map_keeps_input_order_and_runs_at_most_n_at_once() {
