@@ -28,7 +28,7 @@
 use alloc::boxed::Box;
 use core::ops::ControlFlow;
 
-use spindle_core::{Deferred, ExitCase, IO, Queue, Semaphore, Supervisor};
+use spindle_core::{ExitCase, IO, Queue, Semaphore, Supervisor};
 
 use crate::chunk::Chunk;
 use crate::scope::Scope;
@@ -37,8 +37,6 @@ use crate::stream::{InvalidArgument, Step, Stream};
 /// What a producer sends.
 enum Msg<A, E> {
     Chunk(Chunk<A>),
-    /// An element computed by a child fiber, in input order.
-    Pending(Deferred<Result<A, E>>),
     Failed(E),
 }
 
@@ -77,22 +75,6 @@ impl<A: Send + 'static, E: Send + 'static> Sender<A, E> {
     }
 }
 
-/// A worker fiber's loop: runs `run` for each job of `jobs` until the
-/// queue is closed and empty.
-fn worker<J, E, R>(jobs: Queue<J>, run: R) -> IO<(), E>
-where
-    J: Send + 'static,
-    E: Send + 'static,
-    R: Fn(J) -> IO<(), E> + Send + 'static,
-{
-    IO::tail_rec((jobs, run), |(jobs, run)| {
-        jobs.receive().flat_map(move |job| match job {
-            Some(job) => run(job).map(move |()| ControlFlow::Continue((jobs, run))),
-            None => IO::pure(ControlFlow::Break(())),
-        })
-    })
-}
-
 /// A checked parallelism.
 fn parallelism(operation: &'static str, n: usize) -> Result<usize, InvalidArgument> {
     InvalidArgument::above_zero(operation, "a parallelism above 0", n)
@@ -119,17 +101,22 @@ where
         let body = producer(sender, input_scopes)
             .handle_error_with(move |error| failing.offer(Msg::Failed(error)))
             .guarantee(closing.close().void());
-        let registered = own.clone();
-        IO::uncancelable(move |_| {
-            body.start::<E>().flat_map(move |fiber| {
-                match registered.register(Box::new(move |_| fiber.cancel())) {
-                    Ok(()) => IO::unit(),
-                    // The stage's scope closed already: stop the producer now.
-                    Err(cancel) => cancel(ExitCase::Canceled),
-                }
-            })
+        supervise(own.clone(), body).flat_map(move |()| read(queue, own))
+    })
+}
+
+/// Starts `body` on a fiber of its own, masked, and registers "cancel it"
+/// in `own` (whose closing then waits until the fiber and everything it
+/// started ended).
+pub(crate) fn supervise<E: Send + 'static>(own: Scope<E>, body: IO<(), E>) -> IO<(), E> {
+    IO::uncancelable(move |_| {
+        body.start::<E>().flat_map(move |fiber| {
+            match own.register(Box::new(move |_| fiber.cancel())) {
+                Ok(()) => IO::unit(),
+                // The stage's scope closed already: stop the fiber now.
+                Err(cancel) => cancel(ExitCase::Canceled),
+            }
         })
-        .flat_map(move |()| read(queue, own))
     })
 }
 
@@ -170,15 +157,6 @@ fn read<A: Send + 'static, E: Send + 'static>(
             chunk,
             Stream::from_pull(move |_| read(queue, own)),
         )),
-        Some(Msg::Pending(result)) => result.take().flat_map(move |result| match result {
-            Some(Ok(item)) => IO::pure(Step::Emit(
-                Chunk::singleton(item),
-                Stream::from_pull(move |_| read(queue, own)),
-            )),
-            Some(Err(error)) => IO::raise_error(error),
-            // Each deferred is read once, here: it cannot be empty.
-            None => read(queue, own),
-        }),
         Some(Msg::Failed(error)) => IO::raise_error(error),
         None => own.close(ExitCase::Succeeded).map(|()| Step::Done),
     })
@@ -245,83 +223,50 @@ impl<A: Send + 'static, E: Send + 'static> Stream<A, E> {
     /// input order) fails the stream and cancels the programs still
     /// running.
     ///
-    /// `n` worker fibers run the programs; the input is read on a fiber of
-    /// its own that builds each element's program and queues it, with the
-    /// place of its value in the output (a `Deferred`), so no fiber is
-    /// started per element.
-    pub fn par_eval_map<B, F>(self, n: usize, mut f: F) -> Result<Stream<B, E>, InvalidArgument>
+    /// `n` worker fibers claim the elements and run their programs; at
+    /// most `n` programs run and at most `n` finished values wait for the
+    /// consumer at any time, and the consumer takes every value finished
+    /// in order at once, as one chunk. No fiber is started per element.
+    ///
+    /// ```
+    /// use spindle_effect::prelude::*;
+    /// use spindle_effect::single::SingleThreaded;
+    /// use spindle_effect::stream::Stream;
+    ///
+    /// let doubled = Stream::range(0u64..5)
+    ///     .par_eval_map(3, |n| IO::<(), ()>::cede().map(move |()| n * 2))?
+    ///     .compile()
+    ///     .to_vec();
+    /// assert_eq!(SingleThreaded::new()?.block_on(doubled)?.succeeded(), Some(vec![0, 2, 4, 6, 8]));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn par_eval_map<B, F>(self, n: usize, f: F) -> Result<Stream<B, E>, InvalidArgument>
     where
         B: Send + 'static,
         F: FnMut(A) -> IO<B, E> + Send + 'static,
     {
         let n = parallelism("par_eval_map", n)?;
-        Ok(produced(n, 1, move |sender: Sender<B, E>, mut scopes| {
-            let scope = scopes.pop().expect("one input scope");
-            let jobs = Queue::<(IO<B, E>, Deferred<Result<B, E>>)>::bounded(n).expect("n > 0");
-            let (queued, closing) = (jobs.clone(), jobs.clone());
-            let feeder = self
-                .eval_map(move |item| {
-                    let program = f(item);
-                    let result = Deferred::new();
-                    let job = (program, result.clone());
-                    let jobs = queued.clone();
-                    sender
-                        .queue
-                        .offer(Msg::Pending(result))
-                        .flat_map(move |()| jobs.offer(job))
-                })
-                .drain_in(scope)
-                .guarantee(closing.close().void());
-            let workers = (0..n).map(|_| {
-                worker(
-                    jobs.clone(),
-                    |(program, result): (IO<B, E>, Deferred<Result<B, E>>)| {
-                        program
-                            .attempt()
-                            .flat_map(move |r| result.complete(r).void())
-                    },
-                )
-            });
-            IO::par_sequence(core::iter::once(feeder).chain(workers).collect()).void()
-        }))
+        Ok(crate::par_map::par_map(self, n, true, f))
     }
 
     /// Runs `f`'s program for up to `n` elements at once and emits the
-    /// values as they come; `n` must be above 0. The first error fails the
-    /// stream and cancels the programs still running.
+    /// values as they finish; `n` must be above 0. The first error fails
+    /// the stream (after the values that finished before it) and cancels
+    /// the programs still running.
     ///
-    /// `n` worker fibers run the programs, which a fiber reading the input
-    /// builds and queues (no fiber is started per element).
+    /// `n` worker fibers claim the elements and run their programs, as in
+    /// [`Stream::par_eval_map`].
     pub fn par_eval_map_unordered<B, F>(
         self,
         n: usize,
-        mut f: F,
+        f: F,
     ) -> Result<Stream<B, E>, InvalidArgument>
     where
         B: Send + 'static,
         F: FnMut(A) -> IO<B, E> + Send + 'static,
     {
         let n = parallelism("par_eval_map_unordered", n)?;
-        Ok(produced(n, 1, move |sender: Sender<B, E>, mut scopes| {
-            let scope = scopes.pop().expect("one input scope");
-            let jobs = Queue::<IO<B, E>>::bounded(n).expect("n > 0");
-            let (queued, closing) = (jobs.clone(), jobs.clone());
-            let feeder = self
-                .eval_map(move |item| queued.offer(f(item)))
-                .drain_in(scope)
-                .guarantee(closing.close().void());
-            let workers = (0..n).map(|_| {
-                let sender = sender.clone();
-                worker(jobs.clone(), move |program: IO<B, E>| {
-                    let sender = sender.clone();
-                    program.attempt().flat_map(move |r| match r {
-                        Ok(value) => sender.queue.offer(Msg::Chunk(Chunk::singleton(value))),
-                        Err(error) => sender.queue.offer(Msg::Failed(error)),
-                    })
-                })
-            });
-            IO::par_sequence(core::iter::once(feeder).chain(workers).collect()).void()
-        }))
+        Ok(crate::par_map::par_map(self, n, false, f))
     }
 
     /// The elements of this stream and of `other` as they come (each

@@ -35,6 +35,7 @@ pub mod chunk;
 mod concurrent;
 mod futures;
 mod ops;
+mod par_map;
 mod scope;
 mod stream;
 mod sync;

@@ -363,6 +363,59 @@ rt_test! {
         assert_eq!(gauge.most.load(Ordering::SeqCst), 4);
     }
 
+    fn par_eval_map_emits_the_values_before_a_failed_element_then_its_error() {
+        let stream = Stream::range(0u64..10)
+            .par_eval_map(3, |i| {
+                if i == 4 {
+                    IO::cede().flat_map(move |()| IO::raise_error(format!("bad {i}")))
+                } else {
+                    IO::cede().map(move |()| i)
+                }
+            })
+            .expect("n > 0")
+            .attempt();
+        let want: Vec<Result<u64, String>> =
+            vec![Ok(0), Ok(1), Ok(2), Ok(3), Err("bad 4".to_string())];
+        assert_eq!(values(run, stream), want);
+    }
+
+    fn par_eval_map_gives_every_value_of_a_failing_input_before_the_inputs_error() {
+        let input = Stream::range(0u64..5).append(Stream::raise_error("input failed".to_string()));
+        let stream = input
+            .par_eval_map(2, |i| IO::cede().map(move |()| i * 2))
+            .expect("n > 0")
+            .attempt();
+        let want: Vec<Result<u64, String>> = vec![
+            Ok(0),
+            Ok(2),
+            Ok(4),
+            Ok(6),
+            Ok(8),
+            Err("input failed".to_string()),
+        ];
+        assert_eq!(values(run, stream), want);
+    }
+
+    fn par_eval_map_holds_at_most_n_finished_values_for_a_consumer_that_has_not_pulled() {
+        let started = Arc::new(AtomicUsize::new(0));
+        let s = started.clone();
+        // The first element never finishes: the next ones finish and wait
+        // for it, one at a time beside it, until 2 finished values are
+        // held; then nothing more starts (1 stuck + 2 finished).
+        let stream = Stream::<u64, String>::range(0..100)
+            .par_eval_map(2, move |i| {
+                s.fetch_add(1, Ordering::SeqCst);
+                if i == 0 { IO::never() } else { IO::pure(i) }
+            })
+            .expect("n > 0");
+        let program = stream
+            .compile()
+            .drain()
+            .timeout_to(Duration::from_millis(20), IO::unit());
+        assert_eq!(run(program), Outcome::Succeeded(()));
+        assert_eq!(started.load(Ordering::SeqCst), 3);
+    }
+
     fn a_parallelism_of_zero_is_refused() {
         let error = Stream::<u32, String>::range(0..3)
             .par_eval_map(0, IO::pure)
