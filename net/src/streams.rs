@@ -6,6 +6,14 @@
 //! A read stream holds a clone of the socket, so the connection stays
 //! open while the stream lives; the stream does not close it when it
 //! ends (the last clone does). Errors are the socket's `io::Error`s.
+//!
+//! A listener's `incoming()` is the endless stream of its accepts, each
+//! as a `Result`: a failed accept (out of descriptors, a connection reset
+//! before it was accepted) is an element, not the end, as with tokio's
+//! `TcpListenerStream`, so a server decides (log it and pause, or fail
+//! the stream with it, as fs2's `Network.server` does). An accept runs only when
+//! the stream is pulled: a consumer that is busy (a connection limit
+//! reached in `par_join`) leaves the next clients in the listen backlog.
 
 use std::io;
 use std::net::SocketAddr;
@@ -14,9 +22,9 @@ use spindle_core::IO;
 use spindle_stream::{Chunk, InvalidArgument, Stream};
 
 use crate::stream::{ReadHalf, Split, WriteHalf};
-use crate::tcp::TcpStream;
+use crate::tcp::{TcpListener, TcpStream};
 use crate::udp::UdpSocket;
-use crate::unix::UnixStream;
+use crate::unix::{UnixListener, UnixStream};
 
 /// A checked read size.
 fn read_size(operation: &'static str, n: usize) -> Result<usize, InvalidArgument> {
@@ -78,6 +86,30 @@ impl<S: Split> WriteHalf<S> {
         bytes
             .chunks()
             .eval_map(move |chunk| half.write_all(chunk.into_vec()))
+    }
+}
+
+impl TcpListener {
+    /// The connections accepted on this listener, each with its peer's
+    /// address, or the error of an accept that failed (the stream goes
+    /// on after it); without end. The stream holds a clone of the
+    /// listener: the socket stays open while the stream lives.
+    pub fn incoming(&self) -> Stream<io::Result<(TcpStream, SocketAddr)>, io::Error> {
+        let listener = self.clone();
+        Stream::repeat_eval(move || listener.accept().attempt())
+    }
+}
+
+impl UnixListener {
+    /// The connections accepted on this listener, each with its peer's
+    /// address, or the error of an accept that failed (the stream goes
+    /// on after it); without end. The stream holds a clone of the
+    /// listener: the socket stays open while the stream lives.
+    pub fn incoming(
+        &self,
+    ) -> Stream<io::Result<(UnixStream, std::os::unix::net::SocketAddr)>, io::Error> {
+        let listener = self.clone();
+        Stream::repeat_eval(move || listener.accept().attempt())
     }
 }
 

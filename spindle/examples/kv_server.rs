@@ -1,7 +1,8 @@
-//! A key-value server over a line protocol, written with IO blocks: one
-//! fiber per connection under a connection limit (`net::serve`), the data
-//! in a `MapRef` that every connection shares, an idle timeout per
-//! connection, and a graceful shutdown on Ctrl-C.
+//! A key-value server over a line protocol: each connection a stream
+//! pipeline (`spindle_effect::stream`), one fiber per connection under a
+//! connection limit (`net::serve`), the data in a `MapRef` that every
+//! connection shares, an idle timeout per connection, and a graceful
+//! shutdown on Ctrl-C (written with IO blocks).
 //!
 //! ```text
 //! kv_server [--port 7379] [--idle-ms 60000] [--grace-ms 5000] [--max-connections 64]
@@ -28,7 +29,30 @@
 //! Commands are case-insensitive; keys and values are not. A connection
 //! that sends no complete line for `--idle-ms` gets `BYE idle` and is
 //! closed. A line over 64 KiB, or one that is not UTF-8, closes its
-//! connection (the server's stderr says why); the others go on.
+//! connection after the answers to the lines before it (the server's
+//! stderr says why); the others go on.
+//!
+//! # A connection
+//!
+//! [`connection`] is one pipeline, compiled to the `IO` that serves the
+//! connection:
+//!
+//! ```text
+//! socket.reads(16 KiB) -> text::utf8_decode -> text::lines(64 KiB)
+//!   -> map(parse) -> eval_map(execute)        an answer per command, in order
+//!   -> timeout_on_pull_to(idle, "BYE idle")   the idle timeout
+//!   -> take_through(not "BYE")                QUIT's answer is the last
+//!   -> text::utf8_encode -> socket.writes     one write per chunk of answers
+//! ```
+//!
+//! The write pipe pulls the next answers only once it wrote the last, so
+//! a command runs only when its answer can be sent (a client that does
+//! not read is not read either). The deadline is on each pull of an
+//! answer: when no command arrives for `idle`, the pending read is
+//! withdrawn and the stream goes on with `BYE idle`, then ends.
+//! `take_through` ends it after `BYE`. A bad line fails the pipeline,
+//! and `serve` reports its error. When the pipeline ends, the socket's
+//! last handle goes and the connection closes.
 //!
 //! # Shutdown
 //!
@@ -41,20 +65,21 @@
 //! (`canceled` on stderr, exit code 130); [`run`] makes that 0 when the
 //! server has drained. A second Ctrl-C exits at once (130).
 //!
-//! The guide's tutorial builds this program step by step. Its combinator
-//! form, the same program with `flat_map` and no blocks, is
-//! `examples/combinator_forms/kv_server.rs`.
+//! The guide's tutorial builds this program step by step, with the
+//! connection written as an IO block over `BufReader`'s line loop. Its
+//! combinator form, the same program with `flat_map` and no blocks (and
+//! that line loop), is `examples/combinator_forms/kv_server.rs`.
 
 use std::io;
 use std::net::SocketAddr;
-use std::ops::ControlFlow;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use spindle_effect::net::{self, BufReader, ServeConfig, TcpListener, TcpStream, WriteHalf};
+use spindle_effect::net::{self, DEFAULT_LINE_LIMIT, ServeConfig, TcpListener, TcpStream};
 use spindle_effect::prelude::*;
+use spindle_effect::stream::{Stream, text};
 use spindle_effect::{Deferred, MapRef, app, wstp::Runtime};
 
 /// The data: a cell per key, shared by every connection.
@@ -95,15 +120,16 @@ pub fn parse(line: &str) -> Result<Command, String> {
     }
 }
 
-/// Runs a command against the store and writes its answer; `Break` after
-/// `QUIT`.
-pub fn execute(
-    command: Result<Command, String>,
-    store: Store,
-    out: WriteHalf<TcpStream>,
-) -> IO<ControlFlow<()>, io::Error> {
+/// The answer to `QUIT`, the last one a connection gets.
+pub const BYE: &str = "BYE";
+
+/// The most a read of a connection takes at once.
+const READ_SIZE: usize = 16 * 1024;
+
+/// Runs a command against the store: its answer, without the line break.
+pub fn execute(command: Result<Command, String>, store: Store) -> IO<String, io::Error> {
     IO::block(async move {
-        let answer = match command {
+        Ok(match command {
             Ok(Command::Get(key)) => match store.at(key).get().value().await {
                 Some(value) => format!("VALUE {value}"),
                 None => "NOT_FOUND".to_string(),
@@ -118,32 +144,32 @@ pub fn execute(
             },
             Ok(Command::Keys) => (store.keys().value().await.iter())
                 .fold("KEYS".to_string(), |answer, key| answer + " " + key),
-            Ok(Command::Quit) => {
-                out.write_all("BYE\n").await?;
-                return Ok(ControlFlow::Break(()));
-            }
+            Ok(Command::Quit) => BYE.to_string(),
             Err(why) => format!("ERR {why}"),
-        };
-        out.write_all(answer + "\n").await?;
-        Ok(ControlFlow::Continue(()))
+        })
     })
 }
 
 /// Serves one connection: a command per line, until `QUIT`, the client's
-/// end of stream, or `idle` without a line (then `BYE idle`). The
-/// connection closes when its halves are dropped, at the end.
-pub fn connection(stream: TcpStream, store: Store, idle: Duration) -> IO<(), io::Error> {
-    let (input, out) = stream.into_split();
-    IO::block(async move {
-        let answers = out.clone();
-        let lines = BufReader::new(input).for_each_line_timeout(idle, move |line| {
-            execute(parse(&line), store.clone(), answers.clone())
-        });
-        if lines.await?.is_idle_timeout() {
-            out.write_all("BYE idle\n").await?;
-        }
-        Ok(())
-    })
+/// end of stream, or `idle` without a line (then `BYE idle`); see the
+/// module doc for the pipeline.
+pub fn connection(socket: TcpStream, store: Store, idle: Duration) -> IO<(), io::Error> {
+    let bytes = match socket.reads(READ_SIZE) {
+        Ok(bytes) => bytes,
+        Err(refused) => return IO::raise_error(io::Error::other(refused)),
+    };
+    bytes
+        .through(text::utf8_decode)
+        .through(|text| text::lines(text, DEFAULT_LINE_LIMIT))
+        .map(|line| parse(&line))
+        .eval_map(move |command| execute(command, store.clone()))
+        .timeout_on_pull_to(idle, Stream::emit(format!("{BYE} idle")))
+        .take_through(|answer| answer != BYE)
+        .map(|answer| answer + "\n")
+        .through(text::utf8_encode)
+        .through(|answers| socket.writes(answers))
+        .compile()
+        .drain()
 }
 
 /// The command line.

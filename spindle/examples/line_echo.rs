@@ -6,6 +6,7 @@
 //! line_echo [--executor wstp|batching|tokio|single] [--workers N]
 //!           [--flavor multi-thread|current-thread] [--mode batching|macrotask]
 //!           [--batch-size N] [--addr 127.0.0.1:0] [--max-line-bytes N] [--idle-timeout-ms N]
+//!           [--max-connections N]
 //! ```
 //!
 //! `cargo run -p spindle-effect --features full --example line_echo`, then
@@ -15,48 +16,69 @@
 //!   default: the pool with two workers).
 //! * `--addr`: where to listen (default `127.0.0.1:0`: a port the system
 //!   picks). The first line on stdout is exactly `listening on <addr>`.
-//! * `--max-line-bytes`: the longest line, its `\n` included (default
-//!   65536, spindle-net's `DEFAULT_LINE_LIMIT`).
+//! * `--max-line-bytes`: the longest line, without its line break
+//!   (default 65536, spindle-net's `DEFAULT_LINE_LIMIT`).
 //! * `--idle-timeout-ms`: a connection that sends no complete line for
 //!   this long is closed (default 60000; 0: never).
+//! * `--max-connections`: how many connections are served at once; more
+//!   wait in the listen backlog until one ends (default 4096).
 //!
-//! # A connection
+//! # A connection: a stream pipeline
 //!
-//! One fiber per connection, which splits its stream
-//! (`TcpStream::into_split`) and runs
-//! `BufReader::with_limit(read_half, limit).for_each_line(..)`, writing
-//! each line back on the write half before the next is read (so answers
-//! come in order, and a client that does not read its echoes is not read
-//! either: TCP's flow control, no buffering in the server). The
-//! connection ends when the client closes its side (the server closes its
-//! own when the write half is dropped).
+//! Each connection is one pipeline of `spindle_effect::stream` stages,
+//! compiled to the `IO` that serves it:
 //!
-//! A line over the limit, or one that is not UTF-8, gets the line
-//! `error: <why>` and the connection closes; the server reads and drops
-//! what the client still sends for at most [`LINGER`] first, so that the
-//! client's unread bytes do not turn the close into a reset that would
-//! lose the error line. Other connections are not affected.
+//! ```text
+//! socket.reads(16 KiB)                 chunks of bytes, as they arrive
+//!   -> text::utf8_decode               text (a sequence split between reads is joined)
+//!   -> text::lines(max_line)           whole lines, without their line breaks
+//!   -> timeout_on_pull_to(idle, end)   the idle timeout
+//!   -> map(line + "\n")                the echo
+//!   -> handle_error_with(refuse)       a bad line: the error line, then linger
+//!   -> text::utf8_encode -> socket.writes   one write per chunk of echoes
+//! ```
 //!
-//! The idle timeout is a watchdog fiber raced against the connection's
-//! (as in `hello_http`'s server): each line moves a deadline on the
-//! executor's monotonic clock; the watchdog sleeps until the deadline
-//! (`IO::sleep`) and, once the clock passes it, wins the race, which
-//! cancels the connection's fiber (its pending read is withdrawn) and
-//! closes the socket.
+//! The pipeline is pulled from the end: the write pipe asks for the next
+//! chunk of echoes only once the last one is written, so answers go out
+//! in order, and a client that does not read its echoes is not read
+//! either (TCP's flow control; the server buffers at most a read's
+//! worth). The connection ends when the client closes its side: the
+//! reads end, the pipeline ends, and the socket closes with its last
+//! handle.
+//!
+//! A line over the limit, or one that is not UTF-8, fails `lines` or
+//! `utf8_decode` with an `io::Error` of kind `InvalidData`;
+//! `handle_error_with` turns it into the line `error: <why>`, followed by
+//! [`linger`]: the server shuts its side down and reads and drops what the
+//! client still sends for at most [`LINGER`], so that the client's unread
+//! bytes do not turn the close into a reset that would lose the error
+//! line. Other connections are not affected.
+//!
+//! The idle timeout is a deadline on each pull of a line
+//! (`timeout_on_pull_to`): when no complete line has arrived `idle` after
+//! the pipeline asked for one, the pending read is withdrawn and the
+//! stream goes on with its fallback, the empty stream, so the connection
+//! ends as if the client had closed. The time spent writing an echo is
+//! not counted.
+//!
+//! # The accept loop
+//!
+//! `listener.incoming()` is the stream of accepts; a failed one (out of
+//! descriptors) is printed and followed by a pause, and each connection
+//! becomes its pipeline, run at most `--max-connections` at once by
+//! `par_join`. A connection's error ends only that connection.
 
 #[path = "support/executor.rs"]
 pub(crate) mod executor;
 
 use std::io::{self, Write};
-use std::net::SocketAddr;
-use std::ops::ControlFlow;
+use std::net::{Shutdown, SocketAddr};
 use std::process::ExitCode;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use spindle_effect::IO;
-use spindle_effect::net::{BufReader, DEFAULT_LINE_LIMIT, ReadHalf, TcpListener, TcpStream};
+use spindle_effect::net::{DEFAULT_LINE_LIMIT, TcpListener, TcpStream};
+use spindle_effect::stream::{Stream, text};
 
 use executor::{Executor, ExecutorFlags};
 
@@ -66,18 +88,23 @@ pub const LINGER: Duration = Duration::from_secs(1);
 /// The sleep after a failed accept (out of descriptors, say).
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 
+/// The most a read of a connection takes at once.
+const READ_SIZE: usize = 16 * 1024;
+
 const USAGE: &str = "usage: line_echo [--executor wstp|batching|tokio|single] [--workers N] \
      [--flavor multi-thread|current-thread] [--mode batching|macrotask] [--batch-size N] \
-     [--addr 127.0.0.1:0] [--max-line-bytes N] [--idle-timeout-ms N]";
+     [--addr 127.0.0.1:0] [--max-line-bytes N] [--idle-timeout-ms N] [--max-connections N]";
 
 /// What each connection is held to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Config {
-    /// The longest line, its `\n` included.
+    /// The longest line, without its line break.
     pub(crate) max_line: usize,
     /// How long a connection may go without a complete line (`None`: no
     /// bound).
     pub(crate) idle_timeout: Option<Duration>,
+    /// How many connections are served at once (above 0).
+    pub(crate) max_connections: usize,
 }
 
 impl Default for Config {
@@ -85,6 +112,7 @@ impl Default for Config {
         Config {
             max_line: DEFAULT_LINE_LIMIT,
             idle_timeout: Some(Duration::from_secs(60)),
+            max_connections: 4096,
         }
     }
 }
@@ -132,6 +160,16 @@ pub(crate) fn parse_options(mut args: impl Iterator<Item = String>) -> Result<Op
                     .map_err(|e| format!("bad idle timeout {text:?}: {e}"))?;
                 config.idle_timeout = (ms > 0).then(|| Duration::from_millis(ms));
             }
+            "--max-connections" => {
+                let text = value()?;
+                config.max_connections =
+                    text.parse()
+                        .ok()
+                        .filter(|&n: &usize| n > 0)
+                        .ok_or_else(|| {
+                            format!("bad connection limit {text:?}: expected a number above zero")
+                        })?;
+            }
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other:?}")),
         }
@@ -143,125 +181,95 @@ pub(crate) fn parse_options(mut args: impl Iterator<Item = String>) -> Result<Op
     })
 }
 
-fn nanos(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
-}
-
-/// A connection's idle deadline, in nanoseconds of the executor's
-/// monotonic clock.
-#[derive(Clone, Default)]
-struct Deadline(Arc<AtomicU64>);
-
-impl Deadline {
-    /// Moves the deadline to `after` from `now`.
-    fn set(&self, now: Duration, after: Duration) {
-        let at = nanos(now).saturating_add(nanos(after));
-        self.0.store(at, Ordering::Relaxed);
-    }
-
-    /// `after` from now, as a program.
-    fn restart(&self, after: Duration) -> IO<(), io::Error> {
-        let deadline = self.clone();
-        IO::monotonic().map(move |now| deadline.set(now, after))
+/// The bytes `socket` reads, as a stream.
+fn reads(socket: &TcpStream) -> Stream<u8, io::Error> {
+    match socket.reads(READ_SIZE) {
+        Ok(bytes) => bytes,
+        Err(refused) => Stream::raise_error(io::Error::other(refused)),
     }
 }
 
-/// Completes once the clock passes `deadline`.
-fn watchdog(deadline: Deadline) -> IO<(), io::Error> {
-    IO::tail_rec((), move |()| {
-        let deadline = deadline.clone();
-        IO::monotonic().flat_map(move |now| {
-            let (at, now) = (deadline.0.load(Ordering::Relaxed), nanos(now));
-            if now >= at {
-                IO::pure(ControlFlow::Break(()))
-            } else {
-                IO::sleep(Duration::from_nanos(at - now)).map_to(ControlFlow::Continue(()))
-            }
-        })
-    })
+/// After an error line: shuts the write side down, then reads and drops
+/// what the client still sends, until it closes, an error, or [`LINGER`]
+/// passes.
+fn linger(socket: TcpStream) -> IO<(), io::Error> {
+    let rest = reads(&socket).compile().drain().attempt().void();
+    socket
+        .shutdown(Shutdown::Write)
+        .product_r(rest.timeout_to(LINGER, IO::unit()))
 }
 
-/// Reads and drops what the client still sends, until it closes, an error,
-/// or [`LINGER`] passes.
-fn drain(reader: BufReader<ReadHalf<TcpStream>>) -> IO<(), io::Error> {
-    let drain = IO::tail_rec(reader, |reader| {
-        reader.read(64 * 1024).map(move |bytes| {
-            if bytes.is_empty() {
-                ControlFlow::Break(())
-            } else {
-                ControlFlow::Continue(reader)
-            }
-        })
-    });
-    drain.attempt().void().timeout_to(LINGER, IO::unit())
+/// What a failed pipeline sends instead of its echoes: for a bad line
+/// (`InvalidData`), the line `error: <why>`, then [`linger`]; any other
+/// error (a reset) ends the connection with it.
+fn refuse(error: io::Error, socket: TcpStream) -> Stream<String, io::Error> {
+    if error.kind() != io::ErrorKind::InvalidData {
+        return Stream::raise_error(error);
+    }
+    Stream::emit(format!("error: {error}\n")).append(Stream::exec(linger(socket)))
+}
+
+/// The lines, ended quietly once `idle` passes without one (`None`: never).
+fn until_idle(
+    lines: Stream<String, io::Error>,
+    idle: Option<Duration>,
+) -> Stream<String, io::Error> {
+    match idle {
+        Some(idle) => lines.timeout_on_pull_to(idle, Stream::empty()),
+        None => lines,
+    }
 }
 
 /// Echoes one connection's lines until it closes, sends a bad line, or
-/// stays idle too long.
-pub(crate) fn connection(stream: TcpStream, config: Config) -> IO<(), io::Error> {
-    let (read, write) = stream.into_split();
-    // Shared by the line handler and the error path after the loop; the
-    // write side shuts down when the last of them is dropped.
-    let write = Arc::new(write);
-    let reader = BufReader::with_limit(read, config.max_line);
-    let deadline = Deadline::default();
-    let echo = {
-        let (write, deadline) = (write.clone(), deadline.clone());
-        reader.for_each_line(move |line| {
-            let echoed = write.write_all(line).map(|()| ControlFlow::Continue(()));
-            match config.idle_timeout {
-                Some(idle) => deadline.restart(idle).product_r(echoed),
-                None => echoed,
-            }
-        })
-    };
-    let serve = echo.attempt().flat_map(move |ended| match ended {
-        Ok(_lines) => IO::unit(),
-        // A line over the limit or not UTF-8: say so, then close.
-        Err(e) if e.kind() == io::ErrorKind::InvalidData => write
-            .write_all(format!("error: {e}\n"))
-            .product_r(write.shutdown())
-            .product_r(drain(reader)),
-        Err(e) => IO::raise_error(e),
-    });
-    match config.idle_timeout {
-        None => serve,
-        Some(idle) => deadline
-            .restart(idle)
-            .product_r(serve.race(watchdog(deadline)))
-            .void(),
-    }
+/// stays idle too long (see the module doc).
+pub(crate) fn connection(socket: TcpStream, config: Config) -> IO<(), io::Error> {
+    let (refused, out) = (socket.clone(), socket.clone());
+    reads(&socket)
+        .through(text::utf8_decode)
+        .through(|text| text::lines(text, config.max_line))
+        .through(|lines| until_idle(lines, config.idle_timeout))
+        .map(|line| line + "\n")
+        .handle_error_with(move |error| refuse(error, refused))
+        .through(text::utf8_encode)
+        .through(|echoes| out.writes(echoes))
+        .compile()
+        .drain()
 }
 
-/// Binds `addr`, calls `bound` with the address bound, then accepts
-/// forever, a fiber per connection (whose error ends only that fiber).
+/// The connections `listener` accepts; a failed accept is printed and
+/// followed by a pause.
+fn accepted(listener: &TcpListener) -> Stream<TcpStream, io::Error> {
+    listener
+        .incoming()
+        .eval_map(|accepted| match accepted {
+            Ok((socket, _peer)) => IO::pure(Some(socket)),
+            Err(e) => {
+                eprintln!("line_echo: accept failed: {e}");
+                IO::sleep(ACCEPT_BACKOFF).map(|()| None)
+            }
+        })
+        .filter_map(|socket| socket)
+}
+
+/// Binds `addr`, calls `bound` with the address bound, then serves every
+/// connection, at most `config.max_connections` at once (an error ends
+/// only its connection).
 pub(crate) fn server<F>(addr: SocketAddr, config: Config, bound: F) -> IO<(), io::Error>
 where
     F: FnOnce(SocketAddr) -> io::Result<()> + Send + 'static,
 {
     TcpListener::bind(addr).flat_map(move |listener| {
         listener.local_addr().flat_map(move |addr| {
-            let announce = IO::defer(move || match bound(addr) {
-                Ok(()) => IO::unit(),
-                Err(e) => IO::raise_error(e),
-            });
-            let accept_loop = IO::tail_rec(listener, move |listener| {
-                listener.accept().attempt().flat_map(move |accepted| {
-                    let next = ControlFlow::<(), _>::Continue(listener);
-                    match accepted {
-                        Ok((stream, _peer)) => connection(stream, config)
-                            .attempt()
-                            .void()
-                            .start()
-                            .map_to(next),
-                        Err(e) => {
-                            eprintln!("line_echo: accept failed: {e}");
-                            IO::sleep(ACCEPT_BACKOFF).map_to(next)
-                        }
-                    }
+            let announce = IO::defer(move || IO::from_result(bound(addr)));
+            let connections = accepted(&listener)
+                .map(move |socket| {
+                    Stream::<(), _>::exec(connection(socket, config).attempt().void())
                 })
-            });
-            announce.product_r(accept_loop)
+                .par_join(config.max_connections);
+            match connections {
+                Ok(served) => announce.product_r(served.compile().drain()),
+                Err(refused) => IO::raise_error(io::Error::other(refused)),
+            }
         })
     })
 }
@@ -317,12 +325,14 @@ mod tests {
             parsed.config,
             Config {
                 max_line: 1024,
-                idle_timeout: None
+                idle_timeout: None,
+                ..Config::default()
             }
         );
         assert_eq!(options(&[]).unwrap().config, Config::default());
         for bad in [
             &["--max-line-bytes", "0"][..],
+            &["--max-connections", "0"],
             &["--idle-timeout-ms", "soon"],
             &["--mode", "batching"],
             &["--port", "1"],

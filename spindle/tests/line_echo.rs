@@ -66,6 +66,12 @@ impl Client {
     }
 }
 
+/// Sends `text` as a line and checks its echo.
+fn client_echo(client: &mut Client, text: &str) {
+    client.send(&format!("{text}\n"));
+    assert_eq!(client.line(), format!("{text}\n"));
+}
+
 executor_test! {
     fn each_line_comes_back_in_order_also_when_sent_in_pieces_or_together() {
         let server = start(EXECUTOR, &["--max-line-bytes", "1024"]);
@@ -107,6 +113,35 @@ executor_test! {
         let mut fresh = Client::new(&server);
         fresh.send("fresh\n");
         assert_eq!(fresh.line(), "fresh\n");
+    }
+
+    fn a_line_that_is_not_utf8_gets_an_error_and_a_close_after_the_lines_before_it() {
+        let server = start(EXECUTOR, &[]);
+        let mut client = Client::new(&server);
+        client.stream.write_all(b"fine\nbad \xff\n").expect("send");
+        assert_eq!(client.line(), "fine\n");
+        let answer = client.rest().expect("an error line and an orderly close, not a reset");
+        assert!(
+            answer.starts_with("error: ") && answer.contains("UTF-8") && answer.ends_with('\n'),
+            "{answer:?}"
+        );
+        assert_eq!(answer.lines().count(), 1, "{answer:?}");
+    }
+
+    fn a_client_beyond_the_connection_limit_waits_until_a_connection_ends() {
+        let server = start(EXECUTOR, &["--max-connections", "1"]);
+        let mut first = Client::new(&server);
+        client_echo(&mut first, "first");
+        // Connected (the kernel's backlog), but not served yet.
+        let mut second = Client::new(&server);
+        second.send("second\n");
+        second.stream.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
+        let mut early = String::new();
+        assert!(second.reader.read_line(&mut early).is_err(), "answered: {early:?}");
+        second.stream.set_read_timeout(Some(HANG)).unwrap();
+        first.stream.shutdown(Shutdown::Write).unwrap();
+        assert_eq!(first.rest().expect("an orderly close"), "");
+        assert_eq!(second.line(), "second\n");
     }
 
     fn two_hundred_concurrent_clients_each_get_their_own_lines_back_and_leave_no_descriptor() {

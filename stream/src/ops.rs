@@ -221,6 +221,16 @@ impl<A: Send + 'static, E: Send + 'static> Stream<A, E> {
         Stream::from_pull(move |scope: Scope<E>| take_while_from(self, keep, scope.open_child()))
     }
 
+    /// The elements up to and including the first that `keep` refuses
+    /// (fs2's `takeThrough`: a protocol's last message, `QUIT`, still goes
+    /// out); the input is released as [`Stream::take`] releases it.
+    pub fn take_through<F>(self, keep: F) -> Stream<A, E>
+    where
+        F: FnMut(&A) -> bool + Send + 'static,
+    {
+        Stream::from_pull(move |scope: Scope<E>| take_through_from(self, keep, scope.open_child()))
+    }
+
     /// All but the first `n` elements.
     pub fn drop(self, n: u64) -> Stream<A, E> {
         if n == 0 {
@@ -544,6 +554,30 @@ where
             }
             None => {
                 let next = Stream::from_pull(move |_| take_while_from(rest, keep, own));
+                IO::pure(Step::Emit(chunk, next))
+            }
+        },
+        Step::Done => own.close(ExitCase::Succeeded).map(|()| Step::Done),
+    })
+}
+
+/// `take_through`'s loop: as `take_while_from`, keeping the refused
+/// element.
+fn take_through_from<A, E, F>(input: Stream<A, E>, mut keep: F, own: Scope<E>) -> IO<Step<A, E>, E>
+where
+    A: Send + 'static,
+    E: Send + 'static,
+    F: FnMut(&A) -> bool + Send + 'static,
+{
+    input.step(own.clone()).flat_map(move |step| match step {
+        Step::Emit(mut chunk, rest) => match chunk.iter().position(|item| !keep(item)) {
+            Some(at) => {
+                chunk.truncate(at + 1);
+                drop(rest);
+                IO::pure(Step::Emit(chunk, close_and_end(own)))
+            }
+            None => {
+                let next = Stream::from_pull(move |_| take_through_from(rest, keep, own));
                 IO::pure(Step::Emit(chunk, next))
             }
         },

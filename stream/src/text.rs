@@ -10,7 +10,10 @@
 //! Bad input is a typed error, [`TextError`], through the stream's error
 //! type (`E: From<TextError>`), naming where it was found: invalid UTF-8
 //! by its byte offset in the stream, an over-long line or frame by the
-//! limit it passed. The stream then fails after releasing what it holds.
+//! limit it passed. What the input gave before the bad part is emitted
+//! first (the lines before an over-long one, the text before an invalid
+//! byte, even in the same chunk); the stream then fails, at its next pull,
+//! without pulling its input again, after releasing what it holds.
 
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -94,9 +97,17 @@ impl From<TextError> for std::io::Error {
     }
 }
 
-/// A stateful chunk transformation: `step` maps each chunk (it may fail),
-/// `finish` runs at the end of the input (it may emit a last chunk or
-/// fail).
+/// Bad input found inside a chunk: the error, after what the chunk gave
+/// before it (the lines before a bad one still go out, as from a reader
+/// that reads them one by one).
+struct Failed<B, E> {
+    before: Chunk<B>,
+    error: E,
+}
+
+/// A stateful chunk transformation: `step` maps each chunk (it may fail,
+/// after emitting what came before the failure), `finish` runs at the end
+/// of the input (it may emit a last chunk or fail).
 fn stateful<A, B, E, S, St, Fin>(
     input: Stream<A, E>,
     state: S,
@@ -108,7 +119,7 @@ where
     B: Send + 'static,
     E: Send + 'static,
     S: Send + 'static,
-    St: FnMut(&mut S, Chunk<A>) -> Result<Chunk<B>, E> + Send + 'static,
+    St: FnMut(&mut S, Chunk<A>) -> Result<Chunk<B>, Failed<B, E>> + Send + 'static,
     Fin: FnOnce(S) -> Result<Chunk<B>, E> + Send + 'static,
 {
     Stream::from_pull(move |scope| {
@@ -124,7 +135,12 @@ where
                             IO::pure(Step::Emit(out, rest))
                         }
                     }
-                    Err(error) => IO::raise_error(error),
+                    Err(Failed { before, error }) if before.is_empty() => IO::raise_error(error),
+                    // The input is not pulled again: the error comes with
+                    // the next pull.
+                    Err(Failed { before, error }) => {
+                        IO::pure(Step::Emit(before, Stream::raise_error(error)))
+                    }
                 }
             }
             Step::Done => match finish(state) {
@@ -175,9 +191,24 @@ where
                         Chunk::singleton(text)
                     })
                 }
-                Err(e) => Err(E::from(TextError::InvalidUtf8 {
-                    offset: start + e.utf8_error().valid_up_to() as u64,
-                })),
+                Err(e) => {
+                    let valid = e.utf8_error().valid_up_to();
+                    let error = E::from(TextError::InvalidUtf8 {
+                        offset: start + valid as u64,
+                    });
+                    let mut buf = e.into_bytes();
+                    buf.truncate(valid);
+                    // Valid up to `valid`, as above.
+                    let text = String::from_utf8(buf).unwrap_or_default();
+                    Err(Failed {
+                        before: if text.is_empty() {
+                            Chunk::empty()
+                        } else {
+                            Chunk::singleton(text)
+                        },
+                        error,
+                    })
+                }
             }
         },
         |(pending, offset): (Vec<u8>, u64)| {
@@ -224,10 +255,13 @@ where
                         partial.pop();
                     }
                     if partial.len() > max_line {
-                        return Err(E::from(TextError::LineTooLong {
-                            limit: max_line,
-                            line: *number,
-                        }));
+                        return Err(Failed {
+                            before: out,
+                            error: E::from(TextError::LineTooLong {
+                                limit: max_line,
+                                line: *number,
+                            }),
+                        });
                     }
                     out.push(core::mem::take(partial));
                     *number += 1;
@@ -236,10 +270,13 @@ where
                 partial.push_str(rest);
                 // A line break may still come: `\r` is not counted yet.
                 if partial.trim_end_matches('\r').len() > max_line {
-                    return Err(E::from(TextError::LineTooLong {
-                        limit: max_line,
-                        line: *number,
-                    }));
+                    return Err(Failed {
+                        before: out,
+                        error: E::from(TextError::LineTooLong {
+                            limit: max_line,
+                            line: *number,
+                        }),
+                    });
                 }
             }
             Ok(out)
@@ -276,10 +313,13 @@ where
                 }
                 let length = u32::from_be_bytes([rest[0], rest[1], rest[2], rest[3]]) as u64;
                 if length > max_frame as u64 {
-                    return Err(E::from(TextError::FrameTooLong {
-                        limit: max_frame,
-                        length,
-                    }));
+                    return Err(Failed {
+                        before: out,
+                        error: E::from(TextError::FrameTooLong {
+                            limit: max_frame,
+                            length,
+                        }),
+                    });
                 }
                 let length = length as usize;
                 if rest.len() < 4 + length {

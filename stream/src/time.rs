@@ -17,6 +17,7 @@ use spindle_core::{IO, Queue};
 
 use crate::chunk::Chunk;
 use crate::concurrent::produced_by;
+use crate::scope::Scope;
 use crate::stream::{InvalidArgument, Step, Stream};
 
 /// A checked period.
@@ -102,6 +103,32 @@ impl<A: Send + 'static, E: Send + 'static> Stream<A, E> {
                 limit,
                 IO::raise_error(E::from(TimeoutError { after: limit })),
             )
+        })
+    }
+
+    /// The stream, with a deadline on each pull of its input: when the
+    /// next chunk has not arrived `limit` after it was asked for, the
+    /// pull is canceled (what it was waiting on is withdrawn) and the
+    /// stream goes on with `fallback` instead (ZIO's `timeoutTo`, fs2's
+    /// `Pull.timed`). The time the consumer spends between pulls is not
+    /// counted: this bounds a quiet input (an idle connection), where
+    /// [`Stream::timeout`] bounds the whole run.
+    ///
+    /// Each pull is a deadline region on the puller's own fiber (no fiber
+    /// is started; a timer is armed only while the pull waits). What the
+    /// input acquired stays in the stream's scope and is released when
+    /// the stream ends, as without the deadline.
+    pub fn timeout_on_pull_to(self, limit: Duration, fallback: Stream<A, E>) -> Self {
+        Stream::from_pull(move |scope: Scope<E>| {
+            self.step(scope.clone())
+                .timeout_option(limit)
+                .flat_map(move |step| match step {
+                    Some(Step::Emit(chunk, rest)) => {
+                        IO::pure(Step::Emit(chunk, rest.timeout_on_pull_to(limit, fallback)))
+                    }
+                    Some(Step::Done) => IO::pure(Step::Done),
+                    None => fallback.step(scope),
+                })
         })
     }
 

@@ -176,3 +176,54 @@ fn concurrently_stops_the_background_when_the_foreground_ends_and_fails_with_its
     assert_eq!(outcome, Outcome::Errored("bg".to_string()));
     assert_eq!(now, 25 * MS);
 }
+
+#[test]
+fn timeout_on_pull_to_goes_on_with_the_fallback_after_a_quiet_input_and_not_a_slow_consumer() {
+    // The input's elements come 10, 20, 40 ms after each pull; the
+    // consumer spends 50 ms on each. The deadline (30 ms) bounds only the
+    // wait for the input: the third wait passes it.
+    let input = Stream::<u32, String>::iter([10u32, 20, 40])
+        .eval_map(|ms| IO::sleep(ms * MS).map(move |()| ms));
+    let got = timed(
+        input
+            .timeout_on_pull_to(30 * MS, Stream::emit(0))
+            .eval_map(|ms| IO::sleep(50 * MS).map(move |()| ms)),
+    );
+    // Pulled at 0, emitted at 10 + 50; pulled at 60, at 80 + 50; pulled at
+    // 130, the deadline at 160 gives the fallback's element, + 50.
+    assert_eq!(got, vec![(10, 60 * MS), (20, 130 * MS), (0, 210 * MS)]);
+}
+
+#[test]
+fn timeout_on_pull_to_releases_what_the_input_holds_once_when_the_deadline_passes() {
+    let released = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = released.clone();
+    let input = Stream::<(), String>::bracket(IO::unit(), move |()| {
+        IO::delay(move || {
+            count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        })
+    })
+    .flat_map(|()| Stream::emit(1u32).append(Stream::exec(IO::never())));
+    let (outcome, now) = on_virtual_time(
+        input
+            .timeout_on_pull_to(5 * MS, Stream::emit(2))
+            .compile()
+            .to_vec(),
+    );
+    assert_eq!(outcome, Outcome::Succeeded(vec![1, 2]));
+    assert_eq!(now, 5 * MS);
+    assert_eq!(released.load(std::sync::atomic::Ordering::SeqCst), 1);
+}
+
+#[test]
+fn timeout_on_pull_to_leaves_an_input_that_keeps_up_alone() {
+    let got = timed(
+        Stream::<u32, String>::range(0..4)
+            .eval_map(|n| IO::sleep(9 * MS).map(move |()| n))
+            .timeout_on_pull_to(10 * MS, Stream::emit(99)),
+    );
+    assert_eq!(
+        got,
+        vec![(0, 9 * MS), (1, 18 * MS), (2, 27 * MS), (3, 36 * MS)]
+    );
+}

@@ -109,6 +109,30 @@ rt_test! {
         );
     }
 
+    fn take_through_keeps_the_first_refused_element_and_releases_the_input_before_the_rest_runs() {
+        assert_eq!(
+            values(run, Stream::iter(0u32..).take_through(|n| *n < 5)),
+            vec![0, 1, 2, 3, 4, 5]
+        );
+        assert_eq!(
+            values(run, Stream::range(0u32..3).take_through(|n| *n < 10)),
+            vec![0, 1, 2],
+            "an input that ends first is taken whole"
+        );
+        let log = log();
+        let after = note(&log, "after");
+        let stream = resource(&log, "a")
+            .flat_map(|_| Stream::iter(["GET", "QUIT", "GET"]))
+            .take_through(|command| *command != "QUIT")
+            .append(Stream::eval(after.map(|()| "after")));
+        assert_eq!(values(run, stream), vec!["GET", "QUIT", "after"]);
+        assert_eq!(
+            lines(&log),
+            ["open a", "close a Succeeded", "after"],
+            "released once, before the stream after it"
+        );
+    }
+
     fn rechunking_never_changes_what_a_stream_yields() {
         for n in [1usize, 2, 3, 7, 256, 1_000] {
             let got = values(run,

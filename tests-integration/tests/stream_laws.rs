@@ -265,6 +265,48 @@ rt_test! {
         assert_eq!(cut, Outcome::Errored(Failure::Text(TextError::TruncatedFrame { received: 5 })));
     }
 
+    fn what_comes_before_bad_input_is_emitted_before_the_error_however_the_input_is_cut() {
+        let rt = rt();
+        // Each pipe's elements as `Ok`s, then its error as an `Err`.
+        let attempted = |stream: Stream<String, E>| rt.run(stream.attempt().compile().to_vec());
+        let mut bytes = "one\ntwo ".as_bytes().to_vec();
+        bytes.push(0xff);
+        bytes.extend_from_slice(b"\nthree\n");
+        for cuts in [vec![1], vec![3, 5], vec![100]] {
+            let Outcome::Succeeded(got) = attempted(chunked(&bytes, &cuts).through(text::utf8_decode)) else {
+                panic!("attempt does not fail ({cuts:?})");
+            };
+            let (text, error): (Vec<_>, Vec<_>) = got.into_iter().partition(Result::is_ok);
+            let text: String = text.into_iter().map(Result::unwrap).collect();
+            assert_eq!(text, "one\ntwo ", "{cuts:?}");
+            assert_eq!(error, [Err(Failure::Text(TextError::InvalidUtf8 { offset: 8 }))], "{cuts:?}");
+        }
+        for cuts in [vec![1], vec![4, 7], vec![100]] {
+            let text: Vec<String> = "ok\nfine\nthis line is long\nx".chars().map(String::from).collect();
+            let got = attempted(chunked(&text, &cuts).through(|t| text::lines(t, 5)));
+            assert_eq!(
+                got,
+                Outcome::Succeeded(vec![
+                    Ok("ok".to_string()),
+                    Ok("fine".to_string()),
+                    Err(Failure::Text(TextError::LineTooLong { limit: 5, line: 3 })),
+                ]),
+                "{cuts:?}"
+            );
+        }
+        let frames = rt.run(
+            Stream::emits(vec![0, 0, 0, 1, 7, 0, 0, 1, 0])
+                .through(|b| text::length_delimited(b, 64))
+                .attempt()
+                .compile()
+                .to_vec(),
+        );
+        assert_eq!(
+            frames,
+            Outcome::Succeeded(vec![Ok(vec![7]), Err(Failure::Text(TextError::FrameTooLong { limit: 64, length: 256 }))])
+        );
+    }
+
     fn split_gives_the_runs_between_delimiters() {
         let rt = rt();
         let got = rt.run(

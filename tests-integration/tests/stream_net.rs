@@ -1,6 +1,7 @@
 //! Sockets as streams on every executor: an echo through a connection's
 //! read stream and write pipe, lines over a socket, a limit on a line from
-//! the peer, UDP datagrams, and a read size of zero refused.
+//! the peer, UDP datagrams, a listener's accepts as a stream, and a read
+//! size of zero refused.
 #![cfg(unix)]
 
 mod common;
@@ -11,7 +12,7 @@ use common::rt_test;
 use std::io;
 
 use spindle_core::IO;
-use spindle_net::{UdpSocket, UnixListener, UnixStream};
+use spindle_net::{TcpListener, TcpStream, UdpSocket, UnixListener, UnixStream};
 use spindle_stream::text;
 
 /// The stream-side echo: every chunk read is written back.
@@ -121,6 +122,64 @@ rt_test! {
         let payloads: Vec<Vec<u8>> = got.iter().map(|(d, _)| d.clone()).collect();
         assert_eq!(payloads, [b"a".to_vec(), b"bb".to_vec(), b"ccc".to_vec()]);
         assert!(got.iter().all(|(_, sender)| *sender == from));
+    }
+
+    fn incoming_yields_each_accepted_connection_in_order() {
+        let rt = rt();
+        let program = TcpListener::bind(localhost()).flat_map(|listener| {
+            listener.local_addr().flat_map(move |addr| {
+                // Three clients, each connected (queued in the listen
+                // backlog) before the next, each saying who it is.
+                let clients = IO::traverse(vec![0u8, 1, 2], move |i| {
+                    TcpStream::connect(addr)
+                        .flat_map(move |client| client.write_all(vec![i]).map(move |()| client))
+                });
+                clients.flat_map(move |clients| {
+                    let peers = IO::traverse(clients.clone(), |c| c.local_addr());
+                    peers.flat_map(move |peers| {
+                        listener
+                            .incoming()
+                            .take(3)
+                            .eval_map(IO::from_result)
+                            .eval_map(|(server, peer)| server.read(1).map(move |said| (said, peer)))
+                            .compile()
+                            .to_vec()
+                            .map(move |accepted| {
+                                drop(clients);
+                                (accepted, peers)
+                            })
+                    })
+                })
+            })
+        });
+        let (accepted, peers) = succeeded(&rt, program);
+        let said: Vec<Vec<u8>> = accepted.iter().map(|(said, _)| said.clone()).collect();
+        assert_eq!(said, [vec![0], vec![1], vec![2]]);
+        let accepted_peers: Vec<_> = accepted.iter().map(|(_, peer)| *peer).collect();
+        assert_eq!(accepted_peers, peers, "each with its peer's address");
+    }
+
+    fn a_unix_listeners_incoming_yields_its_connections_while_the_stream_keeps_it_open() {
+        let rt = rt();
+        let dir = TempDir::new(module_path!(), "unix_incoming");
+        let path = dir.path("socket");
+        let client_path = path.clone();
+        let program = UnixListener::bind(&path).flat_map(move |listener| {
+            // Only the stream holds the listener from here on.
+            let incoming = listener.incoming();
+            drop(listener);
+            let served = incoming
+                .take(2)
+                .eval_map(IO::from_result)
+                .eval_map(|(server, _)| server.write_all(b"hi".to_vec()).map(move |()| server))
+                .compile()
+                .to_vec();
+            let clients = IO::traverse(vec![(), ()], move |()| {
+                UnixStream::connect(client_path.clone()).flat_map(|client| client.read(2))
+            });
+            served.both(clients).map(|(_servers, heard)| heard)
+        });
+        assert_eq!(succeeded(&rt, program), [b"hi".to_vec(), b"hi".to_vec()]);
     }
 
     fn a_read_size_of_zero_is_refused() {
