@@ -15,19 +15,37 @@
 //!   `yield`-once program, eight at once, in order: `spindle_wstp`
 //!   (exec-wstp, 2 workers), `spindle_single`, and `tokio_buffered`
 //!   (`futures::StreamExt::buffered(8)` on tokio multi_thread(2)).
+//! * `Stream/socket_lines_100MiB/*`: [`LINES_BYTES`] (100 MiB) of 80-byte
+//!   lines read from one loopback connection, counted with their lengths.
+//!   The writer is a plain std thread (`benches::socket_lines`) writing
+//!   80 KiB blocks as fast as the socket takes them, the same for every
+//!   row; one connection per operation (its connect is timed too, on both
+//!   sides). Spindle: `reads(64 KiB)`, `text::utf8_decode`,
+//!   `text::lines(1024)`, `compile().fold`: `spindle_single`
+//!   (exec-single), `spindle_batching` (exec-batching), `spindle_wstp`
+//!   (exec-wstp, 2 workers). tokio: `BufReader::new(stream).lines()` and
+//!   `next_line` in a loop: `tokio_current` (current_thread, the default
+//!   8 KiB buffer, as a user writes it), `tokio_current_64KiB`
+//!   (`BufReader::with_capacity(64 KiB)`: Spindle's read size), `tokio_mt`
+//!   (multi_thread(2), 8 KiB). Before any timing each row reads one
+//!   connection and checks the number of lines and of bytes.
 //!
-//! Run: `cargo bench -p benches --bench stream -- --quick`.
+//! Run: `cargo bench -p benches --bench stream -- --quick` (the socket
+//! rows alone: `-- socket_lines`).
 
 use core::convert::Infallible;
 use core::ops::ControlFlow;
 use std::hint::black_box;
 
+use benches::socket_lines::{LIMIT, LINE, lines_in, start_writer};
 use benches::succeeded;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use futures::StreamExt;
 use spindle_core::{IO, IORuntime};
 use spindle_exec_single::SingleThreaded;
 use spindle_stream::Stream;
+use spindle_stream::text::{lines, utf8_decode};
+use tokio::io::AsyncBufReadExt;
 
 /// Elements of the pure pipeline.
 const PURE_LEN: u64 = 10_000_000;
@@ -35,6 +53,10 @@ const PURE_LEN: u64 = 10_000_000;
 const EVAL_LEN: u64 = 100_000;
 /// Elements of the concurrent rows.
 const PAR_LEN: u64 = 100_000;
+/// Bytes of one connection of the socket-lines rows.
+const LINES_BYTES: usize = 100 * 1024 * 1024;
+/// Spindle's read size there.
+const READ: usize = 64 * 1024;
 
 fn pure_pipeline(c: &mut Criterion) {
     let mut group = c.benchmark_group("Stream/map_filter_fold");
@@ -156,5 +178,96 @@ fn par_eval_map(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, pure_pipeline, eval_map, par_eval_map);
+/// Lines and their bytes (line breaks not counted) read from `addr`.
+fn spindle_lines(addr: std::net::SocketAddr) -> IO<(u64, u64), std::io::Error> {
+    spindle_exec_single::net::TcpStream::connect(addr).flat_map(|socket| {
+        socket
+            .reads(READ)
+            .expect("64 KiB > 0")
+            .through(utf8_decode)
+            .through(|text| lines(text, LIMIT))
+            .compile()
+            .fold((0u64, 0u64), |(n, bytes), line| {
+                (n + 1, bytes + line.len() as u64)
+            })
+    })
+}
+
+/// The same with tokio's `BufReader::lines` (a buffer of `capacity`).
+async fn tokio_lines(addr: std::net::SocketAddr, capacity: usize) -> std::io::Result<(u64, u64)> {
+    let socket = tokio::net::TcpStream::connect(addr).await?;
+    let mut lines = tokio::io::BufReader::with_capacity(capacity, socket).lines();
+    let (mut n, mut bytes) = (0u64, 0u64);
+    while let Some(line) = lines.next_line().await? {
+        n += 1;
+        bytes += line.len() as u64;
+    }
+    Ok((n, bytes))
+}
+
+fn socket_lines(c: &mut Criterion) {
+    let addr = start_writer(LINES_BYTES);
+    let expected = (
+        lines_in(LINES_BYTES),
+        lines_in(LINES_BYTES) * (LINE as u64 - 1),
+    );
+    assert_eq!(
+        expected.0 * LINE as u64,
+        LINES_BYTES as u64,
+        "whole blocks of lines"
+    );
+    let mut group = c.benchmark_group("Stream/socket_lines_100MiB");
+    group.throughput(Throughput::Bytes(LINES_BYTES as u64));
+    group.sample_size(10);
+    // 55 operations of about 150 ms (criterion's linear sampling of 10).
+    group.measurement_time(std::time::Duration::from_secs(10));
+    fn spindle_row<R: IORuntime>(
+        group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+        name: &str,
+        rt: &R,
+        addr: std::net::SocketAddr,
+        expected: (u64, u64),
+    ) {
+        let run = || succeeded(rt.block_on(spindle_lines(addr)).expect("a run"));
+        assert_eq!(run(), expected, "{name}: lines and bytes read");
+        group.bench_function(name, |b| b.iter(run));
+    }
+    let single = SingleThreaded::new().expect("exec-single");
+    spindle_row(&mut group, "spindle_single", &single, addr, expected);
+    drop(single);
+    let batching = spindle_exec_batching::EventLoop::new().expect("exec-batching");
+    spindle_row(&mut group, "spindle_batching", &batching, addr, expected);
+    drop(batching);
+    let wstp = spindle_exec_wstp::Runtime::builder()
+        .worker_threads(2)
+        .build()
+        .expect("exec-wstp");
+    spindle_row(&mut group, "spindle_wstp", &wstp, addr, expected);
+    drop(wstp);
+    let current = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("tokio current_thread");
+    let multi = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("tokio multi_thread");
+    let rows = [
+        ("tokio_current", &current, 8 * 1024),
+        ("tokio_current_64KiB", &current, READ),
+        ("tokio_mt", &multi, 8 * 1024),
+    ];
+    for (name, rt, capacity) in rows {
+        let run = || {
+            rt.block_on(tokio_lines(addr, capacity))
+                .expect("tokio lines")
+        };
+        assert_eq!(run(), expected, "{name}: lines and bytes read");
+        group.bench_function(name, |b| b.iter(run));
+    }
+    group.finish();
+}
+
+criterion_group!(benches, pure_pipeline, eval_map, par_eval_map, socket_lines);
 criterion_main!(benches);

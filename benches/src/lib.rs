@@ -118,6 +118,73 @@ pub mod bind_loops {
     }
 }
 
+/// The writer of the socket-lines rows (`benches/stream.rs`,
+/// `Stream/socket_lines`) and of their callgrind program
+/// (`examples/socket_lines.rs`): a plain std thread that writes the same
+/// text, lines of [`LINE`](socket_lines::LINE) bytes, into every
+/// connection it accepts on loopback, as fast as the socket takes them,
+/// then closes it. Both sides of a comparison read from this one writer.
+pub mod socket_lines {
+    use std::io::Write;
+    use std::net::{Shutdown, SocketAddr, TcpListener};
+
+    /// Bytes of one line, its `\n` included.
+    pub const LINE: usize = 80;
+    /// Lines of one block (the unit the writer writes: 80 KiB).
+    const BLOCK_LINES: usize = 1024;
+    /// The longest line the readers accept (above [`LINE`]).
+    pub const LIMIT: usize = 1024;
+
+    /// The lines of a connection of `bytes` bytes (a multiple of
+    /// `LINE * 1024`; rounded down to one).
+    pub fn lines_in(bytes: usize) -> u64 {
+        (bytes / (LINE * BLOCK_LINES) * BLOCK_LINES) as u64
+    }
+
+    /// The text of a line, without its line break: `LINE - 1` ASCII bytes
+    /// (its number, then letters that vary with it).
+    fn line(i: usize) -> String {
+        let mut text = format!("{i:07} ");
+        let letters = b"abcdefghijklmnopqrstuvwxyz";
+        while text.len() < LINE - 1 {
+            text.push(char::from(letters[(i + text.len()) % letters.len()]));
+        }
+        text
+    }
+
+    /// Starts the writer: every connection accepted gets [`lines_in`]`(bytes)`
+    /// lines, then its write side shut down. The thread lives as long as
+    /// the process. Returns the address to connect to.
+    pub fn start_writer(bytes: usize) -> SocketAddr {
+        let listener = TcpListener::bind(("127.0.0.1", 0)).expect("bind the line writer");
+        let addr = listener.local_addr().expect("the writer's address");
+        let mut block = Vec::with_capacity(LINE * BLOCK_LINES);
+        for i in 0..BLOCK_LINES {
+            block.extend_from_slice(line(i).as_bytes());
+            block.push(b'\n');
+        }
+        assert_eq!(block.len(), LINE * BLOCK_LINES, "lines of LINE bytes");
+        let blocks = bytes / block.len();
+        std::thread::Builder::new()
+            .name("line-writer".into())
+            .spawn(move || {
+                for connection in listener.incoming() {
+                    let Ok(mut connection) = connection else {
+                        continue;
+                    };
+                    for _ in 0..blocks {
+                        if connection.write_all(&block).is_err() {
+                            break;
+                        }
+                    }
+                    let _ = connection.shutdown(Shutdown::Write);
+                }
+            })
+            .expect("start the line writer");
+        addr
+    }
+}
+
 use spindle_core::Outcome;
 
 /// The loop size of ShallowBind, DeepBind, Attempt and HandleError (Cats

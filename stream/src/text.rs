@@ -248,26 +248,47 @@ where
         move |(partial, number): &mut (String, u64), chunk: Chunk<String>| {
             let mut out = Chunk::empty();
             for piece in chunk {
-                let mut rest = piece.as_str();
-                while let Some(at) = rest.find('\n') {
-                    partial.push_str(&rest[..at]);
-                    if partial.ends_with('\r') {
-                        partial.pop();
-                    }
-                    if partial.len() > max_line {
-                        return Err(Failed {
-                            before: out,
-                            error: E::from(TextError::LineTooLong {
-                                limit: max_line,
-                                line: *number,
-                            }),
-                        });
-                    }
-                    out.push(core::mem::take(partial));
+                let mut start = 0;
+                // The line breaks, found by `memchr` (a vectorized search:
+                // `str::find` costed twice the rest of the pipe per line).
+                for at in memchr::memchr_iter(b'\n', piece.as_bytes()) {
+                    let line = if partial.is_empty() {
+                        // The whole line is in this piece: one allocation
+                        // of its exact length. (`\n` and `\r` are ASCII:
+                        // the slice's ends are character boundaries.)
+                        let text = &piece[start..at];
+                        let text = text.strip_suffix('\r').unwrap_or(text);
+                        if text.len() > max_line {
+                            return Err(Failed {
+                                before: out,
+                                error: E::from(TextError::LineTooLong {
+                                    limit: max_line,
+                                    line: *number,
+                                }),
+                            });
+                        }
+                        String::from(text)
+                    } else {
+                        partial.push_str(&piece[start..at]);
+                        if partial.ends_with('\r') {
+                            partial.pop();
+                        }
+                        if partial.len() > max_line {
+                            return Err(Failed {
+                                before: out,
+                                error: E::from(TextError::LineTooLong {
+                                    limit: max_line,
+                                    line: *number,
+                                }),
+                            });
+                        }
+                        core::mem::take(partial)
+                    };
+                    out.push(line);
                     *number += 1;
-                    rest = &rest[at + 1..];
+                    start = at + 1;
                 }
-                partial.push_str(rest);
+                partial.push_str(&piece[start..]);
                 // A line break may still come: `\r` is not counted yet.
                 if partial.trim_end_matches('\r').len() > max_line {
                     return Err(Failed {

@@ -236,6 +236,53 @@ rt_test! {
         });
     }
 
+    fn lines_split_text_at_line_breaks_however_the_strings_are_cut() {
+        let rt = rt();
+        // Strings of several characters (lines whole inside one string,
+        // and lines across strings), each cut at random places.
+        check(("[a-c\\r\\n]{0,60}", cuts(), cuts()), |(s, at, c)| {
+            let mut strings = Vec::new();
+            let mut rest = s.as_str();
+            for n in at.iter().cycle() {
+                if rest.is_empty() {
+                    break;
+                }
+                let n = (*n).clamp(1, rest.len());
+                strings.push(rest[..n].to_string());
+                rest = &rest[n..];
+            }
+            let want: Vec<String> = {
+                let mut pieces: Vec<&str> = s.split('\n').collect();
+                let last = pieces.pop().unwrap_or("");
+                let mut lines: Vec<String> =
+                    pieces.iter().map(|l| l.strip_suffix('\r').unwrap_or(l).to_string()).collect();
+                if !last.is_empty() {
+                    lines.push(last.to_string());
+                }
+                lines
+            };
+            let got = value(rt.run(chunked(&strings, &c).through(|t| text::lines(t, 1_000)).compile().to_vec()))?;
+            prop_assert_eq!(got, want);
+            Ok(())
+        });
+    }
+
+    fn a_line_at_the_limit_passes_and_one_byte_more_fails_wherever_it_lies() {
+        let rt = rt();
+        // Five bytes and a `\r\n` inside one string: the `\r` is not counted.
+        let at_limit = Stream::<String, E>::emits(vec!["abcde\r\nfghij\n".to_string()]);
+        let got = rt.run(at_limit.through(|t| text::lines(t, 5)).compile().to_vec());
+        assert_eq!(got, Outcome::Succeeded(vec!["abcde".to_string(), "fghij".to_string()]));
+        // Six bytes, whole inside one string after a first line.
+        let inside = Stream::<String, E>::emits(vec!["ok\nabcdef\r\n".to_string()]);
+        let got = rt.run(inside.through(|t| text::lines(t, 5)).compile().to_vec());
+        assert_eq!(got, Outcome::Errored(Failure::Text(TextError::LineTooLong { limit: 5, line: 2 })));
+        // Six bytes across two strings.
+        let across = Stream::<String, E>::emits(vec!["abc".to_string(), "def\n".to_string()]);
+        let got = rt.run(across.through(|t| text::lines(t, 5)).compile().to_vec());
+        assert_eq!(got, Outcome::Errored(Failure::Text(TextError::LineTooLong { limit: 5, line: 1 })));
+    }
+
     fn a_line_over_the_limit_fails_with_its_number_and_the_limit() {
         let rt = rt();
         let input = Stream::emits(vec!["ok\nthis line is long\nx".to_string()]);
