@@ -8,6 +8,12 @@
 # formatting code behind them (the usual recipe for the smallest image).
 # With `--sizes`, also prints the flash and static RAM of every build.
 #
+# The crate has a second program, `sensor_stream` (src/bin/): a stream of
+# sensor readings from an interrupt (spindle-stream without std). Each
+# stable build makes both images (one cargo invocation); the stream
+# program runs after the main one, and its whole output is checked line by
+# line. The flash budget is the main image's only.
+#
 #   bash examples/firmware/run.sh [--sizes] [TARGET...]
 #
 # With targets named (e.g. riscv32imac-unknown-none-elf), only those run
@@ -70,6 +76,33 @@ expect_traced=(
   "  at delay @ src/main.rs:"
 )
 
+# The sensor stream program's whole output, in order (the line with its
+# heap use, which differs by target, left out). The averages are those of
+# its `reading` function (every fifth reading a glitch, dropped; a moving
+# average over 4 readings, in tenths of a degree), worked out apart from
+# the program.
+expect_stream() { # arch tick soft-interrupt
+  expect_stream_out="sensor stream on $1: start
+sensor: enabled (sampled on $2, read in $3)
+average 1 of 8: 27.0 C
+average 2 of 8: 27.5 C
+average 3 of 8: 27.0 C
+average 4 of 8: 26.5 C
+average 5 of 8: 27.0 C
+average 6 of 8: 26.5 C
+average 7 of 8: 27.0 C
+average 8 of 8: 27.5 C
+sensor: disabled (stream succeeded)
+stream: 8 averages of 13 readings, 2 glitches dropped, 0 overwritten
+readings after release: 0
+sensor: enabled (sampled on $2, read in $3)
+sensor: disabled (stream errored)
+failing stream: sensor glitch, releases: 1
+sensor enabled 2 times, released 2 times
+allocations in interrupt handlers: 0
+sensor stream on $1: ok"
+}
+
 # The size-optimized build: its own target directory and flags (the config
 # file's `-Tlink.x` repeated, since these flags replace it).
 small_dir="$CARGO_TARGET_DIR-small"
@@ -80,24 +113,15 @@ build_small() { # target features-args...
     cargo +nightly build -q --release --target "$target" -Zbuild-std=core,alloc "$@"
 }
 
-run_one() { # small|stable target machine features-args...
-  local kind=$1 target=$2 machine=$3; shift 3
-  local elf
-  if [ "$kind" = small ]; then
-    build_small "$target" "$@"
-    elf="$small_dir/$target/release/spindle-firmware"
-  else
-    cargo build -q --release --target "$target" "$@"
-    elf="$CARGO_TARGET_DIR/$target/release/spindle-firmware"
-  fi
-  local out status=0 qemu
+# Runs an image under QEMU: its output in `out`, its exit status checked.
+run_image() { # label target machine elf
+  local label=$1 target=$2 machine=$3 elf=$4
+  local status=0 qemu
   case "$target" in
     thumb*)
-      expect_arch cortex-m SysTick
       qemu=(qemu-system-arm -machine "$machine") ;;
     riscv32*)
       # No firmware before the image: QEMU starts the hart at 0x8000_0000.
-      expect_arch riscv32 "the machine timer"
       qemu=(qemu-system-riscv32 -machine "$machine" -bios none) ;;
   esac
   # `-icount`: the machine's clock counts executed instructions (8 ns
@@ -107,12 +131,44 @@ run_one() { # small|stable target machine features-args...
   # is or how long QEMU takes to translate code it runs for the first time.
   out=$(timeout 60 "${qemu[@]}" -icount shift=3,sleep=off -nographic \
     -semihosting-config enable=on,target=native -kernel "$elf" 2>/dev/null) || status=$?
-  echo "--- $kind $target on $machine ($*):"
+  echo "--- $label:"
   echo "$out"
   if [ "$status" -ne 0 ]; then
-    echo "FAILED: $target on $machine exited with status $status" >&2
+    echo "FAILED: $label exited with status $status" >&2
     return 1
   fi
+}
+
+run_one() { # small|stable target machine features-args...
+  local kind=$1 target=$2 machine=$3; shift 3
+  local elf dir
+  if [ "$kind" = small ]; then
+    # The main program only: the stream program is not size-checked.
+    build_small "$target" --bin spindle-firmware "$@"
+    dir="$small_dir/$target/release"
+  else
+    # Both programs.
+    cargo build -q --release --target "$target" "$@"
+    dir="$CARGO_TARGET_DIR/$target/release"
+  fi
+  elf="$dir/spindle-firmware"
+  case "$target" in
+    thumb*)
+      expect_arch cortex-m SysTick
+      expect_stream cortex-m SysTick "NVIC IRQ 20" ;;
+    riscv32*)
+      expect_arch riscv32 "the machine timer"
+      expect_stream riscv32 "the machine timer" "the machine software interrupt" ;;
+  esac
+  if [ "$kind" = stable ]; then
+    run_image "$kind $target on $machine, sensor_stream ($*)" "$target" "$machine" "$dir/sensor_stream"
+    if [ "$(grep -v '^heap in use: ' <<<"$out")" != "$expect_stream_out" ]; then
+      echo "FAILED: the sensor stream's output is not the expected one:" >&2
+      diff <(echo "$expect_stream_out") <(grep -v '^heap in use: ' <<<"$out") >&2 || true
+      return 1
+    fi
+  fi
+  run_image "$kind $target on $machine ($*)" "$target" "$machine" "$elf"
   local line
   for line in "${expect[@]}"; do
     grep -qF -- "$line" <<<"$out" || { echo "FAILED: missing '$line'" >&2; return 1; }
@@ -156,7 +212,8 @@ size_of() { # target elf -> "flash static-ram"
 # so the budget moved to the next KiB above that image (33,700 B).
 if [[ " ${machines[*]} " == *" thumbv7m-none-eabi "* ]]; then
   read -r flash _ < <(size_of thumbv7m-none-eabi "$CARGO_TARGET_DIR/thumbv7m-none-eabi/release/spindle-firmware")
-  echo "flash, thumbv7m-none-eabi, tracing compiled out: $flash B (budget 33792 B)"
+  read -r stream_flash _ < <(size_of thumbv7m-none-eabi "$CARGO_TARGET_DIR/thumbv7m-none-eabi/release/sensor_stream")
+  echo "flash, thumbv7m-none-eabi, tracing compiled out: $flash B (budget 33792 B); the sensor stream program: $stream_flash B (no budget)"
   if [ "$flash" -gt 33792 ]; then
     echo "FAILED: the thumbv7m image with tracing compiled out is $flash B, over its 33 KiB budget" >&2
     exit 1
@@ -165,8 +222,8 @@ fi
 
 if [ "$sizes" = yes ]; then
   echo
-  echo "| target | tracing | flash (.text + .rodata; RISC-V: + .init.rust + .eh_frame) | static RAM (.data + .bss) | flash, size-optimized build |"
-  echo "|---|---|---|---|---|"
+  echo "| target | tracing | flash (.text + .rodata; RISC-V: + .init.rust + .eh_frame) | static RAM (.data + .bss) | flash, size-optimized build | sensor_stream: flash | sensor_stream: static RAM | sensor_stream: flash, size-optimized |"
+  echo "|---|---|---|---|---|---|---|---|"
   for m in "${machines[@]}"; do
     read -r target machine <<<"$m"
     for features in "--no-default-features" ""; do
@@ -176,7 +233,9 @@ if [ "$sizes" = yes ]; then
       build_small "$target" $features
       read -r flash ram < <(size_of "$target" "$CARGO_TARGET_DIR/$target/release/spindle-firmware")
       read -r small_flash _ < <(size_of "$target" "$small_dir/$target/release/spindle-firmware")
-      echo "| $target | $([ -z "$features" ] && echo cached || echo "compiled out") | $flash B | $ram B | $small_flash B |"
+      read -r s_flash s_ram < <(size_of "$target" "$CARGO_TARGET_DIR/$target/release/sensor_stream")
+      read -r s_small_flash _ < <(size_of "$target" "$small_dir/$target/release/sensor_stream")
+      echo "| $target | $([ -z "$features" ] && echo cached || echo "compiled out") | $flash B | $ram B | $small_flash B | $s_flash B | $s_ram B | $s_small_flash B |"
     done
   done
 fi

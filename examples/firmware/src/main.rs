@@ -24,28 +24,34 @@
 //! tracing, when compiled in). It exits with status 0 when every check
 //! passed, 1 otherwise.
 //!
-//! Output goes through a small formatter of its own (text and `u32`s)
-//! rather than `core::fmt`, and errors are static strings: on a
+//! Output goes through a small formatter of its own (text and `u32`s,
+//! `out.rs`) rather than `core::fmt`, and errors are static strings: on a
 //! microcontroller the formatting machinery would cost more flash than
 //! the runtime.
+//!
+//! The crate has a second program, `src/bin/sensor_stream.rs`: a stream of
+//! sensor readings from an interrupt, through spindle-stream. It is a
+//! separate image so that this one stays within its flash budget
+//! (`run.sh`); it shares the architecture glue, `mem.rs`, `out.rs` and
+//! `heap.rs` with this one.
 
 #![no_std]
 #![no_main]
 
 extern crate alloc;
 
-use core::alloc::{GlobalAlloc, Layout};
 use core::cell::RefCell;
 use core::future::Future;
 use core::pin::Pin;
-use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use core::sync::atomic::{AtomicU32, Ordering};
 use core::task::{Context, Poll, Waker};
 use core::time::Duration;
 
 use critical_section::Mutex;
-use embedded_alloc::LlffHeap;
 use spindle_core::{Deferred, FiberHandle, IO, IORuntime, Outcome, Signal, Traced};
 use spindle_exec_single::{Builder, Clock};
+
+use heap::{HANDLER_ALLOCS, Heap, IN_HANDLER};
 
 /// The per-architecture glue (module doc): one whole file per architecture.
 #[cfg(target_arch = "arm")]
@@ -58,128 +64,16 @@ mod arch;
 /// `memcpy` and its kin, byte by byte (smaller than compiler_builtins').
 mod mem;
 
-/// Output (the architecture's console) without `core::fmt` (whose formatting
-/// machinery would be most of a small image): text and `u32`s only.
-mod out {
-    /// A piece of a line.
-    pub trait Piece {
-        /// Appends itself to `line`.
-        fn put(&self, line: &mut Line);
-    }
-    impl Piece for &str {
-        fn put(&self, line: &mut Line) {
-            line.push(self.as_bytes());
-        }
-    }
-    impl Piece for u32 {
-        fn put(&self, line: &mut Line) {
-            let mut digits = [0u8; 10];
-            let mut i = digits.len();
-            let mut n = *self;
-            loop {
-                i -= 1;
-                digits[i] = b'0' + (n % 10) as u8;
-                n /= 10;
-                if n == 0 {
-                    break;
-                }
-            }
-            line.push(&digits[i..]);
-        }
-    }
+/// Output without `core::fmt`: text and `u32`s (`say!`).
+#[macro_use]
+mod out;
 
-    /// A line being built (longer lines are cut).
-    pub struct Line {
-        buf: [u8; 160],
-        len: usize,
-    }
-
-    impl Line {
-        /// An empty line.
-        pub fn new() -> Self {
-            Line {
-                buf: [0; 160],
-                len: 0,
-            }
-        }
-        /// Appends `bytes`, as many as fit.
-        fn push(&mut self, bytes: &[u8]) {
-            let n = bytes.len().min(self.buf.len() - self.len);
-            self.buf[self.len..self.len + n].copy_from_slice(&bytes[..n]);
-            self.len += n;
-        }
-        /// Writes the line and a newline to the console.
-        pub fn print(mut self) {
-            self.push(b"\n");
-            super::arch::write(&self.buf[..self.len]);
-        }
-    }
-}
-
-/// Prints its pieces (text and `u32`s) as one line.
-macro_rules! say {
-    ($($piece:expr),* $(,)?) => {{
-        let mut line = out::Line::new();
-        $( out::Piece::put(&$piece, &mut line); )*
-        line.print();
-    }};
-}
+/// embedded-alloc's heap, counting allocations in interrupt handlers.
+mod heap;
 
 /// The heap; the architecture's entry point gives it its memory.
 #[global_allocator]
-static HEAP: Heap = Heap(LlffHeap::empty());
-
-/// Whether an interrupt handler of this program is running (set and
-/// cleared by [`on_tick`] and [`on_soft_interrupt`], which do not nest).
-static IN_HANDLER: AtomicBool = AtomicBool::new(false);
-
-/// Allocations made while an interrupt handler ran: the handlers must make
-/// none (`run` checks it).
-static HANDLER_ALLOCS: AtomicU32 = AtomicU32::new(0);
-
-/// embedded-alloc's heap, counting the allocations made in interrupt
-/// handlers.
-struct Heap(LlffHeap);
-
-impl Heap {
-    /// Gives the heap its memory.
-    ///
-    /// # Safety
-    ///
-    /// As `LlffHeap::init`: called once, before any allocation, with memory
-    /// used by nothing else.
-    unsafe fn init(&self, start: usize, size: usize) {
-        // SAFETY: the caller's contract is `LlffHeap::init`'s.
-        unsafe { self.0.init(start, size) }
-    }
-
-    /// Bytes in use.
-    fn used(&self) -> usize {
-        self.0.used()
-    }
-}
-
-// SAFETY: every call is forwarded unchanged to embedded-alloc's heap; the
-// count beside it touches no memory of the heap's.
-unsafe impl GlobalAlloc for Heap {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if IN_HANDLER.load(Ordering::Relaxed) {
-            // Only handlers write it, and they do not nest.
-            HANDLER_ALLOCS.store(
-                HANDLER_ALLOCS.load(Ordering::Relaxed).wrapping_add(1),
-                Ordering::Relaxed,
-            );
-        }
-        // SAFETY: the caller's contract is `GlobalAlloc::alloc`'s.
-        unsafe { self.0.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: the caller's contract is `GlobalAlloc::dealloc`'s; `ptr`
-        // came from `alloc` above, that is from the same heap.
-        unsafe { self.0.dealloc(ptr, layout) }
-    }
-}
+static HEAP: Heap = Heap::empty();
 
 /// Tick interrupts since boot (written only by the tick handler).
 static TICKS: AtomicU32 = AtomicU32::new(0);
