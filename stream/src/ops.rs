@@ -2,6 +2,7 @@
 //! stops (each in a scope of its own, see `scope.rs`), concatenation and
 //! errors.
 
+use alloc::collections::VecDeque;
 use core::ops::ControlFlow;
 
 use spindle_core::{ExitCase, IO};
@@ -128,6 +129,43 @@ impl<A: Send + 'static, E: Send + 'static> Stream<A, E> {
     pub fn rechunk(self, n: usize) -> Result<Stream<A, E>, InvalidArgument> {
         let n = chunk_size("rechunk", n)?;
         Ok(chunk_n_from(self, Chunk::with_capacity(n), n).flat_map(Stream::chunk))
+    }
+
+    /// Windows of `n` consecutive elements, one per element from the
+    /// `n`-th on (`1, 2, 3, 4` by 2: `[1, 2]`, `[2, 3]`, `[3, 4]`); an
+    /// input of fewer than `n` elements (but some) gives one window of
+    /// them all (fs2's `sliding`). `n` must be above 0.
+    ///
+    /// ```
+    /// use spindle_effect::prelude::*;
+    /// use spindle_effect::single::SingleThreaded;
+    /// use spindle_effect::stream::Stream;
+    ///
+    /// let sums = Stream::<u32, ()>::range(1..6)
+    ///     .sliding(3)?
+    ///     .map(|window| window.iter().sum::<u32>())
+    ///     .compile()
+    ///     .to_vec();
+    /// assert_eq!(SingleThreaded::new()?.block_on(sums)?.succeeded(), Some(vec![6, 9, 12]));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn sliding(self, n: usize) -> Result<Stream<Chunk<A>, E>, InvalidArgument>
+    where
+        A: Clone,
+    {
+        let n = chunk_size("sliding", n)?;
+        Ok(sliding_from(self, VecDeque::with_capacity(n), n, false))
+    }
+
+    /// Pulls this stream on a fiber of its own, ahead of the consumer: up
+    /// to `n` elements wait ready for it (in chunks of at most `n`, and the
+    /// next such chunk may wait to be handed over), so a faster producer
+    /// goes on while a slower consumer works (the `buffer` of ZIO and Akka
+    /// streams; fs2's `buffer`, which only regroups, is
+    /// [`rechunk`](Stream::rechunk)). `n` must be above 0.
+    pub fn buffer(self, n: usize) -> Result<Stream<A, E>, InvalidArgument> {
+        let n = chunk_size("buffer", n)?;
+        self.rechunk(n)?.prefetch_n(1)
     }
 
     /// The stream `pipe` makes of this one (`through(lines)`).
@@ -479,6 +517,49 @@ where
 }
 
 /// `chunk_n`'s loop: `pending` holds fewer than `n` elements.
+/// [`Stream::sliding`] with the last `n - 1` (or fewer) elements seen in
+/// `last`; `emitted`: a window was emitted already.
+fn sliding_from<A, E>(
+    input: Stream<A, E>,
+    mut last: VecDeque<A>,
+    n: usize,
+    mut emitted: bool,
+) -> Stream<Chunk<A>, E>
+where
+    A: Clone + Send + 'static,
+    E: Send + 'static,
+{
+    Stream::from_pull(move |scope: Scope<E>| {
+        input.step(scope.clone()).flat_map(move |step| match step {
+            Step::Emit(chunk, rest) => {
+                let mut windows = Chunk::empty();
+                for item in chunk {
+                    if last.len() == n {
+                        last.pop_front();
+                    }
+                    last.push_back(item);
+                    if last.len() == n {
+                        windows.push(last.iter().cloned().collect::<Chunk<A>>());
+                        emitted = true;
+                    }
+                }
+                let rest = sliding_from(rest, last, n, emitted);
+                if windows.is_empty() {
+                    rest.step(scope)
+                } else {
+                    IO::pure(Step::Emit(windows, rest))
+                }
+            }
+            Step::Done => IO::pure(if emitted || last.is_empty() {
+                Step::Done
+            } else {
+                let window: Chunk<A> = last.into_iter().collect();
+                Step::Emit(Chunk::singleton(window), Stream::empty())
+            }),
+        })
+    })
+}
+
 fn chunk_n_from<A, E>(input: Stream<A, E>, pending: Chunk<A>, n: usize) -> Stream<Chunk<A>, E>
 where
     A: Send + 'static,

@@ -155,6 +155,53 @@ rt_test! {
         assert_eq!(got, vec![vec![0, 1, 2, 3], vec![4, 5, 6, 7], vec![8, 9]]);
     }
 
+    fn sliding_gives_a_window_per_element_from_the_nth_and_one_short_window_for_a_short_input() {
+        let got = values(run,
+            Stream::range(1u32..5).sliding(2).expect("n > 0").map(Chunk::into_vec),
+        );
+        assert_eq!(got, vec![vec![1, 2], vec![2, 3], vec![3, 4]]);
+        let short = values(run,
+            Stream::range(1u32..3).sliding(5).expect("n > 0").map(Chunk::into_vec),
+        );
+        assert_eq!(short, vec![vec![1, 2]]);
+        let none = values(run, Stream::<u32, String>::empty().sliding(3).expect("n > 0"));
+        assert!(none.is_empty());
+        assert!(Stream::<u32, String>::range(0..3).sliding(0).is_err());
+    }
+
+    fn buffer_lets_the_producer_run_up_to_n_elements_ahead_of_a_waiting_consumer() {
+        let pulled = Arc::new(AtomicUsize::new(0));
+        let (p, seen) = (pulled.clone(), pulled.clone());
+        let gate = spindle_core::Deferred::<()>::new();
+        let open = gate.clone();
+        // The consumer waits at its first element (the first chunk of 4
+        // taken); meanwhile the producer fills the buffer: the next 4 ready
+        // and 4 more waiting to be handed over, then it waits too.
+        let stream = Stream::<u32, String>::iter(0..100)
+            .rechunk(1)
+            .expect("n > 0")
+            .map(move |x| {
+                p.fetch_add(1, Ordering::SeqCst);
+                x
+            })
+            .buffer(4)
+            .expect("n > 0")
+            .eval_map(move |x| open.get().map(move |()| x));
+        let filled = eventually(move || seen.load(Ordering::SeqCst) >= 12)
+            .product_r(IO::sleep(Duration::from_millis(5)));
+        let (count, gate_count) = (pulled.clone(), pulled.clone());
+        let opener = filled
+            .map(move |()| gate_count.load(Ordering::SeqCst))
+            .flat_map(move |ahead| gate.complete(()).map(move |_| ahead));
+        let (got, ahead) = run(stream.take(3).compile().to_vec().both(opener))
+            .succeeded()
+            .expect("a value");
+        assert_eq!(got, vec![0, 1, 2]);
+        assert_eq!(ahead, 12, "the producer stops 8 elements past the consumer's chunk");
+        assert_eq!(count.load(Ordering::SeqCst), 12);
+        assert!(Stream::<u32, String>::range(0..3).buffer(0).is_err());
+    }
+
     fn a_chunk_size_of_zero_is_refused_with_an_error_naming_the_operation() {
         let error = Stream::<u32, String>::range(0..10)
             .chunk_n(0)

@@ -159,6 +159,14 @@ rt_test! {
             let groups = value(rt.run(chunked(&v, &c1).chunk_n(n).unwrap().compile().to_vec()))?;
             let regrouped: Vec<Vec<u32>> = v.chunks(n).map(|g| g.to_vec()).collect();
             prop_assert_eq!(groups.into_iter().map(Chunk::into_vec).collect::<Vec<_>>(), regrouped);
+            let windows = value(rt.run(chunked(&v, &c2).sliding(n).unwrap().compile().to_vec()))?;
+            let mut want_windows: Vec<Vec<u32>> = v.windows(n).map(|w| w.to_vec()).collect();
+            if want_windows.is_empty() && !v.is_empty() {
+                want_windows.push(v.clone());
+            }
+            prop_assert_eq!(windows.into_iter().map(Chunk::into_vec).collect::<Vec<_>>(), want_windows);
+            let buffered = value(rt.run(chunked(&v, &c1).buffer(n).unwrap().compile().to_vec()))?;
+            prop_assert_eq!(&buffered, &v);
             Ok(())
         });
     }
