@@ -99,11 +99,20 @@ mod to_async {
     pub struct IntoAsync<A, E> {
         chunks: mpsc::Receiver<Result<Chunk<A>, E>>,
         current: crate::chunk::IntoIter<A>,
-        // Keeps the fiber's join state alive (its outcome is not read).
-        _fiber: FiberHandle<(), E>,
+        /// Cancels the stream's fiber (on a fiber of the executor's) when
+        /// the async side is dropped.
+        stop: Option<Box<dyn FnOnce() + Send>>,
     }
 
     impl<A, E> Unpin for IntoAsync<A, E> {}
+
+    impl<A, E> Drop for IntoAsync<A, E> {
+        fn drop(&mut self) {
+            if let Some(stop) = self.stop.take() {
+                stop();
+            }
+        }
+    }
 
     impl<A, E> AsyncStream for IntoAsync<A, E> {
         type Item = Result<A, E>;
@@ -116,7 +125,11 @@ mod to_async {
                 match Pin::new(&mut self.chunks).poll_next(cx) {
                     Poll::Ready(Some(Ok(chunk))) => self.current = chunk.into_iter(),
                     Poll::Ready(Some(Err(error))) => return Poll::Ready(Some(Err(error))),
-                    Poll::Ready(None) => return Poll::Ready(None),
+                    Poll::Ready(None) => {
+                        // The fiber ended: nothing to cancel when dropped.
+                        self.stop = None;
+                        return Poll::Ready(None);
+                    }
                     Poll::Pending => return Poll::Pending,
                 }
             }
@@ -141,8 +154,9 @@ mod to_async {
         /// Runs this stream on a fiber of `executor` and gives its items to
         /// async Rust as a `futures_core::Stream` of `Result`s (an error
         /// ends it). Back-pressure: the fiber waits while a chunk is not
-        /// yet taken. Dropping the async stream stops the fiber at its next
-        /// chunk, releasing what the stream holds.
+        /// yet taken. Dropping the async stream cancels the fiber at once
+        /// (wherever it waits), releasing what the stream holds; the
+        /// release runs on the executor, after the drop returns.
         pub fn into_futures_on<X: Executor>(self, executor: &X) -> IntoAsync<A, E> {
             let (sender, chunks) = mpsc::channel::<Result<Chunk<A>, E>>(0);
             let failing = sender.clone();
@@ -165,10 +179,16 @@ mod to_async {
                 .guarantee_case_ref(move |outcome| closing.close(ExitCase::of(outcome)))
             })
             .handle_error_with(move |error| send(failing, Err(error)).void());
+            let fiber = FiberHandle::spawn(run, executor);
+            let executor = executor.clone();
             IntoAsync {
                 chunks,
                 current: Chunk::empty().into_iter(),
-                _fiber: FiberHandle::spawn(run, executor),
+                stop: Some(Box::new(move || {
+                    // The cancel is a program: it runs on a fiber of its
+                    // own, which waits until the stream's fiber ended.
+                    let _stopping = FiberHandle::spawn(fiber.cancel::<E>(), &executor);
+                })),
             }
         }
     }

@@ -658,14 +658,16 @@ rt_test! {
         );
     }
 
-    fn dropping_the_async_stream_stops_the_run_and_releases_what_it_holds() {
+    fn dropping_the_async_stream_cancels_its_run_wherever_it_waits_and_releases_what_it_holds() {
         let rt = rt();
         let handle = rt.handle().clone();
         let log = log();
         let (l, check) = (log.clone(), log.clone());
         let program = IO::defer(move || {
+            // After its three elements the stream waits forever: only the
+            // drop's cancellation can end it.
             let items = resource(&l, "a")
-                .flat_map(|_| Stream::iter(0u32..))
+                .flat_map(|_| Stream::range(0u32..3).append(Stream::eval(IO::never())))
                 .into_futures_on(&handle);
             IO::<_, E>::from_future(futures::StreamExt::collect::<Vec<_>>(futures::StreamExt::take(items, 3)))
         })
@@ -673,7 +675,7 @@ rt_test! {
             eventually(move || check.lock().unwrap().len() == 2).map(move |()| got)
         });
         assert_eq!(rt.run(program), Outcome::Succeeded(vec![Ok(0), Ok(1), Ok(2)]));
-        assert_eq!(lines(&log), ["open a", "close a Succeeded"]);
+        assert_eq!(lines(&log), ["open a", "close a Canceled"]);
     }
 
     fn an_io_block_emits_a_stream_and_its_error_ends_it() {
