@@ -9,7 +9,9 @@
 //! Workloads (10,000 elements each, run once inside `run_workload`):
 //! `par_eval_map8` and `par_eval_map8_pure` (a `cede` per element, and
 //! none), `par_eval_map_unordered8`, `eval_map`, `eval_map_chunk`,
-//! `bind` (the same steps as a `tail_rec` loop), `pure` (map/filter/fold);
+//! `bind` (the same steps as a `tail_rec` loop), `pure` (map/filter/fold
+//! over 1,000,000 elements; `pure_fold`, `pure_map` and `pure_filter`
+//! for one stage at a time);
 //! `tokio_buffered8` and `tokio_buffered8_pure`: `futures`' `buffered(8)`
 //! with and without a `yield_now` per element, on tokio's current-thread
 //! runtime.
@@ -61,6 +63,17 @@ fn program(name: &str) -> P {
         }),
         "pure" => Stream::range(0..N * 100)
             .map(|x| x * 3)
+            .filter(|x| x % 2 == 0)
+            .compile()
+            .fold(0u64, |acc, x| acc.wrapping_add(x)),
+        "pure_fold" => Stream::range(0..N * 100)
+            .compile()
+            .fold(0u64, |acc, x| acc.wrapping_add(x)),
+        "pure_map" => Stream::range(0..N * 100)
+            .map(|x| x * 3)
+            .compile()
+            .fold(0u64, |acc, x| acc.wrapping_add(x)),
+        "pure_filter" => Stream::range(0..N * 100)
             .filter(|x| x % 2 == 0)
             .compile()
             .fold(0u64, |acc, x| acc.wrapping_add(x)),

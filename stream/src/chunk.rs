@@ -76,12 +76,17 @@ impl<A> Chunk<A> {
         }
     }
 
-    /// The elements mapped by `f` (in place when the layouts allow).
+    /// The elements mapped by `f` (into a vector of the chunk's length,
+    /// written by a loop the compiler can vectorize).
     pub fn map<B, F: FnMut(A) -> B>(self, mut f: F) -> Chunk<B> {
         Chunk {
             repr: match self.repr {
                 Repr::One(item) => Repr::One(f(item)),
-                Repr::Many(items) => Repr::Many(items.into_iter().map(f).collect()),
+                Repr::Many(items) => {
+                    let mut out = Vec::with_capacity(items.len());
+                    out.extend(items.into_iter().map(f));
+                    Repr::Many(out)
+                }
             },
         }
     }
@@ -212,6 +217,16 @@ impl<A> Iterator for IntoIter<A> {
         match &mut self.inner {
             IntoIterRepr::One(item) => item.take(),
             IntoIterRepr::Many(items) => items.next(),
+        }
+    }
+
+    /// One dispatch on the representation, then the inner iterator's own
+    /// loop (a fold over a chunk's vector is a plain loop).
+    #[inline]
+    fn fold<B, F: FnMut(B, A) -> B>(self, init: B, f: F) -> B {
+        match self.inner {
+            IntoIterRepr::One(item) => item.into_iter().fold(init, f),
+            IntoIterRepr::Many(items) => items.fold(init, f),
         }
     }
 
