@@ -6,6 +6,9 @@
 //!     target/release/examples/stream_prof par_eval_map8
 //! ```
 //!
+//! `stream_prof W wstp RUNS` runs the workload `RUNS` times on exec-wstp
+//! with two workers instead (for `perf stat`).
+//!
 //! Workloads (10,000 elements each, run once inside `run_workload`):
 //! `par_eval_map8` and `par_eval_map8_pure` (a `cede` per element, and
 //! none), `par_eval_map_unordered8`, `eval_map`, `eval_map_chunk`,
@@ -121,8 +124,31 @@ fn run_workload(rt: &SingleThreaded<spindle_exec_single::StdClock>, name: &str) 
     out.succeeded().expect("a value")
 }
 
+/// [`run_workload`]'s program on exec-wstp with 2 workers, `runs` times.
+#[inline(never)]
+fn run_workload_wstp(name: &str, runs: usize) -> u64 {
+    let rt = spindle_exec_wstp::Runtime::builder()
+        .worker_threads(2)
+        .build()
+        .expect("exec-wstp");
+    (0..runs)
+        .map(|_| {
+            let out = rt.block_on(program(name)).expect("a run");
+            out.succeeded().expect("a value")
+        })
+        .fold(0, u64::wrapping_add)
+}
+
 fn main() {
-    let name = std::env::args().nth(1).expect("a workload name");
+    let mut args = std::env::args().skip(1);
+    let name = args.next().expect("a workload name");
+    if args.next().as_deref() == Some("wstp") {
+        let runs = args
+            .next()
+            .map_or(1, |n| n.parse().expect("a number of runs"));
+        black_box(run_workload_wstp(&name, runs));
+        return;
+    }
     let rt = SingleThreaded::new().expect("exec-single");
     black_box(run_workload(&rt, &name));
 }
