@@ -37,15 +37,17 @@ use core::convert::Infallible;
 use core::ops::ControlFlow;
 use std::hint::black_box;
 
-use benches::socket_lines::{LIMIT, LINE, lines_in, start_writer};
+use benches::socket_lines::{LINE, READ, lines_in, spindle_lines, start_writer};
 use benches::succeeded;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use futures::StreamExt;
 use spindle_core::{IO, IORuntime};
 use spindle_exec_single::SingleThreaded;
 use spindle_stream::Stream;
-use spindle_stream::text::{lines, utf8_decode};
-use tokio::io::AsyncBufReadExt;
+
+#[path = "../examples/support/tokio_lines.rs"]
+mod tokio_reference;
+use tokio_reference::tokio_lines;
 
 /// Elements of the pure pipeline.
 const PURE_LEN: u64 = 10_000_000;
@@ -55,8 +57,6 @@ const EVAL_LEN: u64 = 100_000;
 const PAR_LEN: u64 = 100_000;
 /// Bytes of one connection of the socket-lines rows.
 const LINES_BYTES: usize = 100 * 1024 * 1024;
-/// Spindle's read size there.
-const READ: usize = 64 * 1024;
 
 fn pure_pipeline(c: &mut Criterion) {
     let mut group = c.benchmark_group("Stream/map_filter_fold");
@@ -176,33 +176,6 @@ fn par_eval_map(c: &mut Criterion) {
         })
     });
     group.finish();
-}
-
-/// Lines and their bytes (line breaks not counted) read from `addr`.
-fn spindle_lines(addr: std::net::SocketAddr) -> IO<(u64, u64), std::io::Error> {
-    spindle_exec_single::net::TcpStream::connect(addr).flat_map(|socket| {
-        socket
-            .reads(READ)
-            .expect("64 KiB > 0")
-            .through(utf8_decode)
-            .through(|text| lines(text, LIMIT))
-            .compile()
-            .fold((0u64, 0u64), |(n, bytes), line| {
-                (n + 1, bytes + line.len() as u64)
-            })
-    })
-}
-
-/// The same with tokio's `BufReader::lines` (a buffer of `capacity`).
-async fn tokio_lines(addr: std::net::SocketAddr, capacity: usize) -> std::io::Result<(u64, u64)> {
-    let socket = tokio::net::TcpStream::connect(addr).await?;
-    let mut lines = tokio::io::BufReader::with_capacity(capacity, socket).lines();
-    let (mut n, mut bytes) = (0u64, 0u64);
-    while let Some(line) = lines.next_line().await? {
-        n += 1;
-        bytes += line.len() as u64;
-    }
-    Ok((n, bytes))
 }
 
 fn socket_lines(c: &mut Criterion) {

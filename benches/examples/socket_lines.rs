@@ -21,30 +21,14 @@
 //! difference by the difference of the lines (the process's start and
 //! end cancel out).
 
+#[path = "support/tokio_lines.rs"]
+mod tokio_reference;
+
 use std::net::SocketAddr;
 
-use benches::socket_lines::{LIMIT, start_writer};
+use benches::socket_lines::{READ, spindle_lines, start_writer};
 use benches::succeeded;
-use spindle_core::{IO, IORuntime};
-use spindle_stream::text::{lines, utf8_decode};
-use tokio::io::AsyncBufReadExt;
-
-/// Spindle's read size.
-const READ: usize = 64 * 1024;
-
-fn spindle_lines(addr: SocketAddr) -> IO<(u64, u64), std::io::Error> {
-    spindle_exec_single::net::TcpStream::connect(addr).flat_map(|socket| {
-        socket
-            .reads(READ)
-            .expect("64 KiB > 0")
-            .through(utf8_decode)
-            .through(|text| lines(text, LIMIT))
-            .compile()
-            .fold((0u64, 0u64), |(n, bytes), line| {
-                (n + 1, bytes + line.len() as u64)
-            })
-    })
-}
+use spindle_core::IORuntime;
 
 fn on<R: IORuntime>(rt: R, addr: SocketAddr) -> (u64, u64) {
     succeeded(rt.block_on(spindle_lines(addr)).expect("a run"))
@@ -55,17 +39,8 @@ fn tokio_lines(addr: SocketAddr, capacity: usize) -> (u64, u64) {
         .enable_all()
         .build()
         .expect("tokio current_thread");
-    rt.block_on(async {
-        let socket = tokio::net::TcpStream::connect(addr).await?;
-        let mut lines = tokio::io::BufReader::with_capacity(capacity, socket).lines();
-        let (mut n, mut bytes) = (0u64, 0u64);
-        while let Some(line) = lines.next_line().await? {
-            n += 1;
-            bytes += line.len() as u64;
-        }
-        std::io::Result::Ok((n, bytes))
-    })
-    .expect("tokio lines")
+    rt.block_on(tokio_reference::tokio_lines(addr, capacity))
+        .expect("tokio lines")
 }
 
 fn main() {

@@ -183,6 +183,27 @@ pub mod socket_lines {
             .expect("start the line writer");
         addr
     }
+
+    /// Spindle's read size.
+    pub const READ: usize = 64 * 1024;
+
+    /// Lines and their bytes (line breaks not counted) read from `addr`
+    /// by Spindle: `reads`, `utf8_decode`, `lines`, a fold (exec-single's
+    /// socket, which every std executor's driver serves).
+    pub fn spindle_lines(addr: SocketAddr) -> spindle_core::IO<(u64, u64), std::io::Error> {
+        use spindle_stream::text::{lines, utf8_decode};
+        spindle_exec_single::net::TcpStream::connect(addr).flat_map(|socket| {
+            socket
+                .reads(READ)
+                .expect("64 KiB > 0")
+                .through(utf8_decode)
+                .through(|text| lines(text, LIMIT))
+                .compile()
+                .fold((0u64, 0u64), |(n, bytes), line| {
+                    (n + 1, bytes + line.len() as u64)
+                })
+        })
+    }
 }
 
 use spindle_core::Outcome;

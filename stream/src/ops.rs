@@ -256,7 +256,9 @@ impl<A: Send + 'static, E: Send + 'static> Stream<A, E> {
     where
         F: FnMut(&A) -> bool + Send + 'static,
     {
-        Stream::from_pull(move |scope: Scope<E>| take_while_from(self, keep, scope.open_child()))
+        Stream::from_pull(move |scope: Scope<E>| {
+            take_while_from(self, keep, false, scope.open_child())
+        })
     }
 
     /// The elements up to and including the first that `keep` refuses
@@ -266,7 +268,9 @@ impl<A: Send + 'static, E: Send + 'static> Stream<A, E> {
     where
         F: FnMut(&A) -> bool + Send + 'static,
     {
-        Stream::from_pull(move |scope: Scope<E>| take_through_from(self, keep, scope.open_child()))
+        Stream::from_pull(move |scope: Scope<E>| {
+            take_while_from(self, keep, true, scope.open_child())
+        })
     }
 
     /// All but the first `n` elements.
@@ -619,8 +623,14 @@ where
     })
 }
 
-/// `take_while`'s loop.
-fn take_while_from<A, E, F>(input: Stream<A, E>, mut keep: F, own: Scope<E>) -> IO<Step<A, E>, E>
+/// `take_while`'s loop (`through`: `take_through`'s, which keeps the
+/// refused element too).
+fn take_while_from<A, E, F>(
+    input: Stream<A, E>,
+    mut keep: F,
+    through: bool,
+    own: Scope<E>,
+) -> IO<Step<A, E>, E>
 where
     A: Send + 'static,
     E: Send + 'static,
@@ -629,36 +639,12 @@ where
     input.step(own.clone()).flat_map(move |step| match step {
         Step::Emit(mut chunk, rest) => match chunk.iter().position(|item| !keep(item)) {
             Some(at) => {
-                chunk.truncate(at);
+                chunk.truncate(at + usize::from(through));
                 drop(rest);
                 IO::pure(Step::Emit(chunk, close_and_end(own)))
             }
             None => {
-                let next = Stream::from_pull(move |_| take_while_from(rest, keep, own));
-                IO::pure(Step::Emit(chunk, next))
-            }
-        },
-        Step::Done => own.close(ExitCase::Succeeded).map(|()| Step::Done),
-    })
-}
-
-/// `take_through`'s loop: as `take_while_from`, keeping the refused
-/// element.
-fn take_through_from<A, E, F>(input: Stream<A, E>, mut keep: F, own: Scope<E>) -> IO<Step<A, E>, E>
-where
-    A: Send + 'static,
-    E: Send + 'static,
-    F: FnMut(&A) -> bool + Send + 'static,
-{
-    input.step(own.clone()).flat_map(move |step| match step {
-        Step::Emit(mut chunk, rest) => match chunk.iter().position(|item| !keep(item)) {
-            Some(at) => {
-                chunk.truncate(at + 1);
-                drop(rest);
-                IO::pure(Step::Emit(chunk, close_and_end(own)))
-            }
-            None => {
-                let next = Stream::from_pull(move |_| take_through_from(rest, keep, own));
+                let next = Stream::from_pull(move |_| take_while_from(rest, keep, through, own));
                 IO::pure(Step::Emit(chunk, next))
             }
         },

@@ -37,6 +37,22 @@ where
     common::props::check_cases(64, strategy, test);
 }
 
+/// The lines `lines` makes of `s`: every piece before a `\n` (a `\r`
+/// before the `\n` dropped), then what follows the last `\n`, if
+/// anything, as it is.
+fn lines_model(s: &str) -> Vec<String> {
+    let mut pieces: Vec<&str> = s.split('\n').collect();
+    let last = pieces.pop().unwrap_or("");
+    let mut lines: Vec<String> = pieces
+        .iter()
+        .map(|l| l.strip_suffix('\r').unwrap_or(l).to_string())
+        .collect();
+    if !last.is_empty() {
+        lines.push(last.to_string());
+    }
+    lines
+}
+
 /// `items` cut into chunks of the given sizes (cycled; 0 read as 1).
 fn chunked<A: Clone + Send + 'static>(items: &[A], cuts: &[usize]) -> Stream<A, E> {
     let mut chunks = Vec::new();
@@ -225,19 +241,7 @@ rt_test! {
         let rt = rt();
         check(("[a-c\\r\\n]{0,60}", cuts()), |(s, c)| {
             let strings: Vec<String> = s.chars().map(String::from).collect();
-            // Every piece before a `\n` is a line (a `\r` before the `\n`
-            // dropped); what follows the last `\n`, if anything, is the last
-            // line as it is.
-            let want: Vec<String> = {
-                let mut pieces: Vec<&str> = s.split('\n').collect();
-                let last = pieces.pop().unwrap_or("");
-                let mut lines: Vec<String> =
-                    pieces.iter().map(|l| l.strip_suffix('\r').unwrap_or(l).to_string()).collect();
-                if !last.is_empty() {
-                    lines.push(last.to_string());
-                }
-                lines
-            };
+            let want = lines_model(&s);
             let got = value(rt.run(chunked(&strings, &c).through(|t| text::lines(t, 1_000)).compile().to_vec()))?;
             prop_assert_eq!(got, want);
             Ok(())
@@ -259,16 +263,7 @@ rt_test! {
                 strings.push(rest[..n].to_string());
                 rest = &rest[n..];
             }
-            let want: Vec<String> = {
-                let mut pieces: Vec<&str> = s.split('\n').collect();
-                let last = pieces.pop().unwrap_or("");
-                let mut lines: Vec<String> =
-                    pieces.iter().map(|l| l.strip_suffix('\r').unwrap_or(l).to_string()).collect();
-                if !last.is_empty() {
-                    lines.push(last.to_string());
-                }
-                lines
-            };
+            let want = lines_model(&s);
             let got = value(rt.run(chunked(&strings, &c).through(|t| text::lines(t, 1_000)).compile().to_vec()))?;
             prop_assert_eq!(got, want);
             Ok(())
