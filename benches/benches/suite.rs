@@ -31,7 +31,7 @@
 //! once and checks its result before measuring, and drops the runtime when
 //! done (a filtered-out benchmark builds and runs nothing).
 //!
-//! # Workloads × runtimes (375 benchmarks)
+//! # Workloads × runtimes (377 benchmarks)
 //!
 //! | Group (`suite.` omitted)                     | sizes            | single wstp batching spindle_tokio | tokio | tokio_mt | count |
 //! |----------------------------------------------|------------------|:---:|:---:|:---:|---:|
@@ -42,7 +42,7 @@
 //! | MapStream `.one/.batch30/.batch120`          | 12,000 maps      | ✓ | – | – | 12 |
 //! | Async `.async/.cancelBoundary/.cancelable/.parMap2/.race/.racePair/.start` | 100 | ✓ | ✓ | – | 35 |
 //! | Async `.bracket/.uncancelable`               | 100              | ✓ | – | – | 8 |
-//! | Both, Race `.happyPath`                      | 10,000           | ✓ | ✓ (spawned tasks) | – | 10 |
+//! | Both, Race `.happyPath`                      | 10,000           | ✓ | ✓ (spawned tasks) | ✓ | 12 |
 //! | Blocking `.fine/.coarse`                     | 10,000           | ✓ | ✓ (`spawn_blocking`) | – | 10 |
 //! | Deferred `.get/.complete/.cancel`            | 10, 100, 1000    | ✓ | ✓ | – | 45 |
 //! | Ref `.modify/.getAndUpdate`                  | 10,000           | ✓ | ✓ | – | 10 |
@@ -330,10 +330,12 @@ fn fibers(c: &mut Criterion) {
     let size = PAR_SIZE as u64;
     Group::new(c, "Both", "happyPath", size, size)
         .spindle_all(Program(p::both), PAR_SIZE)
-        .tokio(PAR_SIZE, t::both);
+        .tokio(PAR_SIZE, t::both)
+        .tokio_mt(PAR_SIZE, t::both);
     Group::new(c, "Race", "happyPath", size, size)
         .spindle_all(Program(p::race), PAR_SIZE)
-        .tokio(PAR_SIZE, t::race);
+        .tokio(PAR_SIZE, t::race)
+        .tokio_mt(PAR_SIZE, t::race);
     let size = p::BLOCKING_SIZE as u64;
     Group::new(c, "Blocking", "fine", size, size)
         .long()
