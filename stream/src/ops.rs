@@ -520,7 +520,6 @@ where
     )
 }
 
-/// `chunk_n`'s loop: `pending` holds fewer than `n` elements.
 /// [`Stream::sliding`] with the last `n - 1` (or fewer) elements seen in
 /// `last`; `emitted`: a window was emitted already.
 fn sliding_from<A, E>(
@@ -564,6 +563,7 @@ where
     })
 }
 
+/// `chunk_n`'s loop: `pending` holds fewer than `n` elements.
 fn chunk_n_from<A, E>(input: Stream<A, E>, pending: Chunk<A>, n: usize) -> Stream<Chunk<A>, E>
 where
     A: Send + 'static,
