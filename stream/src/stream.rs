@@ -474,16 +474,8 @@ impl<A: Send + 'static, E: Send + 'static> Compile<A, E> {
         IO::defer(move || {
             let root = Scope::<E>::root();
             let closing = root.clone();
-            IO::tail_rec((stream, init, f), move |(stream, acc, mut f)| {
-                stream.step(root.clone()).map(move |step| match step {
-                    Step::Emit(chunk, rest) => {
-                        let acc = f(acc, chunk);
-                        core::ops::ControlFlow::Continue((rest, acc, f))
-                    }
-                    Step::Done => core::ops::ControlFlow::Break(acc),
-                })
-            })
-            .guarantee_case_ref(move |outcome| closing.close(ExitCase::of(outcome)))
+            fold_steps(stream, init, f, root)
+                .guarantee_case_ref(move |outcome| closing.close(ExitCase::of(outcome)))
         })
     }
 
@@ -522,4 +514,24 @@ impl<A: Send + 'static, E: Send + 'static> Compile<A, E> {
     pub fn drain(self) -> IO<(), E> {
         self.fold_chunks((), |(), _| ())
     }
+}
+
+/// The compiled loop: each step's chunk folded into `acc`, then the next
+/// step, as a `flat_map` into the rest (one run-loop step per pull; the
+/// run loop keeps the recursion flat, each step's frame popped before the
+/// next is pushed).
+fn fold_steps<A, E, S, F>(stream: Stream<A, E>, acc: S, mut f: F, root: Scope<E>) -> IO<S, E>
+where
+    A: Send + 'static,
+    E: Send + 'static,
+    S: Send + 'static,
+    F: FnMut(S, Chunk<A>) -> S + Send + 'static,
+{
+    stream.step(root.clone()).flat_map(move |step| match step {
+        Step::Emit(chunk, rest) => {
+            let acc = f(acc, chunk);
+            fold_steps(rest, acc, f, root)
+        }
+        Step::Done => IO::pure(acc),
+    })
 }

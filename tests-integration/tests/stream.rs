@@ -202,6 +202,16 @@ rt_test! {
         assert!(Stream::<u32, String>::range(0..3).buffer(0).is_err());
     }
 
+    fn a_compiled_stream_of_many_one_element_steps_runs_in_constant_stack() {
+        // 200,000 pulls of one element each: the compiled loop recurses
+        // through `flat_map`, which the run loop keeps flat.
+        let stream = Stream::<u64, String>::range(0..200_000).eval_map(|x| IO::pure(x));
+        assert_eq!(
+            run(stream.compile().fold(0u64, |acc, x| acc + x)),
+            Outcome::Succeeded(199_999 * 200_000 / 2)
+        );
+    }
+
     fn a_chunk_size_of_zero_is_refused_with_an_error_naming_the_operation() {
         let error = Stream::<u32, String>::range(0..10)
             .chunk_n(0)
