@@ -205,7 +205,7 @@ rt_test! {
     fn a_compiled_stream_of_many_one_element_steps_runs_in_constant_stack() {
         // 200,000 pulls of one element each: the compiled loop recurses
         // through `flat_map`, which the run loop keeps flat.
-        let stream = Stream::<u64, String>::range(0..200_000).eval_map(|x| IO::pure(x));
+        let stream = Stream::<u64, String>::range(0..200_000).eval_map(IO::pure);
         assert_eq!(
             run(stream.compile().fold(0u64, |acc, x| acc + x)),
             Outcome::Succeeded(199_999 * 200_000 / 2)
