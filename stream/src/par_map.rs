@@ -45,7 +45,9 @@
 //!
 //! The workers run under one supervising fiber that the stage's scope
 //! cancels when the stage ends for any reason (see `concurrent.rs`); the
-//! input is pulled in a scope of its own, a child of the stage's. fs2's
+//! input is pulled in a scope of its own, a child of the stage's. A
+//! worker's panic stops the workers; the consumer takes the values
+//! finished before it, then panics with its message. fs2's
 //! `parEvalMap` is the semantic model (at most `n` at once, order kept or
 //! not); futures' `Buffered` (one window of `n`, finished values held
 //! until taken in order) the shape. The code is Spindle's own.
@@ -57,6 +59,7 @@ use core::ops::ControlFlow;
 use spindle_core::{Callback, ExitCase, IO};
 
 use crate::chunk::{self, Chunk};
+use crate::concurrent::PanicSlot;
 use crate::scope::Scope;
 use crate::stream::{Step, Stream};
 use crate::sync::{Arc, Mutex};
@@ -91,6 +94,15 @@ enum Action<A, E> {
     Wait,
     /// Nothing is left to claim.
     Exit,
+}
+
+/// The workers a pull wakes.
+enum Wake<W> {
+    /// After a chunk: the first of a chain (each claim that leaves room
+    /// wakes the next), if a worker waits and could go on.
+    Chain(Option<W>),
+    /// At the input's end: every waiting worker (they exit).
+    All(Vec<W>),
 }
 
 /// What the consumer found.
@@ -261,7 +273,7 @@ impl<A, B, E, W: Waiter> Window<A, B, E, W> {
     /// Stores what a pull gave; the workers and the consumer to wake: at
     /// the input's end every waiting worker (they exit), after a chunk
     /// one (the first of a chain).
-    fn pulled(&mut self, step: Result<Step<A, E>, E>) -> (Vec<W>, Option<W>) {
+    fn pulled(&mut self, step: Result<Step<A, E>, E>) -> (Wake<W>, Option<W>) {
         match step {
             Ok(Step::Emit(chunk, rest)) => {
                 self.buffered = chunk.into_iter();
@@ -276,9 +288,9 @@ impl<A, B, E, W: Waiter> Window<A, B, E, W> {
             None
         };
         let workers = if self.input_over() {
-            core::mem::take(&mut self.workers)
+            Wake::All(core::mem::take(&mut self.workers))
         } else {
-            self.worker_to_wake().into_iter().collect()
+            Wake::Chain(self.worker_to_wake())
         };
         (workers, consumer)
     }
@@ -356,6 +368,11 @@ impl<A, B, E, W: Waiter> Window<A, B, E, W> {
     }
 }
 
+/// How a waiting fiber registers in the window (`Window::wait_worker`
+/// or `Window::wait_consumer`): its callback back if it can go on.
+type Register<A, B, E> =
+    fn(&mut Window<A, B, E, Callback<(), E>>, Callback<(), E>) -> Option<Callback<(), E>>;
+
 /// The stage's shared part.
 struct Shared<A, B, E, F> {
     window: Mutex<Window<A, B, E, Callback<(), E>>>,
@@ -363,6 +380,9 @@ struct Shared<A, B, E, F> {
     f: Mutex<F>,
     /// The scope the input is pulled in.
     scope: Scope<E>,
+    /// A worker's panic, raised again by the consumer after the values
+    /// finished before it.
+    panicked: PanicSlot,
 }
 
 impl<A, B, E, F> Shared<A, B, E, F>
@@ -386,13 +406,14 @@ where
     /// Stores what a pull gave, waking whoever can go on.
     fn pulled(&self, step: Result<Step<A, E>, E>) {
         let (workers, consumer) = self.window.lock().pulled(step);
-        if workers.len() == 1 {
+        match workers {
             // The first of a chain: a stale one passes it on.
-            self.wake_worker(workers.into_iter().next());
-        } else {
+            Wake::Chain(first) => self.wake_worker(first),
             // The input's end: every waiting worker exits.
-            for worker in workers {
-                worker.wake();
+            Wake::All(workers) => {
+                for worker in workers {
+                    worker.wake();
+                }
             }
         }
         if let Some(consumer) = consumer {
@@ -400,21 +421,11 @@ where
         }
     }
 
-    /// A worker's wait: until the state lets it go on.
-    fn wait_worker(this: Arc<Self>) -> IO<(), E> {
+    /// A fiber's wait, registered by `register` (the window's
+    /// `wait_worker` or `wait_consumer`): until the state lets it go on.
+    fn wait(this: Arc<Self>, register: Register<A, B, E>) -> IO<(), E> {
         IO::from_callback(move |callback| {
-            let ready = this.window.lock().wait_worker(callback);
-            if let Some(callback) = ready {
-                callback.wake();
-            }
-            None
-        })
-    }
-
-    /// The consumer's wait: until there is something to emit or the end.
-    fn wait_consumer(this: Arc<Self>) -> IO<(), E> {
-        IO::from_callback(move |callback| {
-            let ready = this.window.lock().wait_consumer(callback);
+            let ready = register(&mut this.window.lock(), callback);
             if let Some(callback) = ready {
                 callback.wake();
             }
@@ -456,7 +467,8 @@ where
             }),
             Action::Wait => {
                 let again = shared.clone();
-                Shared::wait_worker(shared).map(move |()| ControlFlow::Continue((again, None)))
+                Shared::wait(shared, Window::wait_worker)
+                    .map(move |()| ControlFlow::Continue((again, None)))
             }
             Action::Exit => IO::pure(ControlFlow::Break(())),
         }
@@ -479,8 +491,11 @@ where
             Stream::from_pull(move |_| read(shared, own)),
         )),
         Taken::Fail(error) => IO::raise_error(error),
-        Taken::End => own.close(ExitCase::Succeeded).map(|()| Step::Done),
-        Taken::Wait => Shared::wait_consumer(shared.clone()).flat_map(move |()| read(shared, own)),
+        Taken::End => shared
+            .panicked
+            .raise_or(own.close(ExitCase::Succeeded).map(|()| Step::Done)),
+        Taken::Wait => Shared::wait(shared.clone(), Window::wait_consumer)
+            .flat_map(move |()| read(shared, own)),
     }
 }
 
@@ -504,17 +519,22 @@ where
             window: Mutex::new(Window::new(input, n, ordered)),
             f: Mutex::new(f),
             scope: own.open_child(),
+            panicked: PanicSlot::default(),
         });
         let stopping = shared.clone();
         let workers = (0..n).map(|_| worker(shared.clone())).collect();
         let body = IO::par_sequence(workers)
             .void()
-            .guarantee(IO::delay(move || {
-                let consumer = stopping.window.lock().stop();
-                if let Some(consumer) = consumer {
-                    consumer.wake();
-                }
-            }));
+            .guarantee_case_ref(move |outcome| {
+                // Kept before the consumer can see the stop.
+                stopping.panicked.keep(outcome);
+                IO::delay(move || {
+                    let consumer = stopping.window.lock().stop();
+                    if let Some(consumer) = consumer {
+                        consumer.wake();
+                    }
+                })
+            });
         crate::concurrent::supervise(own.clone(), body).flat_map(move |()| read(shared, own))
     })
 }
@@ -571,6 +591,10 @@ mod loom_tests {
                         None => Ok(Step::Done),
                     };
                     let (workers, consumer) = window.lock().pulled(step);
+                    let workers = match workers {
+                        Wake::Chain(first) => first.into_iter().collect(),
+                        Wake::All(all) => all,
+                    };
                     for worker in workers {
                         worker.wake();
                     }
