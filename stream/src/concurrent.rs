@@ -21,6 +21,13 @@
 //! is in, which cancels the producer the same way. So no fiber outlives
 //! its stage, and every finalizer runs exactly once.
 //!
+//! A panic in a producer (or in a fiber it started, such as one inner
+//! stream of `par_join`) is kept in the stage's [`PanicSlot`] and closes
+//! the queue; the output, after the chunks sent before it, panics with the
+//! same message in the consumer's fiber, as a panicked child of `both` or
+//! `race` does in its parent. A stage never ends quietly because one of its
+//! fibers panicked.
+//!
 //! The shapes follow fs2's `parEvalMap`, `merge` and `parJoin` (a bounded
 //! channel between a supervised producer and the consumer); the code is
 //! Spindle's own.
@@ -28,11 +35,12 @@
 use alloc::boxed::Box;
 use core::ops::ControlFlow;
 
-use spindle_core::{ExitCase, IO, Queue, Semaphore, Supervisor};
+use spindle_core::{ExitCase, IO, Outcome, PanicMessage, Queue, Semaphore, Supervisor};
 
 use crate::chunk::Chunk;
 use crate::scope::Scope;
 use crate::stream::{InvalidArgument, Step, Stream};
+use crate::sync::{Arc, Mutex};
 
 /// What a producer sends.
 enum Msg<A, E> {
@@ -40,15 +48,54 @@ enum Msg<A, E> {
     Failed(E),
 }
 
+/// The first panic of a concurrent stage's fibers, kept for the stage's
+/// consumer to raise again after the values finished before it.
+#[derive(Clone)]
+pub(crate) struct PanicSlot(Arc<Mutex<Option<PanicMessage>>>);
+
+impl Default for PanicSlot {
+    fn default() -> Self {
+        PanicSlot(Arc::new(Mutex::new(None)))
+    }
+}
+
+impl PanicSlot {
+    /// Keeps the panic of `outcome`, if it is one and none was kept;
+    /// whether it was a panic.
+    pub(crate) fn keep<A, E>(&self, outcome: &Outcome<A, E>) -> bool {
+        match outcome {
+            Outcome::Panicked(panic) => {
+                self.0.lock().get_or_insert_with(|| panic.clone());
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The kept panic, raised again in the running fiber; `ended` if none
+    /// was kept.
+    pub(crate) fn raise_or<X: Send + 'static, E: Send + 'static>(
+        &self,
+        ended: IO<X, E>,
+    ) -> IO<X, E> {
+        match self.0.lock().take() {
+            Some(panic) => Outcome::<X, E>::Panicked(panic).embed_never(),
+            None => ended,
+        }
+    }
+}
+
 /// The sending side a producer gets.
 pub(crate) struct Sender<A, E> {
     queue: Queue<Msg<A, E>>,
+    panicked: PanicSlot,
 }
 
 impl<A, E> Clone for Sender<A, E> {
     fn clone(&self) -> Self {
         Sender {
             queue: self.queue.clone(),
+            panicked: self.panicked.clone(),
         }
     }
 }
@@ -60,6 +107,20 @@ impl<A: Send + 'static, E: Send + 'static> Sender<A, E> {
         } else {
             self.queue.offer(Msg::Chunk(chunk))
         }
+    }
+
+    /// `program`, which, if it panics, keeps the panic for the consumer
+    /// and closes the queue (the consumer raises it after the chunks
+    /// sent before).
+    fn on_panic_close(&self, program: IO<(), E>) -> IO<(), E> {
+        let (panicked, queue) = (self.panicked.clone(), self.queue.clone());
+        program.guarantee_case_ref(move |outcome| {
+            if panicked.keep(outcome) {
+                queue.close().void()
+            } else {
+                IO::unit()
+            }
+        })
     }
 
     /// Pulls `input` in `scope` to its end, sending its chunks.
@@ -93,15 +154,21 @@ where
         let own = scope.open_child();
         let input_scopes = (0..inputs).map(|_| own.open_child()).collect();
         let queue = Queue::<Msg<A, E>>::bounded(capacity).expect("a capacity above 0");
+        let panicked = PanicSlot::default();
+        let reading = panicked.clone();
         let sender = Sender {
             queue: queue.clone(),
+            panicked: panicked.clone(),
         };
         let closing = queue.clone();
         let failing = queue.clone();
         let body = producer(sender, input_scopes)
             .handle_error_with(move |error| failing.offer(Msg::Failed(error)))
-            .guarantee(closing.close().void());
-        supervise(own.clone(), body).flat_map(move |()| read(queue, own))
+            .guarantee_case_ref(move |outcome| {
+                panicked.keep(outcome);
+                closing.close().void()
+            });
+        supervise(own.clone(), body).flat_map(move |()| read(queue, own, reading))
     })
 }
 
@@ -151,14 +218,15 @@ where
 fn read<A: Send + 'static, E: Send + 'static>(
     queue: Queue<Msg<A, E>>,
     own: Scope<E>,
+    panicked: PanicSlot,
 ) -> IO<Step<A, E>, E> {
     queue.receive().flat_map(move |msg| match msg {
         Some(Msg::Chunk(chunk)) => IO::pure(Step::Emit(
             chunk,
-            Stream::from_pull(move |_| read(queue, own)),
+            Stream::from_pull(move |_| read(queue, own, panicked)),
         )),
         Some(Msg::Failed(error)) => IO::raise_error(error),
-        None => own.close(ExitCase::Succeeded).map(|()| Step::Done),
+        None => panicked.raise_or(own.close(ExitCase::Succeeded).map(|()| Step::Done)),
     })
 }
 
@@ -313,8 +381,12 @@ impl<A: Send + 'static, E: Send + 'static> Stream<Stream<A, E>, E> {
         Ok(produced(n, 1, move |sender: Sender<A, E>, mut scopes| {
             let scope = scopes.pop().expect("one input scope");
             let permits = Semaphore::new(n as u64).expect("n > 0");
+            let all_ended = permits.clone();
             let inner_parent = scope.clone();
-            Supervisor::scoped_awaiting().use_with(move |supervisor: Supervisor| {
+            // The children are awaited by taking every permit back (a
+            // wait the stage's end can cancel); the supervisor's release
+            // then cancels whatever still runs: the producer was canceled.
+            Supervisor::scoped().use_with(move |supervisor: Supervisor| {
                 self.eval_map(move |inner: Stream<A, E>| {
                     let (sender, supervisor, release) =
                         (sender.clone(), supervisor.clone(), permits.clone());
@@ -323,15 +395,24 @@ impl<A: Send + 'static, E: Send + 'static> Stream<Stream<A, E>, E> {
                         let inner_scope = own.open_child();
                         let closing = inner_scope.clone();
                         let failing = sender.clone();
-                        let child = sender
+                        let drained = sender
+                            .clone()
                             .drain(inner, inner_scope)
                             .flat_map(move |()| closing.close(ExitCase::Succeeded))
-                            .handle_error_with(move |error| failing.queue.offer(Msg::Failed(error)))
+                            .handle_error_with(move |error| {
+                                failing.queue.offer(Msg::Failed(error))
+                            });
+                        // The supervisor keeps a child's panic to itself;
+                        // it is kept for the consumer before the permit
+                        // goes back.
+                        let child = sender
+                            .on_panic_close(drained)
                             .guarantee(release.release().void());
                         supervisor.supervise::<(), E, E>(child).void()
                     })
                 })
                 .drain_in(scope)
+                .flat_map(move |()| all_ended.acquire_n(n as u64))
             })
         }))
     }

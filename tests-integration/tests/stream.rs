@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{eventually, rt_test};
-use spindle_core::{IO, Outcome, Queue, Resource};
+use common::{HANG_LIMIT, eventually, rt_test, within};
+use spindle_core::{Deferred, IO, Outcome, Queue, Resource};
 use spindle_stream::{Channel, Chunk, SignallingRef, Stream, Topic};
 
 type E = String;
@@ -27,6 +27,29 @@ fn values<A: Send + 'static>(
 }
 
 type Log = Arc<Mutex<Vec<String>>>;
+
+/// Runs `stream` to its end noting each element it gives in `log`; the
+/// message of the panic it ended with (it must end with one).
+fn panic_message(
+    run: impl Fn(IO<(), String>) -> Outcome<(), String>,
+    stream: Stream<u64, String>,
+    log: &Log,
+) -> String {
+    let log = log.clone();
+    let program = stream
+        .eval_map(move |n| note(&log, n.to_string()))
+        .compile()
+        .drain();
+    match run(program) {
+        Outcome::Panicked(panic) => panic.message().to_string(),
+        other => panic!("the stream did not panic: {other:?}"),
+    }
+}
+
+/// A program that panics with "boom" after a turn of the executor.
+fn boom() -> IO<u64, String> {
+    IO::cede().map(|()| -> u64 { panic!("boom") })
+}
 
 fn log() -> Log {
     Arc::new(Mutex::new(Vec::new()))
@@ -511,6 +534,71 @@ rt_test! {
         assert!(Stream::<u32, String>::range(0..3).prefetch_n(0).is_err());
     }
 
+    fn a_panic_in_a_par_eval_map_element_reaches_the_consumer_after_the_values_before_it() {
+        for ordered in [true, false] {
+            let log = log();
+            let f = |i: u64| if i == 3 { boom() } else { IO::cede().map(move |()| i) };
+            // One worker: 0, 1 and 2 are finished and taken before 3 runs.
+            let stream = Stream::range(0u64..6);
+            let stream = if ordered {
+                stream.par_eval_map(1, f)
+            } else {
+                stream.par_eval_map_unordered(1, f)
+            };
+            let message = panic_message(run, stream.expect("n > 0"), &log);
+            assert!(message.contains("boom"), "{message}");
+            assert_eq!(lines(&log), ["0", "1", "2"], "ordered: {ordered}");
+        }
+    }
+
+    fn a_panic_in_one_of_several_par_eval_map_workers_stops_the_stream_with_that_panic() {
+        let log = log();
+        let gauge = Gauge::default();
+        let counting = gauge.clone();
+        let stream = Stream::range(0u64..1_000)
+            .par_eval_map(4, move |i| if i == 10 { boom() } else { counting.hold(1, i) })
+            .expect("n > 0");
+        let message = panic_message(run, stream, &log);
+        assert!(message.contains("boom"), "{message}");
+        let got = lines(&log);
+        let want: Vec<String> = (0..got.len()).map(|n| n.to_string()).collect();
+        assert_eq!(got, want, "the values before the panic, in order");
+        assert!(got.len() <= 10, "nothing after the panicked element: {got:?}");
+        let (entered, ended) = (gauge.entered.load(Ordering::SeqCst), gauge.ended.load(Ordering::SeqCst));
+        assert_eq!(entered, ended, "no element program left running");
+    }
+
+    fn a_panic_in_a_prefetched_input_reaches_the_consumer_after_its_chunks_and_finalizers_run_once() {
+        let log = log();
+        let input = resource(&log, "r")
+            .flat_map(|_| Stream::range(0u64..3).append(Stream::eval(boom())));
+        let message = panic_message(run, input.prefetch(), &log);
+        assert!(message.contains("boom"), "{message}");
+        let got = lines(&log);
+        assert_eq!(got[..4], ["open r", "0", "1", "2"]);
+        assert_eq!(got.iter().filter(|l| l.starts_with("close r")).count(), 1, "{got:?}");
+    }
+
+    fn a_panic_in_one_input_of_merge_panics_the_consumer() {
+        let log = log();
+        let merged = Stream::range(0u64..3).merge(Stream::eval(boom()));
+        let message = panic_message(run, merged, &log);
+        assert!(message.contains("boom"), "merge: {message}");
+    }
+
+    fn a_panic_in_one_inner_stream_of_par_join_panics_the_consumer() {
+        let log = log();
+        let joined = Stream::emits(vec![
+            Stream::range(0u64..3),
+            Stream::eval(boom()),
+            Stream::eval(IO::never()),
+        ])
+        .par_join(3)
+        .expect("n > 0");
+        let message = panic_message(run, joined, &log);
+        assert!(message.contains("boom"), "par_join: {message}");
+    }
+
     fn merge_gives_the_elements_of_both_inputs() {
         let stream = Stream::range(0u32..500).merge(Stream::range(1_000u32..1_300));
         let mut got = values(run, stream);
@@ -528,6 +616,31 @@ rt_test! {
         got.sort_unstable();
         assert_eq!(got, vec![0, 1, 2, 3, 4, 5, 100, 101, 102, 103, 104, 105]);
         assert_eq!(gauge.most.load(Ordering::SeqCst), 2);
+    }
+
+    fn a_take_after_par_join_cancels_inner_streams_that_never_end_once_the_outer_one_ended() {
+        let log = log();
+        let (a, b) = (log.clone(), log.clone());
+        let acquired = Deferred::<()>::new();
+        let (signal, wait) = (acquired.clone(), acquired);
+        // The outer stream ends at once; one inner stream never ends: the
+        // take must still stop it (and run its finalizer) and end. The
+        // other gives its values once the first acquired its resource.
+        let outer = Stream::emits(vec![
+            Stream::eval(wait.get()).flat_map(|()| Stream::range(0u64..3)),
+            Stream::bracket(signal.complete(()).void(), move |()| note(&a, "released"))
+                .flat_map(|()| Stream::eval(IO::never())),
+        ]);
+        let stream = outer.par_join(2).expect("n > 0").take(3);
+        let program = stream.compile().to_vec();
+        let mut got = match within(HANG_LIMIT, move || run(program)) {
+            Some(Outcome::Succeeded(values)) => values,
+            Some(other) => panic!("the stream did not succeed: {:?}", other.map(|_| ())),
+            None => panic!("the stream hung"),
+        };
+        got.sort_unstable();
+        assert_eq!(got, vec![0, 1, 2]);
+        assert_eq!(lines(&b), ["released"]);
     }
 
     fn a_take_after_par_eval_map_cancels_the_programs_still_running() {
