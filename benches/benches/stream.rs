@@ -33,21 +33,21 @@
 //! Run: `cargo bench -p benches --bench stream -- --quick` (the socket
 //! rows alone: `-- socket_lines`).
 
-use core::convert::Infallible;
-use core::ops::ControlFlow;
 use std::hint::black_box;
 
 use benches::socket_lines::{LINE, READ, lines_in, spindle_lines, start_writer};
-use benches::succeeded;
+use benches::{stream_programs, succeeded};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use futures::StreamExt;
-use spindle_core::{IO, IORuntime};
+use spindle_core::IORuntime;
 use spindle_exec_single::SingleThreaded;
-use spindle_stream::Stream;
 
 #[path = "../examples/support/tokio_lines.rs"]
 mod tokio_reference;
 use tokio_reference::tokio_lines;
+#[path = "../examples/support/tokio_buffered.rs"]
+mod tokio_buffered;
+use tokio_buffered::buffered8;
 
 /// Elements of the pure pipeline.
 const PURE_LEN: u64 = 10_000_000;
@@ -65,11 +65,7 @@ fn pure_pipeline(c: &mut Criterion) {
     let single = SingleThreaded::new().expect("exec-single");
     group.bench_function("spindle", |b| {
         b.iter(|| {
-            let program: IO<u64, Infallible> = Stream::range(0..black_box(PURE_LEN))
-                .map(|x| x * 3)
-                .filter(|x| x % 2 == 0)
-                .compile()
-                .fold(0u64, |acc, x| acc.wrapping_add(x));
+            let program = stream_programs::map_filter_fold(black_box(PURE_LEN));
             succeeded(single.block_on(program).expect("a run"))
         })
     });
@@ -103,32 +99,19 @@ fn eval_map(c: &mut Criterion) {
     let single = SingleThreaded::new().expect("exec-single");
     group.bench_function("eval_map", |b| {
         b.iter(|| {
-            let program: IO<u64, Infallible> = Stream::range(0..EVAL_LEN)
-                .eval_map(|x| IO::delay(move || x + 1))
-                .compile()
-                .fold(0u64, |acc, x| acc.wrapping_add(x));
+            let program = stream_programs::eval_map(EVAL_LEN);
             succeeded(single.block_on(program).expect("a run"))
         })
     });
     group.bench_function("eval_map_chunk", |b| {
         b.iter(|| {
-            let program: IO<u64, Infallible> = Stream::range(0..EVAL_LEN)
-                .eval_map_chunk(|x| IO::delay(move || x + 1))
-                .compile()
-                .fold(0u64, |acc, x| acc.wrapping_add(x));
+            let program = stream_programs::eval_map_chunk(EVAL_LEN);
             succeeded(single.block_on(program).expect("a run"))
         })
     });
     group.bench_function("bind", |b| {
         b.iter(|| {
-            let program: IO<u64, Infallible> = IO::tail_rec((0u64, 0u64), |(i, acc)| {
-                if i == EVAL_LEN {
-                    IO::pure(ControlFlow::Break(acc))
-                } else {
-                    IO::delay(move || i + 1)
-                        .map(move |x| ControlFlow::Continue((i + 1, acc.wrapping_add(x))))
-                }
-            });
+            let program = stream_programs::bind::<EVAL_LEN>();
             succeeded(single.block_on(program).expect("a run"))
         })
     });
@@ -139,13 +122,7 @@ fn par_eval_map(c: &mut Criterion) {
     let mut group = c.benchmark_group("Stream/par_eval_map8");
     group.throughput(Throughput::Elements(PAR_LEN));
     group.sample_size(10);
-    let program = || -> IO<u64, Infallible> {
-        Stream::range(0..PAR_LEN)
-            .par_eval_map(8, |x| IO::cede().map(move |()| x + 1))
-            .expect("8 > 0")
-            .compile()
-            .fold(0u64, |acc, x| acc.wrapping_add(x))
-    };
+    let program = || stream_programs::par_eval_map8(PAR_LEN);
     let wstp = spindle_exec_wstp::Runtime::builder()
         .worker_threads(2)
         .build()
@@ -162,18 +139,7 @@ fn par_eval_map(c: &mut Criterion) {
         .build()
         .expect("tokio");
     group.bench_function("tokio_buffered", |b| {
-        b.iter(|| {
-            tokio.block_on(async {
-                futures::stream::iter(0..PAR_LEN)
-                    .map(|x| async move {
-                        tokio::task::yield_now().await;
-                        x + 1
-                    })
-                    .buffered(8)
-                    .fold(0u64, |acc, x| core::future::ready(acc.wrapping_add(x)))
-                    .await
-            })
-        })
+        b.iter(|| tokio.block_on(buffered8(PAR_LEN)))
     });
     group.finish();
 }

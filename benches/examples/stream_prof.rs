@@ -19,67 +19,34 @@
 //! with and without a `yield_now` per element, on tokio's current-thread
 //! runtime.
 
-use core::convert::Infallible;
-use core::ops::ControlFlow;
 use std::hint::black_box;
 
+use benches::stream_programs::{self, P, sum};
 use spindle_core::{IO, IORuntime};
 use spindle_exec_single::SingleThreaded;
 use spindle_stream::Stream;
 
-const N: u64 = 10_000;
+#[path = "support/tokio_buffered.rs"]
+mod tokio_reference;
 
-type P = IO<u64, Infallible>;
+const N: u64 = 10_000;
 
 fn program(name: &str) -> P {
     match name {
-        "par_eval_map8" => Stream::range(0..N)
-            .par_eval_map(8, |x| IO::cede().map(move |()| x + 1))
-            .expect("8 > 0")
-            .compile()
-            .fold(0u64, |acc, x| acc.wrapping_add(x)),
-        "par_eval_map8_pure" => Stream::range(0..N)
+        "par_eval_map8" => stream_programs::par_eval_map8(N),
+        "par_eval_map8_pure" => sum(Stream::range(0..N)
             .par_eval_map(8, |x| IO::pure(x + 1))
-            .expect("8 > 0")
-            .compile()
-            .fold(0u64, |acc, x| acc.wrapping_add(x)),
-        "par_eval_map_unordered8" => Stream::range(0..N)
+            .expect("8 > 0")),
+        "par_eval_map_unordered8" => sum(Stream::range(0..N)
             .par_eval_map_unordered(8, |x| IO::cede().map(move |()| x + 1))
-            .expect("8 > 0")
-            .compile()
-            .fold(0u64, |acc, x| acc.wrapping_add(x)),
-        "eval_map" => Stream::range(0..N)
-            .eval_map(|x| IO::delay(move || x + 1))
-            .compile()
-            .fold(0u64, |acc, x| acc.wrapping_add(x)),
-        "eval_map_chunk" => Stream::range(0..N)
-            .eval_map_chunk(|x| IO::delay(move || x + 1))
-            .compile()
-            .fold(0u64, |acc, x| acc.wrapping_add(x)),
-        "bind" => IO::tail_rec((0u64, 0u64), |(i, acc)| {
-            if i == N {
-                IO::pure(ControlFlow::Break(acc))
-            } else {
-                IO::delay(move || i + 1)
-                    .map(move |x| ControlFlow::Continue((i + 1, acc.wrapping_add(x))))
-            }
-        }),
-        "pure" => Stream::range(0..N * 100)
-            .map(|x| x * 3)
-            .filter(|x| x % 2 == 0)
-            .compile()
-            .fold(0u64, |acc, x| acc.wrapping_add(x)),
-        "pure_fold" => Stream::range(0..N * 100)
-            .compile()
-            .fold(0u64, |acc, x| acc.wrapping_add(x)),
-        "pure_map" => Stream::range(0..N * 100)
-            .map(|x| x * 3)
-            .compile()
-            .fold(0u64, |acc, x| acc.wrapping_add(x)),
-        "pure_filter" => Stream::range(0..N * 100)
-            .filter(|x| x % 2 == 0)
-            .compile()
-            .fold(0u64, |acc, x| acc.wrapping_add(x)),
+            .expect("8 > 0")),
+        "eval_map" => stream_programs::eval_map(N),
+        "eval_map_chunk" => stream_programs::eval_map_chunk(N),
+        "bind" => stream_programs::bind::<N>(),
+        "pure" => stream_programs::map_filter_fold(N * 100),
+        "pure_fold" => sum(Stream::range(0..N * 100)),
+        "pure_map" => sum(Stream::range(0..N * 100).map(|x| x * 3)),
+        "pure_filter" => sum(Stream::range(0..N * 100).filter(|x| x % 2 == 0)),
         other => panic!("unknown workload {other}"),
     }
 }
@@ -90,29 +57,16 @@ fn run_tokio(name: &str) -> u64 {
     let rt = tokio::runtime::Builder::new_current_thread()
         .build()
         .expect("tokio");
-    rt.block_on(async {
-        let items = futures::stream::iter(0..N);
-        match name {
-            "tokio_buffered8" => {
-                items
-                    .map(|x| async move {
-                        tokio::task::yield_now().await;
-                        x + 1
-                    })
-                    .buffered(8)
-                    .fold(0u64, |acc, x| core::future::ready(acc.wrapping_add(x)))
-                    .await
-            }
-            "tokio_buffered8_pure" => {
-                items
-                    .map(|x| async move { x + 1 })
-                    .buffered(8)
-                    .fold(0u64, |acc, x| core::future::ready(acc.wrapping_add(x)))
-                    .await
-            }
-            other => panic!("unknown workload {other}"),
-        }
-    })
+    match name {
+        "tokio_buffered8" => rt.block_on(tokio_reference::buffered8(N)),
+        "tokio_buffered8_pure" => rt.block_on(
+            futures::stream::iter(0..N)
+                .map(|x| async move { x + 1 })
+                .buffered(8)
+                .fold(0u64, |acc, x| core::future::ready(acc.wrapping_add(x))),
+        ),
+        other => panic!("unknown workload {other}"),
+    }
 }
 
 #[inline(never)]

@@ -206,6 +206,78 @@ pub mod socket_lines {
     }
 }
 
+/// The stream programs of the stream bench (`benches/stream.rs`) and of
+/// its callgrind harness (`examples/stream_prof.rs`), over `n` elements
+/// (the bench and the harness differ only in `n`). Each program's value is
+/// the wrapping sum of what reaches its end. The tokio reference of
+/// [`par_eval_map8`](stream_programs::par_eval_map8) is
+/// `examples/support/tokio_buffered.rs` (tokio is a dev-dependency).
+/// Each function is `#[inline]`, so that it is compiled into the bench or
+/// example that runs it, as when it was written there: the harness's
+/// callgrind counts stay those of that code (a call into this crate's own
+/// copy cost `eval_map` 7 instructions an element more).
+pub mod stream_programs {
+    use core::convert::Infallible;
+    use core::ops::ControlFlow;
+
+    use spindle_core::IO;
+    use spindle_stream::Stream;
+
+    /// A program of the stream rows.
+    pub type P = IO<u64, Infallible>;
+
+    /// The wrapping sum of `stream`'s elements (`compile().fold`).
+    #[inline]
+    pub fn sum(stream: Stream<u64, Infallible>) -> P {
+        stream.compile().fold(0u64, |acc, x| acc.wrapping_add(x))
+    }
+
+    /// `map(x * 3)` and `filter(even)` over `0..n`, summed: no effect per
+    /// element.
+    #[inline]
+    pub fn map_filter_fold(n: u64) -> P {
+        sum(Stream::range(0..n).map(|x| x * 3).filter(|x| x % 2 == 0))
+    }
+
+    /// `eval_map` of a `delay` step per element over `0..n` (one element a
+    /// step), summed.
+    #[inline]
+    pub fn eval_map(n: u64) -> P {
+        sum(Stream::range(0..n).eval_map(|x| IO::delay(move || x + 1)))
+    }
+
+    /// `eval_map_chunk` of a `delay` step per element over `0..n` (a chunk
+    /// a step), summed.
+    #[inline]
+    pub fn eval_map_chunk(n: u64) -> P {
+        sum(Stream::range(0..n).eval_map_chunk(|x| IO::delay(move || x + 1)))
+    }
+
+    /// The steps of [`eval_map`] without a stream: `N` `delay` steps bound
+    /// one after the other in a `tail_rec` loop, summed. (The count is a
+    /// constant, so the loop's closure captures nothing.)
+    #[inline]
+    pub fn bind<const N: u64>() -> P {
+        IO::tail_rec((0u64, 0u64), |(i, acc)| {
+            if i == N {
+                IO::pure(ControlFlow::Break(acc))
+            } else {
+                IO::delay(move || i + 1)
+                    .map(move |x| ControlFlow::Continue((i + 1, acc.wrapping_add(x))))
+            }
+        })
+    }
+
+    /// `par_eval_map(8)` of a `cede`-once program per element over `0..n`
+    /// (eight at once, in order), summed.
+    #[inline]
+    pub fn par_eval_map8(n: u64) -> P {
+        sum(Stream::range(0..n)
+            .par_eval_map(8, |x| IO::cede().map(move |()| x + 1))
+            .expect("8 > 0"))
+    }
+}
+
 use spindle_core::Outcome;
 
 /// The loop size of ShallowBind, DeepBind, Attempt and HandleError (Cats

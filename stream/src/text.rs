@@ -242,6 +242,14 @@ pub fn lines<E>(text: Stream<String, E>, max_line: usize) -> Stream<String, E>
 where
     E: From<TextError> + Send + 'static,
 {
+    // The failure at line `line`, after the lines before it.
+    let too_long = move |before: Chunk<String>, line: u64| Failed {
+        before,
+        error: E::from(TextError::LineTooLong {
+            limit: max_line,
+            line,
+        }),
+    };
     stateful(
         text,
         (String::new(), 1u64),
@@ -259,13 +267,7 @@ where
                         let text = &piece[start..at];
                         let text = text.strip_suffix('\r').unwrap_or(text);
                         if text.len() > max_line {
-                            return Err(Failed {
-                                before: out,
-                                error: E::from(TextError::LineTooLong {
-                                    limit: max_line,
-                                    line: *number,
-                                }),
-                            });
+                            return Err(too_long(out, *number));
                         }
                         String::from(text)
                     } else {
@@ -274,13 +276,7 @@ where
                             partial.pop();
                         }
                         if partial.len() > max_line {
-                            return Err(Failed {
-                                before: out,
-                                error: E::from(TextError::LineTooLong {
-                                    limit: max_line,
-                                    line: *number,
-                                }),
-                            });
+                            return Err(too_long(out, *number));
                         }
                         core::mem::take(partial)
                     };
@@ -291,13 +287,7 @@ where
                 partial.push_str(&piece[start..]);
                 // A line break may still come: `\r` is not counted yet.
                 if partial.trim_end_matches('\r').len() > max_line {
-                    return Err(Failed {
-                        before: out,
-                        error: E::from(TextError::LineTooLong {
-                            limit: max_line,
-                            line: *number,
-                        }),
-                    });
+                    return Err(too_long(out, *number));
                 }
             }
             Ok(out)

@@ -32,8 +32,8 @@
 //! The crate has a second program, `src/bin/sensor_stream.rs`: a stream of
 //! sensor readings from an interrupt, through spindle-stream. It is a
 //! separate image so that this one stays within its flash budget
-//! (`run.sh`); it shares the architecture glue, `mem.rs`, `out.rs` and
-//! `heap.rs` with this one.
+//! (`run.sh`); it shares the architecture glue, `mem.rs`, `out.rs`,
+//! `heap.rs` and `frame.rs` (the frame of `run`) with this one.
 
 #![no_std]
 #![no_main]
@@ -48,10 +48,10 @@ use core::task::{Context, Poll, Waker};
 use core::time::Duration;
 
 use critical_section::Mutex;
-use spindle_core::{Deferred, FiberHandle, IO, IORuntime, Outcome, Signal, Traced};
-use spindle_exec_single::{Builder, Clock};
+use spindle_core::{Deferred, FiberHandle, IO, Signal, Traced};
+use spindle_exec_single::Clock;
 
-use heap::{HANDLER_ALLOCS, Heap, IN_HANDLER};
+use heap::{Heap, IN_HANDLER};
 
 /// The per-architecture glue (module doc): one whole file per architecture.
 #[cfg(target_arch = "arm")]
@@ -70,6 +70,11 @@ mod out;
 
 /// embedded-alloc's heap, counting allocations in interrupt handlers.
 mod heap;
+
+/// The frame of `run`: executor, verdict (`run_frame!`, shared with
+/// `sensor_stream`).
+#[macro_use]
+mod frame;
 
 /// The heap; the architecture's entry point gives it its memory.
 #[global_allocator]
@@ -471,47 +476,12 @@ fn panic(_: &core::panic::PanicInfo) -> ! {
 
 /// The whole run, called by the architecture's entry point once the heap
 /// and the tick are set up: builds the executor, runs [`program`], prints
-/// the verdict; whether every check passed.
+/// the verdict (`frame.rs`); whether every check passed.
 pub fn run() -> bool {
-    say!("spindle on ", arch::NAME, ": start");
     // Room for the fibers the handlers wake between two turns (the tick's
-    // future and the signal's waiter): their wake-ups never allocate.
-    let passed = match Builder::with_clock(TickClock)
-        .remote_capacity(2)
-        .build()
-        .map_err(|_| "the executor could not be built")
-        .and_then(|rt| {
-            rt.block_on(program())
-                .map_err(|_| "block_on refused the program")
-        }) {
-        Err(why) => {
-            say!("no run: ", why);
-            false
-        }
-        Ok(Outcome::Succeeded(passed)) => passed,
-        Ok(Outcome::Errored(e)) => {
-            say!("program failed: ", e.error);
-            false
-        }
-        Ok(Outcome::Canceled) => {
-            say!("program canceled");
-            false
-        }
-        Ok(Outcome::Panicked(p)) => {
-            say!("program panicked: ", p.message());
-            false
-        }
-    };
-    checkpoint();
-    say!("heap peak: ", PEAK.load(Ordering::Relaxed), " bytes");
-    let handler_allocs = HANDLER_ALLOCS.load(Ordering::Relaxed);
-    say!("allocations in interrupt handlers: ", handler_allocs);
-    let passed = passed && handler_allocs == 0;
-    say!(
-        "spindle on ",
-        arch::NAME,
-        ": ",
-        if passed { "ok" } else { "FAILED" }
-    );
-    passed
+    // future and the signal's waiter).
+    run_frame!("spindle on ", TickClock, 2, program, |e| e.error, {
+        checkpoint();
+        say!("heap peak: ", PEAK.load(Ordering::Relaxed), " bytes");
+    })
 }

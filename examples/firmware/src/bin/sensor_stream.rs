@@ -5,8 +5,8 @@
 //! A separate image because the main one has a flash budget (`run.sh`)
 //! that leaves no room for the stream library; this one shares the
 //! architecture glue (`src/arch`), the memory routines (`src/mem.rs`), the
-//! output (`src/out.rs`) and the counting heap (`src/heap.rs`) through
-//! `#[path]`.
+//! output (`src/out.rs`), the counting heap (`src/heap.rs`) and the
+//! frame of `run` (`src/frame.rs`) through `#[path]`.
 //!
 //! The "sensor": while it is enabled, the tick interrupt starts a
 //! conversion every [`SAMPLE_EVERY`] ticks by pending the software
@@ -35,11 +35,11 @@ extern crate alloc;
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use core::time::Duration;
 
-use spindle_core::{ExitCase, IO, IORuntime, Outcome, Signal};
-use spindle_exec_single::{Builder, Clock};
+use spindle_core::{ExitCase, IO, Signal};
+use spindle_exec_single::Clock;
 use spindle_stream::Stream;
 
-use heap::{HANDLER_ALLOCS, Heap, IN_HANDLER};
+use heap::{Heap, IN_HANDLER};
 
 /// The per-architecture glue, the main program's.
 #[cfg(target_arch = "arm")]
@@ -61,6 +61,12 @@ mod out;
 /// embedded-alloc's heap, counting allocations in interrupt handlers.
 #[path = "../heap.rs"]
 mod heap;
+
+/// The frame of `run`: executor, verdict (`run_frame!`, the main
+/// program's).
+#[macro_use]
+#[path = "../frame.rs"]
+mod frame;
 
 /// The heap; the architecture's entry point gives it its memory.
 #[global_allocator]
@@ -400,44 +406,8 @@ fn panic(_: &core::panic::PanicInfo) -> ! {
 }
 
 /// The whole run, called by the architecture's entry point once the heap
-/// and the tick are set up; whether every check passed.
+/// and the tick are set up (`frame.rs`); whether every check passed.
 pub fn run() -> bool {
-    say!("sensor stream on ", arch::NAME, ": start");
     // Room for the fiber the conversion handler wakes between two turns.
-    let passed = match Builder::with_clock(TickClock)
-        .remote_capacity(1)
-        .build()
-        .map_err(|_| "the executor could not be built")
-        .and_then(|rt| {
-            rt.block_on(program())
-                .map_err(|_| "block_on refused the program")
-        }) {
-        Err(why) => {
-            say!("no run: ", why);
-            false
-        }
-        Ok(Outcome::Succeeded(passed)) => passed,
-        Ok(Outcome::Errored(e)) => {
-            say!("program failed: ", e);
-            false
-        }
-        Ok(Outcome::Canceled) => {
-            say!("program canceled");
-            false
-        }
-        Ok(Outcome::Panicked(p)) => {
-            say!("program panicked: ", p.message());
-            false
-        }
-    };
-    let handler_allocs = HANDLER_ALLOCS.load(Ordering::Relaxed);
-    say!("allocations in interrupt handlers: ", handler_allocs);
-    let passed = passed && handler_allocs == 0;
-    say!(
-        "sensor stream on ",
-        arch::NAME,
-        ": ",
-        if passed { "ok" } else { "FAILED" }
-    );
-    passed
+    run_frame!("sensor stream on ", TickClock, 1, program, |e| e)
 }
