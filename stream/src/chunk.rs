@@ -339,9 +339,13 @@ mod tests {
     fn map_to_a_type_of_another_size_or_with_drop_glue_gives_the_same_values() {
         let wider = Chunk::from(vec![1u32, 2, 3]).map(u64::from).into_vec();
         assert_eq!(wider, [1, 2, 3]);
-        let owned = Chunk::from(vec![1u64, 2, 3]).map(|x| alloc::format!("{x}")).into_vec();
+        let owned = Chunk::from(vec![1u64, 2, 3])
+            .map(|x| alloc::format!("{x}"))
+            .into_vec();
         assert_eq!(owned, ["1", "2", "3"]);
-        let floats = Chunk::from(vec![1u32, 2, 3]).map(|x| x as f32 / 2.0).into_vec();
+        let floats = Chunk::from(vec![1u32, 2, 3])
+            .map(|x| x as f32 / 2.0)
+            .into_vec();
         assert_eq!(floats, [0.5, 1.0, 1.5]);
     }
 

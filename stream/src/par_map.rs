@@ -54,7 +54,6 @@
 
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;
-use core::ops::ControlFlow;
 
 use spindle_core::{Callback, ExitCase, IO};
 
@@ -434,8 +433,10 @@ where
     }
 }
 
-/// A worker's loop; its state carries the result of the element it ran
-/// last, stored under the same lock as the next claim.
+/// A worker's loop; each turn carries the result of the element it ran
+/// last, stored under the same lock as the next claim. The loop is a
+/// `flat_map` (or `redeem_with`) into the next turn, one run-loop step a
+/// turn (the run loop keeps the recursion flat).
 fn worker<A, B, E, F>(shared: Arc<Shared<A, B, E, F>>) -> IO<(), E>
 where
     A: Send + 'static,
@@ -443,36 +444,45 @@ where
     E: Send + 'static,
     F: FnMut(A) -> IO<B, E> + Send + 'static,
 {
-    type Ran<B, E> = Option<(u64, Result<B, E>)>;
-    IO::tail_rec((shared, None::<(u64, Result<B, E>)>), |(shared, ran)| {
-        let (action, consumer, next) = shared.window.lock().worker_turn(ran);
-        if let Some(consumer) = consumer {
-            consumer.wake();
+    IO::defer(move || worker_turn(shared, None))
+}
+
+/// One turn of [`worker`]: stores `ran`, then runs the action it got.
+fn worker_turn<A, B, E, F>(
+    shared: Arc<Shared<A, B, E, F>>,
+    ran: Option<(u64, Result<B, E>)>,
+) -> IO<(), E>
+where
+    A: Send + 'static,
+    B: Send + 'static,
+    E: Send + 'static,
+    F: FnMut(A) -> IO<B, E> + Send + 'static,
+{
+    let (action, consumer, next) = shared.window.lock().worker_turn(ran);
+    if let Some(consumer) = consumer {
+        consumer.wake();
+    }
+    shared.wake_worker(next);
+    match action {
+        Action::Run(seq, item) => {
+            let program = (shared.f.lock())(item);
+            let failed = shared.clone();
+            program.redeem_with(
+                move |error| worker_turn(failed, Some((seq, Err(error)))),
+                move |value| worker_turn(shared, Some((seq, Ok(value)))),
+            )
         }
-        shared.wake_worker(next);
-        match action {
-            Action::Run(seq, item) => {
-                let program = (shared.f.lock())(item);
-                let failed = shared.clone();
-                program.redeem(
-                    move |error| {
-                        ControlFlow::Continue((failed, Some((seq, Err(error))) as Ran<B, E>))
-                    },
-                    move |value| ControlFlow::Continue((shared, Some((seq, Ok(value))))),
-                )
-            }
-            Action::Pull(rest) => rest.step(shared.scope.clone()).attempt().map(move |step| {
+        Action::Pull(rest) => rest
+            .step(shared.scope.clone())
+            .attempt()
+            .flat_map(move |step| {
                 shared.pulled(step);
-                ControlFlow::Continue((shared, None))
+                worker_turn(shared, None)
             }),
-            Action::Wait => {
-                let again = shared.clone();
-                Shared::wait(shared, Window::wait_worker)
-                    .map(move |()| ControlFlow::Continue((again, None)))
-            }
-            Action::Exit => IO::pure(ControlFlow::Break(())),
-        }
-    })
+        Action::Wait => Shared::wait(shared.clone(), Window::wait_worker)
+            .flat_map(move |()| worker_turn(shared, None)),
+        Action::Exit => IO::unit(),
+    }
 }
 
 /// The stage's output: the next chunk of finished values, in `own`.

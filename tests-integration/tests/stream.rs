@@ -235,6 +235,24 @@ rt_test! {
         );
     }
 
+    fn par_eval_maps_workers_run_many_elements_in_constant_stack() {
+        // Each worker's loop recurses through `redeem_with` into its next
+        // turn; programs that finish at once never suspend the worker.
+        for ordered in [true, false] {
+            let input = Stream::<u64, String>::range(0..200_000);
+            let stream = if ordered {
+                input.par_eval_map(2, IO::pure)
+            } else {
+                input.par_eval_map_unordered(2, IO::pure)
+            };
+            assert_eq!(
+                run(stream.expect("n > 0").compile().fold(0u64, |acc, x| acc + x)),
+                Outcome::Succeeded(199_999 * 200_000 / 2),
+                "ordered: {ordered}"
+            );
+        }
+    }
+
     fn a_chunk_size_of_zero_is_refused_with_an_error_naming_the_operation() {
         let error = Stream::<u32, String>::range(0..10)
             .chunk_n(0)
