@@ -82,7 +82,7 @@ fn run_workload(rt: &SingleThreaded<spindle_exec_single::StdClock>, name: &str) 
 #[inline(never)]
 fn run_workload_wstp(name: &str, runs: usize) -> u64 {
     let rt = spindle_exec_wstp::Runtime::builder()
-        .worker_threads(2)
+        .worker_threads(std::env::var("WT").map_or(2, |v| v.parse().unwrap()))
         .build()
         .expect("exec-wstp");
     (0..runs)

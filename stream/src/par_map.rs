@@ -173,6 +173,13 @@ impl<A, B, E, W: Waiter> Window<A, B, E, W> {
         }
     }
 
+    /// Whether a consumer just woken should let the running workers go
+    /// first: fewer than half the window is finished and some programs
+    /// still run.
+    fn worth_a_cede(&self) -> bool {
+        self.running > 0 && self.finished() * 2 < self.n
+    }
+
     /// Whether the input can give no more elements.
     fn input_over(&self) -> bool {
         matches!(self.input, Input::Ended | Input::Failed(_)) && self.buffered.len() == 0
@@ -486,26 +493,45 @@ where
 }
 
 /// The stage's output: the next chunk of finished values, in `own`.
-fn read<A, B, E, F>(shared: Arc<Shared<A, B, E, F>>, own: Scope<E>) -> IO<Step<B, E>, E>
+///
+/// A consumer woken by a stored value that finds less than half the
+/// window finished while programs still run cedes once before it takes:
+/// the workers already scheduled store their values first, and one take
+/// gets them all. (An executor that runs a woken fiber next, as
+/// exec-wstp's next slot does, would otherwise have the consumer take one
+/// value a wake-up; on a first-in-first-out executor the woken consumer
+/// finds the window full and does not cede.)
+fn read<A, B, E, F>(
+    shared: Arc<Shared<A, B, E, F>>,
+    own: Scope<E>,
+    woken: bool,
+) -> IO<Step<B, E>, E>
 where
     A: Send + 'static,
     B: Send + 'static,
     E: Send + 'static,
     F: FnMut(A) -> IO<B, E> + Send + 'static,
 {
-    let (taken, worker) = shared.window.lock().take();
+    let (taken, worker) = {
+        let mut window = shared.window.lock();
+        if woken && window.worth_a_cede() {
+            drop(window);
+            return IO::cede().flat_map(move |()| read(shared, own, false));
+        }
+        window.take()
+    };
     shared.wake_worker(worker);
     match taken {
         Taken::Emit(values) => IO::pure(Step::Emit(
             values,
-            Stream::from_pull(move |_| read(shared, own)),
+            Stream::from_pull(move |_| read(shared, own, false)),
         )),
         Taken::Fail(error) => IO::raise_error(error),
         Taken::End => shared
             .panicked
             .raise_or(own.close(ExitCase::Succeeded).map(|()| Step::Done)),
         Taken::Wait => Shared::wait(shared.clone(), Window::wait_consumer)
-            .flat_map(move |()| read(shared, own)),
+            .flat_map(move |()| read(shared, own, true)),
     }
 }
 
@@ -545,7 +571,7 @@ where
                     }
                 })
             });
-        crate::concurrent::supervise(own.clone(), body).flat_map(move |()| read(shared, own))
+        crate::concurrent::supervise(own.clone(), body).flat_map(move |()| read(shared, own, false))
     })
 }
 
