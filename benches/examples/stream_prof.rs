@@ -7,7 +7,7 @@
 //! ```
 //!
 //! `stream_prof W wstp RUNS` runs the workload `RUNS` times on exec-wstp
-//! with two workers instead (for `perf stat`).
+//! with two workers instead (for `perf stat`; `WT=1` for one worker).
 //!
 //! Workloads (10,000 elements each, run once inside `run_workload`):
 //! `par_eval_map8` and `par_eval_map8_pure` (a `cede` per element, and
@@ -82,7 +82,9 @@ fn run_workload(rt: &SingleThreaded<spindle_exec_single::StdClock>, name: &str) 
 #[inline(never)]
 fn run_workload_wstp(name: &str, runs: usize) -> u64 {
     let rt = spindle_exec_wstp::Runtime::builder()
-        .worker_threads(std::env::var("WT").map_or(2, |v| v.parse().unwrap()))
+        .worker_threads(
+            std::env::var("WT").map_or(2, |v| v.parse().expect("WT: a number of worker threads")),
+        )
         .build()
         .expect("exec-wstp");
     (0..runs)
