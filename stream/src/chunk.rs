@@ -46,7 +46,10 @@ const fn same_plain_layout<A, B>() -> bool {
 /// `f` over `items`, each result written where its element was: the
 /// chunk's buffer, already in the cache, is the output's (no allocation,
 /// half the memory traffic of a new vector). Only for
-/// [`same_plain_layout`] types.
+/// [`same_plain_layout`] types. Written out rather than left to the
+/// standard library's in-place `into_iter().map(f).collect()`, which
+/// reuses the buffer too but ran a `map`/`filter`/`fold` pipeline 1.12x
+/// slower than this loop (and slower than a new vector).
 fn map_in_place<A, B, F: FnMut(A) -> B>(items: Vec<A>, mut f: F) -> Vec<B> {
     /// Frees the buffer if `f` panics (its elements need no drop).
     struct Free<A> {
