@@ -29,9 +29,10 @@ fn values<A: Send + 'static>(
 type Log = Arc<Mutex<Vec<String>>>;
 
 /// Runs `stream` to its end noting each element it gives in `log`; the
-/// message of the panic it ended with (it must end with one).
+/// message of the panic it ended with (it must end with one, and not
+/// hang: a stage that lost the panic may wait forever).
 fn panic_message(
-    run: impl Fn(IO<(), String>) -> Outcome<(), String>,
+    run: impl Fn(IO<(), String>) -> Outcome<(), String> + Send + 'static,
     stream: Stream<u64, String>,
     log: &Log,
 ) -> String {
@@ -40,9 +41,10 @@ fn panic_message(
         .eval_map(move |n| note(&log, n.to_string()))
         .compile()
         .drain();
-    match run(program) {
-        Outcome::Panicked(panic) => panic.message().to_string(),
-        other => panic!("the stream did not panic: {other:?}"),
+    match within(HANG_LIMIT, move || run(program)) {
+        Some(Outcome::Panicked(panic)) => panic.message().to_string(),
+        Some(other) => panic!("the stream did not panic: {other:?}"),
+        None => panic!("the stream hung"),
     }
 }
 
