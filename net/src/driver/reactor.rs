@@ -297,11 +297,15 @@ impl Reactor {
     }
 
     /// Like [`new`](Reactor::new), but every operation tries its call
-    /// before it waits, whatever the last read drained: right for a poller
-    /// whose owner may be busy running fibers when an event comes (an
-    /// exec-wstp worker looks at its poller every few dozen fibers), where
-    /// waiting for the owner's next look can cost far more than one call
-    /// that fails with `WouldBlock`.
+    /// before it waits, whatever the last read drained: for a poller whose
+    /// owner may be busy running fibers when an event comes, where waiting
+    /// for the owner's next look can cost more than one call that fails
+    /// with `WouldBlock`. The price is fairness: a fiber whose peer answers
+    /// fast finds its data at every try and is served again and again in
+    /// one run, while fibers whose readiness waits in the poller wait for
+    /// the owner's next look (measured on a pool: a median latency of
+    /// 16 µs with a 99th percentile of 9 ms, where [`new`](Reactor::new)
+    /// gives 0.5 ms and 2.9 ms). No executor of this project uses it.
     pub fn trying_calls() -> io::Result<(Reactor, Poller)> {
         Reactor::make(false)
     }
