@@ -126,12 +126,14 @@ impl Builder {
         // threads outside the pool.
         let fibers = self.common.registry(&fiber_config, workers + 1);
         let locals: Vec<Worker<Fiber<Handle>>> = (0..workers).map(|_| Worker::new_fifo()).collect();
-        // Tokio's rule for reads: one that drains its socket makes the
-        // next wait for readiness instead of trying its call first. Trying
-        // first let a connection whose client answered fast be served many
-        // times in one fiber run while connections waiting in the poller
-        // starved for milliseconds (BENCHMARKS, "HTTP hello").
-        let (reactor, poller) = Reactor::new().map_err(BuildError::Poller)?;
+        // A read after one that drained its socket cedes, then tries its
+        // call: trying at once let a connection whose client answered fast
+        // be served many times in one fiber run while connections waiting
+        // in the poller starved for milliseconds; waiting for readiness
+        // (tokio's rule) costs a trip through the poller, which a busy
+        // worker looks at every few dozen fibers (BENCHMARKS, "HTTP
+        // hello").
+        let (reactor, poller) = Reactor::ceding().map_err(BuildError::Poller)?;
         // Driven from now on: the worker threads are about to start, and a
         // socket made before they do (by a main fiber run inline by
         // `block_on`) waits for their first poll.

@@ -85,6 +85,10 @@ pub trait Untraced<A, E>: sealed::Sealed + Sized {
         F: FnOnce() -> Fut + Send + 'static,
         Fut: core::future::Future<Output = Result<A, E>> + Send + 'static;
 
+    /// [`IO::cede`] without a trace event (an operation that lets the
+    /// other fibers run before its next step).
+    fn cede_untraced() -> IO<(), E>;
+
     /// [`IO::map`] without a trace event.
     fn map_untraced<B, F>(self, f: F) -> IO<B, E>
     where
@@ -150,6 +154,11 @@ impl<A: Send + 'static, E: Send + 'static> Untraced<A, E> for IO<A, E> {
         Fut: core::future::Future<Output = Result<A, E>> + Send + 'static,
     {
         IO::from_try_future_with_untraced(make)
+    }
+
+    #[inline]
+    fn cede_untraced() -> IO<(), E> {
+        IO::from_node(crate::engine::node::Node::cede(None))
     }
 
     #[inline]

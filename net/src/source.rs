@@ -125,14 +125,20 @@ where
     F: FnMut(&T, S) -> Result<(A, bool), (S, io::Error)> + Send + 'static,
 {
     let source = source.clone();
-    IO::tail_rec_untraced(state, move |state| {
+    // The flag: this try comes right after a cede, and is made whatever
+    // the driver knows ([`Registration::cedes_before_try`]).
+    IO::tail_rec_untraced((state, false), move |(state, ceded)| {
         let seen = source.registration.readiness();
-        if !source.registration.may_be_ready(direction, seen) {
+        if !ceded && !source.registration.may_be_ready(direction, seen) {
+            if source.registration.cedes_before_try() {
+                return IO::<(), io::Error>::cede_untraced()
+                    .map_untraced(move |()| ControlFlow::Continue((state, true)));
+            }
             return source
                 .registration
                 .clone()
                 .wait(direction, seen)
-                .map_untraced(move |()| ControlFlow::Continue(state));
+                .map_untraced(move |()| ControlFlow::Continue((state, false)));
         }
         match attempt(&source.io, state) {
             Ok((a, drained)) => {
@@ -146,8 +152,8 @@ where
                     .registration
                     .clone()
                     .wait(direction, seen)
-                    .map_untraced(move |()| ControlFlow::Continue(state)),
-                io::ErrorKind::Interrupted => IO::pure(ControlFlow::Continue(state)),
+                    .map_untraced(move |()| ControlFlow::Continue((state, false))),
+                io::ErrorKind::Interrupted => IO::pure(ControlFlow::Continue((state, false))),
                 _ => IO::raise_error_untraced(e),
             },
         }
@@ -336,6 +342,34 @@ mod tests {
         assert_eq!(reactor.sources(), 0, "deregistered when dropped");
         // The descriptor is closed: the peer reads end of stream.
         assert_eq!(peer.read(&mut buf).unwrap(), 0);
+    }
+
+    #[test]
+    fn after_a_drained_read_each_reactor_kind_waits_cedes_first_or_tries_until_an_event_comes() {
+        // (reactor, after the drain: may the read try at once, does it cede first)
+        type Make = fn() -> io::Result<(Reactor, crate::driver::Poller)>;
+        let kinds: [(Make, bool, bool); 3] = [
+            (Reactor::new, false, false),
+            (Reactor::ceding, false, true),
+            (Reactor::trying_calls, true, false),
+        ];
+        for (make, tries, cedes) in kinds {
+            let (reactor, mut poller) = make().unwrap();
+            let (ours, mut peer) = pair();
+            let source = with_driver(&reactor, || Source::register(ours)).unwrap();
+            let registration = &source.registration;
+            // A socket starts ready: the first read tries its call.
+            let seen = registration.readiness();
+            assert!(registration.may_be_ready(Direction::Read, seen));
+            registration.drained(Direction::Read, seen);
+            let after = registration.readiness();
+            assert_eq!(registration.may_be_ready(Direction::Read, after), tries);
+            assert_eq!(registration.cedes_before_try(), cedes);
+            // An event makes the next read try at once, whatever the kind.
+            peer.write_all(b"ping").unwrap();
+            poller.poll(Some(Duration::from_secs(5))).unwrap();
+            assert!(registration.may_be_ready(Direction::Read, registration.readiness()));
+        }
     }
 
     #[test]

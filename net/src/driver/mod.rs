@@ -141,6 +141,15 @@ pub trait Registration: Send + Sync + 'static {
         true
     }
 
+    /// When [`may_be_ready`](Registration::may_be_ready) says the socket is
+    /// not ready: whether the operation cedes once and then makes its call
+    /// anyway (a driver whose poller may be looked at late, while its
+    /// owner runs fibers), instead of waiting for readiness at once. The
+    /// default: `false`.
+    fn cedes_before_try(&self) -> bool {
+        false
+    }
+
     /// A stream read returned fewer bytes than it asked for: the socket's
     /// receive buffer is drained, so the driver may record it as not ready
     /// for reading (unless something happened since `seen`), and the next

@@ -36,7 +36,10 @@
 //!   the receive buffer: it clears the read bit with a compare-exchange
 //!   against its snapshot (so only if no event came since), and the next
 //!   read waits for an event instead of failing with `WouldBlock` first
-//!   (tokio's `PollEvented` makes the same inference).
+//!   (tokio's `PollEvented` makes the same inference). On a reactor made
+//!   with [`Reactor::ceding`] (exec-wstp's) that read cedes once and then
+//!   tries its call instead: fair to the other fibers, and without a trip
+//!   through a poller that a busy owner looks at late.
 //!
 //! Because the check-and-add and the event's set-and-take both run under
 //! the lock, an event lands either before the check (the tick differs: no
@@ -242,9 +245,22 @@ struct Shared {
     waiters: AtomicUsize,
     /// Sockets registered.
     sources: AtomicUsize,
-    /// Whether a drained read makes the next read wait without its call
-    /// ([`Reactor::new`]: yes; [`Reactor::trying_calls`]: no).
-    trust_drained: bool,
+    /// What an operation does when a drained read (or a failed call) left
+    /// its direction not ready.
+    after_drain: AfterDrain,
+}
+
+/// What an operation does when the driver knows its socket is not ready
+/// (a stream read drained it, or a call failed with `WouldBlock`, and no
+/// event came since).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum AfterDrain {
+    /// Waits for an event without making the call ([`Reactor::new`]).
+    Wait,
+    /// Cedes once, then makes the call ([`Reactor::ceding`]).
+    CedeThenTry,
+    /// Makes the call ([`Reactor::trying_calls`]).
+    Try,
 }
 
 fn lock(table: &Mutex<Table>) -> MutexGuard<'_, Table> {
@@ -293,7 +309,21 @@ impl Reactor {
     /// without trying its call first (see the module doc): right for a
     /// poller its owner looks at every turn (an event loop).
     pub fn new() -> io::Result<(Reactor, Poller)> {
-        Reactor::make(true)
+        Reactor::make(AfterDrain::Wait)
+    }
+
+    /// Like [`new`](Reactor::new), but an operation that the driver knows
+    /// is not ready (a drained read, no event since) cedes once and then
+    /// tries its call, instead of waiting for an event: right for a poller
+    /// whose owner may be busy running fibers when the event comes (an
+    /// exec-wstp worker looks at the poller every few dozen fibers). The
+    /// cede puts the fiber behind every other queued fiber, so a
+    /// connection whose peer answers fast is served once per turn, as the
+    /// connections whose readiness the poller reported are (fair), and its
+    /// data, there by the time its turn comes, is read without a round
+    /// trip through the poller (cheap). A try that fails waits as usual.
+    pub fn ceding() -> io::Result<(Reactor, Poller)> {
+        Reactor::make(AfterDrain::CedeThenTry)
     }
 
     /// Like [`new`](Reactor::new), but every operation tries its call
@@ -304,13 +334,13 @@ impl Reactor {
     /// fast finds its data at every try and is served again and again in
     /// one run, while fibers whose readiness waits in the poller wait for
     /// the owner's next look (measured on a pool: a median latency of
-    /// 16 µs with a 99th percentile of 9 ms, where [`new`](Reactor::new)
-    /// gives 0.5 ms and 2.9 ms). No executor of this project uses it.
+    /// 16 µs with a 99th percentile of 9 ms, where [`ceding`](Reactor::ceding)
+    /// gives 0.56 ms and 1.9 ms). No executor of this project uses it.
     pub fn trying_calls() -> io::Result<(Reactor, Poller)> {
-        Reactor::make(false)
+        Reactor::make(AfterDrain::Try)
     }
 
-    fn make(trust_drained: bool) -> io::Result<(Reactor, Poller)> {
+    fn make(after_drain: AfterDrain) -> io::Result<(Reactor, Poller)> {
         let poll = Poll::new()?;
         let registry = poll.registry().try_clone()?;
         let waker = Waker::new(poll.registry(), WAKE_TOKEN)?;
@@ -322,7 +352,7 @@ impl Reactor {
             table: Mutex::new(Table::default()),
             waiters: AtomicUsize::new(0),
             sources: AtomicUsize::new(0),
-            trust_drained,
+            after_drain,
         });
         let poller = Poller {
             poll,
@@ -561,12 +591,17 @@ impl Registration for SocketRegistration {
 
     #[inline]
     fn may_be_ready(&self, direction: Direction, seen: Readiness) -> bool {
-        !self.shared.trust_drained || seen.0 & ready_bits(direction) != 0
+        self.shared.after_drain == AfterDrain::Try || seen.0 & ready_bits(direction) != 0
+    }
+
+    #[inline]
+    fn cedes_before_try(&self) -> bool {
+        self.shared.after_drain == AfterDrain::CedeThenTry
     }
 
     #[inline]
     fn drained(&self, direction: Direction, seen: Readiness) {
-        if !self.shared.trust_drained {
+        if self.shared.after_drain == AfterDrain::Try {
             return;
         }
         // Only if nothing happened since the snapshot (the tick and the bits
