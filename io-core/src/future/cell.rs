@@ -23,9 +23,10 @@
 //!    wake is visible to the poll that follows).
 //! 2. Polls. If the future is `Pending` and `NOTIFIED` is already set, it
 //!    polls again after a cede, without registering.
-//! 3. `register(callback)`: `fetch_or(LOCKED)`. If `LOCKED` or `NOTIFIED`
-//!    was set, a wake came since step 1 (or is under way): it resumes
-//!    itself through the callback (so the suspension ends at once).
+//! 3. `register(callback)`: `fetch_or(LOCKED)`. If `NOTIFIED` was set, a
+//!    wake came since step 1: it resumes itself through the callback (so
+//!    the suspension ends at once). If only `LOCKED` was, someone holds
+//!    the slot with no wake to answer: see "A waker that holds the slot".
 //!    Otherwise it stores the callback, and unlocks with `fetch_and`; if
 //!    that shows `NOTIFIED`, a waker came while the slot was held and gave
 //!    up, so the fiber runs the waker's part itself (`wake`).
@@ -56,6 +57,23 @@
 //! itself) is harmless: completing it finds a past generation and does
 //! nothing (fiber protocol, `fiber/mod.rs`). Spurious and repeated wakes only
 //! cost a poll; a wake after `CLOSED` touches nothing but the word.
+//!
+//! # A waker that holds the slot
+//!
+//! A waker holds `LOCKED` for a few instructions, but its thread can be
+//! descheduled in the middle of them, for milliseconds. A registration
+//! that finds `LOCKED` without `NOTIFIED` (the holder's wake, if it is a
+//! waker, came before the poll began and was answered by it) cannot store
+//! its callback, and there is no wake to answer either: the fiber ends the
+//! wait at once, marks the cell `BUSY`, and its driver, seeing `BUSY`
+//! instead of polling, cedes and registers again. So the future is polled
+//! once per wake, however long a waker holds the slot (earlier, the fiber
+//! polled the future again at each failed registration: tens of thousands
+//! of polls of a future woken 800 times, when a waker thread was
+//! descheduled while it held the slot); the fiber still spins, through
+//! cedes, until the holder lets go, as a task over `futures`'
+//! `AtomicWaker` is polled again while a wake holds its waker. A wake that
+//! comes meanwhile sets `NOTIFIED`, which the next registration sees.
 //!
 //! # Wakers that are gone
 //!
@@ -102,6 +120,10 @@ const LOCKED: usize = 1;
 const NOTIFIED: usize = 2;
 /// The future is gone: wakes do nothing.
 const CLOSED: usize = 4;
+/// The fiber's last registration found the slot held with no wake to
+/// answer (see "A waker that holds the slot"). Set and cleared by the
+/// fiber alone.
+const BUSY: usize = 8;
 
 /// What the cell's slot holds: something that resumes the fiber once.
 pub(crate) trait Resume: Send + 'static {
@@ -150,6 +172,18 @@ impl<C: Resume> WakeCell<C> {
         self.state.fetch_and(!NOTIFIED, Ordering::Acquire);
     }
 
+    /// The fiber, before it polls: whether its last registration found
+    /// the slot held with no wake to answer (and forgets it). It then
+    /// registers again instead of polling.
+    #[inline]
+    pub(crate) fn take_busy(&self) -> bool {
+        if self.state.load(Ordering::Relaxed) & BUSY == 0 {
+            return false;
+        }
+        self.state.fetch_and(!BUSY, Ordering::Relaxed);
+        true
+    }
+
     /// The fiber, after a `Pending` poll: whether a wake came since
     /// [`begin_poll`](WakeCell::begin_poll).
     #[inline]
@@ -162,10 +196,19 @@ impl<C: Resume> WakeCell<C> {
     /// [`begin_poll`](WakeCell::begin_poll) (module doc, step 3).
     pub(crate) fn register(&self, callback: C) {
         let prev = self.state.fetch_or(LOCKED, Ordering::Acquire);
-        if prev & (LOCKED | NOTIFIED) != 0 {
+        if prev & NOTIFIED != 0 {
             if prev & LOCKED == 0 {
                 self.state.fetch_and(!LOCKED, Ordering::Release);
             }
+            callback.resume();
+            return;
+        }
+        if prev & LOCKED != 0 {
+            // Held, and no wake since the poll began: the holder's wake (if
+            // it is a waker) was answered by that poll. Register again
+            // later, without a poll (module doc, "A waker that holds the
+            // slot").
+            self.state.fetch_or(BUSY, Ordering::Relaxed);
             callback.resume();
             return;
         }

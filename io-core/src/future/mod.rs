@@ -103,7 +103,9 @@ use crate::engine::tracing::{Internal, NO_SITE, Named, here};
 use crate::executor::Executor;
 use crate::fiber::handle::FiberHandle;
 use crate::io::IO;
+use crate::sync::Arc;
 use block::BlockHead;
+use cell::FiberCell;
 
 crate::engine::tracing::trace_ops! {
     FromFuture = "from_future",
@@ -242,20 +244,22 @@ fn after_pending(head: &mut BlockHead) -> Stepped {
     }
     let wait = match &head.cell {
         Some(cell) if cell.notified() => Node::cede(NO_SITE),
-        Some(cell) => {
-            let cell = cell.clone();
-            IO::<(), core::convert::Infallible>::from_callback_untraced(move |cb| {
-                cell.register(cb.into_raw());
-                None
-            })
-            .into_node()
-        }
+        Some(cell) => register(cell.clone()),
         // Cancelable like `IO::never`; the block's frame waits below it,
         // so that cancellation drops the future on the fiber.
         None => Node::never(NO_SITE),
     };
     head.slot().wait(wait);
     Stepped::Run
+}
+
+/// The wait for `cell`'s next wake: a registration of the fiber's callback.
+fn register(cell: Arc<FiberCell>) -> Node {
+    IO::<(), core::convert::Infallible>::from_callback_untraced(move |cb| {
+        cell.register(cb.into_raw());
+        None
+    })
+    .into_node()
 }
 
 /// How a future's output `T` becomes the result of the driven program, an
@@ -348,6 +352,23 @@ where
 {
     // SAFETY: function contract.
     let state = unsafe { word.assume_init() }.cast::<DriverState<Fut>>();
+    {
+        // SAFETY: function contract: nothing else reaches the state (this
+        // borrow ends before the poll borrows it again).
+        let head = unsafe { &mut (*state).head };
+        if let Some(cell) = head.cell.as_ref().filter(|cell| cell.take_busy()) {
+            // The last registration found the slot held and no wake to
+            // answer (cell.rs, "A waker that holds the slot"): no poll;
+            // register again after a cede.
+            let cell = cell.clone();
+            let again = IO::<(), core::convert::Infallible>::from_node(Node::cede(NO_SITE))
+                .flat_map_untraced(move |()| {
+                    IO::<(), core::convert::Infallible>::from_node(register(cell))
+                });
+            head.slot().wait(again.into_node());
+            return Stepped::Run;
+        }
+    }
     // SAFETY: function contract; the state is pinned where it was made.
     let polled = unsafe { DriverState::poll(state) };
     // SAFETY: function contract; the poll is over.
