@@ -335,7 +335,7 @@ impl Reactor {
     /// one run, while fibers whose readiness waits in the poller wait for
     /// the owner's next look (measured on a pool: a median latency of
     /// 16 µs with a 99th percentile of 9 ms, where [`ceding`](Reactor::ceding)
-    /// gives 0.56 ms and 1.9 ms). No executor of this project uses it.
+    /// gives 0.56 ms and 2.3 ms). No executor of this project uses it.
     pub fn trying_calls() -> io::Result<(Reactor, Poller)> {
         Reactor::make(AfterDrain::Try)
     }
