@@ -75,6 +75,11 @@
 //! `AtomicWaker` is polled again while a wake holds its waker. A wake that
 //! comes meanwhile sets `NOTIFIED`, which the next registration sees.
 //!
+//! With `std` only: without it (a microcontroller, where a waker is an
+//! interrupt handler that never yields to the fiber mid-wake) the fiber
+//! resumes itself and polls again, the old rule, and the flash stays as
+//! it was.
+//!
 //! # Wakers that are gone
 //!
 //! The fiber's program owns the cell (through the future's driver) and the
@@ -123,6 +128,7 @@ const CLOSED: usize = 4;
 /// The fiber's last registration found the slot held with no wake to
 /// answer (see "A waker that holds the slot"). Set and cleared by the
 /// fiber alone.
+#[cfg(feature = "std")]
 const BUSY: usize = 8;
 
 /// What the cell's slot holds: something that resumes the fiber once.
@@ -175,6 +181,7 @@ impl<C: Resume> WakeCell<C> {
     /// The fiber, before it polls: whether its last registration found
     /// the slot held with no wake to answer (and forgets it). It then
     /// registers again instead of polling.
+    #[cfg(feature = "std")]
     #[inline]
     pub(crate) fn take_busy(&self) -> bool {
         if self.state.load(Ordering::Relaxed) & BUSY == 0 {
@@ -196,13 +203,21 @@ impl<C: Resume> WakeCell<C> {
     /// [`begin_poll`](WakeCell::begin_poll) (module doc, step 3).
     pub(crate) fn register(&self, callback: C) {
         let prev = self.state.fetch_or(LOCKED, Ordering::Acquire);
-        if prev & NOTIFIED != 0 {
+        // Without `std` a held slot resumes too (module doc, "A waker that
+        // holds the slot").
+        let resume_now = if cfg!(feature = "std") {
+            prev & NOTIFIED != 0
+        } else {
+            prev & (LOCKED | NOTIFIED) != 0
+        };
+        if resume_now {
             if prev & LOCKED == 0 {
                 self.state.fetch_and(!LOCKED, Ordering::Release);
             }
             callback.resume();
             return;
         }
+        #[cfg(feature = "std")]
         if prev & LOCKED != 0 {
             // Held, and no wake since the poll began: the holder's wake (if
             // it is a waker) was answered by that poll. Register again

@@ -254,6 +254,7 @@ fn after_pending(head: &mut BlockHead) -> Stepped {
 }
 
 /// The wait for `cell`'s next wake: a registration of the fiber's callback.
+#[inline(always)]
 fn register(cell: Arc<FiberCell>) -> Node {
     IO::<(), core::convert::Infallible>::from_callback_untraced(move |cb| {
         cell.register(cb.into_raw());
@@ -352,6 +353,7 @@ where
 {
     // SAFETY: function contract.
     let state = unsafe { word.assume_init() }.cast::<DriverState<Fut>>();
+    #[cfg(feature = "std")]
     {
         // SAFETY: function contract: nothing else reaches the state (this
         // borrow ends before the poll borrows it again).
