@@ -301,10 +301,15 @@ fn a_waiting_fiber_whose_callbacks_are_all_dropped_is_freed_and_its_parked_task_
     drop(fiber);
     assert_eq!(attached.executor.metrics().live_fibers, 1);
     drop(attached.callback());
-    assert_eq!(attached.dropped(), 1);
+    // Freed by whichever holder lets go last (a tokio worker may still
+    // hold the fiber for a moment: seen under AddressSanitizer).
+    eventually("the fiber is freed", || attached.dropped() == 1);
     assert_eq!(attached.finalized(), 0);
-    assert_eq!(attached.executor.metrics().live_fibers, 0);
+    eventually("the fiber is counted as ended", || {
+        attached.executor.metrics().live_fibers == 0
+    });
     attached.assert_its_task_ends();
+    assert_eq!(attached.dropped(), 1, "freed exactly once");
 }
 
 #[test]
