@@ -158,7 +158,9 @@ impl<A: Send + 'static, E: Send + 'static> Untraced<A, E> for IO<A, E> {
 
     #[inline]
     fn cede_untraced() -> IO<(), E> {
-        IO::from_node(crate::engine::node::Node::cede(None))
+        IO::from_node(crate::engine::node::Node::cede(
+            crate::engine::tracing::NO_SITE,
+        ))
     }
 
     #[inline]

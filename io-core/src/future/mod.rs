@@ -263,6 +263,33 @@ fn register(cell: Arc<FiberCell>) -> Node {
     .into_node()
 }
 
+/// Before a poll: whether the last registration found the wake cell's
+/// slot held with no wake to answer (cell.rs, "A waker that holds the
+/// slot"); if so, instead of a poll, a cede and a new registration are
+/// left in the slot. One copy for every future type.
+#[cfg(feature = "std")]
+#[inline]
+fn registers_again(head: &mut BlockHead) -> bool {
+    match &head.cell {
+        Some(cell) if cell.take_busy() => {
+            let wait = register_after_cede(cell.clone());
+            head.slot().wait(wait);
+            true
+        }
+        _ => false,
+    }
+}
+
+/// A cede, then [`register`] (the rare path of [`registers_again`]).
+#[cfg(feature = "std")]
+#[cold]
+#[inline(never)]
+fn register_after_cede(cell: Arc<FiberCell>) -> Node {
+    IO::<(), core::convert::Infallible>::from_node(Node::cede(NO_SITE))
+        .flat_map_untraced(move |()| IO::<(), core::convert::Infallible>::from_node(register(cell)))
+        .into_node()
+}
+
 /// How a future's output `T` becomes the result of the driven program, an
 /// `IO<A, E>` (the types tie the program to its future at construction).
 trait Finish<T, A, E> {
@@ -353,23 +380,11 @@ where
 {
     // SAFETY: function contract.
     let state = unsafe { word.assume_init() }.cast::<DriverState<Fut>>();
+    // SAFETY: function contract: nothing else reaches the state (this
+    // borrow ends before the poll borrows it again).
     #[cfg(feature = "std")]
-    {
-        // SAFETY: function contract: nothing else reaches the state (this
-        // borrow ends before the poll borrows it again).
-        let head = unsafe { &mut (*state).head };
-        if let Some(cell) = head.cell.as_ref().filter(|cell| cell.take_busy()) {
-            // The last registration found the slot held and no wake to
-            // answer (cell.rs, "A waker that holds the slot"): no poll;
-            // register again after a cede.
-            let cell = cell.clone();
-            let again = IO::<(), core::convert::Infallible>::from_node(Node::cede(NO_SITE))
-                .flat_map_untraced(move |()| {
-                    IO::<(), core::convert::Infallible>::from_node(register(cell))
-                });
-            head.slot().wait(again.into_node());
-            return Stepped::Run;
-        }
+    if registers_again(unsafe { &mut (*state).head }) {
+        return Stepped::Run;
     }
     // SAFETY: function contract; the state is pinned where it was made.
     let polled = unsafe { DriverState::poll(state) };
