@@ -98,6 +98,9 @@
 //!
 //! # Shutdown
 //!
+//! A shutdown does not interrupt a run: a fiber running when it begins
+//! runs on until it next waits or yields (a callback completed before the
+//! fiber's wait was published is part of that run, as on every executor).
 //! A task finds the executor shut down before it runs its fiber: it drops
 //! the fiber instead, freeing its program and continuations, and ends
 //! (closing the link: later resumptions drop the fiber). A resumption
