@@ -15,6 +15,11 @@
 //!   `yield`-once program, eight at once, in order: `spindle_wstp`
 //!   (exec-wstp, 2 workers), `spindle_single`, and `tokio_buffered`
 //!   (`futures::StreamExt::buffered(8)` on tokio multi_thread(2)).
+//! * `Stream/par_eval_map8_cpu/*`: the same shapes with a few
+//!   microseconds of computation per element instead of the yield
+//!   ([`CPU_LEN`] elements, `stream_programs::cpu_work`): where running
+//!   the eight programs on both workers pays, and `buffered(8)`, which
+//!   polls them in one task, cannot.
 //! * `Stream/socket_lines_100MiB/*`: [`LINES_BYTES`] (100 MiB) of 80-byte
 //!   lines read from one loopback connection, counted with their lengths.
 //!   The writer is a plain std thread (`benches::socket_lines`) writing
@@ -47,7 +52,7 @@ mod tokio_reference;
 use tokio_reference::tokio_lines;
 #[path = "../examples/support/tokio_buffered.rs"]
 mod tokio_buffered;
-use tokio_buffered::buffered8;
+use tokio_buffered::{buffered8, buffered8_cpu};
 
 /// Elements of the pure pipeline.
 const PURE_LEN: u64 = 10_000_000;
@@ -55,6 +60,8 @@ const PURE_LEN: u64 = 10_000_000;
 const EVAL_LEN: u64 = 100_000;
 /// Elements of the concurrent rows.
 const PAR_LEN: u64 = 100_000;
+/// Elements of the computation-per-element rows.
+const CPU_LEN: u64 = 10_000;
 /// Bytes of one connection of the socket-lines rows.
 const LINES_BYTES: usize = 100 * 1024 * 1024;
 
@@ -144,6 +151,32 @@ fn par_eval_map(c: &mut Criterion) {
     group.finish();
 }
 
+fn par_eval_map_cpu(c: &mut Criterion) {
+    let mut group = c.benchmark_group("Stream/par_eval_map8_cpu");
+    group.throughput(Throughput::Elements(CPU_LEN));
+    group.sample_size(10);
+    let program = || stream_programs::par_eval_map8_cpu(CPU_LEN);
+    let wstp = spindle_exec_wstp::Runtime::builder()
+        .worker_threads(2)
+        .build()
+        .expect("exec-wstp");
+    group.bench_function("spindle_wstp", |b| {
+        b.iter(|| succeeded(wstp.block_on(program()).expect("a run")))
+    });
+    let single = SingleThreaded::new().expect("exec-single");
+    group.bench_function("spindle_single", |b| {
+        b.iter(|| succeeded(single.block_on(program()).expect("a run")))
+    });
+    let tokio = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .build()
+        .expect("tokio");
+    group.bench_function("tokio_buffered", |b| {
+        b.iter(|| tokio.block_on(buffered8_cpu(CPU_LEN)))
+    });
+    group.finish();
+}
+
 fn socket_lines(c: &mut Criterion) {
     let addr = start_writer(LINES_BYTES);
     let expected = (
@@ -208,5 +241,12 @@ fn socket_lines(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, pure_pipeline, eval_map, par_eval_map, socket_lines);
+criterion_group!(
+    benches,
+    pure_pipeline,
+    eval_map,
+    par_eval_map,
+    par_eval_map_cpu,
+    socket_lines
+);
 criterion_main!(benches);

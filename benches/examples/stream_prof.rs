@@ -11,12 +11,14 @@
 //!
 //! Workloads (10,000 elements each, run once inside `run_workload`):
 //! `par_eval_map8` and `par_eval_map8_pure` (a `cede` per element, and
-//! none), `par_eval_map_unordered8`, `eval_map`, `eval_map_chunk`,
+//! none), `par_eval_map8_cpu` (a few microseconds of computation per
+//! element), `par_eval_map_unordered8`, `eval_map`, `eval_map_chunk`,
 //! `bind` (the same steps as a `tail_rec` loop), `pure` (map/filter/fold
 //! over 1,000,000 elements; `pure_fold`, `pure_map` and `pure_filter`
 //! for one stage at a time);
-//! `tokio_buffered8` and `tokio_buffered8_pure`: `futures`' `buffered(8)`
-//! with and without a `yield_now` per element, on tokio's current-thread
+//! `tokio_buffered8`, `tokio_buffered8_pure` and `tokio_buffered8_cpu`:
+//! `futures`' `buffered(8)` with a `yield_now` per element, with none, and
+//! with the computation, on tokio's current-thread
 //! runtime.
 
 use std::hint::black_box;
@@ -37,6 +39,7 @@ fn program(name: &str) -> P {
         "par_eval_map8_pure" => sum(Stream::range(0..N)
             .par_eval_map(8, |x| IO::pure(x + 1))
             .expect("8 > 0")),
+        "par_eval_map8_cpu" => stream_programs::par_eval_map8_cpu(N),
         "par_eval_map_unordered8" => sum(Stream::range(0..N)
             .par_eval_map_unordered(8, |x| IO::cede().map(move |()| x + 1))
             .expect("8 > 0")),
@@ -59,6 +62,7 @@ fn run_tokio(name: &str) -> u64 {
         .expect("tokio");
     match name {
         "tokio_buffered8" => rt.block_on(tokio_reference::buffered8(N)),
+        "tokio_buffered8_cpu" => rt.block_on(tokio_reference::buffered8_cpu(N)),
         "tokio_buffered8_pure" => rt.block_on(
             futures::stream::iter(0..N)
                 .map(|x| async move { x + 1 })

@@ -276,6 +276,30 @@ pub mod stream_programs {
             .par_eval_map(8, |x| IO::cede().map(move |()| x + 1))
             .expect("8 > 0"))
     }
+
+    /// Rounds of [`cpu_work`]: a few microseconds of computation.
+    pub const CPU_ROUNDS: u64 = 4_000;
+
+    /// A computation the optimizer cannot fold away: [`CPU_ROUNDS`] rounds
+    /// of a multiply-xorshift mix of `x` (a few microseconds).
+    #[inline(never)]
+    pub fn cpu_work(x: u64) -> u64 {
+        let mut h = core::hint::black_box(x) | 1;
+        for _ in 0..CPU_ROUNDS {
+            h = h.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            h ^= h >> 29;
+        }
+        h
+    }
+
+    /// `par_eval_map(8)` of a program that computes [`cpu_work`] per
+    /// element over `0..n` (eight at once, in order), summed.
+    #[inline]
+    pub fn par_eval_map8_cpu(n: u64) -> P {
+        sum(Stream::range(0..n)
+            .par_eval_map(8, |x| IO::delay(move || cpu_work(x)))
+            .expect("8 > 0"))
+    }
 }
 
 use spindle_core::Outcome;

@@ -19,3 +19,13 @@ pub fn buffered8(n: u64) -> impl Future<Output = u64> {
         .buffered(8)
         .fold(0u64, |acc, x| core::future::ready(acc.wrapping_add(x)))
 }
+
+/// `futures::stream::iter(0..n)`, each element through a future that
+/// computes `benches::stream_programs::cpu_work`, eight at once in order
+/// (`buffered(8)`: within the one task that polls the stream), summed.
+pub fn buffered8_cpu(n: u64) -> impl Future<Output = u64> {
+    futures::stream::iter(0..n)
+        .map(|x| async move { benches::stream_programs::cpu_work(x) })
+        .buffered(8)
+        .fold(0u64, |acc, x| core::future::ready(acc.wrapping_add(x)))
+}
