@@ -487,6 +487,16 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
         IO::try_blocking_at::<WithClosure<names::Blocking, F>, F>(here(), thunk)
     }
 
+    /// [`IO::try_blocking`] for io-core's own nodes and the untraced
+    /// twins (no trace event).
+    #[inline]
+    pub(crate) fn try_blocking_untraced<F>(thunk: F) -> Self
+    where
+        F: FnOnce() -> Result<A, E> + Send + 'static,
+    {
+        IO::try_blocking_at::<Internal, F>(NO_SITE, thunk)
+    }
+
     fn try_blocking_at<M: OpMeta, F>(site: Option<Site>, thunk: F) -> Self
     where
         F: FnOnce() -> Result<A, E> + Send + 'static,

@@ -78,6 +78,12 @@ pub trait Untraced<A, E>: sealed::Sealed + Sized {
         S: Send + 'static,
         F: FnMut(S) -> IO<ControlFlow<A, S>, E> + Send + 'static;
 
+    /// [`IO::try_blocking`] without a trace event (a system call under
+    /// its operation's one event: a file system crate's `read`).
+    fn try_blocking_untraced<F>(thunk: F) -> IO<A, E>
+    where
+        F: FnOnce() -> Result<A, E> + Send + 'static;
+
     /// [`IO::from_try_future_with`] without a trace event (an I/O layer's
     /// readiness wait on a `Future`, as exec-tokio's).
     fn from_try_future_with_untraced<F, Fut>(make: F) -> IO<A, E>
@@ -145,6 +151,14 @@ impl<A: Send + 'static, E: Send + 'static> Untraced<A, E> for IO<A, E> {
         F: FnMut(S) -> IO<ControlFlow<A, S>, E> + Send + 'static,
     {
         IO::tail_rec_untraced(initial, step)
+    }
+
+    #[inline]
+    fn try_blocking_untraced<F>(thunk: F) -> IO<A, E>
+    where
+        F: FnOnce() -> Result<A, E> + Send + 'static,
+    {
+        IO::try_blocking_untraced(thunk)
     }
 
     #[inline]

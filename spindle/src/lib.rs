@@ -284,6 +284,13 @@ pub use spindle_stream as stream;
 #[cfg(any(feature = "wstp", feature = "batching", feature = "tokio"))]
 pub use spindle_net as net;
 
+/// Files and directories (feature `os`): open files as `Resource`s, whole
+/// files, the directory tree, temporary files and directories, and files
+/// and directories as streams, every call on the executor's blocking pool;
+/// see [`spindle_os::fs`].
+#[cfg(feature = "os")]
+pub use spindle_os::fs;
+
 /// The application entry point of every std executor (feature `app`):
 /// see [`spindle_app`].
 #[cfg(feature = "app")]

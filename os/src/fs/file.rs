@@ -1,0 +1,433 @@
+//! [`File`]: an open file as a `Resource`, and [`OpenOptions`].
+
+use std::fmt;
+use std::io::{self, Read as _, Seek as _, SeekFrom, Write as _};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use parking_lot::RwLock;
+use spindle_core::untraced::{Op, Untraced as _};
+use spindle_core::{IO, Resource};
+use spindle_stream::{Chunk, InvalidArgument, Stream};
+
+use super::{Metadata, at, call, ops};
+
+/// An open file: a cheap handle (clones share the file and its cursor),
+/// made by [`File::open`], [`File::create`] or [`OpenOptions::open`] as a
+/// `Resource` that closes the file exactly once when it ends, after its
+/// use, on an error or on cancellation. A clone kept past that end fails
+/// every operation with an error of kind `Other` (the file is closed),
+/// never reaches another file that reused the descriptor.
+///
+/// Operations on one handle run one at a time in the order they run, and
+/// `read`, `write` and `seek` move the shared cursor, as with a
+/// `std::fs::File`; fibers that read one file at once use
+/// [`read_at`](File::read_at) (Unix: no cursor) or a file each.
+///
+/// ```
+/// use std::io::SeekFrom;
+///
+/// use spindle_effect::fs::{self, File};
+/// use spindle_effect::prelude::*;
+/// use spindle_effect::wstp::Runtime;
+///
+/// let rt = Runtime::new()?;
+/// let program = fs::temp_dir().use_with(|dir| {
+///     let path = dir.path().join("numbers");
+///     let written = File::create(&path).use_with(|file| file.write_all("0123456789"));
+///     let read = File::open(&path).use_with(|file| {
+///         file.seek(SeekFrom::Start(4)).product_r(file.read(3))
+///     });
+///     written.product_r(read)
+/// });
+/// assert_eq!(rt.block_on(program)?.succeeded(), Some(b"456".to_vec()));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+pub struct File {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    path: PathBuf,
+    /// `None` once closed. Operations hold the read side for their call;
+    /// the close takes the write side, so it waits for a call in flight
+    /// and no call starts on a closed (or reused) descriptor.
+    file: RwLock<Option<std::fs::File>>,
+}
+
+/// Files open through this module, in this process (see [`open_files`]).
+static OPEN: AtomicUsize = AtomicUsize::new(0);
+
+/// How many files this module holds open in this process right now: one
+/// per [`File`] made (opened, `from_std`, temporary) and not yet closed.
+/// A leak check for tests and metrics: it is back where it started once
+/// every file's `Resource` has ended.
+pub fn open_files() -> usize {
+    OPEN.load(Ordering::Acquire)
+}
+
+impl Inner {
+    /// Closes the file if it is open: the one place a file is closed.
+    fn close(&self) {
+        let file = self.file.write().take();
+        if let Some(file) = file {
+            drop(file);
+            OPEN.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+}
+
+impl Drop for Inner {
+    /// The last handle of a file that was never closed (made by `from_std`
+    /// and dropped, or kept past a leak) closes it.
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+impl fmt::Debug for File {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("File")
+            .field("path", &self.inner.path)
+            .field("closed", &self.is_closed())
+            .finish()
+    }
+}
+
+/// How to open a file: std's `OpenOptions` as a value, whose
+/// [`open`](OpenOptions::open) is a `Resource`. A combination the system
+/// refuses (`truncate` without `write`, nothing to read or write) is the
+/// open's error, of kind `InvalidInput`, naming the path.
+#[derive(Clone, Debug, Default)]
+pub struct OpenOptions {
+    read: bool,
+    write: bool,
+    append: bool,
+    truncate: bool,
+    create: bool,
+    create_new: bool,
+    #[cfg(unix)]
+    mode: Option<u32>,
+}
+
+impl OpenOptions {
+    /// Nothing set: set at least `read`, `write` or `append`.
+    pub fn new() -> OpenOptions {
+        OpenOptions::default()
+    }
+
+    /// Open for reading.
+    pub fn read(&mut self, read: bool) -> &mut Self {
+        self.read = read;
+        self
+    }
+
+    /// Open for writing.
+    pub fn write(&mut self, write: bool) -> &mut Self {
+        self.write = write;
+        self
+    }
+
+    /// Every write goes to the end of the file.
+    pub fn append(&mut self, append: bool) -> &mut Self {
+        self.append = append;
+        self
+    }
+
+    /// Cut an existing file to length 0 (with `write`).
+    pub fn truncate(&mut self, truncate: bool) -> &mut Self {
+        self.truncate = truncate;
+        self
+    }
+
+    /// Create the file if it does not exist (with `write` or `append`).
+    pub fn create(&mut self, create: bool) -> &mut Self {
+        self.create = create;
+        self
+    }
+
+    /// Create the file, failing (kind `AlreadyExists`) if it exists.
+    pub fn create_new(&mut self, create_new: bool) -> &mut Self {
+        self.create_new = create_new;
+        self
+    }
+
+    /// The permission bits of a file this open creates (Unix; before the
+    /// process's umask).
+    #[cfg(unix)]
+    pub fn mode(&mut self, mode: u32) -> &mut Self {
+        self.mode = Some(mode);
+        self
+    }
+
+    fn std(&self) -> std::fs::OpenOptions {
+        let mut options = std::fs::OpenOptions::new();
+        options
+            .read(self.read)
+            .write(self.write)
+            .append(self.append)
+            .truncate(self.truncate)
+            .create(self.create)
+            .create_new(self.create_new);
+        #[cfg(unix)]
+        if let Some(mode) = self.mode {
+            use std::os::unix::fs::OpenOptionsExt as _;
+            options.mode(mode);
+        }
+        options
+    }
+
+    /// Opens the file at `path` with these options, as a `Resource` that
+    /// closes it exactly once when it ends.
+    #[track_caller]
+    pub fn open(&self, path: impl AsRef<Path>) -> Resource<File, io::Error> {
+        let options = self.std();
+        let path = path.as_ref().to_path_buf();
+        let open = call(&ops::OPEN, move || match options.open(&path) {
+            Ok(file) => Ok(File::from_std(file, path)),
+            Err(e) => Err(at("open", &path, e)),
+        });
+        Resource::make(open, |file: File| file.close())
+    }
+}
+
+impl File {
+    /// Opens the file at `path` for reading.
+    #[track_caller]
+    pub fn open(path: impl AsRef<Path>) -> Resource<File, io::Error> {
+        OpenOptions::new().read(true).open(path)
+    }
+
+    /// Opens the file at `path` for writing, creating it or truncating it.
+    #[track_caller]
+    pub fn create(path: impl AsRef<Path>) -> Resource<File, io::Error> {
+        OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(path)
+    }
+
+    /// A handle over an open `std::fs::File` (named `path` in errors). It
+    /// is closed by [`close`](File::close), or when the last handle goes.
+    pub fn from_std(file: std::fs::File, path: impl Into<PathBuf>) -> File {
+        OPEN.fetch_add(1, Ordering::AcqRel);
+        File {
+            inner: Arc::new(Inner {
+                path: path.into(),
+                file: RwLock::new(Some(file)),
+            }),
+        }
+    }
+
+    /// The path it was opened with.
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// Whether it is closed (its `Resource` ended, or `close` ran).
+    pub fn is_closed(&self) -> bool {
+        self.inner.file.read().is_none()
+    }
+
+    /// Closes the file now (the `Resource`'s release does this). Once: a
+    /// second close does nothing. It waits for a call in flight on another
+    /// handle; every call after it fails.
+    #[track_caller]
+    pub fn close(&self) -> IO<(), io::Error> {
+        let inner = self.inner.clone();
+        call(&ops::CLOSE, move || {
+            inner.close();
+            Ok(())
+        })
+    }
+
+    /// Runs `f` on the open file, on the blocking pool, traced as `op`;
+    /// its error (or the closed file's) names `operation` and the path.
+    #[track_caller]
+    fn with<A, F>(&self, op: &'static Op, operation: &'static str, f: F) -> IO<A, io::Error>
+    where
+        A: Send + 'static,
+        F: FnOnce(&std::fs::File) -> io::Result<A> + Send + 'static,
+    {
+        let inner = self.inner.clone();
+        call(op, move || {
+            let file = inner.file.read();
+            let result = match &*file {
+                Some(file) => f(file),
+                None => Err(io::Error::other("the file is closed")),
+            };
+            result.map_err(|e| at(operation, &inner.path, e))
+        })
+    }
+
+    /// At most `max` bytes from the cursor on (fewer at the end; none at
+    /// the end of the file).
+    #[track_caller]
+    pub fn read(&self, max: usize) -> IO<Vec<u8>, io::Error> {
+        self.with(&ops::FILE_READ, "read", move |mut file| {
+            read_up_to(&mut file, max)
+        })
+    }
+
+    /// Everything from the cursor to the end of the file.
+    #[track_caller]
+    pub fn read_to_end(&self) -> IO<Vec<u8>, io::Error> {
+        self.with(&ops::FILE_READ_TO_END, "read", |mut file| {
+            let mut bytes = Vec::new();
+            file.read_to_end(&mut bytes)?;
+            Ok(bytes)
+        })
+    }
+
+    /// Everything from the cursor to the end of the file, as text (kind
+    /// `InvalidData` if it is not UTF-8).
+    #[track_caller]
+    pub fn read_to_string(&self) -> IO<String, io::Error> {
+        self.with(&ops::FILE_READ_TO_STRING, "read", |mut file| {
+            let mut text = String::new();
+            file.read_to_string(&mut text)?;
+            Ok(text)
+        })
+    }
+
+    /// At most `max` bytes from `offset` on, without moving the cursor
+    /// (fibers can read one file at once this way).
+    #[cfg(unix)]
+    #[track_caller]
+    pub fn read_at(&self, offset: u64, max: usize) -> IO<Vec<u8>, io::Error> {
+        self.with(&ops::FILE_READ_AT, "read_at", move |file| {
+            use std::os::unix::fs::FileExt as _;
+            let mut bytes = vec![0; max];
+            let mut filled = 0;
+            while filled < max {
+                match file.read_at(&mut bytes[filled..], offset + filled as u64) {
+                    Ok(0) => break,
+                    Ok(n) => filled += n,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            bytes.truncate(filled);
+            Ok(bytes)
+        })
+    }
+
+    /// Writes some of `bytes` at the cursor: how many.
+    #[track_caller]
+    pub fn write(&self, bytes: impl Into<Vec<u8>>) -> IO<usize, io::Error> {
+        let bytes = bytes.into();
+        self.with(&ops::FILE_WRITE, "write", move |mut file| {
+            file.write(&bytes)
+        })
+    }
+
+    /// Writes all of `bytes` at the cursor.
+    #[track_caller]
+    pub fn write_all(&self, bytes: impl Into<Vec<u8>>) -> IO<(), io::Error> {
+        let bytes = bytes.into();
+        self.with(&ops::FILE_WRITE_ALL, "write", move |mut file| {
+            file.write_all(&bytes)
+        })
+    }
+
+    /// Writes all of `bytes` at `offset`, without moving the cursor.
+    #[cfg(unix)]
+    #[track_caller]
+    pub fn write_all_at(&self, offset: u64, bytes: impl Into<Vec<u8>>) -> IO<(), io::Error> {
+        let bytes = bytes.into();
+        self.with(&ops::FILE_WRITE_ALL_AT, "write_at", move |file| {
+            use std::os::unix::fs::FileExt as _;
+            file.write_all_at(&bytes, offset)
+        })
+    }
+
+    /// Moves the cursor; its new offset from the start.
+    #[track_caller]
+    pub fn seek(&self, position: SeekFrom) -> IO<u64, io::Error> {
+        self.with(&ops::FILE_SEEK, "seek", move |mut file| file.seek(position))
+    }
+
+    /// The file's metadata.
+    #[track_caller]
+    pub fn metadata(&self) -> IO<Metadata, io::Error> {
+        self.with(&ops::FILE_METADATA, "metadata", |file| file.metadata())
+    }
+
+    /// Cuts or extends the file to `len` bytes (extended with zeros).
+    #[track_caller]
+    pub fn set_len(&self, len: u64) -> IO<(), io::Error> {
+        self.with(&ops::FILE_SET_LEN, "set_len", move |file| file.set_len(len))
+    }
+
+    /// Flushes the file's data and metadata to the device.
+    #[track_caller]
+    pub fn sync_all(&self) -> IO<(), io::Error> {
+        self.with(&ops::FILE_SYNC_ALL, "sync_all", |file| file.sync_all())
+    }
+
+    /// Flushes the file's data to the device.
+    #[track_caller]
+    pub fn sync_data(&self) -> IO<(), io::Error> {
+        self.with(&ops::FILE_SYNC_DATA, "sync_data", |file| file.sync_data())
+    }
+
+    /// The bytes from the cursor to the end of the file, a chunk per read
+    /// of at most `chunk_size` bytes (above 0). The stream does not close
+    /// the file (its `Resource` does); [`fs::reads`](super::reads) opens
+    /// and closes one for the stream.
+    pub fn reads(&self, chunk_size: usize) -> Result<Stream<u8, io::Error>, InvalidArgument> {
+        let chunk_size =
+            InvalidArgument::above_zero("File::reads", "a chunk size above 0", chunk_size)?;
+        Ok(self.reads_unchecked(chunk_size))
+    }
+
+    pub(crate) fn reads_unchecked(&self, chunk_size: usize) -> Stream<u8, io::Error> {
+        Stream::unfold_chunk_eval(self.clone(), move |file| {
+            file.with_untraced("read", move |mut f| read_up_to(&mut f, chunk_size))
+                .map_untraced(move |bytes| {
+                    if bytes.is_empty() {
+                        None
+                    } else {
+                        Some((Chunk::from(bytes), file))
+                    }
+                })
+        })
+    }
+
+    /// A pipe: writes each chunk of `bytes` at the cursor, whole, emitting a
+    /// unit per chunk written. The stream does not close the file.
+    pub fn writes(&self, bytes: Stream<u8, io::Error>) -> Stream<(), io::Error> {
+        let file = self.clone();
+        bytes.chunks().eval_map(move |chunk| {
+            let bytes = chunk.into_vec();
+            file.with_untraced("write", move |mut f| f.write_all(&bytes))
+        })
+    }
+
+    /// [`with`](File::with) without a trace event (a stream's steps).
+    fn with_untraced<A, F>(&self, operation: &'static str, f: F) -> IO<A, io::Error>
+    where
+        A: Send + 'static,
+        F: FnOnce(&std::fs::File) -> io::Result<A> + Send + 'static,
+    {
+        let inner = self.inner.clone();
+        IO::try_blocking_untraced(move || {
+            let file = inner.file.read();
+            let result = match &*file {
+                Some(file) => f(file),
+                None => Err(io::Error::other("the file is closed")),
+            };
+            result.map_err(|e| at(operation, &inner.path, e))
+        })
+    }
+}
+
+/// Reads until `max` bytes or the end of the file.
+fn read_up_to(file: &mut &std::fs::File, max: usize) -> io::Result<Vec<u8>> {
+    let mut bytes = Vec::with_capacity(max);
+    file.take(max as u64).read_to_end(&mut bytes)?;
+    Ok(bytes)
+}

@@ -1,0 +1,362 @@
+//! Files and directories as `IO` values and streams.
+//!
+//! Paths are taken as `impl AsRef<Path>` and copied: a program is a value
+//! that may run later, any number of times. Every operation runs one
+//! blocking call (the crate's front page says where), and fails with an
+//! `io::Error` of the system's kind whose payload is a [`PathError`]
+//! naming the operation and the path.
+//!
+//! * Whole files: [`read`], [`read_to_string`], [`write`](write()), [`append`].
+//! * Open files: [`File`] (opened with [`File::open`], [`File::create`] or
+//!   [`OpenOptions`]) is a `Resource`: the file is closed exactly once,
+//!   when the resource's use ends, however it ends.
+//! * The tree: [`metadata`], [`symlink_metadata`], [`exists`],
+//!   [`create_dir`], [`create_dir_all`], [`remove_file`], [`remove_dir`],
+//!   [`remove_dir_all`], [`rename`], [`copy`], [`hard_link`], [`symlink`]
+//!   (Unix), [`read_link`], [`canonicalize`], [`set_permissions`].
+//! * Streams: [`reads`] (a file's bytes in chunks), [`lines`],
+//!   [`writes`] (a pipe that writes a byte stream to a file),
+//!   [`read_dir`] and [`walk`] (a directory, a whole tree).
+//! * Temporary files and directories: [`temp_file`], [`temp_dir`] (and
+//!   `_in` variants), removed when their `Resource` ends.
+//!
+//! Design credits: tokio's `tokio::fs` (every call on the blocking pool)
+//! and fs2-io's `Files` (files as streams and resources); the path in the
+//! error follows the `fs-err` crate's idea. No code is copied.
+
+mod dir;
+mod error;
+mod file;
+mod temp;
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use spindle_core::IO;
+use spindle_core::untraced::{Op, Untraced as _};
+use spindle_stream::{InvalidArgument, Stream, text};
+
+pub use dir::{DirEntry, read_dir, walk};
+pub use error::PathError;
+pub use file::{File, OpenOptions, open_files};
+pub use std::fs::{FileType, Metadata, Permissions};
+pub use temp::{TempDir, temp_dir, temp_dir_in, temp_file, temp_file_in};
+
+pub(crate) use error::{at, at_both};
+
+/// The read size of [`read`]'s and [`lines`]' streams: 64 KiB.
+pub const DEFAULT_CHUNK: usize = 64 * 1024;
+
+/// The operations as traces name them: one event per operation, at its
+/// caller's site.
+pub(crate) mod ops {
+    use spindle_core::untraced::Op;
+
+    macro_rules! ops {
+        ($($name:ident = $text:literal;)*) => {
+            $(pub(crate) static $name: Op = Op::new($text);)*
+        };
+    }
+
+    ops! {
+        READ = "fs::read";
+        READ_TO_STRING = "fs::read_to_string";
+        WRITE = "fs::write";
+        APPEND = "fs::append";
+        METADATA = "fs::metadata";
+        SYMLINK_METADATA = "fs::symlink_metadata";
+        EXISTS = "fs::exists";
+        CREATE_DIR = "fs::create_dir";
+        CREATE_DIR_ALL = "fs::create_dir_all";
+        REMOVE_FILE = "fs::remove_file";
+        REMOVE_DIR = "fs::remove_dir";
+        REMOVE_DIR_ALL = "fs::remove_dir_all";
+        RENAME = "fs::rename";
+        COPY = "fs::copy";
+        HARD_LINK = "fs::hard_link";
+        SYMLINK = "fs::symlink";
+        READ_LINK = "fs::read_link";
+        CANONICALIZE = "fs::canonicalize";
+        SET_PERMISSIONS = "fs::set_permissions";
+        OPEN = "File::open";
+        CLOSE = "File::close";
+        FILE_READ = "File::read";
+        FILE_READ_TO_END = "File::read_to_end";
+        FILE_READ_TO_STRING = "File::read_to_string";
+        FILE_READ_AT = "File::read_at";
+        FILE_WRITE = "File::write";
+        FILE_WRITE_ALL = "File::write_all";
+        FILE_WRITE_ALL_AT = "File::write_all_at";
+        FILE_SEEK = "File::seek";
+        FILE_METADATA = "File::metadata";
+        FILE_SET_LEN = "File::set_len";
+        FILE_SYNC_ALL = "File::sync_all";
+        FILE_SYNC_DATA = "File::sync_data";
+        READ_DIR = "fs::read_dir";
+        TEMP_DIR = "fs::temp_dir";
+        TEMP_FILE = "fs::temp_file";
+    }
+}
+
+/// One blocking call, traced as `op` at the caller's site.
+#[track_caller]
+pub(crate) fn call<A, F>(op: &'static Op, f: F) -> IO<A, io::Error>
+where
+    A: Send + 'static,
+    F: FnOnce() -> io::Result<A> + Send + 'static,
+{
+    IO::try_blocking_untraced(f).traced_as(op)
+}
+
+/// One blocking call on one path: its error names `operation` and `path`.
+#[track_caller]
+fn on_path<A, F>(op: &'static Op, operation: &'static str, path: &Path, f: F) -> IO<A, io::Error>
+where
+    A: Send + 'static,
+    F: FnOnce(&Path) -> io::Result<A> + Send + 'static,
+{
+    let path = path.to_path_buf();
+    call(op, move || f(&path).map_err(|e| at(operation, &path, e)))
+}
+
+/// One blocking call on two paths: its error names both.
+#[track_caller]
+fn on_paths<A, F>(
+    op: &'static Op,
+    operation: &'static str,
+    from: &Path,
+    to: &Path,
+    f: F,
+) -> IO<A, io::Error>
+where
+    A: Send + 'static,
+    F: FnOnce(&Path, &Path) -> io::Result<A> + Send + 'static,
+{
+    let (from, to) = (from.to_path_buf(), to.to_path_buf());
+    call(op, move || {
+        f(&from, &to).map_err(|e| at_both(operation, &from, &to, e))
+    })
+}
+
+/// The whole contents of the file at `path`.
+#[track_caller]
+pub fn read(path: impl AsRef<Path>) -> IO<Vec<u8>, io::Error> {
+    on_path(&ops::READ, "read", path.as_ref(), |p| std::fs::read(p))
+}
+
+/// The whole contents of the file at `path`, as text (an error of kind
+/// `InvalidData` if it is not UTF-8).
+#[track_caller]
+pub fn read_to_string(path: impl AsRef<Path>) -> IO<String, io::Error> {
+    on_path(&ops::READ_TO_STRING, "read", path.as_ref(), |p| {
+        std::fs::read_to_string(p)
+    })
+}
+
+/// Writes `contents` as the whole contents of the file at `path`, creating
+/// it or replacing what it held.
+#[track_caller]
+pub fn write(path: impl AsRef<Path>, contents: impl Into<Vec<u8>>) -> IO<(), io::Error> {
+    let contents = contents.into();
+    on_path(&ops::WRITE, "write", path.as_ref(), move |p| {
+        std::fs::write(p, contents)
+    })
+}
+
+/// Appends `contents` to the file at `path`, creating it if it does not
+/// exist.
+#[track_caller]
+pub fn append(path: impl AsRef<Path>, contents: impl Into<Vec<u8>>) -> IO<(), io::Error> {
+    let contents = contents.into();
+    on_path(&ops::APPEND, "append", path.as_ref(), move |p| {
+        use std::io::Write as _;
+        std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(p)?
+            .write_all(&contents)
+    })
+}
+
+/// The metadata of `path` (a symbolic link is followed).
+#[track_caller]
+pub fn metadata(path: impl AsRef<Path>) -> IO<Metadata, io::Error> {
+    on_path(&ops::METADATA, "metadata", path.as_ref(), |p| {
+        std::fs::metadata(p)
+    })
+}
+
+/// The metadata of `path` itself (a symbolic link is not followed).
+#[track_caller]
+pub fn symlink_metadata(path: impl AsRef<Path>) -> IO<Metadata, io::Error> {
+    on_path(
+        &ops::SYMLINK_METADATA,
+        "symlink_metadata",
+        path.as_ref(),
+        |p| std::fs::symlink_metadata(p),
+    )
+}
+
+/// Whether `path` exists (following symbolic links); an error if that
+/// cannot be told (a permission denied on the way, for instance), where
+/// `Path::exists` would say `false`.
+#[track_caller]
+pub fn exists(path: impl AsRef<Path>) -> IO<bool, io::Error> {
+    on_path(&ops::EXISTS, "exists", path.as_ref(), |p| p.try_exists())
+}
+
+/// Creates the directory `path` (its parent must exist).
+#[track_caller]
+pub fn create_dir(path: impl AsRef<Path>) -> IO<(), io::Error> {
+    on_path(&ops::CREATE_DIR, "create_dir", path.as_ref(), |p| {
+        std::fs::create_dir(p)
+    })
+}
+
+/// Creates the directory `path` and every missing parent; nothing to do
+/// if it exists.
+#[track_caller]
+pub fn create_dir_all(path: impl AsRef<Path>) -> IO<(), io::Error> {
+    on_path(&ops::CREATE_DIR_ALL, "create_dir_all", path.as_ref(), |p| {
+        std::fs::create_dir_all(p)
+    })
+}
+
+/// Removes the file (or symbolic link) `path`.
+#[track_caller]
+pub fn remove_file(path: impl AsRef<Path>) -> IO<(), io::Error> {
+    on_path(&ops::REMOVE_FILE, "remove_file", path.as_ref(), |p| {
+        std::fs::remove_file(p)
+    })
+}
+
+/// Removes the empty directory `path`.
+#[track_caller]
+pub fn remove_dir(path: impl AsRef<Path>) -> IO<(), io::Error> {
+    on_path(&ops::REMOVE_DIR, "remove_dir", path.as_ref(), |p| {
+        std::fs::remove_dir(p)
+    })
+}
+
+/// Removes the directory `path` and everything in it (symbolic links are
+/// removed, not followed).
+#[track_caller]
+pub fn remove_dir_all(path: impl AsRef<Path>) -> IO<(), io::Error> {
+    on_path(&ops::REMOVE_DIR_ALL, "remove_dir_all", path.as_ref(), |p| {
+        std::fs::remove_dir_all(p)
+    })
+}
+
+/// Renames `from` to `to` (replacing a file at `to`; within one file
+/// system).
+#[track_caller]
+pub fn rename(from: impl AsRef<Path>, to: impl AsRef<Path>) -> IO<(), io::Error> {
+    on_paths(
+        &ops::RENAME,
+        "rename",
+        from.as_ref(),
+        to.as_ref(),
+        |f, t| std::fs::rename(f, t),
+    )
+}
+
+/// Copies the contents and permissions of the file `from` to `to`
+/// (created or replaced); the number of bytes copied.
+#[track_caller]
+pub fn copy(from: impl AsRef<Path>, to: impl AsRef<Path>) -> IO<u64, io::Error> {
+    on_paths(&ops::COPY, "copy", from.as_ref(), to.as_ref(), |f, t| {
+        std::fs::copy(f, t)
+    })
+}
+
+/// Makes `link` a new name (a hard link) of the file `original`.
+#[track_caller]
+pub fn hard_link(original: impl AsRef<Path>, link: impl AsRef<Path>) -> IO<(), io::Error> {
+    on_paths(
+        &ops::HARD_LINK,
+        "hard_link",
+        original.as_ref(),
+        link.as_ref(),
+        |o, l| std::fs::hard_link(o, l),
+    )
+}
+
+/// Makes `link` a symbolic link to `original` (Unix).
+#[cfg(unix)]
+#[track_caller]
+pub fn symlink(original: impl AsRef<Path>, link: impl AsRef<Path>) -> IO<(), io::Error> {
+    on_paths(
+        &ops::SYMLINK,
+        "symlink",
+        original.as_ref(),
+        link.as_ref(),
+        |o, l| std::os::unix::fs::symlink(o, l),
+    )
+}
+
+/// What the symbolic link `path` points to.
+#[track_caller]
+pub fn read_link(path: impl AsRef<Path>) -> IO<PathBuf, io::Error> {
+    on_path(&ops::READ_LINK, "read_link", path.as_ref(), |p| {
+        std::fs::read_link(p)
+    })
+}
+
+/// The absolute form of `path`, every symbolic link resolved.
+#[track_caller]
+pub fn canonicalize(path: impl AsRef<Path>) -> IO<PathBuf, io::Error> {
+    on_path(&ops::CANONICALIZE, "canonicalize", path.as_ref(), |p| {
+        std::fs::canonicalize(p)
+    })
+}
+
+/// Sets the permissions of `path`.
+#[track_caller]
+pub fn set_permissions(path: impl AsRef<Path>, permissions: Permissions) -> IO<(), io::Error> {
+    on_path(
+        &ops::SET_PERMISSIONS,
+        "set_permissions",
+        path.as_ref(),
+        move |p| std::fs::set_permissions(p, permissions),
+    )
+}
+
+/// The bytes of the file at `path`, a chunk per read of at most
+/// `chunk_size` bytes (above 0; [`DEFAULT_CHUNK`] is a good size). The file
+/// is opened when the stream is first pulled and closed exactly once when
+/// the stream ends, fails, is canceled, or is stopped early by a
+/// downstream `take`.
+pub fn reads(
+    path: impl AsRef<Path>,
+    chunk_size: usize,
+) -> Result<Stream<u8, io::Error>, InvalidArgument> {
+    let chunk_size = InvalidArgument::above_zero("fs::reads", "a chunk size above 0", chunk_size)?;
+    let path = path.as_ref().to_path_buf();
+    Ok(Stream::resource(File::open(path)).flat_map(move |file| file.reads_unchecked(chunk_size)))
+}
+
+/// The lines of the UTF-8 text file at `path` (`\n` or `\r\n` ends a
+/// line; a last line without one is emitted too). A line longer than
+/// `max_line` bytes fails the stream, as invalid UTF-8 does, with an error
+/// that names the limit or the byte offset (`spindle_stream::text`). The
+/// file is closed as [`reads`] closes it.
+pub fn lines(
+    path: impl AsRef<Path>,
+    max_line: usize,
+) -> Result<Stream<String, io::Error>, InvalidArgument> {
+    let bytes = reads(path, DEFAULT_CHUNK)?;
+    let max_line = InvalidArgument::above_zero("fs::lines", "a line limit above 0", max_line)?;
+    Ok(text::lines(text::utf8_decode(bytes), max_line))
+}
+
+/// A pipe: writes every chunk of `bytes` to the file at `path` (created,
+/// or truncated if it exists), emitting a unit per chunk written. The file
+/// is opened when the stream is first pulled and closed exactly once when
+/// the stream ends, however it ends.
+pub fn writes(path: impl AsRef<Path>, bytes: Stream<u8, io::Error>) -> Stream<(), io::Error> {
+    let path = path.as_ref().to_path_buf();
+    // The resource emits its file once: the byte stream goes to that one.
+    let mut bytes = Some(bytes);
+    Stream::resource(File::create(path))
+        .flat_map(move |file| file.writes(bytes.take().unwrap_or_else(Stream::empty)))
+}

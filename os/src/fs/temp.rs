@@ -1,0 +1,78 @@
+//! Temporary files and directories, removed when their `Resource` ends.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use spindle_core::Resource;
+
+use super::{File, at, call, ops, remove_dir_all, remove_file};
+
+/// A temporary directory: a cheap handle to its path. [`temp_dir`] makes
+/// it, empty, with a unique name, and removes it with everything in it
+/// when its `Resource` ends.
+#[derive(Debug, Clone)]
+pub struct TempDir {
+    path: Arc<Path>,
+}
+
+impl TempDir {
+    /// Its path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// A new empty directory in the system's temporary directory
+/// (`std::env::temp_dir`), removed with everything in it when the
+/// resource ends.
+#[track_caller]
+pub fn temp_dir() -> Resource<TempDir, io::Error> {
+    temp_dir_in(std::env::temp_dir())
+}
+
+/// A new empty directory in `parent`, removed with everything in it when
+/// the resource ends.
+#[track_caller]
+pub fn temp_dir_in(parent: impl AsRef<Path>) -> Resource<TempDir, io::Error> {
+    let parent = parent.as_ref().to_path_buf();
+    let make = call(&ops::TEMP_DIR, move || {
+        let dir = tempfile::Builder::new()
+            .prefix("spindle-")
+            .tempdir_in(&parent)
+            .map_err(|e| at("temp_dir", &parent, e))?;
+        Ok(TempDir {
+            path: Arc::from(dir.keep()),
+        })
+    });
+    Resource::make(make, |dir: TempDir| remove_dir_all(dir.path()))
+}
+
+/// A new empty file in the system's temporary directory, open for reading
+/// and writing, closed and removed when the resource ends
+/// ([`File::path`] is its name).
+#[track_caller]
+pub fn temp_file() -> Resource<File, io::Error> {
+    temp_file_in(std::env::temp_dir())
+}
+
+/// A new empty file in `parent`, open for reading and writing, closed and
+/// removed when the resource ends.
+#[track_caller]
+pub fn temp_file_in(parent: impl AsRef<Path>) -> Resource<File, io::Error> {
+    let parent = parent.as_ref().to_path_buf();
+    let make = call(&ops::TEMP_FILE, move || {
+        let named = tempfile::Builder::new()
+            .prefix("spindle-")
+            .tempfile_in(&parent)
+            .map_err(|e| at("temp_file", &parent, e))?;
+        let (file, path): (std::fs::File, PathBuf) = named
+            .keep()
+            .map_err(|e| at("temp_file", &parent, e.error))?;
+        Ok(File::from_std(file, path))
+    });
+    Resource::make(make, |file: File| {
+        let path = file.path().to_path_buf();
+        file.close().product_r(remove_file(path))
+    })
+}

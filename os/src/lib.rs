@@ -1,0 +1,43 @@
+//! # spindle-os: files and directories as `IO` values, on every std executor
+//!
+//! [`fs`] opens a [`File`](fs::File) as a `Resource` (closed exactly once
+//! when the resource ends: after its use, on an error, on cancellation),
+//! reads, writes and seeks it, reads and writes whole files, creates,
+//! lists, renames, copies, links and removes, makes temporary files and
+//! directories that remove themselves, and reads files and directory trees
+//! as [`Stream`](spindle_stream::Stream)s. Every operation is an
+//! `IO<_, std::io::Error>`; its error keeps the system's
+//! [`ErrorKind`](std::io::ErrorKind) and names the operation and the path
+//! ([`fs::PathError`]).
+//!
+//! An application has this crate as `spindle_effect::fs` (the entry
+//! crate's feature `os`):
+//!
+//! ```
+//! use spindle_effect::fs;
+//! use spindle_effect::prelude::*;
+//! use spindle_effect::wstp::Runtime;
+//!
+//! let rt = Runtime::new()?;
+//! let program = fs::temp_dir().use_with(|dir| {
+//!     let path = dir.path().join("greeting.txt");
+//!     fs::write(&path, "hello\nworld\n").product_r(fs::read_to_string(&path))
+//! });
+//! assert_eq!(rt.block_on(program)?.succeeded(), Some("hello\nworld\n".to_string()));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # How the calls run
+//!
+//! A file system call blocks its thread, and no portable readiness
+//! interface exists for regular files, so each operation is one call of
+//! `IO::blocking` under the hood: the executor runs it on its blocking
+//! pool (exec-wstp, exec-batching, exec-tokio's `spawn_blocking`) while
+//! the fiber waits, and the other fibers keep their threads. exec-single
+//! has no other thread: there the call runs on its one thread (the
+//! executor contract's default), as any blocking call does. This is the
+//! design of tokio's `tokio::fs` and of fs2-io's `Files` on the JVM;
+//! Linux's io_uring would save the hand-off to the pool and is not used
+//! yet (see the crate's benchmarks). No code of either is copied.
+
+pub mod fs;

@@ -1,0 +1,359 @@
+//! Files and directories (`spindle_os::fs`) on every executor: whole
+//! files, open files as resources closed exactly once (after their use, on
+//! an error, on cancellation), positions, the directory tree, directories
+//! and files as streams, temporary files and directories, and errors that
+//! name their path.
+//!
+//! Every test holds [`SERIAL`]: they count the process's open files
+//! ([`fs::open_files`]), which the others would move.
+#![cfg(unix)]
+
+mod common;
+
+use common::net::{HANG, failed, succeeded};
+use common::rt_test;
+
+use std::io::{self, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use spindle_core::{IO, Outcome};
+use spindle_os::fs::{self, File, OpenOptions, PathError};
+use spindle_stream::Stream;
+
+/// One test at a time (module doc).
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// Holds [`SERIAL`] and checks, when dropped at the end of a passing test,
+/// that every file the test opened is closed.
+struct Serial {
+    open_before: usize,
+    _guard: MutexGuard<'static, ()>,
+}
+
+fn serial() -> Serial {
+    let guard = SERIAL
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    Serial {
+        open_before: fs::open_files(),
+        _guard: guard,
+    }
+}
+
+impl Drop for Serial {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            assert_eq!(
+                fs::open_files(),
+                self.open_before,
+                "every file the test opened is closed"
+            );
+        }
+    }
+}
+
+/// A temporary directory for a test, removed by its resource.
+fn in_temp_dir<A: Send + 'static>(
+    body: impl FnOnce(PathBuf) -> IO<A, io::Error> + Send + 'static,
+) -> IO<A, io::Error> {
+    fs::temp_dir().use_with(move |dir| body(dir.path().to_path_buf()))
+}
+
+/// The `PathError` of `error`, which must have one.
+fn path_error(error: &io::Error) -> &PathError {
+    PathError::of(error).unwrap_or_else(|| panic!("the error names its path: {error}"))
+}
+
+rt_test! {
+    fn a_file_written_whole_reads_back_whole_and_appends_add_to_its_end() {
+        let _serial = serial();
+        let rt = rt();
+        let text = succeeded(&rt, in_temp_dir(|dir| {
+            let path = dir.join("notes.txt");
+            fs::write(&path, "one\n")
+                .product_r(fs::append(&path, "two\n"))
+                .product_r(fs::append(dir.join("new.txt"), "made by append"))
+                .product_r(fs::read_to_string(&path).both(fs::read(dir.join("new.txt"))))
+        }));
+        assert_eq!(text, ("one\ntwo\n".to_string(), b"made by append".to_vec()));
+    }
+
+    fn a_missing_file_fails_with_not_found_naming_the_operation_and_the_path() {
+        let _serial = serial();
+        let rt = rt();
+        let error = failed(&rt, in_temp_dir(|dir| fs::read(dir.join("missing"))));
+        assert_eq!(error.kind(), io::ErrorKind::NotFound);
+        let at = path_error(&error);
+        assert_eq!(at.operation(), "read");
+        assert!(at.path().ends_with("missing"), "{}", at.path().display());
+        assert_eq!(at.system_error().kind(), io::ErrorKind::NotFound);
+        assert!(error.to_string().starts_with("read "), "{error}");
+
+        let error = failed(&rt, File::open("/no/such/dir/file").use_with(|file| file.read(1)));
+        assert_eq!(error.kind(), io::ErrorKind::NotFound);
+        assert_eq!(path_error(&error).operation(), "open");
+        assert_eq!(path_error(&error).path(), Path::new("/no/such/dir/file"));
+
+        let error = failed(&rt, fs::rename("/no/such/a", "/no/such/b"));
+        assert_eq!(path_error(&error).to(), Some(Path::new("/no/such/b")));
+        assert!(error.to_string().starts_with("rename /no/such/a to /no/such/b: "), "{error}");
+    }
+
+    fn an_open_file_is_closed_exactly_once_after_its_use_on_an_error_and_on_cancellation() {
+        let serial = serial();
+        let rt = rt();
+        let base = serial.open_before;
+        let kept: std::sync::Arc<Mutex<Vec<File>>> = Default::default();
+        let (k1, k2, k3) = (kept.clone(), kept.clone(), kept.clone());
+        let outcome = rt.run(in_temp_dir(move |dir| {
+            let path = dir.join("data");
+            let (p1, p2, p3) = (path.clone(), path.clone(), path.clone());
+            fs::write(&path, "abc")
+                // After its use: the file is open during it, closed after.
+                .product_r(File::open(p1).use_with(move |file| {
+                    k1.lock().unwrap().push(file.clone());
+                    let open = fs::open_files();
+                    file.read(3).map(move |bytes| (bytes, open))
+                }))
+                .flat_map(move |(bytes, open_during)| {
+                    // On an error of the use.
+                    let failing = File::open(p2)
+                        .use_with(move |file| {
+                            k2.lock().unwrap().push(file.clone());
+                            IO::<(), io::Error>::raise_error(io::Error::other("the use fails"))
+                        })
+                        .attempt();
+                    // On cancellation: the use waits forever, a timeout
+                    // cancels it.
+                    let canceled = File::open(p3)
+                        .use_with(move |file| {
+                            k3.lock().unwrap().push(file.clone());
+                            IO::<(), io::Error>::never()
+                        })
+                        .timeout(Duration::from_millis(50))
+                        .attempt();
+                    failing.both(canceled).map(move |(f, c)| (bytes, open_during, f.is_err(), c.is_err()))
+                })
+        }).timeout(HANG));
+        let (bytes, open_during, use_failed, use_canceled) = outcome.succeeded().expect("the program runs");
+        assert_eq!(bytes, b"abc");
+        assert_eq!(open_during, base + 1, "open while used");
+        assert!(use_failed && use_canceled);
+        let kept = kept.lock().unwrap();
+        assert_eq!(kept.len(), 3);
+        assert!(kept.iter().all(File::is_closed), "all three closed");
+        // Closed once: the count is back at its start (checked on drop of
+        // `serial`), not below it, and a clone kept past the end fails.
+        assert_eq!(fs::open_files(), base);
+        let error = failed(&rt, kept[0].read(1));
+        assert_eq!(error.kind(), io::ErrorKind::Other);
+        assert!(error.to_string().contains("the file is closed"), "{error}");
+        // Closing again does nothing.
+        succeeded(&rt, kept[0].close());
+        assert_eq!(fs::open_files(), base);
+    }
+
+    fn reads_writes_and_seeks_move_the_cursor_and_positional_calls_do_not() {
+        let _serial = serial();
+        let rt = rt();
+        let got = succeeded(&rt, fs::temp_file().use_with(|file| {
+            let f = file.clone();
+            file.write_all("0123456789")
+                .product_r(file.seek(SeekFrom::Start(2)))
+                .flat_map(move |at| f.read(3).map(move |bytes| (at, bytes)))
+                .flat_map(move |(at, bytes)| {
+                    let g = file.clone();
+                    file.read_at(8, 100)
+                        .flat_map(move |tail| {
+                            g.write_all_at(0, "ab")
+                                .product_r(g.seek(SeekFrom::Current(0)))
+                                .flat_map(move |cursor| {
+                                    g.seek(SeekFrom::Start(0))
+                                        .product_r(g.read_to_string())
+                                        .map(move |all| (at, bytes, tail, cursor, all))
+                                })
+                        })
+                })
+        }));
+        assert_eq!(got, (2, b"234".to_vec(), b"89".to_vec(), 5, "ab23456789".to_string()));
+    }
+
+    fn open_options_create_new_refuses_an_existing_file_and_truncate_cuts_it() {
+        let _serial = serial();
+        let rt = rt();
+        let error = failed(&rt, in_temp_dir(|dir| {
+            let path = dir.join("once");
+            fs::write(&path, "x").product_r(
+                OpenOptions::new().write(true).create_new(true).open(path).use_with(|_| IO::unit()),
+            )
+        }));
+        assert_eq!(error.kind(), io::ErrorKind::AlreadyExists);
+        assert_eq!(path_error(&error).operation(), "open");
+        let len = succeeded(&rt, in_temp_dir(|dir| {
+            let path = dir.join("cut");
+            let p = path.clone();
+            fs::write(&path, "long contents")
+                .product_r(OpenOptions::new().write(true).truncate(true).open(path).use_with(|f| f.write_all("ab")))
+                .product_r(fs::metadata(p).map(|m| m.len()))
+        }));
+        assert_eq!(len, 2);
+    }
+
+    fn the_tree_operations_create_rename_copy_link_and_remove() {
+        let _serial = serial();
+        let rt = rt();
+        let got = succeeded(&rt, in_temp_dir(|dir| {
+            let d = dir.clone();
+            let deep = dir.join("a/b/c");
+            fs::create_dir_all(&deep)
+                .product_r(fs::write(deep.join("f"), "data"))
+                .product_r(fs::rename(deep.join("f"), dir.join("g")))
+                .product_r(fs::copy(dir.join("g"), dir.join("h")))
+                .flat_map(move |copied| {
+                    fs::hard_link(d.join("g"), d.join("g2"))
+                        .product_r(fs::symlink(d.join("h"), d.join("link")))
+                        .product_r(fs::read_link(d.join("link")))
+                        .flat_map(move |target| {
+                            fs::symlink_metadata(d.join("link"))
+                                .map(|m| m.file_type().is_symlink())
+                                .both(fs::metadata(d.join("g2")).map(|m| m.len()))
+                                .flat_map(move |(is_link, linked_len)| {
+                                    fs::remove_file(d.join("h"))
+                                        .product_r(fs::exists(d.join("h")))
+                                        .both(fs::remove_dir(d.join("a/b/c")).product_r(fs::remove_dir_all(d.join("a"))).product_r(fs::exists(d.join("a"))))
+                                        .map(move |(h_exists, a_exists)| (copied, target, is_link, linked_len, h_exists, a_exists))
+                                })
+                        })
+                })
+                .map(move |got| (got, dir))
+        }));
+        let ((copied, target, is_link, linked_len, h_exists, a_exists), dir) = got;
+        assert_eq!(copied, 4);
+        assert_eq!(target, dir.join("h"));
+        assert!(is_link);
+        assert_eq!(linked_len, 4);
+        assert!(!h_exists && !a_exists);
+        assert!(!dir.exists(), "the temporary directory is removed");
+    }
+
+    fn a_directory_lists_its_entries_and_a_walk_lists_each_directory_before_its_contents() {
+        let _serial = serial();
+        let rt = rt();
+        let (listed, walked) = succeeded(&rt, in_temp_dir(|dir| {
+            let d = dir.clone();
+            // 300 files: more than one batch of entries.
+            let files = (0..300).fold(IO::unit(), |acc: IO<(), io::Error>, i| {
+                let d = d.clone();
+                acc.product_r(IO::defer(move || fs::write(d.join(format!("f{i}")), "")))
+            });
+            files
+                .product_r(fs::create_dir_all(dir.join("sub/deeper")))
+                .product_r(fs::write(dir.join("sub/deeper/leaf"), "x"))
+                .product_r(fs::read_dir(&dir).compile().to_vec().both(fs::walk(&dir).compile().to_vec()))
+                .map(move |(listed, walked)| {
+                    let strip = |e: &fs::DirEntry| (e.path().strip_prefix(&dir).unwrap().to_path_buf(), e.depth(), e.file_type().is_dir());
+                    (listed.iter().map(strip).collect::<Vec<_>>(), walked.iter().map(strip).collect::<Vec<_>>())
+                })
+        }));
+        assert_eq!(listed.len(), 301);
+        assert!(listed.iter().all(|(_, depth, _)| *depth == 1));
+        assert!(listed.contains(&(PathBuf::from("sub"), 1, true)));
+        assert_eq!(walked.len(), 303);
+        let position = |p: &str| walked.iter().position(|(path, _, _)| path == Path::new(p)).unwrap();
+        assert!(position("sub") < position("sub/deeper"));
+        assert!(position("sub/deeper") < position("sub/deeper/leaf"));
+        assert_eq!(walked[position("sub/deeper/leaf")].1, 3);
+    }
+
+    fn a_file_read_as_a_stream_gives_its_bytes_in_chunks_and_closes_when_a_take_stops_early() {
+        let serial = serial();
+        let rt = rt();
+        let base = serial.open_before;
+        let contents: Vec<u8> = (0..100_000u32).map(|i| (i * 7) as u8).collect();
+        let expected = contents.clone();
+        let (chunks, first, open_after) = succeeded(&rt, in_temp_dir(move |dir| {
+            let path = dir.join("big");
+            let (p1, p2) = (path.clone(), path.clone());
+            fs::write(&path, contents)
+                .product_r(IO::defer(move || {
+                    fs::reads(p1, 4096).expect("4096 > 0").chunks().map(|c| c.len()).compile().to_vec()
+                }))
+                .flat_map(move |chunks| {
+                    fs::reads(p2, 1000).expect("1000 > 0").take(10).compile().to_vec()
+                        .map(move |first| (chunks, first, fs::open_files()))
+                })
+        }));
+        assert_eq!(chunks.iter().sum::<usize>(), expected.len());
+        assert!(chunks.iter().all(|&n| n <= 4096) && chunks.len() >= 25, "{chunks:?}");
+        assert_eq!(first, expected[..10]);
+        assert_eq!(open_after, base, "closed when the take stopped");
+    }
+
+    fn a_file_read_as_lines_gives_each_line_and_an_over_long_line_is_an_error() {
+        let _serial = serial();
+        let rt = rt();
+        let lines = succeeded(&rt, in_temp_dir(|dir| {
+            let path = dir.join("log");
+            let p = path.clone();
+            fs::write(&path, "first\r\nsecond\n\nlast without a break")
+                .product_r(IO::defer(move || fs::lines(p, 100).expect("100 > 0").compile().to_vec()))
+        }));
+        assert_eq!(lines, ["first", "second", "", "last without a break"]);
+        let error = failed(&rt, in_temp_dir(|dir| {
+            let path = dir.join("long");
+            let p = path.clone();
+            fs::write(&path, "short\n".to_string() + &"x".repeat(500))
+                .product_r(IO::defer(move || fs::lines(p, 100).expect("100 > 0").compile().to_vec()))
+        }));
+        assert_eq!(error.kind(), io::ErrorKind::InvalidData);
+        assert!(error.to_string().contains("100"), "names the limit: {error}");
+    }
+
+    fn a_byte_stream_written_through_a_pipe_is_the_files_contents() {
+        let _serial = serial();
+        let rt = rt();
+        let back = succeeded(&rt, in_temp_dir(|dir| {
+            let path = dir.join("out");
+            let p = path.clone();
+            let bytes = Stream::iter_chunked((0..50_000u32).map(|i| i as u8), 777).expect("777 > 0");
+            fs::writes(&path, bytes).compile().drain().product_r(fs::read(p))
+        }));
+        let expected: Vec<u8> = (0..50_000u32).map(|i| i as u8).collect();
+        assert_eq!(back, expected);
+    }
+
+    fn temporary_files_and_directories_are_removed_when_their_resource_ends_even_on_error() {
+        let _serial = serial();
+        let rt = rt();
+        let (dir, file) = succeeded(&rt, fs::temp_dir().use_with(|dir| {
+            let d = dir.path().to_path_buf();
+            fs::write(d.join("inside"), "x").product_r(fs::temp_file_in(&d).use_with(|file| {
+                let path = file.path().to_path_buf();
+                file.write_all("y").map(move |()| path)
+            }))
+            .map(move |file| (d, file))
+        }));
+        assert!(!dir.exists() && !file.exists());
+        let leaked: std::sync::Arc<Mutex<Option<PathBuf>>> = Default::default();
+        let l = leaked.clone();
+        let outcome = rt.run(fs::temp_file().use_with(move |file| {
+            *l.lock().unwrap() = Some(file.path().to_path_buf());
+            IO::<(), io::Error>::raise_error(io::Error::other("fails"))
+        }));
+        assert!(matches!(outcome, Outcome::Errored(_)));
+        let path = leaked.lock().unwrap().clone().expect("the use ran");
+        assert!(!path.exists(), "removed after the error");
+    }
+
+    fn a_chunk_size_or_line_limit_of_zero_is_refused_when_the_stream_is_made() {
+        let _serial = serial();
+        let error = fs::reads("/anything", 0).expect_err("refused");
+        assert_eq!(error.operation, "fs::reads");
+        assert!(fs::lines("/anything", 0).is_err());
+        let rt = rt();
+        let refused = succeeded(&rt, fs::temp_file().use_with(|file| IO::pure(file.reads(0).is_err())));
+        assert!(refused);
+    }
+}
