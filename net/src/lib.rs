@@ -8,7 +8,9 @@
 //! line-framed loops [`for_each_line`](BufReader::for_each_line) and
 //! [`for_each_line_timeout`](BufReader::for_each_line_timeout), which ends
 //! a silent connection), and a server's accept loop ([`serve()`]: a
-//! connection limit, one fiber per connection, graceful shutdown). Every
+//! connection limit, one fiber per connection, graceful shutdown), and
+//! [`AsyncFd`], the same readiness for any descriptor that supports it (a
+//! pipe, a Linux `pidfd`). Every
 //! operation is an `IO<_, std::io::Error>`: it waits without blocking a
 //! thread, its failure is an error value (never a panic), and canceling it
 //! (a `timeout`, a lost `race`) leaves nothing registered. An application
@@ -147,6 +149,7 @@
 pub mod driver;
 
 mod buffered;
+mod fd;
 pub mod serve;
 mod source;
 mod stream;
@@ -158,6 +161,7 @@ mod unix;
 mod write_lock;
 
 pub use buffered::{BufReader, DEFAULT_LINE_LIMIT, LinesEnd, ReadStream};
+pub use fd::AsyncFd;
 pub use serve::{
     DEFAULT_ACCEPT_BACKOFF, DEFAULT_GRACE_PERIOD, DEFAULT_MAX_CONNECTIONS, Listener, ServeConfig,
     ServeConfigBuilder, ServeConfigError, ServeFailure, ServeSummary, serve,
