@@ -55,7 +55,9 @@ impl<T> Clone for AsyncFd<T> {
 
 impl<T: fmt::Debug> fmt::Debug for AsyncFd<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AsyncFd").field("io", &**self.source).finish()
+        f.debug_struct("AsyncFd")
+            .field("io", &**self.source)
+            .finish()
     }
 }
 
@@ -74,14 +76,22 @@ where
     }
 
     fn new_untraced(io: T) -> IO<AsyncFd<T>, io::Error> {
-        IO::defer_untraced(move || {
-            let registered = rustix::io::ioctl_fionbio(&io, true)
-                .map_err(io::Error::from)
-                .and_then(|()| Source::register(io));
-            match registered {
-                Ok(source) => IO::pure(AsyncFd { source }),
-                Err(e) => IO::raise_error_untraced(e),
-            }
+        IO::defer_untraced(move || match AsyncFd::register_here(io) {
+            Ok(fd) => IO::pure(fd),
+            Err(e) => IO::raise_error_untraced(e),
+        })
+    }
+
+    /// [`new`](AsyncFd::new) as a plain call, for a library that registers
+    /// descriptors inside a step of its own program (an `IO::defer`): it
+    /// registers with the driver of the executor running on this thread,
+    /// which is the running fiber's inside a step (an error of kind
+    /// `Unsupported` on a thread that runs no executor with I/O). On error
+    /// the descriptor is closed.
+    pub fn register_here(io: T) -> io::Result<AsyncFd<T>> {
+        rustix::io::ioctl_fionbio(&io, true)?;
+        Ok(AsyncFd {
+            source: Source::register(io)?,
         })
     }
 
@@ -144,4 +154,3 @@ where
         })
     }
 }
-

@@ -10,8 +10,14 @@
 //! [`ErrorKind`](std::io::ErrorKind) and names the operation and the path
 //! ([`fs::PathError`]).
 //!
-//! An application has this crate as `spindle_effect::fs` (the entry
-//! crate's feature `os`):
+//! [`process`] spawns a [`Command`](process::Command) as a `Resource`
+//! (the child is killed and reaped when it ends, so none is left running
+//! or unreaped), pipes its standard streams as streams on the executor's
+//! I/O driver, and waits for its exit without blocking a thread (a Linux
+//! `pidfd`).
+//!
+//! An application has these modules as `spindle_effect::fs`,
+//! `spindle_effect::process`, ... (the entry crate's feature `os`):
 //!
 //! ```
 //! use spindle_effect::fs;
@@ -41,3 +47,4 @@
 //! yet (see the crate's benchmarks). No code of either is copied.
 
 pub mod fs;
+pub mod process;

@@ -291,6 +291,13 @@ pub use spindle_net as net;
 #[cfg(feature = "os")]
 pub use spindle_os::fs;
 
+/// Child processes (feature `os`): a command spawned as a `Resource` (the
+/// child is killed and reaped when it ends), its standard streams as
+/// streams, its exit status and output as `IO` values; see
+/// [`spindle_os::process`].
+#[cfg(feature = "os")]
+pub use spindle_os::process;
+
 /// The application entry point of every std executor (feature `app`):
 /// see [`spindle_app`].
 #[cfg(feature = "app")]
