@@ -179,6 +179,15 @@ impl<C: Clock> Executor for Handle<C> {
         &self.shared.config
     }
 
+    /// On the system clock with `std` on Unix, the executor's blocking pool
+    /// (the loop keeps running; the fiber comes back through the remote
+    /// queue); elsewhere the calling thread, as the contract's default.
+    fn spawn_blocking(&self, task: spindle_core::BlockingTask) {
+        if let Err(task) = self.shared.io.spawn_blocking(task) {
+            task.run();
+        }
+    }
+
     #[inline]
     fn next_fiber_id(&self) -> FiberId {
         self.shared.ids.next()

@@ -95,6 +95,17 @@
 //! executor is built; the loop's code is the same for all (`platform/`:
 //! see the layout below).
 //!
+//! # Blocking work
+//!
+//! The same executors (the system clock, `std`, Unix) run `IO::blocking`
+//! work on a blocking pool of their own (io-core's `BlockingPool`, as
+//! exec-wstp and exec-batching: threads on demand up to 512, kept 10
+//! seconds when idle): the loop keeps running the other fibers, timers
+//! and sockets while a call blocks, and the fiber comes back through the
+//! remote queue. Every other executor (another clock, no `std`, off
+//! Unix) runs the call on the loop's thread, the executor contract's
+//! default: a virtual clock must never wait for real time.
+//!
 //! # Wake-ups from other contexts
 //!
 //! [`Executor::schedule_fiber`] may be called from any thread and (without

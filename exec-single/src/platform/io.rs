@@ -41,6 +41,22 @@
 //! loses none: pushers publish to the remote queue before they notify, and
 //! the loop reads the queue after each wait.
 //!
+//! # Blocking work
+//!
+//! The same executors (the system clock, `std`, Unix) also own a
+//! [`BlockingPool`] (io-core's, exec-wstp's and exec-batching's: threads
+//! on demand up to 512, kept 10 seconds when idle): `IO::blocking` work
+//! (a file system call, a name lookup) runs there while its fiber waits,
+//! and the fiber comes back through the remote queue, so the loop keeps
+//! serving timers, sockets and the other fibers. A fiber waiting for
+//! blocking work is held by the work, so the deadlock check (an abandoned
+//! main fiber) never mistakes it for a program that cannot finish. The
+//! pool is shut down with the executor: idle threads exit, queued calls
+//! are dropped with their fibers, a call in progress finishes on its
+//! thread (not waited for). Executors on another clock run blocking work
+//! on the loop's thread (the executor contract's default): a virtual
+//! clock must not wait for real time.
+//!
 //! # Miri
 //!
 //! The reactor is made under Miri too: Miri models the epoll and eventfd
@@ -51,7 +67,14 @@
 use core::any::TypeId;
 use core::time::Duration;
 
-use spindle_core::executor::support::RemoteQueue;
+use std::num::NonZeroUsize;
+use std::string::String;
+use std::sync::Arc;
+
+use spindle_core::BlockingTask;
+use spindle_core::executor::support::{
+    BlockingPool, DEFAULT_BLOCKING_KEEP_ALIVE, DEFAULT_MAX_BLOCKING_THREADS, RemoteQueue,
+};
 use spindle_net::driver::{self, Reactor};
 
 use super::imp;
@@ -62,7 +85,12 @@ use crate::error::BuildError;
 /// has one. Any thread.
 pub(crate) struct Io {
     reactor: Option<Reactor>,
+    /// The threads of `IO::blocking` (module doc).
+    blocking: Option<Arc<BlockingPool>>,
 }
+
+/// The name of the blocking pool's threads.
+const BLOCKING_THREAD_NAME: &str = "exec-single-blocking";
 
 /// The loop's half: the poller (and its reactor, for the waiter count), if
 /// the executor has one. Only the thread that runs the loop.
@@ -78,8 +106,14 @@ pub(crate) fn io_for<C: Clock>(_clock: &C) -> Result<(Io, IoPoller), BuildError>
         return Ok(no_io());
     }
     let (reactor, poller) = Reactor::new().map_err(BuildError::Poller)?;
+    let max_threads = NonZeroUsize::new(DEFAULT_MAX_BLOCKING_THREADS).unwrap_or(NonZeroUsize::MIN);
     let io = Io {
         reactor: Some(reactor.clone()),
+        blocking: Some(Arc::new(BlockingPool::new(
+            max_threads,
+            DEFAULT_BLOCKING_KEEP_ALIVE,
+            String::from(BLOCKING_THREAD_NAME),
+        ))),
     };
     let polled = IoPoller {
         polled: Some((poller, reactor)),
@@ -89,7 +123,13 @@ pub(crate) fn io_for<C: Clock>(_clock: &C) -> Result<(Io, IoPoller), BuildError>
 
 /// No I/O capability: the loop parks, sockets are `Unsupported`.
 pub(crate) fn no_io() -> (Io, IoPoller) {
-    (Io { reactor: None }, IoPoller { polled: None })
+    (
+        Io {
+            reactor: None,
+            blocking: None,
+        },
+        IoPoller { polled: None },
+    )
 }
 
 impl Io {
@@ -102,6 +142,18 @@ impl Io {
         match &self.reactor {
             Some(reactor) => reactor.notify(),
             None => imp::after_push(clock),
+        }
+    }
+
+    /// Hands `task` to the blocking pool, or back if there is none (it
+    /// then runs on the calling thread).
+    pub(crate) fn spawn_blocking(&self, task: BlockingTask) -> Result<(), BlockingTask> {
+        match &self.blocking {
+            Some(pool) => {
+                BlockingPool::spawn(pool, task);
+                Ok(())
+            }
+            None => Err(task),
         }
     }
 
@@ -133,6 +185,11 @@ impl Io {
         if let Some(reactor) = &self.reactor {
             let waiters = reactor.close();
             drop(waiters);
+        }
+        if let Some(pool) = &self.blocking {
+            // Not joined: a call in progress may block for as long as it
+            // likes (module doc).
+            drop(pool.shutdown());
         }
     }
 }

@@ -45,6 +45,14 @@ impl Io {
         run()
     }
 
+    /// No blocking pool: `task` comes back, to run on the calling thread.
+    pub(crate) fn spawn_blocking(
+        &self,
+        task: spindle_core::BlockingTask,
+    ) -> Result<(), spindle_core::BlockingTask> {
+        Err(task)
+    }
+
     /// Nothing to close.
     pub(crate) fn close(&self) {}
 }
