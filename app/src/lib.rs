@@ -127,17 +127,30 @@
 //! fiber's, finalizers included, and `block_on` returns once the main
 //! fiber has ended.
 //!
+//! The handlers are spindle-os's signal registration
+//! ([`spindle_os::signal::BlockingSignals`]), the mechanism of the signal
+//! streams a program reads (`spindle_os::signal::signals`): each signal
+//! sets a pending flag and writes a byte to a socket pair, and the signal
+//! thread blocks reading that socket, not a fiber, so that it acts while
+//! the main fiber (or every thread of the executor) is busy. `run`
+//! unregisters them, exactly once, when the main fiber has ended (the
+//! thread then reads the end of the socket and stops). Two SIGINTs that
+//! come before the thread reads the first are one, as the kernel and
+//! every self-pipe handler coalesce them. A program's own stream of
+//! SIGINT receives it too (every registration of a signal does), next to
+//! the cancellation.
+//!
 //! # Why a crate of its own
 //!
-//! The entry point needs an OS signal crate (`signal-hook`), and io-core is
-//! `no_std`: an optional `signal-hook` feature there would put an OS
+//! The entry point needs OS signals (`spindle-os`, on `signal-hook`), and
+//! io-core is `no_std`: an optional `signal-hook` feature there would put an OS
 //! dependency in the core's manifest and feature matrix, which embedded
 //! users build. So the one contract executors implement, [`IORuntime`],
 //! is in io-core (no new dependency: every executor already depends on
 //! io-core), and the one implementation of the entry point is here. No
 //! executor depends on this crate: users add `spindle-app` (or the entry
 //! crate's `app` feature, on by default) when they want an entry point,
-//! and only then pull in `signal-hook`. One generic function also keeps
+//! and only then pull in `spindle-os` and `signal-hook`. One generic function also keeps
 //! the call site the same on every executor: the executor is an argument,
 //! not a module path.
 

@@ -63,22 +63,28 @@ fn dump<R: IORuntime>(handle: &R::Handle) -> String {
 /// The signal thread, while it runs.
 pub(crate) struct SignalWatch {
     #[cfg(unix)]
-    handle: signal_hook::iterator::Handle,
+    signals: Arc<spindle_os::signal::BlockingSignals>,
     #[cfg(unix)]
     thread: std::thread::JoinHandle<()>,
 }
 
 impl SignalWatch {
-    /// Installs the handlers and starts the thread; `None` (with a warning
-    /// on stderr) if either fails, or off Unix.
+    /// Registers the handlers (spindle-os's signal registration, read by a
+    /// thread of its own: it must act while the main fiber, or every
+    /// thread of the executor, is busy) and starts the thread; `None`
+    /// (with a warning on stderr) if either fails, or off Unix.
     #[cfg(unix)]
     pub(crate) fn start<R: IORuntime>(
         runtime: R::Handle,
         main: Arc<MainCancel>,
     ) -> Option<SignalWatch> {
-        use signal_hook::consts::{SIGINT, SIGTERM, SIGUSR1};
-        let mut signals = match signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGUSR1]) {
-            Ok(signals) => signals,
+        use spindle_os::signal::{BlockingSignals, Signal};
+        let signals = match BlockingSignals::new(&[
+            Signal::SIGINT,
+            Signal::SIGTERM,
+            Signal::SIGUSR1,
+        ]) {
+            Ok(signals) => Arc::new(signals),
             Err(e) => {
                 eprintln!(
                     "warning: could not install signal handlers ({e}); Ctrl-C will not run finalizers"
@@ -86,30 +92,42 @@ impl SignalWatch {
                 return None;
             }
         };
-        let handle = signals.handle();
         let canceling = AtomicBool::new(false);
         let thread = std::thread::Builder::new()
             .name(String::from("spindle-signals"))
-            .spawn(move || {
-                for signal in signals.forever() {
-                    match signal {
-                        SIGUSR1 => {
-                            // One write: the dump is not interleaved with
-                            // the program's own output line by line.
-                            eprint!("{}", dump::<R>(&runtime));
+            .spawn({
+                let signals = signals.clone();
+                move || {
+                    loop {
+                        let signal = match signals.wait() {
+                            Ok(Some(signal)) => signal,
+                            // Closed by `stop`.
+                            Ok(None) => break,
+                            Err(e) => {
+                                eprintln!("warning: the signal thread stopped ({e})");
+                                break;
+                            }
+                        };
+                        match signal {
+                            Signal::SIGUSR1 => {
+                                // One write: the dump is not interleaved
+                                // with the program's own output line by
+                                // line.
+                                eprint!("{}", dump::<R>(&runtime));
+                            }
+                            _ if canceling.swap(true, Ordering::SeqCst) => {
+                                eprintln!("second signal: exiting without waiting for finalizers");
+                                std::process::exit(i32::from(CANCELED_EXIT_CODE));
+                            }
+                            // Cancel the main fiber; its finalizers run on
+                            // the executor, and `run` returns once it ends.
+                            _ => main.request(),
                         }
-                        _ if canceling.swap(true, Ordering::SeqCst) => {
-                            eprintln!("second signal: exiting without waiting for finalizers");
-                            std::process::exit(i32::from(CANCELED_EXIT_CODE));
-                        }
-                        // Cancel the main fiber; its finalizers run on the
-                        // executor, and `run` returns once it ends.
-                        _ => main.request(),
                     }
                 }
             });
         match thread {
-            Ok(thread) => Some(SignalWatch { handle, thread }),
+            Ok(thread) => Some(SignalWatch { signals, thread }),
             Err(e) => {
                 eprintln!("warning: could not start the signal thread ({e})");
                 None
@@ -126,11 +144,12 @@ impl SignalWatch {
         None
     }
 
-    /// Uninstalls the handlers and joins the thread.
+    /// Unregisters the handlers (the thread's wait then returns) and joins
+    /// the thread.
     pub(crate) fn stop(self) {
         #[cfg(unix)]
         {
-            self.handle.close();
+            self.signals.close();
             let _ = self.thread.join();
         }
     }

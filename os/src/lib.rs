@@ -16,6 +16,12 @@
 //! I/O driver, and waits for its exit without blocking a thread (a Linux
 //! `pidfd`).
 //!
+//! [`signal`] (Unix) receives signals as a stream ([`signal::signals`]) or
+//! one at a time ([`signal::next`]), on the executor's I/O driver, the
+//! handlers removed exactly once when the stream ends. [`stdio`] reads
+//! standard input as a stream of bytes or lines and writes standard
+//! output and error as pipes or whole writes, on the blocking pool.
+//!
 //! An application has these modules as `spindle_effect::fs`,
 //! `spindle_effect::process`, ... (the entry crate's feature `os`):
 //!
@@ -38,13 +44,17 @@
 //! A file system call blocks its thread, and no portable readiness
 //! interface exists for regular files, so each operation is one call of
 //! `IO::blocking` under the hood: the executor runs it on its blocking
-//! pool (exec-wstp, exec-batching, exec-tokio's `spawn_blocking`) while
-//! the fiber waits, and the other fibers keep their threads. exec-single
-//! has no other thread: there the call runs on its one thread (the
-//! executor contract's default), as any blocking call does. This is the
+//! pool (exec-wstp, exec-batching, exec-single on the system clock,
+//! exec-tokio's `spawn_blocking`) while the fiber waits, and the other
+//! fibers keep their threads. An executor without a pool (exec-single on
+//! a virtual clock) makes the call on its own thread, the executor
+//! contract's default. This is the
 //! design of tokio's `tokio::fs` and of fs2-io's `Files` on the JVM;
 //! Linux's io_uring would save the hand-off to the pool and is not used
 //! yet (see the crate's benchmarks). No code of either is copied.
 
 pub mod fs;
 pub mod process;
+#[cfg(unix)]
+pub mod signal;
+pub mod stdio;
