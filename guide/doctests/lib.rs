@@ -26,6 +26,7 @@ chapters! {
     tutorial = "tutorial.md",
     io_blocks = "io-blocks.md",
     streams = "streams.md",
+    operating_system = "operating-system.md",
     coming_from_tokio = "coming-from-tokio.md",
     coming_from_cats_effect = "coming-from-cats-effect.md",
     which_executor = "which-executor.md",

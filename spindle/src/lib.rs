@@ -298,6 +298,18 @@ pub use spindle_os::fs;
 #[cfg(feature = "os")]
 pub use spindle_os::process;
 
+/// Unix signals (feature `os`, Unix): a stream of the signals that reach
+/// the process, or the next one, their handlers removed exactly once when
+/// the stream ends; see [`spindle_os::signal`].
+#[cfg(all(feature = "os", unix))]
+pub use spindle_os::signal;
+
+/// Standard input as a stream of bytes or lines, standard output and
+/// error as pipes and whole writes (feature `os`), on the blocking pool;
+/// see [`spindle_os::stdio`].
+#[cfg(feature = "os")]
+pub use spindle_os::stdio;
+
 /// The application entry point of every std executor (feature `app`):
 /// see [`spindle_app`].
 #[cfg(feature = "app")]

@@ -18,7 +18,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
-use spindle_core::{IO, Outcome};
+use std::ops::ControlFlow;
+
+use spindle_core::{IO, Outcome, Ref};
 use spindle_os::fs::{self, File, OpenOptions, PathError};
 use spindle_stream::Stream;
 
@@ -291,6 +293,46 @@ rt_test! {
         assert_eq!(open_after, base, "closed when the take stopped");
     }
 
+    fn a_file_out_of_memory_is_read_whole_from_the_disk_by_reads_and_streams() {
+        let _serial = serial();
+        let rt = rt();
+        let contents: Vec<u8> = (0..300_000u32).map(|i| (i * 13) as u8).collect();
+        let expected = contents.clone();
+        let (read, streamed, at) = succeeded(&rt, in_temp_dir(move |dir| {
+            let path = dir.join("cold");
+            let (p1, p2, p3) = (path.clone(), path.clone(), path.clone());
+            // Written, flushed, and dropped from the page cache: a read
+            // that must not wait for the disk finds nothing, and the
+            // blocking pool reads it.
+            let evict = move |path: PathBuf| {
+                IO::blocking(move || {
+                    let file = std::fs::File::open(&path).expect("the file");
+                    file.sync_all().expect("flushed");
+                    let _ = rustix::fs::fadvise(&file, 0, None, rustix::fs::Advice::DontNeed);
+                })
+            };
+            fs::write(&path, contents)
+                .product_r(evict(p1.clone()))
+                .product_r(File::open(p1.clone()).use_with(|file| file.read(1 << 20)))
+                .flat_map(move |read| {
+                    evict(p2.clone())
+                        .product_r(IO::defer(move || {
+                            fs::reads(p2, 65_536).expect("65,536 > 0").compile().to_vec()
+                        }))
+                        .map(move |streamed| (read, streamed))
+                })
+                .flat_map(move |(read, streamed)| {
+                    evict(p3.clone())
+                        .product_r(File::open(p3).use_with(|file| file.read_at(100_000, 1000)))
+                        .map(move |at| (read, streamed, at))
+                })
+        }));
+        assert!(read.len() <= expected.len() && !read.is_empty());
+        assert_eq!(read, expected[..read.len()], "a prefix of the file, in order");
+        assert_eq!(streamed, expected);
+        assert_eq!(at, expected[100_000..101_000]);
+    }
+
     fn a_file_read_as_lines_gives_each_line_and_an_over_long_line_is_an_error() {
         let _serial = serial();
         let rt = rt();
@@ -347,11 +389,56 @@ rt_test! {
         assert!(!path.exists(), "removed after the error");
     }
 
+    fn a_tailed_file_gives_what_it_held_then_what_is_appended_and_starts_over_when_cut() {
+        let _serial = serial();
+        let rt = rt();
+        let lines = succeeded(&rt, in_temp_dir(|dir| {
+            let path = dir.join("app.log");
+            let (p1, p2) = (path.clone(), path.clone());
+            // How many lines the stream has emitted: the writer waits for
+            // each before it writes the next (no race with the polling).
+            let seen = Ref::new(0usize);
+            let counter = seen.clone();
+            let tailed = IO::defer(move || {
+                let bytes = fs::tail(p1, 0, 1024, Duration::from_millis(5)).expect("valid");
+                spindle_stream::text::lines(spindle_stream::text::utf8_decode(bytes), 100)
+                    .eval_tap(move |_| counter.update(|n| *n += 1))
+                    .take(4)
+                    .compile()
+                    .to_vec()
+            });
+            let until = move |n: usize| {
+                let seen = seen.clone();
+                IO::tail_rec((), move |()| {
+                    seen.get().flat_map(move |got: usize| {
+                        if got >= n {
+                            IO::pure(ControlFlow::Break(()))
+                        } else {
+                            IO::sleep(Duration::from_millis(2)).map(|()| ControlFlow::Continue(()))
+                        }
+                    })
+                })
+            };
+            // The writer: a line at a time while the stream follows, then
+            // the file cut to nothing and a new line (a rotation).
+            let writer = until(1)
+                .product_r(fs::append(&path, "second\n"))
+                .product_r(until(2))
+                .product_r(fs::append(&path, "third\n"))
+                .product_r(until(3))
+                .product_r(fs::write(&p2, "after the cut\n"));
+            fs::write(&path, "first\n").product_r(tailed.both(writer)).map(|(lines, ())| lines)
+        }));
+        assert_eq!(lines, ["first", "second", "third", "after the cut"]);
+    }
+
     fn a_chunk_size_or_line_limit_of_zero_is_refused_when_the_stream_is_made() {
         let _serial = serial();
         let error = fs::reads("/anything", 0).expect_err("refused");
         assert_eq!(error.operation, "fs::reads");
         assert!(fs::lines("/anything", 0).is_err());
+        assert!(fs::tail("/anything", 0, 0, Duration::from_millis(1)).is_err());
+        assert!(fs::tail("/anything", 0, 1, Duration::ZERO).is_err());
         let rt = rt();
         let refused = succeeded(&rt, fs::temp_file().use_with(|file| IO::pure(file.reads(0).is_err())));
         assert!(refused);

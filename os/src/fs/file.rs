@@ -1,5 +1,6 @@
 //! [`File`]: an open file as a `Resource`, and [`OpenOptions`].
 
+use std::collections::VecDeque;
 use std::fmt;
 use std::io::{self, Read as _, Seek as _, SeekFrom, Write as _};
 use std::path::{Path, PathBuf};
@@ -263,13 +264,68 @@ impl File {
         })
     }
 
-    /// At most `max` bytes from the cursor on (fewer at the end; none at
-    /// the end of the file).
+    /// At most `max` bytes from the cursor on: fewer at the end of the
+    /// file, or when only some of them are in memory (the next read gets
+    /// the rest; as a system `read`); none at the end of the file.
+    ///
+    /// On Linux the read is first tried on the fiber's own thread without
+    /// waiting for the disk (`preadv2` with `RWF_NOWAIT`: what the page
+    /// cache holds); only a read that would wait goes to the blocking pool
+    /// (see the module doc).
     #[track_caller]
     pub fn read(&self, max: usize) -> IO<Vec<u8>, io::Error> {
-        self.with(&ops::FILE_READ, "read", move |mut file| {
-            read_up_to(&mut file, max)
+        self.read_untraced(max).traced_as(&ops::FILE_READ)
+    }
+
+    /// [`read`](File::read) without a trace event (a stream's steps).
+    fn read_untraced(&self, max: usize) -> IO<Vec<u8>, io::Error> {
+        let file = self.clone();
+        IO::defer_untraced(move || match file.read_cached(None, max) {
+            Ok(Some(bytes)) => IO::pure(bytes),
+            Ok(None) => file.with_untraced("read", move |mut f| read_up_to(&mut f, max)),
+            Err(e) => IO::raise_error_untraced(e),
         })
+    }
+
+    /// A read that never waits for the disk, on this thread: `Some(bytes)`
+    /// if the page cache held them (at most `max`; empty at the end of
+    /// the file), `None` if it would have to wait (or the system cannot
+    /// tell: an older kernel, a file system without `RWF_NOWAIT`, a closed
+    /// file's error is left to the blocking call). At `offset`, or at the
+    /// cursor (moving it) for `None`.
+    #[cfg(target_os = "linux")]
+    fn read_cached(&self, offset: Option<u64>, max: usize) -> io::Result<Option<Vec<u8>>> {
+        use rustix::io::{Errno, ReadWriteFlags, preadv2};
+        let guard = self.inner.file.read();
+        let Some(file) = &*guard else {
+            return Ok(None);
+        };
+        let mut bytes = vec![0; max];
+        // `u64::MAX` (-1) is the cursor, used and moved.
+        let at = offset.unwrap_or(u64::MAX);
+        loop {
+            let read = preadv2(
+                file,
+                &mut [io::IoSliceMut::new(&mut bytes)],
+                at,
+                ReadWriteFlags::NOWAIT,
+            );
+            return match read {
+                Ok(n) => {
+                    bytes.truncate(n);
+                    Ok(Some(bytes))
+                }
+                Err(Errno::INTR) => continue,
+                Err(Errno::AGAIN | Errno::OPNOTSUPP | Errno::NOSYS | Errno::INVAL) => Ok(None),
+                Err(e) => Err(at_error(&self.inner.path, e.into())),
+            };
+        }
+    }
+
+    /// Elsewhere every read goes to the blocking pool.
+    #[cfg(not(target_os = "linux"))]
+    fn read_cached(&self, _offset: Option<u64>, _max: usize) -> io::Result<Option<Vec<u8>>> {
+        Ok(None)
     }
 
     /// Everything from the cursor to the end of the file.
@@ -298,7 +354,21 @@ impl File {
     #[cfg(unix)]
     #[track_caller]
     pub fn read_at(&self, offset: u64, max: usize) -> IO<Vec<u8>, io::Error> {
-        self.with(&ops::FILE_READ_AT, "read_at", move |file| {
+        let file = self.clone();
+        IO::defer_untraced(move || match file.read_cached(Some(offset), max) {
+            // All of it in memory, or the end of the file in it.
+            Ok(Some(bytes)) if bytes.len() == max || bytes.is_empty() => IO::pure(bytes),
+            Ok(_) => file.read_at_blocking(offset, max),
+            Err(e) => IO::raise_error_untraced(e),
+        })
+        .traced_as(&ops::FILE_READ_AT)
+    }
+
+    /// [`read_at`](File::read_at) on the blocking pool, filling `max`
+    /// bytes unless the file ends.
+    #[cfg(unix)]
+    fn read_at_blocking(&self, offset: u64, max: usize) -> IO<Vec<u8>, io::Error> {
+        self.with_untraced("read_at", move |file| {
             use std::os::unix::fs::FileExt as _;
             let mut bytes = vec![0; max];
             let mut filled = 0;
@@ -386,13 +456,83 @@ impl File {
 
     pub(crate) fn reads_unchecked(&self, chunk_size: usize) -> Stream<u8, io::Error> {
         Stream::unfold_chunk_eval(self.clone(), move |file| {
-            file.with_untraced("read", move |mut f| read_up_to(&mut f, chunk_size))
-                .map_untraced(move |bytes| {
-                    if bytes.is_empty() {
-                        None
-                    } else {
-                        Some((Chunk::from(bytes), file))
+            file.read_untraced(chunk_size).map_untraced(move |bytes| {
+                if bytes.is_empty() {
+                    None
+                } else {
+                    Some((Chunk::from(bytes), file))
+                }
+            })
+        })
+    }
+
+    /// [`reads`](File::reads) for a file that no one else reads (the one
+    /// [`fs::reads`](super::reads) opens): one blocking call reads several
+    /// chunks ahead (1, then twice as many each call, up to
+    /// [`READ_AHEAD`] bytes), which the stream then emits one at a time.
+    /// The chunks are the ones `reads_unchecked` would emit; an error
+    /// after some chunks of a call is raised once they are emitted; a
+    /// stream stopped early leaves the cursor past what it emitted.
+    pub(crate) fn reads_ahead(&self, chunk_size: usize) -> Stream<u8, io::Error> {
+        let state = Ahead {
+            file: self.clone(),
+            ready: VecDeque::new(),
+            end: None,
+            batch: 1,
+            max_batch: (READ_AHEAD / chunk_size).max(1),
+        };
+        Stream::unfold_chunk_eval(state, move |mut state: Ahead| {
+            if let Some(bytes) = state.ready.pop_front() {
+                return IO::pure(Some((Chunk::from(bytes), state)));
+            }
+            match state.end.take() {
+                Some(Some(error)) => return IO::raise_error_untraced(error),
+                Some(None) => return IO::pure(None),
+                None => {}
+            }
+            // What the page cache holds is read here, on the fiber's
+            // thread (`read_cached`); the blocking pool reads ahead only
+            // when the disk must be waited for.
+            match state.file.read_cached(None, chunk_size) {
+                Ok(Some(bytes)) if bytes.is_empty() => return IO::pure(None),
+                Ok(Some(bytes)) => return IO::pure(Some((Chunk::from(bytes), state))),
+                Ok(None) => {}
+                Err(e) => return IO::raise_error_untraced(e),
+            }
+            let batch = state.batch;
+            state.batch = (batch * 2).min(state.max_batch);
+            state
+                .file
+                .with_untraced("read", move |mut f| {
+                    let mut chunks = VecDeque::with_capacity(batch);
+                    let mut end = None;
+                    while chunks.len() < batch {
+                        match read_up_to(&mut f, chunk_size) {
+                            // The end of the file: `read_up_to` read until it.
+                            Ok(bytes) if bytes.len() < chunk_size => {
+                                if !bytes.is_empty() {
+                                    chunks.push_back(bytes);
+                                }
+                                end = Some(None);
+                                break;
+                            }
+                            Ok(bytes) => chunks.push_back(bytes),
+                            Err(e) if chunks.is_empty() => return Err(e),
+                            Err(e) => {
+                                end = Some(Some(e));
+                                break;
+                            }
+                        }
                     }
+                    Ok((chunks, end))
+                })
+                .map_untraced(move |(chunks, end)| {
+                    state.ready = chunks;
+                    state.end = end.map(|e: Option<io::Error>| {
+                        e.map(|e| at("read", &state.file.inner.path, e))
+                    });
+                    let first = state.ready.pop_front();
+                    first.map(|bytes| (Chunk::from(bytes), state))
                 })
         })
     }
@@ -408,7 +548,7 @@ impl File {
     }
 
     /// [`with`](File::with) without a trace event (a stream's steps).
-    fn with_untraced<A, F>(&self, operation: &'static str, f: F) -> IO<A, io::Error>
+    pub(crate) fn with_untraced<A, F>(&self, operation: &'static str, f: F) -> IO<A, io::Error>
     where
         A: Send + 'static,
         F: FnOnce(&std::fs::File) -> io::Result<A> + Send + 'static,
@@ -423,6 +563,27 @@ impl File {
             result.map_err(|e| at(operation, &inner.path, e))
         })
     }
+}
+
+/// The most bytes one blocking call of [`File::reads_ahead`] reads.
+const READ_AHEAD: usize = 1024 * 1024;
+
+/// The state of [`File::reads_ahead`]: chunks read and not yet emitted,
+/// and how the reading ended (`Some(None)`: at the end of the file;
+/// `Some(Some(e))`: on the error `e`, raised once `ready` is emitted).
+struct Ahead {
+    file: File,
+    ready: VecDeque<Vec<u8>>,
+    end: Option<Option<io::Error>>,
+    /// Chunks the next blocking call reads.
+    batch: usize,
+    max_batch: usize,
+}
+
+/// `source`, named as a read of `path` (the error of a cached read).
+#[cfg(target_os = "linux")]
+fn at_error(path: &Path, source: io::Error) -> io::Error {
+    at("read", path, source)
 }
 
 /// Reads until `max` bytes or the end of the file.

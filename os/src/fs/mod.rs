@@ -2,7 +2,8 @@
 //!
 //! Paths are taken as `impl AsRef<Path>` and copied: a program is a value
 //! that may run later, any number of times. Every operation runs one
-//! blocking call (the crate's front page says where), and fails with an
+//! blocking call (the crate's front page says where; reads of data in
+//! the page cache are made on the fiber's thread), and fails with an
 //! `io::Error` of the system's kind whose payload is a [`PathError`]
 //! naming the operation and the path.
 //!
@@ -16,7 +17,8 @@
 //!   (Unix), [`read_link`], [`canonicalize`], [`set_permissions`].
 //! * Streams: [`reads`] (a file's bytes in chunks), [`lines`],
 //!   [`writes`] (a pipe that writes a byte stream to a file),
-//!   [`read_dir`] and [`walk`] (a directory, a whole tree).
+//!   [`read_dir`] and [`walk`] (a directory, a whole tree), [`tail`] (a
+//!   growing file, for ever).
 //! * Temporary files and directories: [`temp_file`], [`temp_dir`] (and
 //!   `_in` variants), removed when their `Resource` ends.
 //!
@@ -27,6 +29,7 @@
 mod dir;
 mod error;
 mod file;
+mod tail;
 mod temp;
 
 use std::io;
@@ -40,6 +43,7 @@ pub use dir::{DirEntry, read_dir, walk};
 pub use error::PathError;
 pub use file::{File, OpenOptions, open_files};
 pub use std::fs::{FileType, Metadata, Permissions};
+pub use tail::tail;
 pub use temp::{TempDir, temp_dir, temp_dir_in, temp_file, temp_file_in};
 
 pub(crate) use error::{at, at_both};
@@ -325,14 +329,18 @@ pub fn set_permissions(path: impl AsRef<Path>, permissions: Permissions) -> IO<(
 /// `chunk_size` bytes (above 0; [`DEFAULT_CHUNK`] is a good size). The file
 /// is opened when the stream is first pulled and closed exactly once when
 /// the stream ends, fails, is canceled, or is stopped early by a
-/// downstream `take`.
+/// downstream `take`. A chunk the page cache holds is read on the
+/// fiber's thread (Linux); when the disk must be waited for, one blocking
+/// call reads several chunks ahead (one at first, then twice as many each
+/// call, up to 1 MiB), so that a file off the disk costs a trip to the
+/// blocking pool per megabyte, not per chunk.
 pub fn reads(
     path: impl AsRef<Path>,
     chunk_size: usize,
 ) -> Result<Stream<u8, io::Error>, InvalidArgument> {
     let chunk_size = InvalidArgument::above_zero("fs::reads", "a chunk size above 0", chunk_size)?;
     let path = path.as_ref().to_path_buf();
-    Ok(Stream::resource(File::open(path)).flat_map(move |file| file.reads_unchecked(chunk_size)))
+    Ok(Stream::resource(File::open(path)).flat_map(move |file| file.reads_ahead(chunk_size)))
 }
 
 /// The lines of the UTF-8 text file at `path` (`\n` or `\r\n` ends a
