@@ -49,14 +49,16 @@
 //! fibers keep their threads. An executor without a pool (exec-single on
 //! a virtual clock) makes the call on its own thread, the executor
 //! contract's default. This is the design of tokio's `tokio::fs` and of
-//! fs2-io's `Files` on the JVM. One exception, on Linux: a read first
-//! asks for what the page cache holds without waiting for the disk
-//! (`preadv2` with `RWF_NOWAIT`), on the fiber's own thread, and goes to
-//! the pool only if it would wait: a read of cached data costs its copy,
-//! not a hand-off to another thread and back (4.5x `tokio::fs`'s reads in
-//! the crate's benchmarks). Linux's io_uring would save the hand-off of
-//! the other calls too and is not used yet (the benchmarks have the
-//! numbers). No code of either is copied.
+//! fs2-io's `Files` on the JVM. One exception, on Linux: reads first ask
+//! for what the kernel's caches hold without waiting for the disk, on the
+//! fiber's own thread (`preadv2` with `RWF_NOWAIT` for an open file; for
+//! a whole file, `fs::read`, also `openat2` with `RESOLVE_CACHED`, regular
+//! files only), and go to the pool only if they would wait: a read of
+//! cached data costs its copy, not a hand-off to another thread and back
+//! (4.5x `tokio::fs`'s big reads and about 3x its small-file reads in the
+//! crate's benchmarks). Linux's io_uring would save the hand-off of the
+//! other calls (writes, opens off the cache) too and is not used yet (the
+//! benchmarks have the numbers). No code of either is copied.
 
 pub mod fs;
 pub mod process;

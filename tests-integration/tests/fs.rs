@@ -333,6 +333,47 @@ rt_test! {
         assert_eq!(at, expected[100_000..101_000]);
     }
 
+    fn whole_reads_of_a_fifo_a_proc_file_and_a_file_out_of_memory_give_all_their_bytes() {
+        let _serial = serial();
+        let rt = rt();
+        let (from_fifo, from_proc, cold) = succeeded(&rt, in_temp_dir(|dir| {
+            let fifo = dir.join("fifo");
+            let cold = dir.join("cold");
+            let (f1, f2, c1, c2) = (fifo.clone(), fifo.clone(), cold.clone(), cold.clone());
+            // A FIFO is read on the pool (its open waits for a writer); the
+            // writer runs beside it.
+            let made = IO::blocking(move || {
+                rustix::fs::mknodat(
+                    rustix::fs::CWD,
+                    &f1,
+                    rustix::fs::FileType::Fifo,
+                    rustix::fs::Mode::from_raw_mode(0o600),
+                    0,
+                )
+                .expect("a FIFO");
+            });
+            let writer = IO::blocking(move || {
+                use std::io::Write as _;
+                let mut end = std::fs::OpenOptions::new().write(true).open(&f2).expect("the FIFO");
+                end.write_all(b"through the fifo").expect("written");
+            });
+            let evicted = fs::write(&cold, vec![9u8; 200_000]).product_r(IO::blocking(move || {
+                let file = std::fs::File::open(&c1).expect("the file");
+                file.sync_all().expect("flushed");
+                let _ = rustix::fs::fadvise(&file, 0, None, rustix::fs::Advice::DontNeed);
+            }));
+            made.product_r(fs::read(&fifo).both(writer))
+                .flat_map(move |(from_fifo, ())| {
+                    fs::read_to_string("/proc/self/stat")
+                        .both(evicted.product_r(fs::read(c2)))
+                        .map(move |(from_proc, cold)| (from_fifo, from_proc, cold))
+                })
+        }));
+        assert_eq!(from_fifo, b"through the fifo");
+        assert!(from_proc.contains(&std::process::id().to_string()), "{from_proc}");
+        assert_eq!(cold, vec![9u8; 200_000]);
+    }
+
     fn a_file_read_as_lines_gives_each_line_and_an_over_long_line_is_an_error() {
         let _serial = serial();
         let rt = rt();

@@ -26,6 +26,7 @@
 //! and fs2-io's `Files` (files as streams and resources); the path in the
 //! error follows the `fs-err` crate's idea. No code is copied.
 
+mod cached;
 mod dir;
 mod error;
 mod file;
@@ -142,19 +143,46 @@ where
     })
 }
 
-/// The whole contents of the file at `path`.
+/// The whole contents of the file at `path`. On Linux a file whose path
+/// and data are in the kernel's caches is read on the fiber's own thread
+/// (`RESOLVE_CACHED`, `RWF_NOWAIT`: the call never waits for the disk);
+/// any other is read on the blocking pool.
 #[track_caller]
 pub fn read(path: impl AsRef<Path>) -> IO<Vec<u8>, io::Error> {
-    on_path(&ops::READ, "read", path.as_ref(), |p| std::fs::read(p))
+    read_whole(path.as_ref().to_path_buf()).traced_as(&ops::READ)
+}
+
+/// [`read`] without a trace event.
+fn read_whole(path: PathBuf) -> IO<Vec<u8>, io::Error> {
+    IO::defer_untraced(move || match cached::read_whole(&path) {
+        cached::Cached::Done(bytes) => IO::pure(bytes),
+        cached::Cached::Opened(file, bytes) => IO::try_blocking_untraced(move || {
+            cached::finish(file, bytes).map_err(|e| at("read", &path, e))
+        }),
+        cached::Cached::Uncached => IO::try_blocking_untraced(move || {
+            std::fs::read(&path).map_err(|e| at("read", &path, e))
+        }),
+    })
 }
 
 /// The whole contents of the file at `path`, as text (an error of kind
-/// `InvalidData` if it is not UTF-8).
+/// `InvalidData` if it is not UTF-8); read as [`read`] reads.
 #[track_caller]
 pub fn read_to_string(path: impl AsRef<Path>) -> IO<String, io::Error> {
-    on_path(&ops::READ_TO_STRING, "read", path.as_ref(), |p| {
-        std::fs::read_to_string(p)
-    })
+    let path = path.as_ref().to_path_buf();
+    read_whole(path.clone())
+        .flat_map_untraced(move |bytes| match String::from_utf8(bytes) {
+            Ok(text) => IO::pure(text),
+            Err(_) => IO::raise_error_untraced(at(
+                "read",
+                &path,
+                io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "stream did not contain valid UTF-8",
+                ),
+            )),
+        })
+        .traced_as(&ops::READ_TO_STRING)
 }
 
 /// Writes `contents` as the whole contents of the file at `path`, creating
