@@ -41,7 +41,8 @@
 use std::hint::black_box;
 
 use benches::socket_lines::{LINE, READ, lines_in, spindle_lines, start_writer};
-use benches::{stream_programs, succeeded};
+use benches::stream_programs::{self, P};
+use benches::succeeded;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use futures::StreamExt;
 use spindle_core::IORuntime;
@@ -125,56 +126,56 @@ fn eval_map(c: &mut Criterion) {
     group.finish();
 }
 
-fn par_eval_map(c: &mut Criterion) {
-    let mut group = c.benchmark_group("Stream/par_eval_map8");
-    group.throughput(Throughput::Elements(PAR_LEN));
+/// One `par_eval_map(8)` group: `program` on exec-wstp (2 workers) and
+/// exec-single, and `reference` (tokio's `buffered(8)`) on tokio
+/// multi_thread(2), over `len` elements.
+fn par_group<F, Fut>(c: &mut Criterion, name: &str, len: u64, program: fn(u64) -> P, reference: F)
+where
+    F: Fn(u64) -> Fut,
+    Fut: std::future::Future<Output = u64>,
+{
+    let mut group = c.benchmark_group(name);
+    group.throughput(Throughput::Elements(len));
     group.sample_size(10);
-    let program = || stream_programs::par_eval_map8(PAR_LEN);
     let wstp = spindle_exec_wstp::Runtime::builder()
         .worker_threads(2)
         .build()
         .expect("exec-wstp");
     group.bench_function("spindle_wstp", |b| {
-        b.iter(|| succeeded(wstp.block_on(program()).expect("a run")))
+        b.iter(|| succeeded(wstp.block_on(program(len)).expect("a run")))
     });
     let single = SingleThreaded::new().expect("exec-single");
     group.bench_function("spindle_single", |b| {
-        b.iter(|| succeeded(single.block_on(program()).expect("a run")))
+        b.iter(|| succeeded(single.block_on(program(len)).expect("a run")))
     });
     let tokio = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .build()
         .expect("tokio");
     group.bench_function("tokio_buffered", |b| {
-        b.iter(|| tokio.block_on(buffered8(PAR_LEN)))
+        b.iter(|| tokio.block_on(reference(len)))
     });
     group.finish();
 }
 
+fn par_eval_map(c: &mut Criterion) {
+    par_group(
+        c,
+        "Stream/par_eval_map8",
+        PAR_LEN,
+        stream_programs::par_eval_map8,
+        buffered8,
+    );
+}
+
 fn par_eval_map_cpu(c: &mut Criterion) {
-    let mut group = c.benchmark_group("Stream/par_eval_map8_cpu");
-    group.throughput(Throughput::Elements(CPU_LEN));
-    group.sample_size(10);
-    let program = || stream_programs::par_eval_map8_cpu(CPU_LEN);
-    let wstp = spindle_exec_wstp::Runtime::builder()
-        .worker_threads(2)
-        .build()
-        .expect("exec-wstp");
-    group.bench_function("spindle_wstp", |b| {
-        b.iter(|| succeeded(wstp.block_on(program()).expect("a run")))
-    });
-    let single = SingleThreaded::new().expect("exec-single");
-    group.bench_function("spindle_single", |b| {
-        b.iter(|| succeeded(single.block_on(program()).expect("a run")))
-    });
-    let tokio = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .build()
-        .expect("tokio");
-    group.bench_function("tokio_buffered", |b| {
-        b.iter(|| tokio.block_on(buffered8_cpu(CPU_LEN)))
-    });
-    group.finish();
+    par_group(
+        c,
+        "Stream/par_eval_map8_cpu",
+        CPU_LEN,
+        stream_programs::par_eval_map8_cpu,
+        buffered8_cpu,
+    );
 }
 
 fn socket_lines(c: &mut Criterion) {

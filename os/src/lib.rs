@@ -60,8 +60,24 @@
 //! other calls (writes, opens off the cache) too and is not used yet (the
 //! benchmarks have the numbers). No code of either is copied.
 
+use std::io;
+
+use spindle_core::IO;
+use spindle_core::untraced::{Op, Untraced as _};
+
 pub mod fs;
 pub mod process;
 #[cfg(unix)]
 pub mod signal;
 pub mod stdio;
+
+/// One blocking call on the executor's blocking pool, traced as `op` at
+/// the caller's site (the operations of `fs` and `stdio`).
+#[track_caller]
+pub(crate) fn call<A, F>(op: &'static Op, f: F) -> IO<A, io::Error>
+where
+    A: Send + 'static,
+    F: FnOnce() -> io::Result<A> + Send + 'static,
+{
+    IO::try_blocking_untraced(f).traced_as(op)
+}

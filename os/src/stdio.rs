@@ -59,7 +59,9 @@
 use std::io::{self, BufRead as _, Read as _};
 
 use spindle_core::IO;
-use spindle_core::untraced::{Op, Untraced as _};
+use spindle_core::untraced::Untraced as _;
+
+use crate::call;
 use spindle_stream::{Chunk, InvalidArgument, Stream, text};
 
 /// The read size of [`stdin_lines`]' stream: 64 KiB.
@@ -147,16 +149,6 @@ fn read_stdin_line(max_line: usize) -> io::Result<Option<String>> {
 fn write_locked(mut stream: impl io::Write, bytes: &[u8]) -> io::Result<()> {
     stream.write_all(bytes)?;
     stream.flush()
-}
-
-/// One blocking call, traced as `op` at the caller's site.
-#[track_caller]
-fn call<A, F>(op: &'static Op, f: F) -> IO<A, io::Error>
-where
-    A: Send + 'static,
-    F: FnOnce() -> io::Result<A> + Send + 'static,
-{
-    IO::try_blocking_untraced(f).traced_as(op)
 }
 
 /// One read of standard input: at most `max` bytes (above 0), fewer if

@@ -11,11 +11,11 @@
 mod common;
 
 use common::net::{HANG, failed, succeeded};
-use common::rt_test;
+use common::{Serial, rt_test};
 
 use std::io::{self, SeekFrom};
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use std::ops::ControlFlow;
@@ -27,33 +27,10 @@ use spindle_stream::Stream;
 /// One test at a time (module doc).
 static SERIAL: Mutex<()> = Mutex::new(());
 
-/// Holds [`SERIAL`] and checks, when dropped at the end of a passing test,
-/// that every file the test opened is closed.
-struct Serial {
-    open_before: usize,
-    _guard: MutexGuard<'static, ()>,
-}
-
+/// Holds [`SERIAL`] and checks, at the end of a passing test, that every
+/// file the test opened is closed.
 fn serial() -> Serial {
-    let guard = SERIAL
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    Serial {
-        open_before: fs::open_files(),
-        _guard: guard,
-    }
-}
-
-impl Drop for Serial {
-    fn drop(&mut self) {
-        if !std::thread::panicking() {
-            assert_eq!(
-                fs::open_files(),
-                self.open_before,
-                "every file the test opened is closed"
-            );
-        }
-    }
+    Serial::take(&SERIAL, fs::open_files, "open file")
 }
 
 /// A temporary directory for a test, removed by its resource.
@@ -106,7 +83,7 @@ rt_test! {
     fn an_open_file_is_closed_exactly_once_after_its_use_on_an_error_and_on_cancellation() {
         let serial = serial();
         let rt = rt();
-        let base = serial.open_before;
+        let base = serial.before();
         let kept: std::sync::Arc<Mutex<Vec<File>>> = Default::default();
         let (k1, k2, k3) = (kept.clone(), kept.clone(), kept.clone());
         let outcome = rt.run(in_temp_dir(move |dir| {
@@ -272,7 +249,7 @@ rt_test! {
     fn a_file_read_as_a_stream_gives_its_bytes_in_chunks_and_closes_when_a_take_stops_early() {
         let serial = serial();
         let rt = rt();
-        let base = serial.open_before;
+        let base = serial.before();
         let contents: Vec<u8> = (0..100_000u32).map(|i| (i * 7) as u8).collect();
         let expected = contents.clone();
         let (chunks, first, open_after) = succeeded(&rt, in_temp_dir(move |dir| {

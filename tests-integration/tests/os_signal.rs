@@ -16,11 +16,11 @@
 mod common;
 
 use common::net::{HANG, failed, succeeded};
-use common::rt_test;
+use common::{Serial, rt_test};
 
 use std::io;
 use std::ops::ControlFlow;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use spindle_core::IO;
@@ -30,33 +30,10 @@ use spindle_stream::Stream;
 /// One test at a time (module doc).
 static SERIAL: Mutex<()> = Mutex::new(());
 
-/// Holds [`SERIAL`] and checks, when dropped at the end of a passing test,
-/// that every registration the test made is gone.
-struct Serial {
-    before: usize,
-    _guard: MutexGuard<'static, ()>,
-}
-
+/// Holds [`SERIAL`] and checks, at the end of a passing test, that every
+/// registration the test made is removed.
 fn serial() -> Serial {
-    let guard = SERIAL
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    Serial {
-        before: signal::registrations(),
-        _guard: guard,
-    }
-}
-
-impl Drop for Serial {
-    fn drop(&mut self) {
-        if !std::thread::panicking() {
-            assert_eq!(
-                signal::registrations(),
-                self.before,
-                "every signal registration the test made is removed"
-            );
-        }
-    }
+    Serial::take(&SERIAL, signal::registrations, "signal registration")
 }
 
 /// Sends `signal` to the whole process (`kill(getpid(), signal)`: any
@@ -93,7 +70,7 @@ rt_test! {
     fn a_signal_sent_to_the_process_once_the_stream_listens_is_its_next_element() {
         let serial = serial();
         let rt = rt();
-        let before = serial.before;
+        let before = serial.before();
         let stream = signal::signals(&[Signal::SIGUSR2]).expect("SIGUSR2 can be handled");
         let (received, ()) = succeeded(
             &rt,
@@ -164,7 +141,7 @@ rt_test! {
     fn next_waits_for_the_first_signal_of_its_set_and_then_unregisters() {
         let serial = serial();
         let rt = rt();
-        let before = serial.before;
+        let before = serial.before();
         let (got, ()) = succeeded(
             &rt,
             signal::next(&[Signal::SIGUSR1, Signal::SIGURG])
@@ -177,7 +154,7 @@ rt_test! {
     fn the_registration_is_removed_exactly_once_when_the_stream_ends_fails_or_is_canceled() {
         let serial = serial();
         let rt = rt();
-        let before = serial.before;
+        let before = serial.before();
 
         // Ends: a `take` stops it.
         let during = succeeded(&rt, {

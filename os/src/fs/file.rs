@@ -253,15 +253,7 @@ impl File {
         A: Send + 'static,
         F: FnOnce(&std::fs::File) -> io::Result<A> + Send + 'static,
     {
-        let inner = self.inner.clone();
-        call(op, move || {
-            let file = inner.file.read();
-            let result = match &*file {
-                Some(file) => f(file),
-                None => Err(io::Error::other("the file is closed")),
-            };
-            result.map_err(|e| at(operation, &inner.path, e))
-        })
+        self.with_untraced(operation, f).traced_as(op)
     }
 
     /// At most `max` bytes from the cursor on: fewer at the end of the

@@ -47,6 +47,7 @@ pub use std::fs::{FileType, Metadata, Permissions};
 pub use tail::tail;
 pub use temp::{TempDir, temp_dir, temp_dir_in, temp_file, temp_file_in};
 
+pub(crate) use crate::call;
 pub(crate) use error::{at, at_both};
 
 /// The read size of [`read`]'s and [`lines`]' streams: 64 KiB.
@@ -101,16 +102,6 @@ pub(crate) mod ops {
         TEMP_DIR = "fs::temp_dir";
         TEMP_FILE = "fs::temp_file";
     }
-}
-
-/// One blocking call, traced as `op` at the caller's site.
-#[track_caller]
-pub(crate) fn call<A, F>(op: &'static Op, f: F) -> IO<A, io::Error>
-where
-    A: Send + 'static,
-    F: FnOnce() -> io::Result<A> + Send + 'static,
-{
-    IO::try_blocking_untraced(f).traced_as(op)
 }
 
 /// One blocking call on one path: its error names `operation` and `path`.

@@ -564,3 +564,50 @@ pub fn cancel_after<E: Send + 'static>(
         .start()
         .flat_map(|h| h.cancel().product_r(h.join()))
 }
+
+/// One test at a time among the tests of a binary that share process-wide
+/// state (open files, signal handlers), and a leak check: dropped at the
+/// end of a passing test, it asserts that `count` is back where it was
+/// when the test began.
+pub struct Serial {
+    count: fn() -> usize,
+    what: &'static str,
+    before: usize,
+    _guard: std::sync::MutexGuard<'static, ()>,
+}
+
+impl Serial {
+    /// Takes `lock` (a poisoned lock is taken too: the test that poisoned
+    /// it failed already) and reads `count`, which names `what` it counts.
+    pub fn take(
+        lock: &'static std::sync::Mutex<()>,
+        count: fn() -> usize,
+        what: &'static str,
+    ) -> Serial {
+        let guard = lock.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        Serial {
+            count,
+            what,
+            before: count(),
+            _guard: guard,
+        }
+    }
+
+    /// The count when the test began.
+    pub fn before(&self) -> usize {
+        self.before
+    }
+}
+
+impl Drop for Serial {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            assert_eq!(
+                (self.count)(),
+                self.before,
+                "every {} the test made is gone",
+                self.what
+            );
+        }
+    }
+}
