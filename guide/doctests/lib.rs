@@ -24,6 +24,7 @@ macro_rules! chapters {
 chapters! {
     introduction = "introduction.md",
     tutorial = "tutorial.md",
+    mini_redis = "mini-redis.md",
     io_blocks = "io-blocks.md",
     streams = "streams.md",
     operating_system = "operating-system.md",
