@@ -86,6 +86,29 @@
 //! criterion suite (`benches`) nor an example of Spindle's (the entry
 //! crate, which does not depend on tokio's networking).
 //!
+//! # `redis_compare`: Redis servers under `redis-benchmark`
+//!
+//! ```text
+//! cargo run -p spindle-tools --release --bin redis_compare -- --build \
+//!     [--servers tokio_mt,tokio_current,redis,spindle_wstp,spindle_batching,spindle_tokio]
+//!     [--clients 1,50,256] [--pipeline 1,16] [--requests N] [--rounds R]
+//! ```
+//!
+//! Starts each named server in turn (tokio's mini-redis through
+//! `mini_redis_tokio`, Redis itself when `redis-server` is installed, and
+//! the `mini-redis-server` of `examples/mini-redis` on each executor), runs
+//! Debian's `redis-benchmark -t set,get` at each shape against it, and
+//! prints one markdown table: requests per second, median latencies and
+//! the server's CPU time per request, with the ratio to a reference
+//! server. A shape with more clients than a server serves at once (tokio's
+//! mini-redis: 250) is listed as not run. See [`redis_compare`].
+//!
+//! # `mini_redis_tokio`: the tokio reference server of `redis_compare`
+//!
+//! tokio's own mini-redis application (the `mini-redis` crate's
+//! `server::run`, a dependency; none of its code copied) on a tokio
+//! runtime, multi-thread or current-thread.
+//!
 //! Every binary prints its flags with `--help`, exits with status 2 for an
 //! unusable command line and never panics on bad input ([`cli`] is their
 //! shared parser; [`results`] reads criterion's files for the first two).
@@ -95,5 +118,6 @@
 pub mod cli;
 pub mod compare;
 pub mod http_load;
+pub mod redis_compare;
 pub mod report;
 pub mod results;
