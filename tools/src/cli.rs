@@ -90,3 +90,28 @@ pub fn invalid(flag: &'static str, value: &str, reason: impl Into<String>) -> Ar
         reason: reason.into(),
     }
 }
+
+/// The tokio runtime a reference server runs on (`--flavor`), shared by
+/// `hello_tokio` and `mini_redis_tokio`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flavor {
+    /// `current_thread`.
+    Current,
+    /// `multi_thread` with this many workers.
+    Multi(usize),
+}
+
+impl Flavor {
+    /// Builds the runtime, with I/O and time enabled.
+    pub fn build(self) -> std::io::Result<tokio::runtime::Runtime> {
+        match self {
+            Flavor::Current => tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build(),
+            Flavor::Multi(workers) => tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(workers)
+                .enable_all()
+                .build(),
+        }
+    }
+}

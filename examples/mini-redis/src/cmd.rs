@@ -308,28 +308,13 @@ fn parse_integer(text: &[u8]) -> Option<i64> {
     if text == b"0" {
         return Some(0);
     }
-    let (negative, digits) = match text.split_first() {
-        Some((b'-', rest)) => (true, rest),
-        _ => (false, text),
-    };
+    // Redis's stricter form: no leading zero (so no `-0`); the digits
+    // themselves are the frame decoder's integer.
+    let digits = text.strip_prefix(b"-").unwrap_or(text);
     match digits.first() {
-        Some(b'1'..=b'9') => {}
-        _ => return None,
+        Some(b'1'..=b'9') => crate::frame::parse_i64(text),
+        _ => None,
     }
-    let mut value: i64 = 0;
-    for &b in digits {
-        if !b.is_ascii_digit() {
-            return None;
-        }
-        let digit = i64::from(b - b'0');
-        value = value.checked_mul(10)?;
-        value = if negative {
-            value.checked_sub(digit)?
-        } else {
-            value.checked_add(digit)?
-        };
-    }
-    Some(value)
 }
 
 /// Redis's reply to an unknown command: the name and, within a budget of

@@ -560,8 +560,8 @@ enum Step {
 }
 
 /// Parses an optional `-` followed by one or more ASCII digits, without
-/// overflow.
-fn parse_i64(text: &[u8]) -> Option<i64> {
+/// overflow (also the digits of a command's integer argument, `cmd`).
+pub(crate) fn parse_i64(text: &[u8]) -> Option<i64> {
     let (negative, digits) = match text.split_first() {
         Some((b'-', rest)) => (true, rest),
         _ => (false, text),

@@ -51,6 +51,7 @@
 #[path = "../../../spindle/examples/hello_http/http.rs"]
 mod http;
 
+use spindle_tools::cli::Flavor;
 use std::future::Future;
 use std::io::{self, Write as _};
 use std::net::SocketAddr;
@@ -78,15 +79,6 @@ const ACCEPT_LOG_INTERVAL: Duration = Duration::from_secs(1);
 const USAGE: &str = "usage: hello_tokio [--flavor current|multi] [--workers N] \
      [--addr 127.0.0.1:0] [--request-timeout-ms N] [--header-timeout-ms N] \
      [--idle-timeout-ms N] [--max-head-bytes N] [--max-body-bytes N]";
-
-/// The tokio runtime to serve on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Flavor {
-    /// `current_thread`.
-    Current,
-    /// `multi_thread` with this many workers.
-    Multi(usize),
-}
 
 /// hello_http's limits and timeouts (its `server::Config`, without the
 /// fan-out).
@@ -339,16 +331,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let runtime = match options.flavor {
-        Flavor::Current => tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build(),
-        Flavor::Multi(workers) => tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(workers)
-            .enable_all()
-            .build(),
-    };
-    let runtime = match runtime {
+    let runtime = match options.flavor.build() {
         Ok(runtime) => runtime,
         Err(e) => {
             eprintln!("hello_tokio: cannot build the runtime: {e}");

@@ -59,7 +59,7 @@ use std::io::{self, Write as _};
 use std::net::SocketAddr;
 use std::process::ExitCode;
 
-use spindle_tools::cli::{ArgError, invalid, pairs};
+use spindle_tools::cli::{ArgError, Flavor, invalid, pairs};
 use tokio::net::TcpSocket;
 
 const USAGE: &str = "\
@@ -70,15 +70,6 @@ free port); prints `listening on 127.0.0.1:PORT` first; SIGTERM or SIGINT
 stops it. --flavor multi (default) runs a multi_thread runtime of --workers
 threads (default 2), --flavor current a current_thread runtime. --nodelay sets
 TCP_NODELAY on the listening socket (on Linux: on every accepted connection).";
-
-/// The tokio runtime to serve on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Flavor {
-    /// `current_thread`.
-    Current,
-    /// `multi_thread` with this many workers.
-    Multi(usize),
-}
 
 /// The command line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -193,16 +184,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let runtime = match options.flavor {
-        Flavor::Current => tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build(),
-        Flavor::Multi(workers) => tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(workers)
-            .enable_all()
-            .build(),
-    };
-    let runtime = match runtime {
+    let runtime = match options.flavor.build() {
         Ok(runtime) => runtime,
         Err(e) => {
             eprintln!("mini_redis_tokio: cannot build the runtime: {e}");
