@@ -294,8 +294,10 @@ static REGISTRATIONS: AtomicUsize = AtomicUsize::new(0);
 /// How many signal registrations this module holds in this process right
 /// now: one per [`Listener`] acquired (a stream of [`signals`] and a
 /// [`next`] hold one while they run) and per [`BlockingSignals`], until it
-/// is unregistered. A leak check for tests: it is back where it started
-/// once every stream, resource and wait has ended.
+/// is unregistered. A registration is counted once all its handler
+/// actions are in, so a signal sent after the count rose reaches it. A
+/// leak check for tests: it is back where it started once every stream,
+/// resource and wait has ended.
 pub fn registrations() -> usize {
     REGISTRATIONS.load(Ordering::Acquire)
 }
@@ -342,31 +344,37 @@ impl Registration {
     /// caller's. On error, what was registered is removed.
     fn new(signals: &[Signal], write: UnixStream) -> io::Result<Registration> {
         let signals = checked(signals)?;
-        REGISTRATIONS.fetch_add(1, Ordering::AcqRel);
-        let mut registration = Registration {
-            ids: Mutex::new(Some(Vec::with_capacity(signals.len() * 2))),
-            pending: Vec::with_capacity(signals.len()),
-            cursor: AtomicUsize::new(0),
-        };
-        for signal in signals {
+        let mut ids = Vec::with_capacity(signals.len() * 2);
+        let mut pending = Vec::with_capacity(signals.len());
+        let registered = signals.into_iter().try_for_each(|signal| {
             let flag = Arc::new(AtomicBool::new(false));
             // The flag's action first: signal-hook runs a signal's actions
             // in the order they were registered, so the flag is set before
             // the byte that wakes the reader is written.
-            let flag_id = signal_hook::flag::register(signal.0, flag.clone())?;
-            registration.push_id(flag_id);
-            let pipe_id = signal_hook::low_level::pipe::register(signal.0, write.try_clone()?)?;
-            registration.push_id(pipe_id);
-            registration.pending.push((signal, flag));
+            ids.push(signal_hook::flag::register(signal.0, flag.clone())?);
+            ids.push(signal_hook::low_level::pipe::register(
+                signal.0,
+                write.try_clone()?,
+            )?);
+            pending.push((signal, flag));
+            Ok(())
+        });
+        if let Err(e) = registered {
+            for id in ids {
+                signal_hook::low_level::unregister(id);
+            }
+            return Err(e);
         }
-        Ok(registration)
-    }
-
-    fn push_id(&mut self, id: SigId) {
-        let ids = self.ids.get_mut().unwrap_or_else(PoisonError::into_inner);
-        if let Some(ids) = ids {
-            ids.push(id);
-        }
+        // Counted only now that every action is in: a test that waits for
+        // the count to rise and then sends a signal must find the handler
+        // (counted first, a signal sent between the count and the actions
+        // was lost).
+        REGISTRATIONS.fetch_add(1, Ordering::AcqRel);
+        Ok(Registration {
+            ids: Mutex::new(Some(ids)),
+            pending,
+            cursor: AtomicUsize::new(0),
+        })
     }
 
     /// A pending signal, its flag cleared; `None` if no flag is set. The
