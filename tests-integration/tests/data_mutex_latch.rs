@@ -167,7 +167,7 @@ rt_test! {
         assert!(
             completed >= MIN_COMPLETED,
             "{completed} holders completed in {:?}: the mutex stopped serving the fibers that run",
-            common::storm::WINDOW
+            common::storm::window()
         );
         assert_eq!(inside.peak.load(Ordering::SeqCst), 1, "one holder at a time");
         assert_eq!(mutex.waiting(), 0);

@@ -105,7 +105,7 @@ fn storm_offers_and_takes<R: TestRuntime>(rt: &R, q: &Queue<u64>) -> Stormed {
         taken.len() >= MIN_TAKEN,
         "{} takes completed in {:?} ({} offers): the queue stopped serving the fibers that run",
         taken.len(),
-        storm::WINDOW,
+        storm::window(),
         offered.len()
     );
     Stormed {

@@ -633,7 +633,7 @@ rt_test! {
         assert!(
             completed >= MIN_COMPLETED,
             "{completed} holders completed in {:?}: the semaphore stopped serving the fibers that run",
-            storm::WINDOW
+            storm::window()
         );
         let most = most.load(Ordering::SeqCst);
         assert!(most <= PERMITS as usize, "{most} permits were held at once");

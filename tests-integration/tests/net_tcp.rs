@@ -833,7 +833,7 @@ rt_test! {
         assert!(
             completed >= MIN_WRITES,
             "{completed} writes completed in {:?}: the write turn stopped serving the writers that run",
-            storm::WINDOW
+            storm::window()
         );
         assert!(
             received >= completed * RECORD,

@@ -15,6 +15,14 @@
 //! of thousands now). The tests count what completed and assert a minimum
 //! that the old crawl stays far below, and that a loaded machine running
 //! a debug build still passes many times over.
+//!
+//! The timeouts and the window are real time, so a build that runs
+//! everything several times slower (AddressSanitizer's) would see most
+//! runs time out before the operation itself is done, and count a crawl
+//! that says nothing about the data type. Such a build sets
+//! `SPINDLE_TEST_TIME_SCALE` (an integer from 1 to 100; `.ci/asan` sets
+//! it): both the timeouts and the window are stretched by it, so the same
+//! minimum counts are asked of the same storm, slowed down as a whole.
 
 use spindle_core::IO;
 use std::ops::ControlFlow;
@@ -22,12 +30,33 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-/// The longest timeout of a run of the operation, in microseconds.
+/// The longest timeout of a run of the operation, in microseconds, before
+/// [`time_scale`] stretches it.
 pub const TIMEOUT_MICROS: u64 = 2_000;
 
-/// The real time a storm lasts (then each fiber ends after its current
-/// run, within a few milliseconds).
-pub const WINDOW: Duration = Duration::from_millis(1_000);
+/// How many times slower this build runs the storms' operations:
+/// `SPINDLE_TEST_TIME_SCALE`, 1 when unset (module doc).
+///
+/// # Panics
+///
+/// If the variable is set but not an integer from 1 to 100 (a test
+/// harness's configuration error).
+pub fn time_scale() -> u32 {
+    match std::env::var("SPINDLE_TEST_TIME_SCALE") {
+        Err(_) => 1,
+        Ok(text) => match text.parse::<u32>() {
+            Ok(scale @ 1..=100) => scale,
+            _ => panic!("SPINDLE_TEST_TIME_SCALE must be an integer from 1 to 100, not {text:?}"),
+        },
+    }
+}
+
+/// The real time a storm lasts: a second, stretched by [`time_scale`]
+/// (then each fiber ends after its current run, within a few
+/// milliseconds).
+pub fn window() -> Duration {
+    Duration::from_millis(1_000) * time_scale()
+}
 
 /// A small deterministic generator (xorshift64), one per fiber.
 #[derive(Debug, Clone)]
@@ -50,7 +79,7 @@ impl Rng {
 
 /// `fibers` fibers, each running `op(fiber, random)` again and again, each
 /// run under a random timeout and one in eight canceled at random (module
-/// doc), until [`WINDOW`] has passed; ends once every fiber has ended.
+/// doc), until [`window`] has passed; ends once every fiber has ended.
 /// What a run did, it records itself (inside its own program, so that a
 /// record is made exactly when the operation completed).
 pub fn storm<E, F>(fibers: u64, op: F) -> IO<(), E>
@@ -60,6 +89,7 @@ where
 {
     let stop = Arc::new(AtomicBool::new(false));
     let op = Arc::new(op);
+    let longest = TIMEOUT_MICROS * u64::from(time_scale());
     let workers = {
         let stop = stop.clone();
         IO::par_traverse((0..fibers).collect(), move |fiber| {
@@ -70,7 +100,7 @@ where
                     return IO::pure(ControlFlow::Break(()));
                 }
                 let r = rng.next();
-                let timeout = Duration::from_micros(r % (TIMEOUT_MICROS + 1));
+                let timeout = Duration::from_micros(r % (longest + 1));
                 let run = op(fiber, rng.next()).timeout_option(timeout).void();
                 let run = match (r >> 20) % 8 {
                     0 => canceled_after((r >> 24) % 4, run),
@@ -80,7 +110,7 @@ where
             })
         })
     };
-    let timer = IO::<(), E>::sleep(WINDOW)
+    let timer = IO::<(), E>::sleep(window())
         .product_r(IO::delay(move || stop.store(true, Ordering::Relaxed)));
     timer
         .start()
