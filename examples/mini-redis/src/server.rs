@@ -301,18 +301,20 @@ fn commands(mut conn: Conn, db: Db, config: Config) -> IO<(), io::Error> {
             while conn.decoder.skip_empty_lines(&mut conn.pending) {
                 match conn.decoder.decode(&mut conn.pending) {
                     Ok(Some(request)) => match Command::from_frame(request) {
-                        Ok(Command::Subscribe { channels }) => {
-                            if !out.is_empty() {
-                                conn.socket.write_all(out).await?;
+                        Ok(command) => match execute(command, &db, &mut out).await {
+                            Next::Command => {}
+                            Next::Subscribe(channels) => {
+                                if !out.is_empty() {
+                                    conn.socket.write_all(out).await?;
+                                }
+                                return subscribed(conn, db, config, channels).await;
                             }
-                            return subscribed(conn, db, config, channels).await;
-                        }
-                        Ok(Command::Quit) => {
-                            frame::encode_simple(&mut out, "OK");
-                            conn.socket.write_all(out).await?;
-                            return Ok(());
-                        }
-                        Ok(command) => execute(command, &db, &mut out).await,
+                            Next::Quit => {
+                                frame::encode_simple(&mut out, "OK");
+                                conn.socket.write_all(out).await?;
+                                return Ok(());
+                            }
+                        },
                         Err(wrong) => error_reply(&mut out, &wrong.to_string()),
                     },
                     Ok(None) => break,
@@ -333,8 +335,19 @@ fn commands(mut conn: Conn, db: Db, config: Config) -> IO<(), io::Error> {
     })
 }
 
-/// Runs a command of the normal mode, appending its reply to `out`.
-async fn execute(command: Command, db: &Db, out: &mut Vec<u8>) {
+/// What the normal mode does after a command.
+enum Next {
+    /// The next command (the reply is in the batch's output).
+    Command,
+    /// Enter subscribed mode on these channels (nothing replied yet).
+    Subscribe(Vec<Bytes>),
+    /// Answer `OK` and close.
+    Quit,
+}
+
+/// Runs a command of the normal mode, appending its reply to `out`; the
+/// commands that change the connection's mode are the caller's.
+async fn execute(command: Command, db: &Db, out: &mut Vec<u8>) -> Next {
     match command {
         Command::Ping(None) => frame::encode_simple(out, "PONG"),
         Command::Ping(Some(message)) | Command::Echo { message } => {
@@ -373,10 +386,10 @@ async fn execute(command: Command, db: &Db, out: &mut Vec<u8>) {
                 unsubscribe_reply(out, Some(&channel), 0);
             }
         }
-        Command::Subscribe { .. } | Command::Quit => {
-            unreachable!("handled by the connection loop")
-        }
+        Command::Subscribe { channels } => return Next::Subscribe(channels),
+        Command::Quit => return Next::Quit,
     }
+    Next::Command
 }
 
 /// Appends an error reply; a carriage return or line feed in `text` (an
