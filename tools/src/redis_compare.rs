@@ -81,7 +81,7 @@
 //! 2 / (1 / SET + 1 / GET) requests per second from the medians.
 
 use std::fmt::Write as _;
-use std::io::{BufRead, BufReader, Read};
+use std::io::Read;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -89,7 +89,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use crate::cli::{ArgError, invalid, pairs};
-use crate::http_load::compare::{STARTUP_TIMEOUT, parse_listening_line};
+use crate::http_load::compare::{FirstLine, STARTUP_TIMEOUT, first_line, parse_listening_line};
 use crate::http_load::versus::{clock_ticks_per_sec, cpu_per_request, median, read_cpu_ticks};
 
 /// `redis_compare`'s usage text.
@@ -916,30 +916,18 @@ impl RunningServer {
                 .stdout
                 .take()
                 .ok_or("the server's stdout was not captured")?;
-            let (tx, rx) = mpsc::channel();
-            std::thread::Builder::new()
-                .name("server-stdout".into())
-                .spawn(move || {
-                    let mut reader = BufReader::new(stdout);
-                    let mut line = String::new();
-                    let _ = tx.send(reader.read_line(&mut line).map(|_| line));
-                    // Keep draining, so that the server never blocks on a
-                    // full pipe; this ends when the server's stdout closes.
-                    let _ = std::io::copy(&mut reader, &mut std::io::sink());
-                })
-                .map_err(|e| format!("cannot start the stdout reader: {e}"))?;
-            match rx.recv_timeout(STARTUP_TIMEOUT) {
-                Ok(Ok(line)) if line.is_empty() => {
+            match first_line(stdout, STARTUP_TIMEOUT)? {
+                FirstLine::Closed => {
                     let status = guard.reap().map(|s| s.to_string()).unwrap_or_default();
                     return Err(format!(
                         "`{shown}` closed its stdout without a `listening on` line ({status})"
                     ));
                 }
-                Ok(Ok(line)) => {
+                FirstLine::Line(line) => {
                     parse_listening_line(&line).map_err(|e| format!("`{shown}`: {e}"))?
                 }
-                Ok(Err(e)) => return Err(format!("reading `{shown}`'s stdout: {e}")),
-                Err(_) => {
+                FirstLine::Failed(e) => return Err(format!("reading `{shown}`'s stdout: {e}")),
+                FirstLine::TimedOut => {
                     return Err(format!(
                         "`{shown}` printed no `listening on` line within {} s",
                         STARTUP_TIMEOUT.as_secs()

@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -145,6 +145,42 @@ pub fn find_tokio_server(
     )
 }
 
+/// What [`first_line`] saw of a server's standard output.
+#[derive(Debug)]
+pub enum FirstLine {
+    /// Its first line (with its line end).
+    Line(String),
+    /// The output closed before any line.
+    Closed,
+    /// Reading it failed.
+    Failed(std::io::Error),
+    /// No line within the time given.
+    TimedOut,
+}
+
+/// Reads the first line of a server's standard output on a thread of its
+/// own, waiting at most `within` for it. The thread then keeps draining
+/// the output, so that the server never blocks on a full pipe; it ends
+/// when the server's output closes. `Err` if the thread cannot start.
+pub fn first_line(stdout: ChildStdout, within: Duration) -> Result<FirstLine, String> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::Builder::new()
+        .name("server-stdout".into())
+        .spawn(move || {
+            let mut reader = BufReader::new(stdout);
+            let mut line = String::new();
+            let _ = tx.send(reader.read_line(&mut line).map(|_| line));
+            let _ = std::io::copy(&mut reader, &mut std::io::sink());
+        })
+        .map_err(|e| format!("cannot start the stdout reader: {e}"))?;
+    Ok(match rx.recv_timeout(within) {
+        Ok(Ok(line)) if line.is_empty() => FirstLine::Closed,
+        Ok(Ok(line)) => FirstLine::Line(line),
+        Ok(Err(e)) => FirstLine::Failed(e),
+        Err(_) => FirstLine::TimedOut,
+    })
+}
+
 /// The address in the server's first line, `listening on <addr>`.
 pub fn parse_listening_line(line: &str) -> Result<SocketAddr, String> {
     let line = line.trim_end_matches(['\r', '\n']);
@@ -194,29 +230,16 @@ impl ServerProcess {
             addr: SocketAddr::from(([127, 0, 0, 1], 0)),
         };
         let stdout = stdout.ok_or("the server's stdout was not captured")?;
-        let (tx, rx) = mpsc::channel();
-        std::thread::Builder::new()
-            .name("server-stdout".into())
-            .spawn(move || {
-                let mut reader = BufReader::new(stdout);
-                let mut line = String::new();
-                let first = reader.read_line(&mut line).map(|_| line);
-                let _ = tx.send(first);
-                // Keep draining, so that the server never blocks on a full
-                // pipe; this ends when the server's stdout closes.
-                let _ = std::io::copy(&mut reader, &mut std::io::sink());
-            })
-            .map_err(|e| format!("cannot start the stdout reader: {e}"))?;
-        let line = match rx.recv_timeout(startup) {
-            Ok(Ok(line)) if line.is_empty() => {
+        let line = match first_line(stdout, startup)? {
+            FirstLine::Closed => {
                 return Err(format!(
                     "`{shown}` closed its stdout without a `listening on` line{}",
                     process.exit_note()
                 ));
             }
-            Ok(Ok(line)) => line,
-            Ok(Err(e)) => return Err(format!("reading `{shown}`'s stdout: {e}")),
-            Err(_) => {
+            FirstLine::Line(line) => line,
+            FirstLine::Failed(e) => return Err(format!("reading `{shown}`'s stdout: {e}")),
+            FirstLine::TimedOut => {
                 return Err(format!(
                     "`{shown}` printed no `listening on` line within {} s{}",
                     startup.as_secs(),
