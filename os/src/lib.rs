@@ -46,7 +46,11 @@
 //! `IO::blocking` under the hood: the executor runs it on its blocking
 //! pool (exec-wstp, exec-batching, exec-single on the system clock,
 //! exec-tokio's `spawn_blocking`) while the fiber waits, and the other
-//! fibers keep their threads. An executor without a pool (exec-single on
+//! fibers keep their threads. An open file's `write_all` (and `writes`)
+//! does not wait for its call: it hands its bytes to the file's writer,
+//! one blocking call that writes what it is handed, in order, while the
+//! fiber goes on (write-behind, as `tokio::fs::File`; the next operation
+//! on the file waits for it). An executor without a pool (exec-single on
 //! a virtual clock) makes the call on its own thread, the executor
 //! contract's default. This is the design of tokio's `tokio::fs` and of
 //! fs2-io's `Files` on the JVM. One exception, on Linux: reads first ask

@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use std::ops::ControlFlow;
 
-use spindle_core::{IO, Outcome, Ref};
+use spindle_core::{Deferred, IO, Outcome, Ref};
 use spindle_os::fs::{self, File, OpenOptions, PathError};
 use spindle_stream::Stream;
 
@@ -38,6 +38,16 @@ fn in_temp_dir<A: Send + 'static>(
     body: impl FnOnce(PathBuf) -> IO<A, io::Error> + Send + 'static,
 ) -> IO<A, io::Error> {
     fs::temp_dir().use_with(move |dir| body(dir.path().to_path_buf()))
+}
+
+/// A fresh directory under the system's temporary directory, for tests
+/// that read their files after the program ends (the caller removes it).
+fn tempdir() -> PathBuf {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("spindle-fs-test-{}-{n}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
 }
 
 /// The `PathError` of `error`, which must have one.
@@ -448,6 +458,186 @@ rt_test! {
             fs::write(&path, "first\n").product_r(tailed.both(writer)).map(|(lines, ())| lines)
         }));
         assert_eq!(lines, ["first", "second", "third", "after the cut"]);
+    }
+
+    fn many_chunks_written_behind_are_all_in_the_file_in_their_order_once_its_resource_ends() {
+        let serial = serial();
+        let rt = rt();
+        let base = serial.before();
+        // 3 MiB in chunks of 48 KiB and 1 byte, each its own pattern: more
+        // than the queue behind the writer holds, so writes wait for room.
+        let chunks: Vec<Vec<u8>> = (0..128u32)
+            .map(|i| if i % 16 == 15 { vec![i as u8] } else { (0..49_152u32).map(|j| (i * 31 + j) as u8).collect() })
+            .collect();
+        let expected: Vec<u8> = chunks.concat();
+        let streamed: Vec<u8> = (0..2_000_000u32).map(|i| (i % 251) as u8).collect();
+        let stream_expected = streamed.clone();
+        let (looped, piped, open_during) = succeeded(&rt, in_temp_dir(move |dir| {
+            let (p1, p2) = (dir.join("looped"), dir.join("piped"));
+            let (r1, r2) = (p1.clone(), p2.clone());
+            let written = File::create(p1).use_with(move |file| {
+                chunks.into_iter().fold(IO::unit(), |acc: IO<(), io::Error>, chunk| {
+                    let file = file.clone();
+                    acc.flat_map(move |()| file.write_all(chunk))
+                })
+                .map(|()| fs::open_files())
+            });
+            let bytes = Stream::iter_chunked(streamed, 65_536).expect("65,536 > 0");
+            written
+                .flat_map(move |open_during| {
+                    fs::writes(p2, bytes).compile().drain().map(move |()| open_during)
+                })
+                .flat_map(move |open_during| {
+                    fs::read(r1).both(fs::read(r2)).map(move |(a, b)| (a, b, open_during))
+                })
+        }));
+        assert_eq!(open_during, base + 1, "the file is open while it is written");
+        assert_eq!(looped.len(), expected.len());
+        assert!(looped == expected, "every chunk, in order");
+        assert!(piped == stream_expected, "the pipe's chunks, in order");
+    }
+
+    fn the_next_operation_waits_for_the_writes_behind_and_reads_what_they_wrote() {
+        let _serial = serial();
+        let rt = rt();
+        let got = succeeded(&rt, fs::temp_file().use_with(|file| {
+            let (f1, f2, f3) = (file.clone(), file.clone(), file.clone());
+            file.write_all(vec![1u8; 300_000])
+                .product_r(file.write_all(vec![2u8; 300_000]))
+                .product_r(f1.metadata().map(|m| m.len()))
+                .flat_map(move |len| {
+                    f2.write(vec![3u8; 10]).flat_map(move |n| {
+                        f3.seek(SeekFrom::Start(299_999))
+                            .product_r(f3.read(2))
+                            .product_r(f3.read_at(600_000, 100))
+                            .map(move |tail| (len, n, tail))
+                    })
+                })
+        }));
+        let (len, n, tail) = got;
+        assert_eq!(len, 600_000, "metadata after both writes");
+        assert_eq!(tail.len(), n, "the synchronous write after them");
+        assert!(tail.iter().all(|&b| b == 3));
+    }
+
+    fn a_failed_write_behind_is_reported_once_at_the_next_operation_at_flush_and_at_the_close() {
+        let serial = serial();
+        let rt = rt();
+        let base = serial.before();
+        let dir = tempdir();
+        let path = dir.join("read-only");
+        std::fs::write(&path, "contents").unwrap();
+        // A file opened for reading only: its writes fail (EBADF), after
+        // `write_all` has returned.
+        let (p1, p2, p3) = (path.clone(), path.clone(), path.clone());
+        let (at_next, len) = succeeded(&rt, File::open(p1).use_with(|file| {
+            let (f1, f2) = (file.clone(), file.clone());
+            file.write_all("lost")
+                .product_r(f1.metadata().map(|_| ()).attempt())
+                .flat_map(move |at_next| f2.metadata().map(move |m| (at_next, m.len())))
+        }));
+        let error = at_next.expect_err("the next operation reports the failed write");
+        assert_eq!(path_error(&error).operation(), "write");
+        assert_eq!(path_error(&error).path(), path);
+        assert!(error.to_string().starts_with("write "), "{error}");
+        assert_eq!(len, 8, "reported once: the operation after it runs");
+
+        // At `flush`, once: the second flush succeeds.
+        let flushed = succeeded(&rt, File::open(p2).use_with(|file| {
+            let f = file.clone();
+            file.write_all("lost")
+                .product_r(file.flush().attempt())
+                .flat_map(move |first| f.flush().map(move |()| first))
+        }));
+        assert_eq!(path_error(&flushed.expect_err("flush reports it")).operation(), "write");
+
+        // At the release: the use succeeded, so the close's error is the
+        // result; the file is closed all the same.
+        let kept: std::sync::Arc<Mutex<Option<File>>> = Default::default();
+        let k = kept.clone();
+        let error = failed(&rt, File::open(p3).use_with(move |file| {
+            *k.lock().unwrap() = Some(file.clone());
+            file.write_all("lost")
+        }));
+        assert_eq!(path_error(&error).operation(), "write");
+        assert!(kept.lock().unwrap().as_ref().unwrap().is_closed());
+        assert_eq!(fs::open_files(), base);
+        assert_eq!(std::fs::read(&path).unwrap(), b"contents");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    fn a_full_device_fails_write_all_behind_and_a_pipe_to_it_fails_with_its_error() {
+        let _serial = serial();
+        if !Path::new("/dev/full").exists() {
+            return;
+        }
+        let rt = rt();
+        let error = failed(&rt, OpenOptions::new().write(true).open("/dev/full").use_with(|file| {
+            file.write_all(vec![0u8; 100_000]).product_r(file.write_all(vec![0u8; 100]))
+        }));
+        assert_eq!(error.raw_os_error(), None, "wrapped: {error}");
+        assert_eq!(path_error(&error).system_error().raw_os_error(), Some(28), "ENOSPC: {error}");
+        assert_eq!(path_error(&error).operation(), "write");
+        let bytes = Stream::iter_chunked(vec![7u8; 200_000], 4096).expect("4096 > 0");
+        let error = failed(&rt, fs::writes("/dev/full", bytes).compile().drain());
+        assert_eq!(path_error(&error).system_error().raw_os_error(), Some(28), "ENOSPC: {error}");
+        assert_eq!(path_error(&error).path(), Path::new("/dev/full"));
+    }
+
+    fn writes_handed_over_before_a_cancellation_are_in_the_file_after_its_close() {
+        let serial = serial();
+        let rt = rt();
+        let base = serial.before();
+        let dir = tempdir();
+        let path = dir.join("canceled");
+        // The use hands over two big writes, then says so and waits for
+        // ever; it is canceled then (its writes may still be at work),
+        // and the release (the close) waits for them.
+        let handed = Deferred::<()>::new();
+        let h = handed.clone();
+        let p = path.clone();
+        let used = File::create(p).use_with(move |file| {
+            let f = file.clone();
+            file.write_all(vec![1u8; 4 << 20])
+                .product_r(f.write_all(vec![2u8; 4 << 20]))
+                .product_r(h.complete(()).void())
+                .product_r(IO::<(), io::Error>::never())
+        });
+        let outcome = succeeded(&rt, used.start().flat_map(move |fiber| {
+            handed.get().product_r(fiber.cancel()).product_r(fiber.join())
+        }));
+        assert!(matches!(outcome, Outcome::Canceled), "{outcome:?}");
+        let written = std::fs::read(&path).unwrap();
+        assert_eq!(written.len(), 8 << 20, "both writes");
+        assert!(written[..4 << 20].iter().all(|&b| b == 1) && written[4 << 20..].iter().all(|&b| b == 2));
+
+        // A fiber canceled while it waits for the writes (`flush`), then the
+        // file used again: the next operation still waits for them.
+        let p = path.clone();
+        let len = succeeded(&rt, File::create(p).use_with(|file| {
+            let (f1, f2) = (file.clone(), file.clone());
+            file.write_all(vec![3u8; 8 << 20])
+                .product_r(f1.flush().timeout(Duration::from_micros(100)).attempt())
+                .product_r(f2.metadata().map(|m| m.len()))
+        }));
+        assert_eq!(len, 8 << 20);
+
+        // Many writes, the loop canceled at some point: each chunk is in
+        // the file whole or not at all, in order.
+        let p = path.clone();
+        let _ = rt.run(File::create(p).use_with(|file| {
+            (0..400u32).fold(IO::unit(), |acc: IO<(), io::Error>, i| {
+                let file = file.clone();
+                acc.flat_map(move |()| file.write_all(vec![i as u8; 100_000]))
+            })
+        }).timeout(Duration::from_millis(3)));
+        let written = std::fs::read(&path).unwrap();
+        assert_eq!(written.len() % 100_000, 0, "whole chunks: {}", written.len());
+        for (i, chunk) in written.chunks(100_000).enumerate() {
+            assert!(chunk.iter().all(|&b| b == i as u8), "chunk {i} in order");
+        }
+        assert_eq!(fs::open_files(), base);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     fn a_chunk_size_or_line_limit_of_zero_is_refused_when_the_stream_is_made() {

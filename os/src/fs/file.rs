@@ -12,6 +12,7 @@ use spindle_core::untraced::{Op, Untraced as _};
 use spindle_core::{IO, Resource};
 use spindle_stream::{Chunk, InvalidArgument, Stream};
 
+use super::behind::{self, Behind};
 use super::{Metadata, at, call, ops};
 
 /// An open file: a cheap handle (clones share the file and its cursor),
@@ -25,6 +26,49 @@ use super::{Metadata, at, call, ops};
 /// `read`, `write` and `seek` move the shared cursor, as with a
 /// `std::fs::File`; fibers that read one file at once use
 /// [`read_at`](File::read_at) (Unix: no cursor) or a file each.
+///
+/// # Writes behind the caller
+///
+/// [`write_all`](File::write_all) and the pipe [`writes`](File::writes)
+/// are *write-behind*, as `tokio::fs::File`'s writes: they hand their
+/// bytes to the file's writer and complete at once, and the writer (one
+/// blocking call on the pool at a time per file) writes them, in the
+/// order they were handed over, while the fiber goes on. Up to a
+/// megabyte may wait behind the chunk being written (a chunk is never
+/// split; one larger than that waits until the writer has nothing
+/// queued); a write that finds no room waits for it.
+///
+/// * Every other operation on the file (from any handle: `read`,
+///   `read_at`, `write`, `write_all_at`, `seek`, `metadata`, `set_len`,
+///   `sync_all`, `sync_data`, `reads`, [`flush`](File::flush),
+///   [`close`](File::close)) first waits until every write handed over
+///   is written, so it sees them, as with a `std::fs::File`.
+/// * A write that fails is reported once, with its error (kind and
+///   [`PathError`](super::PathError) naming `write` and the path, as
+///   every error here), to the first operation that waits for it, or
+///   to the next `write_all`, or at `flush`, or at the close; the chunks
+///   queued behind it are not written. `flush` is the call that waits
+///   and reports and does nothing else.
+/// * The file's `Resource` ends with its close, which waits for the writes
+///   (masked: always, also after an error or a cancellation of the use),
+///   closes the file, and then fails with the error of a write that
+///   failed and was not reported yet. As with any release that fails,
+///   that error is the result of the `use_with` whose use succeeded; if
+///   the use failed or was canceled, it cannot replace that outcome and
+///   is *suppressed* (io-core keeps it with the fiber's outcome, as every
+///   release's error then; `FiberHandle::suppressed_errors` for error
+///   types that are `Clone`, which `io::Error` is not): end a use with
+///   [`flush`](File::flush) to have it as the use's own error. So no byte
+///   handed over is lost when the resource ends, and a failure to write
+///   it is not swallowed: [`fs::writes`](super::writes) fails with it.
+/// * Cancellation: a fiber canceled while it waits (for room, or for the
+///   writes before another operation) leaves the writes running; the
+///   next operation and the close still wait for them. A canceled
+///   `write_all` has handed over all of its bytes (then they are written)
+///   or none.
+/// * [`write`](File::write), which answers how many bytes the system
+///   call took, is not behind: it waits for the writes behind, then
+///   writes, and returns the count.
 ///
 /// ```
 /// use std::io::SeekFrom;
@@ -50,12 +94,14 @@ pub struct File {
     inner: Arc<Inner>,
 }
 
-struct Inner {
-    path: PathBuf,
+pub(crate) struct Inner {
+    pub(crate) path: PathBuf,
     /// `None` once closed. Operations hold the read side for their call;
     /// the close takes the write side, so it waits for a call in flight
     /// and no call starts on a closed (or reused) descriptor.
-    file: RwLock<Option<std::fs::File>>,
+    pub(crate) file: RwLock<Option<std::fs::File>>,
+    /// The writes behind the caller (`write_all`, `writes`).
+    pub(crate) behind: Behind,
 }
 
 /// Files open through this module, in this process (see [`open_files`]).
@@ -82,7 +128,10 @@ impl Inner {
 
 impl Drop for Inner {
     /// The last handle of a file that was never closed (made by `from_std`
-    /// and dropped, or kept past a leak) closes it.
+    /// and dropped, or kept past a leak) closes it. Its writes behind are
+    /// done by then (the writer holds a handle), but the error of one that
+    /// failed and was not reported is dropped with it: call `close` or
+    /// `flush` to see it.
     fn drop(&mut self) {
         self.close();
     }
@@ -212,13 +261,16 @@ impl File {
     }
 
     /// A handle over an open `std::fs::File` (named `path` in errors). It
-    /// is closed by [`close`](File::close), or when the last handle goes.
+    /// is closed by [`close`](File::close), or when the last handle goes
+    /// (see `close` and [`flush`](File::flush) for the errors of writes
+    /// behind).
     pub fn from_std(file: std::fs::File, path: impl Into<PathBuf>) -> File {
         OPEN.fetch_add(1, Ordering::AcqRel);
         File {
             inner: Arc::new(Inner {
                 path: path.into(),
                 file: RwLock::new(Some(file)),
+                behind: Behind::default(),
             }),
         }
     }
@@ -234,15 +286,50 @@ impl File {
     }
 
     /// Closes the file now (the `Resource`'s release does this). Once: a
-    /// second close does nothing. It waits for a call in flight on another
+    /// second close does nothing. It first waits for the writes behind
+    /// (see [`File`]), then closes the file, and then fails with the error
+    /// of a write behind that failed and was not reported yet (the file is
+    /// closed all the same). It waits for a call in flight on another
     /// handle; every call after it fails.
+    ///
+    /// The wait for the writes is cancelable (a canceled close closes
+    /// nothing, and the writes go on); the `Resource`'s release runs
+    /// masked, so it always waits.
     #[track_caller]
     pub fn close(&self) -> IO<(), io::Error> {
-        let inner = self.inner.clone();
-        call(&ops::CLOSE, move || {
-            inner.close();
-            Ok(())
-        })
+        close(self.inner.clone()).traced_as(&ops::CLOSE)
+    }
+
+    /// Waits for the writes behind (see [`File`]) and reports the error of
+    /// one that failed, once: nothing else. Every other operation begins
+    /// with this wait too; `flush` is the one that does nothing more, as
+    /// `tokio::fs::File`'s. The wait is cancelable (the writes go on).
+    ///
+    /// ```
+    /// use spindle_effect::fs::{self, File, PathError};
+    /// use spindle_effect::prelude::*;
+    /// use spindle_effect::wstp::Runtime;
+    ///
+    /// let rt = Runtime::new()?;
+    /// let program = fs::temp_dir().use_with(|dir| {
+    ///     let path = dir.path().join("read-only");
+    ///     // Opened for reading: the write behind fails, after `write_all`
+    ///     // has returned; `flush` reports it, once.
+    ///     fs::write(&path, "kept").product_r(File::open(&path).use_with(|file| {
+    ///         let again = file.clone();
+    ///         file.write_all("lost")
+    ///             .product_r(file.flush().attempt())
+    ///             .flat_map(move |first| again.flush().map(move |()| first))
+    ///     }))
+    /// });
+    /// let first = rt.block_on(program)?.succeeded().expect("the program runs");
+    /// let error = first.expect_err("the failed write");
+    /// assert_eq!(PathError::of(&error).map(PathError::operation), Some("write"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[track_caller]
+    pub fn flush(&self) -> IO<(), io::Error> {
+        behind::after_writes(self.inner.clone(), IO::unit).traced_as(&ops::FILE_FLUSH)
     }
 
     /// Runs `f` on the open file, on the blocking pool, traced as `op`;
@@ -272,10 +359,12 @@ impl File {
     /// [`read`](File::read) without a trace event (a stream's steps).
     fn read_untraced(&self, max: usize) -> IO<Vec<u8>, io::Error> {
         let file = self.clone();
-        IO::defer_untraced(move || match file.read_cached(None, max) {
-            Ok(Some(bytes)) => IO::pure(bytes),
-            Ok(None) => file.with_untraced("read", move |mut f| read_up_to(&mut f, max)),
-            Err(e) => IO::raise_error_untraced(e),
+        behind::after_writes(self.inner.clone(), move || {
+            match file.read_cached(None, max) {
+                Ok(Some(bytes)) => IO::pure(bytes),
+                Ok(None) => file.with_untraced("read", move |mut f| read_up_to(&mut f, max)),
+                Err(e) => IO::raise_error_untraced(e),
+            }
         })
     }
 
@@ -347,11 +436,13 @@ impl File {
     #[track_caller]
     pub fn read_at(&self, offset: u64, max: usize) -> IO<Vec<u8>, io::Error> {
         let file = self.clone();
-        IO::defer_untraced(move || match file.read_cached(Some(offset), max) {
-            // All of it in memory, or the end of the file in it.
-            Ok(Some(bytes)) if bytes.len() == max || bytes.is_empty() => IO::pure(bytes),
-            Ok(_) => file.read_at_blocking(offset, max),
-            Err(e) => IO::raise_error_untraced(e),
+        behind::after_writes(self.inner.clone(), move || {
+            match file.read_cached(Some(offset), max) {
+                // All of it in memory, or the end of the file in it.
+                Ok(Some(bytes)) if bytes.len() == max || bytes.is_empty() => IO::pure(bytes),
+                Ok(_) => file.read_at_blocking(offset, max),
+                Err(e) => IO::raise_error_untraced(e),
+            }
         })
         .traced_as(&ops::FILE_READ_AT)
     }
@@ -377,7 +468,9 @@ impl File {
         })
     }
 
-    /// Writes some of `bytes` at the cursor: how many.
+    /// Writes some of `bytes` at the cursor: how many. Not behind the
+    /// caller (its answer is the count the system call gave): it waits
+    /// for the writes behind first, then writes and returns.
     #[track_caller]
     pub fn write(&self, bytes: impl Into<Vec<u8>>) -> IO<usize, io::Error> {
         let bytes = bytes.into();
@@ -386,13 +479,20 @@ impl File {
         })
     }
 
-    /// Writes all of `bytes` at the cursor.
+    /// Writes all of `bytes` at the cursor, behind the caller: it
+    /// completes once the bytes are handed to the file's writer, before
+    /// they are written (see [`File`]: the next operation on the file
+    /// waits for them, and the error of a failed write shows there, at
+    /// [`flush`](File::flush) or at the close). It waits only while more
+    /// than a megabyte is still to be written, and fails at once with the
+    /// error of an earlier write behind that failed (reporting it; these
+    /// bytes are then not written).
+    ///
+    /// Canceled, it has either handed over nothing (canceled while it
+    /// waited for room) or all of `bytes`, which are then written.
     #[track_caller]
     pub fn write_all(&self, bytes: impl Into<Vec<u8>>) -> IO<(), io::Error> {
-        let bytes = bytes.into();
-        self.with(&ops::FILE_WRITE_ALL, "write", move |mut file| {
-            file.write_all(&bytes)
-        })
+        behind::write_behind(self.inner.clone(), bytes.into()).traced_as(&ops::FILE_WRITE_ALL)
     }
 
     /// Writes all of `bytes` at `offset`, without moving the cursor.
@@ -462,6 +562,8 @@ impl File {
     /// [`fs::reads`](super::reads) opens): one blocking call reads several
     /// chunks ahead (1, then twice as many each call, up to
     /// [`READ_AHEAD`] bytes), which the stream then emits one at a time.
+    /// No write is ever behind it (its file is its own), so the reads on
+    /// the fiber's thread skip [`File::read`]'s wait for them.
     /// The chunks are the ones `reads_unchecked` would emit; an error
     /// after some chunks of a call is raised once they are emitted; a
     /// stream stopped early leaves the cursor past what it emitted.
@@ -529,14 +631,17 @@ impl File {
         })
     }
 
-    /// A pipe: writes each chunk of `bytes` at the cursor, whole, emitting a
-    /// unit per chunk written. The stream does not close the file.
+    /// A pipe: writes each chunk of `bytes` at the cursor, whole and
+    /// behind the stream as [`write_all`](File::write_all) does, emitting
+    /// a unit per chunk handed over. The stream does not close the file;
+    /// the file's close (its `Resource`'s end) waits for the last chunks
+    /// and fails if one of them could not be written (as does the next
+    /// chunk's hand-over, or [`flush`](File::flush)).
     pub fn writes(&self, bytes: Stream<u8, io::Error>) -> Stream<(), io::Error> {
-        let file = self.clone();
-        bytes.chunks().eval_map(move |chunk| {
-            let bytes = chunk.into_vec();
-            file.with_untraced("write", move |mut f| f.write_all(&bytes))
-        })
+        let inner = self.inner.clone();
+        bytes
+            .chunks()
+            .eval_map(move |chunk| behind::write_behind(inner.clone(), chunk.into_vec()))
     }
 
     /// [`with`](File::with) without a trace event (a stream's steps).
@@ -546,13 +651,15 @@ impl File {
         F: FnOnce(&std::fs::File) -> io::Result<A> + Send + 'static,
     {
         let inner = self.inner.clone();
-        IO::try_blocking_untraced(move || {
-            let file = inner.file.read();
-            let result = match &*file {
-                Some(file) => f(file),
-                None => Err(io::Error::other("the file is closed")),
-            };
-            result.map_err(|e| at(operation, &inner.path, e))
+        behind::after_writes(self.inner.clone(), move || {
+            IO::try_blocking_untraced(move || {
+                let file = inner.file.read();
+                let result = match &*file {
+                    Some(file) => f(file),
+                    None => Err(io::Error::other("the file is closed")),
+                };
+                result.map_err(|e| at(operation, &inner.path, e))
+            })
         })
     }
 }
@@ -583,4 +690,22 @@ fn read_up_to(file: &mut &std::fs::File, max: usize) -> io::Result<Vec<u8>> {
     let mut bytes = Vec::with_capacity(max);
     file.take(max as u64).read_to_end(&mut bytes)?;
     Ok(bytes)
+}
+
+/// [`File::close`] without its trace event: waits until no write is at
+/// work, then closes the file and reports the error of a failed write
+/// behind, once (the file closed all the same).
+fn close(inner: Arc<Inner>) -> IO<(), io::Error> {
+    IO::defer_untraced(move || {
+        if inner.behind.writing() {
+            let again = inner.clone();
+            return behind::wait(inner, behind::Want::Done)
+                .flat_map_untraced(move |()| close(again));
+        }
+        IO::try_blocking_untraced(move || {
+            let failed = inner.behind.take_error();
+            inner.close();
+            failed.map_or(Ok(()), Err)
+        })
+    })
 }

@@ -5,12 +5,17 @@
 //! blocking call (the crate's front page says where; reads of data in
 //! the page cache are made on the fiber's thread), and fails with an
 //! `io::Error` of the system's kind whose payload is a [`PathError`]
-//! naming the operation and the path.
+//! naming the operation and the path. An open file's `write_all` and
+//! `writes` are *write-behind*: they hand their bytes to the file's
+//! writer and go on, and the next operation on the file, its `flush` or
+//! its close waits for them and reports a failed write, once (see
+//! [`File`]).
 //!
 //! * Whole files: [`read`], [`read_to_string`], [`write`](write()), [`append`].
 //! * Open files: [`File`] (opened with [`File::open`], [`File::create`] or
 //!   [`OpenOptions`]) is a `Resource`: the file is closed exactly once,
-//!   when the resource's use ends, however it ends.
+//!   when the resource's use ends, however it ends, after the writes
+//!   behind its use are written (a failed one fails the release).
 //! * The tree: [`metadata`], [`symlink_metadata`], [`exists`],
 //!   [`create_dir`], [`create_dir_all`], [`remove_file`], [`remove_dir`],
 //!   [`remove_dir_all`], [`rename`], [`copy`], [`hard_link`], [`symlink`]
@@ -22,10 +27,13 @@
 //! * Temporary files and directories: [`temp_file`], [`temp_dir`] (and
 //!   `_in` variants), removed when their `Resource` ends.
 //!
-//! Design credits: tokio's `tokio::fs` (every call on the blocking pool)
+//! Design credits: tokio's `tokio::fs` (every call on the blocking pool;
+//! `tokio::fs::File`'s write-behind: a write returns once handed to a
+//! blocking task, the next operation waits for it and reports its error)
 //! and fs2-io's `Files` (files as streams and resources); the path in the
 //! error follows the `fs-err` crate's idea. No code is copied.
 
+mod behind;
 mod cached;
 mod dir;
 mod error;
@@ -98,6 +106,7 @@ pub(crate) mod ops {
         FILE_SET_LEN = "File::set_len";
         FILE_SYNC_ALL = "File::sync_all";
         FILE_SYNC_DATA = "File::sync_data";
+        FILE_FLUSH = "File::flush";
         READ_DIR = "fs::read_dir";
         TEMP_DIR = "fs::temp_dir";
         TEMP_FILE = "fs::temp_file";
@@ -377,9 +386,12 @@ pub fn lines(
 }
 
 /// A pipe: writes every chunk of `bytes` to the file at `path` (created,
-/// or truncated if it exists), emitting a unit per chunk written. The file
-/// is opened when the stream is first pulled and closed exactly once when
-/// the stream ends, however it ends.
+/// or truncated if it exists), behind the stream (as
+/// [`File::writes`]), emitting a unit per chunk handed over. The file is
+/// opened when the stream is first pulled and closed exactly once when
+/// the stream ends, however it ends; the close waits for the chunks
+/// still being written, so the stream has ended only once all are
+/// written, and it fails with the error of a write that failed.
 pub fn writes(path: impl AsRef<Path>, bytes: Stream<u8, io::Error>) -> Stream<(), io::Error> {
     let path = path.as_ref().to_path_buf();
     // The resource emits its file once: the byte stream goes to that one.
