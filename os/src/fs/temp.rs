@@ -4,7 +4,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use spindle_core::Resource;
+use spindle_core::{IO, Resource};
 
 use super::{File, at, call, ops, remove_dir_all, remove_file};
 
@@ -57,7 +57,9 @@ pub fn temp_file() -> Resource<File, io::Error> {
 }
 
 /// A new empty file in `parent`, open for reading and writing, closed and
-/// removed when the resource ends.
+/// removed when the resource ends (removed also when the close fails with
+/// the error of a write behind, which the release then fails with: see
+/// [`File`]).
 #[track_caller]
 pub fn temp_file_in(parent: impl AsRef<Path>) -> Resource<File, io::Error> {
     let parent = parent.as_ref().to_path_buf();
@@ -73,6 +75,10 @@ pub fn temp_file_in(parent: impl AsRef<Path>) -> Resource<File, io::Error> {
     });
     Resource::make(make, |file: File| {
         let path = file.path().to_path_buf();
-        file.close().product_r(remove_file(path))
+        file.close().attempt().flat_map(move |closed| {
+            remove_file(path)
+                .attempt()
+                .flat_map(move |removed| IO::from_result(closed.and(removed)))
+        })
     })
 }
