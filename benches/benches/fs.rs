@@ -16,7 +16,9 @@
 //!   multi_thread(2).
 //! * `Files/write_1GiB_64KiB/*`: [`BIG`] written in 64 KiB chunks to a file
 //!   created (or truncated) by the operation. `spindle_wstp_write_all`:
-//!   `File::create(..).use_with` and a loop of `file.write_all(block)`;
+//!   `File::create(..).use_with` and a loop of `file.write_all(block)`
+//!   (written behind the loop: the run ends after the file's close, which
+//!   waits for the last write, as tokio's `flush` does);
 //!   `spindle_wstp_writes`: `fs::writes` of a stream of the 64 KiB blocks;
 //!   `spindle_tokio_write_all`: the loop on exec-tokio; `tokio_mt`:
 //!   `tokio::fs::File::create`, `write_all` per block and `flush`, on
