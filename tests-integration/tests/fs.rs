@@ -472,9 +472,18 @@ rt_test! {
         let expected: Vec<u8> = chunks.concat();
         let streamed: Vec<u8> = (0..2_000_000u32).map(|i| (i % 251) as u8).collect();
         let stream_expected = streamed.clone();
-        let (looped, piped, open_during) = succeeded(&rt, in_temp_dir(move |dir| {
-            let (p1, p2) = (dir.join("looped"), dir.join("piped"));
-            let (r1, r2) = (p1.clone(), p2.clone());
+        // And chunks of more than half the queue, which wait until each fits.
+        let big: Vec<Vec<u8>> = (0..12u8).map(|i| vec![i; 700_000]).collect();
+        let big_expected = big.concat();
+        let (looped, piped, big_back, open_during) = succeeded(&rt, in_temp_dir(move |dir| {
+            let (p1, p2, p3) = (dir.join("looped"), dir.join("piped"), dir.join("big"));
+            let (r1, r2, r3) = (p1.clone(), p2.clone(), p3.clone());
+            let big_written = File::create(p3).use_with(move |file| {
+                big.into_iter().fold(IO::unit(), |acc: IO<(), io::Error>, chunk| {
+                    let file = file.clone();
+                    acc.flat_map(move |()| file.write_all(chunk))
+                })
+            });
             let written = File::create(p1).use_with(move |file| {
                 chunks.into_iter().fold(IO::unit(), |acc: IO<(), io::Error>, chunk| {
                     let file = file.clone();
@@ -487,14 +496,16 @@ rt_test! {
                 .flat_map(move |open_during| {
                     fs::writes(p2, bytes).compile().drain().map(move |()| open_during)
                 })
+                .flat_map(move |open_during| big_written.map(move |()| open_during))
                 .flat_map(move |open_during| {
-                    fs::read(r1).both(fs::read(r2)).map(move |(a, b)| (a, b, open_during))
+                    fs::read(r1).both(fs::read(r2)).both(fs::read(r3)).map(move |((a, b), c)| (a, b, c, open_during))
                 })
         }));
         assert_eq!(open_during, base + 1, "the file is open while it is written");
         assert_eq!(looped.len(), expected.len());
         assert!(looped == expected, "every chunk, in order");
         assert!(piped == stream_expected, "the pipe's chunks, in order");
+        assert!(big_back == big_expected, "the big chunks, in order");
     }
 
     fn the_next_operation_waits_for_the_writes_behind_and_reads_what_they_wrote() {

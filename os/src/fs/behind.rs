@@ -29,10 +29,11 @@ use super::at;
 use super::file::Inner;
 
 /// The most bytes that may wait in a file's queue behind the write at
-/// work; a write that finds the queue full waits until the writer has
-/// brought it down to half of this (or has emptied it, for a chunk larger
-/// than this). A chunk is handed over whole, so the queue may hold one
-/// chunk larger than this when it was empty.
+/// work; a write that finds no room for its chunk waits until the writer
+/// has brought the queue down to half of this and the chunk fits (or has
+/// emptied it, for a chunk larger than this). A chunk is handed over
+/// whole, so the queue may hold one chunk larger than this when it was
+/// empty.
 pub(crate) const MAX_BEHIND: usize = 1024 * 1024;
 
 /// A file's writes behind its caller (module doc).
@@ -61,9 +62,7 @@ struct State {
 
 struct Waiter {
     id: u64,
-    /// `true`: room in the queue will do; `false`: only the end of every
-    /// write (`writing` false) will.
-    room: bool,
+    want: Want,
     callback: Callback<(), io::Error>,
 }
 
@@ -80,18 +79,35 @@ pub(crate) enum HandOver {
     Failed(io::Error),
 }
 
-/// What a fiber waits for: room for a chunk, or the end of every write.
+/// What a fiber waits for: room for a chunk of so many bytes, or the end
+/// of every write.
 #[derive(Clone, Copy)]
 pub(crate) enum Want {
-    Room,
+    Room(usize),
     Done,
 }
 
 impl State {
+    /// Whether a chunk of `len` bytes may be queued now.
+    fn room(&self, len: usize) -> bool {
+        !self.writing || self.queued == 0 || self.queued + len <= MAX_BEHIND
+    }
+
+    /// Whether a waiter for `want` may go on (an error to report counts).
+    /// Room is given once the queue is down to half (so that a writing
+    /// fiber is woken once per half a queue, not once per chunk), and
+    /// always implies [`room`](State::room) for the waiter's chunk: a
+    /// waiter woken finds it.
     fn ready(&self, want: Want) -> bool {
-        self.error.is_some()
-            || !self.writing
-            || matches!(want, Want::Room) && self.queued <= MAX_BEHIND / 2
+        if self.error.is_some() || !self.writing {
+            return true;
+        }
+        match want {
+            Want::Done => false,
+            Want::Room(len) => {
+                self.queued == 0 || self.queued <= MAX_BEHIND / 2 && self.queued + len <= MAX_BEHIND
+            }
+        }
     }
 
     /// The waiters to wake now (taken out of the list).
@@ -99,12 +115,7 @@ impl State {
         let mut woken = Vec::new();
         let mut i = 0;
         while i < self.waiters.len() {
-            let want = if self.waiters[i].room {
-                Want::Room
-            } else {
-                Want::Done
-            };
-            if self.ready(want) {
+            if self.ready(self.waiters[i].want) {
                 woken.push(self.waiters.swap_remove(i).callback);
             } else {
                 i += 1;
@@ -165,9 +176,7 @@ impl Behind {
         if bytes.is_empty() {
             return HandOver::Queued;
         }
-        let room =
-            !state.writing || (state.queued == 0 || state.queued + bytes.len() <= MAX_BEHIND);
-        if !room {
+        if !state.room(bytes.len()) {
             return HandOver::Full(bytes);
         }
         state.queued += bytes.len();
@@ -189,12 +198,10 @@ impl Behind {
         let woken = match &chunk {
             Some(chunk) => {
                 state.queued -= chunk.len();
-                // Room for the waiting writers once the queue is down to half.
-                let was_full = state.queued + chunk.len() > MAX_BEHIND / 2;
-                if was_full && state.queued <= MAX_BEHIND / 2 && !state.waiters.is_empty() {
-                    state.wake()
-                } else {
+                if state.waiters.is_empty() {
                     Vec::new()
+                } else {
+                    state.wake()
                 }
             }
             None => self.finish(&mut state, None),
@@ -318,7 +325,7 @@ fn hand_over(inner: Arc<Inner>, bytes: Vec<u8>, poll: Poll) -> IO<(), io::Error>
             HandOver::StartWriter => start_writer(inner),
             HandOver::Failed(e) => IO::raise_error_untraced(e),
             HandOver::Full(bytes) => poll
-                .apply(wait(inner.clone(), Want::Room))
+                .apply(wait(inner.clone(), Want::Room(bytes.len())))
                 .flat_map_untraced(move |()| hand_over(inner, bytes, poll)),
         }
     })
@@ -337,11 +344,7 @@ pub(crate) fn wait(inner: Arc<Inner>, want: Want) -> IO<(), io::Error> {
         }
         let id = state.next_waiter;
         state.next_waiter += 1;
-        state.waiters.push(Waiter {
-            id,
-            room: matches!(want, Want::Room),
-            callback,
-        });
+        state.waiters.push(Waiter { id, want, callback });
         drop(state);
         Some(IO::delay_untraced(move || {
             inner.behind.state.lock().waiters.retain(|w| w.id != id);
