@@ -34,12 +34,14 @@ use super::{Metadata, at, call, ops};
 /// bytes to the file's writer and complete at once, and the writer (one
 /// blocking call on the pool at a time per file) writes them, in the
 /// order they were handed over, while the fiber goes on. Up to a
-/// megabyte may wait behind the chunk being written (a chunk is never
-/// split; one larger than that waits until the writer has nothing
-/// queued); a write that finds no room waits for it.
+/// megabyte may wait behind the chunk being written; a write that finds
+/// no room for its chunk (never split) waits until the writer has
+/// brought the queue down to half a megabyte and the chunk fits, or has
+/// emptied it (a chunk larger than the queue).
 ///
 /// * Every other operation on the file (from any handle: `read`,
-///   `read_at`, `write`, `write_all_at`, `seek`, `metadata`, `set_len`,
+///   `read_to_end`, `read_to_string`, `read_at`, `write`,
+///   `write_all_at`, `seek`, `metadata`, `set_len`,
 ///   `sync_all`, `sync_data`, `reads`, [`flush`](File::flush),
 ///   [`close`](File::close)) first waits until every write handed over
 ///   is written, so it sees them, as with a `std::fs::File`.
@@ -483,8 +485,9 @@ impl File {
     /// completes once the bytes are handed to the file's writer, before
     /// they are written (see [`File`]: the next operation on the file
     /// waits for them, and the error of a failed write shows there, at
-    /// [`flush`](File::flush) or at the close). It waits only while more
-    /// than a megabyte is still to be written, and fails at once with the
+    /// [`flush`](File::flush) or at the close). It waits only when the
+    /// queue behind the writer has no room for `bytes` (about a megabyte
+    /// is still to be written), and fails at once with the
     /// error of an earlier write behind that failed (reporting it; these
     /// bytes are then not written).
     ///
