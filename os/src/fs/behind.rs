@@ -297,7 +297,9 @@ fn dropped(path: &Path) -> io::Error {
     at(
         "write",
         path,
-        io::Error::other("the writes behind were dropped (the executor shut down)"),
+        io::Error::other(
+            "the writes behind were dropped (the executor shut down, or the writer panicked)",
+        ),
     )
 }
 
