@@ -47,6 +47,7 @@ mod sealed {
     pub trait Sealed {}
     impl<A, E> Sealed for crate::IO<A, E> {}
     impl<A, E> Sealed for crate::FiberHandle<A, E> {}
+    impl Sealed for crate::Poll {}
 }
 
 /// The untraced twins of `IO`'s constructors and combinators: they build
@@ -94,6 +95,17 @@ pub trait Untraced<A, E>: sealed::Sealed + Sized {
     /// [`IO::cede`] without a trace event (an operation that lets the
     /// other fibers run before its next step).
     fn cede_untraced() -> IO<(), E>;
+
+    /// [`IO::uncancelable`] without a trace event (an operation's masked
+    /// step; apply its [`Poll`](crate::Poll) with
+    /// [`UntracedPoll::apply_untraced`]).
+    fn uncancelable_untraced<F>(body: F) -> IO<A, E>
+    where
+        F: FnOnce(crate::Poll) -> IO<A, E> + Send + 'static;
+
+    /// [`IO::start`] without a trace event (an operation's own fiber, as a
+    /// file's writer behind its caller).
+    fn start_untraced<E2: Send + 'static>(self) -> IO<FiberHandle<A, E>, E2>;
 
     /// [`IO::map`] without a trace event.
     fn map_untraced<B, F>(self, f: F) -> IO<B, E>
@@ -178,6 +190,19 @@ impl<A: Send + 'static, E: Send + 'static> Untraced<A, E> for IO<A, E> {
     }
 
     #[inline]
+    fn uncancelable_untraced<F>(body: F) -> IO<A, E>
+    where
+        F: FnOnce(crate::Poll) -> IO<A, E> + Send + 'static,
+    {
+        IO::uncancelable_untraced(body)
+    }
+
+    #[inline]
+    fn start_untraced<E2: Send + 'static>(self) -> IO<FiberHandle<A, E>, E2> {
+        IO::start_untraced(self)
+    }
+
+    #[inline]
     fn map_untraced<B, F>(self, f: F) -> IO<B, E>
     where
         B: Send + 'static,
@@ -199,6 +224,21 @@ impl<A: Send + 'static, E: Send + 'static> Untraced<A, E> for IO<A, E> {
     #[track_caller]
     fn traced_as(self, op: &'static Op) -> IO<A, E> {
         IO::traced_as(self, op)
+    }
+}
+
+/// Applying an uncancelable region's [`Poll`](crate::Poll) without a trace
+/// event.
+pub trait UntracedPoll: sealed::Sealed {
+    /// [`Poll::apply`](crate::Poll::apply) without a trace event: `io`
+    /// cancelable again inside the region this poll belongs to.
+    fn apply_untraced<A: Send + 'static, E: Send + 'static>(&self, io: IO<A, E>) -> IO<A, E>;
+}
+
+impl UntracedPoll for crate::Poll {
+    #[inline]
+    fn apply_untraced<A: Send + 'static, E: Send + 'static>(&self, io: IO<A, E>) -> IO<A, E> {
+        crate::Poll::apply_untraced(self, io)
     }
 }
 

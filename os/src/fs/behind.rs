@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use parking_lot::Mutex;
-use spindle_core::untraced::Untraced as _;
+use spindle_core::untraced::{Untraced as _, UntracedPoll as _};
 use spindle_core::{Callback, IO, Poll};
 
 use super::at;
@@ -249,7 +249,7 @@ pub(crate) fn start_writer(inner: Arc<Inner>) -> IO<(), io::Error> {
         writer.run();
         Ok(())
     })
-    .start::<io::Error>()
+    .start_untraced::<io::Error>()
     .map_untraced(drop)
 }
 
@@ -310,7 +310,7 @@ fn dropped(path: &Path) -> io::Error {
 /// from the hand-over to the writer's start, so that no chunk is queued
 /// without a writer.
 pub(crate) fn write_behind(inner: Arc<Inner>, bytes: Vec<u8>) -> IO<(), io::Error> {
-    IO::uncancelable(move |poll| hand_over(inner, bytes, poll))
+    IO::uncancelable_untraced(move |poll| hand_over(inner, bytes, poll))
 }
 
 fn hand_over(inner: Arc<Inner>, bytes: Vec<u8>, poll: Poll) -> IO<(), io::Error> {
@@ -327,7 +327,7 @@ fn hand_over(inner: Arc<Inner>, bytes: Vec<u8>, poll: Poll) -> IO<(), io::Error>
             HandOver::StartWriter => start_writer(inner),
             HandOver::Failed(e) => IO::raise_error_untraced(e),
             HandOver::Full(bytes) => poll
-                .apply(wait(inner.clone(), Want::Room(bytes.len())))
+                .apply_untraced(wait(inner.clone(), Want::Room(bytes.len())))
                 .flat_map_untraced(move |()| hand_over(inner, bytes, poll)),
         }
     })
