@@ -58,6 +58,7 @@ expect_common=(
   "block: 10 awaits, sum 55"
   "heap per suspended fiber: "
   "interrupt wake-ups: $wake_ups of $wake_ups from "
+  "locals: the child saw 5, the parent kept 5"
   "failure: reading out of range"
   "heap peak: "
   "allocations in interrupt handlers: 0"

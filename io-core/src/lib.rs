@@ -133,6 +133,7 @@ mod sync;
 pub mod untraced;
 mod wait;
 
+pub use combinators::local::IOLocal;
 pub use combinators::memoize::Memoized;
 pub use combinators::monad_cancel::Poll;
 pub use combinators::par::BothOutcome;

@@ -65,7 +65,9 @@
 //!   it, `.await` it: [`JoinFuture`]); [`CancelHandle`], [`FiberId`];
 //!   [`Callback`] (resume a fiber from another thread or an interrupt,
 //!   `IO::from_callback`); [`Poll`] (unmask inside `IO::uncancelable`);
-//!   [`Memoized`] (`io.memoize()`). Races and pairs end in [`Either`],
+//!   [`Memoized`] (`io.memoize()`); [`IOLocal`], a value per fiber that
+//!   children start with a copy of (request-scoped context). Races and
+//!   pairs end in [`Either`],
 //!   [`RaceOutcome`], [`RacePair`] and [`BothOutcome`]. Futures both ways:
 //!   [`future`].
 //! * **Shared state**: [`Ref`], [`Deferred`], [`Signal`], [`Semaphore`],
@@ -160,8 +162,8 @@ pub use spindle_core::{cede, never, select, sleep};
 
 // Fibers: handles, callbacks, masking, memoization, races and pairs.
 pub use spindle_core::{
-    BothOutcome, Callback, CancelHandle, Either, FiberHandle, FiberId, JoinFuture, Memoized, Poll,
-    RaceOutcome, RacePair,
+    BothOutcome, Callback, CancelHandle, Either, FiberHandle, FiberId, IOLocal, JoinFuture,
+    Memoized, Poll, RaceOutcome, RacePair,
 };
 
 // Shared state.

@@ -15,6 +15,7 @@
 
 pub(crate) mod cancelable;
 pub(crate) mod embed;
+pub(crate) mod local;
 pub(crate) mod memoize;
 pub(crate) mod monad_cancel;
 pub(crate) mod outcomes;

@@ -18,6 +18,7 @@
 //! | `handle.rs`   | [`FiberHandle`](handle::FiberHandle): join and cancel a started fiber |
 //! | `dump.rs`     | [`FiberDump`], [`FiberInfo`], [`FiberStatus`], [`FiberState`], [`WeakFiber`], [`WeakFibers`] |
 //! | `run_loop.rs` | `Fiber::run`: the interpreter                              |
+//! | `locals.rs`   | a fiber's local values (`IOLocal`): an immutable map shared with the children it starts |
 //! | `region.rs`   | deadline regions (`IO::timeout` on the fiber's own stack): entering, observing, unwinding to one |
 //!
 //! # Layout
@@ -147,6 +148,7 @@ pub(crate) mod handle;
 mod header;
 mod id;
 pub(crate) mod join;
+pub(crate) mod locals;
 mod region;
 mod run_loop;
 mod run_state;

@@ -42,7 +42,7 @@ pub(crate) struct Core {
     /// Depth of nested uncancelable regions around the current node
     /// (cancellation is observed only at depth 0), up to `u16::MAX`; the
     /// levels beyond (a program nesting more than 65,535 regions) are
-    /// counted in [`Cold::deep_masks`]. Two bytes, beside `ending` and
+    /// counted in [`Rare::deep_masks`]. Two bytes, beside `ending` and
     /// `flags`, in the word a `u32` depth took alone.
     pub(super) masks: u16,
     /// Set once the fiber finalizes (canceled or panicked): the remaining
@@ -125,20 +125,24 @@ pub(crate) struct Cold {
     /// The number that marks this fiber's polls as its own
     /// ([`Core::poll_owner`]); 0 until its first uncancelable region.
     poll_owner: usize,
-    /// Mask levels beyond `u16::MAX` ([`Core::masks`]); 0 for any program
-    /// that nests fewer regions.
-    deep_masks: u32,
     /// The fiber's deadline regions, made at its first region.
     pub(super) regions: Option<crate::engine::blocks::PoolBox<Regions>>,
     /// The rarer rest, made when first needed: a fiber with a poll owner
     /// keeps a small `Cold` (a block of the pool) and no `Rare`.
     rare: Option<alloc::boxed::Box<Rare>>,
+    /// The fiber's local values (`IOLocal`, `locals.rs`), shared with the
+    /// children it starts; `None` while none is set. Four words in all, so
+    /// that `Cold` stays one block of the pool with tracing compiled out.
+    locals: super::locals::Locals,
 }
 
 /// What a fiber needs only after a panic, a suppressed finalizer error, or
 /// an error from a traced child fiber.
 #[derive(Default)]
 struct Rare {
+    /// Mask levels beyond `u16::MAX` ([`Core::masks`]); 0 for any program
+    /// that nests fewer regions.
+    deep_masks: u32,
     /// The message of the panic the fiber finalizes after.
     panic: Option<crate::outcome::PanicMessage>,
     /// Errors of finalizers that could not be propagated (the fiber was
@@ -265,14 +269,14 @@ impl Core {
     #[cold]
     #[inline(never)]
     fn mask_deep(&mut self) {
-        self.cold().deep_masks += 1;
+        self.rare().deep_masks += 1;
     }
 
     #[cold]
     #[inline(never)]
     fn unmask_deep(&mut self) {
-        match &mut self.cold {
-            Some(cold) if cold.deep_masks > 0 => cold.deep_masks -= 1,
+        match self.rare_mut() {
+            Some(rare) if rare.deep_masks > 0 => rare.deep_masks -= 1,
             _ => self.masks -= 1,
         }
     }
@@ -284,7 +288,7 @@ impl Core {
         if self.masks < u16::MAX {
             depth
         } else {
-            depth + self.cold.as_ref().map_or(0, |cold| cold.deep_masks)
+            depth + self.rare_ref().map_or(0, |rare| rare.deep_masks)
         }
     }
 
@@ -312,6 +316,40 @@ impl Core {
 
     fn rare_ref(&self) -> Option<&Rare> {
         self.cold.as_ref()?.rare.as_deref()
+    }
+
+    /// Whether the fiber holds locals (one or two loads).
+    #[inline(always)]
+    pub(super) fn has_locals(&self) -> bool {
+        match &self.cold {
+            None => false,
+            Some(cold) => cold.locals.is_some(),
+        }
+    }
+
+    /// The fiber's locals, for a child it starts (a clone of one `Arc`,
+    /// or `None`).
+    #[inline]
+    pub(super) fn locals(&self) -> super::locals::Locals {
+        match &self.cold {
+            None => None,
+            Some(cold) => cold.locals.clone(),
+        }
+    }
+
+    /// The fiber's locals, to read.
+    #[inline]
+    pub(super) fn locals_ref(&self) -> Option<&super::locals::Locals> {
+        self.cold.as_ref().map(|cold| &cold.locals)
+    }
+
+    /// Replaces the fiber's locals (a child's, when it is made; a `set`'s
+    /// new map). `None` on a fiber that has no `Cold` makes none.
+    #[inline]
+    pub(super) fn set_locals(&mut self, locals: super::locals::Locals) {
+        if locals.is_some() || self.cold.is_some() {
+            self.cold().locals = locals;
+        }
     }
 
     fn cold(&mut self) -> &mut Cold {

@@ -33,6 +33,8 @@ use crate::io::IO;
 use crate::outcome::Outcome;
 use crate::sync::{Arc, UnsafeCell};
 
+use super::locals::LocalValue;
+
 /// One fiber, shared by its handle, the thread running it and its callbacks.
 #[repr(C)]
 pub(crate) struct FiberInner<X: Executor> {
@@ -299,6 +301,16 @@ pub(super) trait Spawn {
     /// parent traces now (a child started in `traced()` traces too).
     fn spawn_child(&self, node: Node, on_complete: Option<Completion>, traced: bool)
     -> RawFiberRef;
+
+    /// [`spawn_child`](Spawn::spawn_child) for a child that starts with
+    /// its parent's `locals` (out of the way of the others).
+    fn spawn_child_with_locals(
+        &self,
+        node: Node,
+        on_complete: Option<Completion>,
+        traced: bool,
+        locals: Arc<super::locals::LocalMap>,
+    ) -> RawFiberRef;
 }
 
 impl<X: Executor> Spawn for X {
@@ -309,6 +321,22 @@ impl<X: Executor> Spawn for X {
         traced: bool,
     ) -> RawFiberRef {
         let child = Fiber::from_parts_traced(node, on_complete, self.clone(), traced);
+        let child_ref = child.raw_ref();
+        self.schedule_fiber(child);
+        child_ref
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn spawn_child_with_locals(
+        &self,
+        node: Node,
+        on_complete: Option<Completion>,
+        traced: bool,
+        locals: Arc<super::locals::LocalMap>,
+    ) -> RawFiberRef {
+        let child = Fiber::from_parts_traced(node, on_complete, self.clone(), traced);
+        child.start_with_locals(locals);
         let child_ref = child.raw_ref();
         self.schedule_fiber(child);
         child_ref
@@ -325,23 +353,67 @@ impl<X: Executor> Spawn for X {
 #[derive(Clone, Copy)]
 pub(crate) struct Spawner {
     executor: *const dyn Spawn,
+    /// The running fiber's state (its locals), valid like `executor`; the
+    /// run-loop does not touch it while the closure runs.
+    core: *mut Core,
     /// The parent traces now.
     traced: bool,
 }
 
 impl Spawner {
-    pub(super) fn new<X: Executor>(executor: &X, core: &Core) -> Self {
+    pub(super) fn new<X: Executor>(executor: &X, core: &mut Core) -> Self {
         Spawner {
             executor: executor as &dyn Spawn,
             traced: core.flags.is_on(),
+            core,
         }
     }
 
-    /// Starts a child fiber of `node` (see [`Spawn::spawn_child`]).
+    /// Starts a child fiber of `node` (see [`Spawn::spawn_child`]), with a
+    /// copy of the running fiber's locals.
     pub(crate) fn spawn(&self, node: Node, on_complete: Option<Completion>) -> RawFiberRef {
         // SAFETY: the spawner lives only during the `Start` node's call, in
-        // which the running fiber keeps its executor alive (type doc).
+        // which the running fiber keeps its state and its executor alive,
+        // and nothing else reaches its state (type doc).
+        if unsafe { (*self.core).has_locals() } {
+            return self.spawn_with_locals(node, on_complete);
+        }
+        // SAFETY: as above, for the executor.
         unsafe { (*self.executor).spawn_child(node, on_complete, self.traced) }
+    }
+
+    /// [`spawn`](Spawner::spawn) from a fiber that holds locals.
+    #[cold]
+    #[inline(never)]
+    fn spawn_with_locals(&self, node: Node, on_complete: Option<Completion>) -> RawFiberRef {
+        // SAFETY: as in `spawn`.
+        let locals = unsafe { (*self.core).locals() };
+        match locals {
+            // SAFETY: as in `spawn`, for the executor.
+            Some(locals) => unsafe {
+                (*self.executor).spawn_child_with_locals(node, on_complete, self.traced, locals)
+            },
+            // SAFETY: as above.
+            None => unsafe { (*self.executor).spawn_child(node, on_complete, self.traced) },
+        }
+    }
+
+    /// The running fiber's value of the local numbered `key`, if it holds
+    /// one of type `A`.
+    pub(crate) fn local<A: Clone + 'static>(&self, key: u64) -> Option<A> {
+        // SAFETY: as in `spawn`: the state is alive and only read here.
+        let locals = unsafe { (*self.core).locals_ref() }?;
+        super::locals::get(locals, key)
+    }
+
+    /// Sets (`Some`) or removes (`None`) the running fiber's value of the
+    /// local numbered `key`.
+    pub(crate) fn set_local(&self, key: u64, value: Option<alloc::boxed::Box<dyn LocalValue>>) {
+        // SAFETY: as in `spawn`; the only reference to the state made
+        // while the closure runs is this one, for this call.
+        let core = unsafe { &mut *self.core };
+        let locals = super::locals::with(&core.locals(), key, value);
+        core.set_locals(locals);
     }
 }
 
@@ -448,6 +520,18 @@ impl<X: Executor> Fiber<X> {
         };
         fiber.inner.executor.fiber_created(&fiber);
         fiber
+    }
+
+    /// Gives a fiber just made (not yet seen by anyone) its parent's
+    /// locals; out of the way of the starts of fibers without locals.
+    #[cold]
+    #[inline(never)]
+    fn start_with_locals(&self, locals: Arc<super::locals::LocalMap>) {
+        // SAFETY: the fiber was made by the caller and is not scheduled or
+        // shared yet: nothing else touches its run state.
+        self.inner
+            .core
+            .with_mut(|core| unsafe { (*core).set_locals(Some(locals)) });
     }
 
     /// A reference to this fiber that can request its cancellation.

@@ -1004,3 +1004,49 @@ fn a_masked_part_of_a_region_finishes_before_its_deadline_is_observed() {
     assert_eq!(ex.run(io), Some(Outcome::Succeeded(5)));
     assert_eq!(ran.load(Ordering::SeqCst), 1);
 }
+
+#[test]
+fn a_local_set_by_a_fiber_is_copied_into_the_children_it_starts_and_never_written_back() {
+    let local = crate::IOLocal::new(0u32);
+    let (child_sets, child_reads, parent_reads, sibling) =
+        (local.clone(), local.clone(), local.clone(), local.clone());
+    let io: IO<(u32, u32, u32), ()> = local.set(1).product_r(
+        child_sets
+            .update(|x| x + 10)
+            .product_r(child_reads.get())
+            .start()
+            .flat_map(move |child| {
+                sibling.get().start().flat_map(move |other| {
+                    child
+                        .join_with_never()
+                        .flat_map(move |a| other.join_with_never().map(move |b| (a, b)))
+                })
+            })
+            .flat_map(move |(a, b)| parent_reads.get().map(move |p| (a, b, p))),
+    );
+    assert_eq!(rt().run(io), Some(Outcome::Succeeded((11, 1, 1))));
+}
+
+#[test]
+fn a_scoped_local_is_put_back_after_an_error_and_a_fiber_without_locals_reads_defaults() {
+    let local = crate::IOLocal::new(String::from("default"));
+    let (after, fresh) = (local.clone(), local.clone());
+    let io: IO<(Result<(), String>, String), String> = local
+        .local(
+            String::from("scoped"),
+            IO::raise_error(String::from("boom")),
+        )
+        .attempt()
+        .flat_map(move |r| after.get().map(move |v| (r, v)));
+    assert_eq!(
+        rt().run(io),
+        Some(Outcome::Succeeded((
+            Err(String::from("boom")),
+            String::from("default")
+        )))
+    );
+    assert_eq!(
+        rt().run(fresh.get::<()>()),
+        Some(Outcome::Succeeded(String::from("default")))
+    );
+}

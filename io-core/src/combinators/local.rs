@@ -1,0 +1,204 @@
+//! [`IOLocal`]: a value per fiber (Cats Effect's `IOLocal`, Effect-TS's
+//! `FiberRef`).
+//!
+//! Each fiber holds its own value of each local, its *default* until the
+//! fiber sets one. A fiber started by `start`, `both`, `race`,
+//! `par_traverse` or any other combinator that starts children begins with
+//! a copy of the values its parent holds at that moment; from then on the
+//! two are independent: what a child sets never reaches its parent, and
+//! what the parent sets later never reaches the child. A fiber started
+//! from outside (an executor's `spawn` or `block_on`) begins with every
+//! default.
+//!
+//! The values live in the fiber's rarely used state (`fiber/locals.rs`):
+//! a fiber that never sets a local holds nothing for them, and starting a
+//! child copies one pointer (a reference count when there are values).
+//! `get` and `set` are one step of the run loop each, as a `delay` is.
+//! A `set` copies the fiber's small map of values (the parent's, if the
+//! fiber still shares it), so that the parent and the children keep
+//! theirs; a local is meant for request-scoped context (a request id, a
+//! user, a span), read often and set rarely.
+//!
+//! Design credits: Cats Effect's `IOLocal` (a child starts with a copy,
+//! never writes back) and Effect-TS's `FiberRef.locally` (a scoped value
+//! restored however the program ends). No code is copied.
+
+use alloc::boxed::Box;
+
+use crate::engine::tracing::{Named, here};
+use crate::io::IO;
+use crate::sync::{Ordering, StaticAtomicUsize};
+
+crate::engine::tracing::trace_ops! {
+    Get = "IOLocal::get",
+    Set = "IOLocal::set",
+    Reset = "IOLocal::reset",
+    Update = "IOLocal::update",
+    Modify = "IOLocal::modify",
+    GetAndSet = "IOLocal::get_and_set",
+    Restore = "IOLocal::local",
+}
+
+/// The next local's number (any read-modify-write hands each out once).
+static KEYS: StaticAtomicUsize = StaticAtomicUsize::new(1);
+
+/// A value per fiber (module doc): each fiber reads and sets its own, and
+/// a child fiber starts with a copy of its parent's.
+///
+/// A cheap handle: clones are the same local. Its values must be `Clone`
+/// (a read hands out a copy), `Send` and `Sync` (they move with fibers
+/// between threads).
+///
+/// ```
+/// use spindle_effect::prelude::*;
+/// use spindle_effect::IOLocal;
+/// use spindle_effect::wstp::Runtime;
+///
+/// let request_id = IOLocal::new(String::from("none"));
+/// let (child, after) = (request_id.clone(), request_id.clone());
+/// let program = request_id
+///     .local(
+///         String::from("req-42"),
+///         // A child fiber starts with its parent's value.
+///         child.get::<()>().start().flat_map(|fiber| fiber.join_with_never()),
+///     )
+///     // Once the scope ends, the value before it shows again.
+///     .flat_map(move |in_child| after.get().map(move |now| (in_child, now)));
+/// let rt = Runtime::new()?;
+/// assert_eq!(
+///     rt.block_on(program)?.succeeded(),
+///     Some((String::from("req-42"), String::from("none")))
+/// );
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct IOLocal<A> {
+    key: u64,
+    default: A,
+}
+
+impl<A: Clone> Clone for IOLocal<A> {
+    fn clone(&self) -> Self {
+        IOLocal {
+            key: self.key,
+            default: self.default.clone(),
+        }
+    }
+}
+
+impl<A: core::fmt::Debug> core::fmt::Debug for IOLocal<A> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("IOLocal")
+            .field("key", &self.key)
+            .field("default", &self.default)
+            .finish()
+    }
+}
+
+impl<A: Clone + Send + Sync + 'static> IOLocal<A> {
+    /// A new local whose value is `default` in every fiber that has not
+    /// set it (Cats Effect's `IOLocal(default)`; making one has no effect
+    /// on any fiber, so it is a plain constructor).
+    pub fn new(default: A) -> IOLocal<A> {
+        let key = KEYS.fetch_add(1, Ordering::Relaxed) as u64;
+        IOLocal { key, default }
+    }
+
+    /// The default, the value of fibers that have not set one.
+    pub fn default_value(&self) -> &A {
+        &self.default
+    }
+
+    /// The current fiber's value (its default if it has set none).
+    #[track_caller]
+    pub fn get<E: Send + 'static>(&self) -> IO<A, E> {
+        let (key, default) = (self.key, self.default.clone());
+        IO::with_spawner_at::<Named<Get>, _>(here(), move |fiber| {
+            fiber.local::<A>(key).unwrap_or(default)
+        })
+    }
+
+    /// Sets the current fiber's value (children it starts from now on
+    /// begin with it; its parent and the children started before keep
+    /// theirs).
+    #[track_caller]
+    pub fn set<E: Send + 'static>(&self, value: A) -> IO<(), E> {
+        let key = self.key;
+        IO::with_spawner_at::<Named<Set>, _>(here(), move |fiber| {
+            fiber.set_local(key, Some(Box::new(value)));
+        })
+    }
+
+    /// Makes the current fiber's value the default again.
+    #[track_caller]
+    pub fn reset<E: Send + 'static>(&self) -> IO<(), E> {
+        let key = self.key;
+        IO::with_spawner_at::<Named<Reset>, _>(here(), move |fiber| fiber.set_local(key, None))
+    }
+
+    /// Sets the current fiber's value to `f` of it.
+    #[track_caller]
+    pub fn update<E: Send + 'static, F>(&self, f: F) -> IO<(), E>
+    where
+        F: FnOnce(A) -> A + Send + 'static,
+    {
+        let (key, default) = (self.key, self.default.clone());
+        IO::with_spawner_at::<Named<Update>, _>(here(), move |fiber| {
+            let value = f(fiber.local::<A>(key).unwrap_or(default));
+            fiber.set_local(key, Some(Box::new(value)));
+        })
+    }
+
+    /// Sets the current fiber's value to the first of `f` of it, and
+    /// returns the second.
+    #[track_caller]
+    pub fn modify<B: Send + 'static, E: Send + 'static, F>(&self, f: F) -> IO<B, E>
+    where
+        F: FnOnce(A) -> (A, B) + Send + 'static,
+    {
+        let (key, default) = (self.key, self.default.clone());
+        IO::with_spawner_at::<Named<Modify>, _>(here(), move |fiber| {
+            let (value, out) = f(fiber.local::<A>(key).unwrap_or(default));
+            fiber.set_local(key, Some(Box::new(value)));
+            out
+        })
+    }
+
+    /// Sets the current fiber's value and returns the one it replaces.
+    #[track_caller]
+    pub fn get_and_set<E: Send + 'static>(&self, value: A) -> IO<A, E> {
+        let (key, default) = (self.key, self.default.clone());
+        IO::with_spawner_at::<Named<GetAndSet>, _>(here(), move |fiber| {
+            let old = fiber.local::<A>(key).unwrap_or(default);
+            fiber.set_local(key, Some(Box::new(value)));
+            old
+        })
+    }
+
+    /// Runs `io` with the current fiber's value set to `value`, and puts
+    /// the value it had before back when `io` ends, however it ends
+    /// (success, error, cancellation): a value scoped to one program, as
+    /// Effect-TS's `FiberRef.locally`. What `io` sets inside the scope is
+    /// dropped at its end too.
+    #[track_caller]
+    pub fn local<B: Send + 'static, E: Send + 'static>(&self, value: A, io: IO<B, E>) -> IO<B, E> {
+        let key = self.key;
+        // The value before, as the fiber holds it (`None`: the default),
+        // swapped in one step with `value`.
+        let swap = IO::<Option<A>, E>::with_spawner_at::<Named<Restore>, _>(here(), move |fiber| {
+            let before = fiber.local::<A>(key);
+            fiber.set_local(key, Some(Box::new(value)));
+            before
+        });
+        IO::uncancelable_untraced(move |poll| {
+            swap.flat_map_untraced(move |before| {
+                let restore = IO::with_spawner_at::<crate::engine::tracing::Internal, _>(
+                    crate::engine::tracing::NO_SITE,
+                    move |fiber| {
+                        fiber.set_local(key, before.map(|v| Box::new(v) as Box<_>));
+                    },
+                );
+                poll.apply_untraced(io).guarantee_untraced(restore)
+            })
+        })
+    }
+}
