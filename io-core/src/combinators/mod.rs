@@ -12,6 +12,7 @@
 //! | `select.rs` | the `select!` macro of IO blocks (a race of programs of different types, the winner's branch run inline) over `race_all` |
 //! | `timeout.rs` | `timeout`, `timeout_option`, `timeout_to`, `timeout_and_forget`, `timed` ([`TimeoutError`](crate::error::TimeoutError)) |
 //! | `memoize.rs` | `memoize` and `memoize_with` ([`Memoized`](crate::Memoized)) |
+//! | `local.rs` | [`IOLocal`](crate::IOLocal): a value per fiber, copied into the children it starts |
 
 pub(crate) mod cancelable;
 pub(crate) mod embed;
