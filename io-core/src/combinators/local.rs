@@ -27,7 +27,7 @@ use alloc::boxed::Box;
 
 use crate::engine::tracing::{Named, here};
 use crate::io::IO;
-use crate::sync::{Ordering, StaticAtomicUsize};
+use crate::sync::{Arc, Ordering, StaticAtomicUsize};
 
 crate::engine::tracing::trace_ops! {
     Get = "IOLocal::get",
@@ -73,10 +73,12 @@ static KEYS: StaticAtomicUsize = StaticAtomicUsize::new(1);
 /// ```
 pub struct IOLocal<A> {
     key: u64,
-    default: A,
+    /// Shared by the clones, and cloned out only for a fiber that has not
+    /// set a value.
+    default: Arc<A>,
 }
 
-impl<A: Clone> Clone for IOLocal<A> {
+impl<A> Clone for IOLocal<A> {
     fn clone(&self) -> Self {
         IOLocal {
             key: self.key,
@@ -100,7 +102,10 @@ impl<A: Clone + Send + Sync + 'static> IOLocal<A> {
     /// on any fiber, so it is a plain constructor).
     pub fn new(default: A) -> IOLocal<A> {
         let key = KEYS.fetch_add(1, Ordering::Relaxed) as u64;
-        IOLocal { key, default }
+        IOLocal {
+            key,
+            default: Arc::new(default),
+        }
     }
 
     /// The default, the value of fibers that have not set one.
@@ -113,7 +118,7 @@ impl<A: Clone + Send + Sync + 'static> IOLocal<A> {
     pub fn get<E: Send + 'static>(&self) -> IO<A, E> {
         let (key, default) = (self.key, self.default.clone());
         IO::with_spawner_at::<Named<Get>, _>(here(), move |fiber| {
-            fiber.local::<A>(key).unwrap_or(default)
+            fiber.local::<A>(key).unwrap_or_else(|| A::clone(&default))
         })
     }
 
@@ -143,7 +148,7 @@ impl<A: Clone + Send + Sync + 'static> IOLocal<A> {
     {
         let (key, default) = (self.key, self.default.clone());
         IO::with_spawner_at::<Named<Update>, _>(here(), move |fiber| {
-            let value = f(fiber.local::<A>(key).unwrap_or(default));
+            let value = f(fiber.local::<A>(key).unwrap_or_else(|| A::clone(&default)));
             fiber.set_local(key, Some(Box::new(value)));
         })
     }
@@ -157,7 +162,7 @@ impl<A: Clone + Send + Sync + 'static> IOLocal<A> {
     {
         let (key, default) = (self.key, self.default.clone());
         IO::with_spawner_at::<Named<Modify>, _>(here(), move |fiber| {
-            let (value, out) = f(fiber.local::<A>(key).unwrap_or(default));
+            let (value, out) = f(fiber.local::<A>(key).unwrap_or_else(|| A::clone(&default)));
             fiber.set_local(key, Some(Box::new(value)));
             out
         })
@@ -168,7 +173,7 @@ impl<A: Clone + Send + Sync + 'static> IOLocal<A> {
     pub fn get_and_set<E: Send + 'static>(&self, value: A) -> IO<A, E> {
         let (key, default) = (self.key, self.default.clone());
         IO::with_spawner_at::<Named<GetAndSet>, _>(here(), move |fiber| {
-            let old = fiber.local::<A>(key).unwrap_or(default);
+            let old = fiber.local::<A>(key).unwrap_or_else(|| A::clone(&default));
             fiber.set_local(key, Some(Box::new(value)));
             old
         })
