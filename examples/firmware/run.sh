@@ -58,7 +58,6 @@ expect_common=(
   "block: 10 awaits, sum 55"
   "heap per suspended fiber: "
   "interrupt wake-ups: $wake_ups of $wake_ups from "
-  "locals: the child saw 5, the parent kept 5"
   "failure: reading out of range"
   "heap peak: "
   "allocations in interrupt handlers: 0"
@@ -100,6 +99,7 @@ sensor: enabled (sampled on $2, read in $3)
 sensor: disabled (stream errored)
 failing stream: sensor glitch, releases: 1
 sensor enabled 2 times, released 2 times
+locals: the child saw 5, the parent kept 5
 allocations in interrupt handlers: 0
 sensor stream on $1: ok"
 }
@@ -210,13 +210,18 @@ size_of() { # target elf -> "flash static-ram"
 # compiled out, stable toolchain (the build the runs above left there).
 # It was 32 KiB until IO blocks: their run-loop step and the driver they
 # share with `from_future` cost about 1.1 KB (BENCHMARKS.md, "Firmware"),
-# so the budget moved to the next KiB above that image (33,700 B).
+# so the budget moved to the next KiB above that image (33,700 B). Then
+# fiber-local values (`IOLocal`): a child's start that checks its
+# parent's locals and copies them out of line cost 436 B in this image,
+# which uses none (34,136 B), so the budget is now 34 KiB. A program that
+# uses locals pays for their map too (the sensor stream program checks
+# them).
 if [[ " ${machines[*]} " == *" thumbv7m-none-eabi "* ]]; then
   read -r flash _ < <(size_of thumbv7m-none-eabi "$CARGO_TARGET_DIR/thumbv7m-none-eabi/release/spindle-firmware")
   read -r stream_flash _ < <(size_of thumbv7m-none-eabi "$CARGO_TARGET_DIR/thumbv7m-none-eabi/release/sensor_stream")
-  echo "flash, thumbv7m-none-eabi, tracing compiled out: $flash B (budget 33792 B); the sensor stream program: $stream_flash B (no budget)"
-  if [ "$flash" -gt 33792 ]; then
-    echo "FAILED: the thumbv7m image with tracing compiled out is $flash B, over its 33 KiB budget" >&2
+  echo "flash, thumbv7m-none-eabi, tracing compiled out: $flash B (budget 34816 B); the sensor stream program: $stream_flash B (no budget)"
+  if [ "$flash" -gt 34816 ]; then
+    echo "FAILED: the thumbv7m image with tracing compiled out is $flash B, over its 34 KiB budget" >&2
     exit 1
   fi
 fi

@@ -48,7 +48,7 @@ use core::task::{Context, Poll, Waker};
 use core::time::Duration;
 
 use critical_section::Mutex;
-use spindle_core::{Deferred, FiberHandle, IO, IOLocal, Signal, Traced};
+use spindle_core::{Deferred, FiberHandle, IO, Signal, Traced};
 use spindle_exec_single::Clock;
 
 use heap::{Heap, IN_HANDLER};
@@ -384,22 +384,6 @@ fn heap_per_suspended_fiber(n: u32) -> Io<u32> {
     })
 }
 
-/// A fiber-local value: a child this fiber starts begins with a copy of
-/// its value (5) and sets its own (9), which never reaches the parent;
-/// what the child saw and what the parent reads after it.
-fn locals() -> Io<(u32, u32)> {
-    let local = IOLocal::new(0u32);
-    let (child, child_sets, parent) = (local.clone(), local.clone(), local.clone());
-    local.set(5).product_r(
-        child
-            .get()
-            .flat_map(move |seen| child_sets.set(9).map_to(seen))
-            .start()
-            .flat_map(|fiber| fiber.join_with_never())
-            .flat_map(move |seen| parent.get().map(move |kept| (seen, kept))),
-    )
-}
-
 /// Prints the deliberate failure and its trace; whether both are as
 /// expected.
 fn report(failure: Traced<Error>) -> bool {
@@ -465,23 +449,13 @@ fn program() -> IO<bool, Traced<Error>> {
         let bytes = heap_per_suspended_fiber(16).await?;
         say!("heap per suspended fiber: ", bytes, " bytes");
         let woken = interrupt_wake_ups(1, WAKE_UPS).await?;
-        let (seen, kept) = locals().await?;
-        say!("locals: the child saw ", seen, ", the parent kept ", kept);
         // The budget: 128 bytes per suspended fiber with tracing compiled
         // out. A fiber that traces also has its ring of 16 events (128
         // bytes here, in one allocation with its 8-byte header), its ring
         // pointer and its listing entry: that budget (256) is not met yet
         // (265 bytes), so the check is today's size, to catch a regression.
         let budget = if cfg!(feature = "tracing") { 272 } else { 128 };
-        Ok(v == 42
-            && waited >= 10
-            && r == 7
-            && sum == 55
-            && bytes > 0
-            && bytes <= budget
-            && woken
-            && seen == 5
-            && kept == 5)
+        Ok(v == 42 && waited >= 10 && r == 7 && sum == 55 && bytes > 0 && bytes <= budget && woken)
     });
     checks.trace_errors().flat_map(|ok| {
         read(60)

@@ -2,7 +2,7 @@
 //! a local's number to its value, shared between a parent and the children
 //! it starts until one of them sets a value.
 //!
-//! The map is immutable behind an `Arc`: a child fiber starts with a clone
+//! The map (a short vector) is immutable behind an `Arc`: a child fiber starts with a clone
 //! of its parent's `Arc` (one reference count, whatever the number of
 //! values), and a `set` makes a new map with the value changed, so that a
 //! change in a child never reaches its parent, nor a change in the parent
@@ -11,7 +11,7 @@
 //! copies `None`.
 
 use alloc::boxed::Box;
-use alloc::collections::BTreeMap;
+use alloc::vec::Vec;
 use core::any::Any;
 
 use crate::sync::Arc;
@@ -35,8 +35,10 @@ impl<A: Clone + Send + Sync + 'static> LocalValue for A {
     }
 }
 
-/// The values a fiber holds, by the number of their local.
-pub(crate) struct LocalMap(BTreeMap<u64, Box<dyn LocalValue>>);
+/// The values a fiber holds, with the number of their local: a vector
+/// searched in order (a program holds a few locals; a map's code would
+/// cost kilobytes of flash on a microcontroller).
+pub(crate) struct LocalMap(Vec<(u64, Box<dyn LocalValue>)>);
 
 /// A fiber's locals: `None` until the fiber (or a parent before it
 /// started it) set one.
@@ -45,23 +47,24 @@ pub(crate) type Locals = Option<Arc<LocalMap>>;
 /// The value `locals` hold for the local numbered `key`, if they hold one
 /// of type `A`.
 pub(crate) fn get<A: Clone + 'static>(locals: &Locals, key: u64) -> Option<A> {
-    let value = locals.as_ref()?.0.get(&key)?;
+    let (_, value) = locals.as_ref()?.0.iter().find(|(k, _)| *k == key)?;
     (**value).as_any().downcast_ref::<A>().cloned()
 }
 
 /// `locals` with the local numbered `key` set to `value` (`None`: removed,
 /// so that its default shows again): a new map, the old one untouched.
 pub(crate) fn with(locals: &Locals, key: u64, value: Option<Box<dyn LocalValue>>) -> Locals {
-    let mut map = BTreeMap::new();
+    let mut map = Vec::new();
     if let Some(old) = locals {
+        map.reserve(old.0.len() + 1);
         for (k, v) in &old.0 {
             if *k != key {
-                map.insert(*k, (**v).clone_boxed());
+                map.push((*k, (**v).clone_boxed()));
             }
         }
     }
     if let Some(value) = value {
-        map.insert(key, value);
+        map.push((key, value));
     }
     if map.is_empty() {
         None

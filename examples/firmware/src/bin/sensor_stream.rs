@@ -35,7 +35,7 @@ extern crate alloc;
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use core::time::Duration;
 
-use spindle_core::{ExitCase, IO, Signal};
+use spindle_core::{ExitCase, IO, IOLocal, Signal};
 use spindle_exec_single::Clock;
 use spindle_stream::Stream;
 
@@ -337,6 +337,22 @@ fn failing_stream() -> Io<bool> {
         )
 }
 
+/// A fiber-local value: a child this fiber starts begins with a copy of
+/// its value (5) and sets its own (9), which never reaches the parent;
+/// what the child saw and what the parent reads after it.
+fn locals() -> Io<(u32, u32)> {
+    let local = IOLocal::new(0u32);
+    let (child, child_sets, parent) = (local.clone(), local.clone(), local.clone());
+    local.set(5).product_r(
+        child
+            .get()
+            .flat_map(move |seen| child_sets.set(9).map_to(seen))
+            .start()
+            .flat_map(|fiber| fiber.join_with_never())
+            .flat_map(move |seen| parent.get().map(move |kept| (seen, kept))),
+    )
+}
+
 /// The whole program: whether every check passed.
 fn program() -> Io<bool> {
     moving_averages().flat_map(move |(right, count)| {
@@ -393,6 +409,12 @@ fn program() -> Io<bool> {
                     " after"
                 );
                 ok && enables == 2 && releases == 2 && heap_after == heap_before
+            })
+            .flat_map(|ok| {
+                locals().map(move |(seen, kept)| {
+                    say!("locals: the child saw ", seen, ", the parent kept ", kept);
+                    ok && seen == 5 && kept == 5
+                })
             })
     })
 }
