@@ -702,6 +702,10 @@ fn run_workload(name: &str) -> i32 {
 }
 
 fn main() {
+    #[cfg(feature = "observe")]
+    if std::env::var_os("SPINDLE_PROF_OBSERVE").is_some_and(|v| v == "1") {
+        spindle_tracing::install().expect("the only fiber observer");
+    }
     let name = std::env::args().nth(1).expect("a workload name");
     // `prof W N`: run the workload N times and print the median wall time
     // of one run (a quick check beside callgrind's counts; the criterion

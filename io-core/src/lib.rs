@@ -127,6 +127,8 @@ pub mod executor;
 mod fiber;
 pub mod future;
 mod io;
+#[cfg(feature = "observe")]
+pub mod observe;
 mod outcome;
 mod stdlib;
 mod sync;

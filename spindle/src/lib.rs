@@ -286,6 +286,12 @@ pub use spindle_stream as stream;
 #[cfg(any(feature = "wstp", feature = "batching", feature = "tokio"))]
 pub use spindle_net as net;
 
+/// The `tracing` crate (feature `instrument`): `io.instrument(span)`,
+/// fiber lifecycle events and fibers as tokio-console tasks, once
+/// [`install`](spindle_tracing::install)ed; see [`spindle_tracing`].
+#[cfg(feature = "instrument")]
+pub use spindle_tracing as instrument;
+
 /// Files and directories (feature `os`): open files as `Resource`s, whole
 /// files, the directory tree, temporary files and directories, and files
 /// and directories as streams, every call on the executor's blocking pool;

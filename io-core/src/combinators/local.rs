@@ -78,6 +78,14 @@ pub struct IOLocal<A> {
     default: Arc<A>,
 }
 
+impl<A> IOLocal<A> {
+    /// The local's number, its key in a fiber's locals.
+    #[cfg_attr(not(feature = "observe"), allow(dead_code))]
+    pub(crate) fn key(&self) -> u64 {
+        self.key
+    }
+}
+
 impl<A> Clone for IOLocal<A> {
     fn clone(&self) -> Self {
         IOLocal {

@@ -151,7 +151,7 @@ pub(crate) mod join;
 pub(crate) mod locals;
 mod region;
 mod run_loop;
-mod run_state;
+pub(crate) mod run_state;
 mod state;
 #[cfg(test)]
 pub(crate) mod tests;

@@ -220,6 +220,15 @@ fn run_either<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit 
     // A run starts with a full auto-yield budget; a switch carries its
     // budget over.
     let mut budget = None;
+    // The observer is told that the run begins (`observe.rs`); a run that
+    // `observe_current` makes observed is reported from that step.
+    #[cfg(feature = "observe")]
+    if core.flags.is_observed() {
+        // Resumed: the run does not start at a node (a new fiber, or one
+        // that yielded).
+        let resumed = !matches!(core.next, Next::Node(_));
+        crate::observe::run_begins(core, inner.header.id, resumed);
+    }
     loop {
         // A `cfg`, not `core.flags.is_on()` (always false without the
         // feature): then the tracing instantiation is never even built.
@@ -233,7 +242,26 @@ fn run_either<X: Executor>(inner: &Arc<FiberInner<X>>, core: &mut Core) -> Exit 
         let exit = run_loop::<X, false>(inner, core, budget);
         match exit {
             Exit::Switch(left) => budget = Some(left),
-            exit => return exit,
+            exit => {
+                // A completed fiber was told `ended` in `complete`.
+                #[cfg(feature = "observe")]
+                if core.flags.is_observed() {
+                    match exit {
+                        Exit::Yield => crate::observe::run_ends(
+                            core,
+                            inner.header.id,
+                            crate::observe::RunEnd::Yielded,
+                        ),
+                        Exit::Suspend { .. } => crate::observe::run_ends(
+                            core,
+                            inner.header.id,
+                            crate::observe::RunEnd::Suspended,
+                        ),
+                        _ => {}
+                    }
+                }
+                return exit;
+            }
         }
     }
 }
@@ -1087,8 +1115,14 @@ fn run_loop<X: Executor, const TRACING: bool>(
             }
             Kind::Start(start) => {
                 record!(ring, start.op(), start.site());
-                let handles = start.invoke(super::Spawner::new(executor, core));
-                Node::pure(handles)
+                #[cfg(feature = "observe")]
+                if crate::observe::active() {
+                    start_observed(executor, core, header, start)
+                } else {
+                    Node::pure(start.invoke(super::Spawner::new(executor, core, header.id)))
+                }
+                #[cfg(not(feature = "observe"))]
+                Node::pure(start.invoke(super::Spawner::new(executor, core, header.id)))
             }
             #[cfg(feature = "tracing")]
             Kind::Mark(bind) => {
@@ -1366,6 +1400,26 @@ fn unwind_error(core: &mut Core) -> Option<FrameKind> {
     None
 }
 
+/// A `Start` node evaluated while a fiber observer is installed: the
+/// fibers it makes are offered to the observer with where they were
+/// started and whether this fiber is observed.
+#[cfg(feature = "observe")]
+#[cold]
+#[inline(never)]
+fn start_observed<X: Executor>(
+    executor: &X,
+    core: &mut Core,
+    header: &super::Header,
+    start: crate::engine::erased::ErasedFn<super::Spawner, Value>,
+) -> Node {
+    #[cfg(feature = "tracing")]
+    let location = start.site().map(|site| site.location());
+    #[cfg(not(feature = "tracing"))]
+    let location = None;
+    let _spawning = crate::observe::Spawning::set(location, core.flags.is_observed());
+    Node::pure(start.invoke(super::Spawner::new(executor, core, header.id)))
+}
+
 fn complete<X: Executor>(
     inner: &FiberInner<X>,
     core: &mut Core,
@@ -1373,6 +1427,16 @@ fn complete<X: Executor>(
     #[cfg_attr(not(feature = "tracing"), allow(unused_variables))] ring: Option<&OwnedRing>,
 ) {
     crate::engine::blocks::stacks::give(core::mem::take(&mut core.stack));
+    #[cfg(feature = "observe")]
+    if core.flags.is_observed() {
+        let ending = match &outcome {
+            Outcome::Succeeded(_) => crate::observe::Ending::Succeeded,
+            Outcome::Errored(_) => crate::observe::Ending::Errored,
+            Outcome::Canceled => crate::observe::Ending::Canceled,
+            Outcome::Panicked(_) => crate::observe::Ending::Panicked,
+        };
+        crate::observe::ended(core, inner.header.id, ending);
+    }
     inner.header.mark_completed();
     inner.executor.fiber_ended();
     let suppressed = core.take_suppressed();

@@ -151,6 +151,10 @@ struct Rare {
     /// The traces of the child fibers errors came from (see [`Causes`]).
     #[cfg(feature = "tracing")]
     causes: Causes,
+    /// The fiber observer's state for this fiber (`observe.rs`), if the
+    /// fiber is observed and the observer keeps one.
+    #[cfg(feature = "observe")]
+    observer: Option<alloc::boxed::Box<dyn core::any::Any + Send>>,
 }
 
 /// The traces of the child fibers an error came from, kept next to the
@@ -318,6 +322,29 @@ impl Core {
         self.cold.as_ref()?.rare.as_deref()
     }
 
+    /// The fiber observer's state for this fiber, if it keeps one.
+    #[cfg(feature = "observe")]
+    pub(crate) fn observer_state(&mut self) -> Option<&mut (dyn core::any::Any + Send)> {
+        self.rare_mut()?.observer.as_deref_mut()
+    }
+
+    /// Makes the fiber observed; `false` if it already was.
+    #[cfg(feature = "observe")]
+    pub(crate) fn set_observed(&mut self) -> bool {
+        let was = self.flags.is_observed();
+        self.flags.set_observed();
+        !was
+    }
+
+    /// Keeps the fiber observer's state for this fiber.
+    #[cfg(feature = "observe")]
+    pub(crate) fn set_observer_state(
+        &mut self,
+        state: alloc::boxed::Box<dyn core::any::Any + Send>,
+    ) {
+        self.rare().observer = Some(state);
+    }
+
     /// Whether the fiber holds locals (one or two loads).
     #[inline(always)]
     pub(super) fn has_locals(&self) -> bool {
@@ -339,7 +366,7 @@ impl Core {
 
     /// The fiber's locals, to read.
     #[inline]
-    pub(super) fn locals_ref(&self) -> Option<&super::locals::Locals> {
+    pub(crate) fn locals_ref(&self) -> Option<&super::locals::Locals> {
         self.cold.as_ref().map(|cold| &cold.locals)
     }
 

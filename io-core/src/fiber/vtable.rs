@@ -358,14 +358,23 @@ pub(crate) struct Spawner {
     core: *mut Core,
     /// The parent traces now.
     traced: bool,
+    /// The running fiber's number (for the fiber observer).
+    #[cfg(feature = "observe")]
+    id: super::FiberId,
 }
 
 impl Spawner {
-    pub(super) fn new<X: Executor>(executor: &X, core: &mut Core) -> Self {
+    pub(super) fn new<X: Executor>(
+        executor: &X,
+        core: &mut Core,
+        #[cfg_attr(not(feature = "observe"), allow(unused_variables))] id: super::FiberId,
+    ) -> Self {
         Spawner {
             executor: executor as &dyn Spawn,
             traced: core.flags.is_on(),
             core,
+            #[cfg(feature = "observe")]
+            id,
         }
     }
 
@@ -404,6 +413,17 @@ impl Spawner {
         // SAFETY: as in `spawn`: the state is alive and only read here.
         let locals = unsafe { (*self.core).locals_ref() }?;
         super::locals::get(locals, key)
+    }
+
+    /// Makes the running fiber observed, if an observer is installed and it
+    /// is not observed yet (`observe::observe_current`): its run is
+    /// reported as beginning now, and will be as ending.
+    #[cfg(feature = "observe")]
+    pub(crate) fn observe(&self) {
+        // SAFETY: as in `spawn`; the only reference to the state made
+        // while the closure runs is this one, for this call.
+        let core = unsafe { &mut *self.core };
+        crate::observe::observe_running(core, self.id);
     }
 
     /// Sets (`Some`) or removes (`None`) the running fiber's value of the
@@ -518,8 +538,31 @@ impl<X: Executor> Fiber<X> {
                 slot: X::FiberSlot::default(),
             }),
         };
+        // After the fiber is built in place (a `Core` borrowed before it
+        // moved into the allocation would be built on the stack and
+        // copied, for every fiber).
+        #[cfg(feature = "observe")]
+        if crate::observe::active() {
+            fiber.offer_to_observer(id);
+        }
         fiber.inner.executor.fiber_created(&fiber);
         fiber
+    }
+
+    /// Offers a fiber just made (not yet seen by anyone) to the fiber
+    /// observer, which says whether it is observed.
+    #[cfg(feature = "observe")]
+    #[cold]
+    #[inline(never)]
+    fn offer_to_observer(&self, id: FiberId) {
+        // SAFETY: the fiber was just made and is not scheduled or shared
+        // yet: nothing else touches its run state.
+        self.inner.core.with_mut(|core| {
+            let core = unsafe { &mut *core };
+            if crate::observe::created(core, id) {
+                core.flags.set_observed();
+            }
+        });
     }
 
     /// Gives a fiber just made (not yet seen by anyone) its parent's

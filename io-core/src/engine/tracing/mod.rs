@@ -125,6 +125,7 @@ impl FiberFlags {
     const CALLBACK: u8 = 4;
     const CANCEL_AT_BLOCK: u8 = 8;
     const IN_REGION: u8 = 16;
+    const OBSERVED: u8 = 32;
 
     /// A new fiber's flags: records from its start if `on` (and tracing is
     /// compiled in); its outcome goes to a completion callback if
@@ -185,6 +186,21 @@ impl FiberFlags {
     #[inline(always)]
     pub(crate) fn set_in_region(&mut self, in_region: bool) {
         self.0 = (self.0 & !Self::IN_REGION) | if in_region { Self::IN_REGION } else { 0 };
+    }
+
+    /// Whether the fiber's runs are reported to the fiber observer
+    /// (`observe.rs`); a constant `false` without the `observe` feature.
+    #[cfg_attr(not(feature = "observe"), allow(dead_code))]
+    #[inline(always)]
+    pub(crate) fn is_observed(&self) -> bool {
+        cfg!(feature = "observe") && self.0 & Self::OBSERVED != 0
+    }
+
+    /// Makes the fiber observed (for good).
+    #[cfg_attr(not(feature = "observe"), allow(dead_code))]
+    #[inline(always)]
+    pub(crate) fn set_observed(&mut self) {
+        self.0 |= Self::OBSERVED;
     }
 
     /// Whether the executor was told that the fiber lives on after a run.
