@@ -33,4 +33,5 @@ chapters! {
     which_executor = "which-executor.md",
     cancellation = "cancellation.md",
     tracing = "tracing.md",
+    observability = "observability.md",
 }
