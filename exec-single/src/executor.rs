@@ -20,6 +20,8 @@ use core::time::Duration;
 
 use spindle_core::executor::OnDeadlock;
 use spindle_core::executor::support::{FiberRegistry, MainFiber, RunError, WakeWaiter, nanos};
+#[cfg(feature = "std")]
+use spindle_core::executor::support::{RunSlot, Watchdog};
 use spindle_core::{FiberConfig, IO, IORuntime, Outcome, RuntimeBuilder};
 
 use crate::builder::Builder;
@@ -56,6 +58,19 @@ pub struct SingleThreaded<C: Clock> {
     poller: RefCell<platform::IoPoller>,
     /// Not `Sync` (see above).
     _not_sync: PhantomData<Cell<()>>,
+    /// The starvation watchdog and the loop thread's slot, when the
+    /// builder turned it on (`RuntimeBuilder::starvation_threshold`).
+    #[cfg(feature = "std")]
+    pub(crate) watch: Option<Watched>,
+}
+
+/// The starvation watchdog of an executor that has it: the thread, stopped
+/// first when the executor is dropped, and the slot the loop marks each
+/// fiber run in (one: one thread runs the loop at a time).
+#[cfg(feature = "std")]
+pub(crate) struct Watched {
+    pub(crate) slot: std::sync::Arc<RunSlot>,
+    pub(crate) _watchdog: Watchdog,
 }
 
 /// Clears [`SingleThreaded::running`] when a run ends (also when unwinding).
@@ -126,6 +141,8 @@ impl<C: Clock> SingleThreaded<C> {
             running: Cell::new(false),
             poller: RefCell::new(poller),
             _not_sync: PhantomData,
+            #[cfg(feature = "std")]
+            watch: None,
         }
     }
 
@@ -226,6 +243,14 @@ impl<C: Clock> SingleThreaded<C> {
             let next = unsafe { shared.local() }.run_queue.pop_front();
             match next {
                 Some(fiber) => {
+                    // With the watchdog on, the run is marked in the loop's
+                    // slot; off, one branch.
+                    #[cfg(feature = "std")]
+                    spindle_core::executor::support::run_fiber(
+                        self.watch.as_ref().map(|watch| &*watch.slot),
+                        fiber,
+                    );
+                    #[cfg(not(feature = "std"))]
                     fiber.run();
                 }
                 None => break,
@@ -334,6 +359,10 @@ impl<C: Clock + Default> IORuntime for SingleThreaded<C> {
 
 impl<C: Clock> Drop for SingleThreaded<C> {
     fn drop(&mut self) {
+        // The watchdog thread first (it holds a handle): joined, so that no
+        // thread outlives the executor.
+        #[cfg(feature = "std")]
+        drop(self.watch.take());
         // Queued fibers, timer callbacks and I/O waiters hold handles to
         // `shared`: take them out and drop them now, or the reference cycle
         // would keep everything alive (io-core's support module, "Breaking
