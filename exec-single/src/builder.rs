@@ -134,10 +134,10 @@ impl<C: Clock> Builder<C> {
                 std::string::String::from("spindle-single-watchdog"),
             )
             .map_err(BuildError::Watchdog)?;
-            executor.watch = Some(crate::executor::Watched {
+            executor.watch = Some(std::boxed::Box::new(crate::executor::Watched {
                 slot,
                 _watchdog: watchdog,
-            });
+            }));
         }
         Ok(executor)
     }

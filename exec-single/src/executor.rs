@@ -22,7 +22,7 @@ use spindle_core::executor::OnDeadlock;
 use spindle_core::executor::support::{FiberRegistry, MainFiber, RunError, WakeWaiter, nanos};
 #[cfg(feature = "std")]
 use spindle_core::executor::support::{RunSlot, Watchdog};
-use spindle_core::{FiberConfig, IO, IORuntime, Outcome, RuntimeBuilder};
+use spindle_core::{Fiber, FiberConfig, IO, IORuntime, Outcome, Ran, RuntimeBuilder};
 
 use crate::builder::Builder;
 use crate::clock::Clock;
@@ -60,8 +60,9 @@ pub struct SingleThreaded<C: Clock> {
     _not_sync: PhantomData<Cell<()>>,
     /// The starvation watchdog and the loop thread's slot, when the
     /// builder turned it on (`RuntimeBuilder::starvation_threshold`).
+    /// (Boxed: one word here, so that the loop's state keeps its layout.)
     #[cfg(feature = "std")]
-    pub(crate) watch: Option<Watched>,
+    pub(crate) watch: Option<std::boxed::Box<Watched>>,
 }
 
 /// The starvation watchdog of an executor that has it: the thread, stopped
@@ -237,30 +238,48 @@ impl<C: Clock> SingleThreaded<C> {
         self.fire_due_timers();
         // SAFETY: loop thread.
         let batch = unsafe { shared.local() }.run_queue.len();
+        // With the starvation watchdog on, each run is marked in the loop's
+        // slot (a batch of its own, out of line); off, one branch per turn.
+        #[cfg(feature = "std")]
+        if let Some(watch) = &self.watch {
+            self.run_watched(batch, &watch.slot);
+        } else {
+            self.run_batch(batch, Fiber::run);
+        }
+        #[cfg(not(feature = "std"))]
+        self.run_batch(batch, Fiber::run);
+        // SAFETY: loop thread; the borrow ends with the reads.
+        let local = unsafe { shared.local() };
+        shared
+            .published
+            .store([local.run_queue.len(), local.timers.len()]);
+    }
+
+    /// Runs at most `batch` fibers of the ready queue, each with `run` (the
+    /// loop thread).
+    #[inline(always)]
+    fn run_batch(&self, batch: usize, run: impl Fn(Fiber<Handle<C>>) -> Ran) {
+        let shared = &*self.handle.shared;
         for _ in 0..batch {
             // SAFETY: loop thread; the borrow ends before `run`, which
             // may re-enter `local()` through schedule_fiber/set_timer.
             let next = unsafe { shared.local() }.run_queue.pop_front();
             match next {
                 Some(fiber) => {
-                    // With the watchdog on, the run is marked in the loop's
-                    // slot; off, one branch.
-                    #[cfg(feature = "std")]
-                    spindle_core::executor::support::run_fiber(
-                        self.watch.as_ref().map(|watch| &*watch.slot),
-                        fiber,
-                    );
-                    #[cfg(not(feature = "std"))]
-                    fiber.run();
+                    run(fiber);
                 }
                 None => break,
             }
         }
-        // SAFETY: loop thread; the borrow ends with the reads.
-        let local = unsafe { shared.local() };
-        shared
-            .published
-            .store([local.run_queue.len(), local.timers.len()]);
+    }
+
+    /// [`run_batch`](Self::run_batch) with each run marked in the
+    /// starvation watchdog's `slot`.
+    #[cfg(feature = "std")]
+    #[cold]
+    #[inline(never)]
+    fn run_watched(&self, batch: usize, slot: &RunSlot) {
+        self.run_batch(batch, |fiber| slot.run(fiber));
     }
 
     /// Whether a fiber is queued (on the loop thread).

@@ -163,7 +163,7 @@ fn blocker(
 ) -> IO<bool, E> {
     let reports = reports.clone();
     let block = IO::delay(move || {
-        let fiber = *me.wait();
+        let fiber = number_of(&me);
         let reported = reports.wait_for(fiber);
         std::thread::sleep(after);
         reported
@@ -172,6 +172,19 @@ fn blocker(
         IO::cede().product_r(block)
     } else {
         block
+    }
+}
+
+/// The number set in `me` once the fiber is spawned (waiting for it at
+/// most [`PATIENCE`]).
+fn number_of(me: &OnceLock<FiberId>) -> FiberId {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        if let Some(id) = me.get() {
+            return *id;
+        }
+        assert!(Instant::now() < deadline, "the fiber's number was never set");
+        std::thread::sleep(Duration::from_millis(1));
     }
 }
 
@@ -256,7 +269,7 @@ rt_test! {
         // A second run (after a cede) blocks until there are two reports.
         let io = first.flat_map(move |_| {
             IO::cede().product_r(IO::delay(move || {
-                let fiber = *again.wait();
+                let fiber = number_of(&again);
                 let deadline = Instant::now() + PATIENCE;
                 while reports_again.of(fiber).len() < 2 && Instant::now() < deadline {
                     std::thread::sleep(Duration::from_millis(5));
