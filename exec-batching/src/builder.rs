@@ -1,6 +1,7 @@
 //! [`Builder`]: configures and builds an [`EventLoop`], with the setters
 //! every Spindle executor's builder has (`fiber_config`,
-//! `fiber_config_from_env`, `track_fibers`: io-core's [`RuntimeBuilder`],
+//! `fiber_config_from_env`, `track_fibers`, and with std the starvation
+//! watchdog's `starvation_threshold` and `on_starvation`: io-core's [`RuntimeBuilder`],
 //! over the [`CommonSettings`] embedded here), `build`, those it shares
 //! with exec-wstp for the blocking pool (`max_blocking_threads`,
 //! `blocking_keep_alive`) and exec-batching's own (`batch_size`, `mode`).

@@ -1,6 +1,7 @@
 //! [`Builder`]: configures and builds a [`TokioExecutor`], with the setters
 //! every Spindle executor's builder has (`fiber_config`,
-//! `fiber_config_from_env`, `track_fibers`: io-core's [`RuntimeBuilder`],
+//! `fiber_config_from_env`, `track_fibers`, and with std the starvation
+//! watchdog's `starvation_threshold` and `on_starvation`: io-core's [`RuntimeBuilder`],
 //! over the [`CommonSettings`] embedded here), `build`, and exec-tokio's
 //! own: where the runtime comes from (`handle`, `multi_thread`,
 //! `current_thread`) and, for a runtime the executor owns, `thread_name`

@@ -183,7 +183,10 @@ fn number_of(me: &OnceLock<FiberId>) -> FiberId {
         if let Some(id) = me.get() {
             return *id;
         }
-        assert!(Instant::now() < deadline, "the fiber's number was never set");
+        assert!(
+            Instant::now() < deadline,
+            "the fiber's number was never set"
+        );
         std::thread::sleep(Duration::from_millis(1));
     }
 }

@@ -147,7 +147,9 @@ pub trait IORuntime: Sized {
     /// An executor with the default settings and the fiber configuration
     /// read from the environment: the tracing mode named by
     /// `SPINDLE_TRACING` (unset or empty: the default mode; an unknown
-    /// mode is a build error naming the valid ones). What an application
+    /// mode is a build error naming the valid ones), and with `std` the
+    /// starvation watchdog's threshold named by `SPINDLE_STARVATION_MS`
+    /// (see [`RuntimeBuilder::fiber_config_from_env`]). What an application
     /// starts from (`spindle_effect::app::run(X::from_env(), main)`);
     /// `X::new()` reads no environment. Without `std` there is no environment, and
     /// this is the default configuration.
@@ -345,7 +347,9 @@ impl core::error::Error for ShutdownTimedOut {}
 /// An executor author embeds one [`CommonSettings`] in the builder,
 /// returns it from [`common_settings`](RuntimeBuilder::common_settings), and
 /// reads it in `build` ([`CommonSettings::fiber_config`],
-/// [`CommonSettings::registry`]).
+/// [`CommonSettings::registry`], and with std `CommonSettings::starvation`:
+/// when it is `Some`, the executor marks each fiber run in a slot per
+/// thread and starts a `Watchdog`, both from `support::watchdog`).
 pub trait RuntimeBuilder: Sized {
     /// The builder's [`CommonSettings`], which the setters below change
     /// (for executor authors; applications call the setters).

@@ -9,14 +9,16 @@ use super::{ConfigSource, FiberRegistry};
 /// The settings every executor's builder has, embedded in each builder and
 /// changed by the provided setters of
 /// [`RuntimeBuilder`](crate::RuntimeBuilder) (`fiber_config`,
-/// `fiber_config_from_env`, `track_fibers`), so that those setters and
+/// `fiber_config_from_env`, `track_fibers`, and with std
+/// `starvation_threshold` and `on_starvation`), so that those setters and
 /// their documentation are written once.
 ///
 /// A builder's `build` reads it first, before it starts anything:
 /// [`fiber_config`](CommonSettings::fiber_config) (an invalid environment
 /// is a [`ConfigError`], which each executor wraps in its
 /// `BuildError::Config`), then [`registry`](CommonSettings::registry) for
-/// the fiber registry behind its dumps.
+/// the fiber registry behind its dumps, and with std
+/// [`starvation`](CommonSettings::starvation) for the starvation watchdog.
 #[derive(Debug, Clone, Default)]
 pub struct CommonSettings {
     /// Where the fiber configuration comes from (default: the defaults,

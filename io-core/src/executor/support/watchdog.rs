@@ -65,6 +65,7 @@
 use std::boxed::Box;
 use std::cell::RefCell;
 use std::fmt;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::string::String;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
@@ -83,7 +84,9 @@ use crate::fiber::{FiberId, Ran};
 /// 1. Unset or empty: off (unless the builder was given a threshold).
 pub const STARVATION_ENV_VAR: &str = "SPINDLE_STARVATION_MS";
 
-/// What the watchdog calls with each report, on its own thread.
+/// What the watchdog calls with each report, on its own thread. It should
+/// return promptly: it delays later reports, and the executor's shutdown
+/// waits for it. A panic in it loses that report only.
 pub type StarvationHandler = Arc<dyn Fn(&StarvationReport) + Send + Sync>;
 
 /// A fiber that has kept one of its executor's threads busy without
@@ -392,8 +395,9 @@ impl Watchdog {
         })
     }
 
-    /// Stops the watchdog thread and waits for it (at most one report in
-    /// progress: the handler's). Dropping the watchdog does this.
+    /// Stops the watchdog thread and waits for it (for at most the report
+    /// in progress: a handler should return promptly). Dropping the
+    /// watchdog does this.
     pub fn stop(&mut self) {
         *self
             .stop
@@ -402,9 +406,11 @@ impl Watchdog {
             .unwrap_or_else(PoisonError::into_inner) = true;
         self.stop.wake.notify_all();
         if let Some(thread) = self.thread.take() {
-            // A panic of the handler ended the thread already; nothing more
-            // to stop.
-            let _ = thread.join();
+            // A handler that dropped the executor runs on the watchdog's own
+            // thread, which ends when the handler returns: not joined there.
+            if thread.thread().id() != std::thread::current().id() {
+                let _ = thread.join();
+            }
         }
     }
 }
@@ -478,7 +484,9 @@ fn watch<X: Executor>(
                             threshold: config.threshold,
                             trace: trace_of(handle, number, lists_fibers),
                         };
-                        (config.handler)(&report);
+                        // A handler that panics loses its report, not the
+                        // watchdog (the panic hook has printed the panic).
+                        let _ = catch_unwind(AssertUnwindSafe(|| (config.handler)(&report)));
                     }
                 }
                 _ => {
