@@ -1,6 +1,7 @@
 //! [`Builder`]: configures and builds an [`EventLoop`], with the setters
 //! every Spindle executor's builder has (`fiber_config`,
-//! `fiber_config_from_env`, `track_fibers`: io-core's [`RuntimeBuilder`],
+//! `fiber_config_from_env`, `track_fibers`, and with std the starvation
+//! watchdog's `starvation_threshold` and `on_starvation`: io-core's [`RuntimeBuilder`],
 //! over the [`CommonSettings`] embedded here), `build`, those it shares
 //! with exec-wstp for the blocking pool (`max_blocking_threads`,
 //! `blocking_keep_alive`) and exec-batching's own (`batch_size`, `mode`).
@@ -8,10 +9,11 @@
 use std::num::NonZeroUsize;
 use std::time::Duration;
 
-use spindle_core::RuntimeBuilder;
 use spindle_core::executor::support::{
-    self, BlockingPool, CommonSettings, Origin, Published, RemoteQueue, TimerHeap,
+    self, BlockingPool, CommonSettings, Origin, Published, RemoteQueue, RunSlots, TimerHeap,
+    Watchdog,
 };
+use spindle_core::{IORuntime, RuntimeBuilder};
 
 use crate::error::BuildError;
 use crate::event_loop::{EventLoop, Scratch};
@@ -124,7 +126,10 @@ impl Builder {
             return Err(BuildError::ZeroBlockingThreads);
         };
         let config = self.common.fiber_config().map_err(BuildError::Config)?;
+        let starvation = self.common.starvation().map_err(BuildError::Config)?;
         let fibers = self.common.registry(&config, 1);
+        let lists_fibers = fibers.is_enabled();
+        let watch_slots = starvation.as_ref().map(|_| RunSlots::new());
         let (reactor, poller) = Reactor::new().map_err(BuildError::Poller)?;
         let shared = Arc::new(Shared {
             config,
@@ -148,13 +153,26 @@ impl Builder {
                 self.blocking_keep_alive,
                 String::from(BLOCKING_THREAD_NAME),
             )),
+            watch_slot: watch_slots.as_ref().map(RunSlots::add),
         });
-        Ok(EventLoop::from_parts(
+        let mut event_loop = EventLoop::from_parts(
             Handle { shared },
             Scratch {
                 poller,
                 due: Vec::new(),
             },
-        ))
+        );
+        if let (Some(starvation), Some(slots)) = (starvation, watch_slots) {
+            let watchdog = Watchdog::start(
+                starvation,
+                slots,
+                event_loop.handle().clone(),
+                lists_fibers,
+                String::from("spindle-batching-watchdog"),
+            )
+            .map_err(BuildError::Watchdog)?;
+            event_loop.watchdog = Some(watchdog);
+        }
+        Ok(event_loop)
     }
 }

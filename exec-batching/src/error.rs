@@ -28,6 +28,9 @@ pub enum BuildError {
     /// instance `SPINDLE_TRACING` names an unknown tracing mode (the message
     /// names the valid ones).
     Config(ConfigError),
+    /// The operating system refused to start the starvation watchdog's
+    /// thread (`RuntimeBuilder::starvation_threshold`).
+    Watchdog(io::Error),
 }
 
 impl fmt::Display for BuildError {
@@ -43,6 +46,10 @@ impl fmt::Display for BuildError {
             ),
             BuildError::Poller(e) => write!(f, "exec-batching: could not make the I/O poller: {e}"),
             BuildError::Config(e) => write!(f, "exec-batching: {e}"),
+            BuildError::Watchdog(e) => write!(
+                f,
+                "exec-batching: could not start the starvation watchdog's thread: {e}"
+            ),
         }
     }
 }
@@ -50,7 +57,7 @@ impl fmt::Display for BuildError {
 impl std::error::Error for BuildError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            BuildError::Poller(e) => Some(e),
+            BuildError::Poller(e) | BuildError::Watchdog(e) => Some(e),
             BuildError::Config(e) => Some(e),
             BuildError::ZeroBatchSize | BuildError::ZeroBlockingThreads => None,
         }

@@ -53,7 +53,7 @@ use std::fmt;
 use std::time::Duration;
 
 use spindle_core::executor::OnDeadlock;
-use spindle_core::executor::support::{MainFiber, RunError, WakeWaiter};
+use spindle_core::executor::support::{MainFiber, RunError, WakeWaiter, Watchdog, run_fiber};
 use spindle_core::{
     Executor, Fiber, FiberDump, IO, IORuntime, Outcome, RuntimeBuilder, TimerCallback,
 };
@@ -201,7 +201,8 @@ impl Shared {
             turn.macrotasks.get_or_insert(queued_macrotasks);
             turn.budget -= 1;
             turn.microtasks_run += 1;
-            fiber.run();
+            // Marked in the watchdog's slot when it is on; off, one branch.
+            run_fiber(self.watch_slot.as_deref(), fiber);
         }
     }
 
@@ -274,7 +275,7 @@ impl Shared {
             else {
                 break;
             };
-            fiber.run();
+            run_fiber(self.watch_slot.as_deref(), fiber);
             ran += 1;
             self.microtask_checkpoint(&mut turn);
         }
@@ -374,6 +375,9 @@ pub struct EventLoop {
     handle: Handle,
     local: RefCell<Local>,
     scratch: RefCell<Scratch>,
+    /// The starvation watchdog's thread, when on: stopped first when the
+    /// loop is dropped.
+    pub(crate) watchdog: Option<Watchdog>,
 }
 
 impl fmt::Debug for EventLoop {
@@ -391,6 +395,7 @@ impl EventLoop {
             handle,
             local: RefCell::new(Local::default()),
             scratch: RefCell::new(scratch),
+            watchdog: None,
         }
     }
 
@@ -527,6 +532,9 @@ impl WakeWaiter for LoopWaiter {
 
 impl Drop for EventLoop {
     fn drop(&mut self) {
+        // The watchdog thread first (it holds a handle): joined, so that no
+        // thread outlives the loop.
+        drop(self.watchdog.take());
         // Queued fibers, timer callbacks and I/O waiters hold handles to
         // `shared`: drop them now, or the reference cycles would keep
         // everything alive. Everything is taken out under the locks and

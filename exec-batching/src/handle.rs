@@ -45,6 +45,9 @@ pub(crate) struct Shared {
     pub(crate) published: Published<2>,
     /// The threads of `IO::blocking` (shut down when the loop is dropped).
     pub(crate) blocking: Arc<BlockingPool>,
+    /// The loop thread's slot of the starvation watchdog (`None`: off;
+    /// io-core's `support::watchdog`).
+    pub(crate) watch_slot: Option<std::sync::Arc<spindle_core::executor::support::RunSlot>>,
 }
 
 impl Shared {

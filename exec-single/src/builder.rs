@@ -1,6 +1,7 @@
 //! [`Builder`]: configures and builds a [`SingleThreaded`] executor, with
 //! the setters every Spindle executor's builder has (`fiber_config`,
-//! `fiber_config_from_env`, `track_fibers`: io-core's [`RuntimeBuilder`],
+//! `fiber_config_from_env`, `track_fibers`, and with std the starvation
+//! watchdog's `starvation_threshold` and `on_starvation`: io-core's [`RuntimeBuilder`],
 //! over the [`CommonSettings`] embedded here), `build`, and exec-single's
 //! own (`clock`, `remote_capacity`).
 
@@ -112,9 +113,32 @@ impl<C: Clock> Builder<C> {
         let config = self.common.fiber_config().map_err(BuildError::Config)?;
         let fibers = self.common.registry(&config, 1);
         let io = platform::io_for(&self.clock)?;
-        let executor = SingleThreaded::from_parts(self.clock, config, fibers, io);
+        #[cfg(feature = "std")]
+        let starvation = self.common.starvation().map_err(BuildError::Config)?;
+        #[cfg(feature = "std")]
+        let lists_fibers = fibers.is_enabled();
+        #[cfg_attr(not(feature = "std"), allow(unused_mut))]
+        let mut executor = SingleThreaded::from_parts(self.clock, config, fibers, io);
         if self.remote_capacity > 0 {
             executor.handle.shared.remote.reserve(self.remote_capacity);
+        }
+        #[cfg(feature = "std")]
+        if let Some(starvation) = starvation {
+            use spindle_core::executor::support::{RunSlots, Watchdog};
+            let slots = RunSlots::new();
+            let slot = slots.add();
+            let watchdog = Watchdog::start(
+                starvation,
+                slots,
+                executor.handle.clone(),
+                lists_fibers,
+                std::string::String::from("spindle-single-watchdog"),
+            )
+            .map_err(BuildError::Watchdog)?;
+            executor.watch = Some(std::boxed::Box::new(crate::executor::Watched {
+                slot,
+                _watchdog: watchdog,
+            }));
         }
         Ok(executor)
     }

@@ -23,6 +23,10 @@ pub enum BuildError {
     /// `std`, on Unix (see the [crate documentation](crate#the-loop)).
     #[cfg(feature = "std")]
     Poller(std::io::Error),
+    /// The operating system refused to start the starvation watchdog's
+    /// thread (`RuntimeBuilder::starvation_threshold`).
+    #[cfg(feature = "std")]
+    Watchdog(std::io::Error),
 }
 
 impl fmt::Display for BuildError {
@@ -31,6 +35,13 @@ impl fmt::Display for BuildError {
             BuildError::Config(e) => write!(f, "exec-single: {e}"),
             #[cfg(feature = "std")]
             BuildError::Poller(e) => write!(f, "exec-single: could not make the I/O poller: {e}"),
+            #[cfg(feature = "std")]
+            BuildError::Watchdog(e) => {
+                write!(
+                    f,
+                    "exec-single: could not start the starvation watchdog's thread: {e}"
+                )
+            }
         }
     }
 }
@@ -40,7 +51,7 @@ impl core::error::Error for BuildError {
         match self {
             BuildError::Config(e) => Some(e),
             #[cfg(feature = "std")]
-            BuildError::Poller(e) => Some(e),
+            BuildError::Poller(e) | BuildError::Watchdog(e) => Some(e),
         }
     }
 }

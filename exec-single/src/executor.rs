@@ -20,7 +20,9 @@ use core::time::Duration;
 
 use spindle_core::executor::OnDeadlock;
 use spindle_core::executor::support::{FiberRegistry, MainFiber, RunError, WakeWaiter, nanos};
-use spindle_core::{FiberConfig, IO, IORuntime, Outcome, RuntimeBuilder};
+#[cfg(feature = "std")]
+use spindle_core::executor::support::{RunSlot, Watchdog};
+use spindle_core::{Fiber, FiberConfig, IO, IORuntime, Outcome, Ran, RuntimeBuilder};
 
 use crate::builder::Builder;
 use crate::clock::Clock;
@@ -56,6 +58,20 @@ pub struct SingleThreaded<C: Clock> {
     poller: RefCell<platform::IoPoller>,
     /// Not `Sync` (see above).
     _not_sync: PhantomData<Cell<()>>,
+    /// The starvation watchdog and the loop thread's slot, when the
+    /// builder turned it on (`RuntimeBuilder::starvation_threshold`).
+    /// (Boxed: one word here, so that the loop's state keeps its layout.)
+    #[cfg(feature = "std")]
+    pub(crate) watch: Option<std::boxed::Box<Watched>>,
+}
+
+/// The starvation watchdog of an executor that has it: the thread, stopped
+/// first when the executor is dropped, and the slot the loop marks each
+/// fiber run in (one: one thread runs the loop at a time).
+#[cfg(feature = "std")]
+pub(crate) struct Watched {
+    pub(crate) slot: std::sync::Arc<RunSlot>,
+    pub(crate) _watchdog: Watchdog,
 }
 
 /// Clears [`SingleThreaded::running`] when a run ends (also when unwinding).
@@ -126,6 +142,8 @@ impl<C: Clock> SingleThreaded<C> {
             running: Cell::new(false),
             poller: RefCell::new(poller),
             _not_sync: PhantomData,
+            #[cfg(feature = "std")]
+            watch: None,
         }
     }
 
@@ -220,22 +238,48 @@ impl<C: Clock> SingleThreaded<C> {
         self.fire_due_timers();
         // SAFETY: loop thread.
         let batch = unsafe { shared.local() }.run_queue.len();
+        // With the starvation watchdog on, each run is marked in the loop's
+        // slot (a batch of its own, out of line); off, one branch per turn.
+        #[cfg(feature = "std")]
+        if let Some(watch) = &self.watch {
+            self.run_watched(batch, &watch.slot);
+        } else {
+            self.run_batch(batch, Fiber::run);
+        }
+        #[cfg(not(feature = "std"))]
+        self.run_batch(batch, Fiber::run);
+        // SAFETY: loop thread; the borrow ends with the reads.
+        let local = unsafe { shared.local() };
+        shared
+            .published
+            .store([local.run_queue.len(), local.timers.len()]);
+    }
+
+    /// Runs at most `batch` fibers of the ready queue, each with `run` (the
+    /// loop thread).
+    #[inline(always)]
+    fn run_batch(&self, batch: usize, run: impl Fn(Fiber<Handle<C>>) -> Ran) {
+        let shared = &*self.handle.shared;
         for _ in 0..batch {
             // SAFETY: loop thread; the borrow ends before `run`, which
             // may re-enter `local()` through schedule_fiber/set_timer.
             let next = unsafe { shared.local() }.run_queue.pop_front();
             match next {
                 Some(fiber) => {
-                    fiber.run();
+                    run(fiber);
                 }
                 None => break,
             }
         }
-        // SAFETY: loop thread; the borrow ends with the reads.
-        let local = unsafe { shared.local() };
-        shared
-            .published
-            .store([local.run_queue.len(), local.timers.len()]);
+    }
+
+    /// [`run_batch`](Self::run_batch) with each run marked in the
+    /// starvation watchdog's `slot`.
+    #[cfg(feature = "std")]
+    #[cold]
+    #[inline(never)]
+    fn run_watched(&self, batch: usize, slot: &RunSlot) {
+        self.run_batch(batch, |fiber| slot.run(fiber));
     }
 
     /// Whether a fiber is queued (on the loop thread).
@@ -334,6 +378,10 @@ impl<C: Clock + Default> IORuntime for SingleThreaded<C> {
 
 impl<C: Clock> Drop for SingleThreaded<C> {
     fn drop(&mut self) {
+        // The watchdog thread first (it holds a handle): joined, so that no
+        // thread outlives the executor.
+        #[cfg(feature = "std")]
+        drop(self.watch.take());
         // Queued fibers, timer callbacks and I/O waiters hold handles to
         // `shared`: take them out and drop them now, or the reference cycle
         // would keep everything alive (io-core's support module, "Breaking

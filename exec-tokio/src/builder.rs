@@ -1,6 +1,7 @@
 //! [`Builder`]: configures and builds a [`TokioExecutor`], with the setters
 //! every Spindle executor's builder has (`fiber_config`,
-//! `fiber_config_from_env`, `track_fibers`: io-core's [`RuntimeBuilder`],
+//! `fiber_config_from_env`, `track_fibers`, and with std the starvation
+//! watchdog's `starvation_threshold` and `on_starvation`: io-core's [`RuntimeBuilder`],
 //! over the [`CommonSettings`] embedded here), `build`, and exec-tokio's
 //! own: where the runtime comes from (`handle`, `multi_thread`,
 //! `current_thread`) and, for a runtime the executor owns, `thread_name`
@@ -8,8 +9,8 @@
 
 use std::time::Duration;
 
-use spindle_core::RuntimeBuilder;
-use spindle_core::executor::support::CommonSettings;
+use spindle_core::executor::support::{CommonSettings, RunSlots, Watchdog};
+use spindle_core::{IORuntime, RuntimeBuilder};
 
 use crate::error::BuildError;
 use crate::executor::{Owned, TokioExecutor};
@@ -135,6 +136,7 @@ impl Builder {
             return Err(BuildError::ZeroWorkerThreads);
         }
         let fiber_config = self.common.fiber_config().map_err(BuildError::Config)?;
+        let starvation = self.common.starvation().map_err(BuildError::Config)?;
         let thread_name = self
             .thread_name
             .unwrap_or_else(|| String::from(DEFAULT_THREAD_NAME));
@@ -170,18 +172,35 @@ impl Builder {
         // One registry shard per worker and one more: fibers spread over
         // them by number (round robin).
         let shards = tokio.metrics().num_workers() + 1;
+        let fibers = self.common.registry(&fiber_config, shards);
+        let lists_fibers = fibers.is_enabled();
+        let watch_slots = starvation.as_ref().map(|_| RunSlots::new());
         let shared = Arc::new(Shared {
             owns_runtime: owned.is_some(),
             tokio,
-            fibers: self.common.registry(&fiber_config, shards),
+            fibers,
             config: fiber_config,
             origin,
             counters: Counters::default(),
             shutdown: AtomicBool::new(false),
             stopped: Mutex::new(false),
             stopped_changed: Condvar::new(),
+            watch_slots: watch_slots.clone(),
         });
-        Ok(TokioExecutor::from_parts(Handle { shared }, owned))
+        let mut executor = TokioExecutor::from_parts(Handle { shared }, owned);
+        if let (Some(starvation), Some(slots)) = (starvation, watch_slots) {
+            // Dropping the executor on failure shuts it down.
+            let watchdog = Watchdog::start(
+                starvation,
+                slots,
+                executor.handle().clone(),
+                lists_fibers,
+                format!("{thread_name}-watchdog"),
+            )
+            .map_err(BuildError::Watchdog)?;
+            executor.watchdog = Some(watchdog);
+        }
+        Ok(executor)
     }
 }
 

@@ -41,6 +41,9 @@ pub enum BuildError {
     /// tokio could not build the owned runtime, or the operating system
     /// refused the thread that drives a current-thread one.
     Runtime(std::io::Error),
+    /// The operating system refused to start the starvation watchdog's
+    /// thread (`RuntimeBuilder::starvation_threshold`).
+    Watchdog(std::io::Error),
 }
 
 impl fmt::Display for BuildError {
@@ -66,6 +69,10 @@ impl fmt::Display for BuildError {
             ),
             BuildError::Config(e) => write!(f, "exec-tokio: {e}"),
             BuildError::Runtime(e) => write!(f, "exec-tokio: could not start the tokio runtime: {e}"),
+            BuildError::Watchdog(e) => write!(
+                f,
+                "exec-tokio: could not start the starvation watchdog's thread: {e}"
+            ),
         }
     }
 }
@@ -73,7 +80,7 @@ impl fmt::Display for BuildError {
 impl std::error::Error for BuildError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            BuildError::Runtime(e) => Some(e),
+            BuildError::Runtime(e) | BuildError::Watchdog(e) => Some(e),
             BuildError::Config(e) => Some(e),
             _ => None,
         }

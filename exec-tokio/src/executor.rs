@@ -6,6 +6,7 @@ use std::fmt;
 use std::future::Future;
 use std::time::Duration;
 
+use spindle_core::executor::support::Watchdog;
 use spindle_core::executor::{OnDeadlock, ParkedBlockOn};
 use spindle_core::{IO, IORuntime, Outcome, RuntimeBuilder};
 
@@ -68,6 +69,8 @@ impl Owned {
 pub struct TokioExecutor {
     handle: Handle,
     owned: Option<Owned>,
+    /// The starvation watchdog's thread, when on: stopped first by `stop`.
+    pub(crate) watchdog: Option<Watchdog>,
 }
 
 impl fmt::Debug for TokioExecutor {
@@ -80,7 +83,11 @@ impl fmt::Debug for TokioExecutor {
 
 impl TokioExecutor {
     pub(crate) fn from_parts(handle: Handle, owned: Option<Owned>) -> TokioExecutor {
-        TokioExecutor { handle, owned }
+        TokioExecutor {
+            handle,
+            owned,
+            watchdog: None,
+        }
     }
 
     /// An executor with the default configuration (an owned multi-thread
@@ -119,6 +126,9 @@ impl TokioExecutor {
     /// no timeout, of `Drop`) and says what an owned runtime left running:
     /// see the `IORuntime` implementation below.
     fn stop(&mut self, timeout: Option<Duration>) -> Result<(), ShutdownTimedOut> {
+        // The watchdog thread first (it holds a handle): joined, never left
+        // behind.
+        drop(self.watchdog.take());
         self.handle.shared.begin_shutdown();
         // Dropping a runtime (or waiting for its thread) where blocking is
         // not allowed would panic in tokio: inside a tokio context the

@@ -44,6 +44,9 @@ pub(crate) struct Shared {
     /// `true` once shut down, under the lock `block_on` waits with.
     pub(crate) stopped: Mutex<bool>,
     pub(crate) stopped_changed: Condvar,
+    /// The starvation watchdog's slots, one per tokio thread that has run
+    /// a fiber (`None`: off; io-core's `support::watchdog`).
+    pub(crate) watch_slots: Option<spindle_core::executor::support::RunSlots>,
 }
 
 impl Shared {

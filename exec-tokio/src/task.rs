@@ -259,15 +259,25 @@ pub(crate) fn run_here(fiber: Fiber<Handle>) -> RunEnd {
     // module): a `static` driver, so that nothing is counted or allocated
     // per poll.
     #[cfg(unix)]
-    let ran = crate::io::run_fiber(|| fiber.run());
+    let ran = crate::io::run_fiber(|| run_watched(fiber));
     #[cfg(not(unix))]
-    let ran = fiber.run();
+    let ran = run_watched(fiber);
     std::mem::forget(unwinding);
     let (yielded, link) = RUN.with(|run| {
         run.running.set(previous);
         (run.yielded.take(), run.link.take())
     });
     RunEnd { ran, link, yielded }
+}
+
+/// Runs `fiber`, marked in this thread's slot of the starvation watchdog
+/// when it is on (one branch when off).
+#[inline(always)]
+fn run_watched(fiber: Fiber<Handle>) -> Ran {
+    match fiber.executor().shared.watch_slots.as_ref() {
+        None => fiber.run(),
+        Some(slots) => slots.this_thread().run(fiber),
+    }
 }
 
 /// Keeps `fiber` in the running task for it to yield, if this thread is

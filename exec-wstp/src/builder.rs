@@ -1,6 +1,7 @@
 //! [`Builder`]: configures and builds a [`Runtime`], with the setters
 //! every Spindle executor's builder has (`fiber_config`,
-//! `fiber_config_from_env`, `track_fibers`: io-core's [`RuntimeBuilder`],
+//! `fiber_config_from_env`, `track_fibers`, and with std the starvation
+//! watchdog's `starvation_threshold` and `on_starvation`: io-core's [`RuntimeBuilder`],
 //! over the [`CommonSettings`] embedded here), `build`, and exec-wstp's own
 //! (`worker_threads`, `global_queue_interval`, `max_blocking_threads`,
 //! `blocking_keep_alive`, `thread_name`).
@@ -10,8 +11,10 @@ use std::time::Duration;
 
 use crossbeam_deque::{Injector, Worker};
 use crossbeam_utils::CachePadded;
-use spindle_core::executor::support::{self, BlockingPool, CommonSettings, Origin, TimerHeap};
-use spindle_core::{Fiber, RuntimeBuilder};
+use spindle_core::executor::support::{
+    self, BlockingPool, CommonSettings, Origin, RunSlots, TimerHeap, Watchdog,
+};
+use spindle_core::{Fiber, IORuntime, RuntimeBuilder};
 
 use crate::error::BuildError;
 use crate::handle::{Counters, Handle, IoPoller, Remote, Shared};
@@ -122,6 +125,7 @@ impl Builder {
             return Err(BuildError::ZeroBlockingThreads);
         };
         let fiber_config = self.common.fiber_config().map_err(BuildError::Config)?;
+        let starvation = self.common.starvation().map_err(BuildError::Config)?;
         // One shard per worker (pushed to by that worker only) and one for
         // threads outside the pool.
         let fibers = self.common.registry(&fiber_config, workers + 1);
@@ -138,6 +142,8 @@ impl Builder {
         // socket made before they do (by a main fiber run inline by
         // `block_on`) waits for their first poll.
         reactor.set_driven(true);
+        let watch_slots = starvation.as_ref().map(|_| RunSlots::new());
+        let lists_fibers = fibers.is_enabled();
         let remotes = locals
             .iter()
             .map(|local| Remote {
@@ -167,6 +173,9 @@ impl Builder {
             external: CachePadded::new(Counters::default()),
             running_workers: Mutex::new(workers),
             workers_exited: Condvar::new(),
+            watch_slots: watch_slots
+                .as_ref()
+                .map(|slots| (0..workers).map(|_| slots.add()).collect()),
         });
         let mut threads = Vec::with_capacity(workers);
         for (index, local) in locals.into_iter().enumerate() {
@@ -185,6 +194,19 @@ impl Builder {
                 }
             }
         }
-        Ok(Runtime::from_parts(Handle { shared }, threads))
+        let runtime = Runtime::from_parts(Handle { shared }, threads);
+        if let (Some(starvation), Some(slots)) = (starvation, watch_slots) {
+            // Dropping the runtime on failure stops the workers.
+            let watchdog = Watchdog::start(
+                starvation,
+                slots,
+                runtime.handle().clone(),
+                lists_fibers,
+                format!("{}-watchdog", self.thread_name),
+            )
+            .map_err(BuildError::Watchdog)?;
+            runtime.set_watchdog(watchdog);
+        }
+        Ok(runtime)
     }
 }

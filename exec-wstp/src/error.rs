@@ -31,6 +31,9 @@ pub enum BuildError {
     /// The operating system refused a worker's I/O poller (out of file
     /// descriptors, typically).
     Poller(std::io::Error),
+    /// The operating system refused to start the starvation watchdog's
+    /// thread (`RuntimeBuilder::starvation_threshold`).
+    Watchdog(std::io::Error),
 }
 
 impl fmt::Display for BuildError {
@@ -56,6 +59,12 @@ impl fmt::Display for BuildError {
             BuildError::Poller(e) => {
                 write!(f, "exec-wstp: could not make the pool's I/O poller: {e}")
             }
+            BuildError::Watchdog(e) => {
+                write!(
+                    f,
+                    "exec-wstp: could not start the starvation watchdog's thread: {e}"
+                )
+            }
         }
     }
 }
@@ -63,7 +72,7 @@ impl fmt::Display for BuildError {
 impl std::error::Error for BuildError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            BuildError::Spawn(e) | BuildError::Poller(e) => Some(e),
+            BuildError::Spawn(e) | BuildError::Poller(e) | BuildError::Watchdog(e) => Some(e),
             BuildError::Config(e) => Some(e),
             _ => None,
         }

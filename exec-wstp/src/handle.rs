@@ -8,7 +8,7 @@ use crossbeam_deque::{Injector, Stealer};
 use crossbeam_utils::CachePadded;
 use spindle_core::executor::ParkedBlockOn;
 use spindle_core::executor::support::{
-    BlockingPool, FiberRegistry, Origin, TimerHeap, nanos, wall_clock,
+    BlockingPool, FiberRegistry, Origin, RunSlot, TimerHeap, nanos, wall_clock,
 };
 use spindle_core::{BlockingTask, Executor, Fiber, FiberConfig, FiberDump, FiberId, TimerCallback};
 use spindle_net::driver::{Poller, Reactor};
@@ -87,6 +87,9 @@ pub(crate) struct Shared {
     pub(crate) external: CachePadded<Counters>,
     pub(crate) running_workers: Mutex<usize>,
     pub(crate) workers_exited: Condvar,
+    /// The starvation watchdog's slots, one per worker (`None`: the
+    /// watchdog is off; io-core's `support::watchdog`).
+    pub(crate) watch_slots: Option<Box<[std::sync::Arc<RunSlot>]>>,
 }
 
 impl Shared {

@@ -6,6 +6,7 @@ use std::fmt;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use spindle_core::executor::support::Watchdog;
 use spindle_core::executor::{OnDeadlock, ParkedBlockOn};
 use spindle_core::{IO, IORuntime, Outcome, RuntimeBuilder};
 
@@ -24,6 +25,9 @@ use crate::worker;
 pub struct Runtime {
     handle: Handle,
     threads: Mutex<Vec<JoinHandle<()>>>,
+    /// The starvation watchdog's thread, when on: stopped first by
+    /// `stop`.
+    watchdog: Mutex<Option<Watchdog>>,
 }
 
 impl fmt::Debug for Runtime {
@@ -39,7 +43,13 @@ impl Runtime {
         Runtime {
             handle,
             threads: Mutex::new(threads),
+            watchdog: Mutex::new(None),
         }
+    }
+
+    /// Keeps the starvation watchdog's thread, for `stop` to end.
+    pub(crate) fn set_watchdog(&self, watchdog: Watchdog) {
+        *self.watchdog.lock() = Some(watchdog);
     }
 
     /// A runtime with the default configuration (one worker per CPU; the
@@ -63,6 +73,10 @@ impl Runtime {
         // A deadline past what `Instant` can hold (`Duration::MAX`) is no
         // deadline: wait as long as it takes, never panic on the addition.
         let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
+        // The watchdog first (it holds a handle, and watches the workers
+        // that are about to stop): joined, never left behind.
+        let watchdog = self.watchdog.lock().take();
+        drop(watchdog);
         shared.begin_shutdown();
         let blocking_threads = shared.blocking.shutdown();
         let on_own_worker = worker::with_current(shared, |ctx| ctx.is_some());

@@ -132,6 +132,8 @@ pub(crate) struct WorkerContext {
     /// or parked: it hands the poller off before its next fiber
     /// (`park.rs`).
     owes_hand_off: Cell<bool>,
+    /// This worker's slot of the starvation watchdog (`None`: off).
+    watch: Option<std::sync::Arc<spindle_core::executor::support::RunSlot>>,
 }
 
 thread_local! {
@@ -156,6 +158,10 @@ pub(crate) fn with_current<R>(shared: &Shared, f: impl FnOnce(Option<&WorkerCont
 pub(crate) fn run_worker(shared: Arc<Shared>, index: usize, local: Worker<Fiber<Handle>>) {
     // The builder marked the reactor driven already.
     let reactor = shared.reactor.clone();
+    let watch = shared
+        .watch_slots
+        .as_ref()
+        .and_then(|slots| slots.get(index).cloned());
     let ctx = WorkerContext {
         index,
         shared,
@@ -168,6 +174,7 @@ pub(crate) fn run_worker(shared: Arc<Shared>, index: usize, local: Worker<Fiber<
         saw_work_at: Cell::new(0),
         rng: Cell::new(0x9E37_79B9 ^ (index as u32).wrapping_mul(0x85EB_CA6B) | 1),
         owes_hand_off: Cell::new(false),
+        watch,
     };
     CURRENT.with(|current| current.set(&ctx));
     spindle_net::driver::with_driver(&reactor, || ctx.run());
@@ -254,7 +261,9 @@ impl WorkerContext {
                 self.shared.notify_one();
             }
         }
-        fiber.run();
+        // With the starvation watchdog on, the run is marked in this
+        // worker's slot; off, one branch.
+        spindle_core::executor::support::run_fiber(self.watch.as_deref(), fiber);
     }
 
     /// Puts a fiber scheduled on this worker in its next slot (see the

@@ -187,6 +187,12 @@ pub enum ConfigError {
     /// std), which also costs a check wherever a program is built, so it is
     /// off by default.
     FullTracingNotCompiled,
+    /// The builder's `starvation_threshold` was zero: every fiber run
+    /// would be reported.
+    StarvationThresholdZero,
+    /// `SPINDLE_STARVATION_MS` (kept here) is not a whole number of
+    /// milliseconds of at least 1.
+    StarvationEnv(alloc::boxed::Box<str>),
 }
 
 impl fmt::Display for ConfigError {
@@ -203,6 +209,15 @@ impl fmt::Display for ConfigError {
                  `tracing-full` cargo feature (backtraces, std); use `cached`, or build with \
                  that feature (`spindle-effect = { features = [\"tracing-full\"] }`, \
                  or `--features spindle-effect/tracing-full`)",
+            ),
+            ConfigError::StarvationThresholdZero => f.write_str(
+                "invalid starvation_threshold: it must be more than zero \
+                 (zero would report every fiber run)",
+            ),
+            ConfigError::StarvationEnv(value) => write!(
+                f,
+                "invalid SPINDLE_STARVATION_MS={value:?}: expected a whole number of \
+                 milliseconds of at least 1 (unset or empty: no starvation watchdog)",
             ),
         }
     }

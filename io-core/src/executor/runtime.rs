@@ -147,7 +147,9 @@ pub trait IORuntime: Sized {
     /// An executor with the default settings and the fiber configuration
     /// read from the environment: the tracing mode named by
     /// `SPINDLE_TRACING` (unset or empty: the default mode; an unknown
-    /// mode is a build error naming the valid ones). What an application
+    /// mode is a build error naming the valid ones), and with `std` the
+    /// starvation watchdog's threshold named by `SPINDLE_STARVATION_MS`
+    /// (see [`RuntimeBuilder::fiber_config_from_env`]). What an application
     /// starts from (`spindle_effect::app::run(X::from_env(), main)`);
     /// `X::new()` reads no environment. Without `std` there is no environment, and
     /// this is the default configuration.
@@ -345,7 +347,9 @@ impl core::error::Error for ShutdownTimedOut {}
 /// An executor author embeds one [`CommonSettings`] in the builder,
 /// returns it from [`common_settings`](RuntimeBuilder::common_settings), and
 /// reads it in `build` ([`CommonSettings::fiber_config`],
-/// [`CommonSettings::registry`]).
+/// [`CommonSettings::registry`], and with std `CommonSettings::starvation`:
+/// when it is `Some`, the executor marks each fiber run in a slot per
+/// thread and starts a `Watchdog`, both from `support::watchdog`).
 pub trait RuntimeBuilder: Sized {
     /// The builder's [`CommonSettings`], which the setters below change
     /// (for executor authors; applications call the setters).
@@ -365,8 +369,18 @@ pub trait RuntimeBuilder: Sized {
     /// `SPINDLE_TRACING`; empty means unset); an invalid one makes `build`
     /// fail with the executor's `BuildError::Config`. `X::from_env()` is
     /// `X::builder().fiber_config_from_env().build()`.
+    ///
+    /// With `std`, the environment may also turn on the starvation watchdog:
+    /// `SPINDLE_STARVATION_MS` (a threshold in whole milliseconds, at least
+    /// 1; unset or empty: off) when the builder is given no
+    /// [`starvation_threshold`](RuntimeBuilder::starvation_threshold).
     fn fiber_config_from_env(mut self) -> Self {
-        self.common_settings().fiber_config = ConfigSource::Environment;
+        let settings = self.common_settings();
+        settings.fiber_config = ConfigSource::Environment;
+        #[cfg(feature = "std")]
+        {
+            settings.starvation.from_env = true;
+        }
         self
     }
 
@@ -379,6 +393,70 @@ pub trait RuntimeBuilder: Sized {
     /// yields for the first time.
     fn track_fibers(mut self, on: bool) -> Self {
         self.common_settings().track_fibers = on;
+        self
+    }
+
+    /// Turns on the starvation watchdog: a fiber that keeps one of the
+    /// executor's threads busy without yielding for longer than `threshold`
+    /// (a blocking call, or a long computation, outside `IO::blocking`) is
+    /// reported once per such run, with its number, the thread, how long
+    /// so far and its trace (Cats Effect's starvation checker, tokio's
+    /// blocking warnings). Reports go to
+    /// [`on_starvation`](RuntimeBuilder::on_starvation)'s handler, by
+    /// default a warning on stderr.
+    ///
+    /// Off by default (and then free: no thread, one predictable branch
+    /// per fiber run). On, the executor keeps one more thread, which wakes
+    /// every half threshold, and each fiber run costs two stores to a cache
+    /// line of its thread. A run is reported once it has lasted between
+    /// the threshold and about one and a half thresholds; the reported
+    /// duration is a lower bound. Tens of milliseconds are a sensible
+    /// threshold: much less, and a thread the system preempts during an
+    /// ordinary run is reported too. Zero makes `build` fail with the
+    /// executor's `BuildError::Config`
+    /// ([`ConfigError::StarvationThresholdZero`](crate::error::ConfigError::StarvationThresholdZero)).
+    /// Without this call, `SPINDLE_STARVATION_MS` turns it on for an
+    /// executor built from the environment
+    /// ([`fiber_config_from_env`](RuntimeBuilder::fiber_config_from_env)).
+    ///
+    /// Watched: the threads that run fibers (exec-wstp's workers, the
+    /// single-threaded loops' thread, the threads of tokio that run
+    /// exec-tokio's fibers), not `IO::blocking`'s threads, which are
+    /// there to block, nor exec-wstp's inline start of a main fiber on
+    /// the caller's thread, which starves no worker. The module
+    /// `executor::support::watchdog` explains the protocol.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use spindle_effect::prelude::*;
+    /// use spindle_effect::wstp::Runtime;
+    ///
+    /// let rt = Runtime::builder()
+    ///     .starvation_threshold(Duration::from_millis(100))
+    ///     .on_starvation(|report| eprintln!("{report}"))
+    ///     .build()?;
+    /// # let _ = rt;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[cfg(feature = "std")]
+    fn starvation_threshold(mut self, threshold: Duration) -> Self {
+        self.common_settings().starvation.threshold = Some(threshold);
+        self
+    }
+
+    /// Where the starvation watchdog's reports go (see
+    /// [`starvation_threshold`](RuntimeBuilder::starvation_threshold), which
+    /// turns it on): `handler` is called on the watchdog's thread with
+    /// each [`StarvationReport`](crate::executor::support::StarvationReport)
+    /// (a slow handler delays only later reports, never a fiber). The
+    /// default prints the report's `Display` on stderr. Alone, this turns
+    /// nothing on.
+    #[cfg(feature = "std")]
+    fn on_starvation<F>(mut self, handler: F) -> Self
+    where
+        F: Fn(&crate::executor::support::StarvationReport) + Send + Sync + 'static,
+    {
+        self.common_settings().starvation.handler = Some(std::sync::Arc::new(handler));
         self
     }
 }

@@ -252,7 +252,7 @@ impl TestRuntime for Tokio {
 /// A distinct type, so that the macros below stamp it like any executor:
 /// an [`IORuntime`] that is exec-tokio's, on that flavour (its `from_env`
 /// too).
-pub struct TokioCurrent(spindle_exec_tokio::TokioExecutor);
+pub struct TokioCurrent(pub spindle_exec_tokio::TokioExecutor);
 
 impl std::ops::Deref for TokioCurrent {
     type Target = spindle_exec_tokio::TokioExecutor;

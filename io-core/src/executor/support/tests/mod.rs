@@ -78,6 +78,7 @@ fn common_settings_start_from_the_defaults_and_keep_what_the_setters_say() {
     let explicit = CommonSettings {
         fiber_config: ConfigSource::Explicit(config),
         track_fibers: true,
+        ..CommonSettings::default()
     };
     assert_eq!(explicit.fiber_config(), Ok(config));
     // `track_fibers` lists fibers even when they do not trace.
