@@ -167,4 +167,4 @@ pub use id::{FiberId, FiberIds};
 pub use run_loop::Ran;
 pub(crate) use run_state::{CompleteK, typed_outcome};
 pub use vtable::Fiber;
-pub(crate) use vtable::{RawFiberRef, Spawner};
+pub(crate) use vtable::{ExecutorProbe, RawFiberRef, Spawner};
