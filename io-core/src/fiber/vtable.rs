@@ -313,20 +313,23 @@ pub(super) trait Spawn {
     ) -> RawFiberRef;
 
     /// An owned, erased view of this executor for code that lives outside
-    /// any fiber (a `Dispatcher` used from foreign threads).
+    /// any fiber (a `Dispatcher` used from foreign threads). With `std`
+    /// only: no entry in the vtable of a firmware image.
+    #[cfg(feature = "std")]
     fn probe(&self) -> alloc::boxed::Box<dyn ExecutorProbe>;
 }
 
 /// What code outside the executor may ask of it, with its type erased: a
 /// clone of the executor behind [`Spawn::probe`].
+#[cfg(feature = "std")]
 pub(crate) trait ExecutorProbe: Send + Sync {
-    /// [`Executor::refuses_blocking_here`] (for `run_blocking`, std only).
-    #[cfg_attr(not(feature = "std"), allow(dead_code))]
+    /// [`Executor::refuses_blocking_here`].
     fn refuses_blocking_here(&self) -> bool;
     /// [`Executor::is_shut_down`].
     fn is_shut_down(&self) -> bool;
 }
 
+#[cfg(feature = "std")]
 impl<X: Executor> ExecutorProbe for X {
     fn refuses_blocking_here(&self) -> bool {
         Executor::refuses_blocking_here(self)
@@ -366,6 +369,7 @@ impl<X: Executor> Spawn for X {
         child_ref
     }
 
+    #[cfg(feature = "std")]
     fn probe(&self) -> alloc::boxed::Box<dyn ExecutorProbe> {
         alloc::boxed::Box::new(self.clone())
     }
@@ -427,6 +431,7 @@ impl Spawner {
     }
 
     /// An owned, erased view of the running fiber's executor.
+    #[cfg(feature = "std")]
     pub(crate) fn probe(&self) -> alloc::boxed::Box<dyn ExecutorProbe> {
         // SAFETY: as in `spawn`, for the executor.
         unsafe { (*self.executor).probe() }

@@ -82,11 +82,19 @@
 //! after the scope runs; the futures of canceled fibers complete with
 //! `Outcome::Canceled`.
 //!
-//! A dispatcher used after its executor has shut down: a `run_blocking`
+//! A dispatcher used after its executor has shut down (known with `std`;
+//! without, a submission is accepted and never runs): a `run_blocking`
 //! waiting then returns [`DispatcherError::ShutDown`] (it looks every
 //! 100 ms while it parks), a submission is refused with it, and a future
 //! whose fiber the shutdown dropped never completes (as
 //! [`IO::into_future_on`]'s).
+//!
+//! Every function of this module that is not generic is `#[inline]`, so
+//! that it is compiled only into programs that use a dispatcher: an image
+//! that never does (a firmware's) is left exactly as it was, where the
+//! mere presence of this code, under LTO, changed the inlining of the rest
+//! (424 B more flash in the thumbv7m image). The same reason keeps the
+//! executor probe behind `std`.
 //!
 //! Design credits: Cats Effect 3.6's `Dispatcher` (parallel and sequential
 //! dispatchers, the `await` flag, run-and-forget, to-future, cancelable
@@ -103,10 +111,12 @@ use core::pin::Pin;
 use core::task::{Context, Poll, Waker};
 
 use crate::engine::tracing::{Internal, NO_SITE};
+#[cfg(feature = "std")]
+use crate::fiber::ExecutorProbe;
 use crate::fiber::handle::FiberHandle;
 use crate::fiber::join::Completed;
 use crate::fiber::join::JoinRef;
-use crate::fiber::{ExecutorProbe, RawFiberRef};
+use crate::fiber::{RawFiberRef, Spawner};
 use crate::future::JoinFuture;
 use crate::io::IO;
 use crate::outcome::{Failure, Outcome};
@@ -133,6 +143,7 @@ pub enum DispatcherError {
 }
 
 impl fmt::Display for DispatcherError {
+    #[inline]
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             DispatcherError::Closed => {
@@ -170,6 +181,7 @@ type Reporter = Box<dyn Fn(ForgottenFailure) + Send + Sync>;
 /// The default reporter: with `std`, one line on standard error (as Cats
 /// Effect reports to its execution context); without, nothing but the
 /// count ([`Dispatcher::failures_reported`]).
+#[inline]
 fn default_reporter() -> Reporter {
     Box::new(|failure: ForgottenFailure| {
         #[cfg(feature = "std")]
@@ -199,18 +211,21 @@ struct Reply {
 }
 
 impl Reply {
+    #[inline]
     fn new() -> Arc<Reply> {
         Arc::new(Reply {
             state: Mutex::new(ReplyState::Pending(None)),
         })
     }
 
+    #[inline]
     fn is_pending(&self) -> bool {
         matches!(*self.state.lock(), ReplyState::Pending(_))
     }
 
     /// The submission's fiber has started: hands it to the future (or,
     /// if the submission was canceled meanwhile, cancels it).
+    #[inline]
     fn started(&self, fiber: JoinRef) {
         let waker = {
             let mut state = self.state.lock();
@@ -239,6 +254,7 @@ impl Reply {
 
     /// Cancels the submission: before it started, it never will; once
     /// started, its fiber's cancellation is requested.
+    #[inline]
     fn cancel(&self) {
         let mut state = self.state.lock();
         match &mut *state {
@@ -267,6 +283,7 @@ struct ReplyGuard {
 }
 
 impl ReplyGuard {
+    #[inline]
     fn started(mut self, fiber: JoinRef) {
         if let Some(reply) = self.reply.take() {
             reply.started(fiber);
@@ -275,6 +292,7 @@ impl ReplyGuard {
 }
 
 impl Drop for ReplyGuard {
+    #[inline]
     fn drop(&mut self) {
         if let Some(reply) = self.reply.take() {
             let waker = {
@@ -373,6 +391,7 @@ where
 
 /// Waits until `fiber` has ended if `wait` (without reading its outcome);
 /// else nothing.
+#[inline]
 fn completion(fiber: JoinRef, wait: bool) -> IO<(), Infallible> {
     if !wait {
         return IO::unit();
@@ -393,29 +412,60 @@ struct State {
     wanted: bool,
 }
 
+/// What the dispatcher may ask of its executor, from any thread (with
+/// `std`; a firmware image's executors are not asked, and their spawn
+/// vtables stay as they were).
+#[cfg(feature = "std")]
+type Probe = Box<dyn ExecutorProbe>;
+#[cfg(not(feature = "std"))]
+type Probe = ();
+
+/// The running fiber's executor, as a [`Probe`].
+#[inline]
+fn probe(spawner: Spawner) -> Probe {
+    #[cfg(feature = "std")]
+    return spawner.probe();
+    #[cfg(not(feature = "std"))]
+    let _ = spawner;
+}
+
+/// Whether the executor has shut down (never known without `std`).
+#[inline]
+fn shut_down(probe: &Probe) -> bool {
+    #[cfg(feature = "std")]
+    return probe.is_shut_down();
+    #[cfg(not(feature = "std"))]
+    {
+        let () = probe;
+        false
+    }
+}
+
 /// What every clone of a dispatcher shares.
 struct Shared {
     state: Mutex<State>,
     sequential: bool,
-    executor: Box<dyn ExecutorProbe>,
+    executor: Probe,
     reporter: Reporter,
     reported: AtomicUsize,
 }
 
 impl Shared {
+    #[inline]
     fn report(&self, failure: ForgottenFailure) {
         self.reported.fetch_add(1, Ordering::Relaxed);
         (self.reporter)(failure);
     }
 
     /// Queues `job`, or hands it back (to be dropped outside the lock).
+    #[inline]
     fn submit(&self, job: Box<dyn Job>) -> Result<(), (DispatcherError, Box<dyn Job>)> {
         let signal = {
             let mut state = self.state.lock();
             if state.closed {
                 return Err((DispatcherError::Closed, job));
             }
-            if self.executor.is_shut_down() {
+            if shut_down(&self.executor) {
                 return Err((DispatcherError::ShutDown, job));
             }
             state.pending.push_back(job);
@@ -458,6 +508,7 @@ pub struct Dispatcher {
 }
 
 impl fmt::Debug for Dispatcher {
+    #[inline]
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let state = self.shared.state.lock();
         f.debug_struct("Dispatcher")
@@ -554,24 +605,23 @@ impl Dispatcher {
             Supervisor::scoped::<E>()
         };
         supervisor.flat_map(move |supervisor| {
-            let acquire =
-                IO::with_spawner(|spawner| spawner.probe()).flat_map_untraced(move |executor| {
-                    let shared = Arc::new(Shared {
-                        state: Mutex::new(State {
-                            closed: false,
-                            pending: VecDeque::new(),
-                            signal: Deferred::new(),
-                            wanted: false,
-                        }),
-                        sequential,
-                        executor,
-                        reporter,
-                        reported: AtomicUsize::new(0),
-                    });
-                    work(shared.clone(), supervisor)
-                        .start_untraced::<E>()
-                        .map_untraced(move |worker| (Dispatcher { shared }, worker))
+            let acquire = IO::with_spawner(probe).flat_map_untraced(move |executor| {
+                let shared = Arc::new(Shared {
+                    state: Mutex::new(State {
+                        closed: false,
+                        pending: VecDeque::new(),
+                        signal: Deferred::new(),
+                        wanted: false,
+                    }),
+                    sequential,
+                    executor,
+                    reporter,
+                    reported: AtomicUsize::new(0),
                 });
+                work(shared.clone(), supervisor)
+                    .start_untraced::<E>()
+                    .map_untraced(move |worker| (Dispatcher { shared }, worker))
+            });
             Resource::make_case(acquire, move |(dispatcher, worker), exit| {
                 dispatcher.close(worker, await_on_release && exit == ExitCase::Succeeded)
             })
@@ -622,18 +672,21 @@ impl Dispatcher {
 
     /// Whether the dispatcher runs its programs one after another
     /// ([`sequential`](Dispatcher::sequential)).
+    #[inline]
     pub fn is_sequential(&self) -> bool {
         self.shared.sequential
     }
 
     /// Whether the dispatcher's scope has ended (every submission is
     /// refused with [`DispatcherError::Closed`]).
+    #[inline]
     pub fn is_closed(&self) -> bool {
         self.shared.state.lock().closed
     }
 
     /// How many failures of `run_and_forget`'s programs have been reported
     /// so far.
+    #[inline]
     pub fn failures_reported(&self) -> usize {
         self.shared.reported.load(Ordering::Relaxed)
     }
@@ -760,7 +813,7 @@ impl Dispatcher {
             if let Poll::Ready(ran) = future.as_mut().poll(&mut cx) {
                 return ran;
             }
-            if self.shared.executor.is_shut_down() {
+            if shut_down(&self.shared.executor) {
                 // The future is dropped with the executor's fibers.
                 return Err(DispatcherError::ShutDown);
             }
@@ -787,6 +840,7 @@ impl std::task::Wake for Parker {
 /// The worker: takes the queue (all of it, or one program for a
 /// sequential dispatcher), starts what it took, and waits for more;
 /// ends once the dispatcher is closed and the queue empty.
+#[inline]
 fn work(shared: Arc<Shared>, supervisor: Supervisor) -> IO<(), Infallible> {
     IO::defer_untraced(move || {
         let taken: Vec<Box<dyn Job>> = {
@@ -847,6 +901,7 @@ pub struct DispatchFuture<A, E> {
 }
 
 impl<A, E> fmt::Debug for DispatchFuture<A, E> {
+    #[inline]
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let stage = match &self.stage {
             Stage::Refused(_) => "refused",
@@ -919,6 +974,7 @@ impl<A: Send + 'static, E: Send + 'static> Future for DispatchFuture<A, E> {
 }
 
 impl<A, E> Drop for DispatchFuture<A, E> {
+    #[inline]
     fn drop(&mut self) {
         // A joining future cancels on its own drop (`cancel_on_drop`).
         if let Stage::Waiting(reply) = &self.stage {
@@ -940,6 +996,7 @@ pub struct DispatchCancel {
 }
 
 impl fmt::Debug for DispatchCancel {
+    #[inline]
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("DispatchCancel").finish_non_exhaustive()
     }
@@ -947,6 +1004,7 @@ impl fmt::Debug for DispatchCancel {
 
 impl DispatchCancel {
     /// Requests the cancellation (see the type's doc); returns at once.
+    #[inline]
     pub fn cancel(&self) {
         if let Some(reply) = &self.reply {
             reply.cancel();
