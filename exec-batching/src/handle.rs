@@ -198,6 +198,11 @@ impl Executor for Handle {
         self.shared.closed.load(Ordering::Relaxed)
     }
 
+    /// This thread runs the loop now (a fiber of it is running here).
+    fn refuses_blocking_here(&self) -> bool {
+        self.is_current()
+    }
+
     /// Every live fiber (while fibers are listed: see
     /// [`track_fibers`](spindle_core::RuntimeBuilder::track_fibers)) and the loop's `microtask queue`,
     /// `macrotask queue`, `remote queue`, `timers`, `io waiters`,

@@ -204,6 +204,11 @@ impl<C: Clock> Executor for Handle<C> {
         self.shared.remote.is_closed()
     }
 
+    /// This thread runs the loop now (a fiber of it is running here).
+    fn refuses_blocking_here(&self) -> bool {
+        platform::on_loop_thread(self.shared_id())
+    }
+
     /// The live fibers (while they are listed; see the crate documentation)
     /// and the loop's `ready queue`, `remote queue`, `timers` and
     /// `io waiters`.

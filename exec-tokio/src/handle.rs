@@ -208,6 +208,12 @@ impl Executor for Handle {
     fn is_shut_down(&self) -> bool {
         self.shared.is_shutdown()
     }
+
+    /// As a nested `block_on`: inside a fiber, or on a thread of a tokio
+    /// runtime (outside `spawn_blocking`).
+    fn refuses_blocking_here(&self) -> bool {
+        blocking_would_stall_tokio()
+    }
 }
 
 /// `block_on` through the handle, from a thread outside tokio (io-core's

@@ -393,6 +393,12 @@ impl Executor for Handle {
     fn is_shut_down(&self) -> bool {
         self.shared.is_shutdown()
     }
+
+    /// As a nested `block_on`: on one of the pool's workers, or in the
+    /// inline run of its `block_on`'s main fiber.
+    fn refuses_blocking_here(&self) -> bool {
+        ParkedBlockOn::refuses_block_on_here(self)
+    }
 }
 
 /// `block_on` through the handle, from any thread that is not one of the

@@ -15,6 +15,7 @@
 //! | [`InvalidParties`] | [`CyclicBarrier::new`](crate::CyclicBarrier::new) |
 //! | [`InvalidSchedule`] | [`Schedule`](crate::Schedule)'s and [`Jitter`](crate::Jitter)'s constructors |
 //! | [`EmptyRange`] | [`Random`](crate::Random)'s ranged draws |
+//! | [`DispatcherError`] | a [`Dispatcher`](crate::Dispatcher) whose scope has ended, `run_blocking` on the executor's own thread, an executor shut down |
 //! | [`SupervisorClosed`] | a [`Supervisor`](crate::Supervisor) or [`JoinSet`](crate::JoinSet) whose scope has ended |
 
 pub use crate::combinators::timeout::TimeoutError;
@@ -27,6 +28,7 @@ pub use crate::stdlib::data::deferred::AlreadyCompleted;
 pub use crate::stdlib::data::latch::InvalidCount;
 pub use crate::stdlib::data::queue::{InvalidCapacity, QueueClosed};
 pub use crate::stdlib::data::semaphore::{InvalidPermits, PermitOverflow};
+pub use crate::stdlib::dispatcher::DispatcherError;
 pub use crate::stdlib::random::EmptyRange;
 pub use crate::stdlib::retry::InvalidSchedule;
 pub use crate::stdlib::supervisor::SupervisorClosed;

@@ -51,6 +51,8 @@
 //! * **Scopes for fibers**: [`Supervisor`] (children canceled, or awaited,
 //!   when the scope ends) and [`JoinSet`] (children's outcomes in order of
 //!   completion), both [`Resource`]s; [`Resource::par_zip`].
+//! * **Foreign code**: [`Dispatcher`] runs programs from threads and
+//!   callbacks that are not fibers (run and forget, to a future, blocking).
 //! * **Shared state**: [`Ref`], [`Deferred`], [`Semaphore`], [`Queue`],
 //!   [`Mutex`], [`CountDownLatch`], [`CyclicBarrier`], [`AtomicCell`]
 //!   (updates that run effects), [`MapRef`] (a cell per key), [`Signal`]
@@ -164,6 +166,7 @@ pub use stdlib::data::queue::Queue;
 pub use stdlib::data::reference::Ref;
 pub use stdlib::data::semaphore::Semaphore;
 pub use stdlib::data::signal::Signal;
+pub use stdlib::dispatcher::{DispatchCancel, DispatchFuture, Dispatcher, ForgottenFailure};
 pub use stdlib::random::Random;
 pub use stdlib::resource::{Allocated, ExitCase, Resource};
 pub use stdlib::retry::{Delays, FixedRate, Jitter, Schedule, Tick};

@@ -74,7 +74,9 @@
 //!   [`Mutex`], [`Queue`], [`CountDownLatch`], [`CyclicBarrier`],
 //!   [`AtomicCell`], [`MapRef`] and [`KeyRef`].
 //! * **Resources and scopes**: [`Resource`] ([`Allocated`], [`ExitCase`]),
-//!   [`Supervisor`], [`JoinSet`].
+//!   [`Supervisor`], [`JoinSet`]; [`Dispatcher`] ([`DispatchFuture`],
+//!   [`DispatchCancel`], [`ForgottenFailure`]) runs programs from threads
+//!   and callbacks that are not fibers.
 //! * **Retry and repetition**: [`Schedule`], [`Jitter`], [`Delays`],
 //!   [`FixedRate`] and its [`Tick`].
 //! * **Services**: [`Clock`], [`Random`], and with `std` `Console`.
@@ -174,6 +176,7 @@ pub use spindle_core::{
 
 // Resources and scopes for fibers.
 pub use spindle_core::{Allocated, ExitCase, JoinSet, Resource, Supervisor};
+pub use spindle_core::{DispatchCancel, DispatchFuture, Dispatcher, ForgottenFailure};
 
 // Retry and repetition.
 pub use spindle_core::{Delays, FixedRate, Jitter, Schedule, Tick};

@@ -25,6 +25,7 @@
 //! | the main fiber's completion ([`support::WakeWaiter::wake`]) | io-core, when the main fiber completes or is freed without completing | any thread |
 //! | [`Executor::spawn`] (and [`IORuntime::spawn`], through the handle) | the application, a fiber | any thread ([`RunError::ShutDown`](support::RunError::ShutDown) once [`Executor::is_shut_down`]) |
 //! | [`Executor::is_shut_down`] | `spawn`, a parked `block_on` (`ParkedBlockOn`, std) | any thread |
+//! | [`Executor::refuses_blocking_here`] | `Dispatcher::run_blocking` | any thread |
 //! | I/O readiness (std executors): `spindle_net::driver::IoDriver::register`, `Registration::wait` | a socket operation of spindle-net, inside a fiber | the thread running the fiber; the executor runs its fibers inside `spindle_net::driver::with_driver` |
 //!
 //! # Guarantees to executors
@@ -281,6 +282,18 @@ pub trait Executor: Clone + Send + Sync + Sized + 'static {
     /// executor that cannot be shut down.
     #[inline]
     fn is_shut_down(&self) -> bool {
+        false
+    }
+
+    /// Whether a thread that waited here for a fiber of this executor
+    /// could stall the executor: the calling thread is one of its own (its
+    /// loop thread, a worker), or runs one of its fibers now. `Dispatcher`'s
+    /// `run_blocking` refuses to wait there (as `block_on` returns
+    /// [`RunError::Nested`](support::RunError::Nested)). Any thread. The
+    /// default, `false`, suits an executor whose fibers never run on a
+    /// thread that could call it.
+    #[inline]
+    fn refuses_blocking_here(&self) -> bool {
         false
     }
 

@@ -166,5 +166,7 @@ pub(crate) use header::Header;
 pub use id::{FiberId, FiberIds};
 pub use run_loop::Ran;
 pub(crate) use run_state::{CompleteK, typed_outcome};
+#[cfg(feature = "std")]
+pub(crate) use vtable::ExecutorProbe;
 pub use vtable::Fiber;
 pub(crate) use vtable::{RawFiberRef, Spawner};

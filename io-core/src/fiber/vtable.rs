@@ -311,6 +311,33 @@ pub(super) trait Spawn {
         traced: bool,
         locals: Arc<super::locals::LocalMap>,
     ) -> RawFiberRef;
+
+    /// An owned, erased view of this executor for code that lives outside
+    /// any fiber (a `Dispatcher` used from foreign threads). With `std`
+    /// only: no entry in the vtable of a firmware image.
+    #[cfg(feature = "std")]
+    fn probe(&self) -> alloc::boxed::Box<dyn ExecutorProbe>;
+}
+
+/// What code outside the executor may ask of it, with its type erased: a
+/// clone of the executor behind [`Spawn::probe`].
+#[cfg(feature = "std")]
+pub(crate) trait ExecutorProbe: Send + Sync {
+    /// [`Executor::refuses_blocking_here`].
+    fn refuses_blocking_here(&self) -> bool;
+    /// [`Executor::is_shut_down`].
+    fn is_shut_down(&self) -> bool;
+}
+
+#[cfg(feature = "std")]
+impl<X: Executor> ExecutorProbe for X {
+    fn refuses_blocking_here(&self) -> bool {
+        Executor::refuses_blocking_here(self)
+    }
+
+    fn is_shut_down(&self) -> bool {
+        Executor::is_shut_down(self)
+    }
 }
 
 impl<X: Executor> Spawn for X {
@@ -340,6 +367,11 @@ impl<X: Executor> Spawn for X {
         let child_ref = child.raw_ref();
         self.schedule_fiber(child);
         child_ref
+    }
+
+    #[cfg(feature = "std")]
+    fn probe(&self) -> alloc::boxed::Box<dyn ExecutorProbe> {
+        alloc::boxed::Box::new(self.clone())
     }
 }
 
@@ -405,6 +437,13 @@ impl Spawner {
             // SAFETY: as above.
             None => unsafe { (*self.executor).spawn_child(node, on_complete, self.traced) },
         }
+    }
+
+    /// An owned, erased view of the running fiber's executor.
+    #[cfg(feature = "std")]
+    pub(crate) fn probe(&self) -> alloc::boxed::Box<dyn ExecutorProbe> {
+        // SAFETY: as in `spawn`, for the executor.
+        unsafe { (*self.executor).probe() }
     }
 
     /// The running fiber's value of the local numbered `key`, if it holds

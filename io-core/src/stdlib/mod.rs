@@ -7,6 +7,7 @@
 //! | `data/` | [`Ref`](crate::Ref), [`Deferred`](crate::Deferred), [`Semaphore`](crate::Semaphore), [`Queue`](crate::Queue), [`Mutex`](crate::Mutex), [`CountDownLatch`](crate::CountDownLatch), [`CyclicBarrier`](crate::CyclicBarrier), [`AtomicCell`](crate::AtomicCell), [`MapRef`](crate::MapRef), [`Signal`](crate::Signal) |
 //! | `resource.rs` | [`Resource`](crate::Resource): acquisition and release as a value, `par_zip` (`resource/par.rs`) |
 //! | `supervisor.rs` | [`Supervisor`](crate::Supervisor) and [`JoinSet`](crate::JoinSet): scopes for fibers |
+//! | `dispatcher.rs` | [`Dispatcher`](crate::Dispatcher): programs run from code that is not a fiber (foreign threads, callbacks) |
 //! | `retry.rs` | [`Schedule`](crate::Schedule), `retry`, `repeat`, [`FixedRate`](crate::FixedRate) |
 //! | `random.rs`, `clock.rs`, `console.rs` | the services [`Random`](crate::Random), [`Clock`](crate::Clock) and (with `std`) [`Console`](crate::Console) |
 
@@ -14,6 +15,7 @@ pub(crate) mod clock;
 #[cfg(feature = "std")]
 pub(crate) mod console;
 pub(crate) mod data;
+pub(crate) mod dispatcher;
 pub(crate) mod random;
 pub(crate) mod resource;
 pub(crate) mod retry;
