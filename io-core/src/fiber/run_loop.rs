@@ -1374,6 +1374,9 @@ fn complete<X: Executor>(
 ) {
     crate::engine::blocks::stacks::give(core::mem::take(&mut core.stack));
     inner.header.mark_completed();
+    if matches!(outcome, Outcome::Canceled) {
+        inner.executor.fiber_canceled();
+    }
     inner.executor.fiber_ended();
     let suppressed = core.take_suppressed();
     // The cause of the error the fiber ends with (empty otherwise).
