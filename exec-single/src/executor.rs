@@ -190,7 +190,9 @@ impl<C: Clock> SingleThreaded<C> {
                 // from elsewhere (a push, the main fiber's end).
                 add(&shared.counters.parks, 1);
                 let resumed = poller.idle(&shared.remote, &shared.clock, next_deadline);
-                add(&shared.counters.io_events, resumed);
+                if resumed > 0 {
+                    add(&shared.counters.io_events, resumed);
+                }
             }
         })
     }

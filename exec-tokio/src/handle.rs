@@ -196,7 +196,10 @@ impl Executor for Handle {
 
     #[inline]
     fn fiber_canceled(&self) {
-        self.shared.counters.canceled.fetch_add(1, Ordering::Relaxed);
+        self.shared
+            .counters
+            .canceled
+            .fetch_add(1, Ordering::Relaxed);
     }
 
     /// Fibers, tokio's global queue and workers, timers pending and

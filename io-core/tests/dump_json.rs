@@ -68,7 +68,11 @@ fn a_waiting_fibers_trace_renders_with_its_operation_and_call_site() {
         )
         .flat_tap(move |_| fiber.cancel())
     });
-    let dump = rt.block_on(program).expect("runs").succeeded().expect("a dump");
+    let dump = rt
+        .block_on(program)
+        .expect("runs")
+        .succeeded()
+        .expect("a dump");
     let json = serde_json::to_string(&dump).expect("serializes");
     let value: Value = serde_json::from_str(&json).expect("valid JSON");
     let fibers = value["fibers"].as_array().expect("a list of fibers");

@@ -159,13 +159,19 @@ const GAUGES: [(&str, &str); 10] = [
         GLOBAL_QUEUE_DEPTH,
         "Fibers waiting in the executor's shared (global or remote) queue.",
     ),
-    (WORKER_QUEUE_DEPTH, "Fibers waiting in a worker's own queue."),
+    (
+        WORKER_QUEUE_DEPTH,
+        "Fibers waiting in a worker's own queue.",
+    ),
     (WORKER_TIMERS, "Timers pending on a worker."),
     (IO_SOURCES, "Sockets registered with the poller."),
     (IO_WAITERS, "Fibers waiting for socket readiness."),
     (TIMERS, "Timers set and not yet fired or cancelled."),
     (BLOCKING_THREADS, "Blocking-pool threads, busy or idle."),
-    (BLOCKING_THREADS_IDLE, "Blocking-pool threads waiting for work."),
+    (
+        BLOCKING_THREADS_IDLE,
+        "Blocking-pool threads waiting for work.",
+    ),
     (
         BLOCKING_QUEUE_DEPTH,
         "IO::blocking calls waiting for a thread (exec-tokio: queued or running).",

@@ -44,22 +44,23 @@ fn sample(text: &str, series: &str) -> Option<f64> {
 #[test]
 fn a_scrape_shows_every_documented_name_with_the_fibers_the_program_started() {
     let prometheus = example::install().expect("the only recorder of this test binary");
-    let rt = Runtime::builder().worker_threads(2).build().expect("a pool");
+    let rt = Runtime::builder()
+        .worker_threads(2)
+        .build()
+        .expect("a pool");
     let handle = rt.handle().clone();
-    let program = IO::<usize, std::io::Error>::par_traverse((0..FIBERS).collect(), |i| {
-        IO::pure(i)
-    })
-    .flat_map(move |_| TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0))))
-    .flat_map(move |listener| {
-        listener.local_addr().flat_map(move |addr| {
-            example::scrape_server(listener, handle, prometheus)
-                .start()
-                .flat_map(move |server| {
-                    IO::blocking(move || (get(addr, "/metrics"), get(addr, "/nowhere")))
-                        .flat_tap(move |_| server.cancel())
-                })
-        })
-    });
+    let program = IO::<usize, std::io::Error>::par_traverse((0..FIBERS).collect(), IO::pure)
+        .flat_map(move |_| TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0))))
+        .flat_map(move |listener| {
+            listener.local_addr().flat_map(move |addr| {
+                example::scrape_server(listener, handle, prometheus)
+                    .start()
+                    .flat_map(move |server| {
+                        IO::blocking(move || (get(addr, "/metrics"), get(addr, "/nowhere")))
+                            .flat_tap(move |_| server.cancel())
+                    })
+            })
+        });
     let (scrape, not_found) = rt
         .block_on(program)
         .expect("runs")

@@ -39,7 +39,9 @@ fn the_periodic_recorder_records_fibers_started_after_it_and_stops_when_canceled
         let program = every.start::<E>().flat_map(move |recorder_fiber| {
             // Five more fibers, started after the recorder's first record.
             IO::<u32, E>::traverse((0..5).collect(), |i| {
-                IO::<u32, E>::pure(i).start::<E>().flat_map(|f| f.join_with_never())
+                IO::<u32, E>::pure(i)
+                    .start::<E>()
+                    .flat_map(|f| f.join_with_never())
             })
             .flat_map(move |_| {
                 let target = started_now();
@@ -48,13 +50,19 @@ fn the_periodic_recorder_records_fibers_started_after_it_and_stops_when_canceled
                     move || {
                         spindle_core::sleep::<E>(Duration::from_millis(1)).map({
                             let watch = watch.clone();
-                            move |()| counter(&watch, spindle_metrics::FIBERS_STARTED) == Some(target)
+                            move |()| {
+                                counter(&watch, spindle_metrics::FIBERS_STARTED) == Some(target)
+                            }
                         })
                     },
                     |seen| *seen,
                 )
             })
-            .flat_map(move |_| recorder_fiber.cancel::<E>().flat_map(move |()| recorder_fiber.join::<E>()))
+            .flat_map(move |_| {
+                recorder_fiber
+                    .cancel::<E>()
+                    .flat_map(move |()| recorder_fiber.join::<E>())
+            })
         });
         rt.block_on(program).expect("runs")
     });

@@ -15,6 +15,9 @@ use spindle_core::{Executor, FiberHandle, IO, Outcome, RuntimeCounters};
 
 type E = String;
 
+/// A recorded series: name, labels, value.
+type Recorded = (String, Vec<(String, String)>, DebugValue);
+
 /// The counters of an executor's handle.
 fn counters_of<X: Executor>(handle: &X) -> RuntimeCounters {
     handle.counters()
@@ -95,7 +98,7 @@ rt_test! {
         let snapshotter = recorder.snapshotter();
         let counters = counters_of(rt.handle());
         metrics::with_local_recorder(&recorder, || spindle_metrics::record_counters(&counters));
-        let recorded: Vec<(String, Vec<(String, String)>, DebugValue)> = snapshotter
+        let recorded: Vec<Recorded> = snapshotter
             .snapshot()
             .into_vec()
             .into_iter()

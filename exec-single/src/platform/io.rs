@@ -236,15 +236,21 @@ impl IoPoller {
     /// Fibers are ready: if some fiber waits for readiness, looks at the
     /// poller without blocking and resumes those whose sockets are ready
     /// (how many). The loop calls it once per turn (module doc).
+    #[inline]
     pub(crate) fn look(&mut self) -> usize {
-        if let Some((poller, reactor)) = &mut self.polled {
-            if reactor.waiters() > 0 {
-                // An error is a broken poller: the next look or wait sees it.
-                return poller.poll(Some(Duration::ZERO)).unwrap_or(0);
-            }
+        match &mut self.polled {
+            Some((poller, reactor)) if reactor.waiters() > 0 => look_now(poller),
+            // The common case, inlined: nothing to look at, nothing resumed.
+            _ => 0,
         }
-        0
     }
+}
+
+/// A look at the poller without waiting: the fibers it resumed.
+#[inline(never)]
+fn look_now(poller: &mut driver::Poller) -> usize {
+    // An error is a broken poller: the next look or wait sees it.
+    poller.poll(Some(Duration::ZERO)).unwrap_or(0)
 }
 
 /// Marks the reactor as polled for the duration of a run (also when

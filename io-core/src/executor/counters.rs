@@ -125,3 +125,45 @@ impl RuntimeCounters {
         }
     }
 }
+
+/// `serde::Serialize` (feature `serde`): every field by its name, an
+/// absent value as `null` (`"workers"` a list of objects the same way).
+#[cfg(feature = "serde")]
+mod serialize {
+    use serde::ser::{Serialize, SerializeStruct, Serializer};
+
+    use super::{RuntimeCounters, WorkerCounters};
+
+    impl Serialize for WorkerCounters {
+        fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            let mut w = serializer.serialize_struct("WorkerCounters", 4)?;
+            w.serialize_field("queue_depth", &self.queue_depth)?;
+            w.serialize_field("steals_total", &self.steals_total)?;
+            w.serialize_field("parks_total", &self.parks_total)?;
+            w.serialize_field("timers", &self.timers)?;
+            w.end()
+        }
+    }
+
+    impl Serialize for RuntimeCounters {
+        fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            let mut c = serializer.serialize_struct("RuntimeCounters", 16)?;
+            c.serialize_field("executor", self.executor)?;
+            c.serialize_field("fibers_started_total", &self.fibers_started_total)?;
+            c.serialize_field("fibers_completed_total", &self.fibers_completed_total)?;
+            c.serialize_field("fibers_canceled_total", &self.fibers_canceled_total)?;
+            c.serialize_field("fibers_live", &self.fibers_live)?;
+            c.serialize_field("global_queue_depth", &self.global_queue_depth)?;
+            c.serialize_field("workers", self.workers.as_slice())?;
+            c.serialize_field("io_events_total", &self.io_events_total)?;
+            c.serialize_field("io_sources", &self.io_sources)?;
+            c.serialize_field("io_waiters", &self.io_waiters)?;
+            c.serialize_field("timers", &self.timers)?;
+            c.serialize_field("timers_fired_total", &self.timers_fired_total)?;
+            c.serialize_field("blocking_threads", &self.blocking_threads)?;
+            c.serialize_field("blocking_threads_idle", &self.blocking_threads_idle)?;
+            c.serialize_field("blocking_queue_depth", &self.blocking_queue_depth)?;
+            c.end()
+        }
+    }
+}

@@ -18,7 +18,10 @@
 //! | [`Executor::spawn_blocking`] | the fiber, on `IO::blocking` | the thread running the fiber |
 //! | [`BlockingTask::run`] | the executor (once) | any thread that may block |
 //! | [`Executor::next_fiber_id`] | io-core, once per fiber, just before `fiber_created` | the thread making the fiber |
-//! | [`Executor::fiber_created`] / [`Executor::fiber_ended`] | io-core, once per fiber each | the thread making the fiber / the thread completing or freeing it |
+//! | [`Executor::fiber_created`] / [`Executor::fiber_ended`] | io-core, once per fiber each | the thread making the fiber / the thread completing it (or freeing it, through the default [`Executor::fiber_freed`]) |
+//! | [`Executor::fiber_canceled`] | io-core, once per fiber whose outcome is `Canceled`, before its `fiber_ended` | the thread completing it |
+//! | [`Executor::fiber_freed`] | io-core, once per fiber freed before it completed | wherever its last reference goes |
+//! | [`Executor::counters`] | an exporter (`spindle-metrics`), the entry point's dump socket, a test | any thread |
 //! | [`Executor::fiber_listed`] | io-core, once per fiber that lives on after a run (it waits or yields), never for a fiber that ends within its first run | the thread that ran it, before it can run elsewhere |
 //! | [`Executor::fiber_dump`] | whoever wants a fiber dump: an entry point on a signal, a test, a fiber | any thread |
 //! | [`IORuntime::block_on`] / [`IORuntime::try_block_on`] (each executor's [`IORuntime::block_on_with`], on a [`support::MainFiber`]) | the application | a thread that is **not** one of the executor's own (else [`RunError::Nested`](support::RunError::Nested)) |
@@ -133,9 +136,9 @@ mod runtime;
 pub mod support;
 pub(crate) mod timers;
 
+pub use counters::{RuntimeCounters, WorkerCounters};
 #[cfg(feature = "std")]
 pub use parked::ParkedBlockOn;
-pub use counters::{RuntimeCounters, WorkerCounters};
 pub use runtime::{IORuntime, OnDeadlock, RuntimeBuilder, ShutdownTimedOut};
 
 /// An executor of fibers: a run queue, timers and a clock.

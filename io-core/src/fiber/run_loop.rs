@@ -1144,6 +1144,11 @@ fn run_loop<X: Executor, const TRACING: bool>(
                 None => {
                     let outcome = core.ending_outcome();
                     core.ending = None;
+                    // Only here can the outcome be `Canceled`: the path of
+                    // a fiber that succeeds pays nothing for the count.
+                    if matches!(outcome, Outcome::Canceled) {
+                        inner.executor.fiber_canceled();
+                    }
                     complete(inner, core, outcome, ring);
                     completed!(run);
                     return Exit::Completed;
@@ -1374,9 +1379,6 @@ fn complete<X: Executor>(
 ) {
     crate::engine::blocks::stacks::give(core::mem::take(&mut core.stack));
     inner.header.mark_completed();
-    if matches!(outcome, Outcome::Canceled) {
-        inner.executor.fiber_canceled();
-    }
     inner.executor.fiber_ended();
     let suppressed = core.take_suppressed();
     // The cause of the error the fiber ends with (empty otherwise).
