@@ -261,8 +261,9 @@ impl<C: Clock> Executor for Handle<C> {
     }
 
     /// Fibers, the ready (per worker: the loop's) and remote (global)
-    /// queues, parks, I/O events and timers; no steals (one thread);
-    /// blocking threads are not counted here (see `Metrics`).
+    /// queues, parks, I/O events, timers and (on the system clock with
+    /// `std` on Unix, where it has one) the blocking pool; no steals (one
+    /// thread).
     fn counters(&self) -> spindle_core::RuntimeCounters {
         let shared = &*self.shared;
         let metrics = self.metrics();
@@ -285,6 +286,11 @@ impl<C: Clock> Executor for Handle<C> {
         out.io_waiters = Some(metrics.io_waiters as u64);
         out.timers = Some(metrics.timers as u64);
         out.timers_fired_total = Some(read(&c.timers_fired));
+        if let Some([threads, idle, queued]) = shared.io.blocking_counts() {
+            out.blocking_threads = Some(threads as u64);
+            out.blocking_threads_idle = Some(idle as u64);
+            out.blocking_queue_depth = Some(queued as u64);
+        }
         out
     }
 

@@ -65,9 +65,9 @@
 //! | `spindle_io_waiters` | gauge | fibers waiting for socket readiness | single, wstp, batching |
 //! | `spindle_timers` | gauge | timers pending | all |
 //! | `spindle_timers_fired_total` | counter | timers fired | single, wstp, batching |
-//! | `spindle_blocking_threads` | gauge | blocking-pool threads, busy or idle | wstp, batching |
-//! | `spindle_blocking_threads_idle` | gauge | blocking-pool threads waiting for work | wstp, batching |
-//! | `spindle_blocking_queue_depth` | gauge | `IO::blocking` calls waiting for a thread (tokio: queued or running) | wstp, batching, tokio |
+//! | `spindle_blocking_threads` | gauge | blocking-pool threads, busy or idle | single (system clock), wstp, batching |
+//! | `spindle_blocking_threads_idle` | gauge | blocking-pool threads waiting for work | single (system clock), wstp, batching |
+//! | `spindle_blocking_queue_depth` | gauge | `IO::blocking` calls waiting for a thread (tokio: queued or running) | single (system clock), wstp, batching, tokio |
 //!
 //! exec-tokio's steals, parks, per-worker queue depths and I/O events are
 //! tokio's (its unstable metrics) and absent; read them from tokio.

@@ -157,6 +157,13 @@ impl Io {
         }
     }
 
+    /// The blocking pool's threads (all, idle) and queued calls, if the
+    /// executor has the pool.
+    pub(crate) fn blocking_counts(&self) -> Option<[usize; 3]> {
+        let counts = self.blocking.as_ref()?.counts();
+        Some([counts.threads, counts.idle, counts.queued])
+    }
+
     /// Sockets registered with the reactor.
     pub(crate) fn sources(&self) -> usize {
         self.reactor.as_ref().map_or(0, Reactor::sources)

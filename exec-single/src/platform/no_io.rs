@@ -35,6 +35,11 @@ impl Io {
         imp::after_push(clock);
     }
 
+    /// No blocking pool.
+    pub(crate) fn blocking_counts(&self) -> Option<[usize; 3]> {
+        None
+    }
+
     /// Sockets registered: none.
     pub(crate) fn sources(&self) -> usize {
         0
