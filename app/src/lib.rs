@@ -101,6 +101,30 @@
 //! live fibers: 1, workers: 8, parked workers: 8, local queues: 0, ...
 //! ```
 //!
+//! # The dump socket (Unix, off by default)
+//!
+//! With the environment variable `SPINDLE_DUMP_SOCKET` set to a path
+//! ([`DUMP_SOCKET_ENV`]; unset or empty: off), or with
+//! [`Settings::dump_socket`] and [`run_with`], the entry point also listens
+//! on a Unix domain socket at that path and answers every connection with
+//! the executor's state as one JSON document, then closes it: the
+//! executor's metrics (their one-line text), its executor-independent
+//! counters (io-core's `RuntimeCounters`) and its fiber dump (io-core's
+//! `FiberDump`, as structured data). Any client that can connect reads it:
+//!
+//! ```text
+//! $ SPINDLE_DUMP_SOCKET=/run/user/1000/app.dump ./app &
+//! $ socat - UNIX-CONNECT:/run/user/1000/app.dump
+//! {"counters":{"executor":"wstp","fibers_live":3,...},"dump":{"fibers":[...],...},"metrics":"..."}
+//! ```
+//!
+//! The socket is made before the main fiber starts, readable and writable
+//! by the process's user only (`0600`), and removed when the main fiber
+//! has ended. A path that is taken already (a socket an earlier run left
+//! behind, any file) or in a directory that does not exist is an error
+//! naming the path: it is printed as `error: ...` and the program does not
+//! run (exit code 1). Off Unix the setting is an error likewise.
+//!
 //! # The protocol with the executor
 //!
 //! Any executor takes part: [`run`] takes an [`IORuntime`], the one shape
@@ -156,9 +180,13 @@
 
 #![deny(missing_docs)]
 
+#[cfg(unix)]
+mod dump_socket;
 mod signals;
 
+use std::ffi::OsString;
 use std::fmt;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use spindle_core::untraced::UntracedJoin as _;
@@ -174,6 +202,70 @@ pub const CANCELED_EXIT_CODE: u8 = 130;
 pub const ERROR_EXIT_CODE: u8 = 1;
 /// The exit code of a main fiber that panicked (Rust's own).
 pub const PANIC_EXIT_CODE: u8 = 101;
+
+/// The environment variable that turns the [dump socket](crate#the-dump-socket-unix-off-by-default)
+/// on: the path of the socket (unset or empty: off). Read by [`run`]
+/// ([`Settings::from_env`]).
+pub const DUMP_SOCKET_ENV: &str = "SPINDLE_DUMP_SOCKET";
+
+/// What the entry point serves besides the program: the
+/// [dump socket](crate#the-dump-socket-unix-off-by-default), off by
+/// default. [`run`] takes them from the environment
+/// ([`Settings::from_env`]); [`run_with`] takes them as given.
+///
+/// ```no_run
+/// use spindle_effect::prelude::*;
+/// use spindle_effect::{app, wstp::Runtime};
+///
+/// fn main() -> std::process::ExitCode {
+///     let program: IO<(), String> = IO::never();
+///     let settings = app::Settings::new().dump_socket("/run/user/1000/my-app.dump");
+///     app::run_with(Runtime::from_env(), program, settings)
+/// }
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Settings {
+    dump_socket: Option<PathBuf>,
+}
+
+impl Settings {
+    /// Nothing served besides the program (no dump socket).
+    pub fn new() -> Settings {
+        Settings::default()
+    }
+
+    /// The settings of the environment: the dump socket at the path of
+    /// [`DUMP_SOCKET_ENV`] (`SPINDLE_DUMP_SOCKET`), if it is set and not
+    /// empty.
+    pub fn from_env() -> Settings {
+        Settings::from_env_value(std::env::var_os(DUMP_SOCKET_ENV))
+    }
+
+    /// [`Settings::from_env`] for the variable's value.
+    fn from_env_value(value: Option<OsString>) -> Settings {
+        Settings {
+            dump_socket: value.filter(|v| !v.is_empty()).map(PathBuf::from),
+        }
+    }
+
+    /// Serves the dump socket at `path` (see the
+    /// [crate documentation](crate#the-dump-socket-unix-off-by-default)).
+    pub fn dump_socket(mut self, path: impl Into<PathBuf>) -> Settings {
+        self.dump_socket = Some(path.into());
+        self
+    }
+
+    /// No dump socket (also when the environment names one).
+    pub fn no_dump_socket(mut self) -> Settings {
+        self.dump_socket = None;
+        self
+    }
+
+    /// The dump socket's path, if it is on.
+    pub fn dump_socket_path(&self) -> Option<&Path> {
+        self.dump_socket.as_deref()
+    }
+}
 
 /// What a main program may produce: `()` (exit code 0), an [`ExitCode`] or
 /// a `u8` (that code).
@@ -210,7 +302,24 @@ impl MainValue for u8 {
 /// SIGTERM exits the process. When `main` has ended the executor is
 /// dropped, which shuts it down (a pool joins its threads) before the
 /// process exits.
+///
+/// The [dump socket](crate#the-dump-socket-unix-off-by-default) is served
+/// if the environment asks for it ([`Settings::from_env`]); [`run_with`]
+/// takes the settings as an argument.
 pub fn run<R, B, A, E>(runtime: Result<R, B>, main: IO<A, E>) -> ExitCode
+where
+    R: IORuntime,
+    B: fmt::Display,
+    A: MainValue,
+    E: fmt::Debug + Send + 'static,
+{
+    run_with(runtime, main, Settings::from_env())
+}
+
+/// [`run`] with the given [`Settings`] instead of the environment's: an
+/// `Err` runtime, or a dump socket that cannot be served, is printed as
+/// `error: ...` and gives exit code 1, running nothing.
+pub fn run_with<R, B, A, E>(runtime: Result<R, B>, main: IO<A, E>, settings: Settings) -> ExitCode
 where
     R: IORuntime,
     B: fmt::Display,
@@ -224,11 +333,71 @@ where
             return ExitCode::from(ERROR_EXIT_CODE);
         }
     };
+    let dump_socket = match start_dump_socket::<R>(&settings, runtime.handle()) {
+        Ok(socket) => socket,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(ERROR_EXIT_CODE);
+        }
+    };
     let code = run_main(&runtime, main);
+    #[cfg(unix)]
+    if let Some(socket) = dump_socket {
+        socket.stop();
+    }
+    #[cfg(not(unix))]
+    let _ = dump_socket;
     // The executor shuts down (and, for a pool, joins its threads) before
     // the process exits.
     drop(runtime);
     code
+}
+
+/// The dump socket of `settings`, started; `Ok(None)` if it is off.
+#[cfg(unix)]
+fn start_dump_socket<R: IORuntime>(
+    settings: &Settings,
+    handle: &R::Handle,
+) -> Result<Option<dump_socket::DumpSocket>, String> {
+    match settings.dump_socket_path() {
+        None => Ok(None),
+        Some(path) => dump_socket::DumpSocket::start::<R>(path, handle.clone())
+            .map(Some)
+            .map_err(|e| e.to_string()),
+    }
+}
+
+/// Off Unix there is no dump socket: asking for one is an error.
+#[cfg(not(unix))]
+fn start_dump_socket<R: IORuntime>(
+    settings: &Settings,
+    _handle: &R::Handle,
+) -> Result<Option<()>, String> {
+    match settings.dump_socket_path() {
+        None => Ok(None),
+        Some(path) => Err(format!(
+            "cannot serve the dump socket at {} ({DUMP_SOCKET_ENV}): Unix domain sockets only",
+            path.display()
+        )),
+    }
+}
+
+/// The JSON document the dump socket serves, for `handle`'s executor
+/// (see the [crate documentation](crate#the-dump-socket-unix-off-by-default)):
+/// `metrics`, `counters` and `dump`. Any thread; what each connection to
+/// the socket reads, for a program that serves it some other way.
+pub fn dump_document<R: IORuntime>(handle: &R::Handle) -> String {
+    document_value::<R>(handle).to_string()
+}
+
+/// [`dump_document`] as a JSON value.
+fn document_value<R: IORuntime>(handle: &R::Handle) -> serde_json::Value {
+    use spindle_core::Executor as _;
+    serde_json::json!({
+        "metrics": R::handle_metrics(handle).to_string(),
+        "counters": handle.counters(),
+        "dump": handle.fiber_dump(),
+    })
 }
 
 /// [`run`] on a built executor.
@@ -322,5 +491,24 @@ fn exit_code_of<A: MainValue, E: fmt::Debug>(outcome: Outcome<A, Traced<E>>) -> 
             eprint!("panicked: {}\n{trace}", message.message());
             ExitCode::from(PANIC_EXIT_CODE)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Settings;
+
+    #[test]
+    fn the_dump_socket_is_off_unless_the_environment_names_a_path() {
+        assert_eq!(Settings::from_env_value(None), Settings::new());
+        assert_eq!(Settings::from_env_value(Some("".into())), Settings::new());
+        assert_eq!(
+            Settings::from_env_value(Some("/tmp/x.dump".into())).dump_socket_path(),
+            Some(std::path::Path::new("/tmp/x.dump"))
+        );
+        assert_eq!(
+            Settings::new().dump_socket("/a").no_dump_socket(),
+            Settings::new()
+        );
     }
 }

@@ -55,7 +55,8 @@ use std::time::Duration;
 use spindle_core::executor::OnDeadlock;
 use spindle_core::executor::support::{MainFiber, RunError, WakeWaiter, Watchdog, run_fiber};
 use spindle_core::{
-    Executor, Fiber, FiberDump, IO, IORuntime, Outcome, RuntimeBuilder, TimerCallback,
+    Executor, Fiber, FiberDump, IO, IORuntime, Outcome, RuntimeBuilder, RuntimeCounters,
+    TimerCallback, WorkerCounters,
 };
 
 use crate::builder::{Builder, Mode};
@@ -66,7 +67,7 @@ use crate::sync::{Ordering, lock};
 
 /// Adds `n` to a counter that only the loop thread writes.
 #[inline(always)]
-fn add(counter: &crate::sync::AtomicU64, n: u64) {
+pub(crate) fn add(counter: &crate::sync::AtomicU64, n: u64) {
     counter.store(counter.load(Ordering::Relaxed) + n, Ordering::Relaxed);
 }
 
@@ -167,6 +168,7 @@ impl Shared {
             }
             timers.take_due(self.origin.elapsed_nanos(), due);
         }
+        add(&self.timers_fired, due.len() as u64);
         for callback in due.drain(..) {
             callback.fire();
         }
@@ -175,12 +177,16 @@ impl Shared {
     /// Waits at most `timeout` (`None`: until woken) for I/O readiness and
     /// resumes the fibers waiting for the sockets reported.
     fn poll_io(&self, scratch: &mut Scratch, timeout: Option<Duration>) {
-        if scratch.poller.poll(timeout).is_err() {
-            // `wait` retries interrupted calls itself; any other error is a
-            // broken poller. Sleep instead of spinning, so timers and remote
-            // wake-ups still make progress (checked at the next turn).
-            let nap = Duration::from_millis(1);
-            std::thread::sleep(timeout.map_or(nap, |t| t.min(nap)));
+        match scratch.poller.poll(timeout) {
+            Ok(resumed) => add(&self.io_events, resumed as u64),
+            Err(_) => {
+                // `wait` retries interrupted calls itself; any other error
+                // is a broken poller. Sleep instead of spinning, so timers
+                // and remote wake-ups still make progress (checked at the
+                // next turn).
+                let nap = Duration::from_millis(1);
+                std::thread::sleep(timeout.map_or(nap, |t| t.min(nap)));
+            }
         }
     }
 
@@ -255,6 +261,7 @@ impl Shared {
             });
             // Returns on readiness, at the deadline, or when another thread
             // queues a fiber, sets a timer or abandons the main fiber.
+            add(&self.parks, 1);
             self.poll_io(scratch, timeout);
         }
         self.drain_remote();
@@ -315,9 +322,46 @@ impl Shared {
         }
     }
 
+    /// Fibers ended: completed (on the loop) or freed (anywhere).
+    pub(crate) fn ended_count(&self) -> u64 {
+        self.ended.load(Ordering::Relaxed) + self.freed.load(Ordering::Relaxed)
+    }
+
+    /// The executor-independent counters (`Executor::counters`).
+    pub(crate) fn counters(&self, local: Option<(usize, usize)>) -> RuntimeCounters {
+        let (microtasks, macrotasks) = local.unwrap_or_else(|| {
+            let [micro, macro_] = self.published.load();
+            (micro, macro_)
+        });
+        let started = self.created.load(Ordering::Relaxed);
+        let ended = self.ended_count();
+        let timers = lock(&self.timers).len() as u64;
+        let blocking = self.blocking.counts();
+        let mut c = RuntimeCounters::new("batching");
+        c.fibers_started_total = Some(started);
+        c.fibers_completed_total = Some(ended);
+        c.fibers_canceled_total = Some(self.canceled.load(Ordering::Relaxed));
+        c.fibers_live = Some(started.saturating_sub(ended));
+        c.global_queue_depth = Some(self.remote.len() as u64);
+        let mut worker = WorkerCounters::new();
+        worker.queue_depth = Some((microtasks + macrotasks) as u64);
+        worker.parks_total = Some(self.parks.load(Ordering::Relaxed));
+        worker.timers = Some(timers);
+        c.workers = vec![worker];
+        c.io_events_total = Some(self.io_events.load(Ordering::Relaxed));
+        c.io_sources = Some(self.reactor.sources() as u64);
+        c.io_waiters = Some(self.reactor.waiters() as u64);
+        c.timers = Some(timers);
+        c.timers_fired_total = Some(self.timers_fired.load(Ordering::Relaxed));
+        c.blocking_threads = Some(blocking.threads as u64);
+        c.blocking_threads_idle = Some(blocking.idle as u64);
+        c.blocking_queue_depth = Some(blocking.queued as u64);
+        c
+    }
+
     pub(crate) fn metrics(&self) -> Metrics {
         let created = self.created.load(Ordering::Relaxed);
-        let ended = self.ended.load(Ordering::Relaxed);
+        let ended = self.ended_count();
         let blocking = self.blocking.counts();
         Metrics {
             turns: self.turns.load(Ordering::Relaxed),

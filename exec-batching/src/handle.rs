@@ -12,7 +12,7 @@ use spindle_core::{BlockingTask, Executor, Fiber, FiberConfig, FiberDump, FiberI
 
 use crate::TimerKey;
 use crate::builder::Mode;
-use crate::event_loop::{CURRENT, Local, with_local};
+use crate::event_loop::{CURRENT, Local, add, with_local};
 use crate::metrics::Metrics;
 use crate::sync::{Arc, AtomicBool, AtomicU64, Mutex, Ordering, lock};
 use spindle_net::driver::Reactor;
@@ -35,7 +35,17 @@ pub(crate) struct Shared {
     pub(crate) fibers: FiberRegistry,
     /// Fibers made (bumped by `next_fiber_id`, which numbers them from it).
     pub(crate) created: AtomicU64,
+    /// Fibers completed (they complete where they run: on the loop
+    /// thread, which alone writes this, canceled too).
     pub(crate) ended: AtomicU64,
+    pub(crate) canceled: AtomicU64,
+    /// Fibers freed before completing (anywhere: atomic adds).
+    pub(crate) freed: AtomicU64,
+    /// Waits in the poller with nothing queued, fibers resumed by
+    /// readiness, timers fired (the loop thread's).
+    pub(crate) parks: AtomicU64,
+    pub(crate) io_events: AtomicU64,
+    pub(crate) timers_fired: AtomicU64,
     pub(crate) turns: AtomicU64,
     pub(crate) batches: AtomicU64,
     pub(crate) microtasks_run: AtomicU64,
@@ -187,9 +197,31 @@ impl Executor for Handle {
         self.shared.fibers.register(0, fiber);
     }
 
+    /// A fiber completed, on the loop thread (where fibers run): a
+    /// relaxed load and store.
     #[inline]
     fn fiber_ended(&self) {
-        self.shared.ended.fetch_add(1, Ordering::Relaxed);
+        add(&self.shared.ended, 1);
+    }
+
+    #[inline]
+    fn fiber_canceled(&self) {
+        add(&self.shared.canceled, 1);
+    }
+
+    /// Anywhere: an atomic add (rare: a shutdown, a wait nothing can end).
+    #[inline]
+    fn fiber_freed(&self) {
+        self.shared.freed.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Fibers, the remote (global) queue, the loop's queues, parks (waits
+    /// in the poller with nothing queued), I/O events, timers and blocking
+    /// threads; no steals (one thread). On the loop thread the queue
+    /// lengths are exact; elsewhere those at the end of the last turn.
+    fn counters(&self) -> spindle_core::RuntimeCounters {
+        let shared = &*self.shared;
+        shared.counters(with_local(shared, Local::lengths))
     }
 
     /// Once the [`EventLoop`](crate::EventLoop) has been dropped.

@@ -4,9 +4,14 @@
 //!
 //! Turns, batches and fibers run are written by the loop thread alone (a
 //! relaxed load and store, no read-modify-write) and may be read from any
-//! thread; live fibers are counted with two relaxed atomic adds per fiber
-//! (made, ended) from whichever thread makes or ends it. All of this is
-//! always on.
+//! thread; so are fibers completed and canceled (fibers complete where
+//! they run, on the loop thread), parks (waits in the poller with nothing
+//! queued), I/O events (fibers resumed by readiness) and timers fired.
+//! Fibers made are counted with one relaxed atomic add per fiber (from
+//! whichever thread makes it: the count numbers them), fibers freed before
+//! completing with an atomic add wherever that happens. All of this is
+//! always on; `Executor::counters` gives it in the executor-independent
+//! shape, `RuntimeCounters`.
 //!
 //! # Live fibers
 //!

@@ -29,7 +29,7 @@ use crate::clock::Clock;
 #[cfg(feature = "std")]
 use crate::clock::StdClock;
 use crate::error::BuildError;
-use crate::handle::{Handle, Metrics, Shared};
+use crate::handle::{Handle, Metrics, Shared, add};
 use crate::platform;
 use crate::sync::Arc;
 
@@ -189,7 +189,10 @@ impl<C: Clock> SingleThreaded<C> {
                 if self.has_runnable() {
                     // Busy: a look at the sockets (no wait), once per turn,
                     // only if a fiber waits for one.
-                    poller.look();
+                    let resumed = poller.look();
+                    if resumed > 0 {
+                        add(&shared.counters.io_events, resumed);
+                    }
                     continue;
                 }
                 let next_deadline = self.next_deadline();
@@ -203,7 +206,11 @@ impl<C: Clock> SingleThreaded<C> {
                 }
                 // Until the next timer, a readiness event, or a wake-up
                 // from elsewhere (a push, the main fiber's end).
-                poller.idle(&shared.remote, &shared.clock, next_deadline);
+                add(&shared.counters.parks, 1);
+                let resumed = poller.idle(&shared.remote, &shared.clock, next_deadline);
+                if resumed > 0 {
+                    add(&shared.counters.io_events, resumed);
+                }
             }
         })
     }
@@ -307,7 +314,10 @@ impl<C: Clock> SingleThreaded<C> {
             // SAFETY: loop thread; the borrow ends before `fire`.
             let due = unsafe { self.handle.shared.local() }.timers.pop_due(now);
             match due {
-                Some(callback) => callback.fire(),
+                Some(callback) => {
+                    add(&self.handle.shared.counters.timers_fired, 1);
+                    callback.fire();
+                }
                 None => return,
             }
         }

@@ -18,7 +18,7 @@ use crate::clock::Clock;
 use crate::platform;
 #[cfg(not(loom))]
 use crate::sync::WithMut;
-use crate::sync::{Arc, UnsafeCell};
+use crate::sync::{Arc, AtomicUsize, Ordering, UnsafeCell};
 
 /// The executor handle fibers hold: cheap to clone, `Send + Sync`.
 ///
@@ -72,6 +72,50 @@ pub(crate) struct Shared<C: Clock> {
     /// clock with `std` on Unix; nothing otherwise): wakes the loop after a
     /// push from elsewhere.
     pub(crate) io: platform::Io,
+    /// Counters for `Executor::counters`.
+    pub(crate) counters: Counters,
+}
+
+/// The loop's counters. All but `freed` are written by the loop thread
+/// alone (fibers complete where they run, on the loop thread; parks, polls
+/// and timers are the loop's): a relaxed load and store, no
+/// read-modify-write, readable from any thread. `freed` (fibers freed
+/// before completing) is an atomic add from wherever that happens.
+/// `usize` words: native atomics on every target the loop runs on.
+pub(crate) struct Counters {
+    pub(crate) completed: AtomicUsize,
+    pub(crate) canceled: AtomicUsize,
+    pub(crate) freed: AtomicUsize,
+    pub(crate) parks: AtomicUsize,
+    pub(crate) io_events: AtomicUsize,
+    pub(crate) timers_fired: AtomicUsize,
+}
+
+impl Counters {
+    fn new() -> Counters {
+        Counters {
+            completed: AtomicUsize::new(0),
+            canceled: AtomicUsize::new(0),
+            freed: AtomicUsize::new(0),
+            parks: AtomicUsize::new(0),
+            io_events: AtomicUsize::new(0),
+            timers_fired: AtomicUsize::new(0),
+        }
+    }
+}
+
+/// Adds `n` to a counter only the loop thread writes.
+#[inline(always)]
+pub(crate) fn add(counter: &AtomicUsize, n: usize) {
+    counter.store(
+        counter.load(Ordering::Relaxed).wrapping_add(n),
+        Ordering::Relaxed,
+    );
+}
+
+/// Reads a counter.
+fn read(counter: &AtomicUsize) -> u64 {
+    counter.load(Ordering::Relaxed) as u64
 }
 
 // SAFETY: `local` is only accessed by the thread that runs the loop, which
@@ -104,6 +148,7 @@ impl<C: Clock> Shared<C> {
             ids: FiberIds::new(),
             published: Published::new(),
             io,
+            counters: Counters::new(),
         }
     }
 
@@ -196,6 +241,57 @@ impl<C: Clock> Executor for Handle<C> {
     #[inline]
     fn fiber_listed(&self, fiber: &Fiber<Self>) {
         self.shared.fibers.register(0, fiber);
+    }
+
+    /// A fiber completed: on the loop thread, where fibers run.
+    #[inline]
+    fn fiber_ended(&self) {
+        add(&self.shared.counters.completed, 1);
+    }
+
+    #[inline]
+    fn fiber_canceled(&self) {
+        add(&self.shared.counters.canceled, 1);
+    }
+
+    /// Anywhere: an atomic add (rare: a shutdown, a wait nothing can end).
+    #[inline]
+    fn fiber_freed(&self) {
+        self.shared.counters.freed.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Fibers, the ready (per worker: the loop's) and remote (global)
+    /// queues, parks, I/O events, timers and (on the system clock with
+    /// `std` on Unix, where it has one) the blocking pool; no steals (one
+    /// thread).
+    fn counters(&self) -> spindle_core::RuntimeCounters {
+        let shared = &*self.shared;
+        let metrics = self.metrics();
+        let c = &shared.counters;
+        let started = shared.ids.made();
+        let ended = read(&c.completed) + read(&c.freed);
+        let mut out = spindle_core::RuntimeCounters::new("single");
+        out.fibers_started_total = Some(started);
+        out.fibers_completed_total = Some(ended);
+        out.fibers_canceled_total = Some(read(&c.canceled));
+        out.fibers_live = Some(started.saturating_sub(ended));
+        out.global_queue_depth = Some(metrics.remote_queue as u64);
+        let mut worker = spindle_core::WorkerCounters::new();
+        worker.queue_depth = Some(metrics.ready_queue as u64);
+        worker.parks_total = Some(read(&c.parks));
+        worker.timers = Some(metrics.timers as u64);
+        out.workers = alloc::vec![worker];
+        out.io_events_total = Some(read(&c.io_events));
+        out.io_sources = Some(shared.io.sources() as u64);
+        out.io_waiters = Some(metrics.io_waiters as u64);
+        out.timers = Some(metrics.timers as u64);
+        out.timers_fired_total = Some(read(&c.timers_fired));
+        if let Some([threads, idle, queued]) = shared.io.blocking_counts() {
+            out.blocking_threads = Some(threads as u64);
+            out.blocking_threads_idle = Some(idle as u64);
+            out.blocking_queue_depth = Some(queued as u64);
+        }
+        out
     }
 
     /// Once the executor has been dropped (its remote queue is closed).

@@ -22,6 +22,9 @@ pub(crate) struct Counters {
     /// Fibers made (bumped by `next_fiber_id`, which numbers them from it).
     pub(crate) created: AtomicU64,
     pub(crate) ended: AtomicU64,
+    /// Fibers whose outcome was `Canceled` (an atomic add on that path
+    /// only).
+    pub(crate) canceled: AtomicU64,
     /// Timer tasks not yet fired or cancelled.
     pub(crate) timers: Arc<AtomicUsize>,
     /// `IO::blocking` calls queued or running on tokio's blocking pool.
@@ -192,6 +195,21 @@ impl Executor for Handle {
     #[inline]
     fn fiber_ended(&self) {
         self.shared.counters.ended.fetch_add(1, Ordering::Relaxed);
+    }
+
+    #[inline]
+    fn fiber_canceled(&self) {
+        self.shared
+            .counters
+            .canceled
+            .fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Fibers, tokio's global queue and workers, timers pending and
+    /// blocking calls; steals, parks, per-worker queue depths and I/O
+    /// events are tokio's and absent (see the `metrics` module).
+    fn counters(&self) -> spindle_core::RuntimeCounters {
+        metrics::counters(&self.shared)
     }
 
     /// Every live fiber (while fibers are listed: see

@@ -8,10 +8,22 @@
 //! trace or with [`track_fibers`](spindle_core::RuntimeBuilder::track_fibers),
 //! in shards chosen by fiber number (tokio does not tell a task which
 //! worker runs it), so a fiber dump lists them like on every executor.
+//!
+//! # Counters for exporters
+//!
+//! [`Executor::counters`](spindle_core::Executor::counters) gives the
+//! executor-independent `RuntimeCounters`: fibers started, completed,
+//! canceled (an atomic add on the canceled path only) and live, tokio's
+//! global queue depth, one entry per tokio worker (with nothing in it:
+//! tokio's per-worker queue depths, steals and parks are among its
+//! *unstable* metrics, behind `--cfg tokio_unstable`, so they are absent
+//! here, as are I/O events, which tokio's own reactor delivers, and timers
+//! fired), timers pending, and `IO::blocking` calls queued or running (as
+//! the blocking queue depth; tokio's blocking threads are absent).
 
 use std::fmt;
 
-use spindle_core::FiberDump;
+use spindle_core::{FiberDump, RuntimeCounters, WorkerCounters};
 
 use crate::handle::Shared;
 use crate::sync::Ordering;
@@ -119,4 +131,22 @@ pub(crate) fn fiber_dump(shared: &Shared) -> FiberDump {
             ("tokio global queue", m.tokio_global_queue_len as u64),
         ],
     }
+}
+
+/// The executor-independent counters (see the module doc).
+pub(crate) fn counters(shared: &Shared) -> RuntimeCounters {
+    let tokio = shared.tokio.metrics();
+    let started = shared.counters.created.load(Ordering::Relaxed);
+    let ended = shared.counters.ended.load(Ordering::Relaxed);
+    let mut c = RuntimeCounters::new("tokio");
+    c.fibers_started_total = Some(started);
+    c.fibers_completed_total = Some(ended);
+    c.fibers_canceled_total = Some(shared.counters.canceled.load(Ordering::Relaxed));
+    c.fibers_live = Some(started.saturating_sub(ended));
+    c.global_queue_depth = Some(tokio.global_queue_depth() as u64);
+    c.workers = vec![WorkerCounters::new(); tokio.num_workers()];
+    let timers = shared.counters.timers.load(Ordering::Relaxed) as u64;
+    c.timers = Some(timers);
+    c.blocking_queue_depth = Some(shared.counters.blocking.load(Ordering::Relaxed) as u64);
+    c
 }

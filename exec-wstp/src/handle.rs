@@ -23,9 +23,30 @@ use crate::worker;
 /// Fiber counters of one worker (written by that worker only) or of the
 /// threads outside the pool (written with atomic adds). (Fibers made are
 /// counted once for the pool, `Shared::created`, which numbers them.)
+///
+/// Besides the fibers ended and canceled (the latter also a subset of the
+/// former), a worker counts its steals, parks, the fibers readiness
+/// resumed from its polls of the poller, and the timers it fired: all off
+/// the per-fiber path but for `ended`, which was already there.
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
     pub(crate) ended: AtomicU64,
+    pub(crate) canceled: AtomicU64,
+    pub(crate) steals: AtomicU64,
+    pub(crate) parks: AtomicU64,
+    pub(crate) io_events: AtomicU64,
+    pub(crate) timers_fired: AtomicU64,
+}
+
+impl Counters {
+    /// The sum of one counter over the workers and the outside threads.
+    pub(crate) fn sum(shared: &Shared, counter: impl Fn(&Counters) -> &AtomicU64) -> u64 {
+        let mut total = counter(&shared.external).load(Ordering::Relaxed);
+        for remote in shared.remotes.iter() {
+            total += counter(&remote.counters).load(Ordering::Relaxed);
+        }
+        total
+    }
 }
 
 /// What other threads may touch of a worker.
@@ -260,8 +281,14 @@ impl fmt::Debug for Handle {
 
 /// Adds one to a counter that only this thread writes.
 #[inline(always)]
-fn bump(counter: &AtomicU64) {
-    counter.store(counter.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+pub(crate) fn bump(counter: &AtomicU64) {
+    add(counter, 1);
+}
+
+/// Adds `n` to a counter that only this thread writes.
+#[inline(always)]
+pub(crate) fn add(counter: &AtomicU64, n: u64) {
+    counter.store(counter.load(Ordering::Relaxed) + n, Ordering::Relaxed);
 }
 
 impl Executor for Handle {
@@ -386,6 +413,23 @@ impl Executor for Handle {
                 shared.external.ended.fetch_add(1, Ordering::Relaxed);
             }
         })
+    }
+
+    #[inline]
+    fn fiber_canceled(&self) {
+        let shared = &*self.shared;
+        worker::with_current(shared, |ctx| match ctx {
+            Some(ctx) => bump(&shared.remotes[ctx.index].counters.canceled),
+            None => {
+                shared.external.canceled.fetch_add(1, Ordering::Relaxed);
+            }
+        })
+    }
+
+    /// Everything but the per-worker queue depth of fibers in a worker's
+    /// `next` slot (not stealable, not counted).
+    fn counters(&self) -> spindle_core::RuntimeCounters {
+        metrics::counters(&self.shared)
     }
 
     /// From the start of the runtime's shutdown (or drop) on.

@@ -7,6 +7,17 @@
 //! written by that worker alone (a plain load and store, no atomic
 //! read-modify-write, on a cache line of its own).
 //!
+//! # Counters for exporters
+//!
+//! [`Executor::counters`](spindle_core::Executor::counters) gives the
+//! executor-independent `RuntimeCounters`: the above, and per worker its
+//! steals (successful batch steals from another worker's queue), parks
+//! (sleeps for want of work), the fibers that readiness resumed from its
+//! polls of the poller (I/O events) and the timers it fired, each counted
+//! by that worker alone where it happens (a steal, a park, a poll, a timer
+//! firing: never on the path of a fiber that runs), and the fibers canceled
+//! (counted, like the ended ones, by the worker that ends them).
+//!
 //! # Live fibers
 //!
 //! While fibers trace (io-core's `tracing` feature and a tracing mode other
@@ -31,9 +42,10 @@
 
 use std::fmt;
 
-use spindle_core::FiberDump;
+use spindle_core::{FiberDump, RuntimeCounters, WorkerCounters};
 
-use crate::handle::Shared;
+use crate::handle::{Counters, Shared};
+use crate::sync::Ordering;
 
 /// One worker's part of a [`Metrics`] snapshot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -154,4 +166,41 @@ pub(crate) fn fiber_dump(shared: &Shared) -> FiberDump {
             ("queued blocking calls", blocking.queued as u64),
         ],
     }
+}
+
+/// The executor-independent counters (see the module doc).
+pub(crate) fn counters(shared: &Shared) -> RuntimeCounters {
+    let mut c = RuntimeCounters::new("wstp");
+    let started = shared.created.load(Ordering::Relaxed);
+    let ended = Counters::sum(shared, |c| &c.ended);
+    c.fibers_started_total = Some(started);
+    c.fibers_completed_total = Some(ended);
+    c.fibers_canceled_total = Some(Counters::sum(shared, |c| &c.canceled));
+    c.fibers_live = Some(started.saturating_sub(ended));
+    c.global_queue_depth = Some(shared.injector.len() as u64);
+    let mut timers = 0;
+    c.workers = shared
+        .remotes
+        .iter()
+        .map(|remote| {
+            let mut w = WorkerCounters::new();
+            let worker_timers = remote.timers.lock().len() as u64;
+            timers += worker_timers;
+            w.queue_depth = Some(remote.stealer.len() as u64);
+            w.steals_total = Some(remote.counters.steals.load(Ordering::Relaxed));
+            w.parks_total = Some(remote.counters.parks.load(Ordering::Relaxed));
+            w.timers = Some(worker_timers);
+            w
+        })
+        .collect();
+    c.io_events_total = Some(Counters::sum(shared, |c| &c.io_events));
+    c.io_sources = Some(shared.reactor.sources() as u64);
+    c.io_waiters = Some(shared.reactor.waiters() as u64);
+    c.timers = Some(timers);
+    c.timers_fired_total = Some(Counters::sum(shared, |c| &c.timers_fired));
+    let blocking = shared.blocking.counts();
+    c.blocking_threads = Some(blocking.threads as u64);
+    c.blocking_threads_idle = Some(blocking.idle as u64);
+    c.blocking_queue_depth = Some(blocking.queued as u64);
+    c
 }

@@ -89,7 +89,7 @@ use std::time::Duration;
 use crossbeam_deque::{Steal, Stealer, Worker};
 use spindle_core::Fiber;
 
-use crate::handle::{Handle, Shared};
+use crate::handle::{Handle, Shared, add, bump};
 use crate::sync::Arc;
 use crate::sync::{Ordering, fence};
 
@@ -349,7 +349,10 @@ impl WorkerContext {
                     }
                 }
                 match stealer.steal_batch_and_pop(&self.local) {
-                    Steal::Success(fiber) => return Some(fiber),
+                    Steal::Success(fiber) => {
+                        bump(&shared.remotes[self.index].counters.steals);
+                        return Some(fiber);
+                    }
                     Steal::Empty => {}
                     Steal::Retry => retry = true,
                 }
@@ -415,6 +418,7 @@ impl WorkerContext {
                 .store(!timers.is_empty(), Ordering::Relaxed);
         }
         let fired = !due.is_empty();
+        add(&remote.counters.timers_fired, due.len() as u64);
         for callback in due {
             callback.fire();
         }
@@ -432,6 +436,10 @@ impl WorkerContext {
         match self.shared.driver.poll_now() {
             Some(resumed) => {
                 self.owes_hand_off.set(true);
+                add(
+                    &self.shared.remotes[self.index].counters.io_events,
+                    resumed as u64,
+                );
                 resumed
             }
             None => 0,
@@ -451,6 +459,7 @@ impl WorkerContext {
             }
         }
         let remote = &shared.remotes[self.index];
+        bump(&remote.counters.parks);
         loop {
             if shared.is_shutdown() {
                 shared.idle.unpark_self(self.index);
@@ -482,6 +491,7 @@ impl WorkerContext {
             // slept in the poller (a sleep on the condition variable owes
             // none, but a spare hand-off only costs a fence and a look).
             let resumed = shared.driver.park(self.index, timeout);
+            add(&remote.counters.io_events, resumed as u64);
             self.owes_hand_off.set(true);
             if resumed > 0 {
                 // Readiness resumed fibers onto this worker: back to work

@@ -144,7 +144,10 @@ pub use combinators::par::BothOutcome;
 pub use combinators::race::{Either, RaceOutcome, RacePair};
 pub use config::{DEFAULT_AUTO_YIELD_AFTER, FiberConfig, FiberConfigBuilder};
 pub use engine::tracing::{Trace, Traced, TracingMode};
-pub use executor::{BlockingTask, Executor, Fiber, IORuntime, Ran, RuntimeBuilder, TimerCallback};
+pub use executor::{
+    BlockingTask, Executor, Fiber, IORuntime, Ran, RuntimeBuilder, RuntimeCounters, TimerCallback,
+    WorkerCounters,
+};
 pub use fiber::Callback;
 pub use fiber::handle::{CancelHandle, FiberHandle};
 pub use fiber::{FiberDump, FiberId, FiberInfo, FiberState, FiberStatus};

@@ -192,6 +192,9 @@ pub use spindle_core::{
     DEFAULT_AUTO_YIELD_AFTER, FiberConfig, FiberConfigBuilder, IORuntime, RuntimeBuilder,
 };
 
+// The executor-independent counters of every executor (`handle.counters()`).
+pub use spindle_core::{RuntimeCounters, WorkerCounters};
+
 // Tracing and fiber dumps.
 pub use spindle_core::{
     FiberDump, FiberInfo, FiberState, FiberStatus, Trace, TraceEvent, Traced, TracingMode,

@@ -67,6 +67,8 @@ use core::ptr::NonNull;
 #[cfg(feature = "full")]
 mod full;
 mod ring;
+#[cfg(feature = "serde")]
+mod serialize;
 mod sync;
 #[cfg(feature = "full")]
 pub use full::{Frame, set_full_capture, user_frames};

@@ -157,6 +157,18 @@ impl Io {
         }
     }
 
+    /// The blocking pool's threads (all, idle) and queued calls, if the
+    /// executor has the pool.
+    pub(crate) fn blocking_counts(&self) -> Option<[usize; 3]> {
+        let counts = self.blocking.as_ref()?.counts();
+        Some([counts.threads, counts.idle, counts.queued])
+    }
+
+    /// Sockets registered with the reactor.
+    pub(crate) fn sources(&self) -> usize {
+        self.reactor.as_ref().map_or(0, Reactor::sources)
+    }
+
     /// Fibers waiting for socket readiness.
     pub(crate) fn waiters(&self) -> usize {
         self.reactor.as_ref().map_or(0, Reactor::waiters)
@@ -197,42 +209,55 @@ impl Io {
 impl IoPoller {
     /// No fiber is ready: waits until `deadline` (by `clock`; `None`: no
     /// timer), a readiness event, or a wake-up from elsewhere, then resumes
-    /// the fibers whose sockets are ready (they are queued). Without a
-    /// poller, the hosted platform's parking.
+    /// the fibers whose sockets are ready (they are queued): how many.
+    /// Without a poller, the hosted platform's parking.
     pub(crate) fn idle<T, C: Clock>(
         &mut self,
         remote: &RemoteQueue<T>,
         clock: &C,
         deadline: Option<Duration>,
-    ) {
+    ) -> usize {
         let Some((poller, _)) = &mut self.polled else {
-            return imp::idle(remote, clock, deadline);
+            imp::idle(remote, clock, deadline);
+            return 0;
         };
         if remote.has_pending() {
             // Taken in at the next turn; the poller would only look.
-            return;
+            return 0;
         }
         let timeout = deadline.map(|deadline| deadline.saturating_sub(clock.now()));
-        if poller.poll(timeout).is_err() {
-            // `poll` retries interrupted waits itself; any other error is a
-            // broken poller. Sleep instead of spinning, so that timers and
-            // wake-ups (seen at the next turn) still make progress.
-            let nap = Duration::from_millis(1);
-            std::thread::sleep(timeout.map_or(nap, |t| t.min(nap)));
+        match poller.poll(timeout) {
+            Ok(resumed) => resumed,
+            Err(_) => {
+                // `poll` retries interrupted waits itself; any other error
+                // is a broken poller. Sleep instead of spinning, so that
+                // timers and wake-ups (seen at the next turn) still make
+                // progress.
+                let nap = Duration::from_millis(1);
+                std::thread::sleep(timeout.map_or(nap, |t| t.min(nap)));
+                0
+            }
         }
     }
 
     /// Fibers are ready: if some fiber waits for readiness, looks at the
-    /// poller without blocking and resumes those whose sockets are ready.
-    /// The loop calls it once per turn (module doc).
-    pub(crate) fn look(&mut self) {
-        if let Some((poller, reactor)) = &mut self.polled {
-            if reactor.waiters() > 0 {
-                // An error is a broken poller: the next look or wait sees it.
-                let _ = poller.poll(Some(Duration::ZERO));
-            }
+    /// poller without blocking and resumes those whose sockets are ready
+    /// (how many). The loop calls it once per turn (module doc).
+    #[inline]
+    pub(crate) fn look(&mut self) -> usize {
+        match &mut self.polled {
+            Some((poller, reactor)) if reactor.waiters() > 0 => look_now(poller),
+            // The common case, inlined: nothing to look at, nothing resumed.
+            _ => 0,
         }
     }
+}
+
+/// A look at the poller without waiting: the fibers it resumed.
+#[inline(never)]
+fn look_now(poller: &mut driver::Poller) -> usize {
+    // An error is a broken poller: the next look or wait sees it.
+    poller.poll(Some(Duration::ZERO)).unwrap_or(0)
 }
 
 /// Marks the reactor as polled for the duration of a run (also when

@@ -35,7 +35,17 @@ impl Io {
         imp::after_push(clock);
     }
 
-    /// Fibers waiting for readiness: none.
+    /// No blocking pool.
+    pub(crate) fn blocking_counts(&self) -> Option<[usize; 3]> {
+        None
+    }
+
+    /// Sockets registered: none.
+    pub(crate) fn sources(&self) -> usize {
+        0
+    }
+
+    /// No fiber waits for readiness.
     pub(crate) fn waiters(&self) -> usize {
         0
     }
@@ -59,16 +69,19 @@ impl Io {
 
 impl IoPoller {
     /// No fiber is ready: the platform's idle wait until `deadline` or a
-    /// wake-up.
+    /// wake-up. No poller: no fiber resumed by readiness (0).
     pub(crate) fn idle<T, C: Clock>(
         &mut self,
         remote: &RemoteQueue<T>,
         clock: &C,
         deadline: Option<Duration>,
-    ) {
+    ) -> usize {
         imp::idle(remote, clock, deadline);
+        0
     }
 
-    /// Nothing to look at.
-    pub(crate) fn look(&mut self) {}
+    /// Nothing to look at (0 fibers resumed).
+    pub(crate) fn look(&mut self) -> usize {
+        0
+    }
 }

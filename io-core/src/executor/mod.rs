@@ -18,7 +18,10 @@
 //! | [`Executor::spawn_blocking`] | the fiber, on `IO::blocking` | the thread running the fiber |
 //! | [`BlockingTask::run`] | the executor (once) | any thread that may block |
 //! | [`Executor::next_fiber_id`] | io-core, once per fiber, just before `fiber_created` | the thread making the fiber |
-//! | [`Executor::fiber_created`] / [`Executor::fiber_ended`] | io-core, once per fiber each | the thread making the fiber / the thread completing or freeing it |
+//! | [`Executor::fiber_created`] / [`Executor::fiber_ended`] | io-core, once per fiber each | the thread making the fiber / the thread completing it (or freeing it, through the default [`Executor::fiber_freed`]) |
+//! | [`Executor::fiber_canceled`] | io-core, once per fiber whose outcome is `Canceled`, before its `fiber_ended` | the thread completing it |
+//! | [`Executor::fiber_freed`] | io-core, once per fiber freed before it completed | wherever its last reference goes |
+//! | [`Executor::counters`] | an exporter (`spindle-metrics`), the entry point's dump socket, a test | any thread |
 //! | [`Executor::fiber_listed`] | io-core, once per fiber that lives on after a run (it waits or yields), never for a fiber that ends within its first run | the thread that ran it, before it can run elsewhere |
 //! | [`Executor::fiber_dump`] | whoever wants a fiber dump: an entry point on a signal, a test, a fiber | any thread |
 //! | [`IORuntime::block_on`] / [`IORuntime::try_block_on`] (each executor's [`IORuntime::block_on_with`], on a [`support::MainFiber`]) | the application | a thread that is **not** one of the executor's own (else [`RunError::Nested`](support::RunError::Nested)) |
@@ -127,12 +130,14 @@ use crate::fiber::handle::FiberHandle;
 pub use crate::fiber::{BlockingTask, Fiber, FiberId, Ran, TimerCallback};
 use crate::io::IO;
 
+mod counters;
 #[cfg(feature = "std")]
 mod parked;
 mod runtime;
 pub mod support;
 pub(crate) mod timers;
 
+pub use counters::{RuntimeCounters, WorkerCounters};
 #[cfg(feature = "std")]
 pub use parked::ParkedBlockOn;
 pub use runtime::{IORuntime, OnDeadlock, RuntimeBuilder, ShutdownTimedOut};
@@ -240,12 +245,43 @@ pub trait Executor: Clone + Send + Sync + Sized + 'static {
     }
 
     /// Called once for every fiber made on this executor when it ends: on
-    /// the thread that ran it to completion, or wherever it is freed if it
-    /// never completes (dropped by a shut-down executor, or suspended with
-    /// nothing left that could resume it). With [`fiber_created`](Executor::fiber_created)
+    /// the thread that ran it to completion, or (through
+    /// [`fiber_freed`](Executor::fiber_freed), unless the executor
+    /// overrides that) wherever it is freed if it never completes (dropped
+    /// by a shut-down executor, or suspended with nothing left that could
+    /// resume it). With [`fiber_created`](Executor::fiber_created)
     /// it counts live fibers. The default does nothing, at no cost.
     #[inline(always)]
     fn fiber_ended(&self) {}
+
+    /// Called for a fiber whose outcome is `Canceled`, just before its
+    /// [`fiber_ended`](Executor::fiber_ended), on the thread that ran it to
+    /// that outcome (to count canceled fibers; never called on the path of
+    /// a fiber that succeeds or fails). The default does nothing, at no
+    /// cost.
+    #[inline(always)]
+    fn fiber_canceled(&self) {}
+
+    /// Called instead of [`fiber_ended`](Executor::fiber_ended) for a
+    /// fiber freed before it completed (dropped by a shut-down executor,
+    /// or suspended with nothing left that could resume it), wherever it
+    /// is freed (any thread). So `fiber_ended` is left with the fibers that
+    /// complete, on the thread that ran them, which an executor whose
+    /// fibers all run on one thread can count with a plain load and store.
+    /// The default calls `fiber_ended`.
+    #[inline(always)]
+    fn fiber_freed(&self) {
+        self.fiber_ended()
+    }
+
+    /// The executor's counters in the executor-independent shape of
+    /// [`RuntimeCounters`] (fibers started, completed, canceled and live,
+    /// queue depths, steals, parks, I/O events, timers, blocking threads),
+    /// for an exporter that serves every executor. Any thread. The default
+    /// reports every counter absent.
+    fn counters(&self) -> RuntimeCounters {
+        RuntimeCounters::default()
+    }
 
     /// A snapshot of this executor's live fibers (state and trace of each)
     /// and of its own state (queue lengths, threads, timers), for a fiber

@@ -500,3 +500,87 @@ impl<X: Executor> Fiber<X> {
         }
     }
 }
+
+/// `serde::Serialize` for fiber dumps (feature `serde`): what a dump
+/// served as JSON shows.
+///
+/// ```text
+/// { "fibers": [ { "id": 2, "status": "suspended", "state": "WAITING",
+///                 "trace": { "events": [ { "op": "Deferred::get",
+///                   "file": "src/main.rs", "line": 89, "column": 48,
+///                   "function": "app::deadlock" } ],
+///                   "omitted": 0, "in_motion": false } } ],
+///   "executor": { "timers": 0, "ready queue": 1 } }
+/// ```
+///
+/// * `id`: the fiber's number ([`FiberId::get`]; 0 on an executor that
+///   numbers none).
+/// * `status`: `"active"`, `"suspended"` or `"suspended_masked"`
+///   ([`FiberStatus`]); `state`: [`FiberState::name`].
+/// * `trace`: `null` when the fiber has no ring; otherwise spindle-trace's
+///   `Trace` (events oldest first, each with its operation, source
+///   location and the function its closure was written in).
+/// * `executor`: the executor's counters by name, in the executor's order.
+#[cfg(feature = "serde")]
+mod serialize {
+    use serde::ser::{Serialize, SerializeMap, SerializeStruct, Serializer};
+
+    use super::{FiberDump, FiberInfo, FiberState, FiberStatus};
+    use crate::fiber::id::FiberId;
+
+    impl Serialize for FiberId {
+        fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            serializer.serialize_u32(self.get())
+        }
+    }
+
+    impl Serialize for FiberStatus {
+        fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            let (index, name) = match self {
+                FiberStatus::Active => (0, "active"),
+                FiberStatus::Suspended => (1, "suspended"),
+                FiberStatus::SuspendedMasked => (2, "suspended_masked"),
+            };
+            serializer.serialize_unit_variant("FiberStatus", index, name)
+        }
+    }
+
+    impl Serialize for FiberState {
+        fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            serializer.serialize_unit_variant("FiberState", *self as u32, self.name())
+        }
+    }
+
+    impl Serialize for FiberInfo {
+        fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            let mut info = serializer.serialize_struct("FiberInfo", 4)?;
+            info.serialize_field("id", &self.id)?;
+            info.serialize_field("status", &self.status)?;
+            info.serialize_field("state", &self.state)?;
+            info.serialize_field("trace", &self.trace)?;
+            info.end()
+        }
+    }
+
+    /// The executor's counters as a map, in its order.
+    struct Counters<'a>(&'a [(&'static str, u64)]);
+
+    impl Serialize for Counters<'_> {
+        fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            let mut map = serializer.serialize_map(Some(self.0.len()))?;
+            for (name, value) in self.0 {
+                map.serialize_entry(name, value)?;
+            }
+            map.end()
+        }
+    }
+
+    impl Serialize for FiberDump {
+        fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            let mut dump = serializer.serialize_struct("FiberDump", 2)?;
+            dump.serialize_field("fibers", self.fibers.as_slice())?;
+            dump.serialize_field("executor", &Counters(&self.executor))?;
+            dump.end()
+        }
+    }
+}

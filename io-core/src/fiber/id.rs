@@ -96,6 +96,12 @@ impl FiberIds {
         let before = self.made.fetch_add(1, Ordering::Relaxed);
         FiberId::nth((before as u64).wrapping_add(1))
     }
+
+    /// How many numbers [`next`](FiberIds::next) has given: the fibers
+    /// made (for an executor's fibers-started counter). Any thread.
+    pub fn made(&self) -> u64 {
+        self.made.load(Ordering::Relaxed) as u64
+    }
 }
 
 impl Default for FiberIds {

@@ -1178,6 +1178,11 @@ fn run_loop<X: Executor, const TRACING: bool>(
                 None => {
                     let outcome = core.ending_outcome();
                     core.ending = None;
+                    // Only here can the outcome be `Canceled`: the path of
+                    // a fiber that succeeds pays nothing for the count.
+                    if matches!(outcome, Outcome::Canceled) {
+                        inner.executor.fiber_canceled();
+                    }
                     complete(inner, core, outcome, ring);
                     completed!(run);
                     return Exit::Completed;

@@ -61,7 +61,7 @@ impl<X: Executor> Drop for FiberInner<X> {
         // A fiber freed before it completed (dropped by a shut-down executor,
         // or suspended with every callback gone) ends here.
         if !self.header.is_completed() {
-            self.executor.fiber_ended();
+            self.executor.fiber_freed();
         }
         // The program goes first (its node, its continuation frames and
         // whatever its wait holds: a future, a finalizer), then the
