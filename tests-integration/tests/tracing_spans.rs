@@ -378,3 +378,55 @@ rt_test! {
         assert_eq!(ended.fields["outcome"], "canceled");
     }
 }
+
+#[test]
+fn a_starvation_report_is_a_warning_naming_the_fiber_the_worker_and_the_durations() {
+    use spindle_core::{IORuntime, RuntimeBuilder};
+    use std::time::Instant;
+    let _serial = setup();
+    let rt = spindle_exec_wstp::Runtime::builder()
+        .starvation_threshold(Duration::from_millis(50))
+        .on_starvation(spindle_tracing::log_starvation)
+        .build()
+        .expect("a pool");
+    let warned = || {
+        lock(&RECORDED)
+            .events
+            .iter()
+            .find(|e| e.target == "spindle::starvation")
+            .cloned()
+    };
+    // Blocks its worker (no `IO::blocking`) until the warning is there.
+    let blocker: IO<u32, E> = IO::delay(move || {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while warned().is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        1
+    });
+    let program = blocker.start::<E>().flat_map(|fiber| {
+        let id = fiber.id();
+        fiber.join_with_never().map(move |_| id)
+    });
+    let id = match rt.block_on(program).expect("runs") {
+        Outcome::Succeeded(id) => id,
+        other => panic!("{other:?}"),
+    };
+    let warning = warned().expect("a warning within 30 s");
+    assert_eq!(warning.fields["fiber"], id.get().to_string());
+    assert!(
+        warning.fields["worker"].parse::<u64>().unwrap() < 2,
+        "{warning:?}"
+    );
+    assert!(
+        warning.fields["running_for_ms"].parse::<u64>().unwrap() >= 50,
+        "{warning:?}"
+    );
+    assert_eq!(warning.fields["threshold_ms"], "50");
+    assert!(!warning.fields["trace"].is_empty(), "{warning:?}");
+    assert!(
+        log_lines()
+            .iter()
+            .any(|l| l.contains("WARN") && l.contains("keeps its worker busy"))
+    );
+}

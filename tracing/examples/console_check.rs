@@ -17,16 +17,23 @@ use console_api::instrument::instrument_client::InstrumentClient;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let target = std::env::args().nth(1).unwrap_or_else(|| "http://127.0.0.1:6669".into());
+    let target = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "http://127.0.0.1:6669".into());
     let mut client = InstrumentClient::connect(target).await?;
-    let mut updates = client.watch_updates(InstrumentRequest {}).await?.into_inner();
+    let mut updates = client
+        .watch_updates(InstrumentRequest {})
+        .await?
+        .into_inner();
     let mut tasks: HashMap<u64, String> = HashMap::new();
     let mut stats: HashMap<u64, console_api::tasks::Stats> = HashMap::new();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(4);
     // Until the deadline (a timeout ends the reading) or the stream ends.
     while let Ok(next) = tokio::time::timeout_at(deadline, updates.message()).await {
         let Some(update) = next? else { break };
-        let Some(task_update) = update.task_update else { continue };
+        let Some(task_update) = update.task_update else {
+            continue;
+        };
         for task in task_update.new_tasks {
             let id = task.id.map_or(0, |id| id.id);
             let fields: Vec<String> = task

@@ -131,6 +131,42 @@ pub fn is_installed() -> bool {
     })
 }
 
+/// The target of [`log_starvation`]'s warnings.
+pub const STARVATION_TARGET: &str = "spindle::starvation";
+
+/// A starvation watchdog handler that reports through `tracing`: a `WARN`
+/// event, target `spindle::starvation`, with the fiber's number, the
+/// worker, how long the run had lasted and the threshold (in
+/// milliseconds), and the fiber's trace (or why there is none). Give it to
+/// the executor's builder:
+///
+/// ```
+/// use std::time::Duration;
+/// use spindle_core::RuntimeBuilder;
+///
+/// let rt = spindle_exec_wstp::Runtime::builder()
+///     .starvation_threshold(Duration::from_millis(100))
+///     .on_starvation(spindle_tracing::log_starvation)
+///     .build()?;
+/// # drop(rt);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn log_starvation(report: &spindle_core::executor::support::StarvationReport) {
+    let trace = match &report.trace {
+        Ok(trace) => trace.to_string(),
+        Err(why) => format!("no trace: {why}"),
+    };
+    tracing::warn!(
+        target: STARVATION_TARGET,
+        fiber = u64::from(report.fiber.get()),
+        worker = report.worker as u64,
+        running_for_ms = report.running_for.as_millis() as u64,
+        threshold_ms = report.threshold.as_millis() as u64,
+        trace = %trace,
+        "a fiber keeps its worker busy without yielding"
+    );
+}
+
 /// `tracing` spans for `IO` programs.
 pub trait Instrument<A, E>: Sized {
     /// The program, run inside `span`: the span is entered whenever the
