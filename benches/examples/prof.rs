@@ -34,7 +34,7 @@
 
 use std::hint::black_box;
 
-use spindle_core::{IO, IORuntime};
+use spindle_core::{IO, IOLocal, IORuntime};
 use spindle_exec_single::SingleThreaded;
 
 /// The executor-specific lines, as macros so that the same workloads build
@@ -78,6 +78,36 @@ fn shallow_delay() -> P {
         }
     }
     IO::pure(0).flat_map(go)
+}
+
+/// The local of `local_get` and `local_set` (one, so that building a step
+/// clones nothing but what `get` and `set` do).
+static LOCAL: std::sync::LazyLock<IOLocal<i32>> = std::sync::LazyLock::new(|| IOLocal::new(0));
+
+/// `shallow_delay`'s shape with an `IOLocal` read per step (`get` then a
+/// bind), against which a step's cost is read: "a get costs at most one
+/// bind".
+fn local_get() -> P {
+    fn go(i: i32) -> P {
+        if i < N {
+            LOCAL.get().flat_map(move |v| go(i + 1 + v * 0))
+        } else {
+            IO::pure(i)
+        }
+    }
+    go(0)
+}
+
+/// The same with an `IOLocal` set per step.
+fn local_set() -> P {
+    fn go(i: i32) -> P {
+        if i < N {
+            LOCAL.set(i).flat_map(move |()| go(i + 1))
+        } else {
+            IO::pure(i)
+        }
+    }
+    go(0)
 }
 
 fn deep_pure() -> P {
@@ -637,6 +667,8 @@ fn run_workload(name: &str) -> i32 {
     let build: fn() -> P = match name {
         "shallow_pure" => shallow_pure,
         "shallow_delay" => shallow_delay,
+        "local_get" => local_get,
+        "local_set" => local_set,
         "deep_pure" => deep_pure,
         "map_calls" => map_calls,
         "block_pure" => block_pure,

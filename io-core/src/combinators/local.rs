@@ -14,10 +14,10 @@
 //! a fiber that never sets a local holds nothing for them, and starting a
 //! child copies one pointer (a reference count when there are values).
 //! `get` and `set` are one step of the run loop each, as a `delay` is.
-//! A `set` copies the fiber's small map of values (the parent's, if the
-//! fiber still shares it), so that the parent and the children keep
-//! theirs; a local is meant for request-scoped context (a request id, a
-//! user, a span), read often and set rarely.
+//! A `set` replaces the value in place when the fiber's small map of
+//! values is its own and already holds one for the local (no
+//! allocation); otherwise it copies the map (the parent's, if the fiber
+//! still shares it), so that the parent and the children keep theirs.
 //!
 //! Design credits: Cats Effect's `IOLocal` (a child starts with a copy,
 //! never writes back) and Effect-TS's `FiberRef.locally` (a scoped value
@@ -137,7 +137,7 @@ impl<A: Clone + Send + Sync + 'static> IOLocal<A> {
     pub fn set<E: Send + 'static>(&self, value: A) -> IO<(), E> {
         let key = self.key;
         IO::with_spawner_at::<Named<Set>, _>(here(), move |fiber| {
-            fiber.set_local(key, Some(Box::new(value)));
+            fiber.set_local_value(key, value);
         })
     }
 
@@ -157,7 +157,7 @@ impl<A: Clone + Send + Sync + 'static> IOLocal<A> {
         let (key, default) = (self.key, self.default.clone());
         IO::with_spawner_at::<Named<Update>, _>(here(), move |fiber| {
             let value = f(fiber.local::<A>(key).unwrap_or_else(|| A::clone(&default)));
-            fiber.set_local(key, Some(Box::new(value)));
+            fiber.set_local_value(key, value);
         })
     }
 
@@ -171,7 +171,7 @@ impl<A: Clone + Send + Sync + 'static> IOLocal<A> {
         let (key, default) = (self.key, self.default.clone());
         IO::with_spawner_at::<Named<Modify>, _>(here(), move |fiber| {
             let (value, out) = f(fiber.local::<A>(key).unwrap_or_else(|| A::clone(&default)));
-            fiber.set_local(key, Some(Box::new(value)));
+            fiber.set_local_value(key, value);
             out
         })
     }
@@ -182,7 +182,7 @@ impl<A: Clone + Send + Sync + 'static> IOLocal<A> {
         let (key, default) = (self.key, self.default.clone());
         IO::with_spawner_at::<Named<GetAndSet>, _>(here(), move |fiber| {
             let old = fiber.local::<A>(key).unwrap_or_else(|| A::clone(&default));
-            fiber.set_local(key, Some(Box::new(value)));
+            fiber.set_local_value(key, value);
             old
         })
     }
@@ -199,7 +199,7 @@ impl<A: Clone + Send + Sync + 'static> IOLocal<A> {
         // swapped in one step with `value`.
         let swap = IO::<Option<A>, E>::with_spawner_at::<Named<Restore>, _>(here(), move |fiber| {
             let before = fiber.local::<A>(key);
-            fiber.set_local(key, Some(Box::new(value)));
+            fiber.set_local_value(key, value);
             before
         });
         IO::uncancelable_untraced(move |poll| {

@@ -21,12 +21,18 @@ use crate::sync::Arc;
 pub(crate) trait LocalValue: Send + Sync + 'static {
     /// The value itself, to downcast to the local's type.
     fn as_any(&self) -> &dyn Any;
+    /// The value itself, to replace in place.
+    fn as_any_mut(&mut self) -> &mut dyn Any;
     /// A copy of the value, for a new map.
     fn clone_boxed(&self) -> Box<dyn LocalValue>;
 }
 
 impl<A: Clone + Send + Sync + 'static> LocalValue for A {
     fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn Any {
         self
     }
 
@@ -49,6 +55,25 @@ pub(crate) type Locals = Option<Arc<LocalMap>>;
 pub(crate) fn get<A: Clone + 'static>(locals: &Locals, key: u64) -> Option<A> {
     let (_, value) = locals.as_ref()?.0.iter().find(|(k, _)| *k == key)?;
     (**value).as_any().downcast_ref::<A>().cloned()
+}
+
+/// Sets the local numbered `key` to `value` in place, if `locals` are the
+/// fiber's alone (no child shares the map) and hold a value of type `A`
+/// for it: no allocation. Gives `value` back otherwise.
+pub(crate) fn set_in_place<A: 'static>(locals: &mut Locals, key: u64, value: A) -> Result<(), A> {
+    let Some(map) = locals.as_mut().and_then(Arc::get_mut) else {
+        return Err(value);
+    };
+    match map.0.iter_mut().find(|(k, _)| *k == key) {
+        Some((_, slot)) => match (**slot).as_any_mut().downcast_mut::<A>() {
+            Some(slot) => {
+                *slot = value;
+                Ok(())
+            }
+            None => Err(value),
+        },
+        None => Err(value),
+    }
 }
 
 /// `locals` with the local numbered `key` set to `value` (`None`: removed,

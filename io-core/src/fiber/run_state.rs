@@ -364,6 +364,12 @@ impl Core {
         }
     }
 
+    /// The fiber's locals, to change in place (`None`: it has no rarely
+    /// used state, so no locals).
+    pub(super) fn locals_mut(&mut self) -> Option<&mut super::locals::Locals> {
+        self.cold.as_mut().map(|cold| &mut cold.locals)
+    }
+
     /// The fiber's locals, to read.
     #[inline]
     pub(crate) fn locals_ref(&self) -> Option<&super::locals::Locals> {

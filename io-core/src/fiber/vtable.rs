@@ -465,6 +465,24 @@ impl Spawner {
         crate::observe::observe_running(core, self.id);
     }
 
+    /// Sets the running fiber's value of the local numbered `key`: in
+    /// place when the fiber holds a value for it in a map no child shares
+    /// (no allocation), in a new map otherwise.
+    pub(crate) fn set_local_value<A: Clone + Send + Sync + 'static>(&self, key: u64, value: A) {
+        // SAFETY: as in `spawn`; the only reference to the state made
+        // while the closure runs is this one, for this call.
+        let core = unsafe { &mut *self.core };
+        let value = match core.locals_mut() {
+            Some(locals) => match super::locals::set_in_place(locals, key, value) {
+                Ok(()) => return,
+                Err(value) => value,
+            },
+            None => value,
+        };
+        let locals = super::locals::with(&core.locals(), key, Some(alloc::boxed::Box::new(value)));
+        core.set_locals(locals);
+    }
+
     /// Sets (`Some`) or removes (`None`) the running fiber's value of the
     /// local numbered `key`.
     pub(crate) fn set_local(&self, key: u64, value: Option<alloc::boxed::Box<dyn LocalValue>>) {
