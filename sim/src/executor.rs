@@ -1,5 +1,5 @@
 //! The simulation executor: [`SimHandle`] (io-core's
-//! [`Executor`](spindle_core::Executor) contract) and the loop of one run.
+//! [`Executor`] contract) and the loop of one run.
 //!
 //! # The loop
 //!

@@ -108,8 +108,11 @@ fn atomic_updates_of_a_ref_pass_for_every_seed_and_strategy() {
 /// kept in the flag's state until `raise`.
 #[derive(Clone, Default)]
 struct Flag {
-    state: Arc<Mutex<(bool, Option<Callback<(), ()>>)>>,
+    state: Arc<Mutex<FlagState>>,
 }
+
+/// Raised yet, and the waiter's callback.
+type FlagState = (bool, Option<Callback<(), ()>>);
 
 impl Flag {
     /// Buggy: checks the flag in one step and registers in another, so a

@@ -232,11 +232,12 @@ impl<X: Executor> FiberInner<X> {
         let weak =
             core::mem::ManuallyDrop::new(unsafe { Weak::from_raw(ptr.cast::<FiberInner<X>>()) });
         match weak.upgrade() {
-            Some(strong) => {
+            // Not completed (a completed fiber has no status).
+            Some(strong) if strong.header.status().is_some() => {
                 FiberInner::into_raw_ref(strong).request_cancel();
                 true
             }
-            None => false,
+            _ => false,
         }
     }
 
@@ -288,8 +289,9 @@ impl WeakFiber {
     /// Requests the fiber's cancellation, as `FiberHandle::cancel` does
     /// without waiting for it to end: if the fiber waits interruptibly it
     /// is resumed (scheduled on its executor) to run its finalizers;
-    /// otherwise it sees the request at its next cancellation check. Does
-    /// nothing to a fiber that is gone (`false`). For tools that inject
+    /// otherwise it sees the request at its next cancellation check.
+    /// `false`, doing nothing, for a fiber that is gone (completed or
+    /// freed: [`is_gone`](WeakFiber::is_gone)). For tools that inject
     /// faults (spindle-sim cancels fibers at their suspension points with
     /// it); not on any hot path: nothing calls it unless such a tool does.
     pub fn request_cancel(&self) -> bool {
