@@ -7,7 +7,9 @@
 //! main fiber first, virtual time at zero, a generator seeded with the
 //! seed), and this loop on the calling thread until the main fiber ends:
 //!
-//! 1. a violated invariant, or more steps than the limit, ends the run;
+//! 1. a violated invariant (checked first: the main fiber's last step may
+//!    have broken one), the main fiber's end, or more steps than the
+//!    limit end the run;
 //! 2. a clock jump (fault, with its probability): virtual time moves
 //!    forward by a random amount up to the configured maximum;
 //! 3. the timers due at the current virtual time fire, in deadline order,

@@ -426,7 +426,6 @@ where
             }
             Task::Fiber(fiber) => {
                 let weak = fiber.downgrade();
-                let may_cancel = config.cancel > 0 && shared.state().may_cancel(id, main_id);
                 let ran = fiber.run();
                 match ran {
                     // Its last wait, for the report of a deadlock (where
@@ -455,10 +454,12 @@ where
                             entry.priority = priority;
                         }
                     }
+                    // Eligibility is read after the run, which may have
+                    // marked the fiber (`cancelable`) before it suspended.
+                    let may_cancel =
+                        config.cancel > 0 && ran == Ran::Suspended && state.may_cancel(id, main_id);
                     match may_cancel {
-                        true if ran == Ran::Suspended
-                            && state.rng.chance(state.cancel_threshold) =>
-                        {
+                        true if state.rng.chance(state.cancel_threshold) => {
                             let (number, inject) = state.faults.decide();
                             if inject {
                                 state.faults.injected.push(Fault::Canceled {

@@ -19,6 +19,14 @@
 //! is first scheduled) and to `IO::blocking` work (a blocking task draws
 //! one too); no code was copied.
 //!
+//! Choose `expected_steps` near the length of a run (a passing
+//! [`Sim::check`](crate::Sim::check) reports its steps: divide by the
+//! seeds): change points past the end of a run never happen, and PCT then
+//! finds nothing (measured on the crate's planted race, 17 steps a run:
+//! depth 2 with 16 expected steps finds it in 7% of seeds, depth 3 with
+//! 1,000 in 0.2%). For short programs the uniform strategy is often as
+//! good (50% on the same race); PCT's guarantee matters for long runs.
+//!
 //! Both strategies draw only from the run's seeded generator, so a seed
 //! fixes every pick.
 
@@ -44,7 +52,8 @@ pub enum Strategy {
 }
 
 impl Strategy {
-    /// PCT with depth 3 over runs of about 1,000 steps.
+    /// PCT with depth 3 over runs of about 1,000 steps (see the [module
+    /// documentation](self) for choosing them).
     pub const fn pct() -> Strategy {
         Strategy::Pct {
             depth: 3,

@@ -49,10 +49,19 @@ fn faulty_sim(seeds: std::ops::Range<u64>, strategy: Strategy) -> Sim {
 fn the_same_seed_gives_the_same_schedule_faults_and_outcome() {
     for strategy in [Strategy::Random, Strategy::pct()] {
         let sim = faulty_sim(0..1, strategy);
+        let mut kinds = [false; 3];
         for seed in 0..20 {
             let key = ReplayKey::seed(seed);
             let a = sim.replay(&key, |_| busy_program());
             let b = sim.replay(&key, |_| busy_program());
+            for fault in &a.faults {
+                match fault {
+                    Fault::Canceled { .. } => kinds[0] = true,
+                    Fault::IoError { .. } => kinds[1] = true,
+                    Fault::ClockJump { .. } => kinds[2] = true,
+                    _ => {}
+                }
+            }
             assert_eq!(a.schedule, b.schedule, "seed {seed}");
             assert_eq!(a.faults, b.faults, "seed {seed}");
             assert_eq!(a.virtual_time, b.virtual_time, "seed {seed}");
@@ -62,6 +71,7 @@ fn the_same_seed_gives_the_same_schedule_faults_and_outcome() {
                 "seed {seed}"
             );
         }
+        assert_eq!(kinds, [true; 3], "every kind of fault was exercised");
     }
 }
 
