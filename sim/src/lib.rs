@@ -106,10 +106,12 @@
 //!
 //! # Speed
 //!
-//! A step costs a few uncontended lock operations and one fiber run: in
-//! the order of a million or more simulated steps per second in a release
-//! build (the example `sim_speed` measures it), so thousands of seeds of
-//! a small program take seconds.
+//! A step costs a few uncontended lock operations and one fiber run. The
+//! example `sim_speed` (eight fibers updating a `Ref`, ceding and
+//! sleeping: about 2,000 steps a seed) runs 13 to 17 million simulated
+//! steps per second in a release build on a 2-core development machine,
+//! 6,500 to 8,500 seeds a second (tracing `cached` to `none`), so
+//! thousands of seeds of a small program take well under a second.
 //!
 //! # Layout
 //!
