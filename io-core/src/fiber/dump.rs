@@ -205,6 +205,8 @@ struct WeakVTable {
     /// Number and status (the number from the header).
     status: unsafe fn(*const ()) -> Option<(FiberId, FiberStatus)>,
     info: unsafe fn(*const ()) -> Option<FiberInfo>,
+    /// Requests cancellation, if the fiber is alive.
+    cancel: unsafe fn(*const ()) -> bool,
     drop: unsafe fn(*const ()),
 }
 
@@ -218,8 +220,26 @@ impl<X: Executor> FiberInner<X> {
     const WEAK_VTABLE: &'static WeakVTable = &WeakVTable {
         status: Self::weak_status,
         info: Self::weak_info,
+        cancel: Self::weak_cancel,
         drop: Self::weak_drop,
     };
+
+    /// # Safety
+    /// * As for `weak_status`.
+    unsafe fn weak_cancel(ptr: *const ()) -> bool {
+        // SAFETY: forwarded precondition; `ManuallyDrop` leaves the caller's
+        // weak reference as it was.
+        let weak =
+            core::mem::ManuallyDrop::new(unsafe { Weak::from_raw(ptr.cast::<FiberInner<X>>()) });
+        match weak.upgrade() {
+            // Not completed (a completed fiber has no status).
+            Some(strong) if strong.header.status().is_some() => {
+                FiberInner::into_raw_ref(strong).request_cancel();
+                true
+            }
+            _ => false,
+        }
+    }
 
     /// # Safety
     /// * As for `weak_status`.
@@ -264,6 +284,19 @@ impl WeakFiber {
     pub fn info(&self) -> Option<FiberInfo> {
         // SAFETY: we own the weak reference behind `fiber`.
         unsafe { (self.vtable.info)(self.fiber.as_ptr()) }
+    }
+
+    /// Requests the fiber's cancellation, as `FiberHandle::cancel` does
+    /// without waiting for it to end: if the fiber waits interruptibly it
+    /// is resumed (scheduled on its executor) to run its finalizers;
+    /// otherwise it sees the request at its next cancellation check.
+    /// `false`, doing nothing, for a fiber that is gone (completed or
+    /// freed: [`is_gone`](WeakFiber::is_gone)). For tools that inject
+    /// faults (spindle-sim cancels fibers at their suspension points with
+    /// it); not on any hot path: nothing calls it unless such a tool does.
+    pub fn request_cancel(&self) -> bool {
+        // SAFETY: we own the weak reference behind `fiber`.
+        unsafe { (self.vtable.cancel)(self.fiber.as_ptr()) }
     }
 
     /// Whether the fiber is gone (completed or freed): a listing may drop

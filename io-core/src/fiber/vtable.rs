@@ -105,6 +105,18 @@ pub(crate) struct RawFiberVTable {
 }
 
 impl<X: Executor> FiberInner<X> {
+    /// A reference that can request the cancellation of the fiber behind
+    /// `strong`, taking over that strong reference (for
+    /// [`WeakFiber::request_cancel`](super::WeakFiber::request_cancel)).
+    pub(super) fn into_raw_ref(strong: Arc<Self>) -> RawFiberRef {
+        let ptr = Arc::into_raw(strong) as *mut ();
+        RawFiberRef {
+            // SAFETY: `Arc::into_raw` never returns null.
+            fiber: unsafe { NonNull::new_unchecked(ptr) },
+            vtable: FiberInner::<X>::VTABLE,
+        }
+    }
+
     pub(super) const VTABLE: &'static RawFiberVTable = &RawFiberVTable {
         clone: Self::raw_clone,
         drop: Self::raw_drop,

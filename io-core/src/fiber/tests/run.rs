@@ -820,6 +820,42 @@ fn a_listing_keeps_one_word_per_fiber_of_one_executor_type_and_lists_every_live_
 }
 
 #[test]
+fn a_weak_reference_cancels_a_waiting_fiber_which_then_runs_its_finalizer() {
+    let ex = rt();
+    let finalized = Arc::new(AtomicUsize::new(0));
+    let outcome = Arc::new(Mutex::new(None));
+    let (f, o) = (finalized.clone(), outcome.clone());
+    let (tx, rx) = std::sync::mpsc::channel();
+    let io: IO<u64, ()> = IO::from_callback(move |cb: crate::Callback<u64, ()>| {
+        tx.send(cb).unwrap();
+        None
+    })
+    .on_cancel(IO::delay(move || {
+        f.fetch_add(1, Ordering::Relaxed);
+    }));
+    let fiber = Fiber::new(io, ex.clone(), move |outcome| {
+        *o.lock().unwrap() = Some(outcome);
+    });
+    let weak = fiber.downgrade();
+    fiber.run();
+    let cb = rx.recv().expect("the fiber waits");
+    assert!(weak.request_cancel());
+    // Resumed (scheduled) by the cancellation, it finalizes and ends.
+    ex.0.queue
+        .lock()
+        .unwrap()
+        .pop_front()
+        .expect("scheduled by the cancellation")
+        .run();
+    assert_eq!(finalized.load(Ordering::Relaxed), 1);
+    assert_eq!(*outcome.lock().unwrap(), Some(Outcome::Canceled));
+    assert!(!cb.succeed(1), "the wait was already ended");
+    // A fiber that is gone: nothing to cancel.
+    assert!(weak.is_gone());
+    assert!(!weak.request_cancel());
+}
+
+#[test]
 #[cfg(feature = "tracing")]
 fn tracing_adds_one_word_to_a_fiber_its_ring_pointer_and_no_byte_to_its_run_state() {
     // The ring's header, the activity byte and the listing's entry are

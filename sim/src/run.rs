@@ -1,0 +1,636 @@
+//! One run of a program under one seed ([`run_once`]: the loop of the
+//! [executor module](crate::executor)), what it reports ([`RunReport`],
+//! [`Failure`]), the key that replays it ([`ReplayKey`]), and the context
+//! the program is built with ([`Run`]).
+
+use core::fmt;
+use core::str::FromStr;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use spindle_core::executor::support::TimerHeap;
+use spindle_core::executor::support::WeakFibers;
+use spindle_core::{Executor, Fiber, FiberDump, FiberId, FiberInfo, IO, Outcome, Ran, Trace};
+
+use crate::config::Config;
+use crate::executor::{Faults, SimHandle, State, Task};
+use crate::faults::{Current, Fault, Finalizers};
+use crate::rng::SimRng;
+use crate::strategy::Picker;
+
+/// What replays a run exactly: its seed, and the faults that shrinking
+/// suppressed (by number). Printed as `17`, or `17/-0,3` with faults 0
+/// and 3 suppressed; [`FromStr`] reads that back.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ReplayKey {
+    /// The run's seed.
+    pub seed: u64,
+    /// The numbers of the faults not injected.
+    pub suppressed: Vec<u32>,
+}
+
+impl ReplayKey {
+    /// The key of a seed, with every fault.
+    pub fn seed(seed: u64) -> ReplayKey {
+        ReplayKey {
+            seed,
+            suppressed: Vec::new(),
+        }
+    }
+}
+
+impl fmt::Display for ReplayKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.seed)?;
+        if !self.suppressed.is_empty() {
+            f.write_str("/-")?;
+            for (i, n) in self.suppressed.iter().enumerate() {
+                if i > 0 {
+                    f.write_str(",")?;
+                }
+                write!(f, "{n}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A [`ReplayKey`] that could not be read: the text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseReplayKeyError(pub String);
+
+impl fmt::Display for ParseReplayKeyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "not a spindle-sim replay key (SEED or SEED/-N,N,...): {:?}",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for ParseReplayKeyError {}
+
+impl FromStr for ReplayKey {
+    type Err = ParseReplayKeyError;
+
+    fn from_str(s: &str) -> Result<ReplayKey, ParseReplayKeyError> {
+        let bad = || ParseReplayKeyError(s.to_string());
+        let (seed, rest) = match s.split_once("/-") {
+            Some((seed, rest)) => (seed, Some(rest)),
+            None => (s, None),
+        };
+        let seed = seed.trim().parse().map_err(|_| bad())?;
+        let suppressed = match rest {
+            None => Vec::new(),
+            Some(rest) => rest
+                .split(',')
+                .map(|n| n.trim().parse().map_err(|_| bad()))
+                .collect::<Result<_, _>>()?,
+        };
+        Ok(ReplayKey { seed, suppressed })
+    }
+}
+
+/// Why a run failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FailureKind {
+    /// The main fiber ended with an error (its `Debug`).
+    Errored(String),
+    /// The main fiber was canceled.
+    Canceled,
+    /// A closure of the main fiber panicked (the message).
+    Panicked(String),
+    /// Nothing could run, no timer was set, and the main fiber had not
+    /// ended: it never can (a lost wake-up, a wait nobody completes).
+    Deadlock,
+    /// The main fiber succeeded, but this many other fibers were still
+    /// alive ([`SimBuilder::no_fibers_left`](crate::SimBuilder::no_fibers_left)).
+    FibersLeft(usize),
+    /// An invariant did not hold (its name and what was wrong): from
+    /// [`invariant`](crate::invariant), a [`Finalizers`] book, or a check
+    /// given to [`Run::check_at_end`].
+    Invariant(String),
+    /// The run took more steps than
+    /// [`SimBuilder::max_steps`](crate::SimBuilder::max_steps).
+    StepLimit(u64),
+}
+
+impl FailureKind {
+    fn same_kind(&self, other: &FailureKind) -> bool {
+        core::mem::discriminant(self) == core::mem::discriminant(other)
+    }
+}
+
+impl fmt::Display for FailureKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FailureKind::Errored(e) => write!(f, "the main fiber failed with {e}"),
+            FailureKind::Canceled => f.write_str("the main fiber was canceled"),
+            FailureKind::Panicked(m) => write!(f, "the main fiber panicked: {m}"),
+            FailureKind::Deadlock => f.write_str(
+                "deadlock: no fiber can run, no timer is set, and the main fiber has not ended",
+            ),
+            FailureKind::FibersLeft(n) => {
+                write!(f, "{n} fiber(s) still alive when the main fiber ended")
+            }
+            FailureKind::Invariant(m) => write!(f, "invariant violated: {m}"),
+            FailureKind::StepLimit(n) => write!(f, "no end after {n} steps (step limit)"),
+        }
+    }
+}
+
+/// A failing run: what failed, how to replay it, and what was seen.
+/// `Display` (and `Debug`) print the whole report: the replay key first.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Failure {
+    /// Replays this run exactly ([`Sim::replay`](crate::Sim::replay)).
+    pub key: ReplayKey,
+    /// What failed.
+    pub kind: FailureKind,
+    /// Steps run.
+    pub steps: u64,
+    /// Virtual time at the end.
+    pub virtual_time: Duration,
+    /// The failing fiber's trace: the main fiber's at the point of failure
+    /// (an error or a panic), or the fiber's that saw an invariant broken.
+    pub trace: Option<String>,
+    /// A fiber dump at the end (each live fiber's state and trace), for a
+    /// deadlock, fibers left, or a step limit.
+    pub dump: Option<String>,
+    /// The last picks of the schedule (fiber numbers; 0 is the work of an
+    /// `IO::blocking` call), oldest first.
+    pub schedule_tail: Vec<u32>,
+    /// The faults injected.
+    pub faults: Vec<Fault>,
+    /// Faults injected before shrinking (equal to `faults.len()` when
+    /// nothing was shrunk).
+    pub faults_before_shrinking: usize,
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "spindle-sim: seed {} failed (replay key {}) after {} steps, at virtual time {:?}",
+            self.key.seed, self.key, self.steps, self.virtual_time
+        )?;
+        writeln!(f, "  {}", self.kind)?;
+        if self.faults.is_empty() {
+            writeln!(f, "  no fault injected")?;
+        } else {
+            writeln!(
+                f,
+                "  faults ({} kept of {} injected):",
+                self.faults.len(),
+                self.faults_before_shrinking
+            )?;
+            for fault in &self.faults {
+                writeln!(f, "    {fault}")?;
+            }
+        }
+        write!(f, "  last picks (fiber numbers, oldest first):")?;
+        for id in &self.schedule_tail {
+            write!(f, " #{id}")?;
+        }
+        writeln!(f)?;
+        if let Some(trace) = &self.trace {
+            writeln!(f, "  trace of the failing fiber:\n{trace}")?;
+        }
+        if let Some(dump) = &self.dump {
+            writeln!(f, "  fiber dump:\n{dump}")?;
+        }
+        write!(
+            f,
+            "  replay: sim.replay(&\"{}\".parse()?, build), or seeds({}..{})",
+            self.key,
+            self.key.seed,
+            self.key.seed.saturating_add(1)
+        )
+    }
+}
+
+impl fmt::Debug for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+impl std::error::Error for Failure {}
+
+/// What one run did: every pick, every fault, and the failure if it
+/// failed. Two runs of the same key and program report the same schedule
+/// and faults.
+#[derive(Debug, Clone)]
+pub struct RunReport {
+    /// The key of the run.
+    pub key: ReplayKey,
+    /// Steps run (picks).
+    pub steps: u64,
+    /// Every pick, in order: the number of the fiber that ran (0: the
+    /// work of an `IO::blocking` call).
+    pub schedule: Vec<u32>,
+    /// The faults injected.
+    pub faults: Vec<Fault>,
+    /// Virtual time at the end.
+    pub virtual_time: Duration,
+    /// `None` if the run passed.
+    pub failure: Option<Failure>,
+}
+
+type EndCheck = Box<dyn FnOnce() -> Result<(), String>>;
+
+/// The context a program is built in, once per run: the seed, and the
+/// checks to make when the main fiber has succeeded.
+pub struct Run {
+    seed: u64,
+    checks: Vec<(String, EndCheck)>,
+}
+
+impl fmt::Debug for Run {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Run")
+            .field("seed", &self.seed)
+            .field("checks", &self.checks.len())
+            .finish()
+    }
+}
+
+impl Run {
+    /// The seed of this run.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// Checks `check` once the main fiber has succeeded: an `Err` fails
+    /// the run as [`FailureKind::Invariant`] (`name: message`). For
+    /// properties of the program's final state.
+    pub fn check_at_end(
+        &mut self,
+        name: impl Into<String>,
+        check: impl FnOnce() -> Result<(), String> + 'static,
+    ) {
+        self.checks.push((name.into(), Box::new(check)));
+    }
+
+    /// A [`Finalizers`] book checked at the end of the run (every resource
+    /// acquired was released exactly once).
+    pub fn finalizers(&mut self) -> Finalizers {
+        let book = Finalizers::new();
+        let checked = book.clone();
+        self.check_at_end("every finalizer ran once", move || checked.check());
+        book
+    }
+}
+
+/// Picks kept in a failure report.
+const TAIL: usize = 32;
+
+/// Runs the program `build` makes under `key`.
+pub(crate) fn run_once<A, E, F>(config: &Config, key: &ReplayKey, build: &mut F) -> RunReport
+where
+    A: Send + 'static,
+    E: Send + fmt::Debug + 'static,
+    F: FnMut(&mut Run) -> IO<A, E>,
+{
+    let mut rng = SimRng::new(key.seed);
+    let picker = Picker::new(config.strategy, &mut rng);
+    let handle = SimHandle::new(
+        config.fiber_config,
+        State {
+            ready: Vec::new(),
+            timers: TimerHeap::new(),
+            rng,
+            picker,
+            priorities: Vec::new(),
+            cancelable: Vec::new(),
+            fibers: WeakFibers::default(),
+            running: 0,
+            step: 0,
+            faults: Faults {
+                drawn: 0,
+                suppressed: key.suppressed.clone(),
+                injected: Vec::new(),
+            },
+            violations: Vec::new(),
+            io_error_threshold: config.io_errors,
+            cancel_threshold: config.cancel,
+            cancel_scope: config.cancel_scope,
+        },
+    );
+    let current = Current::enter(handle.clone());
+    let mut run = Run {
+        seed: key.seed,
+        checks: Vec::new(),
+    };
+    let program = build(&mut run);
+
+    type Slot<A, E> = Arc<Mutex<Option<(Outcome<A, E>, Trace)>>>;
+    let slot: Slot<A, E> = Arc::new(Mutex::new(None));
+    let done = Arc::new(AtomicBool::new(false));
+    let main = {
+        let slot = slot.clone();
+        let done = done.clone();
+        Fiber::with_report(
+            program,
+            handle.clone(),
+            move |outcome, _suppressed, trace| {
+                *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some((outcome, trace));
+                done.store(true, Ordering::Relaxed);
+            },
+        )
+    };
+    let main_id = main.id().get();
+    handle.schedule_fiber(main);
+
+    let shared = &*handle.shared;
+    let mut schedule: Vec<u32> = Vec::new();
+    let mut due = Vec::new();
+    let mut steps: u64 = 0;
+    // Each fiber's last wait (state and trace), until it completes.
+    let mut waits: BTreeMap<u32, FiberInfo> = BTreeMap::new();
+    let stopped = loop {
+        {
+            let mut state = shared.state();
+            let state = &mut *state;
+            // Before the main fiber's end: its last step may have broken
+            // an invariant.
+            if !state.violations.is_empty() {
+                break Some(FailureKind::Invariant(String::new()));
+            }
+            if done.load(Ordering::Relaxed) {
+                break None;
+            }
+            if steps >= config.max_steps {
+                break Some(FailureKind::StepLimit(steps));
+            }
+            if config.clock_jumps > 0 && state.rng.chance(config.clock_jumps) {
+                let by = 1 + state.rng.below(config.max_clock_jump_ns);
+                let (number, inject) = state.faults.decide();
+                if inject {
+                    let now = shared.now.load(Ordering::Relaxed);
+                    shared.now.store(now.saturating_add(by), Ordering::Relaxed);
+                    state.faults.injected.push(Fault::ClockJump {
+                        number,
+                        by: Duration::from_nanos(by),
+                        step: steps + 1,
+                    });
+                }
+            }
+            let now = shared.now.load(Ordering::Relaxed);
+            while let Some(callback) = state.timers.pop_due(now) {
+                due.push(callback);
+            }
+        }
+        // Fired outside the lock: a callback schedules its fiber.
+        for callback in due.drain(..) {
+            callback.fire();
+        }
+        let picked = {
+            let mut state = shared.state();
+            let state = &mut *state;
+            if state.ready.is_empty() {
+                None
+            } else {
+                let ready = &state.ready;
+                let i = state
+                    .picker
+                    .pick(&mut state.rng, ready.len(), |i| ready[i].priority);
+                let entry = state.ready.swap_remove(i);
+                steps += 1;
+                state.step = steps;
+                state.running = entry.owner;
+                Some(entry)
+            }
+        };
+        let Some(entry) = picked else {
+            let next = shared.state().timers.next_deadline();
+            match next {
+                Some(deadline) => {
+                    let now = shared.now.load(Ordering::Relaxed);
+                    shared.now.store(now.max(deadline), Ordering::Relaxed);
+                    continue;
+                }
+                None => break Some(FailureKind::Deadlock),
+            }
+        };
+        schedule.push(entry.id);
+        let id = entry.id;
+        match entry.task {
+            Task::Blocking(task) => {
+                task.run();
+                shared.state().running = 0;
+            }
+            Task::Fiber(fiber) => {
+                let weak = fiber.downgrade();
+                let ran = fiber.run();
+                match ran {
+                    // Its last wait, for the report of a deadlock (where
+                    // fibers nothing can resume are freed).
+                    Ran::Suspended => {
+                        if let Some(info) = weak.info() {
+                            waits.insert(id, info);
+                        }
+                    }
+                    Ran::Completed => {
+                        waits.remove(&id);
+                    }
+                    Ran::Yielded => {}
+                }
+                let cancel = {
+                    let mut state = shared.state();
+                    let state = &mut *state;
+                    state.running = 0;
+                    if let Some(priority) = state.picker.change_after(steps)
+                        && let Some(p) = state.priorities.get_mut(id as usize)
+                    {
+                        // A change point: the fiber that ran drops, also
+                        // where it is queued already (it yielded).
+                        *p = priority;
+                        for entry in state.ready.iter_mut().filter(|e| e.id == id) {
+                            entry.priority = priority;
+                        }
+                    }
+                    // Eligibility is read after the run, which may have
+                    // marked the fiber (`cancelable`) before it suspended.
+                    let may_cancel =
+                        config.cancel > 0 && ran == Ran::Suspended && state.may_cancel(id, main_id);
+                    match may_cancel {
+                        true if state.rng.chance(state.cancel_threshold) => {
+                            let (number, inject) = state.faults.decide();
+                            if inject {
+                                state.faults.injected.push(Fault::Canceled {
+                                    number,
+                                    fiber: FiberId::nth(u64::from(id)),
+                                    step: steps,
+                                });
+                            }
+                            inject
+                        }
+                        _ => false,
+                    }
+                };
+                if cancel {
+                    // Outside the lock: a fiber waiting interruptibly is
+                    // scheduled from here.
+                    weak.request_cancel();
+                }
+            }
+        }
+    };
+
+    let virtual_time = handle.now();
+    let mut trace = None;
+    let mut dump = None;
+    let kind = match stopped {
+        Some(FailureKind::Invariant(_)) => {
+            let (name, at) = shared.state().violations.swap_remove(0);
+            trace = at.filter(|t| !t.is_empty()).map(|t| t.to_string());
+            Some(FailureKind::Invariant(name))
+        }
+        Some(kind @ (FailureKind::Deadlock | FailureKind::StepLimit(_))) => {
+            dump = Some(render_dump(handle.fiber_dump(), &waits));
+            Some(kind)
+        }
+        Some(kind) => Some(kind),
+        None => {
+            let taken = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
+            match taken {
+                Some((Outcome::Succeeded(_), _)) => end_checks(
+                    &handle,
+                    run.checks,
+                    config.no_fibers_left,
+                    &mut dump,
+                    &waits,
+                ),
+                Some((Outcome::Errored(e), t)) => {
+                    trace = Some(t).filter(|t| !t.is_empty()).map(|t| t.to_string());
+                    Some(FailureKind::Errored(format!("{e:?}")))
+                }
+                Some((Outcome::Canceled, _)) => Some(FailureKind::Canceled),
+                Some((Outcome::Panicked(m), t)) => {
+                    trace = Some(t).filter(|t| !t.is_empty()).map(|t| t.to_string());
+                    Some(FailureKind::Panicked(m.to_string()))
+                }
+                // `done` is set after the slot is filled.
+                None => Some(FailureKind::Deadlock),
+            }
+        }
+    };
+    let faults = core::mem::take(&mut shared.state().faults.injected);
+    handle.close();
+    drop(current);
+    let tail_from = schedule.len().saturating_sub(TAIL);
+    let failure = kind.map(|kind| Failure {
+        key: key.clone(),
+        kind,
+        steps,
+        virtual_time,
+        trace,
+        dump,
+        schedule_tail: schedule[tail_from..].to_vec(),
+        faults: faults.clone(),
+        faults_before_shrinking: faults.len(),
+    });
+    RunReport {
+        key: key.clone(),
+        steps,
+        schedule,
+        faults,
+        virtual_time,
+        failure,
+    }
+}
+
+/// The checks after a main fiber that succeeded.
+fn end_checks(
+    handle: &SimHandle,
+    checks: Vec<(String, EndCheck)>,
+    no_fibers_left: bool,
+    dump: &mut Option<String>,
+    waits: &BTreeMap<u32, FiberInfo>,
+) -> Option<FailureKind> {
+    for (name, check) in checks {
+        if let Err(message) = check() {
+            return Some(FailureKind::Invariant(format!("{name}: {message}")));
+        }
+    }
+    if no_fibers_left {
+        let fibers = handle.fiber_dump();
+        if !fibers.fibers.is_empty() {
+            let n = fibers.fibers.len();
+            *dump = Some(render_dump(fibers, waits));
+            return Some(FailureKind::FibersLeft(n));
+        }
+    }
+    None
+}
+
+/// The dump, and the last wait of each fiber that was freed while it
+/// waited (nothing could resume it: a lost wake-up's victims).
+fn render_dump(dump: FiberDump, waits: &BTreeMap<u32, FiberInfo>) -> String {
+    use core::fmt::Write;
+    let mut out = dump.to_string();
+    let live: Vec<u32> = dump.fibers.iter().map(|f| f.id.get()).collect();
+    let freed: Vec<&FiberInfo> = waits
+        .iter()
+        .filter(|(id, _)| !live.contains(id))
+        .map(|(_, info)| info)
+        .collect();
+    if !freed.is_empty() {
+        let _ = write!(
+            out,
+            "\n\nfreed while waiting (nothing could resume them), as they last suspended:"
+        );
+        for info in freed {
+            let _ = write!(
+                out,
+                "\n\n{}",
+                FiberDump {
+                    fibers: vec![info.clone()],
+                    executor: Vec::new(),
+                }
+            );
+        }
+    }
+    out
+}
+
+/// Runs `key` again with more faults suppressed, one at a time, keeping
+/// each suppression under which the run still fails the same way
+/// (a greedy, one-pass minimisation of the injected faults).
+pub(crate) fn shrink<A, E, F>(config: &Config, first: Failure, build: &mut F) -> Failure
+where
+    A: Send + 'static,
+    E: Send + fmt::Debug + 'static,
+    F: FnMut(&mut Run) -> IO<A, E>,
+{
+    let before = first.faults.len();
+    let mut best = first;
+    let mut i = 0;
+    // At most one retry per fault of the original run.
+    while i < best.faults.len() {
+        let number = best.faults[i].number();
+        let mut key = best.key.clone();
+        key.suppressed.push(number);
+        key.suppressed.sort_unstable();
+        let report = run_once(config, &key, build);
+        match report.failure {
+            Some(failure) if failure.kind.same_kind(&best.kind) => {
+                best = failure;
+                // The faults were renumbered by the new run: start over,
+                // past the ones already tried (at most `before` runs).
+                i = 0;
+                if best.key.suppressed.len() >= before {
+                    break;
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    best.faults_before_shrinking = before;
+    best
+}
