@@ -90,7 +90,10 @@ static LOCAL: std::sync::LazyLock<IOLocal<i32>> = std::sync::LazyLock::new(|| IO
 fn local_get() -> P {
     fn go(i: i32) -> P {
         if i < N {
-            LOCAL.get().flat_map(move |v| go(i + 1 + v * 0))
+            LOCAL.get().flat_map(move |v| {
+                black_box(v);
+                go(i + 1)
+            })
         } else {
             IO::pure(i)
         }
