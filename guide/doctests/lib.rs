@@ -34,4 +34,5 @@ chapters! {
     cancellation = "cancellation.md",
     tracing = "tracing.md",
     observability = "observability.md",
+    simulation = "simulation.md",
 }
