@@ -1,7 +1,7 @@
 //! Spindle's fibers in tokio-console.
 //!
 //! ```text
-//! cargo run -p spindle-tracing --features console --example console -- 60
+//! RUSTFLAGS="--cfg tokio_unstable" cargo run -p spindle-tracing --features console --example console -- 60
 //! tokio-console            # in another terminal: http://127.0.0.1:6669
 //! ```
 //!
@@ -9,7 +9,9 @@
 //! tokio-console runs; `spindle_tracing::install()` makes Spindle's
 //! fibers its tasks: ticking workers that sleep and wake, a fiber that
 //! yields, and short fibers started every few milliseconds. The argument
-//! is how many seconds to run (default 30).
+//! is how many seconds to run (default 30). `console-subscriber` insists
+//! on tokio's `tokio_unstable` configuration (an assertion of its own;
+//! Spindle does not need it), hence the `RUSTFLAGS`.
 
 use std::ops::ControlFlow;
 use std::time::Duration;

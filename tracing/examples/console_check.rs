@@ -5,6 +5,7 @@
 //! wakes and self-wakes.
 //!
 //! ```text
+//! export RUSTFLAGS="--cfg tokio_unstable"
 //! cargo run -p spindle-tracing --features console --example console -- 20 &
 //! cargo run -p spindle-tracing --features console --example console_check
 //! ```

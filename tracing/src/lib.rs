@@ -61,7 +61,7 @@
 //! disabled callsites (a cached check each). Installing the observer costs
 //! every fiber a small allocation for its task span and a call at each
 //! run; programs that do not install it pay one flag test per run (see
-//! BENCHMARKS.md, "Observability").
+//! BENCHMARKS.md, "Spans, lifecycle events and tokio-console").
 //!
 //! The model is `tracing::Instrument` and tokio's task instrumentation
 //! (the `runtime.spawn` span and `runtime::waker` events tokio-console
