@@ -7,8 +7,9 @@
 //!
 //! `console_subscriber::init()` is all a program that already uses
 //! tokio-console runs; `spindle_tracing::install()` makes Spindle's
-//! fibers its tasks: ticking workers that sleep and wake, a fiber that
-//! yields, and short fibers started every few milliseconds. The argument
+//! fibers its tasks: two ticking workers that sleep and wake (every 100 ms
+//! and every second, each in a `worker` span), and a fiber that yields a
+//! million times (console's self-wakes). The argument
 //! is how many seconds to run (default 30). `console-subscriber` insists
 //! on tokio's `tokio_unstable` configuration (an assertion of its own;
 //! Spindle does not need it), hence the `RUSTFLAGS`.
