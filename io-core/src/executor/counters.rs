@@ -1,33 +1,4 @@
-//! [`RuntimeCounters`]: the counters every executor can be asked for, in
-//! one executor-independent shape, so that one exporter (the
-//! `spindle-metrics` crate's, for the `metrics` facade) serves every
-//! executor.
-//!
-//! Each executor keeps its own, richer `Metrics` snapshot
-//! ([`IORuntime::handle_metrics`](super::IORuntime::handle_metrics));
-//! [`Executor::counters`](super::Executor::counters) maps what it knows
-//! into this struct and leaves the rest `None`. `None` means *absent*
-//! (the executor does not count it, for instance the steals of exec-tokio,
-//! which are tokio's own business), never zero: an exporter skips it
-//! rather than report a made-up value.
-//!
-//! # Kinds
-//!
-//! A field ending in `_total` is a monotonic counter since the executor was
-//! built (it never goes down; exporters report it as an absolute counter).
-//! Every other field is a gauge: a level read at the moment of the snapshot.
-//! Each number is read at a slightly different moment (a picture of a
-//! moving system, not a transaction), so `fibers_live` may differ by a few
-//! from `fibers_started_total - fibers_completed_total` read a moment
-//! apart.
-//!
-//! # How executors count, cheaply
-//!
-//! Counters on the paths every fiber takes are written by one thread each
-//! (a worker's own counter, on its own cache line: a relaxed load and a
-//! relaxed store, no read-modify-write) and summed when read; counters on
-//! rare paths (a park, a steal, a poll of the poller, a timer firing, a
-//! canceled fiber) are counted where they happen.
+//! [`RuntimeCounters`]: the executor-independent counters (see its documentation).
 
 use alloc::vec::Vec;
 
@@ -56,9 +27,40 @@ impl WorkerCounters {
     }
 }
 
-/// The executor-independent counters of one executor: see the
-/// [module documentation](self) for what absent (`None`) means and which
-/// fields are counters and which gauges.
+/// The executor-independent counters of one executor: what absent
+/// (`None`) means and which fields are counters and which gauges are
+/// below.
+///
+/// [`RuntimeCounters`]: the counters every executor can be asked for, in
+/// one executor-independent shape, so that one exporter (the
+/// `spindle-metrics` crate's, for the `metrics` facade) serves every
+/// executor.
+///
+/// Each executor keeps its own, richer `Metrics` snapshot
+/// ([`IORuntime::handle_metrics`](super::IORuntime::handle_metrics));
+/// [`Executor::counters`](super::Executor::counters) maps what it knows
+/// into this struct and leaves the rest `None`. `None` means *absent*
+/// (the executor does not count it, for instance the steals of exec-tokio,
+/// which are tokio's own business), never zero: an exporter skips it
+/// rather than report a made-up value.
+///
+/// # Kinds
+///
+/// A field ending in `_total` is a monotonic counter since the executor was
+/// built (it never goes down; exporters report it as an absolute counter).
+/// Every other field is a gauge: a level read at the moment of the snapshot.
+/// Each number is read at a slightly different moment (a picture of a
+/// moving system, not a transaction), so `fibers_live` may differ by a few
+/// from `fibers_started_total - fibers_completed_total` read a moment
+/// apart.
+///
+/// # How executors count, cheaply
+///
+/// Counters on the paths every fiber takes are written by one thread each
+/// (a worker's own counter, on its own cache line: a relaxed load and a
+/// relaxed store, no read-modify-write) and summed when read; counters on
+/// rare paths (a park, a steal, a poll of the poller, a timer firing, a
+/// canceled fiber) are counted where they happen.
 ///
 /// ```
 /// use spindle_effect::prelude::*;

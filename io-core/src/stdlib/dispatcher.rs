@@ -1,104 +1,4 @@
-//! [`Dispatcher`]: run programs from code that is not a fiber (a C
-//! library's callback, a synchronous framework, a thread of its own), as
-//! Cats Effect's `std.Dispatcher` does.
-//!
-//! A dispatcher is a [`Resource`]: inside its scope, any thread holding a
-//! clone (it is `Clone + Send + Sync`) submits programs, which run as
-//! fibers on the executor of the fiber that acquired the dispatcher. Three
-//! forms of submission, each refused with [`DispatcherError::Closed`] once
-//! the scope has ended:
-//!
-//! * [`run_and_forget`](Dispatcher::run_and_forget): the program runs; its
-//!   value is dropped. Its **errors are reported, not lost**: an error or a
-//!   panic of the program goes to the dispatcher's *reporter* (with `std`,
-//!   by default, one line on standard error; any function with
-//!   [`Dispatcher::parallel_reporting`] and
-//!   [`Dispatcher::sequential_reporting`]), and is counted
-//!   ([`Dispatcher::failures_reported`]). A cancellation is not a failure.
-//! * [`to_future`](Dispatcher::to_future): a [`DispatchFuture`] of the
-//!   program's [`Outcome`], for async code on any async runtime (or
-//!   `futures::executor::block_on`). **Dropping the future before it is
-//!   ready cancels the program** (before it starts, it never starts; once
-//!   it runs, its fiber is canceled and its finalizers run on the
-//!   executor). [`to_future_cancelable`](Dispatcher::to_future_cancelable)
-//!   adds a [`DispatchCancel`] that cancels it from elsewhere while the
-//!   future still waits (the future then gives `Outcome::Canceled`, once
-//!   the fiber's finalizers have run).
-//! * [`run_blocking`](Dispatcher::run_blocking) (with `std`): parks the
-//!   calling thread until the program has ended and gives its outcome.
-//!   Called where parking could stall the executor that has to run the
-//!   program (one of its own threads, inside one of its fibers: what makes
-//!   `block_on` answer `RunError::Nested`, asked of the executor through
-//!   `Executor::refuses_blocking_here`), it refuses with
-//!   [`DispatcherError::Nested`] instead of deadlocking, running nothing.
-//!
-//! # Protocol
-//!
-//! The dispatcher's state is a short lock of the sync shim (never held
-//! across a suspension, never while user code runs): `closed`, the
-//! submissions not yet started (in submission order), and a *signal* (a
-//! [`Deferred`]) its worker waits on.
-//!
-//! * **Acquisition** starts one *worker* fiber on the acquiring fiber's
-//!   executor, and opens a [`Supervisor`] that owns every program the
-//!   dispatcher starts.
-//! * **A submission** (any thread) checks `closed` and queues the program
-//!   under the lock, then wakes the worker (completes the signal, outside
-//!   the lock) if the worker had asked for it. A submission either finds
-//!   the dispatcher closed (an error to the caller, the program dropped)
-//!   or is queued before the release can take the queue: none is lost.
-//! * **The worker** takes the queue under the lock, or, finding it empty,
-//!   marks the signal wanted and waits on it (so no wake-up is lost: the
-//!   submitter either saw the mark under the lock, or the worker saw the
-//!   submission). A **parallel** dispatcher starts every program it took as
-//!   a fiber of its own (they run concurrently); a **sequential** one
-//!   starts one, waits until it has ended, then starts the next: programs
-//!   run one after another, in submission order (of the submissions
-//!   accepted; across threads, the order the lock saw them in). Starting a
-//!   program and handing its fiber to the submitter is one masked step.
-//! * **Each submission's reply** is resolved exactly once: when its fiber
-//!   starts (the future then joins the fiber), or, if it never starts (the
-//!   dispatcher closed first, the submitter canceled or dropped its future
-//!   first), as `Outcome::Canceled`: the pending submission's guard
-//!   resolves it when the program is dropped unrun.
-//!
-//! # Release
-//!
-//! When the scope ends, the release (masked, as every release) marks the
-//! dispatcher closed (every later submission gets
-//! [`DispatcherError::Closed`]; never a panic, never a hang), then:
-//!
-//! * **cancel mode** (`await_on_release = false`, or a scope that failed,
-//!   panicked or was canceled): the queued submissions are dropped unrun
-//!   (their futures complete as `Outcome::Canceled`), the worker is
-//!   canceled, and every fiber the dispatcher started and that is still
-//!   running is canceled;
-//! * **await mode** (`await_on_release = true` and a scope that
-//!   succeeded): the worker starts what was queued (a sequential one in
-//!   order, one after another), and every fiber is awaited.
-//!
-//! Either way the release returns once every fiber the dispatcher started
-//! has ended, so their finalizers have run, exactly once, before the code
-//! after the scope runs; the futures of canceled fibers complete with
-//! `Outcome::Canceled`.
-//!
-//! A dispatcher used after its executor has shut down (known with `std`;
-//! without, a submission is accepted and never runs): a `run_blocking`
-//! waiting then returns [`DispatcherError::ShutDown`] (it looks every
-//! 100 ms while it parks), a submission is refused with it, and a future
-//! whose fiber the shutdown dropped never completes (as
-//! [`IO::into_future_on`]'s).
-//!
-//! Every function of this module that is not generic is `#[inline]`, so
-//! that it is compiled only into programs that use a dispatcher: an image
-//! that never does (a firmware's) is left exactly as it was, where the
-//! mere presence of this code, under LTO, changed the inlining of the rest
-//! (424 B more flash in the thumbv7m image). The same reason keeps the
-//! executor probe behind `std`.
-//!
-//! Design credits: Cats Effect 3.6's `Dispatcher` (parallel and sequential
-//! dispatchers, the `await` flag, run-and-forget, to-future, cancelable
-//! futures and the shut-down error after release); no code is copied.
+//! [`Dispatcher`]: programs run from code that is not a fiber (see its documentation).
 
 use alloc::boxed::Box;
 use alloc::collections::VecDeque;
@@ -483,8 +383,110 @@ impl Shared {
 }
 
 /// Runs programs as fibers from code that is not a fiber (Cats Effect's
-/// `Dispatcher`); see the [module documentation](self) for the protocol,
-/// what the release does, and where errors go.
+/// `Dispatcher`): the protocol, what the release does, and where errors
+/// go are below.
+///
+/// [`Dispatcher`]: run programs from code that is not a fiber (a C
+/// library's callback, a synchronous framework, a thread of its own), as
+/// Cats Effect's `std.Dispatcher` does.
+///
+/// A dispatcher is a [`Resource`]: inside its scope, any thread holding a
+/// clone (it is `Clone + Send + Sync`) submits programs, which run as
+/// fibers on the executor of the fiber that acquired the dispatcher. Three
+/// forms of submission, each refused with [`DispatcherError::Closed`] once
+/// the scope has ended:
+///
+/// * [`run_and_forget`](Dispatcher::run_and_forget): the program runs; its
+///   value is dropped. Its **errors are reported, not lost**: an error or a
+///   panic of the program goes to the dispatcher's *reporter* (with `std`,
+///   by default, one line on standard error; any function with
+///   [`Dispatcher::parallel_reporting`] and
+///   [`Dispatcher::sequential_reporting`]), and is counted
+///   ([`Dispatcher::failures_reported`]). A cancellation is not a failure.
+/// * [`to_future`](Dispatcher::to_future): a [`DispatchFuture`] of the
+///   program's [`Outcome`], for async code on any async runtime (or
+///   `futures::executor::block_on`). **Dropping the future before it is
+///   ready cancels the program** (before it starts, it never starts; once
+///   it runs, its fiber is canceled and its finalizers run on the
+///   executor). [`to_future_cancelable`](Dispatcher::to_future_cancelable)
+///   adds a [`DispatchCancel`] that cancels it from elsewhere while the
+///   future still waits (the future then gives `Outcome::Canceled`, once
+///   the fiber's finalizers have run).
+/// * [`run_blocking`](Dispatcher::run_blocking) (with `std`): parks the
+///   calling thread until the program has ended and gives its outcome.
+///   Called where parking could stall the executor that has to run the
+///   program (one of its own threads, inside one of its fibers: what makes
+///   `block_on` answer `RunError::Nested`, asked of the executor through
+///   `Executor::refuses_blocking_here`), it refuses with
+///   [`DispatcherError::Nested`] instead of deadlocking, running nothing.
+///
+/// # Protocol
+///
+/// The dispatcher's state is a short lock of the sync shim (never held
+/// across a suspension, never while user code runs): `closed`, the
+/// submissions not yet started (in submission order), and a *signal* (a
+/// [`Deferred`]) its worker waits on.
+///
+/// * **Acquisition** starts one *worker* fiber on the acquiring fiber's
+///   executor, and opens a [`Supervisor`] that owns every program the
+///   dispatcher starts.
+/// * **A submission** (any thread) checks `closed` and queues the program
+///   under the lock, then wakes the worker (completes the signal, outside
+///   the lock) if the worker had asked for it. A submission either finds
+///   the dispatcher closed (an error to the caller, the program dropped)
+///   or is queued before the release can take the queue: none is lost.
+/// * **The worker** takes the queue under the lock, or, finding it empty,
+///   marks the signal wanted and waits on it (so no wake-up is lost: the
+///   submitter either saw the mark under the lock, or the worker saw the
+///   submission). A **parallel** dispatcher starts every program it took as
+///   a fiber of its own (they run concurrently); a **sequential** one
+///   starts one, waits until it has ended, then starts the next: programs
+///   run one after another, in submission order (of the submissions
+///   accepted; across threads, the order the lock saw them in). Starting a
+///   program and handing its fiber to the submitter is one masked step.
+/// * **Each submission's reply** is resolved exactly once: when its fiber
+///   starts (the future then joins the fiber), or, if it never starts (the
+///   dispatcher closed first, the submitter canceled or dropped its future
+///   first), as `Outcome::Canceled`: the pending submission's guard
+///   resolves it when the program is dropped unrun.
+///
+/// # Release
+///
+/// When the scope ends, the release (masked, as every release) marks the
+/// dispatcher closed (every later submission gets
+/// [`DispatcherError::Closed`]; never a panic, never a hang), then:
+///
+/// * **cancel mode** (`await_on_release = false`, or a scope that failed,
+///   panicked or was canceled): the queued submissions are dropped unrun
+///   (their futures complete as `Outcome::Canceled`), the worker is
+///   canceled, and every fiber the dispatcher started and that is still
+///   running is canceled;
+/// * **await mode** (`await_on_release = true` and a scope that
+///   succeeded): the worker starts what was queued (a sequential one in
+///   order, one after another), and every fiber is awaited.
+///
+/// Either way the release returns once every fiber the dispatcher started
+/// has ended, so their finalizers have run, exactly once, before the code
+/// after the scope runs; the futures of canceled fibers complete with
+/// `Outcome::Canceled`.
+///
+/// A dispatcher used after its executor has shut down (known with `std`;
+/// without, a submission is accepted and never runs): a `run_blocking`
+/// waiting then returns [`DispatcherError::ShutDown`] (it looks every
+/// 100 ms while it parks), a submission is refused with it, and a future
+/// whose fiber the shutdown dropped never completes (as
+/// [`IO::into_future_on`]'s).
+///
+/// Every function of this module that is not generic is `#[inline]`, so
+/// that it is compiled only into programs that use a dispatcher: an image
+/// that never does (a firmware's) is left exactly as it was, where the
+/// mere presence of this code, under LTO, changed the inlining of the rest
+/// (424 B more flash in the thumbv7m image). The same reason keeps the
+/// executor probe behind `std`.
+///
+/// Design credits: Cats Effect 3.6's `Dispatcher` (parallel and sequential
+/// dispatchers, the `await` flag, run-and-forget, to-future, cancelable
+/// futures and the shut-down error after release); no code is copied.
 ///
 /// ```
 /// use spindle_effect::prelude::*;
