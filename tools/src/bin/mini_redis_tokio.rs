@@ -28,7 +28,7 @@
 //!
 //! # The server is tokio's, not a copy
 //!
-//! Everything behind the socket is the [`mini-redis`] crate, tokio's
+//! Everything behind the socket is the `mini-redis` crate, tokio's
 //! example of an idiomatic tokio application (by Carl Lerche and the tokio
 //! authors, MIT), used as a library: `mini_redis::server::run` accepts
 //! on the listener this binary binds, a tokio task per connection (at
@@ -52,8 +52,6 @@
 //! crate's `hello_tokio`; `redis_compare` runs this server with
 //! `--nodelay` so that its rows compare the runtimes. Without pipelining
 //! (one command in flight per connection) the flag changes nothing.
-//!
-//! [`mini-redis`]: https://crates.io/crates/mini-redis
 
 use std::io::{self, Write as _};
 use std::net::SocketAddr;
