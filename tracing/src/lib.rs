@@ -260,27 +260,24 @@ impl FiberObserver for Observer {
         parent_observed: bool,
     ) -> Observation {
         let number = u64::from(fiber.get());
-        let task = match spawned_at {
-            Some(at) => tracing::trace_span!(
-                target: TARGET,
-                parent: None,
-                "runtime.spawn",
-                kind = "task",
-                task.name = %fiber,
-                task.id = number,
-                loc.file = at.file(),
-                loc.line = at.line(),
-                loc.col = at.column(),
-            ),
-            None => tracing::trace_span!(
-                target: TARGET,
-                parent: None,
-                "runtime.spawn",
-                kind = "task",
-                task.name = %fiber,
-                task.id = number,
-            ),
-        };
+        // The location fields are recorded only when the site is known
+        // (`Option` values record nothing for `None`).
+        let (file, line, col) = (
+            spawned_at.map(Location::file),
+            spawned_at.map(Location::line),
+            spawned_at.map(Location::column),
+        );
+        let task = tracing::trace_span!(
+            target: TARGET,
+            parent: None,
+            "runtime.spawn",
+            kind = "task",
+            task.name = %fiber,
+            task.id = number,
+            loc.file = file,
+            loc.line = line,
+            loc.col = col,
+        );
         if task.is_disabled() {
             // No subscriber wants fibers as tasks (nor, at the same level
             // and target, their lifecycle events): only a fiber that may
@@ -293,16 +290,13 @@ impl FiberObserver for Observer {
                 Observation::Ignore
             };
         }
-        match spawned_at {
-            Some(at) => tracing::trace!(
-                target: TARGET,
-                fiber = number,
-                loc.file = at.file(),
-                loc.line = at.line(),
-                "fiber started"
-            ),
-            None => tracing::trace!(target: TARGET, fiber = number, "fiber started"),
-        }
+        tracing::trace!(
+            target: TARGET,
+            fiber = number,
+            loc.file = file,
+            loc.line = line,
+            "fiber started"
+        );
         Observation::Observe(Some(Box::new(FiberSpans { task })))
     }
 
