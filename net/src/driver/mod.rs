@@ -73,8 +73,10 @@ use std::sync::Arc;
 use spindle_core::IO;
 
 pub mod reactor;
+pub mod virt;
 
 pub use reactor::{EVENTS_CAPACITY, ParkState, Poller, Reactor};
+pub use virt::{VirtualDatagram, VirtualListener, VirtualNetwork, VirtualStream};
 
 /// Which readiness an operation waits for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -117,6 +119,13 @@ pub trait IoDriver: Send + Sync {
     /// registration is dropped, after the driver stopped watching it. On
     /// error the socket is closed.
     fn register(&self, socket: OwnedFd) -> io::Result<Arc<dyn Registration>>;
+
+    /// The simulated network whose virtual sockets the TCP and UDP types
+    /// use instead of system sockets on this driver (see [`virt`]). The
+    /// default, for every driver over a real poller: `None`.
+    fn network(&self) -> Option<&dyn VirtualNetwork> {
+        None
+    }
 }
 
 /// A socket an [`IoDriver`] watches. Dropping it stops watching and closes
@@ -209,6 +218,16 @@ pub(crate) fn no_driver() -> io::Error {
 pub(crate) fn register_current(socket: OwnedFd) -> io::Result<Arc<dyn Registration>> {
     with_current(|driver| match driver {
         Some(driver) => driver.register(socket),
+        None => Err(no_driver()),
+    })
+}
+
+/// Runs `f` with this thread's simulated network: `Ok(None)` on a driver
+/// without one, the "no driver" error outside every driver.
+#[allow(dead_code)] // Used by the socket constructors (next commit).
+pub(crate) fn with_network<R>(f: impl FnOnce(Option<&dyn VirtualNetwork>) -> R) -> io::Result<R> {
+    with_current(|driver| match driver {
+        Some(driver) => Ok(f(driver.network())),
         None => Err(no_driver()),
     })
 }
