@@ -6,10 +6,11 @@
 //! frame per step. Fast path, as in Cats Effect's `IOFiber`: a `flat_map`,
 //! `map` or error handler whose source is already a value applies (or, for a
 //! handler, skips) its continuation without touching the stack; and a
-//! `flat_map` or `map` whose source is a `delay` runs the thunk and applies
-//! its continuation in the same step (on 64-bit hosts), so a single-step
-//! operation followed by a bind (`Ref::modify(..).flat_map(..)`) never
-//! pushes a frame. Likewise an error raised at a site (`raise_error` with
+//! `flat_map` or `map` whose source is a `delay`, or a `Start` node (a
+//! closure given the fiber's spawner: `start`, `IOLocal::get`), runs it and
+//! applies its continuation in the same step (on 64-bit hosts), so a
+//! single-step operation followed by a bind (`Ref::modify(..).flat_map(..)`,
+//! `io.start().flat_map(..)`) never pushes a frame. Likewise an error raised at a site (`raise_error` with
 //! tracing) right under a fold (`attempt`, `redeem`) or
 //! `handle_error_with` is recorded and handled in one step. Both charge
 //! the auto-yield budget the step they save. (The raise is not checked
@@ -79,7 +80,9 @@ use super::state::TransitionToSuspended;
 use super::vtable::{Fiber, FiberInner};
 use crate::combinators::monad_cancel::Poll;
 use crate::engine::erased::Value;
-use crate::engine::node::{Frame, FrameKind, Kind, Node, OnOutcome, Res, Resume, Stepped, Tag};
+use crate::engine::node::{
+    Frame, FrameKind, Immediate, Kind, Node, OnOutcome, Res, Resume, Stepped, Tag,
+};
 use crate::engine::tracing::OwnedRing;
 use crate::executor::{Executor, TimerCallback};
 use crate::outcome::Outcome;
@@ -310,20 +313,21 @@ macro_rules! record {
     };
 }
 
-/// The `delay` a `flat_map` or `map` is about to evaluate, run in the
-/// same step (module doc, fast paths): `Ok` with the thunk when `$source`
-/// is a `delay` (on 64-bit hosts, as the IO blocks' inline awaits), `Err`
-/// with the node otherwise. The pair costs one push and pop of a frame and
-/// a step less (`Ref::modify(..).flat_map(..)`, `delay(..).flat_map(..)`);
-/// the thunk's step is still charged to the auto-yield budget. A panic in
-/// the thunk drops the continuation with the native stack, as a panic in
-/// any continuation does.
-macro_rules! delay_source {
+/// The `delay` or `Start` node a `flat_map` or `map` is about to
+/// evaluate, run in the same step (module doc, fast paths): `Ok` with its
+/// closure when `$source` is one (on 64-bit hosts, as the IO blocks'
+/// inline awaits), `Err` with the node otherwise. The pair costs one push
+/// and pop of a frame and a step less (`Ref::modify(..).flat_map(..)`,
+/// `delay(..).flat_map(..)`, `start().flat_map(..)`); the closure's step
+/// is still charged to the auto-yield budget. A panic in the closure
+/// drops the continuation with the native stack, as a panic in any
+/// continuation does.
+macro_rules! immediate_source {
     ($source:expr) => {{
         #[cfg(target_pointer_width = "64")]
-        let r = $source.into_delay();
+        let r = $source.into_immediate();
         #[cfg(not(target_pointer_width = "64"))]
-        let r = Err::<crate::engine::erased::ErasedFn<(), Value>, Node>($source);
+        let r = Err::<crate::engine::node::Immediate, Node>($source);
         r
     }};
 }
@@ -859,11 +863,16 @@ fn run_loop<X: Executor, const TRACING: bool>(
                 match source.into_settled() {
                     Ok(Ok(value)) => k.apply(value),
                     Ok(Err(error)) => Node::error(error),
-                    Err(source) => match delay_source!(source) {
-                        Ok(thunk) => {
+                    Err(source) => match immediate_source!(source) {
+                        Ok(Immediate::Delay(thunk)) => {
                             record!(ring, thunk.op(), thunk.site());
                             budget = budget.saturating_sub(1);
                             k.apply(thunk.invoke(()))
+                        }
+                        Ok(Immediate::Start(start)) => {
+                            record!(ring, start.op(), start.site());
+                            budget = budget.saturating_sub(1);
+                            k.apply(run_start(executor, core, header, start))
                         }
                         Err(source) => {
                             core.stack.push(Frame::flat_map(k));
@@ -878,11 +887,16 @@ fn run_loop<X: Executor, const TRACING: bool>(
                 match source.into_settled() {
                     Ok(Ok(value)) => Node::pure(k.apply(value)),
                     Ok(Err(error)) => Node::error(error),
-                    Err(source) => match delay_source!(source) {
-                        Ok(thunk) => {
+                    Err(source) => match immediate_source!(source) {
+                        Ok(Immediate::Delay(thunk)) => {
                             record!(ring, thunk.op(), thunk.site());
                             budget = budget.saturating_sub(1);
                             Node::pure(k.apply(thunk.invoke(())))
+                        }
+                        Ok(Immediate::Start(start)) => {
+                            record!(ring, start.op(), start.site());
+                            budget = budget.saturating_sub(1);
+                            Node::pure(k.apply(run_start(executor, core, header, start)))
                         }
                         Err(source) => {
                             core.stack.push(Frame::map(k));
@@ -1115,14 +1129,7 @@ fn run_loop<X: Executor, const TRACING: bool>(
             }
             Kind::Start(start) => {
                 record!(ring, start.op(), start.site());
-                #[cfg(feature = "observe")]
-                if crate::observe::active() {
-                    start_observed(executor, core, header, start)
-                } else {
-                    Node::pure(start.invoke(super::Spawner::new(executor, core, header.id)))
-                }
-                #[cfg(not(feature = "observe"))]
-                Node::pure(start.invoke(super::Spawner::new(executor, core, header.id)))
+                Node::pure(run_start(executor, core, header, start))
             }
             #[cfg(feature = "tracing")]
             Kind::Mark(bind) => {
@@ -1405,6 +1412,22 @@ fn unwind_error(core: &mut Core) -> Option<FrameKind> {
     None
 }
 
+/// Runs a `Start` node's closure with this fiber's spawner (a node of its
+/// own, or the source of a `flat_map` or `map` run in the same step).
+#[inline(never)]
+fn run_start<X: Executor>(
+    executor: &X,
+    core: &mut Core,
+    header: &super::Header,
+    start: crate::engine::erased::ErasedFn<super::Spawner, Value>,
+) -> Value {
+    #[cfg(feature = "observe")]
+    if crate::observe::active() {
+        return start_observed(executor, core, header, start);
+    }
+    start.invoke(super::Spawner::new(executor, core, header.id))
+}
+
 /// A `Start` node evaluated while a fiber observer is installed: the
 /// fibers it makes are offered to the observer with where they were
 /// started and whether this fiber is observed.
@@ -1416,13 +1439,13 @@ fn start_observed<X: Executor>(
     core: &mut Core,
     header: &super::Header,
     start: crate::engine::erased::ErasedFn<super::Spawner, Value>,
-) -> Node {
+) -> Value {
     #[cfg(feature = "tracing")]
     let location = start.site().map(|site| site.location());
     #[cfg(not(feature = "tracing"))]
     let location = None;
     let _spawning = crate::observe::Spawning::set(location, core.flags.is_observed());
-    Node::pure(start.invoke(super::Spawner::new(executor, core, header.id)))
+    start.invoke(super::Spawner::new(executor, core, header.id))
 }
 
 fn complete<X: Executor>(

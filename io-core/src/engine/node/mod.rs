@@ -392,6 +392,17 @@ fn tag_of(word: *const (), vtable_first: usize) -> Tag {
     unsafe { Tag::from_bits(bits) }
 }
 
+/// A source that a `flat_map` or `map` runs in its own step
+/// ([`Node::into_immediate`]; never made on targets narrower than 64
+/// bits, whose steps push a frame instead).
+#[cfg_attr(not(target_pointer_width = "64"), allow(dead_code))]
+pub(crate) enum Immediate {
+    /// A `delay`'s thunk.
+    Delay(ErasedFn<(), Value>),
+    /// A `Start` node's closure.
+    Start(ErasedFn<crate::fiber::Spawner, Value>),
+}
+
 /// Whether a vtable word holds `tag`, without decoding it: one mask and
 /// compare. `vtable_kinds`: the tags stored next to a vtable pointer (for
 /// a node or a frame), the first of them stored as 0.
@@ -607,6 +618,33 @@ impl Node {
             }
         } else {
             Err(self)
+        }
+    }
+
+    /// The closure, if the node is a `delay` or a `Start` (a closure run
+    /// with the fiber's spawner): the sources a `flat_map` or `map` runs
+    /// in its own step. One mask test for both, so that a source that is
+    /// neither pays one test, as when only `delay` was run in place; the
+    /// node itself otherwise.
+    #[cfg(target_pointer_width = "64")]
+    #[inline(always)]
+    pub(crate) fn into_immediate(self) -> Result<Immediate, Node> {
+        const MASK: u64 = (1 << Tag::Delay as u64) | (1 << Tag::Start as u64);
+        let t = self.vtable.addr() & LOW_BITS;
+        if (MASK >> t) & 1 == 0 {
+            return Err(self);
+        }
+        // Decoded with the tag known (each branch folds to one kind).
+        if t == Tag::Delay as usize {
+            match self.into_kind() {
+                Kind::Delay(thunk) => Ok(Immediate::Delay(thunk)),
+                _ => unreachable!(),
+            }
+        } else {
+            match self.into_kind() {
+                Kind::Start(start) => Ok(Immediate::Start(start)),
+                _ => unreachable!(),
+            }
         }
     }
 
