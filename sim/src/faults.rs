@@ -44,7 +44,7 @@ impl Drop for Current {
     }
 }
 
-fn with_current<R>(f: impl FnOnce(&SimHandle) -> R) -> Option<R> {
+pub(crate) fn with_current<R>(f: impl FnOnce(&SimHandle) -> R) -> Option<R> {
     CURRENT.with(|c| c.borrow().as_ref().map(f))
 }
 

@@ -127,6 +127,7 @@
 mod config;
 pub mod executor;
 mod faults;
+pub mod net;
 mod rng;
 mod run;
 pub mod strategy;
@@ -137,6 +138,7 @@ use spindle_core::IO;
 
 pub use config::{CancelScope, SimBuilder, SimConfigError};
 pub use executor::SimHandle;
+pub use net::{NetConfig, NetError, NetEvent};
 pub use faults::{
     Fault, Finalizers, InjectedFault, Token, cancelable, invariant, io_fault, is_simulated,
 };

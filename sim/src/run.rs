@@ -14,7 +14,12 @@ use spindle_core::executor::support::TimerHeap;
 use spindle_core::executor::support::WeakFibers;
 use spindle_core::{Executor, Fiber, FiberDump, FiberId, FiberInfo, IO, Outcome, Ran, Trace};
 
+use std::net::IpAddr;
+
+use spindle_net::driver::with_driver;
+
 use crate::config::Config;
+use crate::net::{HostDriver, NetEvent, Network};
 use crate::executor::{Faults, SimHandle, State, Task};
 use crate::faults::{Current, Fault, Finalizers};
 use crate::rng::SimRng;
@@ -117,6 +122,9 @@ pub enum FailureKind {
     /// The run took more steps than
     /// [`SimBuilder::max_steps`](crate::SimBuilder::max_steps).
     StepLimit(u64),
+    /// The program was built wrong (e.g. two hosts with the same name):
+    /// what was wrong. Nothing ran.
+    Setup(String),
 }
 
 impl FailureKind {
@@ -139,6 +147,7 @@ impl fmt::Display for FailureKind {
             }
             FailureKind::Invariant(m) => write!(f, "invariant violated: {m}"),
             FailureKind::StepLimit(n) => write!(f, "no end after {n} steps (step limit)"),
+            FailureKind::Setup(m) => write!(f, "the program was built wrong: {m}"),
         }
     }
 }
@@ -161,6 +170,9 @@ pub struct Failure {
     /// A fiber dump at the end (each live fiber's state and trace), for a
     /// deadlock, fibers left, or a step limit.
     pub dump: Option<String>,
+    /// What the simulated network did: partitions, heals, crashes,
+    /// restarts, connections timed out (see [`crate::net`]).
+    pub network: Vec<NetEvent>,
     /// The last picks of the schedule (fiber numbers; 0 is the work of an
     /// `IO::blocking` call), oldest first.
     pub schedule_tail: Vec<u32>,
@@ -197,6 +209,13 @@ impl fmt::Display for Failure {
             write!(f, " #{id}")?;
         }
         writeln!(f)?;
+        if !self.network.is_empty() {
+            writeln!(f, "  network (last {} events):", self.network.len().min(TAIL))?;
+            let from = self.network.len().saturating_sub(TAIL);
+            for event in &self.network[from..] {
+                writeln!(f, "    {event}")?;
+            }
+        }
         if let Some(trace) = &self.trace {
             writeln!(f, "  trace of the failing fiber:\n{trace}")?;
         }
@@ -237,17 +256,31 @@ pub struct RunReport {
     pub faults: Vec<Fault>,
     /// Virtual time at the end.
     pub virtual_time: Duration,
+    /// What the simulated network did (see [`Failure::network`]).
+    pub network: Vec<NetEvent>,
     /// `None` if the run passed.
     pub failure: Option<Failure>,
 }
 
 type EndCheck = Box<dyn FnOnce() -> Result<(), String>>;
+type Factory = Box<dyn FnMut() -> IO<(), String>>;
 
-/// The context a program is built in, once per run: the seed, and the
-/// checks to make when the main fiber has succeeded.
+/// A host's program.
+struct HostProgram {
+    host: usize,
+    name: String,
+    factory: Factory,
+}
+
+/// The context a program is built in, once per run: the seed, the
+/// checks to make when the main fiber has succeeded, and the simulated
+/// hosts ([`Run::host`]).
 pub struct Run {
     seed: u64,
     checks: Vec<(String, EndCheck)>,
+    network: Arc<Network>,
+    hosts: Vec<HostProgram>,
+    setup_error: Option<String>,
 }
 
 impl fmt::Debug for Run {
@@ -284,6 +317,62 @@ impl Run {
         self.check_at_end("every finalizer ran once", move || checked.check());
         book
     }
+
+    /// Adds a simulated host named `name`, which runs the program
+    /// `factory` makes: called when the run starts, and again each time
+    /// the host restarts after a crash. Returns its address (10.0.0.2 for
+    /// the first host added, then .3, ...; the main program's host,
+    /// `"main"`, is 10.0.0.1). Its fibers' sockets are on the simulated
+    /// network (see [`crate::net`]); other hosts reach it by address or
+    /// by name (`TcpStream::connect_host("server:6379")`).
+    ///
+    /// A host program that ends with an error or a panic fails the run
+    /// ([`FailureKind::Errored`], [`FailureKind::Panicked`], naming the
+    /// host); one that succeeds just ends. A name used twice (or
+    /// `"main"`) fails the run as [`FailureKind::Setup`].
+    pub fn host<A, E, F>(&mut self, name: impl Into<String>, mut factory: F) -> IpAddr
+    where
+        A: Send + 'static,
+        E: Send + fmt::Debug + 'static,
+        F: FnMut() -> IO<A, E> + 'static,
+    {
+        let name = name.into();
+        let mut net = self.network.lock();
+        if let Some(existing) = net.host_named(&name) {
+            self.setup_error
+                .get_or_insert_with(|| format!("two hosts are named {name:?}"));
+            return IpAddr::V4(net.hosts[existing].ip);
+        }
+        let host = net.add_host(&name, true);
+        let ip = IpAddr::V4(net.hosts[host].ip);
+        drop(net);
+        self.hosts.push(HostProgram {
+            host,
+            name,
+            factory: Box::new(move || factory().void().map_err(|e| format!("{e:?}"))),
+        });
+        ip
+    }
+}
+
+/// Starts (or restarts) a host's program: its root fiber belongs to it.
+fn start_host(handle: &SimHandle, program: &mut HostProgram) {
+    let io = (program.factory)();
+    let name = program.name.clone();
+    let shared = handle.shared.clone();
+    handle.shared.state().starting_host = Some(program.host as u32);
+    let fiber = Fiber::with_report(io, handle.clone(), move |outcome, _suppressed, _trace| {
+        let failure = match outcome {
+            Outcome::Errored(e) => Some(FailureKind::Errored(format!("host {name}: {e}"))),
+            Outcome::Panicked(m) => Some(FailureKind::Panicked(format!("host {name}: {m}"))),
+            Outcome::Succeeded(()) | Outcome::Canceled => None,
+        };
+        if let Some(failure) = failure {
+            shared.state().host_failures.push(failure);
+        }
+    });
+    handle.shared.state().starting_host = None;
+    handle.schedule_fiber(fiber);
 }
 
 /// Picks kept in a failure report.
@@ -298,6 +387,7 @@ where
 {
     let mut rng = SimRng::new(key.seed);
     let picker = Picker::new(config.strategy, &mut rng);
+    let network = Network::new(config.network, key.seed);
     let handle = SimHandle::new(
         config.fiber_config,
         State {
@@ -319,14 +409,30 @@ where
             io_error_threshold: config.io_errors,
             cancel_threshold: config.cancel,
             cancel_scope: config.cancel_scope,
+            host_of: Vec::new(),
+            host_epoch: Vec::new(),
+            starting_host: None,
+            host_failures: Vec::new(),
         },
+        network.clone(),
     );
     let current = Current::enter(handle.clone());
     let mut run = Run {
         seed: key.seed,
         checks: Vec::new(),
+        network: network.clone(),
+        hosts: Vec::new(),
+        setup_error: None,
     };
     let program = build(&mut run);
+    let drivers: Vec<HostDriver> = (0..network.lock().hosts.len())
+        .map(|host| HostDriver {
+            network: network.clone(),
+            host,
+        })
+        .collect();
+    let mut hosts = core::mem::take(&mut run.hosts);
+    let setup_error = run.setup_error.take();
 
     type Slot<A, E> = Arc<Mutex<Option<(Outcome<A, E>, Trace)>>>;
     let slot: Slot<A, E> = Arc::new(Mutex::new(None));
@@ -345,6 +451,11 @@ where
     };
     let main_id = main.id().get();
     handle.schedule_fiber(main);
+    if setup_error.is_none() {
+        for program in &mut hosts {
+            start_host(&handle, program);
+        }
+    }
 
     let shared = &*handle.shared;
     let mut schedule: Vec<u32> = Vec::new();
@@ -353,6 +464,9 @@ where
     // Each fiber's last wait (state and trace), until it completes.
     let mut waits: BTreeMap<u32, FiberInfo> = BTreeMap::new();
     let stopped = loop {
+        if let Some(error) = &setup_error {
+            break Some(FailureKind::Setup(error.clone()));
+        }
         {
             let mut state = shared.state();
             let state = &mut *state;
@@ -360,6 +474,9 @@ where
             // an invariant.
             if !state.violations.is_empty() {
                 break Some(FailureKind::Invariant(String::new()));
+            }
+            if !state.host_failures.is_empty() {
+                break Some(state.host_failures.swap_remove(0));
             }
             if done.load(Ordering::Relaxed) {
                 break None;
@@ -389,6 +506,19 @@ where
         for callback in due.drain(..) {
             callback.fire();
         }
+        // The network's events due now: packets arrive (resuming the
+        // fibers that wait for them), hosts crash and restart.
+        let now = shared.now.load(Ordering::Relaxed);
+        let restarts = network.with(|net| {
+            net.process_due(now);
+            core::mem::take(&mut net.restarts)
+        });
+        handle.apply_crashes();
+        for host in restarts {
+            if let Some(program) = hosts.iter_mut().find(|p| p.host == host) {
+                start_host(&handle, program);
+            }
+        }
         let picked = {
             let mut state = shared.state();
             let state = &mut *state;
@@ -407,7 +537,12 @@ where
             }
         };
         let Some(entry) = picked else {
-            let next = shared.state().timers.next_deadline();
+            let timer = shared.state().timers.next_deadline();
+            let packet = network.lock().next_event();
+            let next = match (timer, packet) {
+                (Some(t), Some(p)) => Some(t.min(p)),
+                (t, p) => t.or(p),
+            };
             match next {
                 Some(deadline) => {
                     let now = shared.now.load(Ordering::Relaxed);
@@ -419,14 +554,16 @@ where
         };
         schedule.push(entry.id);
         let id = entry.id;
+        // The task runs with its host's view of the network as its driver.
+        let driver = &drivers[(entry.host as usize).min(drivers.len() - 1)];
         match entry.task {
             Task::Blocking(task) => {
-                task.run();
+                with_driver(driver, || task.run());
                 shared.state().running = 0;
             }
             Task::Fiber(fiber) => {
                 let weak = fiber.downgrade();
-                let ran = fiber.run();
+                let ran = with_driver(driver, || fiber.run());
                 match ran {
                     // Its last wait, for the report of a deadlock (where
                     // fibers nothing can resume are freed).
@@ -521,7 +658,11 @@ where
         }
     };
     let faults = core::mem::take(&mut shared.state().faults.injected);
+    let network_log = core::mem::take(&mut network.lock().log);
     handle.close();
+    let garbage = network.lock().shut_down();
+    drop(garbage);
+    drop(hosts);
     drop(current);
     let tail_from = schedule.len().saturating_sub(TAIL);
     let failure = kind.map(|kind| Failure {
@@ -531,6 +672,7 @@ where
         virtual_time,
         trace,
         dump,
+        network: network_log.clone(),
         schedule_tail: schedule[tail_from..].to_vec(),
         faults: faults.clone(),
         faults_before_shrinking: faults.len(),
@@ -541,6 +683,7 @@ where
         schedule,
         faults,
         virtual_time,
+        network: network_log,
         failure,
     }
 }
