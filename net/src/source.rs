@@ -17,12 +17,16 @@ use crate::driver::{self, Direction, Readiness, Registration};
 use crate::write_lock::{LockOwner, Retake, Turn, WriteLock};
 
 /// A socket registered with a driver: a typed view of the descriptor that
-/// the [`Registration`] owns.
+/// the [`Registration`] owns, or a virtual socket of a simulated network.
 ///
 /// The driver owns the descriptor (so that it stops watching it before it
 /// closes it, see [`driver`]); `io` is a std socket built on the same
 /// descriptor for its methods, and is never dropped, so it never closes
 /// it. Dropping the source drops the registration, which closes it.
+///
+/// A virtual socket ([`driver::virt`]) has no descriptor: `io` holds a
+/// reference to it (`owned`), dropped with the source, and the
+/// registration is the socket itself.
 ///
 /// Every handle of the socket (clones of a stream, its halves, the `IO`
 /// values built from them) shares one `Arc<Source>`: the socket closes
@@ -32,6 +36,21 @@ pub struct Source<T> {
     io: ManuallyDrop<T>,
     registration: Arc<dyn Registration>,
     writer: WriteLock,
+    /// Whether `io` is dropped with the source: a virtual socket's
+    /// reference, not a view of a descriptor the registration owns.
+    owned: bool,
+}
+
+impl<T> Drop for Source<T> {
+    fn drop(&mut self) {
+        if self.owned {
+            // SAFETY: `io` is dropped only here, once (this is the
+            // source's drop), and not used afterwards; `owned` says it is
+            // not a view of a descriptor owned by the registration (which
+            // must never be closed through the view).
+            unsafe { ManuallyDrop::drop(&mut self.io) }
+        }
+    }
 }
 
 impl<T> LockOwner for Arc<Source<T>> {
@@ -57,6 +76,28 @@ where
     /// this runs on (an `Unsupported` error outside every driver; the
     /// socket is closed on error).
     pub(crate) fn register(io: T) -> io::Result<Arc<Source<T>>> {
+        Source::register_as(io, |io| io)
+    }
+}
+
+impl<T> Source<T> {
+    /// A virtual socket (`io` holds a reference to it) whose registration
+    /// is `registration` (the socket itself).
+    pub(crate) fn virtual_socket(io: T, registration: Arc<dyn Registration>) -> Arc<Source<T>> {
+        Arc::new(Source {
+            io: ManuallyDrop::new(io),
+            registration,
+            writer: WriteLock::default(),
+            owned: true,
+        })
+    }
+
+    /// [`Source::register`] of a system socket `io` viewed as `T` (the
+    /// system variant of a socket type that may also be virtual).
+    pub(crate) fn register_as<F>(io: F, view: impl FnOnce(F) -> T) -> io::Result<Arc<Source<T>>>
+    where
+        F: Into<OwnedFd> + FromRawFd,
+    {
         let socket: OwnedFd = io.into();
         let raw = socket.as_raw_fd();
         let registration = driver::register_current(socket)?;
@@ -65,11 +106,12 @@ where
         // it holds the view, and the view is in a `ManuallyDrop` that is
         // never dropped, so it never closes the descriptor (nor does
         // anything else: `register` consumed the only other owner).
-        let io = ManuallyDrop::new(unsafe { T::from_raw_fd(raw) });
+        let io = ManuallyDrop::new(view(unsafe { F::from_raw_fd(raw) }));
         Ok(Arc::new(Source {
             io,
             registration,
             writer: WriteLock::default(),
+            owned: false,
         }))
     }
 }

@@ -9,7 +9,7 @@
 use std::fmt;
 use std::io::{self, Write};
 use std::net::Shutdown;
-use std::os::fd::{AsFd, FromRawFd, OwnedFd};
+use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -21,25 +21,23 @@ use crate::driver::Direction;
 use crate::source::{Source, on, retry, retry_exclusive, retry_reads};
 use crate::sync::lock;
 
-/// A connected byte stream's non-blocking calls (std's `TcpStream` and
-/// `UnixStream`). Public in a private module: unreachable from outside.
-pub trait StreamIo: Into<OwnedFd> + FromRawFd + AsFd + Send + Sync + 'static {
+/// A connected byte stream's non-blocking calls (a TCP stream, system or
+/// virtual, and std's `UnixStream`). Public in a private module:
+/// unreachable from outside.
+pub trait StreamIo: Send + Sync + 'static {
+    /// One non-blocking read: appends at most `max` bytes to `buf`; how
+    /// many (0: end of stream). On error `buf` is unchanged.
+    fn append(&self, buf: &mut Vec<u8>, max: usize) -> io::Result<usize>;
     /// One non-blocking write.
     fn write_some(&self, buf: &[u8]) -> io::Result<usize>;
     /// `shutdown(2)`.
     fn shutdown_io(&self, how: Shutdown) -> io::Result<()>;
 }
 
-impl StreamIo for std::net::TcpStream {
-    fn write_some(&self, buf: &[u8]) -> io::Result<usize> {
-        (&*self).write(buf)
-    }
-    fn shutdown_io(&self, how: Shutdown) -> io::Result<()> {
-        self.shutdown(how)
-    }
-}
-
 impl StreamIo for std::os::unix::net::UnixStream {
+    fn append(&self, buf: &mut Vec<u8>, max: usize) -> io::Result<usize> {
+        append_from(self, buf, max)
+    }
     fn write_some(&self, buf: &[u8]) -> io::Result<usize> {
         (&*self).write(buf)
     }
@@ -74,7 +72,7 @@ pub(crate) fn read_into<T: StreamIo>(
         source,
         Direction::Read,
         buf,
-        move |socket, mut buf| match append_from(socket, &mut buf, max) {
+        move |socket, mut buf| match socket.append(&mut buf, max) {
             // Fewer bytes than asked for (not 0: end of stream stays
             // readable): the receive buffer is drained.
             Ok(n) => Ok(((buf, n), n > 0 && n < max)),
@@ -98,7 +96,7 @@ pub(crate) fn read_exact<T: StreamIo>(
             if filled == len {
                 return Ok(buf);
             }
-            match append_from(socket, &mut buf, len - filled) {
+            match socket.append(&mut buf, len - filled) {
                 Ok(0) => {
                     let e = io::Error::new(
                         io::ErrorKind::UnexpectedEof,
@@ -124,7 +122,7 @@ pub(crate) fn read_shared<T: StreamIo>(
 ) -> IO<usize, io::Error> {
     retry_reads(source, Direction::Read, (), move |socket, ()| {
         let mut buf = lock(&shared);
-        match append_from(socket, &mut buf, max) {
+        match socket.append(&mut buf, max) {
             Ok(n) => Ok((n, n > 0 && n < max)),
             Err(e) => Err(((), e)),
         }

@@ -10,9 +10,105 @@ use spindle_core::IO;
 use spindle_core::untraced::Untraced as _;
 
 use crate::buffered::{ReadStream, sealed::Sealed as ReadShared};
-use crate::driver::Direction;
-use crate::source::{Source, check_driver, connect_in_progress, immediate, on, retry};
-use crate::stream::{self, ReadHalf, Split, WriteHalf};
+use crate::driver::{Direction, VirtualListener, VirtualStream, with_network};
+use crate::source::{Source, connect_in_progress, immediate, on, retry};
+use crate::stream::{self, ReadHalf, Split, StreamIo, WriteHalf};
+
+/// A listening socket: the system's, or a simulated network's
+/// ([`driver::virt`](crate::driver::virt)).
+pub(crate) enum ListenerIo {
+    /// A system socket (a view of the descriptor its registration owns).
+    System(std::net::TcpListener),
+    /// A virtual socket.
+    Virtual(Arc<dyn VirtualListener>),
+}
+
+impl ListenerIo {
+    fn local_addr(&self) -> io::Result<SocketAddr> {
+        match self {
+            ListenerIo::System(listener) => listener.local_addr(),
+            ListenerIo::Virtual(listener) => listener.local_addr(),
+        }
+    }
+
+    /// One non-blocking accept; the stream is registered with the driver
+    /// of this thread (a virtual one needs none).
+    fn accept(&self) -> io::Result<(TcpStream, SocketAddr)> {
+        match self {
+            ListenerIo::System(listener) => listener
+                .accept()
+                .and_then(|(stream, peer)| Ok((TcpStream::adopt(stream)?, peer))),
+            ListenerIo::Virtual(listener) => listener
+                .accept()
+                .map(|(stream, peer)| (TcpStream::virtual_stream(stream), peer)),
+        }
+    }
+}
+
+/// A connection's socket: the system's, or a simulated network's. Public in
+/// a private module (a `Split` type names it): unreachable from outside.
+pub enum StreamSocket {
+    /// A system socket (a view of the descriptor its registration owns).
+    System(std::net::TcpStream),
+    /// A virtual socket.
+    Virtual(Arc<dyn VirtualStream>),
+}
+
+impl StreamSocket {
+    fn local_addr(&self) -> io::Result<SocketAddr> {
+        match self {
+            StreamSocket::System(socket) => socket.local_addr(),
+            StreamSocket::Virtual(socket) => socket.local_addr(),
+        }
+    }
+
+    fn peer_addr(&self) -> io::Result<SocketAddr> {
+        match self {
+            StreamSocket::System(socket) => socket.peer_addr(),
+            StreamSocket::Virtual(socket) => socket.peer_addr(),
+        }
+    }
+
+    fn set_nodelay(&self, nodelay: bool) -> io::Result<()> {
+        match self {
+            StreamSocket::System(socket) => socket.set_nodelay(nodelay),
+            StreamSocket::Virtual(socket) => socket.set_nodelay(nodelay),
+        }
+    }
+
+    fn take_error(&self) -> io::Result<Option<io::Error>> {
+        match self {
+            StreamSocket::System(socket) => socket.take_error(),
+            StreamSocket::Virtual(socket) => socket.take_error(),
+        }
+    }
+}
+
+impl StreamIo for StreamSocket {
+    fn append(&self, buf: &mut Vec<u8>, max: usize) -> io::Result<usize> {
+        match self {
+            StreamSocket::System(socket) => stream::append_from(socket, buf, max),
+            StreamSocket::Virtual(socket) => socket.recv(buf, max),
+        }
+    }
+
+    fn write_some(&self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            StreamSocket::System(socket) => {
+                use std::io::Write as _;
+                (&*socket).write(buf)
+            }
+            StreamSocket::Virtual(socket) => socket.send(buf),
+        }
+    }
+
+    fn shutdown_io(&self, how: Shutdown) -> io::Result<()> {
+        match self {
+            StreamSocket::System(socket) => socket.shutdown(how),
+            StreamSocket::Virtual(socket) => socket.shutdown(how),
+        }
+    }
+}
 
 /// The operations as traces name them: each public operation records one
 /// event, at its caller's site.
@@ -66,7 +162,7 @@ pub const LISTEN_BACKLOG: i32 = 1024;
 /// them) is dropped. [`serve`](crate::serve()) runs an accept loop over one.
 #[derive(Clone)]
 pub struct TcpListener {
-    source: Arc<Source<std::net::TcpListener>>,
+    source: Arc<Source<ListenerIo>>,
 }
 
 impl fmt::Debug for TcpListener {
@@ -90,8 +186,14 @@ impl TcpListener {
     pub fn bind(addr: SocketAddr) -> IO<TcpListener, io::Error> {
         use socket2::{Domain, Protocol, Socket, Type};
         immediate(move || {
-            // Check first, so that no socket is bound for nothing.
-            check_driver()?;
+            // Find the driver first, so that no socket is bound for nothing.
+            if let Some(listener) = with_network(|net| net.map(|net| net.bind_tcp(addr)))? {
+                let listener = listener?;
+                let registration = listener.clone().registration();
+                return Ok(TcpListener {
+                    source: Source::virtual_socket(ListenerIo::Virtual(listener), registration),
+                });
+            }
             let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
             #[cfg(unix)]
             socket.set_reuse_address(true)?;
@@ -99,7 +201,10 @@ impl TcpListener {
             socket.listen(LISTEN_BACKLOG)?;
             socket.set_nonblocking(true)?;
             Ok(TcpListener {
-                source: Source::register(std::net::TcpListener::from(socket))?,
+                source: Source::register_as(
+                    std::net::TcpListener::from(socket),
+                    ListenerIo::System,
+                )?,
             })
         })
         .traced_as(&ops::BIND)
@@ -110,10 +215,7 @@ impl TcpListener {
     #[track_caller]
     pub fn accept(&self) -> IO<(TcpStream, SocketAddr), io::Error> {
         retry(&self.source, Direction::Read, (), |listener, ()| {
-            let accepted = listener
-                .accept()
-                .and_then(|(stream, peer)| Ok((TcpStream::adopt(stream)?, peer)));
-            accepted.map_err(|e| ((), e))
+            listener.accept().map_err(|e| ((), e))
         })
         .traced_as(&ops::ACCEPT)
     }
@@ -140,7 +242,7 @@ impl TcpListener {
 /// clone at once.
 #[derive(Clone)]
 pub struct TcpStream {
-    source: Arc<Source<std::net::TcpStream>>,
+    source: Arc<Source<StreamSocket>>,
 }
 
 impl fmt::Debug for TcpStream {
@@ -154,7 +256,7 @@ impl fmt::Debug for TcpStream {
 
 /// After the socket of a background `connect` is writable: whether it
 /// connected (`WouldBlock`: not yet, a spurious wake-up).
-fn finish_connect(stream: &std::net::TcpStream) -> io::Result<()> {
+fn finish_connect(stream: &StreamSocket) -> io::Result<()> {
     if let Some(e) = stream.take_error()? {
         return Err(e);
     }
@@ -165,6 +267,17 @@ fn finish_connect(stream: &std::net::TcpStream) -> io::Result<()> {
         }
         Err(e) => Err(e),
     }
+}
+
+/// `addrs`, unless it is empty (an `InvalidInput` error naming `host`).
+fn some_address(host: &str, addrs: Vec<SocketAddr>) -> io::Result<Vec<SocketAddr>> {
+    if addrs.is_empty() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("spindle-net: {host:?} resolves to no address"),
+        ));
+    }
+    Ok(addrs)
 }
 
 /// Connects to the first of `addrs` (not empty) that accepts; the error of
@@ -195,8 +308,16 @@ impl TcpStream {
     fn adopt(stream: std::net::TcpStream) -> io::Result<TcpStream> {
         stream.set_nonblocking(true)?;
         Ok(TcpStream {
-            source: Source::register(stream)?,
+            source: Source::register_as(stream, StreamSocket::System)?,
         })
+    }
+
+    /// A stream on a virtual socket of a simulated network.
+    fn virtual_stream(socket: Arc<dyn VirtualStream>) -> TcpStream {
+        let registration = socket.clone().registration();
+        TcpStream {
+            source: Source::virtual_socket(StreamSocket::Virtual(socket), registration),
+        }
     }
 
     /// Connects to `addr` without blocking a thread: the connection is
@@ -213,7 +334,9 @@ impl TcpStream {
         use socket2::{Domain, Protocol, Socket, Type};
         IO::defer_untraced(move || {
             let started = (|| {
-                check_driver()?;
+                if let Some(socket) = with_network(|net| net.map(|net| net.connect_tcp(addr)))? {
+                    return Ok(TcpStream::virtual_stream(socket?));
+                }
                 let socket =
                     Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
                 socket.set_nonblocking(true)?;
@@ -255,16 +378,22 @@ impl TcpStream {
     #[track_caller]
     pub fn connect_host(host: impl Into<String>) -> IO<TcpStream, io::Error> {
         let host: String = host.into();
-        IO::<Vec<SocketAddr>, io::Error>::try_blocking(move || {
-            use std::net::ToSocketAddrs as _;
-            let addrs = host.as_str().to_socket_addrs()?.collect::<Vec<_>>();
-            if addrs.is_empty() {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    format!("spindle-net: {host:?} resolves to no address"),
-                ));
+        IO::defer_untraced(move || {
+            // A simulated network resolves its own host names (no system
+            // resolver, no blocking call).
+            // Outside every driver the connection fails after resolving,
+            // as it does on a driver without a simulated network.
+            if let Ok(Some(resolved)) = with_network(|net| net.map(|net| net.resolve(&host))) {
+                return match resolved.and_then(|addrs| some_address(&host, addrs)) {
+                    Ok(addrs) => IO::pure(addrs),
+                    Err(e) => IO::raise_error_untraced(e),
+                };
             }
-            Ok(addrs)
+            IO::<Vec<SocketAddr>, io::Error>::try_blocking(move || {
+                use std::net::ToSocketAddrs as _;
+                let addrs = host.as_str().to_socket_addrs()?.collect::<Vec<_>>();
+                some_address(&host, addrs)
+            })
         })
         .flat_map_untraced(connect_first)
         .traced_as(&ops::CONNECT_HOST)
@@ -364,13 +493,13 @@ impl TcpStream {
 }
 
 impl stream::sealed::Split for TcpStream {
-    type Io = std::net::TcpStream;
+    type Io = StreamSocket;
 
-    fn source(&self) -> &Arc<Source<std::net::TcpStream>> {
+    fn source(&self) -> &Arc<Source<StreamSocket>> {
         &self.source
     }
 
-    fn from_source(source: Arc<Source<std::net::TcpStream>>) -> TcpStream {
+    fn from_source(source: Arc<Source<StreamSocket>>) -> TcpStream {
         TcpStream { source }
     }
 }

@@ -9,8 +9,90 @@ use spindle_core::untraced::Untraced as _;
 
 use std::sync::Arc;
 
-use crate::driver::Direction;
-use crate::source::{Source, check_driver, immediate, on, retry};
+use crate::driver::{Direction, VirtualDatagram, with_network};
+use crate::source::{Source, immediate, on, retry};
+
+/// A UDP socket: the system's, or a simulated network's
+/// ([`driver::virt`](crate::driver::virt)).
+pub(crate) enum DatagramSocket {
+    /// A system socket (a view of the descriptor its registration owns).
+    System(std::net::UdpSocket),
+    /// A virtual socket.
+    Virtual(Arc<dyn VirtualDatagram>),
+}
+
+impl DatagramSocket {
+    fn local_addr(&self) -> io::Result<SocketAddr> {
+        match self {
+            DatagramSocket::System(socket) => socket.local_addr(),
+            DatagramSocket::Virtual(socket) => socket.local_addr(),
+        }
+    }
+
+    fn peer_addr(&self) -> io::Result<SocketAddr> {
+        match self {
+            DatagramSocket::System(socket) => socket.peer_addr(),
+            DatagramSocket::Virtual(socket) => socket.peer_addr(),
+        }
+    }
+
+    fn connect(&self, addr: SocketAddr) -> io::Result<()> {
+        match self {
+            DatagramSocket::System(socket) => socket.connect(addr),
+            DatagramSocket::Virtual(socket) => socket.connect(addr),
+        }
+    }
+
+    fn send_to(&self, data: &[u8], addr: SocketAddr) -> io::Result<usize> {
+        match self {
+            DatagramSocket::System(socket) => socket.send_to(data, addr),
+            DatagramSocket::Virtual(socket) => socket.send_to(data, addr),
+        }
+    }
+
+    fn send(&self, data: &[u8]) -> io::Result<usize> {
+        match self {
+            DatagramSocket::System(socket) => socket.send(data),
+            DatagramSocket::Virtual(socket) => socket.send_to(data, socket.peer_addr()?),
+        }
+    }
+
+    fn recv_from(&self, max: usize) -> io::Result<(Vec<u8>, SocketAddr)> {
+        match self {
+            DatagramSocket::System(socket) => {
+                let mut buf = Vec::with_capacity(max);
+                let spare = &mut buf.spare_capacity_mut()[..max];
+                let (n, from) = socket2::SockRef::from(socket).recv_from(spare)?;
+                // SAFETY: `recv_from` initialised the first `n` bytes of
+                // the capacity (socket2's contract, `n <= max`).
+                unsafe { buf.set_len(n) };
+                match from.as_socket() {
+                    Some(from) => Ok((buf, from)),
+                    None => Err(io::Error::other(
+                        "spindle-net: a datagram from an address that is not IP",
+                    )),
+                }
+            }
+            DatagramSocket::Virtual(socket) => socket.recv_from(max),
+        }
+    }
+
+    fn recv(&self, max: usize) -> io::Result<Vec<u8>> {
+        match self {
+            DatagramSocket::System(socket) => {
+                let mut buf = Vec::with_capacity(max);
+                crate::stream::append_from(socket, &mut buf, max)?;
+                Ok(buf)
+            }
+            DatagramSocket::Virtual(socket) => {
+                // Unconnected: `NotConnected`, as the system's `recv` on
+                // Linux would wait instead; a virtual socket says so.
+                socket.peer_addr()?;
+                socket.recv_from(max).map(|(buf, _)| buf)
+            }
+        }
+    }
+}
 
 mod ops {
     use spindle_core::untraced::Op;
@@ -73,7 +155,7 @@ mod ops {
 /// when the last clone is dropped.
 #[derive(Clone)]
 pub struct UdpSocket {
-    source: Arc<Source<std::net::UdpSocket>>,
+    source: Arc<Source<DatagramSocket>>,
 }
 
 impl fmt::Debug for UdpSocket {
@@ -93,12 +175,18 @@ impl UdpSocket {
     #[track_caller]
     pub fn bind(addr: SocketAddr) -> IO<UdpSocket, io::Error> {
         immediate(move || {
-            // Check first, so that no socket is bound for nothing.
-            check_driver()?;
+            // Find the driver first, so that no socket is bound for nothing.
+            if let Some(socket) = with_network(|net| net.map(|net| net.bind_udp(addr)))? {
+                let socket = socket?;
+                let registration = socket.clone().registration();
+                return Ok(UdpSocket {
+                    source: Source::virtual_socket(DatagramSocket::Virtual(socket), registration),
+                });
+            }
             let socket = std::net::UdpSocket::bind(addr)?;
             socket.set_nonblocking(true)?;
             Ok(UdpSocket {
-                source: Source::register(socket)?,
+                source: Source::register_as(socket, DatagramSocket::System)?,
             })
         })
         .traced_as(&ops::BIND)
@@ -144,25 +232,7 @@ impl UdpSocket {
     #[track_caller]
     pub fn recv_from(&self, max: usize) -> IO<(Vec<u8>, SocketAddr), io::Error> {
         retry(&self.source, Direction::Read, (), move |socket, ()| {
-            let mut buf = Vec::with_capacity(max);
-            let spare = &mut buf.spare_capacity_mut()[..max];
-            match socket2::SockRef::from(socket).recv_from(spare) {
-                Ok((n, from)) => {
-                    // SAFETY: `recv_from` initialised the first `n` bytes
-                    // of the capacity (socket2's contract, `n <= max`).
-                    unsafe { buf.set_len(n) };
-                    match from.as_socket() {
-                        Some(from) => Ok((buf, from)),
-                        None => Err((
-                            (),
-                            io::Error::other(
-                                "spindle-net: a datagram from an address that is not IP",
-                            ),
-                        )),
-                    }
-                }
-                Err(e) => Err(((), e)),
-            }
+            socket.recv_from(max).map_err(|e| ((), e))
         })
         .traced_as(&ops::RECV_FROM)
     }
@@ -186,11 +256,7 @@ impl UdpSocket {
     #[track_caller]
     pub fn recv(&self, max: usize) -> IO<Vec<u8>, io::Error> {
         retry(&self.source, Direction::Read, (), move |socket, ()| {
-            let mut buf = Vec::with_capacity(max);
-            match crate::stream::append_from(socket, &mut buf, max) {
-                Ok(_) => Ok(buf),
-                Err(e) => Err(((), e)),
-            }
+            socket.recv(max).map_err(|e| ((), e))
         })
         .traced_as(&ops::RECV)
     }

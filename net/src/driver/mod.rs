@@ -224,7 +224,6 @@ pub(crate) fn register_current(socket: OwnedFd) -> io::Result<Arc<dyn Registrati
 
 /// Runs `f` with this thread's simulated network: `Ok(None)` on a driver
 /// without one, the "no driver" error outside every driver.
-#[allow(dead_code)] // Used by the socket constructors (next commit).
 pub(crate) fn with_network<R>(f: impl FnOnce(Option<&dyn VirtualNetwork>) -> R) -> io::Result<R> {
     with_current(|driver| match driver {
         Some(driver) => Ok(f(driver.network())),
