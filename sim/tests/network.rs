@@ -457,7 +457,9 @@ fn a_server_that_acknowledges_before_its_write_is_durable_loses_a_write_when_it_
         matches!(&failure.kind, FailureKind::Invariant(m) if m.contains("acknowledged but lost")),
         "{failure}"
     );
-    assert!(failure.key.seed < 100, "found within 100 seeds");
+    // Seed 1 of 0..100 (22 of the 100 seeds fail: those where the server
+    // crashes with a batch not yet on its disk).
+    assert!(failure.key.seed < 10, "found within 10 seeds: {}", failure.key);
     assert!(
         failure.network.iter().any(|e| e.what.contains("server crashed")),
         "{failure}"
@@ -569,7 +571,8 @@ fn a_udp_client_that_takes_any_reply_as_the_answer_is_caught_under_loss_and_dupl
     let sim = lossy_udp_sim();
     let failure = sim.check(|run| square_program(run, false)).unwrap_err();
     assert!(matches!(failure.kind, FailureKind::Invariant(_)), "{failure}");
-    assert!(failure.key.seed < 100, "found within 100 seeds");
+    // Seed 0 (95 of the seeds 0..100 fail).
+    assert!(failure.key.seed < 5, "found within 5 seeds: {}", failure.key);
     let again = sim.replay(&failure.key, |run| square_program(run, false));
     assert_eq!(again.failure.map(|f| f.kind), Some(failure.kind));
 }
@@ -578,3 +581,4 @@ fn a_udp_client_that_takes_any_reply_as_the_answer_is_caught_under_loss_and_dupl
 fn a_udp_client_that_matches_replies_to_requests_passes_over_the_same_seeds() {
     lossy_udp_sim().check(|run| square_program(run, true)).unwrap();
 }
+
