@@ -13,15 +13,20 @@
 //! 2. a clock jump (fault, with its probability): virtual time moves
 //!    forward by a random amount up to the configured maximum;
 //! 3. the timers due at the current virtual time fire, in deadline order,
-//!    which makes their fibers ready;
-//! 4. nothing ready: virtual time jumps to the next timer and the loop
-//!    goes on; no timer either: the main fiber can never end, a
-//!    [deadlock](crate::FailureKind::Deadlock);
+//!    which makes their fibers ready; then the [network](crate::net)'s
+//!    events due (packets arriving, which resume the fibers waiting for
+//!    them; hosts crashing, whose fibers are dropped; hosts restarting,
+//!    whose programs start again);
+//! 4. nothing ready: virtual time jumps to the earlier of the next timer
+//!    and the next network event, and the loop goes on; neither: the main
+//!    fiber can never end, a [deadlock](crate::FailureKind::Deadlock);
 //! 5. the strategy picks one ready task (a fiber, or the work of an
 //!    `IO::blocking` call), which runs: a fiber for one run (by default
 //!    one interpreter step: the executor's fibers auto-yield after every
 //!    step, so that every bind is a point where another fiber may run), a
-//!    blocking task to its end (it resumes its fiber);
+//!    blocking task to its end (it resumes its fiber), inside its host's
+//!    I/O driver (`spindle_net::driver::with_driver`: the sockets it makes
+//!    are on that host);
 //! 6. a fiber that suspended and may be canceled is canceled with the
 //!    configured probability (fault): it is resumed to run its
 //!    finalizers, as if another fiber had canceled it.
@@ -37,10 +42,16 @@
 //! * A ready task is in the ready set exactly once (the executor contract
 //!   hands each fiber over once); the set is a `Vec` and a pick is a
 //!   `swap_remove`, which reorders it, but deterministically.
+//! * Every fiber belongs to a host: the host being started, for a host
+//!   program's first fiber, else the host of the fiber running when it
+//!   was made. A crash starts a new incarnation of the host: its ready
+//!   tasks are dropped, and a fiber of an older incarnation is dropped
+//!   when anything schedules it (it never runs again).
 //! * When a run ends (main fiber ended, or failed), the executor is
 //!   closed: fibers still ready, timers, and fibers scheduled later are
-//!   dropped (freed; their finalizers do not run), so that nothing of one
-//!   seed leaks into the next.
+//!   dropped (freed; their finalizers do not run), and so is the network
+//!   (its waiting fibers and packets), so that nothing of one seed leaks
+//!   into the next.
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -125,6 +125,9 @@ pub enum FailureKind {
     /// The program was built wrong (e.g. two hosts with the same name):
     /// what was wrong. Nothing ran.
     Setup(String),
+    /// The program of a host added with [`Run::host`] ended with an error
+    /// or a panic: the host's name and what it ended with.
+    HostFailed(String),
 }
 
 impl FailureKind {
@@ -148,6 +151,7 @@ impl fmt::Display for FailureKind {
             FailureKind::Invariant(m) => write!(f, "invariant violated: {m}"),
             FailureKind::StepLimit(n) => write!(f, "no end after {n} steps (step limit)"),
             FailureKind::Setup(m) => write!(f, "the program was built wrong: {m}"),
+            FailureKind::HostFailed(m) => write!(f, "a host's program failed: {m}"),
         }
     }
 }
@@ -327,9 +331,13 @@ impl Run {
     /// by name (`TcpStream::connect_host("server:6379")`).
     ///
     /// A host program that ends with an error or a panic fails the run
-    /// ([`FailureKind::Errored`], [`FailureKind::Panicked`], naming the
-    /// host); one that succeeds just ends. A name used twice (or
-    /// `"main"`) fails the run as [`FailureKind::Setup`].
+    /// ([`FailureKind::HostFailed`], naming the host); one that succeeds
+    /// just ends (the host stays up, with the fibers it started). A
+    /// crashed host's program ends with no outcome. A name used twice (or
+    /// `"main"`) fails the run as [`FailureKind::Setup`]. The hosts'
+    /// fibers are fibers of the run: a server's accept loop still waiting
+    /// at the end counts for
+    /// [`SimBuilder::no_fibers_left`](crate::SimBuilder::no_fibers_left).
     pub fn host<A, E, F>(&mut self, name: impl Into<String>, mut factory: F) -> IpAddr
     where
         A: Send + 'static,
@@ -363,8 +371,8 @@ fn start_host(handle: &SimHandle, program: &mut HostProgram) {
     handle.shared.state().starting_host = Some(program.host as u32);
     let fiber = Fiber::with_report(io, handle.clone(), move |outcome, _suppressed, _trace| {
         let failure = match outcome {
-            Outcome::Errored(e) => Some(FailureKind::Errored(format!("host {name}: {e}"))),
-            Outcome::Panicked(m) => Some(FailureKind::Panicked(format!("host {name}: {m}"))),
+            Outcome::Errored(e) => Some(FailureKind::HostFailed(format!("{name}: error {e}"))),
+            Outcome::Panicked(m) => Some(FailureKind::HostFailed(format!("{name}: panic {m}"))),
             Outcome::Succeeded(()) | Outcome::Canceled => None,
         };
         if let Some(failure) = failure {
@@ -463,7 +471,11 @@ where
     let mut steps: u64 = 0;
     // Each fiber's last wait (state and trace), until it completes.
     let mut waits: BTreeMap<u32, FiberInfo> = BTreeMap::new();
-    let stopped = loop {
+    // Tasks run with their host's view of the network as their I/O
+    // driver: the main host's around the whole loop, another host's
+    // around each of its tasks.
+    let main_driver = &drivers[0];
+    let stopped = with_driver(main_driver, || loop {
         if let Some(error) = &setup_error {
             break Some(FailureKind::Setup(error.clone()));
         }
@@ -509,14 +521,17 @@ where
         // The network's events due now: packets arrive (resuming the
         // fibers that wait for them), hosts crash and restart.
         let now = shared.now.load(Ordering::Relaxed);
-        let restarts = network.with(|net| {
-            net.process_due(now);
-            core::mem::take(&mut net.restarts)
-        });
-        handle.apply_crashes();
-        for host in restarts {
-            if let Some(program) = hosts.iter_mut().find(|p| p.host == host) {
-                start_host(&handle, program);
+        network.set_now(now);
+        if network.next_event().is_some_and(|at| at <= now) {
+            let restarts = network.with(|net| {
+                net.process_due(now);
+                core::mem::take(&mut net.restarts)
+            });
+            handle.apply_crashes();
+            for host in restarts {
+                if let Some(program) = hosts.iter_mut().find(|p| p.host == host) {
+                    start_host(&handle, program);
+                }
             }
         }
         let picked = {
@@ -538,7 +553,7 @@ where
         };
         let Some(entry) = picked else {
             let timer = shared.state().timers.next_deadline();
-            let packet = network.lock().next_event();
+            let packet = network.next_event();
             let next = match (timer, packet) {
                 (Some(t), Some(p)) => Some(t.min(p)),
                 (t, p) => t.or(p),
@@ -554,16 +569,21 @@ where
         };
         schedule.push(entry.id);
         let id = entry.id;
-        // The task runs with its host's view of the network as its driver.
-        let driver = &drivers[(entry.host as usize).min(drivers.len() - 1)];
+        let host = entry.host as usize;
         match entry.task {
             Task::Blocking(task) => {
-                with_driver(driver, || task.run());
+                match drivers.get(host).filter(|_| host != 0) {
+                    Some(driver) => with_driver(driver, || task.run()),
+                    None => task.run(),
+                }
                 shared.state().running = 0;
             }
             Task::Fiber(fiber) => {
                 let weak = fiber.downgrade();
-                let ran = with_driver(driver, || fiber.run());
+                let ran = match drivers.get(host).filter(|_| host != 0) {
+                    Some(driver) => with_driver(driver, || fiber.run()),
+                    None => fiber.run(),
+                };
                 match ran {
                     // Its last wait, for the report of a deadlock (where
                     // fibers nothing can resume are freed).
@@ -617,7 +637,7 @@ where
                 }
             }
         }
-    };
+    });
 
     let virtual_time = handle.now();
     let mut trace = None;

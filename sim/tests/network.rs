@@ -236,7 +236,9 @@ fn a_host_program_that_fails_fails_the_run_naming_the_host() {
         })
         .unwrap_err();
     match failure.kind {
-        FailureKind::Errored(message) => assert!(message.contains("broken"), "{message}"),
+        FailureKind::HostFailed(message) => {
+            assert!(message.contains("broken") && message.contains("no disk"), "{message}")
+        }
         other => panic!("unexpected failure: {other}"),
     }
 }

@@ -92,6 +92,7 @@ mod model;
 
 use std::io;
 use std::net::{Shutdown, SocketAddr};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -124,13 +125,34 @@ impl core::fmt::Display for NetEvent {
 /// The network of one run, shared by the hosts' drivers and sockets.
 pub(crate) struct Network {
     net: Mutex<Net>,
+    /// Virtual time (nanoseconds), as the run loop last set it: the
+    /// network's clock for packets sent by fibers.
+    now: AtomicU64,
+    /// When the next event is due (`u64::MAX`: none), read by the run
+    /// loop without the lock.
+    next_at: AtomicU64,
 }
 
 impl Network {
     pub(crate) fn new(params: NetParams, seed: u64) -> Arc<Network> {
         Arc::new(Network {
             net: Mutex::new(Net::new(params, seed)),
+            now: AtomicU64::new(0),
+            next_at: AtomicU64::new(u64::MAX),
         })
+    }
+
+    /// Virtual time moved to `now` (the run loop, before each step).
+    #[inline]
+    pub(crate) fn set_now(&self, now: u64) {
+        self.now.store(now, Ordering::Relaxed);
+    }
+
+    /// When the next event is due, if any.
+    #[inline]
+    pub(crate) fn next_event(&self) -> Option<u64> {
+        let at = self.next_at.load(Ordering::Relaxed);
+        (at != u64::MAX).then_some(at)
     }
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, Net> {
@@ -142,7 +164,10 @@ impl Network {
     pub(crate) fn with<R>(&self, f: impl FnOnce(&mut Net) -> R) -> R {
         let (r, wakes, garbage) = {
             let mut net = self.lock();
+            net.now = net.now.max(self.now.load(Ordering::Relaxed));
             let r = f(&mut net);
+            self.next_at
+                .store(net.next_event().unwrap_or(u64::MAX), Ordering::Relaxed);
             (
                 r,
                 core::mem::take(&mut net.wakes),
