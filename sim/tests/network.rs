@@ -166,10 +166,13 @@ fn a_shut_down_writing_side_is_read_as_the_end_of_the_stream_after_the_bytes_bef
 }
 
 #[test]
-fn a_full_send_buffer_waits_until_the_peer_reads() {
+fn bytes_arrive_whole_and_in_order_through_a_small_send_buffer_under_jitter_and_loss() {
     // 64 KiB through a 1 KiB send buffer: the writer waits for the echo
     // server's reads (and the echo's for ours) many times.
-    let network = NetConfig::default().send_buffer(1024);
+    let network = NetConfig::default()
+        .send_buffer(1024)
+        .jitter(ms(5))
+        .loss(0.2);
     let data: Vec<u8> = (0..65536u32).map(|i| (i % 251) as u8).collect();
     let expected = data.clone();
     let got = run_one(network, move || {
@@ -270,7 +273,181 @@ fn a_network_setting_that_cannot_be_used_is_refused_naming_it() {
     assert!(error.to_string().contains("latency"), "{error}");
 }
 
+#[test]
+fn a_write_to_a_peer_that_does_not_read_waits_once_the_send_buffer_is_full() {
+    let sim = Sim::builder()
+        .seeds(0..1)
+        .network(NetConfig::default().send_buffer(1024))
+        .build()
+        .unwrap();
+    let seen = Arc::new(Mutex::new(None));
+    let slot = seen.clone();
+    sim.check(move |run| {
+        // Accepts, keeps the connection, never reads.
+        let kept = Arc::new(Mutex::new(Vec::new()));
+        run.host("server", move || {
+            let kept = kept.clone();
+            TcpListener::bind(any(7)).flat_map(move |l| {
+                l.accept()
+                    .map(move |(conn, _)| kept.lock().unwrap().push((conn, l.clone())))
+            })
+        });
+        let slot = slot.clone();
+        TcpStream::connect_host("server:7").flat_map(move |conn| {
+            let again = conn.clone();
+            conn.write(vec![0u8; 4096]).flat_map(move |first| {
+                again
+                    .write(vec![0u8; 16])
+                    .timeout_option(ms(500))
+                    .map(move |second| *slot.lock().unwrap() = Some((first, second)))
+            })
+        })
+    })
+    .unwrap();
+    let got = seen.lock().unwrap().take();
+    assert_eq!(got, Some((1024, None)));
+}
+
+#[test]
+fn a_read_canceled_by_a_timeout_leaves_the_connection_usable() {
+    let got = run_one(NetConfig::default(), || {
+        TcpStream::connect_host("server:7").flat_map(|conn| {
+            let (reader, again) = (conn.clone(), conn.clone());
+            // Nothing comes: the read is canceled by its timeout...
+            conn.read(16)
+                .timeout_option(ms(50))
+                .flat_map(move |first| {
+                    // ...and the next read gets the echo of a later write.
+                    reader
+                        .write_all(b"late".to_vec())
+                        .product_r(again.read_exact(4))
+                        .map(move |second| (first, second))
+                })
+        })
+    });
+    assert_eq!(got, (None, b"late".to_vec()));
+}
+
+// ----- UDP's behaviour -----
+
+/// Counts the datagrams that reach port 53 of "sink", by their number.
+fn sink(received: Arc<Mutex<Vec<u32>>>) -> IO<(), io::Error> {
+    UdpSocket::bind(any(53)).flat_map(move |socket| {
+        IO::forever(move || {
+            let received = received.clone();
+            socket.recv_from(16).map(move |(data, _)| {
+                received
+                    .lock()
+                    .unwrap()
+                    .push(u32::from_le_bytes([data[0], data[1], data[2], data[3]]))
+            })
+        })
+        .void()
+    })
+}
+
+#[test]
+fn udp_datagrams_are_lost_duplicated_and_reordered_as_configured() {
+    let network = NetConfig::default()
+        .latency(ms(1), ms(2))
+        .jitter(ms(10))
+        .loss(0.2)
+        .duplicate(0.2);
+    let sim = Sim::builder().seeds(0..1).network(network).build().unwrap();
+    let received = Arc::new(Mutex::new(Vec::new()));
+    let seen = received.clone();
+    sim.check(move |run| {
+        let server = run.host("sink", {
+            let seen = seen.clone();
+            move || sink(seen.clone())
+        });
+        let to = SocketAddr::new(server, 53);
+        UdpSocket::bind(any(0))
+            .flat_map(move |socket| {
+                IO::tail_rec(0u32, move |n| {
+                    if n == 200 {
+                        return IO::pure(ControlFlow::Break(()));
+                    }
+                    // One datagram a millisecond: less than the jitter apart.
+                    socket
+                        .send_to(n.to_le_bytes().to_vec(), to)
+                        .product_r(IO::sleep(ms(1)))
+                        .map(move |()| ControlFlow::Continue(n + 1))
+                })
+            })
+            .product_r(IO::sleep(ms(100)))
+    })
+    .unwrap();
+    let received = received.lock().unwrap().clone();
+    let mut distinct = received.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    assert!(distinct.len() < 200 && distinct.len() > 100, "some lost: {}", distinct.len());
+    assert!(received.len() > distinct.len(), "some duplicated");
+    assert!(received.windows(2).any(|w| w[0] > w[1]), "some reordered");
+}
+
+#[test]
+fn a_connected_udp_socket_receives_only_from_its_peer() {
+    let got = run_one(NetConfig::default(), || {
+        let bind = || UdpSocket::bind(any(0));
+        bind().flat_map(move |receiver| {
+            bind().flat_map(move |peer| {
+                bind().flat_map(move |stranger| {
+                    let (r, p, st) = (receiver.clone(), peer.clone(), stranger.clone());
+                    let peer_addr = peer.local_addr();
+                    receiver
+                        .local_addr()
+                        .flat_map(move |to| peer_addr.map(move |p| (to, p)))
+                        .flat_map(move |(to, peer_addr)| {
+                            r.connect(peer_addr)
+                                .product_r(st.send_to(b"stranger".to_vec(), to))
+                                .product_r(p.send_to(b"peer".to_vec(), to))
+                                .product_r(r.recv(16))
+                        })
+                })
+            })
+        })
+    });
+    assert_eq!(got, b"peer".to_vec());
+}
+
 // ----- partitions, crashes and restarts, as a program sees them -----
+
+#[test]
+fn an_echo_client_and_server_pass_under_random_partitions_that_heal() {
+    let network = lossy_network()
+        .partitions(0.05)
+        .partition_length(ms(100), ms(2000));
+    let sim = Sim::builder().seeds(0..100).network(network).build().unwrap();
+    sim.check(echo_program).unwrap();
+    // The partitions happened.
+    let partitioned = (0..100)
+        .filter(|&seed| {
+            sim.replay(&ReplayKey::seed(seed), echo_program)
+                .network
+                .iter()
+                .any(|e| e.what.starts_with("partition"))
+        })
+        .count();
+    assert!(partitioned > 10, "{partitioned} runs of 100 had a partition");
+}
+
+#[test]
+fn a_connection_partitioned_past_the_tcp_timeout_fails_at_both_ends() {
+    let network = NetConfig::default().tcp_timeout(Duration::from_secs(5));
+    let kind = run_one(network, || {
+        TcpStream::connect_host("server:7").flat_map(|conn| {
+            let reader = conn.clone();
+            net::partition("main", "server")
+                .map_err(io::Error::other)
+                .product_r(conn.write_all(b"lost".to_vec()))
+                .product_r(reader.read(16).attempt())
+                .map(|r| r.err().map(|e| e.kind()))
+        })
+    });
+    assert_eq!(kind, Some(io::ErrorKind::TimedOut));
+}
 
 #[test]
 fn a_connect_during_a_partition_times_out_and_succeeds_once_healed() {
