@@ -151,10 +151,10 @@ use spindle_core::IO;
 
 pub use config::{CancelScope, SimBuilder, SimConfigError};
 pub use executor::SimHandle;
-pub use net::{NetConfig, NetError, NetEvent};
 pub use faults::{
     Fault, Finalizers, InjectedFault, Token, cancelable, invariant, io_fault, is_simulated,
 };
+pub use net::{NetConfig, NetError, NetEvent};
 pub use run::{Failure, FailureKind, ParseReplayKeyError, ReplayKey, Run, RunReport};
 pub use strategy::Strategy;
 

@@ -19,9 +19,9 @@ use std::net::IpAddr;
 use spindle_net::driver::with_driver;
 
 use crate::config::Config;
-use crate::net::{HostDriver, NetEvent, Network};
 use crate::executor::{Faults, SimHandle, State, Task};
 use crate::faults::{Current, Fault, Finalizers};
+use crate::net::{HostDriver, NetEvent, Network};
 use crate::rng::SimRng;
 use crate::strategy::Picker;
 
@@ -214,7 +214,11 @@ impl fmt::Display for Failure {
         }
         writeln!(f)?;
         if !self.network.is_empty() {
-            writeln!(f, "  network (last {} events):", self.network.len().min(TAIL))?;
+            writeln!(
+                f,
+                "  network (last {} events):",
+                self.network.len().min(TAIL)
+            )?;
             let from = self.network.len().saturating_sub(TAIL);
             for event in &self.network[from..] {
                 writeln!(f, "    {event}")?;
@@ -475,165 +479,168 @@ where
     // driver: the main host's around the whole loop, another host's
     // around each of its tasks.
     let main_driver = &drivers[0];
-    let stopped = with_driver(main_driver, || loop {
-        if let Some(error) = &setup_error {
-            break Some(FailureKind::Setup(error.clone()));
-        }
-        {
-            let mut state = shared.state();
-            let state = &mut *state;
-            // Before the main fiber's end: its last step may have broken
-            // an invariant.
-            if !state.violations.is_empty() {
-                break Some(FailureKind::Invariant(String::new()));
+    let stopped = with_driver(main_driver, || {
+        loop {
+            if let Some(error) = &setup_error {
+                break Some(FailureKind::Setup(error.clone()));
             }
-            if !state.host_failures.is_empty() {
-                break Some(state.host_failures.swap_remove(0));
-            }
-            if done.load(Ordering::Relaxed) {
-                break None;
-            }
-            if steps >= config.max_steps {
-                break Some(FailureKind::StepLimit(steps));
-            }
-            if config.clock_jumps > 0 && state.rng.chance(config.clock_jumps) {
-                let by = 1 + state.rng.below(config.max_clock_jump_ns);
-                let (number, inject) = state.faults.decide();
-                if inject {
-                    let now = shared.now.load(Ordering::Relaxed);
-                    shared.now.store(now.saturating_add(by), Ordering::Relaxed);
-                    state.faults.injected.push(Fault::ClockJump {
-                        number,
-                        by: Duration::from_nanos(by),
-                        step: steps + 1,
-                    });
+            {
+                let mut state = shared.state();
+                let state = &mut *state;
+                // Before the main fiber's end: its last step may have broken
+                // an invariant.
+                if !state.violations.is_empty() {
+                    break Some(FailureKind::Invariant(String::new()));
+                }
+                if !state.host_failures.is_empty() {
+                    break Some(state.host_failures.swap_remove(0));
+                }
+                if done.load(Ordering::Relaxed) {
+                    break None;
+                }
+                if steps >= config.max_steps {
+                    break Some(FailureKind::StepLimit(steps));
+                }
+                if config.clock_jumps > 0 && state.rng.chance(config.clock_jumps) {
+                    let by = 1 + state.rng.below(config.max_clock_jump_ns);
+                    let (number, inject) = state.faults.decide();
+                    if inject {
+                        let now = shared.now.load(Ordering::Relaxed);
+                        shared.now.store(now.saturating_add(by), Ordering::Relaxed);
+                        state.faults.injected.push(Fault::ClockJump {
+                            number,
+                            by: Duration::from_nanos(by),
+                            step: steps + 1,
+                        });
+                    }
+                }
+                let now = shared.now.load(Ordering::Relaxed);
+                while let Some(callback) = state.timers.pop_due(now) {
+                    due.push(callback);
                 }
             }
+            // Fired outside the lock: a callback schedules its fiber.
+            for callback in due.drain(..) {
+                callback.fire();
+            }
+            // The network's events due now: packets arrive (resuming the
+            // fibers that wait for them), hosts crash and restart.
             let now = shared.now.load(Ordering::Relaxed);
-            while let Some(callback) = state.timers.pop_due(now) {
-                due.push(callback);
-            }
-        }
-        // Fired outside the lock: a callback schedules its fiber.
-        for callback in due.drain(..) {
-            callback.fire();
-        }
-        // The network's events due now: packets arrive (resuming the
-        // fibers that wait for them), hosts crash and restart.
-        let now = shared.now.load(Ordering::Relaxed);
-        network.set_now(now);
-        if network.next_event().is_some_and(|at| at <= now) {
-            let restarts = network.with(|net| {
-                net.process_due(now);
-                core::mem::take(&mut net.restarts)
-            });
-            handle.apply_crashes();
-            for host in restarts {
-                if let Some(program) = hosts.iter_mut().find(|p| p.host == host) {
-                    start_host(&handle, program);
+            network.set_now(now);
+            if network.next_event().is_some_and(|at| at <= now) {
+                let restarts = network.with(|net| {
+                    net.process_due(now);
+                    core::mem::take(&mut net.restarts)
+                });
+                handle.apply_crashes();
+                for host in restarts {
+                    if let Some(program) = hosts.iter_mut().find(|p| p.host == host) {
+                        start_host(&handle, program);
+                    }
                 }
             }
-        }
-        let picked = {
-            let mut state = shared.state();
-            let state = &mut *state;
-            if state.ready.is_empty() {
-                None
-            } else {
-                let ready = &state.ready;
-                let i = state
-                    .picker
-                    .pick(&mut state.rng, ready.len(), |i| ready[i].priority);
-                let entry = state.ready.swap_remove(i);
-                steps += 1;
-                state.step = steps;
-                state.running = entry.owner;
-                Some(entry)
-            }
-        };
-        let Some(entry) = picked else {
-            let timer = shared.state().timers.next_deadline();
-            let packet = network.next_event();
-            let next = match (timer, packet) {
-                (Some(t), Some(p)) => Some(t.min(p)),
-                (t, p) => t.or(p),
+            let picked = {
+                let mut state = shared.state();
+                let state = &mut *state;
+                if state.ready.is_empty() {
+                    None
+                } else {
+                    let ready = &state.ready;
+                    let i = state
+                        .picker
+                        .pick(&mut state.rng, ready.len(), |i| ready[i].priority);
+                    let entry = state.ready.swap_remove(i);
+                    steps += 1;
+                    state.step = steps;
+                    state.running = entry.owner;
+                    Some(entry)
+                }
             };
-            match next {
-                Some(deadline) => {
-                    let now = shared.now.load(Ordering::Relaxed);
-                    shared.now.store(now.max(deadline), Ordering::Relaxed);
-                    continue;
-                }
-                None => break Some(FailureKind::Deadlock),
-            }
-        };
-        schedule.push(entry.id);
-        let id = entry.id;
-        let host = entry.host as usize;
-        match entry.task {
-            Task::Blocking(task) => {
-                match drivers.get(host).filter(|_| host != 0) {
-                    Some(driver) => with_driver(driver, || task.run()),
-                    None => task.run(),
-                }
-                shared.state().running = 0;
-            }
-            Task::Fiber(fiber) => {
-                let weak = fiber.downgrade();
-                let ran = match drivers.get(host).filter(|_| host != 0) {
-                    Some(driver) => with_driver(driver, || fiber.run()),
-                    None => fiber.run(),
+            let Some(entry) = picked else {
+                let timer = shared.state().timers.next_deadline();
+                let packet = network.next_event();
+                let next = match (timer, packet) {
+                    (Some(t), Some(p)) => Some(t.min(p)),
+                    (t, p) => t.or(p),
                 };
-                match ran {
-                    // Its last wait, for the report of a deadlock (where
-                    // fibers nothing can resume are freed).
-                    Ran::Suspended => {
-                        if let Some(info) = weak.info() {
-                            waits.insert(id, info);
-                        }
+                match next {
+                    Some(deadline) => {
+                        let now = shared.now.load(Ordering::Relaxed);
+                        shared.now.store(now.max(deadline), Ordering::Relaxed);
+                        continue;
                     }
-                    Ran::Completed => {
-                        waits.remove(&id);
-                    }
-                    Ran::Yielded => {}
+                    None => break Some(FailureKind::Deadlock),
                 }
-                let cancel = {
-                    let mut state = shared.state();
-                    let state = &mut *state;
-                    state.running = 0;
-                    if let Some(priority) = state.picker.change_after(steps)
-                        && let Some(p) = state.priorities.get_mut(id as usize)
-                    {
-                        // A change point: the fiber that ran drops, also
-                        // where it is queued already (it yielded).
-                        *p = priority;
-                        for entry in state.ready.iter_mut().filter(|e| e.id == id) {
-                            entry.priority = priority;
-                        }
+            };
+            schedule.push(entry.id);
+            let id = entry.id;
+            let host = entry.host as usize;
+            match entry.task {
+                Task::Blocking(task) => {
+                    match drivers.get(host).filter(|_| host != 0) {
+                        Some(driver) => with_driver(driver, || task.run()),
+                        None => task.run(),
                     }
-                    // Eligibility is read after the run, which may have
-                    // marked the fiber (`cancelable`) before it suspended.
-                    let may_cancel =
-                        config.cancel > 0 && ran == Ran::Suspended && state.may_cancel(id, main_id);
-                    match may_cancel {
-                        true if state.rng.chance(state.cancel_threshold) => {
-                            let (number, inject) = state.faults.decide();
-                            if inject {
-                                state.faults.injected.push(Fault::Canceled {
-                                    number,
-                                    fiber: FiberId::nth(u64::from(id)),
-                                    step: steps,
-                                });
+                    shared.state().running = 0;
+                }
+                Task::Fiber(fiber) => {
+                    let weak = fiber.downgrade();
+                    let ran = match drivers.get(host).filter(|_| host != 0) {
+                        Some(driver) => with_driver(driver, || fiber.run()),
+                        None => fiber.run(),
+                    };
+                    match ran {
+                        // Its last wait, for the report of a deadlock (where
+                        // fibers nothing can resume are freed).
+                        Ran::Suspended => {
+                            if let Some(info) = weak.info() {
+                                waits.insert(id, info);
                             }
-                            inject
                         }
-                        _ => false,
+                        Ran::Completed => {
+                            waits.remove(&id);
+                        }
+                        Ran::Yielded => {}
                     }
-                };
-                if cancel {
-                    // Outside the lock: a fiber waiting interruptibly is
-                    // scheduled from here.
-                    weak.request_cancel();
+                    let cancel = {
+                        let mut state = shared.state();
+                        let state = &mut *state;
+                        state.running = 0;
+                        if let Some(priority) = state.picker.change_after(steps)
+                            && let Some(p) = state.priorities.get_mut(id as usize)
+                        {
+                            // A change point: the fiber that ran drops, also
+                            // where it is queued already (it yielded).
+                            *p = priority;
+                            for entry in state.ready.iter_mut().filter(|e| e.id == id) {
+                                entry.priority = priority;
+                            }
+                        }
+                        // Eligibility is read after the run, which may have
+                        // marked the fiber (`cancelable`) before it suspended.
+                        let may_cancel = config.cancel > 0
+                            && ran == Ran::Suspended
+                            && state.may_cancel(id, main_id);
+                        match may_cancel {
+                            true if state.rng.chance(state.cancel_threshold) => {
+                                let (number, inject) = state.faults.decide();
+                                if inject {
+                                    state.faults.injected.push(Fault::Canceled {
+                                        number,
+                                        fiber: FiberId::nth(u64::from(id)),
+                                        step: steps,
+                                    });
+                                }
+                                inject
+                            }
+                            _ => false,
+                        }
+                    };
+                    if cancel {
+                        // Outside the lock: a fiber waiting interruptibly is
+                        // scheduled from here.
+                        weak.request_cancel();
+                    }
                 }
             }
         }

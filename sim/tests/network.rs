@@ -95,7 +95,10 @@ fn an_echo_client_and_server_pass_over_many_seeds_with_latency_jitter_and_loss()
 
 #[test]
 fn the_same_seed_replays_the_same_network_run_and_other_seeds_differ() {
-    let network = lossy_network().duplicate(0.1).partitions(0.05).crashes(0.05);
+    let network = lossy_network()
+        .duplicate(0.1)
+        .partitions(0.05)
+        .crashes(0.05);
     let sim = Sim::builder().network(network).build().unwrap();
     let mut times = Vec::new();
     for seed in 0..10 {
@@ -109,7 +112,10 @@ fn the_same_seed_replays_the_same_network_run_and_other_seeds_differ() {
     }
     times.sort();
     times.dedup();
-    assert!(times.len() > 5, "seeds should give different runs: {times:?}");
+    assert!(
+        times.len() > 5,
+        "seeds should give different runs: {times:?}"
+    );
 }
 
 // ----- TCP's behaviour -----
@@ -182,7 +188,11 @@ fn bytes_arrive_whole_and_in_order_through_a_small_send_buffer_under_jitter_and_
             let len = data.len();
             conn.write_all(data)
                 .start::<io::Error>()
-                .flat_map(move |writer| reader.read_exact(len).flat_tap(move |_| writer.join().void()))
+                .flat_map(move |writer| {
+                    reader
+                        .read_exact(len)
+                        .flat_tap(move |_| writer.join().void())
+                })
         })
     });
     assert!(got == expected, "the bytes arrive whole and in order");
@@ -234,13 +244,18 @@ fn a_host_program_that_fails_fails_the_run_naming_the_host() {
     let sim = Sim::builder().seeds(0..1).build().unwrap();
     let failure = sim
         .check(|run| {
-            run.host("broken", || IO::<(), String>::raise_error("no disk".to_string()));
+            run.host("broken", || {
+                IO::<(), String>::raise_error("no disk".to_string())
+            });
             IO::<(), io::Error>::sleep(ms(10))
         })
         .unwrap_err();
     match failure.kind {
         FailureKind::HostFailed(message) => {
-            assert!(message.contains("broken") && message.contains("no disk"), "{message}")
+            assert!(
+                message.contains("broken") && message.contains("no disk"),
+                "{message}"
+            )
         }
         other => panic!("unexpected failure: {other}"),
     }
@@ -251,8 +266,8 @@ fn two_hosts_with_one_name_are_a_setup_failure() {
     let sim = Sim::builder().seeds(0..1).build().unwrap();
     let failure = sim
         .check(|run| {
-            run.host("a", || IO::<(), ()>::unit());
-            run.host("a", || IO::<(), ()>::unit());
+            run.host("a", IO::<(), ()>::unit);
+            run.host("a", IO::<(), ()>::unit);
             IO::<(), ()>::unit()
         })
         .unwrap_err();
@@ -314,15 +329,13 @@ fn a_read_canceled_by_a_timeout_leaves_the_connection_usable() {
         TcpStream::connect_host("server:7").flat_map(|conn| {
             let (reader, again) = (conn.clone(), conn.clone());
             // Nothing comes: the read is canceled by its timeout...
-            conn.read(16)
-                .timeout_option(ms(50))
-                .flat_map(move |first| {
-                    // ...and the next read gets the echo of a later write.
-                    reader
-                        .write_all(b"late".to_vec())
-                        .product_r(again.read_exact(4))
-                        .map(move |second| (first, second))
-                })
+            conn.read(16).timeout_option(ms(50)).flat_map(move |first| {
+                // ...and the next read gets the echo of a later write.
+                reader
+                    .write_all(b"late".to_vec())
+                    .product_r(again.read_exact(4))
+                    .map(move |second| (first, second))
+            })
         })
     });
     assert_eq!(got, (None, b"late".to_vec()));
@@ -382,7 +395,11 @@ fn udp_datagrams_are_lost_duplicated_and_reordered_as_configured() {
     let mut distinct = received.clone();
     distinct.sort_unstable();
     distinct.dedup();
-    assert!(distinct.len() < 200 && distinct.len() > 100, "some lost: {}", distinct.len());
+    assert!(
+        distinct.len() < 200 && distinct.len() > 100,
+        "some lost: {}",
+        distinct.len()
+    );
     assert!(received.len() > distinct.len(), "some duplicated");
     assert!(received.windows(2).any(|w| w[0] > w[1]), "some reordered");
 }
@@ -419,7 +436,11 @@ fn an_echo_client_and_server_pass_under_random_partitions_that_heal() {
     let network = lossy_network()
         .partitions(0.05)
         .partition_length(ms(100), ms(2000));
-    let sim = Sim::builder().seeds(0..100).network(network).build().unwrap();
+    let sim = Sim::builder()
+        .seeds(0..100)
+        .network(network)
+        .build()
+        .unwrap();
     sim.check(echo_program).unwrap();
     // The partitions happened.
     let partitioned = (0..100)
@@ -430,7 +451,10 @@ fn an_echo_client_and_server_pass_under_random_partitions_that_heal() {
                 .any(|e| e.what.starts_with("partition"))
         })
         .count();
-    assert!(partitioned > 10, "{partitioned} runs of 100 had a partition");
+    assert!(
+        partitioned > 10,
+        "{partitioned} runs of 100 had a partition"
+    );
 }
 
 #[test]
@@ -538,7 +562,9 @@ fn store_server(disk: Disk, lossy: bool) -> IO<(), io::Error> {
                 } else {
                     disk.lock().unwrap().push(value);
                 }
-                writer.write_all(b"ok".to_vec()).map(|()| ControlFlow::Continue(()))
+                writer
+                    .write_all(b"ok".to_vec())
+                    .map(|()| ControlFlow::Continue(()))
             })
         })
     };
@@ -558,35 +584,38 @@ fn store_server(disk: Disk, lossy: bool) -> IO<(), io::Error> {
 /// again) when the connection breaks; records each value the server
 /// acknowledged.
 fn store_client(acked: Arc<Mutex<Vec<u32>>>) -> IO<(), io::Error> {
-    IO::tail_rec((0u32, None::<TcpStream>, 0u32), move |(value, conn, tries)| {
-        if value == 10 {
-            return IO::pure(ControlFlow::Break(()));
-        }
-        if tries > 200 {
-            return IO::raise_error(io::Error::other("the server never came back"));
-        }
-        let acked = acked.clone();
-        let connected = match conn {
-            Some(conn) => IO::pure(conn),
-            None => TcpStream::connect_host("server:9"),
-        };
-        connected
-            .flat_map(move |conn| {
-                let reader = conn.clone();
-                conn.write_all(value.to_le_bytes().to_vec())
-                    .product_r(reader.read_exact(2))
-                    .map(move |_| conn)
-            })
-            .attempt()
-            .flat_map(move |result| match result {
-                Ok(conn) => {
-                    acked.lock().unwrap().push(value);
-                    IO::pure(ControlFlow::Continue((value + 1, Some(conn), 0)))
-                }
-                Err(_) => IO::sleep(ms(20))
-                    .map(move |()| ControlFlow::Continue((value, None, tries + 1))),
-            })
-    })
+    IO::tail_rec(
+        (0u32, None::<TcpStream>, 0u32),
+        move |(value, conn, tries)| {
+            if value == 10 {
+                return IO::pure(ControlFlow::Break(()));
+            }
+            if tries > 200 {
+                return IO::raise_error(io::Error::other("the server never came back"));
+            }
+            let acked = acked.clone();
+            let connected = match conn {
+                Some(conn) => IO::pure(conn),
+                None => TcpStream::connect_host("server:9"),
+            };
+            connected
+                .flat_map(move |conn| {
+                    let reader = conn.clone();
+                    conn.write_all(value.to_le_bytes().to_vec())
+                        .product_r(reader.read_exact(2))
+                        .map(move |_| conn)
+                })
+                .attempt()
+                .flat_map(move |result| match result {
+                    Ok(conn) => {
+                        acked.lock().unwrap().push(value);
+                        IO::pure(ControlFlow::Continue((value + 1, Some(conn), 0)))
+                    }
+                    Err(_) => IO::sleep(ms(20))
+                        .map(move |()| ControlFlow::Continue((value, None, tries + 1))),
+                })
+        },
+    )
 }
 
 fn store_program(run: &mut spindle_sim::Run, lossy: bool) -> IO<(), io::Error> {
@@ -595,21 +624,24 @@ fn store_program(run: &mut spindle_sim::Run, lossy: bool) -> IO<(), io::Error> {
     let server_disk = disk.clone();
     run.host("server", move || store_server(server_disk.clone(), lossy));
     let (check_disk, check_acked) = (disk.clone(), acked.clone());
-    run.check_at_end("every acknowledged value is on the server's disk", move || {
-        let disk = check_disk.lock().unwrap();
-        let lost: Vec<u32> = check_acked
-            .lock()
-            .unwrap()
-            .iter()
-            .copied()
-            .filter(|v| !disk.contains(v))
-            .collect();
-        if lost.is_empty() {
-            Ok(())
-        } else {
-            Err(format!("acknowledged but lost: {lost:?}"))
-        }
-    });
+    run.check_at_end(
+        "every acknowledged value is on the server's disk",
+        move || {
+            let disk = check_disk.lock().unwrap();
+            let lost: Vec<u32> = check_acked
+                .lock()
+                .unwrap()
+                .iter()
+                .copied()
+                .filter(|v| !disk.contains(v))
+                .collect();
+            if lost.is_empty() {
+                Ok(())
+            } else {
+                Err(format!("acknowledged but lost: {lost:?}"))
+            }
+        },
+    );
     // The last values' batch gets its 10 ms to reach the disk.
     store_client(acked).product_r(IO::sleep(ms(30)))
 }
@@ -638,9 +670,16 @@ fn a_server_that_acknowledges_before_its_write_is_durable_loses_a_write_when_it_
     );
     // Seed 1 of 0..100 (22 of the 100 seeds fail: those where the server
     // crashes with a batch not yet on its disk).
-    assert!(failure.key.seed < 10, "found within 10 seeds: {}", failure.key);
     assert!(
-        failure.network.iter().any(|e| e.what.contains("server crashed")),
+        failure.key.seed < 10,
+        "found within 10 seeds: {}",
+        failure.key
+    );
+    assert!(
+        failure
+            .network
+            .iter()
+            .any(|e| e.what.contains("server crashed")),
         "{failure}"
     );
     let again = sim.replay(&failure.key, |run| store_program(run, true));
@@ -649,7 +688,9 @@ fn a_server_that_acknowledges_before_its_write_is_durable_loses_a_write_when_it_
 
 #[test]
 fn a_server_that_writes_before_it_acknowledges_keeps_every_write_over_the_same_seeds() {
-    crashing_sim().check(|run| store_program(run, false)).unwrap();
+    crashing_sim()
+        .check(|run| store_program(run, false))
+        .unwrap();
 }
 
 // ----- planted bug: a UDP client that takes any reply as the answer -----
@@ -663,7 +704,9 @@ fn square_server() -> IO<(), io::Error> {
                 let text = String::from_utf8_lossy(&request).into_owned();
                 let (id, n) = text.split_once(':').unwrap_or(("0", "0"));
                 let n: u64 = n.parse().unwrap_or(0);
-                replier.send_to(format!("{id}:{}", n * n).into_bytes(), from).void()
+                replier
+                    .send_to(format!("{id}:{}", n * n).into_bytes(), from)
+                    .void()
             })
         })
         .void()
@@ -676,8 +719,8 @@ fn square_server() -> IO<(), io::Error> {
 /// answers.
 fn square_client(server: IpAddr, check_id: bool) -> IO<Vec<(u64, u64)>, io::Error> {
     let to = SocketAddr::new(server, 53);
-    let bound = UdpSocket::bind(any(0))
-        .flat_map(move |socket| socket.connect(to).map(move |()| socket));
+    let bound =
+        UdpSocket::bind(any(0)).flat_map(move |socket| socket.connect(to).map(move |()| socket));
     bound.flat_map(move |socket| {
         IO::tail_rec((1u64, Vec::new()), move |(n, mut answers)| {
             if n > 5 {
@@ -693,7 +736,8 @@ fn square_client(server: IpAddr, check_id: bool) -> IO<Vec<(u64, u64)>, io::Erro
                     receiver.recv(64).map(move |reply| {
                         let text = String::from_utf8_lossy(&reply).into_owned();
                         let (rid, value) = text.split_once(':').unwrap_or(("0", "0"));
-                        let (rid, value) = (rid.parse().unwrap_or(0u64), value.parse().unwrap_or(0u64));
+                        let (rid, value) =
+                            (rid.parse().unwrap_or(0u64), value.parse().unwrap_or(0u64));
                         if check_id && rid != id {
                             ControlFlow::Continue(())
                         } else {
@@ -749,15 +793,23 @@ fn lossy_udp_sim() -> Sim {
 fn a_udp_client_that_takes_any_reply_as_the_answer_is_caught_under_loss_and_duplication() {
     let sim = lossy_udp_sim();
     let failure = sim.check(|run| square_program(run, false)).unwrap_err();
-    assert!(matches!(failure.kind, FailureKind::Invariant(_)), "{failure}");
+    assert!(
+        matches!(failure.kind, FailureKind::Invariant(_)),
+        "{failure}"
+    );
     // Seed 0 (95 of the seeds 0..100 fail).
-    assert!(failure.key.seed < 5, "found within 5 seeds: {}", failure.key);
+    assert!(
+        failure.key.seed < 5,
+        "found within 5 seeds: {}",
+        failure.key
+    );
     let again = sim.replay(&failure.key, |run| square_program(run, false));
     assert_eq!(again.failure.map(|f| f.kind), Some(failure.kind));
 }
 
 #[test]
 fn a_udp_client_that_matches_replies_to_requests_passes_over_the_same_seeds() {
-    lossy_udp_sim().check(|run| square_program(run, true)).unwrap();
+    lossy_udp_sim()
+        .check(|run| square_program(run, true))
+        .unwrap();
 }
-

@@ -175,7 +175,9 @@ impl NetConfig {
             ("crashes", self.crashes),
         ] {
             if !(0.0..=1.0).contains(&p) {
-                return Err(format!("`{name}` must be a probability in 0.0..=1.0, not {p}"));
+                return Err(format!(
+                    "`{name}` must be a probability in 0.0..=1.0, not {p}"
+                ));
             }
         }
         for (name, (min, max)) in [

@@ -98,8 +98,8 @@ use std::time::Duration;
 
 use spindle_core::{Callback, IO};
 use spindle_net::driver::{
-    Direction, IoDriver, Readiness, Registration, VirtualDatagram, VirtualListener,
-    VirtualNetwork, VirtualStream,
+    Direction, IoDriver, Readiness, Registration, VirtualDatagram, VirtualListener, VirtualNetwork,
+    VirtualStream,
 };
 
 pub use config::NetConfig;
@@ -304,7 +304,9 @@ impl VirtualDatagram for SimDatagram {
     }
 
     fn send_to(&self, data: &[u8], addr: SocketAddr) -> io::Result<usize> {
-        self.0.network.with(|net| net.send_to(self.0.id, data, addr))
+        self.0
+            .network
+            .with(|net| net.send_to(self.0.id, data, addr))
     }
 
     fn recv_from(&self, max: usize) -> io::Result<(Vec<u8>, SocketAddr)> {

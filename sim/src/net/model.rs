@@ -104,7 +104,11 @@ enum Ev {
     /// The head of a stream's outgoing segments is due.
     Pipe(usize),
     /// A connection attempt reaches its destination (first sent at `born`).
-    Syn { client: usize, dst: usize, born: u64 },
+    Syn {
+        client: usize,
+        dst: usize,
+        born: u64,
+    },
     /// A refusal reaches the client.
     Refused(usize),
     Datagram {
@@ -258,7 +262,11 @@ impl Net {
         for _ in 0..=(u16::MAX - EPHEMERAL) {
             let h = &mut self.hosts[host];
             let port = h.next_port;
-            h.next_port = if port == u16::MAX { EPHEMERAL } else { port + 1 };
+            h.next_port = if port == u16::MAX {
+                EPHEMERAL
+            } else {
+                port + 1
+            };
             let taken = if udp {
                 self.udp_ports.contains_key(&(host, port))
             } else {
@@ -275,7 +283,10 @@ impl Net {
         if self.host_of_ip(addr.ip(), host) != Some(host) {
             return Err(err(
                 io::ErrorKind::AddrNotAvailable,
-                &format!("{addr} is not an address of host {:?}", self.hosts[host].name),
+                &format!(
+                    "{addr} is not an address of host {:?}",
+                    self.hosts[host].name
+                ),
             ));
         }
         if addr.port() == 0 {
@@ -616,7 +627,11 @@ impl Net {
         let s = self.stream(id);
         let at = at.max(s.last_at);
         s.last_at = at;
-        s.out.push_back(Seg { at, born: now, kind });
+        s.out.push_back(Seg {
+            at,
+            born: now,
+            kind,
+        });
         if !s.out_scheduled {
             s.out_scheduled = true;
             self.schedule(at, Ev::Pipe(id));
@@ -759,7 +774,10 @@ impl Net {
             return Err(err(kind, "connection ended"));
         }
         if s.wr_shut {
-            return Err(err(io::ErrorKind::BrokenPipe, "the writing side is shut down"));
+            return Err(err(
+                io::ErrorKind::BrokenPipe,
+                "the writing side is shut down",
+            ));
         }
         if s.conn != Conn::Established || s.unacked >= cap {
             return Err(would_block());
@@ -943,8 +961,13 @@ impl Net {
         let host = self.socks[id].host;
         let dead = self.socks[id].dead;
         let waiters = core::mem::take(&mut self.socks[id].waiters);
-        self.garbage
-            .extend(waiters.read.into_iter().chain(waiters.write).map(|(_, w)| w));
+        self.garbage.extend(
+            waiters
+                .read
+                .into_iter()
+                .chain(waiters.write)
+                .map(|(_, w)| w),
+        );
         match &mut self.socks[id].kind {
             Kind::Listener(l) => {
                 l.closed = true;
