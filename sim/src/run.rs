@@ -428,6 +428,7 @@ where
         },
         network.clone(),
     );
+    network.lock().executor = Arc::downgrade(&handle.shared);
     let current = Current::enter(handle.clone());
     let mut run = Run {
         seed: key.seed,

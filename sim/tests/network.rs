@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use spindle_effect::prelude::*;
 use spindle_net::{TcpListener, TcpStream, UdpSocket};
-use spindle_sim::{FailureKind, NetConfig, ReplayKey, Sim, invariant, net};
+use spindle_sim::{FailureKind, Fault, NetConfig, ReplayKey, Sim, invariant, net};
 
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
@@ -682,6 +682,11 @@ fn a_server_that_acknowledges_before_its_write_is_durable_loses_a_write_when_it_
             .any(|e| e.what.contains("server crashed")),
         "{failure}"
     );
+    // Shrinking keeps the crash that lost the write.
+    assert!(
+        matches!(&failure.faults[..], [Fault::Crash { host, .. }] if host == "server"),
+        "{failure}"
+    );
     let again = sim.replay(&failure.key, |run| store_program(run, true));
     assert_eq!(again.failure.map(|f| f.kind), Some(failure.kind));
 }
@@ -812,4 +817,35 @@ fn a_udp_client_that_matches_replies_to_requests_passes_over_the_same_seeds() {
     lossy_udp_sim()
         .check(|run| square_program(run, true))
         .unwrap();
+}
+
+#[test]
+fn shrinking_leaves_out_the_partitions_a_lost_write_does_not_need() {
+    let sim = Sim::builder()
+        .seeds(0..100)
+        .network(
+            NetConfig::default()
+                .latency(ms(1), ms(3))
+                .jitter(ms(1))
+                .crashes(0.05)
+                .restart_after(ms(20), ms(100))
+                .partitions(0.2)
+                .partition_length(ms(5), ms(20)),
+        )
+        .build()
+        .unwrap();
+    let failure = sim.check(|run| store_program(run, true)).unwrap_err();
+    assert!(
+        failure.faults_before_shrinking > failure.faults.len(),
+        "{failure}"
+    );
+    assert!(
+        failure
+            .faults
+            .iter()
+            .all(|f| matches!(f, Fault::Crash { .. })),
+        "{failure}"
+    );
+    let again = sim.replay(&failure.key, |run| store_program(run, true));
+    assert_eq!(again.failure.map(|f| f.kind), Some(failure.kind));
 }

@@ -74,6 +74,12 @@
 //!   made: a seed replays the network exactly, and its record of
 //!   partitions, heals, crashes and restarts
 //!   ([`RunReport::network`](crate::RunReport::network)) with it.
+//! * Random partitions and crashes are faults of the run
+//!   ([`Fault::Partition`](crate::Fault::Partition),
+//!   [`Fault::Crash`](crate::Fault::Crash)), numbered with the others: a
+//!   failure's report lists them, and shrinking leaves out those the
+//!   failure does not need (the replay key names them). Delays, losses
+//!   and duplicates are not recorded one by one (there is one per packet).
 //! * A socket's readiness changes only under the network's lock, where a
 //!   fiber's wait also checks it before it registers: no wake-up is lost.
 //!   A waiting fiber is resumed through its callback, i.e. the executor's

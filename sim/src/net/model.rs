@@ -9,8 +9,12 @@ use std::time::Duration;
 use spindle_core::Callback;
 use spindle_net::driver::Direction;
 
+use std::sync::Weak;
+
 use super::NetEvent;
 use super::config::NetParams;
+use crate::Fault;
+use crate::executor::Shared;
 use crate::rng::SimRng;
 
 pub(crate) type Waker = Callback<(), io::Error>;
@@ -146,6 +150,9 @@ pub(crate) struct Net {
     pub(crate) restarts: Vec<usize>,
     /// The run ended: handles dropped from now on find nothing.
     pub(crate) shut: bool,
+    /// The executor, whose record of faults numbers the network's
+    /// partitions and crashes (and says which shrinking left out).
+    pub(crate) executor: Weak<Shared>,
 }
 
 fn err(kind: io::ErrorKind, what: &str) -> io::Error {
@@ -183,6 +190,7 @@ impl Net {
             crashed: Vec::new(),
             restarts: Vec::new(),
             shut: false,
+            executor: Weak::new(),
         };
         net.add_host("main", false);
         net
@@ -365,16 +373,44 @@ impl Net {
         }
     }
 
+    /// A fault came out of the network's generator: numbered in the run's
+    /// record of faults, and injected unless shrinking left it out.
+    fn decide(&mut self, fault: impl FnOnce(u32) -> Fault) -> bool {
+        let Some(shared) = self.executor.upgrade() else {
+            return true;
+        };
+        let mut state = shared.state();
+        let (number, inject) = state.faults.decide();
+        if inject {
+            state.faults.injected.push(fault(number));
+        }
+        inject
+    }
+
     /// A packet leaves `a` for `b`: maybe a random partition starts.
     fn maybe_partition(&mut self, a: usize, b: usize) {
         if a == b || self.p.partitions == 0 || !self.rng.chance(self.p.partitions) {
             return;
         }
+        let length = self.draw(self.p.partition_length);
         if self.partitioned(a, b) {
             return;
         }
-        let until = self.now + self.draw(self.p.partition_length);
-        self.partition(a, b, Some(until));
+        let (na, nb, at) = (
+            self.hosts[a].name.clone(),
+            self.hosts[b].name.clone(),
+            Duration::from_nanos(self.now),
+        );
+        let inject = self.decide(|number| Fault::Partition {
+            number,
+            a: na,
+            b: nb,
+            at,
+            length: Duration::from_nanos(length),
+        });
+        if inject {
+            self.partition(a, b, Some(self.now + length));
+        }
     }
 
     /// A packet arrives at `host`: maybe it crashes instead.
@@ -382,12 +418,24 @@ impl Net {
         if self.p.crashes == 0 || !self.rng.chance(self.p.crashes) {
             return false;
         }
+        let after = self.draw(self.p.restart_after);
         if !self.hosts[host].restartable || !self.hosts[host].up {
             return false;
         }
-        let after = self.draw(self.p.restart_after);
-        self.crash(host, Some(after));
-        true
+        let (name, at) = (
+            self.hosts[host].name.clone(),
+            Duration::from_nanos(self.now),
+        );
+        let inject = self.decide(|number| Fault::Crash {
+            number,
+            host: name,
+            at,
+            restart_after: Duration::from_nanos(after),
+        });
+        if inject {
+            self.crash(host, Some(after));
+        }
+        inject
     }
 
     // ----- waiters -----
