@@ -367,6 +367,56 @@ impl Run {
     }
 }
 
+impl Run {
+    /// The number of the host named `name`, or a setup error.
+    fn host_number(&mut self, name: &str) -> Option<usize> {
+        let found = self.network.lock().host_named(name);
+        if found.is_none() {
+            self.setup_error.get_or_insert_with(|| {
+                format!("no host is named {name:?} (add it with `Run::host` first)")
+            });
+        }
+        found
+    }
+
+    /// Schedules a partition between the hosts `a` and `b` (both ways)
+    /// from virtual time `from` until `until` (`None`: until the program
+    /// heals it with [`net::heal`](crate::net::heal)). The hosts must be
+    /// added first; an unknown name fails the run as
+    /// [`FailureKind::Setup`]. For partitions at random, see
+    /// [`NetConfig::partitions`](crate::NetConfig::partitions).
+    pub fn partition(&mut self, a: &str, b: &str, from: Duration, until: Option<Duration>) {
+        let (Some(a), Some(b)) = (self.host_number(a), self.host_number(b)) else {
+            return;
+        };
+        let from = nanos(from);
+        // `with`: the run loop sees the event (its next time) at once.
+        self.network
+            .with(|net| net.schedule_partition(a, b, from, until.map(nanos)));
+    }
+
+    /// Schedules a crash of `host` at virtual time `at`; it restarts
+    /// `restart_after` later (`None`: never). See [`crate::net`] for what
+    /// a crash does. The main host cannot crash, and an unknown name
+    /// fails the run: [`FailureKind::Setup`].
+    pub fn crash(&mut self, host: &str, at: Duration, restart_after: Option<Duration>) {
+        let Some(h) = self.host_number(host) else {
+            return;
+        };
+        if h == 0 {
+            self.setup_error
+                .get_or_insert_with(|| "the main host cannot crash".to_string());
+            return;
+        }
+        self.network
+            .with(|net| net.schedule_crash(h, nanos(at), restart_after.map(nanos)));
+    }
+}
+
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
 /// Starts (or restarts) a host's program: its root fiber belongs to it.
 fn start_host(handle: &SimHandle, program: &mut HostProgram) {
     let io = (program.factory)();

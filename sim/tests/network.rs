@@ -849,3 +849,62 @@ fn shrinking_leaves_out_the_partitions_a_lost_write_does_not_need() {
     let again = sim.replay(&failure.key, |run| store_program(run, true));
     assert_eq!(again.failure.map(|f| f.kind), Some(failure.kind));
 }
+
+#[test]
+fn scheduled_partitions_and_crashes_happen_at_their_virtual_times() {
+    let sim = Sim::builder().seeds(0..10).build().unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let record = seen.clone();
+    sim.check(move |run| {
+        run.host("server", || echo_server(7));
+        run.partition("main", "server", ms(100), Some(ms(200)));
+        run.crash("server", ms(300), Some(ms(50)));
+        let record = record.clone();
+        let attempt_at = move |at: u64| {
+            let record = record.clone();
+            IO::sleep(ms(at)).product_r(
+                TcpStream::connect_host("server:7")
+                    .flat_map(|conn| {
+                        let reader = conn.clone();
+                        conn.write_all(b"x".to_vec())
+                            .product_r(reader.read_exact(1))
+                    })
+                    .attempt()
+                    .flat_map(move |r| {
+                        IO::monotonic().map(move |t| {
+                            record.lock().unwrap().push((at, r.is_ok(), t));
+                        })
+                    }),
+            )
+        };
+        // Before, during (held until the heal at 200 ms), after the
+        // partition; during the crash (held until the restart at 350 ms).
+        attempt_at(10)
+            .product_r(attempt_at(140))
+            .product_r(attempt_at(310))
+    })
+    .unwrap();
+    let seen = seen.lock().unwrap().clone();
+    // The last seed's run: every attempt succeeded, the second after the
+    // heal, the third after the restart.
+    let last = &seen[seen.len() - 3..];
+    assert!(last.iter().all(|&(_, ok, _)| ok), "{last:?}");
+    assert!(last[0].2 < ms(100), "{last:?}");
+    assert!(last[1].2 >= ms(200), "{last:?}");
+    assert!(last[2].2 >= ms(350), "{last:?}");
+}
+
+#[test]
+fn scheduling_a_fault_for_an_unknown_host_is_a_setup_failure() {
+    let sim = Sim::builder().seeds(0..1).build().unwrap();
+    let failure = sim
+        .check(|run| {
+            run.crash("nobody", ms(1), None);
+            IO::<(), ()>::unit()
+        })
+        .unwrap_err();
+    assert!(
+        matches!(&failure.kind, FailureKind::Setup(m) if m.contains("nobody")),
+        "{failure}"
+    );
+}

@@ -52,11 +52,12 @@
 //! * **Partitions.** Between two hosts, both ways: random ones (each packet
 //!   between two hosts starts one with probability
 //!   [`NetConfig::partitions`], healing after
-//!   [`NetConfig::partition_length`]), and the program's own
+//!   [`NetConfig::partition_length`]), and the program's own: scheduled
+//!   when it is built ([`Run::partition`]) or made while it runs
 //!   ([`partition`], [`heal`]).
 //! * **Crashes.** A host started with [`Run::host`] crashes when a packet
-//!   reaches it, with probability [`NetConfig::crashes`], or when the
-//!   program calls [`crash`]. A crash is abrupt: the host's fibers are
+//!   reaches it, with probability [`NetConfig::crashes`], when the
+//!   program calls [`crash`], or at the time given to [`Run::crash`]. A crash is abrupt: the host's fibers are
 //!   stopped where they are and freed, **without running their finalizers**
 //!   (a process that dies does not run its `finally` blocks; state the
 //!   program kept outside the host's fibers, such as a `Ref` standing for
@@ -92,6 +93,8 @@
 //! of named hosts on one seeded clock); the code is this crate's own.
 //!
 //! [`Run::host`]: crate::Run::host
+//! [`Run::partition`]: crate::Run::partition
+//! [`Run::crash`]: crate::Run::crash
 
 mod config;
 mod model;

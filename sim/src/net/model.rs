@@ -122,6 +122,17 @@ enum Ev {
         data: Vec<u8>,
     },
     Restart(usize),
+    /// A partition the program scheduled ([`crate::Run::partition`]).
+    Partition {
+        a: usize,
+        b: usize,
+        until: Option<u64>,
+    },
+    /// A crash the program scheduled ([`crate::Run::crash`]).
+    Crash {
+        host: usize,
+        restart_after: Option<u64>,
+    },
 }
 
 /// The whole network of one run.
@@ -364,6 +375,22 @@ impl Net {
             )),
             None => self.note(format!("partition {na} | {nb}")),
         }
+    }
+
+    /// Schedules a partition from `from` until `until` (nanoseconds).
+    pub(crate) fn schedule_partition(&mut self, a: usize, b: usize, from: u64, until: Option<u64>) {
+        self.schedule(from, Ev::Partition { a, b, until });
+    }
+
+    /// Schedules a crash of `host` at `at`.
+    pub(crate) fn schedule_crash(&mut self, host: usize, at: u64, restart_after: Option<u64>) {
+        self.schedule(
+            at,
+            Ev::Crash {
+                host,
+                restart_after,
+            },
+        );
     }
 
     pub(crate) fn heal(&mut self, a: usize, b: usize) {
@@ -1122,6 +1149,11 @@ impl Net {
                     data,
                 } => self.on_datagram(dst, port, from, data),
                 Ev::Restart(host) => self.restart(host),
+                Ev::Partition { a, b, until } => self.partition(a, b, until),
+                Ev::Crash {
+                    host,
+                    restart_after,
+                } => self.crash(host, restart_after),
             }
         }
     }
