@@ -75,7 +75,10 @@
 //!   hosts ([`Run::host`]) on virtual addresses, with no system socket:
 //!   packets arrive after a seeded latency and jitter, and the network's
 //!   faults ([`SimBuilder::network`], [`NetConfig`]: loss, duplication,
-//!   partitions, host crashes and restarts) are drawn from the seed too.
+//!   partitions, host crashes and restarts) are drawn from the seed too
+//!   (partitions and crashes are numbered faults, which shrinking may
+//!   leave out), or scheduled by the program ([`Run::partition`],
+//!   [`Run::crash`], [`net::partition`], [`net::crash`]).
 //!
 //! A run fails ([`FailureKind`]) when the main fiber ends with an error, a
 //! panic or a cancellation; when a host's program ends with an error or a

@@ -13,7 +13,9 @@
 //! I/O driver (`spindle_net::driver::with_driver`): so
 //! `TcpListener::bind("0.0.0.0:6379")` (or `127.0.0.1`, or the host's own
 //! address) binds on that host, `TcpStream::connect` connects from it, and
-//! `connect_host("server:6379")` resolves the host name. Unix-domain
+//! `connect_host("server:6379")` resolves the host name (`localhost`
+//! is the host itself). A socket's local address is its host's address
+//! and port, whichever of these it was bound to. Unix-domain
 //! sockets and `AsyncFd` are refused (`Unsupported`): a simulated host has
 //! no file descriptors.
 //!
