@@ -223,6 +223,19 @@ struct Handle {
     id: usize,
 }
 
+impl Handle {
+    /// Runs a socket call on the network (an error once the run has ended
+    /// and the network is emptied: no fiber runs then, but a drop might).
+    fn op<R>(&self, f: impl FnOnce(&mut Net, usize) -> io::Result<R>) -> io::Result<R> {
+        self.network.with(|net| {
+            if net.shut {
+                return Err(io::Error::other("spindle-sim: the simulation has ended"));
+            }
+            f(net, self.id)
+        })
+    }
+}
+
 impl Drop for Handle {
     fn drop(&mut self) {
         self.network.with(|net| net.close(self.id));
@@ -257,7 +270,7 @@ impl VirtualListener for SimListener {
     }
 
     fn accept(&self) -> io::Result<(Arc<dyn VirtualStream>, SocketAddr)> {
-        let (id, peer) = self.0.network.with(|net| net.accept(self.0.id))?;
+        let (id, peer) = self.0.op(|net, id| net.accept(id))?;
         let stream: Arc<dyn VirtualStream> = Arc::new(SimStream(Handle {
             network: self.0.network.clone(),
             id,
@@ -266,7 +279,7 @@ impl VirtualListener for SimListener {
     }
 
     fn local_addr(&self) -> io::Result<SocketAddr> {
-        Ok(self.0.network.lock().listener_addr(self.0.id))
+        self.0.op(|net, id| Ok(net.listener_addr(id)))
     }
 }
 
@@ -276,32 +289,31 @@ impl VirtualStream for SimStream {
     }
 
     fn recv(&self, buf: &mut Vec<u8>, max: usize) -> io::Result<usize> {
-        self.0.network.with(|net| net.recv(self.0.id, buf, max))
+        self.0.op(|net, id| net.recv(id, buf, max))
     }
 
     fn send(&self, data: &[u8]) -> io::Result<usize> {
-        self.0.network.with(|net| net.send(self.0.id, data))
+        self.0.op(|net, id| net.send(id, data))
     }
 
     fn shutdown(&self, how: Shutdown) -> io::Result<()> {
-        self.0.network.with(|net| net.shutdown(self.0.id, how))
+        self.0.op(|net, id| net.shutdown(id, how))
     }
 
     fn take_error(&self) -> io::Result<Option<io::Error>> {
-        Ok(self.0.network.lock().take_error(self.0.id))
+        self.0.op(|net, id| Ok(net.take_error(id)))
     }
 
     fn local_addr(&self) -> io::Result<SocketAddr> {
-        Ok(self.0.network.lock().stream_addrs(self.0.id).0)
+        self.0.op(|net, id| Ok(net.stream_addrs(id).0))
     }
 
     fn peer_addr(&self) -> io::Result<SocketAddr> {
-        self.0
-            .network
-            .lock()
-            .stream_addrs(self.0.id)
-            .1
-            .ok_or_else(|| io::Error::from(io::ErrorKind::NotConnected))
+        self.0.op(|net, id| {
+            net.stream_addrs(id)
+                .1
+                .ok_or_else(|| io::Error::from(io::ErrorKind::NotConnected))
+        })
     }
 
     fn set_nodelay(&self, _nodelay: bool) -> io::Result<()> {
@@ -321,24 +333,23 @@ impl VirtualDatagram for SimDatagram {
     }
 
     fn recv_from(&self, max: usize) -> io::Result<(Vec<u8>, SocketAddr)> {
-        self.0.network.with(|net| net.recv_from(self.0.id, max))
+        self.0.op(|net, id| net.recv_from(id, max))
     }
 
     fn connect(&self, addr: SocketAddr) -> io::Result<()> {
-        self.0.network.with(|net| net.udp_connect(self.0.id, addr))
+        self.0.op(|net, id| net.udp_connect(id, addr))
     }
 
     fn peer_addr(&self) -> io::Result<SocketAddr> {
-        self.0
-            .network
-            .lock()
-            .udp_addrs(self.0.id)
-            .1
-            .ok_or_else(|| io::Error::from(io::ErrorKind::NotConnected))
+        self.0.op(|net, id| {
+            net.udp_addrs(id)
+                .1
+                .ok_or_else(|| io::Error::from(io::ErrorKind::NotConnected))
+        })
     }
 
     fn local_addr(&self) -> io::Result<SocketAddr> {
-        Ok(self.0.network.lock().udp_addrs(self.0.id).0)
+        self.0.op(|net, id| Ok(net.udp_addrs(id).0))
     }
 }
 
