@@ -6,6 +6,7 @@
 use core::fmt;
 use core::str::FromStr;
 use std::collections::BTreeMap;
+use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -13,9 +14,6 @@ use std::time::Duration;
 use spindle_core::executor::support::TimerHeap;
 use spindle_core::executor::support::WeakFibers;
 use spindle_core::{Executor, Fiber, FiberDump, FiberId, FiberInfo, IO, Outcome, Ran, Trace};
-
-use std::net::IpAddr;
-
 use spindle_net::driver::with_driver;
 
 use crate::config::Config;
@@ -296,6 +294,7 @@ impl fmt::Debug for Run {
         f.debug_struct("Run")
             .field("seed", &self.seed)
             .field("checks", &self.checks.len())
+            .field("hosts", &self.hosts.len())
             .finish()
     }
 }
@@ -365,9 +364,7 @@ impl Run {
         });
         ip
     }
-}
 
-impl Run {
     /// The number of the host named `name`, or a setup error.
     fn host_number(&mut self, name: &str) -> Option<usize> {
         let found = self.network.lock().host_named(name);
