@@ -496,6 +496,34 @@ fn a_connect_during_a_partition_times_out_and_succeeds_once_healed() {
 }
 
 #[test]
+fn a_connection_whose_acceptance_is_held_past_the_tcp_timeout_fails_with_timed_out() {
+    // The server accepts at 10 ms; a partition from 15 ms holds its
+    // answer, until the connection times out (1 s) at both ends.
+    let sim = Sim::builder()
+        .seeds(0..1)
+        .network(
+            NetConfig::default()
+                .latency(ms(10), ms(10))
+                .tcp_timeout(Duration::from_secs(1)),
+        )
+        .build()
+        .unwrap();
+    let seen = Arc::new(Mutex::new(None));
+    let slot = seen.clone();
+    sim.check(move |run| {
+        run.host("server", || echo_server(7));
+        run.partition("main", "server", ms(15), None);
+        let slot = slot.clone();
+        TcpStream::connect_host("server:7")
+            .attempt()
+            .map(move |r| *slot.lock().unwrap() = Some(r.err().map(|e| e.kind())))
+    })
+    .unwrap();
+    let kind = seen.lock().unwrap().take();
+    assert_eq!(kind, Some(Some(io::ErrorKind::TimedOut)));
+}
+
+#[test]
 fn a_crashed_server_resets_its_connections_and_serves_again_after_its_restart() {
     let sim = Sim::builder().seeds(0..20).build().unwrap();
     let starts = Arc::new(Mutex::new(Vec::new()));

@@ -481,6 +481,10 @@ impl Net {
         self.wake(id, Direction::Write);
     }
 
+    /// Whether a call for `direction` would not fail with `WouldBlock`
+    /// (it completes, or fails otherwise). This must agree with the calls
+    /// exactly: a socket ready by this test whose call blocks would make
+    /// its fiber retry forever without time passing.
     pub(crate) fn ready(&self, id: usize, direction: Direction) -> bool {
         let sock = &self.socks[id];
         if sock.dead {
@@ -598,6 +602,9 @@ impl Net {
         let Kind::Listener(l) = &mut self.socks[id].kind else {
             unreachable!("socket {id} is a listener")
         };
+        if l.closed {
+            return Err(err(io::ErrorKind::NotConnected, "the listener is closed"));
+        }
         l.backlog.pop_front().ok_or_else(would_block)
     }
 
@@ -713,26 +720,31 @@ impl Net {
         }
     }
 
-    /// Ends a connection at `id` with `kind` (and its peer with
-    /// `ConnectionReset`, or `kind` when both ends time out).
-    fn reset(&mut self, id: usize, kind: io::ErrorKind, peer_kind: Option<io::ErrorKind>) {
-        let peer = {
-            let s = self.stream(id);
-            if s.error.is_none() {
-                s.error = Some(kind);
-            }
-            s.out.clear();
-            s.peer.take()
-        };
+    /// Ends one end of a connection with `kind`: every later call fails
+    /// with it, and an attempt still in progress ends with it
+    /// (`take_error`), so that a connect waiting for the end sees it.
+    fn end(&mut self, id: usize, kind: io::ErrorKind) -> Option<usize> {
+        let s = self.stream(id);
+        if s.conn == Conn::Connecting {
+            s.conn = Conn::Failed;
+            s.pending = Some(kind);
+        }
+        if s.error.is_none() {
+            s.error = Some(kind);
+        }
+        s.out.clear();
+        let peer = s.peer.take();
         self.wake_both(id);
+        peer
+    }
+
+    /// Ends a connection at `id` with `kind` (and its peer with
+    /// `peer_kind`: `ConnectionReset`, or `TimedOut` when both ends time
+    /// out; `None`: the peer does not learn of it).
+    fn reset(&mut self, id: usize, kind: io::ErrorKind, peer_kind: Option<io::ErrorKind>) {
+        let peer = self.end(id, kind);
         if let (Some(peer), Some(peer_kind)) = (peer, peer_kind) {
-            let p = self.stream(peer);
-            p.peer = None;
-            if p.error.is_none() {
-                p.error = Some(peer_kind);
-            }
-            p.out.clear();
-            self.wake_both(peer);
+            self.end(peer, peer_kind);
         }
     }
 
@@ -791,7 +803,7 @@ impl Net {
                         return;
                     }
                     p.conn = Conn::Established;
-                    self.wake(peer, Direction::Write);
+                    self.wake_both(peer);
                 }
                 SegKind::Data(bytes) => {
                     let p = self.stream(peer);
@@ -999,6 +1011,9 @@ impl Net {
             return Err(err(io::ErrorKind::NotConnected, "the host crashed"));
         }
         let u = self.udp(id);
+        if u.closed {
+            return Err(err(io::ErrorKind::NotConnected, "the socket is closed"));
+        }
         while let Some((mut data, from)) = u.queue.pop_front() {
             if u.connected.is_some_and(|c| c != from) {
                 continue;
