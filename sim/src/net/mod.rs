@@ -59,8 +59,9 @@
 //!   ([`partition`], [`heal`]).
 //! * **Crashes.** A host started with [`Run::host`] crashes when a packet
 //!   reaches it, with probability [`NetConfig::crashes`], when the
-//!   program calls [`crash`], or at the time given to [`Run::crash`]. A crash is abrupt: the host's fibers are
-//!   stopped where they are and freed, **without running their finalizers**
+//!   program calls [`crash`], or at the time given to [`Run::crash`]. A
+//!   crash is abrupt: the host's fibers are stopped where they are and
+//!   freed, **without running their finalizers**
 //!   (a process that dies does not run its `finally` blocks; state the
 //!   program kept outside the host's fibers, such as a `Ref` standing for
 //!   its disk, survives). Its sockets are gone: their peers' next read or
@@ -87,7 +88,9 @@
 //!   fiber's wait also checks it before it registers: no wake-up is lost.
 //!   A waiting fiber is resumed through its callback, i.e. the executor's
 //!   ordinary scheduling, after the lock is released; canceling the wait
-//!   removes the waiter.
+//!   removes the waiter. A socket is ready for a direction exactly when
+//!   its call for that direction would not fail with `WouldBlock`, so a
+//!   woken operation never spins without time passing.
 //! * A fiber of a crashed host is never run again: it is taken out of the
 //!   ready set at the crash, and dropped when anything schedules it later.
 //!
