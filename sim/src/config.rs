@@ -8,6 +8,7 @@ use std::time::Duration;
 use spindle_core::{FiberConfig, TracingMode};
 
 use crate::Sim;
+use crate::net::{NetConfig, NetParams};
 use crate::rng::threshold;
 use crate::strategy::Strategy;
 
@@ -53,6 +54,7 @@ pub struct SimBuilder {
     no_fibers_left: bool,
     shrink: bool,
     tracing: TracingMode,
+    network: NetConfig,
 }
 
 impl Default for SimBuilder {
@@ -70,6 +72,7 @@ impl Default for SimBuilder {
             no_fibers_left: false,
             shrink: true,
             tracing: TracingMode::Cached,
+            network: NetConfig::default(),
         }
     }
 }
@@ -94,6 +97,9 @@ pub enum SimConfigError {
     MaxClockJumpZero,
     /// The fiber configuration was refused (io-core's error, as text).
     FiberConfig(String),
+    /// A setting of [`network`](SimBuilder::network) cannot be used:
+    /// which one and why.
+    Network(String),
 }
 
 impl fmt::Display for SimConfigError {
@@ -117,6 +123,7 @@ impl fmt::Display for SimConfigError {
                 f.write_str("spindle-sim: `clock_jumps` is on but `max_clock_jump` is zero")
             }
             SimConfigError::FiberConfig(e) => write!(f, "spindle-sim: fiber configuration: {e}"),
+            SimConfigError::Network(e) => write!(f, "spindle-sim: network: {e}"),
         }
     }
 }
@@ -217,6 +224,15 @@ impl SimBuilder {
         self
     }
 
+    /// The simulated network's delays and faults (default
+    /// [`NetConfig::default`]: 1 ms latency, no fault). The network is
+    /// always there: every fiber's TCP and UDP sockets run on it (see
+    /// [`crate::net`]).
+    pub fn network(mut self, network: NetConfig) -> Self {
+        self.network = network;
+        self
+    }
+
     /// Checks the settings and makes the simulator.
     pub fn build(self) -> Result<Sim, SimConfigError> {
         if self.seeds.is_empty() {
@@ -248,6 +264,7 @@ impl SimBuilder {
         if self.clock_jumps > 0.0 && self.max_clock_jump.is_zero() {
             return Err(SimConfigError::MaxClockJumpZero);
         }
+        let network = self.network.check().map_err(SimConfigError::Network)?;
         let fiber_config = FiberConfig::builder()
             .auto_yield_after(self.preempt_after)
             .tracing(self.tracing)
@@ -267,6 +284,7 @@ impl SimBuilder {
                 max_steps: self.max_steps,
                 no_fibers_left: self.no_fibers_left,
                 shrink: self.shrink,
+                network,
             },
         })
     }
@@ -286,4 +304,5 @@ pub(crate) struct Config {
     pub(crate) max_steps: u64,
     pub(crate) no_fibers_left: bool,
     pub(crate) shrink: bool,
+    pub(crate) network: NetParams,
 }

@@ -13,15 +13,20 @@
 //! 2. a clock jump (fault, with its probability): virtual time moves
 //!    forward by a random amount up to the configured maximum;
 //! 3. the timers due at the current virtual time fire, in deadline order,
-//!    which makes their fibers ready;
-//! 4. nothing ready: virtual time jumps to the next timer and the loop
-//!    goes on; no timer either: the main fiber can never end, a
-//!    [deadlock](crate::FailureKind::Deadlock);
+//!    which makes their fibers ready; then the [network](crate::net)'s
+//!    events due (packets arriving, which resume the fibers waiting for
+//!    them; hosts crashing, whose fibers are dropped; hosts restarting,
+//!    whose programs start again);
+//! 4. nothing ready: virtual time jumps to the earlier of the next timer
+//!    and the next network event, and the loop goes on; neither: the main
+//!    fiber can never end, a [deadlock](crate::FailureKind::Deadlock);
 //! 5. the strategy picks one ready task (a fiber, or the work of an
 //!    `IO::blocking` call), which runs: a fiber for one run (by default
 //!    one interpreter step: the executor's fibers auto-yield after every
 //!    step, so that every bind is a point where another fiber may run), a
-//!    blocking task to its end (it resumes its fiber);
+//!    blocking task to its end (it resumes its fiber), inside its host's
+//!    I/O driver (`spindle_net::driver::with_driver`: the sockets it makes
+//!    are on that host);
 //! 6. a fiber that suspended and may be canceled is canceled with the
 //!    configured probability (fault): it is resumed to run its
 //!    finalizers, as if another fiber had canceled it.
@@ -37,10 +42,16 @@
 //! * A ready task is in the ready set exactly once (the executor contract
 //!   hands each fiber over once); the set is a `Vec` and a pick is a
 //!   `swap_remove`, which reorders it, but deterministically.
+//! * Every fiber belongs to a host: the host being started, for a host
+//!   program's first fiber, else the host of the fiber running when it
+//!   was made. A crash starts a new incarnation of the host: its ready
+//!   tasks are dropped, and a fiber of an older incarnation is dropped
+//!   when anything schedules it (it never runs again).
 //! * When a run ends (main fiber ended, or failed), the executor is
 //!   closed: fibers still ready, timers, and fibers scheduled later are
-//!   dropped (freed; their finalizers do not run), so that nothing of one
-//!   seed leaks into the next.
+//!   dropped (freed; their finalizers do not run), and so is the network
+//!   (its waiting fibers and packets), so that nothing of one seed leaks
+//!   into the next.
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -88,6 +99,8 @@ pub(crate) struct Ready {
     /// when it ran `spawn_blocking`), for reports; a fiber's own number.
     pub(crate) owner: u32,
     pub(crate) priority: u64,
+    /// The simulated host the task belongs to (0: the main one).
+    pub(crate) host: u32,
 }
 
 /// What the run's faults did (see [`crate::Fault`]).
@@ -134,6 +147,31 @@ pub(crate) struct State {
     pub(crate) io_error_threshold: u64,
     pub(crate) cancel_threshold: u64,
     pub(crate) cancel_scope: crate::CancelScope,
+    /// Each fiber's host and the host's incarnation when the fiber was
+    /// made, by fiber number.
+    pub(crate) host_of: Vec<(u32, u32)>,
+    /// Each host's incarnation (a crash starts a new one), by host number.
+    pub(crate) host_epoch: Vec<u32>,
+    /// The host whose program the simulator is starting (its root fiber
+    /// belongs to it).
+    pub(crate) starting_host: Option<u32>,
+    /// Host programs that failed (they fail the run).
+    pub(crate) host_failures: Vec<crate::FailureKind>,
+}
+
+impl State {
+    fn epoch(&self, host: u32) -> u32 {
+        self.host_epoch.get(host as usize).copied().unwrap_or(0)
+    }
+
+    /// The host of fiber `id` (0 for none: the main host), and whether the
+    /// fiber belongs to a crashed incarnation of it.
+    pub(crate) fn host_of(&self, id: u32) -> (u32, bool) {
+        match self.host_of.get(id as usize) {
+            Some(&(host, epoch)) => (host, epoch != self.epoch(host)),
+            None => (0, false),
+        }
+    }
 }
 
 pub(crate) struct Shared {
@@ -143,6 +181,8 @@ pub(crate) struct Shared {
     pub(crate) now: AtomicU64,
     pub(crate) ids: FiberIds,
     pub(crate) closed: AtomicBool,
+    /// The simulated network of the run.
+    pub(crate) network: Arc<crate::net::Network>,
 }
 
 impl Shared {
@@ -154,7 +194,11 @@ impl Shared {
 }
 
 impl SimHandle {
-    pub(crate) fn new(config: FiberConfig, state: State) -> SimHandle {
+    pub(crate) fn new(
+        config: FiberConfig,
+        state: State,
+        network: Arc<crate::net::Network>,
+    ) -> SimHandle {
         SimHandle {
             shared: Arc::new(Shared {
                 config,
@@ -162,8 +206,37 @@ impl SimHandle {
                 now: AtomicU64::new(0),
                 ids: FiberIds::new(),
                 closed: AtomicBool::new(false),
+                network,
             }),
         }
+    }
+
+    /// Stops the fibers of the hosts the network crashed since the last
+    /// call: a new incarnation of each (its fibers scheduled later are
+    /// dropped), and its ready tasks dropped now (outside the lock).
+    pub(crate) fn apply_crashes(&self) {
+        let crashed = core::mem::take(&mut self.shared.network.lock().crashed);
+        if crashed.is_empty() {
+            return;
+        }
+        let mut stopped = Vec::new();
+        {
+            let mut state = self.shared.state();
+            for host in crashed {
+                let host = host as u32;
+                let index = host as usize;
+                if state.host_epoch.len() <= index {
+                    state.host_epoch.resize(index + 1, 0);
+                }
+                state.host_epoch[index] += 1;
+                let ready = core::mem::take(&mut state.ready);
+                let (gone, kept): (Vec<Ready>, Vec<Ready>) =
+                    ready.into_iter().partition(|r| r.host == host);
+                state.ready = kept;
+                stopped.extend(gone);
+            }
+        }
+        drop(stopped);
     }
 
     /// Queues a task (fiber `id`, or 0 for a blocking task), unless the
@@ -173,8 +246,16 @@ impl SimHandle {
             drop(task);
             return;
         }
-        let mut state = self.shared.state();
-        let state = &mut *state;
+        let mut guard = self.shared.state();
+        // A fiber (or blocking work) of a crashed host's incarnation never
+        // runs again.
+        let (host, stale) = guard.host_of(if id == 0 { guard.running } else { id });
+        if stale {
+            drop(guard);
+            drop(task);
+            return;
+        }
+        let state = &mut *guard;
         let priority = if id == 0 {
             state.picker.new_priority(&mut state.rng)
         } else {
@@ -193,6 +274,7 @@ impl SimHandle {
             id,
             owner,
             priority,
+            host,
         });
     }
 
@@ -276,7 +358,21 @@ impl Executor for SimHandle {
 
     fn fiber_created(&self, fiber: &Fiber<Self>) {
         let weak: WeakFiber = fiber.downgrade();
-        self.shared.state().fibers.push(weak);
+        let mut state = self.shared.state();
+        let state = &mut *state;
+        state.fibers.push(weak);
+        // It belongs to the host being started, or to its parent's host
+        // (the running fiber's).
+        let host = match state.starting_host {
+            Some(host) => host,
+            None => state.host_of(state.running).0,
+        };
+        let epoch = state.epoch(host);
+        let index = fiber.id().get() as usize;
+        if state.host_of.len() <= index {
+            state.host_of.resize(index + 1, (0, 0));
+        }
+        state.host_of[index] = (host, epoch);
     }
 
     fn is_shut_down(&self) -> bool {

@@ -44,7 +44,7 @@ impl Drop for Current {
     }
 }
 
-fn with_current<R>(f: impl FnOnce(&SimHandle) -> R) -> Option<R> {
+pub(crate) fn with_current<R>(f: impl FnOnce(&SimHandle) -> R) -> Option<R> {
     CURRENT.with(|c| c.borrow().as_ref().map(f))
 }
 
@@ -87,6 +87,32 @@ pub enum Fault {
         /// The step it came before.
         step: u64,
     },
+    /// A random partition between hosts `a` and `b` started at virtual
+    /// time `at`, for `length` ([`NetConfig::partitions`](crate::NetConfig::partitions)).
+    Partition {
+        /// The fault's number in the run.
+        number: u32,
+        /// One host's name.
+        a: String,
+        /// The other host's name.
+        b: String,
+        /// When it started (virtual time).
+        at: Duration,
+        /// How long it lasts.
+        length: Duration,
+    },
+    /// Host `host` crashed at virtual time `at`, when a packet reached it,
+    /// to restart `restart_after` later ([`NetConfig::crashes`](crate::NetConfig::crashes)).
+    Crash {
+        /// The fault's number in the run.
+        number: u32,
+        /// The host's name.
+        host: String,
+        /// When it crashed (virtual time).
+        at: Duration,
+        /// How long it stays down.
+        restart_after: Duration,
+    },
 }
 
 impl Fault {
@@ -95,7 +121,9 @@ impl Fault {
         match self {
             Fault::Canceled { number, .. }
             | Fault::IoError { number, .. }
-            | Fault::ClockJump { number, .. } => *number,
+            | Fault::ClockJump { number, .. }
+            | Fault::Partition { number, .. }
+            | Fault::Crash { number, .. } => *number,
         }
     }
 }
@@ -122,6 +150,25 @@ impl fmt::Display for Fault {
             Fault::ClockJump { number, by, step } => {
                 write!(f, "fault {number}: clock jumped {by:?} before step {step}")
             }
+            Fault::Partition {
+                number,
+                a,
+                b,
+                at,
+                length,
+            } => write!(
+                f,
+                "fault {number}: network partition {a} | {b} at {at:?} for {length:?}"
+            ),
+            Fault::Crash {
+                number,
+                host,
+                at,
+                restart_after,
+            } => write!(
+                f,
+                "fault {number}: host {host} crashed at {at:?} (restarts {restart_after:?} later)"
+            ),
         }
     }
 }

@@ -6,6 +6,7 @@
 use core::fmt;
 use core::str::FromStr;
 use std::collections::BTreeMap;
+use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -13,10 +14,12 @@ use std::time::Duration;
 use spindle_core::executor::support::TimerHeap;
 use spindle_core::executor::support::WeakFibers;
 use spindle_core::{Executor, Fiber, FiberDump, FiberId, FiberInfo, IO, Outcome, Ran, Trace};
+use spindle_net::driver::with_driver;
 
 use crate::config::Config;
 use crate::executor::{Faults, SimHandle, State, Task};
 use crate::faults::{Current, Fault, Finalizers};
+use crate::net::{HostDriver, NetEvent, Network};
 use crate::rng::SimRng;
 use crate::strategy::Picker;
 
@@ -117,6 +120,12 @@ pub enum FailureKind {
     /// The run took more steps than
     /// [`SimBuilder::max_steps`](crate::SimBuilder::max_steps).
     StepLimit(u64),
+    /// The program was built wrong (e.g. two hosts with the same name):
+    /// what was wrong. Nothing ran.
+    Setup(String),
+    /// The program of a host added with [`Run::host`] ended with an error
+    /// or a panic: the host's name and what it ended with.
+    HostFailed(String),
 }
 
 impl FailureKind {
@@ -139,6 +148,8 @@ impl fmt::Display for FailureKind {
             }
             FailureKind::Invariant(m) => write!(f, "invariant violated: {m}"),
             FailureKind::StepLimit(n) => write!(f, "no end after {n} steps (step limit)"),
+            FailureKind::Setup(m) => write!(f, "the program was built wrong: {m}"),
+            FailureKind::HostFailed(m) => write!(f, "a host's program failed: {m}"),
         }
     }
 }
@@ -161,6 +172,9 @@ pub struct Failure {
     /// A fiber dump at the end (each live fiber's state and trace), for a
     /// deadlock, fibers left, or a step limit.
     pub dump: Option<String>,
+    /// What the simulated network did: partitions, heals, crashes,
+    /// restarts, connections timed out (see [`crate::net`]).
+    pub network: Vec<NetEvent>,
     /// The last picks of the schedule (fiber numbers; 0 is the work of an
     /// `IO::blocking` call), oldest first.
     pub schedule_tail: Vec<u32>,
@@ -197,6 +211,17 @@ impl fmt::Display for Failure {
             write!(f, " #{id}")?;
         }
         writeln!(f)?;
+        if !self.network.is_empty() {
+            writeln!(
+                f,
+                "  network (last {} events):",
+                self.network.len().min(TAIL)
+            )?;
+            let from = self.network.len().saturating_sub(TAIL);
+            for event in &self.network[from..] {
+                writeln!(f, "    {event}")?;
+            }
+        }
         if let Some(trace) = &self.trace {
             writeln!(f, "  trace of the failing fiber:\n{trace}")?;
         }
@@ -237,17 +262,31 @@ pub struct RunReport {
     pub faults: Vec<Fault>,
     /// Virtual time at the end.
     pub virtual_time: Duration,
+    /// What the simulated network did (see [`Failure::network`]).
+    pub network: Vec<NetEvent>,
     /// `None` if the run passed.
     pub failure: Option<Failure>,
 }
 
 type EndCheck = Box<dyn FnOnce() -> Result<(), String>>;
+type Factory = Box<dyn FnMut() -> IO<(), String>>;
 
-/// The context a program is built in, once per run: the seed, and the
-/// checks to make when the main fiber has succeeded.
+/// A host's program.
+struct HostProgram {
+    host: usize,
+    name: String,
+    factory: Factory,
+}
+
+/// The context a program is built in, once per run: the seed, the
+/// checks to make when the main fiber has succeeded, and the simulated
+/// hosts ([`Run::host`]).
 pub struct Run {
     seed: u64,
     checks: Vec<(String, EndCheck)>,
+    network: Arc<Network>,
+    hosts: Vec<HostProgram>,
+    setup_error: Option<String>,
 }
 
 impl fmt::Debug for Run {
@@ -255,6 +294,7 @@ impl fmt::Debug for Run {
         f.debug_struct("Run")
             .field("seed", &self.seed)
             .field("checks", &self.checks.len())
+            .field("hosts", &self.hosts.len())
             .finish()
     }
 }
@@ -284,6 +324,114 @@ impl Run {
         self.check_at_end("every finalizer ran once", move || checked.check());
         book
     }
+
+    /// Adds a simulated host named `name`, which runs the program
+    /// `factory` makes: called when the run starts, and again each time
+    /// the host restarts after a crash. Returns its address (10.0.0.2 for
+    /// the first host added, then .3, ...; the main program's host,
+    /// `"main"`, is 10.0.0.1). Its fibers' sockets are on the simulated
+    /// network (see [`crate::net`]); other hosts reach it by address or
+    /// by name (`TcpStream::connect_host("server:6379")`).
+    ///
+    /// A host program that ends with an error or a panic fails the run
+    /// ([`FailureKind::HostFailed`], naming the host); one that succeeds
+    /// just ends (the host stays up, with the fibers it started). A
+    /// crashed host's program ends with no outcome. A name used twice (or
+    /// `"main"`) fails the run as [`FailureKind::Setup`]. The hosts'
+    /// fibers are fibers of the run: a server's accept loop still waiting
+    /// at the end counts for
+    /// [`SimBuilder::no_fibers_left`](crate::SimBuilder::no_fibers_left).
+    pub fn host<A, E, F>(&mut self, name: impl Into<String>, mut factory: F) -> IpAddr
+    where
+        A: Send + 'static,
+        E: Send + fmt::Debug + 'static,
+        F: FnMut() -> IO<A, E> + 'static,
+    {
+        let name = name.into();
+        let mut net = self.network.lock();
+        if let Some(existing) = net.host_named(&name) {
+            self.setup_error
+                .get_or_insert_with(|| format!("two hosts are named {name:?}"));
+            return IpAddr::V4(net.hosts[existing].ip);
+        }
+        let host = net.add_host(&name, true);
+        let ip = IpAddr::V4(net.hosts[host].ip);
+        drop(net);
+        self.hosts.push(HostProgram {
+            host,
+            name,
+            factory: Box::new(move || factory().void().map_err(|e| format!("{e:?}"))),
+        });
+        ip
+    }
+
+    /// The number of the host named `name`, or a setup error.
+    fn host_number(&mut self, name: &str) -> Option<usize> {
+        let found = self.network.lock().host_named(name);
+        if found.is_none() {
+            self.setup_error.get_or_insert_with(|| {
+                format!("no host is named {name:?} (add it with `Run::host` first)")
+            });
+        }
+        found
+    }
+
+    /// Schedules a partition between the hosts `a` and `b` (both ways)
+    /// from virtual time `from` until `until` (`None`: until the program
+    /// heals it with [`net::heal`](crate::net::heal)). The hosts must be
+    /// added first; an unknown name fails the run as
+    /// [`FailureKind::Setup`]. For partitions at random, see
+    /// [`NetConfig::partitions`](crate::NetConfig::partitions).
+    pub fn partition(&mut self, a: &str, b: &str, from: Duration, until: Option<Duration>) {
+        let (Some(a), Some(b)) = (self.host_number(a), self.host_number(b)) else {
+            return;
+        };
+        let from = nanos(from);
+        // `with`: the run loop sees the event (its next time) at once.
+        self.network
+            .with(|net| net.schedule_partition(a, b, from, until.map(nanos)));
+    }
+
+    /// Schedules a crash of `host` at virtual time `at`; it restarts
+    /// `restart_after` later (`None`: never). See [`crate::net`] for what
+    /// a crash does. The main host cannot crash, and an unknown name
+    /// fails the run: [`FailureKind::Setup`].
+    pub fn crash(&mut self, host: &str, at: Duration, restart_after: Option<Duration>) {
+        let Some(h) = self.host_number(host) else {
+            return;
+        };
+        if h == 0 {
+            self.setup_error
+                .get_or_insert_with(|| "the main host cannot crash".to_string());
+            return;
+        }
+        self.network
+            .with(|net| net.schedule_crash(h, nanos(at), restart_after.map(nanos)));
+    }
+}
+
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// Starts (or restarts) a host's program: its root fiber belongs to it.
+fn start_host(handle: &SimHandle, program: &mut HostProgram) {
+    let io = (program.factory)();
+    let name = program.name.clone();
+    let shared = handle.shared.clone();
+    handle.shared.state().starting_host = Some(program.host as u32);
+    let fiber = Fiber::with_report(io, handle.clone(), move |outcome, _suppressed, _trace| {
+        let failure = match outcome {
+            Outcome::Errored(e) => Some(FailureKind::HostFailed(format!("{name}: error {e}"))),
+            Outcome::Panicked(m) => Some(FailureKind::HostFailed(format!("{name}: panic {m}"))),
+            Outcome::Succeeded(()) | Outcome::Canceled => None,
+        };
+        if let Some(failure) = failure {
+            shared.state().host_failures.push(failure);
+        }
+    });
+    handle.shared.state().starting_host = None;
+    handle.schedule_fiber(fiber);
 }
 
 /// Picks kept in a failure report.
@@ -298,6 +446,7 @@ where
 {
     let mut rng = SimRng::new(key.seed);
     let picker = Picker::new(config.strategy, &mut rng);
+    let network = Network::new(config.network, key.seed);
     let handle = SimHandle::new(
         config.fiber_config,
         State {
@@ -319,14 +468,31 @@ where
             io_error_threshold: config.io_errors,
             cancel_threshold: config.cancel,
             cancel_scope: config.cancel_scope,
+            host_of: Vec::new(),
+            host_epoch: Vec::new(),
+            starting_host: None,
+            host_failures: Vec::new(),
         },
+        network.clone(),
     );
+    network.lock().executor = Arc::downgrade(&handle.shared);
     let current = Current::enter(handle.clone());
     let mut run = Run {
         seed: key.seed,
         checks: Vec::new(),
+        network: network.clone(),
+        hosts: Vec::new(),
+        setup_error: None,
     };
     let program = build(&mut run);
+    let drivers: Vec<HostDriver> = (0..network.lock().hosts.len())
+        .map(|host| HostDriver {
+            network: network.clone(),
+            host,
+        })
+        .collect();
+    let mut hosts = core::mem::take(&mut run.hosts);
+    let setup_error = run.setup_error.take();
 
     type Slot<A, E> = Arc<Mutex<Option<(Outcome<A, E>, Trace)>>>;
     let slot: Slot<A, E> = Arc::new(Mutex::new(None));
@@ -345,6 +511,11 @@ where
     };
     let main_id = main.id().get();
     handle.schedule_fiber(main);
+    if setup_error.is_none() {
+        for program in &mut hosts {
+            start_host(&handle, program);
+        }
+    }
 
     let shared = &*handle.shared;
     let mut schedule: Vec<u32> = Vec::new();
@@ -352,135 +523,176 @@ where
     let mut steps: u64 = 0;
     // Each fiber's last wait (state and trace), until it completes.
     let mut waits: BTreeMap<u32, FiberInfo> = BTreeMap::new();
-    let stopped = loop {
-        {
-            let mut state = shared.state();
-            let state = &mut *state;
-            // Before the main fiber's end: its last step may have broken
-            // an invariant.
-            if !state.violations.is_empty() {
-                break Some(FailureKind::Invariant(String::new()));
+    // Tasks run with their host's view of the network as their I/O
+    // driver: the main host's around the whole loop, another host's
+    // around each of its tasks.
+    let main_driver = &drivers[0];
+    let stopped = with_driver(main_driver, || {
+        loop {
+            if let Some(error) = &setup_error {
+                break Some(FailureKind::Setup(error.clone()));
             }
-            if done.load(Ordering::Relaxed) {
-                break None;
-            }
-            if steps >= config.max_steps {
-                break Some(FailureKind::StepLimit(steps));
-            }
-            if config.clock_jumps > 0 && state.rng.chance(config.clock_jumps) {
-                let by = 1 + state.rng.below(config.max_clock_jump_ns);
-                let (number, inject) = state.faults.decide();
-                if inject {
-                    let now = shared.now.load(Ordering::Relaxed);
-                    shared.now.store(now.saturating_add(by), Ordering::Relaxed);
-                    state.faults.injected.push(Fault::ClockJump {
-                        number,
-                        by: Duration::from_nanos(by),
-                        step: steps + 1,
-                    });
+            {
+                let mut state = shared.state();
+                let state = &mut *state;
+                // Before the main fiber's end: its last step may have broken
+                // an invariant.
+                if !state.violations.is_empty() {
+                    break Some(FailureKind::Invariant(String::new()));
+                }
+                if !state.host_failures.is_empty() {
+                    break Some(state.host_failures.swap_remove(0));
+                }
+                if done.load(Ordering::Relaxed) {
+                    break None;
+                }
+                if steps >= config.max_steps {
+                    break Some(FailureKind::StepLimit(steps));
+                }
+                if config.clock_jumps > 0 && state.rng.chance(config.clock_jumps) {
+                    let by = 1 + state.rng.below(config.max_clock_jump_ns);
+                    let (number, inject) = state.faults.decide();
+                    if inject {
+                        let now = shared.now.load(Ordering::Relaxed);
+                        shared.now.store(now.saturating_add(by), Ordering::Relaxed);
+                        state.faults.injected.push(Fault::ClockJump {
+                            number,
+                            by: Duration::from_nanos(by),
+                            step: steps + 1,
+                        });
+                    }
+                }
+                let now = shared.now.load(Ordering::Relaxed);
+                while let Some(callback) = state.timers.pop_due(now) {
+                    due.push(callback);
                 }
             }
+            // Fired outside the lock: a callback schedules its fiber.
+            for callback in due.drain(..) {
+                callback.fire();
+            }
+            // The network's events due now: packets arrive (resuming the
+            // fibers that wait for them), hosts crash and restart.
             let now = shared.now.load(Ordering::Relaxed);
-            while let Some(callback) = state.timers.pop_due(now) {
-                due.push(callback);
-            }
-        }
-        // Fired outside the lock: a callback schedules its fiber.
-        for callback in due.drain(..) {
-            callback.fire();
-        }
-        let picked = {
-            let mut state = shared.state();
-            let state = &mut *state;
-            if state.ready.is_empty() {
-                None
-            } else {
-                let ready = &state.ready;
-                let i = state
-                    .picker
-                    .pick(&mut state.rng, ready.len(), |i| ready[i].priority);
-                let entry = state.ready.swap_remove(i);
-                steps += 1;
-                state.step = steps;
-                state.running = entry.owner;
-                Some(entry)
-            }
-        };
-        let Some(entry) = picked else {
-            let next = shared.state().timers.next_deadline();
-            match next {
-                Some(deadline) => {
-                    let now = shared.now.load(Ordering::Relaxed);
-                    shared.now.store(now.max(deadline), Ordering::Relaxed);
-                    continue;
+            network.set_now(now);
+            if network.next_event().is_some_and(|at| at <= now) {
+                let restarts = network.with(|net| {
+                    net.process_due(now);
+                    core::mem::take(&mut net.restarts)
+                });
+                handle.apply_crashes();
+                for host in restarts {
+                    if let Some(program) = hosts.iter_mut().find(|p| p.host == host) {
+                        start_host(&handle, program);
+                    }
                 }
-                None => break Some(FailureKind::Deadlock),
             }
-        };
-        schedule.push(entry.id);
-        let id = entry.id;
-        match entry.task {
-            Task::Blocking(task) => {
-                task.run();
-                shared.state().running = 0;
-            }
-            Task::Fiber(fiber) => {
-                let weak = fiber.downgrade();
-                let ran = fiber.run();
-                match ran {
-                    // Its last wait, for the report of a deadlock (where
-                    // fibers nothing can resume are freed).
-                    Ran::Suspended => {
-                        if let Some(info) = weak.info() {
-                            waits.insert(id, info);
-                        }
-                    }
-                    Ran::Completed => {
-                        waits.remove(&id);
-                    }
-                    Ran::Yielded => {}
+            let picked = {
+                let mut state = shared.state();
+                let state = &mut *state;
+                if state.ready.is_empty() {
+                    None
+                } else {
+                    let ready = &state.ready;
+                    let i = state
+                        .picker
+                        .pick(&mut state.rng, ready.len(), |i| ready[i].priority);
+                    let entry = state.ready.swap_remove(i);
+                    steps += 1;
+                    state.step = steps;
+                    state.running = entry.owner;
+                    Some(entry)
                 }
-                let cancel = {
-                    let mut state = shared.state();
-                    let state = &mut *state;
-                    state.running = 0;
-                    if let Some(priority) = state.picker.change_after(steps)
-                        && let Some(p) = state.priorities.get_mut(id as usize)
-                    {
-                        // A change point: the fiber that ran drops, also
-                        // where it is queued already (it yielded).
-                        *p = priority;
-                        for entry in state.ready.iter_mut().filter(|e| e.id == id) {
-                            entry.priority = priority;
-                        }
-                    }
-                    // Eligibility is read after the run, which may have
-                    // marked the fiber (`cancelable`) before it suspended.
-                    let may_cancel =
-                        config.cancel > 0 && ran == Ran::Suspended && state.may_cancel(id, main_id);
-                    match may_cancel {
-                        true if state.rng.chance(state.cancel_threshold) => {
-                            let (number, inject) = state.faults.decide();
-                            if inject {
-                                state.faults.injected.push(Fault::Canceled {
-                                    number,
-                                    fiber: FiberId::nth(u64::from(id)),
-                                    step: steps,
-                                });
-                            }
-                            inject
-                        }
-                        _ => false,
-                    }
+            };
+            let Some(entry) = picked else {
+                let timer = shared.state().timers.next_deadline();
+                let packet = network.next_event();
+                let next = match (timer, packet) {
+                    (Some(t), Some(p)) => Some(t.min(p)),
+                    (t, p) => t.or(p),
                 };
-                if cancel {
-                    // Outside the lock: a fiber waiting interruptibly is
-                    // scheduled from here.
-                    weak.request_cancel();
+                match next {
+                    Some(deadline) => {
+                        let now = shared.now.load(Ordering::Relaxed);
+                        shared.now.store(now.max(deadline), Ordering::Relaxed);
+                        continue;
+                    }
+                    None => break Some(FailureKind::Deadlock),
+                }
+            };
+            schedule.push(entry.id);
+            let id = entry.id;
+            let host = entry.host as usize;
+            match entry.task {
+                Task::Blocking(task) => {
+                    match drivers.get(host).filter(|_| host != 0) {
+                        Some(driver) => with_driver(driver, || task.run()),
+                        None => task.run(),
+                    }
+                    shared.state().running = 0;
+                }
+                Task::Fiber(fiber) => {
+                    let weak = fiber.downgrade();
+                    let ran = match drivers.get(host).filter(|_| host != 0) {
+                        Some(driver) => with_driver(driver, || fiber.run()),
+                        None => fiber.run(),
+                    };
+                    match ran {
+                        // Its last wait, for the report of a deadlock (where
+                        // fibers nothing can resume are freed).
+                        Ran::Suspended => {
+                            if let Some(info) = weak.info() {
+                                waits.insert(id, info);
+                            }
+                        }
+                        Ran::Completed => {
+                            waits.remove(&id);
+                        }
+                        Ran::Yielded => {}
+                    }
+                    let cancel = {
+                        let mut state = shared.state();
+                        let state = &mut *state;
+                        state.running = 0;
+                        if let Some(priority) = state.picker.change_after(steps)
+                            && let Some(p) = state.priorities.get_mut(id as usize)
+                        {
+                            // A change point: the fiber that ran drops, also
+                            // where it is queued already (it yielded).
+                            *p = priority;
+                            for entry in state.ready.iter_mut().filter(|e| e.id == id) {
+                                entry.priority = priority;
+                            }
+                        }
+                        // Eligibility is read after the run, which may have
+                        // marked the fiber (`cancelable`) before it suspended.
+                        let may_cancel = config.cancel > 0
+                            && ran == Ran::Suspended
+                            && state.may_cancel(id, main_id);
+                        match may_cancel {
+                            true if state.rng.chance(state.cancel_threshold) => {
+                                let (number, inject) = state.faults.decide();
+                                if inject {
+                                    state.faults.injected.push(Fault::Canceled {
+                                        number,
+                                        fiber: FiberId::nth(u64::from(id)),
+                                        step: steps,
+                                    });
+                                }
+                                inject
+                            }
+                            _ => false,
+                        }
+                    };
+                    if cancel {
+                        // Outside the lock: a fiber waiting interruptibly is
+                        // scheduled from here.
+                        weak.request_cancel();
+                    }
                 }
             }
         }
-    };
+    });
 
     let virtual_time = handle.now();
     let mut trace = None;
@@ -521,7 +733,11 @@ where
         }
     };
     let faults = core::mem::take(&mut shared.state().faults.injected);
+    let network_log = core::mem::take(&mut network.lock().log);
     handle.close();
+    let garbage = network.lock().shut_down();
+    drop(garbage);
+    drop(hosts);
     drop(current);
     let tail_from = schedule.len().saturating_sub(TAIL);
     let failure = kind.map(|kind| Failure {
@@ -531,6 +747,7 @@ where
         virtual_time,
         trace,
         dump,
+        network: network_log.clone(),
         schedule_tail: schedule[tail_from..].to_vec(),
         faults: faults.clone(),
         faults_before_shrinking: faults.len(),
@@ -541,6 +758,7 @@ where
         schedule,
         faults,
         virtual_time,
+        network: network_log,
         failure,
     }
 }
