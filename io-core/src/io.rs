@@ -123,6 +123,21 @@ mod k {
         for Blocking<A, E>
     {
         unsafe fn call(f: F, _: ()) -> Value {
+            // A simulation may fail I/O work instead of running it
+            // (`BlockingTask::run_with_fault`): only work whose error type
+            // is `io::Error` can be given one.
+            #[cfg(feature = "std")]
+            if core::any::TypeId::of::<E>() == core::any::TypeId::of::<std::io::Error>() {
+                if let Some(error) = crate::fiber::callback::injected_blocking_error() {
+                    let mut error = Some(error);
+                    let any: &mut dyn core::any::Any = &mut error;
+                    if let Some(error) = any.downcast_mut::<Option<E>>().and_then(Option::take) {
+                        drop(f);
+                        let result: BlockingResult<A, E> = Ok(Err(error));
+                        return Value::new(result);
+                    }
+                }
+            }
             #[cfg(feature = "std")]
             let result: BlockingResult<A, E> =
                 std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))

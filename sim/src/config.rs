@@ -48,6 +48,7 @@ pub struct SimBuilder {
     cancel: f64,
     cancel_scope: CancelScope,
     io_errors: f64,
+    blocking_errors: f64,
     clock_jumps: f64,
     max_clock_jump: Duration,
     max_steps: u64,
@@ -66,6 +67,7 @@ impl Default for SimBuilder {
             cancel: 0.0,
             cancel_scope: CancelScope::Marked,
             io_errors: 0.0,
+            blocking_errors: 0.0,
             clock_jumps: 0.0,
             max_clock_jump: Duration::from_secs(1),
             max_steps: 100_000,
@@ -177,6 +179,20 @@ impl SimBuilder {
         self
     }
 
+    /// Probability that blocking I/O work fails with an injected error
+    /// instead of running: the work of an `IO<A, std::io::Error>` made
+    /// with `IO::blocking` or `IO::try_blocking`, which is every file,
+    /// process and name-resolution operation of Spindle's I/O crates
+    /// (`spindle_effect::fs`, `process`, `TcpStream::connect_host` outside
+    /// a simulated network) and your own. The program sees an
+    /// `io::Error` of kind `Other` whose payload is
+    /// [`InjectedFault`](crate::InjectedFault). Blocking work with another
+    /// error type always runs. Default 0.
+    pub fn blocking_errors(mut self, p: f64) -> Self {
+        self.blocking_errors = p;
+        self
+    }
+
     /// Probability (per step) that virtual time jumps forward by a random
     /// amount up to [`max_clock_jump`](SimBuilder::max_clock_jump): timers
     /// fire "early" relative to the work done, as after a pause of the
@@ -241,6 +257,7 @@ impl SimBuilder {
         for (name, p) in [
             ("cancel_at_suspension", self.cancel),
             ("io_errors", self.io_errors),
+            ("blocking_errors", self.blocking_errors),
             ("clock_jumps", self.clock_jumps),
         ] {
             if !(0.0..=1.0).contains(&p) {
@@ -278,6 +295,7 @@ impl SimBuilder {
                 cancel: threshold(self.cancel),
                 cancel_scope: self.cancel_scope,
                 io_errors: threshold(self.io_errors),
+                blocking_errors: threshold(self.blocking_errors),
                 clock_jumps: threshold(self.clock_jumps),
                 max_clock_jump_ns: u64::try_from(self.max_clock_jump.as_nanos())
                     .unwrap_or(u64::MAX),
@@ -299,6 +317,7 @@ pub(crate) struct Config {
     pub(crate) cancel: u64,
     pub(crate) cancel_scope: CancelScope,
     pub(crate) io_errors: u64,
+    pub(crate) blocking_errors: u64,
     pub(crate) clock_jumps: u64,
     pub(crate) max_clock_jump_ns: u64,
     pub(crate) max_steps: u64,

@@ -78,6 +78,17 @@ pub enum Fault {
         /// The step.
         step: u64,
     },
+    /// Blocking I/O work of `fiber` failed with an injected error instead
+    /// of running, at step `step`
+    /// ([`SimBuilder::blocking_errors`](crate::SimBuilder::blocking_errors)).
+    BlockingError {
+        /// The fault's number in the run.
+        number: u32,
+        /// The fiber whose work it was.
+        fiber: FiberId,
+        /// The step.
+        step: u64,
+    },
     /// Virtual time jumped forward by `by` before step `step`.
     ClockJump {
         /// The fault's number in the run.
@@ -121,6 +132,7 @@ impl Fault {
         match self {
             Fault::Canceled { number, .. }
             | Fault::IoError { number, .. }
+            | Fault::BlockingError { number, .. }
             | Fault::ClockJump { number, .. }
             | Fault::Partition { number, .. }
             | Fault::Crash { number, .. } => *number,
@@ -146,6 +158,14 @@ impl fmt::Display for Fault {
             } => write!(
                 f,
                 "fault {number}: injected I/O error in fiber {fiber} at step {step}"
+            ),
+            Fault::BlockingError {
+                number,
+                fiber,
+                step,
+            } => write!(
+                f,
+                "fault {number}: blocking I/O work of fiber {fiber} failed (injected) at step {step}"
             ),
             Fault::ClockJump { number, by, step } => {
                 write!(f, "fault {number}: clock jumped {by:?} before step {step}")

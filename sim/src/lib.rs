@@ -69,6 +69,9 @@
 //!   ([`SimBuilder::cancel_at_suspension`], for the fibers marked with
 //!   [`cancelable`], or all but the main one: [`CancelScope`]); errors at
 //!   the [`io_fault`] points of your I/O ([`SimBuilder::io_errors`]);
+//!   errors instead of blocking I/O work (every `IO<A, io::Error>` made
+//!   with `IO::blocking` or `IO::try_blocking`: files, processes, your
+//!   own; [`SimBuilder::blocking_errors`]);
 //!   clock jumps ([`SimBuilder::clock_jumps`]).
 //! * **A simulated network** ([`net`]): the program's TCP and UDP sockets
 //!   (spindle-net's, `spindle_effect::net`) run between named simulated

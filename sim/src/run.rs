@@ -434,6 +434,27 @@ fn start_host(handle: &SimHandle, program: &mut HostProgram) {
     handle.schedule_fiber(fiber);
 }
 
+/// Whether the blocking work being run fails instead (probability
+/// `threshold`): an injected error, recorded as a fault, unless the
+/// replay key suppresses it.
+fn blocking_fault(shared: &crate::executor::Shared, threshold: u64) -> Option<std::io::Error> {
+    let mut state = shared.state();
+    let state = &mut *state;
+    if !state.rng.chance(threshold) {
+        return None;
+    }
+    let (number, inject) = state.faults.decide();
+    if !inject {
+        return None;
+    }
+    state.faults.injected.push(Fault::BlockingError {
+        number,
+        fiber: FiberId::nth(u64::from(state.running)),
+        step: state.step,
+    });
+    Some(std::io::Error::from(crate::InjectedFault))
+}
+
 /// Picks kept in a failure report.
 const TAIL: usize = 32;
 
@@ -625,9 +646,18 @@ where
             let host = entry.host as usize;
             match entry.task {
                 Task::Blocking(task) => {
+                    let run = || {
+                        if config.blocking_errors == 0 {
+                            task.run();
+                        } else {
+                            let (shared, threshold) =
+                                (handle.shared.clone(), config.blocking_errors);
+                            task.run_with_fault(move || blocking_fault(&shared, threshold));
+                        }
+                    };
                     match drivers.get(host).filter(|_| host != 0) {
-                        Some(driver) => with_driver(driver, || task.run()),
-                        None => task.run(),
+                        Some(driver) => with_driver(driver, run),
+                        None => run(),
                     }
                     shared.state().running = 0;
                 }

@@ -369,3 +369,124 @@ fn a_replay_key_reads_back_what_it_prints() {
     assert_eq!("42".parse::<ReplayKey>().unwrap(), ReplayKey::seed(42));
     assert!("x/-1".parse::<ReplayKey>().is_err());
 }
+
+// ----- injected errors of blocking I/O work -----
+
+/// A config loader with a planted bug: a failed read (a transient I/O
+/// error) is taken as an empty config, which then counts as the config.
+fn load_config_buggy() -> IO<String, std::io::Error> {
+    IO::<String, std::io::Error>::try_blocking(|| Ok(String::from("port = 8080")))
+        .handle_error(|_| String::new())
+}
+
+/// The fixed loader: a failed read is tried again (up to five times),
+/// and an error after that is the program's error, never an empty config.
+fn load_config_fixed() -> IO<String, std::io::Error> {
+    IO::retry(&spindle_effect::Schedule::immediate().limit(5), || {
+        IO::<String, std::io::Error>::try_blocking(|| Ok(String::from("port = 8080")))
+    })
+}
+
+fn config_program(load: fn() -> IO<String, std::io::Error>) -> IO<(), std::io::Error> {
+    load().flat_map(|config| {
+        spindle_sim::invariant("the loaded config is the file's", move || {
+            config == "port = 8080"
+        })
+    })
+}
+
+#[test]
+fn blocking_io_work_fails_with_an_injected_error_the_program_can_recognise() {
+    let sim = Sim::builder()
+        .seeds(0..50)
+        .blocking_errors(0.5)
+        .build()
+        .unwrap();
+    let program = || {
+        IO::<u32, std::io::Error>::try_blocking(|| Ok(7))
+            .attempt()
+            .map(|r| match r {
+                Ok(n) => Ok(n),
+                Err(e) => Err((
+                    e.kind(),
+                    e.get_ref()
+                        .is_some_and(|e| e.is::<spindle_sim::InjectedFault>()),
+                )),
+            })
+    };
+    let (mut ran, mut failed) = (0, 0);
+    for seed in 0..50 {
+        let report = sim.replay(&ReplayKey::seed(seed), |_| {
+            program().flat_map(|r| match r {
+                Ok(7) => IO::pure(0),
+                Err((std::io::ErrorKind::Other, true)) => IO::pure(1),
+                other => IO::raise_error(std::io::Error::other(format!("unexpected {other:?}"))),
+            })
+        });
+        assert!(
+            report.failure.is_none(),
+            "seed {seed}: {:?}",
+            report.failure
+        );
+        let blocking_faults = report
+            .faults
+            .iter()
+            .filter(|f| matches!(f, Fault::BlockingError { .. }))
+            .count();
+        match blocking_faults {
+            0 => ran += 1,
+            1 => failed += 1,
+            n => panic!("seed {seed}: {n} faults for one blocking call"),
+        }
+    }
+    assert!(ran > 0 && failed > 0, "ran {ran}, failed {failed}");
+}
+
+#[test]
+fn blocking_work_whose_error_type_is_not_io_error_always_runs() {
+    let sim = Sim::builder()
+        .seeds(0..20)
+        .blocking_errors(1.0)
+        .build()
+        .unwrap();
+    let summary = sim
+        .check(|_| {
+            IO::<u32, String>::try_blocking(|| Ok(7))
+                .flat_map(|n| spindle_sim::invariant("the work ran", move || n == 7))
+        })
+        .unwrap_or_else(|f| panic!("{f}"));
+    assert_eq!(summary.seeds, 20);
+}
+
+#[test]
+fn a_loader_that_takes_a_failed_read_for_an_empty_config_is_found_and_replayed() {
+    let sim = Sim::builder()
+        .seeds(0..100)
+        .blocking_errors(0.1)
+        .build()
+        .unwrap();
+    let failure = sim
+        .check(|_| config_program(load_config_buggy))
+        .unwrap_err();
+    assert!(
+        failure.key.seed < 40,
+        "found only at seed {}",
+        failure.key.seed
+    );
+    assert!(
+        matches!(failure.kind, FailureKind::Invariant(_)),
+        "{failure}"
+    );
+    assert!(
+        failure
+            .faults
+            .iter()
+            .any(|f| matches!(f, Fault::BlockingError { .. })),
+        "{failure}"
+    );
+    let again = sim.replay(&failure.key, |_| config_program(load_config_buggy));
+    assert_eq!(again.failure.map(|f| f.kind), Some(failure.kind));
+    // The fixed loader passes over the same seeds.
+    sim.check(|_| config_program(load_config_fixed))
+        .unwrap_or_else(|f| panic!("{f}"));
+}

@@ -261,6 +261,49 @@ impl BlockingTask {
     }
 }
 
+/// What decides whether to fail blocking work (`run_with_fault`).
+#[cfg(feature = "std")]
+type FaultHook = alloc::boxed::Box<dyn FnMut() -> Option<std::io::Error>>;
+
+#[cfg(feature = "std")]
+std::thread_local! {
+    /// The fault hook of the blocking task this thread runs now
+    /// ([`BlockingTask::run_with_fault`]).
+    static FAULT_HOOK: core::cell::RefCell<Option<FaultHook>> = const { core::cell::RefCell::new(None) };
+}
+
+#[cfg(feature = "std")]
+impl BlockingTask {
+    /// [`run`](BlockingTask::run), for an executor that injects faults (a
+    /// simulation): when the work's error type is `std::io::Error` (an
+    /// `IO<A, io::Error>` made with `IO::blocking` or `IO::try_blocking`,
+    /// as every file, process and resolver operation of Spindle's I/O
+    /// crates is), `hook` is asked once, before the work runs, whether to
+    /// fail it; an error it returns becomes the program's error and the
+    /// work is dropped without running. For any other error type the hook
+    /// is not asked and the work runs. Returns whether the hook was asked.
+    pub fn run_with_fault(self, hook: impl FnMut() -> Option<std::io::Error> + 'static) -> bool {
+        let previous =
+            FAULT_HOOK.with(|slot| slot.borrow_mut().replace(alloc::boxed::Box::new(hook)));
+        self.run();
+        // Still there: the work's type did not take it.
+        let unasked = FAULT_HOOK.with(|slot| core::mem::replace(&mut *slot.borrow_mut(), previous));
+        unasked.is_none()
+    }
+}
+
+/// The error to fail blocking work with instead of running it, if the
+/// task this thread runs was given a fault hook (`run_with_fault`); the
+/// hook is taken, so it is asked once.
+#[cfg(feature = "std")]
+pub(crate) fn injected_blocking_error() -> Option<std::io::Error> {
+    let hook = FAULT_HOOK
+        .try_with(|slot| slot.borrow_mut().take())
+        .ok()
+        .flatten();
+    hook.and_then(|mut hook| hook())
+}
+
 impl core::fmt::Debug for BlockingTask {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("BlockingTask")

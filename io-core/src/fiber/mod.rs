@@ -142,7 +142,7 @@
 //! references for dumps have a third (`WeakVTable`, `dump.rs`), used only
 //! when a dump is taken.
 
-mod callback;
+pub(crate) mod callback;
 mod dump;
 pub(crate) mod handle;
 mod header;
