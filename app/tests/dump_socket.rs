@@ -73,30 +73,34 @@ fn check(document: &Value, executor: &str) {
     assert!(document["metrics"].as_str().is_some_and(|m| !m.is_empty()));
 }
 
+/// A program run through the entry point of `R` reads its own dump
+/// socket, and the document names `executor` (which also names the
+/// socket file).
+fn reads_its_own_dump<R: IORuntime>(executor: &str) {
+    let document = read_own_dump::<R>(socket_path(executor));
+    check(&document, executor);
+}
+
 #[test]
 fn a_connection_reads_the_dump_as_json_on_exec_single() {
-    let path = socket_path("single");
-    let document =
-        read_own_dump::<spindle_exec_single::SingleThreaded<spindle_exec_single::StdClock>>(path);
-    check(&document, "single");
+    reads_its_own_dump::<spindle_exec_single::SingleThreaded<spindle_exec_single::StdClock>>(
+        "single",
+    );
 }
 
 #[test]
 fn a_connection_reads_the_dump_as_json_on_exec_wstp() {
-    let document = read_own_dump::<spindle_exec_wstp::Runtime>(socket_path("wstp"));
-    check(&document, "wstp");
+    reads_its_own_dump::<spindle_exec_wstp::Runtime>("wstp");
 }
 
 #[test]
 fn a_connection_reads_the_dump_as_json_on_exec_batching() {
-    let document = read_own_dump::<spindle_exec_batching::EventLoop>(socket_path("batching"));
-    check(&document, "batching");
+    reads_its_own_dump::<spindle_exec_batching::EventLoop>("batching");
 }
 
 #[test]
 fn a_connection_reads_the_dump_as_json_on_exec_tokio() {
-    let document = read_own_dump::<spindle_exec_tokio::TokioExecutor>(socket_path("tokio"));
-    check(&document, "tokio");
+    reads_its_own_dump::<spindle_exec_tokio::TokioExecutor>("tokio");
 }
 
 #[test]

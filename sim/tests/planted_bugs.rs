@@ -12,6 +12,25 @@ use spindle_sim::{Failure, FailureKind, Finalizers, Run, Sim, Strategy, cancelab
 /// Seeds every search below gets; each bug must show up well within them.
 const SEEDS: u64 = 200;
 
+/// A simulator over `SEEDS` seeds with `strategy`.
+fn sim_with(strategy: Strategy) -> Sim {
+    Sim::builder()
+        .seeds(0..SEEDS)
+        .strategy(strategy)
+        .build()
+        .unwrap()
+}
+
+/// A simulator over `SEEDS` seeds (random strategy) that cancels a fiber
+/// at half of its suspensions.
+fn sim_canceling() -> Sim {
+    Sim::builder()
+        .seeds(0..SEEDS)
+        .cancel_at_suspension(0.5)
+        .build()
+        .unwrap()
+}
+
 /// Checks `build` over `SEEDS` seeds with `sim`, and returns the failure.
 fn find<A, E, F>(sim: &Sim, build: F) -> Failure
 where
@@ -20,6 +39,15 @@ where
     F: FnMut(&mut Run) -> IO<A, E>,
 {
     *sim.check(build).expect_err("the planted bug was not found")
+}
+
+/// Fails unless `failure` was found at a seed below `seeds`.
+fn assert_found_within(failure: &Failure, seeds: u64) {
+    assert!(
+        failure.key.seed < seeds,
+        "found only at seed {}",
+        failure.key.seed
+    );
 }
 
 // --- 1. A check-then-act race on a `Ref` -------------------------------
@@ -45,13 +73,9 @@ fn counter_program(racy: bool) -> IO<(), ()> {
 
 #[test]
 fn a_check_then_act_race_on_a_ref_is_found_by_the_random_strategy_within_20_seeds() {
-    let sim = Sim::builder().seeds(0..SEEDS).build().unwrap();
+    let sim = sim_with(Strategy::Random);
     let failure = find(&sim, |_| counter_program(true));
-    assert!(
-        failure.key.seed < 20,
-        "found only at seed {}",
-        failure.key.seed
-    );
+    assert_found_within(&failure, 20);
     assert_eq!(
         failure.kind,
         FailureKind::Invariant("both increments are counted".into())
@@ -71,20 +95,12 @@ fn a_check_then_act_race_on_a_ref_is_found_by_pct_within_60_seeds() {
     // Depth 2 (one ordering constraint: the other fiber's write between
     // the read and the write), over runs of about 16 steps: PCT's bound
     // is 1 / (3 fibers · 16 steps) per seed; measured, 7% of seeds.
-    let sim = Sim::builder()
-        .seeds(0..SEEDS)
-        .strategy(Strategy::Pct {
-            depth: 2,
-            expected_steps: 16,
-        })
-        .build()
-        .unwrap();
+    let sim = sim_with(Strategy::Pct {
+        depth: 2,
+        expected_steps: 16,
+    });
     let failure = find(&sim, |_| counter_program(true));
-    assert!(
-        failure.key.seed < 60,
-        "found only at seed {}",
-        failure.key.seed
-    );
+    assert_found_within(&failure, 60);
     let again = sim.replay(&failure.key, |_| counter_program(true));
     assert_eq!(again.failure.map(|f| f.kind), Some(failure.kind));
 }
@@ -92,12 +108,9 @@ fn a_check_then_act_race_on_a_ref_is_found_by_pct_within_60_seeds() {
 #[test]
 fn atomic_updates_of_a_ref_pass_for_every_seed_and_strategy() {
     for strategy in [Strategy::Random, Strategy::pct()] {
-        let sim = Sim::builder()
-            .seeds(0..SEEDS)
-            .strategy(strategy)
-            .build()
+        let summary = sim_with(strategy)
+            .check(|_| counter_program(false))
             .unwrap();
-        let summary = sim.check(|_| counter_program(false)).unwrap();
         assert_eq!(summary.seeds, SEEDS);
     }
 }
@@ -169,14 +182,10 @@ fn flag_program(racy: bool) -> IO<(), ()> {
 
 #[test]
 fn a_lost_wake_up_in_a_hand_written_wait_is_found_as_a_deadlock_within_20_seeds() {
-    let sim = Sim::builder().seeds(0..SEEDS).build().unwrap();
+    let sim = sim_with(Strategy::Random);
     let failure = find(&sim, |_| flag_program(true));
     assert_eq!(failure.kind, FailureKind::Deadlock);
-    assert!(
-        failure.key.seed < 20,
-        "found only at seed {}",
-        failure.key.seed
-    );
+    assert_found_within(&failure, 20);
     // The dump shows where the waiter is stuck.
     let dump = failure.dump.as_deref().unwrap_or("");
     assert!(dump.contains("from_callback"), "{dump}");
@@ -189,12 +198,7 @@ fn a_lost_wake_up_in_a_hand_written_wait_is_found_as_a_deadlock_within_20_seeds(
 #[test]
 fn a_wait_that_checks_and_registers_at_once_never_loses_its_wake_up() {
     for strategy in [Strategy::Random, Strategy::pct()] {
-        let sim = Sim::builder()
-            .seeds(0..SEEDS)
-            .strategy(strategy)
-            .build()
-            .unwrap();
-        sim.check(|_| flag_program(false)).unwrap();
+        sim_with(strategy).check(|_| flag_program(false)).unwrap();
     }
 }
 
@@ -224,17 +228,9 @@ fn worker_program(fin: Finalizers, leaky: bool) -> IO<(), ()> {
 
 #[test]
 fn a_release_that_is_not_a_finalizer_is_found_leaking_under_cancellation_within_20_seeds() {
-    let sim = Sim::builder()
-        .seeds(0..SEEDS)
-        .cancel_at_suspension(0.5)
-        .build()
-        .unwrap();
+    let sim = sim_canceling();
     let failure = find(&sim, |run| worker_program(run.finalizers(), true));
-    assert!(
-        failure.key.seed < 20,
-        "found only at seed {}",
-        failure.key.seed
-    );
+    assert_found_within(&failure, 20);
     match &failure.kind {
         FailureKind::Invariant(message) => {
             assert!(message.contains("connection"), "{message}");
@@ -249,12 +245,7 @@ fn a_release_that_is_not_a_finalizer_is_found_leaking_under_cancellation_within_
 
 #[test]
 fn a_bracket_releases_its_resource_whenever_the_worker_is_canceled() {
-    let sim = Sim::builder()
-        .seeds(0..SEEDS)
-        .cancel_at_suspension(0.5)
-        .build()
-        .unwrap();
-    let summary = sim
+    let summary = sim_canceling()
         .check(|run| worker_program(run.finalizers(), false))
         .unwrap();
     assert!(summary.faults > 0, "no cancellation was injected");

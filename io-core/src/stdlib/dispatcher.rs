@@ -252,10 +252,12 @@ impl<A: Send + 'static, E: Send + 'static> Job for Replied<A, E> {
     }
 }
 
-/// A submission of `run_and_forget`: its failures go to the reporter.
+/// A submission of `run_and_forget`: its failures go to the reporter
+/// (held apart from the dispatcher's state, which holds the queued
+/// submissions: a queued one never keeps the state alive).
 struct Forgotten<A, E> {
     io: IO<A, E>,
-    shared: Arc<Shared>,
+    reports: Arc<Reports>,
 }
 
 impl<A, E> Job for Forgotten<A, E>
@@ -264,13 +266,13 @@ where
     E: fmt::Debug + Send + 'static,
 {
     fn start(self: Box<Self>, supervisor: &Supervisor, wait: bool) -> IO<(), Infallible> {
-        let Forgotten { io, shared } = *self;
-        let on_panic = shared.clone();
+        let Forgotten { io, reports } = *self;
+        let on_panic = reports.clone();
         let program: IO<(), E> = io
             .attempt()
             .map_untraced(move |result| {
                 if let Err(error) = result {
-                    shared.report(Failure::Errored(Box::new(error)));
+                    reports.report(Failure::Errored(Box::new(error)));
                 }
             })
             .guarantee_case_ref(move |outcome| {
@@ -341,20 +343,66 @@ fn shut_down(probe: &Probe) -> bool {
     }
 }
 
-/// What every clone of a dispatcher shares.
-struct Shared {
-    state: Mutex<State>,
-    sequential: bool,
-    executor: Probe,
+/// Where the failures of `run_and_forget`'s programs go, and their count.
+struct Reports {
     reporter: Reporter,
     reported: AtomicUsize,
 }
 
-impl Shared {
+impl Reports {
     #[inline]
     fn report(&self, failure: ForgottenFailure) {
         self.reported.fetch_add(1, Ordering::Relaxed);
         (self.reporter)(failure);
+    }
+}
+
+/// What the handles and the worker share: the state, and what submitters
+/// ask of the executor. Held by the [`Handle`] and by the worker fiber
+/// (never by a submission: see the type doc of [`Dispatcher`], "Lifetime").
+struct Shared {
+    state: Mutex<State>,
+    sequential: bool,
+    /// What a dispatcher abandoned by its handles does with its programs
+    /// (as its release in a scope that succeeded).
+    await_on_release: bool,
+    executor: Probe,
+    reports: Arc<Reports>,
+}
+
+impl Shared {
+    /// Marks the dispatcher closed, drops the queued submissions unless
+    /// `awaiting` (outside the lock: dropping a program runs user code,
+    /// and resolves its reply as not run), and wakes the worker if it
+    /// waits, so that it starts what is left and ends. `false` if it was
+    /// closed already (nothing done).
+    #[inline]
+    fn close(&self, awaiting: bool) -> bool {
+        let (dropped, signal) = {
+            let mut state = self.state.lock();
+            if state.closed {
+                return false;
+            }
+            state.closed = true;
+            let dropped = if awaiting {
+                VecDeque::new()
+            } else {
+                core::mem::take(&mut state.pending)
+            };
+            // Taken out of the state: the worker waiting on it is no
+            // longer reachable from the state.
+            let signal = if core::mem::take(&mut state.wanted) {
+                Some(core::mem::take(&mut state.signal))
+            } else {
+                None
+            };
+            (dropped, signal)
+        };
+        drop(dropped);
+        if let Some(signal) = signal {
+            let _ = signal.complete_now(());
+        }
+        true
     }
 
     /// Queues `job`, or hands it back (to be dropped outside the lock).
@@ -477,6 +525,34 @@ impl Shared {
 /// whose fiber the shutdown dropped never completes (as
 /// [`IO::into_future_on`]'s).
 ///
+/// # Lifetime
+///
+/// The clones of a `Dispatcher` (the scope's release holds one too) share
+/// one *handle*; the worker fiber holds the dispatcher's state, not the
+/// handle, and no queued submission holds either (a `run_and_forget`
+/// program holds only the reporter). So a dispatcher whose scope is never
+/// released (an [`allocated`](Resource::allocated) one whose release is
+/// dropped unrun, for instance because its executor shut down first)
+/// closes itself when its last clone is dropped, as its release would
+/// have, by its `await_on_release` flag:
+///
+/// * **cancel mode** (`false`): the queued submissions are dropped unrun
+///   (their futures complete as `Outcome::Canceled`) and the cancellation
+///   of every fiber it started and that still runs is requested (their
+///   finalizers run on the executor, once);
+/// * **await mode** (`true`): the worker starts what was queued (a
+///   sequential one in order, one after another), and the fibers run to
+///   their end.
+///
+/// Nobody waits for them (there is no release to return); the worker is
+/// woken and ends once the queue is empty, and with it goes the state (the
+/// reporter, the executor handle). On an executor that has shut down
+/// (known with `std`), nothing can run: the queued submissions are dropped
+/// and the fibers' cancellation requested whatever the flag, and the
+/// worker, woken, is freed by the executor, with the state: nothing of the
+/// dispatcher is left. A program that holds a clone of its own dispatcher
+/// keeps it open (and the worker alive) until that clone goes.
+///
 /// Every function of this module that is not generic is `#[inline]`, so
 /// that it is compiled only into programs that use a dispatcher: an image
 /// that never does (a firmware's) is left exactly as it was, where the
@@ -506,15 +582,39 @@ impl Shared {
 /// ```
 #[derive(Clone)]
 pub struct Dispatcher {
+    handle: Arc<Handle>,
+}
+
+/// What every clone of a [`Dispatcher`] shares (the scope's release holds
+/// one clone too): the state, and the supervisor of the programs started.
+/// The worker does not hold it, so it goes when the last clone goes, and
+/// its `Drop` closes the dispatcher (its type doc, "Lifetime").
+struct Handle {
     shared: Arc<Shared>,
+    supervisor: Supervisor,
+}
+
+impl Drop for Handle {
+    #[inline]
+    fn drop(&mut self) {
+        let shared = &*self.shared;
+        // A shut-down executor runs nothing more: what is queued or
+        // running can only be dropped, as in cancel mode.
+        let awaiting = shared.await_on_release && !shut_down(&shared.executor);
+        if shared.close(awaiting) && !awaiting {
+            // The release would cancel them; nobody is left to wait.
+            self.supervisor.cancel_now();
+        }
+    }
 }
 
 impl fmt::Debug for Dispatcher {
     #[inline]
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let state = self.shared.state.lock();
+        let shared = &*self.handle.shared;
+        let state = shared.state.lock();
         f.debug_struct("Dispatcher")
-            .field("sequential", &self.shared.sequential)
+            .field("sequential", &shared.sequential)
             .field("closed", &state.closed)
             .field("queued", &state.pending.len())
             .finish()
@@ -616,13 +716,20 @@ impl Dispatcher {
                         wanted: false,
                     }),
                     sequential,
+                    await_on_release,
                     executor,
-                    reporter,
-                    reported: AtomicUsize::new(0),
+                    reports: Arc::new(Reports {
+                        reporter,
+                        reported: AtomicUsize::new(0),
+                    }),
                 });
-                work(shared.clone(), supervisor)
+                let handle = Arc::new(Handle {
+                    shared: shared.clone(),
+                    supervisor: supervisor.clone(),
+                });
+                work(shared, supervisor)
                     .start_untraced::<E>()
-                    .map_untraced(move |worker| (Dispatcher { shared }, worker))
+                    .map_untraced(move |worker| (Dispatcher { handle }, worker))
             });
             Resource::make_case(acquire, move |(dispatcher, worker), exit| {
                 dispatcher.close(worker, await_on_release && exit == ExitCase::Succeeded)
@@ -642,27 +749,7 @@ impl Dispatcher {
     ) -> IO<(), E> {
         IO::uncancelable_untraced(move |_| {
             IO::defer_untraced(move || {
-                let (dropped, signal) = {
-                    let mut state = self.shared.state.lock();
-                    state.closed = true;
-                    let dropped = if awaiting {
-                        VecDeque::new()
-                    } else {
-                        core::mem::take(&mut state.pending)
-                    };
-                    let signal = if core::mem::take(&mut state.wanted) {
-                        Some(core::mem::take(&mut state.signal))
-                    } else {
-                        None
-                    };
-                    (dropped, signal)
-                };
-                // Outside the lock: dropping programs runs user code (and
-                // resolves their replies as not run).
-                drop(dropped);
-                if let Some(signal) = signal {
-                    let _ = signal.complete_now(());
-                }
+                self.handle.shared.close(awaiting);
                 if awaiting {
                     worker.join_void_untraced()
                 } else {
@@ -676,21 +763,21 @@ impl Dispatcher {
     /// ([`sequential`](Dispatcher::sequential)).
     #[inline]
     pub fn is_sequential(&self) -> bool {
-        self.shared.sequential
+        self.handle.shared.sequential
     }
 
     /// Whether the dispatcher's scope has ended (every submission is
     /// refused with [`DispatcherError::Closed`]).
     #[inline]
     pub fn is_closed(&self) -> bool {
-        self.shared.state.lock().closed
+        self.handle.shared.state.lock().closed
     }
 
     /// How many failures of `run_and_forget`'s programs have been reported
     /// so far.
     #[inline]
     pub fn failures_reported(&self) -> usize {
-        self.shared.reported.load(Ordering::Relaxed)
+        self.handle.shared.reports.reported.load(Ordering::Relaxed)
     }
 
     /// Runs `io` and forgets it: its value is dropped; an error or a panic
@@ -702,11 +789,12 @@ impl Dispatcher {
         A: Send + 'static,
         E: fmt::Debug + Send + 'static,
     {
+        let shared = &*self.handle.shared;
         let job = Box::new(Forgotten {
             io,
-            shared: self.shared.clone(),
+            reports: shared.reports.clone(),
         });
-        self.shared.submit(job).map_err(|(error, job)| {
+        shared.submit(job).map_err(|(error, job)| {
             drop(job);
             error
         })
@@ -771,7 +859,7 @@ impl Dispatcher {
                 reply: Some(reply.clone()),
             },
         });
-        match self.shared.submit(job) {
+        match self.handle.shared.submit(job) {
             Ok(()) => (
                 DispatchFuture {
                     stage: Stage::Waiting(reply.clone()),
@@ -804,7 +892,8 @@ impl Dispatcher {
         A: Send + 'static,
         E: Send + 'static,
     {
-        if self.shared.executor.refuses_blocking_here() {
+        let shared = &*self.handle.shared;
+        if shared.executor.refuses_blocking_here() {
             return Err(DispatcherError::Nested);
         }
         let mut future = core::pin::pin!(self.to_future(io));
@@ -815,7 +904,7 @@ impl Dispatcher {
             if let Poll::Ready(ran) = future.as_mut().poll(&mut cx) {
                 return ran;
             }
-            if shut_down(&self.shared.executor) {
+            if shut_down(&shared.executor) {
                 // The future is dropped with the executor's fibers.
                 return Err(DispatcherError::ShutDown);
             }

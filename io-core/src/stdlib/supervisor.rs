@@ -329,6 +329,22 @@ impl Supervisor {
         self.state.lock().children.len()
     }
 
+    /// Closes the scope now, from any thread, and requests the
+    /// cancellation of the running children without waiting for them: for
+    /// a scope whose release will never run and whose owner is gone (a
+    /// `Dispatcher` whose every handle was dropped). The references are
+    /// dropped outside the lock (dropping the last one frees a fiber).
+    pub(crate) fn cancel_now(&self) {
+        let children = {
+            let mut supervised = self.state.lock();
+            supervised.closed = true;
+            core::mem::take(&mut supervised.children)
+        };
+        for child in &children {
+            child.request_cancel();
+        }
+    }
+
     /// Closes the scope: refuses new children, cancels the running ones
     /// unless `awaiting`, and waits until all have completed (masked).
     fn close<E: Send + 'static>(self, awaiting: bool) -> IO<(), E> {
