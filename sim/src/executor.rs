@@ -157,6 +157,8 @@ pub(crate) struct State {
     pub(crate) starting_host: Option<u32>,
     /// Host programs that failed (they fail the run).
     pub(crate) host_failures: Vec<crate::FailureKind>,
+    /// The run's preemptions (`preempt.rs`).
+    pub(crate) preemptions: crate::preempt::Preemptions,
 }
 
 impl State {

@@ -95,16 +95,21 @@
 //! # Reproducing a failure
 //!
 //! [`Sim::check`] prints the first failure on stderr and returns it: its
-//! [`ReplayKey`] (the seed, and the faults that shrinking left out), what
+//! [`ReplayKey`] (the seed, the faults that shrinking left out, and the
+//! schedule's switches it kept), what
 //! failed, the trace of the failing fiber, a fiber dump for a deadlock,
 //! the last scheduling picks and the faults injected. [`Sim::replay`] with
 //! that key and the same program (and the same `Sim` settings) runs the
 //! same schedule again, step for step ([`RunReport::schedule`]). Before
-//! returning, `check` shrinks the failure when faults were injected: it
-//! reruns the seed with each fault left out in turn, keeping every
-//! omission under which the run still fails the same way, so the report
-//! shows the faults that matter. (It does not shrink the schedule itself:
-//! seeds are tried in order, so the failure reported is the first seed's.)
+//! returning, `check` shrinks the failure: it reruns the seed with each
+//! fault left out in turn, keeping every omission under which the run
+//! still fails the same way, so the report shows the faults that matter;
+//! then it shrinks the schedule, allowing ever fewer of the run's
+//! preemptions (switches away from a fiber that could have gone on:
+//! delta debugging, within a budget of replays), so that the key replays
+//! a run that switches fibers only where the failure needs it
+//! ([`RunReport::preemptions`]). Seeds are tried in order, so the failure
+//! reported is the first seed's.
 //!
 //! # What must hold for a run to be reproducible
 //!
@@ -147,6 +152,7 @@ mod config;
 pub mod executor;
 mod faults;
 pub mod net;
+pub mod preempt;
 mod rng;
 mod run;
 pub mod strategy;
@@ -161,6 +167,7 @@ pub use faults::{
     Fault, Finalizers, InjectedFault, Token, cancelable, invariant, io_fault, is_simulated,
 };
 pub use net::{NetConfig, NetError, NetEvent};
+pub use preempt::Preemption;
 pub use run::{Failure, FailureKind, ParseReplayKeyError, ReplayKey, Run, RunReport};
 pub use strategy::Strategy;
 
@@ -215,7 +222,8 @@ impl Sim {
             summary.steps += report.steps;
             summary.faults += report.faults.len() as u64;
             if let Some(failure) = report.failure {
-                let failure = if self.config.shrink && !failure.faults.is_empty() {
+                let shrinks = !failure.faults.is_empty() || !failure.preemptions.is_empty();
+                let failure = if self.config.shrink && shrinks {
                     run::shrink(&self.config, failure, &mut build)
                 } else {
                     failure

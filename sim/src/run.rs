@@ -20,26 +20,36 @@ use crate::config::Config;
 use crate::executor::{Faults, SimHandle, State, Task};
 use crate::faults::{Current, Fault, Finalizers};
 use crate::net::{HostDriver, NetEvent, Network};
+use crate::preempt::Preemption;
 use crate::rng::SimRng;
 use crate::strategy::Picker;
 
-/// What replays a run exactly: its seed, and the faults that shrinking
-/// suppressed (by number). Printed as `17`, or `17/-0,3` with faults 0
-/// and 3 suppressed; [`FromStr`] reads that back.
+/// What replays a run exactly: its seed, the faults that shrinking
+/// suppressed (by number), and, when shrinking cut the schedule's
+/// switches, the opportunities still allowed to preempt (see the
+/// notes on [`RunReport::preemptions`]). Printed as `17`, `17/-0,3`
+/// with faults 0 and 3 suppressed, and `17/-0,3/p2.3>4,4.1>2` (or
+/// `17/p2.3>4,4.1>2`) when only fiber 2 after its 3rd yield (to fiber 4)
+/// and fiber 4 after its 1st (to fiber 2) may be preempted (`/p` alone:
+/// no fiber may); [`FromStr`] reads that back.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ReplayKey {
     /// The run's seed.
     pub seed: u64,
     /// The numbers of the faults not injected.
     pub suppressed: Vec<u32>,
+    /// The opportunities allowed to preempt a fiber that could go on
+    /// (`None`: every one, as the strategy picks).
+    pub preemptions: Option<Vec<Preemption>>,
 }
 
 impl ReplayKey {
-    /// The key of a seed, with every fault.
+    /// The key of a seed, with every fault and every preemption.
     pub fn seed(seed: u64) -> ReplayKey {
         ReplayKey {
             seed,
             suppressed: Vec::new(),
+            preemptions: None,
         }
     }
 }
@@ -50,6 +60,15 @@ impl fmt::Display for ReplayKey {
         if !self.suppressed.is_empty() {
             f.write_str("/-")?;
             for (i, n) in self.suppressed.iter().enumerate() {
+                if i > 0 {
+                    f.write_str(",")?;
+                }
+                write!(f, "{n}")?;
+            }
+        }
+        if let Some(allowed) = &self.preemptions {
+            f.write_str("/p")?;
+            for (i, n) in allowed.iter().enumerate() {
                 if i > 0 {
                     f.write_str(",")?;
                 }
@@ -68,7 +87,7 @@ impl fmt::Display for ParseReplayKeyError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "not a spindle-sim replay key (SEED or SEED/-N,N,...): {:?}",
+            "not a spindle-sim replay key (SEED, SEED/-N,N,..., SEED/pF.Y>T,... or SEED/-N,.../pF.Y>T,...): {:?}",
             self.0
         )
     }
@@ -81,19 +100,54 @@ impl FromStr for ReplayKey {
 
     fn from_str(s: &str) -> Result<ReplayKey, ParseReplayKeyError> {
         let bad = || ParseReplayKeyError(s.to_string());
-        let (seed, rest) = match s.split_once("/-") {
-            Some((seed, rest)) => (seed, Some(rest)),
-            None => (s, None),
-        };
-        let seed = seed.trim().parse().map_err(|_| bad())?;
-        let suppressed = match rest {
-            None => Vec::new(),
-            Some(rest) => rest
-                .split(',')
+        let numbers = |list: &str| -> Result<Vec<u32>, ParseReplayKeyError> {
+            list.split(',')
                 .map(|n| n.trim().parse().map_err(|_| bad()))
-                .collect::<Result<_, _>>()?,
+                .collect()
         };
-        Ok(ReplayKey { seed, suppressed })
+        let opportunities = |list: &str| -> Result<Vec<Preemption>, ParseReplayKeyError> {
+            if list.trim().is_empty() {
+                return Ok(Vec::new());
+            }
+            list.split(',')
+                .map(|p| {
+                    let (fiber, rest) = p.trim().split_once('.').ok_or_else(bad)?;
+                    let (yields, to) = rest.split_once('>').ok_or_else(bad)?;
+                    Ok(Preemption {
+                        fiber: fiber.parse().map_err(|_| bad())?,
+                        yields: yields.parse().map_err(|_| bad())?,
+                        to: to.parse().map_err(|_| bad())?,
+                    })
+                })
+                .collect()
+        };
+        let mut parts = s.split('/');
+        let seed = parts
+            .next()
+            .unwrap_or_default()
+            .trim()
+            .parse()
+            .map_err(|_| bad())?;
+        let mut key = ReplayKey::seed(seed);
+        let (mut faults_seen, mut preemptions_seen) = (false, false);
+        for part in parts {
+            if let Some(list) = part.strip_prefix('-') {
+                if faults_seen || preemptions_seen || list.trim().is_empty() {
+                    return Err(bad());
+                }
+                faults_seen = true;
+                key.suppressed = numbers(list)?;
+            } else if let Some(list) = part.strip_prefix('p') {
+                if preemptions_seen {
+                    return Err(bad());
+                }
+                preemptions_seen = true;
+                key.preemptions = Some(opportunities(list)?);
+            } else {
+                return Err(bad());
+            }
+        }
+        Ok(key)
     }
 }
 
@@ -183,6 +237,12 @@ pub struct Failure {
     /// Faults injected before shrinking (equal to `faults.len()` when
     /// nothing was shrunk).
     pub faults_before_shrinking: usize,
+    /// Where the run preempted a fiber that could have gone on
+    /// ([`RunReport::preemptions`]).
+    pub preemptions: Vec<Preemption>,
+    /// Preemptions before shrinking (equal to `preemptions.len()` when
+    /// nothing was shrunk).
+    pub preemptions_before_shrinking: usize,
 }
 
 impl fmt::Display for Failure {
@@ -205,6 +265,14 @@ impl fmt::Display for Failure {
             for fault in &self.faults {
                 writeln!(f, "    {fault}")?;
             }
+        }
+        if self.preemptions.len() < self.preemptions_before_shrinking {
+            writeln!(
+                f,
+                "  schedule: {} preemption(s) kept of {} (the switches the failure needs)",
+                self.preemptions.len(),
+                self.preemptions_before_shrinking
+            )?;
         }
         write!(f, "  last picks (fiber numbers, oldest first):")?;
         for id in &self.schedule_tail {
@@ -260,6 +328,13 @@ pub struct RunReport {
     pub schedule: Vec<u32>,
     /// The faults injected.
     pub faults: Vec<Fault>,
+    /// Where the run preempted a fiber that could have gone on. An
+    /// opportunity is a pick right after a fiber yielded (it is ready to
+    /// go on) while another fiber is ready too, named by that fiber and
+    /// its count of yields ([`Preemption`]); a [`ReplayKey::preemptions`]
+    /// list allows only some of them to preempt (shrinking finds the few
+    /// a failure needs).
+    pub preemptions: Vec<Preemption>,
     /// Virtual time at the end.
     pub virtual_time: Duration,
     /// What the simulated network did (see [`Failure::network`]).
@@ -493,6 +568,7 @@ where
             host_epoch: Vec::new(),
             starting_host: None,
             host_failures: Vec::new(),
+            preemptions: crate::preempt::Preemptions::new(key.preemptions.as_deref()),
         },
         network.clone(),
     );
@@ -618,6 +694,7 @@ where
                     let i = state
                         .picker
                         .pick(&mut state.rng, ready.len(), |i| ready[i].priority);
+                    let i = state.preemptions.decide(i, &state.ready);
                     let entry = state.ready.swap_remove(i);
                     steps += 1;
                     state.step = steps;
@@ -659,7 +736,9 @@ where
                         Some(driver) => with_driver(driver, run),
                         None => run(),
                     }
-                    shared.state().running = 0;
+                    let mut state = shared.state();
+                    state.running = 0;
+                    state.preemptions.ran(0, false);
                 }
                 Task::Fiber(fiber) => {
                     let weak = fiber.downgrade();
@@ -684,6 +763,7 @@ where
                         let mut state = shared.state();
                         let state = &mut *state;
                         state.running = 0;
+                        state.preemptions.ran(id, ran == Ran::Yielded);
                         if let Some(priority) = state.picker.change_after(steps)
                             && let Some(p) = state.priorities.get_mut(id as usize)
                         {
@@ -763,6 +843,7 @@ where
         }
     };
     let faults = core::mem::take(&mut shared.state().faults.injected);
+    let preemptions = core::mem::take(&mut shared.state().preemptions.taken);
     let network_log = core::mem::take(&mut network.lock().log);
     handle.close();
     let garbage = network.lock().shut_down();
@@ -781,12 +862,15 @@ where
         schedule_tail: schedule[tail_from..].to_vec(),
         faults: faults.clone(),
         faults_before_shrinking: faults.len(),
+        preemptions: preemptions.clone(),
+        preemptions_before_shrinking: preemptions.len(),
     });
     RunReport {
         key: key.clone(),
         steps,
         schedule,
         faults,
+        preemptions,
         virtual_time,
         network: network_log,
         failure,
@@ -880,5 +964,73 @@ where
         }
     }
     best.faults_before_shrinking = before;
+    shrink_preemptions(config, best, build)
+}
+
+/// Shrinks `first`'s preemptions to a few the failure needs (the
+/// `preempt` module of this crate: delta debugging over the
+/// opportunities allowed to preempt), within [`SHRINK_RUNS`] replays.
+///
+/// [`SHRINK_RUNS`]: crate::preempt::SHRINK_RUNS
+fn shrink_preemptions<A, E, F>(config: &Config, first: Failure, build: &mut F) -> Failure
+where
+    A: Send + 'static,
+    E: Send + fmt::Debug + 'static,
+    F: FnMut(&mut Run) -> IO<A, E>,
+{
+    use crate::preempt::{SHRINK_RUNS, without};
+    let before = first.preemptions.len();
+    let faults_before = first.faults_before_shrinking;
+    let mut best = first;
+    let mut runs = 0;
+    let mut chunk = before.div_ceil(2);
+    while chunk > 0 && runs < SHRINK_RUNS && !best.preemptions.is_empty() {
+        let mut start = 0;
+        let mut shrunk = false;
+        while start < best.preemptions.len() && runs < SHRINK_RUNS {
+            let mut key = best.key.clone();
+            key.preemptions = Some(without(&best.preemptions, start, chunk));
+            runs += 1;
+            match run_once(config, &key, build).failure {
+                Some(failure) if failure.kind.same_kind(&best.kind) => {
+                    best = failure;
+                    shrunk = true;
+                }
+                _ => start += chunk,
+            }
+        }
+        if !shrunk {
+            chunk /= 2;
+        }
+        chunk = chunk.min(best.preemptions.len());
+    }
+    // What is left, tried one preemption alone, then each pair alone.
+    let left = best.preemptions.clone();
+    let singles = left.iter().map(|p| vec![*p]);
+    let pairs = left
+        .iter()
+        .enumerate()
+        .flat_map(|(i, a)| left[i + 1..].iter().map(move |b| vec![*a, *b]));
+    for candidate in singles.chain(pairs) {
+        if runs >= SHRINK_RUNS || candidate.len() >= best.preemptions.len() {
+            break;
+        }
+        let mut key = best.key.clone();
+        key.preemptions = Some(candidate);
+        runs += 1;
+        if let Some(failure) = run_once(config, &key, build).failure
+            && failure.kind.same_kind(&best.kind)
+        {
+            best = failure;
+            break;
+        }
+    }
+    if best.key.preemptions.is_some() {
+        // The opportunities allowed but not taken change nothing (the
+        // fiber went on there anyway): the key names the switches made.
+        best.key.preemptions = Some(best.preemptions.clone());
+    }
+    best.preemptions_before_shrinking = before;
+    best.faults_before_shrinking = faults_before;
     best
 }

@@ -9,7 +9,8 @@ use std::time::Duration;
 use spindle_effect::prelude::*;
 use spindle_effect::{Deferred, Ref};
 use spindle_sim::{
-    CancelScope, FailureKind, Fault, ReplayKey, Sim, SimConfigError, Strategy, cancelable, io_fault,
+    CancelScope, FailureKind, Fault, Preemption, ReplayKey, Sim, SimConfigError, Strategy,
+    cancelable, io_fault,
 };
 
 /// Several fibers that sleep, cede, block and update shared state, with
@@ -363,11 +364,123 @@ fn a_replay_key_reads_back_what_it_prints() {
     let key = ReplayKey {
         seed: 17,
         suppressed: vec![0, 3],
+        preemptions: None,
     };
     assert_eq!(key.to_string(), "17/-0,3");
     assert_eq!("17/-0,3".parse::<ReplayKey>().unwrap(), key);
     assert_eq!("42".parse::<ReplayKey>().unwrap(), ReplayKey::seed(42));
-    assert!("x/-1".parse::<ReplayKey>().is_err());
+    let with_schedule = ReplayKey {
+        preemptions: Some(vec![
+            Preemption {
+                fiber: 2,
+                yields: 3,
+                to: 4,
+            },
+            Preemption {
+                fiber: 4,
+                yields: 1,
+                to: 2,
+            },
+        ]),
+        ..key.clone()
+    };
+    assert_eq!(with_schedule.to_string(), "17/-0,3/p2.3>4,4.1>2");
+    assert_eq!(
+        "17/-0,3/p2.3>4,4.1>2".parse::<ReplayKey>().unwrap(),
+        with_schedule
+    );
+    let none_allowed = ReplayKey {
+        preemptions: Some(Vec::new()),
+        ..ReplayKey::seed(5)
+    };
+    assert_eq!(none_allowed.to_string(), "5/p");
+    assert_eq!("5/p".parse::<ReplayKey>().unwrap(), none_allowed);
+    for bad in [
+        "x/-1",
+        "1/-",
+        "1/p1.1/p2.1",
+        "1/p1.1/-2",
+        "1/q3",
+        "1/p1.x",
+        "1/p3",
+    ] {
+        assert!(bad.parse::<ReplayKey>().is_err(), "{bad}");
+    }
+}
+
+// ----- shrinking a schedule's preemptions -----
+
+/// Two fibers add to a counter with a check-then-act (`get`, then `set`),
+/// each after a few steps of its own: the race needs one fiber preempted
+/// between its `get` and its `set`.
+fn racy_counter() -> IO<(), String> {
+    let counter = Ref::new(0u32);
+    let add = |counter: Ref<u32>| {
+        let c = counter.clone();
+        IO::<(), String>::cede()
+            .product_r(IO::cede())
+            .product_r(IO::cede())
+            .product_r(counter.get())
+            .flat_map(move |n| c.set(n + 1))
+    };
+    let end = counter.clone();
+    add(counter.clone())
+        .both(add(counter))
+        .product_r(end.get())
+        .flat_map(|n| spindle_sim::invariant("both increments count", move || n == 2))
+}
+
+#[test]
+fn a_failing_schedule_is_shrunk_to_the_preemptions_the_race_needs_and_replays() {
+    let sim = Sim::builder().seeds(0..50).build().unwrap();
+    let failure = sim.check(|_| racy_counter()).unwrap_err();
+    assert!(
+        matches!(failure.kind, FailureKind::Invariant(_)),
+        "{failure}"
+    );
+    assert!(
+        failure.preemptions_before_shrinking > failure.preemptions.len(),
+        "nothing was shrunk: {failure}"
+    );
+    assert!(
+        (1..=2).contains(&failure.preemptions.len()),
+        "the race needs one or two switches, kept {:?}: {failure}",
+        failure.preemptions
+    );
+    assert_eq!(
+        failure.key.preemptions.as_deref(),
+        Some(&failure.preemptions[..])
+    );
+    assert!(
+        failure.to_string().contains("preemption(s) kept of"),
+        "{failure}"
+    );
+    let again = sim.replay(&failure.key, |_| racy_counter());
+    assert_eq!(again.failure.map(|f| f.kind), Some(failure.kind));
+    assert_eq!(again.preemptions, failure.preemptions);
+}
+
+#[test]
+fn a_key_that_allows_no_preemption_runs_each_fiber_until_it_waits() {
+    let sim = Sim::builder().seeds(0..50).build().unwrap();
+    for seed in 0..50 {
+        let key = ReplayKey {
+            preemptions: Some(Vec::new()),
+            ..ReplayKey::seed(seed)
+        };
+        let report = sim.replay(&key, |_| racy_counter());
+        assert!(
+            report.preemptions.is_empty(),
+            "seed {seed}: {:?}",
+            report.preemptions
+        );
+        // Without a switch between a get and its set, no increment is lost.
+        assert!(
+            report.failure.is_none(),
+            "seed {seed}: {:?}",
+            report.failure
+        );
+    }
 }
 
 // ----- injected errors of blocking I/O work -----
