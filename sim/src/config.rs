@@ -8,6 +8,7 @@ use std::time::Duration;
 use spindle_core::{FiberConfig, TracingMode};
 
 use crate::Sim;
+use crate::disk::{DiskConfig, DiskParams};
 use crate::net::{NetConfig, NetParams};
 use crate::rng::threshold;
 use crate::strategy::Strategy;
@@ -55,6 +56,7 @@ pub struct SimBuilder {
     shrink: bool,
     tracing: TracingMode,
     network: NetConfig,
+    disk: DiskConfig,
 }
 
 impl Default for SimBuilder {
@@ -73,6 +75,7 @@ impl Default for SimBuilder {
             shrink: true,
             tracing: TracingMode::Cached,
             network: NetConfig::default(),
+            disk: DiskConfig::default(),
         }
     }
 }
@@ -233,6 +236,14 @@ impl SimBuilder {
         self
     }
 
+    /// The simulated disks' settings (default [`DiskConfig::default`]:
+    /// no injected error). Every host always has a disk: its fibers'
+    /// files (spindle-os's `fs`) are on it (see [`crate::disk`]).
+    pub fn disk(mut self, disk: DiskConfig) -> Self {
+        self.disk = disk;
+        self
+    }
+
     /// Checks the settings and makes the simulator.
     pub fn build(self) -> Result<Sim, SimConfigError> {
         if self.seeds.is_empty() {
@@ -265,6 +276,10 @@ impl SimBuilder {
             return Err(SimConfigError::MaxClockJumpZero);
         }
         let network = self.network.check().map_err(SimConfigError::Network)?;
+        let disk = self
+            .disk
+            .params()
+            .map_err(|(name, p)| SimConfigError::Probability(name, p))?;
         let fiber_config = FiberConfig::builder()
             .auto_yield_after(self.preempt_after)
             .tracing(self.tracing)
@@ -285,6 +300,7 @@ impl SimBuilder {
                 no_fibers_left: self.no_fibers_left,
                 shrink: self.shrink,
                 network,
+                disk,
             },
         })
     }
@@ -305,4 +321,5 @@ pub(crate) struct Config {
     pub(crate) no_fibers_left: bool,
     pub(crate) shrink: bool,
     pub(crate) network: NetParams,
+    pub(crate) disk: DiskParams,
 }

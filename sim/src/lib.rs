@@ -141,6 +141,7 @@
 #![deny(missing_docs)]
 
 mod config;
+pub mod disk;
 pub mod executor;
 mod faults;
 pub mod net;
@@ -153,6 +154,7 @@ use core::fmt;
 use spindle_core::IO;
 
 pub use config::{CancelScope, SimBuilder, SimConfigError};
+pub use disk::DiskConfig;
 pub use executor::SimHandle;
 pub use faults::{
     Fault, Finalizers, InjectedFault, Token, cancelable, invariant, io_fault, is_simulated,
