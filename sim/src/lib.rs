@@ -79,6 +79,11 @@
 //!   (partitions and crashes are numbered faults, which shrinking may
 //!   leave out), or scheduled by the program ([`Run::partition`],
 //!   [`Run::crash`], [`net::partition`], [`net::crash`]).
+//! * **A simulated disk** ([`disk`]): each host's files (spindle-os's
+//!   `fs`, `spindle_effect::fs`) are on an in-memory disk of its own that
+//!   survives the host's crashes but loses the writes not synced (fully
+//!   or to a prefix drawn from the seed); injected disk errors
+//!   ([`SimBuilder::disk`], [`DiskConfig`]) are numbered faults.
 //!
 //! A run fails ([`FailureKind`]) when the main fiber ends with an error, a
 //! panic or a cancellation; when a host's program ends with an error or a
