@@ -55,7 +55,7 @@
 //! (an [`InjectedFault`](crate::InjectedFault)) before it does anything,
 //! which reaches the program with spindle-os's `PathError` naming the
 //! operation and the path, as a real error would. Each is a fault of the
-//! run ([`Fault::DiskError`](crate::Fault::DiskError)): numbered with the
+//! run ([`Fault::DiskError`]): numbered with the
 //! others, listed in a failure's report and left out by shrinking when the
 //! failure does not need it.
 //!

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use spindle_effect::fs::{self, File, OpenOptions, PathError};
 use spindle_effect::prelude::*;
+use spindle_effect::stream::Stream;
 use spindle_net::{TcpListener, TcpStream};
 use spindle_sim::{DiskConfig, FailureKind, Fault, NetConfig, ReplayKey, Run, Sim, net};
 
@@ -135,6 +136,42 @@ fn an_open_file_seeks_reads_and_set_len_cuts_and_extends_it_with_zeros() {
     assert_eq!(middle, b"456");
     assert_eq!(cut, b"01234");
     assert_eq!(extended, b"01234\0\0");
+}
+
+#[test]
+fn streams_write_and_read_lines_and_walk_the_tree_on_the_simulated_disk() {
+    let (lines, walked, unsupported) = run_once(|slot| {
+        let bytes = Stream::emits(b"one\ntwo\nthree".to_vec());
+        fs::create_dir_all("/logs/old")
+            .product_r(fs::write("/logs/old/x", "x"))
+            .product_r(fs::writes("/logs/today", bytes).compile().drain())
+            .product_r(fs::lines("/logs/today", 100).unwrap().compile().to_vec())
+            .flat_map(|lines| {
+                fs::walk("/logs").compile().to_vec().map(move |entries| {
+                    let walked: Vec<(String, usize)> = entries
+                        .iter()
+                        .map(|e| (e.path().display().to_string(), e.depth()))
+                        .collect();
+                    (lines, walked)
+                })
+            })
+            .flat_map(|(lines, walked)| {
+                fs::metadata("/logs/today")
+                    .attempt()
+                    .map(move |m| (lines, walked, m.err().map(|e| e.kind())))
+            })
+            .map(move |value| put(&slot, value))
+    });
+    assert_eq!(lines, ["one", "two", "three"]);
+    assert_eq!(
+        walked,
+        [
+            ("/logs/old".to_string(), 1),
+            ("/logs/old/x".to_string(), 2),
+            ("/logs/today".to_string(), 1)
+        ]
+    );
+    assert_eq!(unsupported, Some(io::ErrorKind::Unsupported));
 }
 
 #[test]

@@ -27,6 +27,23 @@
 //! * Temporary files and directories: [`temp_file`], [`temp_dir`] (and
 //!   `_in` variants), removed when their `Resource` ends.
 //!
+//! # On a simulated disk
+//!
+//! Inside a simulation (spindle-sim), whose I/O driver offers a
+//! [`VirtualDisk`], every operation
+//! here runs on that disk instead of the system's files: the fiber looks
+//! the disk up when the operation runs, and no system file is touched.
+//! The semantics are `std::fs`'s, and errors name the operation and path
+//! as here. On such a disk `read_dir` lists a directory's entries in the
+//! order of their names, the Unix mode of [`OpenOptions`] is ignored, and
+//! these fail with an error of kind `Unsupported` that names the
+//! simulation: [`metadata`], [`symlink_metadata`] and [`File::metadata`]
+//! (a `std::fs::Metadata` cannot be made without a system file: use
+//! [`exists`], or `File::seek` to the end for a length), [`symlink`],
+//! [`read_link`], [`canonicalize`], [`set_permissions`], [`temp_dir`] and
+//! [`temp_file`] (and their `_in` forms). Outside a simulation the only
+//! cost is one `Option` check per operation.
+//!
 //! Design credits: tokio's `tokio::fs` (every call on the blocking pool;
 //! `tokio::fs::File`'s write-behind: a write returns once handed to a
 //! blocking task, the next operation waits for it and reports its error)
