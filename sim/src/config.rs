@@ -8,6 +8,7 @@ use std::time::Duration;
 use spindle_core::{FiberConfig, TracingMode};
 
 use crate::Sim;
+use crate::disk::{DiskConfig, DiskParams};
 use crate::net::{NetConfig, NetParams};
 use crate::rng::threshold;
 use crate::strategy::Strategy;
@@ -56,6 +57,7 @@ pub struct SimBuilder {
     shrink: bool,
     tracing: TracingMode,
     network: NetConfig,
+    disk: DiskConfig,
 }
 
 impl Default for SimBuilder {
@@ -75,6 +77,7 @@ impl Default for SimBuilder {
             shrink: true,
             tracing: TracingMode::Cached,
             network: NetConfig::default(),
+            disk: DiskConfig::default(),
         }
     }
 }
@@ -249,6 +252,14 @@ impl SimBuilder {
         self
     }
 
+    /// The simulated disks' settings (default [`DiskConfig::default`]:
+    /// no injected error). Every host always has a disk: its fibers'
+    /// files (spindle-os's `fs`) are on it (see [`crate::disk`]).
+    pub fn disk(mut self, disk: DiskConfig) -> Self {
+        self.disk = disk;
+        self
+    }
+
     /// Checks the settings and makes the simulator.
     pub fn build(self) -> Result<Sim, SimConfigError> {
         if self.seeds.is_empty() {
@@ -282,6 +293,10 @@ impl SimBuilder {
             return Err(SimConfigError::MaxClockJumpZero);
         }
         let network = self.network.check().map_err(SimConfigError::Network)?;
+        let disk = self
+            .disk
+            .params()
+            .map_err(|(name, p)| SimConfigError::Probability(name, p))?;
         let fiber_config = FiberConfig::builder()
             .auto_yield_after(self.preempt_after)
             .tracing(self.tracing)
@@ -303,6 +318,7 @@ impl SimBuilder {
                 no_fibers_left: self.no_fibers_left,
                 shrink: self.shrink,
                 network,
+                disk,
             },
         })
     }
@@ -324,4 +340,5 @@ pub(crate) struct Config {
     pub(crate) no_fibers_left: bool,
     pub(crate) shrink: bool,
     pub(crate) network: NetParams,
+    pub(crate) disk: DiskParams,
 }

@@ -124,6 +124,20 @@ pub enum Fault {
         /// How long it stays down.
         restart_after: Duration,
     },
+    /// A disk operation of host `host` failed with an injected error
+    /// ([`DiskConfig::errors`](crate::DiskConfig::errors)), in `fiber`.
+    DiskError {
+        /// The fault's number in the run.
+        number: u32,
+        /// The host's name.
+        host: String,
+        /// The operation (`open`, `read`, `write`, `sync`, `rename`, ...).
+        operation: &'static str,
+        /// The path it was on.
+        path: std::path::PathBuf,
+        /// The fiber that was running.
+        fiber: FiberId,
+    },
 }
 
 impl Fault {
@@ -135,7 +149,8 @@ impl Fault {
             | Fault::BlockingError { number, .. }
             | Fault::ClockJump { number, .. }
             | Fault::Partition { number, .. }
-            | Fault::Crash { number, .. } => *number,
+            | Fault::Crash { number, .. }
+            | Fault::DiskError { number, .. } => *number,
         }
     }
 }
@@ -188,6 +203,17 @@ impl fmt::Display for Fault {
             } => write!(
                 f,
                 "fault {number}: host {host} crashed at {at:?} (restarts {restart_after:?} later)"
+            ),
+            Fault::DiskError {
+                number,
+                host,
+                operation,
+                path,
+                fiber,
+            } => write!(
+                f,
+                "fault {number}: injected disk error in {operation} {} on host {host} (fiber {fiber})",
+                path.display()
             ),
         }
     }

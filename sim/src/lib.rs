@@ -82,6 +82,11 @@
 //!   (partitions and crashes are numbered faults, which shrinking may
 //!   leave out), or scheduled by the program ([`Run::partition`],
 //!   [`Run::crash`], [`net::partition`], [`net::crash`]).
+//! * **A simulated disk** ([`disk`]): each host's files (spindle-os's
+//!   `fs`, `spindle_effect::fs`) are on an in-memory disk of its own that
+//!   survives the host's crashes but loses the writes not synced (fully
+//!   or to a prefix drawn from the seed); injected disk errors
+//!   ([`SimBuilder::disk`], [`DiskConfig`]) are numbered faults.
 //!
 //! A run fails ([`FailureKind`]) when the main fiber ends with an error, a
 //! panic or a cancellation; when a host's program ends with an error or a
@@ -149,6 +154,7 @@
 #![deny(missing_docs)]
 
 mod config;
+pub mod disk;
 pub mod executor;
 mod faults;
 pub mod net;
@@ -162,6 +168,7 @@ use core::fmt;
 use spindle_core::IO;
 
 pub use config::{CancelScope, SimBuilder, SimConfigError};
+pub use disk::DiskConfig;
 pub use executor::SimHandle;
 pub use faults::{
     Fault, Finalizers, InjectedFault, Token, cancelable, invariant, io_fault, is_simulated,

@@ -17,6 +17,7 @@ use spindle_core::{Executor, Fiber, FiberDump, FiberId, FiberInfo, IO, Outcome, 
 use spindle_net::driver::with_driver;
 
 use crate::config::Config;
+use crate::disk::{Disks, SimDisk};
 use crate::executor::{Faults, SimHandle, State, Task};
 use crate::faults::{Current, Fault, Finalizers};
 use crate::net::{HostDriver, NetEvent, Network};
@@ -582,10 +583,23 @@ where
         setup_error: None,
     };
     let program = build(&mut run);
-    let drivers: Vec<HostDriver> = (0..network.lock().hosts.len())
+    let names: Vec<String> = network
+        .lock()
+        .hosts
+        .iter()
+        .map(|h| h.name.clone())
+        .collect();
+    let disks = Disks::new(config.disk, key.seed, names.clone());
+    disks.set_executor(Arc::downgrade(&handle.shared));
+    network.lock().disks = Some(disks.clone());
+    let drivers: Vec<HostDriver> = (0..names.len())
         .map(|host| HostDriver {
             network: network.clone(),
             host,
+            disk: Arc::new(SimDisk {
+                disks: disks.clone(),
+                host,
+            }),
         })
         .collect();
     let mut hosts = core::mem::take(&mut run.hosts);

@@ -76,7 +76,10 @@ pub mod reactor;
 pub mod virt;
 
 pub use reactor::{EVENTS_CAPACITY, ParkState, Poller, Reactor};
-pub use virt::{VirtualDatagram, VirtualListener, VirtualNetwork, VirtualStream};
+pub use virt::{
+    VirtualDatagram, VirtualDisk, VirtualFile, VirtualListener, VirtualMetadata, VirtualNetwork,
+    VirtualOpenOptions, VirtualStream,
+};
 
 /// Which readiness an operation waits for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -124,6 +127,14 @@ pub trait IoDriver: Send + Sync {
     /// use instead of system sockets on this driver (see [`virt`]). The
     /// default, for every driver over a real poller: `None`.
     fn network(&self) -> Option<&dyn VirtualNetwork> {
+        None
+    }
+
+    /// The simulated disk that spindle-os's file operations use instead
+    /// of the system's files on this driver (see [`virt`]); an `Arc`, so
+    /// that a blocking call can hold it. The default, for every driver
+    /// over a real poller: `None`.
+    fn disk(&self) -> Option<Arc<dyn VirtualDisk>> {
         None
     }
 }

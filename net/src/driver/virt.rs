@@ -44,9 +44,20 @@
 //! * Dropping the last reference to a virtual socket closes it (the peer
 //!   reads the end of the stream, or a datagram socket's address is free
 //!   again).
+//!
+//! # Simulated files
+//!
+//! A driver whose [`IoDriver::disk`](super::IoDriver::disk) returns a
+//! [`VirtualDisk`] gets the file operations of the fibers it runs
+//! (spindle-os's `fs`): they call the disk, synchronously, on the
+//! blocking pool, instead of the system, and no system file is touched.
+//! The disk is looked up by the fiber that runs the operation, and the
+//! blocking call holds it: a disk outlives the calls made on it.
 
-use std::io;
+use std::ffi::OsString;
+use std::io::{self, SeekFrom};
 use std::net::{Shutdown, SocketAddr};
+use std::path::Path;
 use std::sync::Arc;
 
 use super::Registration;
@@ -140,4 +151,168 @@ pub trait VirtualDatagram: Registration {
 
     /// The address the socket is bound to.
     fn local_addr(&self) -> io::Result<SocketAddr>;
+}
+
+/// How a file is opened on a [`VirtualDisk`]: std's `OpenOptions` as
+/// plain fields. The caller has checked the combination (at least one of
+/// `read`, `write`, `append`; `truncate` only with `write`; `create` and
+/// `create_new` only with `write` or `append`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct VirtualOpenOptions {
+    /// Open for reading.
+    pub read: bool,
+    /// Open for writing.
+    pub write: bool,
+    /// Every write goes to the end of the file.
+    pub append: bool,
+    /// Cut an existing file to length 0.
+    pub truncate: bool,
+    /// Create the file if it does not exist.
+    pub create: bool,
+    /// Create the file, failing with `AlreadyExists` if it exists.
+    pub create_new: bool,
+}
+
+/// What a [`VirtualDisk`] says of a path: a directory or a file, and the
+/// file's length.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VirtualMetadata {
+    /// A directory (`false`: a regular file; a simulated disk has no
+    /// other kind).
+    pub is_dir: bool,
+    /// The file's length in bytes (0 for a directory).
+    pub len: u64,
+}
+
+/// A simulated disk, as a driver offers it
+/// ([`IoDriver::disk`](super::IoDriver::disk)): spindle-os's `fs`
+/// functions and `File` use it instead of the system's files.
+///
+/// Every call is synchronous and has the semantics of its `std::fs`
+/// namesake on a local Unix file system: the same error kinds
+/// (`NotFound` for a missing path or parent, `AlreadyExists`,
+/// `NotADirectory`, `IsADirectory`, `DirectoryNotEmpty`, ...), a rename
+/// that replaces a file, files that live on while open after their last
+/// name is removed. Paths are taken as they are given (a relative path
+/// is relative to the disk's root); errors do not name the path (the
+/// caller adds it). The whole-file calls have defaults made of
+/// [`open`](VirtualDisk::open) and the file's calls.
+pub trait VirtualDisk: Send + Sync {
+    /// Opens the file at `path`.
+    fn open(&self, path: &Path, options: VirtualOpenOptions) -> io::Result<Arc<dyn VirtualFile>>;
+
+    /// What is at `path` (`NotFound` if nothing).
+    fn metadata(&self, path: &Path) -> io::Result<VirtualMetadata>;
+
+    /// Creates the directory `path`; its parent must exist.
+    fn create_dir(&self, path: &Path) -> io::Result<()>;
+
+    /// Creates the directory `path` and its missing parents.
+    fn create_dir_all(&self, path: &Path) -> io::Result<()>;
+
+    /// Removes the file `path` (an open file lives on, nameless).
+    fn remove_file(&self, path: &Path) -> io::Result<()>;
+
+    /// Removes the empty directory `path`.
+    fn remove_dir(&self, path: &Path) -> io::Result<()>;
+
+    /// Removes the directory `path` and everything below it.
+    fn remove_dir_all(&self, path: &Path) -> io::Result<()>;
+
+    /// Renames `from` to `to`, replacing a file (or an empty directory,
+    /// when `from` is one) at `to`.
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+
+    /// Makes `link` a second name of the file `original`.
+    fn hard_link(&self, original: &Path, link: &Path) -> io::Result<()>;
+
+    /// The entries of the directory `path`, in the order of their names.
+    fn read_dir(&self, path: &Path) -> io::Result<Vec<(OsString, VirtualMetadata)>>;
+
+    /// The whole contents of the file at `path`.
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+        let file = self.open(
+            path,
+            VirtualOpenOptions {
+                read: true,
+                ..VirtualOpenOptions::default()
+            },
+        )?;
+        let mut bytes = Vec::new();
+        loop {
+            let chunk = file.read(64 * 1024)?;
+            if chunk.is_empty() {
+                return Ok(bytes);
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+    }
+
+    /// Writes `data` as the whole contents of the file at `path` (created
+    /// or truncated).
+    fn write(&self, path: &Path, data: &[u8]) -> io::Result<()> {
+        let options = VirtualOpenOptions {
+            write: true,
+            create: true,
+            truncate: true,
+            ..VirtualOpenOptions::default()
+        };
+        self.open(path, options)?.write_all_at(0, data)
+    }
+
+    /// Appends `data` to the file at `path` (created if missing).
+    fn append(&self, path: &Path, data: &[u8]) -> io::Result<()> {
+        let options = VirtualOpenOptions {
+            append: true,
+            create: true,
+            ..VirtualOpenOptions::default()
+        };
+        let file = self.open(path, options)?;
+        let mut rest = data;
+        while !rest.is_empty() {
+            let n = file.write(rest)?;
+            rest = &rest[n..];
+        }
+        Ok(())
+    }
+
+    /// Copies the contents of the file `from` to `to` (created or
+    /// truncated); the number of bytes.
+    fn copy(&self, from: &Path, to: &Path) -> io::Result<u64> {
+        let bytes = self.read(from)?;
+        self.write(to, &bytes)?;
+        Ok(bytes.len() as u64)
+    }
+}
+
+/// A file open on a [`VirtualDisk`]: a cursor over the file's bytes, as an
+/// open `std::fs::File` (the file lives as long as a handle does).
+pub trait VirtualFile: Send + Sync {
+    /// At most `max` bytes from the cursor on (fewer at the end of the
+    /// file, none past it), moving the cursor.
+    fn read(&self, max: usize) -> io::Result<Vec<u8>>;
+
+    /// At most `max` bytes from `offset` on; the cursor does not move.
+    fn read_at(&self, offset: u64, max: usize) -> io::Result<Vec<u8>>;
+
+    /// Writes `data` at the cursor (at the end in append mode): how many
+    /// bytes were taken (all of them, on a simulated disk).
+    fn write(&self, data: &[u8]) -> io::Result<usize>;
+
+    /// Writes all of `data` at `offset` (extending the file with zeros
+    /// past its end); the cursor does not move.
+    fn write_all_at(&self, offset: u64, data: &[u8]) -> io::Result<()>;
+
+    /// Moves the cursor; its new offset.
+    fn seek(&self, position: SeekFrom) -> io::Result<u64>;
+
+    /// Cuts or extends (with zeros) the file to `len` bytes.
+    fn set_len(&self, len: u64) -> io::Result<()>;
+
+    /// Makes the file's contents durable (`sync_all`, `sync_data`): a
+    /// crash of the disk's host no longer loses them.
+    fn sync(&self) -> io::Result<()>;
+
+    /// The file's length.
+    fn metadata(&self) -> io::Result<VirtualMetadata>;
 }

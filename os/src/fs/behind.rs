@@ -16,7 +16,7 @@
 //! a bounded queue behind the write at work; no code of tokio is copied.
 
 use std::collections::VecDeque;
-use std::io::{self, Write as _};
+use std::io;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -269,7 +269,7 @@ impl Writer {
             let written = {
                 let file = inner.file.read();
                 match &*file {
-                    Some(file) => (&*file).write_all(&chunk),
+                    Some(file) => file.write_all(&chunk),
                     None => Err(io::Error::other("the file is closed")),
                 }
             };

@@ -13,7 +13,8 @@ use spindle_core::{IO, Resource};
 use spindle_stream::{Chunk, InvalidArgument, Stream};
 
 use super::behind::{self, Behind};
-use super::{Metadata, at, call, ops};
+use super::simulated::{self, Handle};
+use super::{Metadata, at, ops};
 
 /// An open file: a cheap handle (clones share the file and its cursor),
 /// made by [`File::open`], [`File::create`] or [`OpenOptions::open`] as a
@@ -101,7 +102,7 @@ pub(crate) struct Inner {
     /// `None` once closed. Operations hold the read side for their call;
     /// the close takes the write side, so it waits for a call in flight
     /// and no call starts on a closed (or reused) descriptor.
-    pub(crate) file: RwLock<Option<std::fs::File>>,
+    pub(crate) file: RwLock<Option<Handle>>,
     /// The writes behind the caller (`write_all`, `writes`).
     pub(crate) behind: Behind,
 }
@@ -231,16 +232,37 @@ impl OpenOptions {
         options
     }
 
+    /// These options for a simulated disk (the Unix mode is ignored).
+    fn simulated(&self) -> spindle_net::driver::VirtualOpenOptions {
+        spindle_net::driver::VirtualOpenOptions {
+            read: self.read,
+            write: self.write,
+            append: self.append,
+            truncate: self.truncate,
+            create: self.create,
+            create_new: self.create_new,
+        }
+    }
+
     /// Opens the file at `path` with these options, as a `Resource` that
     /// closes it exactly once when it ends.
     #[track_caller]
     pub fn open(&self, path: impl AsRef<Path>) -> Resource<File, io::Error> {
-        let options = self.std();
+        let options = self.clone();
         let path = path.as_ref().to_path_buf();
-        let open = call(&ops::OPEN, move || match options.open(&path) {
-            Ok(file) => Ok(File::from_std(file, path)),
-            Err(e) => Err(at("open", &path, e)),
-        });
+        let open = IO::defer_untraced(move || match simulated::disk() {
+            None => IO::try_blocking_untraced(move || match options.std().open(&path) {
+                Ok(file) => Ok(File::from_std(file, path)),
+                Err(e) => Err(at("open", &path, e)),
+            }),
+            Some(disk) => IO::try_blocking_untraced(move || {
+                match simulated::check(options.simulated()).and_then(|o| disk.open(&path, o)) {
+                    Ok(file) => Ok(File::from_handle(Handle::Virtual(file), path)),
+                    Err(e) => Err(at("open", &path, e)),
+                }
+            }),
+        })
+        .traced_as(&ops::OPEN);
         Resource::make(open, |file: File| file.close())
     }
 }
@@ -267,10 +289,15 @@ impl File {
     /// (see `close` and [`flush`](File::flush) for the errors of writes
     /// behind).
     pub fn from_std(file: std::fs::File, path: impl Into<PathBuf>) -> File {
+        File::from_handle(Handle::System(file), path.into())
+    }
+
+    /// A handle over an open system or simulated file.
+    pub(crate) fn from_handle(file: Handle, path: PathBuf) -> File {
         OPEN.fetch_add(1, Ordering::AcqRel);
         File {
             inner: Arc::new(Inner {
-                path: path.into(),
+                path,
                 file: RwLock::new(Some(file)),
                 behind: Behind::default(),
             }),
@@ -340,7 +367,7 @@ impl File {
     fn with<A, F>(&self, op: &'static Op, operation: &'static str, f: F) -> IO<A, io::Error>
     where
         A: Send + 'static,
-        F: FnOnce(&std::fs::File) -> io::Result<A> + Send + 'static,
+        F: FnOnce(&Handle) -> io::Result<A> + Send + 'static,
     {
         self.with_untraced(operation, f).traced_as(op)
     }
@@ -364,7 +391,7 @@ impl File {
         behind::after_writes(self.inner.clone(), move || {
             match file.read_cached(None, max) {
                 Ok(Some(bytes)) => IO::pure(bytes),
-                Ok(None) => file.with_untraced("read", move |mut f| read_up_to(&mut f, max)),
+                Ok(None) => file.with_untraced("read", move |f| f.read_up_to(max)),
                 Err(e) => IO::raise_error_untraced(e),
             }
         })
@@ -380,7 +407,7 @@ impl File {
     fn read_cached(&self, offset: Option<u64>, max: usize) -> io::Result<Option<Vec<u8>>> {
         use rustix::io::{Errno, ReadWriteFlags, preadv2};
         let guard = self.inner.file.read();
-        let Some(file) = &*guard else {
+        let Some(Handle::System(file)) = &*guard else {
             return Ok(None);
         };
         let mut bytes = vec![0; max];
@@ -414,21 +441,20 @@ impl File {
     /// Everything from the cursor to the end of the file.
     #[track_caller]
     pub fn read_to_end(&self) -> IO<Vec<u8>, io::Error> {
-        self.with(&ops::FILE_READ_TO_END, "read", |mut file| {
-            let mut bytes = Vec::new();
-            file.read_to_end(&mut bytes)?;
-            Ok(bytes)
-        })
+        self.with(&ops::FILE_READ_TO_END, "read", Handle::read_to_end)
     }
 
     /// Everything from the cursor to the end of the file, as text (kind
     /// `InvalidData` if it is not UTF-8).
     #[track_caller]
     pub fn read_to_string(&self) -> IO<String, io::Error> {
-        self.with(&ops::FILE_READ_TO_STRING, "read", |mut file| {
-            let mut text = String::new();
-            file.read_to_string(&mut text)?;
-            Ok(text)
+        self.with(&ops::FILE_READ_TO_STRING, "read", |file| {
+            String::from_utf8(file.read_to_end()?).map_err(|_| {
+                io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "stream did not contain valid UTF-8",
+                )
+            })
         })
     }
 
@@ -455,6 +481,10 @@ impl File {
     fn read_at_blocking(&self, offset: u64, max: usize) -> IO<Vec<u8>, io::Error> {
         self.with_untraced("read_at", move |file| {
             use std::os::unix::fs::FileExt as _;
+            let file = match file {
+                Handle::System(file) => file,
+                Handle::Virtual(file) => return file.read_at(offset, max),
+            };
             let mut bytes = vec![0; max];
             let mut filled = 0;
             while filled < max {
@@ -476,8 +506,9 @@ impl File {
     #[track_caller]
     pub fn write(&self, bytes: impl Into<Vec<u8>>) -> IO<usize, io::Error> {
         let bytes = bytes.into();
-        self.with(&ops::FILE_WRITE, "write", move |mut file| {
-            file.write(&bytes)
+        self.with(&ops::FILE_WRITE, "write", move |file| match file {
+            Handle::System(file) => (&*file).write(&bytes),
+            Handle::Virtual(file) => file.write(&bytes),
         })
     }
 
@@ -505,38 +536,56 @@ impl File {
         let bytes = bytes.into();
         self.with(&ops::FILE_WRITE_ALL_AT, "write_at", move |file| {
             use std::os::unix::fs::FileExt as _;
-            file.write_all_at(&bytes, offset)
+            match file {
+                Handle::System(file) => file.write_all_at(&bytes, offset),
+                Handle::Virtual(file) => file.write_all_at(offset, &bytes),
+            }
         })
     }
 
     /// Moves the cursor; its new offset from the start.
     #[track_caller]
     pub fn seek(&self, position: SeekFrom) -> IO<u64, io::Error> {
-        self.with(&ops::FILE_SEEK, "seek", move |mut file| file.seek(position))
+        self.with(&ops::FILE_SEEK, "seek", move |file| file.seek(position))
     }
 
-    /// The file's metadata.
+    /// The file's metadata (not on a simulated disk: an `Unsupported`
+    /// error; `seek(SeekFrom::End(0))` tells the length there).
     #[track_caller]
     pub fn metadata(&self) -> IO<Metadata, io::Error> {
-        self.with(&ops::FILE_METADATA, "metadata", |file| file.metadata())
+        self.with(&ops::FILE_METADATA, "metadata", |file| match file {
+            Handle::System(file) => file.metadata(),
+            Handle::Virtual(_) => Err(simulated::unsupported("File::metadata")),
+        })
     }
 
     /// Cuts or extends the file to `len` bytes (extended with zeros).
     #[track_caller]
     pub fn set_len(&self, len: u64) -> IO<(), io::Error> {
-        self.with(&ops::FILE_SET_LEN, "set_len", move |file| file.set_len(len))
+        self.with(&ops::FILE_SET_LEN, "set_len", move |file| match file {
+            Handle::System(file) => file.set_len(len),
+            Handle::Virtual(file) => file.set_len(len),
+        })
     }
 
-    /// Flushes the file's data and metadata to the device.
+    /// Flushes the file's data and metadata to the device (on a simulated
+    /// disk: makes its contents survive a crash of the host).
     #[track_caller]
     pub fn sync_all(&self) -> IO<(), io::Error> {
-        self.with(&ops::FILE_SYNC_ALL, "sync_all", |file| file.sync_all())
+        self.with(&ops::FILE_SYNC_ALL, "sync_all", |file| match file {
+            Handle::System(file) => file.sync_all(),
+            Handle::Virtual(file) => file.sync(),
+        })
     }
 
-    /// Flushes the file's data to the device.
+    /// Flushes the file's data to the device (on a simulated disk: as
+    /// [`sync_all`](File::sync_all)).
     #[track_caller]
     pub fn sync_data(&self) -> IO<(), io::Error> {
-        self.with(&ops::FILE_SYNC_DATA, "sync_data", |file| file.sync_data())
+        self.with(&ops::FILE_SYNC_DATA, "sync_data", |file| match file {
+            Handle::System(file) => file.sync_data(),
+            Handle::Virtual(file) => file.sync(),
+        })
     }
 
     /// The bytes from the cursor to the end of the file, a chunk per read
@@ -600,11 +649,11 @@ impl File {
             state.batch = (batch * 2).min(state.max_batch);
             state
                 .file
-                .with_untraced("read", move |mut f| {
+                .with_untraced("read", move |f| {
                     let mut chunks = VecDeque::with_capacity(batch);
                     let mut end = None;
                     while chunks.len() < batch {
-                        match read_up_to(&mut f, chunk_size) {
+                        match f.read_up_to(chunk_size) {
                             // The end of the file: `read_up_to` read until it.
                             Ok(bytes) if bytes.len() < chunk_size => {
                                 if !bytes.is_empty() {
@@ -651,7 +700,7 @@ impl File {
     pub(crate) fn with_untraced<A, F>(&self, operation: &'static str, f: F) -> IO<A, io::Error>
     where
         A: Send + 'static,
-        F: FnOnce(&std::fs::File) -> io::Result<A> + Send + 'static,
+        F: FnOnce(&Handle) -> io::Result<A> + Send + 'static,
     {
         let inner = self.inner.clone();
         behind::after_writes(self.inner.clone(), move || {
@@ -688,11 +737,56 @@ fn at_error(path: &Path, source: io::Error) -> io::Error {
     at("read", path, source)
 }
 
-/// Reads until `max` bytes or the end of the file.
-fn read_up_to(file: &mut &std::fs::File, max: usize) -> io::Result<Vec<u8>> {
-    let mut bytes = Vec::with_capacity(max);
-    file.take(max as u64).read_to_end(&mut bytes)?;
-    Ok(bytes)
+impl Handle {
+    /// Reads from the cursor until `max` bytes or the end of the file.
+    pub(crate) fn read_up_to(&self, max: usize) -> io::Result<Vec<u8>> {
+        match self {
+            Handle::System(file) => {
+                let file: &std::fs::File = file;
+                let mut bytes = Vec::with_capacity(max);
+                file.take(max as u64).read_to_end(&mut bytes)?;
+                Ok(bytes)
+            }
+            Handle::Virtual(file) => simulated::read_up_to(&**file, max),
+        }
+    }
+
+    /// Everything from the cursor on.
+    fn read_to_end(&self) -> io::Result<Vec<u8>> {
+        match self {
+            Handle::System(file) => {
+                let mut file: &std::fs::File = file;
+                let mut bytes = Vec::new();
+                file.read_to_end(&mut bytes)?;
+                Ok(bytes)
+            }
+            Handle::Virtual(file) => simulated::read_to_end(&**file),
+        }
+    }
+
+    /// The file's length.
+    pub(crate) fn len(&self) -> io::Result<u64> {
+        match self {
+            Handle::System(file) => Ok(file.metadata()?.len()),
+            Handle::Virtual(file) => Ok(file.metadata()?.len),
+        }
+    }
+
+    /// Moves the cursor; its new offset.
+    pub(crate) fn seek(&self, position: SeekFrom) -> io::Result<u64> {
+        match self {
+            Handle::System(file) => (&*file).seek(position),
+            Handle::Virtual(file) => file.seek(position),
+        }
+    }
+
+    /// Writes all of `bytes` at the cursor.
+    pub(crate) fn write_all(&self, bytes: &[u8]) -> io::Result<()> {
+        match self {
+            Handle::System(file) => (&*file).write_all(bytes),
+            Handle::Virtual(file) => simulated::write_all(&**file, bytes),
+        }
+    }
 }
 
 /// [`File::close`] without its trace event: waits until no write is at

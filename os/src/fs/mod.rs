@@ -27,6 +27,23 @@
 //! * Temporary files and directories: [`temp_file`], [`temp_dir`] (and
 //!   `_in` variants), removed when their `Resource` ends.
 //!
+//! # On a simulated disk
+//!
+//! Inside a simulation (spindle-sim), whose I/O driver offers a
+//! [`VirtualDisk`], every operation
+//! here runs on that disk instead of the system's files: the fiber looks
+//! the disk up when the operation runs, and no system file is touched.
+//! The semantics are `std::fs`'s, and errors name the operation and path
+//! as here. On such a disk `read_dir` lists a directory's entries in the
+//! order of their names, the Unix mode of [`OpenOptions`] is ignored, and
+//! these fail with an error of kind `Unsupported` that names the
+//! simulation: [`metadata`], [`symlink_metadata`] and [`File::metadata`]
+//! (a `std::fs::Metadata` cannot be made without a system file: use
+//! [`exists`], or `File::seek` to the end for a length), [`symlink`],
+//! [`read_link`], [`canonicalize`], [`set_permissions`], [`temp_dir`] and
+//! [`temp_file`] (and their `_in` forms). Outside a simulation the only
+//! cost is one `Option` check per operation.
+//!
 //! Design credits: tokio's `tokio::fs` (every call on the blocking pool;
 //! `tokio::fs::File`'s write-behind: a write returns once handed to a
 //! blocking task, the next operation waits for it and reports its error)
@@ -38,6 +55,7 @@ mod cached;
 mod dir;
 mod error;
 mod file;
+mod simulated;
 mod tail;
 mod temp;
 
@@ -46,6 +64,7 @@ use std::path::{Path, PathBuf};
 
 use spindle_core::IO;
 use spindle_core::untraced::{Op, Untraced as _};
+use spindle_net::driver::VirtualDisk;
 use spindle_stream::{InvalidArgument, Stream, text};
 
 pub use dir::{DirEntry, read_dir, walk};
@@ -55,7 +74,6 @@ pub use std::fs::{FileType, Metadata, Permissions};
 pub use tail::tail;
 pub use temp::{TempDir, temp_dir, temp_dir_in, temp_file, temp_file_in};
 
-pub(crate) use crate::call;
 pub(crate) use error::{at, at_both};
 
 /// The read size of [`read`]'s and [`lines`]' streams: 64 KiB.
@@ -114,33 +132,93 @@ pub(crate) mod ops {
 }
 
 /// One blocking call on one path: its error names `operation` and `path`.
+/// `f` makes the system call; `simulated` the call on the fiber's
+/// simulated disk, when its driver has one (looked up on the fiber).
 #[track_caller]
-fn on_path<A, F>(op: &'static Op, operation: &'static str, path: &Path, f: F) -> IO<A, io::Error>
+fn on_path<A, F, V>(
+    op: &'static Op,
+    operation: &'static str,
+    path: &Path,
+    f: F,
+    simulated: V,
+) -> IO<A, io::Error>
 where
     A: Send + 'static,
     F: FnOnce(&Path) -> io::Result<A> + Send + 'static,
+    V: FnOnce(&dyn VirtualDisk, &Path) -> io::Result<A> + Send + 'static,
 {
-    let path = path.to_path_buf();
-    call(op, move || f(&path).map_err(|e| at(operation, &path, e)))
+    on_path_with(
+        op,
+        operation,
+        path,
+        (),
+        move |p, ()| f(p),
+        move |d, p, ()| simulated(d, p),
+    )
 }
 
-/// One blocking call on two paths: its error names both.
+/// [`on_path`] with a value (the bytes to write) handed to the call that
+/// runs.
 #[track_caller]
-fn on_paths<A, F>(
+fn on_path_with<A, T, F, V>(
+    op: &'static Op,
+    operation: &'static str,
+    path: &Path,
+    value: T,
+    f: F,
+    simulated: V,
+) -> IO<A, io::Error>
+where
+    A: Send + 'static,
+    T: Send + 'static,
+    F: FnOnce(&Path, T) -> io::Result<A> + Send + 'static,
+    V: FnOnce(&dyn VirtualDisk, &Path, T) -> io::Result<A> + Send + 'static,
+{
+    let path = path.to_path_buf();
+    IO::defer_untraced(move || match simulated::disk() {
+        None => {
+            IO::try_blocking_untraced(move || f(&path, value).map_err(|e| at(operation, &path, e)))
+        }
+        Some(disk) => IO::try_blocking_untraced(move || {
+            simulated(&*disk, &path, value).map_err(|e| at(operation, &path, e))
+        }),
+    })
+    .traced_as(op)
+}
+
+/// One blocking call on two paths: its error names both (`simulated` as
+/// for [`on_path`]).
+#[track_caller]
+fn on_paths<A, F, V>(
     op: &'static Op,
     operation: &'static str,
     from: &Path,
     to: &Path,
     f: F,
+    simulated: V,
 ) -> IO<A, io::Error>
 where
     A: Send + 'static,
     F: FnOnce(&Path, &Path) -> io::Result<A> + Send + 'static,
+    V: FnOnce(&dyn VirtualDisk, &Path, &Path) -> io::Result<A> + Send + 'static,
 {
     let (from, to) = (from.to_path_buf(), to.to_path_buf());
-    call(op, move || {
-        f(&from, &to).map_err(|e| at_both(operation, &from, &to, e))
+    IO::defer_untraced(move || match simulated::disk() {
+        None => IO::try_blocking_untraced(move || {
+            f(&from, &to).map_err(|e| at_both(operation, &from, &to, e))
+        }),
+        Some(disk) => IO::try_blocking_untraced(move || {
+            simulated(&*disk, &from, &to).map_err(|e| at_both(operation, &from, &to, e))
+        }),
     })
+    .traced_as(op)
+}
+
+/// The simulated form of an operation a simulated disk cannot run.
+fn not_simulated<A>(
+    operation: &'static str,
+) -> impl FnOnce(&dyn VirtualDisk, &Path) -> io::Result<A> {
+    move |_, _| Err(simulated::unsupported(operation))
 }
 
 /// The whole contents of the file at `path`. On Linux a file whose path
@@ -154,7 +232,19 @@ pub fn read(path: impl AsRef<Path>) -> IO<Vec<u8>, io::Error> {
 
 /// [`read`] without a trace event.
 fn read_whole(path: PathBuf) -> IO<Vec<u8>, io::Error> {
-    IO::defer_untraced(move || match cached::read_whole(&path) {
+    IO::defer_untraced(move || {
+        if let Some(disk) = simulated::disk() {
+            return IO::try_blocking_untraced(move || {
+                disk.read(&path).map_err(|e| at("read", &path, e))
+            });
+        }
+        read_system(path)
+    })
+}
+
+/// [`read_whole`] on the system's files.
+fn read_system(path: PathBuf) -> IO<Vec<u8>, io::Error> {
+    match cached::read_whole(&path) {
         cached::Cached::Done(bytes) => IO::pure(bytes),
         cached::Cached::Opened(file, bytes) => IO::try_blocking_untraced(move || {
             cached::finish(file, bytes).map_err(|e| at("read", &path, e))
@@ -162,7 +252,7 @@ fn read_whole(path: PathBuf) -> IO<Vec<u8>, io::Error> {
         cached::Cached::Uncached => IO::try_blocking_untraced(move || {
             std::fs::read(&path).map_err(|e| at("read", &path, e))
         }),
-    })
+    }
 }
 
 /// The whole contents of the file at `path`, as text (an error of kind
@@ -190,9 +280,14 @@ pub fn read_to_string(path: impl AsRef<Path>) -> IO<String, io::Error> {
 #[track_caller]
 pub fn write(path: impl AsRef<Path>, contents: impl Into<Vec<u8>>) -> IO<(), io::Error> {
     let contents = contents.into();
-    on_path(&ops::WRITE, "write", path.as_ref(), move |p| {
-        std::fs::write(p, contents)
-    })
+    on_path_with(
+        &ops::WRITE,
+        "write",
+        path.as_ref(),
+        contents,
+        |p, contents| std::fs::write(p, contents),
+        |d, p, contents| d.write(p, &contents),
+    )
 }
 
 /// Appends `contents` to the file at `path`, creating it if it does not
@@ -200,22 +295,33 @@ pub fn write(path: impl AsRef<Path>, contents: impl Into<Vec<u8>>) -> IO<(), io:
 #[track_caller]
 pub fn append(path: impl AsRef<Path>, contents: impl Into<Vec<u8>>) -> IO<(), io::Error> {
     let contents = contents.into();
-    on_path(&ops::APPEND, "append", path.as_ref(), move |p| {
-        use std::io::Write as _;
-        std::fs::OpenOptions::new()
-            .append(true)
-            .create(true)
-            .open(p)?
-            .write_all(&contents)
-    })
+    on_path_with(
+        &ops::APPEND,
+        "append",
+        path.as_ref(),
+        contents,
+        |p, contents| {
+            use std::io::Write as _;
+            std::fs::OpenOptions::new()
+                .append(true)
+                .create(true)
+                .open(p)?
+                .write_all(&contents)
+        },
+        |d, p, contents| d.append(p, &contents),
+    )
 }
 
 /// The metadata of `path` (a symbolic link is followed).
 #[track_caller]
 pub fn metadata(path: impl AsRef<Path>) -> IO<Metadata, io::Error> {
-    on_path(&ops::METADATA, "metadata", path.as_ref(), |p| {
-        std::fs::metadata(p)
-    })
+    on_path(
+        &ops::METADATA,
+        "metadata",
+        path.as_ref(),
+        |p| std::fs::metadata(p),
+        not_simulated("metadata"),
+    )
 }
 
 /// The metadata of `path` itself (a symbolic link is not followed).
@@ -226,6 +332,7 @@ pub fn symlink_metadata(path: impl AsRef<Path>) -> IO<Metadata, io::Error> {
         "symlink_metadata",
         path.as_ref(),
         |p| std::fs::symlink_metadata(p),
+        not_simulated("symlink_metadata"),
     )
 }
 
@@ -234,49 +341,79 @@ pub fn symlink_metadata(path: impl AsRef<Path>) -> IO<Metadata, io::Error> {
 /// `Path::exists` would say `false`.
 #[track_caller]
 pub fn exists(path: impl AsRef<Path>) -> IO<bool, io::Error> {
-    on_path(&ops::EXISTS, "exists", path.as_ref(), |p| p.try_exists())
+    on_path(
+        &ops::EXISTS,
+        "exists",
+        path.as_ref(),
+        |p| p.try_exists(),
+        |d, p| match d.metadata(p) {
+            Ok(_) => Ok(true),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(e),
+        },
+    )
 }
 
 /// Creates the directory `path` (its parent must exist).
 #[track_caller]
 pub fn create_dir(path: impl AsRef<Path>) -> IO<(), io::Error> {
-    on_path(&ops::CREATE_DIR, "create_dir", path.as_ref(), |p| {
-        std::fs::create_dir(p)
-    })
+    on_path(
+        &ops::CREATE_DIR,
+        "create_dir",
+        path.as_ref(),
+        |p| std::fs::create_dir(p),
+        |d, p| d.create_dir(p),
+    )
 }
 
 /// Creates the directory `path` and every missing parent; nothing to do
 /// if it exists.
 #[track_caller]
 pub fn create_dir_all(path: impl AsRef<Path>) -> IO<(), io::Error> {
-    on_path(&ops::CREATE_DIR_ALL, "create_dir_all", path.as_ref(), |p| {
-        std::fs::create_dir_all(p)
-    })
+    on_path(
+        &ops::CREATE_DIR_ALL,
+        "create_dir_all",
+        path.as_ref(),
+        |p| std::fs::create_dir_all(p),
+        |d, p| d.create_dir_all(p),
+    )
 }
 
 /// Removes the file (or symbolic link) `path`.
 #[track_caller]
 pub fn remove_file(path: impl AsRef<Path>) -> IO<(), io::Error> {
-    on_path(&ops::REMOVE_FILE, "remove_file", path.as_ref(), |p| {
-        std::fs::remove_file(p)
-    })
+    on_path(
+        &ops::REMOVE_FILE,
+        "remove_file",
+        path.as_ref(),
+        |p| std::fs::remove_file(p),
+        |d, p| d.remove_file(p),
+    )
 }
 
 /// Removes the empty directory `path`.
 #[track_caller]
 pub fn remove_dir(path: impl AsRef<Path>) -> IO<(), io::Error> {
-    on_path(&ops::REMOVE_DIR, "remove_dir", path.as_ref(), |p| {
-        std::fs::remove_dir(p)
-    })
+    on_path(
+        &ops::REMOVE_DIR,
+        "remove_dir",
+        path.as_ref(),
+        |p| std::fs::remove_dir(p),
+        |d, p| d.remove_dir(p),
+    )
 }
 
 /// Removes the directory `path` and everything in it (symbolic links are
 /// removed, not followed).
 #[track_caller]
 pub fn remove_dir_all(path: impl AsRef<Path>) -> IO<(), io::Error> {
-    on_path(&ops::REMOVE_DIR_ALL, "remove_dir_all", path.as_ref(), |p| {
-        std::fs::remove_dir_all(p)
-    })
+    on_path(
+        &ops::REMOVE_DIR_ALL,
+        "remove_dir_all",
+        path.as_ref(),
+        |p| std::fs::remove_dir_all(p),
+        |d, p| d.remove_dir_all(p),
+    )
 }
 
 /// Renames `from` to `to` (replacing a file at `to`; within one file
@@ -289,6 +426,7 @@ pub fn rename(from: impl AsRef<Path>, to: impl AsRef<Path>) -> IO<(), io::Error>
         from.as_ref(),
         to.as_ref(),
         |f, t| std::fs::rename(f, t),
+        |d, f, t| d.rename(f, t),
     )
 }
 
@@ -296,9 +434,14 @@ pub fn rename(from: impl AsRef<Path>, to: impl AsRef<Path>) -> IO<(), io::Error>
 /// (created or replaced); the number of bytes copied.
 #[track_caller]
 pub fn copy(from: impl AsRef<Path>, to: impl AsRef<Path>) -> IO<u64, io::Error> {
-    on_paths(&ops::COPY, "copy", from.as_ref(), to.as_ref(), |f, t| {
-        std::fs::copy(f, t)
-    })
+    on_paths(
+        &ops::COPY,
+        "copy",
+        from.as_ref(),
+        to.as_ref(),
+        |f, t| std::fs::copy(f, t),
+        |d, f, t| d.copy(f, t),
+    )
 }
 
 /// Makes `link` a new name (a hard link) of the file `original`.
@@ -310,6 +453,7 @@ pub fn hard_link(original: impl AsRef<Path>, link: impl AsRef<Path>) -> IO<(), i
         original.as_ref(),
         link.as_ref(),
         |o, l| std::fs::hard_link(o, l),
+        |d, o, l| d.hard_link(o, l),
     )
 }
 
@@ -323,23 +467,32 @@ pub fn symlink(original: impl AsRef<Path>, link: impl AsRef<Path>) -> IO<(), io:
         original.as_ref(),
         link.as_ref(),
         |o, l| std::os::unix::fs::symlink(o, l),
+        |_, _, _| Err(simulated::unsupported("symlink")),
     )
 }
 
 /// What the symbolic link `path` points to.
 #[track_caller]
 pub fn read_link(path: impl AsRef<Path>) -> IO<PathBuf, io::Error> {
-    on_path(&ops::READ_LINK, "read_link", path.as_ref(), |p| {
-        std::fs::read_link(p)
-    })
+    on_path(
+        &ops::READ_LINK,
+        "read_link",
+        path.as_ref(),
+        |p| std::fs::read_link(p),
+        not_simulated("read_link"),
+    )
 }
 
 /// The absolute form of `path`, every symbolic link resolved.
 #[track_caller]
 pub fn canonicalize(path: impl AsRef<Path>) -> IO<PathBuf, io::Error> {
-    on_path(&ops::CANONICALIZE, "canonicalize", path.as_ref(), |p| {
-        std::fs::canonicalize(p)
-    })
+    on_path(
+        &ops::CANONICALIZE,
+        "canonicalize",
+        path.as_ref(),
+        |p| std::fs::canonicalize(p),
+        not_simulated("canonicalize"),
+    )
 }
 
 /// Sets the permissions of `path`.
@@ -350,6 +503,7 @@ pub fn set_permissions(path: impl AsRef<Path>, permissions: Permissions) -> IO<(
         "set_permissions",
         path.as_ref(),
         move |p| std::fs::set_permissions(p, permissions),
+        not_simulated("set_permissions"),
     )
 }
 

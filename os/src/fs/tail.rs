@@ -1,6 +1,6 @@
 //! [`tail`]: a growing file as an endless stream (`tail -F`).
 
-use std::io::{self, Read as _, Seek as _, SeekFrom};
+use std::io::{self, SeekFrom};
 use std::path::Path;
 use std::time::Duration;
 
@@ -59,16 +59,15 @@ fn look(
 ) -> IO<(Vec<u8>, u64), io::Error> {
     let file = file.clone();
     IO::tail_rec_untraced(position, move |position| {
-        file.with_untraced("tail", move |mut f| {
-            let len = f.metadata()?.len();
+        file.with_untraced("tail", move |f| {
+            let len = f.len()?;
             // Cut shorter than what was read: from the start again.
             let position = if len < position { 0 } else { position };
             if len == position {
                 return Ok(Look::Nothing(position));
             }
             f.seek(SeekFrom::Start(position))?;
-            let mut bytes = Vec::with_capacity(chunk_size);
-            f.take(chunk_size as u64).read_to_end(&mut bytes)?;
+            let bytes = f.read_up_to(chunk_size)?;
             let next = position + bytes.len() as u64;
             Ok(if bytes.is_empty() {
                 Look::Nothing(position)

@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use spindle_core::{IO, Resource};
 
-use super::{File, at, call, ops, remove_dir_all, remove_file};
+use spindle_core::untraced::Untraced as _;
+
+use super::{File, at, ops, remove_dir_all, remove_file, simulated};
 
 /// A temporary directory: a cheap handle to its path. [`temp_dir`] makes
 /// it, empty, with a unique name, and removes it with everything in it
@@ -36,15 +38,22 @@ pub fn temp_dir() -> Resource<TempDir, io::Error> {
 #[track_caller]
 pub fn temp_dir_in(parent: impl AsRef<Path>) -> Resource<TempDir, io::Error> {
     let parent = parent.as_ref().to_path_buf();
-    let make = call(&ops::TEMP_DIR, move || {
-        let dir = tempfile::Builder::new()
-            .prefix("spindle-")
-            .tempdir_in(&parent)
-            .map_err(|e| at("temp_dir", &parent, e))?;
-        Ok(TempDir {
-            path: Arc::from(dir.keep()),
+    let make = IO::defer_untraced(move || {
+        if simulated::disk().is_some() {
+            let unsupported = simulated::unsupported("temp_dir");
+            return IO::raise_error_untraced(at("temp_dir", &parent, unsupported));
+        }
+        IO::try_blocking_untraced(move || {
+            let dir = tempfile::Builder::new()
+                .prefix("spindle-")
+                .tempdir_in(&parent)
+                .map_err(|e| at("temp_dir", &parent, e))?;
+            Ok(TempDir {
+                path: Arc::from(dir.keep()),
+            })
         })
-    });
+    })
+    .traced_as(&ops::TEMP_DIR);
     Resource::make(make, |dir: TempDir| remove_dir_all(dir.path()))
 }
 
@@ -63,16 +72,23 @@ pub fn temp_file() -> Resource<File, io::Error> {
 #[track_caller]
 pub fn temp_file_in(parent: impl AsRef<Path>) -> Resource<File, io::Error> {
     let parent = parent.as_ref().to_path_buf();
-    let make = call(&ops::TEMP_FILE, move || {
-        let named = tempfile::Builder::new()
-            .prefix("spindle-")
-            .tempfile_in(&parent)
-            .map_err(|e| at("temp_file", &parent, e))?;
-        let (file, path): (std::fs::File, PathBuf) = named
-            .keep()
-            .map_err(|e| at("temp_file", &parent, e.error))?;
-        Ok(File::from_std(file, path))
-    });
+    let make = IO::defer_untraced(move || {
+        if simulated::disk().is_some() {
+            let unsupported = simulated::unsupported("temp_file");
+            return IO::raise_error_untraced(at("temp_file", &parent, unsupported));
+        }
+        IO::try_blocking_untraced(move || {
+            let named = tempfile::Builder::new()
+                .prefix("spindle-")
+                .tempfile_in(&parent)
+                .map_err(|e| at("temp_file", &parent, e))?;
+            let (file, path): (std::fs::File, PathBuf) = named
+                .keep()
+                .map_err(|e| at("temp_file", &parent, e.error))?;
+            Ok(File::from_std(file, path))
+        })
+    })
+    .traced_as(&ops::TEMP_FILE);
     Resource::make(make, |file: File| {
         let path = file.path().to_path_buf();
         file.close().attempt().flat_map(move |closed| {

@@ -360,6 +360,8 @@ impl VirtualDatagram for SimDatagram {
 pub(crate) struct HostDriver {
     pub(crate) network: Arc<Network>,
     pub(crate) host: usize,
+    /// The host's disk (see [`crate::disk`]).
+    pub(crate) disk: Arc<crate::disk::SimDisk>,
 }
 
 impl HostDriver {
@@ -383,6 +385,10 @@ impl IoDriver for HostDriver {
 
     fn network(&self) -> Option<&dyn VirtualNetwork> {
         Some(self)
+    }
+
+    fn disk(&self) -> Option<Arc<dyn spindle_net::driver::VirtualDisk>> {
+        Some(self.disk.clone())
     }
 }
 

@@ -164,6 +164,8 @@ pub(crate) struct Net {
     /// The executor, whose record of faults numbers the network's
     /// partitions and crashes (and says which shrinking left out).
     pub(crate) executor: Weak<Shared>,
+    /// The hosts' disks, which a crash reaches (see [`crate::disk`]).
+    pub(crate) disks: Option<std::sync::Arc<crate::disk::Disks>>,
 }
 
 fn err(kind: io::ErrorKind, what: &str) -> io::Error {
@@ -202,6 +204,7 @@ impl Net {
             restarts: Vec::new(),
             shut: false,
             executor: Weak::new(),
+            disks: None,
         };
         net.add_host("main", false);
         net
@@ -1102,6 +1105,7 @@ impl Net {
         }
         self.hosts[host].up = false;
         let name = self.hosts[host].name.clone();
+        let lost = self.disks.as_ref().and_then(|disks| disks.crash(host));
         match restart_after {
             Some(after) => {
                 self.note(format!(
@@ -1126,6 +1130,9 @@ impl Net {
             }
             self.socks[id].dead = true;
             self.wake_both(id);
+        }
+        if let Some(lost) = lost {
+            self.note(lost);
         }
         self.tcp_ports.retain(|(h, _), _| *h != host);
         self.udp_ports.retain(|(h, _), _| *h != host);
