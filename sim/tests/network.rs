@@ -936,3 +936,162 @@ fn scheduling_a_fault_for_an_unknown_host_is_a_setup_failure() {
         "{failure}"
     );
 }
+
+// ----- planted bug: a write lost when its connection is reset -----
+
+/// What the clients were told was stored, and what the server stored.
+#[derive(Clone, Default)]
+struct Ledger {
+    acked: Arc<Mutex<Vec<u32>>>,
+    stored: Arc<Mutex<Vec<u32>>>,
+}
+
+/// One connection of the ledger server: a 4-byte value at a time, each
+/// answered "ok". The buggy server keeps a connection's values aside and
+/// stores them when the client closes cleanly, so a connection that is
+/// reset (its client crashed) loses values it had acknowledged; the fixed
+/// one stores each value before it answers.
+fn ledger_connection(conn: TcpStream, ledger: Ledger, buggy: bool) -> IO<(), io::Error> {
+    let pending = Arc::new(Mutex::new(Vec::new()));
+    IO::tail_rec((), move |()| {
+        let (ledger, pending, writer) = (ledger.clone(), pending.clone(), conn.clone());
+        conn.read_exact(4)
+            .attempt()
+            .flat_map(move |read| match read {
+                Ok(bytes) => {
+                    let value = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
+                    if buggy {
+                        pending.lock().unwrap().push(value);
+                    } else {
+                        ledger.stored.lock().unwrap().push(value);
+                    }
+                    writer
+                        .write_all(b"ok".to_vec())
+                        .map(|()| ControlFlow::Continue(()))
+                }
+                // The client closed its side: what it sent is stored.
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+                    let values = core::mem::take(&mut *pending.lock().unwrap());
+                    ledger.stored.lock().unwrap().extend(values);
+                    IO::pure(ControlFlow::Break(()))
+                }
+                // Reset: the buggy server drops what it kept aside.
+                Err(_) => IO::pure(ControlFlow::Break(())),
+            })
+    })
+}
+
+/// A client host: sends five values (numbered by its incarnation, so a
+/// restarted client sends new ones), each acknowledged before the next,
+/// then closes its side.
+fn ledger_client(ledger: Ledger, incarnation: u32) -> IO<(), io::Error> {
+    TcpStream::connect_host("main:9")
+        .flat_map(move |conn| {
+            IO::tail_rec(0u32, move |i| {
+                if i == 5 {
+                    return conn
+                        .shutdown(Shutdown::Write)
+                        .map(|()| ControlFlow::Break(()));
+                }
+                let value = incarnation * 100 + i;
+                let (acked, reader) = (ledger.acked.clone(), conn.clone());
+                conn.write_all(value.to_le_bytes().to_vec())
+                    .product_r(reader.read_exact(2))
+                    .map(move |_| {
+                        acked.lock().unwrap().push(value);
+                        ControlFlow::Continue(i + 1)
+                    })
+            })
+        })
+        .attempt()
+        .void()
+}
+
+fn ledger_program(run: &mut spindle_sim::Run, buggy: bool) -> IO<(), io::Error> {
+    let ledger = Ledger::default();
+    let incarnations = Arc::new(std::sync::atomic::AtomicU32::new(0));
+    for name in ["c1", "c2", "c3"] {
+        let (ledger, incarnations) = (ledger.clone(), incarnations.clone());
+        run.host(name, move || {
+            let n = incarnations.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            ledger_client(ledger.clone(), n)
+        });
+    }
+    let check = ledger.clone();
+    run.check_at_end("every acknowledged value is stored", move || {
+        let stored = check.stored.lock().unwrap();
+        let lost: Vec<u32> = (check.acked.lock().unwrap().iter().copied())
+            .filter(|v| !stored.contains(v))
+            .collect();
+        if lost.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("acknowledged but lost: {lost:?}"))
+        }
+    });
+    // The server runs on the main host (which never crashes) while the
+    // clients come and go.
+    let server = TcpListener::bind(any(9)).flat_map(move |listener| {
+        IO::forever(move || {
+            let ledger = ledger.clone();
+            listener.accept().flat_map(move |(conn, _)| {
+                ledger_connection(conn, ledger, buggy)
+                    .attempt()
+                    .start::<io::Error>()
+                    .void()
+            })
+        })
+        .void()
+    });
+    server
+        .start::<io::Error>()
+        .flat_map(|server| IO::sleep(ms(3_000)).product_r(server.cancel()))
+}
+
+fn crashing_clients() -> Sim {
+    Sim::builder()
+        .seeds(0..100)
+        .network(
+            NetConfig::default()
+                .latency(ms(1), ms(3))
+                .jitter(ms(1))
+                .crashes(0.05)
+                .restart_after(ms(20), ms(100)),
+        )
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn a_server_that_drops_a_reset_connections_acknowledged_writes_is_found_and_replayed() {
+    let sim = crashing_clients();
+    let failure = sim.check(|run| ledger_program(run, true)).unwrap_err();
+    assert!(
+        matches!(&failure.kind, FailureKind::Invariant(m) if m.contains("acknowledged but lost")),
+        "{failure}"
+    );
+    assert!(
+        failure.key.seed < 10,
+        "found within 10 seeds: {}",
+        failure.key
+    );
+    assert!(
+        failure
+            .faults
+            .iter()
+            .any(|f| matches!(f, Fault::Crash { .. })),
+        "a client's crash resets its connection: {failure}"
+    );
+    let again = sim.replay(&failure.key.to_string().parse().unwrap(), |run| {
+        ledger_program(run, true)
+    });
+    assert_eq!(again.failure.map(|f| f.kind), Some(failure.kind));
+}
+
+#[test]
+fn a_server_that_stores_before_it_acknowledges_keeps_every_write_over_the_same_seeds() {
+    let summary = crashing_clients()
+        .check(|run| ledger_program(run, false))
+        .unwrap_or_else(|f| panic!("{f}"));
+    assert_eq!(summary.seeds, 100);
+}
