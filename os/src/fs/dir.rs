@@ -86,7 +86,8 @@ fn system_type(dir: bool) -> io::Result<FileType> {
         Some((dir_type, file_type)) => Ok(if dir { *dir_type } else { *file_type }),
         None => Err(io::Error::new(
             io::ErrorKind::Unsupported,
-            "spindle-os: a simulated directory entry's type is told with the system's types              of the root directory and the running program, which cannot be read",
+            "spindle-os: a simulated directory entry's type is told with the system's types \
+             of the root directory and the running program, which cannot be read",
         )),
     }
 }
