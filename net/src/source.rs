@@ -414,6 +414,37 @@ mod tests {
         }
     }
 
+    /// A stand-in for a virtual socket: its registration, counted.
+    struct Counted;
+
+    impl Registration for Counted {
+        fn readiness(&self) -> Readiness {
+            Readiness::UNKNOWN
+        }
+
+        fn wait(self: Arc<Self>, _: Direction, _: Readiness) -> IO<(), io::Error> {
+            IO::unit()
+        }
+    }
+
+    #[test]
+    fn a_virtual_socket_is_dropped_with_its_source_once_and_its_registration_with_it() {
+        let socket = Arc::new(Counted);
+        let registration: Arc<dyn Registration> = socket.clone();
+        // The view holds one reference, the registration another.
+        let source = Source::virtual_socket(socket.clone(), registration);
+        assert_eq!(Arc::strong_count(&socket), 3);
+        let second = source.clone();
+        drop(source);
+        assert_eq!(Arc::strong_count(&socket), 3, "alive while a handle is");
+        drop(second);
+        assert_eq!(
+            Arc::strong_count(&socket),
+            1,
+            "both references dropped, once"
+        );
+    }
+
     #[test]
     fn registering_outside_a_driver_closes_the_socket_and_fails() {
         let (ours, mut peer) = pair();
