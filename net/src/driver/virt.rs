@@ -231,21 +231,11 @@ pub trait VirtualDisk: Send + Sync {
 
     /// The whole contents of the file at `path`.
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
-        let file = self.open(
-            path,
-            VirtualOpenOptions {
-                read: true,
-                ..VirtualOpenOptions::default()
-            },
-        )?;
-        let mut bytes = Vec::new();
-        loop {
-            let chunk = file.read(64 * 1024)?;
-            if chunk.is_empty() {
-                return Ok(bytes);
-            }
-            bytes.extend_from_slice(&chunk);
-        }
+        let options = VirtualOpenOptions {
+            read: true,
+            ..VirtualOpenOptions::default()
+        };
+        self.open(path, options)?.read_to_end()
     }
 
     /// Writes `data` as the whole contents of the file at `path` (created
@@ -291,6 +281,18 @@ pub trait VirtualFile: Send + Sync {
     /// At most `max` bytes from the cursor on (fewer at the end of the
     /// file, none past it), moving the cursor.
     fn read(&self, max: usize) -> io::Result<Vec<u8>>;
+
+    /// Everything from the cursor on, moving the cursor to the end.
+    fn read_to_end(&self) -> io::Result<Vec<u8>> {
+        let mut bytes = Vec::new();
+        loop {
+            let chunk = self.read(64 * 1024)?;
+            if chunk.is_empty() {
+                return Ok(bytes);
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+    }
 
     /// At most `max` bytes from `offset` on; the cursor does not move.
     fn read_at(&self, offset: u64, max: usize) -> io::Result<Vec<u8>>;

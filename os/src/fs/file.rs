@@ -760,7 +760,7 @@ impl Handle {
                 file.read_to_end(&mut bytes)?;
                 Ok(bytes)
             }
-            Handle::Virtual(file) => simulated::read_to_end(&**file),
+            Handle::Virtual(file) => file.read_to_end(),
         }
     }
 

@@ -71,18 +71,6 @@ pub(crate) fn read_up_to(file: &dyn VirtualFile, max: usize) -> io::Result<Vec<u
     Ok(bytes)
 }
 
-/// Everything from `file`'s cursor on.
-pub(crate) fn read_to_end(file: &dyn VirtualFile) -> io::Result<Vec<u8>> {
-    let mut bytes = Vec::new();
-    loop {
-        let chunk = file.read(64 * 1024)?;
-        if chunk.is_empty() {
-            return Ok(bytes);
-        }
-        bytes.extend_from_slice(&chunk);
-    }
-}
-
 /// Writes all of `data` at `file`'s cursor.
 pub(crate) fn write_all(file: &dyn VirtualFile, data: &[u8]) -> io::Result<()> {
     let mut rest = data;
