@@ -17,7 +17,7 @@ use std::time::Duration;
 use spindle_effect::net::{self, BufReader, ServeConfig, TcpListener, TcpStream};
 use spindle_effect::prelude::*;
 use spindle_effect::{Deferred, Outcome};
-use spindle_sim::{NetConfig, Run, Sim, cancelable, invariant};
+use spindle_sim::{NetConfig, Sim, cancelable, invariant};
 
 #[allow(dead_code, unreachable_pub)]
 #[path = "../../spindle/examples/kv_server.rs"]
@@ -124,6 +124,29 @@ where
         .product_r(last)
 }
 
+/// Runs `server` on a simulated host named `host` and a storm of
+/// `client`s against it ([`storm`]) under [`simulator`]: every seed
+/// passes, and across them clients were both served and canceled.
+fn passes_under_storm(
+    tally: &'static Tally,
+    host: &'static str,
+    server: fn() -> IO<(), io::Error>,
+    client: fn(IpAddr, u32) -> IO<(), io::Error>,
+) {
+    let summary = simulator()
+        .check(|run| {
+            let address = run.host(host, server);
+            storm(
+                tally,
+                move |id| client(address, id),
+                client(address, CLIENTS),
+            )
+        })
+        .unwrap_or_else(|f| panic!("{f}"));
+    assert_eq!(summary.seeds, SEEDS);
+    tally.check();
+}
+
 /// Sends `line` and checks that the next line the server answers is
 /// `expected` (with its line break).
 async fn ask(
@@ -185,24 +208,10 @@ fn kv_client(server: IpAddr, id: u32) -> IO<(), io::Error> {
     })
 }
 
-static KV_TALLY: Tally = Tally::new();
-
-fn kv_program(run: &mut Run) -> IO<(), io::Error> {
-    let server = run.host("kv", kv_host);
-    storm(
-        &KV_TALLY,
-        move |id| kv_client(server, id),
-        kv_client(server, CLIENTS),
-    )
-}
-
 #[test]
 fn the_key_value_server_answers_every_client_under_latency_loss_and_canceled_clients() {
-    let summary = simulator()
-        .check(kv_program)
-        .unwrap_or_else(|f| panic!("{f}"));
-    assert_eq!(summary.seeds, SEEDS);
-    KV_TALLY.check();
+    static TALLY: Tally = Tally::new();
+    passes_under_storm(&TALLY, "kv", kv_host, kv_client);
 }
 
 // ----- line_echo -----
@@ -251,24 +260,10 @@ fn echo_client(server: IpAddr, id: u32) -> IO<(), io::Error> {
     })
 }
 
-static ECHO_TALLY: Tally = Tally::new();
-
-fn echo_program(run: &mut Run) -> IO<(), io::Error> {
-    let server = run.host("echo", echo_host);
-    storm(
-        &ECHO_TALLY,
-        move |id| echo_client(server, id),
-        echo_client(server, CLIENTS),
-    )
-}
-
 #[test]
 fn line_echo_echoes_every_line_in_order_under_latency_loss_and_canceled_clients() {
-    let summary = simulator()
-        .check(echo_program)
-        .unwrap_or_else(|f| panic!("{f}"));
-    assert_eq!(summary.seeds, SEEDS);
-    ECHO_TALLY.check();
+    static TALLY: Tally = Tally::new();
+    passes_under_storm(&TALLY, "echo", echo_host, echo_client);
 }
 
 // ----- hello_http -----
@@ -330,24 +325,10 @@ fn http_client(server: IpAddr, id: u32) -> IO<(), io::Error> {
     })
 }
 
-static HTTP_TALLY: Tally = Tally::new();
-
-fn http_program(run: &mut Run) -> IO<(), io::Error> {
-    let server = run.host("http", http_host);
-    storm(
-        &HTTP_TALLY,
-        move |id| http_client(server, id),
-        http_client(server, CLIENTS),
-    )
-}
-
 #[test]
 fn hello_http_answers_every_request_under_latency_loss_and_canceled_clients() {
-    let summary = simulator()
-        .check(http_program)
-        .unwrap_or_else(|f| panic!("{f}"));
-    assert_eq!(summary.seeds, SEEDS);
-    HTTP_TALLY.check();
+    static TALLY: Tally = Tally::new();
+    passes_under_storm(&TALLY, "http", http_host, http_client);
 }
 
 // ----- mini-redis -----
@@ -398,22 +379,8 @@ fn redis_client(server: IpAddr, id: u32) -> IO<(), io::Error> {
     })
 }
 
-static REDIS_TALLY: Tally = Tally::new();
-
-fn redis_program(run: &mut Run) -> IO<(), io::Error> {
-    let server = run.host("redis", redis_host);
-    storm(
-        &REDIS_TALLY,
-        move |id| redis_client(server, id),
-        redis_client(server, CLIENTS),
-    )
-}
-
 #[test]
 fn mini_redis_keeps_every_clients_keys_under_latency_loss_and_canceled_clients() {
-    let summary = simulator()
-        .check(redis_program)
-        .unwrap_or_else(|f| panic!("{f}"));
-    assert_eq!(summary.seeds, SEEDS);
-    REDIS_TALLY.check();
+    static TALLY: Tally = Tally::new();
+    passes_under_storm(&TALLY, "redis", redis_host, redis_client);
 }

@@ -651,27 +651,35 @@ fn store_program(run: &mut spindle_sim::Run, lossy: bool) -> IO<(), io::Error> {
     let acked = Arc::new(Mutex::new(Vec::new()));
     let server_disk = disk.clone();
     run.host("server", move || store_server(server_disk.clone(), lossy));
-    let (check_disk, check_acked) = (disk.clone(), acked.clone());
-    run.check_at_end(
+    expect_every_ack_stored(
+        run,
         "every acknowledged value is on the server's disk",
-        move || {
-            let disk = check_disk.lock().unwrap();
-            let lost: Vec<u32> = check_acked
-                .lock()
-                .unwrap()
-                .iter()
-                .copied()
-                .filter(|v| !disk.contains(v))
-                .collect();
-            if lost.is_empty() {
-                Ok(())
-            } else {
-                Err(format!("acknowledged but lost: {lost:?}"))
-            }
-        },
+        acked.clone(),
+        disk.clone(),
     );
     // The last values' batch gets its 10 ms to reach the disk.
     store_client(acked).product_r(IO::sleep(ms(30)))
+}
+
+/// Checks at the end of the run that every value in `acked` is in
+/// `stored` (an `Invariant` failure naming the lost ones otherwise).
+fn expect_every_ack_stored(
+    run: &mut spindle_sim::Run,
+    name: &str,
+    acked: Arc<Mutex<Vec<u32>>>,
+    stored: Arc<Mutex<Vec<u32>>>,
+) {
+    run.check_at_end(name, move || {
+        let stored = stored.lock().unwrap();
+        let lost: Vec<u32> = (acked.lock().unwrap().iter().copied())
+            .filter(|v| !stored.contains(v))
+            .collect();
+        if lost.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("acknowledged but lost: {lost:?}"))
+        }
+    });
 }
 
 fn crashing_sim() -> Sim {
@@ -1017,18 +1025,12 @@ fn ledger_program(run: &mut spindle_sim::Run, buggy: bool) -> IO<(), io::Error> 
             ledger_client(ledger.clone(), n)
         });
     }
-    let check = ledger.clone();
-    run.check_at_end("every acknowledged value is stored", move || {
-        let stored = check.stored.lock().unwrap();
-        let lost: Vec<u32> = (check.acked.lock().unwrap().iter().copied())
-            .filter(|v| !stored.contains(v))
-            .collect();
-        if lost.is_empty() {
-            Ok(())
-        } else {
-            Err(format!("acknowledged but lost: {lost:?}"))
-        }
-    });
+    expect_every_ack_stored(
+        run,
+        "every acknowledged value is stored",
+        ledger.acked.clone(),
+        ledger.stored.clone(),
+    );
     // The server runs on the main host (which never crashes) while the
     // clients come and go.
     let server = TcpListener::bind(any(9)).flat_map(move |listener| {
@@ -1048,23 +1050,9 @@ fn ledger_program(run: &mut spindle_sim::Run, buggy: bool) -> IO<(), io::Error> 
         .flat_map(|server| IO::sleep(ms(3_000)).product_r(server.cancel()))
 }
 
-fn crashing_clients() -> Sim {
-    Sim::builder()
-        .seeds(0..100)
-        .network(
-            NetConfig::default()
-                .latency(ms(1), ms(3))
-                .jitter(ms(1))
-                .crashes(0.05)
-                .restart_after(ms(20), ms(100)),
-        )
-        .build()
-        .unwrap()
-}
-
 #[test]
 fn a_server_that_drops_a_reset_connections_acknowledged_writes_is_found_and_replayed() {
-    let sim = crashing_clients();
+    let sim = crashing_sim();
     let failure = sim.check(|run| ledger_program(run, true)).unwrap_err();
     assert!(
         matches!(&failure.kind, FailureKind::Invariant(m) if m.contains("acknowledged but lost")),
@@ -1090,7 +1078,7 @@ fn a_server_that_drops_a_reset_connections_acknowledged_writes_is_found_and_repl
 
 #[test]
 fn a_server_that_stores_before_it_acknowledges_keeps_every_write_over_the_same_seeds() {
-    let summary = crashing_clients()
+    let summary = crashing_sim()
         .check(|run| ledger_program(run, false))
         .unwrap_or_else(|f| panic!("{f}"));
     assert_eq!(summary.seeds, 100);
