@@ -25,7 +25,12 @@
 
 use alloc::boxed::Box;
 
-use crate::engine::tracing::{Named, here};
+use core::marker::PhantomData;
+
+use crate::engine::erased::{Adapter, ErasedFn, Value};
+use crate::engine::node::Node;
+use crate::engine::tracing::{Named, OpMeta, Site, here};
+use crate::fiber::FiberLocals;
 use crate::io::IO;
 use crate::sync::{Arc, Ordering, StaticAtomicUsize};
 
@@ -37,6 +42,34 @@ crate::engine::tracing::trace_ops! {
     Modify = "IOLocal::modify",
     GetAndSet = "IOLocal::get_and_set",
     Restore = "IOLocal::local",
+}
+
+/// A `Local` node's closure, which produces an `A` from the fiber's
+/// locals.
+struct WithLocals<A>(PhantomData<fn() -> A>);
+
+impl<A: Send + 'static, F: FnOnce(FiberLocals) -> A> Adapter<FiberLocals, Value, F>
+    for WithLocals<A>
+{
+    #[inline(always)]
+    unsafe fn call(f: F, locals: FiberLocals) -> Value {
+        Value::new(f(locals))
+    }
+}
+
+impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
+    /// A program that runs `f` with the running fiber's locals, in one
+    /// run-loop step (a `delay` that reads or sets them), recorded as the
+    /// operation `M` at `site`.
+    #[inline(always)]
+    fn with_locals_at<M: OpMeta, F>(site: Option<Site>, f: F) -> IO<A, E>
+    where
+        F: FnOnce(FiberLocals) -> A + Send + 'static,
+    {
+        IO::from_node(Node::local(ErasedFn::new_sited::<WithLocals<A>, _, M>(
+            f, site,
+        )))
+    }
 }
 
 /// The next local's number (any read-modify-write hands each out once).
@@ -72,25 +105,32 @@ static KEYS: StaticAtomicUsize = StaticAtomicUsize::new(1);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct IOLocal<A> {
+    /// Shared by the clones. One pointer, so that the closure of a `get`
+    /// or a `set`, which holds a clone of it, fits a node's word (no pool
+    /// block).
+    inner: Arc<Inner<A>>,
+}
+
+/// What the clones of a local share: its number and its default.
+struct Inner<A> {
+    /// The local's number, its key in a fiber's locals.
     key: u64,
-    /// Shared by the clones, and cloned out only for a fiber that has not
-    /// set a value.
-    default: Arc<A>,
+    /// Cloned out only for a fiber that has not set a value.
+    default: A,
 }
 
 impl<A> IOLocal<A> {
     /// The local's number, its key in a fiber's locals.
     #[cfg_attr(not(feature = "observe"), allow(dead_code))]
     pub(crate) fn key(&self) -> u64 {
-        self.key
+        self.inner.key
     }
 }
 
 impl<A> Clone for IOLocal<A> {
     fn clone(&self) -> Self {
         IOLocal {
-            key: self.key,
-            default: self.default.clone(),
+            inner: self.inner.clone(),
         }
     }
 }
@@ -98,8 +138,8 @@ impl<A> Clone for IOLocal<A> {
 impl<A: core::fmt::Debug> core::fmt::Debug for IOLocal<A> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("IOLocal")
-            .field("key", &self.key)
-            .field("default", &self.default)
+            .field("key", &self.inner.key)
+            .field("default", &self.inner.default)
             .finish()
     }
 }
@@ -111,41 +151,45 @@ impl<A: Clone + Send + Sync + 'static> IOLocal<A> {
     pub fn new(default: A) -> IOLocal<A> {
         let key = KEYS.fetch_add(1, Ordering::Relaxed) as u64;
         IOLocal {
-            key,
-            default: Arc::new(default),
+            inner: Arc::new(Inner { key, default }),
         }
     }
 
     /// The default, the value of fibers that have not set one.
     pub fn default_value(&self) -> &A {
-        &self.default
+        &self.inner.default
     }
 
     /// The current fiber's value (its default if it has set none).
+    #[inline]
     #[track_caller]
     pub fn get<E: Send + 'static>(&self) -> IO<A, E> {
-        let (key, default) = (self.key, self.default.clone());
-        IO::with_spawner_at::<Named<Get>, _>(here(), move |fiber| {
-            fiber.local::<A>(key).unwrap_or_else(|| A::clone(&default))
+        let local = self.inner.clone();
+        IO::with_locals_at::<Named<Get>, _>(here(), move |fiber| {
+            fiber
+                .get::<A>(local.key)
+                .unwrap_or_else(|| local.default.clone())
         })
     }
 
     /// Sets the current fiber's value (children it starts from now on
     /// begin with it; its parent and the children started before keep
     /// theirs).
+    #[inline]
     #[track_caller]
     pub fn set<E: Send + 'static>(&self, value: A) -> IO<(), E> {
-        let key = self.key;
-        IO::with_spawner_at::<Named<Set>, _>(here(), move |fiber| {
-            fiber.set_local_value(key, value);
+        let key = self.inner.key;
+        IO::with_locals_at::<Named<Set>, _>(here(), move |fiber| {
+            fiber.set_value(key, value);
         })
     }
 
     /// Makes the current fiber's value the default again.
+    #[inline]
     #[track_caller]
     pub fn reset<E: Send + 'static>(&self) -> IO<(), E> {
-        let key = self.key;
-        IO::with_spawner_at::<Named<Reset>, _>(here(), move |fiber| fiber.set_local(key, None))
+        let key = self.inner.key;
+        IO::with_locals_at::<Named<Reset>, _>(here(), move |fiber| fiber.set::<A>(key, None))
     }
 
     /// Sets the current fiber's value to `f` of it.
@@ -154,10 +198,12 @@ impl<A: Clone + Send + Sync + 'static> IOLocal<A> {
     where
         F: FnOnce(A) -> A + Send + 'static,
     {
-        let (key, default) = (self.key, self.default.clone());
-        IO::with_spawner_at::<Named<Update>, _>(here(), move |fiber| {
-            let value = f(fiber.local::<A>(key).unwrap_or_else(|| A::clone(&default)));
-            fiber.set_local_value(key, value);
+        let local = self.inner.clone();
+        IO::with_locals_at::<Named<Update>, _>(here(), move |fiber| {
+            let value = f(fiber
+                .get::<A>(local.key)
+                .unwrap_or_else(|| local.default.clone()));
+            fiber.set_value(local.key, value);
         })
     }
 
@@ -168,21 +214,26 @@ impl<A: Clone + Send + Sync + 'static> IOLocal<A> {
     where
         F: FnOnce(A) -> (A, B) + Send + 'static,
     {
-        let (key, default) = (self.key, self.default.clone());
-        IO::with_spawner_at::<Named<Modify>, _>(here(), move |fiber| {
-            let (value, out) = f(fiber.local::<A>(key).unwrap_or_else(|| A::clone(&default)));
-            fiber.set_local_value(key, value);
+        let local = self.inner.clone();
+        IO::with_locals_at::<Named<Modify>, _>(here(), move |fiber| {
+            let (value, out) = f(fiber
+                .get::<A>(local.key)
+                .unwrap_or_else(|| local.default.clone()));
+            fiber.set_value(local.key, value);
             out
         })
     }
 
     /// Sets the current fiber's value and returns the one it replaces.
+    #[inline]
     #[track_caller]
     pub fn get_and_set<E: Send + 'static>(&self, value: A) -> IO<A, E> {
-        let (key, default) = (self.key, self.default.clone());
-        IO::with_spawner_at::<Named<GetAndSet>, _>(here(), move |fiber| {
-            let old = fiber.local::<A>(key).unwrap_or_else(|| A::clone(&default));
-            fiber.set_local_value(key, value);
+        let local = self.inner.clone();
+        IO::with_locals_at::<Named<GetAndSet>, _>(here(), move |fiber| {
+            let old = fiber
+                .get::<A>(local.key)
+                .unwrap_or_else(|| local.default.clone());
+            fiber.set_value(local.key, value);
             old
         })
     }
@@ -194,20 +245,20 @@ impl<A: Clone + Send + Sync + 'static> IOLocal<A> {
     /// dropped at its end too.
     #[track_caller]
     pub fn local<B: Send + 'static, E: Send + 'static>(&self, value: A, io: IO<B, E>) -> IO<B, E> {
-        let key = self.key;
+        let key = self.inner.key;
         // The value before, as the fiber holds it (`None`: the default),
         // swapped in one step with `value`.
-        let swap = IO::<Option<A>, E>::with_spawner_at::<Named<Restore>, _>(here(), move |fiber| {
-            let before = fiber.local::<A>(key);
-            fiber.set_local_value(key, value);
+        let swap = IO::<Option<A>, E>::with_locals_at::<Named<Restore>, _>(here(), move |fiber| {
+            let before = fiber.get::<A>(key);
+            fiber.set_value(key, value);
             before
         });
         IO::uncancelable_untraced(move |poll| {
             swap.flat_map_untraced(move |before| {
-                let restore = IO::with_spawner_at::<crate::engine::tracing::Internal, _>(
+                let restore = IO::with_locals_at::<crate::engine::tracing::Internal, _>(
                     crate::engine::tracing::NO_SITE,
                     move |fiber| {
-                        fiber.set_local(key, before.map(|v| Box::new(v) as Box<_>));
+                        fiber.set(key, before.map(Box::new));
                     },
                 );
                 poll.apply_untraced(io).guarantee_untraced(restore)

@@ -12,39 +12,131 @@
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
-use core::any::Any;
+use core::any::TypeId;
 
+use super::run_state::Core;
 use crate::sync::Arc;
 
-/// A value of a local, as the map keeps it: cloned when read, and when a
-/// map is copied to set another value.
+/// The running fiber's locals, as a `Local` node's closure receives them
+/// (`IOLocal`'s operations): a pointer to the fiber's state, valid while
+/// the closure runs, which the run-loop does not touch meanwhile. A
+/// `delay` with the fiber's locals: the run-loop hands it over in a
+/// register, without the spawner a `Start` node's closure is given.
+pub(crate) struct FiberLocals {
+    core: *mut Core,
+}
+
+impl FiberLocals {
+    /// The locals of the fiber whose state is `core`, for one closure.
+    #[inline(always)]
+    pub(crate) fn new(core: &mut Core) -> FiberLocals {
+        FiberLocals { core }
+    }
+
+    /// The running fiber's value of the local numbered `key`, if it holds
+    /// one of type `A`.
+    #[inline(always)]
+    pub(crate) fn get<A: Clone + 'static>(&self, key: u64) -> Option<A> {
+        // SAFETY: the state is alive while the closure runs, and the
+        // run-loop does not touch it meanwhile (`new`); only read here.
+        let locals = unsafe { (*self.core).locals_ref() }?;
+        get(locals, key)
+    }
+
+    /// Sets the running fiber's value of the local numbered `key`: in
+    /// place when the fiber holds a value for it in a map no child shares
+    /// (no allocation), in a new map otherwise.
+    #[inline]
+    pub(crate) fn set_value<A: Clone + Send + Sync + 'static>(&self, key: u64, value: A) {
+        // SAFETY: as in `get`; the only reference to the state made while
+        // the closure runs is this one, for this call.
+        let core = unsafe { &mut *self.core };
+        let value = match core.locals_mut() {
+            Some(locals) => match set_in_place(locals, key, value) {
+                Ok(()) => return,
+                Err(value) => value,
+            },
+            None => value,
+        };
+        let locals = with(&core.locals(), key, Some(Box::new(value)));
+        core.set_locals(locals);
+    }
+
+    /// Sets (`Some`) or removes (`None`) the running fiber's value of the
+    /// local numbered `key`.
+    pub(crate) fn set<A: LocalValue>(&self, key: u64, value: Option<Box<A>>) {
+        // SAFETY: as in `set_value`.
+        let core = unsafe { &mut *self.core };
+        let locals = with(&core.locals(), key, value);
+        core.set_locals(locals);
+    }
+}
+
+/// A value of a local, as the map keeps it: cloned when a map is copied
+/// to set another value.
 pub(crate) trait LocalValue: Send + Sync + 'static {
-    /// The value itself, to downcast to the local's type.
-    fn as_any(&self) -> &dyn Any;
-    /// The value itself, to replace in place.
-    fn as_any_mut(&mut self) -> &mut dyn Any;
     /// A copy of the value, for a new map.
     fn clone_boxed(&self) -> Box<dyn LocalValue>;
 }
 
 impl<A: Clone + Send + Sync + 'static> LocalValue for A {
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
-    }
-
     fn clone_boxed(&self) -> Box<dyn LocalValue> {
         Box::new(self.clone())
+    }
+}
+
+/// One value of a fiber's map: the number of its local, the type of the
+/// value, and the value.
+///
+/// The type is kept beside the value (rather than asked of it through
+/// `Any`, two calls through its vtable) so that reading it back as the
+/// local's type is a compare of two constants and a cast.
+struct Entry {
+    key: u64,
+    type_id: TypeId,
+    value: Box<dyn LocalValue>,
+}
+
+impl Entry {
+    /// The entry of `value` for the local numbered `key`.
+    fn new<A: LocalValue>(key: u64, value: Box<A>) -> Entry {
+        Entry {
+            key,
+            type_id: TypeId::of::<A>(),
+            value,
+        }
+    }
+
+    /// The value, if it is an `A`.
+    #[inline(always)]
+    fn get<A: 'static>(&self) -> Option<&A> {
+        if self.type_id == TypeId::of::<A>() {
+            // SAFETY: the value is an `A` (its type was recorded from the
+            // box it was made of, `Entry::new`, and `with` copies the pair
+            // together), so the data pointer of the box points at an `A`.
+            Some(unsafe { &*(&*self.value as *const dyn LocalValue).cast::<A>() })
+        } else {
+            None
+        }
+    }
+
+    /// The value, if it is an `A`, to replace in place.
+    #[inline(always)]
+    fn get_mut<A: 'static>(&mut self) -> Option<&mut A> {
+        if self.type_id == TypeId::of::<A>() {
+            // SAFETY: as in `get`; the box is borrowed mutably through
+            // `self`.
+            Some(unsafe { &mut *(&mut *self.value as *mut dyn LocalValue).cast::<A>() })
+        } else {
+            None
+        }
     }
 }
 
 /// The values a fiber holds, with the number of their local: a vector
 /// searched in order (a program holds a few locals; a map's code would
 /// cost kilobytes of flash on a microcontroller).
-pub(crate) struct LocalMap(Vec<(u64, Box<dyn LocalValue>)>);
+pub(crate) struct LocalMap(Vec<Entry>);
 
 /// A fiber's locals: `None` until the fiber (or a parent before it
 /// started it) set one.
@@ -52,20 +144,22 @@ pub(crate) type Locals = Option<Arc<LocalMap>>;
 
 /// The value `locals` hold for the local numbered `key`, if they hold one
 /// of type `A`.
+#[inline(always)]
 pub(crate) fn get<A: Clone + 'static>(locals: &Locals, key: u64) -> Option<A> {
-    let (_, value) = locals.as_ref()?.0.iter().find(|(k, _)| *k == key)?;
-    (**value).as_any().downcast_ref::<A>().cloned()
+    let entry = locals.as_ref()?.0.iter().find(|entry| entry.key == key)?;
+    entry.get::<A>().cloned()
 }
 
 /// Sets the local numbered `key` to `value` in place, if `locals` are the
 /// fiber's alone (no child shares the map) and hold a value of type `A`
 /// for it: no allocation. Gives `value` back otherwise.
+#[inline(always)]
 pub(crate) fn set_in_place<A: 'static>(locals: &mut Locals, key: u64, value: A) -> Result<(), A> {
     let Some(map) = locals.as_mut().and_then(Arc::get_mut) else {
         return Err(value);
     };
-    match map.0.iter_mut().find(|(k, _)| *k == key) {
-        Some((_, slot)) => match (**slot).as_any_mut().downcast_mut::<A>() {
+    match map.0.iter_mut().find(|entry| entry.key == key) {
+        Some(entry) => match entry.get_mut::<A>() {
             Some(slot) => {
                 *slot = value;
                 Ok(())
@@ -78,22 +172,69 @@ pub(crate) fn set_in_place<A: 'static>(locals: &mut Locals, key: u64, value: A) 
 
 /// `locals` with the local numbered `key` set to `value` (`None`: removed,
 /// so that its default shows again): a new map, the old one untouched.
-pub(crate) fn with(locals: &Locals, key: u64, value: Option<Box<dyn LocalValue>>) -> Locals {
+pub(crate) fn with<A: LocalValue>(locals: &Locals, key: u64, value: Option<Box<A>>) -> Locals {
     let mut map = Vec::new();
     if let Some(old) = locals {
         map.reserve(old.0.len() + 1);
-        for (k, v) in &old.0 {
-            if *k != key {
-                map.push((*k, (**v).clone_boxed()));
+        for entry in &old.0 {
+            if entry.key != key {
+                map.push(Entry {
+                    key: entry.key,
+                    type_id: entry.type_id,
+                    value: (*entry.value).clone_boxed(),
+                });
             }
         }
     }
     if let Some(value) = value {
-        map.push((key, value));
+        map.push(Entry::new(key, value));
     }
     if map.is_empty() {
         None
     } else {
         Some(Arc::new(LocalMap(map)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use alloc::boxed::Box;
+    use alloc::string::String;
+
+    use super::{get, set_in_place, with};
+
+    #[test]
+    fn a_value_reads_back_only_as_its_own_type_and_survives_copies_of_the_map() {
+        let one = with(&None, 7, Some(Box::new(String::from("seven"))));
+        let two = with(&one, 9, Some(Box::new(9u32)));
+        assert_eq!(get::<String>(&two, 7), Some(String::from("seven")));
+        assert_eq!(get::<u32>(&two, 9), Some(9));
+        // Another type under the same number is not read as it.
+        assert_eq!(get::<u64>(&two, 9), None);
+        assert_eq!(get::<u32>(&two, 7), None);
+        assert_eq!(get::<u32>(&two, 8), None);
+        // The map copied first is untouched.
+        assert_eq!(get::<u32>(&one, 9), None);
+        // Removing a value shows the default again.
+        let three = with::<u32>(&two, 9, None);
+        assert_eq!(get::<u32>(&three, 9), None);
+        assert_eq!(get::<String>(&three, 7), Some(String::from("seven")));
+    }
+
+    #[test]
+    fn a_value_is_replaced_in_place_only_in_an_unshared_map_and_as_its_own_type() {
+        let mut locals = with(&None, 3, Some(Box::new(String::from("a"))));
+        assert_eq!(set_in_place(&mut locals, 3, String::from("b")), Ok(()));
+        assert_eq!(get::<String>(&locals, 3), Some(String::from("b")));
+        // The wrong type, or a number the map does not hold: given back.
+        assert_eq!(set_in_place(&mut locals, 3, 5u8), Err(5u8));
+        assert_eq!(set_in_place(&mut locals, 4, 5u8), Err(5u8));
+        // A map a child shares is not changed in place.
+        let child = locals.clone();
+        assert_eq!(
+            set_in_place(&mut locals, 3, String::from("c")),
+            Err(String::from("c"))
+        );
+        assert_eq!(get::<String>(&child, 3), Some(String::from("b")));
     }
 }

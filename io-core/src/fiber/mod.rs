@@ -164,6 +164,7 @@ pub use callback::{BlockingTask, Callback, TimerCallback};
 pub use dump::{FiberDump, FiberInfo, FiberState, FiberStatus, WeakFiber, WeakFibers};
 pub(crate) use header::Header;
 pub use id::{FiberId, FiberIds};
+pub(crate) use locals::FiberLocals;
 pub use run_loop::Ran;
 pub(crate) use run_state::{CompleteK, typed_outcome};
 #[cfg(feature = "std")]

@@ -874,6 +874,11 @@ fn run_loop<X: Executor, const TRACING: bool>(
                             budget = budget.saturating_sub(1);
                             k.apply(run_start(executor, core, header, start))
                         }
+                        Ok(Immediate::Local(local)) => {
+                            record!(ring, local.op(), local.site());
+                            budget = budget.saturating_sub(1);
+                            k.apply(local.invoke(super::FiberLocals::new(core)))
+                        }
                         Err(source) => {
                             core.stack.push(Frame::flat_map(k));
                             source
@@ -897,6 +902,11 @@ fn run_loop<X: Executor, const TRACING: bool>(
                             record!(ring, start.op(), start.site());
                             budget = budget.saturating_sub(1);
                             Node::pure(k.apply(run_start(executor, core, header, start)))
+                        }
+                        Ok(Immediate::Local(local)) => {
+                            record!(ring, local.op(), local.site());
+                            budget = budget.saturating_sub(1);
+                            Node::pure(k.apply(local.invoke(super::FiberLocals::new(core))))
                         }
                         Err(source) => {
                             core.stack.push(Frame::map(k));
@@ -1130,6 +1140,10 @@ fn run_loop<X: Executor, const TRACING: bool>(
             Kind::Start(start) => {
                 record!(ring, start.op(), start.site());
                 Node::pure(run_start(executor, core, header, start))
+            }
+            Kind::Local(local) => {
+                record!(ring, local.op(), local.site());
+                Node::pure(local.invoke(super::FiberLocals::new(core)))
             }
             #[cfg(feature = "tracing")]
             Kind::Mark(bind) => {

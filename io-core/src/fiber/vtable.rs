@@ -33,8 +33,6 @@ use crate::io::IO;
 use crate::outcome::Outcome;
 use crate::sync::{Arc, UnsafeCell};
 
-use super::locals::LocalValue;
-
 /// One fiber, shared by its handle, the thread running it and its callbacks.
 #[repr(C)]
 pub(crate) struct FiberInner<X: Executor> {
@@ -458,14 +456,6 @@ impl Spawner {
         unsafe { (*self.executor).probe() }
     }
 
-    /// The running fiber's value of the local numbered `key`, if it holds
-    /// one of type `A`.
-    pub(crate) fn local<A: Clone + 'static>(&self, key: u64) -> Option<A> {
-        // SAFETY: as in `spawn`: the state is alive and only read here.
-        let locals = unsafe { (*self.core).locals_ref() }?;
-        super::locals::get(locals, key)
-    }
-
     /// Makes the running fiber observed, if an observer is installed and it
     /// is not observed yet (`observe::observe_current`): its run is
     /// reported as beginning now, and will be as ending.
@@ -475,34 +465,6 @@ impl Spawner {
         // while the closure runs is this one, for this call.
         let core = unsafe { &mut *self.core };
         crate::observe::observe_running(core, self.id);
-    }
-
-    /// Sets the running fiber's value of the local numbered `key`: in
-    /// place when the fiber holds a value for it in a map no child shares
-    /// (no allocation), in a new map otherwise.
-    pub(crate) fn set_local_value<A: Clone + Send + Sync + 'static>(&self, key: u64, value: A) {
-        // SAFETY: as in `spawn`; the only reference to the state made
-        // while the closure runs is this one, for this call.
-        let core = unsafe { &mut *self.core };
-        let value = match core.locals_mut() {
-            Some(locals) => match super::locals::set_in_place(locals, key, value) {
-                Ok(()) => return,
-                Err(value) => value,
-            },
-            None => value,
-        };
-        let locals = super::locals::with(&core.locals(), key, Some(alloc::boxed::Box::new(value)));
-        core.set_locals(locals);
-    }
-
-    /// Sets (`Some`) or removes (`None`) the running fiber's value of the
-    /// local numbered `key`.
-    pub(crate) fn set_local(&self, key: u64, value: Option<alloc::boxed::Box<dyn LocalValue>>) {
-        // SAFETY: as in `spawn`; the only reference to the state made
-        // while the closure runs is this one, for this call.
-        let core = unsafe { &mut *self.core };
-        let locals = super::locals::with(&core.locals(), key, value);
-        core.set_locals(locals);
     }
 }
 

@@ -45,7 +45,7 @@ use core::ops::Deref;
 use super::{GuaranteeK, Node, Res};
 use crate::combinators::monad_cancel::Poll;
 use crate::engine::erased::{ErasedFn, Value};
-use crate::fiber::{RawCallback, Spawner};
+use crate::fiber::{FiberLocals, RawCallback, Spawner};
 use crate::outcome::Outcome;
 
 /// An input that carries no erased value: an adapter turns it into its
@@ -58,6 +58,7 @@ impl Plain for () {}
 impl Plain for RawCallback {}
 impl Plain for Poll {}
 impl Plain for Spawner {}
+impl Plain for FiberLocals {}
 impl Plain for super::Expired {}
 
 impl<I: Plain + 'static, O: 'static> ErasedFn<I, O> {

@@ -19,7 +19,7 @@
 //! * Narrower targets (*compact*): vtables are 16-byte aligned, which saves
 //!   8 of a 32-bit vtable's 24 bytes of padding (on a microcontroller, flash
 //!   is what is scarce). Four low bits cannot name every kind, but a node
-//!   has only 14 kinds with a vtable, and a frame 13: those store their tag
+//!   has only 15 kinds with a vtable, and a frame 13: those store their tag
 //!   (a frame's counted from [`Tag::FlatMap`]) in the low bits; every other
 //!   kind stores the code `BARE` (15) there and its tag above it (its word
 //!   is no pointer). Decoding is a mask, a compare and a shift; a test for
@@ -33,7 +33,7 @@
 //!
 //! ## Room for more kinds
 //!
-//! 39 tags are in use. On 64-bit targets there are 64 (six bits): 25 more
+//! 40 tags are in use. On 64-bit targets there are 64 (six bits): 24 more
 //! kinds, of any group, cost nothing but a number; the assert on
 //! `LAST_TAG` says when they run out. (Five bits, with 32-byte vtables,
 //! were full; freeing a tag by merging two kinds measured 7 to 8% slower
@@ -43,8 +43,8 @@
 //!
 //! * without a vtable (its word is a `Bind` block, a site or nothing): any
 //!   number (the tag is stored above the `BARE` code);
-//! * a node kind with a vtable: 1 code is free (14 of 15 used; insert it
-//!   at the end of the first group);
+//! * a node kind with a vtable: none is free (15 of 15 used, the last by
+//!   `Local`); a new one keeps its payload in a `Bind` block (below);
 //! * a frame kind with a vtable: 2 codes are free (13 of 15 used).
 //!
 //! A kind that would need a vtable once those are taken keeps its payload
@@ -122,7 +122,7 @@ pub(crate) type Res = Result<Value, Value>;
 /// The kind of a node or frame, kept in its vtable word (see [`Node::tag`]).
 ///
 /// Numbered in three groups, which the encoding relies on: the node kinds
-/// that keep a vtable (0 to 10), the frame kinds that keep one (11 to 20;
+/// that keep a vtable (0 to 14), the frame kinds that keep one (15 to 27;
 /// as nodes, the first six and the two finalizers are bare: their word is
 /// a `Bind` block), and the kinds that never keep one.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -148,6 +148,8 @@ pub(crate) enum Tag {
     RaiseError,
     /// A body under a deadline, on the fiber's own stack (`region.rs`).
     Region,
+    /// A closure run with the fiber's local values (`IOLocal`).
+    Local,
     // Frames with a vtable.
     FlatMap,
     Map,
@@ -201,8 +203,8 @@ const LOW_BITS: usize = if COMPACT { 0b1111 } else { 0b11_1111 };
 /// code.
 const BARE: usize = 0b1111;
 /// The first frame kind with a vtable: in the compact encoding, frames
-/// store their tag minus this, so that their ten vtable kinds fit the low
-/// bits as the nodes' eleven do.
+/// store their tag minus this, so that their thirteen vtable kinds fit the low
+/// bits as the nodes' fifteen do.
 const FRAME_VTABLE_FIRST: usize = if COMPACT { Tag::FlatMap as usize } else { 0 };
 const LAST_TAG: Tag = Tag::TraceScope;
 const _: () = assert!(
@@ -211,7 +213,7 @@ const _: () = assert!(
      (module doc, \"Room for more kinds\")"
 );
 const _: () = assert!(
-    !COMPACT || (Tag::Region as usize) < BARE,
+    !COMPACT || (Tag::Local as usize) < BARE,
     "io-core: more node kinds with a vtable than the compact encoding's codes \
      (module doc, \"Room for more kinds\")"
 );
@@ -315,6 +317,9 @@ pub(crate) enum Kind {
     /// Start child fibers (any number) on the running fiber's executor;
     /// the closure returns what the program receives (handles).
     Start(ErasedFn<crate::fiber::Spawner, Value>),
+    /// Read or set the running fiber's local values (`IOLocal`): a
+    /// `delay` given the fiber's locals.
+    Local(ErasedFn<crate::fiber::FiberLocals, Value>),
     /// Internal: finalize the fiber (cancellation or panic), popping frames
     /// and running finalizers.
     Unwind,
@@ -401,6 +406,8 @@ pub(crate) enum Immediate {
     Delay(ErasedFn<(), Value>),
     /// A `Start` node's closure.
     Start(ErasedFn<crate::fiber::Spawner, Value>),
+    /// A `Local` node's closure.
+    Local(ErasedFn<crate::fiber::FiberLocals, Value>),
 }
 
 /// Whether a vtable word holds `tag`, without decoding it: one mask and
@@ -420,7 +427,7 @@ fn has_tag(word: *const (), tag: Tag, vtable_kinds: core::ops::RangeInclusive<us
 }
 
 /// The tags a node stores next to a vtable pointer.
-const NODE_VTABLE_KINDS: core::ops::RangeInclusive<usize> = 0..=Tag::Region as usize;
+const NODE_VTABLE_KINDS: core::ops::RangeInclusive<usize> = 0..=Tag::Local as usize;
 /// The tags a frame stores next to a vtable pointer.
 const FRAME_VTABLE_KINDS: core::ops::RangeInclusive<usize> =
     Tag::FlatMap as usize..=Tag::RegionEnd as usize;
@@ -629,7 +636,8 @@ impl Node {
     #[cfg(target_pointer_width = "64")]
     #[inline(always)]
     pub(crate) fn into_immediate(self) -> Result<Immediate, Node> {
-        const MASK: u64 = (1 << Tag::Delay as u64) | (1 << Tag::Start as u64);
+        const MASK: u64 =
+            (1 << Tag::Delay as u64) | (1 << Tag::Start as u64) | (1 << Tag::Local as u64);
         let t = self.vtable.addr() & LOW_BITS;
         if (MASK >> t) & 1 == 0 {
             return Err(self);
@@ -638,6 +646,11 @@ impl Node {
         if t == Tag::Delay as usize {
             match self.into_kind() {
                 Kind::Delay(thunk) => Ok(Immediate::Delay(thunk)),
+                _ => unreachable!(),
+            }
+        } else if t == Tag::Local as usize {
+            match self.into_kind() {
+                Kind::Local(local) => Ok(Immediate::Local(local)),
                 _ => unreachable!(),
             }
         } else {
@@ -666,6 +679,10 @@ impl Node {
     #[inline(always)]
     pub(crate) fn delay(f: ErasedFn<(), Value>) -> Node {
         Node::from_fn(f, Tag::Delay)
+    }
+    #[inline(always)]
+    pub(crate) fn local(f: ErasedFn<crate::fiber::FiberLocals, Value>) -> Node {
+        Node::from_fn(f, Tag::Local)
     }
     #[inline(always)]
     pub(crate) fn defer(f: ErasedFn<(), Node>) -> Node {
@@ -913,6 +930,7 @@ unsafe fn decode(word: Word, vtable: *const ()) -> Kind {
             Tag::GuaranteeCase => Kind::GuaranteeCase(BindBox::from_word(word)),
             Tag::Acquire => Kind::Acquire(BindBox::from_word(word)),
             Tag::Start => Kind::Start(ErasedFn::from_raw(word, &*vt.cast())),
+            Tag::Local => Kind::Local(ErasedFn::from_raw(word, &*vt.cast())),
             Tag::Unwind => Kind::Unwind,
             Tag::Blocking => Kind::Blocking(ErasedFn::from_raw(word, &*vt.cast())),
             Tag::Block => Kind::Block(Resume::from_raw(word, &*vt.cast())),
