@@ -13,7 +13,11 @@
 //! The values live in the fiber's rarely used state (`fiber/locals.rs`):
 //! a fiber that never sets a local holds nothing for them, and starting a
 //! child copies one pointer (a reference count when there are values).
-//! `get` and `set` are one step of the run loop each, as a `delay` is.
+//! `get` and `set` are one step of the run loop each: a `Local` node,
+//! whose closure the run loop calls with the fiber's locals as it calls a
+//! `delay`'s thunk (and in the same step as the `flat_map` or `map` over
+//! it). A local's clones share one allocation (its number and its
+//! default), so that the closure of a `get` holds one pointer.
 //! A `set` replaces the value in place when the fiber's small map of
 //! values is its own and already holds one for the local (no
 //! allocation); otherwise it copies the map (the parent's, if the fiber

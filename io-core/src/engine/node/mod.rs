@@ -648,15 +648,28 @@ impl Node {
                 Kind::Delay(thunk) => Ok(Immediate::Delay(thunk)),
                 _ => unreachable!(),
             }
-        } else if t == Tag::Local as usize {
-            match self.into_kind() {
-                Kind::Local(local) => Ok(Immediate::Local(local)),
-                _ => unreachable!(),
-            }
         } else {
-            match self.into_kind() {
-                Kind::Start(start) => Ok(Immediate::Start(start)),
-                _ => unreachable!(),
+            // A `Start` or a `Local` node (the one tag of the mask above
+            // `Start`), decoded here rather than by `into_kind`'s whole
+            // switch: one compare, after the `delay`'s.
+            const _: () = assert!(
+                (Tag::Delay as usize) < Tag::Start as usize
+                    && (Tag::Start as usize) < Tag::Local as usize
+            );
+            let this = ManuallyDrop::new(self);
+            let vtable = untagged(this.vtable);
+            if t > Tag::Start as usize {
+                // SAFETY: the tag is `Local`: `Node::local` stored a closure
+                // erased with this vtable's type, read once (`this` is not
+                // dropped).
+                Ok(Immediate::Local(unsafe {
+                    ErasedFn::from_raw(this.word, &*vtable.cast())
+                }))
+            } else {
+                // SAFETY: as above, the tag is `Start` (`Node::start`).
+                Ok(Immediate::Start(unsafe {
+                    ErasedFn::from_raw(this.word, &*vtable.cast())
+                }))
             }
         }
     }
