@@ -29,9 +29,12 @@
 
 use alloc::boxed::Box;
 
+#[cfg(target_pointer_width = "64")]
 use core::marker::PhantomData;
 
+#[cfg(target_pointer_width = "64")]
 use crate::engine::erased::{Adapter, ErasedFn, Value};
+#[cfg(target_pointer_width = "64")]
 use crate::engine::node::Node;
 use crate::engine::tracing::{Named, OpMeta, Site, here};
 use crate::fiber::FiberLocals;
@@ -50,8 +53,10 @@ crate::engine::tracing::trace_ops! {
 
 /// A `Local` node's closure, which produces an `A` from the fiber's
 /// locals.
+#[cfg(target_pointer_width = "64")]
 struct WithLocals<A>(PhantomData<fn() -> A>);
 
+#[cfg(target_pointer_width = "64")]
 impl<A: Send + 'static, F: FnOnce(FiberLocals) -> A> Adapter<FiberLocals, Value, F>
     for WithLocals<A>
 {
@@ -70,9 +75,18 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
     where
         F: FnOnce(FiberLocals) -> A + Send + 'static,
     {
-        IO::from_node(Node::local(ErasedFn::new_sited::<WithLocals<A>, _, M>(
-            f, site,
-        )))
+        #[cfg(target_pointer_width = "64")]
+        {
+            IO::from_node(Node::local(ErasedFn::new_sited::<WithLocals<A>, _, M>(
+                f, site,
+            )))
+        }
+        // Narrower targets have no `Local` node (its code costs flash in
+        // every program): a `Start` node, whose spawner gives the locals.
+        #[cfg(not(target_pointer_width = "64"))]
+        {
+            IO::with_spawner_at::<M, _>(site, move |spawner| f(spawner.locals()))
+        }
     }
 }
 

@@ -33,6 +33,14 @@ impl FiberLocals {
         FiberLocals { core }
     }
 
+    /// The locals of the fiber whose state `core` points at, valid and
+    /// untouched by the run-loop while the closure runs (a `Start` node's
+    /// spawner: narrow targets run `IOLocal`'s closures so).
+    #[cfg_attr(target_pointer_width = "64", allow(dead_code))]
+    pub(super) fn from_ptr(core: *mut Core) -> FiberLocals {
+        FiberLocals { core }
+    }
+
     /// The running fiber's value of the local numbered `key`, if it holds
     /// one of type `A`.
     #[inline(always)]

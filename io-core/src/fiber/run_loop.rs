@@ -1141,6 +1141,7 @@ fn run_loop<X: Executor, const TRACING: bool>(
                 record!(ring, start.op(), start.site());
                 Node::pure(run_start(executor, core, header, start))
             }
+            #[cfg(target_pointer_width = "64")]
             Kind::Local(local) => {
                 record!(ring, local.op(), local.site());
                 Node::pure(local.invoke(super::FiberLocals::new(core)))

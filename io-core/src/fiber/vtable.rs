@@ -456,6 +456,13 @@ impl Spawner {
         unsafe { (*self.executor).probe() }
     }
 
+    /// The running fiber's locals (for `IOLocal`'s closures on targets
+    /// narrower than 64 bits, which run them as `Start` nodes).
+    #[cfg_attr(target_pointer_width = "64", allow(dead_code))]
+    pub(crate) fn locals(&self) -> super::FiberLocals {
+        super::FiberLocals::from_ptr(self.core)
+    }
+
     /// Makes the running fiber observed, if an observer is installed and it
     /// is not observed yet (`observe::observe_current`): its run is
     /// reported as beginning now, and will be as ending.

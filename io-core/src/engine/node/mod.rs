@@ -146,9 +146,12 @@ pub(crate) enum Tag {
     /// with tracing): the error and the site in one value.
     #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
     RaiseError,
-    /// A body under a deadline, on the fiber's own stack (`region.rs`).
+    /// A body under a deadline, on the fiber's own stack (`region.rs`;
+    /// made on 64-bit targets only).
+    #[cfg_attr(not(target_pointer_width = "64"), allow(dead_code))]
     Region,
-    /// A closure run with the fiber's local values (`IOLocal`).
+    /// A closure run with the fiber's local values (`IOLocal`; made on
+    /// 64-bit targets only).
     Local,
     // Frames with a vtable.
     FlatMap,
@@ -318,7 +321,10 @@ pub(crate) enum Kind {
     /// the closure returns what the program receives (handles).
     Start(ErasedFn<crate::fiber::Spawner, Value>),
     /// Read or set the running fiber's local values (`IOLocal`): a
-    /// `delay` given the fiber's locals.
+    /// `delay` given the fiber's locals. 64-bit targets only (narrower
+    /// ones, where flash is scarce, run `IOLocal`'s closures as `Start`
+    /// nodes: `combinators/local.rs`).
+    #[cfg(target_pointer_width = "64")]
     Local(ErasedFn<crate::fiber::FiberLocals, Value>),
     /// Internal: finalize the fiber (cancellation or panic), popping frames
     /// and running finalizers.
@@ -693,6 +699,7 @@ impl Node {
     pub(crate) fn delay(f: ErasedFn<(), Value>) -> Node {
         Node::from_fn(f, Tag::Delay)
     }
+    #[cfg(target_pointer_width = "64")]
     #[inline(always)]
     pub(crate) fn local(f: ErasedFn<crate::fiber::FiberLocals, Value>) -> Node {
         Node::from_fn(f, Tag::Local)
@@ -943,7 +950,10 @@ unsafe fn decode(word: Word, vtable: *const ()) -> Kind {
             Tag::GuaranteeCase => Kind::GuaranteeCase(BindBox::from_word(word)),
             Tag::Acquire => Kind::Acquire(BindBox::from_word(word)),
             Tag::Start => Kind::Start(ErasedFn::from_raw(word, &*vt.cast())),
+            #[cfg(target_pointer_width = "64")]
             Tag::Local => Kind::Local(ErasedFn::from_raw(word, &*vt.cast())),
+            #[cfg(not(target_pointer_width = "64"))]
+            Tag::Local => unreachable!("io-core: a local node on a narrow target"),
             Tag::Unwind => Kind::Unwind,
             Tag::Blocking => Kind::Blocking(ErasedFn::from_raw(word, &*vt.cast())),
             Tag::Block => Kind::Block(Resume::from_raw(word, &*vt.cast())),
