@@ -123,8 +123,9 @@ static KEYS: StaticAtomicUsize = StaticAtomicUsize::new(1);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct IOLocal<A> {
-    /// Shared by the clones. One pointer, so that the closure of a `get`
-    /// or a `set`, which holds a clone of it, fits a node's word (no pool
+    /// Shared by the clones. One pointer, so that the closure of a `get`,
+    /// which holds a clone of it, fits a node's word where no call site
+    /// is kept with it (tracing mode `none` or compiled out: no pool
     /// block).
     inner: Arc<Inner<A>>,
 }
