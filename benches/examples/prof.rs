@@ -101,6 +101,23 @@ fn local_get() -> P {
     go(0)
 }
 
+/// `local_get` in a fiber that holds a value of the local (set once
+/// before the loop): each `get` finds it in the fiber's map and clones it
+/// out, where `local_get` reads the default.
+fn local_get_held() -> P {
+    fn go(i: i32) -> P {
+        if i < N {
+            LOCAL.get().flat_map(move |v| {
+                black_box(v);
+                go(i + 1)
+            })
+        } else {
+            IO::pure(i)
+        }
+    }
+    LOCAL.set(1).flat_map(|()| go(0))
+}
+
 /// The same with an `IOLocal` set per step.
 fn local_set() -> P {
     fn go(i: i32) -> P {
@@ -672,6 +689,7 @@ fn run_workload(name: &str) -> i32 {
         "shallow_delay" => shallow_delay,
         "local_get" => local_get,
         "local_set" => local_set,
+        "local_get_held" => local_get_held,
         "deep_pure" => deep_pure,
         "map_calls" => map_calls,
         "block_pure" => block_pure,
