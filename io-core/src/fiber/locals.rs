@@ -163,7 +163,7 @@ pub(crate) fn get<A: Clone + 'static>(locals: &Locals, key: u64) -> Option<A> {
 /// for it: no allocation. Gives `value` back otherwise.
 #[inline(always)]
 pub(crate) fn set_in_place<A: 'static>(locals: &mut Locals, key: u64, value: A) -> Result<(), A> {
-    let Some(map) = locals.as_mut().and_then(Arc::get_mut) else {
+    let Some(map) = unique(locals) else {
         return Err(value);
     };
     match map.0.iter_mut().find(|entry| entry.key == key) {
@@ -176,6 +176,29 @@ pub(crate) fn set_in_place<A: 'static>(locals: &mut Locals, key: u64, value: A) 
         },
         None => Err(value),
     }
+}
+
+/// The map of `locals`, to change in place, if no other fiber shares it.
+///
+/// What `Arc::get_mut` answers, with one relaxed load instead of its
+/// compare-and-swap, load and store: no map is ever referenced weakly
+/// (nothing here downgrades one), so a strong count of one means that
+/// this `Arc`, borrowed mutably, is the only way to the map.
+#[inline(always)]
+fn unique(locals: &mut Locals) -> Option<&mut LocalMap> {
+    let map = locals.as_mut()?;
+    if Arc::strong_count(map) != 1 {
+        return None;
+    }
+    // A child that shared the map read it and then dropped its `Arc`
+    // with a release decrement, which the count of one just read comes
+    // after: this fence orders those reads before the writes to come.
+    core::sync::atomic::fence(core::sync::atomic::Ordering::Acquire);
+    // SAFETY: the map's only strong reference is `map`, borrowed mutably
+    // for the lifetime returned, and it has no weak reference (above):
+    // no other reference to the map exists or can be made meanwhile.
+    // `Arc::as_ptr` keeps the allocation's write provenance.
+    Some(unsafe { &mut *Arc::as_ptr(map).cast_mut() })
 }
 
 /// `locals` with the local numbered `key` set to `value` (`None`: removed,
@@ -244,5 +267,13 @@ mod tests {
             Err(String::from("c"))
         );
         assert_eq!(get::<String>(&child, 3), Some(String::from("b")));
+        // Once the child's copy is gone (on another thread here), the map
+        // is the fiber's alone again.
+        #[cfg(feature = "std")]
+        std::thread::spawn(move || drop(child)).join().unwrap();
+        #[cfg(not(feature = "std"))]
+        drop(child);
+        assert_eq!(set_in_place(&mut locals, 3, String::from("d")), Ok(()));
+        assert_eq!(get::<String>(&locals, 3), Some(String::from("d")));
     }
 }
