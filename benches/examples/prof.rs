@@ -101,6 +101,24 @@ fn local_get() -> P {
     go(0)
 }
 
+/// `local_get`'s shape with a plain value in place of the `get` (a bind
+/// whose continuation captures the step number and calls the next step,
+/// as `local_get`'s does): the control against which a `get`'s own cost
+/// is read in the same shape.
+fn bind_capture() -> P {
+    fn go(i: i32) -> P {
+        if i < N {
+            IO::pure(black_box(0)).flat_map(move |v: i32| {
+                black_box(v);
+                go(i + 1)
+            })
+        } else {
+            IO::pure(i)
+        }
+    }
+    go(0)
+}
+
 /// `local_get` in a fiber that holds a value of the local (set once
 /// before the loop): each `get` finds it in the fiber's map and clones it
 /// out, where `local_get` reads the default.
@@ -690,6 +708,7 @@ fn run_workload(name: &str) -> i32 {
         "local_get" => local_get,
         "local_set" => local_set,
         "local_get_held" => local_get_held,
+        "bind_capture" => bind_capture,
         "deep_pure" => deep_pure,
         "map_calls" => map_calls,
         "block_pure" => block_pure,
