@@ -84,21 +84,24 @@ fn shallow_delay() -> P {
 /// clones nothing but what `get` and `set` do).
 static LOCAL: std::sync::LazyLock<IOLocal<i32>> = std::sync::LazyLock::new(|| IOLocal::new(0));
 
+/// Steps `i..N`, each an `IOLocal` read (`get` then a bind): the loop of
+/// `local_get` and `local_get_held`.
+fn get_steps(i: i32) -> P {
+    if i < N {
+        LOCAL.get().flat_map(move |v| {
+            black_box(v);
+            get_steps(i + 1)
+        })
+    } else {
+        IO::pure(i)
+    }
+}
+
 /// `shallow_delay`'s shape with an `IOLocal` read per step (`get` then a
 /// bind), against which a step's cost is read: "a get costs at most one
 /// bind".
 fn local_get() -> P {
-    fn go(i: i32) -> P {
-        if i < N {
-            LOCAL.get().flat_map(move |v| {
-                black_box(v);
-                go(i + 1)
-            })
-        } else {
-            IO::pure(i)
-        }
-    }
-    go(0)
+    get_steps(0)
 }
 
 /// `local_get`'s shape with a plain value in place of the `get` (a bind
@@ -123,20 +126,10 @@ fn bind_capture() -> P {
 /// before the loop): each `get` finds it in the fiber's map and clones it
 /// out, where `local_get` reads the default.
 fn local_get_held() -> P {
-    fn go(i: i32) -> P {
-        if i < N {
-            LOCAL.get().flat_map(move |v| {
-                black_box(v);
-                go(i + 1)
-            })
-        } else {
-            IO::pure(i)
-        }
-    }
-    LOCAL.set(1).flat_map(|()| go(0))
+    LOCAL.set(1).flat_map(|()| get_steps(0))
 }
 
-/// The same with an `IOLocal` set per step.
+/// `local_get`'s shape with an `IOLocal` set per step.
 fn local_set() -> P {
     fn go(i: i32) -> P {
         if i < N {
