@@ -36,7 +36,7 @@ impl FiberLocals {
     /// The locals of the fiber whose state `core` points at, valid and
     /// untouched by the run-loop while the closure runs (a `Start` node's
     /// spawner: narrow targets run `IOLocal`'s closures so).
-    #[cfg_attr(target_pointer_width = "64", allow(dead_code))]
+    #[cfg(not(target_pointer_width = "64"))]
     pub(super) fn from_ptr(core: *mut Core) -> FiberLocals {
         FiberLocals { core }
     }

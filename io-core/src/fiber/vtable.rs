@@ -458,7 +458,7 @@ impl Spawner {
 
     /// The running fiber's locals (for `IOLocal`'s closures on targets
     /// narrower than 64 bits, which run them as `Start` nodes).
-    #[cfg_attr(target_pointer_width = "64", allow(dead_code))]
+    #[cfg(not(target_pointer_width = "64"))]
     pub(crate) fn locals(&self) -> super::FiberLocals {
         super::FiberLocals::from_ptr(self.core)
     }
