@@ -11,7 +11,7 @@ mod common;
 use std::time::Duration;
 
 use common::rt_test;
-use spindle_core::{Deferred, FiberConfig, IO, Trace, TracingMode};
+use spindle_core::{Deferred, FiberConfig, IO, IOLocal, Trace, TracingMode};
 
 fn config(mode: TracingMode) -> FiberConfig {
     FiberConfig::builder().tracing(mode).build().unwrap()
@@ -191,6 +191,33 @@ rt_test! {
         );
         let text = failure.to_string();
         assert!(text.starts_with("deep\ntrace (6 events"), "{text}");
+    }
+
+    fn an_iolocal_read_or_write_is_no_event_but_the_bind_over_it_and_an_update_are() {
+        // As Cats Effect's `IO.Local`: `get`, `set`, `reset`,
+        // `get_and_set` and `local` record nothing of their own (the bind
+        // over them names the line); `update` and `modify` run the user's
+        // function, so they are recorded, as a `delay` is.
+        let local = IOLocal::new(0u32);
+        let (a, b, c, d, e) =
+            (local.clone(), local.clone(), local.clone(), local.clone(), local.clone());
+        let l = line!() + 1;
+        let program: IO<Trace, ()> = a
+            .set(1)
+            .flat_map(move |()| b.get())
+            .flat_map(move |v| c.update(move |x| x + v))
+            .flat_map(move |()| d.get_and_set(5))
+            .flat_map(move |_| e.local(7, IO::unit()))
+            .flat_map(|()| IO::trace());
+        let trace = rt_with_config(config(TracingMode::Cached)).run(program).succeeded().unwrap();
+        assert!(all_in_this_file(&trace), "{trace}");
+        let events = ops_and_lines(&trace);
+        assert!(events.iter().all(|(op, _)| !op.starts_with("IOLocal::") || *op == "IOLocal::update"), "{trace}");
+        assert_eq!(events.iter().filter(|(op, _)| *op == "IOLocal::update").count(), 1, "{trace}");
+        assert!(events.contains(&("IOLocal::update", l + 3)), "{trace}");
+        for line in [l + 2, l + 3, l + 4, l + 5, l + 6] {
+            assert!(events.contains(&("flat_map", line)), "no bind at line {line}: {trace}");
+        }
     }
 
     fn a_blocks_trace_names_the_line_of_every_await_whether_it_finished_at_once_or_not() {

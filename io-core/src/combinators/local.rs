@@ -23,6 +23,15 @@
 //! allocation); otherwise it copies the map (the parent's, if the fiber
 //! still shares it), so that the parent and the children keep theirs.
 //!
+//! In a fiber's trace, the operations that only read or write a value
+//! (`get`, `set`, `reset`, `get_and_set`, and `local`'s swap and restore)
+//! are no event of their own, as Cats Effect's `IO.Local` carries none:
+//! the `flat_map` or `map` over one names the line. Keeping their call
+//! sites would put each in a pooled block with its closure (their
+//! closures fit the node's word alone) and record an event, for a line
+//! the bind over it records anyway. `update` and `modify` run the user's
+//! function, so they are recorded where sites are kept, as a `delay` is.
+//!
 //! Design credits: Cats Effect's `IOLocal` (a child starts with a copy,
 //! never writes back) and Effect-TS's `FiberRef.locally` (a scoped value
 //! restored however the program ends). No code is copied.
@@ -36,7 +45,7 @@ use core::marker::PhantomData;
 use crate::engine::erased::{Adapter, ErasedFn, Value};
 #[cfg(target_pointer_width = "64")]
 use crate::engine::node::Node;
-use crate::engine::tracing::{Named, OpMeta, Site, here};
+use crate::engine::tracing::{NO_SITE, Named, OpMeta, Site, here};
 use crate::fiber::FiberLocals;
 use crate::io::IO;
 use crate::sync::{Arc, Ordering, StaticAtomicUsize};
@@ -181,10 +190,9 @@ impl<A: Clone + Send + Sync + 'static> IOLocal<A> {
 
     /// The current fiber's value (its default if it has set none).
     #[inline]
-    #[track_caller]
     pub fn get<E: Send + 'static>(&self) -> IO<A, E> {
         let local = self.inner.clone();
-        IO::with_locals_at::<Named<Get>, _>(here(), move |fiber| {
+        IO::with_locals_at::<Named<Get>, _>(NO_SITE, move |fiber| {
             fiber
                 .get::<A>(local.key)
                 .unwrap_or_else(|| local.default.clone())
@@ -195,20 +203,18 @@ impl<A: Clone + Send + Sync + 'static> IOLocal<A> {
     /// begin with it; its parent and the children started before keep
     /// theirs).
     #[inline]
-    #[track_caller]
     pub fn set<E: Send + 'static>(&self, value: A) -> IO<(), E> {
         let key = self.inner.key;
-        IO::with_locals_at::<Named<Set>, _>(here(), move |fiber| {
+        IO::with_locals_at::<Named<Set>, _>(NO_SITE, move |fiber| {
             fiber.set_value(key, value);
         })
     }
 
     /// Makes the current fiber's value the default again.
     #[inline]
-    #[track_caller]
     pub fn reset<E: Send + 'static>(&self) -> IO<(), E> {
         let key = self.inner.key;
-        IO::with_locals_at::<Named<Reset>, _>(here(), move |fiber| fiber.set::<A>(key, None))
+        IO::with_locals_at::<Named<Reset>, _>(NO_SITE, move |fiber| fiber.set::<A>(key, None))
     }
 
     /// Sets the current fiber's value to `f` of it.
@@ -245,10 +251,9 @@ impl<A: Clone + Send + Sync + 'static> IOLocal<A> {
 
     /// Sets the current fiber's value and returns the one it replaces.
     #[inline]
-    #[track_caller]
     pub fn get_and_set<E: Send + 'static>(&self, value: A) -> IO<A, E> {
         let local = self.inner.clone();
-        IO::with_locals_at::<Named<GetAndSet>, _>(here(), move |fiber| {
+        IO::with_locals_at::<Named<GetAndSet>, _>(NO_SITE, move |fiber| {
             let old = fiber
                 .get::<A>(local.key)
                 .unwrap_or_else(|| local.default.clone());
@@ -262,12 +267,11 @@ impl<A: Clone + Send + Sync + 'static> IOLocal<A> {
     /// (success, error, cancellation): a value scoped to one program, as
     /// Effect-TS's `FiberRef.locally`. What `io` sets inside the scope is
     /// dropped at its end too.
-    #[track_caller]
     pub fn local<B: Send + 'static, E: Send + 'static>(&self, value: A, io: IO<B, E>) -> IO<B, E> {
         let key = self.inner.key;
         // The value before, as the fiber holds it (`None`: the default),
         // swapped in one step with `value`.
-        let swap = IO::<Option<A>, E>::with_locals_at::<Named<Restore>, _>(here(), move |fiber| {
+        let swap = IO::<Option<A>, E>::with_locals_at::<Named<Restore>, _>(NO_SITE, move |fiber| {
             let before = fiber.get::<A>(key);
             fiber.set_value(key, value);
             before
@@ -275,7 +279,7 @@ impl<A: Clone + Send + Sync + 'static> IOLocal<A> {
         IO::uncancelable_untraced(move |poll| {
             swap.flat_map_untraced(move |before| {
                 let restore = IO::with_locals_at::<crate::engine::tracing::Internal, _>(
-                    crate::engine::tracing::NO_SITE,
+                    NO_SITE,
                     move |fiber| {
                         fiber.set(key, before.map(Box::new));
                     },
