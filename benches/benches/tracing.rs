@@ -29,8 +29,15 @@
 //! * `cede`: [`CEDES`] `cede`s, each a new run of the fiber: `cede` and
 //!   `flat_map` events per step, and the ring's per-run bracket.
 //! * `spawn`: the main fiber starts [`SPAWN`] fibers of one `delay` each,
-//!   then joins them all (the "spawn 10,000 fibers"; one step per
-//!   fiber).
+//!   then joins them all (one step per fiber).
+//! * `bind_capture`: `pure(0).flat_map(..)` whose continuation captures the
+//!   step number: the shape of the two `IOLocal` rows, with a plain value.
+//! * `local_get`, `local_set`: that shape with an `IOLocal` `get` (of the
+//!   default) or `set` in place of the `pure`: read against
+//!   `bind_capture`, a step's extra time is what the operation costs
+//!   beyond a bind's `pure` ("a `get` or `set` costs at most one bind").
+//!   `benches/examples/prof.rs` has the same loops for callgrind, kept in
+//!   that file so that it builds alone against older revisions.
 //!
 //! Full mode also captures a backtrace where each traced node is built: it
 //! is reported, not held to a budget (it is a debugging mode, as in Cats
@@ -40,7 +47,7 @@ use core::convert::Infallible;
 
 use benches::{ASYNC_SIZE, SIZE, bind_loops, succeeded};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use spindle_core::{FiberConfig, IO, IORuntime, RuntimeBuilder, TracingMode};
+use spindle_core::{FiberConfig, IO, IOLocal, IORuntime, RuntimeBuilder, TracingMode};
 use spindle_exec_single::SingleThreaded;
 
 type Io<A> = IO<A, Infallible>;
@@ -129,6 +136,48 @@ fn async_chain() -> Io<i32> {
     IO::delay(|| 0).flat_map(go)
 }
 
+/// The local of `local_get` and `local_set`.
+static LOCAL: std::sync::LazyLock<IOLocal<i32>> = std::sync::LazyLock::new(|| IOLocal::new(0));
+
+fn bind_capture() -> Io<i32> {
+    fn go(i: i32) -> Io<i32> {
+        if i < SIZE {
+            IO::pure(core::hint::black_box(0)).flat_map(move |v: i32| {
+                core::hint::black_box(v);
+                go(i + 1)
+            })
+        } else {
+            IO::pure(i)
+        }
+    }
+    go(0)
+}
+
+fn local_get() -> Io<i32> {
+    fn go(i: i32) -> Io<i32> {
+        if i < SIZE {
+            LOCAL.get().flat_map(move |v| {
+                core::hint::black_box(v);
+                go(i + 1)
+            })
+        } else {
+            IO::pure(i)
+        }
+    }
+    go(0)
+}
+
+fn local_set() -> Io<i32> {
+    fn go(i: i32) -> Io<i32> {
+        if i < SIZE {
+            LOCAL.set(i).flat_map(move |()| go(i + 1))
+        } else {
+            IO::pure(i)
+        }
+    }
+    go(0)
+}
+
 /// The variants this build measures: the run-time modes with tracing
 /// compiled in, or only `compiled_out`.
 fn variants() -> Vec<(&'static str, TracingMode)> {
@@ -142,7 +191,7 @@ fn variants() -> Vec<(&'static str, TracingMode)> {
 }
 
 fn tracing(c: &mut Criterion) {
-    let workloads: [Workload; 9] = [
+    let workloads: [Workload; 12] = [
         ("shallow_bind", bind_loops::shallow_pure, SIZE),
         ("deep_bind", bind_loops::deep_pure, SIZE),
         ("delay_bind", delay_bind, SIZE),
@@ -152,6 +201,9 @@ fn tracing(c: &mut Criterion) {
         ("start_join", start_join, START_JOIN),
         ("cede", cede, CEDES),
         ("spawn", spawn, SPAWN),
+        ("bind_capture", bind_capture, SIZE),
+        ("local_get", local_get, SIZE),
+        ("local_set", local_set, SIZE),
     ];
     for (name, build, steps) in workloads {
         let mut group = c.benchmark_group(format!("Tracing/{name}"));
