@@ -48,7 +48,9 @@ use crate::engine::node::Node;
 use crate::engine::tracing::{NO_SITE, Named, OpMeta, Site, here};
 use crate::fiber::FiberLocals;
 use crate::io::IO;
-use crate::sync::{Arc, Ordering, StaticAtomicUsize};
+use crate::sync::Arc;
+#[cfg(any(target_pointer_width = "64", loom))]
+use crate::sync::{Ordering, StaticAtomicUsize};
 
 crate::engine::tracing::trace_ops! {
     Get = "IOLocal::get",
@@ -100,7 +102,33 @@ impl<A: Send + 'static, E: Send + 'static> IO<A, E> {
 }
 
 /// The next local's number (any read-modify-write hands each out once).
+/// A word of 64 bits does not wrap in any program's life (one new local a
+/// nanosecond would take centuries).
+#[cfg(any(target_pointer_width = "64", loom))]
 static KEYS: StaticAtomicUsize = StaticAtomicUsize::new(1);
+
+/// The next local's number, on targets whose word would wrap (32 bits: a
+/// program that makes a local per request could come round in days, and
+/// two locals alive under one number would read each other's values): a
+/// 64-bit count under the short lock (these targets may have no 64-bit
+/// atomics; making a local is rare).
+#[cfg(not(any(target_pointer_width = "64", loom)))]
+static KEYS: crate::sync::Mutex<u64> = crate::sync::Mutex::new(1);
+
+/// A number no other local has had.
+fn next_key() -> u64 {
+    #[cfg(any(target_pointer_width = "64", loom))]
+    {
+        KEYS.fetch_add(1, Ordering::Relaxed) as u64
+    }
+    #[cfg(not(any(target_pointer_width = "64", loom)))]
+    {
+        let mut next = KEYS.lock();
+        let key = *next;
+        *next += 1;
+        key
+    }
+}
 
 /// A value per fiber (module doc): each fiber reads and sets its own, and
 /// a child fiber starts with a copy of its parent's.
@@ -177,7 +205,7 @@ impl<A: Clone + Send + Sync + 'static> IOLocal<A> {
     /// set it (Cats Effect's `IOLocal(default)`; making one has no effect
     /// on any fiber, so it is a plain constructor).
     pub fn new(default: A) -> IOLocal<A> {
-        let key = KEYS.fetch_add(1, Ordering::Relaxed) as u64;
+        let key = next_key();
         IOLocal {
             inner: Arc::new(Inner { key, default }),
         }
@@ -287,5 +315,34 @@ impl<A: Clone + Send + Sync + 'static> IOLocal<A> {
                 poll.apply_untraced(io).guarantee_untraced(restore)
             })
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use alloc::vec::Vec;
+
+    #[test]
+    fn every_local_gets_a_number_no_other_local_had_even_when_made_on_many_threads() {
+        let first = super::next_key();
+        let mut keys: Vec<u64> = (0..50).map(|_| super::next_key()).collect();
+        assert!(keys.windows(2).all(|w| w[0] < w[1]) && keys[0] > first);
+        #[cfg(feature = "std")]
+        {
+            extern crate std;
+            let threads: Vec<_> = (0..4)
+                .map(|_| {
+                    std::thread::spawn(|| (0..25).map(|_| super::next_key()).collect::<Vec<_>>())
+                })
+                .collect();
+            for thread in threads {
+                keys.extend(thread.join().expect("the thread ends"));
+            }
+        }
+        keys.push(first);
+        let made = keys.len();
+        keys.sort_unstable();
+        keys.dedup();
+        assert_eq!(keys.len(), made);
     }
 }
