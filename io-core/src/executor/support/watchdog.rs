@@ -107,7 +107,9 @@ pub struct StarvationReport {
     pub fiber: FiberId,
     /// The thread it keeps busy: the worker's index (exec-wstp's worker
     /// `n`; 0 for a single-threaded loop; for exec-tokio, the order in
-    /// which tokio's threads first ran one of the executor's fibers).
+    /// which threads first ran one of the executor's fibers: tokio's, and
+    /// any thread in exec-tokio's `block_on`, which runs the main fiber
+    /// itself until it first waits).
     pub worker: usize,
     /// How long the run had lasted at least when it was reported (since the
     /// watchdog first saw it).
