@@ -199,8 +199,7 @@ rt_test! {
         // over them names the line); `update` and `modify` run the user's
         // function, so they are recorded, as a `delay` is.
         let local = IOLocal::new(0u32);
-        let (a, b, c, d, e) =
-            (local.clone(), local.clone(), local.clone(), local.clone(), local.clone());
+        let [a, b, c, d, e, f, g] = core::array::from_fn(|_| local.clone());
         let l = line!() + 1;
         let program: IO<Trace, ()> = a
             .set(1)
@@ -208,14 +207,16 @@ rt_test! {
             .flat_map(move |v| c.update(move |x| x + v))
             .flat_map(move |()| d.get_and_set(5))
             .flat_map(move |_| e.local(7, IO::unit()))
+            .flat_map(move |()| f.modify(|x| (x + 1, x)))
+            .flat_map(move |_| g.reset())
             .flat_map(|()| IO::trace());
         let trace = rt_with_config(config(TracingMode::Cached)).run(program).succeeded().unwrap();
         assert!(all_in_this_file(&trace), "{trace}");
         let events = ops_and_lines(&trace);
-        assert!(events.iter().all(|(op, _)| !op.starts_with("IOLocal::") || *op == "IOLocal::update"), "{trace}");
-        assert_eq!(events.iter().filter(|(op, _)| *op == "IOLocal::update").count(), 1, "{trace}");
-        assert!(events.contains(&("IOLocal::update", l + 3)), "{trace}");
-        for line in [l + 2, l + 3, l + 4, l + 5, l + 6] {
+        let locals: Vec<(&str, u32)> =
+            events.iter().copied().filter(|(op, _)| op.starts_with("IOLocal::")).collect();
+        assert_eq!(locals, [("IOLocal::update", l + 3), ("IOLocal::modify", l + 6)], "{trace}");
+        for line in l + 2..=l + 8 {
             assert!(events.contains(&("flat_map", line)), "no bind at line {line}: {trace}");
         }
     }
