@@ -27,10 +27,14 @@ use crate::worker;
 /// Besides the fibers ended and canceled (the latter also a subset of the
 /// former), a worker counts its steals, parks, the fibers readiness
 /// resumed from its polls of the poller, and the timers it fired: all off
-/// the per-fiber path but for `ended`, which was already there.
+/// the per-fiber path but for `ended`, which was already there, and
+/// `taken`, the fibers this worker took from its own queue, which a
+/// searcher reads to tell whether the owner keeps up with its queue
+/// (`worker.rs`, stealing).
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
     pub(crate) ended: AtomicU64,
+    pub(crate) taken: AtomicU64,
     pub(crate) canceled: AtomicU64,
     pub(crate) steals: AtomicU64,
     pub(crate) parks: AtomicU64,

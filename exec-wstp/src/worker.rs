@@ -73,6 +73,17 @@
 //! Go's scheduler backs off in the same way before it steals a running
 //! P's `runnext` (`runqgrab`, about 3 µs); this is our own code.
 //!
+//! "Still there" means the same fibers, not a queue that is never empty:
+//! each worker counts the fibers it takes from its queue, and a searcher
+//! that sees the owner take at least as many during the back-off as the
+//! queue held leaves the queue alone ([`worth_stealing`]), unless the
+//! owner's turns average [`LONG_TURN_NS`] (1 µs) or more. Fibers that cede
+//! after a few hundred nanoseconds each (eight workers of a stream's
+//! `par_eval_map` around one window) refill the queue as fast as the owner
+//! empties it; spread over two cores they ran slower than on one, passing
+//! every turn's cache lines and lock between the cores. While the owner
+//! keeps up the searcher lingers (below) and looks again.
+//!
 //! A searcher that finds nothing does not park at once if it saw fibers
 //! in another worker's queue, or was woken for some, less than
 //! [`LINGER_NS`] (50 µs) ago: it looks again. While it searches, rule 2
@@ -86,10 +97,10 @@
 use std::cell::Cell;
 use std::time::Duration;
 
-use crossbeam_deque::{Steal, Stealer, Worker};
+use crossbeam_deque::{Steal, Worker};
 use spindle_core::Fiber;
 
-use crate::handle::{Handle, Shared, add, bump};
+use crate::handle::{Handle, Remote, Shared, add, bump};
 use crate::sync::Arc;
 use crate::sync::{Ordering, fence};
 
@@ -101,6 +112,30 @@ pub(crate) const MAX_NEXT_STREAK: u8 = 3;
 /// them to their owner before it takes them (module doc: Go's scheduler
 /// backs off in the same way before it steals a running P's `runnext`).
 const STEAL_BACK_OFF_NS: u64 = 3_000;
+
+/// The shortest average turn of a victim's fibers (the time between two
+/// fibers it takes from its queue) for which running them on two cores
+/// beats the cache lines they would then pass between the cores.
+const LONG_TURN_NS: u64 = 1_000;
+
+/// Whether a searcher takes fibers from a victim's queue after the
+/// back-off: the victim's queue held `queued` fibers when the searcher
+/// looked, and its owner took `taken` fibers from it during the back-off.
+///
+/// * If the owner took fewer than it held, some of those fibers waited
+///   the whole back-off out: they are worth another core.
+/// * If it took at least as many, it keeps up with its queue: what is
+///   queued now came after the look (fibers that cede, fibers it resumes)
+///   and waited less than the back-off. Unless the turns are long (at
+///   most `STEAL_BACK_OFF_NS / LONG_TURN_NS` fibers taken), such work
+///   stays with its owner. Short turns that cede, such as the workers of
+///   a stream's `par_eval_map` around one shared window, would otherwise
+///   be spread over two cores that then pass each turn's cache lines and
+///   lock back and forth; long ones (two busy fibers that cede now and
+///   then) are worth running side by side.
+fn worth_stealing(queued: u64, taken: u64) -> bool {
+    taken < queued || taken.saturating_mul(LONG_TURN_NS) <= STEAL_BACK_OFF_NS
+}
 
 /// How long a searcher keeps searching without parking after it last saw
 /// fibers in another worker's queue (or was woken for some): the owner is
@@ -118,6 +153,7 @@ pub(crate) struct WorkerContext {
     next: Cell<Option<Fiber<Handle>>>,
     /// Fibers taken from `next` in a row.
     next_streak: Cell<u8>,
+    /// Turns left until the next look at the timers and the global queue.
     tick: Cell<u32>,
     /// The fiber that ran last yielded (a cede or an auto-yield): the next
     /// turn looks at the global queue first (module doc, rule 2).
@@ -162,13 +198,14 @@ pub(crate) fn run_worker(shared: Arc<Shared>, index: usize, local: Worker<Fiber<
         .watch_slots
         .as_ref()
         .and_then(|slots| slots.get(index).cloned());
+    let interval = shared.global_queue_interval;
     let ctx = WorkerContext {
         index,
         shared,
         local,
         next: Cell::new(None),
         next_streak: Cell::new(0),
-        tick: Cell::new(0),
+        tick: Cell::new(interval),
         yielded: Cell::new(false),
         searching: Cell::new(false),
         saw_work_at: Cell::new(0),
@@ -195,9 +232,12 @@ impl WorkerContext {
             if shared.is_shutdown() {
                 return;
             }
-            let tick = self.tick.get().wrapping_add(1);
-            self.tick.set(tick);
-            let next = if tick % interval == 0 {
+            // Ticks left until the next look at the timers and the global
+            // queue (a count down: no division per turn).
+            let tick = self.tick.get();
+            let due = tick <= 1;
+            self.tick.set(if due { interval } else { tick - 1 });
+            let next = if due {
                 self.fire_timers();
                 self.poll_io_now();
                 self.pop_global()
@@ -306,11 +346,17 @@ impl WorkerContext {
     fn pop_local(&self) -> Option<Fiber<Handle>> {
         let fiber = self.local.pop()?;
         self.next_streak.set(0);
+        add(&self.shared.remotes[self.index].counters.taken, 1);
         Some(fiber)
     }
 
     /// A batch from the global queue into the local one, and its first fiber.
     fn pop_global(&self) -> Option<Fiber<Handle>> {
+        // A look first: two loads, where a steal from an empty queue also
+        // pays a full fence (every turn after a yield comes here).
+        if self.shared.injector.is_empty() {
+            return None;
+        }
         loop {
             match self.shared.injector.steal_batch_and_pop(&self.local) {
                 Steal::Success(fiber) => return Some(fiber),
@@ -339,11 +385,12 @@ impl WorkerContext {
                 if victim == self.index {
                     continue;
                 }
-                let stealer = &shared.remotes[victim].stealer;
+                let remote = &shared.remotes[victim];
+                let stealer = &remote.stealer;
                 if !backed_off && !stealer.is_empty() {
                     backed_off = true;
                     self.saw_work_at.set(shared.now_ns());
-                    if !self.back_off(stealer) {
+                    if !self.back_off(remote) {
                         // Its owner took them.
                         continue;
                     }
@@ -368,16 +415,24 @@ impl WorkerContext {
     }
 
     /// Leaves the fibers in a victim's queue to their owner for
-    /// [`STEAL_BACK_OFF_NS`]; true if some are still there after it.
-    fn back_off(&self, stealer: &Stealer<Fiber<Handle>>) -> bool {
+    /// [`STEAL_BACK_OFF_NS`]; true if the queue is not empty after it and
+    /// its fibers are [`worth_stealing`].
+    fn back_off(&self, victim: &Remote) -> bool {
         let shared = &*self.shared;
+        let stealer = &victim.stealer;
+        let queued = stealer.len() as u64;
+        let taken_before = victim.counters.taken.load(Ordering::Relaxed);
         let until = shared.now_ns().saturating_add(STEAL_BACK_OFF_NS);
         loop {
-            if stealer.is_empty() {
-                return false;
-            }
+            // Only the clock is read meanwhile: every look at the victim's
+            // queue or counter takes its cache lines from the owner, which
+            // writes them at each fiber it runs.
             if shared.now_ns() >= until {
-                return true;
+                if stealer.is_empty() {
+                    return false;
+                }
+                let taken = victim.counters.taken.load(Ordering::Relaxed);
+                return worth_stealing(queued, taken.wrapping_sub(taken_before));
             }
             for _ in 0..16 {
                 std::hint::spin_loop();
@@ -502,5 +557,39 @@ impl WorkerContext {
                 return;
             }
         }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::worth_stealing;
+
+    #[test]
+    fn a_queue_whose_owner_took_fewer_fibers_than_it_held_is_stolen_from() {
+        assert!(worth_stealing(8, 7));
+        assert!(worth_stealing(100, 30));
+    }
+
+    #[test]
+    fn a_queue_whose_owner_keeps_up_with_short_turns_is_left_alone() {
+        // Eight fibers taken more than once each in 3 µs: turns under 1 µs.
+        assert!(!worth_stealing(8, 8));
+        assert!(!worth_stealing(8, 25));
+        assert!(!worth_stealing(1, 4));
+    }
+
+    #[test]
+    fn a_queue_whose_owner_keeps_up_with_long_turns_is_stolen_from() {
+        // Turns of 1 µs or more: two busy fibers that cede now and then.
+        assert!(worth_stealing(1, 1));
+        assert!(worth_stealing(1, 3));
+        assert!(worth_stealing(2, 2));
+    }
+
+    #[test]
+    fn an_empty_look_with_no_turns_taken_is_stolen_from_if_anything_is_left() {
+        // The queue filled after the look and the owner ran one long
+        // fiber: its queue has waited.
+        assert!(worth_stealing(0, 0));
     }
 }

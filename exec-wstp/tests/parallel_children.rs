@@ -7,12 +7,18 @@
 //! child has started. On one worker the first child would spin forever
 //! (the hang guard gives up and the test fails), so the children finishing
 //! proves that they overlapped on two workers.
+//!
+//! Fibers that cede keep their owner's queue refilled; a searcher takes
+//! from it only if the owner does not keep up or its turns are long
+//! (`worker.rs`, `worth_stealing`). Two busy fibers whose turns of a few
+//! microseconds each end in a `cede` must still run side by side.
 
 mod common;
 
+use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use common::{HANG_LIMIT, runtime, within};
 use spindle_core::{IO, IORuntime};
@@ -84,5 +90,64 @@ fn two_cpu_bound_fibers_started_by_a_fiber_on_a_worker_run_at_the_same_time_on_t
         on_a_worker(parent),
         (true, true),
         "each fiber saw the other start while it spun"
+    );
+}
+
+/// Busy turns of [`TURN`] that each end in a `cede`, until a turn sees the
+/// other fiber inside a turn of its own at the same time (true), or until
+/// [`HANG_LIMIT`] (false: the two never ran side by side).
+fn turns_until_they_overlap(inside: Arc<AtomicUsize>) -> IO<bool, E> {
+    /// A turn: longer than the rule's long turn (1 µs), shorter than the
+    /// 3 µs back-off, in which the owner keeps up with a queue of one.
+    const TURN: Duration = Duration::from_micros(2);
+    let start = Instant::now();
+    IO::tail_rec((), move |()| {
+        let inside = inside.clone();
+        IO::delay(move || {
+            inside.fetch_add(1, Ordering::SeqCst);
+            let turn = Instant::now();
+            let mut overlapped = false;
+            while turn.elapsed() < TURN {
+                overlapped |= inside.load(Ordering::SeqCst) == 2;
+                std::hint::spin_loop();
+            }
+            inside.fetch_sub(1, Ordering::SeqCst);
+            overlapped
+        })
+        .flat_map(move |overlapped| {
+            if overlapped {
+                IO::pure(ControlFlow::Break(true))
+            } else if start.elapsed() > HANG_LIMIT {
+                IO::pure(ControlFlow::Break(false))
+            } else {
+                IO::cede().map(|()| ControlFlow::Continue(()))
+            }
+        })
+    })
+}
+
+#[test]
+fn two_busy_fibers_that_cede_every_two_microseconds_run_at_the_same_time_on_two_workers() {
+    let inside = Arc::new(AtomicUsize::new(0));
+    let i = inside.clone();
+    let parent: IO<(bool, bool), E> =
+        turns_until_they_overlap(inside)
+            .start()
+            .flat_map(move |first| {
+                turns_until_they_overlap(i).start().flat_map(move |second| {
+                    first.join().flat_map(move |a| {
+                        second.join().map(move |b| {
+                            (
+                                a.succeeded().expect("the first succeeds"),
+                                b.succeeded().expect("the second succeeds"),
+                            )
+                        })
+                    })
+                })
+            });
+    let (a, b) = on_a_worker(parent);
+    assert!(
+        a || b,
+        "within the hang limit one fiber's turn saw the other inside a turn of its own"
     );
 }
