@@ -53,7 +53,7 @@ use std::fmt;
 use std::time::Duration;
 
 use spindle_core::executor::OnDeadlock;
-use spindle_core::executor::support::{MainFiber, RunError, WakeWaiter, Watchdog, run_fiber};
+use spindle_core::executor::support::{MainFiber, RunError, WakeWaiter, Watchdog, run_fiber_with};
 use spindle_core::{
     Executor, Fiber, FiberDump, IO, IORuntime, Outcome, RuntimeBuilder, RuntimeCounters,
     TimerCallback, WorkerCounters,
@@ -193,6 +193,23 @@ impl Shared {
     /// A microtask checkpoint: runs fibers from the microtask queue, in
     /// order, while the turn's microtask budget lasts (fibers started or
     /// resumed meanwhile join the queue and run here too).
+    /// Puts a fiber that yielded back in line, as the handle's
+    /// `reschedule_fiber` does (a macrotask), through the loop's own
+    /// shared state (`Fiber::run_with`: no clone of the handle out of the
+    /// fiber per yield).
+    #[inline]
+    fn requeue(&self, fiber: Fiber<Handle>) {
+        let mut fiber = Some(fiber);
+        with_local(self, |local| {
+            if let Some(fiber) = fiber.take() {
+                local.macrotasks.push_back(fiber);
+            }
+        });
+        if let Some(fiber) = fiber {
+            self.push_remote(fiber);
+        }
+    }
+
     fn microtask_checkpoint(&self, turn: &mut Turn) {
         while turn.budget > 0 {
             let Some((fiber, queued_macrotasks)) = with_local(self, |local| {
@@ -208,7 +225,9 @@ impl Shared {
             turn.budget -= 1;
             turn.microtasks_run += 1;
             // Marked in the watchdog's slot when it is on; off, one branch.
-            run_fiber(self.watch_slot.as_deref(), fiber);
+            run_fiber_with(self.watch_slot.as_deref(), fiber, |fiber| {
+                self.requeue(fiber)
+            });
         }
     }
 
@@ -282,7 +301,9 @@ impl Shared {
             else {
                 break;
             };
-            run_fiber(self.watch_slot.as_deref(), fiber);
+            run_fiber_with(self.watch_slot.as_deref(), fiber, |fiber| {
+                self.requeue(fiber)
+            });
             ran += 1;
             self.microtask_checkpoint(&mut turn);
         }

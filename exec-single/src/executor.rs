@@ -251,10 +251,10 @@ impl<C: Clock> SingleThreaded<C> {
         if let Some(watch) = &self.watch {
             self.run_watched(batch, &watch.slot);
         } else {
-            self.run_batch(batch, Fiber::run);
+            self.run_batch(batch, |fiber| fiber.run_with(|fiber| self.requeue(fiber)));
         }
         #[cfg(not(feature = "std"))]
-        self.run_batch(batch, Fiber::run);
+        self.run_batch(batch, |fiber| fiber.run_with(|fiber| self.requeue(fiber)));
         // SAFETY: loop thread; the borrow ends with the reads.
         let local = unsafe { shared.local() };
         shared
@@ -286,7 +286,17 @@ impl<C: Clock> SingleThreaded<C> {
     #[cold]
     #[inline(never)]
     fn run_watched(&self, batch: usize, slot: &RunSlot) {
-        self.run_batch(batch, |fiber| slot.run(fiber));
+        self.run_batch(batch, |fiber| {
+            slot.run_with(fiber, |fiber| self.requeue(fiber))
+        });
+    }
+
+    /// Puts a fiber that yielded back in line, as `reschedule_fiber` does,
+    /// through the loop's own handle (`Fiber::run_with`: no clone of the
+    /// handle out of the fiber per yield).
+    #[inline(always)]
+    fn requeue(&self, fiber: Fiber<Handle<C>>) {
+        spindle_core::Executor::reschedule_fiber(&self.handle, fiber);
     }
 
     /// Whether a fiber is queued (on the loop thread).

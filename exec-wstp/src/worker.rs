@@ -303,7 +303,12 @@ impl WorkerContext {
         }
         // With the starvation watchdog on, the run is marked in this
         // worker's slot; off, one branch.
-        spindle_core::executor::support::run_fiber(self.watch.as_deref(), fiber);
+        // A fiber that yields goes behind the local work from here, as
+        // `reschedule_fiber` would put it, without a clone of the pool's
+        // handle out of the fiber.
+        spindle_core::executor::support::run_fiber_with(self.watch.as_deref(), fiber, |fiber| {
+            self.yield_fiber(fiber)
+        });
     }
 
     /// Puts a fiber scheduled on this worker in its next slot (see the

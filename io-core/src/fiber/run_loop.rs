@@ -120,7 +120,8 @@ pub enum Ran {
     /// thread, by the time `run` returns).
     Suspended,
     /// The fiber gave up its thread (a cede, an auto-yield): it has
-    /// already handed itself to [`Executor::reschedule_fiber`].
+    /// already handed itself to [`Executor::reschedule_fiber`] (or to the
+    /// `requeue` of [`Fiber::run_with`]).
     Yielded,
 }
 
@@ -132,6 +133,26 @@ impl<X: Executor> Fiber<X> {
     /// on a suspension it is held by whatever will resume it.
     #[inline]
     pub fn run(self) -> Ran {
+        self.run_with(|fiber| {
+            // The fiber is moved into the call: the executor is cloned out
+            // of it first.
+            let executor = fiber.inner.executor.clone();
+            executor.reschedule_fiber(fiber);
+        })
+    }
+
+    /// Runs the fiber as [`run`](Fiber::run) does, but on a yield hands it
+    /// to `requeue` rather than to [`Executor::reschedule_fiber`].
+    ///
+    /// For an executor's own loop, which can put a fiber that yielded back
+    /// in line without going through the executor handle the fiber holds:
+    /// [`run`](Fiber::run) must clone that handle (the call consumes the
+    /// fiber it lives in), which for a handle behind an `Arc` is two
+    /// atomic read-modify-writes per yield. `requeue` must do what
+    /// `reschedule_fiber` does on this thread; [`Ran::Yielded`] is
+    /// returned after it.
+    #[inline]
+    pub fn run_with(self, requeue: impl FnOnce(Fiber<X>)) -> Ran {
         loop {
             let exit = self
                 .inner
@@ -144,8 +165,7 @@ impl<X: Executor> Fiber<X> {
                 Exit::Completed => return Ran::Completed,
                 Exit::Yield => {
                     self.list_once();
-                    let executor = self.inner.executor.clone();
-                    executor.reschedule_fiber(self);
+                    requeue(self);
                     return Ran::Yielded;
                 }
                 Exit::Suspend { interruptible } => {

@@ -29,7 +29,7 @@
 //! | [`TimerHeap`], [`TimerId`] | deadlines over a slab of callbacks, O(1) cancellation | every executor's `set_timer` |
 //! | [`nanos`], [`wall_clock`], [`Origin`] | duration conversions without 128-bit division; the wall clock; a monotonic origin | every executor's clock |
 //! | `BlockingPool` (std) | the bounded pool of threads behind `IO::blocking` (`BlockingCounts` for metrics, the defaults `DEFAULT_MAX_BLOCKING_THREADS` and `DEFAULT_BLOCKING_KEEP_ALIVE`): threads on demand up to a bound, an idle keep-alive, a FIFO queue beyond the bound, never the caller's thread | exec-wstp and exec-batching's `spawn_blocking` |
-//! | [`watchdog`] (std): [`Watchdog`], [`RunSlots`], [`run_fiber`], [`StarvationReport`] | the starvation watchdog: a slot per thread that runs fibers, marked at the start and end of each run (nothing when off: [`run_fiber`] is `fiber.run()` behind one branch), and a thread per executor that reports a run longer than the threshold, once, with the fiber's number and trace | every std executor's worker loop and `build` |
+//! | [`watchdog`] (std): [`Watchdog`], [`RunSlots`], [`run_fiber`], [`run_fiber_with`], [`StarvationReport`] | the starvation watchdog: a slot per thread that runs fibers, marked at the start and end of each run (nothing when off: [`run_fiber`] is `fiber.run()` behind one branch), and a thread per executor that reports a run longer than the threshold, once, with the fiber's number and trace | every std executor's worker loop and `build` |
 //! | [`TaskLink`] ([`Taken`], [`Parked`]) | the hand-off between the completers that resume a fiber and the one task of an async runtime that owns the fiber for its whole life: the fiber goes in, the task's waker is woken, either side can close it; kept in the fiber's [`Executor::FiberSlot`](super::Executor::FiberSlot) | exec-tokio |
 //! | [`adopt_config`], [`lists_fibers`], [`WeakFiber`], [`WeakFibers`] | the tracing decisions an executor makes once, and the weak fiber references a registry holds | [`FiberRegistry`]; custom registries |
 //!
@@ -82,7 +82,7 @@ pub use task_link::{Parked, Taken, TaskLink};
 #[cfg(feature = "std")]
 pub use watchdog::{
     NoTrace, RunSlot, RunSlots, STARVATION_ENV_VAR, StarvationConfig, StarvationHandler,
-    StarvationReport, Watchdog, print_starvation_report, run_fiber,
+    StarvationReport, Watchdog, print_starvation_report, run_fiber, run_fiber_with,
 };
 
 pub use super::timers::{TimerHeap, TimerId};

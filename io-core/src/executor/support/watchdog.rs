@@ -237,6 +237,13 @@ impl RunSlot {
         fiber.run()
     }
 
+    /// [`run`](RunSlot::run) with [`Fiber::run_with`]: a fiber that yields
+    /// goes to `requeue`.
+    pub fn run_with<X: Executor>(&self, fiber: Fiber<X>, requeue: impl FnOnce(Fiber<X>)) -> Ran {
+        let _run = self.begin(fiber.id());
+        fiber.run_with(requeue)
+    }
+
     /// The word now (the watchdog's read).
     fn read(&self) -> u64 {
         self.word.load(Ordering::Relaxed)
@@ -261,6 +268,21 @@ pub fn run_fiber<X: Executor>(slot: Option<&RunSlot>, fiber: Fiber<X>) -> Ran {
     match slot {
         None => fiber.run(),
         Some(slot) => slot.run(fiber),
+    }
+}
+
+/// [`run_fiber`] with [`Fiber::run_with`]: a fiber that yields goes to
+/// `requeue` (the worker loop's own way back into its queue) rather than
+/// to [`Executor::reschedule_fiber`].
+#[inline(always)]
+pub fn run_fiber_with<X: Executor>(
+    slot: Option<&RunSlot>,
+    fiber: Fiber<X>,
+    requeue: impl FnOnce(Fiber<X>),
+) -> Ran {
+    match slot {
+        None => fiber.run_with(requeue),
+        Some(slot) => slot.run_with(fiber, requeue),
     }
 }
 
