@@ -28,13 +28,12 @@ use crate::worker;
 /// former), a worker counts its steals, parks, the fibers readiness
 /// resumed from its polls of the poller, and the timers it fired: all off
 /// the per-fiber path but for `ended`, which was already there, and
-/// `taken`, the fibers this worker took from its own queue, which a
-/// searcher reads to tell whether the owner keeps up with its queue
-/// (`worker.rs`, stealing).
+/// `ran`, the fibers this worker ran, which a searcher reads to tell
+/// whether the owner keeps up with its queue (`worker.rs`, stealing).
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
     pub(crate) ended: AtomicU64,
-    pub(crate) taken: AtomicU64,
+    pub(crate) ran: AtomicU64,
     pub(crate) canceled: AtomicU64,
     pub(crate) steals: AtomicU64,
     pub(crate) parks: AtomicU64,

@@ -75,10 +75,10 @@
 //! scheduler's back-off), so the children of a `both` or a `race` stay on
 //! the worker of their parent unless that worker is kept busy, and it
 //! keeps searching for 50 µs after it last saw work before it parks, so a
-//! stream of such operations costs no wake-up each. Kept busy means behind:
-//! if the owner took as many fibers from its queue during the back-off as
-//! the queue held, and its turns are short (under 1 µs on average), the
-//! searcher leaves them too. Fibers that cede after a few hundred
+//! stream of such operations costs no wake-up each. Kept busy means
+//! behind in two back-offs in a row: turns of 1 µs or more on average, or
+//! more queued than the owner runs in 3 µs. A shorter queue of short
+//! turns stays with its owner: fibers that cede after a few hundred
 //! nanoseconds each (the workers of a stream's `par_eval_map`) refill a
 //! queue as fast as it empties, and ran slower on two cores than on one.
 //!

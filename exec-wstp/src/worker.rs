@@ -73,16 +73,19 @@
 //! Go's scheduler backs off in the same way before it steals a running
 //! P's `runnext` (`runqgrab`, about 3 µs); this is our own code.
 //!
-//! "Still there" means the same fibers, not a queue that is never empty:
-//! each worker counts the fibers it takes from its queue, and a searcher
-//! that sees the owner take at least as many during the back-off as the
-//! queue held leaves the queue alone ([`worth_stealing`]), unless the
-//! owner's turns average [`LONG_TURN_NS`] (1 µs) or more. Fibers that cede
-//! after a few hundred nanoseconds each (eight workers of a stream's
-//! `par_eval_map` around one window) refill the queue as fast as the owner
-//! empties it; spread over two cores they ran slower than on one, passing
-//! every turn's cache lines and lock between the cores. While the owner
-//! keeps up the searcher lingers (below) and looks again.
+//! "Still there" is judged by the owner's pace, not by a queue that is
+//! never empty: each worker counts the fibers it runs, and a searcher
+//! steals only if, in two back-off windows in a row, the owner either
+//! ran long turns (1 µs or more on average, [`LONG_TURN_NS`]; or nothing
+//! at all) or had at least a window's work queued (as many fibers as it
+//! ran in the window) ([`worth_stealing`]). Fibers that cede after a few
+//! hundred nanoseconds each (eight workers of a stream's `par_eval_map`
+//! around one window) refill the queue as fast as the owner empties it;
+//! spread over two cores they ran slower than on one, passing every
+//! turn's cache lines and lock between the cores. One long turn (the
+//! fiber that pulls a stream's next chunk) does not split them: the next
+//! window is short again. While the owner keeps up the searcher lingers
+//! (below) and looks again.
 //!
 //! A searcher that finds nothing does not park at once if it saw fibers
 //! in another worker's queue, or was woken for some, less than
@@ -113,29 +116,35 @@ pub(crate) const MAX_NEXT_STREAK: u8 = 3;
 /// backs off in the same way before it steals a running P's `runnext`).
 const STEAL_BACK_OFF_NS: u64 = 3_000;
 
-/// The shortest average turn of a victim's fibers (the time between two
-/// fibers it takes from its queue) for which running them on two cores
-/// beats the cache lines they would then pass between the cores.
+/// The shortest average turn (the time a worker runs one fiber) for which
+/// running a victim's fibers on two cores beats the cache lines they
+/// would then pass between the cores.
 const LONG_TURN_NS: u64 = 1_000;
 
-/// Whether a searcher takes fibers from a victim's queue after the
-/// back-off: the victim's queue held `queued` fibers when the searcher
-/// looked, and its owner took `taken` fibers from it during the back-off.
+/// Whether a searcher takes fibers from a victim's queue after one window
+/// of the back-off ([`STEAL_BACK_OFF_NS`]): the queue held `queued` fibers
+/// at the window's start, and its owner ran `ran` fibers (from its queue
+/// and its next slot) during the window.
 ///
-/// * If the owner took fewer than it held, some of those fibers waited
-///   the whole back-off out: they are worth another core.
-/// * If it took at least as many, it keeps up with its queue: what is
-///   queued now came after the look (fibers that cede, fibers it resumes)
-///   and waited less than the back-off. Unless the turns are long (at
-///   most `STEAL_BACK_OFF_NS / LONG_TURN_NS` fibers taken), such work
-///   stays with its owner. Short turns that cede, such as the workers of
-///   a stream's `par_eval_map` around one shared window, would otherwise
-///   be spread over two cores that then pass each turn's cache lines and
-///   lock back and forth; long ones (two busy fibers that cede now and
-///   then) are worth running side by side.
-fn worth_stealing(queued: u64, taken: u64) -> bool {
-    taken < queued || taken.saturating_mul(LONG_TURN_NS) <= STEAL_BACK_OFF_NS
+/// * If the owner's turns are long (it ran at most
+///   `STEAL_BACK_OFF_NS / LONG_TURN_NS` fibers, none at all if it was
+///   descheduled), its queue is worth another core.
+/// * If they are short, the queue is worth another core only if it holds
+///   a window's work or more (at least as many fibers as the owner ran in
+///   one window): the fibers at its back would wait longer than the
+///   back-off. A shorter queue of short turns stays with its owner:
+///   fibers that cede after a few hundred nanoseconds each, such as the
+///   workers of a stream's `par_eval_map` around one shared window, refill
+///   the queue as fast as it empties, and spread over two cores they pass
+///   each turn's cache lines and lock back and forth and run slower than
+///   on one.
+fn worth_stealing(queued: u64, ran: u64) -> bool {
+    ran.saturating_mul(LONG_TURN_NS) <= STEAL_BACK_OFF_NS || queued >= ran
 }
+
+/// How many back-off windows in a row must find the owner behind its
+/// queue ([`worth_stealing`]) before a searcher steals.
+const BACK_OFF_WINDOWS: u32 = 2;
 
 /// How long a searcher keeps searching without parking after it last saw
 /// fibers in another worker's queue (or was woken for some): the owner is
@@ -301,6 +310,8 @@ impl WorkerContext {
                 self.shared.notify_one();
             }
         }
+        // Counted for searchers (`worth_stealing`).
+        add(&self.shared.remotes[self.index].counters.ran, 1);
         // With the starvation watchdog on, the run is marked in this
         // worker's slot; off, one branch.
         // A fiber that yields goes behind the local work from here, as
@@ -351,7 +362,6 @@ impl WorkerContext {
     fn pop_local(&self) -> Option<Fiber<Handle>> {
         let fiber = self.local.pop()?;
         self.next_streak.set(0);
-        add(&self.shared.remotes[self.index].counters.taken, 1);
         Some(fiber)
     }
 
@@ -425,9 +435,10 @@ impl WorkerContext {
     fn back_off(&self, victim: &Remote) -> bool {
         let shared = &*self.shared;
         let stealer = &victim.stealer;
-        let queued = stealer.len() as u64;
-        let taken_before = victim.counters.taken.load(Ordering::Relaxed);
-        let until = shared.now_ns().saturating_add(STEAL_BACK_OFF_NS);
+        let mut queued = stealer.len() as u64;
+        let mut ran_before = victim.counters.ran.load(Ordering::Relaxed);
+        let mut until = shared.now_ns().saturating_add(STEAL_BACK_OFF_NS);
+        let mut windows = 1;
         loop {
             // Only the clock is read meanwhile: every look at the victim's
             // queue or counter takes its cache lines from the owner, which
@@ -436,8 +447,20 @@ impl WorkerContext {
                 if stealer.is_empty() {
                     return false;
                 }
-                let taken = victim.counters.taken.load(Ordering::Relaxed);
-                return worth_stealing(queued, taken.wrapping_sub(taken_before));
+                let ran = victim.counters.ran.load(Ordering::Relaxed);
+                if !worth_stealing(queued, ran.wrapping_sub(ran_before)) {
+                    return false;
+                }
+                if windows == BACK_OFF_WINDOWS {
+                    return true;
+                }
+                // Behind in this window: one long turn (a fiber that pulls
+                // a chunk, say) is not yet a reason to split the queue;
+                // still behind in the next window is.
+                windows += 1;
+                queued = stealer.len() as u64;
+                ran_before = ran;
+                until = shared.now_ns().saturating_add(STEAL_BACK_OFF_NS);
             }
             for _ in 0..16 {
                 std::hint::spin_loop();
@@ -570,31 +593,30 @@ mod tests {
     use super::worth_stealing;
 
     #[test]
-    fn a_queue_whose_owner_took_fewer_fibers_than_it_held_is_stolen_from() {
-        assert!(worth_stealing(8, 7));
-        assert!(worth_stealing(100, 30));
-    }
-
-    #[test]
-    fn a_queue_whose_owner_keeps_up_with_short_turns_is_left_alone() {
-        // Eight fibers taken more than once each in 3 µs: turns under 1 µs.
-        assert!(!worth_stealing(8, 8));
+    fn a_short_queue_of_short_turns_stays_with_its_owner() {
+        // Eight fibers queued, 25 run in the 3 µs window: 120 ns a turn.
         assert!(!worth_stealing(8, 25));
         assert!(!worth_stealing(1, 4));
+        assert!(!worth_stealing(8, 9));
     }
 
     #[test]
-    fn a_queue_whose_owner_keeps_up_with_long_turns_is_stolen_from() {
+    fn a_queue_of_short_turns_longer_than_a_window_of_work_is_stolen_from() {
+        assert!(worth_stealing(8, 8));
+        assert!(worth_stealing(200, 40));
+    }
+
+    #[test]
+    fn a_queue_behind_long_turns_is_stolen_from() {
         // Turns of 1 µs or more: two busy fibers that cede now and then.
         assert!(worth_stealing(1, 1));
         assert!(worth_stealing(1, 3));
-        assert!(worth_stealing(2, 2));
     }
 
     #[test]
-    fn an_empty_look_with_no_turns_taken_is_stolen_from_if_anything_is_left() {
-        // The queue filled after the look and the owner ran one long
-        // fiber: its queue has waited.
+    fn a_queue_whose_owner_ran_nothing_in_the_window_is_stolen_from() {
+        // One fiber that never yields, or the owner's thread descheduled.
+        assert!(worth_stealing(1, 0));
         assert!(worth_stealing(0, 0));
     }
 }

@@ -9,9 +9,10 @@
 //! proves that they overlapped on two workers.
 //!
 //! Fibers that cede keep their owner's queue refilled; a searcher takes
-//! from it only if the owner does not keep up or its turns are long
-//! (`worker.rs`, `worth_stealing`). Two busy fibers whose turns of a few
-//! microseconds each end in a `cede` must still run side by side.
+//! from it only if the owner's turns are long or more is queued than it
+//! runs in the back-off (`worker.rs`, `worth_stealing`). Two busy fibers
+//! whose turns of a few microseconds each end in a `cede` must still run
+//! side by side.
 
 mod common;
 
@@ -98,7 +99,8 @@ fn two_cpu_bound_fibers_started_by_a_fiber_on_a_worker_run_at_the_same_time_on_t
 /// [`HANG_LIMIT`] (false: the two never ran side by side).
 fn turns_until_they_overlap(inside: Arc<AtomicUsize>) -> IO<bool, E> {
     /// A turn: longer than the rule's long turn (1 µs), shorter than the
-    /// 3 µs back-off, in which the owner keeps up with a queue of one.
+    /// 3 µs back-off, so that the owner runs more fibers in a window than
+    /// its queue of one holds.
     const TURN: Duration = Duration::from_micros(2);
     let start = Instant::now();
     IO::tail_rec((), move |()| {
