@@ -398,6 +398,7 @@ fn discrete_from<A: Clone + Send + 'static, E: Send + 'static>(
     seen: Option<u64>,
 ) -> Stream<A, E> {
     Stream::from_pull(move |scope| {
+        let scope = scope.clone();
         let (current, signal) = {
             let s = state.lock();
             if seen == Some(s.version) {
@@ -413,7 +414,7 @@ fn discrete_from<A: Clone + Send + 'static, E: Send + 'static>(
             )),
             (None, Some(signal)) => signal
                 .get()
-                .flat_map(move |()| discrete_from(state, seen).step(scope)),
+                .flat_map(move |()| discrete_from(state, seen).step(&scope)),
             (None, None) => IO::pure(Step::Done),
         }
     })

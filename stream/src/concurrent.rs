@@ -126,7 +126,7 @@ impl<A: Send + 'static, E: Send + 'static> Sender<A, E> {
     /// Pulls `input` in `scope` to its end, sending its chunks.
     pub(crate) fn drain(self, input: Stream<A, E>, scope: Scope<E>) -> IO<(), E> {
         IO::tail_rec((input, self), move |(input, sender)| {
-            input.step(scope.clone()).flat_map(move |step| match step {
+            input.step(&scope).flat_map(move |step| match step {
                 Step::Emit(chunk, rest) => sender
                     .chunk(chunk)
                     .map(move |()| ControlFlow::Continue((rest, sender))),
@@ -150,7 +150,7 @@ where
     E: Send + 'static,
     P: FnOnce(Sender<A, E>, alloc::vec::Vec<Scope<E>>) -> IO<(), E> + Send + 'static,
 {
-    Stream::from_pull(move |scope: Scope<E>| {
+    Stream::from_pull(move |scope: &Scope<E>| {
         let own = scope.open_child();
         let input_scopes = (0..inputs).map(|_| own.open_child()).collect();
         let queue = Queue::<Msg<A, E>>::bounded(capacity).expect("a capacity above 0");

@@ -165,7 +165,7 @@ mod to_async {
                 let root = Scope::<E>::root();
                 let closing = root.clone();
                 IO::tail_rec((stream, sender), move |(stream, sender)| {
-                    stream.step(root.clone()).flat_map(move |step| match step {
+                    stream.step(&root).flat_map(move |step| match step {
                         Step::Emit(chunk, rest) => {
                             send(sender, Ok(chunk)).map(move |sent| match sent {
                                 Some(sender) => ControlFlow::Continue((rest, sender)),

@@ -224,9 +224,10 @@ impl<A: Send + 'static, E: Send + 'static> Stream<A, E> {
         S: Send + 'static,
         F: FnMut(S, A) -> S + Send + 'static,
     {
-        Stream::from_pull(move |scope: Scope<E>| {
+        Stream::from_pull(move |scope: &Scope<E>| {
+            let scope = scope.clone();
             IO::tail_rec((self, init, f), move |(stream, acc, mut f)| {
-                stream.step(scope.clone()).map(move |step| match step {
+                stream.step(&scope).map(move |step| match step {
                     Step::Emit(chunk, rest) => {
                         let acc = chunk.into_iter().fold(acc, &mut f);
                         ControlFlow::Continue((rest, acc, f))
@@ -247,7 +248,7 @@ impl<A: Send + 'static, E: Send + 'static> Stream<A, E> {
         if n == 0 {
             return Stream::empty();
         }
-        Stream::from_pull(move |scope: Scope<E>| take_from(self, n, scope.open_child()))
+        Stream::from_pull(move |scope: &Scope<E>| take_from(self, n, scope.open_child()))
     }
 
     /// The elements up to the first that `keep` refuses (released as
@@ -256,7 +257,7 @@ impl<A: Send + 'static, E: Send + 'static> Stream<A, E> {
     where
         F: FnMut(&A) -> bool + Send + 'static,
     {
-        Stream::from_pull(move |scope: Scope<E>| {
+        Stream::from_pull(move |scope: &Scope<E>| {
             take_while_from(self, keep, false, scope.open_child())
         })
     }
@@ -268,7 +269,7 @@ impl<A: Send + 'static, E: Send + 'static> Stream<A, E> {
     where
         F: FnMut(&A) -> bool + Send + 'static,
     {
-        Stream::from_pull(move |scope: Scope<E>| {
+        Stream::from_pull(move |scope: &Scope<E>| {
             take_while_from(self, keep, true, scope.open_child())
         })
     }
@@ -278,15 +279,16 @@ impl<A: Send + 'static, E: Send + 'static> Stream<A, E> {
         if n == 0 {
             return self;
         }
-        Stream::from_pull(move |scope: Scope<E>| {
-            self.step(scope.clone()).flat_map(move |step| match step {
+        Stream::from_pull(move |scope: &Scope<E>| {
+            let scope = scope.clone();
+            self.step(&scope).flat_map(move |step| match step {
                 Step::Emit(mut chunk, rest) => {
                     let len = chunk.len() as u64;
                     if len > n {
                         chunk.drop_front(n as usize);
                         IO::pure(Step::Emit(chunk, rest))
                     } else {
-                        rest.drop(n - len).step(scope)
+                        rest.drop(n - len).step(&scope)
                     }
                 }
                 Step::Done => IO::pure(Step::Done),
@@ -299,14 +301,15 @@ impl<A: Send + 'static, E: Send + 'static> Stream<A, E> {
     where
         F: FnMut(&A) -> bool + Send + 'static,
     {
-        Stream::from_pull(move |scope: Scope<E>| {
-            self.step(scope.clone()).flat_map(move |step| match step {
+        Stream::from_pull(move |scope: &Scope<E>| {
+            let scope = scope.clone();
+            self.step(&scope).flat_map(move |step| match step {
                 Step::Emit(mut chunk, rest) => match chunk.iter().position(|item| !skip(item)) {
                     Some(at) => {
                         chunk.drop_front(at);
                         IO::pure(Step::Emit(chunk, rest))
                     }
-                    None => rest.drop_while(skip).step(scope),
+                    None => rest.drop_while(skip).step(&scope),
                 },
                 Step::Done => IO::pure(Step::Done),
             })
@@ -318,10 +321,11 @@ impl<A: Send + 'static, E: Send + 'static> Stream<A, E> {
     /// This stream's elements, then `next`'s (fs2's `++`). Whatever this
     /// stream acquired in its own stages is released before `next` starts.
     pub fn append(self, next: Stream<A, E>) -> Stream<A, E> {
-        Stream::from_pull(move |scope: Scope<E>| {
-            self.step(scope.clone()).flat_map(move |step| match step {
+        Stream::from_pull(move |scope: &Scope<E>| {
+            let scope = scope.clone();
+            self.step(&scope).flat_map(move |step| match step {
                 Step::Emit(chunk, rest) => IO::pure(Step::Emit(chunk, rest.append(next))),
-                Step::Done => next.step(scope),
+                Step::Done => next.step(&scope),
             })
         })
     }
@@ -344,9 +348,9 @@ impl<A: Send + 'static, E: Send + 'static> Stream<A, E> {
     where
         F: FnOnce(E) -> Stream<A, E> + Send + 'static,
     {
-        Stream::from_pull(move |scope: Scope<E>| {
+        Stream::from_pull(move |scope: &Scope<E>| {
             let own = scope.open_child();
-            handle_from(self, own, scope, handler)
+            handle_from(self, own, scope.clone(), handler)
         })
     }
 
@@ -376,7 +380,7 @@ impl<A: Send + 'static, E: Send + 'static> Stream<A, E> {
         F: Fn(E) -> E2 + Send + Sync + 'static,
     {
         let f = crate::sync::Arc::new(f);
-        Stream::from_pull(move |outer: Scope<E2>| {
+        Stream::from_pull(move |outer: &Scope<E2>| {
             // This stream's resources live in a scope of its error type,
             // released (errors mapped) when `outer` closes or this stream
             // ends.
@@ -421,7 +425,7 @@ impl<A: Send + 'static, E: Send + 'static> Stream<A, E> {
         C: Send + 'static,
         F: FnMut(A, B) -> C + Send + 'static,
     {
-        Stream::from_pull(move |scope: Scope<E>| {
+        Stream::from_pull(move |scope: &Scope<E>| {
             let zip = Zip {
                 left: Side::new(self, scope.open_child()),
                 right: Side::new(other, scope.open_child()),
@@ -461,7 +465,7 @@ where
     E: Send + 'static,
     F: FnMut(A) -> IO<B, E> + Send + 'static,
 {
-    fn pull(mut self: alloc::boxed::Box<Self>, scope: Scope<E>) -> IO<Step<B, E>, E> {
+    fn pull(mut self: alloc::boxed::Box<Self>, scope: &Scope<E>) -> IO<Step<B, E>, E> {
         if let Some(item) = self.pending.next() {
             let program = (self.f)(item);
             return program
@@ -470,11 +474,13 @@ where
         let Some(input) = self.input.take() else {
             return IO::pure(Step::Done);
         };
-        input.step(scope.clone()).flat_map(move |step| match step {
+        // Once a chunk: the next pull needs the scope after this one.
+        let scope = scope.clone();
+        input.step(&scope).flat_map(move |step| match step {
             Step::Emit(chunk, rest) => {
                 self.pending = chunk.into_iter();
                 self.input = Some(rest);
-                self.pull(scope)
+                self.pull(&scope)
             }
             Step::Done => IO::pure(Step::Done),
         })
@@ -532,8 +538,9 @@ where
     A: Clone + Send + 'static,
     E: Send + 'static,
 {
-    Stream::from_pull(move |scope: Scope<E>| {
-        input.step(scope.clone()).flat_map(move |step| match step {
+    Stream::from_pull(move |scope: &Scope<E>| {
+        let scope = scope.clone();
+        input.step(&scope).flat_map(move |step| match step {
             Step::Emit(chunk, rest) => {
                 let mut windows = Chunk::empty();
                 for item in chunk {
@@ -548,7 +555,7 @@ where
                 }
                 let rest = sliding_from(rest, last, n, emitted);
                 if windows.is_empty() {
-                    rest.step(scope)
+                    rest.step(&scope)
                 } else {
                     IO::pure(Step::Emit(windows, rest))
                 }
@@ -569,8 +576,9 @@ where
     A: Send + 'static,
     E: Send + 'static,
 {
-    Stream::from_pull(move |scope: Scope<E>| {
-        input.step(scope.clone()).flat_map(move |step| match step {
+    Stream::from_pull(move |scope: &Scope<E>| {
+        let scope = scope.clone();
+        input.step(&scope).flat_map(move |step| match step {
             Step::Emit(chunk, rest) => {
                 let mut pending = pending;
                 let mut full = Chunk::empty();
@@ -582,7 +590,7 @@ where
                 }
                 let rest = chunk_n_from(rest, pending, n);
                 if full.is_empty() {
-                    rest.step(scope)
+                    rest.step(&scope)
                 } else {
                     IO::pure(Step::Emit(full, rest))
                 }
@@ -607,7 +615,7 @@ where
     A: Send + 'static,
     E: Send + 'static,
 {
-    input.step(own.clone()).flat_map(move |step| match step {
+    input.step(&own).flat_map(move |step| match step {
         Step::Emit(mut chunk, rest) => {
             let len = chunk.len() as u64;
             if len >= n {
@@ -636,7 +644,7 @@ where
     E: Send + 'static,
     F: FnMut(&A) -> bool + Send + 'static,
 {
-    input.step(own.clone()).flat_map(move |step| match step {
+    input.step(&own).flat_map(move |step| match step {
         Step::Emit(mut chunk, rest) => match chunk.iter().position(|item| !keep(item)) {
             Some(at) => {
                 chunk.truncate(at + usize::from(through));
@@ -665,15 +673,18 @@ where
     E: Send + 'static,
     F: FnMut(A) -> Stream<B, E> + Send + 'static,
 {
-    Stream::from_pull(move |scope: Scope<E>| match pending.next() {
+    Stream::from_pull(move |scope: &Scope<E>| match pending.next() {
         Some(item) => {
             let inner = f(item);
             inner.append(flat_map_from(outer, pending, f)).step(scope)
         }
-        None => outer.step(scope.clone()).flat_map(move |step| match step {
-            Step::Emit(chunk, rest) => flat_map_from(rest, chunk.into_iter(), f).step(scope),
-            Step::Done => IO::pure(Step::Done),
-        }),
+        None => {
+            let scope = scope.clone();
+            outer.step(&scope).flat_map(move |step| match step {
+                Step::Emit(chunk, rest) => flat_map_from(rest, chunk.into_iter(), f).step(&scope),
+                Step::Done => IO::pure(Step::Done),
+            })
+        }
     })
 }
 
@@ -689,19 +700,16 @@ where
     E: Send + 'static,
     F: FnOnce(E) -> Stream<A, E> + Send + 'static,
 {
-    input
-        .step(own.clone())
-        .attempt()
-        .flat_map(move |step| match step {
-            Ok(Step::Emit(chunk, rest)) => IO::pure(Step::Emit(
-                chunk,
-                Stream::from_pull(move |_| handle_from(rest, own, outer, handler)),
-            )),
-            Ok(Step::Done) => own.close(ExitCase::Succeeded).map(|()| Step::Done),
-            Err(error) => own
-                .close(ExitCase::Errored)
-                .flat_map(move |()| handler(error).step(outer)),
-        })
+    input.step(&own).attempt().flat_map(move |step| match step {
+        Ok(Step::Emit(chunk, rest)) => IO::pure(Step::Emit(
+            chunk,
+            Stream::from_pull(move |_| handle_from(rest, own, outer, handler)),
+        )),
+        Ok(Step::Done) => own.close(ExitCase::Succeeded).map(|()| Step::Done),
+        Err(error) => own
+            .close(ExitCase::Errored)
+            .flat_map(move |()| handler(error).step(&outer)),
+    })
 }
 
 /// `map_err`'s loop: `input` pulled in `own` (a root scope of `E`), its
@@ -719,7 +727,7 @@ where
 {
     let (map, closing) = (f.clone(), own.clone());
     input
-        .step(own.clone())
+        .step(&own)
         .flat_map(move |step| match step {
             Step::Emit(chunk, rest) => IO::pure(Some((chunk, rest))),
             Step::Done => closing.close(ExitCase::Succeeded).map(|()| None),
@@ -775,7 +783,7 @@ impl<A: Send + 'static, E: Send + 'static> Side<A, E> {
         let Some(stream) = self.stream.take() else {
             return IO::pure((self, false));
         };
-        stream.step(self.own.clone()).map(move |step| match step {
+        stream.step(&self.own).map(move |step| match step {
             Step::Emit(chunk, rest) => {
                 self.buffer.extend(chunk);
                 self.stream = Some(rest);

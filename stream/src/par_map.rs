@@ -479,13 +479,10 @@ where
                 move |value| worker_turn(shared, Some((seq, Ok(value)))),
             )
         }
-        Action::Pull(rest) => rest
-            .step(shared.scope.clone())
-            .attempt()
-            .flat_map(move |step| {
-                shared.pulled(step);
-                worker_turn(shared, None)
-            }),
+        Action::Pull(rest) => rest.step(&shared.scope).attempt().flat_map(move |step| {
+            shared.pulled(step);
+            worker_turn(shared, None)
+        }),
         Action::Wait => Shared::wait(shared.clone(), Window::wait_worker)
             .flat_map(move |()| worker_turn(shared, None)),
         Action::Exit => IO::unit(),
@@ -549,7 +546,7 @@ where
     E: Send + 'static,
     F: FnMut(A) -> IO<B, E> + Send + 'static,
 {
-    Stream::from_pull(move |scope: Scope<E>| {
+    Stream::from_pull(move |scope: &Scope<E>| {
         let own = scope.open_child();
         let shared = Arc::new(Shared {
             window: Mutex::new(Window::new(input, n, ordered)),

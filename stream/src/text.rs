@@ -123,14 +123,15 @@ where
     Fin: FnOnce(S) -> Result<Chunk<B>, E> + Send + 'static,
 {
     Stream::from_pull(move |scope| {
-        input.step(scope.clone()).flat_map(move |next| match next {
+        let scope = scope.clone();
+        input.step(&scope).flat_map(move |next| match next {
             Step::Emit(chunk, rest) => {
                 let mut state = state;
                 match step(&mut state, chunk) {
                     Ok(out) => {
                         let rest = stateful(rest, state, step, finish);
                         if out.is_empty() {
-                            rest.step(scope)
+                            rest.step(&scope)
                         } else {
                             IO::pure(Step::Emit(out, rest))
                         }

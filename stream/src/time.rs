@@ -119,15 +119,16 @@ impl<A: Send + 'static, E: Send + 'static> Stream<A, E> {
     /// input acquired stays in the stream's scope and is released when
     /// the stream ends, as without the deadline.
     pub fn timeout_on_pull_to(self, limit: Duration, fallback: Stream<A, E>) -> Self {
-        Stream::from_pull(move |scope: Scope<E>| {
-            self.step(scope.clone())
+        Stream::from_pull(move |scope: &Scope<E>| {
+            let scope = scope.clone();
+            self.step(&scope)
                 .timeout_option(limit)
                 .flat_map(move |step| match step {
                     Some(Step::Emit(chunk, rest)) => {
                         IO::pure(Step::Emit(chunk, rest.timeout_on_pull_to(limit, fallback)))
                     }
                     Some(Step::Done) => IO::pure(Step::Done),
-                    None => fallback.step(scope),
+                    None => fallback.step(&scope),
                 })
         })
     }
@@ -213,6 +214,7 @@ where
     E: Send + 'static,
 {
     Stream::from_pull(move |scope| {
+        let scope = scope.clone();
         let next = match pending {
             // Nothing waiting: wait as long as it takes.
             None => elements.take().map(Some),
@@ -225,7 +227,7 @@ where
                 debounce_loop(elements, None, quiet),
             )),
             // A newer element replaces the pending one.
-            (Some(Some(item)), _) => debounce_loop(elements, Some(item), quiet).step(scope),
+            (Some(Some(item)), _) => debounce_loop(elements, Some(item), quiet).step(&scope),
             // The end: the pending element, if any, goes out.
             (Some(None), pending) => IO::pure(match pending {
                 Some(item) => Step::Emit(Chunk::singleton(item), Stream::empty()),
