@@ -57,6 +57,23 @@ fn on_a_worker(parent: IO<(bool, bool), E>) -> (bool, bool) {
     })
 }
 
+/// Starts `first`, then `second`, as fibers of their own, then joins both
+/// and gives their values.
+fn start_both_then_join(first: IO<bool, E>, second: IO<bool, E>) -> IO<(bool, bool), E> {
+    first.start().flat_map(move |first| {
+        second.start().flat_map(move |second| {
+            first.join().flat_map(move |a| {
+                second.join().map(move |b| {
+                    (
+                        a.succeeded().expect("the first succeeds"),
+                        b.succeeded().expect("the second succeeds"),
+                    )
+                })
+            })
+        })
+    })
+}
+
 #[test]
 fn the_two_cpu_bound_sides_of_both_on_a_worker_run_at_the_same_time_on_two_workers() {
     let started = Arc::new(AtomicUsize::new(0));
@@ -71,22 +88,10 @@ fn the_two_cpu_bound_sides_of_both_on_a_worker_run_at_the_same_time_on_two_worke
 #[test]
 fn two_cpu_bound_fibers_started_by_a_fiber_on_a_worker_run_at_the_same_time_on_two_workers() {
     let started = Arc::new(AtomicUsize::new(0));
-    let s = started.clone();
-    let parent: IO<(bool, bool), E> =
-        spin_until_both_started(started)
-            .start()
-            .flat_map(move |first| {
-                spin_until_both_started(s).start().flat_map(move |second| {
-                    first.join().flat_map(move |a| {
-                        second.join().map(move |b| {
-                            (
-                                a.succeeded().expect("the first succeeds"),
-                                b.succeeded().expect("the second succeeds"),
-                            )
-                        })
-                    })
-                })
-            });
+    let parent = start_both_then_join(
+        spin_until_both_started(started.clone()),
+        spin_until_both_started(started),
+    );
     assert_eq!(
         on_a_worker(parent),
         (true, true),
@@ -131,22 +136,10 @@ fn turns_until_they_overlap(inside: Arc<AtomicUsize>) -> IO<bool, E> {
 #[test]
 fn two_busy_fibers_that_cede_every_two_microseconds_run_at_the_same_time_on_two_workers() {
     let inside = Arc::new(AtomicUsize::new(0));
-    let i = inside.clone();
-    let parent: IO<(bool, bool), E> =
-        turns_until_they_overlap(inside)
-            .start()
-            .flat_map(move |first| {
-                turns_until_they_overlap(i).start().flat_map(move |second| {
-                    first.join().flat_map(move |a| {
-                        second.join().map(move |b| {
-                            (
-                                a.succeeded().expect("the first succeeds"),
-                                b.succeeded().expect("the second succeeds"),
-                            )
-                        })
-                    })
-                })
-            });
+    let parent = start_both_then_join(
+        turns_until_they_overlap(inside.clone()),
+        turns_until_they_overlap(inside),
+    );
     let (a, b) = on_a_worker(parent);
     assert!(
         a || b,
