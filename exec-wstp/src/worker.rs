@@ -122,24 +122,27 @@ const STEAL_BACK_OFF_NS: u64 = 3_000;
 const LONG_TURN_NS: u64 = 1_000;
 
 /// Whether a searcher takes fibers from a victim's queue after one window
-/// of the back-off ([`STEAL_BACK_OFF_NS`]): the queue held `queued` fibers
-/// at the window's start, and its owner ran `ran` fibers (from its queue
-/// and its next slot) during the window.
+/// of the back-off: the queue held `queued` fibers at the window's start,
+/// and its owner ran `ran` fibers (from its queue and its next slot)
+/// during the window, which lasted `elapsed_ns` (at least
+/// [`STEAL_BACK_OFF_NS`]; longer when the searcher's own thread was
+/// descheduled meanwhile).
 ///
-/// * If the owner's turns are long (it ran at most
-///   `STEAL_BACK_OFF_NS / LONG_TURN_NS` fibers, none at all if it was
-///   descheduled), its queue is worth another core.
+/// * If the owner's turns are long (at least [`LONG_TURN_NS`] on average;
+///   or it ran nothing, its thread descheduled or one fiber never
+///   yielding), its queue is worth another core.
 /// * If they are short, the queue is worth another core only if it holds
-///   a window's work or more (at least as many fibers as the owner ran in
-///   one window): the fibers at its back would wait longer than the
-///   back-off. A shorter queue of short turns stays with its owner:
-///   fibers that cede after a few hundred nanoseconds each, such as the
-///   workers of a stream's `par_eval_map` around one shared window, refill
-///   the queue as fast as it empties, and spread over two cores they pass
-///   each turn's cache lines and lock back and forth and run slower than
-///   on one.
-fn worth_stealing(queued: u64, ran: u64) -> bool {
-    ran.saturating_mul(LONG_TURN_NS) <= STEAL_BACK_OFF_NS || queued >= ran
+///   at least a back-off's work (`queued` turns of the window's average
+///   length): the fibers at its back would wait longer than the back-off.
+///   A shorter queue of short turns stays with its owner: fibers that
+///   cede after a few hundred nanoseconds each, such as the workers of a
+///   stream's `par_eval_map` around one shared window, refill the queue
+///   as fast as it empties, and spread over two cores they pass each
+///   turn's cache lines and lock back and forth and run slower than on
+///   one.
+fn worth_stealing(queued: u64, ran: u64, elapsed_ns: u64) -> bool {
+    ran.saturating_mul(LONG_TURN_NS) <= elapsed_ns
+        || queued.saturating_mul(elapsed_ns) >= ran.saturating_mul(STEAL_BACK_OFF_NS)
 }
 
 /// How many back-off windows in a row must find the owner behind its
@@ -437,18 +440,20 @@ impl WorkerContext {
         let stealer = &victim.stealer;
         let mut queued = stealer.len() as u64;
         let mut ran_before = victim.counters.ran.load(Ordering::Relaxed);
-        let mut until = shared.now_ns().saturating_add(STEAL_BACK_OFF_NS);
+        let mut start = shared.now_ns();
         let mut windows = 1;
         loop {
             // Only the clock is read meanwhile: every look at the victim's
             // queue or counter takes its cache lines from the owner, which
             // writes them at each fiber it runs.
-            if shared.now_ns() >= until {
+            let now = shared.now_ns();
+            let elapsed = now.saturating_sub(start);
+            if elapsed >= STEAL_BACK_OFF_NS {
                 if stealer.is_empty() {
                     return false;
                 }
                 let ran = victim.counters.ran.load(Ordering::Relaxed);
-                if !worth_stealing(queued, ran.wrapping_sub(ran_before)) {
+                if !worth_stealing(queued, ran.wrapping_sub(ran_before), elapsed) {
                     return false;
                 }
                 if windows == BACK_OFF_WINDOWS {
@@ -460,7 +465,7 @@ impl WorkerContext {
                 windows += 1;
                 queued = stealer.len() as u64;
                 ran_before = ran;
-                until = shared.now_ns().saturating_add(STEAL_BACK_OFF_NS);
+                start = now;
             }
             for _ in 0..16 {
                 std::hint::spin_loop();
@@ -592,31 +597,42 @@ impl WorkerContext {
 mod tests {
     use super::worth_stealing;
 
+    /// A window of exactly the back-off.
+    const W: u64 = super::STEAL_BACK_OFF_NS;
+
     #[test]
     fn a_short_queue_of_short_turns_stays_with_its_owner() {
         // Eight fibers queued, 25 run in the 3 µs window: 120 ns a turn.
-        assert!(!worth_stealing(8, 25));
-        assert!(!worth_stealing(1, 4));
-        assert!(!worth_stealing(8, 9));
+        assert!(!worth_stealing(8, 25, W));
+        assert!(!worth_stealing(1, 4, W));
+        assert!(!worth_stealing(8, 9, W));
     }
 
     #[test]
     fn a_queue_of_short_turns_longer_than_a_window_of_work_is_stolen_from() {
-        assert!(worth_stealing(8, 8));
-        assert!(worth_stealing(200, 40));
+        assert!(worth_stealing(8, 8, W));
+        assert!(worth_stealing(200, 40, W));
     }
 
     #[test]
     fn a_queue_behind_long_turns_is_stolen_from() {
         // Turns of 1 µs or more: two busy fibers that cede now and then.
-        assert!(worth_stealing(1, 1));
-        assert!(worth_stealing(1, 3));
+        assert!(worth_stealing(1, 1, W));
+        assert!(worth_stealing(1, 3, W));
     }
 
     #[test]
     fn a_queue_whose_owner_ran_nothing_in_the_window_is_stolen_from() {
         // One fiber that never yields, or the owner's thread descheduled.
-        assert!(worth_stealing(1, 0));
-        assert!(worth_stealing(0, 0));
+        assert!(worth_stealing(1, 0, W));
+        assert!(worth_stealing(0, 0, W));
+    }
+
+    #[test]
+    fn a_window_stretched_by_the_searchers_own_descheduling_judges_the_turns_by_its_length() {
+        // 10 ms in which the owner ran 5,000 turns of 2 µs: long turns.
+        assert!(worth_stealing(1, 5_000, 10_000_000));
+        // 10 ms in which it ran 50,000 turns of 200 ns, one queued: short.
+        assert!(!worth_stealing(1, 50_000, 10_000_000));
     }
 }

@@ -7,19 +7,12 @@
 //! child has started. On one worker the first child would spin forever
 //! (the hang guard gives up and the test fails), so the children finishing
 //! proves that they overlapped on two workers.
-//!
-//! Fibers that cede keep their owner's queue refilled; a searcher takes
-//! from it only if the owner's turns are long or more is queued than it
-//! runs in the back-off (`worker.rs`, `worth_stealing`). Two busy fibers
-//! whose turns of a few microseconds each end in a `cede` must still run
-//! side by side.
 
 mod common;
 
-use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use common::{HANG_LIMIT, runtime, within};
 use spindle_core::{IO, IORuntime};
@@ -96,53 +89,5 @@ fn two_cpu_bound_fibers_started_by_a_fiber_on_a_worker_run_at_the_same_time_on_t
         on_a_worker(parent),
         (true, true),
         "each fiber saw the other start while it spun"
-    );
-}
-
-/// Busy turns of [`TURN`] that each end in a `cede`, until a turn sees the
-/// other fiber inside a turn of its own at the same time (true), or until
-/// [`HANG_LIMIT`] (false: the two never ran side by side).
-fn turns_until_they_overlap(inside: Arc<AtomicUsize>) -> IO<bool, E> {
-    /// A turn: longer than the rule's long turn (1 µs), shorter than the
-    /// 3 µs back-off, so that the owner runs more fibers in a window than
-    /// its queue of one holds.
-    const TURN: Duration = Duration::from_micros(2);
-    let start = Instant::now();
-    IO::tail_rec((), move |()| {
-        let inside = inside.clone();
-        IO::delay(move || {
-            inside.fetch_add(1, Ordering::SeqCst);
-            let turn = Instant::now();
-            let mut overlapped = false;
-            while turn.elapsed() < TURN {
-                overlapped |= inside.load(Ordering::SeqCst) == 2;
-                std::hint::spin_loop();
-            }
-            inside.fetch_sub(1, Ordering::SeqCst);
-            overlapped
-        })
-        .flat_map(move |overlapped| {
-            if overlapped {
-                IO::pure(ControlFlow::Break(true))
-            } else if start.elapsed() > HANG_LIMIT {
-                IO::pure(ControlFlow::Break(false))
-            } else {
-                IO::cede().map(|()| ControlFlow::Continue(()))
-            }
-        })
-    })
-}
-
-#[test]
-fn two_busy_fibers_that_cede_every_two_microseconds_run_at_the_same_time_on_two_workers() {
-    let inside = Arc::new(AtomicUsize::new(0));
-    let parent = start_both_then_join(
-        turns_until_they_overlap(inside.clone()),
-        turns_until_they_overlap(inside),
-    );
-    let (a, b) = on_a_worker(parent);
-    assert!(
-        a || b,
-        "within the hang limit one fiber's turn saw the other inside a turn of its own"
     );
 }
