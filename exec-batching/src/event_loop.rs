@@ -190,15 +190,12 @@ impl Shared {
         }
     }
 
-    /// A microtask checkpoint: runs fibers from the microtask queue, in
-    /// order, while the turn's microtask budget lasts (fibers started or
-    /// resumed meanwhile join the queue and run here too).
-    /// Puts a fiber that yielded back in line, as the handle's
-    /// `reschedule_fiber` does (a macrotask), through the loop's own
-    /// shared state (`Fiber::run_with`: no clone of the handle out of the
-    /// fiber per yield).
+    /// Puts a fiber that yielded back in line as a macrotask: what the
+    /// handle's `reschedule_fiber` does, and what the loop hands
+    /// `Fiber::run_with` (no clone of the handle out of the fiber per
+    /// yield).
     #[inline]
-    fn requeue(&self, fiber: Fiber<Handle>) {
+    pub(crate) fn requeue(&self, fiber: Fiber<Handle>) {
         let mut fiber = Some(fiber);
         with_local(self, |local| {
             if let Some(fiber) = fiber.take() {
@@ -210,6 +207,9 @@ impl Shared {
         }
     }
 
+    /// A microtask checkpoint: runs fibers from the microtask queue, in
+    /// order, while the turn's microtask budget lasts (fibers started or
+    /// resumed meanwhile join the queue and run here too).
     fn microtask_checkpoint(&self, turn: &mut Turn) {
         while turn.budget > 0 {
             let Some((fiber, queued_macrotasks)) = with_local(self, |local| {

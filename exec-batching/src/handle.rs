@@ -123,15 +123,7 @@ impl Executor for Handle {
 
     #[inline]
     fn reschedule_fiber(&self, fiber: Fiber<Self>) {
-        let mut fiber = Some(fiber);
-        with_local(&self.shared, |local| {
-            if let Some(fiber) = fiber.take() {
-                local.macrotasks.push_back(fiber);
-            }
-        });
-        if let Some(fiber) = fiber {
-            self.shared.push_remote(fiber);
-        }
+        self.shared.requeue(fiber);
     }
 
     fn monotonic(&self) -> Duration {
