@@ -15,6 +15,7 @@
 //! byte, even in the same chunk); the stream then fails, at its next pull,
 //! without pulling its input again, after releasing what it holds.
 
+use alloc::boxed::Box;
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt;
@@ -22,6 +23,7 @@ use core::fmt;
 use spindle_core::IO;
 
 use crate::chunk::Chunk;
+use crate::scope::Scope;
 use crate::stream::{Step, Stream};
 
 /// What a text pipe found wrong with its input.
@@ -136,12 +138,9 @@ where
                             IO::pure(Step::Emit(out, rest))
                         }
                     }
-                    Err(Failed { before, error }) if before.is_empty() => IO::raise_error(error),
                     // The input is not pulled again: the error comes with
                     // the next pull.
-                    Err(Failed { before, error }) => {
-                        IO::pure(Step::Emit(before, Stream::raise_error(error)))
-                    }
+                    Err(failed) => failed.into_step(),
                 }
             }
             Step::Done => match finish(state) {
@@ -239,68 +238,174 @@ pub fn utf8_encode<E: Send + 'static>(text: Stream<String, E>) -> Stream<u8, E> 
 /// line without a line break is emitted at the end. A line longer than
 /// `max_line` bytes fails the stream with [`TextError::LineTooLong`]
 /// (found as soon as the line passes the limit, without buffering more).
+///
+/// Lines go out in chunks of at most [`LINES_PER_CHUNK`]: a long input
+/// string is cut over several pulls, so that only that many line strings
+/// are alive between this stage and its consumer. A consumer that drops
+/// each line soon after it gets it then frees every line before the
+/// stage allocates many more, and the allocator serves the next ones from
+/// what those frees gave back (a per-thread cache, in glibc's case)
+/// rather than from its shared heap.
 pub fn lines<E>(text: Stream<String, E>, max_line: usize) -> Stream<String, E>
 where
     E: From<TextError> + Send + 'static,
 {
-    // The failure at line `line`, after the lines before it.
-    let too_long = move |before: Chunk<String>, line: u64| Failed {
-        before,
-        error: E::from(TextError::LineTooLong {
-            limit: max_line,
-            line,
-        }),
-    };
-    stateful(
-        text,
-        (String::new(), 1u64),
-        move |(partial, number): &mut (String, u64), chunk: Chunk<String>| {
-            let mut out = Chunk::empty();
-            for piece in chunk {
-                let mut start = 0;
-                // The line breaks, found by `memchr` (a vectorized search:
-                // `str::find` costed twice the rest of the pipe per line).
-                for at in memchr::memchr_iter(b'\n', piece.as_bytes()) {
-                    let line = if partial.is_empty() {
-                        // The whole line is in this piece: one allocation
-                        // of its exact length. (`\n` and `\r` are ASCII:
-                        // the slice's ends are character boundaries.)
-                        let text = &piece[start..at];
-                        let text = text.strip_suffix('\r').unwrap_or(text);
-                        if text.len() > max_line {
-                            return Err(too_long(out, *number));
-                        }
-                        String::from(text)
-                    } else {
-                        partial.push_str(&piece[start..at]);
-                        if partial.ends_with('\r') {
-                            partial.pop();
-                        }
-                        if partial.len() > max_line {
-                            return Err(too_long(out, *number));
-                        }
-                        core::mem::take(partial)
-                    };
-                    out.push(line);
-                    *number += 1;
-                    start = at + 1;
+    Stream::from_boxed(Box::new(Lines {
+        input: Some(text),
+        piece: String::new(),
+        at: 0,
+        pieces: Chunk::empty().into_iter(),
+        partial: String::new(),
+        number: 1,
+        max_line,
+    }))
+}
+
+/// The most lines [`lines`] puts in one chunk.
+///
+/// Small enough that the chunk's vector of lines (24 bytes a line on
+/// 64-bit targets) stays a small allocation: glibc answers a request of
+/// 1 KiB or more by first merging the small blocks freed since: at 64
+/// lines a chunk (a 1.5 KiB vector) that cost 55 instructions a line, an
+/// eighth of a socket's whole lines pipeline. Large enough that a pull
+/// (about a hundred instructions) is a small share of a chunk's work.
+pub const LINES_PER_CHUNK: usize = 32;
+
+/// The state of [`lines`]: the input string being cut and how far, the
+/// rest of its input chunk, and the line carried over from one string to
+/// the next.
+struct Lines<E> {
+    /// The rest of the input; `None` once it has ended.
+    input: Option<Stream<String, E>>,
+    /// The string being cut; `piece[at..]` is not cut yet.
+    piece: String,
+    at: usize,
+    /// The strings of the input chunk after `piece`.
+    pieces: crate::chunk::IntoIter<String>,
+    /// The start of a line whose break has not come yet.
+    partial: String,
+    /// The number of the next line, from 1.
+    number: u64,
+    max_line: usize,
+}
+
+impl<E: From<TextError>> Lines<E> {
+    /// The failure at the current line, after the lines before it.
+    fn too_long(&self, before: Vec<String>) -> Failed<String, E> {
+        Failed {
+            before: Chunk::from(before),
+            error: E::from(TextError::LineTooLong {
+                limit: self.max_line,
+                line: self.number,
+            }),
+        }
+    }
+
+    /// Cuts up to [`LINES_PER_CHUNK`] lines from what the last input chunk
+    /// holds; fewer (none, even) when its strings run out first.
+    fn cut(&mut self) -> Result<Vec<String>, Failed<String, E>> {
+        let mut out = Vec::new();
+        loop {
+            let rest = &self.piece.as_bytes()[self.at..];
+            // The line break, found by `memchr` (a vectorized search:
+            // `str::find` costed twice the rest of the pipe per line).
+            if let Some(found) = memchr::memchr(b'\n', rest) {
+                let end = self.at + found;
+                let line = if self.partial.is_empty() {
+                    // The whole line is in this string: one allocation of
+                    // its exact length. (`\n` and `\r` are ASCII: the
+                    // slice's ends are character boundaries.)
+                    let text = &self.piece[self.at..end];
+                    let text = text.strip_suffix('\r').unwrap_or(text);
+                    if text.len() > self.max_line {
+                        return Err(self.too_long(out));
+                    }
+                    String::from(text)
+                } else {
+                    self.partial.push_str(&self.piece[self.at..end]);
+                    if self.partial.ends_with('\r') {
+                        self.partial.pop();
+                    }
+                    if self.partial.len() > self.max_line {
+                        return Err(self.too_long(out));
+                    }
+                    core::mem::take(&mut self.partial)
+                };
+                if out.capacity() == 0 {
+                    out.reserve_exact(LINES_PER_CHUNK);
                 }
-                partial.push_str(&piece[start..]);
-                // A line break may still come: `\r` is not counted yet.
-                if partial.trim_end_matches('\r').len() > max_line {
-                    return Err(too_long(out, *number));
+                out.push(line);
+                self.number += 1;
+                self.at = end + 1;
+                if out.len() == LINES_PER_CHUNK {
+                    return Ok(out);
                 }
+                continue;
             }
-            Ok(out)
-        },
-        |(partial, _): (String, u64)| {
-            Ok(if partial.is_empty() {
-                Chunk::empty()
-            } else {
-                Chunk::singleton(partial)
-            })
-        },
-    )
+            // No break in the rest of this string: it starts a line.
+            self.partial.push_str(&self.piece[self.at..]);
+            // A line break may still come: `\r` is not counted yet.
+            if self.partial.trim_end_matches('\r').len() > self.max_line {
+                return Err(self.too_long(out));
+            }
+            // Done with the string (a read's buffer, often): it is freed
+            // before the next input chunk is pulled.
+            self.at = 0;
+            let Some(next) = self.pieces.next() else {
+                self.piece = String::new();
+                return Ok(out);
+            };
+            self.piece = next;
+        }
+    }
+}
+
+impl<E> crate::stream::Pull<String, E> for Lines<E>
+where
+    E: From<TextError> + Send + 'static,
+{
+    fn pull(mut self: Box<Self>, scope: &Scope<E>) -> IO<Step<String, E>, E> {
+        match self.cut() {
+            Ok(out) if !out.is_empty() => {
+                return IO::pure(Step::Emit(Chunk::from(out), Stream::from_boxed(self)));
+            }
+            Ok(_) => {}
+            Err(failed) => return failed.into_step(),
+        }
+        // The input chunk is cut whole: the next one.
+        let Some(input) = self.input.take() else {
+            return IO::pure(Step::Done);
+        };
+        let scope_after = scope.clone();
+        input.step(scope).flat_map(move |next| match next {
+            Step::Emit(chunk, rest) => {
+                self.input = Some(rest);
+                self.pieces = chunk.into_iter();
+                self.pull(&scope_after)
+            }
+            Step::Done => {
+                // The end: a last line without a break.
+                let last = core::mem::take(&mut self.partial);
+                IO::pure(if last.is_empty() {
+                    Step::Done
+                } else {
+                    Step::Emit(Chunk::singleton(last), Stream::empty())
+                })
+            }
+        })
+    }
+}
+
+impl<B: Send + 'static, E: Send + 'static> Failed<B, E> {
+    /// The pull's result: the elements before the failure, then the
+    /// failure at the next pull (the input is not pulled again).
+    fn into_step(self) -> IO<Step<B, E>, E> {
+        if self.before.is_empty() {
+            IO::raise_error(self.error)
+        } else {
+            IO::pure(Step::Emit(self.before, Stream::raise_error(self.error)))
+        }
+    }
 }
 
 /// Frames: each a 4-byte big-endian length, then that many bytes. A

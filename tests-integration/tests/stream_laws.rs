@@ -270,6 +270,52 @@ rt_test! {
         });
     }
 
+    fn lines_of_strings_holding_many_lines_come_whole_in_chunks_of_at_most_the_batch() {
+        let rt = rt();
+        // Strings of up to 600 characters, a third of them line breaks: a
+        // string may hold several batches of lines.
+        check(("[ab\\n]{0,600}", cuts(), proptest::collection::vec(1usize..400, 1..4)), |(s, c, at)| {
+            let mut strings = Vec::new();
+            let mut rest = s.as_str();
+            for n in at.iter().cycle() {
+                if rest.is_empty() {
+                    break;
+                }
+                let n = (*n).min(rest.len());
+                strings.push(rest[..n].to_string());
+                rest = &rest[n..];
+            }
+            let chunks = value(rt.run(chunked(&strings, &c).through(|t| text::lines(t, 1_000)).chunks().compile().to_vec()))?;
+            prop_assert!(chunks.iter().all(|chunk| chunk.len() <= text::LINES_PER_CHUNK), "a chunk of more than {} lines", text::LINES_PER_CHUNK);
+            let got: Vec<String> = chunks.into_iter().flat_map(Chunk::into_vec).collect();
+            prop_assert_eq!(got, lines_model(&s));
+            Ok(())
+        });
+        // One string of three and a half batches: full batches, then the rest.
+        let many: String = (0..text::LINES_PER_CHUNK * 7 / 2).map(|i| format!("line {i}\n")).collect();
+        let sizes = rt.run(Stream::<String, E>::emit(many).through(|t| text::lines(t, 100)).chunks().map(|c| c.len()).compile().to_vec());
+        let n = text::LINES_PER_CHUNK;
+        assert_eq!(sizes, Outcome::Succeeded(vec![n, n, n, n / 2]));
+        // Empty strings inside a chunk are stepped over, not taken for its end.
+        let strings = Stream::<String, E>::chunk(Chunk::from(vec!["a\nb".to_string(), String::new(), "c\n".to_string(), String::new(), "d".to_string()]));
+        let got = rt.run(strings.through(|t| text::lines(t, 100)).compile().to_vec());
+        assert_eq!(got, Outcome::Succeeded(vec!["a".to_string(), "bc".to_string(), "d".to_string()]));
+    }
+
+    fn a_line_over_the_limit_after_several_batches_fails_after_every_line_before_it() {
+        let rt = rt();
+        let before = text::LINES_PER_CHUNK * 2 + 5;
+        let mut input: String = (0..before).map(|i| format!("{i}\n")).collect();
+        input.push_str("this line is long\nnever read\n");
+        let got = rt.run(Stream::<String, E>::emit(input).through(|t| text::lines(t, 5)).attempt().compile().to_vec());
+        let Outcome::Succeeded(got) = got else { panic!("attempt does not fail") };
+        let expected: Vec<Result<String, E>> = (0..before)
+            .map(|i| Ok(i.to_string()))
+            .chain([Err(Failure::Text(TextError::LineTooLong { limit: 5, line: before as u64 + 1 }))])
+            .collect();
+        assert_eq!(got, expected);
+    }
+
     fn a_line_at_the_limit_passes_and_one_byte_more_fails_wherever_it_lies() {
         let rt = rt();
         // Five bytes and a `\r\n` inside one string: the `\r` is not counted.
