@@ -5,7 +5,9 @@
 //! text::lines(s, 1024))`. A byte stream is a `Stream<u8, E>` whose chunks
 //! are the buffers read (a socket's reads, a file's blocks): the pipes
 //! work a chunk at a time and carry what is incomplete (a UTF-8 sequence,
-//! a line, a frame) to the next chunk.
+//! a line, a frame) to the next chunk. `lines` bounds its output chunks
+//! ([`LINES_PER_CHUNK`]): it cuts a long string over several pulls, so
+//! that a consumer frees a chunk's lines before the next are allocated.
 //!
 //! Bad input is a typed error, [`TextError`], through the stream's error
 //! type (`E: From<TextError>`), naming where it was found: invalid UTF-8
