@@ -74,11 +74,13 @@
 //! the work already waiting. `spawn` from a worker would not: on the
 //! multi-thread runtime it takes the LIFO slot, so the fiber would run
 //! again next, ahead of everything queued. Instead the fiber stays in the
-//! task that ran it: `reschedule_fiber` is called by the thread that was
-//! running the fiber, inside that task's `poll`, and leaves the fiber in a
-//! thread-local slot ([`RUN`]); when `Fiber::run` returns, the task
-//! takes it back, wakes its own waker and returns `Pending` (the fiber
-//! stays in the task: its link is not involved). A task woken
+//! task that ran it: the task runs it with `Fiber::run_with`, so a fiber
+//! that yields is handed straight back to the task's run (no clone of the
+//! executor's handle per yield); a `reschedule_fiber` called by the thread
+//! running the fiber, inside that task's `poll`, leaves the fiber in a
+//! thread-local slot ([`RUN`]) instead. Either way, when the run returns,
+//! the task takes the fiber back, wakes its own waker and returns
+//! `Pending` (the fiber stays in the task: its link is not involved). A task woken
 //! during its own poll is rescheduled by tokio as a *yield*: to the back
 //! of the worker's local run queue (multi-thread) or of the run queue
 //! (current-thread), never to the LIFO slot. That is exactly "behind the
@@ -259,25 +261,34 @@ pub(crate) fn run_here(fiber: Fiber<Handle>) -> RunEnd {
     // module): a `static` driver, so that nothing is counted or allocated
     // per poll.
     #[cfg(unix)]
-    let ran = crate::io::run_fiber(|| run_watched(fiber));
+    let (ran, requeued) = crate::io::run_fiber(|| run_watched(fiber));
     #[cfg(not(unix))]
-    let ran = run_watched(fiber);
+    let (ran, requeued) = run_watched(fiber);
     std::mem::forget(unwinding);
-    let (yielded, link) = RUN.with(|run| {
+    let (kept, link) = RUN.with(|run| {
         run.running.set(previous);
         (run.yielded.take(), run.link.take())
     });
-    RunEnd { ran, link, yielded }
+    RunEnd {
+        ran,
+        link,
+        yielded: requeued.or(kept),
+    }
 }
 
 /// Runs `fiber`, marked in this thread's slot of the starvation watchdog
-/// when it is on (one branch when off).
+/// when it is on (one branch when off). A fiber that yields comes back
+/// here (`Fiber::run_with`), not through `reschedule_fiber`: no clone of
+/// the executor's handle per yield.
 #[inline(always)]
-fn run_watched(fiber: Fiber<Handle>) -> Ran {
-    match fiber.executor().shared.watch_slots.as_ref() {
-        None => fiber.run(),
-        Some(slots) => slots.this_thread().run(fiber),
-    }
+fn run_watched(fiber: Fiber<Handle>) -> (Ran, Option<Fiber<Handle>>) {
+    let mut requeued = None;
+    let requeue = |fiber| requeued = Some(fiber);
+    let ran = match fiber.executor().shared.watch_slots.as_ref() {
+        None => fiber.run_with(requeue),
+        Some(slots) => slots.this_thread().run_with(fiber, requeue),
+    };
+    (ran, requeued)
 }
 
 /// Keeps `fiber` in the running task for it to yield, if this thread is
