@@ -252,15 +252,17 @@ pub fn lines<E>(text: Stream<String, E>, max_line: usize) -> Stream<String, E>
 where
     E: From<TextError> + Send + 'static,
 {
-    Stream::from_boxed(Box::new(Lines {
-        input: Some(text),
-        piece: String::new(),
-        at: 0,
-        pieces: Chunk::empty().into_iter(),
-        partial: String::new(),
-        number: 1,
-        max_line,
-    }))
+    cutting(
+        text,
+        Lines {
+            piece: String::new(),
+            at: 0,
+            pieces: Chunk::empty().into_iter(),
+            partial: String::new(),
+            number: 1,
+            max_line,
+        },
+    )
 }
 
 /// The most lines [`lines`] puts in one chunk.
@@ -276,9 +278,7 @@ pub const LINES_PER_CHUNK: usize = 32;
 /// The state of [`lines`]: the input string being cut and how far, the
 /// rest of its input chunk, and the line carried over from one string to
 /// the next.
-struct Lines<E> {
-    /// The rest of the input; `None` once it has ended.
-    input: Option<Stream<String, E>>,
+struct Lines {
     /// The string being cut; `piece[at..]` is not cut yet.
     piece: String,
     at: usize,
@@ -291,9 +291,9 @@ struct Lines<E> {
     max_line: usize,
 }
 
-impl<E: From<TextError>> Lines<E> {
+impl Lines {
     /// The failure at the current line, after the lines before it.
-    fn too_long(&self, before: Vec<String>) -> Failed<String, E> {
+    fn too_long<E: From<TextError>>(&self, before: Vec<String>) -> Failed<String, E> {
         Failed {
             before: Chunk::from(before),
             error: E::from(TextError::LineTooLong {
@@ -301,6 +301,12 @@ impl<E: From<TextError>> Lines<E> {
                 line: self.number,
             }),
         }
+    }
+}
+
+impl<E: From<TextError>> Cut<String, String, E> for Lines {
+    fn load(&mut self, chunk: Chunk<String>) {
+        self.pieces = chunk.into_iter();
     }
 
     /// Cuts up to [`LINES_PER_CHUNK`] lines from what the last input chunk
@@ -360,21 +366,70 @@ impl<E: From<TextError>> Lines<E> {
             self.piece = next;
         }
     }
+
+    /// The end: a last line without a break.
+    fn finish(&mut self) -> Result<Chunk<String>, E> {
+        let last = core::mem::take(&mut self.partial);
+        Ok(if last.is_empty() {
+            Chunk::empty()
+        } else {
+            Chunk::singleton(last)
+        })
+    }
 }
 
-impl<E> crate::stream::Pull<String, E> for Lines<E>
+/// A pipe that cuts its input into outputs a bounded batch at a time
+/// ([`cutting`]): `load` takes an input chunk, `cut` gives the next outputs
+/// of what is loaded (none once it is used up; at most a batch), `finish`
+/// the last outputs at the end of the input, or the error of input that
+/// ended too early.
+trait Cut<A, B, E>: Send + 'static {
+    fn load(&mut self, chunk: Chunk<A>);
+    fn cut(&mut self) -> Result<Vec<B>, Failed<B, E>>;
+    fn finish(&mut self) -> Result<Chunk<B>, E>;
+}
+
+/// The stream of what `cutter` cuts from `input`: a pull emits the next
+/// batch of what the loaded input chunk holds, and pulls the input only
+/// once that is used up. The stage keeps its box from pull to pull.
+fn cutting<A, B, E, C>(input: Stream<A, E>, cutter: C) -> Stream<B, E>
 where
-    E: From<TextError> + Send + 'static,
+    A: Send + 'static,
+    B: Send + 'static,
+    E: Send + 'static,
+    C: Cut<A, B, E>,
 {
-    fn pull(mut self: Box<Self>, scope: &Scope<E>) -> IO<Step<String, E>, E> {
-        match self.cut() {
+    Stream::from_boxed(Box::new(Cutting {
+        input: Some(input),
+        cutter,
+        marker: core::marker::PhantomData,
+    }))
+}
+
+/// The state of [`cutting`].
+struct Cutting<A, B, E, C> {
+    /// The rest of the input; `None` once it has ended.
+    input: Option<Stream<A, E>>,
+    cutter: C,
+    marker: core::marker::PhantomData<fn() -> B>,
+}
+
+impl<A, B, E, C> crate::stream::Pull<B, E> for Cutting<A, B, E, C>
+where
+    A: Send + 'static,
+    B: Send + 'static,
+    E: Send + 'static,
+    C: Cut<A, B, E>,
+{
+    fn pull(mut self: Box<Self>, scope: &Scope<E>) -> IO<Step<B, E>, E> {
+        match self.cutter.cut() {
             Ok(out) if !out.is_empty() => {
                 return IO::pure(Step::Emit(Chunk::from(out), Stream::from_boxed(self)));
             }
             Ok(_) => {}
             Err(failed) => return failed.into_step(),
         }
-        // The input chunk is cut whole: the next one.
+        // The input chunk is used up: the next one.
         let Some(input) = self.input.take() else {
             return IO::pure(Step::Done);
         };
@@ -382,18 +437,14 @@ where
         input.step(scope).flat_map(move |next| match next {
             Step::Emit(chunk, rest) => {
                 self.input = Some(rest);
-                self.pieces = chunk.into_iter();
+                self.cutter.load(chunk);
                 self.pull(&scope_after)
             }
-            Step::Done => {
-                // The end: a last line without a break.
-                let last = core::mem::take(&mut self.partial);
-                IO::pure(if last.is_empty() {
-                    Step::Done
-                } else {
-                    Step::Emit(Chunk::singleton(last), Stream::empty())
-                })
-            }
+            Step::Done => match self.cutter.finish() {
+                Ok(last) if last.is_empty() => IO::pure(Step::Done),
+                Ok(last) => IO::pure(Step::Emit(last, Stream::empty())),
+                Err(error) => IO::raise_error(error),
+            },
         })
     }
 }
@@ -414,52 +465,129 @@ impl<B: Send + 'static, E: Send + 'static> Failed<B, E> {
 /// length above `max_frame` fails the stream with
 /// [`TextError::FrameTooLong`] before any of the frame is buffered; input
 /// that ends inside a frame fails with [`TextError::TruncatedFrame`].
+///
+/// A frame that lies whole in one input chunk is copied out of it once; a
+/// frame across chunks is gathered as its bytes come. Frames go out at
+/// most [`FRAMES_PER_CHUNK`] a chunk, as `lines` bounds its chunks.
 pub fn length_delimited<E>(bytes: Stream<u8, E>, max_frame: usize) -> Stream<Vec<u8>, E>
 where
     E: From<TextError> + Send + 'static,
 {
-    stateful(
+    cutting(
         bytes,
-        Vec::<u8>::new(),
-        move |buffer: &mut Vec<u8>, chunk: Chunk<u8>| {
-            buffer.extend_from_slice(&chunk);
-            let mut out = Chunk::empty();
-            let mut at = 0;
-            loop {
-                let rest = &buffer[at..];
-                if rest.len() < 4 {
-                    break;
-                }
-                let length = u32::from_be_bytes([rest[0], rest[1], rest[2], rest[3]]) as u64;
-                if length > max_frame as u64 {
-                    return Err(Failed {
-                        before: out,
-                        error: E::from(TextError::FrameTooLong {
-                            limit: max_frame,
-                            length,
-                        }),
-                    });
-                }
-                let length = length as usize;
-                if rest.len() < 4 + length {
-                    break;
-                }
-                out.push(rest[4..4 + length].to_vec());
-                at += 4 + length;
-            }
-            buffer.drain(..at);
-            Ok(out)
-        },
-        |buffer: Vec<u8>| {
-            if buffer.is_empty() {
-                Ok(Chunk::empty())
-            } else {
-                Err(E::from(TextError::TruncatedFrame {
-                    received: buffer.len(),
-                }))
-            }
+        Frames {
+            chunk: Vec::new(),
+            at: 0,
+            header: [0; 4],
+            header_len: 0,
+            partial: None,
+            max_frame,
         },
     )
+}
+
+/// The most frames [`length_delimited`] puts in one chunk (see
+/// [`LINES_PER_CHUNK`]).
+pub const FRAMES_PER_CHUNK: usize = 32;
+
+/// The state of [`length_delimited`]: the input chunk being cut and how
+/// far, and a frame carried over from one chunk to the next (its length
+/// prefix so far, or its bytes so far and its length).
+struct Frames {
+    chunk: Vec<u8>,
+    at: usize,
+    header: [u8; 4],
+    header_len: usize,
+    partial: Option<(Vec<u8>, usize)>,
+    max_frame: usize,
+}
+
+impl Frames {
+    /// The frame's length, if it is within the limit; the failure (after
+    /// the frames before it) otherwise.
+    fn length<E: From<TextError>>(
+        &self,
+        prefix: [u8; 4],
+        out: &mut Vec<Vec<u8>>,
+    ) -> Result<usize, Failed<Vec<u8>, E>> {
+        let length = u32::from_be_bytes(prefix) as u64;
+        if length > self.max_frame as u64 {
+            return Err(Failed {
+                before: Chunk::from(core::mem::take(out)),
+                error: E::from(TextError::FrameTooLong {
+                    limit: self.max_frame,
+                    length,
+                }),
+            });
+        }
+        // Within `max_frame`, a `usize`.
+        Ok(length as usize)
+    }
+}
+
+impl<E: From<TextError>> Cut<u8, Vec<u8>, E> for Frames {
+    fn load(&mut self, chunk: Chunk<u8>) {
+        self.chunk = chunk.into_vec();
+        self.at = 0;
+    }
+
+    fn cut(&mut self) -> Result<Vec<Vec<u8>>, Failed<Vec<u8>, E>> {
+        let mut out = Vec::new();
+        while out.len() < FRAMES_PER_CHUNK {
+            let rest = &self.chunk[self.at..];
+            if let Some((bytes, length)) = &mut self.partial {
+                // A frame carried over: its next bytes.
+                let take = (*length - bytes.len()).min(rest.len());
+                bytes.extend_from_slice(&rest[..take]);
+                self.at += take;
+                if bytes.len() < *length {
+                    break;
+                }
+                out.push(core::mem::take(bytes));
+                self.partial = None;
+            } else if self.header_len > 0 || rest.len() < 4 {
+                // A length prefix across chunks.
+                let take = (4 - self.header_len).min(rest.len());
+                self.header[self.header_len..self.header_len + take].copy_from_slice(&rest[..take]);
+                self.header_len += take;
+                self.at += take;
+                if self.header_len < 4 {
+                    break;
+                }
+                self.header_len = 0;
+                let length = self.length(self.header, &mut out)?;
+                self.partial = Some((Vec::new(), length));
+            } else {
+                let length = self.length([rest[0], rest[1], rest[2], rest[3]], &mut out)?;
+                if rest.len() - 4 >= length {
+                    // Whole in this chunk: one copy.
+                    out.push(rest[4..4 + length].to_vec());
+                    self.at += 4 + length;
+                } else {
+                    self.partial = Some((rest[4..].to_vec(), length));
+                    self.at = self.chunk.len();
+                }
+            }
+        }
+        if self.at == self.chunk.len() {
+            // Used up: freed before the next input chunk is pulled.
+            self.chunk = Vec::new();
+            self.at = 0;
+        }
+        Ok(out)
+    }
+
+    fn finish(&mut self) -> Result<Chunk<Vec<u8>>, E> {
+        let received = match &self.partial {
+            Some((bytes, _)) => 4 + bytes.len(),
+            None => self.header_len,
+        };
+        if received == 0 {
+            Ok(Chunk::empty())
+        } else {
+            Err(E::from(TextError::TruncatedFrame { received }))
+        }
+    }
 }
 
 impl<A: Send + 'static, E: Send + 'static> Stream<A, E> {

@@ -361,6 +361,41 @@ rt_test! {
         assert_eq!(cut, Outcome::Errored(Failure::Text(TextError::TruncatedFrame { received: 5 })));
     }
 
+    fn length_delimited_frames_come_whole_in_chunks_of_at_most_the_batch() {
+        let rt = rt();
+        // Up to 100 frames of up to 12 bytes: a chunk of input may hold
+        // several batches of frames.
+        let frames = proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..12), 0..100);
+        check((frames, proptest::collection::vec(1usize..700, 1..4)), |(frames, c)| {
+            let mut bytes = Vec::new();
+            for f in &frames {
+                bytes.extend_from_slice(&(f.len() as u32).to_be_bytes());
+                bytes.extend_from_slice(f);
+            }
+            let chunks = value(rt.run(chunked(&bytes, &c).through(|b| text::length_delimited(b, 64)).chunks().compile().to_vec()))?;
+            prop_assert!(chunks.iter().all(|chunk| chunk.len() <= text::FRAMES_PER_CHUNK), "a chunk of more than {} frames", text::FRAMES_PER_CHUNK);
+            let got: Vec<Vec<u8>> = chunks.into_iter().flat_map(Chunk::into_vec).collect();
+            prop_assert_eq!(got, frames);
+            Ok(())
+        });
+        // Frames too long after two batches: every frame before them first.
+        let before = text::FRAMES_PER_CHUNK * 2 + 3;
+        let mut bytes = Vec::new();
+        for i in 0..before {
+            bytes.extend_from_slice(&[0, 0, 0, 1, i as u8]);
+        }
+        bytes.extend_from_slice(&[0, 0, 1, 0]);
+        let got = rt.run(Stream::<u8, E>::chunk(Chunk::from(bytes)).through(|b| text::length_delimited(b, 64)).attempt().compile().to_vec());
+        let expected: Vec<Result<Vec<u8>, E>> = (0..before)
+            .map(|i| Ok(vec![i as u8]))
+            .chain([Err(Failure::Text(TextError::FrameTooLong { limit: 64, length: 256 }))])
+            .collect();
+        assert_eq!(got, Outcome::Succeeded(expected));
+        // A prefix cut after two of its bytes at the end: truncated, with the bytes received.
+        let cut = rt.run(Stream::<u8, E>::emits(vec![0, 0, 0, 0, 0, 0]).through(|b| text::length_delimited(b, 64)).compile().to_vec());
+        assert_eq!(cut, Outcome::Errored(Failure::Text(TextError::TruncatedFrame { received: 2 })));
+    }
+
     fn what_comes_before_bad_input_is_emitted_before_the_error_however_the_input_is_cut() {
         let rt = rt();
         // Each pipe's elements as `Ok`s, then its error as an `Err`.
