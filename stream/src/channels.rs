@@ -398,7 +398,6 @@ fn discrete_from<A: Clone + Send + 'static, E: Send + 'static>(
     seen: Option<u64>,
 ) -> Stream<A, E> {
     Stream::from_pull(move |scope| {
-        let scope = scope.clone();
         let (current, signal) = {
             let s = state.lock();
             if seen == Some(s.version) {
@@ -412,9 +411,13 @@ fn discrete_from<A: Clone + Send + 'static, E: Send + 'static>(
                 Chunk::singleton(value),
                 discrete_from(state, Some(version)),
             )),
-            (None, Some(signal)) => signal
-                .get()
-                .flat_map(move |()| discrete_from(state, seen).step(&scope)),
+            (None, Some(signal)) => {
+                // Only a wait needs the scope after this pull.
+                let scope = scope.clone();
+                signal
+                    .get()
+                    .flat_map(move |()| discrete_from(state, seen).step(&scope))
+            }
             (None, None) => IO::pure(Step::Done),
         }
     })

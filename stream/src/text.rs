@@ -111,11 +111,12 @@ struct Failed<B, E> {
 
 /// A stateful chunk transformation: `step` maps each chunk (it may fail,
 /// after emitting what came before the failure), `finish` runs at the end
-/// of the input (it may emit a last chunk or fail).
+/// of the input (it may emit a last chunk or fail). A [`cutting`] stage
+/// whose cut takes the whole loaded chunk at once.
 fn stateful<A, B, E, S, St, Fin>(
     input: Stream<A, E>,
     state: S,
-    mut step: St,
+    step: St,
     finish: Fin,
 ) -> Stream<B, E>
 where
@@ -126,32 +127,46 @@ where
     St: FnMut(&mut S, Chunk<A>) -> Result<Chunk<B>, Failed<B, E>> + Send + 'static,
     Fin: FnOnce(S) -> Result<Chunk<B>, E> + Send + 'static,
 {
-    Stream::from_pull(move |scope| {
-        let scope = scope.clone();
-        input.step(&scope).flat_map(move |next| match next {
-            Step::Emit(chunk, rest) => {
-                let mut state = state;
-                match step(&mut state, chunk) {
-                    Ok(out) => {
-                        let rest = stateful(rest, state, step, finish);
-                        if out.is_empty() {
-                            rest.step(&scope)
-                        } else {
-                            IO::pure(Step::Emit(out, rest))
-                        }
-                    }
-                    // The input is not pulled again: the error comes with
-                    // the next pull.
-                    Err(failed) => failed.into_step(),
-                }
-            }
-            Step::Done => match finish(state) {
-                Ok(out) if out.is_empty() => IO::pure(Step::Done),
-                Ok(out) => IO::pure(Step::Emit(out, Stream::empty())),
-                Err(error) => IO::raise_error(error),
-            },
-        })
-    })
+    cutting(
+        input,
+        Stateful {
+            state,
+            step,
+            finish,
+            loaded: None,
+        },
+    )
+}
+
+/// The state of [`stateful`]: the chunk loaded and not yet mapped.
+struct Stateful<A, S, St, Fin> {
+    state: S,
+    step: St,
+    finish: Fin,
+    loaded: Option<Chunk<A>>,
+}
+
+impl<A, B, E, S, St, Fin> Cut<A, B, E> for Stateful<A, S, St, Fin>
+where
+    A: Send + 'static,
+    S: Send + 'static,
+    St: FnMut(&mut S, Chunk<A>) -> Result<Chunk<B>, Failed<B, E>> + Send + 'static,
+    Fin: FnOnce(S) -> Result<Chunk<B>, E> + Send + 'static,
+{
+    fn load(&mut self, chunk: Chunk<A>) {
+        self.loaded = Some(chunk);
+    }
+
+    fn cut(&mut self) -> Result<Chunk<B>, Failed<B, E>> {
+        match self.loaded.take() {
+            Some(chunk) => (self.step)(&mut self.state, chunk),
+            None => Ok(Chunk::empty()),
+        }
+    }
+
+    fn finish(self) -> Result<Chunk<B>, E> {
+        (self.finish)(self.state)
+    }
 }
 
 /// Decodes UTF-8: one string per input chunk (what it completes); a
@@ -311,7 +326,7 @@ impl<E: From<TextError>> Cut<String, String, E> for Lines {
 
     /// Cuts up to [`LINES_PER_CHUNK`] lines from what the last input chunk
     /// holds; fewer (none, even) when its strings run out first.
-    fn cut(&mut self) -> Result<Vec<String>, Failed<String, E>> {
+    fn cut(&mut self) -> Result<Chunk<String>, Failed<String, E>> {
         let mut out = Vec::new();
         loop {
             let rest = &self.piece.as_bytes()[self.at..];
@@ -346,7 +361,7 @@ impl<E: From<TextError>> Cut<String, String, E> for Lines {
                 self.number += 1;
                 self.at = end + 1;
                 if out.len() == LINES_PER_CHUNK {
-                    return Ok(out);
+                    return Ok(Chunk::from(out));
                 }
                 continue;
             }
@@ -361,19 +376,18 @@ impl<E: From<TextError>> Cut<String, String, E> for Lines {
             self.at = 0;
             let Some(next) = self.pieces.next() else {
                 self.piece = String::new();
-                return Ok(out);
+                return Ok(Chunk::from(out));
             };
             self.piece = next;
         }
     }
 
     /// The end: a last line without a break.
-    fn finish(&mut self) -> Result<Chunk<String>, E> {
-        let last = core::mem::take(&mut self.partial);
-        Ok(if last.is_empty() {
+    fn finish(self) -> Result<Chunk<String>, E> {
+        Ok(if self.partial.is_empty() {
             Chunk::empty()
         } else {
-            Chunk::singleton(last)
+            Chunk::singleton(self.partial)
         })
     }
 }
@@ -385,8 +399,8 @@ impl<E: From<TextError>> Cut<String, String, E> for Lines {
 /// ended too early.
 trait Cut<A, B, E>: Send + 'static {
     fn load(&mut self, chunk: Chunk<A>);
-    fn cut(&mut self) -> Result<Vec<B>, Failed<B, E>>;
-    fn finish(&mut self) -> Result<Chunk<B>, E>;
+    fn cut(&mut self) -> Result<Chunk<B>, Failed<B, E>>;
+    fn finish(self) -> Result<Chunk<B>, E>;
 }
 
 /// The stream of what `cutter` cuts from `input`: a pull emits the next
@@ -424,7 +438,7 @@ where
     fn pull(mut self: Box<Self>, scope: &Scope<E>) -> IO<Step<B, E>, E> {
         match self.cutter.cut() {
             Ok(out) if !out.is_empty() => {
-                return IO::pure(Step::Emit(Chunk::from(out), Stream::from_boxed(self)));
+                return IO::pure(Step::Emit(out, Stream::from_boxed(self)));
             }
             Ok(_) => {}
             Err(failed) => return failed.into_step(),
@@ -531,7 +545,7 @@ impl<E: From<TextError>> Cut<u8, Vec<u8>, E> for Frames {
         self.at = 0;
     }
 
-    fn cut(&mut self) -> Result<Vec<Vec<u8>>, Failed<Vec<u8>, E>> {
+    fn cut(&mut self) -> Result<Chunk<Vec<u8>>, Failed<Vec<u8>, E>> {
         let mut out = Vec::new();
         while out.len() < FRAMES_PER_CHUNK {
             let rest = &self.chunk[self.at..];
@@ -574,10 +588,10 @@ impl<E: From<TextError>> Cut<u8, Vec<u8>, E> for Frames {
             self.chunk = Vec::new();
             self.at = 0;
         }
-        Ok(out)
+        Ok(Chunk::from(out))
     }
 
-    fn finish(&mut self) -> Result<Chunk<Vec<u8>>, E> {
+    fn finish(self) -> Result<Chunk<Vec<u8>>, E> {
         let received = match &self.partial {
             Some((bytes, _)) => 4 + bytes.len(),
             None => self.header_len,
